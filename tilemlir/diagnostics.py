@@ -1,0 +1,283 @@
+"""Diagnostics the way mlir-opt prints them, and the source handling behind them.
+
+Every tool funnels MLIR diagnostics (from the parser, the verifier, upstream
+passes and our Python passes) into `Diag` values, prints them as
+`file:line:col: error: message` with the source line and a caret, and can check
+them against `// expected-error@below {{...}}` comments (`--verify-diagnostics`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+SPLIT_MARKER = "// -----"
+
+
+class UserError(Exception):
+    """An error caused by the user's input or flags: printed as `error: ...`, exit 1."""
+
+
+@dataclass(frozen=True)
+class Diag:
+    """One diagnostic with a resolved position (line/col are 0 when unknown)."""
+
+    severity: str  # "error" | "warning" | "remark" | "note"
+    message: str
+    file: str = ""
+    line: int = 0
+    col: int = 0
+    notes: tuple[Diag, ...] = ()
+
+    def position(self) -> str:
+        if self.file and self.line:
+            return f"{self.file}:{self.line}:{self.col}: "
+        if self.file:
+            return f"{self.file}: "
+        return ""
+
+
+def _file_position(location: ir.Location) -> tuple[str, int, int]:
+    """The first file:line:col inside a (possibly nested) location."""
+    try:
+        if location.is_a_file():
+            return location.filename, location.start_line, location.start_col
+        if location.is_a_name():
+            return _file_position(location.child_loc)
+        if location.is_a_callsite():
+            return _file_position(location.callee)
+        if location.is_a_fused():
+            for child in location.locations:
+                found = _file_position(child)
+                if found[1]:
+                    return found
+    except (AttributeError, ValueError, RuntimeError):
+        pass
+    return "", 0, 0
+
+
+_SEVERITY = {"ERROR": "error", "WARNING": "warning", "NOTE": "note", "REMARK": "remark"}
+
+
+def diag_from_mlir(d, source: SourceBuffer | None = None) -> Diag:
+    """Converts an `ir.Diagnostic` or `ir.DiagnosticInfo` into a `Diag`."""
+    file, line, col = _file_position(d.location)
+    if source is not None:
+        file, line, col = source.map_position(file, line, col)
+    severity = _SEVERITY.get(str(d.severity).rsplit(".", 1)[-1], "error")
+    notes = tuple(diag_from_mlir(n, source) for n in d.notes)
+    return Diag(severity, str(d.message), file, line, col, notes)
+
+
+@dataclass
+class SourceBuffer:
+    """A whole input file (or stdin) and the text of its lines, for snippets."""
+
+    name: str
+    text: str
+    lines: list[str] = field(init=False)
+    # Line (1-based) whose columns are shifted by the implicit-module prefix.
+    shifted_line: int = 0
+    shift: int = 0
+
+    def __post_init__(self) -> None:
+        self.lines = self.text.split("\n")
+
+    def map_position(self, file: str, line: int, col: int) -> tuple[str, int, int]:
+        if file == self.name and line == self.shifted_line and col > self.shift:
+            col -= self.shift
+        return file, line, col
+
+    def snippet(self, line: int, col: int) -> str:
+        if not (1 <= line <= len(self.lines)):
+            return ""
+        text = self.lines[line - 1]
+        caret = " " * max(col - 1, 0) + "^"
+        return f"{text}\n{caret}\n"
+
+
+def format_diag(d: Diag, source: SourceBuffer | None = None) -> str:
+    out = f"{d.position()}{d.severity}: {d.message}\n"
+    if source is not None and d.file == source.name and d.line:
+        out += source.snippet(d.line, d.col)
+    for note in d.notes:
+        out += format_diag(note, source)
+    return out
+
+
+@dataclass
+class Chunk:
+    """A piece of the input (the whole file, or one `// -----` split)."""
+
+    source: SourceBuffer
+    text: str
+    first_line: int  # 1-based line of the chunk's first line in the file
+
+
+def split_input(source: SourceBuffer, split: bool) -> list[Chunk]:
+    if not split:
+        return [Chunk(source, source.text, 1)]
+    chunks, current, start = [], [], 1
+    for number, line in enumerate(source.lines, start=1):
+        if line.strip() == SPLIT_MARKER:
+            chunks.append(Chunk(source, "\n".join(current), start))
+            current, start = [], number + 1
+        else:
+            current.append(line)
+    chunks.append(Chunk(source, "\n".join(current), start))
+    return chunks
+
+
+_CODE_LINE = re.compile(r"^\s*(?!//)\S")
+
+
+class ParseFailure(Exception):
+    def __init__(self, diags: list[Diag]):
+        super().__init__("\n".join(d.message for d in diags))
+        self.diags = diags
+
+
+def parse_chunk(chunk: Chunk, context: ir.Context) -> ir.Operation:
+    """Parses a chunk into a `builtin.module` op whose locations point into the
+    original file (same line and column numbers as in the file).
+
+    Like mlir-opt, top-level ops that are not a single module are wrapped in an
+    implicit `builtin.module`. The binding's named parser has no implicit
+    module, so the wrapper is written into the text where it moves nothing: on
+    a padding line before the chunk or on a leading comment line. Only when the
+    very first line of the file is code do its columns shift, and diagnostics
+    on that line are shifted back.
+    """
+    lines = chunk.text.split("\n")
+    padding = ["" for _ in range(chunk.first_line - 1)]
+    prefix = "module {"
+    source = chunk.source
+    if padding:
+        padding[0] = prefix
+    else:
+        first_code = next((i for i, text in enumerate(lines) if _CODE_LINE.match(text)), None)
+        if first_code == 0:
+            source.shifted_line, source.shift = chunk.first_line, len(prefix)
+        lines = [prefix + lines[0], *lines[1:]]
+    text = "\n".join(padding + lines) + "\n}\n"
+    try:
+        with context:
+            wrapper = ir.Operation.parse(text, source_name=source.name)
+    except ir.MLIRError as error:
+        diags = [diag_from_mlir(d, source) for d in error.error_diagnostics]
+        raise ParseFailure(diags or [Diag("error", error.message, source.name)]) from None
+    body = wrapper.regions[0].blocks[0]
+    ops = list(body.operations)
+    if len(ops) == 1 and ops[0].name == "builtin.module":
+        inner = ops[0].operation
+        inner.detach_from_parent()
+        return inner
+    return wrapper.operation
+
+
+@contextlib.contextmanager
+def collect_diagnostics(context: ir.Context, sink: list[Diag], source: SourceBuffer | None):
+    """Routes every diagnostic emitted in `context` into `sink`."""
+
+    def handler(d) -> bool:
+        sink.append(diag_from_mlir(d, source))
+        return True
+
+    handle = context.attach_diagnostic_handler(handler)
+    try:
+        yield sink
+    finally:
+        handle.detach()
+
+
+def mlir_error_diags(error: ir.MLIRError, source: SourceBuffer | None) -> list[Diag]:
+    diags = [diag_from_mlir(d, source) for d in error.error_diagnostics]
+    return diags or [Diag("error", error.message)]
+
+
+# --------------------------------------------------------------------------
+# --verify-diagnostics
+# --------------------------------------------------------------------------
+
+_EXPECTED = re.compile(
+    r"expected-(?P<kind>error|warning|remark|note)"
+    r"(?:@(?P<where>above|below|[+-]\d+))?"
+    r"\s*\{\{(?P<message>.*?)\}\}"
+)
+
+
+@dataclass
+class Expectation:
+    severity: str
+    message: str
+    line: int  # the line the diagnostic must be reported on
+    comment_line: int
+    comment_col: int
+    matched: bool = False
+
+
+def parse_expectations(chunk: Chunk) -> list[Expectation]:
+    """MLIR's expected-* comments: `@below`, `@above`, `@+N`, `@-N`, `{{substring}}`."""
+    found = []
+    for offset, text in enumerate(chunk.text.split("\n")):
+        line = chunk.first_line + offset
+        for match in _EXPECTED.finditer(text):
+            where = match.group("where")
+            if where is None:
+                target = line
+            elif where == "below":
+                target = line + 1
+            elif where == "above":
+                target = line - 1
+            else:
+                target = line + int(where)
+            found.append(
+                Expectation(match.group("kind"), match.group("message"), target, line, match.start() + 1)
+            )
+    return found
+
+
+def _flatten(diags: list[Diag]) -> Iterator[Diag]:
+    for d in diags:
+        yield d
+        yield from _flatten(list(d.notes))
+
+
+def verify_expectations(chunk: Chunk, diags: list[Diag]) -> list[Diag]:
+    """Matches produced diagnostics against the chunk's expectations; returns
+    the failures (unexpected diagnostics, expectations never produced)."""
+    expectations = parse_expectations(chunk)
+    failures = []
+    for d in _flatten(diags):
+        match = next(
+            (
+                e
+                for e in expectations
+                if not e.matched
+                and e.severity == d.severity
+                and e.line == d.line
+                and d.file == chunk.source.name
+                and e.message in d.message
+            ),
+            None,
+        )
+        if match is not None:
+            match.matched = True
+        else:
+            failures.append(Diag("error", f"unexpected {d.severity}: {d.message}", d.file, d.line, d.col))
+    for e in expectations:
+        if not e.matched:
+            failures.append(
+                Diag(
+                    "error",
+                    f'expected {e.severity} "{e.message}" was not produced',
+                    chunk.source.name,
+                    e.comment_line,
+                    e.comment_col,
+                )
+            )
+    return failures

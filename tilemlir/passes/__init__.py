@@ -1,0 +1,90 @@
+"""The tile passes: one registry by name, with lazy imports, and the API for
+embedding them in another compiler's PassManager.
+
+    from tilemlir import passes
+    pm = PassManager("builtin.module")
+    passes.add_to(pm, "tile-verify,canonicalize")      # tile and upstream passes mixed
+    pm.run(module.operation)
+
+    pm = passes.build_pipeline("builtin.module(tile-verify,cse)")
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from mlir import ir, passmanager
+
+from tilemlir.passes.base import PassOptionError, PassState, TilePass
+from tilemlir.passes.pipeline import PipelineError, add_elements, parse_pipeline
+
+# name -> "module:Class"; modules are imported on first use.
+_REGISTRY: dict[str, str] = {
+    "tile-verify": "tilemlir.passes.verify:TileVerify",
+}
+
+
+def pass_names() -> tuple[str, ...]:
+    return tuple(_REGISTRY)
+
+
+def is_tile_pass(name: str) -> bool:
+    return name in _REGISTRY
+
+
+def pass_class(name: str) -> type[TilePass]:
+    module_name, _, class_name = _REGISTRY[name].partition(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def make_pass(name: str, options: str | None = None, overrides: dict | None = None) -> TilePass:
+    """Instantiates a tile pass from its option text. `overrides` maps field
+    names to values applied to every pass that has such a field (how the
+    `--target` flag reaches target-dependent passes)."""
+    cls = pass_class(name)
+    instance = cls.from_option_text(options)
+    if overrides:
+        fields = {f.name for f in cls.options()}
+        applicable = {k: v for k, v in overrides.items() if k in fields and v is not None}
+        if applicable:
+            import dataclasses
+
+            instance = dataclasses.replace(instance, **applicable)
+    return instance
+
+
+def add_to(
+    pm: passmanager.PassManager,
+    pipeline: str,
+    *,
+    context: ir.Context | None = None,
+    overrides: dict | None = None,
+) -> passmanager.PassManager:
+    """Appends `pipeline` (tile and upstream passes, e.g. "tile-verify,cse") to
+    a PassManager anchored on builtin.module. The caller's context must have
+    the tile dialect registered (`tilemlir.dialects.register_dialect`)."""
+    context = context or ir.Context.current
+    add_elements(pm, parse_pipeline(pipeline), context=context, overrides=overrides)
+    return pm
+
+
+def build_pipeline(
+    pipeline: str, *, context: ir.Context | None = None, overrides: dict | None = None
+) -> passmanager.PassManager:
+    """A new builtin.module PassManager running `pipeline`."""
+    context = context or ir.Context.current
+    pm = passmanager.PassManager("builtin.module", context=context)
+    return add_to(pm, pipeline, context=context, overrides=overrides)
+
+
+__all__ = [
+    "PassOptionError",
+    "PassState",
+    "PipelineError",
+    "TilePass",
+    "add_to",
+    "build_pipeline",
+    "make_pass",
+    "pass_class",
+    "pass_names",
+]

@@ -1,0 +1,193 @@
+"""What every tile pass shares: options as frozen dataclass fields, the bridge
+into MLIR's PassManager, and error handling at the pass boundary.
+
+A pass is a frozen dataclass subclassing `TilePass`:
+
+    @dataclass(frozen=True)
+    class TileVerify(TilePass):
+        name: ClassVar[str] = "tile-verify"
+        summary: ClassVar[str] = "..."
+        allow_narrow_accumulator: bool = False      # option allow-narrow-accumulator
+
+        def run(self, module: ir.Operation, state: PassState) -> None:
+            state.error(op, "...")                  # located diagnostic; the pass fails
+
+Options are written the MLIR way, `tile-verify{allow-narrow-accumulator=true}`;
+tuples of ints as `block=128,128,32`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import shlex
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+
+from tilemlir.diagnostics import UserError
+from tilemlir.irutil import walk
+
+
+class PassOptionError(UserError):
+    pass
+
+
+class NoMatch(Exception):
+    """Raised by a rewrite-pattern body to say "this pattern does not apply"."""
+
+
+def pattern(body: Callable[[ir.Operation, object], None]) -> Callable[[ir.Operation, object], bool]:
+    """Adapts a pattern body to upstream's convention (a truthy return means
+    "no match"): authors `raise NoMatch(...)` or simply return after rewriting."""
+
+    def adapted(op, rewriter) -> bool:
+        try:
+            body(op, rewriter)
+        except NoMatch:
+            return True
+        return False
+
+    adapted.__name__ = body.__name__
+    adapted.__doc__ = body.__doc__
+    return adapted
+
+
+class PassState:
+    """Per-run state handed to `TilePass.run`: collects located errors."""
+
+    def __init__(self, pass_name: str):
+        self.pass_name = pass_name
+        self.failed = False
+
+    def error(self, where: ir.Operation | ir.OpView | ir.Location, message: str) -> None:
+        location = where if isinstance(where, ir.Location) else where.location
+        location.emit_error(message)
+        self.failed = True
+
+
+def option_name(field_name: str) -> str:
+    return field_name.replace("_", "-")
+
+
+def _convert(text: str, annotation: str, pass_name: str, key: str):
+    def bad(expected: str) -> PassOptionError:
+        return PassOptionError(f"{pass_name}: option '{key}' expects {expected}, got '{text}'")
+
+    if annotation == "bool":
+        lowered = text.lower()
+        if lowered in ("true", "1", "on"):
+            return True
+        if lowered in ("false", "0", "off"):
+            return False
+        raise bad("true or false")
+    if annotation == "int":
+        try:
+            return int(text, 0)
+        except ValueError:
+            raise bad("an integer") from None
+    if annotation.startswith("tuple[int"):
+        try:
+            return tuple(int(part, 0) for part in text.split(",") if part.strip())
+        except ValueError:
+            raise bad("a comma-separated list of integers") from None
+    return text
+
+
+@dataclass(frozen=True)
+class TilePass:
+    """Base of the Python passes; subclasses are frozen dataclasses whose fields are options."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+
+    def run(self, module: ir.Operation, state: PassState) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    # -- options -----------------------------------------------------------
+
+    @classmethod
+    def options(cls) -> list[dataclasses.Field]:
+        return list(dataclasses.fields(cls))
+
+    @classmethod
+    def from_option_text(cls, text: str | None) -> TilePass:
+        """Parses `key=value key2=v1,v2` (the inside of `name{...}`)."""
+        if not text or not text.strip():
+            return cls()
+        hints = typing.get_type_hints(cls)
+        by_option = {option_name(f.name): f for f in cls.options()}
+        values = {}
+        try:
+            words = shlex.split(text)
+        except ValueError as error:
+            raise PassOptionError(f"{cls.name}: malformed options '{text}': {error}") from None
+        for word in words:
+            key, eq, value = word.partition("=")
+            if key not in by_option:
+                known = ", ".join(sorted(by_option)) or "none"
+                hint = difflib.get_close_matches(key, list(by_option), n=1)
+                maybe = f"; did you mean '{hint[0]}'?" if hint else ""
+                raise PassOptionError(
+                    f"{cls.name}: unknown option '{key}'{maybe} (options: {known})"
+                )
+            field = by_option[key]
+            annotation = str(hints[field.name]).replace("typing.", "")
+            annotation = annotation.replace("<class '", "").replace("'>", "")
+            if not eq:
+                if annotation != "bool":
+                    raise PassOptionError(f"{cls.name}: option '{key}' needs a value ({key}=...)")
+                value = "true"
+            values[field.name] = _convert(value, annotation, cls.name, key)
+        return cls(**values)
+
+    def option_text(self) -> str:
+        parts = []
+        for f in self.options():
+            value = getattr(self, f.name)
+            if value == f.default:
+                continue
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, tuple):
+                text = ",".join(str(v) for v in value)
+            else:
+                text = str(value)
+            parts.append(f"{option_name(f.name)}={text}")
+        return " ".join(parts)
+
+    def __str__(self) -> str:
+        options = self.option_text()
+        return f"{self.name}{{{options}}}" if options else self.name
+
+    # -- the bridge into MLIR ----------------------------------------------
+
+    def as_mlir_callable(self, anchor: str | None = None) -> Callable:
+        """A callable for `PassManager.add`. With `anchor` (e.g. "func.func"),
+        the pass runs on every nested op of that name, as it would inside an
+        anchored sub-pipeline."""
+        tile_pass = self
+
+        def run(op: ir.Operation, external_pass) -> None:
+            state = PassState(tile_pass.name)
+            try:
+                if anchor is None:
+                    targets = [op]
+                else:
+                    targets = [inner for inner in walk(op) if inner.name == anchor]
+                for target in targets:
+                    tile_pass.run(target, state)
+            except UserError as error:
+                state.error(op, f"{tile_pass.name}: {error}")
+            except Exception as error:  # never let a traceback escape a pass
+                state.error(
+                    op, f"internal error in pass {tile_pass.name}: {type(error).__name__}: {error}"
+                )
+            if state.failed:
+                external_pass.signal_pass_failure()
+
+        run.__name__ = self.name.replace("-", "_")
+        return run

@@ -1,0 +1,224 @@
+"""Textual pass pipelines mixing tile passes and upstream MLIR passes.
+
+Python passes cannot be named in `PassManager.parse`, so tilemlir owns the
+parser. The grammar is MLIR's:
+
+    pipeline := element (',' element)*
+    element  := NAME ('{' options '}')? | OP_NAME '(' pipeline? ')'
+
+`builtin.module(...)` around the whole list is optional. Each element becomes a
+`PassManager.add` call: tile passes as Python callables, everything else as
+text handed to MLIR's own parser unchanged. A tile pass inside an anchored
+sub-pipeline such as `func.func(canonicalize,tile-verify)` runs on every op of
+that name, in order with the upstream passes around it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlir import ir, passmanager
+
+from tilemlir.diagnostics import UserError
+
+
+class PipelineError(UserError):
+    pass
+
+
+@dataclass(frozen=True)
+class Element:
+    name: str
+    options: str | None = None
+    children: tuple[Element, ...] | None = None  # set for an anchored sub-pipeline
+
+    def text(self) -> str:
+        if self.children is not None:
+            return f"{self.name}({','.join(c.text() for c in self.children)})"
+        return f"{self.name}{{{self.options}}}" if self.options is not None else self.name
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+
+    def fail(self, message: str) -> PipelineError:
+        caret = " " * self.pos + "^"
+        return PipelineError(f"invalid pass pipeline: {message}\n  {self.text}\n  {caret}")
+
+    def skip_space(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+
+    def peek(self) -> str:
+        self.skip_space()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def name(self) -> str:
+        self.skip_space()
+        start = self.pos
+        while self.pos < len(self.text) and (self.text[self.pos].isalnum() or self.text[self.pos] in "_.-"):
+            self.pos += 1
+        if start == self.pos:
+            found = repr(self.text[self.pos]) if self.pos < len(self.text) else "end of pipeline"
+            raise self.fail(f"expected a pass or operation name, found {found}")
+        return self.text[start:self.pos]
+
+    def options(self) -> str:
+        # Called with pos at '{'; options may nest braces (e.g. dictionary values).
+        depth, start = 0, self.pos + 1
+        while self.pos < len(self.text):
+            char = self.text[self.pos]
+            if char == "{":
+                depth += 1
+            elif char == "}":
+                depth -= 1
+                if depth == 0:
+                    self.pos += 1
+                    return self.text[start:self.pos - 1]
+            self.pos += 1
+        raise self.fail("unterminated '{' in pass options")
+
+    def element(self) -> Element:
+        name = self.name()
+        char = self.peek()
+        if char == "{":
+            return Element(name, options=self.options())
+        if char == "(":
+            self.pos += 1
+            children = () if self.peek() == ")" else self.elements()
+            if self.peek() != ")":
+                raise self.fail("expected ')' to close the anchored pipeline")
+            self.pos += 1
+            return Element(name, children=tuple(children))
+        return Element(name)
+
+    def elements(self) -> list[Element]:
+        found = [self.element()]
+        while self.peek() == ",":
+            self.pos += 1
+            found.append(self.element())
+        return found
+
+
+def parse_pipeline(text: str) -> list[Element]:
+    """Parses a pipeline string into elements (without the builtin.module anchor)."""
+    parser = _Parser(text)
+    if not parser.peek():
+        return []
+    elements = parser.elements()
+    if parser.peek():
+        raise parser.fail(f"unexpected {parser.peek()!r}")
+    if len(elements) == 1 and elements[0].children is not None and elements[0].name == "builtin.module":
+        return list(elements[0].children)
+    for element in elements:
+        if element.children is not None and element.name == "builtin.module":
+            raise PipelineError("invalid pass pipeline: builtin.module(...) must wrap the whole pipeline")
+    return elements
+
+
+@functools.cache
+def upstream_pass_names() -> tuple[str, ...]:
+    """Names of the upstream passes, read from the pinned mlir-opt's --help
+    (only needed to suggest a spelling for an unknown pass)."""
+    import mlir
+
+    candidates = [Path(mlir.__file__).parent / "bin" / "mlir-opt", Path("/usr/bin/mlir-opt-22")]
+    for binary in candidates:
+        if not binary.exists():
+            continue
+        try:
+            help_text = subprocess.run(
+                [str(binary), "--help"], capture_output=True, text=True, timeout=30
+            ).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        names = []
+        for line in help_text.splitlines():
+            stripped = line.strip()
+            if stripped.startswith("--") and not stripped.startswith("--mlir"):
+                names.append(stripped[2:].split()[0].split("=")[0])
+        return tuple(names)
+    return ()
+
+
+def _unknown_pass(name: str) -> PipelineError:
+    from tilemlir.passes import pass_names
+
+    candidates = list(pass_names()) + list(upstream_pass_names())
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return PipelineError(f"'{name}' does not refer to a registered pass or pass pipeline{hint}")
+
+
+def _check_upstream(text: str, name: str, anchor: str, context: ir.Context) -> None:
+    scratch = passmanager.PassManager(anchor, context=context)
+    try:
+        scratch.add(text)
+    except ValueError as error:
+        message = str(error)
+        if "does not refer to a registered pass" in message:
+            raise _unknown_pass(name) from None
+        detail = message.split("error:", 1)[-1].strip().splitlines()[0]
+        raise PipelineError(f"invalid options for pass '{name}': {detail}") from None
+
+
+def add_elements(
+    pm: passmanager.PassManager,
+    elements: list[Element],
+    *,
+    context: ir.Context,
+    overrides: dict | None = None,
+    anchor: str | None = None,
+) -> None:
+    """Adds parsed elements to `pm` (anchored on builtin.module or 'any')."""
+    from tilemlir.passes import is_tile_pass, make_pass
+
+    for element in elements:
+        if element.children is not None:
+            if anchor is not None:
+                # Deeper nesting with tile passes inside is not supported; hand the
+                # whole text to MLIR so upstream nesting keeps working.
+                if any(is_tile_pass(c.name) for c in element.children):
+                    raise PipelineError(
+                        f"tile passes may be nested at most one level deep (inside '{anchor}')"
+                    )
+            if not any(is_tile_pass(c.name) for c in element.children):
+                _check_nested(element, context)
+                pm.add(_nest(anchor, element.text()))
+                continue
+            for child in element.children:
+                add_elements(pm, [child], context=context, overrides=overrides, anchor=element.name)
+        elif is_tile_pass(element.name):
+            tile_pass = make_pass(element.name, element.options, overrides)
+            pm.add(
+                tile_pass.as_mlir_callable(anchor),
+                name=element.name,
+                argument=element.name,
+                description=tile_pass.summary,
+            )
+        else:
+            _check_upstream(element.text(), element.name, anchor or "builtin.module", context)
+            pm.add(_nest(anchor, element.text()))
+
+
+def _nest(anchor: str | None, text: str) -> str:
+    return f"{anchor}({text})" if anchor else text
+
+
+def _check_nested(element: Element, context: ir.Context) -> None:
+    for child in element.children or ():
+        if child.children is None:
+            _check_upstream(child.text(), child.name, element.name, context)
+        else:
+            _check_nested(child, context)
+
+
+def pipeline_text(pm: passmanager.PassManager) -> str:
+    """The exact pipeline as MLIR prints it (tile passes by their names)."""
+    return str(pm)

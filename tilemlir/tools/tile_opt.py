@@ -1,0 +1,283 @@
+"""tile-opt: mlir-opt for tile IR.
+
+    tile-opt FILE -p 'builtin.module(tile-verify,func.func(canonicalize),cse)' [-o OUT]
+    tile-opt FILE --tile-verify --canonicalize          # per-pass flags, in order
+    tile-opt FILE --split-input-file --verify-diagnostics
+
+Tile passes and every upstream MLIR pass mix in one pipeline. The input is
+verified after parsing (MLIR's verifier, then tile-verify). Errors print as
+`file:line:col: error: message`; the exit status is 1 and no output file is
+left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROG = "tile-opt"
+
+# Flags that take no value; everything else starting with "--" that is not a
+# tile-opt flag is read as a pass name (mlir-opt's per-pass flags).
+_EPILOG = """\
+passes:
+  Any tile pass (see --list-passes) or upstream MLIR pass may be given as a flag,
+  e.g. --tile-verify --canonicalize --cse, or with options as
+  --canonicalize='max-iterations=3'. Flags run in the order given.
+
+exit status: 0 on success, 1 on any error (never a Python traceback).
+"""
+
+
+@dataclass
+class Options:
+    input: str = "-"
+    output: str = "-"
+    pipeline: str | None = None
+    pass_flags: list[str] = field(default_factory=list)
+    split_input_file: bool = False
+    verify_diagnostics: bool = False
+    list_passes: bool = False
+    dump_pass_pipeline: bool = False
+    print_ir_after_all: bool = False
+    print_generic: bool = False
+    export_irdl: bool = False
+    allow_unregistered_dialect: bool = False
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Optimizer driver for tile IR: tile passes and upstream MLIR passes in one pipeline.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument("input", nargs="?", default="-", help="input .mlir file ('-' for stdin, the default)")
+    parser.add_argument("-o", dest="output", default="-", metavar="FILE", help="output file (default stdout)")
+    parser.add_argument("-p", "--pass-pipeline", dest="pipeline", metavar="PIPELINE",
+                        help="textual pipeline, e.g. 'builtin.module(tile-verify,func.func(cse))'")
+    parser.add_argument("--split-input-file", action="store_true",
+                        help="process each '// -----' chunk of the input on its own")
+    parser.add_argument("--verify-diagnostics", action="store_true",
+                        help="check diagnostics against expected-error/warning/remark/note comments")
+    parser.add_argument("--list-passes", action="store_true", help="list tile passes and upstream passes")
+    parser.add_argument("--dump-pass-pipeline", action="store_true",
+                        help="print the exact pipeline that runs (to stderr)")
+    parser.add_argument("--mlir-print-ir-after-all", dest="print_ir_after_all", action="store_true",
+                        help="print the IR after every pass (to stderr)")
+    parser.add_argument("--mlir-print-op-generic", dest="print_generic", action="store_true",
+                        help="print the output in generic op form")
+    parser.add_argument("--export-irdl", action="store_true",
+                        help="write the tile dialect as IRDL (for mlir-opt --irdl-file) and exit")
+    parser.add_argument("--allow-unregistered-dialect", action="store_true",
+                        help="accept ops of dialects that are not registered")
+    return parser
+
+
+def parse_args(argv: list[str]) -> Options:
+    from tilemlir.diagnostics import UserError
+
+    parser = _parser()
+    known_flags = {s for a in parser._actions for s in a.option_strings}
+    ours, pass_flags = [], []
+    for arg in argv:
+        flag = arg.split("=", 1)[0]
+        if arg.startswith("--") and len(arg) > 2 and flag not in known_flags:
+            name, eq, opts = arg[2:].partition("=")
+            pass_flags.append(f"{name}{{{opts}}}" if eq else name)
+        else:
+            ours.append(arg)
+
+    class _Raising(argparse.ArgumentParser):
+        pass
+
+    def error(message: str):
+        raise UserError(message)
+
+    parser.error = error  # type: ignore[method-assign]
+    namespace = parser.parse_args(ours)
+    options = Options(**{k: v for k, v in vars(namespace).items()})
+    options.pass_flags = pass_flags
+    if options.pipeline is not None and pass_flags:
+        raise UserError("'-p/--pass-pipeline' cannot be combined with per-pass flags "
+                        f"({', '.join('--' + p for p in pass_flags)})")
+    return options
+
+
+def _read_input(path: str):
+    from tilemlir.diagnostics import SourceBuffer, UserError
+
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+            name = "<stdin>"
+        else:
+            data = Path(path).read_bytes()
+            name = path
+    except OSError as error:
+        raise UserError(f"could not open input file '{path}': {error.strerror or error}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UserError(f"input file '{name}' is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    return SourceBuffer(name, text)
+
+
+def write_output(path: str, text: str) -> None:
+    """Writes atomically: a temporary file in the same directory renamed over
+    the target, so a failure never leaves a partial file."""
+    from tilemlir.diagnostics import UserError
+
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+    except OSError as error:
+        raise UserError(f"cannot open output file '{path}': {error.strerror or error}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, target)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise UserError(f"cannot write output file '{path}': {error.strerror or error}") from None
+
+
+def _pipeline_text(options: Options) -> str:
+    if options.pipeline is not None:
+        return options.pipeline
+    return ",".join(options.pass_flags)
+
+
+def _list_passes() -> str:
+    from tilemlir.passes import pass_class, pass_names
+    from tilemlir.passes.base import option_name
+    from tilemlir.passes.pipeline import upstream_pass_names
+
+    lines = ["Tile passes:"]
+    for name in pass_names():
+        cls = pass_class(name)
+        lines.append(f"  {name:<28} {cls.summary}")
+        for f in cls.options():
+            default = f.default
+            if isinstance(default, bool):
+                default = "true" if default else "false"
+            elif isinstance(default, tuple):
+                default = ",".join(map(str, default)) or "(unset)"
+            elif default == "":
+                default = "(unset)"
+            lines.append(f"      {option_name(f.name)}={type(f.default).__name__:<8} default {default}")
+    upstream = upstream_pass_names()
+    lines.append("")
+    lines.append(f"Upstream MLIR passes ({len(upstream)}; options as in mlir-opt --help):")
+    lines.extend(f"  {name}" for name in upstream)
+    return "\n".join(lines) + "\n"
+
+
+def _process_chunk(chunk, options: Options, context, pipeline: str, overrides: dict,
+                   stderr_lines: list[str], dumped: list[bool]) -> tuple[bool, str]:
+    """Runs one chunk; returns (ok, printed IR)."""
+    from mlir import ir, passmanager
+
+    from tilemlir.diagnostics import (
+        ParseFailure,
+        collect_diagnostics,
+        format_diag,
+        mlir_error_diags,
+        parse_chunk,
+        verify_expectations,
+    )
+    from tilemlir.passes import add_to, build_pipeline
+
+    diags = []
+    output = ""
+    ok = True
+    with collect_diagnostics(context, diags, chunk.source):
+        try:
+            module = parse_chunk(chunk, context)
+        except ParseFailure as failure:
+            diags.extend(failure.diags)
+            module = None
+        if module is not None:
+            with context:
+                try:
+                    build_pipeline("tile-verify", context=context).run(module)
+                    pm = passmanager.PassManager("builtin.module", context=context)
+                    add_to(pm, pipeline, context=context, overrides=overrides)
+                    if options.dump_pass_pipeline and not dumped[0]:
+                        stderr_lines.append(f"Pass Manager with pipeline:\n{pm}\n")
+                        dumped[0] = True
+                    if options.print_ir_after_all:
+                        pm.enable_ir_printing(print_after_all=True)
+                    pm.run(module)
+                    output = module.get_asm(print_generic_op_form=options.print_generic) + "\n"
+                except ir.MLIRError as error:
+                    diags.extend(mlir_error_diags(error, chunk.source))
+                    ok = False
+    if module is None:
+        ok = False
+    if options.verify_diagnostics:
+        failures = verify_expectations(chunk, diags)
+        stderr_lines.extend(format_diag(d, chunk.source) for d in failures)
+        return not failures, output
+    stderr_lines.extend(format_diag(d, chunk.source) for d in diags)
+    if any(d.severity == "error" for d in diags):
+        ok = False
+    return ok, output
+
+
+def run(argv: list[str]) -> int:
+    from tilemlir.diagnostics import SPLIT_MARKER, split_input
+    from tilemlir.dialects import tile
+    from tilemlir.passes import build_pipeline
+    from tilemlir.passes.pipeline import parse_pipeline
+
+    options = parse_args(argv)
+    if options.list_passes:
+        write_output(options.output, _list_passes())
+        return 0
+    if options.export_irdl:
+        write_output(options.output, tile.irdl_text())
+        return 0
+
+    context = tile.make_context()
+    context.allow_unregistered_dialects = options.allow_unregistered_dialect
+    pipeline = _pipeline_text(options)
+    overrides: dict = {}
+    # Validate the pipeline before touching the input, so a typo fails fast.
+    parse_pipeline(pipeline)
+    with context:
+        build_pipeline(pipeline, context=context, overrides=overrides)
+
+    source = _read_input(options.input)
+    stderr_lines: list[str] = []
+    outputs, all_ok = [], True
+    dumped = [False]
+    for chunk in split_input(source, options.split_input_file):
+        ok, printed = _process_chunk(chunk, options, context, pipeline, overrides, stderr_lines, dumped)
+        all_ok &= ok
+        outputs.append(printed)
+    sys.stderr.write("".join(stderr_lines))
+    if not all_ok:
+        return 1
+    write_output(options.output, f"{SPLIT_MARKER}\n".join(outputs))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tilemlir.tools.common import guarded_main
+
+    return guarded_main(PROG, run, sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
