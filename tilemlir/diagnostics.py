@@ -133,6 +133,7 @@ def split_input(source: SourceBuffer, split: bool) -> list[Chunk]:
 
 
 _CODE_LINE = re.compile(r"^\s*(?!//)\S")
+_ALIAS_LINE = re.compile(r"^\s*[#!][A-Za-z_][\w.$-]*\s*=")
 
 
 class ParseFailure(Exception):
@@ -156,7 +157,20 @@ def parse_chunk(chunk: Chunk, context: ir.Context) -> ir.Operation:
     padding = ["" for _ in range(chunk.first_line - 1)]
     prefix = "module {"
     source = chunk.source
-    if padding:
+    # Attribute/type alias definitions must stay outside the module: open it
+    # at the end of the last alias line that precedes the first operation.
+    last_alias = None
+    for i, line in enumerate(lines):
+        if _ALIAS_LINE.match(line):
+            last_alias = i
+        elif _CODE_LINE.match(line):
+            break
+    if last_alias is not None:
+        line = lines[last_alias]
+        cut = line.find("//")
+        cut = len(line) if cut < 0 else cut
+        lines[last_alias] = f"{line[:cut]} {prefix} {line[cut:]}"
+    elif padding:
         padding[0] = prefix
     else:
         first_code = next((i for i, text in enumerate(lines) if _CODE_LINE.match(text)), None)
@@ -241,8 +255,15 @@ def parse_expectations(chunk: Chunk) -> list[Expectation]:
     return found
 
 
+# MLIR attaches this note to verifier errors; mlir-opt turns it off under
+# --verify-diagnostics (printOpOnDiagnostic), so expectations never mention it.
+_OP_DUMP_NOTE = "see current operation:"
+
+
 def _flatten(diags: list[Diag]) -> Iterator[Diag]:
     for d in diags:
+        if d.severity == "note" and d.message.startswith(_OP_DUMP_NOTE):
+            continue
         yield d
         yield from _flatten(list(d.notes))
 

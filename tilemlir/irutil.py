@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
 from collections.abc import Iterator
 
 from mlir import ir
@@ -38,3 +42,29 @@ def enclosing(op: ir.Operation | ir.OpView, name: str) -> ir.Operation | None:
 
 def type_str(t: ir.Type) -> str:
     return str(t)
+
+
+class CapturedText:
+    def __init__(self) -> None:
+        self._text = ""
+
+    def text(self) -> str:
+        return self._text
+
+
+@contextlib.contextmanager
+def capture_native_stderr() -> Iterator[CapturedText]:
+    """Captures what native code (LLVM's errs()) writes to file descriptor 2,
+    so it can be turned into a proper diagnostic instead of leaking out."""
+    captured = CapturedText()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            captured._text = sink.read().decode("utf-8", errors="replace")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib.util
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ from pathlib import Path
 from mlir import ir, passmanager
 
 from tilemlir.diagnostics import UserError
+from tilemlir.irutil import capture_native_stderr
 
 
 class PipelineError(UserError):
@@ -126,9 +129,9 @@ def parse_pipeline(text: str) -> list[Element]:
 def upstream_pass_names() -> tuple[str, ...]:
     """Names of the upstream passes, read from the pinned mlir-opt's --help
     (only needed to suggest a spelling for an unknown pass)."""
-    import mlir
-
-    candidates = [Path(mlir.__file__).parent / "bin" / "mlir-opt", Path("/usr/bin/mlir-opt-22")]
+    spec = importlib.util.find_spec("mlir")
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    candidates = [Path(root) / "bin" / "mlir-opt" for root in roots] + [Path("/usr/bin/mlir-opt-22")]
     for binary in candidates:
         if not binary.exists():
             continue
@@ -138,11 +141,8 @@ def upstream_pass_names() -> tuple[str, ...]:
             ).stdout
         except (OSError, subprocess.SubprocessError):
             continue
-        names = []
-        for line in help_text.splitlines():
-            stripped = line.strip()
-            if stripped.startswith("--") and not stripped.startswith("--mlir"):
-                names.append(stripped[2:].split()[0].split("=")[0])
+        # Pass entries have their description after "-   "; pass options after "- ".
+        names = re.findall(r"^\s+--([\w.-]+)\s+-   ", help_text, flags=re.MULTILINE)
         return tuple(names)
     return ()
 
@@ -151,21 +151,27 @@ def _unknown_pass(name: str) -> PipelineError:
     from tilemlir.passes import pass_names
 
     candidates = list(pass_names()) + list(upstream_pass_names())
-    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    close = difflib.get_close_matches(name, list(dict.fromkeys(candidates)), n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return PipelineError(f"'{name}' does not refer to a registered pass or pass pipeline{hint}")
 
 
 def _check_upstream(text: str, name: str, anchor: str, context: ir.Context) -> None:
     scratch = passmanager.PassManager(anchor, context=context)
-    try:
-        scratch.add(text)
-    except ValueError as error:
-        message = str(error)
-        if "does not refer to a registered pass" in message:
-            raise _unknown_pass(name) from None
-        detail = message.split("error:", 1)[-1].strip().splitlines()[0]
-        raise PipelineError(f"invalid options for pass '{name}': {detail}") from None
+    with capture_native_stderr() as captured:
+        try:
+            scratch.add(text)
+            error = None
+        except ValueError as raised:
+            error = raised
+    if error is None:
+        return
+    message = str(error)
+    if "does not refer to a registered pass" in message:
+        raise _unknown_pass(name) from None
+    # MLIR's option parser reports the precise problem on the C++ stderr.
+    detail = captured.text().strip().lstrip(":").strip() or message.split("error:", 1)[-1].strip()
+    raise PipelineError(f"invalid options for pass '{name}': {detail.splitlines()[0]}") from None
 
 
 def add_elements(

@@ -183,9 +183,21 @@ def _list_passes() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _verify_after_parse(pipeline: str) -> str:
+    """tile-verify runs after parsing; if the pipeline names tile-verify with
+    options (e.g. allow-narrow-accumulator), those options apply there too."""
+    from tilemlir.passes.pipeline import parse_pipeline
+
+    for element in parse_pipeline(pipeline):
+        if element.name == "tile-verify":
+            return element.text()
+    return "tile-verify"
+
+
 def _process_chunk(chunk, options: Options, context, pipeline: str, overrides: dict,
                    stderr_lines: list[str], dumped: list[bool]) -> tuple[bool, str]:
     """Runs one chunk; returns (ok, printed IR)."""
+    verify_after_parse = _verify_after_parse(pipeline)
     from mlir import ir, passmanager
 
     from tilemlir.diagnostics import (
@@ -210,7 +222,7 @@ def _process_chunk(chunk, options: Options, context, pipeline: str, overrides: d
         if module is not None:
             with context:
                 try:
-                    build_pipeline("tile-verify", context=context).run(module)
+                    build_pipeline(verify_after_parse, context=context).run(module)
                     pm = passmanager.PassManager("builtin.module", context=context)
                     add_to(pm, pipeline, context=context, overrides=overrides)
                     if options.dump_pass_pipeline and not dumped[0]:

@@ -1,0 +1,594 @@
+// RUN: tile-opt %s --split-input-file --verify-diagnostics
+
+// Shared and fragment buffers exist only inside a kernel.
+func.func @alloc_outside_kernel() {
+  // expected-error@below {{tile.alloc_shared is only valid inside a tile.kernel}}
+  %s = "tile.alloc_shared"() : () -> memref<16x16xf16, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// alloc_shared must produce workgroup memory.
+func.func @alloc_shared_wrong_space() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    // expected-error@below {{tile.alloc_shared must produce a memref in #gpu.address_space<workgroup>}}
+    %s = "tile.alloc_shared"() : () -> memref<16x16xf16, #gpu.address_space<private>>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// alloc_fragment must produce private memory.
+func.func @alloc_fragment_wrong_space() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    // expected-error@below {{tile.alloc_fragment must produce a memref in #gpu.address_space<private>}}
+    %f = "tile.alloc_fragment"() : () -> memref<16x16xf32>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// Tile buffers have static shapes.
+func.func @alloc_dynamic_shape() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    // expected-error@below {{tile.alloc_fragment needs a static shape, got ?x16}}
+    %f = "tile.alloc_fragment"() : () -> memref<?x16xf32, #gpu.address_space<private>>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// i16 is not one of the supported element types.
+func.func @unsupported_element_type() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    // expected-error@below {{the result has element type i16, which tile buffers cannot hold}}
+    %f = "tile.alloc_fragment"() : () -> memref<16xi16, #gpu.address_space<private>>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// A numeric memory space is none of global, shared or fragment.
+func.func @unknown_memory_space() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    // expected-error@below {{the result is in memory space 5 : i64}}
+    %f = "tile.alloc_fragment"() : () -> memref<16xf32, 5>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// Kernels do not nest.
+func.func @nested_kernel() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    // expected-error@below {{tile.kernel cannot be nested inside another tile.kernel}}
+    "tile.kernel"() ({
+    ^bb0(%c: index):
+      gpu.yield
+    }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// The grid is an array<i64>.
+func.func @grid_not_i64() {
+  // expected-error@below {{tile.kernel: grid must be array<i64: ...>, got array<i32: 4>}}
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    gpu.yield
+  }) {grid = array<i32: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// A grid has one to three dimensions.
+func.func @grid_rank_four() {
+  // expected-error@below {{tile.kernel: grid must have 1 to 3 dimensions, got 4}}
+  "tile.kernel"() ({
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    gpu.yield
+  }) {grid = array<i64: 1, 1, 1, 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// Grid extents are positive.
+func.func @grid_zero() {
+  // expected-error@below {{tile.kernel: grid extents must be positive, got [4, 0]}}
+  "tile.kernel"() ({
+  ^bb0(%a: index, %b: index):
+    gpu.yield
+  }) {grid = array<i64: 4, 0>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// A kernel has at least one thread.
+func.func @threads_zero() {
+  // expected-error@below {{tile.kernel: threads must be positive, got 0}}
+  "tile.kernel"() ({
+  ^bb0(%a: index):
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 0 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// One block argument per grid dimension.
+func.func @region_arity() {
+  // expected-error@below {{the body has 1 block arguments but the grid has 2 dimensions}}
+  "tile.kernel"() ({
+  ^bb0(%a: index):
+    gpu.yield
+  }) {grid = array<i64: 4, 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// Block indices are index values.
+func.func @region_argument_type() {
+  // expected-error@below {{tile.kernel: block argument #0 must be index, got i32}}
+  "tile.kernel"() ({
+  ^bb0(%a: i32):
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// The body ends with gpu.yield, not another terminator.
+func.func @missing_yield(%x: memref<4xf32>) {
+  // expected-error@below {{tile.kernel: the body must end with gpu.yield}}
+  "tile.kernel"() ({
+  ^bb0(%a: index):
+    llvm.unreachable
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// The body is a single block (structured control flow only).
+func.func @two_blocks() {
+  // expected-error@below {{tile.kernel: the body must be exactly one block, got 2}}
+  "tile.kernel"() ({
+  ^bb0(%a: index):
+    cf.br ^bb1
+  ^bb1:
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// The fill value has the buffer's element type.
+func.func @fill_type_mismatch(%C: memref<16x16xf16>) {
+  %zero = arith.constant 0.0 : f32
+  // expected-error@below {{tile.fill: the value is f32 but the buffer holds f16}}
+  "tile.fill"(%C, %zero) : (memref<16x16xf16>, f32) -> ()
+  return
+}
+
+// -----
+
+// Outside a kernel (whole-problem form) a fill writes global memory.
+func.func @fill_shared_outside(%S: memref<16xf32, #gpu.address_space<workgroup>>) {
+  %zero = arith.constant 0.0 : f32
+  // expected-error@below {{tile.fill: outside a tile.kernel the buffer must be global memory, got shared memory}}
+  "tile.fill"(%S, %zero) : (memref<16xf32, #gpu.address_space<workgroup>>, f32) -> ()
+  return
+}
+
+// -----
+
+// Inside a kernel a fill writes a shared or fragment buffer.
+func.func @fill_global_inside(%C: memref<16xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%a: index):
+    %zero = arith.constant 0.0 : f32
+    // expected-error@below {{tile.fill: inside a tile.kernel the buffer must be shared or fragment, got global memory}}
+    "tile.fill"(%C, %zero) : (memref<16xf32>, f32) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// Copies move tiles inside a kernel; outside, tiling has not happened yet.
+func.func @copy_outside_kernel(%A: memref<16x16xf16>, %B: memref<16x16xf16>) {
+  // expected-error@below {{tile.copy is only valid inside a tile.kernel}}
+  "tile.copy"(%A, %B) {operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<16x16xf16>, memref<16x16xf16>) -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+// The window is the un-indexed side's shape, so only one side has indices.
+func.func @copy_both_indexed(%A: memref<64x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_shared"() : () -> memref<16x16xf16, #S>
+    // expected-error@below {{tile.copy: only one side may be indexed}}
+    "tile.copy"(%A, %s, %b, %b, %b, %b) {operandSegmentSizes = array<i32: 1, 1, 2, 2>} : (memref<64x64xf16>, memref<16x16xf16, #S>, index, index, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+// One index per dimension of the indexed side.
+func.func @copy_index_count(%A: memref<64x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_shared"() : () -> memref<16x16xf16, #S>
+    // expected-error@below {{tile.copy: the source has rank 2 but 1 indices were given}}
+    "tile.copy"(%A, %s, %b) {operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64x64xf16>, memref<16x16xf16, #S>, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+// Too many destination indices.
+func.func @copy_dst_index_count(%A: memref<64x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_shared"() : () -> memref<16x16xf16, #S>
+    // expected-error@below {{tile.copy: the destination has rank 2 but 3 indices were given}}
+    "tile.copy"(%s, %A, %b, %b, %b) {operandSegmentSizes = array<i32: 1, 1, 0, 3>} : (memref<16x16xf16, #S>, memref<64x64xf16>, index, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+// Source and destination ranks agree.
+func.func @copy_rank_mismatch(%A: memref<64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_shared"() : () -> memref<16x16xf16, #S>
+    // expected-error@below {{tile.copy: source rank 1 and destination rank 2 differ}}
+    "tile.copy"(%A, %s, %b) {operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xf16>, memref<16x16xf16, #S>, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// Without indices the two shapes must be the same.
+func.func @copy_shape_mismatch() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_shared"() : () -> memref<16x16xf16, #S>
+    %f = "tile.alloc_fragment"() : () -> memref<16x32xf16, #F>
+    // expected-error@below {{tile.copy: shapes 16x16 and 16x32 differ and neither side is indexed}}
+    "tile.copy"(%s, %f) {operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<16x16xf16, #S>, memref<16x32xf16, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// The window side needs a static shape.
+func.func @copy_dynamic_window(%A: memref<64x64xf16>, %D: memref<?x16xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    // expected-error@below {{tile.copy: the window side needs a static shape, got ?x16}}
+    "tile.copy"(%D, %A, %b, %b) {operandSegmentSizes = array<i32: 1, 1, 0, 2>} : (memref<?x16xf16>, memref<64x64xf16>, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// K must agree: A is 64x32 (K=32), B is 64x64 (K=64).
+func.func @gemm_k_mismatch() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %a = "tile.alloc_shared"() : () -> memref<64x32xf16, #S>
+    %bb = "tile.alloc_shared"() : () -> memref<64x64xf16, #S>
+    %c = "tile.alloc_fragment"() : () -> memref<64x64xf32, #F>
+    // expected-error@below {{tile.gemm: K of A (32) and K of B (64) differ: A is 64x32, B is 64x64, C is 64x64}}
+    "tile.gemm"(%a, %bb, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x32xf16, #S>, memref<64x64xf16, #S>, memref<64x64xf32, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// With transpose_b, B is N x K: here K=16 against A's K=32.
+func.func @gemm_k_mismatch_transposed() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %a = "tile.alloc_shared"() : () -> memref<64x32xf16, #S>
+    %bb = "tile.alloc_shared"() : () -> memref<32x16xf16, #S>
+    %c = "tile.alloc_fragment"() : () -> memref<64x32xf32, #F>
+    // expected-error@below {{tile.gemm: K of A (32) and K of B (16) differ: A is 64x32, B is 32x16 (transposed)}}
+    "tile.gemm"(%a, %bb, %c) {accum_dtype = f32, transpose_a = false, transpose_b = true} : (memref<64x32xf16, #S>, memref<32x16xf16, #S>, memref<64x32xf32, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// With transpose_a, A is K x M: M=16 but C has 64 rows.
+func.func @gemm_m_mismatch() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %a = "tile.alloc_shared"() : () -> memref<32x16xf16, #S>
+    %bb = "tile.alloc_shared"() : () -> memref<32x64xf16, #S>
+    %c = "tile.alloc_fragment"() : () -> memref<64x64xf32, #F>
+    // expected-error@below {{tile.gemm: M of A (16) and rows of C (64) differ}}
+    "tile.gemm"(%a, %bb, %c) {accum_dtype = f32, transpose_a = true, transpose_b = false} : (memref<32x16xf16, #S>, memref<32x64xf16, #S>, memref<64x64xf32, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// N of B must match C's columns (whole-problem form).
+func.func @gemm_n_mismatch(%A: memref<64x32xf16>, %B: memref<32x48xf16>, %C: memref<64x64xf16>) {
+  // expected-error@below {{tile.gemm: N of B (48) and columns of C (64) differ}}
+  "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x32xf16>, memref<32x48xf16>, memref<64x64xf16>) -> ()
+  return
+}
+
+// -----
+
+// GEMM operands are matrices.
+func.func @gemm_rank(%A: memref<64xf16>, %B: memref<64x64xf16>, %C: memref<64x64xf16>) {
+  // expected-error@below {{tile.gemm: A must be rank 2, got 64}}
+  "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64xf16>, memref<64x64xf16>, memref<64x64xf16>) -> ()
+  return
+}
+
+// -----
+
+// f16 products summed in f16 lose precision: the seed's "wrong results from
+// low-precision accumulation" becomes a compile-time error.
+func.func @gemm_narrow_accumulator(%A: memref<64x64xf16>, %B: memref<64x64xf16>, %C: memref<64x64xf16>) {
+  // expected-error@below {{tile.gemm: accum_dtype f16 is too narrow to accumulate f16 x f16 products; use f32}}
+  "tile.gemm"(%A, %B, %C) {accum_dtype = f16, transpose_a = false, transpose_b = false} : (memref<64x64xf16>, memref<64x64xf16>, memref<64x64xf16>) -> ()
+  return
+}
+
+// -----
+
+// f64 inputs need an f64 accumulator.
+func.func @gemm_f64_needs_f64(%A: memref<8x8xf64>, %C: memref<8x8xf64>) {
+  // expected-error@below {{accum_dtype f32 is too narrow to accumulate f64 x f64 products; use f64}}
+  "tile.gemm"(%A, %A, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<8x8xf64>, memref<8x8xf64>, memref<8x8xf64>) -> ()
+  return
+}
+
+// -----
+
+// i8 products accumulate in i32, never in a float.
+func.func @gemm_int_float_accumulator(%A: memref<64x64xi8>, %C: memref<64x64xi32>) {
+  // expected-error@below {{tile.gemm: accum_dtype f32 cannot accumulate i8 x i8 products (use i32)}}
+  "tile.gemm"(%A, %A, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xi8>, memref<64x64xi8>, memref<64x64xi32>) -> ()
+  return
+}
+
+// -----
+
+// i8 products summed in i8 overflow.
+func.func @gemm_i8_accumulator(%A: memref<64x64xi8>, %C: memref<64x64xi8>) {
+  // expected-error@below {{accum_dtype i8 is too narrow to accumulate i8 x i8 products; use i32}}
+  "tile.gemm"(%A, %A, %C) {accum_dtype = i8, transpose_a = false, transpose_b = false} : (memref<64x64xi8>, memref<64x64xi8>, memref<64x64xi8>) -> ()
+  return
+}
+
+// -----
+
+// Mixing an integer and a float operand has no matrix instruction.
+func.func @gemm_mixed_kinds(%A: memref<64x64xi8>, %B: memref<64x64xf16>, %C: memref<64x64xf32>) {
+  // expected-error@below {{tile.gemm: A (i8) and B (f16) must both be floating-point or both integer}}
+  "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xi8>, memref<64x64xf16>, memref<64x64xf32>) -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// Inside a kernel the accumulator fragment holds accum_dtype.
+func.func @gemm_accum_not_c_type() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %a = "tile.alloc_shared"() : () -> memref<16x16xf16, #S>
+    %c = "tile.alloc_fragment"() : () -> memref<16x16xf64, #F>
+    // expected-error@below {{tile.gemm: accum_dtype f32 must equal the element type of the accumulator fragment C (f64)}}
+    "tile.gemm"(%a, %a, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<16x16xf16, #S>, memref<16x16xf16, #S>, memref<16x16xf64, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+// Inside a kernel C is a register fragment, not shared memory.
+func.func @gemm_c_in_shared() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %a = "tile.alloc_shared"() : () -> memref<16x16xf16, #S>
+    %c = "tile.alloc_shared"() : () -> memref<16x16xf32, #S>
+    // expected-error@below {{tile.gemm: inside a tile.kernel C must be fragment, got shared memory}}
+    "tile.gemm"(%a, %a, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<16x16xf16, #S>, memref<16x16xf16, #S>, memref<16x16xf32, #S>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#F = #gpu.address_space<private>
+// Inside a kernel A and B come from shared memory or registers, not global memory.
+func.func @gemm_a_global_in_kernel(%A: memref<16x16xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %c = "tile.alloc_fragment"() : () -> memref<16x16xf32, #F>
+    // expected-error@+2 {{tile.gemm: inside a tile.kernel A must be shared or fragment, got global memory}}
+    // expected-error@+1 {{tile.gemm: inside a tile.kernel B must be shared or fragment, got global memory}}
+    "tile.gemm"(%A, %A, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<16x16xf16>, memref<16x16xf16>, memref<16x16xf32, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// The whole-problem form works on global memory only.
+func.func @gemm_outside_non_global(%A: memref<16x16xf16, #gpu.address_space<workgroup>>, %C: memref<16x16xf32>) {
+  // expected-error@+2 {{tile.gemm: outside a tile.kernel A must be global memory, got shared memory}}
+  // expected-error@+1 {{tile.gemm: outside a tile.kernel B must be global memory, got shared memory}}
+  "tile.gemm"(%A, %A, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<16x16xf16, #gpu.address_space<workgroup>>, memref<16x16xf16, #gpu.address_space<workgroup>>, memref<16x16xf32>) -> ()
+  return
+}
+
+// -----
+
+// Reductions run on tiles inside a kernel.
+func.func @reduce_outside_kernel(%s: memref<4x4xf32>, %d: memref<4xf32>) {
+  // expected-error@below {{tile.reduce is only valid inside a tile.kernel}}
+  "tile.reduce"(%s, %d) {kind = "sum", dim = 1 : i64, clear = true} : (memref<4x4xf32>, memref<4xf32>) -> ()
+  return
+}
+
+// -----
+
+#F = #gpu.address_space<private>
+// dim names a dimension of the source.
+func.func @reduce_dim_range() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_fragment"() : () -> memref<4x4xf32, #F>
+    %d = "tile.alloc_fragment"() : () -> memref<4xf32, #F>
+    // expected-error@below {{tile.reduce: dim 2 is out of range for a rank-2 source}}
+    "tile.reduce"(%s, %d) {kind = "sum", dim = 2 : i64, clear = true} : (memref<4x4xf32, #F>, memref<4xf32, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#F = #gpu.address_space<private>
+// Reducing 4x8 along dim 1 leaves 4 elements, not 8.
+func.func @reduce_shape() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_fragment"() : () -> memref<4x8xf32, #F>
+    %d = "tile.alloc_fragment"() : () -> memref<8xf32, #F>
+    // expected-error@below {{tile.reduce: reducing 4x8 along dim 1 gives 4, but the destination is 8}}
+    "tile.reduce"(%s, %d) {kind = "max", dim = 1 : i64, clear = true} : (memref<4x8xf32, #F>, memref<8xf32, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#F = #gpu.address_space<private>
+// A reduction keeps its element type.
+func.func @reduce_element_type() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_fragment"() : () -> memref<4x8xf32, #F>
+    %d = "tile.alloc_fragment"() : () -> memref<4xf16, #F>
+    // expected-error@below {{tile.reduce: source (f32) and destination (f16) element types differ}}
+    "tile.reduce"(%s, %d) {kind = "max", dim = 1 : i64, clear = true} : (memref<4x8xf32, #F>, memref<4xf16, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// Only scf.for loops are pipelined.
+func.func @num_stages_on_parallel() {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  // expected-error@below {{tile.num_stages is only valid on scf.for, not on scf.parallel}}
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    scf.reduce
+  } {tile.num_stages = 2 : i64}
+  return
+}
+
+// -----
+
+// A pipeline has at least one stage.
+func.func @num_stages_zero() {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  // expected-error@below {{tile.num_stages must be at least 1, got 0}}
+  scf.for %i = %c0 to %c4 step %c1 {
+  } {tile.num_stages = 0 : i64}
+  return
+}
+
+// -----
+
+// The stage count is an integer.
+func.func @num_stages_not_integer() {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  // expected-error@below {{tile.num_stages must be an integer, got "three"}}
+  scf.for %i = %c0 to %c4 step %c1 {
+  } {tile.num_stages = "three"}
+  return
+}
