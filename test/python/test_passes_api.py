@@ -1,0 +1,103 @@
+"""Embedding the tile passes in a caller's own PassManager."""
+
+from __future__ import annotations
+
+import pytest
+from mlir import ir, passmanager
+
+from tilemlir import passes
+from tilemlir.dialects import register_dialect
+from tilemlir.passes import PassOptionError, PipelineError
+
+GOOD = """
+func.func @f(%A: memref<64x64xf16>, %C: memref<64x64xf32>) {
+  %z = arith.constant 0.0 : f32
+  %dead = arith.constant 1.0 : f32
+  "tile.fill"(%C, %z) : (memref<64x64xf32>, f32) -> ()
+  "tile.gemm"(%A, %A, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf16>, memref<64x64xf16>, memref<64x64xf32>) -> ()
+  return
+}
+"""
+
+BAD = """
+func.func @f(%A: memref<64x64xf16>, %C: memref<64x64xf16>) {
+  "tile.gemm"(%A, %A, %C) {accum_dtype = f16, transpose_a = false, transpose_b = false} : (memref<64x64xf16>, memref<64x64xf16>, memref<64x64xf16>) -> ()
+  return
+}
+"""
+
+
+@pytest.fixture
+def context():
+    context = ir.Context()
+    register_dialect(context)
+    with context, ir.Location.unknown():
+        yield context
+
+
+def test_add_to_a_callers_pass_manager(context):
+    module = ir.Module.parse(GOOD)
+    pm = passmanager.PassManager("builtin.module")
+    pm.add("func.func(cse)")  # the caller's own passes around ours
+    passes.add_to(pm, "tile-verify,canonicalize")
+    pm.add("cse")
+    assert str(pm).startswith("builtin.module(func.func(cse),tile-verify,canonicalize{")
+    pm.run(module.operation)
+    assert "1.000000e+00" not in str(module)  # canonicalize ran after tile-verify
+
+
+def test_build_pipeline_nested_anchor(context):
+    module = ir.Module.parse(GOOD)
+    pm = passes.build_pipeline("builtin.module(func.func(canonicalize,tile-verify),cse)")
+    pm.run(module.operation)
+    assert "tile.gemm" in str(module)
+
+
+def test_failure_is_a_located_mlir_error(context):
+    module = ir.Module.parse(BAD)
+    pm = passes.build_pipeline("tile-verify")
+    with pytest.raises(ir.MLIRError) as raised:
+        pm.run(module.operation)
+    [diag] = raised.value.error_diagnostics
+    assert "accum_dtype f16 is too narrow" in diag.message
+    assert "loc(" in str(diag.location)
+
+
+def test_options_round_trip():
+    tile_pass = passes.make_pass("tile-verify", "allow-narrow-accumulator=true")
+    assert str(tile_pass) == "tile-verify{allow-narrow-accumulator=true}"
+    assert passes.make_pass("tile-verify", tile_pass.option_text()) == tile_pass
+    assert str(passes.make_pass("tile-verify")) == "tile-verify"
+    # A bare boolean option means true, as in mlir-opt.
+    assert passes.make_pass("tile-verify", "allow-narrow-accumulator").allow_narrow_accumulator
+
+
+def test_pass_is_frozen():
+    import dataclasses
+
+    tile_pass = passes.make_pass("tile-verify")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tile_pass.allow_narrow_accumulator = True  # type: ignore[misc]
+    assert hash(tile_pass) == hash(passes.make_pass("tile-verify"))
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "error", "message"),
+    [
+        ("tile-verfy", PipelineError, "did you mean 'tile-verify'"),
+        ("canonicalise", PipelineError, "did you mean 'canonicalize'"),
+        ("tile-verify{nope=1}", PassOptionError, "unknown option 'nope'"),
+        ("tile-verify{allow-narrow-accumulator=2x}", PassOptionError, "expects true or false"),
+        ("func.func(cse", PipelineError, r"expected '\)'"),
+        ("cse{max=1}", PipelineError, "invalid options for pass 'cse'"),
+    ],
+)
+def test_bad_pipelines(context, pipeline, error, message):
+    pm = passmanager.PassManager("builtin.module")
+    with pytest.raises(error, match=message):
+        passes.add_to(pm, pipeline)
+
+
+def test_registry_lists_tile_passes():
+    assert "tile-verify" in passes.pass_names()
+    assert passes.pass_class("tile-verify").summary
