@@ -21,6 +21,9 @@ from tilemlir.passes.pipeline import PipelineError, add_elements, parse_pipeline
 # name -> "module:Class"; modules are imported on first use.
 _REGISTRY: dict[str, str] = {
     "tile-verify": "tilemlir.passes.verify:TileVerify",
+    "tile-select-mma": "tilemlir.passes.select_mma:TileSelectMma",
+    "tile-infer-layout": "tilemlir.passes.infer_layout:TileInferLayout",
+    "tile-lower-to-gpu": "tilemlir.passes.lower_to_gpu:TileLowerToGpu",
 }
 
 

@@ -1,0 +1,119 @@
+"""Facts about tile IR that several passes read: GEMM shapes, the attributes
+the pipeline records on ops, and the target a pass works for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from tilemlir.irutil import enclosing
+
+# Attributes the pipeline records (discardable, so upstream passes keep them).
+MMA_ATTR = "tile.mma"              # on tile.gemm: the chosen instruction, a dictionary
+WARP_GRID_ATTR = "tile.warp_grid"  # on tile.gemm: waves along M and N, array<i64: wm, wn>
+LAYOUT_ATTR = "tile.layout"        # on tile.alloc_fragment: who holds which element
+VECTOR_WIDTH_ATTR = "tile.vector_width"  # on tile.copy: elements per lane per access
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """M, N, K of a tile.gemm and its operand types (MLIR spellings)."""
+
+    m: int
+    n: int
+    k: int
+    a: str
+    b: str
+    c: str
+    accum: str
+    transpose_a: bool
+    transpose_b: bool
+
+
+def memref_of(value: ir.Value) -> ir.MemRefType:
+    return ir.MemRefType(value.type)
+
+
+def gemm_shape(op: ir.Operation) -> GemmShape:
+    a, b, c = (memref_of(v) for v in op.operands[:3])
+    transpose_a = ir.BoolAttr(op.attributes["transpose_a"]).value
+    transpose_b = ir.BoolAttr(op.attributes["transpose_b"]).value
+    m, k = (a.shape[1], a.shape[0]) if transpose_a else (a.shape[0], a.shape[1])
+    n = b.shape[0] if transpose_b else b.shape[1]
+    accum = str(ir.TypeAttr(op.attributes["accum_dtype"]).value)
+    return GemmShape(m, n, k, str(a.element_type), str(b.element_type), str(c.element_type),
+                     accum, transpose_a, transpose_b)
+
+
+def kernel_threads(kernel: ir.Operation) -> int:
+    return ir.IntegerAttr(kernel.attributes["threads"]).value
+
+
+def kernel_grid(kernel: ir.Operation) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(kernel.attributes["grid"]))
+
+
+def enclosing_kernel(op: ir.Operation) -> ir.Operation | None:
+    return enclosing(op, "tile.kernel")
+
+
+def i64_array(values) -> ir.DenseI64ArrayAttr:
+    return ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+
+def int_attr(value: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
+
+
+@dataclass(frozen=True)
+class MmaChoice:
+    """What tile-select-mma recorded on a gemm."""
+
+    name: str
+    m: int
+    n: int
+    k: int
+    blocks: int
+    a: str
+    b: str
+    c: str
+
+    def attribute(self) -> ir.Attribute:
+        return ir.DictAttr.get({
+            "name": ir.StringAttr.get(self.name),
+            "shape": i64_array([self.m, self.n, self.k, self.blocks]),
+            "types": ir.ArrayAttr.get([ir.StringAttr.get(t) for t in (self.a, self.b, self.c)]),
+        })
+
+    @staticmethod
+    def of(op: ir.Operation) -> MmaChoice | None:
+        if MMA_ATTR not in op.attributes:
+            return None
+        attr = ir.DictAttr(op.attributes[MMA_ATTR])
+        m, n, k, blocks = list(ir.DenseI64ArrayAttr(attr["shape"]))
+        a, b, c = (ir.StringAttr(t).value for t in ir.ArrayAttr(attr["types"]))
+        return MmaChoice(ir.StringAttr(attr["name"]).value, m, n, k, blocks, a, b, c)
+
+
+def warp_grid_of(op: ir.Operation) -> tuple[int, int] | None:
+    if WARP_GRID_ATTR not in op.attributes:
+        return None
+    wm, wn = list(ir.DenseI64ArrayAttr(op.attributes[WARP_GRID_ATTR]))
+    return wm, wn
+
+
+def split_waves(waves: int, rows: int, cols: int, quantum: int) -> tuple[int, int] | None:
+    """Waves along M and N (wm * wn == waves) so that each wave's tile is a
+    whole number of `quantum`-sized instruction tiles, as square as possible."""
+    best = None
+    for wm in range(1, waves + 1):
+        if waves % wm:
+            continue
+        wn = waves // wm
+        if rows % (wm * quantum) or cols % (wn * quantum):
+            continue
+        balance = abs((rows // wm) - (cols // wn))
+        if best is None or balance < best[0]:
+            best = (balance, wm, wn)
+    return None if best is None else (best[1], best[2])

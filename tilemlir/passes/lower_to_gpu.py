@@ -1,0 +1,768 @@
+"""tile-lower-to-gpu: tile kernels become gpu.func kernels with lane-level code.
+
+Every `tile.kernel` becomes a `gpu.func` in a `gpu.module` (one per function)
+and is replaced, in the host function, by `gpu.launch_func` with the kernel's
+grid and `threads` threads along x. Inside, the block-level (collective)
+program becomes one thread's program:
+
+* `tile.alloc_shared` -> a workgroup attribution of the gpu.func;
+* `tile.alloc_fragment` used as a gemm accumulator -> per-lane registers: one
+  `vector<c_per_lane x T>` SSA value per instruction tile of the wave
+  (`tile.layout` from tile-infer-layout says which lane holds which element),
+  carried through `scf.for` loops as iter_args;
+* `tile.copy` global -> shared: every thread moves `tile.vector_width` elements
+  per access: one `vector.load` when the whole vector is inside the source,
+  else element by element with out-of-bounds reads giving 0; it converts
+  the element type (round to nearest even) and stores to LDS, between
+  `gpu.barrier`s (before: the previous readers are done; after: the data is
+  visible to every wave);
+* `tile.copy` fragment <-> global: each lane moves the elements it holds,
+  guarded so that out-of-bounds writes are dropped and reads give 0;
+* `tile.fill` of a fragment -> splat registers;
+* `tile.gemm` (A, B in shared memory) -> for each K step of the chosen
+  instruction, per-lane operand loads from LDS in the instruction's documented
+  layout and one `amdgpu.mfma` per (M, N) instruction tile of the wave;
+* `scf.parallel` over a fragment's shape (TileLang's T.Parallel on a fragment)
+  -> its body once per element the lane holds, with the fragment accesses
+  turned into register reads and writes;
+* `scf.for` (pipelined or not: stages are not used here; tile-pipeline does
+  that) -> `scf.for`; other ops (arith, math, memref on global memory) are
+  copied with their operands remapped.
+
+Input invariant: tile-verify holds; in-kernel gemms carry `tile.mma` and
+`tile.warp_grid` (tile-select-mma) and their accumulators `tile.layout`
+(tile-infer-layout); A and B of gemms are shared buffers.
+Output invariant: no tile ops remain; the module has `gpu.container_module`.
+
+Options:
+  target (string): the target (default: the module's tile.target).
+
+Example (the seed's kernel, abridged):
+
+    "tile.kernel"() ({ ^bb0(%bx: index, %by: index): ... "tile.gemm"(...) ... gpu.yield })
+        {grid = array<i64: 8, 8>, threads = 256 : i64}
+    // becomes
+    gpu.launch_func @mixed_precision_gemm_kernels::@mixed_precision_gemm_kernel0
+        blocks in (%c8, %c8, %c1) threads in (%c256, %c1, %c1) args(%A : ..., %B : ..., %C : ...)
+    gpu.module @mixed_precision_gemm_kernels {
+      gpu.func @mixed_precision_gemm_kernel0(...) workgroup(%lds0 : memref<128x32xf8E4M3FNUZ, 3>, ...)
+          kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+        ... %d = amdgpu.mfma 32x32x16 %a * %b + %c ...
+      }
+    }
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from mlir import ir
+from mlir.dialects import amdgpu, arith, gpu, memref, scf, vector
+
+from tilemlir import mma_layouts
+from tilemlir.backends import resolve_target
+from tilemlir.diagnostics import UserError
+from tilemlir.dialects import tile
+from tilemlir.irutil import walk
+from tilemlir.passes.base import PassState, TilePass
+from tilemlir.passes.common import (
+    LAYOUT_ATTR,
+    VECTOR_WIDTH_ATTR,
+    MmaChoice,
+    kernel_grid,
+    kernel_threads,
+    warp_grid_of,
+)
+
+
+class LoweringError(UserError):
+    """A construct tile-lower-to-gpu does not handle, reported at its op."""
+
+    def __init__(self, op, message: str):
+        super().__init__(message)
+        self.op = op
+
+
+# --------------------------------------------------------------------------
+# Small builders over the upstream ones (the current insertion point and
+# location are implicit, as in the upstream Python builders).
+# --------------------------------------------------------------------------
+
+def index_type() -> ir.IndexType:
+    return ir.IndexType.get()
+
+
+def const_index(value: int) -> ir.Value:
+    return arith.ConstantOp(index_type(), int(value)).result
+
+
+def add(a: ir.Value, b: ir.Value | int) -> ir.Value:
+    if isinstance(b, int):
+        if b == 0:
+            return a
+        b = const_index(b)
+    return arith.AddIOp(a, b).result
+
+
+def mul(a: ir.Value, b: int) -> ir.Value:
+    if b == 1:
+        return a
+    return arith.MulIOp(a, const_index(b)).result
+
+
+def udiv(a: ir.Value, b: int) -> ir.Value:
+    return a if b == 1 else arith.DivUIOp(a, const_index(b)).result
+
+
+def urem(a: ir.Value, b: int) -> ir.Value:
+    return arith.RemUIOp(a, const_index(b)).result
+
+
+def ult(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.CmpIOp(arith.CmpIPredicate.ult, a, b).result
+
+
+def and_(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.AndIOp(a, b).result
+
+
+def is_float(t: ir.Type) -> bool:
+    return isinstance(t, ir.FloatType)
+
+
+def bit_width(t: ir.Type) -> int:
+    if isinstance(t, ir.IntegerType):
+        return t.width
+    return ir.FloatType(t).width
+
+
+def convert(value: ir.Value, source: ir.Type, target: ir.Type) -> ir.Value:
+    """Element-type conversion as tile.copy defines it: floats round to nearest
+    even; between two different 8/16-bit float formats through f32; floats to
+    integers truncate toward zero; integers sign-extend or truncate."""
+    if source == target:
+        return value
+
+    def typed(element: ir.Type) -> ir.Type:
+        vt = value.type
+        if isinstance(vt, ir.VectorType):
+            return ir.VectorType.get(vt.shape, element)
+        return element
+
+    if is_float(source) and is_float(target):
+        ws, wt = bit_width(source), bit_width(target)
+        if ws == wt:  # e.g. f16 <-> bf16, fp8 FNUZ <-> OCP: through f32, exactly
+            wide = arith.ExtFOp(typed(ir.F32Type.get()), value).result
+            return arith.TruncFOp(typed(target), wide).result
+        if wt > ws:
+            return arith.ExtFOp(typed(target), value).result
+        return arith.TruncFOp(typed(target), value).result
+    if is_float(source):
+        return arith.FPToSIOp(typed(target), value).result
+    if is_float(target):
+        return arith.SIToFPOp(typed(target), value).result
+    if bit_width(target) > bit_width(source):
+        return arith.ExtSIOp(typed(target), value).result
+    return arith.TruncIOp(typed(target), value).result
+
+
+def zero_of(t: ir.Type) -> ir.Attribute:
+    if is_float(t):
+        return ir.FloatAttr.get(t, 0.0)
+    return ir.IntegerAttr.get(t, 0)
+
+
+def splat(vector_type: ir.VectorType, scalar_attr: ir.Attribute) -> ir.Value:
+    return arith.ConstantOp(vector_type, ir.DenseElementsAttr.get_splat(vector_type, scalar_attr)).result
+
+
+# --------------------------------------------------------------------------
+# Fragments held in registers
+# --------------------------------------------------------------------------
+
+@dataclass
+class AccumulatorFragment:
+    """A gemm accumulator: per lane, one vector per instruction tile of its wave."""
+
+    shape: tuple[int, int]
+    element: ir.Type
+    layout: mma_layouts.MfmaLayout
+    warps: tuple[int, int]  # waves along M and N
+    values: list[ir.Value] = field(default_factory=list)
+
+    @property
+    def warp_tile(self) -> tuple[int, int]:
+        return self.shape[0] // self.warps[0], self.shape[1] // self.warps[1]
+
+    @property
+    def tiles(self) -> tuple[int, int]:
+        wm, wn = self.warp_tile
+        return wm // self.layout.m, wn // self.layout.n
+
+    @property
+    def vector_type(self) -> ir.VectorType:
+        return ir.VectorType.get([self.layout.c_per_lane], self.element)
+
+    def tile_index(self, tm: int, tn: int) -> int:
+        return tm * self.tiles[1] + tn
+
+    def owned(self) -> list[tuple[int, int, int, int]]:
+        """(tile, element, static row part, tm/tn) of every element a lane holds."""
+        result = []
+        for tm, tn in itertools.product(range(self.tiles[0]), range(self.tiles[1])):
+            for j in range(self.layout.c_per_lane):
+                result.append((self.tile_index(tm, tn), j, tm, tn))
+        return result
+
+
+@dataclass
+class LaneIds:
+    thread: ir.Value
+    lane: ir.Value
+    wave: ir.Value
+
+
+# --------------------------------------------------------------------------
+# The kernel emitter
+# --------------------------------------------------------------------------
+
+class KernelEmitter:
+    """Emits one tile.kernel as a gpu.func (one thread's program)."""
+
+    def __init__(self, kernel: ir.Operation, target, name: str):
+        self.kernel = kernel
+        self.target = target
+        self.name = name
+        self.threads = kernel_threads(kernel)
+        self.wave_size = target.require("compute.wave_size", "lowering to lanes")
+        self.env: dict = {}
+        self.fragments: dict = {}  # tile-level fragment value -> AccumulatorFragment
+        self.shared: dict = {}  # tile-level shared value -> workgroup memref value
+        self.ids: LaneIds | None = None
+
+    # -- analysis -------------------------------------------------------------
+
+    def captured_values(self) -> list[ir.Value]:
+        """Values used inside the kernel but defined outside it, in first-use order."""
+        defined, captured, seen = set(), [], set()
+        for op in walk(self.kernel):
+            for region in op.regions:
+                for block in region.blocks:
+                    defined.update(block.arguments)
+            defined.update(op.results)
+        for op in walk(self.kernel):
+            for operand in op.operands:
+                if operand not in defined and operand not in seen:
+                    seen.add(operand)
+                    captured.append(operand)
+        return captured
+
+    def shared_allocs(self) -> list[ir.Operation]:
+        return [op for op in walk(self.kernel) if op.name == "tile.alloc_shared"]
+
+    # -- the gpu.func ---------------------------------------------------------
+
+    def emit(self, gpu_module_body: ir.Block) -> tuple[str, list[ir.Value]]:
+        captured = self.captured_values()
+        # Constants defined outside are rematerialized inside; the rest are arguments.
+        arguments = [v for v in captured if not _is_constant(v)]
+        shared_ops = self.shared_allocs()
+        shared_types = [op.results[0].type for op in shared_ops]
+        function_type = ir.FunctionType.get([v.type for v in arguments], [])
+        with ir.InsertionPoint(gpu_module_body), self.kernel.location:
+            gpu_func = gpu.GPUFuncOp(function_type, sym_name=self.name, kernel=True,
+                                     known_block_size=[self.threads, 1, 1])
+            gpu_func.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), len(shared_types))
+            block = gpu_func.regions[0].blocks.append(*[v.type for v in arguments], *shared_types)
+        for value, argument in zip(arguments, block.arguments):
+            self.env[value] = argument
+        for op, attribution in zip(shared_ops, list(block.arguments)[len(arguments):]):
+            self.shared[op.results[0]] = attribution
+        with ir.InsertionPoint(block), self.kernel.location:
+            for value in captured:
+                if _is_constant(value):
+                    self.env[value] = value.owner.clone().results[0]
+            self.emit_prologue()
+            self.emit_block(self.kernel.regions[0].blocks[0])
+            gpu.ReturnOp([])
+        return self.name, arguments
+
+    def emit_prologue(self) -> None:
+        body = self.kernel.regions[0].blocks[0]
+        dims = [gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z]
+        for argument, dim in zip(body.arguments, dims):
+            self.env[argument] = gpu.BlockIdOp(dim).result
+        thread = gpu.ThreadIdOp(gpu.Dimension.x).result
+        self.ids = LaneIds(thread, urem(thread, self.wave_size), udiv(thread, self.wave_size))
+
+    # -- statements -----------------------------------------------------------
+
+    def emit_block(self, block: ir.Block) -> None:
+        for op in block.operations:
+            self.emit_op(op.operation)
+
+    def emit_op(self, op: ir.Operation) -> None:
+        with op.location:
+            handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
+            if handler is not None:
+                handler(op)
+            elif op.name.startswith("tile."):
+                raise LoweringError(op, f"tile-lower-to-gpu: {op.name} is not supported here")
+            elif op.regions:
+                raise LoweringError(op, f"tile-lower-to-gpu: {op.name} with regions is not "
+                                        "supported inside a tile.kernel")
+            else:
+                self.clone_op(op)
+
+    def clone_op(self, op: ir.Operation) -> ir.Operation:
+        for operand in op.operands:
+            self.check_scalar_use(op, operand)
+        new = op.clone()
+        for i, operand in enumerate(op.operands):
+            new.operands[i] = self.env[operand]
+        for old, result in zip(op.results, new.results):
+            self.env[old] = result
+        return new
+
+    def check_scalar_use(self, op, value: ir.Value) -> None:
+        if value in self.fragments:
+            raise LoweringError(op, f"tile-lower-to-gpu: {op.name} uses a register fragment directly; "
+                                    "access fragments inside scf.parallel over their shape")
+        if value not in self.env:
+            raise LoweringError(op, f"tile-lower-to-gpu: {op.name} uses a value this lowering has "
+                                    "not produced")
+
+    def op_gpu_yield(self, op) -> None:
+        pass
+
+    def op_tile_alloc_shared(self, op) -> None:
+        self.env[op.results[0]] = self.shared[op.results[0]]
+
+    def op_tile_alloc_fragment(self, op) -> None:
+        result = op.results[0]
+        if LAYOUT_ATTR not in op.attributes:
+            raise LoweringError(op, "tile-lower-to-gpu: this fragment has no tile.layout (run "
+                                    "tile-infer-layout; only gemm accumulators are held in "
+                                    "registers so far)")
+        layout = ir.DictAttr(op.attributes[LAYOUT_ATTR])
+        m, n, k = list(ir.DenseI64ArrayAttr(layout["instruction"]))
+        wm, wn = list(ir.DenseI64ArrayAttr(layout["warps"]))
+        memref_type = ir.MemRefType(result.type)
+        fragment = AccumulatorFragment(
+            (memref_type.shape[0], memref_type.shape[1]), memref_type.element_type,
+            mma_layouts.layout_for(m, n, k, self.wave_size), (wm, wn))
+        zero = splat(fragment.vector_type, zero_of(fragment.element))
+        count = fragment.tiles[0] * fragment.tiles[1]
+        fragment.values = [zero] * count
+        self.fragments[result] = fragment
+
+    def op_tile_fill(self, op) -> None:
+        buffer, value = op.operands[0], self.env[op.operands[1]]
+        if buffer in self.fragments:
+            fragment = self.fragments[buffer]
+            filled = vector.BroadcastOp(fragment.vector_type, value).result
+            fragment.values = [filled] * len(fragment.values)
+            return
+        if buffer in self.shared:
+            self.distributed_fill(op, self.shared[buffer], value)
+            return
+        raise LoweringError(op, "tile-lower-to-gpu: tile.fill of this buffer is not supported")
+
+    def op_tile_copy(self, op) -> None:
+        src, dst = op.operands[0], op.operands[1]
+        segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+        src_indices = [self.env[v] for v in op.operands[2:2 + segments[2]]]
+        dst_indices = [self.env[v] for v in op.operands[2 + segments[2]:]]
+        if dst in self.shared and src not in self.shared and src not in self.fragments:
+            gpu.BarrierOp()
+            self.copy_global_to_shared(op, self.env[src], src_indices, self.shared[dst])
+            gpu.BarrierOp()
+        elif src in self.fragments and dst not in self.shared and dst not in self.fragments:
+            self.copy_fragment_to_global(self.fragments[src], self.env[dst], dst_indices)
+        elif dst in self.fragments and src not in self.shared and src not in self.fragments:
+            self.copy_global_to_fragment(self.fragments[dst], self.env[src], src_indices)
+        else:
+            raise LoweringError(op, "tile-lower-to-gpu: this tile.copy direction is not supported "
+                                    "yet (supported: global->shared, fragment<->global)")
+
+    def op_tile_gemm(self, op) -> None:
+        a, b, c = op.operands[0], op.operands[1], op.operands[2]
+        if a not in self.shared or b not in self.shared:
+            raise LoweringError(op, "tile-lower-to-gpu: gemm operands A and B must be shared "
+                                    "buffers (register operands are not supported yet)")
+        if c not in self.fragments:
+            raise LoweringError(op, "tile-lower-to-gpu: the gemm accumulator has no register layout")
+        choice = MmaChoice.of(op)
+        warps = warp_grid_of(op)
+        if choice is None or warps is None:
+            raise LoweringError(op, "tile-lower-to-gpu: tile.gemm has no tile.mma (run tile-select-mma)")
+        fragment = self.fragments[c]
+        transpose_a = ir.BoolAttr(op.attributes["transpose_a"]).value
+        transpose_b = ir.BoolAttr(op.attributes["transpose_b"]).value
+        a_smem, b_smem = self.shared[a], self.shared[b]
+        block_k = ir.MemRefType(a.type).shape[0 if transpose_a else 1]
+        self.emit_mfma_steps(fragment, choice, a_smem, b_smem, transpose_a, transpose_b, block_k)
+
+    # -- scf ------------------------------------------------------------------
+
+    def op_scf_for(self, op) -> None:
+        loop = scf_for_view(op)
+        carried = [v for v in self.fragments]  # every register fragment is loop-carried
+        flat = [value for f in carried for value in self.fragments[f].values]
+        iter_inits = [self.env[v] for v in loop["inits"]]
+        new_loop = scf.ForOp(self.env[loop["lb"]], self.env[loop["ub"]], self.env[loop["step"]],
+                             iter_inits + flat)
+        body = new_loop.body
+        self.env[loop["iv"]] = new_loop.induction_variable
+        inner = list(new_loop.inner_iter_args)
+        for old, new in zip(loop["iter_args"], inner[:len(iter_inits)]):
+            self.env[old] = new
+        self.rebind(carried, inner[len(iter_inits):])
+        with ir.InsertionPoint(body):
+            for inner_op in loop["body_ops"]:
+                if inner_op.name == "scf.yield":
+                    yielded = [self.env[v] for v in inner_op.operands]
+                    frag_values = [value for f in carried for value in self.fragments[f].values]
+                    scf.YieldOp(yielded + frag_values)
+                else:
+                    self.emit_op(inner_op)
+        results = list(new_loop.results)
+        for old, new in zip(op.results, results[:len(iter_inits)]):
+            self.env[old] = new
+        self.rebind(carried, results[len(iter_inits):])
+
+    def rebind(self, carried: list, values: list[ir.Value]) -> None:
+        position = 0
+        for key in carried:
+            fragment = self.fragments[key]
+            count = len(fragment.values)
+            fragment.values = list(values[position:position + count])
+            position += count
+
+    def op_scf_parallel(self, op) -> None:
+        lbs, ubs, steps, ivs, body_ops = scf_parallel_view(op)
+        touched = {v for inner in walk(op) for v in inner.operands if v in self.fragments}
+        if len(touched) != 1:
+            raise LoweringError(op, "tile-lower-to-gpu: scf.parallel inside a kernel must iterate "
+                                    "over exactly one register fragment's shape (it touches "
+                                    f"{len(touched)})")
+        key = next(iter(touched))
+        fragment = self.fragments[key]
+        bounds = [(_constant_int(lb), _constant_int(ub), _constant_int(st)) for lb, ub, st in
+                  zip(lbs, ubs, steps)]
+        if bounds != [(0, fragment.shape[0], 1), (0, fragment.shape[1], 1)]:
+            raise LoweringError(op, "tile-lower-to-gpu: scf.parallel over a fragment must cover "
+                                    f"exactly its {fragment.shape[0]}x{fragment.shape[1]} shape "
+                                    "with step 1")
+        self.for_each_owned(fragment, lambda row, col, tile_i, j: self.emit_parallel_body(
+            op, body_ops, ivs, key, fragment, row, col, tile_i, j))
+
+    def emit_parallel_body(self, op, body_ops, ivs, key, fragment, row, col, tile_i, j) -> None:
+        self.env[ivs[0]] = row
+        self.env[ivs[1]] = col
+        for inner in body_ops:
+            if inner.name == "scf.reduce":
+                if inner.operands:
+                    raise LoweringError(inner, "tile-lower-to-gpu: scf.parallel reductions are "
+                                               "not supported")
+                continue
+            if inner.name == "memref.load" and inner.operands[0] == key:
+                self.require_owned_indices(inner, list(inner.operands)[1:], ivs)
+                with inner.location:
+                    self.env[inner.results[0]] = vector.ExtractOp(
+                        fragment.values[tile_i], [], [j]).result
+            elif inner.name == "memref.store" and inner.operands[1] == key:
+                self.require_owned_indices(inner, list(inner.operands)[2:], ivs)
+                with inner.location:
+                    fragment.values[tile_i] = vector.InsertOp(
+                        self.env[inner.operands[0]], fragment.values[tile_i], [], [j]).result
+            else:
+                self.emit_op(inner.operation)
+
+    def require_owned_indices(self, op, indices, ivs) -> None:
+        if list(indices) != list(ivs):
+            raise LoweringError(op, "tile-lower-to-gpu: inside scf.parallel a fragment must be "
+                                    "indexed by the loop's own induction variables")
+
+    # -- fragments <-> lanes -------------------------------------------------
+
+    def lane_origin(self, fragment: AccumulatorFragment) -> tuple[ir.Value, ir.Value]:
+        """(row, col) of the lane's first element in its wave's tile."""
+        ids = self.ids
+        wm, wn = fragment.warps
+        wtm, wtn = fragment.warp_tile
+        wave_m, wave_n = udiv(ids.wave, wn), urem(ids.wave, wn)
+        layout = fragment.layout
+        lane_group = udiv(ids.lane, layout.n)
+        row = add(mul(wave_m, wtm), mul(lane_group, 4))
+        col = add(mul(wave_n, wtn), urem(ids.lane, layout.n))
+        return row, col
+
+    def for_each_owned(self, fragment: AccumulatorFragment, body) -> None:
+        """Calls body(row, col, tile, element) for every element the lane holds;
+        row and col are index values within the fragment."""
+        base_row, base_col = self.lane_origin(fragment)
+        layout = fragment.layout
+        for tile_i, j, tm, tn in fragment.owned():
+            constant, _ = layout.c_row_terms(j)
+            row = add(base_row, tm * layout.m + constant)
+            col = add(base_col, tn * layout.n)
+            body(row, col, tile_i, j)
+
+    def copy_fragment_to_global(self, fragment, dst: ir.Value, offsets: list[ir.Value]) -> None:
+        dst_type = ir.MemRefType(dst.type)
+        rows, cols = self.memref_dims(dst)
+
+        def store(row, col, tile_i, j):
+            gr, gc = add(offsets[0], row), add(offsets[1], col)
+            inside = and_(ult(gr, rows), ult(gc, cols))
+            value = vector.ExtractOp(fragment.values[tile_i], [], [j]).result
+            guard = scf.IfOp(inside)
+            with ir.InsertionPoint(guard.then_block):
+                memref.StoreOp(convert(value, fragment.element, dst_type.element_type), dst, [gr, gc])
+                scf.YieldOp([])
+
+        self.for_each_owned(fragment, store)
+
+    def copy_global_to_fragment(self, fragment, src: ir.Value, offsets: list[ir.Value]) -> None:
+        src_type = ir.MemRefType(src.type)
+        rows, cols = self.memref_dims(src)
+
+        def load(row, col, tile_i, j):
+            gr, gc = add(offsets[0], row), add(offsets[1], col)
+            inside = and_(ult(gr, rows), ult(gc, cols))
+            guard = scf.IfOp(inside, [fragment.element], has_else=True)
+            with ir.InsertionPoint(guard.then_block):
+                loaded = memref.LoadOp(src, [gr, gc]).result
+                scf.YieldOp([convert(loaded, src_type.element_type, fragment.element)])
+            with ir.InsertionPoint(guard.else_block):
+                scf.YieldOp([arith.ConstantOp(fragment.element, zero_of(fragment.element)).result])
+            fragment.values[tile_i] = vector.InsertOp(guard.results[0], fragment.values[tile_i],
+                                                      [], [j]).result
+
+        self.for_each_owned(fragment, load)
+
+    def memref_dims(self, value: ir.Value) -> list[ir.Value]:
+        memref_type = ir.MemRefType(value.type)
+        dims = []
+        for axis, extent in enumerate(memref_type.shape):
+            if extent == ir.ShapedType.get_dynamic_size():
+                dims.append(memref.DimOp(value, const_index(axis)).result)
+            else:
+                dims.append(const_index(extent))
+        return dims
+
+    # -- shared memory ---------------------------------------------------------
+
+    def distributed_accesses(self, shape: list[int], width: int):
+        """Yields (row, col, guard) index values for this thread's accesses when
+        the threads sweep a rows x cols tile `width` elements at a time."""
+        rows, cols = shape
+        per_row = cols // width
+        total = rows * per_row
+        rounds = -(-total // self.threads)
+        for r in range(rounds):
+            linear = add(self.ids.thread, r * self.threads)
+            guard = None
+            if (r + 1) * self.threads > total:
+                guard = ult(linear, const_index(total))
+            yield udiv(linear, per_row), mul(urem(linear, per_row), width), guard
+
+    def copy_global_to_shared(self, op, src: ir.Value, offsets: list[ir.Value], dst: ir.Value) -> None:
+        src_type, dst_type = ir.MemRefType(src.type), ir.MemRefType(dst.type)
+        shape = list(dst_type.shape)
+        if len(shape) != 2:
+            raise LoweringError(op, "tile-lower-to-gpu: only 2-D copies into shared memory are "
+                                    "supported")
+        width = _vector_width(op, shape[1], src_type.element_type)
+        vector_type = ir.VectorType.get([width], src_type.element_type)
+        rows, cols = self.memref_dims(src)
+        for row, col, guard in self.distributed_accesses(shape, width):
+            def body(row=row, col=col):
+                indices = [add(offsets[0], row), add(offsets[1], col)]
+                loaded = self.load_vector_or_zeros(src, indices, rows, cols, vector_type)
+                vector.StoreOp(convert(loaded, src_type.element_type, dst_type.element_type),
+                               dst, [row, col])
+
+            self.guarded(guard, body)
+
+    @staticmethod
+    def load_vector_or_zeros(src, indices, rows, cols, vector_type) -> ir.Value:
+        """`width` consecutive elements of a row; elements outside the memref
+        read as 0. Fast path: the whole vector is inside -> one vector.load."""
+        width = vector_type.shape[0]
+        element = vector_type.element_type
+        row, col = indices
+        inside = and_(ult(row, rows), ult(add(col, width - 1), cols))
+        branch = scf.IfOp(inside, [vector_type], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            scf.YieldOp([vector.LoadOp(vector_type, src, indices).result])
+        with ir.InsertionPoint(branch.else_block):
+            scalars = []
+            for i in range(width):
+                column = add(col, i)
+                one = scf.IfOp(and_(ult(row, rows), ult(column, cols)), [element], has_else=True)
+                with ir.InsertionPoint(one.then_block):
+                    scf.YieldOp([memref.LoadOp(src, [row, column]).result])
+                with ir.InsertionPoint(one.else_block):
+                    scf.YieldOp([arith.ConstantOp(element, zero_of(element)).result])
+                scalars.append(one.results[0])
+            scf.YieldOp([vector.FromElementsOp(vector_type, scalars).result])
+        return branch.results[0]
+
+    def distributed_fill(self, op, dst: ir.Value, value: ir.Value) -> None:
+        shape = list(ir.MemRefType(dst.type).shape)
+        if len(shape) != 2:
+            raise LoweringError(op, "tile-lower-to-gpu: only 2-D shared fills are supported")
+        gpu.BarrierOp()
+        for row, col, guard in self.distributed_accesses(shape, 1):
+            self.guarded(guard, lambda row=row, col=col: memref.StoreOp(value, dst, [row, col]))
+        gpu.BarrierOp()
+
+    @staticmethod
+    def guarded(guard: ir.Value | None, body) -> None:
+        if guard is None:
+            body()
+            return
+        branch = scf.IfOp(guard)
+        with ir.InsertionPoint(branch.then_block):
+            body()
+            scf.YieldOp([])
+
+    # -- matrix instructions ---------------------------------------------------
+
+    def emit_mfma_steps(self, fragment, choice: MmaChoice, a_smem, b_smem, transpose_a: bool,
+                        transpose_b: bool, block_k: int) -> None:
+        layout = fragment.layout
+        ids = self.ids
+        wm, wn = fragment.warps
+        wtm, wtn = fragment.warp_tile
+        tiles_m, tiles_n = fragment.tiles
+        wave_m, wave_n = udiv(ids.wave, wn), urem(ids.wave, wn)
+        lane_mod_m = urem(ids.lane, layout.m)
+        a_group = mul(udiv(ids.lane, layout.m), layout.a_per_lane)
+        b_group = mul(udiv(ids.lane, layout.n), layout.b_per_lane)
+        a_row0 = add(mul(wave_m, wtm), lane_mod_m)
+        b_col0 = add(mul(wave_n, wtn), urem(ids.lane, layout.n))
+        a_element = ir.MemRefType(a_smem.type).element_type
+        b_element = ir.MemRefType(b_smem.type).element_type
+        for step in range(block_k // layout.k):
+            k0 = add(a_group, step * layout.k)
+            kb = add(b_group, step * layout.k)
+            a_values = [self.operand(a_smem, add(a_row0, tm * layout.m), k0, layout.a_per_lane,
+                                     a_element, row_major=not transpose_a)
+                        for tm in range(tiles_m)]
+            b_values = [self.operand(b_smem, add(b_col0, tn * layout.n), kb, layout.b_per_lane,
+                                     b_element, row_major=transpose_b)
+                        for tn in range(tiles_n)]
+            for tm, tn in itertools.product(range(tiles_m), range(tiles_n)):
+                index = fragment.tile_index(tm, tn)
+                fragment.values[index] = amdgpu.MFMAOp(
+                    layout.m, layout.n, layout.k, a_values[tm], b_values[tn],
+                    fragment.values[index], blocks=choice.blocks).result
+
+    @staticmethod
+    def operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, element: ir.Type,
+                row_major: bool) -> ir.Value:
+        """A lane's `count` consecutive-K elements of one row (A) or column (B).
+        `row_major`: the buffer is indexed [outer, k] (K contiguous), else [k, outer]."""
+        if row_major:
+            if count == 1:
+                return memref.LoadOp(smem, [outer, k]).result
+            return vector.LoadOp(ir.VectorType.get([count], element), smem, [outer, k]).result
+        scalars = [memref.LoadOp(smem, [add(k, i), outer]).result for i in range(count)]
+        if count == 1:
+            return scalars[0]
+        return vector.FromElementsOp(ir.VectorType.get([count], element), scalars).result
+
+
+def _vector_width(op, cols: int, element: ir.Type) -> int:
+    if VECTOR_WIDTH_ATTR in op.attributes:
+        return ir.IntegerAttr(op.attributes[VECTOR_WIDTH_ATTR]).value
+    width = max(1, 16 // max(1, bit_width(element) // 8))  # 128 bits per lane
+    while width > 1 and cols % width:
+        width //= 2
+    return width
+
+
+def _is_constant(value: ir.Value) -> bool:
+    owner = value.owner
+    return isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant"
+
+
+def _constant_int(value: ir.Value) -> int | None:
+    owner = value.owner
+    if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant":
+        return ir.IntegerAttr(owner.attributes["value"]).value
+    return None
+
+
+def scf_for_view(op: ir.Operation) -> dict:
+    body = op.regions[0].blocks[0]
+    arguments = list(body.arguments)
+    operands = list(op.operands)
+    return {
+        "lb": operands[0], "ub": operands[1], "step": operands[2], "inits": operands[3:],
+        "iv": arguments[0], "iter_args": arguments[1:],
+        "body_ops": [o.operation for o in body.operations],
+    }
+
+
+def scf_parallel_view(op: ir.Operation):
+    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    operands = list(op.operands)
+    lbs = operands[:segments[0]]
+    ubs = operands[segments[0]:segments[0] + segments[1]]
+    steps = operands[segments[0] + segments[1]:segments[0] + segments[1] + segments[2]]
+    body = op.regions[0].blocks[0]
+    return lbs, ubs, steps, list(body.arguments), [o.operation for o in body.operations]
+
+
+@dataclass(frozen=True)
+class TileLowerToGpu(TilePass):
+    name: ClassVar[str] = "tile-lower-to-gpu"
+    summary: ClassVar[str] = "Lower tile kernels to gpu.func with amdgpu.mfma, launched by gpu.launch_func"
+
+    target: str = ""
+
+    def run(self, module: ir.Operation, state: PassState) -> None:
+        kernels = [op for op in walk(module) if op.name == "tile.kernel"]
+        if not kernels:
+            return
+        target = resolve_target(module, self.target)
+        module.attributes["gpu.container_module"] = ir.UnitAttr.get()
+        by_function: dict = {}
+        for kernel in kernels:
+            function = kernel.parent
+            while function.name != "func.func":
+                function = function.parent
+            by_function.setdefault(ir.StringAttr(function.attributes["sym_name"]).value, []).append(kernel)
+        body = module.regions[0].blocks[0]
+        for function_name, function_kernels in by_function.items():
+            with module.location:
+                gpu_module = gpu.GPUModuleOp(f"{function_name}_kernels", ip=ir.InsertionPoint(body))
+                gpu_block = gpu_module.regions[0].blocks.append()
+            for index, kernel in enumerate(function_kernels):
+                name = f"{function_name}_kernel{index}"
+                try:
+                    _, arguments = KernelEmitter(kernel, target, name).emit(gpu_block)
+                except LoweringError as error:
+                    state.error(error.op, str(error))
+                    continue
+                self.launch(kernel, f"{function_name}_kernels", name, arguments)
+                kernel.erase()
+            if state.failed:
+                return
+
+    @staticmethod
+    def launch(kernel: ir.Operation, module_name: str, name: str, arguments: list[ir.Value]) -> None:
+        grid = kernel_grid(kernel) + [1] * (3 - len(kernel_grid(kernel)))
+        threads = kernel_threads(kernel)
+        with ir.InsertionPoint(kernel), kernel.location:
+            sizes = [const_index(v) for v in grid]
+            block = [const_index(threads), const_index(1), const_index(1)]
+            gpu.LaunchFuncOp([module_name, name], tuple(sizes), tuple(block), arguments)
+

@@ -1,0 +1,116 @@
+"""tile-select-mma: choose the matrix instruction for every tile.gemm in a kernel.
+
+For each `tile.gemm` inside a `tile.kernel`, the block tile (M x N x K of the
+gemm) is split over the kernel's waves (threads / wave size) into warp tiles,
+and one instruction is chosen from the target's ordered table
+(`Target.mma_candidates(a, b, c)`: fastest first, table order among equals):
+
+1. full-rate rows before slower ones (e.g. gfx950's 16x16x32 f16 before the
+   inherited 16x16x16 f16, which runs at half rate there);
+2. among equally fast rows, the larger instruction (32x32 before 16x16) when
+   the warp tile is a whole number of it, then the larger K when it divides
+   the block's K;
+3. only instructions whose lane layout is documented (`tilemlir.mma_layouts`).
+
+The choice is recorded as `tile.mma = {name, shape = [m, n, k, blocks], types}`
+and the wave split as `tile.warp_grid = array<i64: wm, wn>`. When nothing fits,
+the diagnostic lists every row that was tried and why it was rejected.
+
+Input invariant: tile-verify holds; gemms inside kernels have A/B in shared or
+fragment buffers and a fragment accumulator of type accum_dtype (after
+tile-legalize-precision the operand types are ones the chip can take).
+Output invariant: every in-kernel tile.gemm carries tile.mma and tile.warp_grid.
+
+Options:
+  target (string): the target, e.g. amdgpu:gfx942 (default: the module's tile.target).
+
+Example:
+
+    "tile.gemm"(%a, %b, %c) {accum_dtype = f32, ...}      // 128x128x32 fp8, 256 threads
+    // becomes
+    "tile.gemm"(%a, %b, %c) {accum_dtype = f32, ..., tile.mma = {name = "v_mfma_f32_32x32x16_fp8_fp8",
+        shape = array<i64: 32, 32, 16, 1>, ...}, tile.warp_grid = array<i64: 2, 2>}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+
+from tilemlir import mma_layouts
+from tilemlir.backends import resolve_target
+from tilemlir.irutil import walk
+from tilemlir.passes.base import PassState, TilePass
+from tilemlir.passes.common import (
+    MMA_ATTR,
+    WARP_GRID_ATTR,
+    MmaChoice,
+    enclosing_kernel,
+    gemm_shape,
+    i64_array,
+    kernel_threads,
+    split_waves,
+)
+
+
+def choose(target, shape, threads: int) -> tuple[MmaChoice, tuple[int, int]] | list[str]:
+    """The instruction and wave split for a gemm, or the reasons each row failed."""
+    wave = target.require("compute.wave_size", "splitting a block over waves")
+    if threads % wave:
+        return [f"{threads} threads are not a whole number of {wave}-lane waves"]
+    waves = threads // wave
+    rows = target.mma_candidates(shape.a, shape.b, shape.accum)
+    if not rows:
+        return [f"{target} has no matrix instruction for {shape.a} x {shape.b} -> {shape.accum}"]
+    fastest = target.flops_per_cu_cycle(rows[0])
+    rejected, fitting = [], []
+    for rank, row in enumerate(rows):
+        if not mma_layouts.supported(row.m, row.n, row.k, row.blocks, wave):
+            rejected.append(f"{row.name}: no documented lane layout for {row.m}x{row.n}x{row.k}"
+                            f" with {row.blocks} blocks")
+            continue
+        split = split_waves(waves, shape.m, shape.n, row.m)
+        if split is None:
+            rejected.append(f"{row.name}: the {shape.m}x{shape.n} block does not split into "
+                            f"{row.m}x{row.n} tiles over {waves} waves")
+            continue
+        if shape.k % row.k:
+            rejected.append(f"{row.name}: K={shape.k} is not a multiple of {row.k}")
+            continue
+        full_rate = target.flops_per_cu_cycle(row) >= fastest
+        fitting.append(((not full_rate, -row.m, -row.k, rank), row, split))
+    if not fitting:
+        return rejected
+    _, row, split = min(fitting, key=lambda item: item[0])
+    return MmaChoice(row.name, row.m, row.n, row.k, row.blocks, row.a, row.b, row.c), split
+
+
+@dataclass(frozen=True)
+class TileSelectMma(TilePass):
+    name: ClassVar[str] = "tile-select-mma"
+    summary: ClassVar[str] = "Choose the matrix instruction and wave split of every tile.gemm"
+
+    target: str = ""
+
+    def run(self, module: ir.Operation, state: PassState) -> None:
+        gemms = [op for op in walk(module) if op.name == "tile.gemm"]
+        if not gemms:
+            return
+        target = resolve_target(module, self.target)
+        for op in gemms:
+            kernel = enclosing_kernel(op)
+            if kernel is None:
+                continue  # whole-problem form: tile-tiling makes the kernel first
+            shape = gemm_shape(op)
+            result = choose(target, shape, kernel_threads(kernel))
+            if isinstance(result, list):
+                tried = "; ".join(result)
+                state.error(op, f"tile-select-mma: no matrix instruction of {target} fits this "
+                                f"{shape.m}x{shape.n}x{shape.k} {shape.a} x {shape.b} -> {shape.accum} "
+                                f"gemm with {kernel_threads(kernel)} threads; tried: {tried}")
+                continue
+            choice, (wm, wn) = result
+            op.attributes[MMA_ATTR] = choice.attribute()
+            op.attributes[WARP_GRID_ATTR] = i64_array([wm, wn])
