@@ -47,6 +47,10 @@ class Options:
     print_generic: bool = False
     export_irdl: bool = False
     allow_unregistered_dialect: bool = False
+    target: str | None = None
+    target_desc: str | None = None
+    list_targets: bool = False
+    describe_target: str | None = None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -76,6 +80,15 @@ def _parser() -> argparse.ArgumentParser:
                         help="write the tile dialect as IRDL (for mlir-opt --irdl-file) and exit")
     parser.add_argument("--allow-unregistered-dialect", action="store_true",
                         help="accept ops of dialects that are not registered")
+    parser.add_argument("--target", metavar="FAMILY:NAME",
+                        help="hardware target of target-dependent passes, e.g. amdgpu:gfx942 "
+                             "(wins over the module's tile.target)")
+    parser.add_argument("--target-desc", metavar="FILE",
+                        help="use the target descriptor (TOML) in FILE as the target")
+    parser.add_argument("--list-targets", action="store_true", help="list the known targets and exit")
+    parser.add_argument("--describe-target", nargs="?", const="", metavar="FAMILY:NAME",
+                        help="print a target's resolved descriptor as JSON and exit "
+                             "(without a value: the --target/--target-desc one)")
     return parser
 
 
@@ -138,6 +151,14 @@ def write_output(path: str, text: str) -> None:
         sys.stdout.flush()
         return
     target = Path(path)
+    if target.exists() and not target.is_file():
+        # A device or pipe (e.g. /dev/null): renaming over it would replace it.
+        try:
+            with open(target, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as error:
+            raise UserError(f"cannot write output file '{path}': {error.strerror or error}") from None
+        return
     directory = target.parent if str(target.parent) else Path(".")
     try:
         fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
@@ -254,6 +275,13 @@ def run(argv: list[str]) -> int:
     from tilemlir.passes.pipeline import parse_pipeline
 
     options = parse_args(argv)
+    from tilemlir.backends.cli import handle_target_flags
+
+    target_override, target_report = handle_target_flags(
+        options.target, options.target_desc, options.list_targets, options.describe_target)
+    if target_report is not None:
+        write_output(options.output, target_report)
+        return 0
     if options.list_passes:
         write_output(options.output, _list_passes())
         return 0
@@ -264,7 +292,7 @@ def run(argv: list[str]) -> int:
     context = tile.make_context()
     context.allow_unregistered_dialects = options.allow_unregistered_dialect
     pipeline = _pipeline_text(options)
-    overrides: dict = {}
+    overrides: dict = {"target": target_override} if target_override else {}
     # Validate the pipeline before touching the input, so a typo fails fast.
     parse_pipeline(pipeline)
     with context:
