@@ -1,0 +1,419 @@
+"""What a hardware target is: frozen dataclasses validated from a descriptor file.
+
+A target is data (`backends/<family>/targets/<name>.toml`, see `descriptor.py`);
+a backend is a small manifest saying which family it serves, where its target
+files live and which element types its matrix instructions can take. Code never
+branches on a chip name: it reads these values, and selection only *chooses*
+among the rows of `target.matrix.instructions`.
+
+Facts that are not publicly known are written `"unknown"` in the file and held
+as `UNKNOWN` here. Code that needs one calls `target.require("memory.l2_mib")`,
+which raises `UnknownFactError` naming the field and the target instead of
+letting a guess through.
+
+    target = get_target("amdgpu:gfx942")
+    str(target)                                     # "amdgpu:gfx942"
+    target.mma_candidates("f16", "f16", "f32")[0]   # v_mfma_f32_16x16x16_f16
+    target.flops_per_cu_cycle(instr)                # 2*m*n*k*blocks/cycles * SIMDs per CU
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+from tilemlir.diagnostics import UserError
+
+# --------------------------------------------------------------------------
+# Unknown facts
+# --------------------------------------------------------------------------
+
+
+class Unknown:
+    """The type of `UNKNOWN`: a fact no public source gives. Compares equal only
+    to itself, is falsy, and prints as `unknown` (the spelling in descriptor files)."""
+
+    _instance: Unknown | None = None
+
+    def __new__(cls) -> Self:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+    def __str__(self) -> str:
+        return "unknown"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = Unknown()
+UNKNOWN_SPELLING = "unknown"
+
+
+def is_unknown(value: object) -> bool:
+    return value is UNKNOWN
+
+
+class TargetError(UserError):
+    """A target could not be found or used."""
+
+
+class UnknownFactError(TargetError):
+    """Code needed a fact that the target's descriptor marks as unknown."""
+
+    def __init__(self, target: str, field_path: str, needed_for: str = "", source: str = ""):
+        self.target = target
+        self.field_path = field_path
+        where = f" in {source}" if source else ""
+        purpose = f"; it is needed for {needed_for}" if needed_for else ""
+        super().__init__(
+            f"{target}: '{field_path}' is not publicly known (written as unknown{where}){purpose}; "
+            f"give it in a descriptor of your own with --target-desc=FILE"
+        )
+
+
+# --------------------------------------------------------------------------
+# Element types of matrix instructions
+# --------------------------------------------------------------------------
+
+# MLIR spellings of the fp8 types, by kind: "fp8" = E4M3 variants, "bf8" = E5M2 variants.
+FP8_KIND = {
+    "f8E4M3FNUZ": "fp8",
+    "f8E4M3FN": "fp8",
+    "f8E5M2FNUZ": "bf8",
+    "f8E5M2": "bf8",
+}
+# Tags that are not MLIR builtin types: f32 operands the matrix unit rounds to a
+# shorter mantissa (AMD gfx942 "xf32"); MetaX's TF32 uses MLIR's builtin `tf32`.
+REDUCED_F32_TAGS = frozenset({"xf32", "tf32"})
+
+ELEMENT_BITS = {
+    "f64": 64,
+    "f32": 32,
+    "xf32": 32,
+    "tf32": 32,
+    "f16": 16,
+    "bf16": 16,
+    "i32": 32,
+    "i8": 8,
+    **{name: 8 for name in FP8_KIND},
+}
+
+# Keys of `peak_dense_tflops`: the dtype classes AMD and others publish peaks for.
+PEAK_KEYS = ("f64", "f32", "xf32", "tf32", "f16", "bf16", "fp8", "i8")
+
+
+def peak_key(element_type: str) -> str:
+    """The `peak_dense_tflops` key an operand type is counted under."""
+    return "fp8" if element_type in FP8_KIND else element_type
+
+
+# --------------------------------------------------------------------------
+# The descriptor, as frozen dataclasses (the TOML file mirrors this 1:1)
+# --------------------------------------------------------------------------
+
+
+def _doc(text: str, **extra: Any) -> dict:
+    return {"doc": text, **extra}
+
+
+@dataclass(frozen=True)
+class MmaInstr:
+    """One matrix instruction: D(m x n) = A(m x k) * B(k x n) + C, `blocks` times
+    side by side, issued by one wave in `cycles` cycles of one SIMD's matrix unit."""
+
+    name: str = field(metadata=_doc("mnemonic, e.g. v_mfma_f32_16x16x16_f16"))
+    m: int = field(metadata=_doc("rows of A and D"))
+    n: int = field(metadata=_doc("columns of B and D"))
+    k: int = field(metadata=_doc("reduction depth"))
+    blocks: int = field(metadata=_doc("independent blocks computed at once"))
+    a: str = field(metadata=_doc("element type of A (MLIR spelling or xf32)", type_check="operand"))
+    b: str = field(metadata=_doc("element type of B", type_check="operand"))
+    c: str = field(metadata=_doc("element type of C and D", type_check="accumulator"))
+    cycles: int | Unknown = field(metadata=_doc("issue cycles on one SIMD (passes x 4 on AMD)"))
+    intrinsic: str | Unknown = field(default="", metadata=_doc("LLVM IR intrinsic", row_key=True))
+    builtin: str | Unknown = field(default="", metadata=_doc("C++ builtin", row_key=True))
+
+    @property
+    def flops(self) -> int:
+        """Floating-point (or integer) operations of one instruction: 2*m*n*k*blocks."""
+        return 2 * self.m * self.n * self.k * self.blocks
+
+    @property
+    def types(self) -> tuple[str, str, str]:
+        return (self.a, self.b, self.c)
+
+    def flops_per_simd_cycle(self, target: str = "") -> float:
+        if is_unknown(self.cycles):
+            raise UnknownFactError(target or "this target", f"cycles of {self.name}", "throughput")
+        return self.flops / self.cycles
+
+    def register_counts(self, wave_size: int) -> tuple[int, int, int]:
+        """32-bit registers per lane for A, B and C/D."""
+
+        def regs(elements: int, element_type: str) -> int:
+            return max(1, elements * ELEMENT_BITS[element_type] // (32 * wave_size))
+
+        return (
+            regs(self.m * self.k * self.blocks, self.a),
+            regs(self.n * self.k * self.blocks, self.b),
+            regs(self.m * self.n * self.blocks, self.c),
+        )
+
+    def as_dict(self) -> dict:
+        row = {
+            "name": self.name,
+            "m": self.m,
+            "n": self.n,
+            "k": self.k,
+            "blocks": self.blocks,
+            "a": self.a,
+            "b": self.b,
+            "c": self.c,
+            "cycles": _jsonable(self.cycles),
+        }
+        for extra in ("intrinsic", "builtin"):
+            value = getattr(self, extra)
+            if value != "":
+                row[extra] = _jsonable(value)
+        return row
+
+
+@dataclass(frozen=True)
+class Compute:
+    """The execution resources of one device package."""
+
+    wave_size: int | Unknown = field(metadata=_doc("lanes per wave (warp)"))
+    compute_units: int | Unknown = field(metadata=_doc("CUs of the whole package, as published"))
+    logical_devices: int | Unknown = field(
+        metadata=_doc("GPUs the runtime exposes for one package in its default mode")
+    )
+    simds_per_cu: int | Unknown = field(metadata=_doc("SIMDs (each with a matrix unit) per CU"))
+    clock_mhz: int | Unknown = field(metadata=_doc("peak engine clock the published peaks use"))
+    max_threads_per_workgroup: int | Unknown = field(metadata=_doc("largest workgroup"))
+    max_waves_per_simd: int | Unknown = field(metadata=_doc("occupancy ceiling per SIMD"))
+
+
+@dataclass(frozen=True)
+class Registers:
+    """Per-lane register budgets of one wave."""
+
+    vgprs_per_lane: int | Unknown = field(
+        metadata=_doc("vector registers one wave may hold, total")
+    )
+    arch_vgprs_max: int | Unknown = field(metadata=_doc("of which ordinary (architected) at most"))
+    acc_vgprs_max: int | Unknown = field(metadata=_doc("of which accumulation (AGPR) at most"))
+    acc_offset_granule: int | Unknown = field(
+        metadata=_doc("the AGPR block starts at a multiple of this (accum_offset)")
+    )
+    vgpr_alloc_granule: int | Unknown = field(metadata=_doc("VGPRs are allocated in blocks of"))
+    sgprs_per_wave: int | Unknown = field(metadata=_doc("addressable scalar registers per wave"))
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Shared memory (LDS), caches and device memory."""
+
+    shared_bytes_per_workgroup: int | Unknown = field(metadata=_doc("largest LDS allocation"))
+    shared_bytes_per_cu: int | Unknown = field(metadata=_doc("LDS per CU"))
+    shared_banks: int | Unknown = field(metadata=_doc("LDS banks"))
+    shared_bank_bytes: int | Unknown = field(metadata=_doc("width of one bank"))
+    l2_mib: float | Unknown = field(metadata=_doc("L2 of the whole package, MiB"))
+    hbm_gib: float | Unknown = field(metadata=_doc("device memory of the package, GiB"))
+    hbm_bandwidth_gbps: float | Unknown = field(metadata=_doc("peak device-memory bandwidth, GB/s"))
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """The matrix unit: which fp8 encodings it reads, and its instructions,
+    preferred first (selection keeps this order among equally fast rows)."""
+
+    fp8_formats: tuple[str, ...] | Unknown = field(
+        metadata=_doc("fp8 types the matrix unit reads ([] if none)", type_check="fp8")
+    )
+    instructions: tuple[MmaInstr, ...] = field(metadata=_doc("ordered instruction table"))
+
+
+@dataclass(frozen=True)
+class Target:
+    """One chip: `str(target)` is `family:name`, which `get_target` parses back."""
+
+    schema: int = field(metadata=_doc("descriptor format version (1)"))
+    family: str = field(metadata=_doc("backend family, e.g. amdgpu"))
+    name: str = field(metadata=_doc("chip name the toolchain knows, e.g. gfx942"))
+    architecture: str | Unknown = field(metadata=_doc("architecture generation, e.g. CDNA3"))
+    describes: str = field(metadata=_doc("the product whose numbers this file gives"))
+    products: tuple[str, ...] = field(metadata=_doc("every product built on this chip"))
+    sources: tuple[tuple[str, str], ...] = field(
+        metadata=_doc("citation keys used in the file's comments", mapping="str")
+    )
+    compute: Compute = field(metadata=_doc("execution resources"))
+    registers: Registers = field(metadata=_doc("register budgets"))
+    memory: Memory = field(metadata=_doc("memories"))
+    peak_dense_tflops: tuple[tuple[str, float | Unknown], ...] = field(
+        metadata=_doc("published dense matrix peaks, TFLOP/s (TOP/s for i8)", mapping="number")
+    )
+    matrix: Matrix = field(metadata=_doc("matrix unit"))
+    path: str = field(
+        default="", compare=False, metadata=_doc("file it was read from", internal=True)
+    )
+
+    def __str__(self) -> str:
+        return f"{self.family}:{self.name}"
+
+    @property
+    def mma(self) -> tuple[MmaInstr, ...]:
+        return self.matrix.instructions
+
+    # -- facts ---------------------------------------------------------------
+
+    def require(self, field_path: str, needed_for: str = ""):
+        """The value at `field_path` ("memory.l2_mib", "peak_dense_tflops.fp8");
+        raises `UnknownFactError` when the descriptor says it is unknown."""
+        value: Any = self
+        for part in field_path.split("."):
+            if isinstance(value, tuple):
+                value = dict(value).get(part)
+                if value is None:
+                    raise TargetError(f"{self}: no '{field_path}' in its descriptor")
+            else:
+                value = getattr(value, part)
+        if is_unknown(value):
+            raise UnknownFactError(str(self), field_path, needed_for, self.path)
+        return value
+
+    def peak_tflops(self, dtype: str) -> float:
+        """The published dense peak for an operand dtype class (`f16`, `fp8`, ...)."""
+        key = peak_key(dtype)
+        if key not in dict(self.peak_dense_tflops):
+            raise TargetError(f"{self} has no published dense matrix peak for {key}")
+        return self.require(f"peak_dense_tflops.{key}", f"the {key} peak")
+
+    # -- selection-facing API ------------------------------------------------
+
+    def flops_per_cu_cycle(self, instr: MmaInstr) -> float:
+        """Throughput of `instr` per CU per cycle, from the table: every SIMD of
+        the CU issuing it back to back."""
+        simds = self.require("compute.simds_per_cu", "matrix throughput")
+        return instr.flops_per_simd_cycle(str(self)) * simds
+
+    def peak_from_table(self, dtype: str, accumulator: str | None = None) -> float:
+        """Dense TFLOP/s implied by the fastest row whose A and B belong to
+        `dtype`'s class (`fp8` covers every fp8 pairing the chip takes)."""
+        key = peak_key(dtype)
+        rows = [
+            r
+            for r in self.mma
+            if peak_key(r.a) == key
+            and peak_key(r.b) == key
+            and (accumulator is None or r.c == accumulator)
+        ]
+        if not rows:
+            raise TargetError(f"{self} has no matrix instruction for {key}")
+        best = max(self.flops_per_cu_cycle(r) for r in rows)
+        cus = self.require("compute.compute_units", "peak throughput")
+        mhz = self.require("compute.clock_mhz", "peak throughput")
+        return best * cus * mhz * 1e6 / 1e12
+
+    def mma_candidates(self, a: str, b: str, c: str) -> tuple[MmaInstr, ...]:
+        """Rows computing C(c) += A(a) * B(b), fastest first; rows of equal
+        throughput keep the table's order. When the table gives no cycles the
+        table's order is the whole ranking. Empty when the chip has none.
+
+        Asking for an fp8 type on a chip whose fp8 support is unknown raises
+        `UnknownFactError`: "none" would be a guess."""
+        if (a in FP8_KIND or b in FP8_KIND) and is_unknown(self.matrix.fp8_formats):
+            raise UnknownFactError(
+                str(self), "matrix.fp8_formats", f"an fp8 matrix instruction ({a} x {b})", self.path
+            )
+        rows = [r for r in self.mma if r.types == (a, b, c)]
+        if any(is_unknown(r.cycles) for r in rows) or is_unknown(self.compute.simds_per_cu):
+            return tuple(rows)
+        return tuple(sorted(rows, key=lambda r: -self.flops_per_cu_cycle(r)))
+
+    def is_full_rate(self, instr: MmaInstr) -> bool:
+        """True when no row with the same types is faster: e.g. on gfx950 the
+        inherited v_mfma_f32_16x16x16_f16 is not, v_mfma_f32_16x16x32_f16 is."""
+        best = self.mma_candidates(*instr.types)[0]
+        return self.flops_per_cu_cycle(instr) >= self.flops_per_cu_cycle(best)
+
+    # -- printing -------------------------------------------------------------
+
+    def _row_dict(self, row: MmaInstr) -> dict:
+        """A row as data, plus its throughput and whether it is full rate when
+        the table gives cycles."""
+        out = row.as_dict()
+        if not is_unknown(row.cycles) and not is_unknown(self.compute.simds_per_cu):
+            rate = self.flops_per_cu_cycle(row)
+            out["flops_per_cu_cycle"] = int(rate) if rate == int(rate) else rate
+            out["full_rate"] = self.is_full_rate(row)
+        return out
+
+    def as_dict(self) -> dict:
+        """The resolved descriptor as plain JSON-able data (`--describe-target`)."""
+        out: dict[str, Any] = {"target": str(self)}
+        for f in _public_fields(type(self)):
+            value = getattr(self, f.name)
+            if f.name == "matrix":
+                out["matrix"] = {
+                    "fp8_formats": _jsonable(value.fp8_formats),
+                    "instructions": [self._row_dict(row) for row in value.instructions],
+                }
+            elif f.metadata.get("mapping"):
+                out[f.name] = {k: _jsonable(v) for k, v in value}
+            else:
+                out[f.name] = _jsonable(value)
+        return out
+
+
+def _public_fields(cls: type) -> Iterator:
+    import dataclasses
+
+    return (f for f in dataclasses.fields(cls) if not f.metadata.get("internal"))
+
+
+def _jsonable(value: Any) -> Any:
+    import dataclasses
+
+    if is_unknown(value):
+        return UNKNOWN_SPELLING
+    if dataclasses.is_dataclass(value):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in _public_fields(type(value))}
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------
+# Backends
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A backend family's manifest, registered under the entry-point group
+    `tilemlir.backends` (name = family, value = `module:OBJECT`).
+
+    `mma_operand_types` / `mma_accumulator_types` are what the family's matrix
+    instructions can take at all; a descriptor row outside them is rejected.
+    `mma_row_keys` are the per-row keys the family's lowering needs (the LLVM
+    intrinsic for amdgpu, the C++ builtin for metax)."""
+
+    family: str
+    summary: str
+    targets_dir: Path
+    mma_operand_types: frozenset[str]
+    mma_accumulator_types: frozenset[str]
+    mma_row_keys: tuple[str, ...] = ("intrinsic",)
+
+    def target_files(self) -> tuple[Path, ...]:
+        return tuple(sorted(Path(self.targets_dir).glob("*.toml")))

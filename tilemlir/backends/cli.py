@@ -1,0 +1,88 @@
+"""The target flags every tool shares: --target, --target-desc, --list-targets,
+--describe-target. Tools call `handle_target_flags` first thing and either print
+what it returns and exit, or pass the override on to their passes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tilemlir.backends.base import Target, TargetError
+from tilemlir.backends.registry import (
+    backend,
+    families,
+    family_targets,
+    get_target,
+    load_target_file,
+    provider,
+)
+
+_ROWS_PLACEHOLDER = "@@instructions@@"
+
+
+def describe_json(target: Target) -> str:
+    """The resolved descriptor as JSON: nested objects as in the file, unknown
+    facts as the string "unknown", one matrix instruction per line."""
+    data = target.as_dict()
+    rows = data["matrix"]["instructions"]
+    data["matrix"]["instructions"] = _ROWS_PLACEHOLDER
+    text = json.dumps(data, indent=2)
+    body = ",\n".join(f"      {json.dumps(row)}" for row in rows)
+    return text.replace(json.dumps(_ROWS_PLACEHOLDER), f"[\n{body}\n    ]" if rows else "[]") + "\n"
+
+
+def _target_line(target: Target) -> str:
+    products = ", ".join(target.products)
+    return f"  {target!s:<20} {target.architecture!s:<9} {products}"
+
+
+def list_targets_text(extra: Target | None = None) -> str:
+    lines = ["Targets, by backend family (select one with --target=FAMILY:NAME):"]
+    for family in families():
+        be = backend(family)
+        lines.append(f"{family}: {be.summary} [{provider(family)}]")
+        lines.extend(_target_line(t) for t in family_targets(family))
+    if extra is not None:
+        lines.append(f"From --target-desc {extra.path}:")
+        lines.append(_target_line(extra))
+    return "\n".join(lines) + "\n"
+
+
+def handle_target_flags(
+    target: str | None,
+    target_desc: str | None,
+    list_targets: bool = False,
+    describe_target: str | None = None,
+) -> tuple[str | None, str | None]:
+    """Validates the flags before any input is read. Returns (override, report):
+    `override` is what the passes' `target` option receives (a `family:name`, or
+    the absolute path of a --target-desc file); `report` is text to print and
+    exit with (--list-targets, --describe-target), else None."""
+    if target is not None and target_desc is not None:
+        raise TargetError(
+            "--target and --target-desc both given; use one (--target-desc names the target itself)"
+        )
+    selected: Target | None = None
+    override: str | None = None
+    if target_desc is not None:
+        selected = load_target_file(target_desc)
+        override = str(Path(target_desc).resolve())
+    elif target is not None:
+        selected = get_target(target)
+        override = selected.path if Path(target).suffix == ".toml" else str(selected)
+    if list_targets:
+        return override, list_targets_text(selected if target_desc else None)
+    if describe_target is not None:
+        if describe_target:
+            chosen = selected if selected is not None and str(selected) == describe_target else None
+            chosen = chosen or get_target(describe_target)
+        elif selected is not None:
+            chosen = selected
+        else:
+            raise TargetError(
+                "--describe-target needs a target: --describe-target=FAMILY:NAME, "
+                "or together with --target or --target-desc"
+            )
+        return override, describe_json(chosen)
+    return override, None

@@ -1,0 +1,370 @@
+"""Reading a target descriptor (TOML) into a validated, frozen `Target`.
+
+The file mirrors the dataclasses of `base.py` one to one: top-level keys are the
+fields of `Target`, `[compute]`, `[registers]`, `[memory]`, `[matrix]` are its
+nested dataclasses, `[sources]` and `[peak_dense_tflops]` are small tables, and
+`matrix.instructions` is an array of inline tables, one per instruction, in the
+order selection should prefer them. A fact nobody has published is written
+`"unknown"`, never left out and never guessed.
+
+Every problem is a `DescriptorError` (a `UserError`, so tools print `error: ...`
+and exit 1) naming the file, the field and what was expected:
+
+    gfx9xx.toml: field 'compute.wave_size': expected a positive integer or "unknown",
+    got the string 'sixty-four'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import operator
+import tomllib
+import types
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tilemlir.backends.base import (
+    FP8_KIND,
+    PEAK_KEYS,
+    UNKNOWN,
+    UNKNOWN_SPELLING,
+    Backend,
+    MmaInstr,
+    Target,
+    TargetError,
+    Unknown,
+    is_unknown,
+)
+
+SCHEMA_VERSION = 1
+
+
+class DescriptorError(TargetError):
+    """A descriptor file that cannot be read or does not validate."""
+
+
+def _describe_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value)
+
+
+def _split_unknown(hint: Any) -> tuple[Any, bool]:
+    """(`T`, True) for `T | Unknown`, (`T`, False) for `T`."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        args = [a for a in typing.get_args(hint) if a is not Unknown]
+        allows_unknown = len(args) < len(typing.get_args(hint))
+        return functools.reduce(operator.or_, args), allows_unknown
+    return hint, False
+
+
+def _expectation(hint: Any) -> str:
+    base, allows_unknown = _split_unknown(hint)
+    origin = typing.get_origin(base)
+    if base is int:
+        text = "a positive integer"
+    elif base is float:
+        text = "a positive number"
+    elif base is str:
+        text = "a non-empty string"
+    elif dataclasses.is_dataclass(base):
+        text = "a table"
+    elif origin is tuple:
+        item = typing.get_args(base)[0]
+        if dataclasses.is_dataclass(item):
+            text = "a list of tables"
+        elif typing.get_origin(item) is tuple:
+            text = "a table"
+        else:
+            text = "a list of strings"
+    else:  # pragma: no cover - a field type the reader does not know
+        text = str(base)
+    return f'{text} or "{UNKNOWN_SPELLING}"' if allows_unknown else text
+
+
+class _Reader:
+    """Walks the parsed TOML along the dataclass fields, remembering where it is."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.row = ""  # the instruction row being read, for messages
+
+    def fail(self, where: str, message: str) -> DescriptorError:
+        row = (
+            f" (row '{self.row}')" if self.row and where.startswith("matrix.instructions[") else ""
+        )
+        subject = f"field '{where}'{row}: " if where else ""
+        return DescriptorError(f"{self.file}: {subject}{message}")
+
+    def table(self, cls: type, raw: Any, where: str) -> Any:
+        if not isinstance(raw, dict):
+            raise self.fail(where, f"expected a table, got {_describe_value(raw)}")
+        hints = typing.get_type_hints(cls)
+        fields = [f for f in dataclasses.fields(cls) if not f.metadata.get("internal")]
+        known = [f.name for f in fields]
+        for key in raw:
+            if key not in known:
+                near = difflib.get_close_matches(key, known, n=1)
+                hint = f"; did you mean '{_join(where, near[0])}'?" if near else ""
+                raise DescriptorError(
+                    f"{self.file}: unknown field '{_join(where, key)}'{hint} "
+                    f"(expected one of: {', '.join(known)})"
+                )
+        values = {}
+        for f in fields:
+            path = _join(where, f.name)
+            if f.name not in raw:
+                if f.default is not dataclasses.MISSING:
+                    continue
+                doc = f.metadata.get("doc", "")
+                raise self.fail(
+                    "", f"missing field '{path}' ({doc}): expected {_expectation(hints[f.name])}"
+                )
+            values[f.name] = self.value(f, hints[f.name], raw[f.name], path)
+        return cls(**values)
+
+    def value(self, f: dataclasses.Field, hint: Any, raw: Any, where: str) -> Any:
+        base, allows_unknown = _split_unknown(hint)
+        if allows_unknown and raw == UNKNOWN_SPELLING:
+            return UNKNOWN
+        mapping = f.metadata.get("mapping")
+        if mapping:
+            return self.mapping(raw, where, mapping)
+        if dataclasses.is_dataclass(base):
+            return self.table(base, raw, where)
+        if typing.get_origin(base) is tuple:
+            return self.sequence(typing.get_args(base)[0], raw, where, hint)
+        return self.scalar(base, raw, where, hint)
+
+    def scalar(self, base: type, raw: Any, where: str, hint: Any) -> Any:
+        expected = _expectation(hint)
+        if base is str:
+            if not isinstance(raw, str) or not raw:
+                raise self.fail(where, f"expected {expected}, got {_describe_value(raw)}")
+            return raw
+        numeric = (int,) if base is int else (int, float)
+        if isinstance(raw, bool) or not isinstance(raw, numeric):
+            raise self.fail(where, f"expected {expected}, got {_describe_value(raw)}")
+        if raw <= 0:
+            why = "sizes and counts cannot be negative" if raw < 0 else "zero is not a size"
+            raise self.fail(where, f"expected {expected}, got {raw} ({why})")
+        return raw
+
+    def sequence(self, item: Any, raw: Any, where: str, hint: Any) -> tuple:
+        if not isinstance(raw, list):
+            raise self.fail(where, f"expected {_expectation(hint)}, got {_describe_value(raw)}")
+        if dataclasses.is_dataclass(item):
+            rows = []
+            for index, entry in enumerate(raw):
+                self.row = entry.get("name", "") if isinstance(entry, dict) else ""
+                if not isinstance(self.row, str):
+                    self.row = ""
+                rows.append(self.table(item, entry, f"{where}[{index}]"))
+            self.row = ""
+            return tuple(rows)
+        for index, entry in enumerate(raw):
+            if not isinstance(entry, str) or not entry:
+                raise self.fail(
+                    f"{where}[{index}]",
+                    f"expected a non-empty string, got {_describe_value(entry)}",
+                )
+        return tuple(raw)
+
+    def mapping(self, raw: Any, where: str, kind: str) -> tuple:
+        if not isinstance(raw, dict):
+            raise self.fail(where, f"expected a table, got {_describe_value(raw)}")
+        pairs = []
+        for key, value in raw.items():
+            path = _join(where, key)
+            if kind == "str":
+                pairs.append((key, self.scalar(str, value, path, str)))
+            elif value == UNKNOWN_SPELLING:
+                pairs.append((key, UNKNOWN))
+            else:
+                pairs.append((key, self.scalar(float, value, path, float | Unknown)))
+        return tuple(pairs)
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+# --------------------------------------------------------------------------
+# Checks across fields (the schema alone cannot express these)
+# --------------------------------------------------------------------------
+
+
+def _check(target: Target, backend: Backend, reader: _Reader, expected_name: str | None) -> None:
+    fail = reader.fail
+    if target.schema != SCHEMA_VERSION:
+        raise fail("schema", f"expected {SCHEMA_VERSION}, got {target.schema}")
+    if expected_name is not None and target.name != expected_name:
+        raise fail("name", f"expected '{expected_name}' (the file's name), got '{target.name}'")
+    if ":" in target.name or ":" in target.family:
+        raise fail("name", "a target or family name cannot contain ':'")
+    if target.describes not in target.products:
+        raise fail(
+            "describes", f"'{target.describes}' is not one of products {list(target.products)}"
+        )
+    for key, _ in target.peak_dense_tflops:
+        if key not in PEAK_KEYS:
+            raise fail(
+                f"peak_dense_tflops.{key}",
+                f"unknown dtype class; expected one of {', '.join(PEAK_KEYS)}",
+            )
+
+    regs = target.registers
+    register_counts = (regs.vgprs_per_lane, regs.arch_vgprs_max, regs.acc_vgprs_max)
+    if (
+        not any(is_unknown(v) for v in register_counts)
+        and regs.arch_vgprs_max + regs.acc_vgprs_max > regs.vgprs_per_lane
+    ):
+        raise fail(
+            "registers.acc_vgprs_max",
+            f"arch_vgprs_max + acc_vgprs_max = {regs.arch_vgprs_max + regs.acc_vgprs_max} "
+            f"exceeds vgprs_per_lane = {regs.vgprs_per_lane}",
+        )
+    mem = target.memory
+    if (
+        not is_unknown(mem.shared_bytes_per_workgroup)
+        and not is_unknown(mem.shared_bytes_per_cu)
+        and mem.shared_bytes_per_workgroup > mem.shared_bytes_per_cu
+    ):
+        raise fail(
+            "memory.shared_bytes_per_workgroup",
+            f"{mem.shared_bytes_per_workgroup} exceeds "
+            f"shared_bytes_per_cu = {mem.shared_bytes_per_cu}",
+        )
+
+    family = backend.family
+    formats = target.matrix.fp8_formats
+    if not is_unknown(formats):
+        for index, fmt in enumerate(formats):
+            if fmt not in FP8_KIND or fmt not in backend.mma_operand_types:
+                allowed = sorted(t for t in backend.mma_operand_types if t in FP8_KIND)
+                raise fail(
+                    f"matrix.fp8_formats[{index}]",
+                    f"{family} cannot take '{fmt}' (its fp8 types: {', '.join(allowed) or 'none'})",
+                )
+    seen: set[tuple[str, str, str, str]] = set()
+    wave = target.compute.wave_size
+    for index, row in enumerate(target.mma):
+        reader.row = row.name
+        where = f"matrix.instructions[{index}]"
+        _check_row(row, where, target, backend, reader)
+        key = (row.name, *row.types)
+        if key in seen:
+            raise fail(where, f"appears twice with types {row.a} x {row.b} -> {row.c}")
+        seen.add(key)
+        if not is_unknown(wave) and (row.m * row.n * row.blocks) % wave:
+            raise fail(
+                where,
+                f"m*n*blocks = {row.m * row.n * row.blocks} "
+                f"does not spread over a wave of {wave} lanes",
+            )
+    reader.row = ""
+
+
+def _check_row(
+    row: MmaInstr, where: str, target: Target, backend: Backend, reader: _Reader
+) -> None:
+    fail = reader.fail
+    family = backend.family
+    for operand in ("a", "b"):
+        element = getattr(row, operand)
+        if element not in backend.mma_operand_types:
+            raise fail(
+                f"{where}.{operand}",
+                f"{family} matrix instructions cannot take '{element}' "
+                f"(operand types: {', '.join(sorted(backend.mma_operand_types))})",
+            )
+        if element in FP8_KIND:
+            formats = target.matrix.fp8_formats
+            if is_unknown(formats):
+                raise fail(
+                    f"{where}.{operand}",
+                    f"'{element}' is an fp8 type but matrix.fp8_formats is unknown; "
+                    "list no fp8 rows while the chip's fp8 support is unknown",
+                )
+            if element not in formats:
+                raise fail(
+                    f"{where}.{operand}",
+                    f"'{element}' is not one of this target's fp8 formats "
+                    f"(matrix.fp8_formats = [{', '.join(formats)}])",
+                )
+    if row.c not in backend.mma_accumulator_types:
+        raise fail(
+            f"{where}.c",
+            f"{family} matrix instructions cannot accumulate in '{row.c}' "
+            f"(accumulator types: {', '.join(sorted(backend.mma_accumulator_types))})",
+        )
+    for key in backend.mma_row_keys:
+        if getattr(row, key) == "":
+            raise fail(
+                "",
+                f"missing field '{where}.{key}' ({family} rows need it): "
+                "expected a non-empty string",
+            )
+
+
+# --------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------
+
+
+def load_descriptor(
+    path: str | Path,
+    backend_for: Callable[[str], Backend],
+    *,
+    expected_family: str | None = None,
+    expected_name: str | None = None,
+) -> Target:
+    """Reads and validates one descriptor. `backend_for(family)` supplies the
+    family's manifest (its type rules); `expected_*` pin the family and name of
+    a backend's packaged targets to the directory and file they live in."""
+    path = Path(path)
+    file = str(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as error:
+        raise DescriptorError(
+            f"cannot read target descriptor '{file}': {error.strerror or error}"
+        ) from None
+    except UnicodeDecodeError as error:
+        raise DescriptorError(
+            f"{file}: not UTF-8 text ({error.reason} at byte {error.start})"
+        ) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise DescriptorError(f"{file}: not valid TOML: {error}") from None
+
+    reader = _Reader(file)
+    family = data.get("family")
+    if family is None:
+        raise reader.fail(
+            "", "missing field 'family' (backend family, e.g. amdgpu): expected a non-empty string"
+        )
+    if not isinstance(family, str) or not family:
+        raise reader.fail("family", f"expected a non-empty string, got {_describe_value(family)}")
+    if expected_family is not None and family != expected_family:
+        raise reader.fail(
+            "family", f"expected '{expected_family}' (the backend it ships with), got '{family}'"
+        )
+    try:
+        backend = backend_for(family)
+    except TargetError as error:
+        raise reader.fail("family", str(error)) from None
+    target = reader.table(Target, data, "")
+    _check(target, backend, reader, expected_name)
+    return dataclasses.replace(target, path=file)

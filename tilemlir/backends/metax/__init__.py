@@ -1,0 +1,21 @@
+"""The MetaX GPU backend (MACA: xcore1000 = C500, xcore1500 = C600) — its manifest.
+
+Targets are `targets/<arch>.toml`. The lowering (GPU-level IR -> MACA C++ for
+mxcc) arrives with the compile issue.
+"""
+
+from pathlib import Path
+
+from tilemlir.backends.base import Backend
+
+BACKEND = Backend(
+    family="metax",
+    summary="MetaX GPUs through MACA C++ (mxcc)",
+    targets_dir=Path(__file__).parent / "targets",
+    # The MMA operand types of MetaX's compilers (mcTriton MMAMACA.cpp): fp8 is
+    # OCP E4M3FN / E5M2 only; TF32 is MLIR's builtin tf32.
+    mma_operand_types=frozenset({"f64", "f32", "tf32", "f16", "bf16", "i8", "f8E4M3FN", "f8E5M2"}),
+    mma_accumulator_types=frozenset({"f64", "f32", "i32"}),
+    # The lowering emits MACA C++, so every row names its __builtin_mxc_mma_*.
+    mma_row_keys=("builtin", "intrinsic"),
+)

@@ -1,0 +1,216 @@
+"""Backend discovery and target lookup.
+
+Backends register under the entry-point group `tilemlir.backends`: the entry
+point's name is the family, its value `module:OBJECT` names a `Backend` (or a
+callable returning one). tilemlir's own `amdgpu` and `metax` are registered the
+same way in pyproject.toml, and are found directly when the package's metadata
+is missing (a source checkout on `sys.path`).
+
+Targets are named `family:name` (`amdgpu:gfx942`); a bare name is accepted when
+only one family has it. A spec that is a path to a `.toml` file loads that
+descriptor, so a target from `--target-desc` can travel through a pass option
+as plain text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+import os
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from tilemlir.backends.base import Backend, Target, TargetError
+from tilemlir.backends.descriptor import load_descriptor
+
+ENTRY_POINT_GROUP = "tilemlir.backends"
+TARGET_ATTRIBUTE = "tile.target"
+
+# Found without metadata too, so a plain source checkout works.
+_BUILTIN = {
+    "amdgpu": "tilemlir.backends.amdgpu:BACKEND",
+    "metax": "tilemlir.backends.metax:BACKEND",
+}
+
+
+@dataclass(frozen=True)
+class _Registration:
+    family: str
+    value: str  # "module:OBJECT"
+    provider: str  # the distribution that registered it, for messages
+
+
+@functools.cache
+def _registrations() -> dict[str, _Registration]:
+    found: dict[str, _Registration] = {}
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        provider = f"{dist.name} {dist.version}" if dist is not None else "unknown distribution"
+        previous = found.get(ep.name)
+        if previous is not None and previous.value != ep.value:
+            raise TargetError(
+                f"backend family '{ep.name}' is registered twice: by {previous.provider} "
+                f"({previous.value}) and by {provider} ({ep.value})"
+            )
+        found.setdefault(ep.name, _Registration(ep.name, ep.value, provider))
+    for family, value in _BUILTIN.items():
+        found.setdefault(family, _Registration(family, value, "tilemlir (built in)"))
+    return dict(sorted(found.items()))
+
+
+def families() -> tuple[str, ...]:
+    return tuple(_registrations())
+
+
+def provider(family: str) -> str:
+    return _registrations()[family].provider
+
+
+@functools.cache
+def backend(family: str) -> Backend:
+    """The `Backend` manifest of `family`, imported on first use."""
+    registration = _registrations().get(family)
+    if registration is None:
+        known = ", ".join(families())
+        raise TargetError(f"no backend family '{family}' (known families: {known})")
+    module_name, _, attribute = registration.value.partition(":")
+    try:
+        obj = importlib.import_module(module_name)
+        for part in attribute.split(".") if attribute else ():
+            obj = getattr(obj, part)
+        if callable(obj) and not isinstance(obj, Backend):
+            obj = obj()
+    except Exception as error:  # noqa: BLE001 - a broken plug-in must not crash the tools
+        raise TargetError(
+            f"backend '{family}' ({registration.value}, from {registration.provider}) "
+            f"failed to load: {type(error).__name__}: {error}"
+        ) from None
+    if not isinstance(obj, Backend) or obj.family != family:
+        raise TargetError(
+            f"entry point '{family}' = '{registration.value}' (from {registration.provider}) "
+            f"does not name a tilemlir Backend for family '{family}'"
+        )
+    return obj
+
+
+@functools.cache
+def _load_cached(path: str, mtime_ns: int, family: str | None, name: str | None) -> Target:
+    return load_descriptor(path, backend, expected_family=family, expected_name=name)
+
+
+def load_target_file(path: str | Path) -> Target:
+    """A descriptor from anywhere (`--target-desc FILE`); its family picks the
+    backend whose rules validate it."""
+    resolved = Path(path).resolve()
+    try:
+        mtime = resolved.stat().st_mtime_ns
+    except OSError as error:
+        raise TargetError(
+            f"cannot read target descriptor '{path}': {error.strerror or error}"
+        ) from None
+    target = _load_cached(str(resolved), mtime, None, None)
+    return target
+
+
+def family_targets(family: str) -> tuple[Target, ...]:
+    """The targets a backend ships, in file-name order."""
+    be = backend(family)
+    targets = []
+    for file in be.target_files():
+        targets.append(_load_cached(str(file), file.stat().st_mtime_ns, family, file.stem))
+    return tuple(targets)
+
+
+def all_targets() -> tuple[Target, ...]:
+    return tuple(t for family in families() for t in family_targets(family))
+
+
+def target_names() -> tuple[str, ...]:
+    return tuple(str(t) for t in all_targets())
+
+
+def _looks_like_path(spec: str) -> bool:
+    return spec.endswith(".toml") or "/" in spec or "\\" in spec
+
+
+def get_target(spec: str) -> Target:
+    """`family:name`, a bare `name` known to one family, or a descriptor path."""
+    spec = spec.strip()
+    if not spec:
+        raise TargetError("empty target name; expected family:name, e.g. amdgpu:gfx942")
+    if _looks_like_path(spec):
+        return load_target_file(spec)
+    family, colon, name = spec.rpartition(":")
+    if colon:
+        if family not in families():
+            raise _unknown_target(spec)
+        for target in family_targets(family):
+            if target.name == name:
+                return target
+        raise _unknown_target(spec)
+    matches = [t for t in all_targets() if t.name == spec]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise TargetError(
+            f"target '{spec}' is ambiguous; say which: {', '.join(str(t) for t in matches)}"
+        )
+    raise _unknown_target(spec)
+
+
+def _closest(spec: str, candidates: list[str]) -> str | None:
+    """The most similar candidate (ties go to the longer common prefix:
+    'xcore100' means xcore1000 rather than xcore1500), or None."""
+
+    def score(candidate: str) -> tuple[float, int]:
+        ratio = difflib.SequenceMatcher(None, spec, candidate).ratio()
+        return ratio, len(os.path.commonprefix([spec, candidate]))
+
+    best = max(candidates, key=score, default=None)
+    return best if best is not None and score(best)[0] >= 0.5 else None
+
+
+def _unknown_target(spec: str) -> TargetError:
+    family = spec.rpartition(":")[0]
+    if family and family not in families():
+        return TargetError(
+            f"unknown target '{spec}': no backend family '{family}' "
+            f"(known families: {', '.join(families())}; known targets: {', '.join(target_names())})"
+        )
+    names = list(target_names())
+    near = _closest(spec, names + [n.split(":", 1)[1] for n in names])
+    hint = ""
+    if near:
+        full = next(n for n in names if n == near or n.endswith(":" + near))
+        hint = f"; did you mean '{full}'?"
+    return TargetError(
+        f"unknown target '{spec}'{hint} (known targets: {', '.join(names)}; "
+        "or give a descriptor with --target-desc=FILE)"
+    )
+
+
+def resolve_target(op, option_value: str | None = None) -> Target:
+    """The target a target-dependent pass works for: its `target` option (the
+    `--target` flag arrives there) wins over the `tile.target` string attribute
+    of `op` or of the nearest enclosing op that has one."""
+    if option_value:
+        return get_target(option_value)
+    from tilemlir.irutil import parent_ops
+
+    operation = op.operation
+    for candidate in (operation, *parent_ops(operation)):
+        if TARGET_ATTRIBUTE in candidate.attributes:
+            attribute = candidate.attributes[TARGET_ATTRIBUTE]
+            value = getattr(attribute, "value", None)
+            if not isinstance(value, str):
+                raise TargetError(
+                    f"'{TARGET_ATTRIBUTE}' must be a string such as \"amdgpu:gfx942\", "
+                    f"got {attribute}"
+                )
+            return get_target(value)
+    raise TargetError(
+        f"no target: pass --target=FAMILY:NAME (or the pass's target option), or set "
+        f'{TARGET_ATTRIBUTE} = "amdgpu:gfx942" on the module'
+    )
