@@ -21,6 +21,8 @@ from tilemlir.passes.pipeline import PipelineError, add_elements, parse_pipeline
 # name -> "module:Class"; modules are imported on first use.
 _REGISTRY: dict[str, str] = {
     "tile-verify": "tilemlir.passes.verify:TileVerify",
+    "tile-tiling": "tilemlir.passes.tiling:TileTiling",
+    "tile-legalize-precision": "tilemlir.passes.legalize_precision:TileLegalizePrecision",
     "tile-select-mma": "tilemlir.passes.select_mma:TileSelectMma",
     "tile-infer-layout": "tilemlir.passes.infer_layout:TileInferLayout",
     "tile-lower-to-gpu": "tilemlir.passes.lower_to_gpu:TileLowerToGpu",

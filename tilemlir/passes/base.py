@@ -179,10 +179,12 @@ class TilePass:
                 else:
                     targets = [inner for inner in walk(op) if inner.name == anchor]
                 for target in targets:
-                    tile_pass.run(target, state)
+                    # A default location for builders the pass does not locate itself.
+                    with target.location:
+                        tile_pass.run(target, state)
             except UserError as error:
                 state.error(op, f"{tile_pass.name}: {error}")
-            except Exception as error:  # never let a traceback escape a pass
+            except Exception as error:  # noqa: BLE001 - never let a traceback escape a pass
                 state.error(
                     op, f"internal error in pass {tile_pass.name}: {type(error).__name__}: {error}"
                 )

@@ -64,8 +64,8 @@ from mlir.dialects import amdgpu, arith, gpu, memref, scf, vector
 from tilemlir import mma_layouts
 from tilemlir.backends import resolve_target
 from tilemlir.diagnostics import UserError
-from tilemlir.dialects import tile
 from tilemlir.irutil import walk
+from tilemlir.passes import fp8_decode
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import (
     LAYOUT_ATTR,
@@ -138,12 +138,32 @@ def bit_width(t: ir.Type) -> int:
     return ir.FloatType(t).width
 
 
-def convert(value: ir.Value, source: ir.Type, target: ir.Type) -> ir.Value:
+def convert(value: ir.Value, source: ir.Type, target: ir.Type,
+            native_fp8: tuple[str, ...] = ()) -> ir.Value:
     """Element-type conversion as tile.copy defines it: floats round to nearest
-    even; between two different 8/16-bit float formats through f32; floats to
-    integers truncate toward zero; integers sign-extend or truncate."""
+    even (through f32 between two 8/16-bit formats); floats to integers
+    truncate toward zero; integers sign-extend or truncate.
+
+    fp8 needs care: a format the chip converts in hardware (`native_fp8`) uses
+    arith.extf/truncf element by element (the AMD lowering packs them into
+    v_cvt_*fp8*); any other fp8 source is decoded exactly in software
+    (`fp8_decode`). Encoding into a non-native fp8 format is not supported."""
     if source == target:
         return value
+    if isinstance(value.type, ir.VectorType) and (_is_fp8(source) or _is_fp8(target)):
+        count = value.type.shape[0]
+        if _is_fp8(source) and str(source) not in native_fp8:
+            decoded = fp8_decode.decode_to_f32(value, str(source))
+            return convert(decoded, ir.F32Type.get(), target, native_fp8)
+        scalars = [convert(vector.ExtractOp(value, [], [i]).result, source, target, native_fp8)
+                   for i in range(count)]
+        return vector.FromElementsOp(ir.VectorType.get([count], target), scalars).result
+    if _is_fp8(source) and str(source) not in native_fp8:
+        return convert(fp8_decode.decode_to_f32(value, str(source)), ir.F32Type.get(), target,
+                       native_fp8)
+    if _is_fp8(target) and str(target) not in native_fp8:
+        raise UserError(f"tile-lower-to-gpu: this chip cannot encode {target} "
+                        f"(its fp8 formats: {', '.join(native_fp8) or 'none'})")
 
     def typed(element: ir.Type) -> ir.Type:
         vt = value.type
@@ -168,6 +188,10 @@ def convert(value: ir.Value, source: ir.Type, target: ir.Type) -> ir.Value:
     return arith.TruncIOp(typed(target), value).result
 
 
+def _is_fp8(t: ir.Type) -> bool:
+    return str(t) in fp8_decode.FORMATS
+
+
 def zero_of(t: ir.Type) -> ir.Attribute:
     if is_float(t):
         return ir.FloatAttr.get(t, 0.0)
@@ -176,6 +200,22 @@ def zero_of(t: ir.Type) -> ir.Attribute:
 
 def splat(vector_type: ir.VectorType, scalar_attr: ir.Attribute) -> ir.Value:
     return arith.ConstantOp(vector_type, ir.DenseElementsAttr.get_splat(vector_type, scalar_attr)).result
+
+
+def zeros(t: ir.Type) -> ir.Value:
+    if isinstance(t, ir.VectorType):
+        return splat(t, zero_of(t.element_type))
+    return arith.ConstantOp(t, zero_of(t)).result
+
+
+def load_or_zero(inside: ir.Value, result_type: ir.Type, load) -> ir.Value:
+    """`load()` where `inside` holds, else zeros: out-of-bounds reads give 0."""
+    branch = scf.IfOp(inside, [result_type], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp([load()])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([zeros(result_type)])
+    return branch.results[0]
 
 
 # --------------------------------------------------------------------------
@@ -241,6 +281,8 @@ class KernelEmitter:
         self.fragments: dict = {}  # tile-level fragment value -> AccumulatorFragment
         self.shared: dict = {}  # tile-level shared value -> workgroup memref value
         self.ids: LaneIds | None = None
+        formats = target.matrix.fp8_formats
+        self.native_fp8 = tuple(formats) if isinstance(formats, tuple) else ()
 
     # -- analysis -------------------------------------------------------------
 
@@ -492,7 +534,7 @@ class KernelEmitter:
     def lane_origin(self, fragment: AccumulatorFragment) -> tuple[ir.Value, ir.Value]:
         """(row, col) of the lane's first element in its wave's tile."""
         ids = self.ids
-        wm, wn = fragment.warps
+        _, wn = fragment.warps
         wtm, wtn = fragment.warp_tile
         wave_m, wave_n = udiv(ids.wave, wn), urem(ids.wave, wn)
         layout = fragment.layout
@@ -522,7 +564,8 @@ class KernelEmitter:
             value = vector.ExtractOp(fragment.values[tile_i], [], [j]).result
             guard = scf.IfOp(inside)
             with ir.InsertionPoint(guard.then_block):
-                memref.StoreOp(convert(value, fragment.element, dst_type.element_type), dst, [gr, gc])
+                memref.StoreOp(convert(value, fragment.element, dst_type.element_type,
+                                       self.native_fp8), dst, [gr, gc])
                 scf.YieldOp([])
 
         self.for_each_owned(fragment, store)
@@ -533,15 +576,11 @@ class KernelEmitter:
 
         def load(row, col, tile_i, j):
             gr, gc = add(offsets[0], row), add(offsets[1], col)
-            inside = and_(ult(gr, rows), ult(gc, cols))
-            guard = scf.IfOp(inside, [fragment.element], has_else=True)
-            with ir.InsertionPoint(guard.then_block):
-                loaded = memref.LoadOp(src, [gr, gc]).result
-                scf.YieldOp([convert(loaded, src_type.element_type, fragment.element)])
-            with ir.InsertionPoint(guard.else_block):
-                scf.YieldOp([arith.ConstantOp(fragment.element, zero_of(fragment.element)).result])
-            fragment.values[tile_i] = vector.InsertOp(guard.results[0], fragment.values[tile_i],
-                                                      [], [j]).result
+            value = load_or_zero(
+                and_(ult(gr, rows), ult(gc, cols)), fragment.element,
+                lambda: convert(memref.LoadOp(src, [gr, gc]).result, src_type.element_type,
+                                fragment.element, self.native_fp8))
+            fragment.values[tile_i] = vector.InsertOp(value, fragment.values[tile_i], [], [j]).result
 
         self.for_each_owned(fragment, load)
 
@@ -584,8 +623,8 @@ class KernelEmitter:
             def body(row=row, col=col):
                 indices = [add(offsets[0], row), add(offsets[1], col)]
                 loaded = self.load_vector_or_zeros(src, indices, rows, cols, vector_type)
-                vector.StoreOp(convert(loaded, src_type.element_type, dst_type.element_type),
-                               dst, [row, col])
+                vector.StoreOp(convert(loaded, src_type.element_type, dst_type.element_type,
+                                       self.native_fp8), dst, [row, col])
 
             self.guarded(guard, body)
 
@@ -604,12 +643,8 @@ class KernelEmitter:
             scalars = []
             for i in range(width):
                 column = add(col, i)
-                one = scf.IfOp(and_(ult(row, rows), ult(column, cols)), [element], has_else=True)
-                with ir.InsertionPoint(one.then_block):
-                    scf.YieldOp([memref.LoadOp(src, [row, column]).result])
-                with ir.InsertionPoint(one.else_block):
-                    scf.YieldOp([arith.ConstantOp(element, zero_of(element)).result])
-                scalars.append(one.results[0])
+                scalars.append(load_or_zero(and_(ult(row, rows), ult(column, cols)), element,
+                                            lambda column=column: memref.LoadOp(src, [row, column]).result))
             scf.YieldOp([vector.FromElementsOp(vector_type, scalars).result])
         return branch.results[0]
 
@@ -638,7 +673,7 @@ class KernelEmitter:
                         transpose_b: bool, block_k: int) -> None:
         layout = fragment.layout
         ids = self.ids
-        wm, wn = fragment.warps
+        _, wn = fragment.warps
         wtm, wtn = fragment.warp_tile
         tiles_m, tiles_n = fragment.tiles
         wave_m, wave_n = udiv(ids.wave, wn), urem(ids.wave, wn)

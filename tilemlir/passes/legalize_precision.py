@@ -1,0 +1,178 @@
+"""tile-legalize-precision: make every in-kernel gemm's types ones the chip takes.
+
+Mixed precision is explicit after this pass:
+
+* **fp8 encodings.** gfx942's matrix unit reads the FNUZ fp8 encodings,
+  gfx950's and MetaX's the OCP ones (the descriptor's `matrix.fp8_formats`).
+  A gemm operand staged through shared memory in the other encoding is
+  converted by its global->shared copy (tile.copy converts element types,
+  rounding to nearest even):
+  - FNUZ -> OCP (e.g. on gfx950): every FNUZ value is representable except the
+    smallest FNUZ subnormals, which round to nearest even; done by default;
+  - OCP -> FNUZ (e.g. on gfx942): OCP E4M3 reaches 448 but E4M3FNUZ only 240,
+    so values would saturate; this is an error by default, with the fix in the
+    message: convert the inputs, or `fp8-fallback=f16` to compute exactly in f16;
+  - a chip without fp8 matrix instructions computes in f16 (every fp8 value is
+    exact in f16) by default.
+  Option `fp8-fallback`: `auto` (the rules above), `f16` (always compute fp8
+  gemms in f16), `error` (reject any conversion).
+* **accumulators** are f32 for float inputs and i32 for i8; a narrower one is
+  refused unless `allow-narrow-accumulator` (the seed's "wrong results from
+  low-precision accumulation" becomes a compile-time error).
+* **explicit casts**: every copy that changes the element type is marked
+  `tile.cast = {from = T1, to = T2, rounding = "nearest_even"}`, including the
+  output rounding of the accumulator into C.
+
+Input invariant: tile-verify holds; gemms to legalize are inside kernels
+(run after tile-tiling). Output invariant: in-kernel gemm operand types are
+among the chip's matrix instruction types (or a diagnostic was emitted).
+
+Options:
+  fp8-fallback=auto|f16|error   allow-narrow-accumulator=false   target=FAMILY:NAME
+
+Example (gfx950):
+
+    %a = "tile.alloc_shared"() : () -> memref<128x64xf8E4M3FNUZ, #shared>
+    "tile.copy"(%A, %a, ...)
+    // becomes
+    %a = "tile.alloc_shared"() : () -> memref<128x64xf8E4M3FN, #shared>
+    "tile.copy"(%A, %a, ...) {tile.cast = {from = f8E4M3FNUZ, rounding = "nearest_even", to = f8E4M3FN}}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+
+from tilemlir.backends import resolve_target
+from tilemlir.backends.base import FP8_KIND, is_unknown
+from tilemlir.dialects import tile
+from tilemlir.irutil import walk
+from tilemlir.passes.base import PassOptionError, PassState, TilePass
+from tilemlir.passes.common import enclosing_kernel
+
+CAST_ATTR = "tile.cast"
+FNUZ_TO_OCP = {"f8E4M3FNUZ": "f8E4M3FN", "f8E5M2FNUZ": "f8E5M2"}
+OCP_TO_FNUZ = {v: k for k, v in FNUZ_TO_OCP.items()}
+POLICIES = ("auto", "f16", "error")
+
+
+class Rejected(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class TileLegalizePrecision(TilePass):
+    name: ClassVar[str] = "tile-legalize-precision"
+    summary: ClassVar[str] = "Legal fp8 encodings, wide accumulators and explicit casts for the target"
+
+    fp8_fallback: str = "auto"
+    allow_narrow_accumulator: bool = False
+    target: str = ""
+
+    def run(self, module: ir.Operation, state: PassState) -> None:
+        if self.fp8_fallback not in POLICIES:
+            raise PassOptionError(f"{self.name}: fp8-fallback must be one of {', '.join(POLICIES)}, "
+                                  f"got '{self.fp8_fallback}'")
+        gemms = [op for op in walk(module) if op.name == "tile.gemm" and enclosing_kernel(op)]
+        if gemms:
+            target = resolve_target(module, self.target)
+            for op in gemms:
+                self.legalize_gemm(op, target, state)
+        for op in walk(module):
+            if op.name == "tile.copy":
+                self.mark_cast(op)
+
+    # -- gemm operands -------------------------------------------------------
+
+    def legalize_gemm(self, op: ir.Operation, target, state: PassState) -> None:
+        self.check_accumulator(op, state)
+        a_type = str(ir.MemRefType(op.operands[0].type).element_type)
+        b_type = str(ir.MemRefType(op.operands[1].type).element_type)
+        if a_type not in FP8_KIND and b_type not in FP8_KIND:
+            return
+        formats = target.matrix.fp8_formats
+        if is_unknown(formats):
+            state.error(op, f"tile-legalize-precision: whether {target} has fp8 matrix instructions "
+                            "is not publicly known; give a descriptor with --target-desc or use "
+                            "fp8-fallback=f16")
+            return
+        try:
+            wanted = self.legal_types(a_type, b_type, tuple(formats), str(target))
+        except Rejected as error:
+            state.error(op, str(error))
+            return
+        for operand, old, new in zip(op.operands[:2], (a_type, b_type), wanted):
+            if old != new:
+                self.retype_shared(op, operand, new, state)
+
+    def legal_types(self, a: str, b: str, formats: tuple[str, ...], target: str) -> tuple[str, str]:
+        if self.fp8_fallback == "f16" or (self.fp8_fallback == "auto" and not formats):
+            return "f16", "f16"
+
+        def legal(t: str) -> str:
+            if t in formats or t not in FP8_KIND:
+                return t
+            if t in FNUZ_TO_OCP and FNUZ_TO_OCP[t] in formats and self.fp8_fallback == "auto":
+                return FNUZ_TO_OCP[t]
+            if t in OCP_TO_FNUZ and OCP_TO_FNUZ[t] in formats:
+                raise Rejected(
+                    f"tile-legalize-precision: {t} is the OCP fp8 encoding, but {target}'s matrix "
+                    f"unit reads {OCP_TO_FNUZ[t]} (FNUZ; E4M3FNUZ ends at 240 where OCP E4M3 reaches "
+                    "448, so converting could saturate); convert the input to "
+                    f"{OCP_TO_FNUZ[t]} yourself, or compute exactly in f16 with "
+                    "tile-legalize-precision{fp8-fallback=f16}")
+            raise Rejected(
+                f"tile-legalize-precision: {target}'s matrix unit reads {', '.join(formats)}, not "
+                f"{t}; use tile-legalize-precision{{fp8-fallback=f16}} to compute in f16")
+
+        return legal(a), legal(b)
+
+    def retype_shared(self, gemm: ir.Operation, operand: ir.Value, element: str,
+                      state: PassState) -> None:
+        owner = operand.owner
+        if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "tile.alloc_shared":
+            state.error(gemm, "tile-legalize-precision: a gemm operand that needs a different fp8 "
+                              "encoding must come from tile.alloc_shared (so its copy converts it)")
+            return
+        for use in operand.uses:
+            user = use.owner
+            is_copy_into = user.name == "tile.copy" and user.operands[1] == operand
+            if user.name != "tile.gemm" and not is_copy_into:
+                state.error(user, f"tile-legalize-precision: cannot change this shared buffer to "
+                                  f"{element}: it is used by {user.name}, not only filled by "
+                                  "tile.copy and read by tile.gemm")
+                return
+        old_type = ir.MemRefType(operand.type)
+        new_type = ir.MemRefType.get(old_type.shape, ir.Type.parse(element),
+                                     memory_space=old_type.memory_space)
+        with ir.InsertionPoint(owner), owner.location:
+            replacement = tile.alloc_shared(new_type)
+        operand.replace_all_uses_with(replacement)
+        owner.erase()
+
+    def check_accumulator(self, op: ir.Operation, state: PassState) -> None:
+        accum = str(ir.TypeAttr(op.attributes["accum_dtype"]).value)
+        a = str(ir.MemRefType(op.operands[0].type).element_type)
+        wide = "i32" if a in ("i8", "i32") else ("f64" if a == "f64" else "f32")
+        if accum not in (wide, "f64") and not self.allow_narrow_accumulator:
+            state.error(op, f"tile-legalize-precision: accumulating in {accum} loses precision; "
+                            f"use accum_dtype = {wide} (or allow-narrow-accumulator=true)")
+
+    # -- casts ---------------------------------------------------------------
+
+    @staticmethod
+    def mark_cast(op: ir.Operation) -> None:
+        source = ir.MemRefType(op.operands[0].type).element_type
+        target = ir.MemRefType(op.operands[1].type).element_type
+        if source == target:
+            if CAST_ATTR in op.attributes:
+                del op.attributes[CAST_ATTR]
+            return
+        op.attributes[CAST_ATTR] = ir.DictAttr.get({
+            "from": ir.TypeAttr.get(source),
+            "to": ir.TypeAttr.get(target),
+            "rounding": ir.StringAttr.get("nearest_even"),
+        })
