@@ -1,0 +1,412 @@
+"""Control flow, GPU ids and barriers, affine.apply and amdgpu.mfma for the
+SIMT emulator.
+
+Divergence: a structured op whose condition or bounds differ between active
+lanes runs its regions with a narrower lane mask (`Frame.mask`) and merges
+the results per lane; memory side effects only happen in active lanes
+(emu_memory.access). Uniform conditions and bounds (the common case) run
+the region once with plain Python control flow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+
+from tilemlir.runtime import mfma_layouts
+from tilemlir.runtime.emu_core import (
+    INDEX,
+    EmulatorError,
+    SanitizerError,
+    UnsupportedOp,
+    attr_int,
+    handles,
+    merge,
+    value_type,
+)
+
+
+def _uniform(values, mask) -> bool:
+    for value in values:
+        if value.shape[0] == 1:
+            continue
+        active = value if mask is None else value[mask]
+        if active.size and not (active == active[0]).all():
+            return False
+    return True
+
+
+def _first_active(value: np.ndarray, mask) -> int:
+    if value.shape[0] == 1 or mask is None:
+        return value.reshape(-1)[0].item()
+    return value[np.argmax(mask)].item()
+
+
+# --------------------------------------------------------------------------
+# scf
+# --------------------------------------------------------------------------
+
+@handles("scf.yield", "scf.condition")
+def _yield(compiler, op):
+    values = compiler.slots_of(op.operands)  # scf.condition: the condition, then the values
+
+    def step(frame):
+        vals = frame.vals
+        frame.yielded = [vals[v] for v in values]
+    return step
+
+
+@handles("scf.for")
+def _for(compiler, op):
+    lower, upper, stride, *inits = compiler.slots_of(op.operands)
+    (iv, *carried_slots), body = compiler.compile_region(op.regions[0])
+    outs = compiler.slots_of(op.results)
+
+    def step(frame):
+        vals = frame.vals
+        lo, hi, st = vals[lower], vals[upper], vals[stride]
+        carried = [vals[i] for i in inits]
+        outer = frame.mask
+        if _uniform((lo, hi, st), outer):
+            first, last, by = (_first_active(v, outer) for v in (lo, hi, st))
+            if by <= 0:
+                raise EmulatorError(f"scf.for with step {by}", op)
+            dtype = lo.dtype
+            for value in range(first, last, by):
+                vals[iv] = np.array([value], dtype=dtype)
+                for s, v in zip(carried_slots, carried):
+                    vals[s] = v
+                body(frame)
+                carried = frame.yielded
+        else:
+            threads = frame.wg.threads
+            index = np.array(np.broadcast_to(lo, (threads,)))
+            hi, st = np.broadcast_to(hi, (threads,)), np.broadcast_to(st, (threads,))
+            while True:
+                active = index < hi if outer is None else outer & (index < hi)
+                if not active.any():
+                    break
+                frame.mask = active
+                vals[iv] = index
+                for s, v in zip(carried_slots, carried):
+                    vals[s] = v
+                body(frame)
+                carried = [merge(active, y, c) for y, c in zip(frame.yielded, carried)]
+                index = np.where(active, index + st, index)
+            frame.mask = outer
+        for s, v in zip(outs, carried):
+            vals[s] = v
+    return step
+
+
+@handles("scf.if")
+def _if(compiler, op):
+    condition = compiler.slot(op.operands[0])
+    _, then_body = compiler.compile_region(op.regions[0])
+    else_body = compiler.compile_region(op.regions[1])[1] if len(op.regions[1].blocks) else None
+    outs = compiler.slots_of(op.results)
+
+    def step(frame):
+        vals = frame.vals
+        cond = vals[condition]
+        outer = frame.mask
+        results: list = []
+        if _uniform((cond,), outer):
+            if _first_active(cond, outer):
+                then_body(frame)
+                results = frame.yielded
+            elif else_body is not None:
+                else_body(frame)
+                results = frame.yielded
+        else:
+            then_mask = cond if outer is None else outer & cond
+            else_mask = ~cond if outer is None else outer & ~cond
+            then_results = else_results = None
+            if then_mask.any():
+                frame.mask = then_mask
+                then_body(frame)
+                then_results = frame.yielded
+            if else_body is not None and else_mask.any():
+                frame.mask = else_mask
+                else_body(frame)
+                else_results = frame.yielded
+            frame.mask = outer
+            if then_results is None:
+                results = else_results or []
+            elif else_results is None:
+                results = then_results
+            else:
+                results = [merge(then_mask, t, e) for t, e in zip(then_results, else_results)]
+        for s, v in zip(outs, results):
+            vals[s] = v
+    return step
+
+
+@handles("scf.while")
+def _while(compiler, op):
+    inits = compiler.slots_of(op.operands)
+    before_args, before = compiler.compile_region(op.regions[0])
+    after_args, after = compiler.compile_region(op.regions[1])
+    outs = compiler.slots_of(op.results)
+
+    def step(frame):
+        vals = frame.vals
+        carried = [vals[i] for i in inits]
+        outer = frame.mask
+        active = outer
+        results: list = [None] * len(outs)
+        while True:
+            frame.mask = active
+            for s, v in zip(before_args, carried):
+                vals[s] = v
+            before(frame)
+            cond, *forwarded = frame.yielded
+            if _uniform((cond,), active):
+                if not _first_active(cond, active):
+                    results = [merge(active, f, r) for f, r in zip(forwarded, results)]
+                    break
+            else:
+                everyone = np.ones(frame.wg.threads, bool) if active is None else active
+                done = everyone & ~cond
+                results = [merge(done, f, r) for f, r in zip(forwarded, results)]
+                active = everyone & cond
+            frame.mask = active
+            for s, v in zip(after_args, forwarded):
+                vals[s] = v
+            after(frame)
+            carried = [merge(active, y, c) for y, c in zip(frame.yielded, carried)]
+        frame.mask = outer
+        for s, v in zip(outs, results):
+            vals[s] = v
+    return step
+
+
+# --------------------------------------------------------------------------
+# gpu
+# --------------------------------------------------------------------------
+
+def _dimension(op) -> int:
+    text = str(op.attributes["dimension"])  # #gpu<dim x>
+    return "xyz".index(text[-2])
+
+
+def _thread_ids(wg, d: int) -> np.ndarray:
+    bx, by = wg.block[0], wg.block[1]
+    return (wg.lanes % bx, (wg.lanes // bx) % by, wg.lanes // (bx * by))[d]
+
+
+_IDS = {
+    "gpu.thread_id": lambda wg, d: _thread_ids(wg, d),
+    "gpu.block_id": lambda wg, d: np.array([wg.block_id[d]], INDEX),
+    "gpu.block_dim": lambda wg, d: np.array([wg.block[d]], INDEX),
+    "gpu.grid_dim": lambda wg, d: np.array([wg.grid[d]], INDEX),
+    "gpu.global_id": lambda wg, d: wg.block_id[d] * wg.block[d] + _thread_ids(wg, d),
+}
+_WAVE_IDS = {
+    "gpu.lane_id": lambda wg: wg.lanes % wg.wave_size,
+    "gpu.subgroup_id": lambda wg: wg.lanes // wg.wave_size,
+    "gpu.subgroup_size": lambda wg: np.array([wg.wave_size], INDEX),
+    "gpu.num_subgroups": lambda wg: np.array([-(-wg.threads // wg.wave_size)], INDEX),
+}
+
+
+@handles(*_IDS)
+def _ids(compiler, op):
+    fn, d = _IDS[op.name], _dimension(op)
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        frame.vals[out] = fn(frame.wg, d)
+    return step
+
+
+@handles(*_WAVE_IDS)
+def _wave_ids(compiler, op):
+    fn = _WAVE_IDS[op.name]
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        frame.vals[out] = fn(frame.wg)
+    return step
+
+
+@handles("gpu.barrier")
+def _barrier(compiler, op):
+    def step(frame):
+        if frame.mask is not None and not frame.mask.all():
+            lane = int(np.argmin(frame.mask))
+            raise SanitizerError(
+                "gpu.barrier in divergent control flow: not reached by "
+                f"{frame.wg.describe_lane(lane)}", op)
+        for buffer in frame.wg.shared:
+            if buffer.shadow is not None:
+                buffer.shadow.barrier()
+    return step
+
+
+@handles("gpu.return", "func.return")
+def _return(compiler, op):
+    if op.parent is not None and op.parent.name not in ("gpu.func", "func.func"):
+        raise UnsupportedOp(f"'{op.name}' inside a nested region (early return)", op)
+
+
+_SHUFFLE_SOURCE = {
+    "xor": lambda lane, offset: lane ^ offset,
+    "up": lambda lane, offset: lane - offset,
+    "down": lambda lane, offset: lane + offset,
+    "idx": lambda lane, offset: offset,
+}
+
+
+@handles("gpu.shuffle")
+def _shuffle(compiler, op):
+    text = str(op.attributes["mode"])  # #gpu<shuffle_mode xor>
+    source_of = _SHUFFLE_SOURCE[text[text.rindex(" ") + 1:-1]]
+    value, offset, width = compiler.slots_of(op.operands)
+    out, valid_out = compiler.slots_of(op.results)
+
+    def step(frame):
+        wg, vals = frame.wg, frame.vals
+        lanes = wg.lanes
+        w = np.broadcast_to(vals[width], lanes.shape)
+        in_wave = lanes % wg.wave_size
+        segment = in_wave // w * w
+        source = source_of(in_wave - segment, np.broadcast_to(vals[offset], lanes.shape)) + segment
+        valid = (source >= segment) & (source < segment + w)
+        global_source = np.where(valid, lanes - in_wave + source, lanes)
+        data = np.broadcast_to(vals[value], (wg.threads,) + vals[value].shape[1:])
+        vals[out] = data[global_source]
+        vals[valid_out] = valid
+    return step
+
+
+# --------------------------------------------------------------------------
+# affine
+# --------------------------------------------------------------------------
+
+def compile_affine_expr(expr, operands: list[int], n_dims: int):
+    """A function of the frame values computing one affine expression; operands
+    are the dims then the symbols (affine.apply's operand order)."""
+    if isinstance(expr, ir.AffineConstantExpr):
+        constant = int(expr.value)
+        return lambda vals: constant
+    if isinstance(expr, ir.AffineDimExpr):
+        slot = operands[expr.position]
+        return lambda vals: vals[slot]
+    if isinstance(expr, ir.AffineSymbolExpr):
+        slot = operands[n_dims + expr.position]
+        return lambda vals: vals[slot]
+    lhs = compile_affine_expr(expr.lhs, operands, n_dims)
+    rhs = compile_affine_expr(expr.rhs, operands, n_dims)
+    if isinstance(expr, ir.AffineAddExpr):
+        return lambda vals: lhs(vals) + rhs(vals)
+    if isinstance(expr, ir.AffineMulExpr):
+        return lambda vals: lhs(vals) * rhs(vals)
+    if isinstance(expr, ir.AffineModExpr):
+        return lambda vals: lhs(vals) % rhs(vals)
+    if isinstance(expr, ir.AffineFloorDivExpr):
+        return lambda vals: lhs(vals) // rhs(vals)
+    if isinstance(expr, ir.AffineCeilDivExpr):
+        return lambda vals: -((-lhs(vals)) // rhs(vals))
+    raise UnsupportedOp(f"affine expression {expr}")
+
+
+def _affine_results(compiler, op):
+    amap = ir.AffineMapAttr(op.attributes["map"]).value
+    operands = compiler.slots_of(op.operands)
+    return [compile_affine_expr(e, operands, amap.n_dims) for e in amap.results]
+
+
+@handles("affine.apply", "affine.min", "affine.max")
+def _affine(compiler, op):
+    exprs = _affine_results(compiler, op)
+    out = compiler.slot(op.results[0])
+    combine = {"affine.apply": None, "affine.min": np.minimum, "affine.max": np.maximum}[op.name]
+
+    def step(frame):
+        vals = frame.vals
+        result = exprs[0](vals)
+        for expr in exprs[1:]:
+            result = combine(result, expr(vals))
+        frame.vals[out] = np.asarray(result, dtype=INDEX).reshape(-1)
+    return step
+
+
+# --------------------------------------------------------------------------
+# amdgpu.mfma
+# --------------------------------------------------------------------------
+
+_BLGP = {"none": 0, "bcast_first_32": 1, "bcast_second_32": 2, "rotate_16_right": 3,
+         "bcast_first_16": 4, "bcast_second_16": 5, "bcast_third_16": 6, "bcast_fourth_16": 7}
+
+
+def _mfma_operand(t: ir.Type, op) -> tuple[np.dtype, int, bool]:
+    """(element dtype, values per lane, packed-integer) of an MFMA source operand;
+    i32/i64 (and vectors of them) carry packed i8 values."""
+    dtype, shape = value_type(t, op)
+    count = int(np.prod(shape)) if shape else 1
+    if dtype in (np.int32, np.int64):
+        return np.dtype(np.int8), count * dtype.itemsize, True
+    return dtype, count, False
+
+
+@handles("amdgpu.mfma")
+def _mfma(compiler, op):
+    m, n, k, blocks = (attr_int(op, name) for name in ("m", "n", "k", "blocks"))
+    cbsz, abid = attr_int(op, "cbsz"), attr_int(op, "abid")
+    blgp_text = str(op.attributes["blgp"])
+    blgp = _BLGP[blgp_text[blgp_text.rindex(" ") + 1:-1]]
+    negate = tuple(name in op.attributes for name in ("negateA", "negateB", "negateC"))
+    reduce_precision = "reducePrecision" in op.attributes
+    a_dtype, a_count, a_packed = _mfma_operand(op.operands[0].type, op)
+    b_dtype, b_count, b_packed = _mfma_operand(op.operands[1].type, op)
+    c_dtype, c_shape = value_type(op.operands[2].type, op)
+    chip = compiler.chip
+    kinds = [mfma_layouts.operand_kind(d, chip, reduce_precision) for d in (a_dtype, b_dtype)]
+    instr = None
+    if None not in kinds:
+        instr = mfma_layouts.find_instruction(chip, m, n, k, blocks, kinds[0], kinds[1])
+    if instr is None:
+        raise EmulatorError(
+            f"no MFMA instruction {m}x{n}x{k} with {blocks} block(s) and operands "
+            f"{op.operands[0].type}, {op.operands[1].type} on {chip}", op)
+    c_count = int(np.prod(c_shape)) if c_shape else 1
+    if (a_count, b_count, c_count) != (instr.per_lane, instr.per_lane, instr.results_per_lane):
+        raise EmulatorError(
+            f"{instr.name} takes {instr.per_lane} A/B and {instr.results_per_lane} C values per "
+            f"lane, not {a_count}, {b_count}, {c_count}", op)
+    if str(value_type(op.operands[2].type, op)[0]) != {"f32": "float32", "i32": "int32",
+                                                       "f64": "float64"}[instr.acc]:
+        raise EmulatorError(f"{instr.name} accumulates in {instr.acc}, not "
+                            f"{op.operands[2].type}", op)
+    a_slot, b_slot, c_slot = compiler.slots_of(op.operands)
+    out = compiler.slot(op.results[0])
+
+    def lanes_of(value, dtype, count, packed, threads):
+        value = np.broadcast_to(value, (threads,) + value.shape[1:])
+        if packed:
+            return np.ascontiguousarray(value).view(np.int8).reshape(threads, count)
+        return value.reshape(threads, count)
+
+    def step(frame):
+        wg, vals = frame.wg, frame.vals
+        wave = wg.wave_size
+        if wave != mfma_layouts.WAVE or wg.threads % wave:
+            raise EmulatorError(f"amdgpu.mfma needs whole waves of 64 lanes (wave size {wave}, "
+                                f"{wg.threads} threads per workgroup)", op)
+        if frame.mask is not None:
+            per_wave = frame.mask.reshape(-1, wave)
+            partial = per_wave.any(axis=1) & ~per_wave.all(axis=1)
+            if partial.any():
+                w = int(np.argmax(partial))
+                lane = w * wave + int(np.argmin(per_wave[w]))
+                raise SanitizerError("amdgpu.mfma in divergent control flow: inactive "
+                                     f"{wg.describe_lane(lane)}", op)
+        threads = wg.threads
+        a = lanes_of(vals[a_slot], a_dtype, a_count, a_packed, threads)
+        b = lanes_of(vals[b_slot], b_dtype, b_count, b_packed, threads)
+        c = lanes_of(vals[c_slot], c_dtype, c_count, False, threads)
+        d = mfma_layouts.execute(instr, a, b, c, cbsz=cbsz, abid=abid, blgp=blgp,
+                                 negate=negate)
+        vals[out] = d.reshape((threads,) + c_shape)
+    return step

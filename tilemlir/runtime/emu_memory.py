@@ -1,0 +1,668 @@
+"""Memory for the SIMT emulator: buffers, memref views, checked accesses, the
+LDS sanitizer, and the memref/vector ops that touch memory.
+
+A `Buffer` is one allocation (a host array, a workgroup attribution or
+`memref.alloc` in workgroup memory, or a `memref.alloca` holding one private
+copy per lane) kept as raw bytes. A `MemRef` is a strided view of a buffer
+(element dtype, byte offset of its typed view, element offset, sizes,
+strides) that `subview`, `view`, `reinterpret_cast`, `expand_shape`, ... derive.
+
+Every access goes through `access`, which for the active lanes checks each
+index against its memref dimension and the flat address against the
+allocation, and reports the op's location, the workgroup and the first
+offending lane (never wraps). With `sanitize=True` workgroup memory also keeps
+byte-granular shadows: initialized or not, the last writer lane since the
+last `gpu.barrier`, and the lanes that read it since then (one lane, or
+"several"). A read of an uninitialized byte, a write to a byte that another
+lane wrote or read, and a read of a byte another lane wrote, with no barrier
+in between, are errors. Accesses by lanes of the same wave count too: the
+LLVM memory model gives two threads' unsynchronized conflicting accesses no
+order, whatever the hardware's lockstep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+from mlir import ir
+
+from tilemlir.runtime.emu_core import (
+    DYNAMIC,
+    INDEX,
+    Compiler,
+    EmulatorError,
+    Frame,
+    SanitizerError,
+    UnsupportedOp,
+    attr_ints,
+    lane_axis,
+    scalar_dtype,
+)
+
+# --------------------------------------------------------------------------
+# Buffers and views
+# --------------------------------------------------------------------------
+
+class LdsShadow:
+    """Per-byte state of one workgroup buffer for the sanitizer."""
+
+    def __init__(self, nbytes: int):
+        self.initialized = np.zeros(nbytes, dtype=bool)
+        self.writer = np.full(nbytes, -1, dtype=np.int64)
+        self.reader = np.full(nbytes, -1, dtype=np.int64)
+        self.many_readers = np.zeros(nbytes, dtype=bool)
+
+    def barrier(self) -> None:
+        self.writer.fill(-1)
+        self.reader.fill(-1)
+        self.many_readers.fill(False)
+
+
+class Buffer:
+    """One allocation as raw bytes; `space` is global, workgroup or private."""
+
+    def __init__(self, raw: np.ndarray, space: str, name: str, shadow: bool = False):
+        self.raw = raw
+        self.space = space
+        self.name = name
+        self.shadow = LdsShadow(raw.size) if shadow else None
+        self._views: dict[tuple, np.ndarray] = {}
+
+    def typed(self, dtype: np.dtype, byte_shift: int) -> np.ndarray:
+        key = (dtype, byte_shift)
+        view = self._views.get(key)
+        if view is None:
+            count = (self.raw.size - byte_shift) // dtype.itemsize
+            view = self.raw[byte_shift:byte_shift + count * dtype.itemsize].view(dtype)
+            self._views[key] = view
+        return view
+
+
+@dataclass
+class MemRef:
+    """A strided view: element (i_0..i_n) is typed[offset + sum(i_d * strides[d])]
+    (+ lane * per_lane for private buffers, one copy per lane)."""
+
+    buffer: Buffer
+    dtype: np.dtype
+    byte_shift: int
+    offset: object  # int, or index array (1|T,) for lane-dependent offsets
+    sizes: tuple  # ints or index arrays
+    strides: tuple  # ints
+    per_lane: int = 0
+
+    @property
+    def typed(self) -> np.ndarray:
+        return self.buffer.typed(self.dtype, self.byte_shift)
+
+    def with_layout(self, offset, sizes, strides) -> MemRef:
+        return MemRef(self.buffer, self.dtype, self.byte_shift, offset, tuple(sizes),
+                      tuple(strides), self.per_lane)
+
+
+def memref_space(t: ir.MemRefType) -> str:
+    space = str(t.memory_space) if t.memory_space is not None else ""
+    if "workgroup" in space or space == "3":
+        return "workgroup"
+    if "private" in space or space == "5":
+        return "private"
+    return "global"
+
+
+def contiguous_strides(sizes) -> tuple[int, ...]:
+    strides, running = [], 1
+    for size in reversed(sizes):
+        strides.append(running)
+        running = running * size
+    return tuple(reversed(strides))
+
+
+def host_memref(array: np.ndarray, name: str) -> MemRef:
+    """A global buffer aliasing a C-contiguous host array (writes land in it)."""
+    flat = array.reshape(-1)
+    buffer = Buffer(flat.view(np.uint8), "global", name)
+    buffer._views[(array.dtype, 0)] = flat
+    return MemRef(buffer, array.dtype, 0, 0, tuple(array.shape), contiguous_strides(array.shape))
+
+
+def allocate(t: ir.MemRefType, frame: Frame, name: str, op: ir.Operation | None,
+             dynamic_sizes=()) -> MemRef:
+    """A fresh buffer for a memref type (identity layout): workgroup memory gets
+    a sanitizer shadow; private memory one copy per lane."""
+    dtype = scalar_dtype(t.element_type, op)
+    dynamic = iter(dynamic_sizes)
+    sizes = tuple(int(next(dynamic)) if s == DYNAMIC else s for s in t.shape)
+    count = int(np.prod(sizes, dtype=np.int64))
+    space = memref_space(t)
+    lanes = frame.wg.threads if space == "private" else 1
+    # Uninitialized memory reads back as all-ones bytes (NaN / -1) when not sanitized.
+    raw = np.full(count * dtype.itemsize * lanes, 0xFF, dtype=np.uint8)
+    buffer = Buffer(raw, space, name, shadow=(space == "workgroup" and frame.wg.sanitize))
+    if space == "workgroup":
+        frame.wg.shared.append(buffer)
+    return MemRef(buffer, dtype, 0, 0, sizes, contiguous_strides(sizes),
+                  count if space == "private" else 0)
+
+
+# --------------------------------------------------------------------------
+# Checked access
+# --------------------------------------------------------------------------
+
+def _active(frame: Frame, shape: tuple[int, ...], element_mask) -> np.ndarray | None:
+    """The mask of active elements for an access of `shape` (None: all)."""
+    mask = None
+    if frame.mask is not None:
+        mask = np.broadcast_to(lane_axis(frame.mask, len(shape)), shape)
+    if element_mask is not None:
+        element_mask = np.broadcast_to(element_mask, shape)
+        mask = element_mask if mask is None else mask & element_mask
+    return mask
+
+
+def _first(bad: np.ndarray, frame: Frame) -> tuple[int, tuple]:
+    """(lane, element position) of the first True in a (L, ...) array."""
+    where = tuple(int(x) for x in np.argwhere(bad)[0])
+    lane = where[0]
+    if bad.shape[0] == 1 and frame.mask is not None and frame.mask.any():
+        lane = int(np.argmax(frame.mask))
+    return lane, where[1:]
+
+
+def _space_name(memref: MemRef) -> str:
+    return {"global": "global memory", "workgroup": "LDS", "private": "private memory"}[
+        memref.buffer.space]
+
+
+def access(frame: Frame, op: ir.Operation, memref: MemRef, indices: list, kind: str,
+           values=None, element_mask=None):
+    """Loads (values None) or stores `values` at the per-dimension index arrays
+    `indices` (broadcastable to (L, ...)); only active lanes and elements touch
+    memory. Returns the loaded array (inactive elements 0)."""
+    arrays = [np.asarray(i) for i in indices] or [np.zeros((1,), INDEX)]
+    if values is not None:
+        arrays.append(np.asarray(values))
+    shape = np.broadcast_shapes(*[a.shape for a in arrays])
+    if memref.per_lane or memref.buffer.shadow is not None or (
+            frame.mask is not None and frame.mask.size > 1):
+        shape = (frame.wg.threads,) + shape[1:]
+    mask = _active(frame, shape, element_mask)
+    flat = np.broadcast_to(np.asarray(memref.offset, dtype=INDEX).reshape(
+        (-1,) + (1,) * (len(shape) - 1)), shape).astype(INDEX)
+    for dim, (index, size, stride) in enumerate(zip(indices, memref.sizes, memref.strides)):
+        index = np.asarray(index)
+        size = np.asarray(size).reshape((-1,) + (1,) * (len(shape) - 1)) if np.ndim(size) else size
+        bad = (index < 0) | (index >= size)
+        if mask is not None:
+            bad = bad & mask
+        if bad.any():
+            bad = np.broadcast_to(bad, shape)
+            lane, where = _first(bad, frame)
+            at = [int(np.broadcast_to(np.asarray(i), shape)[(lane if np.asarray(i).shape[0] > 1
+                  else 0,) + where]) for i in indices]
+            raise SanitizerError(
+                f"out-of-bounds {kind} of {_space_name(memref)} ({memref.buffer.name}) at index "
+                f"[{', '.join(map(str, at))}]: dimension {dim} has size "
+                f"{int(np.broadcast_to(size, shape)[(lane,) + where]) if np.ndim(size) else size}"
+                f", in {frame.wg.describe_lane(lane)}", op)
+        flat = flat + index * stride
+    if memref.per_lane:
+        flat = flat + lane_axis(frame.wg.lanes, len(shape)) * memref.per_lane
+    typed = memref.typed
+    bad = (flat < 0) | (flat >= typed.size)
+    if mask is not None:
+        bad = bad & mask
+    if bad.any():
+        lane, _ = _first(bad, frame)
+        raise SanitizerError(
+            f"out-of-bounds {kind} of {_space_name(memref)} ({memref.buffer.name}): element "
+            f"{int(flat[(lane,) + _first(bad, frame)[1]])} of an allocation of {typed.size}, "
+            f"in {frame.wg.describe_lane(lane)}", op)
+    if mask is not None:
+        flat = np.where(mask, flat, 0)
+    if memref.buffer.shadow is not None:
+        _track(frame, op, memref, flat, mask, kind)
+    if values is None:
+        loaded = typed[flat]
+        if mask is not None:
+            loaded = np.where(mask, loaded, np.zeros((), loaded.dtype))
+        return loaded
+    values = np.broadcast_to(np.asarray(values, dtype=memref.dtype), shape)
+    if mask is None:
+        typed[flat] = values
+    else:
+        typed[flat[mask]] = values[mask]
+    return None
+
+
+def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str) -> None:
+    """Sanitizer bookkeeping for one LDS access (see the module docstring)."""
+    shadow = memref.buffer.shadow
+    itemsize = memref.dtype.itemsize
+    lanes = np.broadcast_to(lane_axis(frame.wg.lanes, flat.ndim), flat.shape)
+    if mask is not None:
+        flat, lanes = flat[mask], lanes[mask]
+    else:
+        flat, lanes = flat.reshape(-1), lanes.reshape(-1)
+    if flat.size == 0:
+        return
+    first_byte = memref.byte_shift + flat * itemsize
+    byte = (first_byte[:, None] + np.arange(itemsize)).reshape(-1)
+    lane = np.repeat(lanes, itemsize)
+    where = f"LDS ({memref.buffer.name})"
+    order = np.lexsort((lane, byte))  # by byte, then lane
+    sorted_bytes, sorted_lanes = byte[order], lane[order]
+
+    def fail(message: str, index: int) -> None:
+        raise SanitizerError(f"{message} at byte {int(byte[index])} of {where}, in "
+                             f"{frame.wg.describe_lane(int(lane[index]))}", op)
+
+    if kind == "load":
+        uninitialized = ~shadow.initialized[byte]
+        if uninitialized.any():
+            fail("read of uninitialized memory", int(np.argmax(uninitialized)))
+        writer = shadow.writer[byte]
+        race = (writer >= 0) & (writer != lane)
+        if race.any():
+            i = int(np.argmax(race))
+            fail(f"data race: lane {int(writer[i])} wrote and another lane reads with no "
+                 f"gpu.barrier between (read)", i)
+        starts = np.flatnonzero(np.r_[True, sorted_bytes[1:] != sorted_bytes[:-1]])
+        ends = np.r_[starts[1:], sorted_bytes.size] - 1
+        unique = sorted_bytes[starts]
+        low, high = sorted_lanes[starts], sorted_lanes[ends]
+        previous = shadow.reader[unique]
+        shadow.many_readers[unique] |= (low != high) | ((previous >= 0) & (previous != low))
+        shadow.reader[unique] = np.where(previous >= 0, previous, low)
+        return
+    same = (sorted_bytes[1:] == sorted_bytes[:-1]) & (sorted_lanes[1:] != sorted_lanes[:-1])
+    if same.any():
+        i = int(np.argmax(same))
+        raise SanitizerError(
+            f"data race: lanes {int(sorted_lanes[i])} and {int(sorted_lanes[i + 1])} write the "
+            f"same byte {int(sorted_bytes[i])} of {where} in one op, in "
+            f"{frame.wg.describe_lane(int(sorted_lanes[i + 1]))}", op)
+    writer = shadow.writer[byte]
+    race = (writer >= 0) & (writer != lane)
+    if race.any():
+        i = int(np.argmax(race))
+        fail(f"data race: lane {int(writer[i])} wrote the same byte with no gpu.barrier between "
+             f"(write-write)", i)
+    reader = shadow.reader[byte]
+    race = shadow.many_readers[byte] | ((reader >= 0) & (reader != lane))
+    if race.any():
+        i = int(np.argmax(race))
+        other = int(reader[i]) if int(reader[i]) != int(lane[i]) else "several lanes"
+        fail(f"data race: lane {other} read and another lane writes with no gpu.barrier "
+             f"between (write after read)", i)
+    shadow.writer[byte] = lane
+    shadow.initialized[byte] = True
+
+
+# --------------------------------------------------------------------------
+# memref ops
+# --------------------------------------------------------------------------
+
+from tilemlir.runtime.emu_core import handles
+
+
+def _uniform_int(value, what: str, op) -> int:
+    array = np.asarray(value).reshape(-1)
+    if array.size > 1 and not (array == array[0]).all():
+        raise UnsupportedOp(f"lane-dependent {what}", op)
+    return int(array[0])
+
+
+def _mixed(compiler: Compiler, op, static_name: str, operands) -> list:
+    """Static values with DYNAMIC replaced by slots: ints and ('slot', n)."""
+    dynamic = iter(compiler.slots_of(operands))
+    return [("slot", next(dynamic)) if v == DYNAMIC else v for v in attr_ints(op, static_name)]
+
+
+def _resolve(frame: Frame, mixed: list) -> list:
+    return [frame.vals[v[1]] if isinstance(v, tuple) else v for v in mixed]
+
+
+def _segments(op) -> list[list[ir.Value]]:
+    sizes = attr_ints(op, "operandSegmentSizes")
+    operands, out, start = list(op.operands), [], 0
+    for size in sizes:
+        out.append(operands[start:start + size])
+        start += size
+    return out
+
+
+@handles("memref.load")
+def _load(compiler, op):
+    source, *indices = compiler.slots_of(op.operands)
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        vals = frame.vals
+        vals[out] = access(frame, op, vals[source], [vals[i] for i in indices], "load")
+    return step
+
+
+@handles("memref.store")
+def _store(compiler, op):
+    value, target, *indices = compiler.slots_of(op.operands)
+
+    def step(frame):
+        vals = frame.vals
+        access(frame, op, vals[target], [vals[i] for i in indices], "store", values=vals[value])
+    return step
+
+
+@handles("memref.alloca", "memref.alloc")
+def _alloc(compiler, op):
+    t = op.results[0].type
+    sizes = compiler.slots_of(_segments(op)[0]) if "operandSegmentSizes" in op.attributes \
+        else compiler.slots_of(op.operands)
+    out = compiler.slot(op.results[0])
+    name = op.name.split(".")[1]
+
+    def step(frame):
+        frame.vals[out] = allocate(t, frame, name, op,
+                                   [_uniform_int(frame.vals[s], "size", op) for s in sizes])
+    return step
+
+
+@handles("memref.dealloc")
+def _dealloc(compiler, op):
+    return None
+
+
+@handles("memref.cast", "memref.assume_alignment", "memref.memory_space_cast")
+def _same_view(compiler, op):
+    source = compiler.slot(op.operands[0])
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        frame.vals[out] = frame.vals[source]
+    return step
+
+
+@handles("memref.dim")
+def _dim(compiler, op):
+    source, index = compiler.slots_of(op.operands)
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        memref = frame.vals[source]
+        d = _uniform_int(frame.vals[index], "dimension", op)
+        frame.vals[out] = np.asarray(memref.sizes[d], dtype=INDEX).reshape(-1)
+    return step
+
+
+def _offsets_sizes_strides(compiler: Compiler, op) -> tuple[int, list, list, list]:
+    """(source slot, offsets, sizes, strides) of subview/reinterpret_cast (see _mixed)."""
+    source_value, offsets, sizes, strides = _segments(op)
+    return (compiler.slot(source_value[0]),
+            _mixed(compiler, op, "static_offsets", offsets),
+            _mixed(compiler, op, "static_sizes", sizes),
+            _mixed(compiler, op, "static_strides", strides))
+
+
+@handles("memref.subview")
+def _subview(compiler, op):
+    source, offsets, sizes, strides = _offsets_sizes_strides(compiler, op)
+    result_shape = list(op.results[0].type.shape)
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        memref = frame.vals[source]
+        offs, szs, strs = _resolve(frame, offsets), _resolve(frame, sizes), _resolve(frame, strides)
+        offset = memref.offset
+        new_sizes, new_strides = [], []
+        for d, (o, s, st) in enumerate(zip(offs, szs, strs)):
+            if frame.wg.sanitize:
+                last = np.asarray(o) + (np.asarray(s) - 1) * np.asarray(st)
+                bad = (np.asarray(o) < 0) | ((np.asarray(s) > 0) & (last >= memref.sizes[d]))
+                if np.any(bad):
+                    raise SanitizerError(
+                        f"memref.subview out of bounds: dimension {d} offset "
+                        f"{np.asarray(o).reshape(-1)[0]} size {np.asarray(s).reshape(-1)[0]} of "
+                        f"{memref.sizes[d]}, in {frame.wg.describe_lane(0)}", op)
+            offset = offset + np.asarray(o) * memref.strides[d] if np.ndim(o) else \
+                offset + o * memref.strides[d]
+            new_sizes.append(s)
+            new_strides.append(_uniform_int(st, "stride", op) * memref.strides[d])
+        drop = len(new_sizes) - len(result_shape)
+        if drop:
+            keep_sizes, keep_strides = [], []
+            for d, (s, st) in enumerate(zip(new_sizes, new_strides)):
+                remaining = len(new_sizes) - d
+                needed = len(result_shape) - len(keep_sizes)
+                if drop and np.ndim(s) == 0 and s == 1 and remaining > needed:
+                    drop -= 1
+                    continue
+                keep_sizes.append(s)
+                keep_strides.append(st)
+            new_sizes, new_strides = keep_sizes, keep_strides
+        frame.vals[out] = memref.with_layout(offset, new_sizes, new_strides)
+    return step
+
+
+@handles("memref.reinterpret_cast")
+def _reinterpret_cast(compiler, op):
+    source, offsets, sizes, strides = _offsets_sizes_strides(compiler, op)
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        memref = frame.vals[source]
+        (offset,) = _resolve(frame, offsets)
+        strs = [_uniform_int(s, "stride", op) for s in _resolve(frame, strides)]
+        frame.vals[out] = memref.with_layout(offset, _resolve(frame, sizes), strs)
+    return step
+
+
+@handles("memref.view")
+def _view(compiler, op):
+    source, shift, *dynamic_sizes = compiler.slots_of(op.operands)
+    t = op.results[0].type
+    dtype = scalar_dtype(t.element_type, op)
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        memref = frame.vals[source]
+        dynamic = iter(dynamic_sizes)
+        sizes = [_uniform_int(frame.vals[next(dynamic)], "size", op) if s == DYNAMIC else s
+                 for s in t.shape]
+        byte_shift = memref.byte_shift + _uniform_int(memref.offset, "offset", op) + \
+            _uniform_int(frame.vals[shift], "byte shift", op)
+        count = int(np.prod(sizes, dtype=np.int64))
+        if byte_shift < 0 or byte_shift + count * dtype.itemsize > memref.buffer.raw.size // max(
+                1, frame.wg.threads if memref.per_lane else 1):
+            raise SanitizerError(
+                f"memref.view of {count * dtype.itemsize} bytes at byte {byte_shift} exceeds "
+                f"the {memref.buffer.raw.size} bytes of {memref.buffer.name}", op)
+        frame.vals[out] = MemRef(memref.buffer, dtype, byte_shift, 0, tuple(sizes),
+                                 contiguous_strides(sizes), memref.per_lane)
+    return step
+
+
+@handles("memref.collapse_shape", "memref.expand_shape")
+def _reshape(compiler, op):
+    source = compiler.slot(op.operands[0])
+    groups = [[int(ir.IntegerAttr(x).value) for x in group]
+              for group in ir.ArrayAttr(op.attributes["reassociation"])]
+    expand = op.name == "memref.expand_shape"
+    result_shape = list(op.results[0].type.shape)
+    dynamic_slots = compiler.slots_of(list(op.operands)[1:])
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        memref = frame.vals[source]
+        sizes, strides = [], []
+        if expand:
+            dynamic = iter(dynamic_slots)
+            shape = [_uniform_int(frame.vals[next(dynamic)], "size", op) if s == DYNAMIC else s
+                     for s in result_shape]
+            for d, group in enumerate(groups):
+                inner = memref.strides[d]
+                for r in reversed(group):
+                    strides.append(inner)
+                    inner *= shape[r]
+                strides[len(strides) - len(group):] = reversed(strides[len(strides) - len(group):])
+                sizes.extend(shape[r] for r in group)
+        else:
+            for group in groups:
+                size = 1
+                for d in group:
+                    size = size * memref.sizes[d]
+                for a, b in pairwise(group):
+                    if memref.sizes[b] != 1 and memref.strides[a] != memref.strides[b] * \
+                            memref.sizes[b] and memref.sizes[a] != 1:
+                        raise UnsupportedOp("memref.collapse_shape of non-contiguous dims", op)
+                sizes.append(size)
+                strides.append(memref.strides[group[-1]])
+        frame.vals[out] = memref.with_layout(memref.offset, sizes, strides)
+    return step
+
+
+# --------------------------------------------------------------------------
+# vector memory ops
+# --------------------------------------------------------------------------
+
+def spread(bases: list, shape: tuple[int, ...], mapping: dict[int, int]) -> list:
+    """Per-memref-dim index arrays of shape (L, *shape): base + position along the
+    vector dim that `mapping` (memref dim -> vector dim) assigns to it."""
+    rank = len(shape)
+    out = []
+    for d, base in enumerate(bases):
+        base = np.asarray(base, dtype=INDEX).reshape((-1,) + (1,) * rank)
+        v = mapping.get(d)
+        if v is None:
+            out.append(base)
+        else:
+            steps = np.arange(shape[v], dtype=INDEX).reshape(
+                (1,) + tuple(shape[v] if a == v else 1 for a in range(rank)))
+            out.append(base + steps)
+    return out
+
+
+def _minor_mapping(memref_rank: int, vector_rank: int) -> dict[int, int]:
+    return {memref_rank - vector_rank + v: v for v in range(vector_rank)}
+
+
+@handles("vector.load", "vector.store")
+def _vector_load_store(compiler, op):
+    is_load = op.name == "vector.load"
+    slots = compiler.slots_of(op.operands)
+    value_slot = None if is_load else slots.pop(0)
+    source, *indices = slots
+    vtype = op.results[0].type if is_load else op.operands[0].type
+    shape = tuple(vtype.shape)
+    mapping = _minor_mapping(len(indices), len(shape))
+    out = compiler.slot(op.results[0]) if is_load else None
+
+    def step(frame):
+        vals = frame.vals
+        idx = spread([vals[i] for i in indices], shape, mapping)
+        if is_load:
+            vals[out] = access(frame, op, vals[source], idx, "load")
+        else:
+            access(frame, op, vals[source], idx, "store", values=vals[value_slot])
+    return step
+
+
+@handles("vector.maskedload", "vector.maskedstore")
+def _vector_masked(compiler, op):
+    is_load = op.name == "vector.maskedload"
+    slots = compiler.slots_of(op.operands)
+    if is_load:
+        source, *indices, mask, passthru = slots
+        shape = tuple(op.results[0].type.shape)
+        out = compiler.slot(op.results[0])
+    else:
+        source, *indices, mask, value = slots
+        shape = tuple(op.operands[len(slots) - 1].type.shape)
+    mapping = _minor_mapping(len(indices), len(shape))
+
+    def step(frame):
+        vals = frame.vals
+        idx = spread([vals[i] for i in indices], shape, mapping)
+        if is_load:
+            loaded = access(frame, op, vals[source], idx, "load", element_mask=vals[mask])
+            vals[out] = np.where(vals[mask], loaded, vals[passthru])
+        else:
+            access(frame, op, vals[source], idx, "store", values=vals[value],
+                   element_mask=vals[mask])
+    return step
+
+
+def _transfer_mapping(op, memref_rank: int) -> tuple[dict[int, int], list[int]]:
+    """(memref dim -> vector dim, vector dims that broadcast) of a permutation map."""
+    amap = ir.AffineMapAttr(op.attributes["permutation_map"]).value
+    mapping, broadcast = {}, []
+    for v, expr in enumerate(amap.results):
+        if isinstance(expr, ir.AffineDimExpr):
+            mapping[expr.position] = v
+        elif isinstance(expr, ir.AffineConstantExpr) and expr.value == 0:
+            broadcast.append(v)
+        else:
+            raise UnsupportedOp(f"transfer permutation map {amap}", op)
+    return mapping, broadcast
+
+
+def _transfer_mask(mask: np.ndarray, mapping: dict[int, int], shape) -> np.ndarray:
+    """The transfer mask laid out on the vector: its axes follow the transferred
+    memref dims in order (before permutation and broadcast, as MLIR defines it)."""
+    vector_dims = [mapping[d] for d in sorted(mapping)]
+    by_vector_dim = np.argsort(vector_dims)
+    laid_out = np.transpose(mask, [0] + [1 + int(a) for a in by_vector_dim])
+    full = [shape[v] if v in vector_dims else 1 for v in range(len(shape))]
+    return laid_out.reshape((laid_out.shape[0],) + tuple(full))
+
+
+@handles("vector.transfer_read", "vector.transfer_write")
+def _transfer(compiler, op):
+    is_read = op.name == "vector.transfer_read"
+    segments = _segments(op)
+    if is_read:
+        (source_v,), index_v, (padding_v,), mask_v = segments
+        vtype = op.results[0].type
+        padding = compiler.slot(padding_v)
+        out = compiler.slot(op.results[0])
+    else:
+        (value_v,), (source_v,), index_v, mask_v = segments
+        vtype = value_v.type
+        value = compiler.slot(value_v)
+    source = compiler.slot(source_v)
+    if not isinstance(source_v.type, ir.MemRefType):
+        raise UnsupportedOp(f"{op.name} on tensors", op)
+    indices = compiler.slots_of(index_v)
+    mask = compiler.slot(mask_v[0]) if mask_v else None
+    shape = tuple(vtype.shape)
+    mapping, broadcast = _transfer_mapping(op, len(indices))
+    if broadcast and not is_read:
+        raise UnsupportedOp("vector.transfer_write with a broadcast dimension", op)
+    in_bounds = [bool(ir.BoolAttr(x).value) for x in ir.ArrayAttr(op.attributes["in_bounds"])] \
+        if "in_bounds" in op.attributes else [False] * len(shape)
+    checked_dims = [d for d, v in mapping.items() if not in_bounds[v]]
+
+    def step(frame):
+        vals = frame.vals
+        memref = vals[source]
+        idx = spread([vals[i] for i in indices], shape, mapping)
+        element_mask = None
+        if mask is not None:
+            element_mask = _transfer_mask(vals[mask], mapping, shape)
+        for d in checked_dims:  # out-of-bounds positions of these dims are padding / dropped
+            size = memref.sizes[d]
+            size = np.asarray(size).reshape((-1,) + (1,) * len(shape)) if np.ndim(size) else size
+            inside = (idx[d] >= 0) & (idx[d] < size)
+            element_mask = inside if element_mask is None else element_mask & inside
+        if is_read:
+            loaded = access(frame, op, memref, idx, "load", element_mask=element_mask)
+            if element_mask is not None:
+                pad = vals[padding].reshape((-1,) + (1,) * len(shape))
+                loaded = np.where(element_mask, loaded, pad)
+            vals[out] = np.broadcast_to(loaded, loaded.shape[:1] + shape) if broadcast else loaded
+        else:
+            access(frame, op, memref, idx, "store", values=vals[value], element_mask=element_mask)
+    return step
+
+
+__all__ = ["Buffer", "EmulatorError", "MemRef", "access", "allocate", "host_memref", "spread"]
