@@ -1,0 +1,54 @@
+// RUN: tile-opt %s --split-input-file --verify-diagnostics --target=amdgpu:gfx942 -p 'tile-infer-layout'
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// Two gemms accumulate into one fragment with different instructions (chosen
+// here by hand): the diagnostic names the other use.
+func.func @conflict() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %a = "tile.alloc_shared"() : () -> memref<64x32xf16, #S>
+    %b1 = "tile.alloc_shared"() : () -> memref<32x64xf16, #S>
+    %c = "tile.alloc_fragment"() : () -> memref<64x64xf32, #F>
+    "tile.gemm"(%a, %b1, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false, tile.mma = {name = "v_mfma_f32_32x32x8_f16", shape = array<i64: 32, 32, 8, 1>, types = ["f16", "f16", "f32"]}, tile.warp_grid = array<i64: 2, 2>} : (memref<64x32xf16, #S>, memref<32x64xf16, #S>, memref<64x64xf32, #F>) -> ()
+    // expected-error@below {{tile-infer-layout: conflicting layouts for one accumulator fragment: this gemm uses v_mfma_f32_16x16x16_f16 over 4x1 waves, the gemm at}}
+    "tile.gemm"(%a, %b1, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false, tile.mma = {name = "v_mfma_f32_16x16x16_f16", shape = array<i64: 16, 16, 16, 1>, types = ["f16", "f16", "f32"]}, tile.warp_grid = array<i64: 4, 1>} : (memref<64x32xf16, #S>, memref<32x64xf16, #S>, memref<64x64xf32, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// A in registers has no lane layout yet.
+func.func @register_operand() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %a = "tile.alloc_fragment"() : () -> memref<64x32xf16, #F>
+    %b1 = "tile.alloc_shared"() : () -> memref<32x64xf16, #S>
+    %c = "tile.alloc_fragment"() : () -> memref<64x64xf32, #F>
+    // expected-error@below {{tile-infer-layout: gemm operand A is held in registers; only shared-memory A and B have a lane layout so far}}
+    "tile.gemm"(%a, %b1, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false, tile.mma = {name = "v_mfma_f32_32x32x8_f16", shape = array<i64: 32, 32, 8, 1>, types = ["f16", "f16", "f32"]}, tile.warp_grid = array<i64: 2, 2>} : (memref<64x32xf16, #F>, memref<32x64xf16, #S>, memref<64x64xf32, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// Layouts come from the chosen instruction: tile-select-mma must run first.
+func.func @no_instruction() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %a = "tile.alloc_shared"() : () -> memref<64x32xf16, #S>
+    %c = "tile.alloc_fragment"() : () -> memref<64x64xf32, #F>
+    // expected-error@below {{tile-infer-layout: tile.gemm has no chosen instruction; run tile-select-mma first}}
+    "tile.gemm"(%a, %a, %c) {accum_dtype = f32, transpose_a = false, transpose_b = true} : (memref<64x32xf16, #S>, memref<64x32xf16, #S>, memref<64x64xf32, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}

@@ -1,0 +1,70 @@
+// RUN: tile-opt %s --split-input-file --verify-diagnostics --target=amdgpu:gfx942 --tile-lower-to-gpu
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// Gemms are lowered to the instruction tile-select-mma chose.
+func.func @no_instruction() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %a = "tile.alloc_shared"() : () -> memref<64x32xf16, #S>
+    %c = "tile.alloc_fragment"() {tile.layout = {instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", warps = array<i64: 2, 2>}} : () -> memref<64x64xf32, #F>
+    // expected-error@below {{tile-lower-to-gpu: tile.gemm has no tile.mma (run tile-select-mma)}}
+    "tile.gemm"(%a, %a, %c) {accum_dtype = f32, transpose_a = false, transpose_b = true} : (memref<64x32xf16, #S>, memref<64x32xf16, #S>, memref<64x64xf32, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#F = #gpu.address_space<private>
+// A fragment nobody gave a lane layout.
+func.func @no_layout() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    // expected-error@below {{tile-lower-to-gpu: this fragment has no tile.layout}}
+    %c = "tile.alloc_fragment"() : () -> memref<64x64xf32, #F>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// T.Parallel over a fragment covers exactly its shape.
+func.func @parallel_partial(%C: memref<64x64xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %c64 = arith.constant 64 : index
+    %a = "tile.alloc_shared"() : () -> memref<64x32xf16, #S>
+    %c = "tile.alloc_fragment"() {tile.layout = {instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", warps = array<i64: 2, 2>}} : () -> memref<64x64xf32, #F>
+    // expected-error@below {{tile-lower-to-gpu: scf.parallel over a fragment must cover exactly its 64x64 shape with step 1}}
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c32, %c64) step (%c1, %c1) {
+      %v = memref.load %c[%i, %j] : memref<64x64xf32, #F>
+      memref.store %v, %C[%i, %j] : memref<64x64xf32>
+      scf.reduce
+    }
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+// Copies out of shared memory into global memory are not lowered yet.
+func.func @shared_to_global(%C: memref<64x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %a = "tile.alloc_shared"() : () -> memref<64x64xf16, #S>
+    // expected-error@below {{tile-lower-to-gpu: this tile.copy direction is not supported yet (supported: global->shared, fragment<->global)}}
+    "tile.copy"(%a, %C) {operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64x64xf16, #S>, memref<64x64xf16>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
