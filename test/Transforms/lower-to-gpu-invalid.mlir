@@ -68,3 +68,30 @@ func.func @shared_to_global(%C: memref<64x64xf16>) {
   }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
   return
 }
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+// 2 x 256x128 f32 tiles = 262144 bytes of LDS: an error with the numbers, not a crash at run time.
+func.func @lds_over_budget() {
+  // expected-error@below {{tile-lower-to-gpu: this kernel needs 262144 bytes of LDS, gfx942 allows 65536}}
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %a = "tile.alloc_shared"() : () -> memref<256x128xf32, #S>
+    %c = "tile.alloc_shared"() : () -> memref<256x128xf32, #S>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// More threads than a workgroup may have.
+func.func @too_many_threads() {
+  // expected-error@below {{tile-lower-to-gpu: this kernel has 2048 threads, gfx942 allows 1024 per workgroup}}
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 2048 : i64} : () -> ()
+  return
+}

@@ -723,6 +723,14 @@ def _vector_width(op, cols: int, element: ir.Type) -> int:
     return width
 
 
+def _memref_bytes(memref_type: ir.Type) -> int:
+    memref_type = ir.MemRefType(memref_type)
+    count = 1
+    for extent in memref_type.shape:
+        count *= extent
+    return count * max(1, bit_width(memref_type.element_type) // 8)
+
+
 def _is_constant(value: ir.Value) -> bool:
     owner = value.owner
     return isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant"
@@ -782,6 +790,8 @@ class TileLowerToGpu(TilePass):
                 gpu_block = gpu_module.regions[0].blocks.append()
             for index, kernel in enumerate(function_kernels):
                 name = f"{function_name}_kernel{index}"
+                if not self.check_resources(kernel, target, state):
+                    continue
                 try:
                     _, arguments = KernelEmitter(kernel, target, name).emit(gpu_block)
                 except LoweringError as error:
@@ -791,6 +801,26 @@ class TileLowerToGpu(TilePass):
                 kernel.erase()
             if state.failed:
                 return
+
+    @staticmethod
+    def check_resources(kernel: ir.Operation, target, state: PassState) -> bool:
+        """Shared memory and threads against the descriptor: the seed article's
+        "compiles, then crashes at run time" becomes a compile-time error."""
+        shared = sum(_memref_bytes(op.results[0].type) for op in walk(kernel)
+                     if op.name == "tile.alloc_shared")
+        limit = target.require("memory.shared_bytes_per_workgroup", "the LDS budget")
+        ok = True
+        if shared > limit:
+            state.error(kernel, f"tile-lower-to-gpu: this kernel needs {shared} bytes of LDS, "
+                                f"{target.name} allows {limit}")
+            ok = False
+        threads = kernel_threads(kernel)
+        most = target.require("compute.max_threads_per_workgroup", "the workgroup size")
+        if threads > most:
+            state.error(kernel, f"tile-lower-to-gpu: this kernel has {threads} threads, "
+                                f"{target.name} allows {most} per workgroup")
+            ok = False
+        return ok
 
     @staticmethod
     def launch(kernel: ir.Operation, module_name: str, name: str, arguments: list[ir.Value]) -> None:
