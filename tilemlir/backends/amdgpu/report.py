@@ -1,0 +1,363 @@
+"""What a compiled kernel uses, read from llc's ISA, and whether the target has it.
+
+`build_report(isa, target)` gives the JSON of `tile-compile --report`:
+
+    vgpr, agpr, sgpr       registers per lane (VGPR: architected, AGPR: accumulation)
+                           and per wave (SGPR, LLVM's total incl. VCC/flat scratch);
+                           `vgpr_total` is the unified-file count the occupancy uses
+    scratch_bytes, spills  private segment per lane; VGPRs + SGPRs spilled
+    lds_bytes              static LDS per workgroup
+    occupancy_waves_per_simd   see `occupancy` below; `occupancy_limits` gives each
+                           bound, `occupancy_llc` what llc itself computed
+    mfma_instructions      name -> {"main_loop": n, "total": n}; see `main_loop`
+    global_load_bits, lds_read_bits (and the store/write widths)
+                           the widest single access: global_load_dwordx4 = 128,
+                           ds_read_b64 = 64 (ds_read2_b64 is two 64-bit accesses)
+
+Sources: register, LDS and wave numbers come from the AMDHSA metadata llc writes
+into the .s (`.vgpr_count`, `.agpr_count`, `.sgpr_count`, `.*_spill_count`,
+`.private_segment_fixed_size`, `.group_segment_fixed_size`,
+`.max_flat_workgroup_size`) and its `.set <kernel>.num_vgpr/num_agpr` symbols;
+limits come from the target descriptor only.
+
+`check_resources(report, target)` is the backstop after llc: usage above the
+descriptor's limits is a `ResourceError` with the numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from tilemlir.backends.amdgpu.toolchain import parse_amdhsa_metadata
+from tilemlir.backends.base import Target, is_unknown
+from tilemlir.diagnostics import UserError
+
+
+class ResourceError(UserError):
+    """A kernel needs more than the target has."""
+
+
+# --------------------------------------------------------------------------
+# Per-kernel usage from the ISA
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KernelUsage:
+    name: str
+    vgpr: int
+    agpr: int
+    sgpr: int
+    scratch_bytes: int
+    vgpr_spills: int
+    sgpr_spills: int
+    lds_bytes: int
+    workgroup_size: int
+    occupancy_llc: int | None
+
+
+def _function_sections(isa: str) -> dict[str, str]:
+    """Each function's text, from its `.type NAME,@function` to the next one
+    (so llc's "; Kernel info:" comment block after the body is included)."""
+    marks = list(re.finditer(r"^\s*\.type\s+([\w.$]+),\s*@function", isa, flags=re.MULTILINE))
+    sections = {}
+    for index, mark in enumerate(marks):
+        end = marks[index + 1].start() if index + 1 < len(marks) else len(isa)
+        sections[mark.group(1)] = isa[mark.start():end]
+    return sections
+
+
+def _set_symbol(section: str, kernel: str, symbol: str) -> int | None:
+    match = re.search(
+        rf"^\s*\.set\s+{re.escape(kernel)}\.{symbol},\s*(\d+)\s*$", section, flags=re.MULTILINE
+    )
+    return int(match.group(1)) if match else None
+
+
+def kernel_usage(isa: str) -> list[KernelUsage]:
+    """The kernels of an llc-produced .s and what each uses."""
+    metadata = parse_amdhsa_metadata(isa)
+    sections = _function_sections(isa)
+    found = []
+    for entry in metadata.get("amdhsa.kernels") or []:
+        name = entry[".name"]
+        section = sections.get(name, "")
+        agpr = int(entry.get(".agpr_count", 0))
+        # .vgpr_count is the unified count (architected aligned, plus AGPRs);
+        # the architected count alone is llc's num_vgpr symbol.
+        vgpr = _set_symbol(section, name, "num_vgpr")
+        if vgpr is None:
+            vgpr = int(entry.get(".vgpr_count", 0)) - agpr
+        required = entry.get(".reqd_workgroup_size")
+        if isinstance(required, list) and required:
+            workgroup_size = math.prod(int(v) for v in required)
+        else:
+            workgroup_size = int(entry.get(".max_flat_workgroup_size", 0))
+        occupancy = re.search(r"^; Occupancy: (\d+)", section, flags=re.MULTILINE)
+        found.append(
+            KernelUsage(
+                name=name,
+                vgpr=vgpr,
+                agpr=agpr,
+                sgpr=int(entry.get(".sgpr_count", 0)),
+                scratch_bytes=int(entry.get(".private_segment_fixed_size", 0)),
+                vgpr_spills=int(entry.get(".vgpr_spill_count", 0)),
+                sgpr_spills=int(entry.get(".sgpr_spill_count", 0)),
+                lds_bytes=int(entry.get(".group_segment_fixed_size", 0)),
+                workgroup_size=workgroup_size,
+                occupancy_llc=int(occupancy.group(1)) if occupancy else None,
+            )
+        )
+    return found
+
+
+# --------------------------------------------------------------------------
+# Occupancy
+# --------------------------------------------------------------------------
+
+
+def unified_vgprs(usage: KernelUsage, target: Target) -> int:
+    """Registers per lane one wave takes from the unified file (gfx90a+): the
+    AGPR block starts at the architected count rounded up to the accum_offset
+    granule. Source: LLVM AMDGPU getTotalNumVGPRs; the granule is the descriptor's."""
+    if usage.agpr == 0:
+        return usage.vgpr
+    granule = target.registers.acc_offset_granule
+    granule = 1 if is_unknown(granule) else granule
+    return _round_up(usage.vgpr, granule) + usage.agpr
+
+
+def _round_up(value: int, granule: int) -> int:
+    return -(-value // granule) * granule
+
+
+def occupancy(usage: KernelUsage, target: Target) -> tuple[int | None, dict[str, int | None]]:
+    """Waves per SIMD, and the bound each resource sets (None where the
+    descriptor leaves a fact unknown; "lds" only when the kernel uses LDS).
+
+        waves = min(max_waves_per_simd, by VGPRs, by LDS)
+        by VGPRs = floor(vgprs_per_lane / round_up(unified VGPRs, vgpr_alloc_granule))
+        by LDS   = ceil(floor(shared_bytes_per_cu / lds_bytes) * waves_per_workgroup / simds_per_cu)
+        waves_per_workgroup = ceil(workgroup_size / wave_size)
+
+    The VGPR bound reads `vgprs_per_lane` as the per-SIMD file, which it is on
+    CDNA (512 KiB of VGPRs per CU = 4 SIMDs x 512 registers x 64 lanes x 4 B,
+    AMD's GPU specs table). The LDS bound spreads a CU's resident waves over its
+    SIMDs rounding up, as LLVM's getOccupancyWithWorkGroupSizes does. Not
+    modelled: the SGPR bound (on gfx9 it only bites above 100 SGPRs, LLVM
+    getOccupancyWithNumSGPRs) and the 16-workgroups-per-CU barrier limit; llc's
+    own figure is reported next to ours as `occupancy_llc`.
+    """
+    compute, registers, memory = target.compute, target.registers, target.memory
+    limits: dict[str, int | None] = {"waves": None, "vgpr": None}
+    if not is_unknown(compute.max_waves_per_simd):
+        limits["waves"] = compute.max_waves_per_simd
+    if not (is_unknown(registers.vgprs_per_lane) or is_unknown(registers.vgpr_alloc_granule)):
+        allocated = _round_up(max(unified_vgprs(usage, target), 1), registers.vgpr_alloc_granule)
+        limits["vgpr"] = registers.vgprs_per_lane // allocated
+    if usage.lds_bytes:
+        limits["lds"] = None
+        facts = (memory.shared_bytes_per_cu, compute.wave_size, compute.simds_per_cu)
+        if not any(is_unknown(fact) for fact in facts):
+            workgroups = memory.shared_bytes_per_cu // usage.lds_bytes
+            waves_per_workgroup = -(-max(usage.workgroup_size, 1) // compute.wave_size)
+            limits["lds"] = -(-workgroups * waves_per_workgroup // compute.simds_per_cu)
+    if None in limits.values():
+        return None, limits
+    return min(limits.values()), limits
+
+
+# --------------------------------------------------------------------------
+# Instructions
+# --------------------------------------------------------------------------
+
+_INSTRUCTION = re.compile(r"^\s+([a-z_][a-z0-9_]*)\b")
+_LABEL = re.compile(r"^([.\w$]+):")
+_BRANCH = re.compile(r"^\s+s_(?:cbranch_\w+|branch)\s+([.\w$]+)")
+_MATRIX = re.compile(r"^v_s?mfma")
+
+
+def _mnemonics(lines: list[str]) -> list[str | None]:
+    """The mnemonic of each line (None for labels, directives, comments)."""
+    out = []
+    for line in lines:
+        match = _INSTRUCTION.match(line)
+        out.append(match.group(1) if match and not line.lstrip().startswith(".") else None)
+    return out
+
+
+def main_loop(lines: list[str]) -> tuple[int, int] | None:
+    """The line span [first, last] of the kernel's main loop, or None.
+
+    Heuristic: every branch to a label above it closes a loop spanning from
+    that label to the branch. Of the loops containing matrix instructions,
+    the innermost (containing no other such loop) wins; of several innermost
+    ones, the one with the most matrix instructions. It assumes llc lays a
+    loop's blocks out contiguously, which it does for the single-entry loops
+    our lowering produces."""
+    labels = {}
+    for index, line in enumerate(lines):
+        match = _LABEL.match(line)
+        if match:
+            labels[match.group(1)] = index
+    mnemonics = _mnemonics(lines)
+    loops = []
+    for index, line in enumerate(lines):
+        match = _BRANCH.match(line)
+        if match and labels.get(match.group(1), index + 1) <= index:
+            start = labels[match.group(1)]
+            count = sum(1 for m in mnemonics[start:index + 1] if m and _MATRIX.match(m))
+            if count:
+                loops.append((start, index, count))
+    innermost = [
+        loop for loop in loops
+        if not any(o is not loop and loop[0] <= o[0] and o[1] <= loop[1] for o in loops)
+    ]
+    if not innermost:
+        return None
+    start, end, _ = max(innermost, key=lambda loop: loop[2])
+    return start, end
+
+
+def matrix_instructions(section: str) -> dict[str, dict[str, int]]:
+    """MFMA name -> {"main_loop": n, "total": n} for one function's ISA."""
+    lines = section.splitlines()
+    mnemonics = _mnemonics(lines)
+    span = main_loop(lines)
+    counts: dict[str, dict[str, int]] = {}
+    for index, mnemonic in enumerate(mnemonics):
+        if not mnemonic or not _MATRIX.match(mnemonic):
+            continue
+        entry = counts.setdefault(mnemonic, {"main_loop": 0, "total": 0})
+        entry["total"] += 1
+        if span and span[0] <= index <= span[1]:
+            entry["main_loop"] += 1
+    return dict(sorted(counts.items()))
+
+
+_BYTE_WIDTHS = {"dword": 32, "dwordx2": 64, "dwordx3": 96, "dwordx4": 128,
+                "byte": 8, "ubyte": 8, "sbyte": 8, "short": 16, "ushort": 16, "sshort": 16}
+_WIDTH = r"(dwordx[234]|dword|[us]?byte|[us]?short|[biu]\d+)"
+ACCESS_KINDS = {
+    "global_load_bits": re.compile(rf"^(?:global|buffer|flat)_load_(?:lds_)?{_WIDTH}"),
+    "global_store_bits": re.compile(rf"^(?:global|buffer|flat)_store_{_WIDTH}"),
+    "lds_read_bits": re.compile(rf"^ds_(?:read|load)(?:2st64|2)?_{_WIDTH}"),
+    "lds_write_bits": re.compile(rf"^ds_(?:write|store)(?:2st64|2)?_{_WIDTH}"),
+}
+
+
+def _width_bits(suffix: str) -> int:
+    return _BYTE_WIDTHS.get(suffix) or int(suffix[1:])
+
+
+def access_widths(section: str) -> dict[str, int]:
+    """The widest single access of each kind, in bits (0 when none)."""
+    widths = dict.fromkeys(ACCESS_KINDS, 0)
+    for mnemonic in _mnemonics(section.splitlines()):
+        if not mnemonic:
+            continue
+        for kind, pattern in ACCESS_KINDS.items():
+            match = pattern.match(mnemonic)
+            if match:
+                widths[kind] = max(widths[kind], _width_bits(match.group(1)))
+    return widths
+
+
+# --------------------------------------------------------------------------
+# The report
+# --------------------------------------------------------------------------
+
+
+def kernel_report(usage: KernelUsage, section: str, target: Target) -> dict:
+    waves, limits = occupancy(usage, target)
+    return {
+        "kernel": usage.name,
+        "vgpr": usage.vgpr,
+        "agpr": usage.agpr,
+        "vgpr_total": unified_vgprs(usage, target),
+        "sgpr": usage.sgpr,
+        "scratch_bytes": usage.scratch_bytes,
+        "spills": usage.vgpr_spills + usage.sgpr_spills,
+        "vgpr_spills": usage.vgpr_spills,
+        "sgpr_spills": usage.sgpr_spills,
+        "lds_bytes": usage.lds_bytes,
+        "workgroup_size": usage.workgroup_size,
+        "occupancy_waves_per_simd": waves,
+        "occupancy_limits": limits,
+        "occupancy_llc": usage.occupancy_llc,
+        "mfma_instructions": matrix_instructions(section),
+        **access_widths(section),
+    }
+
+
+# Per-kernel keys merged into the top level of a multi-kernel report, and how.
+_MERGE_MAX = ("vgpr", "agpr", "vgpr_total", "sgpr", "scratch_bytes", "spills", "vgpr_spills",
+              "sgpr_spills", "lds_bytes", "workgroup_size", *ACCESS_KINDS)
+
+
+def build_report(isa: str, target: Target, compile_seconds: dict[str, float] | None = None) -> dict:
+    """The --report JSON for an llc-produced .s. With one kernel its numbers
+    are the top level; with several, the top level holds the largest usage,
+    the lowest occupancy and summed MFMA counts, and `kernels` each one."""
+    sections = _function_sections(isa)
+    kernels = [kernel_report(u, sections.get(u.name, ""), target) for u in kernel_usage(isa)]
+    report: dict = {"target": str(target)}
+    if len(kernels) == 1:
+        report.update(kernels[0])
+    elif kernels:
+        report["kernel"] = [k["kernel"] for k in kernels]
+        for key in _MERGE_MAX:
+            report[key] = max(k[key] for k in kernels)
+        occupancies = [k["occupancy_waves_per_simd"] for k in kernels]
+        report["occupancy_waves_per_simd"] = None if None in occupancies else min(occupancies)
+        merged: dict[str, dict[str, int]] = {}
+        for k in kernels:
+            for name, counts in k["mfma_instructions"].items():
+                entry = merged.setdefault(name, {"main_loop": 0, "total": 0})
+                entry["main_loop"] += counts["main_loop"]
+                entry["total"] += counts["total"]
+        report["mfma_instructions"] = dict(sorted(merged.items()))
+        report["kernels"] = kernels
+    report["compile_seconds"] = {k: round(v, 4) for k, v in (compile_seconds or {}).items()}
+    return report
+
+
+# --------------------------------------------------------------------------
+# The backstop
+# --------------------------------------------------------------------------
+
+
+def _excess(kernel: dict, target: Target, allow_spills: bool) -> list[str]:
+    name, chip = kernel["kernel"], target.name
+    registers, memory, compute = target.registers, target.memory, target.compute
+    # llc keeps registers within the chip by spilling, so those rows only catch
+    # a descriptor that disagrees with llc; LDS and workgroup size are real limits.
+    checks = [
+        (kernel["lds_bytes"], memory.shared_bytes_per_workgroup, "bytes of LDS"),
+        (kernel["vgpr"], registers.arch_vgprs_max, "VGPRs"),
+        (kernel["agpr"], registers.acc_vgprs_max, "AGPRs"),
+        (kernel["vgpr_total"], registers.vgprs_per_lane, "VGPRs and AGPRs together"),
+        (kernel["workgroup_size"], compute.max_threads_per_workgroup, "threads per workgroup"),
+    ]
+    problems = [
+        f"kernel '{name}' needs {used} {what}, {chip} allows {limit}"
+        for used, limit, what in checks
+        if not is_unknown(limit) and used > limit
+    ]
+    if kernel["spills"] and not allow_spills:
+        problems.append(
+            f"kernel '{name}' spills {kernel['vgpr_spills']} VGPRs and {kernel['sgpr_spills']} SGPRs "
+            f"to scratch ({kernel['scratch_bytes']} bytes per lane); reduce the tile sizes or allow spills"
+        )
+    return problems
+
+
+def check_resources(report: dict, target: Target, *, allow_spills: bool = True) -> None:
+    """Raises ResourceError naming every limit a kernel of `report` exceeds,
+    e.g. "kernel 'k' needs 98304 bytes of LDS, gfx942 allows 65536"."""
+    kernels = report.get("kernels") or ([report] if "kernel" in report else [])
+    problems = [p for kernel in kernels for p in _excess(kernel, target, allow_spills)]
+    if problems:
+        raise ResourceError("\n".join(problems))
