@@ -1,0 +1,337 @@
+"""tilemlir.compile: tile IR (or GPU-level IR) to HSACO, stage by stage.
+
+(This module is `compiler`, not `compile`: a submodule named like the function
+would replace `tilemlir.compile` with the module once imported.)
+
+    import tilemlir
+    result = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa")
+    result.artifact                 # the .s text (bytes for emit="hsaco")
+    result.artifacts["llvm"]        # every stage reached: tile, gpu, llvm, isa, hsaco
+    result.report                   # the --report JSON as a dict (once the ISA exists)
+
+Stages, each timed in `report["compile_seconds"]`:
+
+    parse -> tile-verify -> tile -> gpu -> gpu-to-llvm -> translate -> llvm-opt
+          -> llc -> llvm-mc -> ld.lld
+
+`tile` and `gpu` run TILE_PIPELINE (backends/amdgpu/pipeline.py); input that is
+already GPU-level IR (a gpu.module and no tile ops) starts at gpu-to-llvm. After
+llc the kernel's usage is checked against the target (`report.check_resources`).
+Failures raise `CompileError` (located diagnostics, as tile-opt prints them) or
+another `UserError` (a missing or failing LLVM tool).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from mlir import ir, passmanager
+
+from tilemlir.backends.amdgpu import pipeline, toolchain
+from tilemlir.backends.amdgpu.gpu_checks import AmdgpuCheckResources
+from tilemlir.backends.amdgpu.report import ResourceError, build_report, check_resources
+from tilemlir.backends.base import Target
+from tilemlir.diagnostics import (
+    Chunk,
+    Diag,
+    ParseFailure,
+    SourceBuffer,
+    UserError,
+    collect_diagnostics,
+    format_diag,
+    mlir_error_diags,
+    parse_chunk,
+)
+from tilemlir.irutil import walk
+
+EMITS = ("tile", "gpu", "llvm", "isa", "hsaco")
+DEFAULT_TARGET = "amdgpu:gfx942"
+FAMILY = "amdgpu"
+
+
+class CompileError(UserError):
+    """Compilation failed with diagnostics (`diags`), formatted like tile-opt's."""
+
+    def __init__(self, diags: list[Diag], source: SourceBuffer | None = None):
+        self.diags = diags
+        self.source = source
+        super().__init__("".join(format_diag(d, source) for d in diags).rstrip("\n"))
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What the user asked for, apart from the target and the emitted stage."""
+
+    report: bool = False  # go on to the ISA for the report even when emitting an earlier stage
+    allow_spills: bool = True  # False: spilling to scratch is an error
+
+
+@dataclass
+class CompileResult:
+    target: Target
+    emit: str
+    artifacts: dict[str, str | bytes] = field(default_factory=dict)
+    report: dict | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def artifact(self) -> str | bytes:
+        """The requested stage's output."""
+        return self.artifacts[self.emit]
+
+
+# --------------------------------------------------------------------------
+# Targets and pipelines
+# --------------------------------------------------------------------------
+
+
+def target_spec(target: Target) -> str:
+    """Text that names `target` in a pass option: `family:name` when the
+    registry gives back this very descriptor, else the file it came from."""
+    from tilemlir.backends import get_target
+
+    try:
+        if get_target(str(target)) == target:
+            return str(target)
+    except UserError:
+        pass
+    return target.path or str(target)
+
+
+def _require_family(target: Target) -> None:
+    if target.family != FAMILY:
+        raise UserError(
+            f"no compile pipeline for {target} (family '{target.family}'); "
+            f"tile-compile compiles for the {FAMILY} family"
+        )
+
+
+def missing_tile_passes() -> list[str]:
+    from tilemlir.passes import is_tile_pass
+
+    return [name for name in pipeline.TILE_PIPELINE if name.startswith("tile-") and not is_tile_pass(name)]
+
+
+def _tile_pm(text: str, spec: str, context: ir.Context) -> passmanager.PassManager:
+    from tilemlir.passes import build_pipeline
+
+    return build_pipeline(text, context=context, overrides={"target": spec})
+
+
+def _gpu_to_llvm_pm(target: Target, context: ir.Context) -> passmanager.PassManager:
+    from tilemlir.passes import add_to
+
+    check = AmdgpuCheckResources(target=target_spec(target))
+    pm = passmanager.PassManager("builtin.module", context=context)
+    pm.add(check.as_mlir_callable(), name=check.name, argument=check.name, description=check.summary)
+    return add_to(pm, pipeline.gpu_to_llvm_pipeline(target.name), context=context)
+
+
+def describe_pipeline(target: Target, *, tile_input: bool, context: ir.Context) -> str:
+    """Every stage's exact pipeline or command line, one per line."""
+    lines = []
+    if tile_input:
+        for stage, text in (
+            ("tile", pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE)),
+            ("gpu", pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE)),
+        ):
+            exact = f"builtin.module({text})" if missing_tile_passes() else str(_tile_pm(text, target_spec(target), context))
+            lines.append(f"{stage}: {exact}")
+    else:
+        lines.append("tile, gpu: skipped (the input is GPU-level IR)")
+    lines.append(f"gpu-to-llvm: {_gpu_to_llvm_pm(target, context)}")
+    lines.append("translate: in process (mlir-translate --mlir-to-llvmir) of the gpu.module's body")
+    lines.extend(f"{stage}: {command}" for stage, command in toolchain.commands(target.name).items())
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------
+# The stages
+# --------------------------------------------------------------------------
+
+
+class _Stages:
+    """Runs and times the stages on one parsed module."""
+
+    def __init__(self, module: ir.Operation, target: Target, source: SourceBuffer | None):
+        self.module = module
+        self.target = target
+        self.source = source
+        self.context = module.context
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        except ir.MLIRError as error:
+            raise CompileError(mlir_error_diags(error, self.source), self.source) from None
+        finally:
+            self.seconds[name] = time.perf_counter() - start
+
+    def run_pm(self, pm: passmanager.PassManager) -> None:
+        with self.context:
+            pm.run(self.module)
+
+    def asm(self) -> str:
+        return self.module.get_asm() + "\n"
+
+    def file_error(self, message: str) -> CompileError:
+        name = self.source.name if self.source else ""
+        return CompileError([Diag("error", message, name)], self.source)
+
+
+def has_tile_ops(module: ir.Operation) -> bool:
+    return any(op.name.startswith("tile.") for op in walk(module))
+
+
+def has_gpu_module(module: ir.Operation) -> bool:
+    return any(op.name == "gpu.module" for op in walk(module))
+
+
+def compile_module(
+    module: ir.Operation,
+    target: Target,
+    emit: str = "hsaco",
+    options: CompileOptions | None = None,
+    *,
+    source: SourceBuffer | None = None,
+    seconds: dict[str, float] | None = None,
+) -> CompileResult:
+    """Compiles a parsed builtin.module in place (callers pass a copy they own).
+    `seconds` carries stage times measured before (the parse)."""
+    from tilemlir.passes import build_pipeline
+
+    options = options or CompileOptions()
+    if emit not in EMITS:
+        raise UserError(f"unknown --emit '{emit}' (choose from {', '.join(EMITS)})")
+    _require_family(target)
+    need_isa = emit in ("isa", "hsaco") or options.report
+    result = CompileResult(target, emit)
+    stages = _Stages(module, target, source)
+    stages.seconds.update(seconds or {})
+    start = time.perf_counter() - sum(stages.seconds.values())
+    diags: list[Diag] = []
+    with collect_diagnostics(stages.context, diags, source):
+        with stages.stage("tile-verify"):
+            stages.run_pm(build_pipeline("tile-verify", context=stages.context))
+        _to_gpu(stages, result, emit)
+        if emit in ("tile", "gpu") and not need_isa:
+            return _finish(result, stages, start)
+        with stages.stage("gpu-to-llvm"):
+            stages.run_pm(_gpu_to_llvm_pm(target, stages.context))
+        with stages.stage("translate"):
+            device = toolchain.extract_device_module(module)
+            leftover = toolchain.unconverted_ops(device)
+            for op in leftover:
+                op.location.emit_error(
+                    f"'{op.name}' is not in the LLVM or ROCDL dialect after the amdgpu pipeline, "
+                    "so it cannot be translated to LLVM IR"
+                )
+            if leftover:
+                raise CompileError(diags, source)
+            llvm_ir = toolchain.translate_to_llvmir(device)
+        with stages.stage("llvm-opt"):
+            result.artifacts["llvm"] = toolchain.optimize_llvmir(llvm_ir, target.name)
+        if not need_isa:
+            return _finish(result, stages, start)
+        with stages.stage("llc"):
+            isa = result.artifacts["isa"] = toolchain.llc_to_isa(result.artifacts["llvm"], target.name)
+        result.report = build_report(isa, target)
+        try:
+            check_resources(result.report, target, allow_spills=options.allow_spills)
+        except ResourceError as error:
+            raise stages.file_error(str(error)) from None
+        if emit == "hsaco":
+            with stages.stage("llvm-mc"):
+                obj = toolchain.assemble(isa, target.name)
+            with stages.stage("ld.lld"):
+                result.artifacts["hsaco"] = toolchain.link_hsaco(obj)
+    return _finish(result, stages, start)
+
+
+def _to_gpu(stages: _Stages, result: CompileResult, emit: str) -> None:
+    """The tile and gpu stages, or a check that the input is GPU-level already."""
+    if not has_tile_ops(stages.module):
+        if not has_gpu_module(stages.module):
+            raise stages.file_error("nothing to compile: the input has no tile ops and no gpu.module")
+        if emit == "tile":
+            raise stages.file_error("the input is GPU-level IR (no tile ops); --emit tile needs tile IR")
+        result.artifacts["gpu"] = stages.asm()
+        return
+    missing = missing_tile_passes()
+    if missing:
+        raise stages.file_error(
+            f"the tile pipeline needs pass '{missing[0]}', which is not registered "
+            f"(missing: {', '.join(missing)}); only GPU-level input (a gpu.module, no tile ops) compiles today"
+        )
+    spec = target_spec(stages.target)
+    with stages.stage("tile"):
+        stages.run_pm(_tile_pm(pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE), spec, stages.context))
+    result.artifacts["tile"] = stages.asm()
+    if emit == "tile":
+        return
+    with stages.stage("gpu"):
+        stages.run_pm(_tile_pm(pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE), spec, stages.context))
+    result.artifacts["gpu"] = stages.asm()
+
+
+def _finish(result: CompileResult, stages: _Stages, start: float) -> CompileResult:
+    stages.seconds["total"] = time.perf_counter() - start
+    result.seconds = dict(stages.seconds)
+    if result.report is not None:
+        result.report["compile_seconds"] = {k: round(v, 4) for k, v in result.seconds.items()}
+    return result
+
+
+# --------------------------------------------------------------------------
+# The Python API
+# --------------------------------------------------------------------------
+
+
+def _resolve(target: str | Target | None, module: ir.Operation) -> Target:
+    from tilemlir.backends import TARGET_ATTRIBUTE, resolve_target
+
+    if isinstance(target, Target):
+        return target
+    if target is None and TARGET_ATTRIBUTE not in module.attributes:
+        target = DEFAULT_TARGET
+    return resolve_target(module, target)
+
+
+def compile(  # noqa: A001 - the public name DESIGN §6 gives it
+    module_or_text: str | ir.Module | ir.Operation | ir.OpView,
+    target: str | Target | None = None,
+    emit: str = "hsaco",
+    options: CompileOptions | dict | None = None,
+) -> CompileResult:
+    """Compiles tile IR or GPU-level IR for an amdgpu target.
+
+    `target`: "amdgpu:gfx942", a descriptor path, or a Target; None takes the
+    module's `tile.target` attribute, else amdgpu:gfx942. `emit`: one of EMITS.
+    `options`: CompileOptions or a dict of its fields. A module passed in is
+    not modified (a copy is compiled)."""
+    if isinstance(options, dict):
+        options = CompileOptions(**options)
+    seconds: dict[str, float] = {}
+    source = None
+    if isinstance(module_or_text, str):
+        from tilemlir.dialects import tile
+
+        start = time.perf_counter()
+        source = SourceBuffer("<input>", module_or_text)
+        context = tile.make_context()
+        try:
+            module = parse_chunk(Chunk(source, module_or_text, 1), context)
+        except ParseFailure as failure:
+            raise CompileError(failure.diags, source) from None
+        seconds["parse"] = time.perf_counter() - start
+    else:
+        original = module_or_text.operation
+        with original.context:
+            module = original.clone()
+    return compile_module(module, _resolve(target, module), emit, options, source=source, seconds=seconds)

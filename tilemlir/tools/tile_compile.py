@@ -1,0 +1,205 @@
+"""tile-compile: tile IR (or GPU-level IR) to ISA and HSACO for an AMD GPU.
+
+    tile-compile FILE --target amdgpu:gfx942 --emit isa [-o OUT]
+    tile-compile FILE --emit hsaco -o kernel.hsaco --report
+    tile-compile FILE --target-desc my_chip.toml --dump-pass-pipeline
+
+Stages: parse -> tile-verify -> tile passes -> tile-lower-to-gpu -> GPU to LLVM
+dialect -> LLVM IR -> opt -> llc (ISA) -> llvm-mc + ld.lld (HSACO); `--emit`
+stops after any of them. Input already at GPU level (a gpu.module, no tile ops)
+starts at the GPU-to-LLVM stage. `--report` prints the resource report as JSON
+on stdout (the artifact then goes only to `-o`). Errors print as
+`file:line:col: error: message`, the exit status is 1 and no output is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PROG = "tile-compile"
+EMITS = ("tile", "gpu", "llvm", "isa", "hsaco")
+
+_EPILOG = """\
+emit:
+  tile   tile IR after the tile passes, before tile-lower-to-gpu
+  gpu    GPU-level IR (gpu.module, gpu.func, amdgpu.mfma)
+  llvm   LLVM IR of the device code, as llc reads it
+  isa    AMDGPU assembly (.s) from llc-22 (the default)
+  hsaco  the code object (ELF with AMDHSA metadata); needs -o FILE
+
+exit status: 0 on success, 1 on any error (never a Python traceback).
+"""
+
+
+@dataclass
+class Options:
+    input: str = "-"
+    output: str | None = None
+    target: str | None = None
+    target_desc: str | None = None
+    emit: str = "isa"
+    report: bool = False
+    no_spills: bool = False
+    dump_pass_pipeline: bool = False
+    verify_diagnostics: bool = False
+    split_input_file: bool = False
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Compile tile IR or GPU-level IR to AMDGPU ISA and HSACO.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument("input", nargs="?", default="-", help="input .mlir file ('-' for stdin, the default)")
+    parser.add_argument("-o", dest="output", metavar="FILE", help="output file (default stdout; '-' is stdout)")
+    parser.add_argument("--target", metavar="FAMILY:NAME",
+                        help="target, e.g. amdgpu:gfx942 (default: the module's tile.target)")
+    parser.add_argument("--target-desc", metavar="FILE", help="compile for the target described in FILE (.toml)")
+    parser.add_argument("--emit", choices=EMITS, default="isa", help="the stage to output (default isa)")
+    parser.add_argument("--report", action="store_true",
+                        help="print the resource report as JSON on stdout (registers, LDS, occupancy, MFMAs, times)")
+    parser.add_argument("--no-spills", action="store_true", help="fail when the kernel spills registers to scratch")
+    parser.add_argument("--dump-pass-pipeline", action="store_true",
+                        help="print every stage's exact pipeline or command line (to stderr)")
+    parser.add_argument("--verify-diagnostics", action="store_true",
+                        help="check diagnostics against expected-error comments instead of writing output")
+    parser.add_argument("--split-input-file", action="store_true",
+                        help="with --verify-diagnostics: check each '// -----' chunk on its own")
+    return parser
+
+
+def parse_args(argv: list[str]) -> Options:
+    from tilemlir.diagnostics import UserError
+
+    parser = _parser()
+
+    def error(message: str):
+        raise UserError(message)
+
+    parser.error = error  # type: ignore[method-assign]
+    options = Options(**vars(parser.parse_args(argv)))
+    if options.target and options.target_desc:
+        raise UserError("give either --target or --target-desc, not both")
+    if options.split_input_file and not options.verify_diagnostics:
+        raise UserError("--split-input-file is only supported with --verify-diagnostics")
+    if options.emit == "hsaco" and options.output is None and not options.report:
+        raise UserError("--emit hsaco writes a binary file: give -o FILE")
+    if options.emit == "hsaco" and options.output == "-" and sys.stdout.isatty():
+        raise UserError("refusing to write a binary HSACO to a terminal: give -o FILE")
+    return options
+
+
+def write_binary(path: str, data: bytes) -> None:
+    """Writes bytes atomically (temporary file renamed over the target)."""
+    from tilemlir.diagnostics import UserError
+
+    if path == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as error:
+        raise UserError(f"cannot open output file '{path}': {error.strerror or error}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, target)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise UserError(f"cannot write output file '{path}': {error.strerror or error}") from None
+
+
+def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
+    """Parses and compiles one chunk; returns (result or None, diagnostics)."""
+    from tilemlir.backends import resolve_target
+    from tilemlir.compiler import CompileError, CompileOptions, compile_module, describe_pipeline, has_tile_ops
+    from tilemlir.diagnostics import Diag, ParseFailure, UserError, collect_diagnostics, parse_chunk
+
+    diags: list = []
+    result = None
+    with collect_diagnostics(context, diags, chunk.source):
+        try:
+            start = time.perf_counter()
+            module = parse_chunk(chunk, context)
+            parse_seconds = time.perf_counter() - start
+            target = resolve_target(module, options.target_desc or options.target)
+            if options.dump_pass_pipeline:
+                stderr_lines.append(describe_pipeline(target, tile_input=has_tile_ops(module), context=context))
+            result = compile_module(
+                module,
+                target,
+                options.emit,
+                CompileOptions(report=options.report, allow_spills=not options.no_spills),
+                source=chunk.source,
+                seconds={"parse": parse_seconds},
+            )
+        except ParseFailure as failure:
+            diags.extend(failure.diags)
+        except CompileError as error:
+            diags.extend(error.diags)
+        except UserError as error:
+            if not options.verify_diagnostics:
+                raise
+            diags.append(Diag("error", str(error), chunk.source.name))
+    return result, diags
+
+
+def run(argv: list[str]) -> int:
+    from tilemlir.diagnostics import format_diag, split_input, verify_expectations
+    from tilemlir.dialects import tile
+    from tilemlir.tools.tile_opt import _read_input, write_output
+
+    options = parse_args(argv)
+    context = tile.make_context()
+    source = _read_input(options.input)
+    stderr_lines: list[str] = []
+    results, ok = [], True
+    for chunk in split_input(source, options.split_input_file):
+        result, diags = _compile_chunk(chunk, options, context, stderr_lines)
+        if options.verify_diagnostics:
+            failures = verify_expectations(chunk, diags)
+            stderr_lines.extend(format_diag(d, source) for d in failures)
+            ok &= not failures
+            continue
+        stderr_lines.extend(format_diag(d, source) for d in diags)
+        if result is None or any(d.severity == "error" for d in diags):
+            ok = False
+        results.append(result)
+    sys.stderr.write("".join(stderr_lines))
+    if not ok:
+        return 1
+    if options.verify_diagnostics:
+        return 0
+    (result,) = results
+    if options.output is not None or not options.report:
+        artifact = result.artifact
+        output = options.output or "-"
+        if isinstance(artifact, bytes):
+            write_binary(output, artifact)
+        else:
+            write_output(output, artifact)
+    if options.report:
+        write_output("-", json.dumps(result.report, indent=2) + "\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tilemlir.tools.common import guarded_main
+
+    return guarded_main(PROG, run, sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
