@@ -293,8 +293,8 @@ def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str) 
     race = shadow.many_readers[byte] | ((reader >= 0) & (reader != lane))
     if race.any():
         i = int(np.argmax(race))
-        other = int(reader[i]) if int(reader[i]) != int(lane[i]) else "several lanes"
-        fail(f"data race: lane {other} read and another lane writes with no gpu.barrier "
+        who = f"lane {int(reader[i])}" if int(reader[i]) != int(lane[i]) else "several lanes"
+        fail(f"data race: {who} read and another lane writes with no gpu.barrier "
              f"between (write after read)", i)
     shadow.writer[byte] = lane
     shadow.initialized[byte] = True

@@ -81,7 +81,8 @@ class Kernel:
         self.workgroup = int(ir.IntegerAttr(func.attributes["workgroup_attributions"]).value) \
             if "workgroup_attributions" in func.attributes else 0
         self.arg_slots = compiler.slots_of(block.arguments)
-        self.attribution_types = [a.type for a in list(block.arguments)[self.inputs:]]
+        attributions = list(block.arguments)[self.inputs:]
+        self.attribution_types = [a.type for a in attributions]
         self.body = compiler.compile_block(block)
         self.known_block = [int(x) for x in func.attributes["known_block_size"]] \
             if "known_block_size" in func.attributes else None

@@ -1,0 +1,390 @@
+"""The SIMT emulator on whole kernels: a tiled LDS GEMM, the sanitizer on
+planted bugs, divergent control flow under lane masks, vector transfers with
+padding and masks, and precise errors for what it does not run."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from emulator_kernels import gemm_kernel, mfma_kernel
+from mlir import ir
+
+from tilemlir.diagnostics import UserError
+from tilemlir.dialects.tile import make_context
+from tilemlir.runtime import mfma_layouts
+from tilemlir.runtime.emulator import SanitizerError, UnsupportedOp, emulate
+
+MLIR_OPT = Path(__file__).resolve().parents[2] / ".venv/lib/python3.11/site-packages/mlir/bin/mlir-opt"
+
+
+def _run(text: str, args: list, **options) -> None:
+    with make_context():
+        module = ir.Operation.parse(text, source_name="kernel.mlir")
+        emulate(module, "entry", args, **options)
+
+
+def _gemm_inputs(m, n, k, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    return a, b, np.zeros((m, n), np.float32)
+
+
+def _check_gemm(a, b, c):
+    """f16 products are exact; K f32 additions bound the error."""
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    bound = (a.shape[1] + 1) * 2.0**-24 * (np.abs(a.astype(np.float64)) @
+                                            np.abs(b.astype(np.float64)))
+    assert (np.abs(c - exact) <= bound).all()
+
+
+@pytest.mark.parametrize("m,n,k,block", [(128, 128, 64, (64, 64, 32)),
+                                         (128, 256, 96, (128, 128, 32))])
+def test_tiled_gemm_with_lds_and_barriers(m, n, k, block):
+    a, b, c = _gemm_inputs(m, n, k)
+    _run(gemm_kernel(m, n, k, block=block), [a, b, c])
+    _check_gemm(a, b, c)
+
+
+def test_gemm_256_cubed_f16_is_fast():
+    """The issue's performance target: 256^3 f16, 128x128 tiles, 256 threads, < 30 s."""
+    a, b, c = _gemm_inputs(256, 256, 256, seed=1)
+    start = time.perf_counter()
+    _run(gemm_kernel(256, 256, 256), [a, b, c])
+    elapsed = time.perf_counter() - start
+    _check_gemm(a, b, c)
+    assert elapsed < 30, elapsed
+
+
+# --------------------------------------------------------------------------
+# Sanitizer: each planted bug must be reported with location, workgroup, lane.
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("planted,extra_grid,message", [
+    # the compute phase reads LDS that other lanes wrote, with no barrier between
+    ("no-barrier-after-copy", 0, "data race: lane 4 wrote and another lane reads"),
+    # the next iteration's copy overwrites LDS other lanes read in this one
+    ("no-barrier-after-compute", 0, "data race: several lanes read and another lane writes"),
+    # B's LDS tile is never written, then read
+    ("skip-copy-b", 0, "read of uninitialized memory at byte 4096 of LDS"),
+    # one workgroup too many along M reads past the end of A
+    ("", 1, ("out-of-bounds load of global memory (argument 0 of @entry) at index [128, 0]: "
+             "dimension 0 has size 128, in workgroup (2, 0, 0), lane 0")),
+])
+def test_sanitizer_catches_planted_bugs(planted, extra_grid, message):
+    a, b, c = _gemm_inputs(128, 128, 64)
+    text = gemm_kernel(128, 128, 64, block=(64, 64, 32), planted=planted, extra_grid=extra_grid)
+    with pytest.raises(SanitizerError) as caught:
+        _run(text, [a, b, c])
+    text = str(caught.value)
+    assert text.startswith("kernel.mlir:") and ": error: emulator: " in text
+    assert message in text
+    assert "in workgroup (" in text and "lane " in text
+
+
+def test_sanitize_false_skips_lds_shadows_but_not_bounds():
+    a, b, c = _gemm_inputs(128, 128, 64)
+    _run(gemm_kernel(128, 128, 64, block=(64, 64, 32), planted="no-barrier-after-copy"),
+         [a, b, c], sanitize=False)  # sequential lanes happen to compute the right thing
+    _check_gemm(a, b, c)
+    with pytest.raises(SanitizerError, match="out-of-bounds"):
+        _run(gemm_kernel(128, 128, 64, block=(64, 64, 32), extra_grid=1), [a, b, c],
+             sanitize=False)
+
+
+LDS_KERNEL = """#wg = #gpu.address_space<workgroup>
+module attributes {{gpu.container_module}} {{
+  func.func @entry(%out: memref<64xf32>) {{
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    gpu.launch_func @mod::@k blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1)
+        args(%out : memref<64xf32>)
+    return
+  }}
+  gpu.module @mod {{
+    gpu.func @k(%out: memref<64xf32>) workgroup(%lds: memref<64xf32, #wg>) kernel {{
+      %t = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c63 = arith.constant 63 : index
+      %f = arith.constant 1.0 : f32
+{body}
+      gpu.return
+    }}
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("body,message", [
+    # every lane writes the same LDS word in one store
+    ("      memref.store %f, %lds[%c0] : memref<64xf32, #wg>",
+     "data race: lanes 0 and 1 write the same byte 0 of LDS"),
+    # lane 63 reads what lane 0 wrote before the barrier was reached
+    (("      memref.store %f, %lds[%t] : memref<64xf32, #wg>\n"
+      "      %r = arith.subi %c63, %t : index\n"
+      "      %x = memref.load %lds[%r] : memref<64xf32, #wg>"),
+     "data race: lane 63 wrote and another lane reads"),
+    # a barrier only half of the lanes reach
+    (("      %c32 = arith.constant 32 : index\n"
+      "      %low = arith.cmpi ult, %t, %c32 : index\n"
+      "      scf.if %low {\n        gpu.barrier\n      }"),
+     "gpu.barrier in divergent control flow: not reached by workgroup (0, 0, 0), lane 32"),
+    # an LDS index one past the end
+    (("      %c1 = arith.constant 1 : index\n"
+      "      %i = arith.addi %t, %c1 : index\n"
+      "      memref.store %f, %lds[%i] : memref<64xf32, #wg>"),
+     ("out-of-bounds store of LDS (workgroup attribution 0) at index [64]: dimension 0 has "
+      "size 64, in workgroup (0, 0, 0), lane 63 (thread (63, 0, 0), wave 0)")),
+])
+def test_sanitizer_on_small_kernels(body, message):
+    with pytest.raises(SanitizerError) as caught:
+        _run(LDS_KERNEL.format(body=body), [np.zeros(64, np.float32)])
+    assert message in str(caught.value)
+
+
+def test_barrier_separates_write_and_read():
+    body = ("      memref.store %f, %lds[%t] : memref<64xf32, #wg>\n"
+            "      gpu.barrier\n"
+            "      %r = arith.subi %c63, %t : index\n"
+            "      %x = memref.load %lds[%r] : memref<64xf32, #wg>\n"
+            "      %y = arith.addf %x, %f : f32\n"
+            "      memref.store %y, %out[%t] : memref<64xf32>")
+    out = np.zeros(64, np.float32)
+    _run(LDS_KERNEL.format(body=body), [out])
+    assert (out == 2.0).all()
+
+
+# --------------------------------------------------------------------------
+# Divergent control flow and masked vector transfers
+# --------------------------------------------------------------------------
+
+DIVERGENT = """module attributes {gpu.container_module} {
+  func.func @entry(%out: memref<?xi32>, %roots: memref<?xf32>, %steps: memref<?xi32>,
+                   %win: memref<?x4xf32>, %in: memref<100xf32>, %n: index) {
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %grid = arith.ceildivui %n, %c64 : index
+    gpu.launch_func @mod::@k blocks in (%grid, %c1, %c1) threads in (%c64, %c1, %c1)
+        args(%out : memref<?xi32>, %roots : memref<?xf32>, %steps : memref<?xi32>,
+             %win : memref<?x4xf32>, %in : memref<100xf32>)
+    return
+  }
+  gpu.module @mod {
+    gpu.func @k(%out: memref<?xi32>, %roots: memref<?xf32>, %steps: memref<?xi32>,
+                %win: memref<?x4xf32>, %in: memref<100xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %c5 = arith.constant 5 : index
+      %c100 = arith.constant 100 : index
+      %i0 = arith.constant 0 : i32
+      %i1 = arith.constant 1 : i32
+      %i2 = arith.constant 2 : i32
+      %i3 = arith.constant 3 : i32
+      %tid = gpu.thread_id x
+      %bid = gpu.block_id x
+      %bdim = gpu.block_dim x
+      %base = arith.muli %bid, %bdim : index
+      %t = arith.addi %base, %tid : index
+      %ti = arith.index_cast %t : index to i32
+      // scf.if with results, lane-dependent: multiples of 3 double, others sum 0..t%5-1
+      %r = arith.remui %t, %c3 : index
+      %is0 = arith.cmpi eq, %r, %c0 : index
+      %v = scf.if %is0 -> (i32) {
+        %x = arith.muli %ti, %i2 : i32
+        scf.yield %x : i32
+      } else {
+        %ub = arith.remui %t, %c5 : index
+        %s = scf.for %i = %c0 to %ub step %c1 iter_args(%acc = %i0) -> (i32) {
+          %ii = arith.index_cast %i : index to i32
+          %nx = arith.addi %acc, %ii : i32
+          scf.yield %nx : i32
+        }
+        scf.yield %s : i32
+      }
+      memref.store %v, %out[%t] : memref<?xi32>
+      // a guarded load: lanes >= 100 would read out of bounds
+      %inb = arith.cmpi ult, %t, %c100 : index
+      scf.if %inb {
+        %x = memref.load %in[%t] : memref<100xf32>
+        %y = math.sqrt %x : f32
+        memref.store %y, %roots[%t] : memref<?xf32>
+      }
+      // scf.while with a lane-dependent trip count: Collatz steps of t + 1
+      %start = arith.addi %ti, %i1 : i32
+      %res:2 = scf.while (%x = %start, %k = %i0) : (i32, i32) -> (i32, i32) {
+        %more = arith.cmpi ne, %x, %i1 : i32
+        scf.condition(%more) %x, %k : i32, i32
+      } do {
+      ^bb0(%x: i32, %k: i32):
+        %odd = arith.andi %x, %i1 : i32
+        %isodd = arith.cmpi ne, %odd, %i0 : i32
+        %up = arith.muli %x, %i3 : i32
+        %up1 = arith.addi %up, %i1 : i32
+        %down = arith.shrui %x, %i1 : i32
+        %nx = arith.select %isodd, %up1, %down : i32
+        %nk = arith.addi %k, %i1 : i32
+        scf.yield %nx, %nk : i32, i32
+      }
+      memref.store %res#1, %steps[%t] : memref<?xi32>
+      // a window of 4 that runs past the end: padded with -1, not an error
+      %pad = arith.constant -1.0 : f32
+      %w = vector.transfer_read %in[%t], %pad : memref<100xf32>, vector<4xf32>
+      vector.store %w, %win[%t, %c0] : memref<?x4xf32>, vector<4xf32>
+      gpu.return
+    }
+  }
+}
+"""
+
+
+def _collatz_steps(x: int) -> int:
+    steps = 0
+    while x != 1:
+        x = 3 * x + 1 if x % 2 else x // 2
+        steps += 1
+    return steps
+
+
+def test_divergent_control_flow_is_masked_per_lane():
+    n = 128
+    data = np.arange(100, dtype=np.float32) ** 2
+    out, roots = np.zeros(n, np.int32), np.full(n, -7.0, np.float32)
+    steps, window = np.zeros(n, np.int32), np.zeros((n, 4), np.float32)
+    _run(DIVERGENT, [out, roots, steps, window, data, n])
+    t = np.arange(n)
+    expected = np.where(t % 3 == 0, 2 * t, [sum(range(x % 5)) for x in t])
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(roots[:100], np.arange(100, dtype=np.float32))
+    assert (roots[100:] == -7.0).all()  # inactive lanes stored nothing
+    np.testing.assert_array_equal(steps, [_collatz_steps(x + 1) for x in t])
+    padded = np.concatenate([data, np.full(n + 4, -1.0, np.float32)])
+    np.testing.assert_array_equal(window, [padded[i:i + 4] for i in t])
+
+
+MASKED = """module attributes {gpu.container_module} {
+  func.func @entry(%in: memref<8x8xf32>, %out: memref<64x8xf32>) {
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    gpu.launch_func @mod::@k blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1)
+        args(%in : memref<8x8xf32>, %out : memref<64x8xf32>)
+    return
+  }
+  gpu.module @mod {
+    gpu.func @k(%in: memref<8x8xf32>, %out: memref<64x8xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c8 = arith.constant 8 : index
+      %t = gpu.thread_id x
+      %col = arith.remui %t, %c8 : index
+      %n = arith.divui %t, %c8 : index
+      // a column of `in` read through a transposing map, masked to its first n rows
+      %mask = vector.create_mask %n : vector<8xi1>
+      %pad = arith.constant 0.5 : f32
+      %v = vector.transfer_read %in[%c0, %col], %pad, %mask
+          {permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<8x8xf32>, vector<8xf32>
+      %zero = arith.constant dense<0.0> : vector<8xf32>
+      %m = vector.maskedload %in[%col, %c0], %mask, %zero
+          : memref<8x8xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+      %s = arith.addf %v, %m : vector<8xf32>
+      %e = vector.extract %s[%col] : f32 from vector<8xf32>
+      %b = vector.broadcast %e : f32 to vector<8xf32>
+      %r = vector.insert %e, %s[%n] : f32 into vector<8xf32>
+      %sum = vector.reduction <add>, %r : vector<8xf32> into f32
+      %h = vector.extract_strided_slice %r {offsets = [2], sizes = [4], strides = [1]}
+          : vector<8xf32> to vector<4xf32>
+      %g = vector.insert_strided_slice %h, %b {offsets = [4], strides = [1]}
+          : vector<4xf32> into vector<8xf32>
+      %last = vector.insert %sum, %g[7] : f32 into vector<8xf32>
+      vector.store %last, %out[%t, %c0] : memref<64x8xf32>, vector<8xf32>
+      gpu.return
+    }
+  }
+}
+"""
+
+
+def test_masked_and_permuted_vector_transfers():
+    rng = np.random.default_rng(3)
+    data = rng.integers(-8, 8, (8, 8)).astype(np.float32)
+    out = np.zeros((64, 8), np.float32)
+    _run(MASKED, [data, out])
+    for t in range(64):
+        col, n = t % 8, t // 8
+        mask = np.arange(8) < n
+        v = np.where(mask, data[:, col], 0.5)
+        m = np.where(mask, data[col, :], 0.0)
+        s = v + m
+        r = s.copy()
+        r[n] = s[col]
+        g = np.full(8, s[col], np.float32)
+        g[4:8] = r[2:6]
+        g[7] = r.sum()
+        np.testing.assert_array_equal(out[t], g, err_msg=f"lane {t}")
+
+
+# --------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------
+
+def test_unsupported_op_is_a_located_user_error():
+    body = "      %x = math.ctlz %t : index"
+    with pytest.raises(UnsupportedOp) as caught:
+        _run(LDS_KERNEL.format(body=body), [np.zeros(64, np.float32)])
+    assert isinstance(caught.value, UserError)
+    assert str(caught.value) == "kernel.mlir:16:12: error: emulator: unsupported op 'math.ctlz'"
+
+
+def test_unstructured_control_flow_is_reported():
+    body = "      cf.br ^next\n    ^next:"
+    with pytest.raises(UnsupportedOp, match=r"kernel.mlir:16:7: error: emulator: unsupported "
+                                            r"op 'cf.br'"):
+        _run(LDS_KERNEL.format(body=body), [np.zeros(64, np.float32)])
+
+
+def test_mfma_that_the_chip_lacks_is_an_error():
+    instr = next(i for i in mfma_layouts.INSTRUCTIONS["gfx950"] if i.name.endswith("16x16x32_f16"))
+    a = np.zeros((4, 1, 16, 32), np.float16)
+    c = np.zeros((4, 1, 16, 16), np.float32)
+    with pytest.raises(UserError, match="no MFMA instruction 16x16x32 with 1 block.* on gfx942"):
+        _run(mfma_kernel(instr, "gfx950"), [a, a, c, c, 2], chip="gfx942")
+
+
+def test_argument_mismatch_is_an_error():
+    a, b, c = _gemm_inputs(128, 128, 64)
+    with pytest.raises(UserError, match="argument 1 of @entry has dtype float32"):
+        _run(gemm_kernel(128, 128, 64, block=(64, 64, 32)), [a, b.astype(np.float32), c])
+
+
+# --------------------------------------------------------------------------
+# The same kernel text is accepted by upstream MLIR's ROCDL lowering.
+# --------------------------------------------------------------------------
+
+def _lower(text: str, chip: str) -> str:
+    pipeline = ("builtin.module(gpu.module(convert-vector-to-scf,lower-affine,convert-scf-to-cf,"
+                f"convert-amdgpu-to-rocdl{{chipset={chip}}},"
+                f"convert-gpu-to-rocdl{{chipset={chip} index-bitwidth=64}},"
+                "reconcile-unrealized-casts))")
+    done = subprocess.run([str(MLIR_OPT), f"--pass-pipeline={pipeline}"], input=text,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("chip,name,intrinsic", [
+    ("gfx942", "v_mfma_f32_32x32x8_f16", "rocdl.mfma.f32.32x32x8f16"),
+    ("gfx942", "v_mfma_f32_16x16x32_fp8_bf8", "rocdl.mfma.f32.16x16x32.fp8.bf8"),
+    ("gfx90a", "v_mfma_f64_4x4x4_4b_f64", "rocdl.mfma.f64.4x4x4f64"),
+    ("gfx950", "v_mfma_f32_32x32x64_f8f6f4", "rocdl.mfma.scale.f32.32x32x64.f8f6f4"),
+])
+def test_mfma_kernels_lower_to_rocdl(chip, name, intrinsic):
+    instr = next(i for i in mfma_layouts.INSTRUCTIONS[chip] if i.name == name)
+    assert intrinsic in _lower(mfma_kernel(instr, chip), chip)
+
+
+def test_gemm_kernel_lowers_to_rocdl():
+    lowered = _lower(gemm_kernel(128, 128, 64, block=(64, 64, 32)), "gfx942")
+    assert "rocdl.mfma.f32.32x32x8f16" in lowered and "rocdl.barrier" in lowered
