@@ -1,0 +1,225 @@
+"""What `tile-run` compares a run against, and how much error it allows.
+
+GEMM outputs are found in the IR, not in the results: an entry argument is a
+GEMM output of a `tile.gemm` when it is the gemm's C (the whole-problem form)
+or when the gemm's accumulator reaches it unchanged except for type
+conversion (a `tile.copy` from the accumulator, or an `scf.parallel` storing
+a cast of a load from it). A and B are the entry arguments the gemm reads,
+directly or through the `tile.copy` that fills its operand; the accumulator
+starts from the constant it is filled with, from the argument copied into
+it, or (whole-problem form without a fill) from C's initial value. Such an
+output is compared with an independent reference: the float64 NumPy product
+of the dequantized inputs, start + op(A) @ op(B), under TOLERANCE_TEXT (also in
+`tile-run --help`). A program that computes the wrong thing (say, skips a K
+tile) fails, whatever it computes.
+
+Any other output (e.g. after a bias or ReLU epilogue) is compared with the
+float64 re-execution of the same program (`Program(precision="float64")`),
+which measures rounding only; it has no tolerance and is not checked, except
+that a non-finite value where the float64 re-execution is finite fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from mlir import ir
+
+from tilemlir.irutil import walk
+from tilemlir.runtime import dtypes
+from tilemlir.runtime.arguments import Parameter
+
+TOLERANCE_TEXT = """\
+tolerance (GEMM outputs, per element):
+  |out - ref| <= u_out*|ref| + (1 + u_out)*g(n)*S + eta_out/2
+  ref   = float64 product of the dequantized inputs, op(A)@op(B) (+ C0 if accumulated)
+  S     = |op(A)|@|op(B)| (+ |C0|), the sum of the magnitudes of the n = K + 1 terms
+  g(n)  = n*u_acc / (1 - n*u_acc): summing n terms in the accumulator type, with
+          products rounded there too, in any order (Higham, Accuracy and Stability
+          of Numerical Algorithms, section 3.1); 0 for integer accumulators
+  u     = 2^-p, the unit roundoff of a type with p significand bits:
+          f64 2^-53, f32 2^-24, f16 2^-11, bf16 2^-8, e4m3 2^-4, e5m2 2^-3, ints 0
+  eta_out = the smallest subnormal of the output type (0 for integers): the
+          absolute error of rounding near zero
+  The last rounding to the output type contributes u_out*|computed sum|, which is
+  at most u_out*(|ref| + g(n)*S). The inputs carry no error: ref uses their
+  dequantized values. Non-GEMM outputs are compared with a float64 re-execution
+  of the program and not checked against a tolerance, except that a non-finite
+  value where the float64 re-execution is finite fails."""
+
+
+@dataclass(frozen=True)
+class GemmOutput:
+    """An entry argument written with the result of a tile.gemm."""
+
+    output: int
+    a: int
+    b: int
+    transpose_a: bool
+    transpose_b: bool
+    accum: str  # MLIR element type of the accumulator
+    start_constant: float | None = None  # the accumulator's fill value
+    start_argument: int | None = None  # or the entry argument it starts from
+
+    def reference(self, inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+        """(start + op(A)@op(B), |start| + |op(A)|@|op(B)|, K) in float64."""
+        lhs = inputs[self.a].astype(np.float64)
+        rhs = inputs[self.b].astype(np.float64)
+        lhs = lhs.T if self.transpose_a else lhs
+        rhs = rhs.T if self.transpose_b else rhs
+        product, magnitude = lhs @ rhs, np.abs(lhs) @ np.abs(rhs)
+        if self.start_argument is not None:
+            start = inputs[self.start_argument].astype(np.float64)
+        else:
+            start = np.float64(self.start_constant or 0.0)
+        return start + product, np.abs(start) + magnitude, lhs.shape[1]
+
+    def describe(self, names: list[str], k: int) -> str:
+        a = f"{names[self.a]}^T" if self.transpose_a else names[self.a]
+        b = f"{names[self.b]}^T" if self.transpose_b else names[self.b]
+        start = ""
+        if self.start_argument is not None:
+            start = f"initial {names[self.start_argument]} + "
+        elif self.start_constant:
+            start = f"{self.start_constant} + "
+        return f"float64 {start}{a} @ {b} (K={k}, {self.accum} accumulation)"
+
+
+_CASTS = {"arith.truncf", "arith.extf", "arith.sitofp", "arith.uitofp", "arith.fptosi",
+          "arith.fptoui", "arith.extsi", "arith.trunci"}
+
+
+def _defining_op(value: ir.Value) -> ir.Operation | None:
+    return value.owner.operation if isinstance(value, ir.OpResult) else None
+
+
+def _loaded_from(value: ir.Value) -> ir.Value | None:
+    """The memref `value` was loaded from, looking through type conversions."""
+    op = _defining_op(value)
+    while op is not None and op.name in _CASTS:
+        op = _defining_op(op.operands[0])
+    return op.operands[0] if op is not None and op.name == "memref.load" else None
+
+
+def _constant(value: ir.Value) -> float | None:
+    op = _defining_op(value)
+    if op is None or op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    if isinstance(attr, (ir.FloatAttr, ir.IntegerAttr)):
+        return float(attr.value)
+    return None
+
+
+def _copied_from(value: ir.Value, ops: list[ir.Operation], args: dict) -> int | None:
+    """The entry argument a tile.copy fills `value` from."""
+    for op in ops:
+        if op.name == "tile.copy" and op.operands[1] == value and op.operands[0] in args:
+            return args[op.operands[0]]
+    return None
+
+
+def _start(acc: ir.Value, ops: list[ir.Operation], gemm_at: int, args: dict) -> tuple[float | None, int | None]:
+    """How the accumulator is initialized before the gemm (the last write wins)."""
+    constant, argument = None, None
+    for op in ops[:gemm_at]:
+        if op.name == "tile.fill" and op.operands[0] == acc:
+            constant, argument = _constant(op.operands[1]), None
+        elif op.name == "memref.store" and op.operands[1] == acc:
+            constant, argument = _constant(op.operands[0]), None
+        elif op.name == "tile.copy" and op.operands[1] == acc and op.operands[0] in args:
+            constant, argument = None, args[op.operands[0]]
+    return constant, argument
+
+
+def gemm_outputs(function_op: ir.Operation) -> dict[int, GemmOutput]:
+    """Entry argument index -> how it holds a gemm's result (module docstring)."""
+    args = {a: i for i, a in enumerate(function_op.regions[0].blocks[0].arguments)}
+    ops = list(walk(function_op))
+    found: dict[int, GemmOutput] = {}
+    for at, op in enumerate(ops):
+        if op.name != "tile.gemm":
+            continue
+        a = args.get(op.operands[0], _copied_from(op.operands[0], ops, args))
+        b = args.get(op.operands[1], _copied_from(op.operands[1], ops, args))
+        if a is None or b is None:
+            continue
+        acc = op.operands[2]
+        constant, argument = _start(acc, ops, at, args)
+        outputs = []
+        if acc in args:
+            outputs.append(args[acc])
+            if constant is None and argument is None:
+                argument = args[acc]  # whole-problem form: C += op(A) op(B)
+        for later in ops[at + 1:]:
+            if later.name == "tile.copy" and later.operands[0] == acc and later.operands[1] in args:
+                outputs.append(args[later.operands[1]])
+            if later.name == "memref.store" and later.operands[1] in args:
+                source = _loaded_from(later.operands[0])
+                if source is not None and source == acc:
+                    outputs.append(args[later.operands[1]])
+        for output in outputs:
+            found.setdefault(output, GemmOutput(
+                output, a, b,
+                bool(ir.BoolAttr(op.attributes["transpose_a"]).value),
+                bool(ir.BoolAttr(op.attributes["transpose_b"]).value),
+                str(ir.TypeAttr(op.attributes["accum_dtype"]).value),
+                constant, argument))
+    return found
+
+
+@dataclass
+class OutputReport:
+    param: Parameter
+    reference: str  # what the output was compared with
+    max_abs: float
+    max_rel: float  # max |err| / max |ref|
+    worst_ratio: float | None  # max err/tol (GEMM outputs); None when unchecked
+    passed: bool
+    note: str = ""
+
+
+def _gamma(n: int, u: float) -> float:
+    if u == 0.0:
+        return 0.0
+    return n * u / (1.0 - n * u) if n * u < 1.0 else float("inf")
+
+
+def tolerance(ref: np.ndarray, magnitude: np.ndarray, n: int, accum: str, output: str) -> np.ndarray:
+    """The per-element bound of TOLERANCE_TEXT."""
+    u_acc = dtypes.ELEMENT_TYPES[accum].unit_roundoff
+    out = dtypes.ELEMENT_TYPES[output]
+    g = _gamma(n, u_acc)
+    return out.unit_roundoff * np.abs(ref) + (1 + out.unit_roundoff) * g * magnitude + out.smallest_subnormal / 2
+
+
+def _errors(out: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, float, float]:
+    err = np.abs(out.astype(np.float64) - ref)
+    err = np.where(np.isnan(out.astype(np.float64)) & np.isnan(ref), 0.0, err)
+    max_abs = float(np.nanmax(err, initial=0.0)) if not np.isnan(err).any() else float("nan")
+    scale = float(np.nanmax(np.abs(ref), initial=0.0))
+    max_rel = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else float("inf"))
+    return err, max_abs, max_rel
+
+
+def check_output(param: Parameter, output: np.ndarray, shadow: np.ndarray,
+                 gemm: GemmOutput | None, inputs: list[np.ndarray], names: list[str]) -> OutputReport:
+    """Compares one output with its reference (see the module docstring).
+    `inputs` are the arguments' initial values, `names` their names."""
+    if gemm is not None:
+        ref, magnitude, k = gemm.reference(inputs)
+        err, max_abs, max_rel = _errors(output, ref)
+        tol = tolerance(ref, magnitude, k + 1, gemm.accum, param.element)
+        ratio = err / np.where(tol > 0, tol, 1.0)
+        ratio = np.where((tol == 0) & (err > 0), np.inf, ratio)
+        ratio = np.where(np.isnan(err), np.inf, ratio)
+        worst = float(ratio.max(initial=0.0))
+        return OutputReport(param, gemm.describe(names, k), max_abs, max_rel, worst, worst <= 1.0)
+    shadow = shadow.astype(np.float64)
+    err, max_abs, max_rel = _errors(output, shadow)
+    bad = ~np.isfinite(output.astype(np.float64)) & np.isfinite(shadow)
+    note = (f"{int(bad.sum())} non-finite value(s) where the float64 re-execution is finite"
+            if bad.any() else "no tolerance is defined for an output that is not a plain GEMM result")
+    return OutputReport(param, "float64 re-execution of the program", max_abs, max_rel, None,
+                        not bad.any(), note)

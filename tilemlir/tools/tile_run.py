@@ -1,0 +1,192 @@
+"""tile-run: run a tile kernel on random inputs and check it against float64 NumPy.
+
+    tile-run examples/seed_fp8_gemm.mlir --entry mixed_precision_gemm --engine reference
+    tile-run kernel.mlir --entry gemm --seed 3 --save out/
+
+Inputs come from the seed (floats uniform in [-1, 1] rounded to their type,
+i8 over its whole range). Every output (an argument the program writes) is
+compared with a float64 reference; GEMM outputs are checked against the
+tolerance below, and the exit status is 1 when any check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+PROG = "tile-run"
+
+_EPILOG_HEAD = """\
+exit status: 0 when every checked output is within tolerance, 1 otherwise or on
+any error (never a Python traceback).
+
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    from tilemlir.runtime import ENGINES, PLANNED_ENGINES
+    from tilemlir.runtime.oracle import TOLERANCE_TEXT
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Run a function of a tile IR file on random inputs and compare its outputs "
+                    "with a float64 NumPy reference.",
+        epilog=_EPILOG_HEAD + TOLERANCE_TEXT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument("input", metavar="FILE", help="the .mlir file")
+    parser.add_argument("--entry", metavar="NAME",
+                        help="the function to run (default: the only function of the module)")
+    engines = [*ENGINES, *PLANNED_ENGINES]
+    parser.add_argument("--engine", default="reference", metavar="ENGINE",
+                        help=f"one of {', '.join(engines)} (default reference; only reference exists yet)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of the inputs (default 0)")
+    parser.add_argument("--save", metavar="DIR",
+                        help="write inputs, outputs and references as .npy files plus manifest.json")
+    parser.add_argument("--target", metavar="T",
+                        help="the target (e.g. amdgpu:gfx942); the reference engine does not depend on it")
+    return parser
+
+
+def _parse_args(argv: list[str]) -> argparse.Namespace:
+    from tilemlir.diagnostics import UserError
+
+    parser = _parser()
+
+    def error(message: str):
+        raise UserError(message)
+
+    parser.error = error  # type: ignore[method-assign]
+    return parser.parse_args(argv)
+
+
+def _entry_name(program, requested: str | None) -> str:
+    from tilemlir.diagnostics import UserError
+
+    if requested is not None:
+        return requested
+    names = program.entry_names()
+    if len(names) == 1:
+        return names[0]
+    listed = ", ".join(f"@{n}" for n in names) or "none"
+    raise UserError(f"--entry is required: the module has {len(names)} functions ({listed})")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3e}"
+
+
+def _save(directory: str, params, inputs, outputs, shadows, reports) -> None:
+    """.npy files (fp8/bf16 widened to float32, which is lossless) and a manifest."""
+    import numpy as np
+
+    from tilemlir.diagnostics import UserError
+    from tilemlir.runtime import dtypes
+
+    root = Path(directory)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"cannot create '{directory}': {error.strerror or error}") from None
+    manifest = []
+
+    def write(name: str, array) -> str:
+        stored = array.astype(np.float32) if dtypes.is_narrow_float(array.dtype) else array
+        path = root / name
+        try:
+            np.save(path, stored)
+        except OSError as error:
+            raise UserError(f"cannot write '{path}': {error.strerror or error}") from None
+        return name
+
+    by_param = {r.param.index: r for r in reports}
+    for p, array in zip(params, inputs):
+        stem = f"{p.index}_{re.sub(r'[^A-Za-z0-9_.-]', '_', p.name.lstrip('%'))}"
+        entry = {"argument": p.index, "name": p.name, "type": str(p.type),
+                 "input": write(f"{stem}.input.npy", array)}
+        if dtypes.is_narrow_float(array.dtype):
+            entry["stored_as"] = f"float32 (exact); restore with .astype(ml_dtypes.{array.dtype.name})"
+        if p.index in by_param:
+            entry["output"] = write(f"{stem}.output.npy", outputs[p.index])
+            entry["float64_reexecution"] = write(f"{stem}.float64.npy", shadows[p.index])
+            entry["compared_with"] = by_param[p.index].reference
+        manifest.append(entry)
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+
+def run(argv: list[str]) -> int:
+    import numpy as np
+
+    from tilemlir.runtime import check_engine, load_module
+    from tilemlir.runtime.arguments import bind, parameters, random_arguments, written_parameters
+    from tilemlir.runtime.dtypes import convert, is_float_dtype
+    from tilemlir.runtime.oracle import check_output, gemm_outputs
+    from tilemlir.runtime.reference import Program, RunError
+
+    options = _parse_args(argv)
+    check_engine(options.engine)
+    try:
+        module, source = load_module(Path(options.input))
+        program = Program(module, source=source)
+        entry = _entry_name(program, options.entry)
+        function = program.function(entry)
+        params = parameters(function.op, program.dtype_of, source)
+        inputs = random_arguments(params, options.seed)
+        outputs = [x.copy() for x in inputs]
+        started = time.perf_counter()
+        program.call(entry, bind(params, outputs, entry))
+        elapsed = time.perf_counter() - started
+
+        ideal = Program(module, source=source, precision="float64")
+        shadows = [convert(x, np.float64) if is_float_dtype(x.dtype) else x.copy() for x in inputs]
+        ideal.call(entry, bind(parameters(function.op, ideal.dtype_of, source), shadows, entry))
+    except RunError as error:
+        sys.stderr.write(error.formatted())
+        return 1
+
+    written = written_parameters(function.op)
+    written |= {i for i, (x, y) in enumerate(zip(inputs, outputs))
+                if not np.array_equal(x, y, equal_nan=is_float_dtype(x.dtype))}
+    gemms = gemm_outputs(function.op)
+    print(f"{PROG}: {options.input} @{entry}, engine {options.engine}, seed {options.seed}")
+    for p in params:
+        role = "output" if p.index in written else "input"
+        print(f"  argument {p.index} {p.name}: {p.type} ({role})")
+    print(f"  ran in {elapsed:.2f} s")
+    names = [p.name for p in params]
+    reports = [check_output(p, outputs[p.index], shadows[p.index], gemms.get(p.index), inputs, names)
+               for p in params if p.index in written]
+    for r in reports:
+        verdict = "PASS" if r.passed else "FAIL"
+        if r.passed and r.worst_ratio is None:
+            verdict = "not checked"
+        print(f"  {r.param.name}: vs {r.reference}")
+        line = f"    max abs err {_fmt(r.max_abs)}, max rel err {_fmt(r.max_rel)} (to max |ref|)"
+        if r.worst_ratio is not None:
+            line += f", worst err/tolerance {r.worst_ratio:.3f}"
+        print(f"{line}: {verdict}" + (f" ({r.note})" if r.note else ""))
+    if not reports:
+        print("  no outputs: the function writes none of its arguments")
+    if options.save:
+        _save(options.save, params, inputs, outputs, shadows, reports)
+        print(f"  saved inputs and outputs to {options.save}/")
+    failed = [r for r in reports if not r.passed]
+    checked = sum(1 for r in reports if r.worst_ratio is not None)
+    print(f"{'FAIL' if failed else 'PASS'}: {checked} output(s) checked against a tolerance, "
+          f"{len(failed)} failed")
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tilemlir.tools.common import guarded_main
+
+    return guarded_main(PROG, run, sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
