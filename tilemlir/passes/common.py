@@ -103,15 +103,17 @@ def warp_grid_of(op: ir.Operation) -> tuple[int, int] | None:
     return wm, wn
 
 
-def split_waves(waves: int, rows: int, cols: int, quantum: int) -> tuple[int, int] | None:
+def split_waves(waves: int, rows: int, cols: int, quantum_m: int,
+                quantum_n: int | None = None) -> tuple[int, int] | None:
     """Waves along M and N (wm * wn == waves) so that each wave's tile is a
-    whole number of `quantum`-sized instruction tiles, as square as possible."""
+    whole number of quantum_m x quantum_n instruction tiles, as square as possible."""
+    quantum_n = quantum_m if quantum_n is None else quantum_n
     best = None
     for wm in range(1, waves + 1):
         if waves % wm:
             continue
         wn = waves // wm
-        if rows % (wm * quantum) or cols % (wn * quantum):
+        if rows % (wm * quantum_m) or cols % (wn * quantum_n):
             continue
         balance = abs((rows // wm) - (cols // wn))
         if best is None or balance < best[0]:

@@ -59,13 +59,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from mlir import ir
-from mlir.dialects import amdgpu, arith, gpu, memref, scf, vector
+from mlir.dialects import gpu, memref, scf, vector
 
-from tilemlir import mma_layouts
 from tilemlir.backends import resolve_target
 from tilemlir.diagnostics import UserError
 from tilemlir.irutil import walk
-from tilemlir.passes import fp8_decode
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import (
     LAYOUT_ATTR,
@@ -75,6 +73,21 @@ from tilemlir.passes.common import (
     kernel_threads,
     warp_grid_of,
 )
+from tilemlir.passes.gpu_builders import (
+    add,
+    and_,
+    bit_width,
+    const_index,
+    convert,
+    load_or_zero,
+    mul,
+    splat,
+    udiv,
+    ult,
+    urem,
+    zero_of,
+)
+from tilemlir.passes.matrix_cores import AccumulatorLayout, GemmStep, core_for
 
 
 class LoweringError(UserError):
@@ -83,139 +96,6 @@ class LoweringError(UserError):
     def __init__(self, op, message: str):
         super().__init__(message)
         self.op = op
-
-
-# --------------------------------------------------------------------------
-# Small builders over the upstream ones (the current insertion point and
-# location are implicit, as in the upstream Python builders).
-# --------------------------------------------------------------------------
-
-def index_type() -> ir.IndexType:
-    return ir.IndexType.get()
-
-
-def const_index(value: int) -> ir.Value:
-    return arith.ConstantOp(index_type(), int(value)).result
-
-
-def add(a: ir.Value, b: ir.Value | int) -> ir.Value:
-    if isinstance(b, int):
-        if b == 0:
-            return a
-        b = const_index(b)
-    return arith.AddIOp(a, b).result
-
-
-def mul(a: ir.Value, b: int) -> ir.Value:
-    if b == 1:
-        return a
-    return arith.MulIOp(a, const_index(b)).result
-
-
-def udiv(a: ir.Value, b: int) -> ir.Value:
-    return a if b == 1 else arith.DivUIOp(a, const_index(b)).result
-
-
-def urem(a: ir.Value, b: int) -> ir.Value:
-    return arith.RemUIOp(a, const_index(b)).result
-
-
-def ult(a: ir.Value, b: ir.Value) -> ir.Value:
-    return arith.CmpIOp(arith.CmpIPredicate.ult, a, b).result
-
-
-def and_(a: ir.Value, b: ir.Value) -> ir.Value:
-    return arith.AndIOp(a, b).result
-
-
-def is_float(t: ir.Type) -> bool:
-    return isinstance(t, ir.FloatType)
-
-
-def bit_width(t: ir.Type) -> int:
-    if isinstance(t, ir.IntegerType):
-        return t.width
-    return ir.FloatType(t).width
-
-
-def convert(value: ir.Value, source: ir.Type, target: ir.Type,
-            native_fp8: tuple[str, ...] = ()) -> ir.Value:
-    """Element-type conversion as tile.copy defines it: floats round to nearest
-    even (through f32 between two 8/16-bit formats); floats to integers
-    truncate toward zero; integers sign-extend or truncate.
-
-    fp8 needs care: a format the chip converts in hardware (`native_fp8`) uses
-    arith.extf/truncf element by element (the AMD lowering packs them into
-    v_cvt_*fp8*); any other fp8 source is decoded exactly in software
-    (`fp8_decode`). Encoding into a non-native fp8 format is not supported."""
-    if source == target:
-        return value
-    if isinstance(value.type, ir.VectorType) and (_is_fp8(source) or _is_fp8(target)):
-        count = value.type.shape[0]
-        if _is_fp8(source) and str(source) not in native_fp8:
-            decoded = fp8_decode.decode_to_f32(value, str(source))
-            return convert(decoded, ir.F32Type.get(), target, native_fp8)
-        scalars = [convert(vector.ExtractOp(value, [], [i]).result, source, target, native_fp8)
-                   for i in range(count)]
-        return vector.FromElementsOp(ir.VectorType.get([count], target), scalars).result
-    if _is_fp8(source) and str(source) not in native_fp8:
-        return convert(fp8_decode.decode_to_f32(value, str(source)), ir.F32Type.get(), target,
-                       native_fp8)
-    if _is_fp8(target) and str(target) not in native_fp8:
-        raise UserError(f"tile-lower-to-gpu: this chip cannot encode {target} "
-                        f"(its fp8 formats: {', '.join(native_fp8) or 'none'})")
-
-    def typed(element: ir.Type) -> ir.Type:
-        vt = value.type
-        if isinstance(vt, ir.VectorType):
-            return ir.VectorType.get(vt.shape, element)
-        return element
-
-    if is_float(source) and is_float(target):
-        ws, wt = bit_width(source), bit_width(target)
-        if ws == wt:  # e.g. f16 <-> bf16, fp8 FNUZ <-> OCP: through f32, exactly
-            wide = arith.ExtFOp(typed(ir.F32Type.get()), value).result
-            return arith.TruncFOp(typed(target), wide).result
-        if wt > ws:
-            return arith.ExtFOp(typed(target), value).result
-        return arith.TruncFOp(typed(target), value).result
-    if is_float(source):
-        return arith.FPToSIOp(typed(target), value).result
-    if is_float(target):
-        return arith.SIToFPOp(typed(target), value).result
-    if bit_width(target) > bit_width(source):
-        return arith.ExtSIOp(typed(target), value).result
-    return arith.TruncIOp(typed(target), value).result
-
-
-def _is_fp8(t: ir.Type) -> bool:
-    return str(t) in fp8_decode.FORMATS
-
-
-def zero_of(t: ir.Type) -> ir.Attribute:
-    if is_float(t):
-        return ir.FloatAttr.get(t, 0.0)
-    return ir.IntegerAttr.get(t, 0)
-
-
-def splat(vector_type: ir.VectorType, scalar_attr: ir.Attribute) -> ir.Value:
-    return arith.ConstantOp(vector_type, ir.DenseElementsAttr.get_splat(vector_type, scalar_attr)).result
-
-
-def zeros(t: ir.Type) -> ir.Value:
-    if isinstance(t, ir.VectorType):
-        return splat(t, zero_of(t.element_type))
-    return arith.ConstantOp(t, zero_of(t)).result
-
-
-def load_or_zero(inside: ir.Value, result_type: ir.Type, load) -> ir.Value:
-    """`load()` where `inside` holds, else zeros: out-of-bounds reads give 0."""
-    branch = scf.IfOp(inside, [result_type], has_else=True)
-    with ir.InsertionPoint(branch.then_block):
-        scf.YieldOp([load()])
-    with ir.InsertionPoint(branch.else_block):
-        scf.YieldOp([zeros(result_type)])
-    return branch.results[0]
 
 
 # --------------------------------------------------------------------------
@@ -228,7 +108,7 @@ class AccumulatorFragment:
 
     shape: tuple[int, int]
     element: ir.Type
-    layout: mma_layouts.MfmaLayout
+    layout: AccumulatorLayout
     warps: tuple[int, int]  # waves along M and N
     values: list[ir.Value] = field(default_factory=list)
 
@@ -281,6 +161,7 @@ class KernelEmitter:
         self.fragments: dict = {}  # tile-level fragment value -> AccumulatorFragment
         self.shared: dict = {}  # tile-level shared value -> workgroup memref value
         self.ids: LaneIds | None = None
+        self.core = core_for(target.family)
         formats = target.matrix.fp8_formats
         self.native_fp8 = tuple(formats) if isinstance(formats, tuple) else ()
 
@@ -395,7 +276,7 @@ class KernelEmitter:
         memref_type = ir.MemRefType(result.type)
         fragment = AccumulatorFragment(
             (memref_type.shape[0], memref_type.shape[1]), memref_type.element_type,
-            mma_layouts.layout_for(m, n, k, self.wave_size), (wm, wn))
+            self.core.accumulator_layout(m, n, k, self.wave_size), (wm, wn))
         zero = splat(fragment.vector_type, zero_of(fragment.element))
         count = fragment.tiles[0] * fragment.tiles[1]
         fragment.values = [zero] * count
@@ -444,9 +325,11 @@ class KernelEmitter:
         fragment = self.fragments[c]
         transpose_a = ir.BoolAttr(op.attributes["transpose_a"]).value
         transpose_b = ir.BoolAttr(op.attributes["transpose_b"]).value
-        a_smem, b_smem = self.shared[a], self.shared[b]
         block_k = ir.MemRefType(a.type).shape[0 if transpose_a else 1]
-        self.emit_mfma_steps(fragment, choice, a_smem, b_smem, transpose_a, transpose_b, block_k)
+        wave_m, wave_n = self.wave_position(fragment)
+        self.core.emit_k_steps(GemmStep(fragment, choice, self.shared[a], self.shared[b],
+                                        transpose_a, transpose_b, block_k, self.ids.lane,
+                                        wave_m, wave_n))
 
     # -- scf ------------------------------------------------------------------
 
@@ -531,27 +414,22 @@ class KernelEmitter:
 
     # -- fragments <-> lanes -------------------------------------------------
 
-    def lane_origin(self, fragment: AccumulatorFragment) -> tuple[ir.Value, ir.Value]:
-        """(row, col) of the lane's first element in its wave's tile."""
-        ids = self.ids
+    def wave_position(self, fragment: AccumulatorFragment) -> tuple[ir.Value, ir.Value]:
+        """The lane's wave's (row, column) in the fragment's wave grid."""
         _, wn = fragment.warps
-        wtm, wtn = fragment.warp_tile
-        wave_m, wave_n = udiv(ids.wave, wn), urem(ids.wave, wn)
-        layout = fragment.layout
-        lane_group = udiv(ids.lane, layout.n)
-        row = add(mul(wave_m, wtm), mul(lane_group, 4))
-        col = add(mul(wave_n, wtn), urem(ids.lane, layout.n))
-        return row, col
+        return udiv(self.ids.wave, wn), urem(self.ids.wave, wn)
 
     def for_each_owned(self, fragment: AccumulatorFragment, body) -> None:
         """Calls body(row, col, tile, element) for every element the lane holds;
         row and col are index values within the fragment."""
-        base_row, base_col = self.lane_origin(fragment)
+        wave_m, wave_n = self.wave_position(fragment)
+        wtm, wtn = fragment.warp_tile
         layout = fragment.layout
+        base_row = add(mul(wave_m, wtm), layout.lane_row(self.ids.lane))
+        base_col = add(mul(wave_n, wtn), layout.lane_col(self.ids.lane))
         for tile_i, j, tm, tn in fragment.owned():
-            constant, _ = layout.c_row_terms(j)
-            row = add(base_row, tm * layout.m + constant)
-            col = add(base_col, tn * layout.n)
+            row = add(base_row, tm * layout.m + layout.row_offset(j))
+            col = add(base_col, tn * layout.n + layout.col_offset(j))
             body(row, col, tile_i, j)
 
     def copy_fragment_to_global(self, fragment, dst: ir.Value, offsets: list[ir.Value]) -> None:
@@ -666,53 +544,6 @@ class KernelEmitter:
         with ir.InsertionPoint(branch.then_block):
             body()
             scf.YieldOp([])
-
-    # -- matrix instructions ---------------------------------------------------
-
-    def emit_mfma_steps(self, fragment, choice: MmaChoice, a_smem, b_smem, transpose_a: bool,
-                        transpose_b: bool, block_k: int) -> None:
-        layout = fragment.layout
-        ids = self.ids
-        _, wn = fragment.warps
-        wtm, wtn = fragment.warp_tile
-        tiles_m, tiles_n = fragment.tiles
-        wave_m, wave_n = udiv(ids.wave, wn), urem(ids.wave, wn)
-        lane_mod_m = urem(ids.lane, layout.m)
-        a_group = mul(udiv(ids.lane, layout.m), layout.a_per_lane)
-        b_group = mul(udiv(ids.lane, layout.n), layout.b_per_lane)
-        a_row0 = add(mul(wave_m, wtm), lane_mod_m)
-        b_col0 = add(mul(wave_n, wtn), urem(ids.lane, layout.n))
-        a_element = ir.MemRefType(a_smem.type).element_type
-        b_element = ir.MemRefType(b_smem.type).element_type
-        for step in range(block_k // layout.k):
-            k0 = add(a_group, step * layout.k)
-            kb = add(b_group, step * layout.k)
-            a_values = [self.operand(a_smem, add(a_row0, tm * layout.m), k0, layout.a_per_lane,
-                                     a_element, row_major=not transpose_a)
-                        for tm in range(tiles_m)]
-            b_values = [self.operand(b_smem, add(b_col0, tn * layout.n), kb, layout.b_per_lane,
-                                     b_element, row_major=transpose_b)
-                        for tn in range(tiles_n)]
-            for tm, tn in itertools.product(range(tiles_m), range(tiles_n)):
-                index = fragment.tile_index(tm, tn)
-                fragment.values[index] = amdgpu.MFMAOp(
-                    layout.m, layout.n, layout.k, a_values[tm], b_values[tn],
-                    fragment.values[index], blocks=choice.blocks).result
-
-    @staticmethod
-    def operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, element: ir.Type,
-                row_major: bool) -> ir.Value:
-        """A lane's `count` consecutive-K elements of one row (A) or column (B).
-        `row_major`: the buffer is indexed [outer, k] (K contiguous), else [k, outer]."""
-        if row_major:
-            if count == 1:
-                return memref.LoadOp(smem, [outer, k]).result
-            return vector.LoadOp(ir.VectorType.get([count], element), smem, [outer, k]).result
-        scalars = [memref.LoadOp(smem, [add(k, i), outer]).result for i in range(count)]
-        if count == 1:
-            return scalars[0]
-        return vector.FromElementsOp(ir.VectorType.get([count], element), scalars).result
-
 
 def _vector_width(op, cols: int, element: ir.Type) -> int:
     if VECTOR_WIDTH_ATTR in op.attributes:

@@ -10,7 +10,8 @@ and one instruction is chosen from the target's ordered table
 2. among equally fast rows, the larger instruction (32x32 before 16x16) when
    the warp tile is a whole number of it, then the larger K when it divides
    the block's K;
-3. only instructions whose lane layout is documented (`tilemlir.mma_layouts`).
+3. only instructions whose lane layout is documented (the family's matrix core,
+   `tilemlir.passes.matrix_cores`; for AMD `tilemlir.mma_layouts`).
 
 The choice is recorded as `tile.mma = {name, shape = [m, n, k, blocks], types}`
 and the wave split as `tile.warp_grid = array<i64: wm, wn>`. When nothing fits,
@@ -39,7 +40,6 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir import mma_layouts
 from tilemlir.backends import resolve_target
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
@@ -53,6 +53,7 @@ from tilemlir.passes.common import (
     kernel_threads,
     split_waves,
 )
+from tilemlir.passes.matrix_cores import core_for
 
 
 def choose(target, shape, threads: int) -> tuple[MmaChoice, tuple[int, int]] | list[str]:
@@ -62,16 +63,17 @@ def choose(target, shape, threads: int) -> tuple[MmaChoice, tuple[int, int]] | l
         return [f"{threads} threads are not a whole number of {wave}-lane waves"]
     waves = threads // wave
     rows = target.mma_candidates(shape.a, shape.b, shape.accum)
+    core = core_for(target.family)
     if not rows:
         return [f"{target} has no matrix instruction for {shape.a} x {shape.b} -> {shape.accum}"]
     fastest = target.flops_per_cu_cycle(rows[0])
     rejected, fitting = [], []
     for rank, row in enumerate(rows):
-        if not mma_layouts.supported(row.m, row.n, row.k, row.blocks, wave):
+        if not core.supported(row.m, row.n, row.k, row.blocks, wave):
             rejected.append(f"{row.name}: no documented lane layout for {row.m}x{row.n}x{row.k}"
                             f" with {row.blocks} blocks")
             continue
-        split = split_waves(waves, shape.m, shape.n, row.m)
+        split = split_waves(waves, shape.m, shape.n, row.m, row.n)
         if split is None:
             rejected.append(f"{row.name}: the {shape.m}x{shape.n} block does not split into "
                             f"{row.m}x{row.n} tiles over {waves} waves")

@@ -51,12 +51,12 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from tilemlir import mma_layouts
 from tilemlir.backends import resolve_target
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import gemm_shape, int_attr
+from tilemlir.passes.matrix_cores import core_for
 
 DEFAULT_STAGES = 2
 DEFAULT_WAVES = 4
@@ -142,7 +142,7 @@ class TileTiling(TilePass):
             block = tuple(self.block)
         else:
             rows = [r for r in target.mma_candidates(shape.a, shape.b, shape.accum)
-                    if mma_layouts.supported(r.m, r.n, r.k, r.blocks, wave)]
+                    if core_for(target.family).supported(r.m, r.n, r.k, r.blocks, wave)]
             instruction_k = max((r.k for r in rows), default=16)
             block_k = max(instruction_k, 64 // a_bytes)
             block = (block_extent(shape.m), block_extent(shape.n), block_k)

@@ -1,0 +1,139 @@
+"""Small IR builders over the upstream Python builders, shared by the GPU-level
+lowering and the per-family matrix cores. The insertion point and location
+are implicit, as in the upstream builders."""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, scf, vector
+
+from tilemlir.diagnostics import UserError
+from tilemlir.passes import fp8_decode
+
+
+def index_type() -> ir.IndexType:
+    return ir.IndexType.get()
+
+
+def const_index(value: int) -> ir.Value:
+    return arith.ConstantOp(index_type(), int(value)).result
+
+
+def add(a: ir.Value, b: ir.Value | int) -> ir.Value:
+    if isinstance(b, int):
+        if b == 0:
+            return a
+        b = const_index(b)
+    return arith.AddIOp(a, b).result
+
+
+def mul(a: ir.Value, b: int) -> ir.Value:
+    if b == 1:
+        return a
+    return arith.MulIOp(a, const_index(b)).result
+
+
+def udiv(a: ir.Value, b: int) -> ir.Value:
+    return a if b == 1 else arith.DivUIOp(a, const_index(b)).result
+
+
+def urem(a: ir.Value, b: int) -> ir.Value:
+    return arith.RemUIOp(a, const_index(b)).result
+
+
+def ult(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.CmpIOp(arith.CmpIPredicate.ult, a, b).result
+
+
+def and_(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.AndIOp(a, b).result
+
+
+def is_float(t: ir.Type) -> bool:
+    return isinstance(t, ir.FloatType)
+
+
+def bit_width(t: ir.Type) -> int:
+    if isinstance(t, ir.IntegerType):
+        return t.width
+    return ir.FloatType(t).width
+
+
+def convert(value: ir.Value, source: ir.Type, target: ir.Type,
+            native_fp8: tuple[str, ...] = ()) -> ir.Value:
+    """Element-type conversion as tile.copy defines it: floats round to nearest
+    even (through f32 between two 8/16-bit formats); floats to integers
+    truncate toward zero; integers sign-extend or truncate.
+
+    fp8 needs care: a format the chip converts in hardware (`native_fp8`) uses
+    arith.extf/truncf element by element (the AMD lowering packs them into
+    v_cvt_*fp8*); any other fp8 source is decoded exactly in software
+    (`fp8_decode`). Encoding into a non-native fp8 format is not supported."""
+    if source == target:
+        return value
+    if isinstance(value.type, ir.VectorType) and (_is_fp8(source) or _is_fp8(target)):
+        count = value.type.shape[0]
+        if _is_fp8(source) and str(source) not in native_fp8:
+            decoded = fp8_decode.decode_to_f32(value, str(source))
+            return convert(decoded, ir.F32Type.get(), target, native_fp8)
+        scalars = [convert(vector.ExtractOp(value, [], [i]).result, source, target, native_fp8)
+                   for i in range(count)]
+        return vector.FromElementsOp(ir.VectorType.get([count], target), scalars).result
+    if _is_fp8(source) and str(source) not in native_fp8:
+        return convert(fp8_decode.decode_to_f32(value, str(source)), ir.F32Type.get(), target,
+                       native_fp8)
+    if _is_fp8(target) and str(target) not in native_fp8:
+        raise UserError(f"tile-lower-to-gpu: this chip cannot encode {target} "
+                        f"(its fp8 formats: {', '.join(native_fp8) or 'none'})")
+
+    def typed(element: ir.Type) -> ir.Type:
+        vt = value.type
+        if isinstance(vt, ir.VectorType):
+            return ir.VectorType.get(vt.shape, element)
+        return element
+
+    if is_float(source) and is_float(target):
+        ws, wt = bit_width(source), bit_width(target)
+        if ws == wt:  # e.g. f16 <-> bf16, fp8 FNUZ <-> OCP: through f32, exactly
+            wide = arith.ExtFOp(typed(ir.F32Type.get()), value).result
+            return arith.TruncFOp(typed(target), wide).result
+        if wt > ws:
+            return arith.ExtFOp(typed(target), value).result
+        return arith.TruncFOp(typed(target), value).result
+    if is_float(source):
+        return arith.FPToSIOp(typed(target), value).result
+    if is_float(target):
+        return arith.SIToFPOp(typed(target), value).result
+    if bit_width(target) > bit_width(source):
+        return arith.ExtSIOp(typed(target), value).result
+    return arith.TruncIOp(typed(target), value).result
+
+
+def _is_fp8(t: ir.Type) -> bool:
+    return str(t) in fp8_decode.FORMATS
+
+
+def zero_of(t: ir.Type) -> ir.Attribute:
+    if is_float(t):
+        return ir.FloatAttr.get(t, 0.0)
+    return ir.IntegerAttr.get(t, 0)
+
+
+def splat(vector_type: ir.VectorType, scalar_attr: ir.Attribute) -> ir.Value:
+    return arith.ConstantOp(vector_type, ir.DenseElementsAttr.get_splat(vector_type, scalar_attr)).result
+
+
+def zeros(t: ir.Type) -> ir.Value:
+    if isinstance(t, ir.VectorType):
+        return splat(t, zero_of(t.element_type))
+    return arith.ConstantOp(t, zero_of(t)).result
+
+
+def load_or_zero(inside: ir.Value, result_type: ir.Type, load) -> ir.Value:
+    """`load()` where `inside` holds, else zeros: out-of-bounds reads give 0."""
+    branch = scf.IfOp(inside, [result_type], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp([load()])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([zeros(result_type)])
+    return branch.results[0]

@@ -1,0 +1,178 @@
+"""Lane-level matrix instructions, one strategy per backend family.
+
+tile-lower-to-gpu is family-neutral except at one point: how a wave holds an
+accumulator tile and how one K step of a gemm becomes matrix instructions.
+A `MatrixCore` answers exactly that:
+
+* `supported(m, n, k, blocks, wave_size)`: whether the lane layout of such an
+  instruction is known (tile-select-mma only chooses those);
+* `accumulator_layout(m, n, k, wave_size)`: where element j of a lane's
+  accumulator vector sits in the instruction tile, as
+  `row = lane_row(lane) + row_offset(j)`, `col = lane_col(lane) + col_offset(j)`;
+* `emit_k_steps(step)`: per-lane operand loads from shared memory and the
+  matrix instructions for the whole block K of one tile.gemm.
+
+Families register a core in `CORES` ("family" -> "module:Class", imported on
+first use), so a new backend adds a file, not a branch in the emitter.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+from mlir.dialects import amdgpu, memref, vector
+
+from tilemlir import mma_layouts
+from tilemlir.diagnostics import UserError
+from tilemlir.passes.gpu_builders import add, mul, udiv, urem
+
+CORES: dict[str, str] = {
+    "amdgpu": "tilemlir.passes.matrix_cores:MfmaCore",
+}
+
+
+@dataclass
+class GemmStep:
+    """Everything one tile.gemm's lowering needs, with lane ids already computed."""
+
+    fragment: object  # lower_to_gpu.AccumulatorFragment
+    choice: object  # common.MmaChoice
+    a_smem: ir.Value
+    b_smem: ir.Value
+    transpose_a: bool
+    transpose_b: bool
+    block_k: int
+    lane: ir.Value
+    wave_m: ir.Value
+    wave_n: ir.Value
+
+
+class AccumulatorLayout:
+    """Where a lane's accumulator elements sit inside one m x n instruction tile."""
+
+    m: int
+    n: int
+    c_per_lane: int
+
+    def lane_row(self, lane: ir.Value) -> ir.Value:
+        raise NotImplementedError
+
+    def lane_col(self, lane: ir.Value) -> ir.Value:
+        raise NotImplementedError
+
+    def row_offset(self, j: int) -> int:
+        raise NotImplementedError
+
+    def col_offset(self, j: int) -> int:
+        raise NotImplementedError
+
+
+class MatrixCore:
+    family: ClassVar[str] = ""
+
+    def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
+        raise NotImplementedError
+
+    def accumulator_layout(self, m: int, n: int, k: int, wave_size: int) -> AccumulatorLayout:
+        raise NotImplementedError
+
+    def emit_k_steps(self, step: GemmStep) -> None:
+        raise NotImplementedError
+
+
+def core_for(family: str) -> MatrixCore:
+    if family not in CORES:
+        raise UserError(f"no lane-level matrix lowering for the '{family}' family "
+                        f"(known: {', '.join(sorted(CORES))})")
+    module_name, _, class_name = CORES[family].partition(":")
+    return getattr(importlib.import_module(module_name), class_name)()
+
+
+# --------------------------------------------------------------------------
+# AMD: amdgpu.mfma
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MfmaAccumulator(AccumulatorLayout):
+    layout: mma_layouts.MfmaLayout
+
+    @property
+    def m(self) -> int:  # type: ignore[override]
+        return self.layout.m
+
+    @property
+    def n(self) -> int:  # type: ignore[override]
+        return self.layout.n
+
+    @property
+    def c_per_lane(self) -> int:  # type: ignore[override]
+        return self.layout.c_per_lane
+
+    def lane_row(self, lane: ir.Value) -> ir.Value:
+        return mul(udiv(lane, self.layout.n), 4)
+
+    def lane_col(self, lane: ir.Value) -> ir.Value:
+        return urem(lane, self.layout.n)
+
+    def row_offset(self, j: int) -> int:
+        return self.layout.c_row_terms(j)[0]
+
+    def col_offset(self, j: int) -> int:
+        return 0
+
+
+class MfmaCore(MatrixCore):
+    """AMD CDNA matrix cores through `amdgpu.mfma` (layouts: `tilemlir.mma_layouts`)."""
+
+    family: ClassVar[str] = "amdgpu"
+
+    def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
+        return mma_layouts.supported(m, n, k, blocks, wave_size)
+
+    def accumulator_layout(self, m: int, n: int, k: int, wave_size: int) -> AccumulatorLayout:
+        return MfmaAccumulator(mma_layouts.layout_for(m, n, k, wave_size))
+
+    def emit_k_steps(self, step: GemmStep) -> None:
+        fragment = step.fragment
+        layout: mma_layouts.MfmaLayout = fragment.layout.layout
+        wtm, wtn = fragment.warp_tile
+        tiles_m, tiles_n = fragment.tiles
+        a_group = mul(udiv(step.lane, layout.m), layout.a_per_lane)
+        b_group = mul(udiv(step.lane, layout.n), layout.b_per_lane)
+        a_row0 = add(mul(step.wave_m, wtm), urem(step.lane, layout.m))
+        b_col0 = add(mul(step.wave_n, wtn), urem(step.lane, layout.n))
+        a_element = ir.MemRefType(step.a_smem.type).element_type
+        b_element = ir.MemRefType(step.b_smem.type).element_type
+        for k_step in range(step.block_k // layout.k):
+            ka = add(a_group, k_step * layout.k)
+            kb = add(b_group, k_step * layout.k)
+            a_values = [lane_operand(step.a_smem, add(a_row0, tm * layout.m), ka, layout.a_per_lane,
+                                     a_element, k_contiguous=not step.transpose_a)
+                        for tm in range(tiles_m)]
+            b_values = [lane_operand(step.b_smem, add(b_col0, tn * layout.n), kb, layout.b_per_lane,
+                                     b_element, k_contiguous=step.transpose_b)
+                        for tn in range(tiles_n)]
+            for tm, tn in itertools.product(range(tiles_m), range(tiles_n)):
+                index = fragment.tile_index(tm, tn)
+                fragment.values[index] = amdgpu.MFMAOp(
+                    layout.m, layout.n, layout.k, a_values[tm], b_values[tn],
+                    fragment.values[index], blocks=step.choice.blocks).result
+
+
+def lane_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, element: ir.Type,
+                 k_contiguous: bool) -> ir.Value:
+    """A lane's `count` consecutive-K elements of one row of A or column of B.
+    `k_contiguous`: the buffer is indexed [outer, k] (one vector load), else
+    [k, outer] (one load per element)."""
+    if k_contiguous:
+        if count == 1:
+            return memref.LoadOp(smem, [outer, k]).result
+        return vector.LoadOp(ir.VectorType.get([count], element), smem, [outer, k]).result
+    scalars = [memref.LoadOp(smem, [add(k, i), outer]).result for i in range(count)]
+    if count == 1:
+        return scalars[0]
+    return vector.FromElementsOp(ir.VectorType.get([count], element), scalars).result
