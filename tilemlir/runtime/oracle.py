@@ -171,6 +171,8 @@ def gemm_outputs(function_op: ir.Operation) -> dict[int, GemmOutput]:
 
 @dataclass
 class OutputReport:
+    """How one output compares with its reference."""
+
     param: Parameter
     reference: str  # what the output was compared with
     max_abs: float

@@ -86,6 +86,8 @@ class _Fail(Exception):
 
 @dataclass
 class Frame:
+    """The values of one function activation, by slot."""
+
     env: list
     # Vectorized scf.parallel inside masked scf.if branches: lanes that execute.
     mask: np.ndarray | None = None
@@ -107,6 +109,8 @@ class BlockCode:
 
 @dataclass
 class Function:
+    """A func.func compiled for the engine."""
+
     name: str
     op: ir.Operation
     n_slots: int = 0
@@ -239,16 +243,13 @@ def _trunc_div(a, b):
     return q + ((q < 0) & (q * b != a))
 
 
-def _plain_int_binary() -> dict[str, Callable]:
-    return {
-        "arith.addi": operator.add, "arith.subi": operator.sub, "arith.muli": operator.mul,
-        "arith.andi": operator.and_, "arith.ori": operator.or_, "arith.xori": operator.xor,
-        "arith.shli": operator.lshift, "arith.shrsi": operator.rshift,
-        "arith.maxsi": np.maximum, "arith.minsi": np.minimum,
-    }
-
-
-_INT_BINARY = _plain_int_binary()
+# Integer ops on canonical (signed) values; the result wraps to the type's width.
+_INT_BINARY: dict[str, Callable] = {
+    "arith.addi": operator.add, "arith.subi": operator.sub, "arith.muli": operator.mul,
+    "arith.andi": operator.and_, "arith.ori": operator.or_, "arith.xori": operator.xor,
+    "arith.shli": operator.lshift, "arith.shrsi": operator.rshift,
+    "arith.maxsi": np.maximum, "arith.minsi": np.minimum,
+}
 _INT_DIVISION = {"arith.divsi", "arith.remsi", "arith.ceildivsi", "arith.floordivsi",
                  "arith.divui", "arith.remui", "arith.ceildivui"}
 _UNSIGNED_BINARY: dict[str, Callable] = {
@@ -257,7 +258,7 @@ _UNSIGNED_BINARY: dict[str, Callable] = {
 
 
 def _divide(name: str, a, b):
-    if name in ("arith.divsi",):
+    if name == "arith.divsi":
         return _trunc_div(a, b)
     if name == "arith.remsi":
         return a - b * _trunc_div(a, b)

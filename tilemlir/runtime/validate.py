@@ -43,6 +43,8 @@ class TranslationValidationError(AssertionError):
 
 @dataclass(frozen=True)
 class StepReport:
+    """One pipeline step and whether its input and output were executed."""
+
     step: str
     checked: bool  # executed before and after
 
