@@ -32,6 +32,11 @@ demo: setup
 	$(BIN)/tile-opt examples/gemm_whole_problem.mlir --mlir-print-op-generic
 	@echo "== stock mlir-opt-22 reads both through the exported IRDL"
 	for f in examples/*.mlir; do mlir-opt-22 --irdl-file=tilemlir/dialects/tile.irdl.mlir $$f >/dev/null && echo "  $$f: ok"; done
+	@echo "== tile-compile: a GPU-level fp8 MFMA kernel for gfx942, its MFMA lines and resource report"
+	@mkdir -p build
+	$(BIN)/tile-compile examples/gpu/mfma_fp8_gfx942.mlir --target amdgpu:gfx942 --emit hsaco -o build/mfma_fp8_gfx942.hsaco
+	$(BIN)/tile-compile examples/gpu/mfma_fp8_gfx942.mlir --target amdgpu:gfx942 --emit isa | grep -E '^\s+v_mfma'
+	$(BIN)/tile-compile examples/gpu/mfma_fp8_gfx942.mlir --target amdgpu:gfx942 --report
 
 test: setup
 	$(BIN)/lit -sv --order=lexical test
@@ -44,4 +49,4 @@ lint: setup
 	$(BIN)/ruff check tilemlir test bench
 
 clean:
-	rm -rf $(VENV) test/**/Output
+	rm -rf $(VENV) test/**/Output build

@@ -303,7 +303,7 @@ def _resolve(target: str | Target | None, module: ir.Operation) -> Target:
     return resolve_target(module, target)
 
 
-def compile(  # noqa: A001 - the public name DESIGN §6 gives it
+def compile(
     module_or_text: str | ir.Module | ir.Operation | ir.OpView,
     target: str | Target | None = None,
     emit: str = "hsaco",

@@ -124,7 +124,13 @@ def write_binary(path: str, data: bytes) -> None:
 def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
     """Parses and compiles one chunk; returns (result or None, diagnostics)."""
     from tilemlir.backends import resolve_target
-    from tilemlir.compiler import CompileError, CompileOptions, compile_module, describe_pipeline, has_tile_ops
+    from tilemlir.compiler import (
+        CompileError,
+        CompileOptions,
+        compile_module,
+        describe_pipeline,
+        has_tile_ops,
+    )
     from tilemlir.diagnostics import Diag, ParseFailure, UserError, collect_diagnostics, parse_chunk
 
     diags: list = []

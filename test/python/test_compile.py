@@ -1,0 +1,252 @@
+"""tilemlir.compile and the amdgpu backend's toolchain, report and checks."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import REPO, run_tool
+from mlir import ir
+
+import tilemlir
+from tilemlir.backends import get_target
+from tilemlir.backends.amdgpu import report as report_mod
+from tilemlir.backends.amdgpu import toolchain
+from tilemlir.compiler import CompileError, missing_tile_passes
+from tilemlir.diagnostics import UserError
+from tilemlir.dialects import tile
+
+EXAMPLE = REPO / "examples" / "gpu" / "mfma_fp8_gfx942.mlir"
+SEED = REPO / "examples" / "seed_fp8_gemm.mlir"
+GFX942 = get_target("amdgpu:gfx942")
+
+
+@pytest.fixture(scope="module")
+def example_text() -> str:
+    return EXAMPLE.read_text()
+
+
+@pytest.fixture(scope="module")
+def hsaco_result(example_text):
+    return tilemlir.compile(example_text, target="amdgpu:gfx942", emit="hsaco")
+
+
+# -- the API ------------------------------------------------------------------
+
+
+def test_compile_to_hsaco_keeps_every_stage(hsaco_result):
+    assert set(hsaco_result.artifacts) == {"gpu", "llvm", "isa", "hsaco"}
+    assert hsaco_result.artifact[:4] == b"\x7fELF"
+    assert "@llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8" in hsaco_result.artifacts["llvm"]
+    assert "v_mfma_f32_16x16x32_fp8_fp8" in hsaco_result.artifacts["isa"]
+    stages = hsaco_result.report["compile_seconds"]
+    assert list(stages) == ["parse", "tile-verify", "gpu-to-llvm", "translate", "llvm-opt", "llc",
+                            "llvm-mc", "ld.lld", "total"]
+    assert stages["total"] >= stages["llc"] > 0
+
+
+def test_report_numbers(hsaco_result):
+    report = hsaco_result.report
+    assert report["kernel"] == "mfma_16x16_fp8"
+    assert report["scratch_bytes"] == 0 and report["spills"] == 0
+    assert report["lds_bytes"] == 2 * 16 * 64
+    assert report["mfma_instructions"] == {"v_mfma_f32_16x16x32_fp8_fp8": {"main_loop": 2, "total": 2}}
+    assert report["global_load_bits"] == 128 and report["lds_read_bits"] == 64
+    # Our occupancy (from the descriptor) agrees with llc's own.
+    assert report["occupancy_waves_per_simd"] == report["occupancy_llc"] == 8
+
+
+def test_hsaco_notes_match_the_isa_metadata(hsaco_result):
+    from_isa = toolchain.parse_amdhsa_metadata(hsaco_result.artifacts["isa"])
+    from_elf = toolchain.parse_amdhsa_metadata(toolchain.read_notes(hsaco_result.artifact))
+    assert from_elf["amdhsa.target"] == "amdgcn-amd-amdhsa--gfx942"
+    assert from_elf["amdhsa.kernels"] == from_isa["amdhsa.kernels"]
+    kernel = from_elf["amdhsa.kernels"][0]
+    assert kernel[".reqd_workgroup_size"] == [64, 1, 1]
+    assert kernel[".vgpr_count"] == hsaco_result.report["vgpr_total"]
+
+
+def test_module_input_is_not_modified(example_text):
+    context = tile.make_context()
+    with context:
+        module = ir.Module.parse(example_text)
+        before = str(module)
+        result = tilemlir.compile(module, emit="llvm")
+        assert str(module) == before
+    assert result.report is None and set(result.artifacts) == {"gpu", "llvm"}
+
+
+def test_target_comes_from_the_module_then_the_argument(example_text):
+    # The example says tile.target = "amdgpu:gfx942"; the argument wins over it.
+    assert tilemlir.compile(example_text, target=None, emit="isa").target == GFX942
+    with pytest.raises(CompileError) as raised:
+        tilemlir.compile(example_text, target="amdgpu:gfx950", emit="isa")
+    assert "<input>:59:15: error: gfx950 matrix instructions take f8E4M3FN, f8E5M2" in str(raised.value)
+
+
+def test_ocp_fp8_compiles_for_gfx950(example_text):
+    result = tilemlir.compile(example_text.replace("f8E4M3FNUZ", "f8E4M3FN"), target="amdgpu:gfx950",
+                              emit="isa")
+    assert "v_mfma_f32_16x16x32_fp8_fp8" in result.artifact
+    assert "amdgcn-amd-amdhsa--gfx950" in result.artifact
+
+
+def test_report_option_goes_on_to_the_isa(example_text):
+    result = tilemlir.compile(example_text, emit="gpu", options={"report": True})
+    assert result.artifact.startswith("module attributes {gpu.container_module")
+    assert result.report["mfma_instructions"]
+
+
+def test_bad_requests_are_user_errors(example_text):
+    with pytest.raises(UserError, match="unknown --emit 'ptx'"):
+        tilemlir.compile(example_text, emit="ptx")
+    with pytest.raises(UserError, match="no compile pipeline for metax:xcore1000"):
+        tilemlir.compile(example_text, target="metax:xcore1000")
+    with pytest.raises(CompileError, match="--emit tile needs tile IR"):
+        tilemlir.compile(example_text, emit="tile")
+    with pytest.raises(CompileError, match=r"<input>:\d+:\d+: error"):
+        tilemlir.compile("gpu.module @m {")
+
+
+def test_missing_tile_pass_is_named(monkeypatch):
+    from tilemlir import passes
+
+    monkeypatch.delitem(passes._REGISTRY, "tile-select-mma", raising=False)
+    with pytest.raises(CompileError, match="needs pass 'tile-select-mma', which is not registered"):
+        tilemlir.compile(SEED.read_text(), emit="isa")
+
+
+@pytest.mark.skipif(bool(missing_tile_passes()), reason="the tile passes are not registered")
+def test_seed_gemm_main_loop_has_one_mfma_per_instruction_tile():
+    result = tilemlir.compile(SEED.read_text(), emit="isa")
+    report = result.report
+    assert report["spills"] == 0 and report["scratch_bytes"] == 0
+    (name, counts), = report["mfma_instructions"].items()
+    m, n, k = (int(x) for x in name.split("_")[3].split("x"))
+    # The seed's block is 128x128x32; the ISA is one wave's share of the workgroup's MFMAs.
+    waves = report["workgroup_size"] // 64
+    assert counts["main_loop"] * waves == 128 * 128 * 32 // (m * n * k)
+
+
+# -- the toolchain ---------------------------------------------------------------
+
+
+def test_missing_tool_says_make_setup(monkeypatch, tmp_path):
+    monkeypatch.setattr(toolchain, "LLVM_BIN_DIR", tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(toolchain.ToolchainError, match="run `make setup`"):
+        toolchain.find_tool("llc")
+
+
+def test_failing_tool_reports_its_stderr():
+    with pytest.raises(toolchain.ToolchainError) as raised:
+        toolchain.llc_to_isa("this is not LLVM IR\n", "gfx942")
+    message = str(raised.value)
+    assert message.startswith("llc failed (exit status 1): llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942")
+    assert "expected top-level entity" in message
+
+
+def test_metadata_parser_reads_nested_maps_and_lists():
+    text = """\
+\t.amdgpu_metadata
+---
+amdhsa.kernels:
+  - .args:
+      - .offset:         0
+        .size:           8
+    .name:           k
+    .reqd_workgroup_size:
+      - 256
+      - 1
+    .uses_dynamic_stack: false
+amdhsa.target:   amdgcn-amd-amdhsa--gfx950
+amdhsa.version:
+  - 1
+  - 2
+...
+\t.end_amdgpu_metadata
+"""
+    assert toolchain.parse_amdhsa_metadata(text) == {
+        "amdhsa.kernels": [{".args": [{".offset": 0, ".size": 8}], ".name": "k",
+                            ".reqd_workgroup_size": [256, 1], ".uses_dynamic_stack": False}],
+        "amdhsa.target": "amdgcn-amd-amdhsa--gfx950",
+        "amdhsa.version": [1, 2],
+    }
+
+
+# -- the report ------------------------------------------------------------------
+
+NESTED_LOOPS = """\
+k:
+\tv_mfma_f32_32x32x16_fp8_fp8 a[0:15], v[0:1], v[2:3], a[0:15]
+.LBB0_1:
+\tglobal_load_dwordx4 v[4:7], v8, s[0:1]
+.LBB0_2:
+\tds_read_b128 v[4:7], v9
+\tds_read2_b64 v[4:7], v9 offset1:4
+\tv_mfma_f32_32x32x16_fp8_fp8 a[0:15], v[0:1], v[2:3], a[0:15]
+\tv_mfma_f32_32x32x16_fp8_fp8 a[0:15], v[0:1], v[2:3], a[0:15]
+\ts_cbranch_scc1 .LBB0_2
+\tv_mfma_f32_16x16x32_fp8_fp8 a[0:3], v[0:1], v[2:3], a[0:3]
+\ts_cbranch_vccnz .LBB0_1
+\tbuffer_store_dwordx2 v[0:1], off, s[0:3], 0
+\ts_branch .LBB0_3
+.LBB0_3:
+\ts_endpgm
+"""
+
+
+def test_main_loop_is_the_innermost_loop_with_mfmas():
+    assert report_mod.matrix_instructions(NESTED_LOOPS) == {
+        "v_mfma_f32_16x16x32_fp8_fp8": {"main_loop": 0, "total": 1},
+        "v_mfma_f32_32x32x16_fp8_fp8": {"main_loop": 2, "total": 3},
+    }
+    assert report_mod.access_widths(NESTED_LOOPS) == {
+        "global_load_bits": 128, "global_store_bits": 64, "lds_read_bits": 128, "lds_write_bits": 0,
+    }
+
+
+def _usage(**changes) -> report_mod.KernelUsage:
+    fields = {"name": "k", "vgpr": 24, "agpr": 0, "sgpr": 12, "scratch_bytes": 0, "vgpr_spills": 0,
+              "sgpr_spills": 0, "lds_bytes": 0, "workgroup_size": 256, "occupancy_llc": None}
+    return report_mod.KernelUsage(**{**fields, **changes})
+
+
+@pytest.mark.parametrize(
+    ("changes", "waves"),
+    [
+        ({"vgpr": 97}, 4),                    # ceil(97/8)*8 = 104; 512 // 104 = 4 (descriptor comment)
+        ({"vgpr": 82, "agpr": 64}, 3),         # 84 + 64 = 148 -> 152; 512 // 152 = 3
+        ({"vgpr": 8, "lds_bytes": 32768}, 2),  # 2 workgroups of 4 waves on 4 SIMDs
+        ({"vgpr": 8}, 8),                      # the wave ceiling
+    ],
+)
+def test_occupancy_formula(changes, waves):
+    assert report_mod.occupancy(_usage(**changes), GFX942)[0] == waves
+
+
+def test_check_resources_names_the_numbers():
+    over = {"kernel": "k", "vgpr": 24, "agpr": 0, "vgpr_total": 24, "sgpr": 12, "lds_bytes": 98304,
+            "workgroup_size": 256, "spills": 3, "vgpr_spills": 2, "sgpr_spills": 1, "scratch_bytes": 16}
+    with pytest.raises(report_mod.ResourceError) as raised:
+        report_mod.check_resources(over, GFX942, allow_spills=False)
+    assert str(raised.value).splitlines() == [
+        "kernel 'k' needs 98304 bytes of LDS, gfx942 allows 65536",
+        ("kernel 'k' spills 2 VGPRs and 1 SGPRs to scratch (16 bytes per lane); "
+         "reduce the tile sizes or allow spills"),
+    ]
+    report_mod.check_resources({**over, "lds_bytes": 65536}, GFX942)  # spills allowed by default
+
+
+# -- the command ------------------------------------------------------------------
+
+
+def test_tile_compile_report_and_output_file(tmp_path):
+    out = tmp_path / "k.s"
+    done = run_tool("tile-compile", str(EXAMPLE), "-o", str(out), "--report")
+    assert done.returncode == 0, done.stderr
+    assert '"occupancy_waves_per_simd": 8' in done.stdout
+    assert "v_mfma_f32_16x16x32_fp8_fp8" in out.read_text()
+
+
+def test_tile_compile_no_spills_flag_accepts_a_clean_kernel():
+    done = run_tool("tile-compile", str(EXAMPLE), "--no-spills", "--emit", "llvm")
+    assert done.returncode == 0 and "Traceback" not in done.stderr
