@@ -10,7 +10,8 @@ matrix coordinates. For the dense single-block AMD MFMAs the compiler selects
 * B: lane l holds column `l % n` and K indices `(l // n) * (n*k/64) + i`;
 * C/D: lane l holds column `l % n`; its j-th element lies in row
   `8 * (j // 4) + 4 * (l // n) + j % 4` for 32x32 and `4 * (l // 16) + j` for
-  16x16 (groups of four rows, one group per 64/n lanes).
+  16x16 (groups of four rows, one group per 64/n lanes) -- except for f64
+  results (v_mfma_f64_16x16x4f64), where it lies in row `4 * j + l // 16`.
 
 Sources: AMD Matrix Instruction Calculator (ROCm/amd_matrix_instruction_calculator,
 `--detail-instruction` register layouts, cdna3 and cdna2 tables); AMD CDNA3 ISA
@@ -36,6 +37,7 @@ class MfmaLayout:
     n: int
     k: int
     wave_size: int = 64
+    c_bits: int = 32  # width of the accumulator elements (64 for f64 MFMAs)
 
     @property
     def a_per_lane(self) -> int:
@@ -58,8 +60,10 @@ class MfmaLayout:
         return (lane // self.n) * self.b_per_lane + i, lane % self.n
 
     def c_row_terms(self, j: int) -> tuple[int, int]:
-        """Row of element j of a lane's C/D vector as `constant + 4 * (lane // n)`:
-        returns (constant, 4)."""
+        """Row of element j of a lane's C/D vector as
+        `constant + per_group * (lane // n)`: returns (constant, per_group)."""
+        if self.c_bits == 64:
+            return 4 * j, 1
         lane_groups = self.wave_size // self.n
         return (j // 4) * 4 * lane_groups + j % 4, 4
 
@@ -75,7 +79,7 @@ def supported(m: int, n: int, k: int, blocks: int, wave_size: int = 64) -> bool:
     return (m * k) % wave_size == 0
 
 
-def layout_for(m: int, n: int, k: int, wave_size: int = 64) -> MfmaLayout:
+def layout_for(m: int, n: int, k: int, wave_size: int = 64, c_bits: int = 32) -> MfmaLayout:
     if not supported(m, n, k, 1, wave_size):
         raise ValueError(f"no documented lane layout for a {m}x{n}x{k} instruction on wave{wave_size}")
-    return MfmaLayout(m, n, k, wave_size)
+    return MfmaLayout(m, n, k, wave_size, c_bits)

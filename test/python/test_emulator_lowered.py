@@ -40,9 +40,7 @@ CASES = [
     ("gfx90a", 128, 128, 64, "f16", "f32", "f32"),
     ("gfx942", 128, 128, 64, "i8", "i32", "i32"),
     ("gfx942", 64, 64, 32, "f32", "f32", "f32"),
-    pytest.param("gfx942", 64, 64, 32, "f64", "f64", "f64", marks=pytest.mark.xfail(
-        strict=True, reason="the lowering stores v_mfma_f64_16x16x4's D with the f32 layout "
-        "(row 4*(lane/16)+r); AMD's calculator gives row 4*r + lane/16 for f64")),
+    ("gfx942", 64, 64, 32, "f64", "f64", "f64"),
 ]
 
 

@@ -276,7 +276,8 @@ class KernelEmitter:
         memref_type = ir.MemRefType(result.type)
         fragment = AccumulatorFragment(
             (memref_type.shape[0], memref_type.shape[1]), memref_type.element_type,
-            self.core.accumulator_layout(m, n, k, self.wave_size), (wm, wn))
+            self.core.accumulator_layout(m, n, k, self.wave_size,
+                                         bit_width(memref_type.element_type)), (wm, wn))
         zero = splat(fragment.vector_type, zero_of(fragment.element))
         count = fragment.tiles[0] * fragment.tiles[1]
         fragment.values = [zero] * count

@@ -6,7 +6,7 @@ A `MatrixCore` answers exactly that:
 
 * `supported(m, n, k, blocks, wave_size)`: whether the lane layout of such an
   instruction is known (tile-select-mma only chooses those);
-* `accumulator_layout(m, n, k, wave_size)`: where element j of a lane's
+* `accumulator_layout(m, n, k, wave_size, c_bits)`: where element j of a lane's
   accumulator vector sits in the instruction tile, as
   `row = lane_row(lane) + row_offset(j)`, `col = lane_col(lane) + col_offset(j)`;
 * `emit_k_steps(step)`: per-lane operand loads from shared memory and the
@@ -77,7 +77,8 @@ class MatrixCore:
     def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
         raise NotImplementedError
 
-    def accumulator_layout(self, m: int, n: int, k: int, wave_size: int) -> AccumulatorLayout:
+    def accumulator_layout(self, m: int, n: int, k: int, wave_size: int,
+                           c_bits: int = 32) -> AccumulatorLayout:
         raise NotImplementedError
 
     def emit_k_steps(self, step: GemmStep) -> None:
@@ -113,7 +114,7 @@ class MfmaAccumulator(AccumulatorLayout):
         return self.layout.c_per_lane
 
     def lane_row(self, lane: ir.Value) -> ir.Value:
-        return mul(udiv(lane, self.layout.n), 4)
+        return mul(udiv(lane, self.layout.n), self.layout.c_row_terms(0)[1])
 
     def lane_col(self, lane: ir.Value) -> ir.Value:
         return urem(lane, self.layout.n)
@@ -133,8 +134,9 @@ class MfmaCore(MatrixCore):
     def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
         return mma_layouts.supported(m, n, k, blocks, wave_size)
 
-    def accumulator_layout(self, m: int, n: int, k: int, wave_size: int) -> AccumulatorLayout:
-        return MfmaAccumulator(mma_layouts.layout_for(m, n, k, wave_size))
+    def accumulator_layout(self, m: int, n: int, k: int, wave_size: int,
+                           c_bits: int = 32) -> AccumulatorLayout:
+        return MfmaAccumulator(mma_layouts.layout_for(m, n, k, wave_size, c_bits))
 
     def emit_k_steps(self, step: GemmStep) -> None:
         fragment = step.fragment
