@@ -388,3 +388,65 @@ def test_mfma_kernels_lower_to_rocdl(chip, name, intrinsic):
 def test_gemm_kernel_lowers_to_rocdl():
     lowered = _lower(gemm_kernel(128, 128, 64, block=(64, 64, 32)), "gfx942")
     assert "rocdl.mfma.f32.32x32x8f16" in lowered and "rocdl.barrier" in lowered
+
+
+# --------------------------------------------------------------------------
+# Scalar semantics (host code runs on the same machinery with one lane)
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("expr,result_type,expected", [
+    ("arith.divsi %a, %b : i32", "i32", -2),  # -7 / 3 truncates
+    ("arith.remsi %a, %b : i32", "i32", -1),
+    ("arith.floordivsi %a, %b : i32", "i32", -3),
+    ("arith.ceildivsi %a, %b : i32", "i32", -2),
+    ("arith.divui %a, %b : i32", "i32", (2**32 - 7) // 3),
+    ("arith.shrui %a, %b : i32", "i32", (2**32 - 7) >> 3),
+    ("arith.shrsi %a, %b : i32", "i32", -1),
+    ("arith.maxui %a, %b : i32", "i32", -7),
+    ("arith.cmpi ult, %a, %b : i32", "i1", False),
+    ("arith.cmpi slt, %a, %b : i32", "i1", True),
+])
+def test_integer_semantics(expr, result_type, expected):
+    text = f"""module {{ func.func @entry(%out: memref<1x{result_type}>) {{
+  %a = arith.constant -7 : i32
+  %b = arith.constant 3 : i32
+  %c0 = arith.constant 0 : index
+  %r = {expr}
+  memref.store %r, %out[%c0] : memref<1x{result_type}>
+  return
+}} }}"""
+    out = np.zeros(1, bool if result_type == "i1" else np.int32)
+    _run(text, [out])
+    assert out[0] == expected
+
+
+@pytest.mark.parametrize("expr,out_type,expected", [
+    # f32 -> bf16 rounds to nearest even: 1 + 2**-8 is a tie between 1 and 1 + 2**-7
+    ("arith.truncf %x : f32 to bf16", "bf16", 1.0),
+    ("arith.truncf %y : f32 to f8E4M3FNUZ", "f8E4M3FNUZ", 1.0),  # a tie, to even
+    ("arith.fptosi %z : f32 to i32", "i32", -2),
+    ("arith.cmpf une, %n, %n : f32", "i1", True),
+    ("arith.cmpf oeq, %n, %n : f32", "i1", False),
+    ("arith.maxnumf %n, %x : f32", "f32", 1.00390625),
+    ("arith.maximumf %n, %x : f32", "f32", np.nan),
+    ("math.fma %x, %x, %z : f32", "f32", 1.00390625**2 - 2.5),
+])
+def test_float_semantics(expr, out_type, expected):
+    from emulator_kernels import NUMPY
+    dtype = bool if out_type == "i1" else NUMPY[out_type]
+    text = f"""module {{ func.func @entry(%out: memref<1x{out_type}>) {{
+  %x = arith.constant 1.00390625 : f32
+  %y = arith.constant 1.0625 : f32
+  %z = arith.constant -2.5 : f32
+  %n = arith.constant 0x7FC00000 : f32
+  %c0 = arith.constant 0 : index
+  %r = {expr}
+  memref.store %r, %out[%c0] : memref<1x{out_type}>
+  return
+}} }}"""
+    out = np.zeros(1, dtype)
+    _run(text, [out])
+    if isinstance(expected, float) and np.isnan(expected):
+        assert np.isnan(out[0].astype(np.float32))
+    else:
+        assert out[0].astype(np.float64) == np.float64(expected)

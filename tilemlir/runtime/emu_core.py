@@ -227,8 +227,12 @@ class Compiler:
             try:
                 for index, step in enumerate(run_steps):
                     step(frame)
-            except EmulatorError:
-                raise
+            except EmulatorError as error:
+                if error.diag.file or error.diag.line:
+                    raise
+                # raised where no op was at hand (e.g. merging divergent memrefs): locate it
+                message = error.diag.message.removeprefix("emulator: ")
+                raise type(error)(message, run_ops[index]) from None
             except Exception as error:  # a bug or an unchecked case: still located
                 raise EmulatorError(
                     f"internal error while executing '{run_ops[index].name}': "
