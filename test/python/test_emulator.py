@@ -139,6 +139,23 @@ module attributes {{gpu.container_module}} {{
       "      memref.store %f, %lds[%i] : memref<64xf32, #wg>"),
      ("out-of-bounds store of LDS (workgroup attribution 0) at index [64]: dimension 0 has "
       "size 64, in workgroup (0, 0, 0), lane 63 (thread (63, 0, 0), wave 0)")),
+    # a reinterpret_cast whose view reaches past the allocation
+    (("      %v = memref.reinterpret_cast %out to offset: [0], sizes: [8, 16], strides: [16, 1]"
+      " : memref<64xf32> to memref<8x16xf32>\n"
+      "      %c7 = arith.constant 7 : index\n"
+      "      %x = memref.load %v[%c7, %c0] : memref<8x16xf32>"),
+     "out-of-bounds load of global memory (argument 0 of @entry): element 112 of an "
+     "allocation of 64, in workgroup (0, 0, 0), lane 0"),
+    # a private array indexed past its end by the last lanes only, through a subview
+    (("      %p = memref.alloca() : memref<8xf32, #gpu.address_space<private>>\n"
+      "      %s = memref.subview %p[4] [4] [1] : memref<8xf32, #gpu.address_space<private>> to "
+      "memref<4xf32, strided<[1], offset: 4>, #gpu.address_space<private>>\n"
+      "      %c60 = arith.constant 60 : index\n"
+      "      %i = arith.subi %t, %c60 : index\n"
+      "      memref.store %f, %s[%i] : memref<4xf32, strided<[1], offset: 4>, "
+      "#gpu.address_space<private>>"),
+     "out-of-bounds store of private memory (alloca) at index [-60]: dimension 0 has size 4, "
+     "in workgroup (0, 0, 0), lane 0"),
 ])
 def test_sanitizer_on_small_kernels(body, message):
     with pytest.raises(SanitizerError) as caught:

@@ -161,13 +161,14 @@ def _active(frame: Frame, shape: tuple[int, ...], element_mask) -> np.ndarray | 
     return mask
 
 
-def _first(bad: np.ndarray, frame: Frame) -> tuple[int, tuple]:
-    """(lane, element position) of the first True in a (L, ...) array."""
-    where = tuple(int(x) for x in np.argwhere(bad)[0])
-    lane = where[0]
+def _first(bad: np.ndarray, frame: Frame) -> tuple[tuple, int]:
+    """(position, lane) of the first True in a (L, ...) array; for a lane-uniform
+    access (L == 1) the lane is the first active one."""
+    position = tuple(int(x) for x in np.argwhere(bad)[0])
+    lane = position[0]
     if bad.shape[0] == 1 and frame.mask is not None and frame.mask.any():
         lane = int(np.argmax(frame.mask))
-    return lane, where[1:]
+    return position, lane
 
 
 def _space_name(memref: MemRef) -> str:
@@ -197,15 +198,13 @@ def access(frame: Frame, op: ir.Operation, memref: MemRef, indices: list, kind: 
         if mask is not None:
             bad = bad & mask
         if bad.any():
-            bad = np.broadcast_to(bad, shape)
-            lane, where = _first(bad, frame)
-            at = [int(np.broadcast_to(np.asarray(i), shape)[(lane if np.asarray(i).shape[0] > 1
-                  else 0,) + where]) for i in indices]
+            position, lane = _first(np.broadcast_to(bad, shape), frame)
+            at = [int(np.broadcast_to(i, shape)[position]) for i in indices]
+            limit = int(np.broadcast_to(size, shape)[position])
             raise SanitizerError(
                 f"out-of-bounds {kind} of {_space_name(memref)} ({memref.buffer.name}) at index "
-                f"[{', '.join(map(str, at))}]: dimension {dim} has size "
-                f"{int(np.broadcast_to(size, shape)[(lane,) + where]) if np.ndim(size) else size}"
-                f", in {frame.wg.describe_lane(lane)}", op)
+                f"[{', '.join(map(str, at))}]: dimension {dim} has size {limit}, in "
+                f"{frame.wg.describe_lane(lane)}", op)
         flat = flat + index * stride
     if memref.per_lane:
         flat = flat + lane_axis(frame.wg.lanes, len(shape)) * memref.per_lane
@@ -214,10 +213,10 @@ def access(frame: Frame, op: ir.Operation, memref: MemRef, indices: list, kind: 
     if mask is not None:
         bad = bad & mask
     if bad.any():
-        lane, _ = _first(bad, frame)
+        position, lane = _first(np.broadcast_to(bad, shape), frame)
         raise SanitizerError(
             f"out-of-bounds {kind} of {_space_name(memref)} ({memref.buffer.name}): element "
-            f"{int(flat[(lane,) + _first(bad, frame)[1]])} of an allocation of {typed.size}, "
+            f"{int(np.broadcast_to(flat, shape)[position])} of an allocation of {typed.size}, "
             f"in {frame.wg.describe_lane(lane)}", op)
     if mask is not None:
         flat = np.where(mask, flat, 0)
