@@ -144,8 +144,8 @@ module attributes {{gpu.container_module}} {{
       " : memref<64xf32> to memref<8x16xf32>\n"
       "      %c7 = arith.constant 7 : index\n"
       "      %x = memref.load %v[%c7, %c0] : memref<8x16xf32>"),
-     "out-of-bounds load of global memory (argument 0 of @entry): element 112 of an "
-     "allocation of 64, in workgroup (0, 0, 0), lane 0"),
+     ("out-of-bounds load of global memory (argument 0 of @entry): element 112 of an "
+      "allocation of 64, in workgroup (0, 0, 0), lane 0")),
     # a private array indexed past its end by the last lanes only, through a subview
     (("      %p = memref.alloca() : memref<8xf32, #gpu.address_space<private>>\n"
       "      %s = memref.subview %p[4] [4] [1] : memref<8xf32, #gpu.address_space<private>> to "
@@ -154,8 +154,8 @@ module attributes {{gpu.container_module}} {{
       "      %i = arith.subi %t, %c60 : index\n"
       "      memref.store %f, %s[%i] : memref<4xf32, strided<[1], offset: 4>, "
       "#gpu.address_space<private>>"),
-     "out-of-bounds store of private memory (alloca) at index [-60]: dimension 0 has size 4, "
-     "in workgroup (0, 0, 0), lane 0"),
+     ("out-of-bounds store of private memory (alloca) at index [-60]: dimension 0 has size 4, "
+      "in workgroup (0, 0, 0), lane 0")),
 ])
 def test_sanitizer_on_small_kernels(body, message):
     with pytest.raises(SanitizerError) as caught:
