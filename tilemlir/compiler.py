@@ -130,19 +130,28 @@ def _gpu_to_llvm_pm(target: Target, context: ir.Context) -> passmanager.PassMana
     return add_to(pm, pipeline.gpu_to_llvm_pipeline(target.name), context=context)
 
 
-def describe_pipeline(target: Target, *, tile_input: bool, context: ir.Context) -> str:
-    """Every stage's exact pipeline or command line, one per line."""
+def _tile_stage_text(text: str, spec: str) -> str:
+    """A tile-stage pipeline as tile-opt -p takes it, the target option spelled out."""
+    from tilemlir.passes import is_tile_pass, make_pass
+
+    def element(name: str) -> str:
+        return str(make_pass(name, None, {"target": spec})) if is_tile_pass(name) else name
+
+    return f"builtin.module({','.join(element(name) for name in text.split(','))})"
+
+
+def describe_pipeline(target: Target, *, tile_input: bool) -> str:
+    """Every stage's pipeline or command line, one per line, in forms that
+    reproduce it: `tile-opt -p` for the tile stages, `mlir-opt --pass-pipeline`
+    for gpu-to-llvm (after the Python resource check), shell commands after."""
+    spec = target_spec(target)
     lines = []
     if tile_input:
-        for stage, text in (
-            ("tile", pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE)),
-            ("gpu", pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE)),
-        ):
-            exact = f"builtin.module({text})" if missing_tile_passes() else str(_tile_pm(text, target_spec(target), context))
-            lines.append(f"{stage}: {exact}")
+        lines.append(f"tile: {_tile_stage_text(pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE), spec)}")
+        lines.append(f"gpu: {_tile_stage_text(pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE), spec)}")
     else:
         lines.append("tile, gpu: skipped (the input is GPU-level IR)")
-    lines.append(f"gpu-to-llvm: {_gpu_to_llvm_pm(target, context)}")
+    lines.append(f"gpu-to-llvm: {AmdgpuCheckResources(target=spec)}, then {pipeline.gpu_to_llvm_pipeline(target.name)}")
     lines.append("translate: in process (mlir-translate --mlir-to-llvmir) of the gpu.module's body")
     lines.extend(f"{stage}: {command}" for stage, command in toolchain.commands(target.name).items())
     return "\n".join(lines) + "\n"

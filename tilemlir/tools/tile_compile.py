@@ -142,7 +142,7 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
             parse_seconds = time.perf_counter() - start
             target = resolve_target(module, options.target_desc or options.target)
             if options.dump_pass_pipeline:
-                stderr_lines.append(describe_pipeline(target, tile_input=has_tile_ops(module), context=context))
+                stderr_lines.append(describe_pipeline(target, tile_input=has_tile_ops(module)))
             result = compile_module(
                 module,
                 target,

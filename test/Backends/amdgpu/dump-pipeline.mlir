@@ -1,19 +1,20 @@
-// --dump-pass-pipeline prints every stage's exact pipeline or command (stderr).
+// --dump-pass-pipeline prints every stage's pipeline or command (to stderr), in
+// forms that reproduce it: tile-opt -p, mlir-opt --pass-pipeline, shell commands.
 //
-// RUN: tile-compile %examples/gpu/mfma_fp8_gfx942.mlir --dump-pass-pipeline -o /dev/null 2>&1 | filecheck %s
+// RUN: tile-compile %examples/gpu/mfma_fp8_gfx942.mlir --dump-pass-pipeline -o /dev/null 2>&1 | filecheck %s --check-prefixes=CHECK,GPU
+// RUN: tile-compile %examples/seed_fp8_gemm.mlir --target amdgpu:gfx950 --dump-pass-pipeline -o /dev/null 2>&1 | filecheck %s --check-prefix=TILE
 
-// CHECK: tile, gpu: skipped (the input is GPU-level IR)
-// CHECK: gpu-to-llvm: builtin.module(amdgpu-check-resources,rocdl-attach-target{
-// CHECK-SAME: chip=gfx942
-// CHECK-SAME: gpu.module(
-// CHECK-SAME: convert-arith-to-amdgpu{
-// CHECK-SAME: chipset=gfx942
-// CHECK-SAME: convert-amdgpu-to-rocdl{chipset=gfx942}
-// CHECK-SAME: convert-gpu-to-rocdl{
-// CHECK-SAME: chipset=gfx942 index-bitwidth=64
-// CHECK-SAME: reconcile-unrealized-casts
+// GPU: tile, gpu: skipped (the input is GPU-level IR)
+// CHECK: gpu-to-llvm: amdgpu-check-resources{target=amdgpu:gfx942}, then builtin.module(rocdl-attach-target{chip=gfx942 O=3},gpu.module(
+// CHECK-SAME: convert-arith-to-amdgpu{chipset=gfx942},convert-amdgpu-to-rocdl{chipset=gfx942},convert-gpu-to-rocdl{chipset=gfx942 index-bitwidth=64},reconcile-unrealized-casts
 // CHECK: translate: in process
 // CHECK: llvm-opt: opt -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942 '-passes=amdgpu-promote-kernel-arguments,
 // CHECK: llc: llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942 -O3
 // CHECK: llvm-mc: llvm-mc -triple=amdgcn-amd-amdhsa -mcpu=gfx942 -filetype=obj
 // CHECK: ld.lld: ld.lld -shared
+
+// The flag's target reaches every tile pass that takes one.
+// TILE: tile: builtin.module(tile-tiling{target=amdgpu:gfx950},canonicalize,tile-legalize-precision{target=amdgpu:gfx950},tile-select-mma{target=amdgpu:gfx950},
+// TILE: gpu: builtin.module(tile-lower-to-gpu{target=amdgpu:gfx950},canonicalize,cse)
+// TILE: gpu-to-llvm: amdgpu-check-resources{target=amdgpu:gfx950}
+// TILE: llc: llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx950 -O3

@@ -108,14 +108,25 @@ def extract_device_module(module: ir.Operation) -> ir.Module:
 _TRANSLATABLE = ("llvm.", "rocdl.")
 
 
-def unconverted_ops(device: ir.Module) -> list[ir.Operation]:
-    """Ops the conversion left outside the LLVM and ROCDL dialects."""
-    from tilemlir.irutil import walk
+_CAST = "builtin.unrealized_conversion_cast"
 
-    return [
+
+def unconverted_ops(device: ir.Module) -> list[ir.Operation]:
+    """Ops the conversion left outside the LLVM and ROCDL dialects: the
+    outermost ones, and the casts bridging them only when nothing else is left."""
+    from tilemlir.irutil import parent_ops, walk
+
+    left = [
         op for op in walk(device.operation)
         if op.name != "builtin.module" and not op.name.startswith(_TRANSLATABLE)
     ]
+    outermost = [
+        op for op in left
+        if not any(parent.name != "builtin.module" and not parent.name.startswith(_TRANSLATABLE)
+                   for parent in parent_ops(op))
+    ]
+    real = [op for op in outermost if op.name != _CAST]
+    return real or outermost
 
 
 def translate_to_llvmir(device: ir.Module) -> str:
