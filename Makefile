@@ -28,15 +28,19 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	@echo "== tile-opt: the seed's FP8 GEMM (kernel form), verified and canonicalized"
 	$(BIN)/tile-opt examples/seed_fp8_gemm.mlir --tile-verify --canonicalize --cse
-	@echo "== tile-opt: the whole-problem form, in generic form"
-	$(BIN)/tile-opt examples/gemm_whole_problem.mlir --mlir-print-op-generic
-	@echo "== stock mlir-opt-22 reads both through the exported IRDL"
+	@echo "== stock mlir-opt-22 reads the examples through the exported IRDL"
 	for f in examples/*.mlir; do mlir-opt-22 --irdl-file=tilemlir/dialects/tile.irdl.mlir $$f >/dev/null && echo "  $$f: ok"; done
-	@echo "== tile-compile: a GPU-level fp8 MFMA kernel for gfx942, its MFMA lines and resource report"
+	@echo "== tile-compile: the seed's FP8 GEMM for gfx942 -> ISA and HSACO; its MFMA lines and report"
 	@mkdir -p build
-	$(BIN)/tile-compile examples/gpu/mfma_fp8_gfx942.mlir --target amdgpu:gfx942 --emit hsaco -o build/mfma_fp8_gfx942.hsaco
-	$(BIN)/tile-compile examples/gpu/mfma_fp8_gfx942.mlir --target amdgpu:gfx942 --emit isa | grep -E '^\s+v_mfma'
-	$(BIN)/tile-compile examples/gpu/mfma_fp8_gfx942.mlir --target amdgpu:gfx942 --report
+	$(BIN)/tile-compile examples/seed_fp8_gemm.mlir --target amdgpu:gfx942 --emit hsaco -o build/seed_fp8_gemm.gfx942.hsaco
+	$(BIN)/tile-compile examples/seed_fp8_gemm.mlir --target amdgpu:gfx942 --emit isa -o build/seed_fp8_gemm.gfx942.s
+	@grep -E '^\s+v_mfma' build/seed_fp8_gemm.gfx942.s
+	$(BIN)/tile-compile examples/seed_fp8_gemm.mlir --target amdgpu:gfx942 --report
+	@echo "== the whole-problem form for gfx950 (OCP fp8): the compiler chose the tiles"
+	$(BIN)/tile-compile examples/gemm_whole_problem.mlir --target amdgpu:gfx950 --emit isa | grep -E '^\s+v_mfma' | sort | uniq -c
+	@echo "== tile-run: the seed's GEMM in the reference engine and in the SIMT emulator, vs float64 NumPy"
+	$(BIN)/tile-run examples/seed_fp8_gemm.mlir --engine reference
+	$(BIN)/tile-run examples/seed_fp8_gemm.mlir --engine emulator
 
 test: setup
 	$(BIN)/lit -sv --order=lexical test

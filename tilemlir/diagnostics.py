@@ -177,7 +177,19 @@ def parse_chunk(chunk: Chunk, context: ir.Context) -> ir.Operation:
         if first_code == 0:
             source.shifted_line, source.shift = chunk.first_line, len(prefix)
         lines = [prefix + lines[0], *lines[1:]]
-    text = "\n".join(padding + lines) + "\n}\n"
+    # Alias definitions after the last operation (e.g. `#loc = loc(...)` from
+    # debug-info printing) must follow the module's closing brace.
+    closing = len(lines)
+    while closing > 0 and (_ALIAS_LINE.match(lines[closing - 1]) or not _CODE_LINE.match(lines[closing - 1])):
+        closing -= 1
+    if any(_ALIAS_LINE.match(line) for line in lines[closing:]) and closing > 0:
+        line = lines[closing - 1]
+        cut = line.find("//")
+        cut = len(line) if cut < 0 else cut
+        lines[closing - 1] = f"{line[:cut]} }} {line[cut:]}"
+        text = "\n".join(padding + lines) + "\n"
+    else:
+        text = "\n".join(padding + lines) + "\n}\n"
     try:
         with context:
             wrapper = ir.Operation.parse(text, source_name=source.name)

@@ -85,13 +85,26 @@ def test_unknown_entry_lists_the_functions():
 
 
 @pytest.mark.parametrize("engine, message", [
-    ("emulator", "engine 'emulator' is not available: run() and tile-run do not drive the SIMT emulator yet"),
     ("device", "engine 'device' is not available: running on a device is not built yet"),
     ("numpy", "unknown engine 'numpy' (engines: reference, emulator, device)"),
 ])
 def test_engines_that_do_not_exist(engine, message):
     with pytest.raises(UserError, match=re.escape(message)):
         runtime.run(GEMM, "gemm", gemm_args(), engine=engine)
+
+
+def test_emulator_needs_a_target():
+    with pytest.raises(UserError, match=re.escape("no target: pass --target=FAMILY:NAME")):
+        runtime.run(GEMM, "gemm", gemm_args(), engine="emulator")
+
+
+def test_emulator_engine_matches_reference():
+    """The same call, engine="emulator": compiled for gfx942 and executed lane by lane."""
+    reference, emulated = gemm_args(), gemm_args()
+    runtime.run(GEMM, "gemm", reference)
+    runtime.run(GEMM, "gemm", emulated, engine="emulator", target="amdgpu:gfx942")
+    assert np.abs(reference[2].astype(np.float64) - emulated[2].astype(np.float64)).max() <= 2 ** -8 * max(
+        1.0, float(np.abs(reference[2].astype(np.float64)).max()))
 
 
 def test_unsupported_op_points_at_it(tmp_path):

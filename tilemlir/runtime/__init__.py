@@ -10,10 +10,14 @@ Engines (DESIGN.md section 7):
 * "reference": a NumPy interpreter of tile-level IR, the ground truth every
   later stage is checked against (`tilemlir.runtime.reference` states its
   semantics);
-* "emulator" and "device" are not behind `run` yet; asking for them is an
-  error. The SIMT emulator itself exists for GPU-level IR
-  (`tilemlir.runtime.emulator.emulate`); `run` and `tile-run` do not yet
-  compile tile IR down to it.
+* "emulator": compiles tile IR through the AMD path down to GPU-level IR
+  (`tilemlir.compile(..., emit="gpu")`) and executes that in the SIMT
+  emulator (`tilemlir.runtime.emulator`), every workgroup's threads in
+  lockstep, `amdgpu.mfma` by AMD's documented lane layouts, with the
+  memory-safety checks on. GPU-level IR written by hand (a host function
+  launching a `gpu.func`) runs as is. Needs an amdgpu `target` (or the
+  module's `tile.target`).
+* "device" is not built yet; asking for it is an error.
 """
 
 from __future__ import annotations
@@ -25,10 +29,8 @@ from mlir import ir
 
 from tilemlir.diagnostics import UserError
 
-ENGINES = ("reference",)
+ENGINES = ("reference", "emulator")
 PLANNED_ENGINES = {
-    "emulator": ("run() and tile-run do not drive the SIMT emulator yet; it runs GPU-level IR "
-                 "(tilemlir.runtime.emulator.emulate on the output of tile-lower-to-gpu)"),
     "device": "running on a device is not built yet",
 }
 
@@ -101,18 +103,44 @@ def run(module_or_text, entry: str, args, engine: str = "reference", target=None
         precision: str = "exact"):
     """Runs function `entry` on `args` (NumPy arrays, ml_dtypes for fp8/bf16,
     bound to its memref arguments and written in place). Returns the
-    function's results as a list. `target` is accepted for the engines that
-    need one; the reference semantics do not depend on it."""
+    function's results as a list. `target` ("amdgpu:gfx942", ...) is what the
+    emulator compiles for; the reference semantics do not depend on it."""
     from tilemlir.runtime.arguments import bind, parameters
     from tilemlir.runtime.reference import Program
 
-    del target  # the reference engine is target-independent
     check_engine(engine)
     module, source = load_module(module_or_text)
+    if engine == "emulator":
+        return run_emulator(module, entry, args, target)
     program = Program(module, source=source, precision=precision)
     function = program.function(entry)
     params = parameters(function.op, program.dtype_of, source)
     return program.call(entry, bind(params, args, entry))
 
 
-__all__ = ["ENGINES", "check_engine", "load_module", "run"]
+def lower_for_emulator(module: ir.Operation, target=None):
+    """(GPU-level module op, chip): tile IR compiled down through the AMD path
+    for `target` (or the module's tile.target); GPU-level IR as it is."""
+    from tilemlir.backends import resolve_target
+    from tilemlir.compiler import has_tile_ops
+
+    resolved = resolve_target(module, str(target) if target is not None else None)
+    if resolved.family != "amdgpu":
+        raise UserError(f"the emulator executes AMD GPU-level IR; {resolved} is not an amdgpu target")
+    if not has_tile_ops(module):
+        return module, resolved.name
+    from tilemlir.compiler import compile_module
+
+    lowered = module.clone()  # compile_module rewrites its input in place
+    compile_module(lowered, resolved, emit="gpu")
+    return lowered, resolved.name
+
+
+def run_emulator(module: ir.Operation, entry: str, args, target=None):
+    from tilemlir.runtime.emulator import emulate
+
+    lowered, chip = lower_for_emulator(module, target)
+    return emulate(lowered, entry, list(args), chip=chip)
+
+
+__all__ = ["ENGINES", "check_engine", "load_module", "lower_for_emulator", "run"]

@@ -45,6 +45,7 @@ class Options:
     dump_pass_pipeline: bool = False
     print_ir_after_all: bool = False
     print_generic: bool = False
+    print_debuginfo: bool = False
     export_irdl: bool = False
     allow_unregistered_dialect: bool = False
     target: str | None = None
@@ -76,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="print the IR after every pass (to stderr)")
     parser.add_argument("--mlir-print-op-generic", dest="print_generic", action="store_true",
                         help="print the output in generic op form")
+    parser.add_argument("--mlir-print-debuginfo", dest="print_debuginfo", action="store_true",
+                        help="print locations (loc(...)) with the output")
     parser.add_argument("--export-irdl", action="store_true",
                         help="write the tile dialect as IRDL (for mlir-opt --irdl-file) and exit")
     parser.add_argument("--allow-unregistered-dialect", action="store_true",
@@ -252,7 +255,8 @@ def _process_chunk(chunk, options: Options, context, pipeline: str, overrides: d
                     if options.print_ir_after_all:
                         pm.enable_ir_printing(print_after_all=True)
                     pm.run(module)
-                    output = module.get_asm(print_generic_op_form=options.print_generic) + "\n"
+                    output = module.get_asm(print_generic_op_form=options.print_generic,
+                                            enable_debug_info=options.print_debuginfo) + "\n"
                 except ir.MLIRError as error:
                     diags.extend(mlir_error_diags(error, chunk.source))
                     ok = False

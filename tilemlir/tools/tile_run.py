@@ -44,12 +44,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="the function to run (default: the only function of the module)")
     engines = [*ENGINES, *PLANNED_ENGINES]
     parser.add_argument("--engine", default="reference", metavar="ENGINE",
-                        help=f"one of {', '.join(engines)} (default reference; only reference exists yet)")
+                        help=f"one of {', '.join(engines)} (default reference); 'emulator' compiles "
+                             "for --target (or the module's tile.target) and runs the GPU-level IR "
+                             "in the SIMT emulator, also reporting its difference from the "
+                             "reference engine")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of the inputs (default 0)")
     parser.add_argument("--save", metavar="DIR",
                         help="write inputs, outputs and references as .npy files plus manifest.json")
     parser.add_argument("--target", metavar="T",
-                        help="the target (e.g. amdgpu:gfx942); the reference engine does not depend on it")
+                        help="the target (e.g. amdgpu:gfx942) the emulator compiles for; the "
+                             "reference engine does not depend on it")
     return parser
 
 
@@ -122,7 +126,7 @@ def _save(directory: str, params, inputs, outputs, shadows, reports) -> None:
 def run(argv: list[str]) -> int:
     import numpy as np
 
-    from tilemlir.runtime import check_engine, load_module
+    from tilemlir.runtime import check_engine, load_module, run_emulator
     from tilemlir.runtime.arguments import bind, parameters, random_arguments, written_parameters
     from tilemlir.runtime.dtypes import convert, is_float_dtype
     from tilemlir.runtime.oracle import check_output, gemm_outputs
@@ -141,6 +145,15 @@ def run(argv: list[str]) -> int:
         started = time.perf_counter()
         program.call(entry, bind(params, outputs, entry))
         elapsed = time.perf_counter() - started
+        reference_outputs = None
+        if options.engine == "emulator":
+            # The emulator's results are the ones checked; the reference
+            # engine's, on the same inputs, are what they are compared with too.
+            reference_outputs = outputs
+            outputs = [x.copy() for x in inputs]
+            started = time.perf_counter()
+            run_emulator(module, entry, outputs, options.target)
+            elapsed = time.perf_counter() - started
 
         ideal = Program(module, source=source, precision="float64")
         shadows = [convert(x, np.float64) if is_float_dtype(x.dtype) else x.copy() for x in inputs]
@@ -161,6 +174,13 @@ def run(argv: list[str]) -> int:
     names = [p.name for p in params]
     reports = [check_output(p, outputs[p.index], shadows[p.index], gemms.get(p.index), inputs, names)
                for p in params if p.index in written]
+    if reference_outputs is not None:
+        for p in params:
+            if p.index in written:
+                difference = np.abs(convert(outputs[p.index], np.float64)
+                                    - convert(reference_outputs[p.index], np.float64))
+                print(f"  {p.name}: emulator vs reference engine: max abs difference "
+                      f"{_fmt(float(np.nanmax(difference)) if difference.size else 0.0)}")
     for r in reports:
         verdict = "PASS" if r.passed else "FAIL"
         if r.passed and r.worst_ratio is None:
