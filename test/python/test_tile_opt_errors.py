@@ -22,8 +22,8 @@ CASES = {
     "malformed MLIR": (["-"], "func.func @f( {\n", "<stdin>:1:14: error: expected non-function type"),
     "unknown tile op": (["-"], 'func.func @f() {\n  "tile.bogus"() : () -> ()\n  return\n}\n',
                         "<stdin>:2:3: error: unregistered operation 'tile.bogus'"),
-    "IRDL violation": (["-"], 'func.func @f(%A: memref<4xf16>) {\n  "tile.fill"(%A) : (memref<4xf16>) -> ()\n'
-                       "  return\n}\n", "<stdin>:2:3: error: op expects exactly 2 operands"),
+    "IRDL violation": (["-"], ('func.func @f(%A: memref<4xf16>) {\n  "tile.fill"(%A) : (memref<4xf16>) -> ()\n'
+                               "  return\n}\n"), "<stdin>:2:3: error: op expects exactly 2 operands"),
     "tile-verify failure": (["-"], NARROW, "<stdin>:2:3: error: tile.gemm: accum_dtype f16 is too narrow"),
     "unknown pass": ([SMALL, "--tile-verfy"], None, "did you mean 'tile-verify'"),
     "malformed tile option": ([SMALL, "-p", "tile-verify{x=1}"], None, "unknown option 'x'"),

@@ -25,7 +25,7 @@ def guarded_main(prog: str, run: Callable[[list[str]], int], argv: list[str]) ->
         return 1
     except SystemExit as exit_:
         return int(exit_.code or 0) if isinstance(exit_.code, int) else 1
-    except Exception as error:  # a bug in tilemlir; still no traceback for the user
+    except Exception as error:  # noqa: BLE001 - a bug in tilemlir; still no traceback for the user
         sys.stderr.write(
             f"{prog}: error: internal error: {type(error).__name__}: {error}\n"
             f"{prog}: note: this is a bug in tilemlir; please report it with the input\n"
