@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, run_tool
 
 INPUTS = REPO / "test" / "Tools" / "tile-opt" / "Inputs"
