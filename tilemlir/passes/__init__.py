@@ -25,6 +25,7 @@ _REGISTRY: dict[str, str] = {
     "tile-legalize-precision": "tilemlir.passes.legalize_precision:TileLegalizePrecision",
     "tile-select-mma": "tilemlir.passes.select_mma:TileSelectMma",
     "tile-infer-layout": "tilemlir.passes.infer_layout:TileInferLayout",
+    "tile-pipeline": "tilemlir.passes.software_pipeline:TilePipeline",
     "tile-lower-to-gpu": "tilemlir.passes.lower_to_gpu:TileLowerToGpu",
 }
 

@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from mlir import ir
-from mlir.dialects import gpu, memref, scf, vector
+from mlir.dialects import arith, gpu, memref, scf, vector
 
 from tilemlir.backends import resolve_target
 from tilemlir.diagnostics import UserError
@@ -88,6 +88,7 @@ from tilemlir.passes.gpu_builders import (
     zero_of,
 )
 from tilemlir.passes.matrix_cores import AccumulatorLayout, GemmStep, core_for
+from tilemlir.passes.software_pipeline import PIPELINED_ATTR, PREFETCH_ATTR
 
 
 class LoweringError(UserError):
@@ -162,6 +163,10 @@ class KernelEmitter:
         self.shared: dict = {}  # tile-level shared value -> workgroup memref value
         self.ids: LaneIds | None = None
         self.core = core_for(target.family)
+        self.dynamic_shared_bytes = 0  # set when the core places shared memory itself
+        # LDS stores of tile.prefetch copies, deferred to the end of the
+        # pipelined loop iteration they belong to (None: outside such a loop).
+        self.deferred_stores: list | None = None
         formats = target.matrix.fp8_formats
         self.native_fp8 = tuple(formats) if isinstance(formats, tuple) else ()
 
@@ -192,7 +197,8 @@ class KernelEmitter:
         # Constants defined outside are rematerialized inside; the rest are arguments.
         arguments = [v for v in captured if not _is_constant(v)]
         shared_ops = self.shared_allocs()
-        shared_types = [op.results[0].type for op in shared_ops]
+        placed = self.core.places_shared_memory
+        shared_types = [] if placed else [op.results[0].type for op in shared_ops]
         function_type = ir.FunctionType.get([v.type for v in arguments], [])
         with ir.InsertionPoint(gpu_module_body), self.kernel.location:
             gpu_func = gpu.GPUFuncOp(function_type, sym_name=self.name, kernel=True,
@@ -209,6 +215,10 @@ class KernelEmitter:
                 if _is_constant(value):
                     self.env[value] = value.owner.clone().results[0]
             self.emit_prologue()
+            if placed:
+                self.dynamic_shared_bytes = self.core.place_shared(self, shared_ops)
+                gpu_func.attributes["tile.dynamic_shared_bytes"] = ir.IntegerAttr.get(
+                    ir.IntegerType.get_signless(64), self.dynamic_shared_bytes)
             self.emit_block(self.kernel.regions[0].blocks[0])
             gpu.ReturnOp([])
         return self.name, arguments
@@ -264,6 +274,12 @@ class KernelEmitter:
     def op_tile_alloc_shared(self, op) -> None:
         self.env[op.results[0]] = self.shared[op.results[0]]
 
+    def op_memref_subview(self, op) -> None:
+        """A stage of a multi-buffered shared tile (tile-pipeline) is still LDS."""
+        new = self.clone_op(op)
+        if op.operands[0] in self.shared:
+            self.shared[op.results[0]] = new.results[0]
+
     def op_tile_alloc_fragment(self, op) -> None:
         result = op.results[0]
         if LAYOUT_ATTR not in op.attributes:
@@ -301,6 +317,11 @@ class KernelEmitter:
         src_indices = [self.env[v] for v in op.operands[2:2 + segments[2]]]
         dst_indices = [self.env[v] for v in op.operands[2 + segments[2]:]]
         if dst in self.shared and src not in self.shared and src not in self.fragments:
+            if PREFETCH_ATTR in op.attributes:
+                # Software-pipelined: the loop's one barrier per iteration orders it.
+                self.copy_global_to_shared(op, self.env[src], src_indices, self.shared[dst],
+                                           defer=self.deferred_stores)
+                return
             gpu.BarrierOp()
             self.copy_global_to_shared(op, self.env[src], src_indices, self.shared[dst])
             gpu.BarrierOp()
@@ -335,6 +356,8 @@ class KernelEmitter:
     # -- scf ------------------------------------------------------------------
 
     def op_scf_for(self, op) -> None:
+        if self.core.lower_loop(self, op):
+            return
         loop = scf_for_view(op)
         carried = [v for v in self.fragments]  # every register fragment is loop-carried
         flat = [value for f in carried for value in self.fragments[f].values]
@@ -347,14 +370,25 @@ class KernelEmitter:
         for old, new in zip(loop["iter_args"], inner[:len(iter_inits)]):
             self.env[old] = new
         self.rebind(carried, inner[len(iter_inits):])
+        pipelined = PIPELINED_ATTR in op.attributes
+        outer_deferred = self.deferred_stores
+        self.deferred_stores = [] if pipelined else None
         with ir.InsertionPoint(body):
+            if pipelined:
+                # Stage i mod N was stored by iteration i-N+1 (or the prologue)
+                # and the stage stored at the end of this iteration was last
+                # read in iteration i-1: one barrier here orders both.
+                gpu.BarrierOp()
             for inner_op in loop["body_ops"]:
                 if inner_op.name == "scf.yield":
+                    for store in self.deferred_stores or ():
+                        store()
                     yielded = [self.env[v] for v in inner_op.operands]
                     frag_values = [value for f in carried for value in self.fragments[f].values]
                     scf.YieldOp(yielded + frag_values)
                 else:
                     self.emit_op(inner_op)
+        self.deferred_stores = outer_deferred
         results = list(new_loop.results)
         for old, new in zip(op.results, results[:len(iter_inits)]):
             self.env[old] = new
@@ -489,7 +523,11 @@ class KernelEmitter:
                 guard = ult(linear, const_index(total))
             yield udiv(linear, per_row), mul(urem(linear, per_row), width), guard
 
-    def copy_global_to_shared(self, op, src: ir.Value, offsets: list[ir.Value], dst: ir.Value) -> None:
+    def copy_global_to_shared(self, op, src: ir.Value, offsets: list[ir.Value], dst: ir.Value,
+                              defer: list | None = None) -> None:
+        """Every thread loads its vectors from global memory and stores them to
+        LDS; with `defer`, the stores are queued to run later (at the end of a
+        pipelined iteration) so the loads overlap the matrix instructions."""
         src_type, dst_type = ir.MemRefType(src.type), ir.MemRefType(dst.type)
         shape = list(dst_type.shape)
         if len(shape) != 2:
@@ -499,6 +537,17 @@ class KernelEmitter:
         vector_type = ir.VectorType.get([width], src_type.element_type)
         rows, cols = self.memref_dims(src)
         for row, col, guard in self.distributed_accesses(shape, width):
+            if defer is not None:
+                # Load now (guarded accesses past the end read zeros), store later.
+                loaded = self.guarded_value(guard, vector_type, lambda row=row, col=col: (
+                    self.load_vector_or_zeros(src, [add(offsets[0], row), add(offsets[1], col)],
+                                              rows, cols, vector_type)))
+                converted = convert(loaded, src_type.element_type, dst_type.element_type,
+                                    self.native_fp8)
+                defer.append(lambda value=converted, row=row, col=col, guard=guard: self.guarded(
+                    guard, lambda: vector.StoreOp(value, dst, [row, col])))
+                continue
+
             def body(row=row, col=col):
                 indices = [add(offsets[0], row), add(offsets[1], col)]
                 loaded = self.load_vector_or_zeros(src, indices, rows, cols, vector_type)
@@ -535,6 +584,10 @@ class KernelEmitter:
         for row, col, guard in self.distributed_accesses(shape, 1):
             self.guarded(guard, lambda row=row, col=col: memref.StoreOp(value, dst, [row, col]))
         gpu.BarrierOp()
+
+    @staticmethod
+    def guarded_value(guard: ir.Value | None, result_type: ir.Type, load) -> ir.Value:
+        return load() if guard is None else load_or_zero(guard, result_type, load)
 
     @staticmethod
     def guarded(guard: ir.Value | None, body) -> None:
@@ -625,11 +678,13 @@ class TileLowerToGpu(TilePass):
                 if not self.check_resources(kernel, target, state):
                     continue
                 try:
-                    _, arguments = KernelEmitter(kernel, target, name).emit(gpu_block)
+                    emitter = KernelEmitter(kernel, target, name)
+                    _, arguments = emitter.emit(gpu_block)
                 except LoweringError as error:
                     state.error(error.op, str(error))
                     continue
-                self.launch(kernel, f"{function_name}_kernels", name, arguments)
+                self.launch(kernel, f"{function_name}_kernels", name, arguments,
+                            emitter.dynamic_shared_bytes)
                 kernel.erase()
             if state.failed:
                 return
@@ -647,19 +702,27 @@ class TileLowerToGpu(TilePass):
                                 f"{target.name} allows {limit}")
             ok = False
         threads = kernel_threads(kernel)
-        most = target.require("compute.max_threads_per_workgroup", "the workgroup size")
-        if threads > most:
+        from tilemlir.backends.base import is_unknown
+
+        # Unpublished (MetaX: third-party figures disagree): the limit cannot be checked.
+        most = target.compute.max_threads_per_workgroup
+        if not is_unknown(most) and threads > most:
             state.error(kernel, f"tile-lower-to-gpu: this kernel has {threads} threads, "
                                 f"{target.name} allows {most} per workgroup")
             ok = False
         return ok
 
     @staticmethod
-    def launch(kernel: ir.Operation, module_name: str, name: str, arguments: list[ir.Value]) -> None:
+    def launch(kernel: ir.Operation, module_name: str, name: str, arguments: list[ir.Value],
+               dynamic_shared_bytes: int = 0) -> None:
         grid = kernel_grid(kernel) + [1] * (3 - len(kernel_grid(kernel)))
         threads = kernel_threads(kernel)
         with ir.InsertionPoint(kernel), kernel.location:
             sizes = [const_index(v) for v in grid]
             block = [const_index(threads), const_index(1), const_index(1)]
-            gpu.LaunchFuncOp([module_name, name], tuple(sizes), tuple(block), arguments)
+            dynamic = None
+            if dynamic_shared_bytes:
+                dynamic = arith.ConstantOp(ir.IntegerType.get_signless(32), dynamic_shared_bytes).result
+            gpu.LaunchFuncOp([module_name, name], tuple(sizes), tuple(block), arguments,
+                             dynamic_shared_memory_size=dynamic)
 

@@ -32,6 +32,8 @@ from tilemlir.passes.gpu_builders import add, mul, udiv, urem
 
 CORES: dict[str, str] = {
     "amdgpu": "tilemlir.passes.matrix_cores:MfmaCore",
+    "nvidia": "tilemlir.backends.nvidia.matrix:MmaSyncCore",
+    "metax": "tilemlir.backends.metax.matrix:MetaxMmaCore",
 }
 
 
@@ -83,6 +85,21 @@ class MatrixCore:
 
     def emit_k_steps(self, step: GemmStep) -> None:
         raise NotImplementedError
+
+    # Optional hooks; the defaults keep the generic lowering (used by AMD).
+    # True: the core places shared buffers itself (`place_shared`) instead of
+    # workgroup attributions, e.g. in dynamic shared memory with padded rows.
+    places_shared_memory: ClassVar[bool] = False
+
+    def place_shared(self, emitter, shared_ops: list) -> int:
+        """Binds `emitter.shared[...]` for every tile.alloc_shared; returns the
+        bytes of dynamic shared memory the launch must provide."""
+        raise NotImplementedError
+
+    def lower_loop(self, emitter, op) -> bool:
+        """A chance to lower an scf.for itself (e.g. software pipelining);
+        False leaves it to the generic lowering."""
+        return False
 
 
 def core_for(family: str) -> MatrixCore:

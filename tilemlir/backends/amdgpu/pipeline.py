@@ -25,7 +25,9 @@ TILE_PIPELINE: tuple[str, ...] = (
     "tile-select-mma",
     # Layouts follow from the chosen instruction's lane layouts.
     "tile-infer-layout",
-    # Software pipelining (`tile-pipeline`) slots in here when it lands.
+    # Multi-buffers shared tiles and prefetches ahead; after layouts (it keeps
+    # the copies' vector widths) and before lowering (which emits its barriers).
+    "tile-pipeline",
     "tile-lower-to-gpu",
     "canonicalize",
     "cse",

@@ -1,0 +1,31 @@
+// RUN: tile-opt %examples/seed_fp8_gemm.mlir -p 'tile-pipeline' | filecheck %s
+// RUN: tile-opt %examples/seed_fp8_gemm.mlir -p 'tile-pipeline,tile-legalize-precision,tile-select-mma,tile-infer-layout,tile-lower-to-gpu,canonicalize,cse' | filecheck %s --check-prefix=GPU
+
+// The seed's 3-stage loop: each shared tile gets 3 stages, the prologue fills
+// stages 0 and 1 (iterations 0 and 1), and each iteration copies iteration
+// i+2 into stage (i+2) mod 3 before the gemm reads stage i mod 3.
+// CHECK: %[[A:.+]] = "tile.alloc_shared"() : () -> memref<3x128x32xf8E4M3FNUZ, #gpu.address_space<workgroup>>
+// CHECK: %[[B:.+]] = "tile.alloc_shared"() : () -> memref<3x32x128xf8E4M3FNUZ, #gpu.address_space<workgroup>>
+// CHECK-COUNT-2: "tile.copy"(%arg0, %{{.+}}) {{.*}}tile.prefetch
+// CHECK: scf.for %[[KO:.+]] = %[[LB:.+]] to %{{.+}} step %[[STEP:.+]] {
+// CHECK: %[[N:.+]] = arith.divui
+// CHECK: %[[CUR:.+]] = arith.remui %[[N]], %[[C3:.+]] : index
+// CHECK: %[[NEXT:.+]] = arith.remui
+// CHECK: %[[AC:.+]] = memref.subview %[[A]][%[[CUR]], 0, 0] [1, 128, 32] [1, 1, 1]
+// CHECK: %[[BC:.+]] = memref.subview %[[B]][%[[CUR]], 0, 0] [1, 32, 128] [1, 1, 1]
+// CHECK: memref.subview %[[A]][%[[NEXT]], 0, 0]
+// CHECK: "tile.copy"(%arg0, {{.*}}tile.prefetch
+// CHECK: memref.subview %[[B]][%[[NEXT]], 0, 0]
+// CHECK: "tile.copy"(%arg1, {{.*}}tile.prefetch
+// CHECK: "tile.gemm"(%[[AC]], %[[BC]], %{{.+}})
+// CHECK: } {tile.num_stages = 3 : i64, tile.pipelined = 3 : i64}
+
+// Lowered: the LDS holds 3 stages, and the K loop has exactly one barrier.
+// GPU: workgroup(%{{.+}} : memref<3x128x32xf8E4M3FNUZ, #gpu.address_space<workgroup>>, %{{.+}} : memref<3x32x128xf8E4M3FNUZ, #gpu.address_space<workgroup>>)
+// GPU-NOT: gpu.barrier
+// GPU: scf.for
+// GPU-NEXT: gpu.barrier
+// GPU-NOT: gpu.barrier
+// GPU: amdgpu.mfma
+// GPU-NOT: gpu.barrier
+// GPU: scf.yield

@@ -1,0 +1,249 @@
+"""tile-pipeline: software pipelining of loops marked `tile.num_stages = N`.
+
+TileLang's `T.Pipelined(..., num_stages=N)` loop copies tiles into shared
+memory and computes on them. With one buffer per operand, every iteration
+waits for its own copy. This pass gives each shared buffer N stages and runs
+the copies N-1 iterations ahead:
+
+    prologue: for s in 0 .. N-2:  copy tile(s)      -> stage s
+    loop i:                       copy tile(i+N-1)  -> stage (i+N-1) mod N   [tile.prefetch]
+                                  gemm on stage i mod N
+
+* each `tile.alloc_shared` written by the loop's copies becomes one buffer of
+  shape [N, ...]; stage views are `memref.subview`s selected by the iteration
+  number modulo N;
+* the copy for iteration i+N-1 runs before the gemm of iteration i. Past the
+  end of the loop it reads windows beyond the source (which give zeros) into a
+  stage no gemm reads, so the loop needs no guard;
+* the LDS budget is checked with the multiplied buffers (a compile-time error
+  with the numbers);
+* tile-lower-to-gpu turns a `tile.prefetch` copy into global loads at the top
+  of the iteration and LDS stores at its end, with one barrier per iteration:
+  the stage written at the end of iteration i was last read in iteration i-1
+  (before this iteration's barrier) and is next read in iteration i+N-1 (after
+  the next one). N = 1 leaves the loop as it is.
+
+Input invariant: in a marked loop, the body is pure index arithmetic, copies
+from global memory into shared buffers allocated outside the loop and used
+only by this loop, then computations (gemms) reading those buffers.
+Output invariant: marked loops with N >= 2 are pipelined and carry
+`tile.pipelined = N`; sequential semantics are unchanged.
+
+Options:
+  target=FAMILY:NAME   (for the LDS budget; default: the module's tile.target)
+
+Example (N = 2):
+
+    %a = "tile.alloc_shared"() : () -> memref<128x32xf16, #shared>
+    scf.for %ko = %c0 to %c32 step %c1 { "tile.copy"(%A, %a, ...); "tile.gemm"(%a, ...) }
+        {tile.num_stages = 2 : i64}
+    // becomes
+    %a = "tile.alloc_shared"() : () -> memref<2x128x32xf16, #shared>
+    "tile.copy"(%A, %a0, ... k of iteration 0 ...)                      // prologue, stage 0
+    scf.for %ko = ... { %stage = ...; "tile.copy"(%A, %a_next, ...) {tile.prefetch};
+                        "tile.gemm"(%a_cur, ...) } {tile.num_stages = 2 : i64, tile.pipelined = 2 : i64}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+from mlir.dialects import arith, memref
+
+from tilemlir.backends import resolve_target
+from tilemlir.dialects import tile
+from tilemlir.irutil import walk
+from tilemlir.passes.base import PassState, TilePass
+from tilemlir.passes.common import int_attr
+
+PREFETCH_ATTR = "tile.prefetch"
+PIPELINED_ATTR = "tile.pipelined"
+
+
+class NotPipelinable(Exception):
+    pass
+
+
+def _index(value: int) -> ir.Value:
+    return arith.ConstantOp(ir.IndexType.get(), value).result
+
+
+def staged_view(buffer: ir.Value, stage: ir.Value, shape: list[int]) -> ir.Value:
+    """The rank-reducing view of one stage of an [N, *shape] buffer."""
+    buffer_type = ir.MemRefType(buffer.type)
+    strides = [1]
+    for extent in reversed(shape[1:]):
+        strides.insert(0, strides[0] * extent)
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    layout = ir.StridedLayoutAttr.get(dynamic, strides)
+    view_type = ir.MemRefType.get(shape, buffer_type.element_type, layout=layout,
+                                  memory_space=buffer_type.memory_space)
+    return memref.SubViewOp(
+        view_type, buffer, [stage], [], [],
+        [ir.ShapedType.get_dynamic_stride_or_offset()] + [0] * len(shape),
+        [1, *shape], [1] * (len(shape) + 1)).result
+
+
+@dataclass(frozen=True)
+class TilePipeline(TilePass):
+    name: ClassVar[str] = "tile-pipeline"
+    summary: ClassVar[str] = "Multi-buffer the shared tiles of tile.num_stages loops and prefetch ahead"
+
+    target: str = ""
+
+    def run(self, module: ir.Operation, state: PassState) -> None:
+        loops = [op for op in walk(module) if op.name == "scf.for"
+                 and tile.NUM_STAGES_ATTR in op.attributes and PIPELINED_ATTR not in op.attributes]
+        for loop in loops:
+            stages = ir.IntegerAttr(loop.attributes[tile.NUM_STAGES_ATTR]).value
+            if stages < 2:
+                continue
+            try:
+                copies, buffers = self.analyze(loop)
+            except NotPipelinable as reason:
+                state.error(loop, f"tile-pipeline: cannot pipeline this loop: {reason}")
+                continue
+            if not self.within_budget(module, loop, buffers, stages, state):
+                continue
+            self.pipeline(loop, copies, buffers, stages)
+
+    # -- analysis -------------------------------------------------------------
+
+    @staticmethod
+    def analyze(loop: ir.Operation) -> tuple[list[ir.Operation], list[ir.Value]]:
+        body = loop.regions[0].blocks[0]
+        if len(list(loop.operands)) > 3:
+            raise NotPipelinable("it carries loop values (iter_args)")
+        copies, buffers = [], []
+        for op in body.operations:
+            op = op.operation
+            if op.name == "tile.copy" and tile.memory_level(op.operands[1].type) == tile.SHARED:
+                destination = op.operands[1]
+                owner = destination.owner
+                if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "tile.alloc_shared":
+                    raise NotPipelinable("a copy's shared destination is not a tile.alloc_shared")
+                if tile.memory_level(op.operands[0].type) != tile.GLOBAL:
+                    raise NotPipelinable("only copies from global memory are prefetched")
+                if destination in buffers:
+                    raise NotPipelinable("a shared buffer is written twice in one iteration")
+                copies.append(op)
+                buffers.append(destination)
+        if not copies:
+            raise NotPipelinable("it copies nothing into shared memory")
+        for buffer in buffers:
+            for use in buffer.uses:
+                if not _inside(use.owner, loop):
+                    raise NotPipelinable("a shared buffer it fills is also used outside the loop")
+        return copies, buffers
+
+    def within_budget(self, module, loop, buffers, stages: int, state: PassState) -> bool:
+        target = resolve_target(module, self.target)
+        limit = target.require("memory.shared_bytes_per_workgroup", "the LDS budget")
+        kernel = loop
+        while kernel is not None and kernel.name != "tile.kernel":
+            kernel = kernel.parent
+        others = 0
+        if kernel is not None:
+            others = sum(_bytes(op.results[0].type) for op in walk(kernel)
+                         if op.name == "tile.alloc_shared" and op.results[0] not in buffers)
+        needed = others + stages * sum(_bytes(b.type) for b in buffers)
+        if needed > limit:
+            state.error(loop, f"tile-pipeline: {stages} stages need {needed} bytes of LDS, "
+                              f"{target.name} allows {limit} (use fewer stages or smaller tiles)")
+            return False
+        return True
+
+    # -- the rewrite ------------------------------------------------------------
+
+    def pipeline(self, loop: ir.Operation, copies, buffers, stages: int) -> None:
+        lower, _, step = list(loop.operands)[:3]
+        body = loop.regions[0].blocks[0]
+        induction = body.arguments[0]
+        staged = {}
+        for buffer in buffers:
+            owner = buffer.owner
+            shape = list(ir.MemRefType(buffer.type).shape)
+            with ir.InsertionPoint(owner), owner.location:
+                staged_type = ir.MemRefType.get([stages, *shape], ir.MemRefType(buffer.type).element_type,
+                                                memory_space=ir.MemRefType(buffer.type).memory_space)
+                staged[buffer] = (tile.alloc_shared(staged_type), shape)
+        # Prologue: iterations 0 .. N-2 into stages 0 .. N-2 (windows past the
+        # end of the loop read zeros into stages that are never consumed).
+        with ir.InsertionPoint(loop), loop.location:
+            for s in range(stages - 1):
+                iteration = arith.AddIOp(lower, arith.MulIOp(step, _index(s)).result).result
+                stage = _index(s)
+                self.copy_for_iteration(body, induction, iteration, copies, staged, stage, prologue=True)
+        # In the loop: the stage of this iteration, and the copy N-1 ahead.
+        first = next(iter(body.operations)).operation
+        with ir.InsertionPoint(first), loop.location:
+            number = arith.DivUIOp(arith.SubIOp(induction, lower).result, step).result
+            current = arith.RemUIOp(number, _index(stages)).result
+            ahead_stage = arith.RemUIOp(arith.AddIOp(number, _index(stages - 1)).result,
+                                        _index(stages)).result
+            ahead = arith.AddIOp(induction, arith.MulIOp(step, _index(stages - 1)).result).result
+            views = {buffer: staged_view(staged[buffer][0], current, staged[buffer][1])
+                     for buffer in buffers}
+        for copy in copies:
+            with ir.InsertionPoint(copy), copy.location:
+                self.copy_for_iteration(body, induction, ahead, [copy], staged, ahead_stage,
+                                        prologue=False)
+            copy.erase()
+        for buffer in buffers:
+            buffer.replace_all_uses_with(views[buffer])
+            buffer.owner.erase()
+        loop.attributes[PIPELINED_ATTR] = int_attr(stages)
+
+    def copy_for_iteration(self, body, induction, iteration, copies, staged, stage, prologue: bool):
+        """Clones `copies` (and the index arithmetic they depend on) for
+        `iteration`, writing into `stage` of the staged buffers."""
+        mapping = {induction: iteration}
+        for copy in copies:
+            for operand in list(copy.operands)[2:]:
+                self.materialize(operand, body, mapping)
+            destination, shape = staged[copy.operands[1]]
+            view = staged_view(destination, stage, shape)
+            segments = list(ir.DenseI32ArrayAttr(copy.attributes["operandSegmentSizes"]))
+            src_indices = [mapping.get(v, v) for v in list(copy.operands)[2:2 + segments[2]]]
+            new = tile.copy(copy.operands[0], view, src_indices)
+            for name in copy.attributes:
+                if name != "operandSegmentSizes":
+                    new.attributes[name] = copy.attributes[name]
+            new.attributes[PREFETCH_ATTR] = ir.UnitAttr.get()
+
+    def materialize(self, value: ir.Value, body: ir.Block, mapping: dict) -> None:
+        """Clones the pure ops of the loop body that compute `value`, with the
+        induction variable replaced, into the current insertion point."""
+        if value in mapping:
+            return
+        owner = value.owner
+        if not isinstance(owner, ir.OpView | ir.Operation) or owner.operation.block != body:
+            return  # defined outside the loop
+        owner = owner.operation
+        if owner.regions or not owner.name.startswith(("arith.", "affine.apply", "index.")):
+            raise NotPipelinable(f"a copy index comes from {owner.name}, which is not pure arithmetic")
+        for operand in owner.operands:
+            self.materialize(operand, body, mapping)
+        clone = owner.clone()
+        for i, operand in enumerate(owner.operands):
+            clone.operands[i] = mapping.get(operand, operand)
+        for old, new in zip(owner.results, clone.results):
+            mapping[old] = new
+
+
+def _bytes(memref_type: ir.Type) -> int:
+    memref_type = ir.MemRefType(memref_type)
+    count = 1
+    for extent in memref_type.shape:
+        count *= extent
+    element = memref_type.element_type
+    bits = element.width if hasattr(element, "width") else 32
+    return count * max(1, bits // 8)
+
+
+def _inside(op, loop: ir.Operation) -> bool:
+    from tilemlir.irutil import parent_ops
+
+    return any(parent == loop for parent in parent_ops(op))
