@@ -46,6 +46,17 @@ def gemm_shape(op: ir.Operation) -> GemmShape:
                      accum, transpose_a, transpose_b)
 
 
+def memref_bytes(memref_type: ir.Type) -> int:
+    """Bytes of a statically shaped memref (sub-byte types count as one byte)."""
+    memref_type = ir.MemRefType(memref_type)
+    count = 1
+    for extent in memref_type.shape:
+        count *= extent
+    element = memref_type.element_type
+    bits = element.width if hasattr(element, "width") else 32
+    return count * max(1, bits // 8)
+
+
 def kernel_threads(kernel: ir.Operation) -> int:
     return ir.IntegerAttr(kernel.attributes["threads"]).value
 

@@ -71,6 +71,7 @@ from tilemlir.passes.common import (
     MmaChoice,
     kernel_grid,
     kernel_threads,
+    memref_bytes,
     warp_grid_of,
 )
 from tilemlir.passes.gpu_builders import (
@@ -608,14 +609,6 @@ def _vector_width(op, cols: int, element: ir.Type) -> int:
     return width
 
 
-def _memref_bytes(memref_type: ir.Type) -> int:
-    memref_type = ir.MemRefType(memref_type)
-    count = 1
-    for extent in memref_type.shape:
-        count *= extent
-    return count * max(1, bit_width(memref_type.element_type) // 8)
-
-
 def _is_constant(value: ir.Value) -> bool:
     owner = value.owner
     return isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant"
@@ -693,7 +686,7 @@ class TileLowerToGpu(TilePass):
     def check_resources(kernel: ir.Operation, target, state: PassState) -> bool:
         """Shared memory and threads against the descriptor: the seed article's
         "compiles, then crashes at run time" becomes a compile-time error."""
-        shared = sum(_memref_bytes(op.results[0].type) for op in walk(kernel)
+        shared = sum(memref_bytes(op.results[0].type) for op in walk(kernel)
                      if op.name == "tile.alloc_shared")
         limit = target.require("memory.shared_bytes_per_workgroup", "the LDS budget")
         ok = True

@@ -56,7 +56,7 @@ from tilemlir.backends import resolve_target
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.common import int_attr
+from tilemlir.passes.common import int_attr, memref_bytes
 
 PREFETCH_ATTR = "tile.prefetch"
 PIPELINED_ATTR = "tile.pipelined"
@@ -146,9 +146,9 @@ class TilePipeline(TilePass):
             kernel = kernel.parent
         others = 0
         if kernel is not None:
-            others = sum(_bytes(op.results[0].type) for op in walk(kernel)
+            others = sum(memref_bytes(op.results[0].type) for op in walk(kernel)
                          if op.name == "tile.alloc_shared" and op.results[0] not in buffers)
-        needed = others + stages * sum(_bytes(b.type) for b in buffers)
+        needed = others + stages * sum(memref_bytes(b.type) for b in buffers)
         if needed > limit:
             state.error(loop, f"tile-pipeline: {stages} stages need {needed} bytes of LDS, "
                               f"{target.name} allows {limit} (use fewer stages or smaller tiles)")
@@ -231,16 +231,6 @@ class TilePipeline(TilePass):
             clone.operands[i] = mapping.get(operand, operand)
         for old, new in zip(owner.results, clone.results):
             mapping[old] = new
-
-
-def _bytes(memref_type: ir.Type) -> int:
-    memref_type = ir.MemRefType(memref_type)
-    count = 1
-    for extent in memref_type.shape:
-        count *= extent
-    element = memref_type.element_type
-    bits = element.width if hasattr(element, "width") else 32
-    return count * max(1, bits // 8)
 
 
 def _inside(op, loop: ir.Operation) -> bool:
