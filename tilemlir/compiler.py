@@ -47,9 +47,11 @@ from tilemlir.diagnostics import (
 )
 from tilemlir.irutil import walk
 
-EMITS = ("tile", "gpu", "llvm", "isa", "hsaco")
+EMITS = ("tile", "gpu", "llvm", "isa", "hsaco", "maca")
 DEFAULT_TARGET = "amdgpu:gfx942"
 FAMILY = "amdgpu"
+# The stages of the metax family's pipeline (backends/metax/pipeline.py).
+METAX_EMITS = ("tile", "gpu", "maca")
 
 
 class CompileError(UserError):
@@ -146,11 +148,18 @@ def describe_pipeline(target: Target, *, tile_input: bool) -> str:
     for gpu-to-llvm (after the Python resource check), shell commands after."""
     spec = target_spec(target)
     lines = []
+    tail = None
+    if target.family == "metax":
+        from tilemlir.backends.metax.pipeline import describe
+
+        tail = describe(target)
     if tile_input:
         lines.append(f"tile: {_tile_stage_text(pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE), spec)}")
         lines.append(f"gpu: {_tile_stage_text(pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE), spec)}")
     else:
         lines.append("tile, gpu: skipped (the input is GPU-level IR)")
+    if tail is not None:
+        return "\n".join(lines + tail) + "\n"
     lines.append(f"gpu-to-llvm: {AmdgpuCheckResources(target=spec)}, then {pipeline.gpu_to_llvm_pipeline(target.name)}")
     lines.append("translate: in process (mlir-translate --mlir-to-llvmir) of the gpu.module's body")
     lines.extend(f"{stage}: {command}" for stage, command in toolchain.commands(target.name).items())
@@ -218,7 +227,13 @@ def compile_module(
     options = options or CompileOptions()
     if emit not in EMITS:
         raise UserError(f"unknown --emit '{emit}' (choose from {', '.join(EMITS)})")
-    _require_family(target)
+    if emit == "maca" and target.family != "metax":
+        raise UserError(f"--emit maca is for metax targets, not {target}")
+    if target.family == "metax" and emit not in METAX_EMITS:
+        raise UserError(f"--emit {emit} is not a stage of the metax pipeline "
+                        f"(for {target}: {', '.join(METAX_EMITS)})")
+    if target.family != "metax":
+        _require_family(target)
     need_isa = emit in ("isa", "hsaco") or options.report
     result = CompileResult(target, emit)
     stages = _Stages(module, target, source)
@@ -229,6 +244,9 @@ def compile_module(
         with stages.stage("tile-verify"):
             stages.run_pm(build_pipeline("tile-verify", context=stages.context))
         _to_gpu(stages, result, emit)
+        if target.family == "metax":
+            _to_maca(stages, result, emit, options, diags)
+            return _finish(result, stages, start)
         if emit in ("tile", "gpu") and not need_isa:
             return _finish(result, stages, start)
         with stages.stage("gpu-to-llvm"):
@@ -287,6 +305,23 @@ def _to_gpu(stages: _Stages, result: CompileResult, emit: str) -> None:
     with stages.stage("gpu"):
         stages.run_pm(_tile_pm(pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE), spec, stages.context))
     result.artifacts["gpu"] = stages.asm()
+
+
+def _to_maca(stages: _Stages, result: CompileResult, emit: str, options: CompileOptions,
+             diags: list[Diag]) -> None:
+    """The metax family's last stage: GPU-level IR -> MACA C++ (backends/metax)."""
+    from tilemlir.backends.metax.emitter import EmitError
+    from tilemlir.backends.metax.pipeline import maca_stage
+
+    if emit == "tile" or (emit == "gpu" and not options.report):
+        return
+    with stages.stage("maca"):
+        try:
+            text, result.report = maca_stage(stages.module, stages.target, options.report)
+        except EmitError as error:
+            error.op.location.emit_error(str(error))
+            raise CompileError(diags, stages.source) from None
+    result.artifacts["maca"] = text
 
 
 def _finish(result: CompileResult, stages: _Stages, start: float) -> CompileResult:

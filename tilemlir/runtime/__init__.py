@@ -125,8 +125,8 @@ def lower_for_emulator(module: ir.Operation, target=None):
     from tilemlir.compiler import has_tile_ops
 
     resolved = resolve_target(module, str(target) if target is not None else None)
-    if resolved.family != "amdgpu":
-        raise UserError(f"the emulator executes AMD GPU-level IR; {resolved} is not an amdgpu target")
+    if resolved.family not in ("amdgpu", "metax"):
+        raise UserError(f"the emulator executes AMD and MetaX GPU-level IR; {resolved} is neither")
     if not has_tile_ops(module):
         return module, resolved.name
     from tilemlir.compiler import compile_module

@@ -34,7 +34,7 @@ import numpy as np
 from mlir import ir
 
 # The op handlers register themselves on import.
-from tilemlir.runtime import emu_arith, emu_control, emu_memory, emu_vector  # noqa: F401
+from tilemlir.runtime import emu_arith, emu_control, emu_memory, emu_metax, emu_vector  # noqa: F401
 from tilemlir.runtime.emu_core import (
     Compiler,
     EmulatorError,
@@ -50,7 +50,7 @@ from tilemlir.runtime.mfma_layouts import INSTRUCTIONS
 
 __all__ = ["CHIPS", "EmulatorError", "SanitizerError", "UnsupportedOp", "emulate"]
 
-CHIPS = tuple(INSTRUCTIONS)
+CHIPS = tuple(INSTRUCTIONS) + emu_metax.CHIPS  # AMD MFMA chips, MetaX (MMA built-ins)
 
 
 def _module_op(module) -> ir.Operation:
@@ -183,7 +183,7 @@ def emulate(module, entry: str, args: list, *, wave_size: int = 64, sanitize: bo
     """Runs host function `entry` of a GPU-level module on `args` (arrays are
     written in place). Raises `EmulatorError` (a `UserError`) for unsupported
     ops, bad arguments and, as `SanitizerError`, memory-safety violations."""
-    if chip not in INSTRUCTIONS:
+    if chip not in CHIPS:
         raise EmulatorError(f"unknown chip '{chip}' (known: {', '.join(CHIPS)})")
     if wave_size not in (32, 64):
         raise EmulatorError(f"wave size must be 32 or 64, not {wave_size}")

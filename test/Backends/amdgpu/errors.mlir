@@ -6,7 +6,7 @@
 //
 // A target of another family has no amdgpu pipeline.
 // RUN: not tile-compile %s --target metax:xcore1000 2>&1 | filecheck %s --check-prefix=FAMILY
-// FAMILY: error: no compile pipeline for metax:xcore1000 (family 'metax')
+// FAMILY: error: --emit isa is not a stage of the metax pipeline (for metax:xcore1000: tile, gpu, maca)
 //
 // HSACO is binary: it needs -o, and a failed run leaves no file behind.
 // RUN: not tile-compile %s --emit hsaco 2>&1 | filecheck %s --check-prefix=HSACO

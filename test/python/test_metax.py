@@ -1,0 +1,234 @@
+"""The MetaX target, proven on the CPU (issue 8).
+
+Every GEMM of the list is compiled by the whole pipeline to MACA C++
+(`tilemlir.compile(..., emit="maca")`), and that source is compiled with g++
+against test/metax/maca_host.h (threads of a block as std::threads, the MMA
+built-ins from MetaX's published lane layouts) and run; separately, the
+GPU-level IR runs in the SIMT emulator with the MetaX instruction semantics
+(runtime/emu_metax.py). Both must match the reference engine on the tile IR
+within the tolerance of the output type, so the C++ printer and the
+GPU-level lowering are each checked. All sources go into one C++ program,
+compiled once per session.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tilemlir
+from tilemlir.runtime import load_module, run
+from tilemlir.runtime.arguments import parameters, random_arguments
+from tilemlir.runtime.dtypes import convert
+from tilemlir.runtime.reference import Program
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernel_text import Gemm, gemm_kernel
+
+ROOT = Path(__file__).resolve().parents[2]
+HEADER = ROOT / "test" / "metax" / "maca_host.h"
+EXAMPLES = ROOT / "examples"
+GXX = shutil.which("g++")
+
+pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is needed to run the emitted MACA C++")
+
+
+def seed_kernel(size: int, name: str) -> str:
+    """examples/seed_fp8_gemm.mlir at size^3 instead of 1024^3, renamed."""
+    text = (EXAMPLES / "seed_fp8_gemm.mlir").read_text()
+    blocks = size // 128
+    return (text.replace("1024x1024", f"{size}x{size}")
+            .replace("array<i64: 8, 8>", f"array<i64: {blocks}, {blocks}>")
+            .replace("%num_k = arith.constant 32", f"%num_k = arith.constant {size // 32}")
+            .replace("@mixed_precision_gemm", f"@{name}"))
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    chip: str
+    text: str
+    k: int
+
+    @property
+    def target(self) -> str:
+        return f"metax:{self.chip}"
+
+
+def _gemm(name: str, chip: str, *args, **kwargs) -> Case:
+    gemm = Gemm(*args, name=name, **kwargs)
+    return Case(name, chip, gemm_kernel(gemm), gemm.k)
+
+
+BLOCK = (64, 64, 32)
+CASES = [
+    # xcore1000 (C500): f16, bf16, i8 with K = 16; shapes not multiples of the blocks.
+    _gemm("f16_c500", "xcore1000", 64, 200, 96, block=BLOCK, in_type="f16", out_type="f32"),
+    _gemm("f16_tb_c500", "xcore1000", 100, 136, 72, block=(64, 64, 16), in_type="f16",
+          out_type="f16", transpose_b=True, stages=2),
+    _gemm("bf16_ta_c500", "xcore1000", 72, 100, 64, block=BLOCK, in_type="bf16", out_type="f32",
+          transpose_a=True),
+    _gemm("i8_c500", "xcore1000", 80, 72, 96, block=BLOCK, in_type="i8", acc_type="i32",
+          out_type="i32"),
+    # xcore1500 (C600): the seed's fp8 GEMM (FNUZ inputs, legalized to OCP), fp8 at odd
+    # sizes, i8 with K = 32.
+    Case("seed_fp8_c600", "xcore1500", seed_kernel(256, "seed_fp8_c600"), 256),
+    _gemm("fp8_c600", "xcore1500", 100, 72, 96, block=BLOCK, in_type="f8E4M3FN", out_type="f16"),
+    _gemm("i8_c600", "xcore1500", 72, 100, 128, block=(64, 64, 64), in_type="i8", acc_type="i32",
+          out_type="i32", stages=2),
+]
+
+_LAUNCHER = re.compile(r'^extern "C" int (\w+)\((.*)\) \{$', re.MULTILINE)
+
+
+def _driver(cases: list[Case], sources: dict[str, str]) -> str:
+    """One C++ program: every emitted source, and a main that runs case argv[1]
+    on the raw arrays in files argv[2:], writing them back."""
+    lines = ["#include <fstream>", "#include <iterator>", "#include <string>", "#include <vector>"]
+    lines += [f'#include "{sources[c.name]}"' for c in cases]
+    lines += [
+        "static std::vector<char> load(const char* path) {",
+        "  std::ifstream in(path, std::ios::binary);",
+        "  return std::vector<char>(std::istreambuf_iterator<char>(in), {});",
+        "}",
+        "static void save(const char* path, const std::vector<char>& data) {",
+        "  std::ofstream(path, std::ios::binary).write(data.data(), data.size());",
+        "}",
+        "int main(int argc, char** argv) {",
+        "  const std::string name = argv[1];",
+    ]
+    for case in cases:
+        text = Path(sources[case.name]).read_text()
+        entry, params = _LAUNCHER.search(text).groups()
+        types = [p.rsplit(" ", 1)[0] for p in params.split(", ")]
+        loads = [f"  std::vector<char> b{i} = load(argv[{i + 2}]);" for i in range(len(types))]
+        call = ", ".join(f"({t})b{i}.data()" for i, t in enumerate(types))
+        saves = [f"  save(argv[{i + 2}], b{i});" for i in range(len(types))]
+        lines += [f'  if (name == "{case.name}") {{', *loads, f"  int rc = {entry}({call});",
+                  *saves, "  return rc;", "  }"]
+    lines += ['  fprintf(stderr, "unknown case %s\\n", argv[1]);', "  return 2;", "}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    """(path of the compiled test program, {case: MACA source}, seconds to build)."""
+    directory = tmp_path_factory.mktemp("metax")
+    start = time.perf_counter()
+    sources, texts = {}, {}
+    for case in CASES:
+        maca = tilemlir.compile(case.text, target=case.target, emit="maca").artifact
+        path = directory / f"{case.name}.maca"
+        path.write_text(maca)
+        sources[case.name], texts[case.name] = str(path), maca
+    driver = directory / "driver.cpp"
+    driver.write_text(_driver(CASES, sources))
+    binary = directory / "driver"
+    build = subprocess.run([GXX, "-std=c++20", "-O1", "-w", "-include", str(HEADER), str(driver),
+                            "-o", str(binary), "-pthread"], capture_output=True, text=True, check=False)
+    assert build.returncode == 0, build.stderr[-4000:]
+    return binary, texts, time.perf_counter() - start
+
+
+def _inputs(case: Case, seed: int = 0) -> list[np.ndarray]:
+    entry = case.name
+    program = Program(load_module(case.text)[0])
+    return random_arguments(parameters(program.function(entry).op, program.dtype_of), seed)
+
+
+def _reference(case: Case, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The reference engine on the tile IR after the tile passes that give the
+    kernel its meaning on this chip (tile-legalize-precision's casts)."""
+    tile_ir = tilemlir.compile(case.text, target=case.target, emit="tile").artifacts["tile"]
+    arrays = [x.copy() for x in inputs]
+    run(tile_ir, case.name, arrays)
+    return arrays
+
+
+def _run_cpp(binary: Path, case: Case, inputs: list[np.ndarray], directory: Path) -> list[np.ndarray]:
+    paths = []
+    for index, array in enumerate(inputs):
+        path = directory / f"{case.name}.{index}.bin"
+        np.ascontiguousarray(array).tofile(path)
+        paths.append(path)
+    done = subprocess.run([str(binary), case.name, *map(str, paths)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [np.fromfile(path, dtype=array.dtype).reshape(array.shape)
+            for path, array in zip(paths, inputs)]
+
+
+def _check_close(case: Case, inputs, expected, actual, what: str) -> None:
+    """Same inputs, same output rounding; the accumulation order differs (one
+    MMA sums its K products at once), so: one output ulp plus the f32
+    accumulation bound K * 2^-23 * (K * max|a| * max|b|). Integers: exact."""
+    out_ref, out = expected[-1], actual[-1]
+    if np.issubdtype(out_ref.dtype, np.integer):
+        assert np.array_equal(out, out_ref), f"{what}: {np.argwhere(out != out_ref)[:5]}"
+        return
+    ref64, got64 = convert(out_ref, np.float64), convert(out, np.float64)
+    a, b = (convert(x, np.float64) for x in inputs[:2])
+    k = case.k
+    ulp = np.spacing(np.abs(out_ref).astype(out_ref.dtype)).astype(np.float64)
+    bound = ulp + k * 2.0 ** -23 * np.abs(a).max() * np.abs(b).max() * k
+    error = np.abs(got64 - ref64)
+    assert np.all(error <= bound), f"{what}: max error {error.max()} at {np.unravel_index(error.argmax(), error.shape)}"
+    assert np.abs(ref64).max() > 0
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_maca_source_runs_on_cpu(case, program, tmp_path):
+    binary, _, _ = program
+    inputs = _inputs(case)
+    expected = _reference(case, inputs)
+    actual = _run_cpp(binary, case, [x.copy() for x in inputs], tmp_path)
+    _check_close(case, inputs, expected, actual, "MACA C++ on the CPU")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_gpu_level_ir_runs_in_emulator(case):
+    inputs = _inputs(case)
+    expected = _reference(case, inputs)
+    emulated = [x.copy() for x in inputs]
+    run(case.text, case.name, emulated, engine="emulator", target=case.target)
+    _check_close(case, inputs, expected, emulated, "emulator (MetaX MMA semantics)")
+
+
+def test_emitted_sources_use_the_chips_instructions(program):
+    """int8 is 16x16x16 on xcore1000 and 16x16x32 on xcore1500; fp8 only on xcore1500;
+    B fragment first in every call."""
+    _, texts, seconds = program
+    assert "__builtin_mxc_mma_16x16x16i8(" in texts["i8_c500"]
+    assert "__builtin_mxc_mma_16x16x32i8(" in texts["i8_c600"]
+    assert "__builtin_mxc_mma_16x16x32f8(" in texts["seed_fp8_c600"]
+    assert "__builtin_mxc_mma_16x16x16bf16(" in texts["bf16_ta_c500"]
+    assert seconds < 60, f"building the CPU test program took {seconds:.1f} s"
+
+
+def test_fp8_on_xcore1000_is_a_diagnostic():
+    with pytest.raises(tilemlir.compiler.CompileError, match="fp8 matrix instructions is not publicly known"):
+        tilemlir.compile((EXAMPLES / "seed_fp8_gemm.mlir").read_text(), target="metax:xcore1000", emit="maca")
+
+
+def test_wrong_kernel_is_caught():
+    """A test that cannot fail is a defect: swapping the operands of the MMA
+    built-in (A first, as if the layouts were AMD's) must break the result."""
+    case = CASES[0]
+    gpu = tilemlir.compile(case.text, target=case.target, emit="gpu").artifacts["gpu"]
+    swapped = re.sub(r"(func\.call @__builtin_mxc_mma_\w+\()(%[\w#]+), (%[\w#]+), ",
+                     r"\1\3, \2, ", gpu)
+    assert swapped != gpu
+    inputs = _inputs(case)
+    expected = _reference(case, inputs)
+    emulated = [x.copy() for x in inputs]
+    run(swapped, case.name, emulated, engine="emulator", target=case.target)
+    with pytest.raises(AssertionError):
+        _check_close(case, inputs, expected, emulated, "swapped operands")

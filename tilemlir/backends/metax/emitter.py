@@ -1,0 +1,862 @@
+"""GPU-level IR -> MACA C++: the MetaX backend's printer.
+
+Input: what tile-lower-to-gpu produces for a metax target (after canonicalize
+and cse): a `gpu.container_module` whose host `func.func`s only compute launch
+sizes and `gpu.launch_func` kernels, and `gpu.module`s holding `gpu.func`
+kernels (workgroup attributions = `__shared__` buffers) in upstream `arith`,
+`math`, `scf`, `memref`, `vector`, `gpu` ops, plus `func.call`s of the MMA
+built-ins declared in the gpu.module (backends/metax/matrix.py).
+
+Output: one self-contained `.maca` source:
+
+* a prelude for mxcc (guarded by `#ifndef TILEMLIR_MACA_HOST`, so a CPU test
+  harness can supply the same names itself): the MACA runtime header, the
+  element types (`_Float16`; bf16 and fp8 held as their bit patterns), vector
+  types as clang `ext_vector_type`, and the conversions `tm_cvt_<from>_<to>`
+  (round to nearest even), `tm_bitcast`, `tm_vload`/`tm_vstore`;
+* one `extern "C" __global__ __launch_bounds__(threads)` function per
+  gpu.func: one thread's program, `threadIdx`/`blockIdx`, `__shared__`
+  arrays, `__syncthreads()`, `__builtin_mxc_mma_*` calls;
+* one `extern "C" int <name>(...)` host launcher per host function: the
+  arguments' device copies (`mcMalloc`, `mcMemcpy`), every launch through
+  `mcLaunchKernel`, results copied back, `mcFree`; 0 on success.
+
+Vector values are printed element by element where C++ has no vector form
+common to mxcc and the host harness (element-wise arithmetic, conversions);
+narrow floats (f16, bf16, fp8) are converted to float for arithmetic and back.
+
+Why not EmitC: upstream's `convert-memref-to-emitc` handles static-shape
+memrefs only and no pass lowers the vector or gpu dialects to EmitC, so the
+GPU-level IR would need most of this printer anyway before `--mlir-to-cpp`
+could run (checked on MLIR 22.1.8). This printer covers exactly the ops the
+tile lowering emits and reports anything else at its location.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field
+
+import ml_dtypes
+import numpy as np
+from mlir import ir
+
+from tilemlir.diagnostics import UserError
+
+HOST_GUARD = "TILEMLIR_MACA_HOST"
+
+# MLIR element type -> (C++ type, conversion tag)
+_SCALARS = {
+    "index": ("int64_t", "i64"), "i1": ("bool", "i1"), "i8": ("int8_t", "i8"),
+    "i16": ("int16_t", "i16"), "i32": ("int32_t", "i32"), "i64": ("int64_t", "i64"),
+    "f32": ("float", "f32"), "f64": ("double", "f64"), "f16": ("tm_f16", "f16"),
+    "bf16": ("tm_bf16", "bf16"), "f8E4M3FN": ("tm_f8e4m3", "f8e4m3"),
+    "f8E5M2": ("tm_f8e5m2", "f8e5m2"), "f8E4M3FNUZ": ("tm_f8e4m3fnuz", "f8e4m3fnuz"),
+    "f8E5M2FNUZ": ("tm_f8e5m2fnuz", "f8e5m2fnuz"),
+}
+_NARROW = {"f16", "bf16", "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ"}
+_UNSIGNED = {"index": "uint64_t", "i64": "uint64_t", "i32": "uint32_t", "i16": "uint16_t",
+             "i8": "uint8_t", "i1": "bool"}
+_ML_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f8E4M3FN": ml_dtypes.float8_e4m3fn,
+              "f8E5M2": ml_dtypes.float8_e5m2, "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz,
+              "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz}
+
+_INT_BINARY = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.andi": "&",
+               "arith.ori": "|", "arith.xori": "^", "arith.divsi": "/", "arith.remsi": "%",
+               "arith.shli": "<<", "arith.shrsi": ">>"}
+_UNSIGNED_BINARY = {"arith.divui": "/", "arith.remui": "%", "arith.shrui": ">>"}
+_FLOAT_BINARY = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
+_FLOAT_CALLS = {"arith.maximumf": "tm_maximumf", "arith.minimumf": "tm_minimumf",
+                "arith.maxnumf": "fmax", "arith.minnumf": "fmin", "math.exp": "exp",
+                "math.sqrt": "sqrt", "math.absf": "fabs", "math.log": "log", "math.tanh": "tanh",
+                "math.fma": "fma", "math.exp2": "exp2", "math.rsqrt": "tm_rsqrt"}
+_CMPI = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
+         "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
+_CMPF = {"oeq": "{a} == {b}", "ogt": "{a} > {b}", "oge": "{a} >= {b}", "olt": "{a} < {b}",
+         "ole": "{a} <= {b}", "one": "({a} < {b} || {a} > {b})", "une": "!({a} == {b})",
+         "ueq": "!({a} < {b} || {a} > {b})", "ugt": "!({a} <= {b})", "uge": "!({a} < {b})",
+         "ult": "!({a} >= {b})", "ule": "!({a} > {b})", "ord": "({a} == {a} && {b} == {b})",
+         "uno": "({a} != {a} || {b} != {b})", "true": "true", "false": "false"}
+_GPU_IDS = {"gpu.thread_id": "threadIdx", "gpu.block_id": "blockIdx", "gpu.block_dim": "blockDim",
+            "gpu.grid_dim": "gridDim"}
+_CMPI_NAMES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
+_CMPF_NAMES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge",
+               "ult", "ule", "une", "uno", "true"]
+
+
+class EmitError(UserError):
+    """A construct the MACA printer does not handle, reported at its op."""
+
+    def __init__(self, op, message: str):
+        super().__init__(message)
+        self.op = op
+
+
+def element_name(t: ir.Type) -> str:
+    return str(t)
+
+
+@dataclass
+class KernelInfo:
+    """Facts about one emitted kernel (for the report and the comments)."""
+
+    name: str
+    threads: int
+    shared_bytes: int
+    mma_per_iteration: dict[str, int] = field(default_factory=dict)
+    mma_total: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class MacaSource:
+    text: str
+    kernels: list[KernelInfo]
+
+
+@dataclass
+class View:
+    """A memref as C++ sees it: element `pointer[offset + sum(index_i * strides_i)]`."""
+
+    pointer: str
+    offset: str
+    strides: list[str]
+    sizes: list[str]
+
+    @staticmethod
+    def row_major(pointer: str, sizes: list[str]) -> View:
+        strides, running = [], "1"
+        for size in reversed(sizes):
+            strides.insert(0, running)
+            running = size if running == "1" else _product(running, size)
+        return View(pointer, "0", strides, sizes)
+
+
+def _product(a: str, b: str) -> str:
+    if a.isdigit() and b.isdigit():
+        return str(int(a) * int(b))
+    return f"({a}) * ({b})"
+
+
+def _sum(a: str, b: str) -> str:
+    if a == "0":
+        return b
+    if b == "0":
+        return a
+    if a.isdigit() and b.isdigit():
+        return str(int(a) + int(b))
+    return f"{a} + {b}"
+
+
+class _Function:
+    """Printing state of one C++ function."""
+
+    def __init__(self, printer: MacaPrinter):
+        self.printer = printer
+        self.names: dict = {}
+        self.lines: list[str] = []
+        self.depth = 1
+        self.counter = 0
+        self.memrefs: dict = {}  # memref value -> View
+
+    def fresh(self, stem: str = "v") -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    def line(self, text: str) -> None:
+        self.lines.append("  " * self.depth + text)
+
+
+class MacaPrinter:
+    def __init__(self, module: ir.Operation, target):
+        self.module = module
+        self.target = target
+        self.vector_types: dict[str, str] = {}  # C++ name -> typedef line
+        self.kernels: list[KernelInfo] = []
+
+    # -- types ----------------------------------------------------------------
+
+    def scalar(self, t: ir.Type, op=None) -> str:
+        name = element_name(t)
+        if name not in _SCALARS:
+            raise EmitError(op, f"MACA emitter: element type {t} is not supported")
+        return _SCALARS[name][0]
+
+    def tag(self, t: ir.Type) -> str:
+        return _SCALARS[element_name(t)][1]
+
+    def type(self, t: ir.Type, op=None) -> str:
+        if isinstance(t, ir.VectorType):
+            if t.rank != 1:
+                raise EmitError(op, f"MACA emitter: only 1-D vectors are supported, not {t}")
+            element = t.element_type
+            base = "uint8_t" if element_name(element) == "i1" else self.scalar(element, op)
+            count = t.shape[0]
+            name = f"tm_{self.tag(element)}x{count}"
+            self.vector_types.setdefault(name, f"typedef TM_VECTOR({base}, {count}) {name};")
+            return name
+        return self.scalar(t, op)
+
+    # -- the module -----------------------------------------------------------
+
+    def print_module(self) -> MacaSource:
+        body = self.module.regions[0].blocks[0]
+        kernels, launchers = [], []
+        for op in body.operations:
+            op = op.operation
+            if op.name == "gpu.module":
+                for inner in op.regions[0].blocks[0].operations:
+                    inner = inner.operation
+                    if inner.name == "gpu.func":
+                        kernels.append(self.kernel(inner))
+                    elif inner.name == "func.func" and not inner.regions[0].blocks:
+                        continue  # built-in declarations
+                    else:
+                        raise EmitError(inner, f"MACA emitter: {inner.name} in a gpu.module is "
+                                               "not supported")
+            elif op.name == "func.func":
+                if op.regions[0].blocks:
+                    launchers.append(self.launcher(op))
+            else:
+                raise EmitError(op, f"MACA emitter: top-level {op.name} is not supported")
+        typedefs = "\n".join(self.vector_types[name] for name in sorted(self.vector_types))
+        parts = [self.header(), PRELUDE, typedefs, "", *kernels, *launchers]
+        return MacaSource("\n".join(parts).rstrip("\n") + "\n", self.kernels)
+
+    def header(self) -> str:
+        from tilemlir.backends.metax.pipeline import mxcc_command
+
+        products = ", ".join(self.target.products or ["?"])
+        return "\n".join([
+            f"// MACA C++ for {self.target} (MetaX {products}), written by tilemlir (tile-compile --emit maca).",
+            "// Kernels: extern \"C\" __global__ functions; host launchers: extern \"C\" int",
+            "// functions taking host pointers (0 on success). Build with MetaX's mxcc",
+            "// (maca-samples Makefile; --offload-arch as in tilelang-metax's mxcc.py):",
+            f"//   {mxcc_command(self.target.name, 'THIS.maca')}",
+            "",
+        ])
+
+    # -- kernels --------------------------------------------------------------
+
+    def kernel(self, op: ir.Operation) -> str:
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        fn = _Function(self)
+        block = op.regions[0].blocks[0]
+        inputs = len(ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs)
+        workgroup = int(ir.IntegerAttr(op.attributes["workgroup_attributions"]).value) \
+            if "workgroup_attributions" in op.attributes else 0
+        arguments = list(block.arguments)
+        params = []
+        for index, argument in enumerate(arguments[:inputs]):
+            params.extend(self.parameter(fn, argument, f"arg{index}", op))
+        threads = 1
+        if "known_block_size" in op.attributes:
+            threads = math.prod(int(x) for x in op.attributes["known_block_size"])
+        info = KernelInfo(name, threads, 0)
+        shared_lines = []
+        for index, attribution in enumerate(arguments[inputs:]):
+            memref_type = ir.MemRefType(attribution.type)
+            shape = list(memref_type.shape)
+            element = self.scalar(memref_type.element_type, op)
+            count = math.prod(shape)
+            buffer = f"smem{index}" if index < workgroup else f"local{index - workgroup}"
+            if index < workgroup:
+                info.shared_bytes += count * _bytes(memref_type.element_type)
+                shared_lines.append(f"__shared__ {element} {buffer}[{count}] __attribute__((aligned(16)));")
+            else:
+                shared_lines.append(f"{element} {buffer}[{count}];")
+            fn.memrefs[attribution] = View.row_major(buffer, [str(d) for d in shape])
+        limit = self.target.memory.shared_bytes_per_workgroup
+        if info.shared_bytes > limit:  # GPU-level input skips tile-lower-to-gpu's check
+            raise EmitError(op, f"kernel '{name}' needs {info.shared_bytes} bytes of shared memory, "
+                                f"{self.target.name} allows {limit}")
+        self.count_mmas(op, info)
+        self.kernels.append(info)
+        for text in shared_lines:
+            fn.line(text)
+        self.block(fn, block, skip_terminator=True)
+        mma = ", ".join(f"{n} x {b}" for b, n in sorted(info.mma_per_iteration.items())) or "none"
+        summary = (f"// kernel {name}: {threads} threads; shared memory {info.shared_bytes} bytes "
+                   f"({self.target.name} allows {limit}); MMA built-ins per main-loop iteration: {mma}")
+        head = [
+            summary,
+            f"extern \"C\" __global__ __launch_bounds__({threads}) void {name}({', '.join(params)}) {{",
+        ]
+        return "\n".join(head + fn.lines + ["}", ""])
+
+    def parameter(self, fn: _Function, value: ir.Value, name: str, op) -> list[str]:
+        t = value.type
+        if isinstance(t, ir.MemRefType):
+            self.require_identity(t, op)
+            dims, params = [], [f"{self.scalar(t.element_type, op)}* __restrict__ {name}"]
+            for axis, extent in enumerate(t.shape):
+                if extent == ir.ShapedType.get_dynamic_size():
+                    params.append(f"int64_t {name}_d{axis}")
+                    dims.append(f"{name}_d{axis}")
+                else:
+                    dims.append(str(extent))
+            fn.memrefs[value] = View.row_major(name, dims)
+            return params
+        fn.names[value] = name
+        return [f"{self.type(t, op)} {name}"]
+
+    @staticmethod
+    def require_identity(t: ir.MemRefType, op) -> None:
+        if "strided" in str(t) or "affine_map" in str(t):
+            raise EmitError(op, f"MACA emitter: memref {t} with a non-identity layout is not supported")
+
+    def count_mmas(self, kernel: ir.Operation, info: KernelInfo) -> None:
+        """Built-in calls in the whole kernel and in the body of its first
+        top-level scf.for (the main loop), per thread."""
+        def calls(op, into):
+            for region in op.regions:
+                for block in region.blocks:
+                    for inner in block.operations:
+                        inner = inner.operation
+                        if inner.name == "func.call":
+                            callee = ir.FlatSymbolRefAttr(inner.attributes["callee"]).value
+                            into[callee] = into.get(callee, 0) + 1
+                        calls(inner, into)
+        calls(kernel, info.mma_total)
+        for inner in kernel.regions[0].blocks[0].operations:
+            if inner.operation.name == "scf.for":
+                calls(inner.operation, info.mma_per_iteration)
+                if info.mma_per_iteration:
+                    break
+
+    # -- statements -------------------------------------------------------------
+
+    def block(self, fn: _Function, block: ir.Block, skip_terminator: bool = False) -> None:
+        for op in block.operations:
+            op = op.operation
+            if op.name in ("gpu.return", "func.return") and skip_terminator:
+                continue
+            self.statement(fn, op)
+
+    def statement(self, fn: _Function, op: ir.Operation) -> None:
+        name = op.name
+        handler = getattr(self, "op_" + name.replace(".", "_"), None)
+        if handler is not None:
+            handler(fn, op)
+            return
+        if name in _INT_BINARY or name in _UNSIGNED_BINARY or name in _FLOAT_BINARY \
+                or name in _FLOAT_CALLS or name in ("arith.negf", "arith.cmpi", "arith.cmpf",
+                                                    "arith.select", "arith.extf", "arith.truncf",
+                                                    "arith.extsi", "arith.extui", "arith.trunci",
+                                                    "arith.index_cast", "arith.index_castui",
+                                                    "arith.sitofp", "arith.uitofp", "arith.fptosi",
+                                                    "arith.fptoui", "arith.bitcast"):
+            self.elementwise(fn, op)
+            return
+        raise EmitError(op, f"MACA emitter: '{name}' is not supported")
+
+    def define(self, fn: _Function, value: ir.Value, expression: str, op) -> str:
+        name = fn.fresh()
+        fn.line(f"{self.type(value.type, op)} {name} = {expression};")
+        fn.names[value] = name
+        return name
+
+    def use(self, fn: _Function, value: ir.Value, op) -> str:
+        if value not in fn.names:
+            raise EmitError(op, f"MACA emitter: {op.name} uses a value this printer has not produced")
+        return fn.names[value]
+
+    # -- elementwise arithmetic ---------------------------------------------------
+
+    def elementwise(self, fn: _Function, op: ir.Operation) -> None:
+        result = op.results[0]
+        operands = [self.use(fn, v, op) for v in op.operands]
+        if isinstance(result.type, ir.VectorType):
+            count = result.type.shape[0]
+            lanes = []
+            for i in range(count):
+                lane_operands = [f"{o}[{i}]" if isinstance(v.type, ir.VectorType) else o
+                                 for o, v in zip(operands, op.operands)]
+                lanes.append(self.scalar_expression(op, lane_operands, _element(result.type),
+                                                    [_element(v.type) for v in op.operands]))
+            self.define(fn, result, "{" + ", ".join(lanes) + "}", op)
+            return
+        expression = self.scalar_expression(op, operands, result.type, [v.type for v in op.operands])
+        self.define(fn, result, expression, op)
+
+    def scalar_expression(self, op, operands: list[str], result: ir.Type, types: list[ir.Type]) -> str:
+        name = op.name
+        res = element_name(result)
+        src = element_name(types[0]) if types else res
+        if name in _INT_BINARY:
+            a, b = operands
+            if res == "i1":
+                return f"(bool)({a} {_INT_BINARY[name]} {b})"
+            return f"({self.scalar(result, op)})({a} {_INT_BINARY[name]} {b})"
+        if name in _UNSIGNED_BINARY:
+            a, b = operands
+            unsigned = _UNSIGNED[res]
+            return f"({self.scalar(result, op)})(({unsigned}){a} {_UNSIGNED_BINARY[name]} ({unsigned}){b})"
+        if name in _FLOAT_BINARY:
+            wide = [self.widen(o, t) for o, t in zip(operands, types)]
+            return self.narrow(f"({wide[0]} {_FLOAT_BINARY[name]} {wide[1]})", result)
+        if name in _FLOAT_CALLS:
+            wide = [self.widen(o, t) for o, t in zip(operands, types)]
+            return self.narrow(f"{_FLOAT_CALLS[name]}({', '.join(wide)})", result)
+        if name == "arith.negf":
+            return self.narrow(f"(-{self.widen(operands[0], types[0])})", result)
+        if name == "arith.cmpi":
+            predicate = _CMPI_NAMES[ir.IntegerAttr(op.attributes["predicate"]).value]
+            a, b = operands
+            if predicate.startswith("u"):
+                unsigned = _UNSIGNED[src]
+                a, b = f"({unsigned}){a}", f"({unsigned}){b}"
+            return f"({a} {_CMPI[predicate]} {b})"
+        if name == "arith.cmpf":
+            predicate = _CMPF_NAMES[ir.IntegerAttr(op.attributes["predicate"]).value]
+            a, b = (self.widen(o, t) for o, t in zip(operands, types))
+            return "(" + _CMPF[predicate].format(a=a, b=b) + ")"
+        if name == "arith.select":
+            return f"({operands[0]} ? {operands[1]} : {operands[2]})"
+        if name in ("arith.extf", "arith.truncf"):
+            if src == res:
+                return operands[0]
+            if src in _NARROW or res in _NARROW:
+                return f"tm_cvt_{_SCALARS[src][1]}_{_SCALARS[res][1]}({operands[0]})"
+            return f"({self.scalar(result, op)}){operands[0]}"
+        if name in ("arith.sitofp", "arith.uitofp"):
+            value = operands[0] if name == "arith.sitofp" else f"({_UNSIGNED[src]}){operands[0]}"
+            return self.narrow(f"(float){value}", result) if res in _NARROW \
+                else f"({self.scalar(result, op)}){value}"
+        if name in ("arith.fptosi", "arith.fptoui"):
+            return f"({self.scalar(result, op)}){self.widen(operands[0], types[0])}"
+        if name in ("arith.extsi", "arith.trunci", "arith.index_cast"):
+            return f"({self.scalar(result, op)}){operands[0]}"
+        if name in ("arith.extui", "arith.index_castui"):
+            return f"({self.scalar(result, op)})({_UNSIGNED[src]}){operands[0]}"
+        if name == "arith.bitcast":
+            return f"tm_bitcast<{self.scalar(result, op)}>({operands[0]})"
+        raise EmitError(op, f"MACA emitter: '{name}' is not supported")
+
+    @staticmethod
+    def widen(expression: str, t: ir.Type) -> str:
+        """A float expression of `t` as float (narrow types) or as it is."""
+        name = element_name(t)
+        if name in _NARROW:
+            return f"tm_cvt_{_SCALARS[name][1]}_f32({expression})"
+        return expression
+
+    @staticmethod
+    def narrow(expression: str, t: ir.Type) -> str:
+        name = element_name(t)
+        if name in _NARROW:
+            return f"tm_cvt_f32_{_SCALARS[name][1]}({expression})"
+        return expression
+
+    # -- constants ---------------------------------------------------------------
+
+    def literal(self, attr: ir.Attribute, t: ir.Type, op) -> str:
+        name = element_name(t)
+        if name == "i1":
+            return "true" if ir.IntegerAttr(attr).value else "false"
+        if name in ("index", "i8", "i16", "i32", "i64"):
+            value = ir.IntegerAttr(attr).value
+            if name == "index" or name == "i64":
+                return f"INT64_C({value})"
+            return f"({self.scalar(t, op)}){value}"
+        value = ir.FloatAttr(attr).value
+        if name == "f32":
+            return _float_literal(value, "f")
+        if name == "f64":
+            return _float_literal(value, "")
+        if name in _NARROW:
+            bits = np.array([value], dtype=_ML_DTYPES[name]).view(
+                np.uint16 if name in ("f16", "bf16") else np.uint8)[0]
+            return f"tm_bitcast<{self.scalar(t, op)}>(({'uint16_t' if bits.dtype == np.uint16 else 'uint8_t'}){int(bits)}u)"
+        raise EmitError(op, f"MACA emitter: constant of type {t} is not supported")
+
+    def op_arith_constant(self, fn: _Function, op) -> None:
+        result = op.results[0]
+        attr = op.attributes["value"]
+        if isinstance(result.type, ir.VectorType):
+            dense = ir.DenseElementsAttr(attr)
+            element = result.type.element_type
+            count = result.type.shape[0]
+            if dense.is_splat:
+                values = [self.literal(dense.get_splat_value(), element, op)] * count
+            else:
+                values = [self.literal(dense[i], element, op) for i in range(count)]
+            self.define(fn, result, "{" + ", ".join(values) + "}", op)
+            return
+        fn.names[result] = self.literal(attr, result.type, op)
+
+    # -- gpu ---------------------------------------------------------------------
+
+    def gpu_id(self, fn, op) -> None:
+        """thread_id/block_id/block_dim/grid_dim x|y|z as MACA's built-in variables."""
+        variable = _GPU_IDS[op.name]
+        fn.names[op.results[0]] = f"(int64_t){variable}.{_dimension(op)}"
+
+    op_gpu_thread_id = op_gpu_block_id = op_gpu_block_dim = op_gpu_grid_dim = gpu_id
+
+    def op_gpu_barrier(self, fn, op) -> None:
+        fn.line("__syncthreads();")
+
+    # -- memory ------------------------------------------------------------------
+
+    def element_pointer(self, fn: _Function, memref: ir.Value, indices, op) -> str:
+        if memref not in fn.memrefs:
+            raise EmitError(op, "MACA emitter: this memref is not a kernel argument, an attribution "
+                                "or a subview of one")
+        view = fn.memrefs[memref]
+        linear = view.offset
+        for stride, index in zip(view.strides, indices):
+            term = self.use(fn, index, op)
+            linear = _sum(linear, term if stride == "1" else f"{term} * {stride}")
+        return f"{view.pointer}[{linear}]"
+
+    def op_memref_subview(self, fn, op) -> None:
+        source = op.operands[0]
+        if source not in fn.memrefs:
+            raise EmitError(op, "MACA emitter: memref.subview of an unknown memref")
+        view = fn.memrefs[source]
+        dynamic = iter(self.use(fn, v, op) for v in list(op.operands)[1:])
+        marker = ir.ShapedType.get_dynamic_size()
+
+        def values(name):
+            return [next(dynamic) if x == marker else str(x) for x in op.attributes[name]]
+
+        offsets, sizes, steps = values("static_offsets"), values("static_sizes"), values("static_strides")
+        offset = view.offset
+        for start, stride in zip(offsets, view.strides):
+            if start != "0":
+                offset = _sum(offset, start if stride == "1" else f"{start} * {stride}")
+        strides = [stride if step == "1" else _product(stride, step) for stride, step in zip(view.strides, steps)]
+        # Rank reduction drops unit dimensions the result type does not have (their index is 0).
+        drop = len(sizes) - ir.MemRefType(op.results[0].type).rank
+        kept_strides, kept_sizes = [], []
+        for size, stride in zip(sizes, strides):
+            if drop > 0 and size == "1":
+                drop -= 1
+                continue
+            kept_strides.append(stride)
+            kept_sizes.append(size)
+        fn.memrefs[op.results[0]] = View(view.pointer, f"({offset})" if "+" in offset else offset,
+                                         kept_strides, kept_sizes)
+
+    def op_memref_load(self, fn, op) -> None:
+        self.define(fn, op.results[0], self.element_pointer(fn, op.operands[0], list(op.operands)[1:], op), op)
+
+    def op_memref_store(self, fn, op) -> None:
+        target = self.element_pointer(fn, op.operands[1], list(op.operands)[2:], op)
+        fn.line(f"{target} = {self.use(fn, op.operands[0], op)};")
+
+    def op_memref_dim(self, fn, op) -> None:
+        memref, index = op.operands
+        axis = self.use(fn, index, op)
+        dims = fn.memrefs[memref].sizes
+        try:
+            fn.names[op.results[0]] = f"(int64_t){dims[int(axis.removeprefix('INT64_C(').rstrip(')'))]}"
+        except ValueError:
+            raise EmitError(op, "MACA emitter: memref.dim needs a constant axis") from None
+
+    def op_vector_load(self, fn, op) -> None:
+        address = "&" + self.element_pointer(fn, op.operands[0], list(op.operands)[1:], op)
+        vector_type = self.type(op.results[0].type, op)
+        self.define(fn, op.results[0], f"tm_vload<{vector_type}>({address})", op)
+
+    def op_vector_store(self, fn, op) -> None:
+        address = "&" + self.element_pointer(fn, op.operands[1], list(op.operands)[2:], op)
+        fn.line(f"tm_vstore({address}, {self.use(fn, op.operands[0], op)});")
+
+    # -- vectors -----------------------------------------------------------------
+
+    def op_vector_from_elements(self, fn, op) -> None:
+        values = [self.use(fn, v, op) for v in op.operands]
+        self.define(fn, op.results[0], "{" + ", ".join(values) + "}", op)
+
+    def op_vector_broadcast(self, fn, op) -> None:
+        source = op.operands[0]
+        if isinstance(source.type, ir.VectorType):
+            raise EmitError(op, "MACA emitter: vector.broadcast of a vector is not supported")
+        value = self.use(fn, source, op)
+        count = op.results[0].type.shape[0]
+        self.define(fn, op.results[0], "{" + ", ".join([value] * count) + "}", op)
+
+    op_vector_splat = op_vector_broadcast
+
+    def static_position(self, op) -> int:
+        positions = [int(x) for x in op.attributes["static_position"]]
+        if len(positions) != 1 or positions[0] < 0 or len(op.operands) > 2:
+            raise EmitError(op, f"MACA emitter: {op.name} needs one static position")
+        return positions[0]
+
+    def op_vector_extract(self, fn, op) -> None:
+        position = self.static_position(op)
+        source = self.use(fn, op.operands[0], op)
+        self.define(fn, op.results[0], f"{source}[{position}]", op)
+
+    def op_vector_insert(self, fn, op) -> None:
+        position = self.static_position(op)
+        value, dest = (self.use(fn, v, op) for v in op.operands[:2])
+        name = self.define(fn, op.results[0], dest, op)
+        fn.line(f"{name}[{position}] = {value};")
+
+    def op_vector_bitcast(self, fn, op) -> None:
+        target = self.type(op.results[0].type, op)
+        self.define(fn, op.results[0], f"tm_bitcast<{target}>({self.use(fn, op.operands[0], op)})", op)
+
+    def op_func_call(self, fn, op) -> None:
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        if not callee.startswith("__builtin_mxc_mma_"):
+            raise EmitError(op, f"MACA emitter: call of @{callee} (only the MMA built-ins are supported)")
+        arguments = ", ".join(self.use(fn, v, op) for v in op.operands)
+        self.define(fn, op.results[0], f"{callee}({arguments})", op)
+
+    # -- control flow ------------------------------------------------------------
+
+    def op_scf_for(self, fn, op) -> None:
+        lb, ub, step = (self.use(fn, v, op) for v in list(op.operands)[:3])
+        inits = list(op.operands)[3:]
+        body = op.regions[0].blocks[0]
+        iv, iter_args = body.arguments[0], list(body.arguments)[1:]
+        carried = []
+        for init, argument, result in zip(inits, iter_args, op.results):
+            name = fn.fresh("acc")
+            fn.line(f"{self.type(argument.type, op)} {name} = {self.use(fn, init, op)};")
+            fn.names[argument] = name
+            fn.names[result] = name
+            carried.append(name)
+        index = fn.fresh("i")
+        fn.names[iv] = index
+        fn.line(f"for (int64_t {index} = {lb}; {index} < {ub}; {index} += {step}) {{")
+        fn.depth += 1
+        self.body_with_yield(fn, body, carried, op)
+        fn.depth -= 1
+        fn.line("}")
+
+    def body_with_yield(self, fn, block: ir.Block, targets: list[str], op) -> None:
+        operations = [o.operation for o in block.operations]
+        for inner in operations[:-1]:
+            self.statement(fn, inner)
+        terminator = operations[-1]
+        if terminator.name != "scf.yield":
+            raise EmitError(terminator, f"MACA emitter: unexpected terminator {terminator.name}")
+        values = [self.use(fn, v, terminator) for v in terminator.operands]
+        if not values:
+            return
+        # Through temporaries: a yield may pass one carried value into another's place.
+        temporaries = []
+        for value, target_value in zip(values, terminator.operands):
+            name = fn.fresh("y")
+            fn.line(f"{self.type(target_value.type, op)} {name} = {value};")
+            temporaries.append(name)
+        for target, temporary in zip(targets, temporaries):
+            fn.line(f"{target} = {temporary};")
+
+    def op_scf_if(self, fn, op) -> None:
+        condition = self.use(fn, op.operands[0], op)
+        targets = []
+        for result in op.results:
+            name = fn.fresh("r")
+            fn.line(f"{self.type(result.type, op)} {name};")
+            fn.names[result] = name
+            targets.append(name)
+        fn.line(f"if ({condition}) {{")
+        fn.depth += 1
+        self.body_with_yield(fn, op.regions[0].blocks[0], targets, op)
+        fn.depth -= 1
+        if op.regions[1].blocks and (len(list(op.regions[1].blocks[0].operations)) > 1 or targets):
+            fn.line("} else {")
+            fn.depth += 1
+            self.body_with_yield(fn, op.regions[1].blocks[0], targets, op)
+            fn.depth -= 1
+        fn.line("}")
+
+    # -- host launchers ------------------------------------------------------------
+
+    def launcher(self, op: ir.Operation) -> str:
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        fn = _Function(self)
+        block = op.regions[0].blocks[0]
+        params, buffers = [], []
+        for index, argument in enumerate(block.arguments):
+            t = argument.type
+            host = f"host{index}"
+            if isinstance(t, ir.MemRefType):
+                self.require_identity(t, op)
+                element = self.scalar(t.element_type, op)
+                params.append(f"{element}* {host}")
+                dims = []
+                for axis, extent in enumerate(t.shape):
+                    if extent == ir.ShapedType.get_dynamic_size():
+                        params.append(f"int64_t {host}_d{axis}")
+                        dims.append(f"{host}_d{axis}")
+                    else:
+                        dims.append(str(extent))
+                device = f"dev{index}"
+                size = " * ".join([*dims, f"sizeof({element})"])
+                buffers.append((argument, host, device, size, element, dims))
+            else:
+                params.append(f"{self.type(t, op)} {host}")
+                fn.names[argument] = host
+        for argument, host, device, size, element, _dims in buffers:
+            fn.line(f"{element}* {device} = nullptr;")
+            fn.line(f"TM_CHECK(mcMalloc((void**)&{device}, {size}));")
+            fn.line(f"TM_CHECK(mcMemcpy({device}, {host}, {size}, mcMemcpyHostToDevice));")
+        device_of = {b[0]: b for b in buffers}
+        for inner in block.operations:
+            inner = inner.operation
+            if inner.name == "arith.constant":
+                self.op_arith_constant(fn, inner)
+            elif inner.name == "gpu.launch_func":
+                self.launch(fn, inner, device_of)
+            elif inner.name == "func.return":
+                continue
+            else:
+                raise EmitError(inner, f"MACA emitter: host code other than kernel launches "
+                                       f"('{inner.name}') is not supported in the launcher")
+        fn.line("TM_CHECK(mcDeviceSynchronize());")
+        for argument, host, device, size, element, _dims in buffers:
+            fn.line(f"TM_CHECK(mcMemcpy({host}, {device}, {size}, mcMemcpyDeviceToHost));")
+            fn.line(f"TM_CHECK(mcFree({device}));")
+        fn.line("return 0;")
+        head = ["// host launcher: copies every memref argument to the device and back",
+                f"extern \"C\" int {name}({', '.join(params)}) {{"]
+        return "\n".join(head + fn.lines + ["}", ""])
+
+    def launch(self, fn, op, device_of) -> None:
+        segments = [int(x) for x in op.attributes["operandSegmentSizes"]]
+        operands, groups, start = list(op.operands), [], 0
+        for size in segments:
+            groups.append(operands[start:start + size])
+            start += size
+        if groups[0] or any(groups[7:10]) or (len(groups) > 12 and groups[12]):
+            raise EmitError(op, "MACA emitter: gpu.launch_func with async tokens or clusters is not supported")
+        grid = [self.use(fn, v, op) for g in groups[1:4] for v in g]
+        block = [self.use(fn, v, op) for g in groups[4:7] for v in g]
+        shared = self.use(fn, groups[10][0], op) if groups[10] else "0"
+        kernel = str(op.attributes["kernel"]).lstrip("@").partition("::@")[2]
+        pointers = []
+        for value in groups[11]:
+            if value in device_of:
+                _, _, device, _, _, dims = device_of[value]
+                pointers.append(f"&{device}")
+                pointers.extend(f"&{d}" for d in dims if not d.isdigit())
+            else:
+                pointers.append(f"&{self.use(fn, value, op)}")
+        fn.line("{")
+        fn.depth += 1
+        fn.line(f"void* args[] = {{{', '.join(pointers)}}};")
+        fn.line(f"TM_CHECK(mcLaunchKernel(TM_KERNEL({kernel}), dim3({', '.join(_u(g) for g in grid)}), "
+                f"dim3({', '.join(_u(b) for b in block)}), args, (size_t)({shared}), nullptr));")
+        fn.depth -= 1
+        fn.line("}")
+
+
+def _u(expression: str) -> str:
+    return f"(unsigned){expression}"
+
+
+def _dimension(op) -> str:
+    text = str(op.attributes["dimension"])
+    return text[text.rindex(" ") + 1:].rstrip(">") if " " in text else text[-1]
+
+
+def _element(t: ir.Type) -> ir.Type:
+    return t.element_type if isinstance(t, ir.VectorType) else t
+
+
+def _bytes(t: ir.Type) -> int:
+    name = element_name(t)
+    if name == "index":
+        return 8
+    width = ir.IntegerType(t).width if isinstance(t, ir.IntegerType) else ir.FloatType(t).width
+    return max(1, width // 8)
+
+
+def _float_literal(value: float, suffix: str) -> str:
+    if math.isnan(value):
+        return "NAN" if suffix else "(double)NAN"
+    if math.isinf(value):
+        return ("-" if value < 0 else "") + ("INFINITY" if suffix else "(double)INFINITY")
+    if suffix:
+        value = struct.unpack("f", struct.pack("f", value))[0]
+    return f"{float(value).hex()}{suffix}"
+
+
+def print_maca(module: ir.Operation, target) -> MacaSource:
+    """The MACA C++ source of a GPU-level module for a metax `target`."""
+    with module.context:
+        return MacaPrinter(module, target).print_module()
+
+
+PRELUDE = r"""#include <cstdint>
+#include <cstdio>
+#include <cmath>
+#ifndef TILEMLIR_MACA_HOST
+// ---- for mxcc (a CPU test harness defines TILEMLIR_MACA_HOST and these names itself)
+#include <mc_runtime.h>
+#define TM_VECTOR(element, lanes) element __attribute__((ext_vector_type(lanes)))
+#define TM_KERNEL(kernel) ((const void*)(kernel))
+#define TM_INLINE __device__ __host__ inline
+typedef _Float16 tm_f16;
+typedef uint16_t tm_bf16;       // bit patterns; converted by tm_cvt_* below
+typedef uint8_t tm_f8e4m3;      // OCP E4M3 (no infinities, 0x7f/0xff NaN)
+typedef uint8_t tm_f8e5m2;      // OCP E5M2 (IEEE-like)
+typedef uint8_t tm_f8e4m3fnuz;  // FNUZ encodings: only as storage (decoded with integer ops)
+typedef uint8_t tm_f8e5m2fnuz;
+template <class To, class From> TM_INLINE To tm_bitcast(From from) {
+  static_assert(sizeof(To) == sizeof(From), "tm_bitcast: sizes differ");
+  To to; __builtin_memcpy(&to, &from, sizeof(To)); return to;
+}
+template <class V, class T> TM_INLINE V tm_vload(const T* p) { V v; __builtin_memcpy(&v, p, sizeof(V)); return v; }
+template <class V, class T> TM_INLINE void tm_vstore(T* p, V v) { __builtin_memcpy(p, &v, sizeof(V)); }
+TM_INLINE float tm_maximumf(float a, float b) { return (a != a || b != b) ? NAN : fmaxf(a, b); }
+TM_INLINE float tm_minimumf(float a, float b) { return (a != a || b != b) ? NAN : fminf(a, b); }
+TM_INLINE float tm_rsqrt(float a) { return 1.0f / sqrtf(a); }
+TM_INLINE float tm_cvt_f16_f32(tm_f16 x) { return (float)x; }
+TM_INLINE tm_f16 tm_cvt_f32_f16(float x) { return (tm_f16)x; }
+TM_INLINE float tm_cvt_bf16_f32(tm_bf16 x) { return tm_bitcast<float>((uint32_t)x << 16); }
+TM_INLINE tm_bf16 tm_cvt_f32_bf16(float x) {
+  uint32_t u = tm_bitcast<uint32_t>(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (tm_bf16)((u >> 16) | 0x40);  // quiet NaN
+  return (tm_bf16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);                  // nearest even
+}
+// An 8-bit float with `e` exponent bits, bias 2^(e-1)-1; `ieee`: E5M2-style
+// infinities and NaNs, else E4M3FN-style (S.1111.111 is NaN, no infinities).
+TM_INLINE float tm_f8_to_f32(uint8_t x, int e, bool ieee) {
+  int m = 7 - e, bias = (1 << (e - 1)) - 1;
+  int exponent = (x >> m) & ((1 << e) - 1), mantissa = x & ((1 << m) - 1);
+  float sign = (x & 0x80) ? -1.0f : 1.0f;
+  if (ieee && exponent == (1 << e) - 1) return mantissa ? NAN : sign * INFINITY;
+  if (!ieee && (x & 0x7f) == 0x7f) return NAN;
+  if (exponent == 0) return sign * ldexpf((float)mantissa, 1 - bias - m);
+  return sign * ldexpf((float)(mantissa | (1 << m)), exponent - bias - m);
+}
+TM_INLINE uint8_t tm_f32_to_f8(float f, int e, bool ieee) {
+  int m = 7 - e, bias = (1 << (e - 1)) - 1;
+  uint8_t sign = signbit(f) ? 0x80 : 0;
+  float a = fabsf(f);
+  uint8_t nan = ieee ? (uint8_t)(0x7e) : (uint8_t)0x7f;
+  if (a != a) return sign | nan;
+  float largest = ieee ? ldexpf((float)((2 << m) - 1), (1 << e) - 2 - bias - m)
+                       : ldexpf((float)((2 << m) - 2), (1 << e) - 1 - bias - m);
+  float step_above = ieee ? ldexpf(1.0f, (1 << e) - 2 - bias - m - 1)
+                          : ldexpf(1.0f, (1 << e) - 1 - bias - m - 1);
+  if (ieee ? a >= largest + step_above : a > largest + step_above)  // ties to even
+    return sign | (ieee ? (uint8_t)(0x7c) : nan);   // inf / NaN
+  int exponent; frexpf(a, &exponent);                  // a = 0.x * 2^exponent
+  int scale = exponent - 1 - m;                         // ulp exponent for normals
+  if (scale < 1 - bias - m) scale = 1 - bias - m;       // subnormals
+  float q = rintf(ldexpf(a, -scale));                   // round to nearest even
+  int units = (int)q;
+  if (units == 0) return sign;
+  int biased = scale + m + bias;
+  if (units >= (2 << m)) { units >>= 1; biased += 1; }
+  if (units < (1 << m)) return sign | (uint8_t)units;   // subnormal
+  return sign | (uint8_t)((biased << m) | (units & ((1 << m) - 1)));
+}
+TM_INLINE float tm_cvt_f8e4m3_f32(tm_f8e4m3 x) { return tm_f8_to_f32(x, 4, false); }
+TM_INLINE tm_f8e4m3 tm_cvt_f32_f8e4m3(float x) { return tm_f32_to_f8(x, 4, false); }
+TM_INLINE float tm_cvt_f8e5m2_f32(tm_f8e5m2 x) { return tm_f8_to_f32(x, 5, true); }
+TM_INLINE tm_f8e5m2 tm_cvt_f32_f8e5m2(float x) { return tm_f32_to_f8(x, 5, true); }
+#endif
+#define TM_CHECK(call) do { mcError_t tm_status = (call); if (tm_status != mcSuccess) { \
+    fprintf(stderr, "%s failed: %s\n", #call, mcGetErrorString(tm_status)); return 1; } } while (0)
+"""
