@@ -25,11 +25,13 @@ Vector values are printed element by element where C++ has no vector form
 common to mxcc and the host harness (element-wise arithmetic, conversions);
 narrow floats (f16, bf16, fp8) are converted to float for arithmetic and back.
 
-Why not EmitC: upstream's `convert-memref-to-emitc` handles static-shape
-memrefs only and no pass lowers the vector or gpu dialects to EmitC, so the
-GPU-level IR would need most of this printer anyway before `--mlir-to-cpp`
-could run (checked on MLIR 22.1.8). This printer covers exactly the ops the
-tile lowering emits and reports anything else at its location.
+Why not EmitC (yet): as far as we know upstream has no conversion of the
+vector or gpu dialects to EmitC, and `convert-memref-to-emitc` targets
+static-shape memrefs, so most of this printer would be needed anyway before
+`--mlir-to-cpp` could run. That reading of upstream was not re-checked by
+running the passes on our IR; doing so is the next step. This printer covers
+exactly the ops the tile lowering emits and reports anything else at its
+location.
 """
 
 from __future__ import annotations
