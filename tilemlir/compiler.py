@@ -69,6 +69,7 @@ class CompileOptions:
 
     report: bool = False  # go on to the ISA for the report even when emitting an earlier stage
     allow_spills: bool = True  # False: spilling to scratch is an error
+    tiling: str = ""  # tile-tiling's options, e.g. "block=128,128,64 threads=256 stages=2"
 
 
 @dataclass
@@ -135,14 +136,17 @@ def _gpu_to_llvm_pm(target: Target, context: ir.Context) -> passmanager.PassMana
 def _tile_stage_text(text: str, spec: str) -> str:
     """A tile-stage pipeline as tile-opt -p takes it, the target option spelled out."""
     from tilemlir.passes import is_tile_pass, make_pass
+    from tilemlir.passes.pipeline import parse_pipeline
 
-    def element(name: str) -> str:
-        return str(make_pass(name, None, {"target": spec})) if is_tile_pass(name) else name
+    def element(step) -> str:
+        if not is_tile_pass(step.name):
+            return step.name + (f"{{{step.options}}}" if step.options else "")
+        return str(make_pass(step.name, step.options, {"target": spec}))
 
-    return f"builtin.module({','.join(element(name) for name in text.split(','))})"
+    return f"builtin.module({','.join(element(step) for step in parse_pipeline(text))})"
 
 
-def describe_pipeline(target: Target, *, tile_input: bool) -> str:
+def describe_pipeline(target: Target, *, tile_input: bool, tiling: str = "") -> str:
     """Every stage's pipeline or command line, one per line, in forms that
     reproduce it: `tile-opt -p` for the tile stages, `mlir-opt --pass-pipeline`
     for gpu-to-llvm (after the Python resource check), shell commands after."""
@@ -154,7 +158,8 @@ def describe_pipeline(target: Target, *, tile_input: bool) -> str:
 
         tail = describe(target)
     if tile_input:
-        lines.append(f"tile: {_tile_stage_text(pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE), spec)}")
+        first = pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE, tiling=tiling)
+        lines.append(f"tile: {_tile_stage_text(first, spec)}")
         lines.append(f"gpu: {_tile_stage_text(pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE), spec)}")
     else:
         lines.append("tile, gpu: skipped (the input is GPU-level IR)")
@@ -243,8 +248,7 @@ def compile_module(
     with collect_diagnostics(stages.context, diags, source):
         with stages.stage("tile-verify"):
             stages.run_pm(build_pipeline("tile-verify", context=stages.context))
-        _to_gpu(stages, result, emit)
-        lds_conflicts = _lds_conflicts(module)
+        _to_gpu(stages, result, emit, options.tiling)
         if target.family == "metax":
             _to_maca(stages, result, emit, options, diags)
             return _finish(result, stages, start)
@@ -269,10 +273,9 @@ def compile_module(
             return _finish(result, stages, start)
         with stages.stage("llc"):
             isa = result.artifacts["isa"] = toolchain.llc_to_isa(result.artifacts["llvm"], target.name)
-        result.report = build_report(isa, target)
-        if lds_conflicts is not None:
-            # From the LDS layout (tile-infer-layout's static bank model), not the ISA.
-            result.report["lds_bank_conflicts_per_iteration"] = lds_conflicts
+        # Asked for, the report runs llvm-mca on the main loop: a stage of its own.
+        with stages.stage("report") if options.report else contextlib.nullcontext():
+            result.report = build_report(isa, target, mca=options.report)
         try:
             check_resources(result.report, target, allow_spills=options.allow_spills)
         except ResourceError as error:
@@ -285,16 +288,7 @@ def compile_module(
     return _finish(result, stages, start)
 
 
-def _lds_conflicts(module: ir.Operation) -> int | None:
-    """Sum of `tile.lds_bank_conflicts_per_iteration` over the lowered kernels
-    (None for hand-written GPU-level input, which has no tile layouts)."""
-    values = [ir.IntegerAttr(op.attributes["tile.lds_bank_conflicts_per_iteration"]).value
-              for op in walk(module) if op.name == "gpu.func"
-              and "tile.lds_bank_conflicts_per_iteration" in op.attributes]
-    return sum(values) if values else None
-
-
-def _to_gpu(stages: _Stages, result: CompileResult, emit: str) -> None:
+def _to_gpu(stages: _Stages, result: CompileResult, emit: str, tiling: str = "") -> None:
     """The tile and gpu stages, or a check that the input is GPU-level already."""
     if not has_tile_ops(stages.module):
         if not has_gpu_module(stages.module):
@@ -311,7 +305,8 @@ def _to_gpu(stages: _Stages, result: CompileResult, emit: str) -> None:
         )
     spec = target_spec(stages.target)
     with stages.stage("tile"):
-        stages.run_pm(_tile_pm(pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE), spec, stages.context))
+        first = pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE, tiling=tiling)
+        stages.run_pm(_tile_pm(first, spec, stages.context))
     result.artifacts["tile"] = stages.asm()
     if emit == "tile":
         return

@@ -49,6 +49,7 @@ class Options:
     emit: str = "isa"
     report: bool = False
     no_spills: bool = False
+    tiling: str = ""
     dump_pass_pipeline: bool = False
     verify_diagnostics: bool = False
     split_input_file: bool = False
@@ -71,6 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--report", action="store_true",
                         help="print the resource report as JSON on stdout (registers, LDS, occupancy, MFMAs, times)")
     parser.add_argument("--no-spills", action="store_true", help="fail when the kernel spills registers to scratch")
+    parser.add_argument("--tiling", metavar="OPTIONS", default="",
+                        help="tile-tiling's options for whole-problem GEMMs, e.g. 'block=128,128,64 stages=2'")
     parser.add_argument("--dump-pass-pipeline", action="store_true",
                         help="print every stage's exact pipeline or command line (to stderr)")
     parser.add_argument("--verify-diagnostics", action="store_true",
@@ -144,12 +147,14 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
             parse_seconds = time.perf_counter() - start
             target = resolve_target(module, options.target_desc or options.target)
             if options.dump_pass_pipeline:
-                stderr_lines.append(describe_pipeline(target, tile_input=has_tile_ops(module)))
+                stderr_lines.append(describe_pipeline(target, tile_input=has_tile_ops(module),
+                                                      tiling=options.tiling))
             result = compile_module(
                 module,
                 target,
                 options.emit,
-                CompileOptions(report=options.report, allow_spills=not options.no_spills),
+                CompileOptions(report=options.report, allow_spills=not options.no_spills,
+                               tiling=options.tiling),
                 source=chunk.source,
                 seconds={"parse": parse_seconds},
             )

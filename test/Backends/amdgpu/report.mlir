@@ -33,6 +33,13 @@
 // GFX942-NEXT:     "total": 2
 // GFX942-NEXT:   }
 // GFX942-NEXT: },
+// Their 2 x 16 clocks against llvm-mca's estimate of the whole iteration, in
+// which the loads are waited for before the MFMAs (nothing is pipelined here).
+// GFX942-NEXT: "mfma_busy_ratio": 0.{{[0-9]+}},
+// GFX942-NEXT: "main_loop_cycles": {
+// GFX942-NEXT:   "mfma": 32,
+// GFX942-NEXT:   "llvm_mca": {{[0-9]+}}.{{[0-9]}}
+// GFX942-NEXT: },
 // GFX942-NEXT: "global_load_bits": 128,
 // GFX942-NEXT: "global_store_bits": 32,
 // GFX942-NEXT: "lds_read_bits": 64,
@@ -40,6 +47,7 @@
 // GFX942-NEXT: "compile_seconds": {
 // GFX942-NEXT:   "parse": {{[0-9.e-]+}},
 // GFX942:        "llc": {{[0-9.e-]+}},
+// GFX942-NEXT:   "report": {{[0-9.e-]+}},
 // GFX942-NEXT:   "total": {{[0-9.e-]+}}
 
 // gfx950 has 160 KiB of LDS: 80 one-wave workgroups, 20 per SIMD; still 8 waves.

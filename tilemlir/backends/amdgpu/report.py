@@ -10,6 +10,9 @@
     occupancy_waves_per_simd   see `occupancy` below; `occupancy_limits` gives each
                            bound, `occupancy_llc` what llc itself computed
     mfma_instructions      name -> {"main_loop": n, "total": n}; see `main_loop`
+    mfma_busy_ratio        the main loop's MFMA cycles (the descriptor's `cycles`)
+                           over llvm-mca's cycles for one iteration; see
+                           `mfma_busy_ratio`. `main_loop_cycles` gives both numbers
     global_load_bits, lds_read_bits (and the store/write widths)
                            the widest single access: global_load_dwordx4 = 128,
                            ds_read_b64 = 64 (ds_read2_b64 is two 64-bit accesses)
@@ -30,7 +33,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from tilemlir.backends.amdgpu.toolchain import parse_amdhsa_metadata
+from tilemlir.backends.amdgpu.toolchain import parse_amdhsa_metadata, run_tool
 from tilemlir.backends.base import Target, is_unknown
 from tilemlir.diagnostics import UserError
 
@@ -237,6 +240,149 @@ def matrix_instructions(section: str) -> dict[str, dict[str, int]]:
     return dict(sorted(counts.items()))
 
 
+def main_loop_instructions(section: str) -> list[str]:
+    """The instructions of one function's main loop (see `main_loop`), one per
+    line, without labels, directives or comments; [] when there is no main loop."""
+    lines = section.splitlines()
+    span = main_loop(lines)
+    if span is None:
+        return []
+    mnemonics = _mnemonics(lines)
+    return [
+        "\t" + lines[index].split(";", 1)[0].strip()
+        for index in range(span[0], span[1] + 1)
+        if mnemonics[index]
+    ]
+
+
+# --------------------------------------------------------------------------
+# MFMA busy ratio (llvm-mca)
+# --------------------------------------------------------------------------
+
+# llvm-mca's cycles on AMDGPU are the scheduling model's: one per issue of a
+# wave64 instruction, i.e. a pass of 4 clocks; SISchedule.td holds an MFMA's
+# XDL pipe for its passes (Write8PassMAI ...), the descriptor's `cycles` are
+# passes x 4. test_report_mca checks every descriptor row against llvm-mca-22.
+CLOCKS_PER_MCA_CYCLE = 4
+# Iterations simulated; the estimate is the difference between 2N and N
+# iterations over N, so the pipeline's fill and drain cancel out.
+MCA_ITERATIONS = 50
+
+_MCA_TOTAL = re.compile(r"^Total Cycles:\s+(\d+)", flags=re.MULTILINE)
+# Instruction Info rows: "[#uOps] [Latency] [RThroughput] ... mnemonic operands".
+_MCA_INFO_ROW = re.compile(r"^\s*\d+\s+\d+\s+([\d.]+)\s.*?\b(v_s?mfma\w*)\b")
+
+
+# llvm-mca takes well under a second on any loop here; past this it is hung.
+MCA_TIMEOUT_SECONDS = 20
+
+# VALU adds and subtracts with a carry out (and in): D, carry-out, X, Y[, carry-in].
+_CARRY_OP = re.compile(r"^\s*v_(?:add|sub|subrev|addc|subb|subbrev)_co_u32(_e32|_e64)?\s+([^,]+),\s*[^,]+,\s*([^,]+),\s*([^,\s]+)")
+
+
+def without_carries(instructions: list[str]) -> list[str]:
+    """The loop as llvm-mca-22 can run it: it never finishes when two
+    carry-writing VALU ops follow each other while an MFMA waits on an LDS read
+    (a reduced case is in test_report_mca). Each carry op is fed as a plain
+    v_add_u32 of the same destination and sources: the same VALU issue, minus
+    the carry dependency, which in-order issue already serialises."""
+    out = []
+    for line in instructions:
+        match = _CARRY_OP.match(line)
+        if match:
+            encoding, dest, first, second = match.groups()
+            line = f"\tv_add_u32{encoding or '_e32'} {dest.strip()}, {first.strip()}, {second.strip()}"
+        out.append(line)
+    return out
+
+
+def _llvm_mca(instructions: list[str], chip: str, iterations: int, info: bool = False) -> str:
+    args = ["-mtriple=amdgcn-amd-amdhsa", f"-mcpu={chip}", f"-iterations={iterations}",
+            "-resource-pressure=false", f"-instruction-info={'true' if info else 'false'}"]
+    text = ("\n".join(without_carries(instructions)) + "\n").encode()
+    return run_tool("llvm-mca", args, text, timeout=MCA_TIMEOUT_SECONDS).decode()
+
+
+def _total_cycles(mca_output: str) -> int:
+    match = _MCA_TOTAL.search(mca_output)
+    if match is None:
+        from tilemlir.backends.amdgpu.toolchain import ToolchainError
+
+        raise ToolchainError("llvm-mca printed no 'Total Cycles' line")
+    return int(match.group(1))
+
+
+def mfma_cycles(mnemonic: str, target: Target) -> int | None:
+    """The descriptor's cycles for an MFMA mnemonic (None when the chip's table
+    has no such row or leaves its cycles unknown). Rows sharing a mnemonic
+    (gfx950's f8f6f4 for each operand type) take the largest."""
+    known = [row.cycles for row in target.mma if row.name == mnemonic and not is_unknown(row.cycles)]
+    return max(known) if known else None
+
+
+def matched_to_descriptor(instructions: list[str], target: Target) -> list[str]:
+    """`instructions` with every MFMA that llvm-mca holds for fewer passes than
+    the descriptor says repeated until the two agree (gfx950's f8f6f4 with fp8
+    operands: llvm-mca-22 models 4/8 passes, the chip takes 8/16, CDNA4's
+    fp8 peak). A repeat has the same operands, so it adds only pipe time."""
+    info = _llvm_mca(instructions, target.name, 1, info=True)
+    held = [(match.group(2), float(match.group(1)))
+            for match in map(_MCA_INFO_ROW.match, info.splitlines()) if match]
+    out, next_mfma = [], iter(held)
+    for line in instructions:
+        mnemonic = line.split()[0]
+        copies = 1
+        if _MATRIX.match(mnemonic):
+            modelled, passes = next(next_mfma, (mnemonic, 0.0))
+            cycles = mfma_cycles(mnemonic, target)
+            if modelled == mnemonic and passes > 0 and cycles:
+                copies = max(1, round(cycles / (CLOCKS_PER_MCA_CYCLE * passes)))
+        out.extend([line] * copies)
+    return out
+
+
+def mca_cycles_per_iteration(instructions: list[str], chip: str,
+                             iterations: int = MCA_ITERATIONS) -> float:
+    """llvm-mca's steady-state cycles (its own unit) for one pass through
+    `instructions`, run as a loop: (cycles of 2N iterations - cycles of N) / N."""
+    once = _total_cycles(_llvm_mca(instructions, chip, iterations))
+    twice = _total_cycles(_llvm_mca(instructions, chip, 2 * iterations))
+    return (twice - once) / iterations
+
+
+def main_loop_cycles(section: str, target: Target) -> dict | None:
+    """{"mfma": MFMA clocks of one main-loop iteration from the descriptor,
+    "llvm_mca": llvm-mca's clocks for that iteration}, or None when the
+    function has no main loop or an MFMA of it has no cycles in the descriptor."""
+    instructions = main_loop_instructions(section)
+    mfmas = [line.split()[0] for line in instructions if _MATRIX.match(line.split()[0])]
+    cycles = [mfma_cycles(name, target) for name in mfmas]
+    if not mfmas or None in cycles:
+        return None
+    estimate = mca_cycles_per_iteration(matched_to_descriptor(instructions, target), target.name)
+    return {"mfma": sum(cycles), "llvm_mca": round(estimate * CLOCKS_PER_MCA_CYCLE, 1)}
+
+
+def mfma_busy_ratio(section: str, target: Target) -> float | None:
+    """The fraction of one main-loop iteration the matrix core is busy:
+
+        sum over the loop's MFMAs of the descriptor's cycles
+        / (CLOCKS_PER_MCA_CYCLE x llvm-mca-22 -mcpu=<chip> cycles per iteration)
+
+    The loop is `main_loop`'s span (label to back branch), fed to llvm-mca as
+    straight-line code: every block of it counted once per iteration, branches
+    as plain instructions, labels, directives and comments dropped. llvm-mca
+    runs it as a loop of N and of 2N iterations; the difference over N is one
+    steady-state iteration. Where llvm-mca's model of an MFMA is shorter than
+    the descriptor's, the MFMA is repeated (`matched_to_descriptor`) so both
+    sides of the ratio count the same matrix-core time. Used alike for any
+    compiler's ISA (bench/amd_vs_triton.py). None without a main loop."""
+    cycles = main_loop_cycles(section, target)
+    if cycles is None or cycles["llvm_mca"] <= 0:
+        return None
+    return round(cycles["mfma"] / cycles["llvm_mca"], 3)
+
+
 _BYTE_WIDTHS = {"dword": 32, "dwordx2": 64, "dwordx3": 96, "dwordx4": 128,
                 "byte": 8, "ubyte": 8, "sbyte": 8, "short": 16, "ushort": 16, "sshort": 16}
 _WIDTH = r"(dwordx[234]|dword|[us]?byte|[us]?short|[biu]\d+)"
@@ -270,8 +416,23 @@ def access_widths(section: str) -> dict[str, int]:
 # --------------------------------------------------------------------------
 
 
-def kernel_report(usage: KernelUsage, section: str, target: Target) -> dict:
+def _busy(section: str, target: Target) -> tuple[float | None, dict | None]:
+    """mfma_busy_ratio and main_loop_cycles; an llvm-mca failure leaves the
+    ratio out (null) and says why, rather than failing the compile."""
+    from tilemlir.backends.amdgpu.toolchain import ToolchainError
+
+    try:
+        cycles = main_loop_cycles(section, target)
+    except ToolchainError as error:
+        return None, {"llvm_mca_error": str(error).splitlines()[0]}
+    if not cycles or cycles["llvm_mca"] <= 0:
+        return None, cycles
+    return round(cycles["mfma"] / cycles["llvm_mca"], 3), cycles
+
+
+def kernel_report(usage: KernelUsage, section: str, target: Target, mca: bool = True) -> dict:
     waves, limits = occupancy(usage, target)
+    busy, cycles = _busy(section, target) if mca else (None, None)
     return {
         "kernel": usage.name,
         "vgpr": usage.vgpr,
@@ -288,6 +449,8 @@ def kernel_report(usage: KernelUsage, section: str, target: Target) -> dict:
         "occupancy_limits": limits,
         "occupancy_llc": usage.occupancy_llc,
         "mfma_instructions": matrix_instructions(section),
+        "mfma_busy_ratio": busy,
+        "main_loop_cycles": cycles,
         **access_widths(section),
     }
 
@@ -297,12 +460,14 @@ _MERGE_MAX = ("vgpr", "agpr", "vgpr_total", "sgpr", "scratch_bytes", "spills", "
               "sgpr_spills", "lds_bytes", "workgroup_size", *ACCESS_KINDS)
 
 
-def build_report(isa: str, target: Target, compile_seconds: dict[str, float] | None = None) -> dict:
+def build_report(isa: str, target: Target, compile_seconds: dict[str, float] | None = None,
+                 *, mca: bool = True) -> dict:
     """The --report JSON for an llc-produced .s. With one kernel its numbers
     are the top level; with several, the top level holds the largest usage,
-    the lowest occupancy and summed MFMA counts, and `kernels` each one."""
+    the lowest occupancy and summed MFMA counts, and `kernels` each one.
+    `mca=False` skips llvm-mca (mfma_busy_ratio and main_loop_cycles null)."""
     sections = _function_sections(isa)
-    kernels = [kernel_report(u, sections.get(u.name, ""), target) for u in kernel_usage(isa)]
+    kernels = [kernel_report(u, sections.get(u.name, ""), target, mca) for u in kernel_usage(isa)]
     report: dict = {"target": str(target)}
     if len(kernels) == 1:
         report.update(kernels[0])
@@ -319,6 +484,8 @@ def build_report(isa: str, target: Target, compile_seconds: dict[str, float] | N
                 entry["main_loop"] += counts["main_loop"]
                 entry["total"] += counts["total"]
         report["mfma_instructions"] = dict(sorted(merged.items()))
+        ratios = [k["mfma_busy_ratio"] for k in kernels if k["mfma_busy_ratio"] is not None]
+        report["mfma_busy_ratio"] = min(ratios) if ratios else None
         report["kernels"] = kernels
     report["compile_seconds"] = {k: round(v, 4) for k, v in (compile_seconds or {}).items()}
     return report

@@ -61,16 +61,15 @@ def tool_command(name: str, args: list[str]) -> list[str]:
     return [find_tool(name), *args]
 
 
-def run_tool(name: str, args: list[str], stdin: bytes | None = None) -> bytes:
+def run_tool(name: str, args: list[str], stdin: bytes | None = None,
+             timeout: float = TOOL_TIMEOUT_SECONDS) -> bytes:
     """Runs an LLVM tool; returns its stdout. Failure -> ToolchainError with stderr."""
     command = tool_command(name, args)
     printable = shlex.join([name, *args])
     try:
-        done = subprocess.run(
-            command, input=stdin, capture_output=True, timeout=TOOL_TIMEOUT_SECONDS, check=False
-        )
+        done = subprocess.run(command, input=stdin, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise ToolchainError(f"{name} did not finish within {TOOL_TIMEOUT_SECONDS} s: {printable}") from None
+        raise ToolchainError(f"{name} did not finish within {timeout:g} s: {printable}") from None
     except OSError as error:
         raise ToolchainError(f"cannot run {name} ({command[0]}): {error.strerror or error}") from None
     if done.returncode != 0:
