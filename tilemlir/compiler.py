@@ -47,7 +47,7 @@ from tilemlir.diagnostics import (
 )
 from tilemlir.irutil import walk
 
-EMITS = ("tile", "gpu", "llvm", "isa", "hsaco", "maca")
+EMITS = ("tile", "gpu", "llvm", "isa", "hsaco", "maca", "ptx")
 DEFAULT_TARGET = "amdgpu:gfx942"
 FAMILY = "amdgpu"
 # The stages of the metax family's pipeline (backends/metax/pipeline.py).
@@ -232,6 +232,13 @@ def compile_module(
     options = options or CompileOptions()
     if emit not in EMITS:
         raise UserError(f"unknown --emit '{emit}' (choose from {', '.join(EMITS)})")
+    if target.family == "nvidia":  # its own stages: tile, gpu, ptx (backends/nvidia/toolchain.py)
+        from tilemlir.backends.nvidia.toolchain import compile_module_nvidia
+
+        return compile_module_nvidia(module, target, emit, source=source, seconds=seconds,
+                                     report=options.report)
+    if emit == "ptx":
+        raise UserError(f"--emit ptx is for nvidia targets, not {target}")
     if emit == "maca" and target.family != "metax":
         raise UserError(f"--emit maca is for metax targets, not {target}")
     if target.family == "metax" and emit not in METAX_EMITS:
@@ -249,7 +256,6 @@ def compile_module(
         with stages.stage("tile-verify"):
             stages.run_pm(build_pipeline("tile-verify", context=stages.context))
         _to_gpu(stages, result, emit, options.tiling)
-        lds_conflicts = _lds_conflicts(module)
         if target.family == "metax":
             _to_maca(stages, result, emit, options, diags)
             return _finish(result, stages, start)
@@ -277,9 +283,6 @@ def compile_module(
         # Asked for, the report runs llvm-mca on the main loop: a stage of its own.
         with stages.stage("report") if options.report else contextlib.nullcontext():
             result.report = build_report(isa, target, mca=options.report)
-        if lds_conflicts is not None:
-            # From the LDS layout (tile-infer-layout's static bank model), not the ISA.
-            result.report["lds_bank_conflicts_per_iteration"] = lds_conflicts
         try:
             check_resources(result.report, target, allow_spills=options.allow_spills)
         except ResourceError as error:
@@ -290,15 +293,6 @@ def compile_module(
             with stages.stage("ld.lld"):
                 result.artifacts["hsaco"] = toolchain.link_hsaco(obj)
     return _finish(result, stages, start)
-
-
-def _lds_conflicts(module: ir.Operation) -> int | None:
-    """Sum of `tile.lds_bank_conflicts_per_iteration` over the lowered kernels
-    (None for hand-written GPU-level input, which has no tile layouts)."""
-    values = [ir.IntegerAttr(op.attributes["tile.lds_bank_conflicts_per_iteration"]).value
-              for op in walk(module) if op.name == "gpu.func"
-              and "tile.lds_bank_conflicts_per_iteration" in op.attributes]
-    return sum(values) if values else None
 
 
 def _to_gpu(stages: _Stages, result: CompileResult, emit: str, tiling: str = "") -> None:

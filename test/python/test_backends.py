@@ -322,7 +322,7 @@ def test_builtin_backends_without_metadata(monkeypatch):
     for cached in (registry._registrations, registry.backend, registry._load_cached):
         cached.cache_clear()
     try:
-        assert registry.families() == ("amdgpu", "metax")
+        assert registry.families() == ("amdgpu", "metax", "nvidia")
         assert str(get_target("metax:xcore1000")) == "metax:xcore1000"
     finally:
         monkeypatch.undo()

@@ -96,8 +96,8 @@ def test_report_option_goes_on_to_the_isa(example_text):
 
 
 def test_bad_requests_are_user_errors(example_text):
-    with pytest.raises(UserError, match="unknown --emit 'ptx'"):
-        tilemlir.compile(example_text, emit="ptx")
+    with pytest.raises(UserError, match="unknown --emit 'spirv'"):
+        tilemlir.compile(example_text, emit="spirv")
     with pytest.raises(UserError, match="--emit hsaco is not a stage of the metax pipeline"):
         tilemlir.compile(example_text, target="metax:xcore1000")
     with pytest.raises(UserError, match="--emit maca is for metax targets, not amdgpu:gfx942"):

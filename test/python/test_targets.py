@@ -296,7 +296,7 @@ def test_every_descriptor_in_the_repo_loads(path: Path):
     assert target.mma and str(target) == f"{target.family}:{target.name}"
 
 
-def test_the_five_targets_are_shipped():
+def test_the_shipped_targets():
     names = sorted(str(load_target_file(p)) for p in SHIPPED)
     assert names == [
         "amdgpu:gfx90a",
@@ -304,6 +304,7 @@ def test_the_five_targets_are_shipped():
         "amdgpu:gfx950",
         "metax:xcore1000",
         "metax:xcore1500",
+        "nvidia:sm_90a",
     ]
 
 

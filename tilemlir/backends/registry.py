@@ -32,6 +32,7 @@ TARGET_ATTRIBUTE = "tile.target"
 _BUILTIN = {
     "amdgpu": "tilemlir.backends.amdgpu:BACKEND",
     "metax": "tilemlir.backends.metax:BACKEND",
+    "nvidia": "tilemlir.backends.nvidia:BACKEND",
 }
 
 

@@ -41,6 +41,7 @@ from typing import ClassVar
 from mlir import ir
 
 from tilemlir.backends import resolve_target
+from tilemlir.backends.base import is_unknown
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import (
@@ -66,7 +67,10 @@ def choose(target, shape, threads: int) -> tuple[MmaChoice, tuple[int, int]] | l
     core = core_for(target.family)
     if not rows:
         return [f"{target} has no matrix instruction for {shape.a} x {shape.b} -> {shape.accum}"]
-    fastest = target.flops_per_cu_cycle(rows[0])
+    # Without published cycle counts the table's order is the ranking: every row
+    # counts as full rate and the order decides (mma_candidates keeps it).
+    ranked = not any(is_unknown(r.cycles) for r in rows) and not is_unknown(target.compute.simds_per_cu)
+    fastest = target.flops_per_cu_cycle(rows[0]) if ranked else None
     rejected, fitting = [], []
     for rank, row in enumerate(rows):
         if not core.supported(row.m, row.n, row.k, row.blocks, wave):
@@ -81,7 +85,7 @@ def choose(target, shape, threads: int) -> tuple[MmaChoice, tuple[int, int]] | l
         if shape.k % row.k:
             rejected.append(f"{row.name}: K={shape.k} is not a multiple of {row.k}")
             continue
-        full_rate = target.flops_per_cu_cycle(row) >= fastest
+        full_rate = not ranked or target.flops_per_cu_cycle(row) >= fastest
         fitting.append(((not full_rate, -row.m, -row.k, rank), row, split))
     if not fitting:
         return rejected

@@ -81,6 +81,23 @@ def element_bytes(type_name: str) -> int:
     return max(1, ELEMENT_BITS.get(type_name, 32) // 8)
 
 
+# Registers per lane kept for operand fragments and addresses on targets whose
+# accumulators share the one register file (no separate accumulation file).
+OPERAND_REGISTER_RESERVE = 64
+
+
+def accumulator_register_budget(target) -> tuple[int, str]:
+    """Registers per lane an accumulator may take, and why: half the file where
+    the target has an accumulation file (AMD AGPRs), else the file minus a
+    reserve for operands (NVIDIA)."""
+    from tilemlir.backends.base import is_unknown
+
+    total = target.require("registers.vgprs_per_lane", "the register budget")
+    if not is_unknown(target.registers.acc_vgprs_max):
+        return total // 2, f"half of {total}"
+    return total - OPERAND_REGISTER_RESERVE, f"{total} minus {OPERAND_REGISTER_RESERVE} kept for operands"
+
+
 @dataclass(frozen=True)
 class Plan:
     block: tuple[int, int, int]
@@ -164,12 +181,17 @@ class TileTiling(TilePass):
                             f"({bm}x{bk} A + {bk}x{bn} B tiles)), {target.name} allows {lds_limit}")
             return None
         accum_bytes = element_bytes(shape.accum)
-        registers = ceil_div(block[0] * block[1] * accum_bytes, 4 * threads)
-        budget = target.require("registers.vgprs_per_lane", "the register budget") // 2
+        budget, why = accumulator_register_budget(target)
+        registers = ceil_div(block[0] * block[1] * accum_bytes, 4 * plan.threads)
+        most_threads = target.require("compute.max_threads_per_workgroup", "the thread count")
+        while registers > budget and not self.threads and plan.threads * 2 <= most_threads:
+            # More waves share the accumulator when the thread count was not given.
+            plan = Plan(plan.block, plan.threads * 2, plan.stages)
+            registers = ceil_div(block[0] * block[1] * accum_bytes, 4 * plan.threads)
         if registers > budget:
             state.error(op, f"tile-tiling: the {block[0]}x{block[1]} accumulator needs {registers} "
-                            f"registers per lane with {threads} threads, {target.name} leaves "
-                            f"{budget} for it (half of {budget * 2})")
+                            f"registers per lane with {plan.threads} threads, {target.name} leaves "
+                            f"{budget} for it ({why})")
             return None
         return plan
 

@@ -17,7 +17,9 @@ Engines (DESIGN.md section 7):
   memory-safety checks on. GPU-level IR written by hand (a host function
   launching a `gpu.func`) runs as is. Needs an amdgpu `target` (or the
   module's `tile.target`).
-* "device" is not built yet; asking for it is an error.
+* "device": compiles tile IR through the nvidia backend to PTX and runs it
+  on an NVIDIA GPU through the CUDA driver (`tilemlir.runtime.device`);
+  without a GPU it is an error saying so. Needs an nvidia `target`.
 """
 
 from __future__ import annotations
@@ -29,10 +31,8 @@ from mlir import ir
 
 from tilemlir.diagnostics import UserError
 
-ENGINES = ("reference", "emulator")
-PLANNED_ENGINES = {
-    "device": "running on a device is not built yet",
-}
+ENGINES = ("reference", "emulator", "device")
+PLANNED_ENGINES: dict[str, str] = {}
 
 
 def check_engine(engine: str) -> None:
@@ -112,6 +112,10 @@ def run(module_or_text, entry: str, args, engine: str = "reference", target=None
     module, source = load_module(module_or_text)
     if engine == "emulator":
         return run_emulator(module, entry, args, target)
+    if engine == "device":
+        from tilemlir.runtime.device import run_device
+
+        return run_device(module, entry, args, target)
     program = Program(module, source=source, precision=precision)
     function = program.function(entry)
     params = parameters(function.op, program.dtype_of, source)

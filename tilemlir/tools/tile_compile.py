@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROG = "tile-compile"
-EMITS = ("tile", "gpu", "llvm", "isa", "hsaco", "maca")
+EMITS = ("tile", "gpu", "llvm", "isa", "hsaco", "maca", "ptx")
 
 _EPILOG = """\
 emit:
@@ -33,6 +33,8 @@ emit:
   llvm   LLVM IR of the device code, as llc reads it
   isa    AMDGPU assembly (.s) from llc-22 (the default)
   hsaco  the code object (ELF with AMDHSA metadata); needs -o FILE
+  ptx    PTX text for nvidia targets (e.g. --target nvidia:sm_90a); --report gives
+         the launch metadata a launcher needs
   maca   MACA C++ for metax targets (kernels + host launcher; the mxcc command
          line is in its first lines)
 

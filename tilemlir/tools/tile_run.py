@@ -146,13 +146,18 @@ def run(argv: list[str]) -> int:
         program.call(entry, bind(params, outputs, entry))
         elapsed = time.perf_counter() - started
         reference_outputs = None
-        if options.engine == "emulator":
+        if options.engine in ("emulator", "device"):
             # The emulator's results are the ones checked; the reference
             # engine's, on the same inputs, are what they are compared with too.
             reference_outputs = outputs
             outputs = [x.copy() for x in inputs]
             started = time.perf_counter()
-            run_emulator(module, entry, outputs, options.target)
+            if options.engine == "device":
+                from tilemlir.runtime.device import run_device
+
+                run_device(module, entry, outputs, options.target)
+            else:
+                run_emulator(module, entry, outputs, options.target)
             elapsed = time.perf_counter() - started
 
         ideal = Program(module, source=source, precision="float64")
@@ -179,7 +184,7 @@ def run(argv: list[str]) -> int:
             if p.index in written:
                 difference = np.abs(convert(outputs[p.index], np.float64)
                                     - convert(reference_outputs[p.index], np.float64))
-                print(f"  {p.name}: emulator vs reference engine: max abs difference "
+                print(f"  {p.name}: {options.engine} vs reference engine: max abs difference "
                       f"{_fmt(float(np.nanmax(difference)) if difference.size else 0.0)}")
     for r in reports:
         verdict = "PASS" if r.passed else "FAIL"

@@ -1,0 +1,391 @@
+"""GEMM on the H200: tilemlir's nvidia backend against cuBLAS and Triton, in one run.
+
+Two steps, because the device machine has the GPU but not our MLIR wheels:
+
+    .venv/bin/python bench/gemm.py --prepare build/nvbench     # here: PTX for every case
+    python3 bench/gemm.py --run build/nvbench [--out DIR]      # there: check, time, table
+
+`--prepare` compiles, for every shape in SHAPES and dtype in DTYPES, a small
+candidate set of block sizes derived from the sm_90a descriptor (register and
+shared-memory budgets decide which fit), plus the correctness cases of
+TEST_CASES (shapes that are and are not multiples of the block, the cp.async
+and the fallback copy paths). `--run` needs torch and Triton only: for every
+case it draws fresh random inputs (uniform in [-1, 1], rounded to the dtype),
+poisons the output with NaN, runs the kernel and checks every element of a
+sample of rows against a float64 reference with a tolerance derived from the
+dtypes; then it times each variant (CUDA events, warm-up, the median of
+REPEATS runs) and prints TFLOP/s and the ratio to cuBLAS. Ours is the best
+candidate; cuBLAS is torch.matmul (f16, bf16) or torch._scaled_mm (fp8 e4m3,
+unit scales, f16 out); Triton is a plain blocked tl.dot kernel. Layouts: A is
+M x K row-major; B is K x N row-major for f16/bf16 and N x K row-major for fp8
+(the layout cuBLAS's fp8 GEMM requires; all three use it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192),
+          (4096, 4096, 1024)]
+DTYPES = ["f16", "bf16", "fp8"]
+MLIR_TYPES = {"f16": "f16", "bf16": "bf16", "fp8": "f8E4M3FN"}
+TARGET = "nvidia:sm_90a"
+WARMUP, REPEATS = 10, 30
+SAMPLE_ROWS = 256
+
+# (M, N, K, dtype, transpose_b, block, threads, stages): correctness on the GPU.
+TEST_CASES = [
+    (256, 256, 256, "f16", False, (128, 128, 32), 128, 3),   # multiple of the block, cp.async
+    (200, 328, 136, "f16", False, (128, 128, 32), 128, 3),   # not a multiple, cp.async zero fill
+    (200, 328, 100, "f16", False, (128, 128, 32), 128, 3),   # K*2 bytes not 16-aligned: plain copies
+    (256, 256, 256, "bf16", False, (128, 128, 32), 128, 3),
+    (136, 200, 264, "bf16", True, (64, 128, 32), 128, 2),    # B as N x K (ldmatrix without .trans)
+    (256, 256, 256, "fp8", True, (128, 128, 64), 128, 3),
+    (200, 328, 160, "fp8", True, (128, 128, 64), 128, 3),    # not a multiple of the block
+    (200, 328, 160, "fp8", False, (128, 128, 64), 128, 3),   # B as K x N: byte-wise B loads
+]
+
+
+def case_name(dtype, m, n, k, transpose_b, block, threads, stages) -> str:
+    layout = "nt" if transpose_b else "nn"
+    return f"{dtype}_{m}x{n}x{k}_{layout}_b{block[0]}x{block[1]}x{block[2]}_t{threads}_s{stages}"
+
+
+# --------------------------------------------------------------------------
+# --prepare (needs tilemlir and MLIR)
+# --------------------------------------------------------------------------
+
+def gemm_text(m: int, n: int, k: int, dtype: str, transpose_b: bool) -> str:
+    t = MLIR_TYPES[dtype]
+    b_shape = f"{n}x{k}" if transpose_b else f"{k}x{n}"
+    types = f"(memref<{m}x{k}x{t}>, memref<{b_shape}x{t}>, memref<{m}x{n}xf16>)"
+    return f"""module attributes {{tile.target = "{TARGET}"}} {{
+  func.func @gemm(%A: memref<{m}x{k}x{t}>, %B: memref<{b_shape}x{t}>, %C: memref<{m}x{n}xf16>) {{
+    %zero = arith.constant 0.0 : f16
+    "tile.fill"(%C, %zero) : (memref<{m}x{n}xf16>, f16) -> ()
+    "tile.gemm"(%A, %B, %C) {{accum_dtype = f32, transpose_a = false, transpose_b = {str(transpose_b).lower()}}} : {types} -> ()
+    return
+  }}
+}}
+"""
+
+
+def candidates(m: int, n: int, dtype: str) -> list[tuple]:
+    """Block sizes, threads and stages from the descriptor: accumulators within
+    the register budget, the deepest pipeline (at most 4) that fits the shared
+    memory (rows padded by 16 bytes), warp tiles of whole m16n8 instructions."""
+    from tilemlir.backends import get_target
+    from tilemlir.passes.tiling import accumulator_register_budget
+
+    target = get_target(TARGET)
+    element = 1 if dtype == "fp8" else 2
+    block_k = 64 // element  # 64 bytes of K per row (tile-tiling's rule)
+    budget, _ = accumulator_register_budget(target)
+    shared_limit = target.require("memory.shared_bytes_per_workgroup")
+    shapes = [(128, 128, 128, block_k), (128, 256, 256, block_k), (256, 128, 256, block_k),
+              (128, 256, 256, 2 * block_k), (128, 128, 128, 2 * block_k)]
+    if m <= 64:  # skinny: many blocks over N, deeper K tiles to stream B
+        shapes = [(16, 64, 128, 2 * block_k), (32, 64, 128, 2 * block_k), (16, 128, 128, 2 * block_k)]
+    found = []
+    for bm, bn, threads, block_k in shapes:
+        if 4 * bm * bn / (4 * threads) > budget:
+            continue
+        row = lambda cols: cols * element + 16
+        per_stage = bm * row(block_k) + block_k * row(bn)
+        stages = min(4, shared_limit // per_stage)
+        if stages >= 2:
+            found.append(((bm, bn, block_k), threads, stages))
+    return found
+
+
+def compile_case(out: Path, m, n, k, dtype, transpose_b, block, threads, stages) -> dict:
+    from mlir import ir
+
+    from tilemlir.backends import get_target
+    from tilemlir.backends.nvidia.toolchain import compile_to_ptx
+    from tilemlir.dialects import tile
+
+    name = case_name(dtype, m, n, k, transpose_b, block, threads, stages)
+    context = tile.make_context()
+    module = ir.Module.parse(gemm_text(m, n, k, dtype, transpose_b), context)
+    tiling = f"block={block[0]},{block[1]},{block[2]} threads={threads} stages={stages}"
+    kernel = compile_to_ptx(module.operation, get_target(TARGET), tiling)
+    kernel.save(out / name)
+    ptx = kernel.ptx
+    return {"name": name, "json": f"{name}.json", "m": m, "n": n, "k": k, "dtype": dtype,
+            "transpose_b": transpose_b, "block": list(block), "threads": threads, "stages": stages,
+            "mma_sync": ptx.count("mma.sync"), "ldmatrix": ptx.count("ldmatrix"),
+            "cp_async": ptx.count("cp.async.cg"),
+            "compile_seconds": round(sum(kernel.seconds.values()), 3)}
+
+
+def prepare(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = {"target": TARGET, "bench": [], "tests": []}
+    for m, n, k, dtype, transpose_b, block, threads, stages in TEST_CASES:
+        entry = compile_case(out, m, n, k, dtype, transpose_b, block, threads, stages)
+        manifest["tests"].append(entry)
+        print(f"test  {entry['name']}: {entry['compile_seconds']} s")
+    for dtype in DTYPES:
+        for m, n, k in SHAPES:
+            for block, threads, stages in candidates(m, n, dtype):
+                entry = compile_case(out, m, n, k, dtype, dtype == "fp8", block, threads, stages)
+                manifest["bench"].append(entry)
+                print(f"bench {entry['name']}: {entry['compile_seconds']} s, "
+                      f"{entry['mma_sync']} mma.sync, {entry['cp_async']} cp.async")
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+
+# --------------------------------------------------------------------------
+# --run (needs torch and Triton, not MLIR)
+# --------------------------------------------------------------------------
+
+def load_launcher():
+    path = Path(__file__).resolve().parents[1] / "tilemlir" / "runtime" / "cuda_launch.py"
+    spec = importlib.util.spec_from_file_location("cuda_launch", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def torch_dtype(dtype: str):
+    import torch
+
+    return {"f16": torch.float16, "bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn}[dtype]
+
+
+def make_inputs(m, n, k, dtype, transpose_b, seed):
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = (torch.rand(m, k, device="cuda", generator=g) * 2 - 1).to(torch_dtype(dtype))
+    b_shape = (n, k) if transpose_b else (k, n)
+    b = (torch.rand(*b_shape, device="cuda", generator=g) * 2 - 1).to(torch_dtype(dtype))
+    return a, b
+
+
+def check(c, a, b, transpose_b, seed) -> tuple[bool, float, float]:
+    """Every element of sampled rows against float64: |c - ref| <= half an f16
+    ulp of |ref| (the output rounding) + K * 2^-22 * (|A| |B|) (f32 summation,
+    with margin) + the smallest f16 subnormal. Returns (ok, worst err/tol, rel norm)."""
+    import torch
+
+    m, k = a.shape
+    g = torch.Generator(device="cpu").manual_seed(seed + 1)
+    rows = torch.randperm(m, generator=g)[:SAMPLE_ROWS].to("cuda")
+    a64 = a[rows].to(torch.float64)
+    b64 = (b.t() if transpose_b else b).to(torch.float64)
+    ref = a64 @ b64
+    bound = a64.abs() @ b64.abs()
+    got = c[rows].to(torch.float64)
+    tol = 2.0 ** -11 * ref.abs() + k * 2.0 ** -22 * bound + 2.0 ** -24
+    err = (got - ref).abs()
+    ok = bool(torch.isfinite(got).all()) and bool((err <= tol).all())
+    worst = float((err / tol).max()) if torch.isfinite(got).all() else math.inf
+    rel = float((got - ref).norm() / ref.norm())
+    return ok, worst, rel
+
+
+def median_ms(fn) -> float:
+    import torch
+
+    for _ in range(WARMUP):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(REPEATS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def triton_kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
+        pid = tl.program_id(0)
+        blocks_m, blocks_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+        per_group = GROUP * blocks_n
+        first_m = (pid // per_group) * GROUP
+        group_m = min(blocks_m - first_m, GROUP)
+        pid_m = first_m + (pid % per_group) % group_m
+        pid_n = (pid % per_group) // group_m
+        rm = pid_m * BM + tl.arange(0, BM)
+        rn = pid_n * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        a_ptrs = a_ptr + rm[:, None] * sam + rk[None, :] * sak
+        b_ptrs = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for kk in range(tl.cdiv(K, BK)):
+            mask_k = rk < K - kk * BK
+            a = tl.load(a_ptrs, mask=(rm[:, None] < M) & mask_k[None, :], other=0.0)
+            b = tl.load(b_ptrs, mask=mask_k[:, None] & (rn[None, :] < N), other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BK * sak
+            b_ptrs += BK * sbk
+        c_ptrs = c_ptr + rm[:, None] * scm + rn[None, :] * scn
+        tl.store(c_ptrs, acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+    def run(a, b_kn, c, config):
+        bm, bn, bk, warps, stages = config
+        m, k = a.shape
+        n = b_kn.shape[1]
+        grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+        matmul[grid](a, b_kn, c, m, n, k, a.stride(0), a.stride(1), b_kn.stride(0), b_kn.stride(1),
+                     c.stride(0), c.stride(1), BM=bm, BN=bn, BK=bk, GROUP=8,
+                     num_warps=warps, num_stages=stages)
+
+    return run
+
+
+def triton_configs(m: int, dtype: str) -> list[tuple]:
+    bk = 128 if dtype == "fp8" else 64
+    if m <= 64:
+        return [(16, 64, bk * 2, 4, 4), (16, 128, bk, 4, 4)]
+    return [(128, 256, bk, 8, 3), (128, 128, bk, 4, 4)]
+
+
+def run(directory: Path, out: Path | None) -> int:
+    import torch
+
+    launcher = load_launcher()
+    manifest = json.loads((directory / "manifest.json").read_text())
+    log = []
+    failures = 0
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        log.append(text)
+
+    props = torch.cuda.get_device_properties(0)
+    say(f"device: {props.name}, {props.multi_processor_count} SMs; torch {torch.__version__}")
+    # -- correctness cases
+    for entry in manifest["tests"]:
+        module = launcher.CudaModule.load(directory / entry["json"])
+        a, b = make_inputs(entry["m"], entry["n"], entry["k"], entry["dtype"], entry["transpose_b"], 7)
+        c = torch.full((entry["m"], entry["n"]), float("nan"), device="cuda", dtype=torch.float16)
+        module.launch("gemm", [a, b, c])
+        torch.cuda.synchronize()
+        ok, worst, rel = check(c, a, b, entry["transpose_b"], 7)
+        failures += not ok
+        say(f"test {entry['name']}: {'PASS' if ok else 'FAIL'} (worst err/tol {worst:.3f}, "
+            f"rel norm err {rel:.2e})")
+    # -- benchmark
+    triton_run = triton_kernel()
+    rows = []
+    results = []
+    for dtype in DTYPES:
+        for m, n, k in SHAPES:
+            entries = [e for e in manifest["bench"]
+                       if (e["m"], e["n"], e["k"], e["dtype"]) == (m, n, k, dtype)]
+            transpose_b = dtype == "fp8"
+            a, b = make_inputs(m, n, k, dtype, transpose_b, 11)
+            flops = 2.0 * m * n * k
+            c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+            # cuBLAS
+            if dtype == "fp8":
+                one = torch.ones((), device="cuda", dtype=torch.float32)
+
+                def cublas(a=a, b=b, one=one):
+                    return torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one,
+                                            out_dtype=torch.float16)
+            else:
+                def cublas(a=a, b=b):
+                    return torch.matmul(a, b)
+            ok, worst, _ = check(cublas(), a, b, transpose_b, 11)
+            cublas_ms = median_ms(cublas)
+            record = {"dtype": dtype, "shape": [m, n, k], "cublas_ms": cublas_ms, "cublas_ok": ok}
+            # ours
+            best = None
+            for entry in entries:
+                module = launcher.CudaModule.load(directory / entry["json"])
+                c.fill_(float("nan"))
+                module.launch("gemm", [a, b, c])
+                torch.cuda.synchronize()
+                ok, worst, rel = check(c, a, b, transpose_b, 11)
+                if not ok:
+                    failures += 1
+                    say(f"  ours {entry['name']}: WRONG (worst err/tol {worst:.3f}); not timed")
+                    continue
+                ms = median_ms(lambda module=module, a=a, b=b, c=c: module.launch("gemm", [a, b, c]))
+                say(f"  ours {entry['name']}: {flops / ms / 1e9:.1f} TFLOP/s (checked, worst {worst:.3f})")
+                record.setdefault("ours_candidates", {})[entry["name"]] = ms
+                if best is None or ms < best[0]:
+                    best = (ms, entry["name"])
+            # Triton
+            b_kn = b.t() if transpose_b else b
+            tri_best = None
+            for config in triton_configs(m, dtype):
+                try:
+                    c.fill_(float("nan"))
+                    triton_run(a, b_kn, c, config)
+                    torch.cuda.synchronize()
+                    ok, worst, _ = check(c, a, b, transpose_b, 11)
+                    if not ok:
+                        say(f"  triton {config}: WRONG (worst err/tol {worst:.3f})")
+                        continue
+                    ms = median_ms(lambda config=config, a=a, b_kn=b_kn, c=c: triton_run(a, b_kn, c, config))
+                except Exception as error:  # noqa: BLE001 - a config Triton cannot build here
+                    say(f"  triton {config}: {type(error).__name__}: {str(error)[:200]}")
+                    continue
+                if tri_best is None or ms < tri_best[0]:
+                    tri_best = (ms, config)
+            record["ours"] = best
+            record["triton"] = tri_best
+            results.append(record)
+
+            def tf(ms, flops=flops):
+                return flops / ms / 1e9 if ms else float("nan")
+            ours_tf = tf(best[0]) if best else float("nan")
+            tri_tf = tf(tri_best[0]) if tri_best else float("nan")
+            rows.append((dtype, f"{m}x{n}x{k}", tf(cublas_ms), ours_tf, ours_tf / tf(cublas_ms),
+                         tri_tf, tri_tf / tf(cublas_ms), best[1] if best else "-"))
+            say(f"{dtype} {m}x{n}x{k}: cuBLAS {tf(cublas_ms):.1f}, ours {ours_tf:.1f}, "
+                f"Triton {tri_tf:.1f} TFLOP/s")
+    header = (f"{'dtype':5} {'M x N x K':>16} {'cuBLAS':>8} {'ours':>8} {'ours/cuBLAS':>11} "
+              f"{'Triton':>8} {'Triton/cuBLAS':>13}  best ours")
+    say("")
+    say(f"TFLOP/s, median of {REPEATS} timed runs after {WARMUP} warm-up runs (CUDA events); "
+        "every result checked against float64 first")
+    say(header)
+    for dtype, shape, cub, ours, r1, tri, r2, name in rows:
+        say(f"{dtype:5} {shape:>16} {cub:8.1f} {ours:8.1f} {r1:11.2f} {tri:8.1f} {r2:13.2f}  {name}")
+    say(f"{failures} failed check(s)")
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bench_log.txt").write_text("\n".join(log) + "\n")
+        (out / "bench_results.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--prepare", metavar="DIR", help="compile PTX for every case into DIR")
+    group.add_argument("--run", metavar="DIR", help="check and time the cases prepared in DIR")
+    parser.add_argument("--out", metavar="DIR", help="with --run: write the log and JSON here")
+    options = parser.parse_args(argv)
+    if options.prepare:
+        start = time.perf_counter()
+        prepare(Path(options.prepare))
+        print(f"prepared in {time.perf_counter() - start:.1f} s")
+        return 0
+    return run(Path(options.run), Path(options.out) if options.out else None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

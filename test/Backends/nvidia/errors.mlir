@@ -1,0 +1,16 @@
+// The nvidia backend's stages are tile, gpu and ptx; AMD stages are refused.
+//
+// RUN: not tile-compile %s --emit isa 2>&1 | filecheck %s --check-prefix=ISA
+// RUN: not tile-compile %s --target amdgpu:gfx942 --emit ptx 2>&1 | filecheck %s --check-prefix=AMD
+
+module attributes {tile.target = "nvidia:sm_90a"} {
+  func.func @gemm(%A: memref<64x64xf16>, %B: memref<64x64xf16>, %C: memref<64x64xf16>) {
+    %zero = arith.constant 0.0 : f16
+    "tile.fill"(%C, %zero) : (memref<64x64xf16>, f16) -> ()
+    "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf16>, memref<64x64xf16>, memref<64x64xf16>) -> ()
+    return
+  }
+}
+
+// ISA: error: --emit isa is not a stage of the nvidia backend (choose from tile, gpu, ptx)
+// AMD: error: --emit ptx is for nvidia targets, not amdgpu:gfx942

@@ -1,0 +1,41 @@
+// f16 GEMM for sm_90a: warp-level mma.sync fed by ldmatrix (.trans for B stored
+// K x N), global -> shared through cp.async in a 3-stage pipeline, rows of the
+// dynamic shared memory padded by 16 bytes.
+//
+// RUN: tile-compile %s --emit gpu | filecheck %s --check-prefix=GPU
+// RUN: tile-compile %s --emit ptx | filecheck %s --check-prefix=PTX
+
+module attributes {tile.target = "nvidia:sm_90a"} {
+  func.func @gemm(%A: memref<256x256xf16>, %B: memref<256x256xf16>, %C: memref<256x256xf16>) {
+    %zero = arith.constant 0.0 : f16
+    "tile.fill"(%C, %zero) : (memref<256x256xf16>, f16) -> ()
+    "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<256x256xf16>, memref<256x256xf16>, memref<256x256xf16>) -> ()
+    return
+  }
+}
+
+// GPU-LABEL: func.func @gemm
+// GPU: gpu.launch_func @gemm_kernels::@gemm_kernel0 blocks in ({{.*}}) threads in ({{.*}}) dynamic_shared_memory_size %c37888_i32
+// GPU: gpu.func @gemm_kernel0
+// GPU: gpu.dynamic_shared_memory
+// GPU: memref.view {{.*}} to memref<2x128x40xf16, #gpu.address_space<workgroup>>
+// GPU: nvgpu.device_async_copy {{.*}}, 8, {{.*}} {bypassL1}
+// GPU: nvgpu.device_async_create_group
+// GPU: scf.for
+// GPU: nvgpu.device_async_wait {{.*}} {numGroups = 0 : i32}
+// GPU: gpu.barrier
+// GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// GPU: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// GPU: nvgpu.device_async_wait {{.*}} {numGroups = 0 : i32}
+
+// PTX: .target sm_90a
+// PTX: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
+// PTX: .visible .entry gemm_kernel0(
+// PTX: cp.async.cg.shared.global
+// PTX: cp.async.commit_group
+// PTX: cp.async.wait_group 0;
+// PTX: bar.sync 0;
+// PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32

@@ -1,0 +1,26 @@
+"""The NVIDIA GPU backend (sm_90a: H100, H200) — its manifest.
+
+Targets are `targets/<sm>.toml`. The lowering goes through upstream MLIR:
+warp-level `nvgpu.mma.sync` (fp8 through inline PTX, see `matrix.py`),
+`nvgpu.ldmatrix` and `nvgpu.device_async_copy` (cp.async), then
+`convert-nvgpu-to-nvvm`, `convert-gpu-to-nvvm` and `gpu-module-to-binary` to
+PTX in process (`pipeline.py`, `toolchain.py`). PTX runs through the CUDA
+driver (`tilemlir.runtime.cuda_launch`).
+"""
+
+from pathlib import Path
+
+from tilemlir.backends.base import Backend
+
+BACKEND = Backend(
+    family="nvidia",
+    summary="NVIDIA GPUs through NVGPU/NVVM and LLVM's NVPTX backend (PTX)",
+    targets_dir=Path(__file__).parent / "targets",
+    # The operand types of mma.sync / wgmma (PTX ISA "Warp Level Matrix Multiply-
+    # Accumulate Instructions"): fp8 is the OCP pair .e4m3 / .e5m2 only.
+    mma_operand_types=frozenset({"f64", "f32", "tf32", "f16", "bf16", "i8", "f8E4M3FN", "f8E5M2"}),
+    mma_accumulator_types=frozenset({"f64", "f32", "f16", "i32"}),
+    # Rows are PTX instructions, emitted through nvgpu ops or inline PTX: no
+    # per-row intrinsic is needed.
+    mma_row_keys=(),
+)

@@ -1,0 +1,336 @@
+"""NVIDIA warp-level tensor cores: `mma.sync` fed by `ldmatrix` from shared memory.
+
+The lane layouts are those of the PTX ISA, section "Warp Level Matrix
+Multiply-Accumulate Instructions" (PTX ISA 8.5), with groupID = lane / 4 and
+threadID_in_group = lane % 4 (written g and t below):
+
+* "Matrix Fragments for mma.m16n8k16 with floating point type" (f16, bf16):
+  A (16x16, row) a0..a7: row g (a0,a1,a4,a5) or g+8, col 2t + (i & 1), +8 for
+  a4..a7; B (16x8, col) b0..b3: row (k) 2t + (i & 1), +8 for b2,b3, col g;
+  C/D (16x8 f32) c0..c3: row g (c0,c1) or g+8, col 2t + (i & 1).
+* "Matrix Fragments for mma.m16n8k32" (.e4m3/.e5m2/.s8, four per 32-bit
+  register): A a0..a15: row g (a0..a3, a8..a11) or g+8, col 4t + (i & 3), +16
+  for a8..a15; B b0..b7: row (k) 4t + (i & 3), +16 for b4..b7, col g; C/D as
+  above. In bytes these are the 16-bit layouts with element pairs, so
+  `ldmatrix` (8x8 tiles of 16-bit elements, "Warp-level matrix load
+  instruction: ldmatrix") loads both.
+
+Operands come from shared memory through `nvgpu.ldmatrix`: four 8x8 tiles per
+instruction, `.trans` where the 16-bit operand is stored with M or N contiguous.
+8-bit operands that would need a byte transpose (A stored K x M, B stored
+K x N) are read with plain loads, four bytes per register. f16 uses
+`nvgpu.mma.sync`; bf16 (nvgpu-to-nvvm cannot deduce its PTX type) and the
+fp8 and s8 shapes (not accepted by nvgpu/nvvm in LLVM 22) are one inline PTX
+`mma.sync` each.
+
+Shared memory is placed by this core (`place_shared`): one dynamic shared
+buffer (so a block can use up to the 227 KiB opt-in limit instead of 48 KiB of
+static shared memory), every row padded by 16 bytes so that the eight row
+addresses of one ldmatrix tile fall into distinct banks, and `stages` copies
+of each buffer that a software-pipelined loop fills (`pipelining.py`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
+
+from tilemlir.diagnostics import UserError
+from tilemlir.passes.gpu_builders import add, bit_width, const_index, mul, udiv, urem
+from tilemlir.passes.matrix_cores import AccumulatorLayout, GemmStep, MatrixCore
+
+# (m, n, k) of the mma.sync shapes this core lowers, by operand bit width.
+SHAPES = {16: (16, 8, 16), 8: (16, 8, 32)}
+ROW_PAD_BYTES = 16  # one ldmatrix row (8 x 16 bit): rows r and r+1 land 16 bytes apart in the banks
+SHARED_ALIGN = 128
+
+# PTX type names of the 8-bit mma.sync operands (PTX ISA: .e4m3, .e5m2, .s8).
+PTX_8BIT = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2", "i8": "s8"}
+
+
+@dataclass(frozen=True)
+class MmaSyncAccumulator(AccumulatorLayout):
+    """C/D of m16n8kK: lane holds rows g and g+8, columns 2t and 2t+1."""
+
+    m: int = 16
+    n: int = 8
+    c_per_lane: int = 4
+
+    def lane_row(self, lane: ir.Value) -> ir.Value:
+        return udiv(lane, 4)
+
+    def lane_col(self, lane: ir.Value) -> ir.Value:
+        return mul(urem(lane, 4), 2)
+
+    def row_offset(self, j: int) -> int:
+        return 8 * (j // 2)
+
+    def col_offset(self, j: int) -> int:
+        return j % 2
+
+
+class MmaSyncCore(MatrixCore):
+    """`mma.sync` m16n8k16 (f16, bf16) and m16n8k32 (e4m3, e5m2, s8) per warp."""
+
+    family: ClassVar[str] = "nvidia"
+    places_shared_memory: ClassVar[bool] = True
+
+    def __init__(self):
+        self.stage_views: dict = {}  # tile-level shared value -> memref<S x R x C> view
+        self.first_slot: dict = {}  # tile-level shared value -> slot 0 view
+
+    def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
+        return wave_size == 32 and blocks == 1 and (m, n, k) in SHAPES.values()
+
+    def accumulator_layout(self, m: int, n: int, k: int, wave_size: int,
+                           c_bits: int = 32) -> AccumulatorLayout:
+        if not self.supported(m, n, k, 1, wave_size):
+            raise UserError(f"nvidia: no lowering for a {m}x{n}x{k} matrix instruction "
+                            "(mma.sync m16n8k16 and m16n8k32 are lowered)")
+        return MmaSyncAccumulator()
+
+    # -- shared memory ---------------------------------------------------------
+
+    def place_shared(self, emitter, shared_ops: list) -> int:
+        from tilemlir.backends.nvidia.pipelining import pipelined_buffers
+
+        stages_of = pipelined_buffers(emitter.kernel, emitter.threads)
+        workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
+        base_type = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
+                                      ir.IntegerType.get_signless(8), memory_space=workgroup)
+        base = gpu.DynamicSharedMemoryOp(base_type).result
+        offset = 0
+        for op in shared_ops:
+            value = op.results[0]
+            tile_type = ir.MemRefType(value.type)
+            if len(tile_type.shape) != 2:
+                raise UserError("nvidia: shared buffers must be 2-D")
+            rows, cols = tile_type.shape
+            element = tile_type.element_type
+            element_bytes = max(1, bit_width(element) // 8)
+            pad = ROW_PAD_BYTES // element_bytes if (cols * element_bytes) % 16 == 0 else 0
+            stages = stages_of.get(value, 1)
+            view_type = ir.MemRefType.get([stages, rows, cols + pad], element,
+                                          memory_space=workgroup)
+            view = memref.ViewOp(view_type, base, const_index(offset), []).result
+            self.stage_views[value] = view
+            self.first_slot[value] = slot_view(view, const_index(0))
+            emitter.shared[value] = self.first_slot[value]
+            if isinstance(getattr(emitter, "transposed", None), dict):
+                emitter.transposed[value] = False  # stored as declared (rows padded only)
+            size = stages * rows * (cols + pad) * element_bytes
+            offset += -(-size // SHARED_ALIGN) * SHARED_ALIGN
+        limit = emitter.target.require("memory.shared_bytes_per_workgroup", "the shared memory budget")
+        if offset > limit:
+            raise UserError(f"tile-lower-to-gpu: this kernel needs {offset} bytes of shared memory "
+                            f"(pipeline stages and 16-byte row padding included), "
+                            f"{emitter.target.name} allows {limit}")
+        return offset
+
+    def lower_loop(self, emitter, op) -> bool:
+        from tilemlir.backends.nvidia.pipelining import lower_pipelined_loop
+
+        return lower_pipelined_loop(self, emitter, op)
+
+    # -- one tile.gemm -----------------------------------------------------------
+
+    def emit_k_steps(self, step: GemmStep) -> None:
+        fragment = step.fragment
+        wtm, wtn = fragment.warp_tile
+        tiles_m, tiles_n = fragment.tiles
+        a_element = ir.MemRefType(step.a_smem.type).element_type
+        b_element = ir.MemRefType(step.b_smem.type).element_type
+        bits = bit_width(a_element)
+        if bits != bit_width(b_element) or bits not in SHAPES:
+            raise UserError(f"nvidia: no mma.sync for {a_element} x {b_element}")
+        _, _, k = SHAPES[bits]
+        m0 = mul(step.wave_m, wtm)
+        n0 = mul(step.wave_n, wtn)
+        operands = Operands(step, bits)
+        for k_step in range(step.block_k // k):
+            k0 = k_step * k
+            a_frags = [operands.a(add(m0, tm * 16), k0) for tm in range(tiles_m)]
+            b_frags = operands.b_tiles(n0, k0, tiles_n)
+            for tm, tn in itertools.product(range(tiles_m), range(tiles_n)):
+                index = fragment.tile_index(tm, tn)
+                fragment.values[index] = mma(bits, a_element, b_element, a_frags[tm], b_frags[tn],
+                                             fragment.values[index], fragment.element)
+
+
+def slot_view(view: ir.Value, slot: ir.Value) -> ir.Value:
+    """The 2-D buffer `slot` of a memref<S x R x C> view (rank-reducing subview)."""
+    view_type = ir.MemRefType(view.type)
+    _, rows, cols = view_type.shape
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    layout = ir.StridedLayoutAttr.get(dynamic, [cols, 1])
+    result = ir.MemRefType.get([rows, cols], view_type.element_type, layout,
+                               view_type.memory_space)
+    return memref.SubViewOp(result, view, [slot], [], [], [dynamic, 0, 0], [1, rows, cols],
+                            [1, 1, 1]).result
+
+
+def as_bytes(smem: ir.Value) -> ir.Value:
+    """The same shared bytes as an i8 memref: LLVM 22's nvgpu.ldmatrix lowering
+    mishandles fp8 result vectors, so 8-bit operands are loaded as i8."""
+    memref_type = ir.MemRefType(smem.type)
+    i8 = ir.IntegerType.get_signless(8)
+    if memref_type.element_type == i8:
+        return smem
+    owner = smem.owner
+    name = owner.name if isinstance(owner, ir.OpView | ir.Operation) else ""
+    if name == "memref.subview":
+        source = as_bytes(owner.operands[0])
+        result = ir.MemRefType.get(memref_type.shape, i8, memref_type.layout, memref_type.memory_space)
+        return memref.SubViewOp(result, source, list(owner.operands[1:]), [], [],
+                                owner.attributes["static_offsets"], owner.attributes["static_sizes"],
+                                owner.attributes["static_strides"]).result
+    if name == "memref.view":
+        result = ir.MemRefType.get(memref_type.shape, i8, memory_space=memref_type.memory_space)
+        return memref.ViewOp(result, owner.operands[0], owner.operands[1], []).result
+    raise UserError("nvidia: an 8-bit gemm operand must live in shared memory placed by the core")
+
+
+class Operands:
+    """Per-lane A and B registers of one tile.gemm, in the PTX fragment layouts."""
+
+    def __init__(self, step: GemmStep, bits: int):
+        self.step = step
+        self.bits = bits
+        self.lane = step.lane
+        self.a_smem = step.a_smem if bits == 16 else as_bytes(step.a_smem)
+        self.b_smem = step.b_smem if bits == 16 else as_bytes(step.b_smem)
+        # Element offset of the second 8-column half of a 16x16-byte-pair tile.
+        self.half = 8 if bits == 16 else 16
+        self.element = ir.MemRefType(self.a_smem.type).element_type
+        for smem in (self.a_smem, self.b_smem):
+            cols = ir.MemRefType(smem.type).shape[1]
+            if (cols * bits // 8) % 16:
+                raise UserError("nvidia: shared rows of gemm operands must be multiples of 16 bytes "
+                                "(ldmatrix reads 16-byte rows)")
+
+    def ldmatrix(self, smem: ir.Value, row: ir.Value, col: ir.Value, tiles: int,
+                 transpose: bool) -> ir.Value:
+        per_register = 32 // self.bits
+        result = ir.VectorType.get([tiles, per_register], self.element)
+        return nvgpu.LdMatrixOp(result, smem, [row, col], transpose, tiles).result
+
+    def a(self, m0: ir.Value, k0: int):
+        """A registers of the 16 x k tile at rows m0.. (vector<4x2xT> or four i32)."""
+        lane = self.lane
+        if not self.step.transpose_a:  # [M, K]: rows are M, K contiguous
+            loaded = self.ldmatrix(self.a_smem, add(m0, urem(lane, 16)),
+                                   add(mul(udiv(lane, 16), self.half), k0), 4, False)
+            return loaded if self.bits == 16 else registers_of(loaded, 4)
+        if self.bits == 16:  # [K, M]: rows are K; .trans gives the M-major fragment
+            row = add(add(urem(lane, 8), k0), mul(udiv(lane, 16), 8))
+            col = add(m0, mul(urem(udiv(lane, 8), 2), 8))
+            return self.ldmatrix(self.a_smem, row, col, 4, True)
+        # 8-bit [K, M]: register r holds row g + 8*(r%2), K bytes 16*(r//2) + 4t .. +3.
+        g, t = udiv(lane, 4), urem(lane, 4)
+        regs = []
+        for r in range(4):
+            m = add(add(m0, g), 8 * (r % 2))
+            k = add(mul(t, 4), k0 + 16 * (r // 2))
+            regs.append(pack_bytes([memref.LoadOp(self.a_smem, [add(k, i), m]).result
+                                    for i in range(4)]))
+        return regs
+
+    def b_tiles(self, n0: ir.Value, k0: int, tiles_n: int) -> list:
+        """B registers of every n8 tile of the warp (two tiles per ldmatrix.x4)."""
+        frags = []
+        tn = 0
+        while tn < tiles_n:
+            pair = tn + 1 < tiles_n and (self.bits == 16 or self.step.transpose_b)
+            frags.extend(self.b(add(n0, tn * 8), k0, 2 if pair else 1))
+            tn += 2 if pair else 1
+        return frags
+
+    def b(self, n0: ir.Value, k0: int, count: int) -> list:
+        lane = self.lane
+        tiles = 2 * count
+        if self.step.transpose_b:  # [N, K]: rows are N, K contiguous
+            row = add(add(n0, urem(lane, 8)), mul(udiv(lane, 16), 8) if count == 2 else 0)
+            col = add(mul(urem(udiv(lane, 8), 2), self.half), k0)
+            loaded = self.ldmatrix(self.b_smem, row, col, tiles, False)
+            return split_tiles(loaded, count, self.bits)
+        if self.bits == 16:  # [K, N]: rows are K; .trans gives the K-major fragment
+            row = add(urem(lane, 16), k0)
+            col = add(n0, mul(udiv(lane, 16), 8)) if count == 2 else n0
+            loaded = self.ldmatrix(self.b_smem, row, col, tiles, True)
+            return split_tiles(loaded, count, self.bits)
+        # 8-bit [K, N]: register r holds column g, K bytes 16*r + 4t .. +3.
+        g, t = udiv(lane, 4), urem(lane, 4)
+        n = add(n0, g)
+        regs = []
+        for r in range(2):
+            k = add(mul(t, 4), k0 + 16 * r)
+            regs.append(pack_bytes([memref.LoadOp(self.b_smem, [add(k, i), n]).result
+                                    for i in range(4)]))
+        return [regs]
+
+
+def split_tiles(loaded: ir.Value, count: int, bits: int) -> list:
+    """ldmatrix rows 2i, 2i+1 are the B registers of n8 tile i."""
+    if bits != 16:
+        regs = registers_of(loaded, 2 * count)
+        return [regs[2 * i:2 * i + 2] for i in range(count)]
+    element = ir.VectorType(loaded.type).element_type
+    tile_type = ir.VectorType.get([2, 2], element)
+    result = []
+    for i in range(count):
+        rows = [vector.ExtractOp(loaded, [], [2 * i + r]).result for r in range(2)]
+        flat = [vector.ExtractOp(row, [], [c]).result for row in rows for c in range(2)]
+        result.append(vector.ShapeCastOp(tile_type, vector.FromElementsOp(
+            ir.VectorType.get([4], element), flat).result).result)
+    return result
+
+
+def registers_of(loaded: ir.Value, count: int) -> list[ir.Value]:
+    """Rows of a vector<count x (32 bits)> (4 x i8, 2 x bf16) as 32-bit registers."""
+    i32 = ir.IntegerType.get_signless(32)
+    regs = []
+    for r in range(count):
+        row = vector.ExtractOp(loaded, [], [r]).result
+        word = vector.BitCastOp(ir.VectorType.get([1], i32), row).result
+        regs.append(vector.ExtractOp(word, [], [0]).result)
+    return regs
+
+
+def pack_bytes(values: list[ir.Value]) -> ir.Value:
+    i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
+    as_i8 = [v if v.type == i8 else arith.BitcastOp(i8, v).result for v in values]
+    packed = vector.FromElementsOp(ir.VectorType.get([4], i8), as_i8).result
+    word = vector.BitCastOp(ir.VectorType.get([1], i32), packed).result
+    return vector.ExtractOp(word, [], [0]).result
+
+
+def mma(bits: int, a_element: ir.Type, b_element: ir.Type, a, b, c: ir.Value,
+        accumulator: ir.Type) -> ir.Value:
+    """D = A * B + C for one m16n8 tile; C and D are the lane's vector<4 x acc>."""
+    acc_type = ir.VectorType.get([4], accumulator)
+    if bits == 16 and str(a_element) == "f16":
+        c2 = vector.ShapeCastOp(ir.VectorType.get([2, 2], accumulator), c).result
+        d2 = nvgpu.MmaSyncOp(c2.type, a, b, c2, [16, 8, 16]).result
+        return vector.ShapeCastOp(acc_type, d2).result
+    if bits == 16:  # bf16: LLVM 22's nvgpu-to-nvvm cannot deduce its PTX type
+        a, b = registers_of(a, 4), registers_of(b, 2)
+        a_ptx = b_ptx = "bf16"
+        shape = "m16n8k16"
+    else:
+        a_ptx, b_ptx = PTX_8BIT[str(a_element)], PTX_8BIT[str(b_element)]
+        shape = "m16n8k32"
+    integer = a_ptx == "s8"
+    acc_ptx = "s32" if integer else "f32"
+    letter = "r" if integer else "f"
+    text = (f"mma.sync.aligned.{shape}.row.col.{acc_ptx}.{a_ptx}.{b_ptx}.{acc_ptx} "
+            "{$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};")
+    constraints = ",".join([f"={letter}"] * 4 + ["r"] * 6 + [letter] * 4)
+    c_scalars = [vector.ExtractOp(c, [], [j]).result for j in range(4)]
+    struct = llvm.StructType.get_literal([accumulator] * 4)
+    result = llvm.InlineAsmOp(struct, [*a, *b, *c_scalars], text, constraints).result
+    d = [llvm.ExtractValueOp(accumulator, result, [j]).result for j in range(4)]
+    return vector.FromElementsOp(acc_type, d).result

@@ -1,0 +1,197 @@
+"""Software pipelining of tile K loops with cp.async (`nvgpu.device_async_copy`).
+
+A loop marked `tile.num_stages = S` (S >= 2) whose body is
+
+    index arithmetic; tile.copy global -> shared (one or more); tile.gemm (one or more)
+
+is lowered with S shared slots per copied buffer (placed by the matrix core):
+
+    prologue:  for s in 0 .. S-2: copies of iteration s into slot s; commit group
+    loop i:    cp.async.wait_group S-2      # this thread's copies of iteration i landed
+               barrier                      # ... everybody's; and slot (i-1) % S is free
+               copies of iteration i+S-1 into slot (i+S-1) % S; commit group
+               gemms on slot i % S
+    after:     cp.async.wait_group 0
+
+Every 16-byte chunk is one `cp.async.cg` whose source size is the number of
+elements inside the global tensor (0 past its end), so out-of-bounds reads
+fill shared memory with zeros as tile.copy requires, and iterations past the
+end (the last S-1 issues) copy nothing. The copies bypass registers and L1.
+
+Loops that do not match (element conversion in a copy, rows that are not
+16-byte multiples, more 16-byte chunks than evenly spread over the threads,
+other ops in the body, S < 2) are left to the generic lowering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlir import ir
+from mlir.dialects import arith, gpu, nvgpu, scf
+
+from tilemlir.dialects import tile
+from tilemlir.irutil import walk
+from tilemlir.passes.gpu_builders import add, bit_width, const_index, mul, udiv, urem
+from tilemlir.passes.lower_to_gpu import _constant_int, scf_for_view
+
+CHUNK_BYTES = 16  # cp.async.cg copies 16 bytes
+
+
+@dataclass
+class PipelinePlan:
+    stages: int
+    trip_count: int
+    prefix: list = field(default_factory=list)  # index arithmetic, re-emitted per issue
+    copies: list = field(default_factory=list)
+    gemms: list = field(default_factory=list)
+
+    @property
+    def buffers(self) -> list:
+        return [copy.operands[1] for copy in self.copies]
+
+
+def _element_bytes(memref_type: ir.MemRefType) -> int:
+    return max(1, bit_width(memref_type.element_type) // 8)
+
+
+def plan_pipeline(op: ir.Operation, threads: int) -> PipelinePlan | None:
+    """The plan for an scf.for inside a tile.kernel, or None when it does not match."""
+    if op.name != "scf.for" or tile.NUM_STAGES_ATTR not in op.attributes:
+        return None
+    stages = ir.IntegerAttr(op.attributes[tile.NUM_STAGES_ATTR]).value
+    view = scf_for_view(op)
+    bounds = [_constant_int(view[key]) for key in ("lb", "ub", "step")]
+    if stages < 2 or view["inits"] or bounds[0] != 0 or bounds[2] != 1 or not bounds[1]:
+        return None
+    plan = PipelinePlan(stages, bounds[1])
+    for inner in view["body_ops"]:
+        if inner.name == "tile.copy":
+            if plan.gemms or not _async_copyable(inner, threads):
+                return None
+            plan.copies.append(inner)
+        elif inner.name == "tile.gemm":
+            plan.gemms.append(inner)
+        elif inner.name == "scf.yield":
+            if list(inner.operands):
+                return None
+        elif inner.name.startswith("arith.") and not inner.regions and not plan.copies:
+            plan.prefix.append(inner)
+        else:
+            return None
+    if not plan.copies or not plan.gemms:
+        return None
+    for buffer in plan.buffers:  # a slot buffer is written by its copy and read by gemms only
+        users = [use.owner for use in buffer.uses]
+        if sum(1 for u in users if u.name == "tile.copy") != 1 or \
+                any(u.name not in ("tile.copy", "tile.gemm") for u in users):
+            return None
+    return plan
+
+
+def _async_copyable(copy: ir.Operation, threads: int) -> bool:
+    src, dst = copy.operands[0], copy.operands[1]
+    if tile.memory_level(src.type) != tile.GLOBAL or tile.memory_level(dst.type) != tile.SHARED:
+        return False
+    src_type, dst_type = ir.MemRefType(src.type), ir.MemRefType(dst.type)
+    segments = list(ir.DenseI32ArrayAttr(copy.attributes["operandSegmentSizes"]))
+    if src_type.element_type != dst_type.element_type or segments[3] or segments[2] != 2:
+        return False
+    if len(src_type.shape) != 2 or len(dst_type.shape) != 2:
+        return False
+    if any(d == ir.ShapedType.get_dynamic_size() for d in src_type.shape):
+        return False
+    size = _element_bytes(src_type)
+    rows, cols = dst_type.shape
+    # Every chunk's global address must be 16-byte aligned: whole rows of 16-byte multiples.
+    if (src_type.shape[1] * size) % CHUNK_BYTES or (cols * size) % CHUNK_BYTES:
+        return False
+    return (rows * cols * size // CHUNK_BYTES) % threads == 0
+
+
+def pipelined_buffers(kernel: ir.Operation, threads: int) -> dict:
+    """Shared buffer value -> number of slots, for every pipelined loop of a kernel."""
+    slots = {}
+    for op in walk(kernel):
+        plan = plan_pipeline(op, threads) if op.name == "scf.for" else None
+        if plan is not None:
+            for buffer in plan.buffers:
+                slots[buffer] = plan.stages
+    return slots
+
+
+def lower_pipelined_loop(core, emitter, op: ir.Operation) -> bool:
+    from tilemlir.backends.nvidia.matrix import slot_view
+
+    plan = plan_pipeline(op, emitter.threads)
+    if plan is None or any(b not in core.stage_views for b in plan.buffers):
+        return False
+    view = scf_for_view(op)
+    stages = plan.stages
+    iv = view["iv"]
+
+    def issue(iteration: ir.Value, slot: ir.Value) -> ir.Value:
+        emitter.env[iv] = iteration
+        for inner in plan.prefix:
+            emitter.emit_op(inner)
+        tokens = []
+        for copy in plan.copies:
+            tokens.extend(async_copy(emitter, copy, core.stage_views[copy.operands[1]], slot))
+        return nvgpu.DeviceAsyncCreateGroupOp(tokens).result
+
+    group = None
+    for s in range(stages - 1):
+        group = issue(const_index(s), const_index(s))
+
+    carried = list(emitter.fragments)
+    flat = [value for key in carried for value in emitter.fragments[key].values]
+    loop = scf.ForOp(const_index(0), const_index(plan.trip_count), const_index(1), flat)
+    emitter.rebind(carried, list(loop.inner_iter_args))
+    with ir.InsertionPoint(loop.body):
+        i = loop.induction_variable
+        nvgpu.DeviceAsyncWaitOp(group, numGroups=stages - 2)
+        gpu.BarrierOp()
+        ahead = add(i, stages - 1)
+        issue(ahead, urem(ahead, stages))
+        reading = urem(i, stages)
+        for buffer in plan.buffers:
+            emitter.shared[buffer] = slot_view(core.stage_views[buffer], reading)
+        emitter.env[iv] = i
+        for gemm in plan.gemms:
+            emitter.emit_op(gemm)
+        scf.YieldOp([value for key in carried for value in emitter.fragments[key].values])
+    emitter.rebind(carried, list(loop.results))
+    for buffer in plan.buffers:
+        emitter.shared[buffer] = core.first_slot[buffer]
+    nvgpu.DeviceAsyncWaitOp(group, numGroups=0)
+    return True
+
+
+def async_copy(emitter, copy: ir.Operation, stage_view: ir.Value, slot: ir.Value) -> list:
+    """This thread's 16-byte cp.async chunks of one tile.copy into slot `slot`."""
+    src = emitter.env[copy.operands[0]]
+    offsets = [emitter.env[v] for v in list(copy.operands)[2:4]]
+    src_type = ir.MemRefType(src.type)
+    rows, cols = ir.MemRefType(copy.operands[1].type).shape
+    width = CHUNK_BYTES // _element_bytes(src_type)
+    global_rows, global_cols = (const_index(d) for d in src_type.shape)
+    per_row = cols // width
+    chunks = rows * per_row
+    zero = const_index(0)
+    tokens = []
+    for r in range(chunks // emitter.threads):
+        linear = add(emitter.ids.thread, r * emitter.threads)
+        row, col = udiv(linear, per_row), mul(urem(linear, per_row), width)
+        global_row, global_col = add(offsets[0], row), add(offsets[1], col)
+        left = arith.SubIOp(global_cols, global_col).result
+        count = arith.MinSIOp(arith.MaxSIOp(left, zero).result, const_index(width)).result
+        row_inside = arith.CmpIOp(arith.CmpIPredicate.ult, global_row, global_rows).result
+        count = arith.SelectOp(row_inside, count, zero).result
+        # No bytes are read when count is 0, but the address must still be valid.
+        some = arith.CmpIOp(arith.CmpIPredicate.sgt, count, zero).result
+        source = [arith.SelectOp(some, global_row, zero).result,
+                  arith.SelectOp(some, global_col, zero).result]
+        tokens.append(nvgpu.DeviceAsyncCopyOp(stage_view, [slot, row, col], src, source,
+                                              ir.IntegerAttr.get(ir.IndexType.get(), width),
+                                              srcElements=count, bypassL1=True).result)
+    return tokens

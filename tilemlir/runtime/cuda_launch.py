@@ -1,0 +1,204 @@
+"""Launching PTX compiled by the nvidia backend, through the CUDA driver API.
+
+This module needs neither MLIR nor tilemlir's other modules: the device machine
+has the GPU but not our MLIR wheels, so PTX is compiled elsewhere and travels
+with its metadata (`tilemlir.backends.nvidia.toolchain.PtxKernel.save`):
+
+    from tilemlir.runtime.cuda_launch import CudaModule
+    module = CudaModule.load("out/gemm.json")   # gemm.ptx beside it; the driver JITs it
+    module.launch("gemm", [a, b, c])             # torch CUDA tensors (or raw device pointers)
+
+It talks to libcuda through ctypes and works in the primary context of the
+device, the one PyTorch uses, so torch tensors' pointers can be passed
+directly and launches go on torch's current stream. Every driver call is
+checked; failures raise `CudaError` with the driver's name for the error.
+Import it by path where `import tilemlir` would pull in MLIR:
+`importlib.util.spec_from_file_location("cuda_launch", ".../cuda_launch.py")`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from pathlib import Path
+
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CU_JIT_ERROR_LOG_BUFFER = 5
+CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+LOG_BYTES = 16384
+
+# MLIR element types -> torch dtype names (checked when torch tensors are passed).
+TORCH_DTYPES = {
+    "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
+    "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2", "i8": "int8", "i32": "int32",
+}
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver call failed, or there is no CUDA driver or device."""
+
+
+class _Driver:
+    def __init__(self):
+        try:
+            self.lib = ctypes.CDLL("libcuda.so.1")
+        except OSError as error:
+            raise CudaError(f"no CUDA driver on this machine (libcuda.so.1: {error}); "
+                            "the device engine needs an NVIDIA GPU") from None
+        self.check("cuInit", ctypes.c_uint(0))
+        count = ctypes.c_int()
+        self.check("cuDeviceGetCount", ctypes.byref(count))
+        if count.value < 1:
+            raise CudaError("the CUDA driver sees no GPU")
+        self.device = ctypes.c_int()
+        self.check("cuDeviceGet", ctypes.byref(self.device), 0)
+        self.context = ctypes.c_void_p()
+        self.check("cuDevicePrimaryCtxRetain", ctypes.byref(self.context), self.device)
+        self.check("cuCtxSetCurrent", self.context)
+
+    def error_name(self, code: int) -> str:
+        text = ctypes.c_char_p()
+        if self.lib.cuGetErrorName(code, ctypes.byref(text)) == 0 and text.value:
+            return text.value.decode()
+        return f"error {code}"
+
+    def check(self, name: str, *args) -> None:
+        code = getattr(self.lib, name)(*args)
+        if code != 0:
+            raise CudaError(f"{name} failed: {self.error_name(code)}")
+
+
+_DRIVER: _Driver | None = None
+
+
+def driver() -> _Driver:
+    global _DRIVER
+    if _DRIVER is None:
+        _DRIVER = _Driver()
+    return _DRIVER
+
+
+def gpu_available() -> bool:
+    try:
+        driver()
+    except CudaError:
+        return False
+    return True
+
+
+class CudaModule:
+    """One PTX module and the launches of its entry functions (metadata JSON)."""
+
+    def __init__(self, ptx: str, metadata: dict):
+        self.metadata = metadata
+        self.driver = driver()
+        self.handle = ctypes.c_void_p()
+        log = ctypes.create_string_buffer(LOG_BYTES)
+        options = (ctypes.c_int * 2)(CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+        values = (ctypes.c_void_p * 2)(ctypes.cast(log, ctypes.c_void_p).value, LOG_BYTES)
+        code = self.driver.lib.cuModuleLoadDataEx(ctypes.byref(self.handle), ptx.encode() + b"\0",
+                                                  2, options, values)
+        if code != 0:
+            raise CudaError(f"cuModuleLoadDataEx failed: {self.driver.error_name(code)}\n"
+                            f"{log.value.decode(errors='replace')}")
+        self.functions: dict[str, ctypes.c_void_p] = {}
+        for function in metadata["functions"]:
+            for launch in function["launches"]:
+                self._function(launch)
+
+    @classmethod
+    def load(cls, json_path: str | Path) -> CudaModule:
+        json_path = Path(json_path)
+        metadata = json.loads(json_path.read_text(encoding="utf-8"))
+        ptx_path = json_path.with_name(metadata.get("ptx", json_path.with_suffix(".ptx").name))
+        return cls(ptx_path.read_text(encoding="utf-8"), metadata)
+
+    def _function(self, launch: dict) -> ctypes.c_void_p:
+        name = launch["kernel"]
+        if name not in self.functions:
+            handle = ctypes.c_void_p()
+            self.driver.check("cuModuleGetFunction", ctypes.byref(handle), self.handle, name.encode())
+            if launch["dynamic_shared_bytes"] > 48 * 1024:
+                self.driver.check("cuFuncSetAttribute", handle,
+                                  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  ctypes.c_int(launch["dynamic_shared_bytes"]))
+            self.functions[name] = handle
+        return self.functions[name]
+
+    def entry(self, name: str | None = None) -> dict:
+        functions = self.metadata["functions"]
+        if name is None and len(functions) == 1:
+            return functions[0]
+        for function in functions:
+            if function["entry"] == name:
+                return function
+        raise CudaError(f"no entry '{name}' (entries: {', '.join(f['entry'] for f in functions)})")
+
+    def launch(self, entry: str | None, arguments: list, stream: int | None = None) -> None:
+        """Runs every launch of `entry` in order on `stream` (default: torch's
+        current stream if torch is loaded, else the default stream). Arguments
+        are torch tensors (checked against the metadata's shapes and dtypes) or
+        device pointers as ints."""
+        function = self.entry(entry)
+        params = function["arguments"]
+        if len(arguments) != len(params):
+            raise CudaError(f"{function['entry']} takes {len(params)} arguments, got {len(arguments)}")
+        pointers = [_device_pointer(a, p, i) for i, (a, p) in enumerate(zip(arguments, params))]
+        if stream is None:
+            stream = _torch_stream()
+        for launch in function["launches"]:
+            values = [ctypes.c_void_p(pointers[i]) for i in launch["arguments"]]
+            array = (ctypes.c_void_p * max(1, len(values)))(
+                *[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values])
+            (gx, gy, gz), (bx, by, bz) = launch["grid"], launch["block"]
+            self.driver.check("cuLaunchKernel", self._function(launch), gx, gy, gz, bx, by, bz,
+                              launch["dynamic_shared_bytes"], ctypes.c_void_p(stream), array, None)
+
+
+class DeviceArray:
+    """Device memory holding a copy of a NumPy array (for callers without torch)."""
+
+    def __init__(self, array):
+        self.array = array
+        self.driver = driver()
+        self.pointer = ctypes.c_uint64()
+        self.driver.check("cuMemAlloc_v2", ctypes.byref(self.pointer), ctypes.c_size_t(max(1, array.nbytes)))
+        self.driver.check("cuMemcpyHtoD_v2", self.pointer, array.ctypes.data_as(ctypes.c_void_p),
+                          ctypes.c_size_t(array.nbytes))
+
+    def copy_back(self) -> None:
+        """Synchronizes, then copies device memory into the NumPy array."""
+        self.driver.check("cuCtxSynchronize")
+        self.driver.check("cuMemcpyDtoH_v2", self.array.ctypes.data_as(ctypes.c_void_p), self.pointer,
+                          ctypes.c_size_t(self.array.nbytes))
+
+    def free(self) -> None:
+        if self.pointer.value:
+            self.driver.check("cuMemFree_v2", self.pointer)
+            self.pointer = ctypes.c_uint64()
+
+
+def _device_pointer(argument, param: dict, index: int) -> int:
+    if isinstance(argument, int):
+        return argument
+    if isinstance(argument, DeviceArray):
+        return argument.pointer.value
+    shape = list(getattr(argument, "shape", []))
+    if shape != param["shape"]:
+        raise CudaError(f"argument {index}: shape {shape}, the kernel was compiled for {param['shape']}")
+    dtype = str(getattr(argument, "dtype", "")).removeprefix("torch.")
+    wanted = TORCH_DTYPES.get(param["dtype"], param["dtype"])
+    if dtype != wanted:
+        raise CudaError(f"argument {index}: dtype {dtype}, the kernel was compiled for {wanted}")
+    if not argument.is_cuda or not argument.is_contiguous():
+        raise CudaError(f"argument {index}: needs a contiguous CUDA tensor")
+    return argument.data_ptr()
+
+
+def _torch_stream() -> int:
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return 0
+    return torch.cuda.current_stream().cuda_stream
