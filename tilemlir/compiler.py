@@ -256,6 +256,7 @@ def compile_module(
         with stages.stage("tile-verify"):
             stages.run_pm(build_pipeline("tile-verify", context=stages.context))
         _to_gpu(stages, result, emit, options.tiling)
+        lds_conflicts = _lds_conflicts(module)
         if target.family == "metax":
             _to_maca(stages, result, emit, options, diags)
             return _finish(result, stages, start)
@@ -283,6 +284,9 @@ def compile_module(
         # Asked for, the report runs llvm-mca on the main loop: a stage of its own.
         with stages.stage("report") if options.report else contextlib.nullcontext():
             result.report = build_report(isa, target, mca=options.report)
+        if lds_conflicts is not None:
+            # From the LDS layout (tile-infer-layout's static bank model), not the ISA.
+            result.report["lds_bank_conflicts_per_iteration"] = lds_conflicts
         try:
             check_resources(result.report, target, allow_spills=options.allow_spills)
         except ResourceError as error:
@@ -293,6 +297,15 @@ def compile_module(
             with stages.stage("ld.lld"):
                 result.artifacts["hsaco"] = toolchain.link_hsaco(obj)
     return _finish(result, stages, start)
+
+
+def _lds_conflicts(module: ir.Operation) -> int | None:
+    """Sum of `tile.lds_bank_conflicts_per_iteration` over the lowered kernels
+    (None for hand-written GPU-level input, which has no tile layouts)."""
+    values = [ir.IntegerAttr(op.attributes["tile.lds_bank_conflicts_per_iteration"]).value
+              for op in walk(module) if op.name == "gpu.func"
+              and "tile.lds_bank_conflicts_per_iteration" in op.attributes]
+    return sum(values) if values else None
 
 
 def _to_gpu(stages: _Stages, result: CompileResult, emit: str, tiling: str = "") -> None:

@@ -43,9 +43,9 @@ VALIDATED = {
     "tile-legalize-precision": (f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}}", ALL),
     "tile-select-mma": (f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}},tile-select-mma{{{T}}}", ALL),
     "tile-infer-layout": ((f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}},tile-select-mma{{{T}}},"
-                           "tile-infer-layout"), ALL),
+                           f"tile-infer-layout{{{T}}}"), ALL),
     "tile-pipeline": ((f"tile-tiling{{{T} stages=3}},tile-legalize-precision{{{T}}},"
-                       f"tile-select-mma{{{T}}},tile-infer-layout,tile-pipeline{{{T}}}"), ALL),
+                       f"tile-select-mma{{{T}}},tile-infer-layout{{{T}}},tile-pipeline{{{T}}}"), ALL),
 }
 # Passes whose output the reference engine cannot run, and what will check them.
 BEYOND_REFERENCE = {

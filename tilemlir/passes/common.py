@@ -14,6 +14,8 @@ MMA_ATTR = "tile.mma"              # on tile.gemm: the chosen instruction, a dic
 WARP_GRID_ATTR = "tile.warp_grid"  # on tile.gemm: waves along M and N, array<i64: wm, wn>
 LAYOUT_ATTR = "tile.layout"        # on tile.alloc_fragment: who holds which element
 VECTOR_WIDTH_ATTR = "tile.vector_width"  # on tile.copy: elements per lane per access
+SMEM_LAYOUT_ATTR = "tile.smem_layout"  # on tile.alloc_shared: stored transposed? row padding
+LDS_CONFLICTS_ATTR = "tile.lds_conflicts"  # on tile.gemm: LDS bank-conflict clocks per execution
 
 
 @dataclass(frozen=True)

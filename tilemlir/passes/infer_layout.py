@@ -14,6 +14,23 @@ names the conflicting uses. Copies into shared memory get
 `tile.vector_width`: elements per lane per access, 128 bits where the row
 length allows (halving until it divides).
 
+Shared buffers read by a gemm get an LDS layout (when the family's matrix
+core describes its operand reads):
+
+    tile.smem_layout = {transposed = B, pad = P, conflicts = C, banks = "..."}
+
+* `transposed`: the buffer is stored K-contiguous (e.g. B of shape K x N is
+  stored N x K), so each lane's operand elements are one vector read
+  (ds_read_b64/b128) instead of one read per element;
+* `pad`: elements added to each stored row, the smallest that makes the
+  wave's operand reads conflict-free under the descriptor's bank count
+  (`tilemlir.lds_banks`; when the bank count is unknown, for both 32 and 64
+  banks); `conflicts` is what remains per read (0 when a padding exists).
+
+The gemm gets `tile.lds_conflicts`: the conflict clocks of all its operand
+reads in one execution (summed over K steps and instruction tiles), which the
+lowering reports per main-loop iteration.
+
 Input invariant: tile-select-mma ran (in-kernel gemms carry tile.mma and
 tile.warp_grid); gemm A/B operands are shared buffers.
 Output invariant: every gemm accumulator fragment has tile.layout; every
@@ -34,18 +51,25 @@ from typing import ClassVar
 
 from mlir import ir
 
+from tilemlir.backends import resolve_target
+from tilemlir.backends.base import is_unknown
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
+from tilemlir.lds_banks import choose_padding
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import (
     LAYOUT_ATTR,
+    LDS_CONFLICTS_ATTR,
+    SMEM_LAYOUT_ATTR,
     VECTOR_WIDTH_ATTR,
     MmaChoice,
     enclosing_kernel,
+    gemm_shape,
     i64_array,
     int_attr,
     warp_grid_of,
 )
+from tilemlir.passes.matrix_cores import core_for
 
 
 def _location_text(op: ir.Operation) -> str:
@@ -63,10 +87,19 @@ def copy_vector_width(cols: int, element_bits: int) -> int:
     return width
 
 
+def _conflicts_of(owner) -> int:
+    """Conflict clocks of one operand read from this buffer (all its accesses)."""
+    if not isinstance(owner, ir.OpView | ir.Operation) or SMEM_LAYOUT_ATTR not in owner.attributes:
+        return 0
+    return ir.IntegerAttr(ir.DictAttr(owner.attributes[SMEM_LAYOUT_ATTR])["conflicts"]).value
+
+
 @dataclass(frozen=True)
 class TileInferLayout(TilePass):
     name: ClassVar[str] = "tile-infer-layout"
     summary: ClassVar[str] = "Assign lane layouts to register fragments and vector widths to copies"
+
+    target: str = ""
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         chosen: dict = {}  # fragment value -> (layout key, the gemm that set it)
@@ -106,11 +139,53 @@ class TileInferLayout(TilePass):
             )
             return
         chosen[accumulator] = (key, op)
+        self.smem_layouts(op, choice, warps, state)
         owner.attributes[LAYOUT_ATTR] = ir.DictAttr.get({
             "kind": ir.StringAttr.get("mma_accumulator"),
             "instruction": i64_array([choice.m, choice.n, choice.k]),
             "warps": i64_array(list(warps)),
         })
+
+    def smem_layouts(self, op: ir.Operation, choice, warps, state: PassState) -> None:
+        target = resolve_target(op, self.target)
+        wave = target.require("compute.wave_size", "LDS layouts")
+        lanes = core_for(target.family).operand_lanes(choice.m, choice.n, choice.k, wave)
+        if lanes is None:
+            return
+        banks = target.memory.shared_banks
+        bank_bytes = target.memory.shared_bank_bytes
+        bank_bytes = 4 if is_unknown(bank_bytes) else bank_bytes
+        banks_options = (32, 64) if is_unknown(banks) else (banks,)
+        banks_note = "unknown (32 and 64 checked)" if is_unknown(banks) else str(banks)
+        transpose_a = ir.BoolAttr(op.attributes["transpose_a"]).value
+        transpose_b = ir.BoolAttr(op.attributes["transpose_b"]).value
+        wm, wn = warps
+        for operand, (outer, ks, count), k_contiguous in (
+            (op.operands[0], lanes[0], not transpose_a),
+            (op.operands[1], lanes[1], transpose_b),
+        ):
+            owner = operand.owner
+            if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "tile.alloc_shared":
+                continue
+            shape = list(ir.MemRefType(operand.type).shape)
+            k_extent = shape[-1] if k_contiguous else shape[-2]
+            element_bytes = max(1, ir.MemRefType(operand.type).element_type.width // 8)
+            # One lane's elements are read 16 bytes at a time at most.
+            per_access = min(count, max(1, 16 // element_bytes))
+            pad, conflicts = choose_padding(outer, ks, k_extent, element_bytes, per_access,
+                                            banks_options, bank_bytes)
+            owner.attributes[SMEM_LAYOUT_ATTR] = ir.DictAttr.get({
+                "transposed": ir.BoolAttr.get(not k_contiguous),
+                "pad": int_attr(pad),
+                "conflicts": int_attr(conflicts * -(-count // per_access)),  # per operand read
+                "banks": ir.StringAttr.get(banks_note),
+            })
+        shape = gemm_shape(op)
+        reads_a = (shape.k // choice.k) * (shape.m // wm // choice.m)
+        reads_b = (shape.k // choice.k) * (shape.n // wn // choice.n)
+        per_execution = (reads_a * _conflicts_of(op.operands[0].owner)
+                         + reads_b * _conflicts_of(op.operands[1].owner))
+        op.attributes[LDS_CONFLICTS_ATTR] = int_attr(per_execution)
 
     @staticmethod
     def copy_width(op: ir.Operation) -> None:

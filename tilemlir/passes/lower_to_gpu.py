@@ -67,6 +67,8 @@ from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import (
     LAYOUT_ATTR,
+    LDS_CONFLICTS_ATTR,
+    SMEM_LAYOUT_ATTR,
     VECTOR_WIDTH_ATTR,
     MmaChoice,
     kernel_grid,
@@ -162,6 +164,8 @@ class KernelEmitter:
         self.env: dict = {}
         self.fragments: dict = {}  # tile-level fragment value -> AccumulatorFragment
         self.shared: dict = {}  # tile-level shared value -> workgroup memref value
+        self.transposed: dict = {}  # tile-level shared value -> stored transposed (tile.smem_layout)
+        self.lds_conflicts = 0  # LDS bank-conflict clocks of the gemms emitted (static model)
         self.ids: LaneIds | None = None
         self.core = core_for(target.family)
         self.dynamic_shared_bytes = 0  # set when the core places shared memory itself
@@ -199,7 +203,7 @@ class KernelEmitter:
         arguments = [v for v in captured if not _is_constant(v)]
         shared_ops = self.shared_allocs()
         placed = self.core.places_shared_memory
-        shared_types = [] if placed else [op.results[0].type for op in shared_ops]
+        shared_types = [] if placed else [physical_shared_type(op) for op in shared_ops]
         function_type = ir.FunctionType.get([v.type for v in arguments], [])
         with ir.InsertionPoint(gpu_module_body), self.kernel.location:
             gpu_func = gpu.GPUFuncOp(function_type, sym_name=self.name, kernel=True,
@@ -211,6 +215,7 @@ class KernelEmitter:
             self.env[value] = argument
         for op, attribution in zip(shared_ops, list(block.arguments)[len(arguments):]):
             self.shared[op.results[0]] = attribution
+            self.transposed[op.results[0]] = shared_layout(op)[0]
         with ir.InsertionPoint(block), self.kernel.location:
             for value in captured:
                 if _is_constant(value):
@@ -222,6 +227,10 @@ class KernelEmitter:
                     ir.IntegerType.get_signless(64), self.dynamic_shared_bytes)
             self.emit_block(self.kernel.regions[0].blocks[0])
             gpu.ReturnOp([])
+        # The static LDS model's conflict clocks of the gemms' operand reads
+        # (one main-loop iteration executes each gemm once).
+        gpu_func.attributes[LDS_CONFLICTS_REPORT_ATTR] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(64), self.lds_conflicts)
         return self.name, arguments
 
     def emit_prologue(self) -> None:
@@ -276,10 +285,27 @@ class KernelEmitter:
         self.env[op.results[0]] = self.shared[op.results[0]]
 
     def op_memref_subview(self, op) -> None:
-        """A stage of a multi-buffered shared tile (tile-pipeline) is still LDS."""
-        new = self.clone_op(op)
-        if op.operands[0] in self.shared:
-            self.shared[op.results[0]] = new.results[0]
+        """A stage of a multi-buffered shared tile (tile-pipeline) is still LDS;
+        its view is taken of the stored (possibly transposed, padded) buffer."""
+        source = op.operands[0]
+        if source not in self.shared:
+            self.clone_op(op)
+            return
+        stored = self.shared[source]
+        stored_type = ir.MemRefType(stored.type)
+        logical = list(ir.MemRefType(op.results[0].type).shape)
+        plane = list(reversed(logical)) if self.transposed[source] else logical
+        row_stride = stored_type.shape[-1]
+        dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+        view_type = ir.MemRefType.get(plane, stored_type.element_type,
+                                      layout=ir.StridedLayoutAttr.get(dynamic, [row_stride, 1]),
+                                      memory_space=stored_type.memory_space)
+        stage = self.env[list(op.operands)[1]]
+        view = memref.SubViewOp(view_type, stored, [stage], [], [], [dynamic, 0, 0],
+                                [1, *plane], [1, 1, 1]).result
+        self.shared[op.results[0]] = view
+        self.env[op.results[0]] = view
+        self.transposed[op.results[0]] = self.transposed[source]
 
     def op_tile_alloc_fragment(self, op) -> None:
         result = op.results[0]
@@ -321,10 +347,12 @@ class KernelEmitter:
             if PREFETCH_ATTR in op.attributes:
                 # Software-pipelined: the loop's one barrier per iteration orders it.
                 self.copy_global_to_shared(op, self.env[src], src_indices, self.shared[dst],
-                                           defer=self.deferred_stores)
+                                           defer=self.deferred_stores,
+                                           transposed=self.transposed[dst])
                 return
             gpu.BarrierOp()
-            self.copy_global_to_shared(op, self.env[src], src_indices, self.shared[dst])
+            self.copy_global_to_shared(op, self.env[src], src_indices, self.shared[dst],
+                                       transposed=self.transposed[dst])
             gpu.BarrierOp()
         elif src in self.fragments and dst not in self.shared and dst not in self.fragments:
             self.copy_fragment_to_global(self.fragments[src], self.env[dst], dst_indices)
@@ -350,9 +378,14 @@ class KernelEmitter:
         transpose_b = ir.BoolAttr(op.attributes["transpose_b"]).value
         block_k = ir.MemRefType(a.type).shape[0 if transpose_a else 1]
         wave_m, wave_n = self.wave_position(fragment)
+        # A buffer stored transposed flips which index of it is K.
+        stored_transpose_a = transpose_a != self.transposed.get(a, False)
+        stored_transpose_b = transpose_b != self.transposed.get(b, False)
         self.core.emit_k_steps(GemmStep(fragment, choice, self.shared[a], self.shared[b],
-                                        transpose_a, transpose_b, block_k, self.ids.lane,
-                                        wave_m, wave_n))
+                                        stored_transpose_a, stored_transpose_b, block_k,
+                                        self.ids.lane, wave_m, wave_n))
+        if LDS_CONFLICTS_ATTR in op.attributes:
+            self.lds_conflicts += ir.IntegerAttr(op.attributes[LDS_CONFLICTS_ATTR]).value
 
     # -- scf ------------------------------------------------------------------
 
@@ -525,7 +558,7 @@ class KernelEmitter:
             yield udiv(linear, per_row), mul(urem(linear, per_row), width), guard
 
     def copy_global_to_shared(self, op, src: ir.Value, offsets: list[ir.Value], dst: ir.Value,
-                              defer: list | None = None) -> None:
+                              defer: list | None = None, transposed: bool = False) -> None:
         """Every thread loads its vectors from global memory and stores them to
         LDS; with `defer`, the stores are queued to run later (at the end of a
         pipelined iteration) so the loads overlap the matrix instructions."""
@@ -534,6 +567,8 @@ class KernelEmitter:
         if len(shape) != 2:
             raise LoweringError(op, "tile-lower-to-gpu: only 2-D copies into shared memory are "
                                     "supported")
+        if transposed:  # the window's shape is the logical (untransposed) one
+            shape = list(reversed(shape))
         width = _vector_width(op, shape[1], src_type.element_type)
         vector_type = ir.VectorType.get([width], src_type.element_type)
         rows, cols = self.memref_dims(src)
@@ -546,14 +581,14 @@ class KernelEmitter:
                 converted = convert(loaded, src_type.element_type, dst_type.element_type,
                                     self.native_fp8)
                 defer.append(lambda value=converted, row=row, col=col, guard=guard: self.guarded(
-                    guard, lambda: vector.StoreOp(value, dst, [row, col])))
+                    guard, lambda: store_tile_vector(value, dst, row, col, transposed)))
                 continue
 
             def body(row=row, col=col):
                 indices = [add(offsets[0], row), add(offsets[1], col)]
                 loaded = self.load_vector_or_zeros(src, indices, rows, cols, vector_type)
-                vector.StoreOp(convert(loaded, src_type.element_type, dst_type.element_type,
-                                       self.native_fp8), dst, [row, col])
+                store_tile_vector(convert(loaded, src_type.element_type, dst_type.element_type,
+                                          self.native_fp8), dst, row, col, transposed)
 
             self.guarded(guard, body)
 
@@ -599,6 +634,40 @@ class KernelEmitter:
         with ir.InsertionPoint(branch.then_block):
             body()
             scf.YieldOp([])
+
+LDS_CONFLICTS_REPORT_ATTR = "tile.lds_bank_conflicts_per_iteration"
+
+
+def shared_layout(alloc: ir.Operation) -> tuple[bool, int]:
+    """(stored transposed, row padding in elements) from tile.smem_layout."""
+    if SMEM_LAYOUT_ATTR not in alloc.attributes:
+        return False, 0
+    layout = ir.DictAttr(alloc.attributes[SMEM_LAYOUT_ATTR])
+    return ir.BoolAttr(layout["transposed"]).value, ir.IntegerAttr(layout["pad"]).value
+
+
+def physical_shared_type(alloc: ir.Operation) -> ir.MemRefType:
+    """How a tile.alloc_shared is stored in LDS: the last two dimensions swapped
+    when transposed, and each stored row padded."""
+    memref_type = ir.MemRefType(alloc.results[0].type)
+    shape = list(memref_type.shape)
+    transposed, pad = shared_layout(alloc)
+    if transposed:
+        shape[-2], shape[-1] = shape[-1], shape[-2]
+    shape[-1] += pad
+    return ir.MemRefType.get(shape, memref_type.element_type, memory_space=memref_type.memory_space)
+
+
+def store_tile_vector(value: ir.Value, dst: ir.Value, row: ir.Value, col: ir.Value,
+                      transposed: bool) -> None:
+    """Stores a row vector of the logical tile at (row, col): one vector store,
+    or one store per element down a stored column when the buffer is transposed."""
+    if not transposed:
+        vector.StoreOp(value, dst, [row, col])
+        return
+    for i in range(value.type.shape[0]):
+        memref.StoreOp(vector.ExtractOp(value, [], [i]).result, dst, [add(col, i), row])
+
 
 def _vector_width(op, cols: int, element: ir.Type) -> int:
     if VECTOR_WIDTH_ATTR in op.attributes:

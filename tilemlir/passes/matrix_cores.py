@@ -86,6 +86,13 @@ class MatrixCore:
     def emit_k_steps(self, step: GemmStep) -> None:
         raise NotImplementedError
 
+    def operand_lanes(self, m: int, n: int, k: int, wave_size: int):
+        """For LDS layout choice: per lane, the (row of A, K index) and (column of
+        B, K index) of its first operand element and the elements it reads, as
+        ((rows_a, ks_a, count_a), (cols_b, ks_b, count_b)); None when the core
+        keeps the buffers as they are."""
+        return
+
     # Optional hooks; the defaults keep the generic lowering (used by AMD).
     # True: the core places shared buffers itself (`place_shared`) instead of
     # workgroup attributions, e.g. in dynamic shared memory with padded rows.
@@ -154,6 +161,15 @@ class MfmaCore(MatrixCore):
     def accumulator_layout(self, m: int, n: int, k: int, wave_size: int,
                            c_bits: int = 32) -> AccumulatorLayout:
         return MfmaAccumulator(mma_layouts.layout_for(m, n, k, wave_size, c_bits))
+
+    def operand_lanes(self, m: int, n: int, k: int, wave_size: int):
+        layout = mma_layouts.layout_for(m, n, k, wave_size)
+        lanes = range(wave_size)
+        a = ([layout.a_coord(lane, 0)[0] for lane in lanes], [layout.a_coord(lane, 0)[1] for lane in lanes],
+             layout.a_per_lane)
+        b = ([layout.b_coord(lane, 0)[1] for lane in lanes], [layout.b_coord(lane, 0)[0] for lane in lanes],
+             layout.b_per_lane)
+        return a, b
 
     def emit_k_steps(self, step: GemmStep) -> None:
         fragment = step.fragment

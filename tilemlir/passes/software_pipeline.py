@@ -168,7 +168,10 @@ class TilePipeline(TilePass):
             with ir.InsertionPoint(owner), owner.location:
                 staged_type = ir.MemRefType.get([stages, *shape], ir.MemRefType(buffer.type).element_type,
                                                 memory_space=ir.MemRefType(buffer.type).memory_space)
-                staged[buffer] = (tile.alloc_shared(staged_type), shape)
+                staged_buffer = tile.alloc_shared(staged_type)
+                for name in owner.attributes:  # keep the LDS layout (tile.smem_layout)
+                    staged_buffer.owner.attributes[name] = owner.attributes[name]
+                staged[buffer] = (staged_buffer, shape)
         # Prologue: iterations 0 .. N-2 into stages 0 .. N-2 (windows past the
         # end of the loop read zeros into stages that are never consumed).
         with ir.InsertionPoint(loop), loop.location:

@@ -1,0 +1,290 @@
+"""The same GEMM compiled offline by tilemlir and by Triton for AMD chips, side by side.
+
+    .venv/bin/python bench/amd_vs_triton.py [--out build/amd_vs_triton]
+
+No GPU is needed: both compilers stop at the ISA. Triton (TRITON_VERSION) lives in
+its own throwaway venv, build/triton-venv, created with this Python and filled
+with pip on first use; this script runs itself there (`--triton-worker`) to
+compile Triton's kernels, since Triton and our MLIR wheels do not share a venv.
+
+For every case: C (f16) = A x B, sums in f32, A M x K and B K x N row-major,
+M = N = K = PROBLEM. Ours is the whole-problem `tile.gemm` tiled with
+`tile-tiling{block=BM,BN,BK threads=T stages=S}`; Triton's is the textbook
+blocked `tl.dot` loop with BLOCK_M/N/K = BM/BN/BK, num_warps = T / 64 and
+num_stages = S, its arguments specialised as Triton's launcher would for
+16-byte-aligned tensors (pointers, sizes and strides divisible by 16, unit
+strides constant).
+
+Every number but two comes from the same functions of
+tilemlir/backends/amdgpu/report.py applied to each compiler's ISA: spills,
+VGPR+AGPR, MFMAs per main-loop iteration (`main_loop`'s heuristic) and
+`mfma_busy_ratio` (the descriptor's MFMA cycles over llvm-mca-22's estimate
+of one main-loop iteration). The two: LDS bytes, which for Triton are its
+kernel's `metadata.shared` (Triton allocates LDS dynamically, so its ISA says
+0), and compile seconds, each compiler's own wall time for one compile in a
+process that has already compiled another kernel (ours: report["compile_seconds"]
+less the report's own llvm-mca time; Triton's: triton.compile with an empty
+cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TRITON_VERSION = "3.9.0"
+TRITON_VENV = REPO / "build" / "triton-venv"
+PROBLEM = 4096
+WAVE = 64
+
+
+@dataclass(frozen=True)
+class Case:
+    dtype: str  # f16, bf16, fp8 (e4m3 in the chip's encoding)
+    chip: str
+    block: tuple[int, int, int]
+    stages: int = 2
+    threads: int = 256
+
+    @property
+    def name(self) -> str:
+        bm, bn, bk = self.block
+        return f"{self.dtype}_{bm}x{bn}x{bk}_{self.chip}_w{self.threads // WAVE}_s{self.stages}"
+
+
+CASES = [
+    Case("f16", "gfx942", (128, 128, 64)),
+    Case("bf16", "gfx942", (128, 128, 64)),
+    Case("fp8", "gfx942", (128, 128, 128)),
+    Case("fp8", "gfx950", (128, 128, 128)),
+    Case("f16", "gfx950", (256, 256, 64)),
+    Case("f16", "gfx950", (256, 256, 64), threads=512),
+    Case("f16", "gfx90a", (128, 128, 32)),
+    # One stage on gfx942, where two of 128x128 tiles leave no room for LDS padding.
+    Case("f16", "gfx942", (128, 128, 64), stages=1),
+    Case("bf16", "gfx942", (128, 128, 64), stages=1),
+    Case("fp8", "gfx942", (128, 128, 128), stages=1),
+]
+
+# fp8 e4m3: FNUZ on gfx942 (what its MFMAs read), OCP on gfx950.
+MLIR_TYPES = {"f16": "f16", "bf16": "bf16", ("fp8", "gfx942"): "f8E4M3FNUZ", ("fp8", "gfx950"): "f8E4M3FN"}
+TRITON_TYPES = {"f16": "fp16", "bf16": "bf16", ("fp8", "gfx942"): "fp8e4b8", ("fp8", "gfx950"): "fp8e4nv"}
+
+
+def _type(table: dict, case: Case) -> str:
+    return table.get(case.dtype) or table[(case.dtype, case.chip)]
+
+
+# --------------------------------------------------------------------------
+# Triton's side (runs in build/triton-venv)
+# --------------------------------------------------------------------------
+
+try:  # only in the Triton venv
+    import triton
+    import triton.language as tl
+except ImportError:
+    triton = None
+
+if triton is not None:
+
+    @triton.jit
+    def gemm(A, B, C, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        rows = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        ks = tl.arange(0, BLOCK_K)
+        a_tile = A + rows[:, None] * stride_am + ks[None, :] * stride_ak
+        b_tile = B + ks[:, None] * stride_bk + cols[None, :] * stride_bn
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for _ in range(tl.cdiv(K, BLOCK_K)):
+            acc += tl.dot(tl.load(a_tile), tl.load(b_tile))
+            a_tile += BLOCK_K * stride_ak
+            b_tile += BLOCK_K * stride_bk
+        tl.store(C + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc.to(tl.float16))
+
+
+def triton_compile(case: Case) -> tuple[str, int, float]:
+    """(AMDGCN ISA, LDS bytes, seconds) of Triton's kernel for `case`."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    element = "*" + _type(TRITON_TYPES, case)
+    signature = {"A": element, "B": element, "C": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+                 "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32",
+                 "stride_bn": "constexpr", "stride_cm": "i32", "stride_cn": "constexpr",
+                 "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
+    names = list(signature)
+    # What the launcher specialises for aligned tensors: divisible by 16, unit strides constant.
+    divisible = ("A", "B", "C", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")
+    attrs = {(names.index(name),): [["tt.divisibility", 16]] for name in divisible}
+    bm, bn, bk = case.block
+    constants = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
+    source = ASTSource(gemm, signature, constexprs=constants, attrs=attrs)
+    start = time.perf_counter()
+    kernel = triton.compile(source, target=GPUTarget("hip", case.chip, WAVE),
+                            options={"num_warps": case.threads // WAVE, "num_stages": case.stages})
+    seconds = time.perf_counter() - start
+    return kernel.asm["amdgcn"], int(kernel.metadata.shared), seconds
+
+
+def triton_worker(cases_file: Path, out: Path) -> None:
+    cases = [Case(c["dtype"], c["chip"], tuple(c["block"]), c["stages"], c["threads"])
+             for c in json.loads(cases_file.read_text())]
+    triton_compile(Case("f16", "gfx942", (64, 64, 32)))  # one-time loading, untimed
+    results = {}
+    for case in cases:
+        try:
+            isa, lds, seconds = triton_compile(case)
+        except Exception as error:  # noqa: BLE001 - any failure is a table cell
+            results[case.name] = {"error": f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"}
+            continue
+        (out / f"{case.name}.triton.s").write_text(isa)
+        results[case.name] = {"isa": f"{case.name}.triton.s", "lds_bytes": lds, "seconds": seconds}
+    (out / "triton.json").write_text(json.dumps(results, indent=1))
+
+
+def ensure_triton() -> Path:
+    """build/triton-venv/bin/python with Triton TRITON_VERSION, installed on first use."""
+    python = TRITON_VENV / "bin" / "python"
+    check = [str(python), "-c", f"import triton, sys; sys.exit(triton.__version__ != '{TRITON_VERSION}')"]
+    if python.exists() and subprocess.run(check, capture_output=True, check=False).returncode == 0:
+        return python
+    print(f"installing triton=={TRITON_VERSION} into {TRITON_VENV} ...", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "venv", str(TRITON_VENV)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", f"triton=={TRITON_VERSION}"], check=True)
+    return python
+
+
+def run_triton(cases: list[Case], out: Path) -> dict:
+    python = ensure_triton()
+    cases_file = out / "cases.json"
+    cases_file.write_text(json.dumps([asdict(case) for case in cases]))
+    with tempfile.TemporaryDirectory(prefix="triton-cache-") as cache:
+        env = {**os.environ, "TRITON_CACHE_DIR": cache, "TRITON_ALWAYS_COMPILE": "1",
+               "TRITON_DEFAULT_FP_FUSION": "1"}
+        subprocess.run([str(python), __file__, "--triton-worker", str(cases_file), str(out)],
+                       check=True, env=env)
+    return json.loads((out / "triton.json").read_text())
+
+
+# --------------------------------------------------------------------------
+# Our side
+# --------------------------------------------------------------------------
+
+
+def gemm_text(case: Case) -> str:
+    t, n = _type(MLIR_TYPES, case), PROBLEM
+    operand = f"memref<{n}x{n}x{t}>"
+    return f"""module {{
+  func.func @gemm(%A: {operand}, %B: {operand}, %C: memref<{n}x{n}xf16>) {{
+    %zero = arith.constant 0.0 : f16
+    "tile.fill"(%C, %zero) : (memref<{n}x{n}xf16>, f16) -> ()
+    "tile.gemm"(%A, %B, %C) {{accum_dtype = f32, transpose_a = false, transpose_b = false}}
+        : ({operand}, {operand}, memref<{n}x{n}xf16>) -> ()
+    return
+  }}
+}}
+"""
+
+
+def tiling(case: Case) -> str:
+    bm, bn, bk = case.block
+    return f"block={bm},{bn},{bk} threads={case.threads} stages={case.stages}"
+
+
+def ours(case: Case, out: Path) -> dict:
+    import tilemlir
+    from tilemlir.diagnostics import UserError
+
+    try:
+        result = tilemlir.compile(gemm_text(case), target=f"amdgpu:{case.chip}", emit="isa",
+                                  options={"report": True, "tiling": tiling(case)})
+    except UserError as error:
+        return {"error": str(error).strip().splitlines()[0][:160]}
+    (out / f"{case.name}.tilemlir.s").write_text(result.artifact)
+    seconds = result.seconds["total"] - result.seconds.get("report", 0.0)
+    return row(result.report, result.report["lds_bytes"], seconds)
+
+
+def row(report: dict, lds_bytes: int, seconds: float) -> dict:
+    return {
+        "spills": report["spills"],
+        "vgpr": report["vgpr"],
+        "agpr": report["agpr"],
+        "lds_bytes": lds_bytes,
+        "mfma_per_iteration": sum(c["main_loop"] for c in report["mfma_instructions"].values()),
+        "mfma": ",".join(name.removeprefix("v_mfma_") for name in report["mfma_instructions"]),
+        "mfma_busy_ratio": report["mfma_busy_ratio"],
+        "main_loop_cycles": report["main_loop_cycles"],
+        "compile_seconds": round(seconds, 2),
+    }
+
+
+def theirs(case: Case, compiled: dict, out: Path) -> dict:
+    from tilemlir.backends import get_target
+    from tilemlir.backends.amdgpu.report import build_report
+
+    if "error" in compiled:
+        return compiled
+    report = build_report((out / compiled["isa"]).read_text(), get_target(f"amdgpu:{case.chip}"))
+    return row(report, compiled["lds_bytes"], compiled["seconds"])
+
+
+# --------------------------------------------------------------------------
+# The table
+# --------------------------------------------------------------------------
+
+COLUMNS = ("case", "compiler", "spills", "VGPR+AGPR", "LDS bytes", "MFMA/iter", "mfma_busy_ratio", "compile s", "MFMA")
+
+
+def cells(case: Case, compiler: str, entry: dict) -> list[str]:
+    if "error" in entry:
+        return [case.name, compiler, f"error: {entry['error']}"] + [""] * (len(COLUMNS) - 3)
+    busy = entry["mfma_busy_ratio"]
+    return [case.name, compiler, str(entry["spills"]), f"{entry['vgpr']}+{entry['agpr']}",
+            str(entry["lds_bytes"]), str(entry["mfma_per_iteration"]),
+            "n/a" if busy is None else f"{busy:.3f}", f"{entry['compile_seconds']:.2f}", entry["mfma"]]
+
+
+def print_table(rows: list[list[str]]) -> None:
+    widths = [max(len(COLUMNS[i]), *(len(r[i]) for r in rows if len(r[i]) < 60)) for i in range(len(COLUMNS))]
+    print("| " + " | ".join(c.ljust(w) for c, w in zip(COLUMNS, widths, strict=True)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=REPO / "build" / "amd_vs_triton",
+                        help="where the ISAs and results.json go")
+    parser.add_argument("--triton-worker", nargs=2, type=Path, metavar=("CASES", "OUT"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.triton_worker:
+        triton_worker(*args.triton_worker)
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    triton_results = run_triton(CASES, args.out)
+    ours(Case("f16", "gfx942", (64, 64, 32)), args.out)  # one-time loading, untimed
+    rows, results = [], {}
+    for case in CASES:
+        mine, other = ours(case, args.out), theirs(case, triton_results[case.name], args.out)
+        results[case.name] = {"tilemlir": mine, "triton": other}
+        rows += [cells(case, "tilemlir", mine), cells(case, f"triton {TRITON_VERSION}", other)]
+    (args.out / "results.json").write_text(json.dumps(results, indent=1))
+    print(f"C = A x B, M = N = K = {PROBLEM}, f32 sums, f16 out; block BMxBNxBK, w = waves, s = stages")
+    print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""A static model of LDS bank conflicts for one wave's shared-memory access.
+
+The LDS is `banks` banks of `bank_bytes` each; a dword at byte address a lives
+in bank (a / bank_bytes) mod banks. It serves banks * bank_bytes bytes per
+clock, so an access of W bytes per lane is processed `banks * bank_bytes / W`
+lanes at a time (e.g. on 32 x 4-byte banks: 32 lanes for ds_read_b32, 16 for
+b64, 8 for b128). Within one such group, lanes that touch *different* dwords
+of the same bank serialize; lanes reading the same dword are served together
+(broadcast). The extra clocks of a group are (most distinct dwords in one
+bank) - 1; an access's conflicts are the sum over its groups.
+
+Sources: AMD's LDS description in the CDNA3 ISA reference guide (LDS banks,
+dword-wide; conflicts serialize) and the ROCm CK-Tile bank-conflict article
+(32 banks x 4 bytes on CDNA, 128 bytes per clock); the descriptor gives
+`memory.shared_banks` and `memory.shared_bank_bytes` per chip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def access_conflicts(addresses: Sequence[int], width: int, banks: int, bank_bytes: int = 4) -> int:
+    """Extra clocks of one wave-wide access: `addresses[lane]` is the first
+    byte each lane touches, `width` the bytes per lane."""
+    lanes_per_clock = max(1, (banks * bank_bytes) // max(width, 1))
+    total = 0
+    for start in range(0, len(addresses), lanes_per_clock):
+        per_bank: dict[int, set[int]] = {}
+        for address in addresses[start:start + lanes_per_clock]:
+            first = address // bank_bytes
+            last = (address + max(width, 1) - 1) // bank_bytes
+            for dword in range(first, last + 1):
+                per_bank.setdefault(dword % banks, set()).add(dword)
+        total += max(len(words) for words in per_bank.values()) - 1
+    return total
+
+
+def operand_read_conflicts(row_of_lane: Sequence[int], k_of_lane: Sequence[int], row_bytes: int,
+                           element_bytes: int, elements: int, banks: int,
+                           bank_bytes: int = 4) -> int:
+    """Conflicts of one matrix-operand read: lane l reads `elements` consecutive
+    elements starting at (row_of_lane[l], k_of_lane[l]) of a K-contiguous
+    buffer whose rows are `row_bytes` apart, as one vector access."""
+    addresses = [row * row_bytes + k * element_bytes for row, k in zip(row_of_lane, k_of_lane)]
+    return access_conflicts(addresses, elements * element_bytes, banks, bank_bytes)
+
+
+def choose_padding(row_of_lane: Sequence[int], k_of_lane: Sequence[int], row_elements: int,
+                   element_bytes: int, elements: int, banks_options: Sequence[int],
+                   bank_bytes: int = 4, largest: int = 64) -> tuple[int, int]:
+    """The smallest row padding (in elements, keeping each lane's vector aligned)
+    with no conflicts for every bank count in `banks_options`; returns
+    (padding, conflicts at that padding for the worst bank count). Without a
+    conflict-free padding, the one with the fewest conflicts."""
+    step = max(1, elements)  # keep vector accesses aligned to their width
+    best = None
+    for padding in range(0, largest + 1, step):
+        row_bytes = (row_elements + padding) * element_bytes
+        worst = max(operand_read_conflicts(row_of_lane, k_of_lane, row_bytes, element_bytes,
+                                           elements, banks, bank_bytes) for banks in banks_options)
+        if best is None or worst < best[1]:
+            best = (padding, worst)
+        if worst == 0:
+            break
+    return best
