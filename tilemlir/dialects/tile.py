@@ -227,8 +227,14 @@ def register_dialect(context: ir.Context) -> None:
 
 
 def make_context() -> ir.Context:
-    """A context with every upstream dialect and the tile dialect loaded."""
+    """A context with every upstream dialect and the tile dialect loaded.
+
+    MLIR's multithreading is off: nested pass pipelines (e.g. func.func(...))
+    would otherwise run on worker threads and call back into Python (our passes,
+    our diagnostic handler) without the GIL, which aborts the process. Callers
+    embedding the tile passes in their own context should do the same."""
     context = ir.Context()
+    context.enable_multithreading(False)
     register_dialect(context)
     return context
 

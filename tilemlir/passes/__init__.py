@@ -68,8 +68,12 @@ def add_to(
 ) -> passmanager.PassManager:
     """Appends `pipeline` (tile and upstream passes, e.g. "tile-verify,cse") to
     a PassManager anchored on builtin.module. The caller's context must have
-    the tile dialect registered (`tilemlir.dialects.register_dialect`)."""
+    the tile dialect registered (`tilemlir.dialects.register_dialect`); its
+    multithreading is turned off (Python passes and handlers need the GIL)."""
     context = context or ir.Context.current
+    # Nested pipelines run on MLIR's worker threads and would call Python (tile
+    # passes, diagnostic handlers) without the GIL: keep the context single-threaded.
+    context.enable_multithreading(False)
     add_elements(pm, parse_pipeline(pipeline), context=context, overrides=overrides)
     return pm
 
