@@ -59,6 +59,29 @@ def memref_bytes(memref_type: ir.Type) -> int:
     return count * max(1, bits // 8)
 
 
+def physical_shared_shape(alloc: ir.Operation) -> list[int]:
+    """How a tile.alloc_shared is stored in LDS (tile.smem_layout): the last
+    two dimensions swapped when transposed, and each stored row padded."""
+    shape = list(ir.MemRefType(alloc.results[0].type).shape)
+    if SMEM_LAYOUT_ATTR in alloc.attributes:
+        layout = ir.DictAttr(alloc.attributes[SMEM_LAYOUT_ATTR])
+        if ir.BoolAttr(layout["transposed"]).value:
+            shape[-2], shape[-1] = shape[-1], shape[-2]
+        shape[-1] += ir.IntegerAttr(layout["pad"]).value
+    return shape
+
+
+def physical_shared_bytes(alloc: ir.Operation) -> int:
+    """LDS bytes of a tile.alloc_shared as stored, padding included."""
+    memref_type = ir.MemRefType(alloc.results[0].type)
+    count = 1
+    for extent in physical_shared_shape(alloc):
+        count *= extent
+    element = memref_type.element_type
+    bits = element.width if hasattr(element, "width") else 32
+    return count * max(1, bits // 8)
+
+
 def kernel_threads(kernel: ir.Operation) -> int:
     return ir.IntegerAttr(kernel.attributes["threads"]).value
 

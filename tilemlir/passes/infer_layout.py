@@ -60,6 +60,7 @@ from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import (
     LAYOUT_ATTR,
     LDS_CONFLICTS_ATTR,
+    MMA_ATTR,
     SMEM_LAYOUT_ATTR,
     VECTOR_WIDTH_ATTR,
     MmaChoice,
@@ -67,6 +68,7 @@ from tilemlir.passes.common import (
     gemm_shape,
     i64_array,
     int_attr,
+    physical_shared_bytes,
     warp_grid_of,
 )
 from tilemlir.passes.matrix_cores import core_for
@@ -85,6 +87,19 @@ def copy_vector_width(cols: int, element_bits: int) -> int:
     while width > 1 and cols % width:
         width //= 2
     return width
+
+
+def _stages_of(alloc: ir.Operation) -> int:
+    """How many copies tile-pipeline will make of a shared buffer: the stages
+    of the pipelined loop whose copies fill it (1 otherwise)."""
+    for use in alloc.results[0].uses:
+        user = use.owner
+        if user.name != "tile.copy":
+            continue
+        loop = user.parent
+        if loop is not None and loop.name == "scf.for" and tile.NUM_STAGES_ATTR in loop.attributes:
+            return max(1, ir.IntegerAttr(loop.attributes[tile.NUM_STAGES_ATTR]).value)
+    return 1
 
 
 def _conflicts_of(owner) -> int:
@@ -108,6 +123,36 @@ class TileInferLayout(TilePass):
                 self.layout_from_gemm(op, chosen, state)
             elif op.name == "tile.copy" and enclosing_kernel(op) is not None:
                 self.copy_width(op)
+        if not state.failed:
+            for kernel in [op for op in walk(module) if op.name == "tile.kernel"]:
+                self.fit_padding(kernel)
+
+    def fit_padding(self, kernel: ir.Operation) -> None:
+        """Row padding must not push a kernel over its LDS: if the kernel's
+        shared buffers, padded and times the stages of the loop filling them,
+        exceed the workgroup's LDS, the padding goes (conflicts stay as
+        computed for the unpadded rows and are reported)."""
+        target = resolve_target(kernel, self.target)
+        limit = target.memory.shared_bytes_per_workgroup
+        if is_unknown(limit):
+            return
+        allocs = [op for op in walk(kernel) if op.name == "tile.alloc_shared"]
+
+        def total() -> int:
+            return sum(physical_shared_bytes(op) * _stages_of(op) for op in allocs)
+
+        if total() <= limit:
+            return
+        for op in allocs:
+            if SMEM_LAYOUT_ATTR in op.attributes:
+                layout = ir.DictAttr(op.attributes[SMEM_LAYOUT_ATTR])
+                entries = {name: layout[name] for name in ("transposed", "banks", "conflicts")}
+                entries["pad"] = int_attr(0)
+                entries["conflicts"] = int_attr(ir.IntegerAttr(layout["unpadded_conflicts"]).value)
+                entries["unpadded_conflicts"] = layout["unpadded_conflicts"]
+                op.attributes[SMEM_LAYOUT_ATTR] = ir.DictAttr.get(entries)
+        for gemm in [op for op in walk(kernel) if op.name == "tile.gemm" and MMA_ATTR in op.attributes]:
+            self.count_conflicts(gemm, MmaChoice.of(gemm), warp_grid_of(gemm))
 
     def layout_from_gemm(self, op: ir.Operation, chosen: dict, state: PassState) -> None:
         choice, warps = MmaChoice.of(op), warp_grid_of(op)
@@ -159,7 +204,6 @@ class TileInferLayout(TilePass):
         banks_note = "unknown (32 and 64 checked)" if is_unknown(banks) else str(banks)
         transpose_a = ir.BoolAttr(op.attributes["transpose_a"]).value
         transpose_b = ir.BoolAttr(op.attributes["transpose_b"]).value
-        wm, wn = warps
         for operand, (outer, ks, count), k_contiguous in (
             (op.operands[0], lanes[0], not transpose_a),
             (op.operands[1], lanes[1], transpose_b),
@@ -174,12 +218,20 @@ class TileInferLayout(TilePass):
             per_access = min(count, max(1, 16 // element_bytes))
             pad, conflicts = choose_padding(outer, ks, k_extent, element_bytes, per_access,
                                             banks_options, bank_bytes)
+            _, unpadded = choose_padding(outer, ks, k_extent, element_bytes, per_access,
+                                         banks_options, bank_bytes, largest=0)
             owner.attributes[SMEM_LAYOUT_ATTR] = ir.DictAttr.get({
                 "transposed": ir.BoolAttr.get(not k_contiguous),
                 "pad": int_attr(pad),
                 "conflicts": int_attr(conflicts * -(-count // per_access)),  # per operand read
+                "unpadded_conflicts": int_attr(unpadded * -(-count // per_access)),
                 "banks": ir.StringAttr.get(banks_note),
             })
+        self.count_conflicts(op, choice, warps)
+
+    @staticmethod
+    def count_conflicts(op: ir.Operation, choice, warps) -> None:
+        wm, wn = warps
         shape = gemm_shape(op)
         reads_a = (shape.k // choice.k) * (shape.m // wm // choice.m)
         reads_b = (shape.k // choice.k) * (shape.n // wn // choice.n)

@@ -73,7 +73,8 @@ from tilemlir.passes.common import (
     MmaChoice,
     kernel_grid,
     kernel_threads,
-    memref_bytes,
+    physical_shared_bytes,
+    physical_shared_shape,
     warp_grid_of,
 )
 from tilemlir.passes.gpu_builders import (
@@ -647,15 +648,10 @@ def shared_layout(alloc: ir.Operation) -> tuple[bool, int]:
 
 
 def physical_shared_type(alloc: ir.Operation) -> ir.MemRefType:
-    """How a tile.alloc_shared is stored in LDS: the last two dimensions swapped
-    when transposed, and each stored row padded."""
+    """The LDS memref a tile.alloc_shared is stored as (`physical_shared_shape`)."""
     memref_type = ir.MemRefType(alloc.results[0].type)
-    shape = list(memref_type.shape)
-    transposed, pad = shared_layout(alloc)
-    if transposed:
-        shape[-2], shape[-1] = shape[-1], shape[-2]
-    shape[-1] += pad
-    return ir.MemRefType.get(shape, memref_type.element_type, memory_space=memref_type.memory_space)
+    return ir.MemRefType.get(physical_shared_shape(alloc), memref_type.element_type,
+                             memory_space=memref_type.memory_space)
 
 
 def store_tile_vector(value: ir.Value, dst: ir.Value, row: ir.Value, col: ir.Value,
@@ -755,7 +751,7 @@ class TileLowerToGpu(TilePass):
     def check_resources(kernel: ir.Operation, target, state: PassState) -> bool:
         """Shared memory and threads against the descriptor: the seed article's
         "compiles, then crashes at run time" becomes a compile-time error."""
-        shared = sum(memref_bytes(op.results[0].type) for op in walk(kernel)
+        shared = sum(physical_shared_bytes(op) for op in walk(kernel)
                      if op.name == "tile.alloc_shared")
         limit = target.require("memory.shared_bytes_per_workgroup", "the LDS budget")
         ok = True

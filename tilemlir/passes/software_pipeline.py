@@ -56,7 +56,7 @@ from tilemlir.backends import resolve_target
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.common import int_attr, memref_bytes
+from tilemlir.passes.common import int_attr, physical_shared_bytes
 
 PREFETCH_ATTR = "tile.prefetch"
 PIPELINED_ATTR = "tile.pipelined"
@@ -146,9 +146,9 @@ class TilePipeline(TilePass):
             kernel = kernel.parent
         others = 0
         if kernel is not None:
-            others = sum(memref_bytes(op.results[0].type) for op in walk(kernel)
+            others = sum(physical_shared_bytes(op) for op in walk(kernel)
                          if op.name == "tile.alloc_shared" and op.results[0] not in buffers)
-        needed = others + stages * sum(memref_bytes(b.type) for b in buffers)
+        needed = others + stages * sum(physical_shared_bytes(b.owner) for b in buffers)
         if needed > limit:
             state.error(loop, f"tile-pipeline: {stages} stages need {needed} bytes of LDS, "
                               f"{target.name} allows {limit} (use fewer stages or smaller tiles)")
