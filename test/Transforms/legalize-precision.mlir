@@ -6,7 +6,7 @@
 
 // GFX942: "tile.alloc_shared"() : () -> memref<128x64xf8E4M3FNUZ
 // GFX942-NOT: tile.cast = {from = f8
-// GFX942: "tile.copy"({{.*}}) {operandSegmentSizes = array<i32: 1, 1, 0, 2>, tile.cast = {from = f32, rounding = "nearest_even", to = f16}}
+// GFX942: "tile.copy"({{.*}}) {operandSegmentSizes = array<i32: 1, 1, 0, 2>, tile.cast = {from = f32, rounding = "nearest_even", to = f16}, tile.in_bounds}
 // GFX950: "tile.alloc_shared"() : () -> memref<128x64xf8E4M3FN,
 // GFX950: "tile.alloc_shared"() : () -> memref<64x128xf8E4M3FN,
 // GFX950: "tile.copy"(%arg0, {{.*}}tile.cast = {from = f8E4M3FNUZ, rounding = "nearest_even", to = f8E4M3FN}

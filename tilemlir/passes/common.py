@@ -15,6 +15,7 @@ WARP_GRID_ATTR = "tile.warp_grid"  # on tile.gemm: waves along M and N, array<i6
 LAYOUT_ATTR = "tile.layout"        # on tile.alloc_fragment: who holds which element
 VECTOR_WIDTH_ATTR = "tile.vector_width"  # on tile.copy: elements per lane per access
 SMEM_LAYOUT_ATTR = "tile.smem_layout"  # on tile.alloc_shared: stored transposed? row padding
+IN_BOUNDS_ATTR = "tile.in_bounds"  # on tile.copy: every window lies inside the global memref
 LDS_CONFLICTS_ATTR = "tile.lds_conflicts"  # on tile.gemm: LDS bank-conflict clocks per execution
 
 

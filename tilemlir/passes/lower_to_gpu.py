@@ -66,6 +66,7 @@ from tilemlir.diagnostics import UserError
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import (
+    IN_BOUNDS_ATTR,
     LAYOUT_ATTR,
     LDS_CONFLICTS_ATTR,
     SMEM_LAYOUT_ATTR,
@@ -356,7 +357,8 @@ class KernelEmitter:
                                        transposed=self.transposed[dst])
             gpu.BarrierOp()
         elif src in self.fragments and dst not in self.shared and dst not in self.fragments:
-            self.copy_fragment_to_global(self.fragments[src], self.env[dst], dst_indices)
+            self.copy_fragment_to_global(self.fragments[src], self.env[dst], dst_indices,
+                                         in_bounds=IN_BOUNDS_ATTR in op.attributes)
         elif dst in self.fragments and src not in self.shared and src not in self.fragments:
             self.copy_global_to_fragment(self.fragments[dst], self.env[src], src_indices)
         else:
@@ -502,19 +504,18 @@ class KernelEmitter:
             col = add(base_col, tn * layout.n + layout.col_offset(j))
             body(row, col, tile_i, j)
 
-    def copy_fragment_to_global(self, fragment, dst: ir.Value, offsets: list[ir.Value]) -> None:
+    def copy_fragment_to_global(self, fragment, dst: ir.Value, offsets: list[ir.Value],
+                                in_bounds: bool = False) -> None:
         dst_type = ir.MemRefType(dst.type)
         rows, cols = self.memref_dims(dst)
 
         def store(row, col, tile_i, j):
             gr, gc = add(offsets[0], row), add(offsets[1], col)
-            inside = and_(ult(gr, rows), ult(gc, cols))
             value = vector.ExtractOp(fragment.values[tile_i], [], [j]).result
-            guard = scf.IfOp(inside)
-            with ir.InsertionPoint(guard.then_block):
-                memref.StoreOp(convert(value, fragment.element, dst_type.element_type,
-                                       self.native_fp8), dst, [gr, gc])
-                scf.YieldOp([])
+            self.guarded(None if in_bounds else and_(ult(gr, rows), ult(gc, cols)),
+                         lambda: memref.StoreOp(convert(value, fragment.element,
+                                                        dst_type.element_type, self.native_fp8),
+                                                dst, [gr, gc]))
 
         self.for_each_owned(fragment, store)
 
@@ -564,15 +565,17 @@ class KernelEmitter:
         LDS; with `defer`, the stores are queued to run later (at the end of a
         pipelined iteration) so the loads overlap the matrix instructions."""
         src_type, dst_type = ir.MemRefType(src.type), ir.MemRefType(dst.type)
-        shape = list(dst_type.shape)
+        # The window is the tile-level destination's shape: the stored buffer
+        # may be transposed and its rows padded.
+        shape = list(ir.MemRefType(op.operands[1].type).shape)
         if len(shape) != 2:
             raise LoweringError(op, "tile-lower-to-gpu: only 2-D copies into shared memory are "
                                     "supported")
-        if transposed:  # the window's shape is the logical (untransposed) one
-            shape = list(reversed(shape))
         width = _vector_width(op, shape[1], src_type.element_type)
         vector_type = ir.VectorType.get([width], src_type.element_type)
         rows, cols = self.memref_dims(src)
+        if IN_BOUNDS_ATTR in op.attributes:  # tile-tiling proved every window inside
+            rows = cols = None
         for row, col, guard in self.distributed_accesses(shape, width):
             if defer is not None:
                 # Load now (guarded accesses past the end read zeros), store later.
@@ -596,7 +599,10 @@ class KernelEmitter:
     @staticmethod
     def load_vector_or_zeros(src, indices, rows, cols, vector_type) -> ir.Value:
         """`width` consecutive elements of a row; elements outside the memref
-        read as 0. Fast path: the whole vector is inside -> one vector.load."""
+        read as 0. Fast path: the whole vector is inside -> one vector.load;
+        with no bounds (rows is None) that is all there is."""
+        if rows is None:
+            return vector.LoadOp(vector_type, src, indices).result
         width = vector_type.shape[0]
         element = vector_type.element_type
         row, col = indices

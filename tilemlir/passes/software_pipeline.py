@@ -13,8 +13,8 @@ the copies N-1 iterations ahead:
   shape [N, ...]; stage views are `memref.subview`s selected by the iteration
   number modulo N;
 * the copy for iteration i+N-1 runs before the gemm of iteration i. Past the
-  end of the loop it reads windows beyond the source (which give zeros) into a
-  stage no gemm reads, so the loop needs no guard;
+  end of the loop it copies the last iteration's tile again, into a stage no
+  gemm reads, so the loop needs no guard and in-bounds copies stay in bounds;
 * the LDS budget is checked with the multiplied buffers (a compile-time error
   with the numbers);
 * tile-lower-to-gpu turns a `tile.prefetch` copy into global loads at the top
@@ -158,7 +158,7 @@ class TilePipeline(TilePass):
     # -- the rewrite ------------------------------------------------------------
 
     def pipeline(self, loop: ir.Operation, copies, buffers, stages: int) -> None:
-        lower, _, step = list(loop.operands)[:3]
+        lower, upper, step = list(loop.operands)[:3]
         body = loop.regions[0].blocks[0]
         induction = body.arguments[0]
         staged = {}
@@ -186,7 +186,12 @@ class TilePipeline(TilePass):
             current = arith.RemUIOp(number, _index(stages)).result
             ahead_stage = arith.RemUIOp(arith.AddIOp(number, _index(stages - 1)).result,
                                         _index(stages)).result
-            ahead = arith.AddIOp(induction, arith.MulIOp(step, _index(stages - 1)).result).result
+            # Clamped to the last iteration: past the end, a prefetch re-reads
+            # the last tile into a stage no gemm reads (in-bounds copies stay so).
+            last = arith.AddIOp(lower, arith.MulIOp(arith.DivUIOp(arith.SubIOp(
+                arith.SubIOp(upper, lower).result, _index(1)).result, step).result, step).result).result
+            ahead = arith.MinUIOp(arith.AddIOp(induction, arith.MulIOp(
+                step, _index(stages - 1)).result).result, last).result
             views = {buffer: staged_view(staged[buffer][0], current, staged[buffer][1])
                      for buffer in buffers}
         for copy in copies:

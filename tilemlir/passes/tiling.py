@@ -12,7 +12,9 @@ block tiles, written exactly as a TileLang user would write it:
     copy the accumulator back to C's window (rounded to C's type).
 
 Out-of-bounds reads of the copies give 0 and out-of-bounds writes are dropped,
-so shapes that are not multiples of the block are handled. A zero fill of C
+so shapes that are not multiples of the block are handled. Where the block
+divides the dimensions a copy's windows move along, the copy is marked
+`tile.in_bounds` (a promise the lowering uses to drop its edge checks). A zero fill of C
 directly before the gemm becomes the cleared accumulator (no pass over memory).
 
 Choices, from the target's descriptor unless given as options:
@@ -55,7 +57,7 @@ from tilemlir.backends import resolve_target
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.common import gemm_shape, int_attr
+from tilemlir.passes.common import IN_BOUNDS_ATTR, gemm_shape, int_attr
 from tilemlir.passes.matrix_cores import core_for
 
 DEFAULT_STAGES = 2
@@ -224,17 +226,26 @@ class TileTiling(TilePass):
                         else ir.IntegerAttr.get(accum, 0)
                     tile.fill(acc, arith.ConstantOp(accum, zero).result)
                 else:
-                    tile.copy(C, acc, [row, col])
+                    load = tile.copy(C, acc, [row, col])
+                    if shape.m % bm == 0 and shape.n % bn == 0:
+                        load.attributes[IN_BOUNDS_ATTR] = ir.UnitAttr.get()
                 loop = scf.ForOp(constant(0), constant(ceil_div(shape.k, bk)), constant(1))
                 with ir.InsertionPoint(loop.body):
                     k = arith.MulIOp(loop.induction_variable, constant(bk)).result
-                    tile.copy(A, a_shared, [k, row] if shape.transpose_a else [row, k])
-                    tile.copy(B, b_shared, [col, k] if shape.transpose_b else [k, col])
+                    copy_a = tile.copy(A, a_shared, [k, row] if shape.transpose_a else [row, k])
+                    copy_b = tile.copy(B, b_shared, [col, k] if shape.transpose_b else [k, col])
+                    # Windows of a dimension the block divides never leave the operand.
+                    if shape.m % bm == 0 and shape.k % bk == 0:
+                        copy_a.attributes[IN_BOUNDS_ATTR] = ir.UnitAttr.get()
+                    if shape.n % bn == 0 and shape.k % bk == 0:
+                        copy_b.attributes[IN_BOUNDS_ATTR] = ir.UnitAttr.get()
                     tile.gemm(a_shared, b_shared, acc, accum_dtype=accum,
                               transpose_a=shape.transpose_a, transpose_b=shape.transpose_b)
                     scf.YieldOp([])
                 loop.operation.attributes[tile.NUM_STAGES_ATTR] = int_attr(plan.stages)
-                tile.copy(acc, C, dst_indices=[row, col])
+                store = tile.copy(acc, C, dst_indices=[row, col])
+                if shape.m % bm == 0 and shape.n % bn == 0:
+                    store.attributes[IN_BOUNDS_ATTR] = ir.UnitAttr.get()
         op.erase()
 
 

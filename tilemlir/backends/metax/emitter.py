@@ -68,6 +68,9 @@ _INT_BINARY = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.a
                "arith.ori": "|", "arith.xori": "^", "arith.divsi": "/", "arith.remsi": "%",
                "arith.shli": "<<", "arith.shrsi": ">>"}
 _UNSIGNED_BINARY = {"arith.divui": "/", "arith.remui": "%", "arith.shrui": ">>"}
+# (comparison picking the first operand, signed?)
+_INT_MIN_MAX = {"arith.minui": ("<", False), "arith.maxui": (">", False),
+                "arith.minsi": ("<", True), "arith.maxsi": (">", True)}
 _FLOAT_BINARY = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
 _FLOAT_CALLS = {"arith.maximumf": "tm_maximumf", "arith.minimumf": "tm_minimumf",
                 "arith.maxnumf": "fmax", "arith.minnumf": "fmin", "math.exp": "exp",
@@ -342,6 +345,7 @@ class MacaPrinter:
             handler(fn, op)
             return
         if name in _INT_BINARY or name in _UNSIGNED_BINARY or name in _FLOAT_BINARY \
+                or name in _INT_MIN_MAX \
                 or name in _FLOAT_CALLS or name in ("arith.negf", "arith.cmpi", "arith.cmpf",
                                                     "arith.select", "arith.extf", "arith.truncf",
                                                     "arith.extsi", "arith.extui", "arith.trunci",
@@ -390,6 +394,12 @@ class MacaPrinter:
             if res == "i1":
                 return f"(bool)({a} {_INT_BINARY[name]} {b})"
             return f"({self.scalar(result, op)})({a} {_INT_BINARY[name]} {b})"
+        if name in _INT_MIN_MAX:
+            a, b = operands
+            compare, signed = _INT_MIN_MAX[name]
+            cast = self.scalar(result, op) if signed else _UNSIGNED[res]
+            return (f"({self.scalar(result, op)})((({cast}){a} {compare} ({cast}){b}) "
+                    f"? ({cast}){a} : ({cast}){b})")
         if name in _UNSIGNED_BINARY:
             a, b = operands
             unsigned = _UNSIGNED[res]
