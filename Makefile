@@ -43,6 +43,7 @@ demo: setup
 	$(BIN)/tile-run examples/seed_fp8_gemm.mlir --engine emulator
 
 test: setup
+	$(BIN)/ruff check tilemlir test bench
 	$(BIN)/lit -sv --order=lexical test
 	$(BIN)/pytest -q test/python
 

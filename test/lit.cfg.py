@@ -1,4 +1,6 @@
 # lit configuration for tilemlir's .mlir tests (run with the Python `filecheck`).
+# `config` is the object lit injects when it runs this file.
+# ruff: noqa: F821
 import os
 import shutil
 

@@ -21,6 +21,7 @@ def run_tool(tool: str, *args: str, stdin: str | None = None, cwd: Path | None =
         text=True,
         cwd=cwd,
         timeout=120,
+        check=False,
     )
 
 
