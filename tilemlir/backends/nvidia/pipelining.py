@@ -32,6 +32,7 @@ from mlir.dialects import arith, gpu, nvgpu, scf
 
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
+from tilemlir.passes.common import IN_BOUNDS_ATTR
 from tilemlir.passes.gpu_builders import add, bit_width, const_index, mul, udiv, urem
 from tilemlir.passes.lower_to_gpu import _constant_int, scf_for_view
 
@@ -151,8 +152,10 @@ def lower_pipelined_loop(core, emitter, op: ir.Operation) -> bool:
         i = loop.induction_variable
         nvgpu.DeviceAsyncWaitOp(group, numGroups=stages - 2)
         gpu.BarrierOp()
-        ahead = add(i, stages - 1)
-        issue(ahead, urem(ahead, stages))
+        # Clamped to the last iteration: past the end the copy re-reads the last
+        # tile into a slot no gemm reads, so in-bounds copies stay in bounds.
+        ahead = arith.MinUIOp(add(i, stages - 1), const_index(plan.trip_count - 1)).result
+        issue(ahead, urem(add(i, stages - 1), stages))
         reading = urem(i, stages)
         for buffer in plan.buffers:
             emitter.shared[buffer] = slot_view(core.stage_views[buffer], reading)
@@ -178,11 +181,18 @@ def async_copy(emitter, copy: ir.Operation, stage_view: ir.Value, slot: ir.Value
     per_row = cols // width
     chunks = rows * per_row
     zero = const_index(0)
+    in_bounds = IN_BOUNDS_ATTR in copy.attributes  # tile-tiling proved every window inside
     tokens = []
     for r in range(chunks // emitter.threads):
         linear = add(emitter.ids.thread, r * emitter.threads)
         row, col = udiv(linear, per_row), mul(urem(linear, per_row), width)
         global_row, global_col = add(offsets[0], row), add(offsets[1], col)
+        if in_bounds:
+            tokens.append(nvgpu.DeviceAsyncCopyOp(stage_view, [slot, row, col], src,
+                                                  [global_row, global_col],
+                                                  ir.IntegerAttr.get(ir.IndexType.get(), width),
+                                                  bypassL1=True).result)
+            continue
         left = arith.SubIOp(global_cols, global_col).result
         count = arith.MinSIOp(arith.MaxSIOp(left, zero).result, const_index(width)).result
         row_inside = arith.CmpIOp(arith.CmpIPredicate.ult, global_row, global_rows).result
