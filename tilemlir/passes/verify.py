@@ -174,13 +174,20 @@ class TileVerify(TilePass):
                 state.error(op, f"{op.name}: outside a tile.kernel {role} must be global memory, "
                                 f"got {level} memory")
 
-    def _check_copy(self, op: ir.Operation, state: PassState) -> None:
+    def _kernel_source_destination(self, op, state: PassState):
+        """(source, destination) memref types of an in-kernel two-buffer op, or
+        None after a diagnostic."""
         if self._require_kernel(op, state) is None:
-            return
+            return None
         src = self._memref(op, op.operands[0], "the source", state)
         dst = self._memref(op, op.operands[1], "the destination", state)
-        if src is None or dst is None:
+        return None if src is None or dst is None else (src, dst)
+
+    def _check_copy(self, op: ir.Operation, state: PassState) -> None:
+        buffers = self._kernel_source_destination(op, state)
+        if buffers is None:
             return
+        src, dst = buffers
         segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
         n_src, n_dst = segments[2], segments[3]
         if n_src and n_dst:
@@ -270,12 +277,10 @@ class TileVerify(TilePass):
             )
 
     def _check_reduce(self, op: ir.Operation, state: PassState) -> None:
-        if self._require_kernel(op, state) is None:
+        buffers = self._kernel_source_destination(op, state)
+        if buffers is None:
             return
-        src = self._memref(op, op.operands[0], "the source", state)
-        dst = self._memref(op, op.operands[1], "the destination", state)
-        if src is None or dst is None:
-            return
+        src, dst = buffers
         self._check_level(op, [("the source", src), ("the destination", dst)], state,
                           inside=(tile.SHARED, tile.FRAGMENT))
         dim = ir.IntegerAttr(op.attributes["dim"]).value
