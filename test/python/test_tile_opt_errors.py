@@ -69,3 +69,16 @@ def test_successful_run_writes_output(tmp_path: Path):
     assert result.returncode == 0, result.stderr
     assert '"tile.gemm"' in out.read_text()
     assert [p.name for p in tmp_path.iterdir()] == ["out.mlir"]
+
+
+@pytest.mark.parametrize("tool,args", [
+    ("tile-opt", [SMALL]),
+    ("tile-compile", [str(REPO / "examples" / "seed_fp8_gemm.mlir"), "--emit", "hsaco"]),
+])
+def test_output_to_a_device_keeps_the_device(tool, args):
+    """-o /dev/null writes into the device instead of renaming a file over it."""
+    import stat
+
+    result = run_tool(tool, *args, "-o", "/dev/null")
+    assert result.returncode == 0, result.stderr
+    assert stat.S_ISCHR(Path("/dev/null").stat().st_mode)

@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 PROG = "tile-compile"
 EMITS = ("tile", "gpu", "llvm", "isa", "hsaco", "maca", "ptx")
@@ -106,28 +103,6 @@ def parse_args(argv: list[str]) -> Options:
     return options
 
 
-def write_binary(path: str, data: bytes) -> None:
-    """Writes bytes atomically (temporary file renamed over the target)."""
-    from tilemlir.diagnostics import UserError
-
-    if path == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return
-    target = Path(path)
-    try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    except OSError as error:
-        raise UserError(f"cannot open output file '{path}': {error.strerror or error}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, target)
-    except OSError as error:
-        Path(temporary).unlink(missing_ok=True)
-        raise UserError(f"cannot write output file '{path}': {error.strerror or error}") from None
-
-
 def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
     """Parses and compiles one chunk; returns (result or None, diagnostics)."""
     from tilemlir.backends import resolve_target
@@ -174,11 +149,11 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
 def run(argv: list[str]) -> int:
     from tilemlir.diagnostics import format_diag, split_input, verify_expectations
     from tilemlir.dialects import tile
-    from tilemlir.tools.tile_opt import _read_input, write_output
+    from tilemlir.tools.common import read_input, write_output
 
     options = parse_args(argv)
     context = tile.make_context()
-    source = _read_input(options.input)
+    source = read_input(options.input)
     stderr_lines: list[str] = []
     results, ok = [], True
     for chunk in split_input(source, options.split_input_file):
@@ -201,10 +176,7 @@ def run(argv: list[str]) -> int:
     if options.output is not None or not options.report:
         artifact = result.artifact
         output = options.output or "-"
-        if isinstance(artifact, bytes):
-            write_binary(output, artifact)
-        else:
-            write_output(output, artifact)
+        write_output(output, artifact)
     if options.report:
         write_output("-", json.dumps(result.report, indent=2) + "\n")
     return 0

@@ -13,11 +13,8 @@ left behind.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 PROG = "tile-opt"
 
@@ -125,57 +122,6 @@ def parse_args(argv: list[str]) -> Options:
     return options
 
 
-def _read_input(path: str):
-    from tilemlir.diagnostics import SourceBuffer, UserError
-
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read()
-            name = "<stdin>"
-        else:
-            data = Path(path).read_bytes()
-            name = path
-    except OSError as error:
-        raise UserError(f"could not open input file '{path}': {error.strerror or error}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise UserError(f"input file '{name}' is not UTF-8 text ({error.reason} at byte {error.start})") from None
-    return SourceBuffer(name, text)
-
-
-def write_output(path: str, text: str) -> None:
-    """Writes atomically: a temporary file in the same directory renamed over
-    the target, so a failure never leaves a partial file."""
-    from tilemlir.diagnostics import UserError
-
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    target = Path(path)
-    if target.exists() and not target.is_file():
-        # A device or pipe (e.g. /dev/null): renaming over it would replace it.
-        try:
-            with open(target, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as error:
-            raise UserError(f"cannot write output file '{path}': {error.strerror or error}") from None
-        return
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
-    except OSError as error:
-        raise UserError(f"cannot open output file '{path}': {error.strerror or error}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temporary, target)
-    except OSError as error:
-        Path(temporary).unlink(missing_ok=True)
-        raise UserError(f"cannot write output file '{path}': {error.strerror or error}") from None
-
-
 def _pipeline_text(options: Options) -> str:
     if options.pipeline is not None:
         return options.pipeline
@@ -277,6 +223,7 @@ def run(argv: list[str]) -> int:
     from tilemlir.dialects import tile
     from tilemlir.passes import build_pipeline
     from tilemlir.passes.pipeline import parse_pipeline
+    from tilemlir.tools.common import read_input, write_output
 
     options = parse_args(argv)
     from tilemlir.backends.cli import handle_target_flags
@@ -302,7 +249,7 @@ def run(argv: list[str]) -> int:
     with context:
         build_pipeline(pipeline, context=context, overrides=overrides)
 
-    source = _read_input(options.input)
+    source = read_input(options.input)
     stderr_lines: list[str] = []
     outputs, all_ok = [], True
     dumped = [False]
