@@ -57,7 +57,8 @@ class Options:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Compile tile IR or GPU-level IR to AMDGPU ISA and HSACO.",
+        description="Compile tile IR or GPU-level IR for a target: AMDGPU ISA and HSACO (amdgpu), "
+                    "MACA C++ (metax) or PTX (nvidia).",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,

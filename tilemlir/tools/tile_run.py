@@ -47,7 +47,8 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"one of {', '.join(engines)} (default reference); 'emulator' compiles "
                              "for --target (or the module's tile.target) and runs the GPU-level IR "
                              "in the SIMT emulator, also reporting its difference from the "
-                             "reference engine")
+                             "reference engine; 'device' compiles for an nvidia target and runs "
+                             "on this machine's GPU")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of the inputs (default 0)")
     parser.add_argument("--save", metavar="DIR",
                         help="write inputs, outputs and references as .npy files plus manifest.json")
