@@ -79,7 +79,17 @@ LLVM_IR_PASSES: tuple[str, ...] = (
 )
 
 # llc-22: LLVM IR -> ISA text; -mtriple/-mcpu are added from the target.
-LLC_FLAGS: tuple[str, ...] = ("-O3",)
+LLC_FLAGS: tuple[str, ...] = (
+    "-O3",
+    # MFMA C/D in ordinary VGPRs (allowed from gfx90a on; only gfx908 needs
+    # AGPRs [MC22], and no tilemlir target is gfx908). With AGPRs, llc failed to
+    # coalesce the loop-carried accumulators and copied every one of them
+    # (v_accvgpr_mov_b32) each main-loop iteration. Measured with
+    # bench/amd_vs_triton.py: mfma_busy_ratio f16 128x128x64 gfx942 0.509 -> 0.627,
+    # fp8 gfx950 0.192 -> 0.401, f16 256x256x64 gfx950 318 spills -> 0; llc
+    # still takes AGPRs where VGPRs run out.
+    "-amdgpu-mfma-vgpr-form",
+)
 
 
 def gpu_to_llvm_pipeline(chip: str) -> str:
