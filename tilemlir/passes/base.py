@@ -22,6 +22,7 @@ import dataclasses
 import difflib
 import shlex
 import typing
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -98,14 +99,15 @@ def _convert(text: str, annotation: str, pass_name: str, key: str):
 
 
 @dataclass(frozen=True)
-class TilePass:
+class TilePass(ABC):
     """Base of the Python passes; subclasses are frozen dataclasses whose fields are options."""
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
 
-    def run(self, module: ir.Operation, state: PassState) -> None:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def run(self, module: ir.Operation, state: PassState) -> None:
+        """Transforms or checks `module`; errors go through `state.error`."""
 
     # -- options -----------------------------------------------------------
 

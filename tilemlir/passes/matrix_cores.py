@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -53,38 +54,48 @@ class GemmStep:
     wave_n: ir.Value
 
 
-class AccumulatorLayout:
-    """Where a lane's accumulator elements sit inside one m x n instruction tile."""
+class AccumulatorLayout(ABC):
+    """Where a lane's accumulator elements sit inside one m x n instruction tile
+    (an interface: each family's core implements it)."""
 
     m: int
     n: int
     c_per_lane: int
 
+    @abstractmethod
     def lane_row(self, lane: ir.Value) -> ir.Value:
-        raise NotImplementedError
+        """The lane's row offset inside the tile, as an index value."""
 
+    @abstractmethod
     def lane_col(self, lane: ir.Value) -> ir.Value:
-        raise NotImplementedError
+        """The lane's column offset inside the tile, as an index value."""
 
+    @abstractmethod
     def row_offset(self, j: int) -> int:
-        raise NotImplementedError
+        """The static row offset of the lane's j-th accumulator element."""
 
+    @abstractmethod
     def col_offset(self, j: int) -> int:
-        raise NotImplementedError
+        """The static column offset of the lane's j-th accumulator element."""
 
 
-class MatrixCore:
+class MatrixCore(ABC):
+    """A family's lane-level matrix instructions (an interface; see the module doc)."""
+
     family: ClassVar[str] = ""
 
+    @abstractmethod
     def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
-        raise NotImplementedError
+        """Whether the lane layout of such an instruction is known."""
 
+    @abstractmethod
     def accumulator_layout(self, m: int, n: int, k: int, wave_size: int,
                            c_bits: int = 32) -> AccumulatorLayout:
-        raise NotImplementedError
+        """The accumulator layout of an m x n x k instruction."""
 
+    @abstractmethod
     def emit_k_steps(self, step: GemmStep) -> None:
-        raise NotImplementedError
+        """Operand loads and matrix instructions for one tile.gemm's block K."""
 
     def operand_lanes(self, m: int, n: int, k: int, wave_size: int):
         """For LDS layout choice: per lane, the (row of A, K index) and (column of
@@ -100,8 +111,10 @@ class MatrixCore:
 
     def place_shared(self, emitter, shared_ops: list) -> int:
         """Binds `emitter.shared[...]` for every tile.alloc_shared; returns the
-        bytes of dynamic shared memory the launch must provide."""
-        raise NotImplementedError
+        bytes of dynamic shared memory the launch must provide. Called only
+        when `places_shared_memory` is set, which obliges the core to define it."""
+        raise TypeError(f"{type(self).__name__} sets places_shared_memory but does not "
+                        "define place_shared")
 
     def lower_loop(self, emitter, op) -> bool:
         """A chance to lower an scf.for itself (e.g. software pipelining);
