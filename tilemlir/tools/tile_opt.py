@@ -106,9 +106,6 @@ def parse_args(argv: list[str]) -> Options:
         else:
             ours.append(arg)
 
-    class _Raising(argparse.ArgumentParser):
-        pass
-
     def error(message: str):
         raise UserError(message)
 
@@ -164,11 +161,10 @@ def _verify_after_parse(pipeline: str) -> str:
     return "tile-verify"
 
 
-def _process_chunk(chunk, options: Options, context, pipeline: str, overrides: dict,
-                   stderr_lines: list[str], dumped: list[bool]) -> tuple[bool, str]:
-    """Runs one chunk; returns (ok, printed IR)."""
-    verify_after_parse = _verify_after_parse(pipeline)
-    from mlir import ir, passmanager
+def _process_chunk(chunk, options: Options, context, verify_pm, pm,
+                   stderr_lines: list[str]) -> tuple[bool, str]:
+    """Runs one chunk through tile-verify and the pipeline; returns (ok, printed IR)."""
+    from mlir import ir
 
     from tilemlir.diagnostics import (
         ParseFailure,
@@ -178,7 +174,6 @@ def _process_chunk(chunk, options: Options, context, pipeline: str, overrides: d
         parse_chunk,
         verify_expectations,
     )
-    from tilemlir.passes import add_to, build_pipeline
 
     diags = []
     output = ""
@@ -192,14 +187,7 @@ def _process_chunk(chunk, options: Options, context, pipeline: str, overrides: d
         if module is not None:
             with context:
                 try:
-                    build_pipeline(verify_after_parse, context=context).run(module)
-                    pm = passmanager.PassManager("builtin.module", context=context)
-                    add_to(pm, pipeline, context=context, overrides=overrides)
-                    if options.dump_pass_pipeline and not dumped[0]:
-                        stderr_lines.append(f"Pass Manager with pipeline:\n{pm}\n")
-                        dumped[0] = True
-                    if options.print_ir_after_all:
-                        pm.enable_ir_printing(print_after_all=True)
+                    verify_pm.run(module)
                     pm.run(module)
                     output = module.get_asm(print_generic_op_form=options.print_generic,
                                             enable_debug_info=options.print_debuginfo) + "\n"
@@ -222,7 +210,6 @@ def run(argv: list[str]) -> int:
     from tilemlir.diagnostics import SPLIT_MARKER, split_input
     from tilemlir.dialects import tile
     from tilemlir.passes import build_pipeline
-    from tilemlir.passes.pipeline import parse_pipeline
     from tilemlir.tools.common import read_input, write_output
 
     options = parse_args(argv)
@@ -244,17 +231,20 @@ def run(argv: list[str]) -> int:
     context.allow_unregistered_dialects = options.allow_unregistered_dialect
     pipeline = _pipeline_text(options)
     overrides: dict = {"target": target_override} if target_override else {}
-    # Validate the pipeline before touching the input, so a typo fails fast.
-    parse_pipeline(pipeline)
+    # Built once, before the input is read (a typo fails fast), and run on every chunk.
     with context:
-        build_pipeline(pipeline, context=context, overrides=overrides)
+        verify_pm = build_pipeline(_verify_after_parse(pipeline), context=context)
+        pm = build_pipeline(pipeline, context=context, overrides=overrides)
+    if options.print_ir_after_all:
+        pm.enable_ir_printing(print_after_all=True)
+    stderr_lines: list[str] = []
+    if options.dump_pass_pipeline:
+        stderr_lines.append(f"Pass Manager with pipeline:\n{pm}\n")
 
     source = read_input(options.input)
-    stderr_lines: list[str] = []
     outputs, all_ok = [], True
-    dumped = [False]
     for chunk in split_input(source, options.split_input_file):
-        ok, printed = _process_chunk(chunk, options, context, pipeline, overrides, stderr_lines, dumped)
+        ok, printed = _process_chunk(chunk, options, context, verify_pm, pm, stderr_lines)
         all_ok &= ok
         outputs.append(printed)
     sys.stderr.write("".join(stderr_lines))
