@@ -41,18 +41,18 @@ class Diag:
         return ""
 
 
-def _file_position(location: ir.Location) -> tuple[str, int, int]:
+def file_position(location: ir.Location) -> tuple[str, int, int]:
     """The first file:line:col inside a (possibly nested) location."""
     try:
         if location.is_a_file():
             return location.filename, location.start_line, location.start_col
         if location.is_a_name():
-            return _file_position(location.child_loc)
+            return file_position(location.child_loc)
         if location.is_a_callsite():
-            return _file_position(location.callee)
+            return file_position(location.callee)
         if location.is_a_fused():
             for child in location.locations:
-                found = _file_position(child)
+                found = file_position(child)
                 if found[1]:
                     return found
     except (AttributeError, ValueError, RuntimeError):
@@ -65,7 +65,7 @@ _SEVERITY = {"ERROR": "error", "WARNING": "warning", "NOTE": "note", "REMARK": "
 
 def diag_from_mlir(d, source: SourceBuffer | None = None) -> Diag:
     """Converts an `ir.Diagnostic` or `ir.DiagnosticInfo` into a `Diag`."""
-    file, line, col = _file_position(d.location)
+    file, line, col = file_position(d.location)
     if source is not None:
         file, line, col = source.map_position(file, line, col)
     severity = _SEVERITY.get(str(d.severity).rsplit(".", 1)[-1], "error")

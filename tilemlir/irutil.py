@@ -40,10 +40,6 @@ def enclosing(op: ir.Operation | ir.OpView, name: str) -> ir.Operation | None:
     return next((p for p in parent_ops(op) if p.name == name), None)
 
 
-def type_str(t: ir.Type) -> str:
-    return str(t)
-
-
 class CapturedText:
     def __init__(self) -> None:
         self._text = ""

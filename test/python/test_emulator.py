@@ -411,6 +411,20 @@ def test_gemm_kernel_lowers_to_rocdl():
 # Scalar semantics (host code runs on the same machinery with one lane)
 # --------------------------------------------------------------------------
 
+def _evaluate(constants: str, expr: str, result_type: str, dtype) -> np.ndarray:
+    """Runs `%r = expr` after `constants` and returns the stored result."""
+    text = f"""module {{ func.func @entry(%out: memref<1x{result_type}>) {{
+{constants}
+  %c0 = arith.constant 0 : index
+  %r = {expr}
+  memref.store %r, %out[%c0] : memref<1x{result_type}>
+  return
+}} }}"""
+    out = np.zeros(1, dtype)
+    _run(text, [out])
+    return out
+
+
 @pytest.mark.parametrize("expr,result_type,expected", [
     ("arith.divsi %a, %b : i32", "i32", -2),  # -7 / 3 truncates
     ("arith.remsi %a, %b : i32", "i32", -1),
@@ -424,16 +438,8 @@ def test_gemm_kernel_lowers_to_rocdl():
     ("arith.cmpi slt, %a, %b : i32", "i1", True),
 ])
 def test_integer_semantics(expr, result_type, expected):
-    text = f"""module {{ func.func @entry(%out: memref<1x{result_type}>) {{
-  %a = arith.constant -7 : i32
-  %b = arith.constant 3 : i32
-  %c0 = arith.constant 0 : index
-  %r = {expr}
-  memref.store %r, %out[%c0] : memref<1x{result_type}>
-  return
-}} }}"""
-    out = np.zeros(1, bool if result_type == "i1" else np.int32)
-    _run(text, [out])
+    constants = "  %a = arith.constant -7 : i32\n  %b = arith.constant 3 : i32"
+    out = _evaluate(constants, expr, result_type, bool if result_type == "i1" else np.int32)
     assert out[0] == expected
 
 
@@ -450,19 +456,9 @@ def test_integer_semantics(expr, result_type, expected):
 ])
 def test_float_semantics(expr, out_type, expected):
     from emulator_kernels import NUMPY
-    dtype = bool if out_type == "i1" else NUMPY[out_type]
-    text = f"""module {{ func.func @entry(%out: memref<1x{out_type}>) {{
-  %x = arith.constant 1.00390625 : f32
-  %y = arith.constant 1.0625 : f32
-  %z = arith.constant -2.5 : f32
-  %n = arith.constant 0x7FC00000 : f32
-  %c0 = arith.constant 0 : index
-  %r = {expr}
-  memref.store %r, %out[%c0] : memref<1x{out_type}>
-  return
-}} }}"""
-    out = np.zeros(1, dtype)
-    _run(text, [out])
+    constants = ("  %x = arith.constant 1.00390625 : f32\n  %y = arith.constant 1.0625 : f32\n"
+                 "  %z = arith.constant -2.5 : f32\n  %n = arith.constant 0x7FC00000 : f32")
+    out = _evaluate(constants, expr, out_type, bool if out_type == "i1" else NUMPY[out_type])
     if isinstance(expected, float) and np.isnan(expected):
         assert np.isnan(out[0].astype(np.float32))
     else:

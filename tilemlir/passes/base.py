@@ -74,23 +74,24 @@ def option_name(field_name: str) -> str:
     return field_name.replace("_", "-")
 
 
-def _convert(text: str, annotation: str, pass_name: str, key: str):
+def _convert(text: str, annotation: type, pass_name: str, key: str):
+    """The option value `text` as the field's type (bool, int, tuple[int, ...] or str)."""
     def bad(expected: str) -> PassOptionError:
         return PassOptionError(f"{pass_name}: option '{key}' expects {expected}, got '{text}'")
 
-    if annotation == "bool":
+    if annotation is bool:
         lowered = text.lower()
         if lowered in ("true", "1", "on"):
             return True
         if lowered in ("false", "0", "off"):
             return False
         raise bad("true or false")
-    if annotation == "int":
+    if annotation is int:
         try:
             return int(text, 0)
         except ValueError:
             raise bad("an integer") from None
-    if annotation.startswith("tuple[int"):
+    if typing.get_origin(annotation) is tuple:
         try:
             return tuple(int(part, 0) for part in text.split(",") if part.strip())
         except ValueError:
@@ -137,10 +138,9 @@ class TilePass(ABC):
                     f"{cls.name}: unknown option '{key}'{maybe} (options: {known})"
                 )
             field = by_option[key]
-            annotation = str(hints[field.name]).replace("typing.", "")
-            annotation = annotation.replace("<class '", "").replace("'>", "")
+            annotation = hints[field.name]
             if not eq:
-                if annotation != "bool":
+                if annotation is not bool:
                     raise PassOptionError(f"{cls.name}: option '{key}' needs a value ({key}=...)")
                 value = "true"
             values[field.name] = _convert(value, annotation, cls.name, key)

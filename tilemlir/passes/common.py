@@ -49,26 +49,31 @@ def gemm_shape(op: ir.Operation) -> GemmShape:
                      accum, transpose_a, transpose_b)
 
 
-def memref_bytes(memref_type: ir.Type) -> int:
-    """Bytes of a statically shaped memref (sub-byte types count as one byte)."""
-    memref_type = ir.MemRefType(memref_type)
-    count = 1
-    for extent in memref_type.shape:
-        count *= extent
-    element = memref_type.element_type
-    bits = element.width if hasattr(element, "width") else 32
-    return count * max(1, bits // 8)
+def copy_vector_width(cols: int, element_bits: int) -> int:
+    """Elements per lane per access of a copy: 128 bits, halved until it divides
+    the row length."""
+    width = max(1, 128 // element_bits)
+    while width > 1 and cols % width:
+        width //= 2
+    return width
+
+
+def shared_layout(alloc: ir.Operation) -> tuple[bool, int]:
+    """(stored transposed, row padding in elements) from tile.smem_layout."""
+    if SMEM_LAYOUT_ATTR not in alloc.attributes:
+        return False, 0
+    layout = ir.DictAttr(alloc.attributes[SMEM_LAYOUT_ATTR])
+    return ir.BoolAttr(layout["transposed"]).value, ir.IntegerAttr(layout["pad"]).value
 
 
 def physical_shared_shape(alloc: ir.Operation) -> list[int]:
     """How a tile.alloc_shared is stored in LDS (tile.smem_layout): the last
     two dimensions swapped when transposed, and each stored row padded."""
     shape = list(ir.MemRefType(alloc.results[0].type).shape)
-    if SMEM_LAYOUT_ATTR in alloc.attributes:
-        layout = ir.DictAttr(alloc.attributes[SMEM_LAYOUT_ATTR])
-        if ir.BoolAttr(layout["transposed"]).value:
-            shape[-2], shape[-1] = shape[-1], shape[-2]
-        shape[-1] += ir.IntegerAttr(layout["pad"]).value
+    transposed, pad = shared_layout(alloc)
+    if transposed:
+        shape[-2], shape[-1] = shape[-1], shape[-2]
+    shape[-1] += pad
     return shape
 
 

@@ -64,6 +64,7 @@ from tilemlir.passes.common import (
     SMEM_LAYOUT_ATTR,
     VECTOR_WIDTH_ATTR,
     MmaChoice,
+    copy_vector_width,
     enclosing_kernel,
     gemm_shape,
     i64_array,
@@ -75,18 +76,10 @@ from tilemlir.passes.matrix_cores import core_for
 
 
 def _location_text(op: ir.Operation) -> str:
-    from tilemlir.diagnostics import _file_position
+    from tilemlir.diagnostics import file_position
 
-    file, line, col = _file_position(op.location)
+    file, line, col = file_position(op.location)
     return f"{file}:{line}:{col}" if line else str(op.location)
-
-
-def copy_vector_width(cols: int, element_bits: int) -> int:
-    """Elements per 128-bit access, halved until it divides the row length."""
-    width = max(1, 128 // element_bits)
-    while width > 1 and cols % width:
-        width //= 2
-    return width
 
 
 def _stages_of(alloc: ir.Operation) -> int:

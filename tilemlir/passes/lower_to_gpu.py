@@ -69,13 +69,14 @@ from tilemlir.passes.common import (
     IN_BOUNDS_ATTR,
     LAYOUT_ATTR,
     LDS_CONFLICTS_ATTR,
-    SMEM_LAYOUT_ATTR,
     VECTOR_WIDTH_ATTR,
     MmaChoice,
+    copy_vector_width,
     kernel_grid,
     kernel_threads,
     physical_shared_bytes,
     physical_shared_shape,
+    shared_layout,
     warp_grid_of,
 )
 from tilemlir.passes.gpu_builders import (
@@ -645,14 +646,6 @@ class KernelEmitter:
 LDS_CONFLICTS_REPORT_ATTR = "tile.lds_bank_conflicts_per_iteration"
 
 
-def shared_layout(alloc: ir.Operation) -> tuple[bool, int]:
-    """(stored transposed, row padding in elements) from tile.smem_layout."""
-    if SMEM_LAYOUT_ATTR not in alloc.attributes:
-        return False, 0
-    layout = ir.DictAttr(alloc.attributes[SMEM_LAYOUT_ATTR])
-    return ir.BoolAttr(layout["transposed"]).value, ir.IntegerAttr(layout["pad"]).value
-
-
 def physical_shared_type(alloc: ir.Operation) -> ir.MemRefType:
     """The LDS memref a tile.alloc_shared is stored as (`physical_shared_shape`)."""
     memref_type = ir.MemRefType(alloc.results[0].type)
@@ -672,12 +665,10 @@ def store_tile_vector(value: ir.Value, dst: ir.Value, row: ir.Value, col: ir.Val
 
 
 def _vector_width(op, cols: int, element: ir.Type) -> int:
+    """tile-infer-layout's choice, or the same rule when it did not run."""
     if VECTOR_WIDTH_ATTR in op.attributes:
         return ir.IntegerAttr(op.attributes[VECTOR_WIDTH_ATTR]).value
-    width = max(1, 16 // max(1, bit_width(element) // 8))  # 128 bits per lane
-    while width > 1 and cols % width:
-        width //= 2
-    return width
+    return copy_vector_width(cols, bit_width(element))
 
 
 def _is_constant(value: ir.Value) -> bool:

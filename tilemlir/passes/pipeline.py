@@ -157,6 +157,8 @@ def _unknown_pass(name: str) -> PipelineError:
 
 
 def _check_upstream(text: str, name: str, anchor: str, context: ir.Context) -> None:
+    """Raises a PipelineError saying why MLIR refuses the upstream element `text`
+    (an unknown pass, with suggestions, or MLIR's own option error)."""
     scratch = passmanager.PassManager(anchor, context=context)
     with capture_native_stderr() as captured:
         try:
@@ -194,8 +196,8 @@ def add_elements(
                     f"tile passes may be nested at most one level deep (inside '{anchor}')"
                 )
             if not any(is_tile_pass(c.name) for c in element.children):
-                _check_nested(element, context)
-                pm.add(_nest(anchor, element.text()))
+                _add_upstream(pm, _nest(anchor, element.text()),
+                              lambda element=element: _check_nested(element, context))
                 continue
             for child in element.children:
                 add_elements(pm, [child], context=context, overrides=overrides, anchor=element.name)
@@ -208,8 +210,21 @@ def add_elements(
                 description=tile_pass.summary,
             )
         else:
-            _check_upstream(element.text(), element.name, anchor or "builtin.module", context)
-            pm.add(_nest(anchor, element.text()))
+            _add_upstream(pm, _nest(anchor, element.text()), lambda element=element: _check_upstream(
+                element.text(), element.name, anchor or "builtin.module", context))
+
+
+def _add_upstream(pm: passmanager.PassManager, text: str, diagnose) -> None:
+    """Hands `text` to MLIR's pipeline parser; when it refuses, `diagnose()`
+    finds the element at fault and raises a PipelineError naming it."""
+    with capture_native_stderr():  # MLIR's parser also writes its complaint to stderr
+        try:
+            pm.add(text)
+            return
+        except ValueError as error:
+            refused = error
+    diagnose()
+    raise PipelineError(f"invalid pass pipeline '{text}': {refused}")
 
 
 def _nest(anchor: str | None, text: str) -> str:

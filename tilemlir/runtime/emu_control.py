@@ -22,6 +22,7 @@ from tilemlir.runtime.emu_core import (
     attr_int,
     handles,
     merge,
+    require_whole_waves,
     value_type,
 )
 
@@ -390,18 +391,7 @@ def _mfma(compiler, op):
 
     def step(frame):
         wg, vals = frame.wg, frame.vals
-        wave = wg.wave_size
-        if wave != mfma_layouts.WAVE or wg.threads % wave:
-            raise EmulatorError(f"amdgpu.mfma needs whole waves of 64 lanes (wave size {wave}, "
-                                f"{wg.threads} threads per workgroup)", op)
-        if frame.mask is not None:
-            per_wave = frame.mask.reshape(-1, wave)
-            partial = per_wave.any(axis=1) & ~per_wave.all(axis=1)
-            if partial.any():
-                w = int(np.argmax(partial))
-                lane = w * wave + int(np.argmin(per_wave[w]))
-                raise SanitizerError("amdgpu.mfma in divergent control flow: inactive "
-                                     f"{wg.describe_lane(lane)}", op)
+        require_whole_waves(frame, op, "amdgpu.mfma", mfma_layouts.WAVE)
         threads = wg.threads
         a = lanes_of(vals[a_slot], a_dtype, a_count, a_packed, threads)
         b = lanes_of(vals[b_slot], b_dtype, b_count, b_packed, threads)

@@ -19,7 +19,7 @@ import ml_dtypes
 import numpy as np
 from mlir import ir
 
-from tilemlir.diagnostics import Diag, UserError, _file_position, format_diag
+from tilemlir.diagnostics import Diag, UserError, file_position, format_diag
 
 # --------------------------------------------------------------------------
 # Errors
@@ -48,7 +48,7 @@ class SanitizerError(EmulatorError):
 
 def position(op: ir.Operation) -> tuple[str, int, int]:
     try:
-        return _file_position(op.location)
+        return file_position(op.location)
     except Exception:  # noqa: BLE001 - a location we cannot read is just unknown
         return "", 0, 0
 
@@ -152,6 +152,24 @@ class Frame:
         self.mask: np.ndarray | None = None  # (T,) bool; None = every lane active
         self.wg = wg
         self.yielded: list = []
+
+
+def require_whole_waves(frame: Frame, op: ir.Operation, what: str, wave: int) -> None:
+    """A wave-level matrix instruction needs every lane of its waves: whole
+    waves of `wave` lanes, none of them partly inactive (divergent control flow)."""
+    wg = frame.wg
+    if wg.wave_size != wave or wg.threads % wave:
+        raise EmulatorError(f"{what} needs whole waves of {wave} lanes (wave size {wg.wave_size}, "
+                            f"{wg.threads} threads per workgroup)", op)
+    if frame.mask is None:
+        return
+    per_wave = frame.mask.reshape(-1, wave)
+    partial = per_wave.any(axis=1) & ~per_wave.all(axis=1)
+    if partial.any():
+        w = int(np.argmax(partial))
+        lane = w * wave + int(np.argmin(per_wave[w]))
+        raise SanitizerError(f"{what} in divergent control flow: inactive "
+                             f"{wg.describe_lane(lane)}", op)
 
 
 def lane_axis(mask: np.ndarray, ndim: int) -> np.ndarray:

@@ -42,9 +42,9 @@ from mlir import ir
 
 from tilemlir.runtime.emu_core import (
     EmulatorError,
-    SanitizerError,
     UnsupportedOp,
     handles,
+    require_whole_waves,
     value_type,
 )
 
@@ -120,16 +120,7 @@ def _builtin_call(compiler, op):
 
     def step(frame):
         wg, vals = frame.wg, frame.vals
-        if wg.wave_size != WAVE or wg.threads % WAVE:
-            raise EmulatorError(f"{callee} needs whole waves of 64 lanes", op)
-        if frame.mask is not None:
-            per_wave = frame.mask.reshape(-1, WAVE)
-            partial = per_wave.any(axis=1) & ~per_wave.all(axis=1)
-            if partial.any():
-                w = int(np.argmax(partial))
-                lane = w * WAVE + int(np.argmin(per_wave[w]))
-                raise SanitizerError(f"{callee} in divergent control flow: inactive "
-                                     f"{wg.describe_lane(lane)}", op)
+        require_whole_waves(frame, op, callee, WAVE)
         threads = wg.threads
         x = _items(vals[x_slot], threads, element, per_lane)
         y = _items(vals[y_slot], threads, element, per_lane)
