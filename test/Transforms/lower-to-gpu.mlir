@@ -15,6 +15,8 @@
 // CHECK: gpu.barrier
 // CHECK: vector.load {{.*}} : memref<1024x1024xf8E4M3FNUZ>, vector<16xf8E4M3FNUZ>
 // CHECK: vector.store {{.*}} : memref<128x40xf8E4M3FNUZ, #gpu.address_space<workgroup>>, vector<16xf8E4M3FNUZ>
+// B (K x N) goes in transposed: a 32x128 tile has too few blocks of 4 rows
+// x 16 bytes for 256 threads to pack columns, so 16 byte stores per thread.
 // CHECK-COUNT-16: memref.store {{.*}} : memref<128x40xf8E4M3FNUZ, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // Operand reads: 8 fp8 values of one row per lane, one vector load each.

@@ -82,20 +82,21 @@ def check_compiled(text: str, chip: str) -> dict:
     return report
 
 
-def emulate_against_reference(text: str, chip: str, seed: int = 0) -> None:
+def emulate_against_reference(text: str, chip: str, seed: int = 0, tiling: str = "") -> None:
     """The emulator on the compiled kernel against the reference engine on the
     tile IR the kernel was lowered from (after tile-legalize-precision, whose
     explicit casts, e.g. FNUZ -> OCP fp8 on gfx950, are part of its meaning;
-    the tile passes themselves are checked by translation validation)."""
+    the tile passes themselves are checked by translation validation).
+    `tiling`: tile-tiling's options for a whole-problem GEMM."""
     target = f"amdgpu:{chip}"
-    tile_ir = tilemlir.compile(text, target=target, emit="tile").artifacts["tile"]
+    compiled = tilemlir.compile(text, target=target, emit="gpu", options={"tiling": tiling})
     entry = "gemm" if "@gemm" in text else "mixed_precision_gemm"
     program = Program(tilemlir.runtime.load_module(text)[0])
     inputs = random_arguments(parameters(program.function(entry).op, program.dtype_of), seed)
     reference = [x.copy() for x in inputs]
     emulated = [x.copy() for x in inputs]
-    run(tile_ir, entry, reference)
-    run(text, entry, emulated, engine="emulator", target=target)
+    run(compiled.artifacts["tile"], entry, reference)
+    run(compiled.artifacts["gpu"], entry, emulated, engine="emulator", target=target)
     out_ref = convert(reference[-1], np.float64)
     out_emu = convert(emulated[-1], np.float64)
     # Same inputs and output rounding; the accumulation order differs (the

@@ -55,9 +55,9 @@ def test_seed_layouts():
     tile_ir = tilemlir.compile(seed, target="amdgpu:gfx942", emit="tile").artifacts["tile"]
     # A: rows 32 bytes apart would cost 12 extra clocks per operand read (the
     # hand-worked case above); 8 bytes of padding make them conflict-free.
-    assert ('tile.smem_layout = {banks = "32", conflicts = 0 : i64, pad = 8 : i64, transposed = false, '
-            'unpadded_conflicts = 12 : i64}') in tile_ir
-    assert 'pad = 8 : i64, transposed = true' in tile_ir  # B is stored N x K
+    assert ('tile.smem_layout = {banks = "32", conflicts = 0 : i64, pad = 8 : i64, '
+            'transpose_read = false, transposed = false, unpadded_conflicts = 12 : i64}') in tile_ir
+    assert 'pad = 8 : i64, transpose_read = false, transposed = true' in tile_ir  # B is stored N x K
 
 
 def test_padding_gives_way_to_the_lds_budget():

@@ -43,3 +43,20 @@ def test_missing_barrier_is_a_race():
     module, _ = load_module(broken, verify=False)
     with pytest.raises(SanitizerError, match="data race"):
         emulate(module, "mixed_precision_gemm", args, chip="gfx942")
+
+
+@pytest.mark.parametrize(("chip", "fp8", "shape"), [
+    ("gfx942", "f8E4M3FNUZ", (128, 128, 256)),
+    ("gfx942", "f8E4M3FNUZ", (100, 72, 200)),  # guarded edge blocks
+    ("gfx950", "f8E4M3FN", (128, 128, 256)),
+])
+def test_fp8_row_major_b_register_transpose_runs(chip, fp8, shape):
+    """A K x N fp8 B is stored N x K: with a 128x128 B tile each thread loads
+    4 rows of 16 bytes, rebuilds 4-byte columns with dword bit operations
+    (gpu_builders.columns_of) and writes each with one 32-bit LDS store."""
+    text = gemm_text(*shape, fp8, "f16")
+    tiling = "block=64,128,128 threads=256 stages=2"
+    gpu = tilemlir.compile(text, target=f"amdgpu:{chip}", emit="gpu",
+                           options={"tiling": tiling}).artifacts["gpu"]
+    assert "vector<1xi32> to vector<4x" in gpu  # the packed columns
+    emulate_against_reference(text, chip, tiling=tiling)

@@ -230,6 +230,9 @@ class Memory:
     l2_mib: float | Unknown = field(metadata=_doc("L2 of the whole package, MiB"))
     hbm_gib: float | Unknown = field(metadata=_doc("device memory of the package, GiB"))
     hbm_bandwidth_gbps: float | Unknown = field(metadata=_doc("peak device-memory bandwidth, GB/s"))
+    shared_transpose_reads: tuple[str, ...] = field(default=(), metadata=_doc(
+        "LDS transpose reads (64 bits per lane, exchanged within 16-lane groups), "
+        "e.g. ds_read_b64_tr_b16; [] if none"))
 
 
 @dataclass(frozen=True)

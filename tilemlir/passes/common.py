@@ -66,6 +66,29 @@ def shared_layout(alloc: ir.Operation) -> tuple[bool, int]:
     return ir.BoolAttr(layout["transposed"]).value, ir.IntegerAttr(layout["pad"]).value
 
 
+def transpose_reads(alloc: ir.Operation) -> bool:
+    """Whether a tile.alloc_shared's gemm operand reads are LDS transpose reads
+    (tile.smem_layout `transpose_read`): stored as is, columns read across lanes."""
+    if SMEM_LAYOUT_ATTR not in alloc.attributes:
+        return False
+    layout = ir.DictAttr(alloc.attributes[SMEM_LAYOUT_ATTR])
+    return "transpose_read" in layout and ir.BoolAttr(layout["transpose_read"]).value
+
+
+# LDS transpose reads by element width: (descriptor name, elements per lane).
+TRANSPOSE_READS = {16: ("ds_read_b64_tr_b16", 4), 8: ("ds_read_b64_tr_b8", 8)}
+TRANSPOSE_READ_GROUP = 16  # lanes exchanging data in one transpose read
+
+
+def transpose_read_elements(target, element_bits: int) -> int | None:
+    """Elements per lane of the target's LDS transpose read for this element
+    width (memory.shared_transpose_reads), or None when it has none."""
+    read = TRANSPOSE_READS.get(element_bits)
+    if read is None or read[0] not in target.memory.shared_transpose_reads:
+        return None
+    return read[1]
+
+
 def physical_shared_shape(alloc: ir.Operation) -> list[int]:
     """How a tile.alloc_shared is stored in LDS (tile.smem_layout): the last
     two dimensions swapped when transposed, and each stored row padded."""

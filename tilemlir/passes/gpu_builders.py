@@ -27,6 +27,10 @@ def add(a: ir.Value, b: ir.Value | int) -> ir.Value:
     return arith.AddIOp(a, b).result
 
 
+def sub(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.SubIOp(a, b).result
+
+
 def mul(a: ir.Value, b: int) -> ir.Value:
     if b == 1:
         return a
@@ -131,9 +135,79 @@ def zeros(t: ir.Type) -> ir.Value:
 
 def load_or_zero(inside: ir.Value, result_type: ir.Type, load) -> ir.Value:
     """`load()` where `inside` holds, else zeros: out-of-bounds reads give 0."""
-    branch = scf.IfOp(inside, [result_type], has_else=True)
+    return loads_or_zeros(inside, [result_type], lambda: [load()])[0]
+
+
+def loads_or_zeros(inside: ir.Value, result_types: list[ir.Type], load) -> list[ir.Value]:
+    """The values `load()` returns where `inside` holds, else zeros."""
+    branch = scf.IfOp(inside, result_types, has_else=True)
     with ir.InsertionPoint(branch.then_block):
-        scf.YieldOp([load()])
+        scf.YieldOp(load())
     with ir.InsertionPoint(branch.else_block):
-        scf.YieldOp([zeros(result_type)])
-    return branch.results[0]
+        scf.YieldOp([zeros(t) for t in result_types])
+    return list(branch.results)
+
+
+def columns_of(rows: list[ir.Value]) -> list[ir.Value]:
+    """The columns of a small matrix held as row vectors: `len(rows)` (a power
+    of two) vectors of `width` elements in, `width` vectors of `len(rows)` out.
+    16- and 32-bit elements go through pairwise interleaving shuffles, which the
+    AMDGPU backend selects as v_perm_b32/v_pack; 8-bit elements (4 rows, width
+    a multiple of 4) through the same interleaving written as dword bit
+    arithmetic, since llc scalarizes byte shuffles into one SDWA op per byte."""
+    row_type = ir.VectorType(rows[0].type)
+    width, depth, element = row_type.shape[0], len(rows), row_type.element_type
+    if bit_width(element) == 8:
+        return _byte_columns(rows)
+    group = 1
+    while len(rows) > 1:
+        mask = [half * group * width + i * group + t
+                for i in range(width) for half in (0, 1) for t in range(group)]
+        rows = [vector.shuffle(rows[p], rows[p + 1], mask) for p in range(0, len(rows), 2)]
+        group *= 2
+    return [vector.shuffle(rows[0], rows[0], list(range(i * depth, (i + 1) * depth)))
+            for i in range(width)]
+
+
+def _byte_columns(rows: list[ir.Value]) -> list[ir.Value]:
+    """columns_of for 4 rows of 8-bit elements: per dword of the rows, two
+    levels of interleaving (bytes of rows 0/1 and 2/3, then halves of those)."""
+    row_type = ir.VectorType(rows[0].type)
+    width, element = row_type.shape[0], row_type.element_type
+    i32 = ir.IntegerType.get_signless(32)
+    words = [vector.bitcast(ir.VectorType.get([width // 4], i32), row) for row in rows]
+
+    def const(value: int) -> ir.Value:
+        return arith.constant(i32, value)
+
+    def bits(value: ir.Value, mask: int, shift: int) -> ir.Value:
+        """(value & mask) shifted left by `shift` (right when negative)."""
+        masked = arith.andi(value, const(mask - (1 << 32) if mask >= 1 << 31 else mask))
+        if shift > 0:
+            return arith.shli(masked, const(shift))
+        return arith.shrui(masked, const(-shift)) if shift < 0 else masked
+
+    def interleave_bytes(a: ir.Value, b: ir.Value, high: bool) -> ir.Value:
+        """[a.b0, b.b0, a.b1, b.b1] (or the same of bytes 2 and 3)."""
+        base = 16 if high else 0
+        parts = [bits(a, 0xFF << base, -base), bits(b, 0xFF << base, 8 - base),
+                 bits(a, 0xFF00 << base, 8 - base), bits(b, 0xFF00 << base, 16 - base)]
+        return arith.ori(arith.ori(parts[0], parts[1]), arith.ori(parts[2], parts[3]))
+
+    def interleave_halves(a: ir.Value, b: ir.Value, high: bool) -> ir.Value:
+        """[a.h0, b.h0] (or [a.h1, b.h1]) as one dword."""
+        if high:
+            return arith.ori(arith.shrui(a, const(16)), arith.andi(b, const(-65536)))
+        return arith.ori(arith.andi(a, const(0xFFFF)), arith.shli(b, const(16)))
+
+    column_type = ir.VectorType.get([4], element)
+    columns = []
+    for d in range(width // 4):
+        word = [vector.extract(w, [], [d]) for w in words]
+        pairs = [[interleave_bytes(word[r], word[r + 1], high) for high in (False, True)]
+                 for r in (0, 2)]
+        for e in range(4):
+            packed = interleave_halves(pairs[0][e // 2], pairs[1][e // 2], bool(e % 2))
+            columns.append(vector.bitcast(column_type, vector.from_elements(
+                ir.VectorType.get([1], i32), [packed])))
+    return columns

@@ -17,11 +17,16 @@ length allows (halving until it divides).
 Shared buffers read by a gemm get an LDS layout (when the family's matrix
 core describes its operand reads):
 
-    tile.smem_layout = {transposed = B, pad = P, conflicts = C, banks = "..."}
+    tile.smem_layout = {transposed = B, transpose_read = T, pad = P, conflicts = C,
+                        banks = "..."}
 
 * `transposed`: the buffer is stored K-contiguous (e.g. B of shape K x N is
   stored N x K), so each lane's operand elements are one vector read
   (ds_read_b64/b128) instead of one read per element;
+* `transpose_read` (option `transpose-reads`, where the descriptor lists
+  memory.shared_transpose_reads, e.g. gfx950's ds_read_b64_tr_b16/b8): an
+  operand that is not K-contiguous stays as it is and the transpose reads
+  hand each lane a K run of one column: no transposing copy;
 * `pad`: elements added to each stored row, the smallest that makes the
   wave's operand reads conflict-free under the descriptor's bank count
   (`tilemlir.lds_banks`; when the bank count is unknown, for both 32 and 64
@@ -62,6 +67,7 @@ from tilemlir.passes.common import (
     LDS_CONFLICTS_ATTR,
     MMA_ATTR,
     SMEM_LAYOUT_ATTR,
+    TRANSPOSE_READ_GROUP,
     VECTOR_WIDTH_ATTR,
     MmaChoice,
     copy_vector_width,
@@ -70,6 +76,7 @@ from tilemlir.passes.common import (
     i64_array,
     int_attr,
     physical_shared_bytes,
+    transpose_read_elements,
     warp_grid_of,
 )
 from tilemlir.passes.matrix_cores import core_for
@@ -108,6 +115,12 @@ class TileInferLayout(TilePass):
     summary: ClassVar[str] = "Assign lane layouts to register fragments and vector widths to copies"
 
     target: str = ""
+    # Read operands that are not K-contiguous with the chip's LDS transpose
+    # reads instead of storing them transposed. Off by default: in
+    # bench/amd_vs_triton.py's gfx950 cases it lowers mfma_busy_ratio (fp8
+    # 128x128x128 0.408 -> 0.376; f16 256x256x64 0.721 -> 0.503, 0 -> 41 spills),
+    # the next stage's LDS stores then waiting on its global loads mid-loop.
+    transpose_reads: bool = False
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         chosen: dict = {}  # fragment value -> (layout key, the gemm that set it)
@@ -139,7 +152,8 @@ class TileInferLayout(TilePass):
         for op in allocs:
             if SMEM_LAYOUT_ATTR in op.attributes:
                 layout = ir.DictAttr(op.attributes[SMEM_LAYOUT_ATTR])
-                entries = {name: layout[name] for name in ("transposed", "banks", "conflicts")}
+                entries = {name: layout[name]
+                           for name in ("transposed", "transpose_read", "banks", "conflicts")}
                 entries["pad"] = int_attr(0)
                 entries["conflicts"] = int_attr(ir.IntegerAttr(layout["unpadded_conflicts"]).value)
                 entries["unpadded_conflicts"] = layout["unpadded_conflicts"]
@@ -205,16 +219,33 @@ class TileInferLayout(TilePass):
             if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "tile.alloc_shared":
                 continue
             shape = list(ir.MemRefType(operand.type).shape)
-            k_extent = shape[-1] if k_contiguous else shape[-2]
-            element_bytes = max(1, ir.MemRefType(operand.type).element_type.width // 8)
-            # One lane's elements are read 16 bytes at a time at most.
-            per_access = min(count, max(1, 16 // element_bytes))
-            pad, conflicts = choose_padding(outer, ks, k_extent, element_bytes, per_access,
+            element_bits = ir.MemRefType(operand.type).element_type.width
+            element_bytes = max(1, element_bits // 8)
+            read = None
+            if self.transpose_reads and not k_contiguous:
+                read = transpose_read_elements(target, element_bits)
+            if read is not None and count % read == 0 and shape[-1] % read == 0:
+                # Stored as is (K rows); each lane's K run is read E at a time
+                # by transpose reads: lane l of a 16-lane group addresses row
+                # k + (l % 16) // (16/E), column n - l % 16 + E * (l % (16/E)).
+                per_access, row_extent = read, shape[-1]
+                per_row = TRANSPOSE_READ_GROUP // read
+                rows = [k + (lane % TRANSPOSE_READ_GROUP) // per_row for lane, k in enumerate(ks)]
+                cols = [n - lane % TRANSPOSE_READ_GROUP + read * (lane % per_row)
+                        for lane, n in enumerate(outer)]
+            else:
+                read = None
+                # Stored K-contiguous; one lane's elements are read 16 bytes at a time at most.
+                per_access = min(count, max(1, 16 // element_bytes))
+                row_extent = shape[-1] if k_contiguous else shape[-2]
+                rows, cols = outer, ks
+            pad, conflicts = choose_padding(rows, cols, row_extent, element_bytes, per_access,
                                             banks_options, bank_bytes)
-            _, unpadded = choose_padding(outer, ks, k_extent, element_bytes, per_access,
+            _, unpadded = choose_padding(rows, cols, row_extent, element_bytes, per_access,
                                          banks_options, bank_bytes, largest=0)
             owner.attributes[SMEM_LAYOUT_ATTR] = ir.DictAttr.get({
-                "transposed": ir.BoolAttr.get(not k_contiguous),
+                "transposed": ir.BoolAttr.get(not k_contiguous and read is None),
+                "transpose_read": ir.BoolAttr.get(read is not None),
                 "pad": int_attr(pad),
                 "conflicts": int_attr(conflicts * -(-count // per_access)),  # per operand read
                 "unpadded_conflicts": int_attr(unpadded * -(-count // per_access)),

@@ -38,8 +38,10 @@ from tilemlir.runtime.emu_core import (
     UnsupportedOp,
     attr_ints,
     lane_axis,
+    require_whole_waves,
     scalar_dtype,
 )
+from tilemlir.runtime.mfma_layouts import WAVE
 
 # --------------------------------------------------------------------------
 # Buffers and views
@@ -563,6 +565,45 @@ def _vector_load_store(compiler, op):
             vals[out] = access(frame, op, vals[source], idx, "load")
         else:
             access(frame, op, vals[source], idx, "store", values=vals[value_slot])
+    return step
+
+
+@handles("amdgpu.transpose_load")
+def _transpose_load(compiler, op):
+    """gfx950's LDS transpose read (ds_read_b64_tr_b16/b8): every lane reads
+    64 bits (E elements) at its own address; then, in each group of 16 lanes,
+    lane i receives element j = in[j * 16/E + i // E][i % E]. The whole wave
+    must be active and each address 8-byte aligned (sources: the gfx950
+    descriptor's memory.shared_transpose_reads)."""
+    source, *indices = compiler.slots_of(op.operands)
+    shape = tuple(op.results[0].type.shape)
+    per_lane = shape[0]
+    if shape != (per_lane,) or per_lane * ir.VectorType(op.results[0].type).element_type.width != 64:
+        raise UnsupportedOp("amdgpu.transpose_load of other than 64 bits per lane", op)
+    group, per_row = 16, 16 // per_lane
+    out_lane = np.arange(group).reshape(group, 1)
+    out_element = np.arange(per_lane).reshape(1, per_lane)
+    from_lane = (out_element * per_row + out_lane // per_lane).reshape(-1)
+    from_element = np.broadcast_to(out_lane % per_lane, (group, per_lane)).reshape(-1)
+    mapping = _minor_mapping(len(indices), 1)
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        require_whole_waves(frame, op, "amdgpu.transpose_load", WAVE)
+        vals = frame.vals
+        memref = vals[source]
+        starts = [np.asarray(vals[i]) for i in indices]
+        first = memref.offset + sum(i * stride for i, stride in zip(starts, memref.strides))
+        misaligned = np.broadcast_to(np.asarray(first) % per_lane != 0, (frame.wg.threads,))
+        if misaligned.any():
+            lane = int(np.argmax(misaligned))
+            raise SanitizerError(f"amdgpu.transpose_load address not 8-byte aligned in "
+                                 f"{frame.wg.describe_lane(lane)}", op)
+        loaded = access(frame, op, memref, spread(starts, shape, mapping), "load")
+        loaded = np.broadcast_to(loaded, (frame.wg.threads, per_lane))
+        groups = loaded.reshape(-1, group * per_lane)
+        picked = groups[:, from_lane * per_lane + from_element]
+        vals[out] = picked.reshape(frame.wg.threads, per_lane)
     return step
 
 

@@ -114,6 +114,47 @@ def _insert(compiler, op):
     return step
 
 
+@handles("vector.shuffle")
+def _shuffle(compiler, op):
+    first, second = compiler.slots_of(list(op.operands))
+    mask = np.asarray(attr_ints(op, "mask"), dtype=np.int64)
+    shape = _out_shape(op)
+    if (mask < 0).any():  # poison positions: nothing here produces them
+        raise UnsupportedOp("vector.shuffle with poison positions", op)
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        a, b = frame.vals[first], frame.vals[second]
+        lanes = max(a.shape[0], b.shape[0])
+        both = np.concatenate([np.broadcast_to(a, (lanes,) + a.shape[1:]),
+                               np.broadcast_to(b, (lanes,) + b.shape[1:])], axis=1)
+        frame.vals[out] = both[:, mask].reshape((both.shape[0],) + shape)
+    return step
+
+
+@handles("vector.interleave")
+def _interleave(compiler, op):
+    first, second = compiler.slots_of(list(op.operands))
+    shape = _out_shape(op)
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        a, b = np.broadcast_arrays(frame.vals[first], frame.vals[second])
+        frame.vals[out] = np.stack([a, b], axis=-1).reshape((a.shape[0],) + shape)
+    return step
+
+
+@handles("vector.deinterleave")
+def _deinterleave(compiler, op):
+    source = compiler.slot(op.operands[0])
+    even, odd = (compiler.slot(result) for result in op.results)
+
+    def step(frame):
+        value = frame.vals[source]
+        frame.vals[even], frame.vals[odd] = value[..., 0::2], value[..., 1::2]
+    return step
+
+
 @handles("vector.extract_strided_slice")
 def _extract_strided_slice(compiler, op):
     source = compiler.slot(op.operands[0])
