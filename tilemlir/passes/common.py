@@ -4,6 +4,7 @@ the pipeline records on ops, and the target a pass works for."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from mlir import ir
 
@@ -58,21 +59,22 @@ def copy_vector_width(cols: int, element_bits: int) -> int:
     return width
 
 
-def shared_layout(alloc: ir.Operation) -> tuple[bool, int]:
-    """(stored transposed, row padding in elements) from tile.smem_layout."""
-    if SMEM_LAYOUT_ATTR not in alloc.attributes:
-        return False, 0
-    layout = ir.DictAttr(alloc.attributes[SMEM_LAYOUT_ATTR])
-    return ir.BoolAttr(layout["transposed"]).value, ir.IntegerAttr(layout["pad"]).value
+class SharedLayout(NamedTuple):
+    """How a tile.alloc_shared is stored and read (tile.smem_layout)."""
+
+    transposed: bool = False  # stored with its last two dimensions swapped
+    pad: int = 0  # elements added to each stored row
+    transpose_read: bool = False  # gemm operand reads are LDS transpose reads
 
 
-def transpose_reads(alloc: ir.Operation) -> bool:
-    """Whether a tile.alloc_shared's gemm operand reads are LDS transpose reads
-    (tile.smem_layout `transpose_read`): stored as is, columns read across lanes."""
+def shared_layout(alloc: ir.Operation) -> SharedLayout:
+    """The tile.smem_layout of a tile.alloc_shared (defaults without one)."""
     if SMEM_LAYOUT_ATTR not in alloc.attributes:
-        return False
+        return SharedLayout()
     layout = ir.DictAttr(alloc.attributes[SMEM_LAYOUT_ATTR])
-    return "transpose_read" in layout and ir.BoolAttr(layout["transpose_read"]).value
+    transpose_read = "transpose_read" in layout and ir.BoolAttr(layout["transpose_read"]).value
+    return SharedLayout(ir.BoolAttr(layout["transposed"]).value,
+                        ir.IntegerAttr(layout["pad"]).value, transpose_read)
 
 
 # LDS transpose reads by element width: (descriptor name, elements per lane).
@@ -93,7 +95,7 @@ def physical_shared_shape(alloc: ir.Operation) -> list[int]:
     """How a tile.alloc_shared is stored in LDS (tile.smem_layout): the last
     two dimensions swapped when transposed, and each stored row padded."""
     shape = list(ir.MemRefType(alloc.results[0].type).shape)
-    transposed, pad = shared_layout(alloc)
+    transposed, pad, _ = shared_layout(alloc)
     if transposed:
         shape[-2], shape[-1] = shape[-1], shape[-2]
     shape[-1] += pad

@@ -77,7 +77,6 @@ from tilemlir.passes.common import (
     physical_shared_bytes,
     physical_shared_shape,
     shared_layout,
-    transpose_reads,
     warp_grid_of,
 )
 from tilemlir.passes.gpu_builders import (
@@ -170,8 +169,7 @@ class KernelEmitter:
         self.env: dict = {}
         self.fragments: dict = {}  # tile-level fragment value -> AccumulatorFragment
         self.shared: dict = {}  # tile-level shared value -> workgroup memref value
-        self.transposed: dict = {}  # tile-level shared value -> stored transposed (tile.smem_layout)
-        self.transpose_reads: set = set()  # shared values read by LDS transpose reads
+        self.layouts: dict = {}  # tile-level shared value -> its SharedLayout (tile.smem_layout)
         self.lds_conflicts = 0  # LDS bank-conflict clocks of the gemms emitted (static model)
         self.ids: LaneIds | None = None
         self.core = core_for(target.family)
@@ -222,9 +220,7 @@ class KernelEmitter:
             self.env[value] = argument
         for op, attribution in zip(shared_ops, list(block.arguments)[len(arguments):]):
             self.shared[op.results[0]] = attribution
-            self.transposed[op.results[0]] = shared_layout(op)[0]
-            if transpose_reads(op):
-                self.transpose_reads.add(op.results[0])
+            self.layouts[op.results[0]] = shared_layout(op)
         with ir.InsertionPoint(block), self.kernel.location:
             for value in captured:
                 if _is_constant(value):
@@ -303,7 +299,7 @@ class KernelEmitter:
         stored = self.shared[source]
         stored_type = ir.MemRefType(stored.type)
         logical = list(ir.MemRefType(op.results[0].type).shape)
-        plane = list(reversed(logical)) if self.transposed[source] else logical
+        plane = list(reversed(logical)) if self.layouts[source].transposed else logical
         row_stride = stored_type.shape[-1]
         dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
         view_type = ir.MemRefType.get(plane, stored_type.element_type,
@@ -314,9 +310,7 @@ class KernelEmitter:
                                 [1, *plane], [1, 1, 1]).result
         self.shared[op.results[0]] = view
         self.env[op.results[0]] = view
-        self.transposed[op.results[0]] = self.transposed[source]
-        if source in self.transpose_reads:
-            self.transpose_reads.add(op.results[0])
+        self.layouts[op.results[0]] = self.layouts[source]
 
     def op_tile_alloc_fragment(self, op) -> None:
         result = op.results[0]
@@ -359,11 +353,11 @@ class KernelEmitter:
                 # Software-pipelined: the loop's one barrier per iteration orders it.
                 self.copy_global_to_shared(op, self.env[src], src_indices, self.shared[dst],
                                            defer=self.deferred_stores,
-                                           transposed=self.transposed[dst])
+                                           transposed=self.layouts[dst].transposed)
                 return
             gpu.BarrierOp()
             self.copy_global_to_shared(op, self.env[src], src_indices, self.shared[dst],
-                                       transposed=self.transposed[dst])
+                                       transposed=self.layouts[dst].transposed)
             gpu.BarrierOp()
         elif src in self.fragments and dst not in self.shared and dst not in self.fragments:
             self.copy_fragment_to_global(self.fragments[src], self.env[dst], dst_indices,
@@ -391,12 +385,13 @@ class KernelEmitter:
         block_k = ir.MemRefType(a.type).shape[0 if transpose_a else 1]
         wave_m, wave_n = self.wave_position(fragment)
         # A buffer stored transposed flips which index of it is K.
-        stored_transpose_a = transpose_a != self.transposed.get(a, False)
-        stored_transpose_b = transpose_b != self.transposed.get(b, False)
+        layout_a, layout_b = self.layouts[a], self.layouts[b]
+        stored_transpose_a = transpose_a != layout_a.transposed
+        stored_transpose_b = transpose_b != layout_b.transposed
         self.core.emit_k_steps(GemmStep(fragment, choice, self.shared[a], self.shared[b],
                                         stored_transpose_a, stored_transpose_b, block_k,
                                         self.ids.lane, wave_m, wave_n,
-                                        a in self.transpose_reads, b in self.transpose_reads))
+                                        layout_a.transpose_read, layout_b.transpose_read))
         if LDS_CONFLICTS_ATTR in op.attributes:
             self.lds_conflicts += ir.IntegerAttr(op.attributes[LDS_CONFLICTS_ATTR]).value
 

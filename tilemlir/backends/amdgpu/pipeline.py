@@ -98,11 +98,11 @@ def gpu_to_llvm_pipeline(chip: str) -> str:
     return f"builtin.module({ATTACH_TARGET.format(chip=chip)},gpu.module({nested}))"
 
 
-def tile_pipeline(stop_before: str | None = None, tiling: str = "") -> str:
-    """TILE_PIPELINE as a pipeline string; with `stop_before`, only the passes
-    before that one (e.g. EMIT_TILE_BEFORE); `tiling` gives tile-tiling its
-    options ("block=128,128,64 threads=256 stages=2")."""
-    steps = TILE_PIPELINE
+def tile_pipeline(stop_before: str | None = None, tiling: str = "",
+                  steps: tuple[str, ...] = TILE_PIPELINE) -> str:
+    """`steps` (TILE_PIPELINE, or a backend's own list) as a pipeline string;
+    with `stop_before`, only the passes before that one (e.g. EMIT_TILE_BEFORE);
+    `tiling` gives tile-tiling its options ("block=128,128,64 threads=256 stages=2")."""
     if stop_before is not None:
         steps = steps[: steps.index(stop_before)]
     if tiling:

@@ -40,6 +40,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
 
 from tilemlir.diagnostics import UserError
+from tilemlir.passes.common import SharedLayout
 from tilemlir.passes.gpu_builders import add, bit_width, const_index, mul, udiv, urem
 from tilemlir.passes.matrix_cores import AccumulatorLayout, GemmStep, MatrixCore
 
@@ -120,8 +121,7 @@ class MmaSyncCore(MatrixCore):
             self.stage_views[value] = view
             self.first_slot[value] = slot_view(view, const_index(0))
             emitter.shared[value] = self.first_slot[value]
-            if isinstance(getattr(emitter, "transposed", None), dict):
-                emitter.transposed[value] = False  # stored as declared (rows padded only)
+            emitter.layouts[value] = SharedLayout()  # stored as declared (rows padded only)
             size = stages * rows * (cols + pad) * element_bytes
             offset += -(-size // SHARED_ALIGN) * SHARED_ALIGN
         limit = emitter.target.require("memory.shared_bytes_per_workgroup", "the shared memory budget")

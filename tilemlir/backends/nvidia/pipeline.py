@@ -11,14 +11,14 @@ ptx` after TO_BINARY. `{chip}` and `{features}` come from the target.
 
 from __future__ import annotations
 
-from tilemlir.backends.amdgpu.pipeline import TILE_PIPELINE as _AMD_TILE_PIPELINE
+from tilemlir.backends.amdgpu import pipeline as _amd
 
 # Tile level -> GPU level: the amdgpu list without tile-pipeline, because loops
 # marked tile.num_stages are software-pipelined while lowering, with cp.async
 # (backends/nvidia/pipelining.py).
-TILE_PIPELINE: tuple[str, ...] = tuple(p for p in _AMD_TILE_PIPELINE if p != "tile-pipeline")
-# `--emit tile` prints the IR just before this pass.
-EMIT_TILE_BEFORE = "tile-lower-to-gpu"
+TILE_PIPELINE: tuple[str, ...] = tuple(p for p in _amd.TILE_PIPELINE if p != "tile-pipeline")
+# `--emit tile` prints the IR just before this pass, as on amdgpu.
+EMIT_TILE_BEFORE = _amd.EMIT_TILE_BEFORE
 
 # PTX 8.5: mma.sync on .e4m3/.e5m2 needs PTX 8.4 (PTX ISA, "Warp Level Matrix
 # Multiply-Accumulate Instructions"); CUDA 12.5+ drivers take it.
@@ -64,11 +64,6 @@ def gpu_to_nvvm_pipeline(chip: str, features: str = PTX_FEATURES, index_bits: in
 
 
 def tile_pipeline(stop_before: str | None = None, tiling: str = "") -> str:
-    """TILE_PIPELINE as a string; `tiling` adds options to tile-tiling
-    (e.g. "block=128,128,32 threads=256 stages=3")."""
-    steps = list(TILE_PIPELINE)
-    if stop_before is not None:
-        steps = steps[: steps.index(stop_before)]
-    if tiling:
-        steps = [f"tile-tiling{{{tiling}}}" if s == "tile-tiling" else s for s in steps]
-    return ",".join(steps)
+    """TILE_PIPELINE as a string, as the amdgpu one is built
+    (e.g. tiling="block=128,128,32 threads=256 stages=3")."""
+    return _amd.tile_pipeline(stop_before, tiling, TILE_PIPELINE)
