@@ -37,24 +37,37 @@ DTYPES = ["f16", "bf16", "fp8"]
 MLIR_TYPES = {"f16": "f16", "bf16": "bf16", "fp8": "f8E4M3FN"}
 TARGET = "nvidia:sm_90a"
 WARMUP, REPEATS = 10, 30
+MAX_STAGES = 8  # candidates: 4 stages and the deepest pipeline up to this that fits
 SAMPLE_ROWS = 256
 
-# (M, N, K, dtype, transpose_b, block, threads, stages): correctness on the GPU.
+# The two nvidia paths: warp-level mma.sync (ldmatrix, cp.async) and Hopper's
+# warpgroup wgmma (TMA, mbarriers), chosen with tile-select-mma{prefer=wgmma}.
+MMA_SYNC, WGMMA = "mma.sync", "wgmma"
+
+# (M, N, K, dtype, transpose_b, block, threads, stages, path): correctness on the GPU.
 TEST_CASES = [
-    (256, 256, 256, "f16", False, (128, 128, 32), 128, 3),   # multiple of the block, cp.async
-    (200, 328, 136, "f16", False, (128, 128, 32), 128, 3),   # not a multiple, cp.async zero fill
-    (200, 328, 100, "f16", False, (128, 128, 32), 128, 3),   # K*2 bytes not 16-aligned: plain copies
-    (256, 256, 256, "bf16", False, (128, 128, 32), 128, 3),
-    (136, 200, 264, "bf16", True, (64, 128, 32), 128, 2),    # B as N x K (ldmatrix without .trans)
-    (256, 256, 256, "fp8", True, (128, 128, 64), 128, 3),
-    (200, 328, 160, "fp8", True, (128, 128, 64), 128, 3),    # not a multiple of the block
-    (200, 328, 160, "fp8", False, (128, 128, 64), 128, 3),   # B as K x N: byte-wise B loads
+    (256, 256, 256, "f16", False, (128, 128, 32), 128, 3, MMA_SYNC),   # multiple of the block, cp.async
+    (200, 328, 136, "f16", False, (128, 128, 32), 128, 3, MMA_SYNC),   # not a multiple, cp.async zero fill
+    (200, 328, 100, "f16", False, (128, 128, 32), 128, 3, MMA_SYNC),   # K*2 bytes not 16-aligned: plain copies
+    (256, 256, 256, "bf16", False, (128, 128, 32), 128, 3, MMA_SYNC),
+    (136, 200, 264, "bf16", True, (64, 128, 32), 128, 2, MMA_SYNC),    # B as N x K (ldmatrix without .trans)
+    (256, 256, 256, "fp8", True, (128, 128, 64), 128, 3, MMA_SYNC),
+    (200, 328, 160, "fp8", True, (128, 128, 64), 128, 3, MMA_SYNC),    # not a multiple of the block
+    (200, 328, 160, "fp8", False, (128, 128, 64), 128, 3, MMA_SYNC),   # B as K x N: byte-wise B loads
+    (256, 256, 256, "f16", False, (128, 128, 64), 256, 3, WGMMA),      # B N-major (K x N) through TMA
+    (200, 328, 136, "f16", False, (128, 128, 64), 256, 3, WGMMA),      # TMA zero fill past the edges
+    (256, 512, 320, "f16", False, (128, 256, 64), 256, 4, WGMMA),      # m64n256, 5 K steps over 4 slots
+    (136, 200, 264, "bf16", True, (64, 128, 64), 128, 2, WGMMA),       # B K-major (N x K), one warpgroup
+    (256, 256, 256, "fp8", True, (128, 128, 128), 256, 3, WGMMA),      # e4m3, K-major both
+    (200, 328, 160, "fp8", True, (128, 256, 128), 256, 2, WGMMA),      # not a multiple of the block
 ]
 
 
-def case_name(dtype, m, n, k, transpose_b, block, threads, stages) -> str:
+def case_name(dtype, m, n, k, transpose_b, block, threads, stages, path=MMA_SYNC) -> str:
     layout = "nt" if transpose_b else "nn"
-    return f"{dtype}_{m}x{n}x{k}_{layout}_b{block[0]}x{block[1]}x{block[2]}_t{threads}_s{stages}"
+    suffix = "_wgmma" if path == WGMMA else ""
+    return (f"{dtype}_{m}x{n}x{k}_{layout}_b{block[0]}x{block[1]}x{block[2]}_t{threads}_s{stages}"
+            f"{suffix}")
 
 
 # --------------------------------------------------------------------------
@@ -77,9 +90,11 @@ def gemm_text(m: int, n: int, k: int, dtype: str, transpose_b: bool) -> str:
 
 
 def candidates(m: int, n: int, dtype: str) -> list[tuple]:
-    """Block sizes, threads and stages from the descriptor: accumulators within
-    the register budget, the deepest pipeline (at most 4) that fits the shared
-    memory (rows padded by 16 bytes), warp tiles of whole m16n8 instructions."""
+    """Block sizes, threads, stages and path from the descriptor: accumulators
+    within the register budget, 4 stages and the deepest pipeline (at most MAX_STAGES) that fit the
+    shared memory (mma.sync: rows padded by 16 bytes; wgmma: 128-byte swizzled
+    rows, so 128 bytes of K per row), warp tiles of whole m16n8 instructions or
+    warpgroups of m64 x block-N wgmma instructions."""
     from tilemlir.backends import get_target
     from tilemlir.passes.tiling import accumulator_register_budget
 
@@ -97,48 +112,61 @@ def candidates(m: int, n: int, dtype: str) -> list[tuple]:
         if 4 * bm * bn / (4 * threads) > budget:
             continue
         row = lambda cols: cols * element + 16
-        per_stage = bm * row(block_k) + block_k * row(bn)
-        stages = min(4, shared_limit // per_stage)
-        if stages >= 2:
-            found.append(((bm, bn, block_k), threads, stages))
+        b_tile = bn * row(block_k) if dtype == "fp8" else block_k * row(bn)  # fp8: B is N x K
+        per_stage = bm * row(block_k) + b_tile
+        deepest = min(MAX_STAGES, shared_limit // per_stage)
+        for stages in sorted({min(4, deepest), deepest}):
+            if stages >= 2:
+                found.append(((bm, bn, block_k), threads, stages, MMA_SYNC))
+    if m > 64:  # warpgroups of 64 rows: a skinny M would leave most of each idle
+        wide_k = 128 // element
+        # fp8 sums each block K in a second accumulator (wgmma.py): 128x256
+        # would need 256 accumulator registers per thread.
+        for bm, bn in ((128, 128),) if dtype == "fp8" else ((128, 256), (128, 128)):
+            per_stage = (bm + bn) * wide_k * element
+            stages = min(4, (shared_limit - 1024) // per_stage)
+            found.append(((bm, bn, wide_k), 128 * (bm // 64), stages, WGMMA))
     return found
 
 
-def compile_case(out: Path, m, n, k, dtype, transpose_b, block, threads, stages) -> dict:
+def compile_case(out: Path, m, n, k, dtype, transpose_b, block, threads, stages, path) -> dict:
     from mlir import ir
 
     from tilemlir.backends import get_target
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
     from tilemlir.dialects import tile
 
-    name = case_name(dtype, m, n, k, transpose_b, block, threads, stages)
+    name = case_name(dtype, m, n, k, transpose_b, block, threads, stages, path)
     context = tile.make_context()
     module = ir.Module.parse(gemm_text(m, n, k, dtype, transpose_b), context)
     tiling = f"block={block[0]},{block[1]},{block[2]} threads={threads} stages={stages}"
-    kernel = compile_to_ptx(module.operation, get_target(TARGET), tiling)
+    kernel = compile_to_ptx(module.operation, get_target(TARGET), tiling,
+                            "prefer=wgmma" if path == WGMMA else "")
     kernel.save(out / name)
     ptx = kernel.ptx
     return {"name": name, "json": f"{name}.json", "m": m, "n": n, "k": k, "dtype": dtype,
             "transpose_b": transpose_b, "block": list(block), "threads": threads, "stages": stages,
-            "mma_sync": ptx.count("mma.sync"), "ldmatrix": ptx.count("ldmatrix"),
-            "cp_async": ptx.count("cp.async.cg"),
+            "path": path, "mma_sync": ptx.count("mma.sync"), "wgmma": ptx.count("wgmma.mma_async"),
+            "ldmatrix": ptx.count("ldmatrix"), "cp_async": ptx.count("cp.async.cg"),
+            "tma": ptx.count("cp.async.bulk.tensor"),
             "compile_seconds": round(sum(kernel.seconds.values()), 3)}
 
 
 def prepare(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"target": TARGET, "bench": [], "tests": []}
-    for m, n, k, dtype, transpose_b, block, threads, stages in TEST_CASES:
-        entry = compile_case(out, m, n, k, dtype, transpose_b, block, threads, stages)
+    for m, n, k, dtype, transpose_b, block, threads, stages, path in TEST_CASES:
+        entry = compile_case(out, m, n, k, dtype, transpose_b, block, threads, stages, path)
         manifest["tests"].append(entry)
         print(f"test  {entry['name']}: {entry['compile_seconds']} s")
     for dtype in DTYPES:
         for m, n, k in SHAPES:
-            for block, threads, stages in candidates(m, n, dtype):
-                entry = compile_case(out, m, n, k, dtype, dtype == "fp8", block, threads, stages)
+            for block, threads, stages, path in candidates(m, n, dtype):
+                entry = compile_case(out, m, n, k, dtype, dtype == "fp8", block, threads, stages, path)
                 manifest["bench"].append(entry)
                 print(f"bench {entry['name']}: {entry['compile_seconds']} s, "
-                      f"{entry['mma_sync']} mma.sync, {entry['cp_async']} cp.async")
+                      f"{entry['mma_sync']} mma.sync, {entry['cp_async']} cp.async, "
+                      f"{entry['wgmma']} wgmma, {entry['tma']} TMA")
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
@@ -170,10 +198,21 @@ def make_inputs(m, n, k, dtype, transpose_b, seed):
     return a, b
 
 
-def check(c, a, b, transpose_b, seed) -> tuple[bool, float, float]:
+# Hopper's fp8 wgmma does not sum in f32 inside the tensor core: "limited to
+# retaining around 14 bits" (DeepSeek-V3 Technical Report, arXiv:2412.19437,
+# sec. 3.3.2, on H800), an accumulator of 13 mantissa bits (SageAttention2,
+# arXiv:2411.10958, sec. 1, "FP22"). Seen here: up to 1.9x the f32 bound at
+# K=256, and 1.09x the bound with 2^-14 at K=160. Results of fp8 wgmma (ours,
+# and cuBLAS's and Triton's, which use it on sm_90) are checked with
+# 2^-13 * (|A| |B|) added to the tolerance.
+FP8_WGMMA_SUM_BITS = 13
+
+
+def check(c, a, b, transpose_b, seed, sum_bits: int | None = None) -> tuple[bool, float, float]:
     """Every element of sampled rows against float64: |c - ref| <= half an f16
     ulp of |ref| (the output rounding) + K * 2^-22 * (|A| |B|) (f32 summation,
-    with margin) + the smallest f16 subnormal. Returns (ok, worst err/tol, rel norm)."""
+    with margin) [+ 2^-sum_bits * (|A| |B|) for sums the hardware keeps to
+    fewer bits] + the smallest f16 subnormal. Returns (ok, worst err/tol, rel norm)."""
     import torch
 
     m, k = a.shape
@@ -185,11 +224,20 @@ def check(c, a, b, transpose_b, seed) -> tuple[bool, float, float]:
     bound = a64.abs() @ b64.abs()
     got = c[rows].to(torch.float64)
     tol = 2.0 ** -11 * ref.abs() + k * 2.0 ** -22 * bound + 2.0 ** -24
+    if sum_bits is not None:
+        tol = tol + 2.0 ** -sum_bits * bound
     err = (got - ref).abs()
     ok = bool(torch.isfinite(got).all()) and bool((err <= tol).all())
     worst = float((err / tol).max()) if torch.isfinite(got).all() else math.inf
     rel = float((got - ref).norm() / ref.norm())
     return ok, worst, rel
+
+
+def sum_bits_of(dtype: str, entry: dict | None = None) -> int | None:
+    """FP8_WGMMA_SUM_BITS for fp8 results of wgmma: ours on that path, and the
+    peers' (entry None); None (f32 summation) otherwise."""
+    uses_wgmma = entry is None or entry.get("path") == WGMMA
+    return FP8_WGMMA_SUM_BITS if dtype == "fp8" and uses_wgmma else None
 
 
 def median_ms(fn) -> float:
@@ -208,6 +256,31 @@ def median_ms(fn) -> float:
         times.append(start.elapsed_time(end))
     times.sort()
     return times[len(times) // 2]
+
+
+ROUNDS = 6  # interleaved rounds of the final timing, REPEATS // ROUNDS runs each
+
+
+def interleaved_medians_ms(fns: dict) -> dict:
+    """Median milliseconds of each variant over REPEATS timed runs, taken in
+    ROUNDS rounds that visit every variant in turn (after WARMUP runs each)."""
+    import torch
+
+    for fn in fns.values():
+        for _ in range(WARMUP):
+            fn()
+    torch.cuda.synchronize()
+    times = {name: [] for name in fns}
+    for _ in range(ROUNDS):
+        for name, fn in fns.items():
+            for _ in range(REPEATS // ROUNDS):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times[name].append(start.elapsed_time(end))
+    return {name: sorted(t)[len(t) // 2] for name, t in times.items()}
 
 
 def triton_kernel():
@@ -264,12 +337,17 @@ def run(directory: Path, out: Path | None) -> int:
 
     launcher = load_launcher()
     manifest = json.loads((directory / "manifest.json").read_text())
-    log = []
     failures = 0
+    log_file = None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        log_file = (out / "bench_log.txt").open("w", encoding="utf-8")
 
-    def say(text: str) -> None:
+    def say(text: str) -> None:  # the log is written as it goes: a cut-off run keeps its lines
         print(text, flush=True)
-        log.append(text)
+        if log_file is not None:
+            log_file.write(text + "\n")
+            log_file.flush()
 
     props = torch.cuda.get_device_properties(0)
     say(f"device: {props.name}, {props.multi_processor_count} SMs; torch {torch.__version__}")
@@ -280,7 +358,7 @@ def run(directory: Path, out: Path | None) -> int:
         c = torch.full((entry["m"], entry["n"]), float("nan"), device="cuda", dtype=torch.float16)
         module.launch("gemm", [a, b, c])
         torch.cuda.synchronize()
-        ok, worst, rel = check(c, a, b, entry["transpose_b"], 7)
+        ok, worst, rel = check(c, a, b, entry["transpose_b"], 7, sum_bits_of(entry["dtype"], entry))
         failures += not ok
         say(f"test {entry['name']}: {'PASS' if ok else 'FAIL'} (worst err/tol {worst:.3f}, "
             f"rel norm err {rel:.2e})")
@@ -306,17 +384,17 @@ def run(directory: Path, out: Path | None) -> int:
             else:
                 def cublas(a=a, b=b):
                     return torch.matmul(a, b)
-            ok, worst, _ = check(cublas(), a, b, transpose_b, 11)
+            ok, worst, _ = check(cublas(), a, b, transpose_b, 11, sum_bits_of(dtype))
             cublas_ms = median_ms(cublas)
             record = {"dtype": dtype, "shape": [m, n, k], "cublas_ms": cublas_ms, "cublas_ok": ok}
-            # ours
-            best = None
+            # ours: the best candidate of each path
+            best = {MMA_SYNC: None, WGMMA: None}
             for entry in entries:
                 module = launcher.CudaModule.load(directory / entry["json"])
                 c.fill_(float("nan"))
                 module.launch("gemm", [a, b, c])
                 torch.cuda.synchronize()
-                ok, worst, rel = check(c, a, b, transpose_b, 11)
+                ok, worst, rel = check(c, a, b, transpose_b, 11, sum_bits_of(dtype, entry))
                 if not ok:
                     failures += 1
                     say(f"  ours {entry['name']}: WRONG (worst err/tol {worst:.3f}); not timed")
@@ -324,8 +402,9 @@ def run(directory: Path, out: Path | None) -> int:
                 ms = median_ms(lambda module=module, a=a, b=b, c=c: module.launch("gemm", [a, b, c]))
                 say(f"  ours {entry['name']}: {flops / ms / 1e9:.1f} TFLOP/s (checked, worst {worst:.3f})")
                 record.setdefault("ours_candidates", {})[entry["name"]] = ms
-                if best is None or ms < best[0]:
-                    best = (ms, entry["name"])
+                path = entry.get("path", MMA_SYNC)
+                if best[path] is None or ms < best[path][0]:
+                    best[path] = (ms, entry["name"])
             # Triton
             b_kn = b.t() if transpose_b else b
             tri_best = None
@@ -334,7 +413,7 @@ def run(directory: Path, out: Path | None) -> int:
                     c.fill_(float("nan"))
                     triton_run(a, b_kn, c, config)
                     torch.cuda.synchronize()
-                    ok, worst, _ = check(c, a, b, transpose_b, 11)
+                    ok, worst, _ = check(c, a, b, transpose_b, 11, sum_bits_of(dtype))
                     if not ok:
                         say(f"  triton {config}: WRONG (worst err/tol {worst:.3f})")
                         continue
@@ -344,31 +423,52 @@ def run(directory: Path, out: Path | None) -> int:
                     continue
                 if tri_best is None or ms < tri_best[0]:
                     tri_best = (ms, config)
+            # The winners again, interleaved round by round with cuBLAS, so that
+            # clock and temperature drift over the run hits every variant alike.
+            finalists = {"cublas": cublas}
+            for path in (MMA_SYNC, WGMMA):
+                if best[path] is not None:
+                    module = launcher.CudaModule.load(directory / f"{best[path][1]}.json")
+                    finalists[path] = lambda module=module, a=a, b=b, c=c: module.launch("gemm", [a, b, c])
+            if tri_best is not None:
+                finalists["triton"] = (lambda config=tri_best[1], a=a, b_kn=b_kn, c=c:
+                                       triton_run(a, b_kn, c, config))
+            final = interleaved_medians_ms(finalists)
+            cublas_ms = final["cublas"]
+            for path in (MMA_SYNC, WGMMA):
+                if best[path] is not None:
+                    best[path] = (final[path], best[path][1])
+            if tri_best is not None:
+                tri_best = (final["triton"], tri_best[1])
+            record["cublas_ms"] = cublas_ms
             record["ours"] = best
             record["triton"] = tri_best
             results.append(record)
 
             def tf(ms, flops=flops):
                 return flops / ms / 1e9 if ms else float("nan")
-            ours_tf = tf(best[0]) if best else float("nan")
+            sync_tf, wg_tf = (tf(best[p][0]) if best[p] else float("nan") for p in (MMA_SYNC, WGMMA))
             tri_tf = tf(tri_best[0]) if tri_best else float("nan")
-            rows.append((dtype, f"{m}x{n}x{k}", tf(cublas_ms), ours_tf, ours_tf / tf(cublas_ms),
-                         tri_tf, tri_tf / tf(cublas_ms), best[1] if best else "-"))
-            say(f"{dtype} {m}x{n}x{k}: cuBLAS {tf(cublas_ms):.1f}, ours {ours_tf:.1f}, "
-                f"Triton {tri_tf:.1f} TFLOP/s")
-    header = (f"{'dtype':5} {'M x N x K':>16} {'cuBLAS':>8} {'ours':>8} {'ours/cuBLAS':>11} "
-              f"{'Triton':>8} {'Triton/cuBLAS':>13}  best ours")
+            cub_tf = tf(cublas_ms)
+            rows.append((dtype, f"{m}x{n}x{k}", cub_tf, sync_tf, sync_tf / cub_tf, wg_tf,
+                         wg_tf / cub_tf, tri_tf, tri_tf / cub_tf,
+                         " / ".join(best[p][1] if best[p] else "-" for p in (MMA_SYNC, WGMMA))))
+            say(f"{dtype} {m}x{n}x{k}: cuBLAS {cub_tf:.1f}, ours mma.sync {sync_tf:.1f}, "
+                f"ours wgmma {wg_tf:.1f}, Triton {tri_tf:.1f} TFLOP/s")
+    header = (f"{'dtype':5} {'M x N x K':>16} {'cuBLAS':>8} {'mma.sync':>9} {'ratio':>6} "
+              f"{'wgmma':>8} {'ratio':>6} {'Triton':>8} {'ratio':>6}  best ours (mma.sync / wgmma)")
     say("")
-    say(f"TFLOP/s, median of {REPEATS} timed runs after {WARMUP} warm-up runs (CUDA events); "
-        "every result checked against float64 first")
+    say(f"TFLOP/s, median of {REPEATS} timed runs after {WARMUP} warm-up runs (CUDA events), "
+        f"the best candidates and cuBLAS re-timed interleaved in {ROUNDS} rounds; "
+        "every result checked against float64 first; ratio = to cuBLAS")
     say(header)
-    for dtype, shape, cub, ours, r1, tri, r2, name in rows:
-        say(f"{dtype:5} {shape:>16} {cub:8.1f} {ours:8.1f} {r1:11.2f} {tri:8.1f} {r2:13.2f}  {name}")
+    for dtype, shape, cub, sync, r1, wg, r2, tri, r3, names in rows:
+        say(f"{dtype:5} {shape:>16} {cub:8.1f} {sync:9.1f} {r1:6.2f} {wg:8.1f} {r2:6.2f} "
+            f"{tri:8.1f} {r3:6.2f}  {names}")
     say(f"{failures} failed check(s)")
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "bench_log.txt").write_text("\n".join(log) + "\n")
         (out / "bench_results.json").write_text(json.dumps(results, indent=2) + "\n")
+        log_file.close()
     return 1 if failures else 0
 
 

@@ -70,6 +70,7 @@ class CompileOptions:
     report: bool = False  # go on to the ISA for the report even when emitting an earlier stage
     allow_spills: bool = True  # False: spilling to scratch is an error
     tiling: str = ""  # tile-tiling's options, e.g. "block=128,128,64 threads=256 stages=2"
+    select: str = ""  # tile-select-mma's options, e.g. "prefer=wgmma"
 
 
 @dataclass
@@ -146,7 +147,7 @@ def _tile_stage_text(text: str, spec: str) -> str:
     return f"builtin.module({','.join(element(step) for step in parse_pipeline(text))})"
 
 
-def describe_pipeline(target: Target, *, tile_input: bool, tiling: str = "") -> str:
+def describe_pipeline(target: Target, *, tile_input: bool, tiling: str = "", select: str = "") -> str:
     """Every stage's pipeline or command line, one per line, in forms that
     reproduce it: `tile-opt -p` for the tile stages, `mlir-opt --pass-pipeline`
     for gpu-to-llvm (after the Python resource check), shell commands after."""
@@ -158,7 +159,8 @@ def describe_pipeline(target: Target, *, tile_input: bool, tiling: str = "") -> 
 
         tail = describe(target)
     if tile_input:
-        first = pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE, tiling=tiling)
+        first = pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE, tiling=tiling,
+                                       select=select)
         lines.append(f"tile: {_tile_stage_text(first, spec)}")
         lines.append(f"gpu: {_tile_stage_text(pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE), spec)}")
     else:
@@ -236,7 +238,8 @@ def compile_module(
         from tilemlir.backends.nvidia.toolchain import compile_module_nvidia
 
         return compile_module_nvidia(module, target, emit, source=source, seconds=seconds,
-                                     report=options.report)
+                                     report=options.report, tiling=options.tiling,
+                                     select=options.select)
     if emit == "ptx":
         raise UserError(f"--emit ptx is for nvidia targets, not {target}")
     if emit == "maca" and target.family != "metax":
@@ -255,7 +258,7 @@ def compile_module(
     with collect_diagnostics(stages.context, diags, source):
         with stages.stage("tile-verify"):
             stages.run_pm(build_pipeline("tile-verify", context=stages.context))
-        _to_gpu(stages, result, emit, options.tiling)
+        _to_gpu(stages, result, emit, options.tiling, options.select)
         lds_conflicts = _lds_conflicts(module)
         if target.family == "metax":
             _to_maca(stages, result, emit, options, diags)
@@ -308,7 +311,8 @@ def _lds_conflicts(module: ir.Operation) -> int | None:
     return sum(values) if values else None
 
 
-def _to_gpu(stages: _Stages, result: CompileResult, emit: str, tiling: str = "") -> None:
+def _to_gpu(stages: _Stages, result: CompileResult, emit: str, tiling: str = "",
+            select: str = "") -> None:
     """The tile and gpu stages, or a check that the input is GPU-level already."""
     if not has_tile_ops(stages.module):
         if not has_gpu_module(stages.module):
@@ -325,7 +329,8 @@ def _to_gpu(stages: _Stages, result: CompileResult, emit: str, tiling: str = "")
         )
     spec = target_spec(stages.target)
     with stages.stage("tile"):
-        first = pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE, tiling=tiling)
+        first = pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE, tiling=tiling,
+                                       select=select)
         stages.run_pm(_tile_pm(first, spec, stages.context))
     result.artifacts["tile"] = stages.asm()
     if emit == "tile":

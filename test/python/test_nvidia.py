@@ -53,14 +53,71 @@ def test_descriptor_facts():
 
 
 @needs_mlir
-def test_select_mma_skips_unlowered_wgmma():
+def test_select_mma_ranks_wgmma_only_when_preferred():
     from tilemlir.backends import get_target
     from tilemlir.passes.common import GemmShape
     from tilemlir.passes.select_mma import choose
 
-    shape = GemmShape(128, 128, 32, "f16", "f16", "f32", "f32", False, False)
-    choice, split = choose(get_target("nvidia:sm_90a"), shape, 128)
+    target = get_target("nvidia:sm_90a")
+    shape = GemmShape(128, 128, 64, "f16", "f16", "f32", "f32", False, False)
+    choice, split = choose(target, shape, 128)
     assert (choice.m, choice.n, choice.k) == (16, 8, 16) and split == (2, 2)
+    # Preferred and fitting: two warpgroups, one m64n128 each, warps stacked along M.
+    choice, split = choose(target, shape, 256, prefer="wgmma")
+    assert choice.name == "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" and split == (8, 1)
+    # Preferred but 4 warps cannot cover 128 rows with one warpgroup: mma.sync.
+    choice, split = choose(target, shape, 128, prefer="wgmma")
+    assert choice.name.startswith("mma.sync")
+    # Three warps fit nothing; the warpgroup rows say why they were rejected.
+    reasons = choose(target, shape, 96, prefer="wgmma")
+    assert isinstance(reasons, list)
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16: 3 waves are not whole groups of 4" \
+        in reasons
+    reasons = choose(target, GemmShape(128, 100, 64, "f16", "f16", "f32", "f32", False, False), 128,
+                     prefer="wgmma")
+    assert ("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16: needs the block to be 64 rows "
+            "per group of 4 waves by 128 columns (4 waves: 64x128), not 128x100") in reasons
+    wide = GemmShape(128, 512, 64, "f16", "f16", "f32", "f32", False, False)
+    choice, split = choose(target, wide, 256, prefer="wgmma")
+    assert choice.name.startswith("mma.sync")  # n = 512 is past wgmma's 256 columns
+
+
+@needs_mlir
+def test_wgmma_kernel_takes_tensor_maps():
+    from mlir import ir
+
+    from tilemlir.backends import get_target
+    from tilemlir.backends.nvidia.toolchain import compile_to_ptx
+    from tilemlir.dialects import tile
+
+    bench = _load(REPO / "bench" / "gemm.py", "bench_gemm")
+    context = tile.make_context()
+    module = ir.Module.parse(bench.gemm_text(200, 328, 160, "fp8", True), context)
+    kernel = compile_to_ptx(module.operation, get_target("nvidia:sm_90a"),
+                            "block=128,128,128 threads=256 stages=2", "prefer=wgmma")
+    (launch,) = kernel.metadata["functions"][0]["launches"]
+    assert launch["arguments"][:3] == [0, 1, 2]
+    maps = [argument["tensor_map"] for argument in launch["arguments"][3:]]
+    # A (200 x 160) and B (328 x 160, N x K): boxes of 128 rows x 128 bytes.
+    assert maps == [
+        {"source": {"argument": 0}, "dtype": "f8E4M3FN", "shape": [200, 160], "box": [128, 128],
+         "swizzle": 128},
+        {"source": {"argument": 1}, "dtype": "f8E4M3FN", "shape": [328, 160], "box": [128, 128],
+         "swizzle": 128}]
+    assert kernel.ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") >= 4
+    assert "cp.async.bulk.tensor.2d" in kernel.ptx and "mma.sync" not in kernel.ptx
+
+
+def test_bench_candidates_and_fp8_tolerance():
+    bench = _load(REPO / "bench" / "gemm.py", "bench_gemm")
+    assert bench.sum_bits_of("fp8", {"path": bench.WGMMA}) == bench.FP8_WGMMA_SUM_BITS
+    assert bench.sum_bits_of("fp8") == bench.FP8_WGMMA_SUM_BITS  # cuBLAS and Triton use wgmma
+    assert bench.sum_bits_of("fp8", {"path": bench.MMA_SYNC}) is None
+    assert bench.sum_bits_of("f16", {"path": bench.WGMMA}) is None
+    if _has_mlir():
+        paths = {c[3] for c in bench.candidates(4096, 4096, "f16")}
+        assert paths == {bench.MMA_SYNC, bench.WGMMA}
+        assert {c[3] for c in bench.candidates(16, 8192, "f16")} == {bench.MMA_SYNC}
 
 
 @needs_mlir
@@ -106,5 +163,6 @@ def test_gemm_on_the_gpu(case):
         c = torch.full((case["m"], case["n"]), float("nan"), device="cuda", dtype=torch.float16)
         module.launch("gemm", [a, b, c])
         torch.cuda.synchronize()
-        ok, worst, _ = bench.check(c, a, b, case["transpose_b"], seed)
+        ok, worst, _ = bench.check(c, a, b, case["transpose_b"], seed,
+                                   bench.sum_bits_of(case["dtype"], case))
         assert ok, f"worst err/tolerance {worst:.3f}"

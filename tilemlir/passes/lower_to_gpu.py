@@ -55,11 +55,12 @@ Example (the seed's kernel, abridged):
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from mlir import ir
-from mlir.dialects import arith, gpu, memref, scf, vector
+from mlir.dialects import arith, gpu, llvm, memref, scf, vector
 
 from tilemlir.backends import resolve_target
 from tilemlir.diagnostics import UserError
@@ -174,6 +175,10 @@ class KernelEmitter:
         self.ids: LaneIds | None = None
         self.core = core_for(target.family)
         self.dynamic_shared_bytes = 0  # set when the core places shared memory itself
+        # Kernel arguments a core added (e.g. TMA tensor maps), with what the
+        # launcher must pass for each: (type, metadata dict).
+        self.extra_arguments: list[tuple[ir.Type, dict]] = []
+        self.gpu_func: ir.Operation | None = None
         # LDS stores of tile.prefetch copies, deferred to the end of the
         # pipelined loop iteration they belong to (None: outside such a loop).
         self.deferred_stores: list | None = None
@@ -216,6 +221,7 @@ class KernelEmitter:
             gpu_func.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(64), len(shared_types))
             block = gpu_func.regions[0].blocks.append(*[v.type for v in arguments], *shared_types)
+        self.gpu_func = gpu_func
         for value, argument in zip(arguments, block.arguments):
             self.env[value] = argument
         for op, attribution in zip(shared_ops, list(block.arguments)[len(arguments):]):
@@ -237,6 +243,18 @@ class KernelEmitter:
         gpu_func.attributes[LDS_CONFLICTS_REPORT_ATTR] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(64), self.lds_conflicts)
         return self.name, arguments
+
+    def add_kernel_argument(self, arg_type: ir.Type, metadata: dict) -> ir.Value:
+        """Appends an argument to the gpu.func (after its memrefs and before
+        nothing else: cores that place shared memory have no attributions) and
+        returns it; `metadata` tells the launcher what to pass, see
+        `TileLowerToGpu.launch`."""
+        block = self.gpu_func.regions[0].blocks[0]
+        argument = block.add_argument(arg_type, self.kernel.location)
+        inputs = [a.type for a in block.arguments]
+        self.gpu_func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, []))
+        self.extra_arguments.append((arg_type, metadata))
+        return argument
 
     def emit_prologue(self) -> None:
         body = self.kernel.regions[0].blocks[0]
@@ -369,6 +387,12 @@ class KernelEmitter:
                                     "yet (supported: global->shared, fragment<->global)")
 
     def op_tile_gemm(self, op) -> None:
+        self.core.emit_k_steps(self.gemm_step(op))
+        self.count_lds_conflicts(op)
+
+    def gemm_step(self, op) -> GemmStep:
+        """What the core needs to emit one tile.gemm, read from the op and the
+        current bindings of its shared operands."""
         a, b, c = op.operands[0], op.operands[1], op.operands[2]
         if a not in self.shared or b not in self.shared:
             raise LoweringError(op, "tile-lower-to-gpu: gemm operands A and B must be shared "
@@ -388,10 +412,12 @@ class KernelEmitter:
         layout_a, layout_b = self.layouts[a], self.layouts[b]
         stored_transpose_a = transpose_a != layout_a.transposed
         stored_transpose_b = transpose_b != layout_b.transposed
-        self.core.emit_k_steps(GemmStep(fragment, choice, self.shared[a], self.shared[b],
-                                        stored_transpose_a, stored_transpose_b, block_k,
-                                        self.ids.lane, wave_m, wave_n,
-                                        layout_a.transpose_read, layout_b.transpose_read))
+        return GemmStep(fragment, choice, self.shared[a], self.shared[b],
+                        stored_transpose_a, stored_transpose_b, block_k,
+                        self.ids.lane, wave_m, wave_n,
+                        layout_a.transpose_read, layout_b.transpose_read)
+
+    def count_lds_conflicts(self, op) -> None:
         if LDS_CONFLICTS_ATTR in op.attributes:
             self.lds_conflicts += ir.IntegerAttr(op.attributes[LDS_CONFLICTS_ATTR]).value
 
@@ -771,7 +797,7 @@ class TileLowerToGpu(TilePass):
                     state.error(error.op, str(error))
                     continue
                 self.launch(kernel, f"{function_name}_kernels", name, arguments,
-                            emitter.dynamic_shared_bytes)
+                            emitter.dynamic_shared_bytes, emitter)
                 kernel.erase()
             if state.failed:
                 return
@@ -801,7 +827,11 @@ class TileLowerToGpu(TilePass):
 
     @staticmethod
     def launch(kernel: ir.Operation, module_name: str, name: str, arguments: list[ir.Value],
-               dynamic_shared_bytes: int = 0) -> None:
+               dynamic_shared_bytes: int = 0, emitter: KernelEmitter | None = None) -> None:
+        """The gpu.launch_func of a lowered kernel. Arguments a core added
+        (`KernelEmitter.add_kernel_argument`) get a null pointer here and their
+        metadata in the gpu.func's `tile.kernel_arguments` (a launcher supplies
+        them: e.g. TMA tensor maps of the kernel's memref arguments)."""
         grid = kernel_grid(kernel) + [1] * (3 - len(kernel_grid(kernel)))
         threads = kernel_threads(kernel)
         with ir.InsertionPoint(kernel), kernel.location:
@@ -810,6 +840,32 @@ class TileLowerToGpu(TilePass):
             dynamic = None
             if dynamic_shared_bytes:
                 dynamic = arith.ConstantOp(ir.IntegerType.get_signless(32), dynamic_shared_bytes).result
-            gpu.LaunchFuncOp([module_name, name], tuple(sizes), tuple(block), arguments,
+            extra = emitter.extra_arguments if emitter is not None else []
+            placeholders = [llvm.ZeroOp(arg_type).result for arg_type, _ in extra]
+            gpu.LaunchFuncOp([module_name, name], tuple(sizes), tuple(block), arguments + placeholders,
                              dynamic_shared_memory_size=dynamic)
+        if extra:
+            entries = [json.dumps(_argument_metadata(spec, len(arguments) + i, emitter))
+                       for i, (_, spec) in enumerate(extra)]
+            emitter.gpu_func.attributes[KERNEL_ARGUMENTS_ATTR] = ir.ArrayAttr.get(
+                [ir.StringAttr.get(e) for e in entries])
+
+
+KERNEL_ARGUMENTS_ATTR = "tile.kernel_arguments"
+
+
+def _argument_metadata(spec: dict, position: int, emitter: KernelEmitter) -> dict:
+    """JSON-able metadata of an added kernel argument: values in it (a memref
+    the argument describes) become their kernel-argument positions."""
+    block = emitter.gpu_func.regions[0].blocks[0]
+    positions = {argument: i for i, argument in enumerate(block.arguments)}
+    def plain(value):
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        if isinstance(value, ir.Value):
+            return {"kernel_argument": positions[value]}
+        return value
+    return {"position": position, **plain(spec)}
 

@@ -34,7 +34,7 @@ from tilemlir.passes.gpu_builders import add, mul, sub, udiv, urem
 
 CORES: dict[str, str] = {
     "amdgpu": "tilemlir.passes.matrix_cores:MfmaCore",
-    "nvidia": "tilemlir.backends.nvidia.matrix:MmaSyncCore",
+    "nvidia": "tilemlir.backends.nvidia.wgmma:WarpgroupCore",
     "metax": "tilemlir.backends.metax.matrix:MetaxMmaCore",
 }
 
@@ -100,6 +100,11 @@ class MatrixCore(ABC):
     @abstractmethod
     def emit_k_steps(self, step: GemmStep) -> None:
         """Operand loads and matrix instructions for one tile.gemm's block K."""
+
+    def waves_per_instruction(self, name: str) -> int:
+        """How many consecutive waves execute one instruction of this name
+        together (1: every wave its own; NVIDIA's wgmma: a warpgroup of 4)."""
+        return 1
 
     def operand_lanes(self, m: int, n: int, k: int, wave_size: int):
         """For LDS layout choice: per lane, the (row of A, K index) and (column of
@@ -178,6 +183,11 @@ class MfmaCore(MatrixCore):
     def accumulator_layout(self, m: int, n: int, k: int, wave_size: int,
                            c_bits: int = 32) -> AccumulatorLayout:
         return MfmaAccumulator(mma_layouts.layout_for(m, n, k, wave_size, c_bits))
+
+    def waves_per_instruction(self, name: str) -> int:
+        """How many consecutive waves execute one instruction of this name
+        together (1: every wave its own; NVIDIA's wgmma: a warpgroup of 4)."""
+        return 1
 
     def operand_lanes(self, m: int, n: int, k: int, wave_size: int):
         layout = mma_layouts.layout_for(m, n, k, wave_size)

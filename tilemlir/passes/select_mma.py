@@ -22,8 +22,15 @@ fragment buffers and a fragment accumulator of type accum_dtype (after
 tile-legalize-precision the operand types are ones the chip can take).
 Output invariant: every in-kernel tile.gemm carries tile.mma and tile.warp_grid.
 
+4. instructions a group of waves executes together (NVIDIA's warpgroup
+   `wgmma`, four warps) split the block along M into groups of one instruction
+   each (m rows by the block's whole N); they rank after every wave-level row
+   unless preferred, because their operands must reach shared memory by TMA.
+
 Options:
   target (string): the target, e.g. amdgpu:gfx942 (default: the module's tile.target).
+  prefer (string): rank rows whose name starts with this first, e.g. `wgmma`
+    on nvidia:sm_90a (default: none; the table's ranking alone).
 
 Example:
 
@@ -57,8 +64,10 @@ from tilemlir.passes.common import (
 from tilemlir.passes.matrix_cores import core_for
 
 
-def choose(target, shape, threads: int) -> tuple[MmaChoice, tuple[int, int]] | list[str]:
-    """The instruction and wave split for a gemm, or the reasons each row failed."""
+def choose(target, shape, threads: int,
+           prefer: str = "") -> tuple[MmaChoice, tuple[int, int]] | list[str]:
+    """The instruction and wave split for a gemm, or the reasons each row failed.
+    Rows whose name starts with `prefer` (when given) rank before all others."""
     wave = target.require("compute.wave_size", "splitting a block over waves")
     if threads % wave:
         return [f"{threads} threads are not a whole number of {wave}-lane waves"]
@@ -77,7 +86,22 @@ def choose(target, shape, threads: int) -> tuple[MmaChoice, tuple[int, int]] | l
             rejected.append(f"{row.name}: no documented lane layout for {row.m}x{row.n}x{row.k}"
                             f" with {row.blocks} blocks")
             continue
-        split = split_waves(waves, shape.m, shape.n, row.m, row.n)
+        group = core.waves_per_instruction(row.name)
+        if group > 1:
+            # One instruction per group of `group` consecutive waves, the groups
+            # stacked along M, each covering the block's whole N.
+            groups = waves // group
+            if waves % group:
+                rejected.append(f"{row.name}: {waves} waves are not whole groups of {group}")
+                continue
+            if shape.m != groups * row.m or shape.n != row.n:
+                rejected.append(f"{row.name}: needs the block to be {row.m} rows per group of "
+                                f"{group} waves by {row.n} columns ({waves} waves: "
+                                f"{groups * row.m}x{row.n}), not {shape.m}x{shape.n}")
+                continue
+            split = (waves, 1)
+        else:
+            split = split_waves(waves, shape.m, shape.n, row.m, row.n)
         if split is None:
             rejected.append(f"{row.name}: the {shape.m}x{shape.n} block does not split into "
                             f"{row.m}x{row.n} tiles over {waves} waves")
@@ -86,7 +110,10 @@ def choose(target, shape, threads: int) -> tuple[MmaChoice, tuple[int, int]] | l
             rejected.append(f"{row.name}: K={shape.k} is not a multiple of {row.k}")
             continue
         full_rate = not ranked or target.flops_per_cu_cycle(row) >= fastest
-        fitting.append(((not full_rate, -row.m, -row.k, rank), row, split))
+        preferred = not prefer or row.name.startswith(prefer)
+        # Group-level rows (NVIDIA's warpgroup wgmma) are taken only when preferred
+        # or when no wave-level row fits: they change how shared memory is filled.
+        fitting.append(((not preferred, not full_rate, group > 1, -row.m, -row.k, rank), row, split))
     if not fitting:
         return rejected
     _, row, split = min(fitting, key=lambda item: item[0])
@@ -99,6 +126,7 @@ class TileSelectMma(TilePass):
     summary: ClassVar[str] = "Choose the matrix instruction and wave split of every tile.gemm"
 
     target: str = ""
+    prefer: str = ""
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         gemms = [op for op in walk(module) if op.name == "tile.gemm"]
@@ -110,7 +138,7 @@ class TileSelectMma(TilePass):
             if kernel is None:
                 continue  # whole-problem form: tile-tiling makes the kernel first
             shape = gemm_shape(op)
-            result = choose(target, shape, kernel_threads(kernel))
+            result = choose(target, shape, kernel_threads(kernel), self.prefer)
             if isinstance(result, list):
                 tried = "; ".join(result)
                 state.error(op, f"tile-select-mma: no matrix instruction of {target} fits this "

@@ -34,6 +34,16 @@ TORCH_DTYPES = {
 }
 
 
+# cuTensorMapEncodeTiled's enums (CUDA driver API, cuda.h: CUtensorMapDataType,
+# CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill).
+TENSOR_MAP_TYPES = {"f16": 6, "bf16": 9, "f32": 7, "f8E4M3FN": 0, "f8E5M2": 0, "i8": 0}
+TENSOR_MAP_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
+TENSOR_MAP_L2_PROMOTION_128B = 2
+TENSOR_MAP_OOB_ZEROS = 0
+TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN = 128, 64
+ELEMENT_BYTES = {"f64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "f8E4M3FN": 1, "f8E5M2": 1, "i8": 1}
+
+
 class CudaError(RuntimeError):
     """A CUDA driver call failed, or there is no CUDA driver or device."""
 
@@ -102,6 +112,7 @@ class CudaModule:
             raise CudaError(f"cuModuleLoadDataEx failed: {self.driver.error_name(code)}\n"
                             f"{log.value.decode(errors='replace')}")
         self.functions: dict[str, ctypes.c_void_p] = {}
+        self.tensor_maps: dict[tuple, ctypes.c_uint64] = {}  # (spec, pointer) -> device copy
         for function in metadata["functions"]:
             for launch in function["launches"]:
                 self._function(launch)
@@ -118,7 +129,8 @@ class CudaModule:
         if name not in self.functions:
             handle = ctypes.c_void_p()
             self.driver.check("cuModuleGetFunction", ctypes.byref(handle), self.handle, name.encode())
-            if launch["dynamic_shared_bytes"] > 48 * 1024:
+            # Always: without it static + dynamic shared memory must stay under 48 KiB.
+            if launch["dynamic_shared_bytes"] > 0:
                 self.driver.check("cuFuncSetAttribute", handle,
                                   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                   ctypes.c_int(launch["dynamic_shared_bytes"]))
@@ -147,12 +159,42 @@ class CudaModule:
         if stream is None:
             stream = _torch_stream()
         for launch in function["launches"]:
-            values = [ctypes.c_void_p(pointers[i]) for i in launch["arguments"]]
+            values = [ctypes.c_void_p(self._tensor_map(i["tensor_map"], pointers)
+                                      if isinstance(i, dict) else pointers[i])
+                      for i in launch["arguments"]]
             array = (ctypes.c_void_p * max(1, len(values)))(
                 *[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values])
             (gx, gy, gz), (bx, by, bz) = launch["grid"], launch["block"]
             self.driver.check("cuLaunchKernel", self._function(launch), gx, gy, gz, bx, by, bz,
                               launch["dynamic_shared_bytes"], ctypes.c_void_p(stream), array, None)
+
+
+    def _tensor_map(self, spec: dict, pointers: list[int]) -> int:
+        """Device memory holding the CUtensorMap of `spec` (a TMA box over a
+        row-major 2-D argument, see tilemlir.backends.nvidia.wgmma), made once
+        per argument pointer."""
+        pointer = pointers[spec["source"]["argument"]]
+        key = (json.dumps(spec, sort_keys=True), pointer)
+        if key not in self.tensor_maps:
+            rows, cols = spec["shape"]
+            box_rows, box_cols = spec["box"]
+            size = ELEMENT_BYTES[spec["dtype"]]
+            raw = ctypes.create_string_buffer(TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN)
+            address = -(-ctypes.addressof(raw) // TENSOR_MAP_ALIGN) * TENSOR_MAP_ALIGN
+            u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+            self.driver.check("cuTensorMapEncodeTiled", ctypes.c_void_p(address),
+                              ctypes.c_int(TENSOR_MAP_TYPES[spec["dtype"]]), u32(2),
+                              ctypes.c_void_p(pointer), (u64 * 2)(cols, rows), (u64 * 1)(cols * size),
+                              (u32 * 2)(box_cols, box_rows), (u32 * 2)(1, 1), ctypes.c_int(0),
+                              ctypes.c_int(TENSOR_MAP_SWIZZLE[spec["swizzle"]]),
+                              ctypes.c_int(TENSOR_MAP_L2_PROMOTION_128B),
+                              ctypes.c_int(TENSOR_MAP_OOB_ZEROS))
+            device = ctypes.c_uint64()
+            self.driver.check("cuMemAlloc_v2", ctypes.byref(device), ctypes.c_size_t(TENSOR_MAP_BYTES))
+            self.driver.check("cuMemcpyHtoD_v2", device, ctypes.c_void_p(address),
+                              ctypes.c_size_t(TENSOR_MAP_BYTES))
+            self.tensor_maps[key] = device
+        return self.tensor_maps[key].value
 
 
 class DeviceArray:

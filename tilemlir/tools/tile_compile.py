@@ -49,6 +49,7 @@ class Options:
     report: bool = False
     no_spills: bool = False
     tiling: str = ""
+    select: str = ""
     dump_pass_pipeline: bool = False
     verify_diagnostics: bool = False
     split_input_file: bool = False
@@ -74,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-spills", action="store_true", help="fail when the kernel spills registers to scratch")
     parser.add_argument("--tiling", metavar="OPTIONS", default="",
                         help="tile-tiling's options for whole-problem GEMMs, e.g. 'block=128,128,64 stages=2'")
+    parser.add_argument("--select", metavar="OPTIONS", default="",
+                        help="tile-select-mma's options, e.g. 'prefer=wgmma' (sm_90a's warpgroup "
+                             "path: wgmma fed by TMA)")
     parser.add_argument("--dump-pass-pipeline", action="store_true",
                         help="print every stage's exact pipeline or command line (to stderr)")
     parser.add_argument("--verify-diagnostics", action="store_true",
@@ -126,13 +130,13 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
             target = resolve_target(module, options.target_desc or options.target)
             if options.dump_pass_pipeline:
                 stderr_lines.append(describe_pipeline(target, tile_input=has_tile_ops(module),
-                                                      tiling=options.tiling))
+                                                      tiling=options.tiling, select=options.select))
             result = compile_module(
                 module,
                 target,
                 options.emit,
                 CompileOptions(report=options.report, allow_spills=not options.no_spills,
-                               tiling=options.tiling),
+                               tiling=options.tiling, select=options.select),
                 source=chunk.source,
                 seconds={"parse": parse_seconds},
             )

@@ -31,7 +31,7 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // GPU: nvgpu.device_async_wait {{.*}} {numGroups = 0 : i32}
 
 // PTX: .target sm_90a
-// PTX: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
+// PTX: .extern .shared .align 1024 .b8 __dynamic_shmem__0[];
 // PTX: .visible .entry gemm_kernel0(
 // PTX: cp.async.cg.shared.global
 // PTX: cp.async.commit_group

@@ -99,15 +99,15 @@ def gpu_to_llvm_pipeline(chip: str) -> str:
 
 
 def tile_pipeline(stop_before: str | None = None, tiling: str = "",
-                  steps: tuple[str, ...] = TILE_PIPELINE) -> str:
+                  steps: tuple[str, ...] = TILE_PIPELINE, select: str = "") -> str:
     """`steps` (TILE_PIPELINE, or a backend's own list) as a pipeline string;
     with `stop_before`, only the passes before that one (e.g. EMIT_TILE_BEFORE);
-    `tiling` gives tile-tiling its options ("block=128,128,64 threads=256 stages=2")."""
+    `tiling` gives tile-tiling its options ("block=128,128,64 threads=256 stages=2"),
+    `select` tile-select-mma its options ("prefer=wgmma")."""
     if stop_before is not None:
         steps = steps[: steps.index(stop_before)]
-    if tiling:
-        steps = tuple(f"tile-tiling{{{tiling}}}" if step == "tile-tiling" else step for step in steps)
-    return ",".join(steps)
+    given = {"tile-tiling": tiling, "tile-select-mma": select}
+    return ",".join(f"{step}{{{given[step]}}}" if given.get(step) else step for step in steps)
 
 
 def tile_pipeline_rest(start_at: str) -> str:

@@ -97,9 +97,7 @@ class MmaSyncCore(MatrixCore):
     # -- shared memory ---------------------------------------------------------
 
     def place_shared(self, emitter, shared_ops: list) -> int:
-        from tilemlir.backends.nvidia.pipelining import pipelined_buffers
-
-        stages_of = pipelined_buffers(emitter.kernel, emitter.threads)
+        stages_of = self.buffer_stages(emitter)
         workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
         base_type = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
                                       ir.IntegerType.get_signless(8), memory_space=workgroup)
@@ -107,29 +105,49 @@ class MmaSyncCore(MatrixCore):
         offset = 0
         for op in shared_ops:
             value = op.results[0]
-            tile_type = ir.MemRefType(value.type)
-            if len(tile_type.shape) != 2:
+            if len(ir.MemRefType(value.type).shape) != 2:
                 raise UserError("nvidia: shared buffers must be 2-D")
-            rows, cols = tile_type.shape
-            element = tile_type.element_type
-            element_bytes = max(1, bit_width(element) // 8)
-            pad = ROW_PAD_BYTES // element_bytes if (cols * element_bytes) % 16 == 0 else 0
-            stages = stages_of.get(value, 1)
-            view_type = ir.MemRefType.get([stages, rows, cols + pad], element,
-                                          memory_space=workgroup)
-            view = memref.ViewOp(view_type, base, const_index(offset), []).result
-            self.stage_views[value] = view
-            self.first_slot[value] = slot_view(view, const_index(0))
-            emitter.shared[value] = self.first_slot[value]
-            emitter.layouts[value] = SharedLayout()  # stored as declared (rows padded only)
-            size = stages * rows * (cols + pad) * element_bytes
-            offset += -(-size // SHARED_ALIGN) * SHARED_ALIGN
+            align = self.buffer_alignment(value)
+            offset = -(-offset // align) * align
+            offset += self.place_buffer(emitter, value, base, offset, stages_of.get(value, 1))
         limit = emitter.target.require("memory.shared_bytes_per_workgroup", "the shared memory budget")
+        limit -= self.reserved_shared_bytes()
         if offset > limit:
             raise UserError(f"tile-lower-to-gpu: this kernel needs {offset} bytes of shared memory "
-                            f"(pipeline stages and 16-byte row padding included), "
+                            f"(pipeline stages and row padding or swizzle alignment included), "
                             f"{emitter.target.name} allows {limit}")
         return offset
+
+    def reserved_shared_bytes(self) -> int:
+        """Shared memory the dynamic buffers cannot use (static variables and
+        the padding that aligns the dynamic ones after them)."""
+        return 0
+
+    def buffer_stages(self, emitter) -> dict:
+        """Shared buffer value -> the number of slots a pipelined loop fills."""
+        from tilemlir.backends.nvidia.pipelining import pipelined_buffers
+
+        return pipelined_buffers(emitter.kernel, emitter.threads)
+
+    def buffer_alignment(self, value: ir.Value) -> int:
+        return SHARED_ALIGN
+
+    def place_buffer(self, emitter, value: ir.Value, base: ir.Value, offset: int, stages: int) -> int:
+        """Binds one buffer at byte `offset` of dynamic shared memory: `stages`
+        slots of rows padded by 16 bytes; returns the bytes it takes."""
+        workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
+        tile_type = ir.MemRefType(value.type)
+        rows, cols = tile_type.shape
+        element = tile_type.element_type
+        element_bytes = max(1, bit_width(element) // 8)
+        pad = ROW_PAD_BYTES // element_bytes if (cols * element_bytes) % 16 == 0 else 0
+        view_type = ir.MemRefType.get([stages, rows, cols + pad], element, memory_space=workgroup)
+        view = memref.ViewOp(view_type, base, const_index(offset), []).result
+        self.stage_views[value] = view
+        self.first_slot[value] = slot_view(view, const_index(0))
+        emitter.shared[value] = self.first_slot[value]
+        emitter.layouts[value] = SharedLayout()  # stored as declared (rows padded only)
+        return stages * rows * (cols + pad) * element_bytes
 
     def lower_loop(self, emitter, op) -> bool:
         from tilemlir.backends.nvidia.pipelining import lower_pipelined_loop
@@ -139,26 +157,47 @@ class MmaSyncCore(MatrixCore):
     # -- one tile.gemm -----------------------------------------------------------
 
     def emit_k_steps(self, step: GemmStep) -> None:
-        fragment = step.fragment
-        wtm, wtn = fragment.warp_tile
-        tiles_m, tiles_n = fragment.tiles
+        for k_step in range(self.k_steps(step)):
+            self.mma_k_step(step, self.load_k_step(step, k_step))
+
+    def k_steps(self, step: GemmStep) -> int:
+        return step.block_k // SHAPES[self.operand_bits(step)][2]
+
+    @staticmethod
+    def operand_bits(step: GemmStep) -> int:
         a_element = ir.MemRefType(step.a_smem.type).element_type
         b_element = ir.MemRefType(step.b_smem.type).element_type
         bits = bit_width(a_element)
         if bits != bit_width(b_element) or bits not in SHAPES:
             raise UserError(f"nvidia: no mma.sync for {a_element} x {b_element}")
+        return bits
+
+    def load_k_step(self, step: GemmStep, k_step: int) -> tuple[list, list]:
+        """The warp's A and B registers of one K step (ldmatrix from shared
+        memory): a list per m16 tile and a list per n8 tile."""
+        bits = self.operand_bits(step)
         _, _, k = SHAPES[bits]
+        wtm, wtn = step.fragment.warp_tile
+        tiles_m, tiles_n = step.fragment.tiles
         m0 = mul(step.wave_m, wtm)
         n0 = mul(step.wave_n, wtn)
         operands = Operands(step, bits)
-        for k_step in range(step.block_k // k):
-            k0 = k_step * k
-            a_frags = [operands.a(add(m0, tm * 16), k0) for tm in range(tiles_m)]
-            b_frags = operands.b_tiles(n0, k0, tiles_n)
-            for tm, tn in itertools.product(range(tiles_m), range(tiles_n)):
-                index = fragment.tile_index(tm, tn)
-                fragment.values[index] = mma(bits, a_element, b_element, a_frags[tm], b_frags[tn],
-                                             fragment.values[index], fragment.element)
+        k0 = k_step * k
+        return ([operands.a(add(m0, tm * 16), k0) for tm in range(tiles_m)],
+                operands.b_tiles(n0, k0, tiles_n))
+
+    def mma_k_step(self, step: GemmStep, registers: tuple[list, list]) -> None:
+        """The m16n8 instructions of one K step on registers from load_k_step."""
+        fragment = step.fragment
+        a_frags, b_frags = registers
+        a_element = ir.MemRefType(step.a_smem.type).element_type
+        b_element = ir.MemRefType(step.b_smem.type).element_type
+        bits = self.operand_bits(step)
+        tiles_m, tiles_n = fragment.tiles
+        for tm, tn in itertools.product(range(tiles_m), range(tiles_n)):
+            index = fragment.tile_index(tm, tn)
+            fragment.values[index] = mma(bits, a_element, b_element, a_frags[tm], b_frags[tn],
+                                         fragment.values[index], fragment.element)
 
 
 def slot_view(view: ir.Value, slot: ir.Value) -> ir.Value:

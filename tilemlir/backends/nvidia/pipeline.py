@@ -47,6 +47,9 @@ GPU_TO_NVVM: tuple[str, ...] = (
     # arrays; after the GPU conversion, which maps the workgroup address space
     # that this pass alone cannot.
     "convert-vector-to-llvm",
+    # NVVM ops that are PTX text (mbarrier try_wait, wgmma, TMA copies) ->
+    # inline assembly; the others stay intrinsics.
+    "convert-nvvm-to-llvm",
     # ub.poison that the vector lowerings create.
     "convert-ub-to-llvm",
     "reconcile-unrealized-casts",
@@ -63,7 +66,7 @@ def gpu_to_nvvm_pipeline(chip: str, features: str = PTX_FEATURES, index_bits: in
     return f"builtin.module({attach},gpu.module({nested}))"
 
 
-def tile_pipeline(stop_before: str | None = None, tiling: str = "") -> str:
+def tile_pipeline(stop_before: str | None = None, tiling: str = "", select: str = "") -> str:
     """TILE_PIPELINE as a string, as the amdgpu one is built
-    (e.g. tiling="block=128,128,32 threads=256 stages=3")."""
-    return _amd.tile_pipeline(stop_before, tiling, TILE_PIPELINE)
+    (e.g. tiling="block=128,128,64 threads=256 stages=3", select="prefer=wgmma")."""
+    return _amd.tile_pipeline(stop_before, tiling, TILE_PIPELINE, select)

@@ -7,11 +7,18 @@ A loop marked `tile.num_stages = S` (S >= 2) whose body is
 is lowered with S shared slots per copied buffer (placed by the matrix core):
 
     prologue:  for s in 0 .. S-2: copies of iteration s into slot s; commit group
-    loop i:    cp.async.wait_group S-2      # this thread's copies of iteration i landed
-               barrier                      # ... everybody's; and slot (i-1) % S is free
-               copies of iteration i+S-1 into slot (i+S-1) % S; commit group
-               gemms on slot i % S
+                       cp.async.wait_group S-2; barrier; registers of K step 0 of slot 0
+    loop i:    copies of iteration i+S-1 into slot (i+S-1) % S; commit group
+               for each K step j of the gemm on slot i % S:
+                   registers of K step j+1 (the last: cp.async.wait_group S-2;
+                       barrier; registers of K step 0 of slot (i+1) % S)
+                   mma.sync on the registers of K step j
     after:     cp.async.wait_group 0
+
+Slot (i+S-1) % S = (i-1) % S is free at the top of iteration i: its last
+ldmatrix came before the barrier of iteration i-1, which every thread passed.
+With more than one gemm in the body, each iteration starts with the wait and
+the barrier and the gemms load their own registers.
 
 Every 16-byte chunk is one `cp.async.cg` whose source size is the number of
 elements inside the global tensor (0 past its end), so out-of-bounds reads
@@ -56,8 +63,11 @@ def _element_bytes(memref_type: ir.MemRefType) -> int:
     return max(1, bit_width(memref_type.element_type) // 8)
 
 
-def plan_pipeline(op: ir.Operation, threads: int) -> PipelinePlan | None:
-    """The plan for an scf.for inside a tile.kernel, or None when it does not match."""
+def plan_pipeline(op: ir.Operation, threads: int, copyable=None) -> PipelinePlan | None:
+    """The plan for an scf.for inside a tile.kernel, or None when it does not match.
+    `copyable(copy, threads)` says whether a tile.copy can be issued
+    asynchronously (default: as 16-byte cp.async chunks)."""
+    copyable = copyable or _async_copyable
     if op.name != "scf.for" or tile.NUM_STAGES_ATTR not in op.attributes:
         return None
     stages = ir.IntegerAttr(op.attributes[tile.NUM_STAGES_ATTR]).value
@@ -68,7 +78,7 @@ def plan_pipeline(op: ir.Operation, threads: int) -> PipelinePlan | None:
     plan = PipelinePlan(stages, bounds[1])
     for inner in view["body_ops"]:
         if inner.name == "tile.copy":
-            if plan.gemms or not _async_copyable(inner, threads):
+            if plan.gemms or not copyable(inner, threads):
                 return None
             plan.copies.append(inner)
         elif inner.name == "tile.gemm":
@@ -90,18 +100,28 @@ def plan_pipeline(op: ir.Operation, threads: int) -> PipelinePlan | None:
     return plan
 
 
-def _async_copyable(copy: ir.Operation, threads: int) -> bool:
+def plain_tile_copy(copy: ir.Operation) -> tuple[ir.MemRefType, ir.MemRefType] | None:
+    """(source, destination) types of a global -> shared tile.copy of a 2-D
+    window of a static global memref, same element type, no conversion; else None."""
     src, dst = copy.operands[0], copy.operands[1]
     if tile.memory_level(src.type) != tile.GLOBAL or tile.memory_level(dst.type) != tile.SHARED:
-        return False
+        return None
     src_type, dst_type = ir.MemRefType(src.type), ir.MemRefType(dst.type)
     segments = list(ir.DenseI32ArrayAttr(copy.attributes["operandSegmentSizes"]))
     if src_type.element_type != dst_type.element_type or segments[3] or segments[2] != 2:
-        return False
+        return None
     if len(src_type.shape) != 2 or len(dst_type.shape) != 2:
-        return False
+        return None
     if any(d == ir.ShapedType.get_dynamic_size() for d in src_type.shape):
+        return None
+    return src_type, dst_type
+
+
+def _async_copyable(copy: ir.Operation, threads: int) -> bool:
+    types = plain_tile_copy(copy)
+    if types is None:
         return False
+    src_type, dst_type = types
     size = _element_bytes(src_type)
     rows, cols = dst_type.shape
     # Every chunk's global address must be 16-byte aligned: whole rows of 16-byte multiples.
@@ -130,6 +150,11 @@ def lower_pipelined_loop(core, emitter, op: ir.Operation) -> bool:
     view = scf_for_view(op)
     stages = plan.stages
     iv = view["iv"]
+    # One gemm: its first K step's registers are read one iteration ahead, so
+    # the wait and barrier for the next slot sit before the last K step's
+    # instructions instead of in front of the first ldmatrix (CUTLASS's sm80
+    # main loop does the same).
+    ahead_registers = len(plan.gemms) == 1
 
     def issue(iteration: ir.Value, slot: ir.Value) -> ir.Value:
         emitter.env[iv] = iteration
@@ -140,34 +165,79 @@ def lower_pipelined_loop(core, emitter, op: ir.Operation) -> bool:
             tokens.extend(async_copy(emitter, copy, core.stage_views[copy.operands[1]], slot))
         return nvgpu.DeviceAsyncCreateGroupOp(tokens).result
 
+    def bind(slot: ir.Value) -> None:
+        for buffer in plan.buffers:
+            emitter.shared[buffer] = slot_view(core.stage_views[buffer], slot)
+
+    def next_slot_ready() -> None:  # this thread's copies of the next slot landed, and everybody's
+        nvgpu.DeviceAsyncWaitOp(group, numGroups=stages - 2)
+        gpu.BarrierOp()
+
     group = None
     for s in range(stages - 1):
         group = issue(const_index(s), const_index(s))
 
     carried = list(emitter.fragments)
     flat = [value for key in carried for value in emitter.fragments[key].values]
-    loop = scf.ForOp(const_index(0), const_index(plan.trip_count), const_index(1), flat)
-    emitter.rebind(carried, list(loop.inner_iter_args))
+    template, first = None, []
+    if ahead_registers:
+        next_slot_ready()
+        bind(const_index(0))
+        template, first = _flatten(core.load_k_step(emitter.gemm_step(plan.gemms[0]), 0))
+    loop = scf.ForOp(const_index(0), const_index(plan.trip_count), const_index(1), flat + first)
+    inner_args = list(loop.inner_iter_args)
+    emitter.rebind(carried, inner_args[:len(flat)])
     with ir.InsertionPoint(loop.body):
         i = loop.induction_variable
-        nvgpu.DeviceAsyncWaitOp(group, numGroups=stages - 2)
-        gpu.BarrierOp()
+        if not ahead_registers:
+            next_slot_ready()
         # Clamped to the last iteration: past the end the copy re-reads the last
         # tile into a slot no gemm reads, so in-bounds copies stay in bounds.
+        # Slot (i-1) % S is free: every thread passed the barrier after its last read.
         ahead = arith.MinUIOp(add(i, stages - 1), const_index(plan.trip_count - 1)).result
         issue(ahead, urem(add(i, stages - 1), stages))
-        reading = urem(i, stages)
-        for buffer in plan.buffers:
-            emitter.shared[buffer] = slot_view(core.stage_views[buffer], reading)
+        bind(urem(i, stages))
         emitter.env[iv] = i
-        for gemm in plan.gemms:
-            emitter.emit_op(gemm)
-        scf.YieldOp([value for key in carried for value in emitter.fragments[key].values])
-    emitter.rebind(carried, list(loop.results))
+        registers = []
+        if ahead_registers:
+            gemm = plan.gemms[0]
+            step = emitter.gemm_step(gemm)
+            current = _unflatten(template, iter(inner_args[len(flat):]))
+            k_steps = core.k_steps(step)
+            for k_step in range(k_steps):
+                if k_step + 1 < k_steps:
+                    following = core.load_k_step(step, k_step + 1)
+                else:
+                    next_slot_ready()
+                    bind(urem(add(i, 1), stages))
+                    following = core.load_k_step(emitter.gemm_step(gemm), 0)
+                core.mma_k_step(step, current)
+                current = following
+            emitter.count_lds_conflicts(gemm)
+            registers = _flatten(current)[1]
+        else:
+            for gemm in plan.gemms:
+                emitter.emit_op(gemm)
+        scf.YieldOp([value for key in carried for value in emitter.fragments[key].values] + registers)
+    emitter.rebind(carried, list(loop.results)[:len(flat)])
     for buffer in plan.buffers:
         emitter.shared[buffer] = core.first_slot[buffer]
     nvgpu.DeviceAsyncWaitOp(group, numGroups=0)
     return True
+
+
+def _flatten(tree) -> tuple[object, list]:
+    """(template, values) of nested lists of values, for loop-carrying them."""
+    if isinstance(tree, list | tuple):
+        parts = [_flatten(t) for t in tree]
+        return [p[0] for p in parts], [v for p in parts for v in p[1]]
+    return None, [tree]
+
+
+def _unflatten(template, values):
+    if template is None:
+        return next(values)
+    return [_unflatten(t, values) for t in template]
 
 
 def async_copy(emitter, copy: ir.Operation, stage_view: ir.Value, slot: ir.Value) -> list:

@@ -26,8 +26,10 @@ from tilemlir.backends.base import Target
 from tilemlir.backends.nvidia import pipeline
 from tilemlir.diagnostics import UserError
 from tilemlir.irutil import walk
+from tilemlir.passes.lower_to_gpu import KERNEL_ARGUMENTS_ATTR
 
 DYNAMIC_SHARED_PREFIX = "__dynamic_shmem__"
+DYNAMIC_SHARED_ALIGN = 1024  # the 128-byte swizzle's period (backends/nvidia/wgmma.py)
 
 
 @dataclass
@@ -55,13 +57,17 @@ def _constant(value: ir.Value) -> int:
 
 def launch_metadata(module: ir.Operation, target: Target) -> dict:
     """The entry functions' launches, read from GPU-level IR (after tile-lower-to-gpu)."""
-    kernels = {}
+    kernels, added = {}, {}
     for op in walk(module):
         if op.name == "gpu.func":
             name = ir.StringAttr(op.attributes["sym_name"]).value
             dynamic = (op.attributes["tile.dynamic_shared_bytes"]  # noqa: SIM401 - no .get on MLIR attribute maps
                        if "tile.dynamic_shared_bytes" in op.attributes else None)
             kernels[name] = ir.IntegerAttr(dynamic).value if dynamic is not None else 0
+            if KERNEL_ARGUMENTS_ATTR in op.attributes:
+                specs = [json.loads(ir.StringAttr(a).value)
+                         for a in ir.ArrayAttr(op.attributes[KERNEL_ARGUMENTS_ATTR])]
+                added[name] = {spec.pop("position"): spec for spec in specs}
     functions = []
     for op in walk(module):
         if op.name != "func.func" or not op.regions[0].blocks:
@@ -81,10 +87,14 @@ def launch_metadata(module: ir.Operation, target: Target) -> dict:
             block = [_constant(v) for v in operands[position + 3:position + 6]]
             kernel_operands = operands[sum(segments[:-2]):sum(segments[:-1])]
             indices = []
-            for value in kernel_operands:
-                if value not in arguments:
+            for position, value in enumerate(kernel_operands):
+                spec = added.get(kernel, {}).get(position)
+                if spec is not None:  # e.g. a TMA tensor map of another argument
+                    indices.append(_host_positions(spec, kernel_operands, arguments))
+                elif value in arguments:
+                    indices.append(arguments.index(value))
+                else:
                     raise UserError("nvidia: kernel arguments must be arguments of the host function")
-                indices.append(arguments.index(value))
             launches.append({"kernel": kernel, "grid": grid, "block": block,
                              "dynamic_shared_bytes": kernels.get(kernel, 0), "arguments": indices})
         if not launches:
@@ -101,17 +111,37 @@ def launch_metadata(module: ir.Operation, target: Target) -> dict:
     return {"target": str(target), "functions": functions}
 
 
+def _host_positions(spec, kernel_operands: list, arguments: list):
+    """A kernel argument's metadata with its references to other kernel
+    arguments ({"kernel_argument": i}) turned into host argument indices
+    ({"argument": j}): what the launcher reads."""
+    if isinstance(spec, dict):
+        if set(spec) == {"kernel_argument"}:
+            value = kernel_operands[spec["kernel_argument"]]
+            if value not in arguments:
+                raise UserError("nvidia: a tensor map must describe an argument of the host function")
+            return {"argument": arguments.index(value)}
+        return {key: _host_positions(v, kernel_operands, arguments) for key, v in spec.items()}
+    if isinstance(spec, list):
+        return [_host_positions(v, kernel_operands, arguments) for v in spec]
+    return spec
+
+
 def make_dynamic_shared_extern(module: ir.Operation) -> None:
     """convert-gpu-to-nvvm gives the dynamic shared memory global internal
     linkage, and LLVM's NVPTX backend then demotes it to a one-byte local
     `.shared` variable; external linkage prints the `.extern .shared ... []`
-    array that dynamic shared memory is."""
+    array that dynamic shared memory is (aligned to DYNAMIC_SHARED_ALIGN)."""
     external = ir.Attribute.parse("#llvm.linkage<external>")
     for op in walk(module):
         if op.name == "llvm.mlir.global":
             name = ir.StringAttr(op.attributes["sym_name"]).value
             if name.startswith(DYNAMIC_SHARED_PREFIX):
                 op.attributes["linkage"] = external
+                # Static shared variables (mbarriers) come first; TMA boxes with
+                # the 128-byte swizzle need 1024-byte aligned addresses.
+                op.attributes["alignment"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                                DYNAMIC_SHARED_ALIGN)
 
 
 def binary_assembly(module: ir.Operation) -> str:
@@ -162,9 +192,11 @@ def lower_to_ptx(module: ir.Operation, target: Target, seconds: dict | None = No
     return binary_assembly(module)
 
 
-def compile_to_ptx(module: ir.Operation, target: Target, tiling: str = "") -> PtxKernel:
+def compile_to_ptx(module: ir.Operation, target: Target, tiling: str = "",
+                   select: str = "") -> PtxKernel:
     """tile IR or GPU-level IR (compiled in place) -> PTX and launch metadata.
-    `tiling`: tile-tiling options ("block=128,128,32 threads=256 stages=3")."""
+    `tiling`: tile-tiling options ("block=128,128,64 threads=256 stages=3");
+    `select`: tile-select-mma options ("prefer=wgmma" for the Hopper path)."""
     from tilemlir.compiler import has_tile_ops, target_spec
     from tilemlir.passes import build_pipeline
 
@@ -174,7 +206,7 @@ def compile_to_ptx(module: ir.Operation, target: Target, tiling: str = "") -> Pt
         start = time.perf_counter()
         with context:
             build_pipeline("tile-verify", context=context).run(module)
-            build_pipeline(pipeline.tile_pipeline(tiling=tiling), context=context,
+            build_pipeline(pipeline.tile_pipeline(tiling=tiling, select=select), context=context,
                            overrides={"target": target_spec(target)}).run(module)
         seconds["tile"] = time.perf_counter() - start
     gpu_ir = module.get_asm()
@@ -187,7 +219,8 @@ NVIDIA_EMITS = ("tile", "gpu", "ptx")
 
 
 def compile_module_nvidia(module: ir.Operation, target: Target, emit: str, *, source=None,
-                          seconds: dict | None = None, report: bool = False):
+                          seconds: dict | None = None, report: bool = False, tiling: str = "",
+                          select: str = ""):
     """`tilemlir.compile` / tile-compile for an nvidia target: stages tile, gpu
     and ptx (the PTX text; `result.report` holds the launch metadata and the
     counts of matrix, ldmatrix and cp.async instructions)."""
@@ -218,7 +251,8 @@ def compile_module_nvidia(module: ir.Operation, target: Target, emit: str, *, so
         if has_tile_ops(module):
             with stages.stage("tile"):
                 stages.run_pm(build_pipeline(
-                    pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE),
+                    pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE, tiling=tiling,
+                                           select=select),
                     context=stages.context, overrides={"target": spec}))
             result.artifacts["tile"] = stages.asm()
             if emit == "tile":
@@ -243,6 +277,7 @@ def compile_module_nvidia(module: ir.Operation, target: Target, emit: str, *, so
     result.report = {
         "target": str(target), **metadata,
         "ptx_instructions": {name: ptx.count(name) for name in
-                             ("mma.sync", "ldmatrix", "cp.async.cg", "cp.async.wait_group", "bar.sync")},
+                             ("mma.sync", "ldmatrix", "cp.async.cg", "cp.async.wait_group", "bar.sync",
+                              "wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait")},
     }
     return _finish(result, stages, start)

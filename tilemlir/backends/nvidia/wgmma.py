@@ -1,0 +1,447 @@
+"""Hopper's warpgroup MMA (`wgmma.mma_async`, sm_90a) fed by TMA with mbarriers.
+
+A gemm whose chosen instruction is a `wgmma` row (tile-select-mma with
+`prefer=wgmma`) is executed by warpgroups, four consecutive warps each, every
+warpgroup one m64nN instruction per K step over its 64 rows of the block and
+the block's whole N. Facts used here, from the PTX ISA 8.5:
+
+* "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions",
+  register fragment of D for m64nNk16/k32: warp w of the warpgroup holds rows
+  16w + g and 16w + g + 8 (g = lane / 4), columns 8j + 2t, 8j + 2t + 1
+  (t = lane % 4) in registers 4j .. 4j + 3. That is the m16n8 accumulator of
+  mma.sync repeated over N, so the fragment is the mma.sync core's
+  (`MmaSyncAccumulator`), one m16n8 tile per 8 columns of a 16-row warp tile.
+* "Matrix Descriptor Format": bits 0-13 start address >> 4, 16-29 leading
+  byte offset >> 4, 32-45 stride byte offset >> 4, 49-51 base offset,
+  62-63 swizzle (1: 128-byte).
+* "Shared Memory Matrix Layout": with the 128-byte swizzle an operand is
+  stored as rows of 128 bytes in which 16-byte chunks are XOR-permuted by the
+  row index mod 8; eight rows (1024 bytes) make one swizzle atom. K-major
+  (K contiguous): the stride byte offset is the distance between 8-row groups
+  (1024), and a K step moves the start address along the row. MN-major (M or N
+  contiguous, only for 16-bit types): the leading byte offset is the distance
+  between 64-element chunks of M or N, the stride byte offset that between
+  8-row groups of K.
+* "Tensor Copy" (`cp.async.bulk.tensor`) with CU_TENSOR_MAP_SWIZZLE_128B
+  writes a box of R rows x 128 bytes in exactly that swizzled layout, which is
+  why TMA and wgmma pair: every copied tile lives in shared memory as boxes of
+  its rows x 128 bytes, one box per 128 bytes of its columns, 1024-aligned.
+
+The K loop (a `tile.num_stages = S` loop of global->shared copies and gemms)
+becomes, with one mbarrier per slot counting the TMA bytes:
+
+    prologue:  thread 0: for s < S-1: expect_tx(full[s]); TMA boxes of iteration s
+    loop i:    wait full[i % S] at phase (i / S) & 1
+               wgmma.fence; one wgmma per K step; commit; wait_group 1
+               barrier                 # every warpgroup's wgmmas of i-1 are done
+               thread 0: if i+S-1 < T: expect_tx(full[slot]); TMA boxes of i+S-1
+    after:     wait_group 0
+
+Out-of-bounds box elements are filled with zeros by the TMA unit (the tensor
+map's OOB fill), so shapes that are not multiples of the block need no code.
+Tensor maps are created by the launcher (`cuTensorMapEncodeTiled`) from the
+kernel's metadata (`TENSOR_MAPS_ATTR` on the gpu.func) and reach the kernel as
+pointers to 128 bytes of global memory, one extra argument each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, builtin, gpu, llvm, memref, nvgpu, nvvm, scf, vector
+
+from tilemlir.backends.nvidia.matrix import MmaSyncAccumulator, MmaSyncCore
+from tilemlir.backends.nvidia.pipelining import PipelinePlan, plain_tile_copy, plan_pipeline
+from tilemlir.irutil import walk
+from tilemlir.passes.common import MmaChoice, SharedLayout
+from tilemlir.passes.gpu_builders import add, bit_width, const_index, mul, udiv, urem
+from tilemlir.passes.lower_to_gpu import LoweringError, scf_for_view
+
+WARPGROUP_WARPS = 4
+SWIZZLE_BYTES = 128  # the swizzle mode used: 128-byte rows
+SWIZZLE_ATOM = 1024  # 8 rows x 128 bytes: the swizzle pattern's period and alignment
+SWIZZLE_128B_MODE = 1  # descriptor bits 62-63
+TENSOR_MAPS_ATTR = "tile.tensor_maps"
+TMA_BOX_LIMIT = 256  # boxDim entries are at most 256 (cuTensorMapEncodeTiled)
+# PTX type names of wgmma operands by MLIR element type.
+WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
+WORKGROUP = "#gpu.address_space<workgroup>"
+
+
+def is_wgmma(name: str) -> bool:
+    return name.startswith("wgmma.")
+
+
+@dataclass
+class SwizzledBuffer:
+    """A shared tile stored as TMA boxes of rows x 128 bytes, `stages` slots."""
+
+    offset: int  # bytes into dynamic shared memory
+    rows: int
+    cols: int
+    element: ir.Type
+    stages: int
+
+    @property
+    def element_bytes(self) -> int:
+        return max(1, bit_width(self.element) // 8)
+
+    @property
+    def box_cols(self) -> int:
+        return SWIZZLE_BYTES // self.element_bytes
+
+    @property
+    def boxes(self) -> int:
+        return self.cols // self.box_cols
+
+    @property
+    def box_bytes(self) -> int:
+        return self.rows * SWIZZLE_BYTES
+
+    @property
+    def slot_bytes(self) -> int:
+        return self.boxes * self.box_bytes
+
+
+def _tma_copyable(copy: ir.Operation, threads: int) -> bool:
+    """A global -> shared tile.copy one TMA box per 128 bytes of columns can do."""
+    types = plain_tile_copy(copy)
+    if types is None:
+        return False
+    src_type, dst_type = types
+    size = max(1, bit_width(src_type.element_type) // 8)
+    rows, cols = dst_type.shape
+    # Global rows must be 16-byte multiples (TMA's stride rule), the tile's
+    # rows whole 128-byte boxes of at most 256 rows.
+    return ((src_type.shape[1] * size) % 16 == 0 and (cols * size) % SWIZZLE_BYTES == 0
+            and rows <= TMA_BOX_LIMIT)
+
+
+def plan_tma_pipeline(op: ir.Operation, threads: int) -> PipelinePlan | None:
+    plan = plan_pipeline(op, threads, _tma_copyable)
+    if plan is None or not all(is_wgmma(MmaChoice.of(g).name) for g in plan.gemms if MmaChoice.of(g)):
+        return None
+    return plan
+
+
+class WarpgroupCore(MmaSyncCore):
+    """The nvidia matrix core: warp-level mma.sync (`MmaSyncCore`) and, for
+    gemms given a wgmma row, warpgroup-level wgmma with TMA-filled operands."""
+
+    def __init__(self):
+        super().__init__()
+        self.swizzled: dict = {}  # tile-level shared value -> SwizzledBuffer
+        self.base: ir.Value | None = None  # the dynamic shared memory, as bytes
+        self.tma_operands: set = set()  # shared values some wgmma reads
+
+    # -- selection -----------------------------------------------------------
+
+    def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
+        if m == 64 and wave_size == 32 and blocks == 1:
+            return k in (16, 32) and n % 8 == 0 and 8 <= n <= 256
+        return super().supported(m, n, k, blocks, wave_size)
+
+    def waves_per_instruction(self, name: str) -> int:
+        return WARPGROUP_WARPS if is_wgmma(name) else 1
+
+    def accumulator_layout(self, m: int, n: int, k: int, wave_size: int, c_bits: int = 32):
+        if m == 64 and self.supported(m, n, k, 1, wave_size):
+            return MmaSyncAccumulator()  # per warp: 16 rows, an m16n8 tile per 8 columns
+        return super().accumulator_layout(m, n, k, wave_size, c_bits)
+
+    # -- shared memory -------------------------------------------------------
+
+    def wgmma_operands(self, kernel: ir.Operation) -> set:
+        operands = set()
+        for op in walk(kernel):
+            choice = MmaChoice.of(op) if op.name == "tile.gemm" else None
+            if choice is None or not is_wgmma(choice.name):
+                continue
+            a_type = ir.MemRefType(op.operands[0].type).element_type
+            transpose_a = ir.BoolAttr(op.attributes["transpose_a"]).value
+            transpose_b = ir.BoolAttr(op.attributes["transpose_b"]).value
+            if bit_width(a_type) == 8 and (transpose_a or not transpose_b):
+                # PTX ISA: imm-trans-a/b exist for .f16/.bf16 only.
+                raise LoweringError(op, "tile-lower-to-gpu: 8-bit wgmma reads both operands K-major: "
+                                        "A must be M x K (transpose_a = false) and B N x K "
+                                        "(transpose_b = true)")
+            operands.update([op.operands[0], op.operands[1]])
+        return operands
+
+    def buffer_stages(self, emitter) -> dict:
+        stages = super().buffer_stages(emitter)
+        self.tma_operands = self.wgmma_operands(emitter.kernel)
+        fed = {}
+        for op in walk(emitter.kernel):
+            plan = plan_tma_pipeline(op, emitter.threads) if op.name == "scf.for" else None
+            for buffer in plan.buffers if plan else []:
+                fed[buffer] = plan.stages
+        for buffer in self.tma_operands:
+            if buffer not in fed:
+                raise LoweringError(buffer.owner, "tile-lower-to-gpu: a wgmma operand must be filled "
+                                    "by TMA in a pipelined K loop (tile.num_stages >= 2: global -> "
+                                    "shared copies of whole 128-byte rows, global rows of 16-byte "
+                                    "multiples, then the gemms)")
+            stages[buffer] = fed[buffer]
+        return stages
+
+    def reserved_shared_bytes(self) -> int:
+        # The mbarriers are static shared variables; the dynamic buffers start
+        # at the next 1024-byte boundary after them.
+        return SWIZZLE_ATOM if self.tma_operands else 0
+
+    def buffer_alignment(self, value: ir.Value) -> int:
+        return SWIZZLE_ATOM if value in self.tma_operands else super().buffer_alignment(value)
+
+    def place_buffer(self, emitter, value, base, offset, stages) -> int:
+        if value not in self.tma_operands:
+            return super().place_buffer(emitter, value, base, offset, stages)
+        self.base = base
+        tile_type = ir.MemRefType(value.type)
+        rows, cols = tile_type.shape
+        buffer = SwizzledBuffer(offset, rows, cols, tile_type.element_type, stages)
+        self.swizzled[value] = buffer
+        emitter.shared[value] = self.slot_base(buffer, const_index(0))
+        emitter.layouts[value] = SharedLayout()
+        return stages * buffer.slot_bytes
+
+    def slot_base(self, buffer: SwizzledBuffer, slot: ir.Value) -> ir.Value:
+        """Slot `slot` of a swizzled buffer as a rows x cols memref (its bytes are
+        swizzled boxes: only its address is used, by descriptors)."""
+        view_type = ir.MemRefType.get([buffer.rows, buffer.cols], buffer.element,
+                                      memory_space=ir.Attribute.parse(WORKGROUP))
+        start = add(mul(slot, buffer.slot_bytes), buffer.offset)
+        return memref.ViewOp(view_type, self.base, start, []).result
+
+    def box_view(self, buffer: SwizzledBuffer, slot: ir.Value, box: int) -> ir.Value:
+        view_type = ir.MemRefType.get([buffer.rows, buffer.box_cols], buffer.element,
+                                      memory_space=ir.Attribute.parse(WORKGROUP))
+        start = add(mul(slot, buffer.slot_bytes), buffer.offset + box * buffer.box_bytes)
+        return memref.ViewOp(view_type, self.base, start, []).result
+
+    # -- the K loop ----------------------------------------------------------
+
+    def lower_loop(self, emitter, op) -> bool:
+        plan = plan_tma_pipeline(op, emitter.threads)
+        if plan is None or any(b not in self.swizzled for b in plan.buffers):
+            return super().lower_loop(emitter, op)
+        TmaLoop(self, emitter, op, plan).emit()
+        return True
+
+    # -- one tile.gemm -------------------------------------------------------
+
+    def emit_k_steps(self, step) -> None:
+        if not is_wgmma(step.choice.name):
+            super().emit_k_steps(step)
+            return
+        fragment = step.fragment
+        a_type = ir.MemRefType(step.a_smem.type).element_type
+        b_type = ir.MemRefType(step.b_smem.type).element_type
+        bits = bit_width(a_type)
+        n, k = step.choice.n, step.choice.k
+        a = self.operand(step.a_smem, step.transpose_a, k, rows_major=True)
+        b = self.operand(step.b_smem, not step.transpose_b, k, rows_major=False)
+        group = udiv(step.wave_m, WARPGROUP_WARPS)  # the warpgroup's 64-row slice of the block
+        a_group = a.group_offset(group)
+        # 8-bit wgmma sums in less than f32 precision (measured on the H200:
+        # up to 1.9x the f32 summation bound at K=256), so 8-bit gemms sum each
+        # block K in a fresh accumulator and add it to the f32 one with FADDs.
+        promote = bits == 8
+        accumulator = llvm.PoisonOp(self.struct_type(n)).result if promote else \
+            self.pack(fragment.values, n)
+        nvvm.WgmmaFenceAlignedOp()
+        for s in range(step.block_k // k):
+            desc_a = a.at(s, a_group)
+            desc_b = b.at(s, None)
+            accumulator = wgmma(accumulator, desc_a, desc_b, n, k, a_type, b_type,
+                                b_mn_major=not step.transpose_b, a_mn_major=step.transpose_a,
+                                accumulate=not (promote and s == 0))
+        nvvm.WgmmaGroupSyncAlignedOp()
+        nvvm.WgmmaWaitGroupSyncOp(0 if promote else 1)
+        values = self.unpack(accumulator, n, fragment.vector_type)
+        if promote:
+            values = [arith.AddFOp(old, new).result for old, new in zip(fragment.values, values)]
+        fragment.values = values
+
+    def operand(self, smem: ir.Value, mn_major: bool, k: int, rows_major: bool) -> Operand:
+        return Operand(smem, mn_major, k, rows_major)
+
+    @staticmethod
+    def struct_type(n: int) -> ir.Type:
+        """A lane's m64nN f32 accumulator as nvvm.wgmma.mma_async takes it."""
+        return llvm.StructType.get_literal([ir.F32Type.get()] * (n // 2))
+
+    def pack(self, values: list, n: int) -> ir.Value:
+        packed = llvm.PoisonOp(self.struct_type(n)).result
+        for j, tile_value in enumerate(values):
+            for e in range(4):
+                scalar = vector.ExtractOp(tile_value, [], [e]).result
+                packed = llvm.InsertValueOp(packed, scalar, [4 * j + e]).result
+        return packed
+
+    @staticmethod
+    def unpack(packed: ir.Value, n: int, vector_type: ir.VectorType) -> list:
+        f32 = ir.F32Type.get()
+        return [vector.FromElementsOp(vector_type, [llvm.ExtractValueOp(f32, packed, [4 * j + e]).result
+                                                    for e in range(4)]).result
+                for j in range(n // 8)]
+
+
+class Operand:
+    """Descriptors of one operand tile in its swizzled boxes.
+
+    `rows_major`: the tile's M (A) or N (B) index is its row when K-major.
+    K-major: rows are M/N, K runs along the 128-byte box rows; a K step of k
+    elements (32 bytes for every wgmma type) moves along the row, into the next
+    box every 128 bytes. MN-major: rows are K, M/N runs along the box rows in
+    64-element chunks (one box each); a K step moves k rows down (k * 128 bytes).
+    """
+
+    def __init__(self, smem: ir.Value, mn_major: bool, k: int, rows_major: bool):
+        memref_type = ir.MemRefType(smem.type)
+        self.rows, self.cols = memref_type.shape
+        self.element_bytes = max(1, bit_width(memref_type.element_type) // 8)
+        self.mn_major = mn_major
+        self.k = k
+        self.box_bytes = self.rows * SWIZZLE_BYTES
+        i64 = ir.IntegerType.get_signless(64)
+        address = memref.ExtractAlignedPointerAsIndexOp(smem).result
+        address = arith.IndexCastOp(i64, address).result
+        if mn_major:
+            leading, stride = self.box_bytes, SWIZZLE_ATOM
+        else:
+            leading, stride = 16, SWIZZLE_ATOM  # the leading offset is unused for swizzled K-major
+        fixed = ((leading >> 4) << 16) | ((stride >> 4) << 32) | (SWIZZLE_128B_MODE << 62)
+        start = arith.ShRUIOp(address, _i64(4)).result
+        self.base = arith.OrIOp(start, _i64(fixed)).result
+
+    def group_offset(self, group: ir.Value) -> ir.Value:
+        """Byte offset of warpgroup `group`'s 64 rows of A (as an i64 index value)."""
+        per_group = 64 * SWIZZLE_BYTES if not self.mn_major else self.box_bytes * (64 * self.element_bytes // SWIZZLE_BYTES)
+        i64 = ir.IntegerType.get_signless(64)
+        return arith.IndexCastOp(i64, mul(group, per_group)).result
+
+    def at(self, k_step: int, extra: ir.Value | None) -> ir.Value:
+        if self.mn_major:
+            offset = k_step * self.k * SWIZZLE_BYTES
+        else:
+            byte = k_step * self.k * self.element_bytes
+            offset = (byte // SWIZZLE_BYTES) * self.box_bytes + byte % SWIZZLE_BYTES
+        desc = arith.AddIOp(self.base, _i64(offset >> 4)).result if offset else self.base
+        if extra is not None:
+            desc = arith.AddIOp(desc, arith.ShRUIOp(extra, _i64(4)).result).result
+        return desc
+
+
+def _i64(value: int) -> ir.Value:
+    return arith.ConstantOp(ir.IntegerType.get_signless(64), value).result
+
+
+def wgmma(accumulator: ir.Value, desc_a: ir.Value, desc_b: ir.Value, n: int, k: int,
+          a_type: ir.Type, b_type: ir.Type, b_mn_major: bool, a_mn_major: bool,
+          accumulate: bool = True) -> ir.Value:
+    """One wgmma.mma_async: D = A * B + (D if accumulate else 0)."""
+    parse = ir.Attribute.parse
+    return nvvm.WgmmaMmaAsyncOp(
+        accumulator.type, accumulator, desc_a, desc_b,
+        parse(f"#nvvm.shape<m = 64, n = {n}, k = {k}>"),
+        parse(f"#nvvm.wgmma_type<{WGMMA_TYPES[str(a_type)]}>"),
+        parse(f"#nvvm.wgmma_type<{WGMMA_TYPES[str(b_type)]}>"),
+        parse("#nvvm.wgmma_type<f32>"),
+        parse(f"#nvvm.wgmma_scale_out<{'one' if accumulate else 'zero'}>"),
+        parse("#nvvm.wgmma_scale_in<one>"),
+        parse("#nvvm.wgmma_scale_in<one>"),
+        parse(f"#nvvm.mma_layout<{'col' if a_mn_major else 'row'}>"),  # A: row = K-major
+        parse(f"#nvvm.mma_layout<{'row' if b_mn_major else 'col'}>")).result  # B: col = K-major
+
+
+class TmaLoop:
+    """One pipelined K loop: TMA boxes into S slots, wgmma gemms on slot i % S."""
+
+    def __init__(self, core: WarpgroupCore, emitter, op: ir.Operation, plan: PipelinePlan):
+        self.core, self.emitter, self.op, self.plan = core, emitter, op, plan
+        self.stages = plan.stages
+        self.barrier_type = ir.Type.parse(f"!nvgpu.mbarrier.group<memorySpace = {WORKGROUP}, "
+                                          f"num_barriers = {self.stages}>")
+        self.maps = [self.tensor_map(copy) for copy in plan.copies]
+        self.bytes_per_stage = sum(core.swizzled[c.operands[1]].slot_bytes for c in plan.copies)
+
+    def tensor_map(self, copy: ir.Operation) -> ir.Value:
+        """The tensor map of a copy's global source: a kernel argument (a pointer
+        the launcher fills) cast to nvgpu's descriptor type."""
+        buffer = self.core.swizzled[copy.operands[1]]
+        source = copy.operands[0]
+        source_type = ir.MemRefType(source.type)
+        element = str(buffer.element)
+        desc_type = ir.Type.parse(
+            f"!nvgpu.tensormap.descriptor<tensor = memref<{buffer.rows}x{buffer.box_cols}x{element}, "
+            f"{WORKGROUP}>, swizzle = swizzle_128b, l2promo = l2promo_128b, oob = zero, "
+            "interleave = none>")
+        pointer = self.emitter.add_kernel_argument(llvm.PointerType.get(), {
+            "tensor_map": {"source": self.emitter.env[source], "dtype": element,
+                           "shape": list(source_type.shape),
+                           "box": [buffer.rows, buffer.box_cols], "swizzle": SWIZZLE_BYTES}})
+        return builtin.UnrealizedConversionCastOp([desc_type], [pointer]).result
+
+    def emit(self) -> None:
+        emitter, plan, stages = self.emitter, self.plan, self.stages
+        view = scf_for_view(self.op)
+        iv = view["iv"]
+        trips = plan.trip_count
+        leader = arith.CmpIOp(arith.CmpIPredicate.eq, emitter.ids.thread, const_index(0)).result
+        barriers = nvgpu.MBarrierCreateOp(self.barrier_type).result
+        for s in range(stages):
+            nvgpu.MBarrierInitOp(barriers, const_index(1), const_index(s), predicate=leader)
+        for tensor_map in self.maps:
+            nvgpu.TmaPrefetchOp(tensor_map, predicate=leader)
+        gpu.BarrierOp()
+
+        def issue(iteration: ir.Value, slot: ir.Value, when: ir.Value) -> None:
+            branch = scf.IfOp(when)
+            with ir.InsertionPoint(branch.then_block):
+                emitter.env[iv] = iteration
+                for inner in plan.prefix:
+                    emitter.emit_op(inner)
+                nvgpu.MBarrierArriveExpectTxOp(barriers, const_index(self.bytes_per_stage), slot)
+                for copy, tensor_map in zip(plan.copies, self.maps):
+                    self.load(copy, tensor_map, barriers, slot)
+                scf.YieldOp([])
+
+        for s in range(min(stages - 1, trips)):
+            issue(const_index(s), const_index(s), leader)
+
+        carried = list(emitter.fragments)
+        flat = [value for key in carried for value in emitter.fragments[key].values]
+        loop = scf.ForOp(const_index(0), const_index(trips), const_index(1), flat)
+        emitter.rebind(carried, list(loop.inner_iter_args))
+        with ir.InsertionPoint(loop.body):
+            i = loop.induction_variable
+            slot = urem(i, stages)
+            parity = arith.IndexCastOp(ir.IntegerType.get_signless(1), urem(udiv(i, stages), 2)).result
+            nvgpu.MBarrierTryWaitParityOp(barriers, parity, const_index(10_000_000), slot)
+            for buffer in plan.buffers:
+                emitter.shared[buffer] = self.core.slot_base(self.core.swizzled[buffer], slot)
+            emitter.env[iv] = i
+            for gemm in plan.gemms:
+                emitter.emit_op(gemm)
+            # wait_group 1 above: this warpgroup's wgmmas of iteration i-1 are done;
+            # after the barrier everybody's are, so their slot can be refilled.
+            gpu.BarrierOp()
+            ahead = add(i, stages - 1)
+            more = arith.CmpIOp(arith.CmpIPredicate.ult, ahead, const_index(trips)).result
+            issue(ahead, urem(ahead, stages), arith.AndIOp(leader, more).result)
+            scf.YieldOp([value for key in carried for value in emitter.fragments[key].values])
+        emitter.rebind(carried, list(loop.results))
+        nvvm.WgmmaWaitGroupSyncOp(0)
+        for buffer in plan.buffers:
+            emitter.shared[buffer] = self.core.slot_base(self.core.swizzled[buffer], const_index(0))
+
+    def load(self, copy: ir.Operation, tensor_map: ir.Value, barriers: ir.Value, slot: ir.Value) -> None:
+        """The copy's window as TMA boxes (coordinates innermost first)."""
+        buffer = self.core.swizzled[copy.operands[1]]
+        row, col = (self.emitter.env[v] for v in list(copy.operands)[2:4])
+        for box in range(buffer.boxes):
+            nvgpu.TmaAsyncLoadOp(self.core.box_view(buffer, slot, box), barriers, tensor_map,
+                                 [add(col, box * buffer.box_cols), row], slot)
+
