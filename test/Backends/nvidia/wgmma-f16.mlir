@@ -40,6 +40,9 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // GPU-DAG: arith.constant 4611686293338849280 : i64
 // GPU-DAG: arith.constant 4611686293305360384 : i64
 // GPU: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+// GPU: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+// GPU: nvgpu.mbarrier.init %{{.*}}[%c0], %c1
+// GPU: nvgpu.mbarrier.init %{{.*}}[%c0], %c8
 // Prologue: slots 0 and 1, 16 KiB of A (one box) + 16 KiB of B (two boxes) each.
 // GPU: nvgpu.mbarrier.arrive.expect_tx %{{.*}}[%c0], %c32768
 // GPU-COUNT-3: nvgpu.tma.async.load
@@ -51,9 +54,15 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // GPU-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
 // GPU: nvvm.wgmma.commit.group.sync.aligned
 // GPU: nvvm.wgmma.wait.group.sync.aligned 1
-// GPU: gpu.barrier
+// Each warp releases the slot of iteration i-1 (lane 0 arrives on its "empty"
+// barrier); thread 0 waits for all eight arrivals before refilling it. No CTA
+// barrier in the loop.
+// GPU-NOT: gpu.barrier
+// GPU: nvgpu.mbarrier.arrive %[[EMPTY:.*]][%{{.*}}]
+// GPU: nvgpu.mbarrier.try_wait.parity %[[EMPTY]]
 // GPU: nvgpu.mbarrier.arrive.expect_tx
 // GPU-COUNT-3: nvgpu.tma.async.load
+// GPU-NOT: gpu.barrier
 // GPU: nvvm.wgmma.wait.group.sync.aligned 0
 
 // PTX: .extern .shared .align 1024 .b8 __dynamic_shmem__0[];

@@ -33,9 +33,13 @@ becomes, with one mbarrier per slot counting the TMA bytes:
     prologue:  thread 0: for s < S-1: expect_tx(full[s]); TMA boxes of iteration s
     loop i:    wait full[i % S] at phase (i / S) & 1
                wgmma.fence; one wgmma per K step; commit; wait_group 1
-               barrier                 # every warpgroup's wgmmas of i-1 are done
-               thread 0: if i+S-1 < T: expect_tx(full[slot]); TMA boxes of i+S-1
+               lane 0 of each warp: arrive empty[(i-1) % S]   # its wgmmas of i-1 are done
+               thread 0: if i+S-1 < T: wait empty[(i-1) % S] (all warps released
+                         iteration i-1's slot); expect_tx(full[slot]); TMA boxes of i+S-1
     after:     wait_group 0
+
+No CTA-wide barrier in the loop: warps only wait for their data, and thread 0
+for the slot it refills (CUTLASS's consumer-release pattern).
 
 Out-of-bounds box elements are filled with zeros by the TMA unit (the tensor
 map's OOB fill), so shapes that are not multiples of the block need no code.
@@ -389,24 +393,35 @@ class TmaLoop:
         view = scf_for_view(self.op)
         iv = view["iv"]
         trips = plan.trip_count
+        warps = emitter.threads // emitter.wave_size
         leader = arith.CmpIOp(arith.CmpIPredicate.eq, emitter.ids.thread, const_index(0)).result
-        barriers = nvgpu.MBarrierCreateOp(self.barrier_type).result
+        lane0 = arith.CmpIOp(arith.CmpIPredicate.eq, emitter.ids.lane, const_index(0)).result
+        # full[s]: slot s's TMA bytes arrived (the leader's expect_tx + the copies);
+        # empty[s]: every warp's wgmmas on slot s are done (one arrival per warp).
+        full = nvgpu.MBarrierCreateOp(self.barrier_type).result
+        empty = nvgpu.MBarrierCreateOp(self.barrier_type).result
         for s in range(stages):
-            nvgpu.MBarrierInitOp(barriers, const_index(1), const_index(s), predicate=leader)
+            nvgpu.MBarrierInitOp(full, const_index(1), const_index(s), predicate=leader)
+            nvgpu.MBarrierInitOp(empty, const_index(warps), const_index(s), predicate=leader)
         for tensor_map in self.maps:
             nvgpu.TmaPrefetchOp(tensor_map, predicate=leader)
         gpu.BarrierOp()
 
         def issue(iteration: ir.Value, slot: ir.Value, when: ir.Value) -> None:
+            """The leader's TMA boxes of `iteration` into `slot`."""
             branch = scf.IfOp(when)
             with ir.InsertionPoint(branch.then_block):
                 emitter.env[iv] = iteration
                 for inner in plan.prefix:
                     emitter.emit_op(inner)
-                nvgpu.MBarrierArriveExpectTxOp(barriers, const_index(self.bytes_per_stage), slot)
+                nvgpu.MBarrierArriveExpectTxOp(full, const_index(self.bytes_per_stage), slot)
                 for copy, tensor_map in zip(plan.copies, self.maps):
-                    self.load(copy, tensor_map, barriers, slot)
+                    self.load(copy, tensor_map, full, slot)
                 scf.YieldOp([])
+
+        def parity(iteration: ir.Value) -> ir.Value:
+            """The phase of a slot's barrier that `iteration`'s use completes."""
+            return arith.IndexCastOp(ir.IntegerType.get_signless(1), urem(udiv(iteration, stages), 2)).result
 
         for s in range(min(stages - 1, trips)):
             issue(const_index(s), const_index(s), leader)
@@ -418,19 +433,34 @@ class TmaLoop:
         with ir.InsertionPoint(loop.body):
             i = loop.induction_variable
             slot = urem(i, stages)
-            parity = arith.IndexCastOp(ir.IntegerType.get_signless(1), urem(udiv(i, stages), 2)).result
-            nvgpu.MBarrierTryWaitParityOp(barriers, parity, const_index(10_000_000), slot)
+            nvgpu.MBarrierTryWaitParityOp(full, parity(i), const_index(10_000_000), slot)
             for buffer in plan.buffers:
                 emitter.shared[buffer] = self.core.slot_base(self.core.swizzled[buffer], slot)
             emitter.env[iv] = i
             for gemm in plan.gemms:
                 emitter.emit_op(gemm)
-            # wait_group 1 above: this warpgroup's wgmmas of iteration i-1 are done;
-            # after the barrier everybody's are, so their slot can be refilled.
-            gpu.BarrierOp()
+            # The gemms end in wgmma.wait_group 1 (0 for 8-bit): this warp's
+            # wgmmas of iteration i-1 are done, so it releases their slot.
+            previous = arith.SubIOp(i, const_index(1)).result
+            started = arith.CmpIOp(arith.CmpIPredicate.uge, i, const_index(1)).result
+            release = scf.IfOp(arith.AndIOp(started, lane0).result)
+            with ir.InsertionPoint(release.then_block):
+                nvgpu.MBarrierArriveOp(empty, urem(previous, stages),
+                                       results=[ir.Type.parse("!nvgpu.mbarrier.token")])
+                scf.YieldOp([])
+            # Iteration i+S-1 refills slot (i-1) % S once iteration i-1 released it
+            # (at i = 0 the slot, S-1, is still fresh).
             ahead = add(i, stages - 1)
             more = arith.CmpIOp(arith.CmpIPredicate.ult, ahead, const_index(trips)).result
-            issue(ahead, urem(ahead, stages), arith.AndIOp(leader, more).result)
+            refill = scf.IfOp(arith.AndIOp(leader, more).result)
+            with ir.InsertionPoint(refill.then_block):
+                first = scf.IfOp(started)
+                with ir.InsertionPoint(first.then_block):
+                    nvgpu.MBarrierTryWaitParityOp(empty, parity(previous), const_index(10_000_000),
+                                                  urem(previous, stages))
+                    scf.YieldOp([])
+                issue(ahead, urem(ahead, stages), arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result)
+                scf.YieldOp([])
             scf.YieldOp([value for key in carried for value in emitter.fragments[key].values])
         emitter.rebind(carried, list(loop.results))
         nvvm.WgmmaWaitGroupSyncOp(0)
