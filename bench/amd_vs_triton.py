@@ -7,6 +7,9 @@ its own throwaway venv, build/triton-venv, created with this Python and filled
 with pip on first use; this script runs itself there (`--triton-worker`) to
 compile Triton's kernels, since Triton and our MLIR wheels do not share a venv.
 
+On chips with 16-byte global_load_lds and LDS transpose reads (gfx950), ours
+is also compiled with both (DIRECT, a second "tilemlir tr+dma" row).
+
 For every case: C (f16) = A x B, sums in f32, A M x K and B K x N row-major,
 M = N = K = PROBLEM. Ours is the whole-problem `tile.gemm` tiled with
 `tile-tiling{block=BM,BN,BK threads=T stages=S}`; Triton's is the textbook
@@ -200,16 +203,31 @@ def tiling(case: Case) -> str:
     return f"block={bm},{bn},{bk} threads={case.threads} stages={case.stages}"
 
 
-def ours(case: Case, out: Path) -> dict:
+# A second configuration of ours where the chip has both 16-byte global_load_lds
+# and LDS transpose reads (gfx950): the operands reach LDS without VGPRs and
+# stay as stored (B K x N is read with ds_read_b64_tr_*), as Triton's gfx950 loop does.
+DIRECT = ("tile-infer-layout{transpose-reads=true},"
+          "tile-lower-to-gpu{direct-lds-loads=true}")
+
+
+def direct_applies(case: Case) -> bool:
+    from tilemlir.backends import get_target
+
+    memory = get_target(f"amdgpu:{case.chip}").memory
+    return "global_load_lds_dwordx4" in memory.global_load_lds and bool(memory.shared_transpose_reads)
+
+
+def ours(case: Case, out: Path, passes: str = "") -> dict:
     import tilemlir
     from tilemlir.diagnostics import UserError
 
     try:
         result = tilemlir.compile(gemm_text(case), target=f"amdgpu:{case.chip}", emit="isa",
-                                  options={"report": True, "tiling": tiling(case)})
+                                  options={"report": True, "tiling": tiling(case), "passes": passes})
     except UserError as error:
         return {"error": str(error).strip().splitlines()[0][:160]}
-    (out / f"{case.name}.tilemlir.s").write_text(result.artifact)
+    suffix = ".direct" if passes else ""
+    (out / f"{case.name}.tilemlir{suffix}.s").write_text(result.artifact)
     seconds = result.seconds["total"] - result.seconds.get("report", 0.0)
     return row(result.report, result.report["lds_bytes"], seconds)
 
@@ -279,9 +297,15 @@ def main() -> int:
     for case in CASES:
         mine, other = ours(case, args.out), theirs(case, triton_results[case.name], args.out)
         results[case.name] = {"tilemlir": mine, "triton": other}
-        rows += [cells(case, "tilemlir", mine), cells(case, f"triton {TRITON_VERSION}", other)]
+        rows.append(cells(case, "tilemlir", mine))
+        if direct_applies(case):
+            direct = ours(case, args.out, DIRECT)
+            results[case.name]["tilemlir_direct"] = direct
+            rows.append(cells(case, "tilemlir tr+dma", direct))
+        rows.append(cells(case, f"triton {TRITON_VERSION}", other))
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
-    print(f"C = A x B, M = N = K = {PROBLEM}, f32 sums, f16 out; block BMxBNxBK, w = waves, s = stages")
+    print(f"C = A x B, M = N = K = {PROBLEM}, f32 sums, f16 out; block BMxBNxBK, w = waves, s = stages; "
+          f"tr+dma = --pass-options '{DIRECT}'")
     print_table(rows)
     return 0
 

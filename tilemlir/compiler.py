@@ -71,6 +71,8 @@ class CompileOptions:
     allow_spills: bool = True  # False: spilling to scratch is an error
     tiling: str = ""  # tile-tiling's options, e.g. "block=128,128,64 threads=256 stages=2"
     select: str = ""  # tile-select-mma's options, e.g. "prefer=wgmma"
+    # Options of any tile pass, as a pipeline: "tile-lower-to-gpu{direct-lds-loads=true}".
+    passes: str = ""
 
 
 @dataclass
@@ -147,7 +149,8 @@ def _tile_stage_text(text: str, spec: str) -> str:
     return f"builtin.module({','.join(element(step) for step in parse_pipeline(text))})"
 
 
-def describe_pipeline(target: Target, *, tile_input: bool, tiling: str = "", select: str = "") -> str:
+def describe_pipeline(target: Target, *, tile_input: bool, tiling: str = "", select: str = "",
+                      passes: str = "") -> str:
     """Every stage's pipeline or command line, one per line, in forms that
     reproduce it: `tile-opt -p` for the tile stages, `mlir-opt --pass-pipeline`
     for gpu-to-llvm (after the Python resource check), shell commands after."""
@@ -160,9 +163,10 @@ def describe_pipeline(target: Target, *, tile_input: bool, tiling: str = "", sel
         tail = describe(target)
     if tile_input:
         first = pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE, tiling=tiling,
-                                       select=select)
+                                       select=select, passes=passes)
+        rest = pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE, passes)
         lines.append(f"tile: {_tile_stage_text(first, spec)}")
-        lines.append(f"gpu: {_tile_stage_text(pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE), spec)}")
+        lines.append(f"gpu: {_tile_stage_text(rest, spec)}")
     else:
         lines.append("tile, gpu: skipped (the input is GPU-level IR)")
     if tail is not None:
@@ -239,7 +243,7 @@ def compile_module(
 
         return compile_module_nvidia(module, target, emit, source=source, seconds=seconds,
                                      report=options.report, tiling=options.tiling,
-                                     select=options.select)
+                                     select=options.select, passes=options.passes)
     if emit == "ptx":
         raise UserError(f"--emit ptx is for nvidia targets, not {target}")
     if emit == "maca" and target.family != "metax":
@@ -258,7 +262,7 @@ def compile_module(
     with collect_diagnostics(stages.context, diags, source):
         with stages.stage("tile-verify"):
             stages.run_pm(build_pipeline("tile-verify", context=stages.context))
-        _to_gpu(stages, result, emit, options.tiling, options.select)
+        _to_gpu(stages, result, emit, options.tiling, options.select, options.passes)
         lds_conflicts = _lds_conflicts(module)
         if target.family == "metax":
             _to_maca(stages, result, emit, options, diags)
@@ -277,6 +281,7 @@ def compile_module(
                 )
             if leftover:
                 raise CompileError(diags, source)
+            toolchain.order_lds_dma(device)
             llvm_ir = toolchain.translate_to_llvmir(device)
         with stages.stage("llvm-opt"):
             result.artifacts["llvm"] = toolchain.optimize_llvmir(llvm_ir, target.name)
@@ -312,7 +317,7 @@ def _lds_conflicts(module: ir.Operation) -> int | None:
 
 
 def _to_gpu(stages: _Stages, result: CompileResult, emit: str, tiling: str = "",
-            select: str = "") -> None:
+            select: str = "", passes: str = "") -> None:
     """The tile and gpu stages, or a check that the input is GPU-level already."""
     if not has_tile_ops(stages.module):
         if not has_gpu_module(stages.module):
@@ -330,13 +335,14 @@ def _to_gpu(stages: _Stages, result: CompileResult, emit: str, tiling: str = "",
     spec = target_spec(stages.target)
     with stages.stage("tile"):
         first = pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE, tiling=tiling,
-                                       select=select)
+                                       select=select, passes=passes)
         stages.run_pm(_tile_pm(first, spec, stages.context))
     result.artifacts["tile"] = stages.asm()
     if emit == "tile":
         return
     with stages.stage("gpu"):
-        stages.run_pm(_tile_pm(pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE), spec, stages.context))
+        stages.run_pm(_tile_pm(pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE, passes), spec,
+                               stages.context))
     result.artifacts["gpu"] = stages.asm()
 
 

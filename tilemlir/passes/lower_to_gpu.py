@@ -36,6 +36,12 @@ Output invariant: no tile ops remain; the module has `gpu.container_module`.
 
 Options:
   target (string): the target (default: the module's tile.target).
+  direct-lds-loads (bool): prefetch copies of a software-pipelined loop that
+    convert nothing, keep their rows as they are and stay inside the global
+    memref become global_load_lds where the chip has one of the copy's vector
+    size (memory.global_load_lds, e.g. gfx950's 16-byte
+    global_load_lds_dwordx4): no VGPRs, no LDS stores; each wave waits for its
+    own (vmcnt) before the loop's barrier (default: false).
 
 Example (the seed's kernel, abridged):
 
@@ -60,7 +66,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, memref, scf, vector
+from mlir.dialects import amdgpu, arith, gpu, llvm, memref, rocdl, scf, vector
 
 from tilemlir.backends import resolve_target
 from tilemlir.diagnostics import UserError
@@ -152,6 +158,7 @@ class LaneIds:
     thread: ir.Value
     lane: ir.Value
     wave: ir.Value
+    uniform_wave: ir.Value | None = None  # the wave id as LLVM sees it uniform (AMD)
 
 
 # --------------------------------------------------------------------------
@@ -178,6 +185,8 @@ class KernelEmitter:
         # Kernel arguments a core added (e.g. TMA tensor maps), with what the
         # launcher must pass for each: (type, metadata dict).
         self.extra_arguments: list[tuple[ir.Type, dict]] = []
+        self.direct_lds_loads = False  # tile-lower-to-gpu{direct-lds-loads}
+        self.direct_lds_copies = 0  # prefetch copies lowered to global_load_lds
         self.gpu_func: ir.Operation | None = None
         # LDS stores of tile.prefetch copies, deferred to the end of the
         # pipelined loop iteration they belong to (None: outside such a loop).
@@ -263,6 +272,13 @@ class KernelEmitter:
             self.env[argument] = gpu.BlockIdOp(dim).result
         thread = gpu.ThreadIdOp(gpu.Dimension.x).result
         self.ids = LaneIds(thread, urem(thread, self.wave_size), udiv(thread, self.wave_size))
+        if self.direct_lds_loads and self.target.memory.global_load_lds:
+            # global_load_lds takes the wave's LDS base in M0, a scalar: a wave id
+            # LLVM knows is uniform (readfirstlane), made once here because
+            # readfirstlane is convergent and LICM would not hoist it from loops.
+            i32 = ir.IntegerType.get_signless(32)
+            self.ids.uniform_wave = arith.IndexCastOp(ir.IndexType.get(), rocdl.ReadfirstlaneOp(
+                i32, arith.IndexCastOp(i32, self.ids.wave).result).result).result
 
     # -- statements -----------------------------------------------------------
 
@@ -445,7 +461,12 @@ class KernelEmitter:
             if pipelined:
                 # Stage i mod N was stored by iteration i-N+1 (or the prologue)
                 # and the stage stored at the end of this iteration was last
-                # read in iteration i-1: one barrier here orders both.
+                # read in iteration i-1: one barrier here orders both. Direct
+                # global -> LDS loads are counted by vmcnt, not by the barrier's
+                # fences: each wave waits for its own first.
+                if any(inner.name == "tile.copy" and PREFETCH_ATTR in inner.attributes
+                       and self.direct_lds_load(inner) for inner in loop["body_ops"]):
+                    amdgpu.MemoryCounterWaitOp(load=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 0))
                 gpu.BarrierOp()
             for inner_op in loop["body_ops"]:
                 if inner_op.name == "scf.yield":
@@ -620,6 +641,9 @@ class KernelEmitter:
                         vector_type), src_type.element_type, dst_type.element_type,
                         self.native_fp8) for j in range(depth)]
 
+        if defer is not None and self.direct_lds_load(op) is not None:
+            self.copy_direct_to_lds(op, src, offsets, width)
+            return
         for row, col, guard in self.distributed_accesses(shape, width, depth):
             if defer is not None:
                 # Load now (guarded accesses past the end read zeros), store later.
@@ -631,6 +655,68 @@ class KernelEmitter:
                 continue
             self.guarded(guard, lambda row=row, col=col: store_tile_block(
                 load(row, col), dst, row, col, transposed))
+
+    # -- global -> LDS without registers (global_load_lds) ----------------------
+
+    def direct_lds_load(self, op) -> str | None:
+        """The global_load_lds instruction a prefetch copy can use, or None: the
+        chip has one of width x element bytes (memory.global_load_lds), this
+        lowering was asked to use them, the copy converts nothing, stores its
+        rows as they are (not transposed) into a stage of a multi-buffered
+        tile, and reads inside the global memref only (tile.in_bounds: the
+        instruction cannot give zeros past an edge)."""
+        if not self.direct_lds_loads or IN_BOUNDS_ATTR not in op.attributes:
+            return None
+        src_type, dst_type = ir.MemRefType(op.operands[0].type), ir.MemRefType(op.operands[1].type)
+        owner = op.operands[1].owner
+        if src_type.element_type != dst_type.element_type or len(dst_type.shape) != 2 or not (
+                isinstance(owner, ir.OpView | ir.Operation) and owner.name == "memref.subview"
+                and owner.operands[0] in self.shared) or self.layouts[owner.operands[0]].transposed:
+            return None
+        width = _vector_width(op, dst_type.shape[1], src_type.element_type)
+        name = GLOBAL_LOAD_LDS.get(width * bit_width(src_type.element_type) // 8)
+        stored = ir.MemRefType(self.shared[owner.operands[0]].type)
+        row_bytes = stored.shape[-1] * bit_width(stored.element_type) // 8
+        if name not in self.target.memory.global_load_lds or row_bytes % (GLOBAL_LOAD_LDS_BYTES[name]):
+            return None
+        return name
+
+    def copy_direct_to_lds(self, op, src: ir.Value, offsets: list[ir.Value], width: int) -> None:
+        """The wave writes consecutive `width`-element slots of the stage's
+        stored rows (padding included) in lane order, as global_load_lds does;
+        each lane loads the global address of its own slot (a padding slot
+        loads the row's first vector again, into the padding)."""
+        subview = op.operands[1].owner
+        stored = self.shared[subview.operands[0]]
+        stage = self.env[subview.operands[1]]
+        stored_type = ir.MemRefType(stored.type)
+        _, rows, stride = stored_type.shape
+        cols = ir.MemRefType(op.operands[1].type).shape[1]
+        dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+        plane = memref.SubViewOp(
+            ir.MemRefType.get([rows, stride], stored_type.element_type,
+                              layout=ir.StridedLayoutAttr.get(dynamic, [stride, 1]),
+                              memory_space=stored_type.memory_space),
+            stored, [stage], [], [], [dynamic, 0, 0], [1, rows, stride], [1, 1, 1]).result
+        per_row = stride // width
+        total = rows * per_row
+        vector_type = ir.VectorType.get([width], stored_type.element_type)
+        wave = self.ids.uniform_wave or self.ids.wave
+        for r in range(-(-total // self.threads)):
+            linear = add(self.ids.thread, r * self.threads)
+            first = add(mul(wave, self.wave_size), r * self.threads)  # lane 0's slot
+            row, slot = udiv(linear, per_row), urem(linear, per_row)
+            col = mul(slot, width)
+            padding = arith.CmpIOp(arith.CmpIPredicate.uge, col, const_index(cols)).result
+            source_col = arith.SelectOp(padding, const_index(0), col).result
+            dst_indices = [udiv(first, per_row), mul(urem(first, per_row), width)]
+
+            def issue(row=row, source_col=source_col, dst_indices=dst_indices) -> None:
+                amdgpu.GatherToLDSOp(src, [add(offsets[0], row), add(offsets[1], source_col)],
+                                     plane, dst_indices, vector_type)
+            guard = ult(linear, const_index(total)) if (r + 1) * self.threads > total else None
+            self.guarded(guard, issue)
+        self.direct_lds_copies += 1
 
     @staticmethod
     def load_vector_or_zeros(src, indices, rows, cols, vector_type) -> ir.Value:
@@ -722,6 +808,11 @@ def store_tile_block(values: list[ir.Value], dst: ir.Value, row: ir.Value, col: 
         vector.StoreOp(column, dst, [add(col, i), row])
 
 
+# global_load_lds mnemonics by bytes per lane (memory.global_load_lds).
+GLOBAL_LOAD_LDS = {4: "global_load_lds_dword", 12: "global_load_lds_dwordx3", 16: "global_load_lds_dwordx4"}
+GLOBAL_LOAD_LDS_BYTES = {name: size for size, name in GLOBAL_LOAD_LDS.items()}
+
+
 def _vector_width(op, cols: int, element: ir.Type) -> int:
     """tile-infer-layout's choice, or the same rule when it did not run."""
     if VECTOR_WIDTH_ATTR in op.attributes:
@@ -768,6 +859,7 @@ class TileLowerToGpu(TilePass):
     summary: ClassVar[str] = "Lower tile kernels to gpu.func with amdgpu.mfma, launched by gpu.launch_func"
 
     target: str = ""
+    direct_lds_loads: bool = False
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         kernels = [op for op in walk(module) if op.name == "tile.kernel"]
@@ -792,6 +884,7 @@ class TileLowerToGpu(TilePass):
                     continue
                 try:
                     emitter = KernelEmitter(kernel, target, name)
+                    emitter.direct_lds_loads = self.direct_lds_loads
                     _, arguments = emitter.emit(gpu_block)
                 except LoweringError as error:
                     state.error(error.op, str(error))

@@ -231,6 +231,21 @@ def _wave_ids(compiler, op):
     return step
 
 
+@handles("rocdl.readfirstlane")
+def _readfirstlane(compiler, op):
+    """The value of the first active lane of each wave, on every lane of it."""
+    source, out = compiler.slot(op.operands[0]), compiler.slot(op.results[0])
+
+    def step(frame):
+        wg = frame.wg
+        values = np.broadcast_to(np.asarray(frame.vals[source]), (wg.threads,))
+        active = np.ones(wg.threads, dtype=bool) if frame.mask is None else frame.mask
+        waves = values.reshape(-1, wg.wave_size)
+        first = waves[np.arange(waves.shape[0]), np.argmax(active.reshape(-1, wg.wave_size), axis=1)]
+        frame.vals[out] = np.repeat(first, wg.wave_size)
+    return step
+
+
 @handles("gpu.barrier")
 def _barrier(compiler, op):
     def step(frame):

@@ -607,6 +607,52 @@ def _transpose_load(compiler, op):
     return step
 
 
+@handles("amdgpu.gather_to_lds")
+def _gather_to_lds(compiler, op):
+    """global_load_lds: every active lane loads one transfer-type value at its
+    own source indices; the wave writes them to LDS in lane order, lane i at
+    element i * width after dst[dstIndices] (the wave's base, which must be
+    the same on all its active lanes), the LDS view's rows being contiguous.
+    The copy happens at once; the program's explicit wait and barrier are what
+    order it (memory.global_load_lds in the descriptors has the sources)."""
+    slots = compiler.slots_of(op.operands)
+    src_rank = len(ir.MemRefType(op.operands[0].type).shape)
+    source, src_idx = slots[0], slots[1:1 + src_rank]
+    dest, dst_idx = slots[1 + src_rank], slots[2 + src_rank:]
+    transfer = ir.TypeAttr(op.attributes["transferType"]).value
+    width = ir.VectorType(transfer).shape[0] if isinstance(transfer, ir.VectorType) else 1
+    mapping = _minor_mapping(src_rank, 1)
+
+    def step(frame):
+        vals, wg = frame.vals, frame.wg
+        loaded = access(frame, op, vals[source], spread([vals[i] for i in src_idx], (width,), mapping),
+                        "load")
+        memref = vals[dest]
+        sizes, strides = list(memref.sizes), list(memref.strides)
+        if len(sizes) != 2 or strides[1] != 1 or strides[0] != sizes[1]:
+            raise UnsupportedOp("amdgpu.gather_to_lds into LDS rows that are not contiguous", op)
+        active = np.ones(wg.threads, dtype=bool) if frame.mask is None else frame.mask
+        starts = [np.broadcast_to(np.asarray(vals[i]), (wg.threads,)) for i in dst_idx]
+        linear = starts[0] * sizes[1] + starts[1]
+        per_wave = linear.reshape(-1, wg.wave_size)
+        first = per_wave[np.arange(per_wave.shape[0]), np.argmax(active.reshape(-1, wg.wave_size), axis=1)]
+        uneven = active & (linear != np.repeat(first, wg.wave_size))
+        if uneven.any():
+            raise SanitizerError("amdgpu.gather_to_lds destination is not the same on every lane "
+                                 f"of the wave, in {wg.describe_lane(int(np.argmax(uneven)))}", op)
+        position = (np.repeat(first, wg.wave_size) + (wg.lanes % wg.wave_size) * width).reshape(-1, 1) \
+            + np.arange(width).reshape(1, -1)
+        access(frame, op, memref, [position // sizes[1], position % sizes[1]], "store",
+               values=np.broadcast_to(loaded, (wg.threads, width)))
+    return step
+
+
+@handles("amdgpu.memory_counter_wait")
+def _memory_counter_wait(compiler, op):
+    """s_waitcnt: the emulator completes every memory operation at once."""
+    return lambda frame: None
+
+
 @handles("vector.maskedload", "vector.maskedstore")
 def _vector_masked(compiler, op):
     is_load = op.name == "vector.maskedload"

@@ -50,6 +50,7 @@ class Options:
     no_spills: bool = False
     tiling: str = ""
     select: str = ""
+    pass_options: str = ""
     dump_pass_pipeline: bool = False
     verify_diagnostics: bool = False
     split_input_file: bool = False
@@ -78,6 +79,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--select", metavar="OPTIONS", default="",
                         help="tile-select-mma's options, e.g. 'prefer=wgmma' (sm_90a's warpgroup "
                              "path: wgmma fed by TMA)")
+    parser.add_argument("--pass-options", metavar="PIPELINE", default="",
+                        help="options for any tile pass, written as pipeline elements, e.g. "
+                             "'tile-infer-layout{transpose-reads=true},"
+                             "tile-lower-to-gpu{direct-lds-loads=true}'")
     parser.add_argument("--dump-pass-pipeline", action="store_true",
                         help="print every stage's exact pipeline or command line (to stderr)")
     parser.add_argument("--verify-diagnostics", action="store_true",
@@ -130,13 +135,15 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
             target = resolve_target(module, options.target_desc or options.target)
             if options.dump_pass_pipeline:
                 stderr_lines.append(describe_pipeline(target, tile_input=has_tile_ops(module),
-                                                      tiling=options.tiling, select=options.select))
+                                                      tiling=options.tiling, select=options.select,
+                                                      passes=options.pass_options))
             result = compile_module(
                 module,
                 target,
                 options.emit,
                 CompileOptions(report=options.report, allow_spills=not options.no_spills,
-                               tiling=options.tiling, select=options.select),
+                               tiling=options.tiling, select=options.select,
+                               passes=options.pass_options),
                 source=chunk.source,
                 seconds={"parse": parse_seconds},
             )

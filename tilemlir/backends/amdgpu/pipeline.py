@@ -75,7 +75,10 @@ LLVM_IR_PASSES: tuple[str, ...] = (
     # scf-to-cf leaves while-shaped loops (test at the top); rotated, the
     # accumulator stays in AGPRs instead of moving to VGPRs every iteration.
     "function(loop-mssa(loop-rotate,licm))",
-    "function(instcombine,simplifycfg,early-cse)",
+    # As in LLVM's default pipelines, InstCombine does not insist on reaching
+    # a fixpoint in one run (opt -passes=instcombine does, and aborts on the
+    # readfirstlane'd wave ids of global_load_lds addressing).
+    "function(instcombine<no-verify-fixpoint>,simplifycfg,early-cse)",
 )
 
 # llc-22: LLVM IR -> ISA text; -mtriple/-mcpu are added from the target.
@@ -99,17 +102,31 @@ def gpu_to_llvm_pipeline(chip: str) -> str:
 
 
 def tile_pipeline(stop_before: str | None = None, tiling: str = "",
-                  steps: tuple[str, ...] = TILE_PIPELINE, select: str = "") -> str:
+                  steps: tuple[str, ...] = TILE_PIPELINE, select: str = "",
+                  passes: str = "", start_at: str | None = None) -> str:
     """`steps` (TILE_PIPELINE, or a backend's own list) as a pipeline string;
-    with `stop_before`, only the passes before that one (e.g. EMIT_TILE_BEFORE);
-    `tiling` gives tile-tiling its options ("block=128,128,64 threads=256 stages=2"),
-    `select` tile-select-mma its options ("prefer=wgmma")."""
-    if stop_before is not None:
-        steps = steps[: steps.index(stop_before)]
-    given = {"tile-tiling": tiling, "tile-select-mma": select}
-    return ",".join(f"{step}{{{given[step]}}}" if given.get(step) else step for step in steps)
+    with `stop_before`, only the passes before that one (e.g. EMIT_TILE_BEFORE),
+    with `start_at` only that one and those after it; `tiling` gives
+    tile-tiling its options ("block=128,128,64 threads=256 stages=2"), `select`
+    tile-select-mma its options ("prefer=wgmma"), and `passes` any step its
+    options ("tile-infer-layout{transpose-reads=true},
+    tile-lower-to-gpu{direct-lds-loads=true}"; a pass not in the list is an error)."""
+    from tilemlir.diagnostics import UserError
+    from tilemlir.passes.pipeline import parse_pipeline
+
+    given = {element.name: element.options or "" for element in parse_pipeline(passes)}
+    unknown = sorted(set(given) - set(steps))
+    if unknown:
+        raise UserError(f"--pass-options: {', '.join(unknown)} is not a step of this pipeline "
+                        f"(steps: {', '.join(steps)})")
+    given.update({name: value for name, value in (("tile-tiling", tiling),
+                                                  ("tile-select-mma", select)) if value})
+    first = steps.index(start_at) if start_at is not None else 0
+    last = steps.index(stop_before) if stop_before is not None else len(steps)
+    return ",".join(f"{step}{{{given[step]}}}" if given.get(step) else step
+                    for step in steps[first:last])
 
 
-def tile_pipeline_rest(start_at: str) -> str:
-    """The passes of TILE_PIPELINE from `start_at` on."""
-    return ",".join(TILE_PIPELINE[TILE_PIPELINE.index(start_at):])
+def tile_pipeline_rest(start_at: str, passes: str = "") -> str:
+    """The passes of TILE_PIPELINE from `start_at` on (with `passes`' options)."""
+    return tile_pipeline(passes=passes, start_at=start_at)

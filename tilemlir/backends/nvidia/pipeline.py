@@ -66,7 +66,8 @@ def gpu_to_nvvm_pipeline(chip: str, features: str = PTX_FEATURES, index_bits: in
     return f"builtin.module({attach},gpu.module({nested}))"
 
 
-def tile_pipeline(stop_before: str | None = None, tiling: str = "", select: str = "") -> str:
+def tile_pipeline(stop_before: str | None = None, tiling: str = "", select: str = "",
+                  passes: str = "", start_at: str | None = None) -> str:
     """TILE_PIPELINE as a string, as the amdgpu one is built
     (e.g. tiling="block=128,128,64 threads=256 stages=3", select="prefer=wgmma")."""
-    return _amd.tile_pipeline(stop_before, tiling, TILE_PIPELINE, select)
+    return _amd.tile_pipeline(stop_before, tiling, TILE_PIPELINE, select, passes, start_at)

@@ -220,7 +220,7 @@ NVIDIA_EMITS = ("tile", "gpu", "ptx")
 
 def compile_module_nvidia(module: ir.Operation, target: Target, emit: str, *, source=None,
                           seconds: dict | None = None, report: bool = False, tiling: str = "",
-                          select: str = ""):
+                          select: str = "", passes: str = ""):
     """`tilemlir.compile` / tile-compile for an nvidia target: stages tile, gpu
     and ptx (the PTX text; `result.report` holds the launch metadata and the
     counts of matrix, ldmatrix and cp.async instructions)."""
@@ -252,12 +252,12 @@ def compile_module_nvidia(module: ir.Operation, target: Target, emit: str, *, so
             with stages.stage("tile"):
                 stages.run_pm(build_pipeline(
                     pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE, tiling=tiling,
-                                           select=select),
+                                           select=select, passes=passes),
                     context=stages.context, overrides={"target": spec}))
             result.artifacts["tile"] = stages.asm()
             if emit == "tile":
                 return _finish(result, stages, start)
-            rest = ",".join(pipeline.TILE_PIPELINE[pipeline.TILE_PIPELINE.index(pipeline.EMIT_TILE_BEFORE):])
+            rest = pipeline.tile_pipeline(passes=passes, start_at=pipeline.EMIT_TILE_BEFORE)
             with stages.stage("gpu"):
                 stages.run_pm(build_pipeline(rest, context=stages.context, overrides={"target": spec}))
         elif not has_gpu_module(module) or emit == "tile":

@@ -1,0 +1,171 @@
+"""Direct global -> LDS loads (tile-lower-to-gpu{direct-lds-loads=true}): the
+prefetch copies of a software-pipelined loop become amdgpu.gather_to_lds
+(global_load_lds_dwordx4 on gfx950), the wave writing its slots of the stored,
+padded rows in lane order. Executed in the emulator (race and uninitialized-
+read detectors on) against the reference engine at 2, 3 and 4 stages, with and
+without LDS transpose reads; checked down to the ISA (the instruction, the
+explicit vmcnt(0) before the loop's barrier, and no vmcnt wait in front of the
+LDS reads, which the alias scopes of backends/amdgpu/toolchain.order_lds_dma
+allow); and the emulator's model of the instruction is pinned by hand."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from mlir import ir
+from test_amd_acceptance import gemm_text
+
+import tilemlir
+from tilemlir.backends.amdgpu import report
+from tilemlir.dialects.tile import make_context
+from tilemlir.passes import build_pipeline
+from tilemlir.runtime import load_module, run
+from tilemlir.runtime.arguments import parameters, random_arguments
+from tilemlir.runtime.dtypes import convert
+from tilemlir.runtime.emulator import SanitizerError
+from tilemlir.runtime.reference import Program
+
+PIPELINE = ("tile-tiling{{block={block} threads=256 stages={stages}}},canonicalize,"
+            "tile-legalize-precision,tile-select-mma,tile-infer-layout{{transpose-reads={tr}}},"
+            "tile-pipeline,tile-lower-to-gpu{{direct-lds-loads={dma}}},canonicalize")
+
+
+def lowered(text: str, stages: int = 2, transpose_reads: bool = True, direct: bool = True,
+            chip: str = "gfx950", block: str = "64,64,64") -> str:
+    with make_context():
+        module = ir.Module.parse(text)
+        pm = build_pipeline(PIPELINE.format(block=block, stages=stages,
+                                            tr=str(transpose_reads).lower(),
+                                            dma=str(direct).lower()),
+                            overrides={"target": f"amdgpu:{chip}"})
+        pm.run(module.operation)
+        return str(module)
+
+
+def assert_matches_reference(text: str, gpu: str, k: int) -> None:
+    program = Program(load_module(text)[0])
+    inputs = random_arguments(parameters(program.function("gemm").op, program.dtype_of), 5)
+    reference = [x.copy() for x in inputs]
+    emulated = [x.copy() for x in inputs]
+    run(text, "gemm", reference)
+    run(gpu, "gemm", emulated, engine="emulator", target="amdgpu:gfx950")
+    want, got = convert(reference[-1], np.float64), convert(emulated[-1], np.float64)
+    bound = (np.spacing(np.abs(want).astype(reference[-1].dtype)).astype(np.float64)
+             + k * 2.0 ** -23 * np.abs(want).max() * 4)
+    assert np.abs(want).max() > 0
+    assert np.all(np.abs(got - want) <= bound), float(np.abs(got - want).max())
+
+
+@pytest.mark.parametrize(("dtype", "stages", "transpose_reads"), [
+    ("f16", 2, True), ("f16", 3, True), ("f16", 4, True), ("f8E4M3FN", 2, True),
+    ("f8E4M3FN", 3, False), ("bf16", 2, False)])
+def test_direct_loads_match_reference(dtype, stages, transpose_reads):
+    k = 256
+    text = gemm_text(64, 64, k, dtype, "f16")
+    gpu = lowered(text, stages, transpose_reads)
+    # Without transpose reads B is stored transposed and keeps the register path.
+    assert gpu.count("amdgpu.gather_to_lds") >= (2 if transpose_reads else 1)
+    assert "amdgpu.memory_counter_wait load(0)" in gpu
+    assert_matches_reference(text, gpu, k)
+
+
+def test_only_in_bounds_copies_go_direct():
+    # 100 is not a multiple of the 64-wide block: global_load_lds cannot give
+    # zeros past the edge, so those copies keep the register path.
+    text = gemm_text(100, 64, 128, "f16", "f16")
+    gpu = lowered(text)
+    assert "amdgpu.gather_to_lds" in gpu  # B (K x N, 128 x 64) is inside
+    assert_matches_reference(text, gpu, 128)
+    assert "amdgpu.gather_to_lds" not in lowered(gemm_text(100, 100, 100, "f16", "f16"))
+
+
+def test_chips_without_16_byte_direct_loads_keep_registers():
+    text = gemm_text(64, 64, 128, "f16", "f16")
+    for chip in ("gfx942", "gfx90a"):  # global_load_lds_dword at most (memory.global_load_lds)
+        assert "amdgpu.gather_to_lds" not in lowered(text, transpose_reads=False, chip=chip)
+
+
+def test_direct_loads_reach_the_isa_without_waits_before_lds_reads():
+    gpu = lowered(gemm_text(128, 128, 256, "f8E4M3FN", "f16"), block="128,128,128")
+    isa = tilemlir.compile(gpu, target="amdgpu:gfx950", emit="isa").artifact
+    loop = "\n".join(report.main_loop_instructions(next(iter(report._function_sections(isa).values()))))
+    assert "global_load_lds_dwordx4" in loop and "ds_write" not in loop
+    # Between the loop's barrier and the next one, LDS reads never wait on vmcnt.
+    waits = [line for line in loop.splitlines() if "s_waitcnt" in line and "vmcnt" in line]
+    assert waits and all(re.search(r"vmcnt\(0\)", w) for w in waits), waits
+    lines = [line.strip() for line in loop.splitlines()]
+    barrier = next(i for i, line in enumerate(lines) if line.startswith("s_barrier"))
+    assert "vmcnt(0)" in lines[barrier - 1]
+    # The only vmcnt wait is that one: none in front of the LDS reads.
+    assert sum("vmcnt" in line for line in lines) == 1
+
+
+DMA_KERNEL = """
+#wg = #gpu.address_space<workgroup>
+module attributes {gpu.container_module} {
+  func.func @entry(%src: memref<512xf32>, %out: memref<32x16xf32>) {
+    %c1 = arith.constant 1 : index
+    %c128 = arith.constant 128 : index
+    gpu.launch_func @mod::@k blocks in (%c1, %c1, %c1) threads in (%c128, %c1, %c1)
+        args(%src : memref<512xf32>, %out : memref<32x16xf32>)
+    return
+  }
+  gpu.module @mod {
+    gpu.func @k(%src: memref<512xf32>, %out: memref<32x16xf32>) workgroup(%lds: memref<32x16xf32, #wg>) kernel {
+      %t = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c4 = arith.constant 4 : index
+      %c16 = arith.constant 16 : index
+      %c64 = arith.constant 64 : index
+      %wave = arith.divui %t, %c64 : index
+      %row = arith.muli %wave, %c16 : index
+      %lane = arith.remui %t, %c64 : index
+      %mine = arith.muli %t, %c4 : index
+      amdgpu.gather_to_lds %src[%mine], %lds[%row, BASE_COL] : vector<4xf32>, memref<512xf32>, memref<32x16xf32, #wg>
+      gpu.barrier
+      %r = arith.divui %t, %c4 : index
+      %c = arith.remui %t, %c4 : index
+      %cc = arith.muli %c, %c4 : index
+      %v = vector.load %lds[%r, %cc] : memref<32x16xf32, #wg>, vector<4xf32>
+      vector.store %v, %out[%r, %cc] : memref<32x16xf32>, vector<4xf32>
+      gpu.return
+    }
+  }
+}
+"""
+
+
+def test_emulator_writes_in_lane_order_and_checks_the_wave_base():
+    from tilemlir.runtime.emulator import emulate
+
+    # Lane i of wave w lands at element 4 i of rows 16 w..: each 64-lane wave
+    # fills 256 consecutive f32 of the 32 x 16 tile, so the tile is src in order.
+    src = np.arange(512, dtype=np.float32)
+    out = np.zeros((32, 16), dtype=np.float32)
+    with make_context():
+        emulate(ir.Module.parse(DMA_KERNEL.replace("BASE_COL", "%c0")), "entry", [src, out],
+                chip="gfx950")
+    assert np.array_equal(out.reshape(-1), src)
+    # A destination that differs between the lanes of a wave is refused.
+    with make_context(), pytest.raises(SanitizerError, match="not the same on every lane of the wave"):
+        emulate(ir.Module.parse(DMA_KERNEL.replace("BASE_COL", "%lane")), "entry",
+                [src, np.zeros((32, 16), dtype=np.float32)], chip="gfx950")
+
+
+@pytest.mark.parametrize("chip", ["gfx90a", "gfx942", "gfx950"])
+def test_descriptor_lists_exactly_the_global_load_lds_llvm_mc_accepts(chip, tmp_path):
+    import subprocess
+
+    from tilemlir.backends import get_target
+    from tilemlir.passes.lower_to_gpu import GLOBAL_LOAD_LDS
+
+    listed = set(get_target(f"amdgpu:{chip}").memory.global_load_lds)
+    for mnemonic in GLOBAL_LOAD_LDS.values():
+        source = tmp_path / f"{mnemonic}.s"
+        source.write_text(f"{mnemonic} v[0:1], off\n")
+        result = subprocess.run(["/usr/lib/llvm-22/bin/llvm-mc", "-triple=amdgcn-amd-amdhsa",
+                                 f"-mcpu={chip}", "-filetype=obj", "-o", str(tmp_path / "x.o"),
+                                 str(source)], capture_output=True, text=True, check=False)
+        assert (result.returncode == 0) == (mnemonic in listed), (chip, mnemonic, result.stderr)
