@@ -16,16 +16,13 @@ import numpy as np
 import pytest
 from mlir import ir
 from test_amd_acceptance import gemm_text
+from test_transpose_reads import assert_emulated_matches_reference
 
 import tilemlir
 from tilemlir.backends.amdgpu import report
 from tilemlir.dialects.tile import make_context
 from tilemlir.passes import build_pipeline
-from tilemlir.runtime import load_module, run
-from tilemlir.runtime.arguments import parameters, random_arguments
-from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.emulator import SanitizerError
-from tilemlir.runtime.reference import Program
 
 PIPELINE = ("tile-tiling{{block={block} threads=256 stages={stages}}},canonicalize,"
             "tile-legalize-precision,tile-select-mma,tile-infer-layout{{transpose-reads={tr}}},"
@@ -44,20 +41,6 @@ def lowered(text: str, stages: int = 2, transpose_reads: bool = True, direct: bo
         return str(module)
 
 
-def assert_matches_reference(text: str, gpu: str, k: int) -> None:
-    program = Program(load_module(text)[0])
-    inputs = random_arguments(parameters(program.function("gemm").op, program.dtype_of), 5)
-    reference = [x.copy() for x in inputs]
-    emulated = [x.copy() for x in inputs]
-    run(text, "gemm", reference)
-    run(gpu, "gemm", emulated, engine="emulator", target="amdgpu:gfx950")
-    want, got = convert(reference[-1], np.float64), convert(emulated[-1], np.float64)
-    bound = (np.spacing(np.abs(want).astype(reference[-1].dtype)).astype(np.float64)
-             + k * 2.0 ** -23 * np.abs(want).max() * 4)
-    assert np.abs(want).max() > 0
-    assert np.all(np.abs(got - want) <= bound), float(np.abs(got - want).max())
-
-
 @pytest.mark.parametrize(("dtype", "stages", "transpose_reads"), [
     ("f16", 2, True), ("f16", 3, True), ("f16", 4, True), ("f8E4M3FN", 2, True),
     ("f8E4M3FN", 3, False), ("bf16", 2, False)])
@@ -68,7 +51,7 @@ def test_direct_loads_match_reference(dtype, stages, transpose_reads):
     # Without transpose reads B is stored transposed and keeps the register path.
     assert gpu.count("amdgpu.gather_to_lds") >= (2 if transpose_reads else 1)
     assert "amdgpu.memory_counter_wait load(0)" in gpu
-    assert_matches_reference(text, gpu, k)
+    assert_emulated_matches_reference(text, gpu, k, seed=5)
 
 
 def test_only_in_bounds_copies_go_direct():
@@ -77,7 +60,7 @@ def test_only_in_bounds_copies_go_direct():
     text = gemm_text(100, 64, 128, "f16", "f16")
     gpu = lowered(text)
     assert "amdgpu.gather_to_lds" in gpu  # B (K x N, 128 x 64) is inside
-    assert_matches_reference(text, gpu, 128)
+    assert_emulated_matches_reference(text, gpu, 128, seed=5)
     assert "amdgpu.gather_to_lds" not in lowered(gemm_text(100, 100, 100, "f16", "f16"))
 
 
