@@ -7,7 +7,7 @@ its own throwaway venv, build/triton-venv, created with this Python and filled
 with pip on first use; this script runs itself there (`--triton-worker`) to
 compile Triton's kernels, since Triton and our MLIR wheels do not share a venv.
 
-On chips with 16-byte global_load_lds and LDS transpose reads (gfx950), ours
+On chips with 16-byte loads into LDS and LDS transpose reads (gfx950), ours
 is also compiled with both (DIRECT, a second "tilemlir tr+dma" row).
 
 For every case: C (f16) = A x B, sums in f32, A M x K and B K x N row-major,
@@ -203,7 +203,7 @@ def tiling(case: Case) -> str:
     return f"block={bm},{bn},{bk} threads={case.threads} stages={case.stages}"
 
 
-# A second configuration of ours where the chip has both 16-byte global_load_lds
+# A second configuration of ours where the chip has both 16-byte loads into LDS
 # and LDS transpose reads (gfx950): the operands reach LDS without VGPRs and
 # stay as stored (B K x N is read with ds_read_b64_tr_*), as Triton's gfx950 loop does.
 DIRECT = ("tile-infer-layout{transpose-reads=true},"
@@ -214,7 +214,7 @@ def direct_applies(case: Case) -> bool:
     from tilemlir.backends import get_target
 
     memory = get_target(f"amdgpu:{case.chip}").memory
-    return "global_load_lds_dwordx4" in memory.global_load_lds and bool(memory.shared_transpose_reads)
+    return "buffer_load_dwordx4" in memory.buffer_load_lds and bool(memory.shared_transpose_reads)
 
 
 def ours(case: Case, out: Path, passes: str = "") -> dict:

@@ -1,6 +1,6 @@
 """Direct global -> LDS loads (tile-lower-to-gpu{direct-lds-loads=true}): the
 prefetch copies of a software-pipelined loop become amdgpu.gather_to_lds
-(global_load_lds_dwordx4 on gfx950), the wave writing its slots of the stored,
+(buffer_load_dwordx4 ... lds on gfx950), the wave writing its slots of the stored,
 padded rows in lane order. Executed in the emulator (race and uninitialized-
 read detectors on) against the reference engine at 2, 3 and 4 stages, with and
 without LDS transpose reads; checked down to the ISA (the instruction, the
@@ -55,7 +55,7 @@ def test_direct_loads_match_reference(dtype, stages, transpose_reads):
 
 
 def test_only_in_bounds_copies_go_direct():
-    # 100 is not a multiple of the 64-wide block: global_load_lds cannot give
+    # 100 is not a multiple of the 64-wide block: loads into LDS cannot give
     # zeros past the edge, so those copies keep the register path.
     text = gemm_text(100, 64, 128, "f16", "f16")
     gpu = lowered(text)
@@ -66,7 +66,7 @@ def test_only_in_bounds_copies_go_direct():
 
 def test_chips_without_16_byte_direct_loads_keep_registers():
     text = gemm_text(64, 64, 128, "f16", "f16")
-    for chip in ("gfx942", "gfx90a"):  # global_load_lds_dword at most (memory.global_load_lds)
+    for chip in ("gfx942", "gfx90a"):  # buffer_load_dword at most (memory.buffer_load_lds)
         assert "amdgpu.gather_to_lds" not in lowered(text, transpose_reads=False, chip=chip)
 
 
@@ -74,7 +74,7 @@ def test_direct_loads_reach_the_isa_without_waits_before_lds_reads():
     gpu = lowered(gemm_text(128, 128, 256, "f8E4M3FN", "f16"), block="128,128,128")
     isa = tilemlir.compile(gpu, target="amdgpu:gfx950", emit="isa").artifact
     loop = "\n".join(report.main_loop_instructions(next(iter(report._function_sections(isa).values()))))
-    assert "global_load_lds_dwordx4" in loop and "ds_write" not in loop
+    assert "buffer_load_dwordx4" in loop and " lds" in loop and "ds_write" not in loop
     # Between the loop's barrier and the next one, LDS reads never wait on vmcnt.
     waits = [line for line in loop.splitlines() if "s_waitcnt" in line and "vmcnt" in line]
     assert waits and all(re.search(r"vmcnt\(0\)", w) for w in waits), waits
@@ -138,16 +138,16 @@ def test_emulator_writes_in_lane_order_and_checks_the_wave_base():
 
 
 @pytest.mark.parametrize("chip", ["gfx90a", "gfx942", "gfx950"])
-def test_descriptor_lists_exactly_the_global_load_lds_llvm_mc_accepts(chip, tmp_path):
+def test_descriptor_lists_exactly_the_loads_into_lds_llvm_mc_accepts(chip, tmp_path):
     import subprocess
 
     from tilemlir.backends import get_target
-    from tilemlir.passes.lower_to_gpu import GLOBAL_LOAD_LDS
+    from tilemlir.passes.lower_to_gpu import BUFFER_LOAD_LDS
 
-    listed = set(get_target(f"amdgpu:{chip}").memory.global_load_lds)
-    for mnemonic in GLOBAL_LOAD_LDS.values():
+    listed = set(get_target(f"amdgpu:{chip}").memory.buffer_load_lds)
+    for mnemonic in BUFFER_LOAD_LDS.values():
         source = tmp_path / f"{mnemonic}.s"
-        source.write_text(f"{mnemonic} v[0:1], off\n")
+        source.write_text(f"{mnemonic} v1, s[0:3], 0 offen lds\n")
         result = subprocess.run(["/usr/lib/llvm-22/bin/llvm-mc", "-triple=amdgcn-amd-amdhsa",
                                  f"-mcpu={chip}", "-filetype=obj", "-o", str(tmp_path / "x.o"),
                                  str(source)], capture_output=True, text=True, check=False)

@@ -233,9 +233,9 @@ class Memory:
     shared_transpose_reads: tuple[str, ...] = field(default=(), metadata=_doc(
         "LDS transpose reads (64 bits per lane, exchanged within 16-lane groups), "
         "e.g. ds_read_b64_tr_b16; [] if none"))
-    global_load_lds: tuple[str, ...] = field(default=(), metadata=_doc(
-        "global loads that write LDS directly, lane i's data at the wave's LDS base + i x "
-        "its size, e.g. global_load_lds_dwordx4; [] if none"))
+    buffer_load_lds: tuple[str, ...] = field(default=(), metadata=_doc(
+        "buffer loads that take the lds modifier (global memory straight into LDS, lane "
+        "i's data at the wave's LDS base + i x its size), e.g. buffer_load_dwordx4; [] if none"))
 
 
 @dataclass(frozen=True)

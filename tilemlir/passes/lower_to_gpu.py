@@ -38,10 +38,11 @@ Options:
   target (string): the target (default: the module's tile.target).
   direct-lds-loads (bool): prefetch copies of a software-pipelined loop that
     convert nothing, keep their rows as they are and stay inside the global
-    memref become global_load_lds where the chip has one of the copy's vector
-    size (memory.global_load_lds, e.g. gfx950's 16-byte
-    global_load_lds_dwordx4): no VGPRs, no LDS stores; each wave waits for its
-    own (vmcnt) before the loop's barrier (default: false).
+    memref become buffer loads into LDS (amdgpu.gather_to_lds from the
+    memref's buffer resource) where the chip has one of the copy's vector size
+    (memory.buffer_load_lds, e.g. gfx950's 16-byte buffer_load_dwordx4 ... lds):
+    no VGPRs, no LDS stores, 32-bit lane offsets; each wave waits for its own
+    (vmcnt) before the loop's barrier (default: false).
 
 Example (the seed's kernel, abridged):
 
@@ -186,7 +187,8 @@ class KernelEmitter:
         # launcher must pass for each: (type, metadata dict).
         self.extra_arguments: list[tuple[ir.Type, dict]] = []
         self.direct_lds_loads = False  # tile-lower-to-gpu{direct-lds-loads}
-        self.direct_lds_copies = 0  # prefetch copies lowered to global_load_lds
+        self.direct_lds_copies = 0  # prefetch copies lowered to loads into LDS
+        self.fat_buffers: dict = {}  # global memref -> its buffer-resource view
         self.gpu_func: ir.Operation | None = None
         # LDS stores of tile.prefetch copies, deferred to the end of the
         # pipelined loop iteration they belong to (None: outside such a loop).
@@ -272,8 +274,8 @@ class KernelEmitter:
             self.env[argument] = gpu.BlockIdOp(dim).result
         thread = gpu.ThreadIdOp(gpu.Dimension.x).result
         self.ids = LaneIds(thread, urem(thread, self.wave_size), udiv(thread, self.wave_size))
-        if self.direct_lds_loads and self.target.memory.global_load_lds:
-            # global_load_lds takes the wave's LDS base in M0, a scalar: a wave id
+        if self.direct_lds_loads and self.target.memory.buffer_load_lds:
+            # Loads into LDS take the wave's LDS base in M0, a scalar: a wave id
             # LLVM knows is uniform (readfirstlane), made once here because
             # readfirstlane is convergent and LICM would not hoist it from loops.
             i32 = ir.IntegerType.get_signless(32)
@@ -656,11 +658,11 @@ class KernelEmitter:
             self.guarded(guard, lambda row=row, col=col: store_tile_block(
                 load(row, col), dst, row, col, transposed))
 
-    # -- global -> LDS without registers (global_load_lds) ----------------------
+    # -- global -> LDS without registers (buffer_load ... lds) -----------------
 
     def direct_lds_load(self, op) -> str | None:
-        """The global_load_lds instruction a prefetch copy can use, or None: the
-        chip has one of width x element bytes (memory.global_load_lds), this
+        """The load-into-LDS instruction a prefetch copy can use, or None: the
+        chip has one of width x element bytes (memory.buffer_load_lds), this
         lowering was asked to use them, the copy converts nothing, stores its
         rows as they are (not transposed) into a stage of a multi-buffered
         tile, and reads inside the global memref only (tile.in_bounds: the
@@ -674,16 +676,16 @@ class KernelEmitter:
                 and owner.operands[0] in self.shared) or self.layouts[owner.operands[0]].transposed:
             return None
         width = _vector_width(op, dst_type.shape[1], src_type.element_type)
-        name = GLOBAL_LOAD_LDS.get(width * bit_width(src_type.element_type) // 8)
+        name = BUFFER_LOAD_LDS.get(width * bit_width(src_type.element_type) // 8)
         stored = ir.MemRefType(self.shared[owner.operands[0]].type)
         row_bytes = stored.shape[-1] * bit_width(stored.element_type) // 8
-        if name not in self.target.memory.global_load_lds or row_bytes % (GLOBAL_LOAD_LDS_BYTES[name]):
+        if name not in self.target.memory.buffer_load_lds or row_bytes % BUFFER_LOAD_LDS_BYTES[name]:
             return None
         return name
 
     def copy_direct_to_lds(self, op, src: ir.Value, offsets: list[ir.Value], width: int) -> None:
         """The wave writes consecutive `width`-element slots of the stage's
-        stored rows (padding included) in lane order, as global_load_lds does;
+        stored rows (padding included) in lane order, as loads into LDS do;
         each lane loads the global address of its own slot (a padding slot
         loads the row's first vector again, into the padding)."""
         subview = op.operands[1].owner
@@ -702,6 +704,9 @@ class KernelEmitter:
         total = rows * per_row
         vector_type = ir.VectorType.get([width], stored_type.element_type)
         wave = self.ids.uniform_wave or self.ids.wave
+        # Through a buffer resource: 32-bit per-lane offsets (buffer_load ... lds)
+        # instead of 64-bit addresses.
+        buffer = self.fat_buffer(src)
         for r in range(-(-total // self.threads)):
             linear = add(self.ids.thread, r * self.threads)
             first = add(mul(wave, self.wave_size), r * self.threads)  # lane 0's slot
@@ -712,11 +717,21 @@ class KernelEmitter:
             dst_indices = [udiv(first, per_row), mul(urem(first, per_row), width)]
 
             def issue(row=row, source_col=source_col, dst_indices=dst_indices) -> None:
-                amdgpu.GatherToLDSOp(src, [add(offsets[0], row), add(offsets[1], source_col)],
+                amdgpu.GatherToLDSOp(buffer, [add(offsets[0], row), add(offsets[1], source_col)],
                                      plane, dst_indices, vector_type)
             guard = ult(linear, const_index(total)) if (r + 1) * self.threads > total else None
             self.guarded(guard, issue)
         self.direct_lds_copies += 1
+
+    def fat_buffer(self, src: ir.Value) -> ir.Value:
+        """`src` as a buffer resource (amdgpu.fat_raw_buffer_cast), made once, at
+        the kernel's entry when `src` is a kernel argument."""
+        if src not in self.fat_buffers:
+            entry = self.gpu_func.regions[0].blocks[0]
+            at_entry = isinstance(src, ir.BlockArgument) and src.owner == entry
+            with ir.InsertionPoint.at_block_begin(entry) if at_entry else ir.InsertionPoint.current:
+                self.fat_buffers[src] = amdgpu.FatRawBufferCastOp(src).result
+        return self.fat_buffers[src]
 
     @staticmethod
     def load_vector_or_zeros(src, indices, rows, cols, vector_type) -> ir.Value:
@@ -808,9 +823,9 @@ def store_tile_block(values: list[ir.Value], dst: ir.Value, row: ir.Value, col: 
         vector.StoreOp(column, dst, [add(col, i), row])
 
 
-# global_load_lds mnemonics by bytes per lane (memory.global_load_lds).
-GLOBAL_LOAD_LDS = {4: "global_load_lds_dword", 12: "global_load_lds_dwordx3", 16: "global_load_lds_dwordx4"}
-GLOBAL_LOAD_LDS_BYTES = {name: size for size, name in GLOBAL_LOAD_LDS.items()}
+# Loads into LDS by bytes per lane (memory.buffer_load_lds).
+BUFFER_LOAD_LDS = {4: "buffer_load_dword", 12: "buffer_load_dwordx3", 16: "buffer_load_dwordx4"}
+BUFFER_LOAD_LDS_BYTES = {name: size for size, name in BUFFER_LOAD_LDS.items()}
 
 
 def _vector_width(op, cols: int, element: ir.Type) -> int:

@@ -374,8 +374,13 @@ def _dealloc(compiler, op):
     return None
 
 
-@handles("memref.cast", "memref.assume_alignment", "memref.memory_space_cast")
+@handles("memref.cast", "memref.assume_alignment", "memref.memory_space_cast",
+         "amdgpu.fat_raw_buffer_cast")
 def _same_view(compiler, op):
+    """The same memory, seen another way. A buffer resource
+    (amdgpu.fat_raw_buffer_cast) reads 0 past its end on the hardware; here such
+    an access stays an out-of-bounds error (stricter: tilemlir only reads
+    in-bounds through buffers)."""
     source = compiler.slot(op.operands[0])
     out = compiler.slot(op.results[0])
 
@@ -609,12 +614,12 @@ def _transpose_load(compiler, op):
 
 @handles("amdgpu.gather_to_lds")
 def _gather_to_lds(compiler, op):
-    """global_load_lds: every active lane loads one transfer-type value at its
+    """buffer_load ... lds: every active lane loads one transfer-type value at its
     own source indices; the wave writes them to LDS in lane order, lane i at
     element i * width after dst[dstIndices] (the wave's base, which must be
     the same on all its active lanes), the LDS view's rows being contiguous.
     The copy happens at once; the program's explicit wait and barrier are what
-    order it (memory.global_load_lds in the descriptors has the sources)."""
+    order it (memory.buffer_load_lds in the descriptors has the sources)."""
     slots = compiler.slots_of(op.operands)
     src_rank = len(ir.MemRefType(op.operands[0].type).shape)
     source, src_idx = slots[0], slots[1:1 + src_rank]

@@ -1,5 +1,5 @@
 // gfx950: prefetch copies of the pipelined K loop straight into LDS
-// (global_load_lds_dwordx4), B kept K x N and read with ds_read_b64_tr_b8.
+// (buffer_load_dwordx4 ... lds), B kept K x N and read with ds_read_b64_tr_b8.
 // The loop waits for its own loads (vmcnt) before its barrier; LDS reads are
 // outside the loads' alias scope, so LLVM adds no vmcnt wait in front of them.
 //
@@ -26,7 +26,7 @@ module attributes {tile.target = "amdgpu:gfx950"} {
 // GPU: amdgpu.transpose_load
 // GPU: amdgpu.mfma
 
-// LLVM: call void @llvm.amdgcn.load.to.lds.p1({{.*}}, i32 16, i32 0, i32 0), !alias.scope ![[DMA:[0-9]+]]
+// LLVM: call void @llvm.amdgcn.load.to.lds.p7(ptr addrspace(7) {{.*}}, i32 16, i32 0, i32 0), !alias.scope ![[DMA:[0-9]+]]
 // LLVM: load {{.*}} ptr addrspace(3) {{.*}} !noalias ![[DMA]]
 
 // In the loop: the barrier, then this iteration's loads into the other stage.
@@ -34,6 +34,6 @@ module attributes {tile.target = "amdgpu:gfx950"} {
 // ISA-DAG: ds_read_b64_tr_b8
 // ISA-DAG: v_mfma_f32_32x32x64_f8f6f4
 // ISA: s_barrier
-// ISA-NEXT: global_load_lds_dwordx4
+// ISA-NEXT: buffer_load_dwordx4 {{.*}} offen lds
 
 // BAD: error: --pass-options: tile-bogus is not a step of this pipeline

@@ -77,7 +77,7 @@ LLVM_IR_PASSES: tuple[str, ...] = (
     "function(loop-mssa(loop-rotate,licm))",
     # As in LLVM's default pipelines, InstCombine does not insist on reaching
     # a fixpoint in one run (opt -passes=instcombine does, and aborts on the
-    # readfirstlane'd wave ids of global_load_lds addressing).
+    # readfirstlane'd wave ids that address loads into LDS).
     "function(instcombine<no-verify-fixpoint>,simplifycfg,early-cse)",
 )
 

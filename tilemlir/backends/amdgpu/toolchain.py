@@ -131,7 +131,7 @@ def unconverted_ops(device: ir.Module) -> list[ir.Operation]:
 # LLVM dialect ops that read LDS on behalf of the matrix instructions.
 LDS_READ_OPS = ("llvm.load", "rocdl.ds.read.tr4.b64", "rocdl.ds.read.tr8.b64",
                 "rocdl.ds.read.tr6.b96", "rocdl.ds.read.tr16.b64")
-LDS_DMA_OPS = ("rocdl.load.to.lds", "rocdl.global.load.lds")
+LDS_DMA_OPS = ("rocdl.load.to.lds", "rocdl.global.load.lds", "rocdl.raw.ptr.buffer.load.lds")
 
 
 def order_lds_dma(device: ir.Module) -> int:
@@ -149,7 +149,7 @@ def order_lds_dma(device: ir.Module) -> int:
     with device.context:
         scope = ir.Attribute.parse(
             '#llvm.alias_scope<id = distinct[0]<>, domain = #llvm.alias_scope_domain<'
-            'id = distinct[1]<>, description = "tilemlir: LDS written by global_load_lds">>')
+            'id = distinct[1]<>, description = "tilemlir: LDS written by loads into LDS">>')
         scopes = ir.ArrayAttr.get([scope])
     for op in dma:
         op.attributes["alias_scopes"] = scopes
