@@ -116,7 +116,7 @@ def test_bench_candidates_and_fp8_tolerance():
     assert bench.sum_bits_of("f16", {"path": bench.WGMMA}) is None
     if _has_mlir():
         paths = {c[3] for c in bench.candidates(4096, 4096, "f16")}
-        assert paths == {bench.MMA_SYNC, bench.WGMMA}
+        assert paths == {bench.MMA_SYNC, bench.MMA_SYNC_TMA, bench.WGMMA}
         assert {c[3] for c in bench.candidates(16, 8192, "f16")} == {bench.MMA_SYNC}
 
 
@@ -166,3 +166,37 @@ def test_gemm_on_the_gpu(case):
         ok, worst, _ = bench.check(c, a, b, case["transpose_b"], seed,
                                    bench.sum_bits_of(case["dtype"], case))
         assert ok, f"worst err/tolerance {worst:.3f}"
+
+
+@needs_mlir
+@pytest.mark.parametrize(("element", "row", "col", "expected"), [
+    # f16, 64 x 128: two boxes of 64 rows x 64 columns (128 bytes), 8 per chunk.
+    ("f16", 3, 8, 3 * 64 + (1 ^ 3) * 8),             # chunk 1 of row 3 -> chunk 2
+    ("f16", 9, 72, 64 * 64 + 9 * 64 + (1 ^ 1) * 8),  # box 1, chunk 1 of row 9 -> chunk 0
+    ("f16", 7, 56, 7 * 64 + (7 ^ 7) * 8),            # last chunk of row 7 -> chunk 0
+    # 8-bit, 64 x 128: one box of 128-byte rows, 16 per chunk.
+    ("i8", 5, 96, 5 * 128 + (6 ^ 5) * 16),
+])
+def test_swizzled_index_is_the_128_byte_tma_swizzle(element, row, col, expected):
+    from mlir import ir
+    from mlir.dialects import arith, func
+
+    from tilemlir.backends.nvidia.matrix import swizzled_index
+    from tilemlir.dialects import tile
+    from tilemlir.passes import build_pipeline
+
+    context = tile.make_context()
+    with context, ir.Location.unknown():
+        module = ir.Module.create()
+        cols = 128
+        memref_type = ir.MemRefType.get([64, cols], ir.Type.parse(element),
+                                        memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>"))
+        with ir.InsertionPoint(module.body):
+            function = func.FuncOp("f", ([memref_type], [ir.IndexType.get()]))
+            with ir.InsertionPoint(function.add_entry_block()):
+                constant = lambda v: arith.ConstantOp(ir.IndexType.get(), v).result
+                _, index = swizzled_index(function.arguments[0], constant(row), constant(col))
+                func.ReturnOp([index])
+        build_pipeline("canonicalize", context=context).run(module.operation)
+        returned = function.regions[0].blocks[0].operations[-1].operands[0]
+        assert ir.IntegerAttr(returned.owner.attributes["value"]).value == expected

@@ -43,6 +43,9 @@ Options:
     (memory.buffer_load_lds, e.g. gfx950's 16-byte buffer_load_dwordx4 ... lds):
     no VGPRs, no LDS stores, 32-bit lane offsets; each wave waits for its own
     (vmcnt) before the loop's barrier (default: false).
+  tma-copies (bool): nvidia sm_90a: the global -> shared copies of pipelined
+    loops go through TMA with mbarriers (128-byte-swizzled tiles) for mma.sync
+    gemms too, not only for wgmma, which always uses them (default: false).
 
 Example (the seed's kernel, abridged):
 
@@ -187,6 +190,7 @@ class KernelEmitter:
         # launcher must pass for each: (type, metadata dict).
         self.extra_arguments: list[tuple[ir.Type, dict]] = []
         self.direct_lds_loads = False  # tile-lower-to-gpu{direct-lds-loads}
+        self.tma_copies = False  # tile-lower-to-gpu{tma-copies}
         self.direct_lds_copies = 0  # prefetch copies lowered to loads into LDS
         self.fat_buffers: dict = {}  # global memref -> its buffer-resource view
         self.gpu_func: ir.Operation | None = None
@@ -875,6 +879,7 @@ class TileLowerToGpu(TilePass):
 
     target: str = ""
     direct_lds_loads: bool = False
+    tma_copies: bool = False
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         kernels = [op for op in walk(module) if op.name == "tile.kernel"]
@@ -900,6 +905,7 @@ class TileLowerToGpu(TilePass):
                 try:
                     emitter = KernelEmitter(kernel, target, name)
                     emitter.direct_lds_loads = self.direct_lds_loads
+                    emitter.tma_copies = self.tma_copies
                     _, arguments = emitter.emit(gpu_block)
                 except LoweringError as error:
                     state.error(error.op, str(error))

@@ -181,10 +181,14 @@ class MmaSyncCore(MatrixCore):
         tiles_m, tiles_n = step.fragment.tiles
         m0 = mul(step.wave_m, wtm)
         n0 = mul(step.wave_n, wtn)
-        operands = Operands(step, bits)
+        operands = Operands(step, bits, self.operand_swizzle(step))
         k0 = k_step * k
         return ([operands.a(add(m0, tm * 16), k0) for tm in range(tiles_m)],
                 operands.b_tiles(n0, k0, tiles_n))
+
+    def operand_swizzle(self, step: GemmStep) -> tuple[bool, bool]:
+        """Whether A and B are stored as 128-byte-swizzled TMA boxes (WarpgroupCore)."""
+        return False, False
 
     def mma_k_step(self, step: GemmStep, registers: tuple[list, list]) -> None:
         """The m16n8 instructions of one K step on registers from load_k_step."""
@@ -236,12 +240,15 @@ def as_bytes(smem: ir.Value) -> ir.Value:
 class Operands:
     """Per-lane A and B registers of one tile.gemm, in the PTX fragment layouts."""
 
-    def __init__(self, step: GemmStep, bits: int):
+    def __init__(self, step: GemmStep, bits: int, swizzled: tuple[bool, bool] = (False, False)):
         self.step = step
         self.bits = bits
         self.lane = step.lane
         self.a_smem = step.a_smem if bits == 16 else as_bytes(step.a_smem)
         self.b_smem = step.b_smem if bits == 16 else as_bytes(step.b_smem)
+        # Operands stored as TMA boxes with the 128-byte swizzle (wgmma.py's
+        # SwizzledBuffer): ldmatrix addresses go through `swizzled_index`.
+        self.swizzled = {self.a_smem: swizzled[0], self.b_smem: swizzled[1]}
         # Element offset of the second 8-column half of a 16x16-byte-pair tile.
         self.half = 8 if bits == 16 else 16
         self.element = ir.MemRefType(self.a_smem.type).element_type
@@ -255,6 +262,9 @@ class Operands:
                  transpose: bool) -> ir.Value:
         per_register = 32 // self.bits
         result = ir.VectorType.get([tiles, per_register], self.element)
+        if self.swizzled.get(smem):
+            flat, index = swizzled_index(smem, row, col)
+            return nvgpu.LdMatrixOp(result, flat, [index], transpose, tiles).result
         return nvgpu.LdMatrixOp(result, smem, [row, col], transpose, tiles).result
 
     def a(self, m0: ir.Value, k0: int):
@@ -310,6 +320,24 @@ class Operands:
             regs.append(pack_bytes([memref.LoadOp(self.b_smem, [add(k, i), n]).result
                                     for i in range(4)]))
         return [regs]
+
+
+def swizzled_index(smem: ir.Value, row: ir.Value, col: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(1-D view, element index) of logical (row, col) in a tile stored as TMA
+    boxes of rows x 128 bytes with the 128-byte swizzle: box col // (128/e),
+    row-th 128-byte line of it, 16-byte chunk XOR (row % 8) (PTX ISA, "Tensor
+    Copy" swizzle modes; the layout wgmma reads). `col` must start a 16-byte chunk."""
+    memref_type = ir.MemRefType(smem.type)
+    rows, cols = memref_type.shape
+    element_bytes = max(1, bit_width(memref_type.element_type) // 8)
+    box_cols, chunk = 128 // element_bytes, 16 // element_bytes
+    flat_type = ir.MemRefType.get([rows * cols], memref_type.element_type,
+                                  memory_space=memref_type.memory_space)
+    flat = memref.CollapseShapeOp(flat_type, smem, [[0, 1]]).result
+    box, within = udiv(col, box_cols), urem(col, box_cols)
+    swizzled_chunk = arith.XOrIOp(udiv(within, chunk), urem(row, 8)).result
+    index = add(add(mul(box, rows * box_cols), mul(row, box_cols)), mul(swizzled_chunk, chunk))
+    return flat, index
 
 
 def split_tiles(loaded: ir.Value, count: int, bits: int) -> list:

@@ -193,10 +193,11 @@ def lower_to_ptx(module: ir.Operation, target: Target, seconds: dict | None = No
 
 
 def compile_to_ptx(module: ir.Operation, target: Target, tiling: str = "",
-                   select: str = "") -> PtxKernel:
+                   select: str = "", passes: str = "") -> PtxKernel:
     """tile IR or GPU-level IR (compiled in place) -> PTX and launch metadata.
     `tiling`: tile-tiling options ("block=128,128,64 threads=256 stages=3");
-    `select`: tile-select-mma options ("prefer=wgmma" for the Hopper path)."""
+    `select`: tile-select-mma options ("prefer=wgmma" for the Hopper path);
+    `passes`: any tile pass's options ("tile-lower-to-gpu{tma-copies=true}")."""
     from tilemlir.compiler import has_tile_ops, target_spec
     from tilemlir.passes import build_pipeline
 
@@ -206,7 +207,8 @@ def compile_to_ptx(module: ir.Operation, target: Target, tiling: str = "",
         start = time.perf_counter()
         with context:
             build_pipeline("tile-verify", context=context).run(module)
-            build_pipeline(pipeline.tile_pipeline(tiling=tiling, select=select), context=context,
+            build_pipeline(pipeline.tile_pipeline(tiling=tiling, select=select, passes=passes),
+                           context=context,
                            overrides={"target": target_spec(target)}).run(module)
         seconds["tile"] = time.perf_counter() - start
     gpu_ir = module.get_asm()

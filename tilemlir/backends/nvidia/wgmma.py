@@ -122,11 +122,30 @@ def _tma_copyable(copy: ir.Operation, threads: int) -> bool:
             and rows <= TMA_BOX_LIMIT)
 
 
-def plan_tma_pipeline(op: ir.Operation, threads: int) -> PipelinePlan | None:
+def plan_tma_pipeline(op: ir.Operation, threads: int, mma_sync_too: bool = False) -> PipelinePlan | None:
+    """A pipelined loop whose copies TMA can do and whose gemms are wgmma (or,
+    with `mma_sync_too`, mma.sync reading its operands with ldmatrix only)."""
     plan = plan_pipeline(op, threads, _tma_copyable)
-    if plan is None or not all(is_wgmma(MmaChoice.of(g).name) for g in plan.gemms if MmaChoice.of(g)):
+    if plan is None:
         return None
-    return plan
+    choices = [MmaChoice.of(g) for g in plan.gemms]
+    if any(c is None for c in choices):
+        return None
+    if all(is_wgmma(c.name) for c in choices):
+        return plan
+    if mma_sync_too and all(not is_wgmma(c.name) and ldmatrix_only(g) for c, g in zip(choices, plan.gemms)):
+        return plan
+    return None
+
+
+def ldmatrix_only(gemm: ir.Operation) -> bool:
+    """mma.sync reads every operand with ldmatrix except 8-bit A stored K x M
+    and 8-bit B stored K x N (byte loads: matrix.Operands), which a swizzled
+    tile cannot serve."""
+    bits = bit_width(ir.MemRefType(gemm.operands[0].type).element_type)
+    transpose_a = ir.BoolAttr(gemm.attributes["transpose_a"]).value
+    transpose_b = ir.BoolAttr(gemm.attributes["transpose_b"]).value
+    return bits == 16 or (not transpose_a and transpose_b)
 
 
 class WarpgroupCore(MmaSyncCore):
@@ -137,7 +156,9 @@ class WarpgroupCore(MmaSyncCore):
         super().__init__()
         self.swizzled: dict = {}  # tile-level shared value -> SwizzledBuffer
         self.base: ir.Value | None = None  # the dynamic shared memory, as bytes
-        self.tma_operands: set = set()  # shared values some wgmma reads
+        self.tma_operands: set = set()  # shared values filled by TMA (wgmma operands, ...)
+        self.swizzled_views: set = set()  # slot views of them, as the gemms see them
+        self.tma_copies = False  # tile-lower-to-gpu{tma-copies}: mma.sync operands by TMA too
 
     # -- selection -----------------------------------------------------------
 
@@ -175,10 +196,14 @@ class WarpgroupCore(MmaSyncCore):
 
     def buffer_stages(self, emitter) -> dict:
         stages = super().buffer_stages(emitter)
+        self.tma_copies = emitter.tma_copies
         self.tma_operands = self.wgmma_operands(emitter.kernel)
         fed = {}
         for op in walk(emitter.kernel):
-            plan = plan_tma_pipeline(op, emitter.threads) if op.name == "scf.for" else None
+            plan = plan_tma_pipeline(op, emitter.threads, self.tma_copies) if op.name == "scf.for" \
+                else None
+            if plan is not None and self.tma_copies:
+                self.tma_operands.update(plan.buffers)
             for buffer in plan.buffers if plan else []:
                 fed[buffer] = plan.stages
         for buffer in self.tma_operands:
@@ -210,13 +235,18 @@ class WarpgroupCore(MmaSyncCore):
         emitter.layouts[value] = SharedLayout()
         return stages * buffer.slot_bytes
 
+    def operand_swizzle(self, step) -> tuple[bool, bool]:
+        return step.a_smem in self.swizzled_views, step.b_smem in self.swizzled_views
+
     def slot_base(self, buffer: SwizzledBuffer, slot: ir.Value) -> ir.Value:
         """Slot `slot` of a swizzled buffer as a rows x cols memref (its bytes are
         swizzled boxes: only its address is used, by descriptors)."""
         view_type = ir.MemRefType.get([buffer.rows, buffer.cols], buffer.element,
                                       memory_space=ir.Attribute.parse(WORKGROUP))
         start = add(mul(slot, buffer.slot_bytes), buffer.offset)
-        return memref.ViewOp(view_type, self.base, start, []).result
+        view = memref.ViewOp(view_type, self.base, start, []).result
+        self.swizzled_views.add(view)
+        return view
 
     def box_view(self, buffer: SwizzledBuffer, slot: ir.Value, box: int) -> ir.Value:
         view_type = ir.MemRefType.get([buffer.rows, buffer.box_cols], buffer.element,
@@ -227,7 +257,7 @@ class WarpgroupCore(MmaSyncCore):
     # -- the K loop ----------------------------------------------------------
 
     def lower_loop(self, emitter, op) -> bool:
-        plan = plan_tma_pipeline(op, emitter.threads)
+        plan = plan_tma_pipeline(op, emitter.threads, self.tma_copies)
         if plan is None or any(b not in self.swizzled for b in plan.buffers):
             return super().lower_loop(emitter, op)
         TmaLoop(self, emitter, op, plan).emit()
@@ -440,7 +470,9 @@ class TmaLoop:
             for gemm in plan.gemms:
                 emitter.emit_op(gemm)
             # The gemms end in wgmma.wait_group 1 (0 for 8-bit): this warp's
-            # wgmmas of iteration i-1 are done, so it releases their slot.
+            # wgmmas of iteration i-1 are done, so it releases their slot (for
+            # mma.sync, whose ldmatrix reads are done within the iteration, this
+            # is one iteration later than needed, and still correct).
             previous = arith.SubIOp(i, const_index(1)).result
             started = arith.CmpIOp(arith.CmpIPredicate.uge, i, const_index(1)).result
             release = scf.IfOp(arith.AndIOp(started, lane0).result)
@@ -454,8 +486,8 @@ class TmaLoop:
             more = arith.CmpIOp(arith.CmpIPredicate.ult, ahead, const_index(trips)).result
             refill = scf.IfOp(arith.AndIOp(leader, more).result)
             with ir.InsertionPoint(refill.then_block):
-                first = scf.IfOp(started)
-                with ir.InsertionPoint(first.then_block):
+                reuse = scf.IfOp(started)
+                with ir.InsertionPoint(reuse.then_block):
                     nvgpu.MBarrierTryWaitParityOp(empty, parity(previous), const_index(10_000_000),
                                                   urem(previous, stages))
                     scf.YieldOp([])
