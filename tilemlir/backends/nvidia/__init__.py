@@ -2,10 +2,13 @@
 
 Targets are `targets/<sm>.toml`. The lowering goes through upstream MLIR:
 warp-level `nvgpu.mma.sync` (fp8 through inline PTX, see `matrix.py`),
-`nvgpu.ldmatrix` and `nvgpu.device_async_copy` (cp.async), then
-`convert-nvgpu-to-nvvm`, `convert-gpu-to-nvvm` and `gpu-module-to-binary` to
+`nvgpu.ldmatrix` and `nvgpu.device_async_copy` (cp.async, `pipelining.py`);
+or, on sm_90a with tile-select-mma{prefer=wgmma}, warpgroup `wgmma` fed by TMA
+and mbarriers (`wgmma.py`, which can also feed mma.sync:
+tile-lower-to-gpu{tma-copies=true}); then `convert-nvgpu-to-nvvm`,
+`convert-gpu-to-nvvm`, `convert-nvvm-to-llvm` and `gpu-module-to-binary` to
 PTX in process (`pipeline.py`, `toolchain.py`). PTX runs through the CUDA
-driver (`tilemlir.runtime.cuda_launch`).
+driver (`tilemlir.runtime.cuda_launch`), which also encodes TMA tensor maps.
 """
 
 from pathlib import Path

@@ -44,8 +44,13 @@ for the slot it refills (CUTLASS's consumer-release pattern).
 Out-of-bounds box elements are filled with zeros by the TMA unit (the tensor
 map's OOB fill), so shapes that are not multiples of the block need no code.
 Tensor maps are created by the launcher (`cuTensorMapEncodeTiled`) from the
-kernel's metadata (`TENSOR_MAPS_ATTR` on the gpu.func) and reach the kernel as
-pointers to 128 bytes of global memory, one extra argument each.
+kernel's metadata (`tile.kernel_arguments` on the gpu.func, see
+`KernelEmitter.add_kernel_argument`) and reach the kernel as pointers to 128
+bytes of global memory, one extra argument each.
+
+With tile-lower-to-gpu{tma-copies=true} the same loop feeds mma.sync gemms:
+their ldmatrix addresses undo the swizzle (`matrix.swizzled_index`), and only
+operands every read of which is an ldmatrix qualify (`ldmatrix_only`).
 """
 
 from __future__ import annotations
@@ -66,7 +71,6 @@ WARPGROUP_WARPS = 4
 SWIZZLE_BYTES = 128  # the swizzle mode used: 128-byte rows
 SWIZZLE_ATOM = 1024  # 8 rows x 128 bytes: the swizzle pattern's period and alignment
 SWIZZLE_128B_MODE = 1  # descriptor bits 62-63
-TENSOR_MAPS_ATTR = "tile.tensor_maps"
 TMA_BOX_LIMIT = 256  # boxDim entries are at most 256 (cuTensorMapEncodeTiled)
 # PTX type names of wgmma operands by MLIR element type.
 WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
