@@ -14,8 +14,9 @@ case it draws fresh random inputs (uniform in [-1, 1], rounded to the dtype),
 poisons the output with NaN, runs the kernel and checks every element of a
 sample of rows against a float64 reference with a tolerance derived from the
 dtypes; then it times each variant (CUDA events, warm-up, the median of
-REPEATS runs) and prints TFLOP/s and the ratio to cuBLAS. Ours is the best
-candidate; cuBLAS is torch.matmul (f16, bf16) or torch._scaled_mm (fp8 e4m3,
+REPEATS runs), re-times the winners interleaved with cuBLAS (ROUNDS rounds) and
+prints TFLOP/s and the ratio to cuBLAS. Ours is the best candidate of each path:
+mma.sync (fed by cp.async or by TMA) and wgmma; cuBLAS is torch.matmul (f16, bf16) or torch._scaled_mm (fp8 e4m3,
 unit scales, f16 out); Triton is a plain blocked tl.dot kernel. Layouts: A is
 M x K row-major; B is K x N row-major for f16/bf16 and N x K row-major for fp8
 (the layout cuBLAS's fp8 GEMM requires; all three use it).
@@ -129,9 +130,9 @@ def candidates(m: int, n: int, dtype: str) -> list[tuple]:
                 found.append(((bm, bn, block_k), threads, stages, MMA_SYNC))
         wide_k = 128 // element  # TMA boxes of 128-byte rows (wgmma.py)
         tma_stage = (bm + bn) * wide_k * element
-        if m > 64 and block_k == wide_k:  # fp8 B is N x K here: ldmatrix reads both operands
-            found.append(((bm, bn, wide_k), threads, min(4, (shared_limit - 1024) // tma_stage),
-                          MMA_SYNC_TMA))
+        tma_stages = min(4, (shared_limit - 1024) // tma_stage)
+        if m > 64 and block_k == wide_k and tma_stages >= 2:  # fp8 B is N x K: ldmatrix reads both
+            found.append(((bm, bn, wide_k), threads, tma_stages, MMA_SYNC_TMA))
     if m > 64:  # warpgroups of 64 rows: a skinny M would leave most of each idle
         wide_k = 128 // element
         # fp8 sums each block K in a second accumulator (wgmma.py): 128x256
@@ -139,7 +140,8 @@ def candidates(m: int, n: int, dtype: str) -> list[tuple]:
         for bm, bn in ((128, 128),) if dtype == "fp8" else ((128, 256), (128, 128)):
             per_stage = (bm + bn) * wide_k * element
             stages = min(4, (shared_limit - 1024) // per_stage)
-            found.append(((bm, bn, wide_k), 128 * (bm // 64), stages, WGMMA))
+            if stages >= 2:
+                found.append(((bm, bn, wide_k), 128 * (bm // 64), stages, WGMMA))
     return found
 
 

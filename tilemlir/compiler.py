@@ -157,14 +157,23 @@ def describe_pipeline(target: Target, *, tile_input: bool, tiling: str = "", sel
     spec = target_spec(target)
     lines = []
     tail = None
+    tile_steps = pipeline
     if target.family == "metax":
         from tilemlir.backends.metax.pipeline import describe
 
         tail = describe(target)
+    if target.family == "nvidia":
+        from tilemlir.backends.nvidia import pipeline as nvidia_pipeline
+
+        tile_steps = nvidia_pipeline
+        nvvm = nvidia_pipeline.gpu_to_nvvm_pipeline(target.name)
+        binary = nvidia_pipeline.TO_BINARY
+        tail = [f"gpu-to-nvvm: {nvvm} (index-bitwidth 32 when every memref is under 2^31 elements)",
+                f"ptx: builtin.module({binary}) (in process; ptxas runs in the CUDA driver at load)"]
     if tile_input:
-        first = pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE, tiling=tiling,
-                                       select=select, passes=passes)
-        rest = pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE, passes)
+        first = tile_steps.tile_pipeline(stop_before=tile_steps.EMIT_TILE_BEFORE, tiling=tiling,
+                                         select=select, passes=passes)
+        rest = tile_steps.tile_pipeline(passes=passes, start_at=tile_steps.EMIT_TILE_BEFORE)
         lines.append(f"tile: {_tile_stage_text(first, spec)}")
         lines.append(f"gpu: {_tile_stage_text(rest, spec)}")
     else:

@@ -157,3 +157,11 @@ def test_half_precision_gemm_runs(chip, dtype, shape, transpose_b):
 def test_accumulating_gemm_runs():
     """Without a zero fill, C += A*B reads C's old values through the fragment."""
     emulate_against_reference(gemm_text(64, 96, 64, "f16", "f32", zero_fill=False), "gfx942")
+
+
+def test_pipeline_deeper_than_the_loop_stays_in_bounds():
+    # 4 stages over a 2-iteration K loop: the prologue's iterations 2 and 3 do
+    # not exist; with in-bounds copies they must re-read the last tile, not
+    # read past the end of A and B (the sanitizer checks every access).
+    emulate_against_reference(gemm_text(64, 64, 128, "f16", "f16"), "gfx942",
+                              tiling="block=64,64,64 threads=256 stages=4")

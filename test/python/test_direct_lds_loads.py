@@ -152,3 +152,19 @@ def test_descriptor_lists_exactly_the_loads_into_lds_llvm_mc_accepts(chip, tmp_p
                                  f"-mcpu={chip}", "-filetype=obj", "-o", str(tmp_path / "x.o"),
                                  str(source)], capture_output=True, text=True, check=False)
         assert (result.returncode == 0) == (mnemonic in listed), (chip, mnemonic, result.stderr)
+
+
+def test_emulator_refuses_gather_into_rows_that_are_not_contiguous():
+    from tilemlir.runtime.emulator import UnsupportedOp, emulate
+
+    # The 32 x 16 view of a 32 x 32 LDS buffer: lane order cannot run on
+    # across its rows, so the emulator does not guess.
+    text = DMA_KERNEL.replace("BASE_COL", "%c0").replace(
+        "workgroup(%lds: memref<32x16xf32, #wg>)", "workgroup(%whole: memref<32x32xf32, #wg>)").replace(
+        "%t = gpu.thread_id x",
+        "%t = gpu.thread_id x\n      %lds = memref.subview %whole[0, 0] [32, 16] [1, 1] : "
+        "memref<32x32xf32, #wg> to memref<32x16xf32, strided<[32, 1]>, #wg>").replace(
+        "memref<32x16xf32, #wg>", "memref<32x16xf32, strided<[32, 1]>, #wg>")
+    with make_context(), pytest.raises(UnsupportedOp, match="not contiguous"):
+        emulate(ir.Module.parse(text), "entry", [np.arange(512, dtype=np.float32),
+                                                 np.zeros((32, 16), dtype=np.float32)], chip="gfx950")

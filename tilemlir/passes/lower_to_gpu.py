@@ -679,6 +679,11 @@ class KernelEmitter:
                 isinstance(owner, ir.OpView | ir.Operation) and owner.name == "memref.subview"
                 and owner.operands[0] in self.shared) or self.layouts[owner.operands[0]].transposed:
             return None
+        elements = 1
+        for size in src_type.shape:
+            elements *= size
+        if elements * bit_width(src_type.element_type) // 8 >= 2 ** 31:
+            return None  # buffer offsets are 32-bit: larger tensors keep the register path
         width = _vector_width(op, dst_type.shape[1], src_type.element_type)
         name = BUFFER_LOAD_LDS.get(width * bit_width(src_type.element_type) // 8)
         stored = ir.MemRefType(self.shared[owner.operands[0]].type)

@@ -184,11 +184,6 @@ class MfmaCore(MatrixCore):
                            c_bits: int = 32) -> AccumulatorLayout:
         return MfmaAccumulator(mma_layouts.layout_for(m, n, k, wave_size, c_bits))
 
-    def waves_per_instruction(self, name: str) -> int:
-        """How many consecutive waves execute one instruction of this name
-        together (1: every wave its own; NVIDIA's wgmma: a warpgroup of 4)."""
-        return 1
-
     def operand_lanes(self, m: int, n: int, k: int, wave_size: int):
         layout = mma_layouts.layout_for(m, n, k, wave_size)
         lanes = range(wave_size)

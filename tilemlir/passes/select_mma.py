@@ -133,6 +133,11 @@ class TileSelectMma(TilePass):
         if not gemms:
             return
         target = resolve_target(module, self.target)
+        if self.prefer and not any(row.name.startswith(self.prefer) for row in target.mma):
+            names = list(dict.fromkeys(row.name for row in target.mma))
+            state.error(gemms[0], f"tile-select-mma: prefer={self.prefer} starts no instruction name "
+                                  f"of {target} (its table has e.g. {', '.join(names[:3])})")
+            return
         for op in gemms:
             kernel = enclosing_kernel(op)
             if kernel is None:

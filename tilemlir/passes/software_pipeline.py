@@ -172,11 +172,16 @@ class TilePipeline(TilePass):
                 for name in owner.attributes:  # keep the LDS layout (tile.smem_layout)
                     staged_buffer.owner.attributes[name] = owner.attributes[name]
                 staged[buffer] = (staged_buffer, shape)
-        # Prologue: iterations 0 .. N-2 into stages 0 .. N-2 (windows past the
-        # end of the loop read zeros into stages that are never consumed).
+        # Prologue: iterations 0 .. N-2 into stages 0 .. N-2, clamped to the
+        # last iteration as in the loop (a loop shorter than N-1 iterations
+        # re-reads its last tile into stages never consumed; in-bounds copies
+        # stay in bounds).
         with ir.InsertionPoint(loop), loop.location:
+            final = arith.AddIOp(lower, arith.MulIOp(arith.DivUIOp(arith.SubIOp(
+                arith.SubIOp(upper, lower).result, _index(1)).result, step).result, step).result).result
             for s in range(stages - 1):
-                iteration = arith.AddIOp(lower, arith.MulIOp(step, _index(s)).result).result
+                iteration = arith.MinUIOp(arith.AddIOp(lower, arith.MulIOp(step, _index(s)).result).result,
+                                          final).result
                 stage = _index(s)
                 self.copy_for_iteration(body, induction, iteration, copies, staged, stage, prologue=True)
         # In the loop: the stage of this iteration, and the copy N-1 ahead.

@@ -169,6 +169,17 @@ class CudaModule:
                               launch["dynamic_shared_bytes"], ctypes.c_void_p(stream), array, None)
 
 
+    def close(self) -> None:
+        """Frees the device copies of the tensor maps made for launches (one
+        per distinct argument pointer; 128 bytes each) and unloads the module."""
+        for device in self.tensor_maps.values():
+            self.driver.check("cuMemFree_v2", device)
+        self.tensor_maps.clear()
+        if self.handle.value:
+            self.driver.check("cuModuleUnload", self.handle)
+            self.handle = ctypes.c_void_p()
+            self.functions.clear()
+
     def _tensor_map(self, spec: dict, pointers: list[int]) -> int:
         """Device memory holding the CUtensorMap of `spec` (a TMA box over a
         row-major 2-D argument, see tilemlir.backends.nvidia.wgmma), made once

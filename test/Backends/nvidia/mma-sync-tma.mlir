@@ -40,3 +40,8 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // PTX-NOT: cp.async.cg
+
+// With a strided A (no tensor map describes it) the loop keeps cp.async:
+// RUN: sed 's/memref<256x256xf16>, %B/memref<256x256xf16, strided<[512, 1]>>, %B/; s/(memref<256x256xf16>, memref<256x256xf16>, memref<256x256xf16>) -> ()/(memref<256x256xf16, strided<[512, 1]>>, memref<256x256xf16>, memref<256x256xf16>) -> ()/' %s | tile-compile - --emit gpu --tiling "block=128,128,64 threads=128 stages=3" --pass-options 'tile-lower-to-gpu{tma-copies=true}' | filecheck %s --check-prefix=STRIDED
+// STRIDED: nvgpu.device_async_copy
+// STRIDED-NOT: nvgpu.tma.async.load

@@ -25,3 +25,16 @@ module attributes {tile.target = "nvidia:sm_90a"} {
     return
   }
 }
+
+// -----
+
+// A strided source is not what a tensor map of the argument describes.
+module attributes {tile.target = "nvidia:sm_90a"} {
+  func.func @gemm(%A: memref<256x256xf16, strided<[512, 1]>>, %B: memref<256x256xf16>, %C: memref<256x256xf16>) {
+    %zero = arith.constant 0.0 : f16
+    "tile.fill"(%C, %zero) : (memref<256x256xf16>, f16) -> ()
+    // expected-error@below {{a wgmma operand must be filled by TMA in a pipelined K loop}}
+    "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<256x256xf16, strided<[512, 1]>>, memref<256x256xf16>, memref<256x256xf16>) -> ()
+    return
+  }
+}

@@ -174,8 +174,8 @@ def lower_pipelined_loop(core, emitter, op: ir.Operation) -> bool:
         gpu.BarrierOp()
 
     group = None
-    for s in range(stages - 1):
-        group = issue(const_index(s), const_index(s))
+    for s in range(stages - 1):  # clamped as in the loop: in-bounds copies stay in bounds
+        group = issue(const_index(min(s, plan.trip_count - 1)), const_index(s))
 
     carried = list(emitter.fragments)
     flat = [value for key in carried for value in emitter.fragments[key].values]

@@ -116,11 +116,8 @@ def _host_positions(spec, kernel_operands: list, arguments: list):
     arguments ({"kernel_argument": i}) turned into host argument indices
     ({"argument": j}): what the launcher reads."""
     if isinstance(spec, dict):
-        if set(spec) == {"kernel_argument"}:
-            value = kernel_operands[spec["kernel_argument"]]
-            if value not in arguments:
-                raise UserError("nvidia: a tensor map must describe an argument of the host function")
-            return {"argument": arguments.index(value)}
+        if set(spec) == {"kernel_argument"}:  # checked above to be a host argument
+            return {"argument": arguments.index(kernel_operands[spec["kernel_argument"]])}
         return {key: _host_positions(v, kernel_operands, arguments) for key, v in spec.items()}
     if isinstance(spec, list):
         return [_host_positions(v, kernel_operands, arguments) for v in spec]

@@ -83,13 +83,13 @@ def is_wgmma(name: str) -> bool:
 
 @dataclass
 class SwizzledBuffer:
-    """A shared tile stored as TMA boxes of rows x 128 bytes, `stages` slots."""
+    """A shared tile stored as TMA boxes of rows x 128 bytes; its slots follow
+    one another from `offset`."""
 
     offset: int  # bytes into dynamic shared memory
     rows: int
     cols: int
     element: ir.Type
-    stages: int
 
     @property
     def element_bytes(self) -> int:
@@ -113,17 +113,22 @@ class SwizzledBuffer:
 
 
 def _tma_copyable(copy: ir.Operation, threads: int) -> bool:
-    """A global -> shared tile.copy one TMA box per 128 bytes of columns can do."""
+    """A global -> shared tile.copy one TMA box per 128 bytes of columns can do:
+    its source is an argument of the host function (the launcher encodes a
+    tensor map of it) with the plain row-major layout the map describes."""
     types = plain_tile_copy(copy)
-    if types is None:
+    if types is None or not isinstance(copy.operands[0], ir.BlockArgument):
         return False
     src_type, dst_type = types
-    size = max(1, bit_width(src_type.element_type) // 8)
     rows, cols = dst_type.shape
-    # Global rows must be 16-byte multiples (TMA's stride rule), the tile's
-    # rows whole 128-byte boxes of at most 256 rows.
+    if src_type.get_strides_and_offset() != ([src_type.shape[1], 1], 0):
+        return False
+    size = max(1, bit_width(src_type.element_type) // 8)
+    # Global rows must be 16-byte multiples (TMA's stride rule); the tile's rows
+    # whole 128-byte boxes of at most 256 rows, in whole swizzle atoms of 8 rows
+    # (every box and slot then starts 1024-aligned, as the descriptors assume).
     return ((src_type.shape[1] * size) % 16 == 0 and (cols * size) % SWIZZLE_BYTES == 0
-            and rows <= TMA_BOX_LIMIT)
+            and rows <= TMA_BOX_LIMIT and rows % 8 == 0)
 
 
 def plan_tma_pipeline(op: ir.Operation, threads: int, mma_sync_too: bool = False) -> PipelinePlan | None:
@@ -233,7 +238,7 @@ class WarpgroupCore(MmaSyncCore):
         self.base = base
         tile_type = ir.MemRefType(value.type)
         rows, cols = tile_type.shape
-        buffer = SwizzledBuffer(offset, rows, cols, tile_type.element_type, stages)
+        buffer = SwizzledBuffer(offset, rows, cols, tile_type.element_type)
         self.swizzled[value] = buffer
         emitter.shared[value] = self.slot_base(buffer, const_index(0))
         emitter.layouts[value] = SharedLayout()
@@ -278,8 +283,8 @@ class WarpgroupCore(MmaSyncCore):
         b_type = ir.MemRefType(step.b_smem.type).element_type
         bits = bit_width(a_type)
         n, k = step.choice.n, step.choice.k
-        a = self.operand(step.a_smem, step.transpose_a, k, rows_major=True)
-        b = self.operand(step.b_smem, not step.transpose_b, k, rows_major=False)
+        a = Operand(step.a_smem, step.transpose_a, k)
+        b = Operand(step.b_smem, not step.transpose_b, k)
         group = udiv(step.wave_m, WARPGROUP_WARPS)  # the warpgroup's 64-row slice of the block
         a_group = a.group_offset(group)
         # 8-bit wgmma sums in less than f32 precision (measured on the H200:
@@ -301,9 +306,6 @@ class WarpgroupCore(MmaSyncCore):
         if promote:
             values = [arith.AddFOp(old, new).result for old, new in zip(fragment.values, values)]
         fragment.values = values
-
-    def operand(self, smem: ir.Value, mn_major: bool, k: int, rows_major: bool) -> Operand:
-        return Operand(smem, mn_major, k, rows_major)
 
     @staticmethod
     def struct_type(n: int) -> ir.Type:
@@ -329,16 +331,15 @@ class WarpgroupCore(MmaSyncCore):
 class Operand:
     """Descriptors of one operand tile in its swizzled boxes.
 
-    `rows_major`: the tile's M (A) or N (B) index is its row when K-major.
     K-major: rows are M/N, K runs along the 128-byte box rows; a K step of k
     elements (32 bytes for every wgmma type) moves along the row, into the next
     box every 128 bytes. MN-major: rows are K, M/N runs along the box rows in
     64-element chunks (one box each); a K step moves k rows down (k * 128 bytes).
     """
 
-    def __init__(self, smem: ir.Value, mn_major: bool, k: int, rows_major: bool):
+    def __init__(self, smem: ir.Value, mn_major: bool, k: int):
         memref_type = ir.MemRefType(smem.type)
-        self.rows, self.cols = memref_type.shape
+        self.rows = memref_type.shape[0]
         self.element_bytes = max(1, bit_width(memref_type.element_type) // 8)
         self.mn_major = mn_major
         self.k = k
