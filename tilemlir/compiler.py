@@ -350,8 +350,8 @@ def _to_gpu(stages: _Stages, result: CompileResult, emit: str, tiling: str = "",
     if emit == "tile":
         return
     with stages.stage("gpu"):
-        stages.run_pm(_tile_pm(pipeline.tile_pipeline_rest(pipeline.EMIT_TILE_BEFORE, passes), spec,
-                               stages.context))
+        rest = pipeline.tile_pipeline(passes=passes, start_at=pipeline.EMIT_TILE_BEFORE)
+        stages.run_pm(_tile_pm(rest, spec, stages.context))
     result.artifacts["gpu"] = stages.asm()
 
 

@@ -191,7 +191,6 @@ class KernelEmitter:
         self.extra_arguments: list[tuple[ir.Type, dict]] = []
         self.direct_lds_loads = False  # tile-lower-to-gpu{direct-lds-loads}
         self.tma_copies = False  # tile-lower-to-gpu{tma-copies}
-        self.direct_lds_copies = 0  # prefetch copies lowered to loads into LDS
         self.fat_buffers: dict = {}  # global memref -> its buffer-resource view
         self.gpu_func: ir.Operation | None = None
         # LDS stores of tile.prefetch copies, deferred to the end of the
@@ -730,7 +729,6 @@ class KernelEmitter:
                                      plane, dst_indices, vector_type)
             guard = ult(linear, const_index(total)) if (r + 1) * self.threads > total else None
             self.guarded(guard, issue)
-        self.direct_lds_copies += 1
 
     def fat_buffer(self, src: ir.Value) -> ir.Value:
         """`src` as a buffer resource (amdgpu.fat_raw_buffer_cast), made once, at

@@ -126,7 +126,3 @@ def tile_pipeline(stop_before: str | None = None, tiling: str = "",
     return ",".join(f"{step}{{{given[step]}}}" if given.get(step) else step
                     for step in steps[first:last])
 
-
-def tile_pipeline_rest(start_at: str, passes: str = "") -> str:
-    """The passes of TILE_PIPELINE from `start_at` on (with `passes`' options)."""
-    return tile_pipeline(passes=passes, start_at=start_at)

@@ -161,7 +161,7 @@ def order_lds_dma(device: ir.Module) -> int:
 
 def _reads_lds(op: ir.Operation) -> bool:
     pointer = op.operands[0].type
-    return isinstance(pointer, ir.Type) and str(pointer) == "!llvm.ptr<3>"
+    return isinstance(pointer, llvm.PointerType) and pointer.address_space == 3
 
 
 def translate_to_llvmir(device: ir.Module) -> str:

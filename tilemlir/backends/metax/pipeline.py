@@ -17,13 +17,12 @@ from tilemlir.backends.amdgpu.pipeline import (
     EMIT_TILE_BEFORE,
     TILE_PIPELINE,
     tile_pipeline,
-    tile_pipeline_rest,
 )
 
 EMITS: tuple[str, ...] = ("tile", "gpu", "maca")
 
 __all__ = ["EMITS", "EMIT_TILE_BEFORE", "TILE_PIPELINE", "describe", "maca_stage", "report_of",
-           "tile_pipeline", "tile_pipeline_rest"]
+           "tile_pipeline"]
 
 
 def mxcc_command(arch: str, source: str = "KERNEL.maca") -> str:

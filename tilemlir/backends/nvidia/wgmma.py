@@ -283,10 +283,9 @@ class WarpgroupCore(MmaSyncCore):
         b_type = ir.MemRefType(step.b_smem.type).element_type
         bits = bit_width(a_type)
         n, k = step.choice.n, step.choice.k
-        a = Operand(step.a_smem, step.transpose_a, k)
+        # A from the warpgroup's 64-row slice of the block; B whole.
+        a = Operand(step.a_smem, step.transpose_a, k, udiv(step.wave_m, WARPGROUP_WARPS))
         b = Operand(step.b_smem, not step.transpose_b, k)
-        group = udiv(step.wave_m, WARPGROUP_WARPS)  # the warpgroup's 64-row slice of the block
-        a_group = a.group_offset(group)
         # 8-bit wgmma sums in less than f32 precision (measured on the H200:
         # up to 1.9x the f32 summation bound at K=256), so 8-bit gemms sum each
         # block K in a fresh accumulator and add it to the f32 one with FADDs.
@@ -295,9 +294,7 @@ class WarpgroupCore(MmaSyncCore):
             self.pack(fragment.values, n)
         nvvm.WgmmaFenceAlignedOp()
         for s in range(step.block_k // k):
-            desc_a = a.at(s, a_group)
-            desc_b = b.at(s, None)
-            accumulator = wgmma(accumulator, desc_a, desc_b, n, k, a_type, b_type,
+            accumulator = wgmma(accumulator, a.at(s), b.at(s), n, k, a_type, b_type,
                                 b_mn_major=not step.transpose_b, a_mn_major=step.transpose_a,
                                 accumulate=not (promote and s == 0))
         nvvm.WgmmaGroupSyncAlignedOp()
@@ -335,17 +332,20 @@ class Operand:
     elements (32 bytes for every wgmma type) moves along the row, into the next
     box every 128 bytes. MN-major: rows are K, M/N runs along the box rows in
     64-element chunks (one box each); a K step moves k rows down (k * 128 bytes).
+    `group`: read the group-th 64 rows of M (N) only: 64 lines of 128 bytes
+    K-major, the group-th box MN-major (64 16-bit elements are one box).
     """
 
-    def __init__(self, smem: ir.Value, mn_major: bool, k: int):
+    def __init__(self, smem: ir.Value, mn_major: bool, k: int, group: ir.Value | None = None):
         memref_type = ir.MemRefType(smem.type)
-        self.rows = memref_type.shape[0]
         self.element_bytes = max(1, bit_width(memref_type.element_type) // 8)
         self.mn_major = mn_major
         self.k = k
-        self.box_bytes = self.rows * SWIZZLE_BYTES
+        self.box_bytes = memref_type.shape[0] * SWIZZLE_BYTES
         i64 = ir.IntegerType.get_signless(64)
         address = memref.ExtractAlignedPointerAsIndexOp(smem).result
+        if group is not None:
+            address = add(address, mul(group, self.box_bytes if mn_major else 64 * SWIZZLE_BYTES))
         address = arith.IndexCastOp(i64, address).result
         if mn_major:
             leading, stride = self.box_bytes, SWIZZLE_ATOM
@@ -355,22 +355,14 @@ class Operand:
         start = arith.ShRUIOp(address, _i64(4)).result
         self.base = arith.OrIOp(start, _i64(fixed)).result
 
-    def group_offset(self, group: ir.Value) -> ir.Value:
-        """Byte offset of warpgroup `group`'s 64 rows of A (as an i64 index value)."""
-        per_group = 64 * SWIZZLE_BYTES if not self.mn_major else self.box_bytes * (64 * self.element_bytes // SWIZZLE_BYTES)
-        i64 = ir.IntegerType.get_signless(64)
-        return arith.IndexCastOp(i64, mul(group, per_group)).result
-
-    def at(self, k_step: int, extra: ir.Value | None) -> ir.Value:
+    def at(self, k_step: int) -> ir.Value:
+        """The descriptor of K step `k_step` (start address advanced, >> 4)."""
         if self.mn_major:
             offset = k_step * self.k * SWIZZLE_BYTES
         else:
             byte = k_step * self.k * self.element_bytes
             offset = (byte // SWIZZLE_BYTES) * self.box_bytes + byte % SWIZZLE_BYTES
-        desc = arith.AddIOp(self.base, _i64(offset >> 4)).result if offset else self.base
-        if extra is not None:
-            desc = arith.AddIOp(desc, arith.ShRUIOp(extra, _i64(4)).result).result
-        return desc
+        return arith.AddIOp(self.base, _i64(offset >> 4)).result if offset else self.base
 
 
 def _i64(value: int) -> ir.Value:
