@@ -69,6 +69,7 @@ TEST_CASES = [
     (256, 256, 256, "f16", False, (128, 128, 64), 128, 3, MMA_SYNC_TMA),  # ldmatrix on swizzled boxes
     (200, 328, 136, "f16", False, (128, 128, 64), 128, 3, MMA_SYNC_TMA),  # TMA zero fill
     (136, 200, 264, "bf16", True, (64, 128, 64), 128, 2, MMA_SYNC_TMA),   # B N x K, no .trans
+    (128, 256, 64, "f16", False, (128, 128, 64), 128, 4, MMA_SYNC_TMA),   # one K step, 4 slots
     (256, 256, 256, "fp8", True, (128, 128, 128), 128, 3, MMA_SYNC_TMA),  # 8-bit, K-major both
 ]
 
@@ -113,6 +114,7 @@ def candidates(m: int, n: int, dtype: str) -> list[tuple]:
     block_k = 64 // element  # 64 bytes of K per row (tile-tiling's rule)
     budget, _ = accumulator_register_budget(target)
     shared_limit = target.require("memory.shared_bytes_per_workgroup")
+    shared_per_sm = target.require("memory.shared_bytes_per_cu")  # less 1 KiB per block for the system
     shapes = [(128, 128, 128, block_k), (128, 256, 256, block_k), (256, 128, 256, block_k),
               (128, 256, 256, 2 * block_k), (128, 128, 128, 2 * block_k)]
     if m <= 64:  # skinny: many blocks over N, deeper K tiles to stream B
@@ -130,9 +132,11 @@ def candidates(m: int, n: int, dtype: str) -> list[tuple]:
                 found.append(((bm, bn, block_k), threads, stages, MMA_SYNC))
         wide_k = 128 // element  # TMA boxes of 128-byte rows (wgmma.py)
         tma_stage = (bm + bn) * wide_k * element
-        tma_stages = min(4, (shared_limit - 1024) // tma_stage)
-        if m > 64 and block_k == wide_k and tma_stages >= 2:  # fp8 B is N x K: ldmatrix reads both
-            found.append(((bm, bn, wide_k), threads, tma_stages, MMA_SYNC_TMA))
+        tma_stages = {min(4, (shared_limit - 1024) // tma_stage)}
+        if threads <= 128:  # two blocks per SM: 2 x 128 threads x 255 registers fit 64K
+            tma_stages.add(min(4, (shared_per_sm // 2 - 2048) // tma_stage))
+        if m > 64 and block_k == wide_k:  # fp8 B is N x K: ldmatrix reads both
+            found.extend(((bm, bn, wide_k), threads, s, MMA_SYNC_TMA) for s in sorted(tma_stages) if s >= 2)
     if m > 64:  # warpgroups of 64 rows: a skinny M would leave most of each idle
         wide_k = 128 // element
         # fp8 sums each block K in a second accumulator (wgmma.py): 128x256

@@ -20,20 +20,32 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // GPU-SAME: tile.kernel_arguments
 // GPU: nvgpu.mbarrier.create
 // GPU: nvgpu.tma.async.load
+// Before the loop: slot 0 landed, its first K step's registers are read.
+// GPU: nvgpu.mbarrier.try_wait.parity
+// GPU: nvgpu.ldmatrix
 // GPU: scf.for
+// Thread 0 first refills the slot every warp released in the previous
+// iteration: no CTA barrier anywhere in the loop.
 // GPU-NOT: gpu.barrier
 // GPU: nvgpu.mbarrier.try_wait.parity
+// GPU: nvgpu.tma.async.load
 // The slot's operands through ldmatrix on the flat slot at a swizzled index.
 // GPU: memref.collapse_shape {{.*}} into memref<8192xf16, #gpu.address_space<workgroup>>
 // GPU: arith.xori
 // GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
 // GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // GPU: nvgpu.mma.sync
-// Each warp releases the slot it used, thread 0 refills it: no CTA barrier.
+// After the last K step's ldmatrix the warp releases the slot, waits for the
+// next one (not past the last iteration) and reads its first K step's
+// registers before the last K step's mma.sync.
 // GPU-NOT: gpu.barrier
 // GPU: nvgpu.mbarrier.arrive
+// GPU: scf.if
+// GPU: nvgpu.mbarrier.try_wait.parity
+// GPU: nvgpu.ldmatrix
+// GPU: nvgpu.mma.sync
 // GPU-NOT: gpu.barrier
-// GPU: nvgpu.tma.async.load
+// GPU: scf.yield
 // GPU-NOT: nvgpu.device_async_copy
 
 // PTX: cp.async.bulk.tensor.2d

@@ -183,7 +183,7 @@ def lower_pipelined_loop(core, emitter, op: ir.Operation) -> bool:
     if ahead_registers:
         next_slot_ready()
         bind(const_index(0))
-        template, first = _flatten(core.load_k_step(emitter.gemm_step(plan.gemms[0]), 0))
+        template, first = flatten(core.load_k_step(emitter.gemm_step(plan.gemms[0]), 0))
     loop = scf.ForOp(const_index(0), const_index(plan.trip_count), const_index(1), flat + first)
     inner_args = list(loop.inner_iter_args)
     emitter.rebind(carried, inner_args[:len(flat)])
@@ -200,21 +200,12 @@ def lower_pipelined_loop(core, emitter, op: ir.Operation) -> bool:
         emitter.env[iv] = i
         registers = []
         if ahead_registers:
-            gemm = plan.gemms[0]
-            step = emitter.gemm_step(gemm)
-            current = _unflatten(template, iter(inner_args[len(flat):]))
-            k_steps = core.k_steps(step)
-            for k_step in range(k_steps):
-                if k_step + 1 < k_steps:
-                    following = core.load_k_step(step, k_step + 1)
-                else:
-                    next_slot_ready()
-                    bind(urem(add(i, 1), stages))
-                    following = core.load_k_step(emitter.gemm_step(gemm), 0)
-                core.mma_k_step(step, current)
-                current = following
-            emitter.count_lds_conflicts(gemm)
-            registers = _flatten(current)[1]
+            def next_slot() -> None:
+                next_slot_ready()
+                bind(urem(add(i, 1), stages))
+
+            current = unflatten(template, iter(inner_args[len(flat):]))
+            registers = mma_reading_ahead(core, emitter, plan.gemms[0], current, next_slot)
         else:
             for gemm in plan.gemms:
                 emitter.emit_op(gemm)
@@ -226,18 +217,37 @@ def lower_pipelined_loop(core, emitter, op: ir.Operation) -> bool:
     return True
 
 
-def _flatten(tree) -> tuple[object, list]:
+def mma_reading_ahead(core, emitter, gemm: ir.Operation, current, next_slot) -> list:
+    """The gemm's K steps, each K step's registers loaded before the mma.sync
+    of the one before; `current` holds the first K step's. Before the last K
+    step's mma.sync, `next_slot()` waits for and binds the next iteration's
+    slot, whose first K step's registers are returned (flat, to be carried)."""
+    step = emitter.gemm_step(gemm)
+    k_steps = core.k_steps(step)
+    for k_step in range(k_steps):
+        if k_step + 1 < k_steps:
+            following = core.load_k_step(step, k_step + 1)
+        else:
+            next_slot()
+            following = core.load_k_step(emitter.gemm_step(gemm), 0)
+        core.mma_k_step(step, current)
+        current = following
+    emitter.count_lds_conflicts(gemm)
+    return flatten(current)[1]
+
+
+def flatten(tree) -> tuple[object, list]:
     """(template, values) of nested lists of values, for loop-carrying them."""
     if isinstance(tree, list | tuple):
-        parts = [_flatten(t) for t in tree]
+        parts = [flatten(t) for t in tree]
         return [p[0] for p in parts], [v for p in parts for v in p[1]]
     return None, [tree]
 
 
-def _unflatten(template, values):
+def unflatten(template, values):
     if template is None:
         return next(values)
-    return [_unflatten(t, values) for t in template]
+    return [unflatten(t, values) for t in template]
 
 
 def async_copy(emitter, copy: ir.Operation, stage_view: ir.Value, slot: ir.Value) -> list:

@@ -48,9 +48,22 @@ kernel's metadata (`tile.kernel_arguments` on the gpu.func, see
 `KernelEmitter.add_kernel_argument`) and reach the kernel as pointers to 128
 bytes of global memory, one extra argument each.
 
-With tile-lower-to-gpu{tma-copies=true} the same loop feeds mma.sync gemms:
-their ldmatrix addresses undo the swizzle (`matrix.swizzled_index`), and only
-operands every read of which is an ldmatrix qualify (`ldmatrix_only`).
+With tile-lower-to-gpu{tma-copies=true} the same slots and barriers feed
+mma.sync gemms: their ldmatrix addresses undo the swizzle
+(`matrix.swizzled_index`), and only operands every read of which is an
+ldmatrix qualify (`ldmatrix_only`). A warp's ldmatrix reads of a slot are done
+within its iteration, so one mma.sync gemm gets a loop that releases sooner
+and reads ahead (as the cp.async loop does):
+
+    before:    wait full[0]; registers of K step 0 of slot 0
+    loop i:    thread 0: if i+S-1 < T: wait empty[(i-1) % S]; TMA boxes of i+S-1
+               for each K step j: registers of K step j+1 (the last: lane 0
+                   arrives empty[i % S]; wait full[(i+1) % S] if i+1 < T;
+                   registers of K step 0 of slot (i+1) % S); mma.sync of K step j
+
+Two blocks of 128 threads fit an SM with three 32 KiB slots each; measured on
+the H200 (bench/gemm.py), f16 4096^3 with the 128x128x64 block: 357 TFLOP/s
+at 3 slots (two blocks per SM) against 277 at 4 (one).
 """
 
 from __future__ import annotations
@@ -61,7 +74,14 @@ from mlir import ir
 from mlir.dialects import arith, builtin, gpu, llvm, memref, nvgpu, nvvm, scf, vector
 
 from tilemlir.backends.nvidia.matrix import MmaSyncAccumulator, MmaSyncCore
-from tilemlir.backends.nvidia.pipelining import PipelinePlan, plain_tile_copy, plan_pipeline
+from tilemlir.backends.nvidia.pipelining import (
+    PipelinePlan,
+    flatten,
+    mma_reading_ahead,
+    plain_tile_copy,
+    plan_pipeline,
+    unflatten,
+)
 from tilemlir.irutil import walk
 from tilemlir.passes.common import MmaChoice, SharedLayout
 from tilemlir.passes.gpu_builders import add, bit_width, const_index, mul, udiv, urem
@@ -417,84 +437,136 @@ class TmaLoop:
 
     def emit(self) -> None:
         emitter, plan, stages = self.emitter, self.plan, self.stages
-        view = scf_for_view(self.op)
-        iv = view["iv"]
         trips = plan.trip_count
         warps = emitter.threads // emitter.wave_size
-        leader = arith.CmpIOp(arith.CmpIPredicate.eq, emitter.ids.thread, const_index(0)).result
-        lane0 = arith.CmpIOp(arith.CmpIPredicate.eq, emitter.ids.lane, const_index(0)).result
+        self.leader = arith.CmpIOp(arith.CmpIPredicate.eq, emitter.ids.thread, const_index(0)).result
+        self.lane0 = arith.CmpIOp(arith.CmpIPredicate.eq, emitter.ids.lane, const_index(0)).result
         # full[s]: slot s's TMA bytes arrived (the leader's expect_tx + the copies);
-        # empty[s]: every warp's wgmmas on slot s are done (one arrival per warp).
-        full = nvgpu.MBarrierCreateOp(self.barrier_type).result
-        empty = nvgpu.MBarrierCreateOp(self.barrier_type).result
+        # empty[s]: every warp is done reading slot s (one arrival per warp).
+        self.full = nvgpu.MBarrierCreateOp(self.barrier_type).result
+        self.empty = nvgpu.MBarrierCreateOp(self.barrier_type).result
         for s in range(stages):
-            nvgpu.MBarrierInitOp(full, const_index(1), const_index(s), predicate=leader)
-            nvgpu.MBarrierInitOp(empty, const_index(warps), const_index(s), predicate=leader)
+            nvgpu.MBarrierInitOp(self.full, const_index(1), const_index(s), predicate=self.leader)
+            nvgpu.MBarrierInitOp(self.empty, const_index(warps), const_index(s), predicate=self.leader)
         for tensor_map in self.maps:
-            nvgpu.TmaPrefetchOp(tensor_map, predicate=leader)
+            nvgpu.TmaPrefetchOp(tensor_map, predicate=self.leader)
         gpu.BarrierOp()
-
-        def issue(iteration: ir.Value, slot: ir.Value, when: ir.Value) -> None:
-            """The leader's TMA boxes of `iteration` into `slot`."""
-            branch = scf.IfOp(when)
-            with ir.InsertionPoint(branch.then_block):
-                emitter.env[iv] = iteration
-                for inner in plan.prefix:
-                    emitter.emit_op(inner)
-                nvgpu.MBarrierArriveExpectTxOp(full, const_index(self.bytes_per_stage), slot)
-                for copy, tensor_map in zip(plan.copies, self.maps):
-                    self.load(copy, tensor_map, full, slot)
-                scf.YieldOp([])
-
-        def parity(iteration: ir.Value) -> ir.Value:
-            """The phase of a slot's barrier that `iteration`'s use completes."""
-            return arith.IndexCastOp(ir.IntegerType.get_signless(1), urem(udiv(iteration, stages), 2)).result
-
         for s in range(min(stages - 1, trips)):
-            issue(const_index(s), const_index(s), leader)
-
+            self.issue(const_index(s), const_index(s), self.leader)
         carried = list(emitter.fragments)
         flat = [value for key in carried for value in emitter.fragments[key].values]
-        loop = scf.ForOp(const_index(0), const_index(trips), const_index(1), flat)
+        warp_level = len(plan.gemms) == 1 and not is_wgmma(MmaChoice.of(plan.gemms[0]).name)
+        if warp_level:
+            self.read_ahead_loop(carried, flat)
+        else:
+            self.wgmma_loop(carried, flat)
+        for buffer in plan.buffers:
+            emitter.shared[buffer] = self.core.slot_base(self.core.swizzled[buffer], const_index(0))
+
+    def issue(self, iteration: ir.Value, slot: ir.Value, when: ir.Value) -> None:
+        """The leader's TMA boxes of `iteration` into `slot`."""
+        branch = scf.IfOp(when)
+        with ir.InsertionPoint(branch.then_block):
+            self.emitter.env[scf_for_view(self.op)["iv"]] = iteration
+            for inner in self.plan.prefix:
+                self.emitter.emit_op(inner)
+            nvgpu.MBarrierArriveExpectTxOp(self.full, const_index(self.bytes_per_stage), slot)
+            for copy, tensor_map in zip(self.plan.copies, self.maps):
+                self.load(copy, tensor_map, self.full, slot)
+            scf.YieldOp([])
+
+    def parity(self, iteration: ir.Value) -> ir.Value:
+        """The phase of a slot's barriers that `iteration`'s use completes."""
+        return arith.IndexCastOp(ir.IntegerType.get_signless(1),
+                                 urem(udiv(iteration, self.stages), 2)).result
+
+    def wait(self, barriers: ir.Value, iteration: ir.Value) -> None:
+        nvgpu.MBarrierTryWaitParityOp(barriers, self.parity(iteration), const_index(10_000_000),
+                                      urem(iteration, self.stages))
+
+    def release(self, iteration: ir.Value, when: ir.Value) -> None:
+        """Lane 0 of each warp: the warp is done reading `iteration`'s slot."""
+        branch = scf.IfOp(arith.AndIOp(when, self.lane0).result)
+        with ir.InsertionPoint(branch.then_block):
+            nvgpu.MBarrierArriveOp(self.empty, urem(iteration, self.stages),
+                                   results=[ir.Type.parse("!nvgpu.mbarrier.token")])
+            scf.YieldOp([])
+
+    def refill(self, i: ir.Value) -> None:
+        """The leader: iteration i+S-1 into slot (i-1) % S once every warp
+        released iteration i-1 (at i = 0 the slot, S-1, is still fresh)."""
+        ahead = add(i, self.stages - 1)
+        more = arith.CmpIOp(arith.CmpIPredicate.ult, ahead, const_index(self.plan.trip_count)).result
+        branch = scf.IfOp(arith.AndIOp(self.leader, more).result)
+        with ir.InsertionPoint(branch.then_block):
+            started = arith.CmpIOp(arith.CmpIPredicate.uge, i, const_index(1)).result
+            reuse = scf.IfOp(started)
+            with ir.InsertionPoint(reuse.then_block):
+                self.wait(self.empty, arith.SubIOp(i, const_index(1)).result)
+                scf.YieldOp([])
+            self.issue(ahead, urem(ahead, self.stages), arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result)
+            scf.YieldOp([])
+
+    def bind(self, slot: ir.Value) -> None:
+        for buffer in self.plan.buffers:
+            self.emitter.shared[buffer] = self.core.slot_base(self.core.swizzled[buffer], slot)
+
+    def wgmma_loop(self, carried: list, flat: list) -> None:
+        emitter = self.emitter
+        loop = scf.ForOp(const_index(0), const_index(self.plan.trip_count), const_index(1), flat)
         emitter.rebind(carried, list(loop.inner_iter_args))
         with ir.InsertionPoint(loop.body):
             i = loop.induction_variable
-            slot = urem(i, stages)
-            nvgpu.MBarrierTryWaitParityOp(full, parity(i), const_index(10_000_000), slot)
-            for buffer in plan.buffers:
-                emitter.shared[buffer] = self.core.slot_base(self.core.swizzled[buffer], slot)
-            emitter.env[iv] = i
-            for gemm in plan.gemms:
+            self.wait(self.full, i)
+            self.bind(urem(i, self.stages))
+            emitter.env[scf_for_view(self.op)["iv"]] = i
+            for gemm in self.plan.gemms:
                 emitter.emit_op(gemm)
             # The gemms end in wgmma.wait_group 1 (0 for 8-bit): this warp's
-            # wgmmas of iteration i-1 are done, so it releases their slot (for
-            # mma.sync, whose ldmatrix reads are done within the iteration, this
-            # is one iteration later than needed, and still correct).
+            # wgmmas of iteration i-1 are done, so it releases their slot.
             previous = arith.SubIOp(i, const_index(1)).result
-            started = arith.CmpIOp(arith.CmpIPredicate.uge, i, const_index(1)).result
-            release = scf.IfOp(arith.AndIOp(started, lane0).result)
-            with ir.InsertionPoint(release.then_block):
-                nvgpu.MBarrierArriveOp(empty, urem(previous, stages),
-                                       results=[ir.Type.parse("!nvgpu.mbarrier.token")])
-                scf.YieldOp([])
-            # Iteration i+S-1 refills slot (i-1) % S once iteration i-1 released it
-            # (at i = 0 the slot, S-1, is still fresh).
-            ahead = add(i, stages - 1)
-            more = arith.CmpIOp(arith.CmpIPredicate.ult, ahead, const_index(trips)).result
-            refill = scf.IfOp(arith.AndIOp(leader, more).result)
-            with ir.InsertionPoint(refill.then_block):
-                reuse = scf.IfOp(started)
-                with ir.InsertionPoint(reuse.then_block):
-                    nvgpu.MBarrierTryWaitParityOp(empty, parity(previous), const_index(10_000_000),
-                                                  urem(previous, stages))
-                    scf.YieldOp([])
-                issue(ahead, urem(ahead, stages), arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result)
-                scf.YieldOp([])
+            self.release(previous, arith.CmpIOp(arith.CmpIPredicate.uge, i, const_index(1)).result)
+            self.refill(i)
             scf.YieldOp([value for key in carried for value in emitter.fragments[key].values])
         emitter.rebind(carried, list(loop.results))
         nvvm.WgmmaWaitGroupSyncOp(0)
-        for buffer in plan.buffers:
-            emitter.shared[buffer] = self.core.slot_base(self.core.swizzled[buffer], const_index(0))
+
+    def read_ahead_loop(self, carried: list, flat: list) -> None:
+        """One mma.sync gemm: its reads of a slot are ldmatrix, done within the
+        iteration, so each warp releases slot i as soon as it loaded the last K
+        step's registers, then waits for slot i+1 and loads its first K step's
+        registers before the last K step's mma.sync (as the cp.async loop);
+        the leader refills slot i-1 at the top of iteration i."""
+        emitter, core, trips = self.emitter, self.core, self.plan.trip_count
+        gemm = self.plan.gemms[0]
+        iv = scf_for_view(self.op)["iv"]
+        self.wait(self.full, const_index(0))
+        self.bind(const_index(0))
+        emitter.env[iv] = const_index(0)
+        template, first = flatten(core.load_k_step(emitter.gemm_step(gemm), 0))
+        loop = scf.ForOp(const_index(0), const_index(trips), const_index(1), flat + first)
+        inner_args = list(loop.inner_iter_args)
+        emitter.rebind(carried, inner_args[:len(flat)])
+        with ir.InsertionPoint(loop.body):
+            i = loop.induction_variable
+            self.refill(i)
+            self.bind(urem(i, self.stages))
+            emitter.env[iv] = i
+
+            def next_slot() -> None:  # this warp is done with slot i; slot i+1 landed
+                self.release(i, arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result)
+                following = add(i, 1)
+                more = arith.CmpIOp(arith.CmpIPredicate.ult, following, const_index(trips)).result
+                ready = scf.IfOp(more)  # past the end nothing comes: the registers go unused
+                with ir.InsertionPoint(ready.then_block):
+                    self.wait(self.full, following)
+                    scf.YieldOp([])
+                self.bind(urem(following, self.stages))
+
+            current = unflatten(template, iter(inner_args[len(flat):]))
+            registers = mma_reading_ahead(core, emitter, gemm, current, next_slot)
+            scf.YieldOp([value for key in carried for value in emitter.fragments[key].values] + registers)
+        emitter.rebind(carried, list(loop.results)[:len(flat)])
 
     def load(self, copy: ir.Operation, tensor_map: ir.Value, barriers: ir.Value, slot: ir.Value) -> None:
         """The copy's window as TMA boxes (coordinates innermost first)."""
