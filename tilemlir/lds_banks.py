@@ -38,12 +38,44 @@ def access_conflicts(addresses: Sequence[int], width: int, banks: int, bank_byte
 
 def operand_read_conflicts(row_of_lane: Sequence[int], k_of_lane: Sequence[int], row_bytes: int,
                            element_bytes: int, elements: int, banks: int,
-                           bank_bytes: int = 4) -> int:
+                           bank_bytes: int = 4, swizzle: int = 0) -> int:
     """Conflicts of one matrix-operand read: lane l reads `elements` consecutive
     elements starting at (row_of_lane[l], k_of_lane[l]) of a K-contiguous
-    buffer whose rows are `row_bytes` apart, as one vector access."""
-    addresses = [row * row_bytes + k * element_bytes for row, k in zip(row_of_lane, k_of_lane)]
+    buffer whose rows are `row_bytes` apart, as one vector access; with
+    `swizzle`, the rows' 16-byte chunks are XOR-swizzled (`swizzled_byte`)."""
+    addresses = [row * row_bytes + swizzled_byte(row, k * element_bytes, swizzle, row_bytes)
+                 for row, k in zip(row_of_lane, k_of_lane)]
     return access_conflicts(addresses, elements * element_bytes, banks, bank_bytes)
+
+
+# The XOR swizzle of LDS rows: the 16-byte chunk c of row r is stored at chunk
+# c ^ ((r * s) mod C), C the chunks per row (a power of two), s the swizzle.
+SWIZZLE_CHUNK_BYTES = 16
+
+
+def swizzled_byte(row: int, byte: int, swizzle: int, row_bytes: int) -> int:
+    """Where byte `byte` of row `row` is stored within the row."""
+    if not swizzle:
+        return byte
+    chunks = row_bytes // SWIZZLE_CHUNK_BYTES
+    return byte ^ ((row * swizzle) % chunks) * SWIZZLE_CHUNK_BYTES
+
+
+def choose_swizzle(row_of_lane: Sequence[int], k_of_lane: Sequence[int], row_elements: int,
+                   element_bytes: int, elements: int, banks_options: Sequence[int],
+                   bank_bytes: int = 4) -> tuple[int, int] | None:
+    """The smallest XOR swizzle s (unpadded rows) with no conflicts for every
+    bank count in `banks_options`, as (s, 0); None when the rows are not a
+    power of two of 16-byte chunks or no s is conflict-free."""
+    row_bytes = row_elements * element_bytes
+    chunks = row_bytes // SWIZZLE_CHUNK_BYTES
+    if row_bytes % SWIZZLE_CHUNK_BYTES or chunks < 2 or chunks & (chunks - 1):
+        return None
+    for swizzle in range(1, chunks):
+        if all(operand_read_conflicts(row_of_lane, k_of_lane, row_bytes, element_bytes, elements,
+                                      banks, bank_bytes, swizzle) == 0 for banks in banks_options):
+            return swizzle, 0
+    return None
 
 
 def choose_padding(row_of_lane: Sequence[int], k_of_lane: Sequence[int], row_elements: int,

@@ -82,14 +82,17 @@ def check_compiled(text: str, chip: str) -> dict:
     return report
 
 
-def emulate_against_reference(text: str, chip: str, seed: int = 0, tiling: str = "") -> None:
+def emulate_against_reference(text: str, chip: str, seed: int = 0, tiling: str = "",
+                              passes: str = "") -> None:
     """The emulator on the compiled kernel against the reference engine on the
     tile IR the kernel was lowered from (after tile-legalize-precision, whose
     explicit casts, e.g. FNUZ -> OCP fp8 on gfx950, are part of its meaning;
     the tile passes themselves are checked by translation validation).
-    `tiling`: tile-tiling's options for a whole-problem GEMM."""
+    `tiling`: tile-tiling's options for a whole-problem GEMM; `passes`: other
+    tile passes' options (tile-compile --pass-options)."""
     target = f"amdgpu:{chip}"
-    compiled = tilemlir.compile(text, target=target, emit="gpu", options={"tiling": tiling})
+    compiled = tilemlir.compile(text, target=target, emit="gpu",
+                                options={"tiling": tiling, "passes": passes})
     entry = "gemm" if "@gemm" in text else "mixed_precision_gemm"
     program = Program(tilemlir.runtime.load_module(text)[0])
     inputs = random_arguments(parameters(program.function(entry).op, program.dtype_of), seed)

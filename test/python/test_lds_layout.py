@@ -8,7 +8,13 @@ import pytest
 from test_amd_acceptance import EXAMPLES, gemm_text
 
 import tilemlir
-from tilemlir.lds_banks import access_conflicts, choose_padding, operand_read_conflicts
+from tilemlir.lds_banks import (
+    access_conflicts,
+    choose_padding,
+    choose_swizzle,
+    operand_read_conflicts,
+    swizzled_byte,
+)
 
 LANES = range(64)
 
@@ -25,6 +31,32 @@ def test_b64_rows_32_bytes_apart():
     # each of the 16 rows of a group, the next dword the odd one after it.
     assert operand_read_conflicts(rows, ks, 40, 1, 8, banks=32) == 0
     assert choose_padding(rows, ks, 32, 1, 8, [32]) == (8, 0)
+
+
+def test_transpose_reads_need_a_swizzle():
+    """f16 B of v_mfma_f32_32x32x16 read with ds_read_b64_tr_b16, B stored K x N
+    in rows of 128 halves (256 bytes): lane l of each 16-lane group reads 8
+    bytes of row k + (l % 16) // 4 at column n - l % 16 + 4 (l % 4), n = l % 32,
+    k = 8 (l // 32). Lanes 0-31 read rows 0-3, bytes 0-63 of each.
+
+    64 banks (32 lanes a clock): the 4 rows start on bank 0 -> 4 distinct dwords
+    per bank, 3 extra clocks, twice (lanes 32-63: rows 8-11) = 6. 32 banks (16
+    lanes a clock, bytes 0-31 or 32-63 of the rows): 3 per group, 4 groups = 12.
+    A padding of R bytes would need R = 64 or 192 mod 256 for 64 banks and
+    32 or 96 mod 128 for 32: none does both. XOR-swizzling chunk c of row r to
+    c ^ 5r (16 chunks) gives rows 0-3 the chunks {0-3}, {4-7}, {8-11}, {12-15}:
+    conflict-free for both; s = 1..4 repeat a chunk set (or its mod-8 banks)."""
+    rows = [8 * (lane // 32) + (lane % 16) // 4 for lane in LANES]
+    cols = [(lane % 32) - lane % 16 + 4 * (lane % 4) for lane in LANES]
+    assert operand_read_conflicts(rows, cols, 256, 2, 4, banks=64) == 6
+    assert operand_read_conflicts(rows, cols, 256, 2, 4, banks=32) == 12
+    assert all(max(operand_read_conflicts(rows, cols, 256 + 2 * pad, 2, 4, banks)
+                   for banks in (32, 64)) for pad in range(0, 129, 4))
+    assert choose_padding(rows, cols, 128, 2, 4, [32]) == (16, 0)  # 32 banks alone: padding works
+    assert choose_swizzle(rows, cols, 128, 2, 4, [32, 64]) == (5, 0)
+    assert swizzled_byte(3, 16, 5, 256) == 16 ^ 15 * 16  # row 3, chunk 1 -> chunk 14
+    assert swizzled_byte(9, 40, 5, 256) == 40 ^ 13 * 16  # 45 mod 16 = 13
+    assert choose_swizzle(rows, cols, 120, 2, 4, [32, 64]) is None  # 15 chunks: no XOR swizzle
 
 
 def test_b64_rows_64_bytes_apart():

@@ -87,12 +87,22 @@ def test_transpose_reads_reach_the_isa(dtype, mnemonic):
     assert "ds_write_b16" not in isa and "ds_write_b8" not in isa
 
 
-def test_off_by_default_and_only_where_the_chip_has_them():
-    text = gemm_text(128, 128, 128, "f16", "f16")
+def test_automatic_where_the_accumulator_leaves_room_and_only_where_the_chip_has_them():
+    """transpose-reads=auto (infer_layout.transpose_reads_pay): a 128x128 f32
+    accumulator over 256 lanes (64 registers of 512) is read transposed and
+    loaded straight into LDS; 256x256 (256 registers) is not."""
+    text = gemm_text(512, 512, 128, "f16", "f16")
     assert "amdgpu.transpose_load" not in lowered(text, transpose_reads=False)
     assert "amdgpu.transpose_load" not in lowered(text, chip="gfx942")
-    default = tilemlir.compile(text, target="amdgpu:gfx950", emit="gpu").artifacts["gpu"]
-    assert "amdgpu.transpose_load" not in default
+
+    def default(tiling: str) -> str:
+        options = {"tiling": tiling}
+        return tilemlir.compile(text, target="amdgpu:gfx950", emit="gpu", options=options).artifacts["gpu"]
+
+    room = default("block=128,128,64 threads=256 stages=2")
+    assert "amdgpu.transpose_load" in room and "amdgpu.gather_to_lds" in room
+    full = default("block=256,256,64 threads=256 stages=2")
+    assert "amdgpu.transpose_load" not in full and "amdgpu.gather_to_lds" not in full
 
 
 def lane_exchange_kernel(bits: int) -> str:

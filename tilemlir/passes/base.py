@@ -74,6 +74,16 @@ def option_name(field_name: str) -> str:
     return field_name.replace("_", "-")
 
 
+# A switch the compiler may also decide itself: "auto" (its rule, documented
+# with the option), "true" or "false".
+Switch = typing.Literal["auto", "true", "false"]
+
+
+def switch_on(value: str, automatic: bool) -> bool:
+    """A Switch option's value, `automatic` standing for "auto"."""
+    return automatic if value == "auto" else value == "true"
+
+
 def _convert(text: str, annotation: type, pass_name: str, key: str):
     """The option value `text` as the field's type (bool, int, tuple[int, ...] or str)."""
     def bad(expected: str) -> PassOptionError:
@@ -91,6 +101,11 @@ def _convert(text: str, annotation: type, pass_name: str, key: str):
             return int(text, 0)
         except ValueError:
             raise bad("an integer") from None
+    if typing.get_origin(annotation) is typing.Literal:
+        choices = typing.get_args(annotation)
+        if text.lower() in choices:
+            return text.lower()
+        raise bad(", ".join(choices[:-1]) + " or " + choices[-1])
     if typing.get_origin(annotation) is tuple:
         try:
             return tuple(int(part, 0) for part in text.split(",") if part.strip())

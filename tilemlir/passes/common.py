@@ -65,6 +65,7 @@ class SharedLayout(NamedTuple):
     transposed: bool = False  # stored with its last two dimensions swapped
     pad: int = 0  # elements added to each stored row
     transpose_read: bool = False  # gemm operand reads are LDS transpose reads
+    swizzle: int = 0  # XOR swizzle of the rows' 16-byte chunks (lds_banks.swizzled_byte); 0: none
 
 
 def shared_layout(alloc: ir.Operation) -> SharedLayout:
@@ -73,8 +74,9 @@ def shared_layout(alloc: ir.Operation) -> SharedLayout:
         return SharedLayout()
     layout = ir.DictAttr(alloc.attributes[SMEM_LAYOUT_ATTR])
     transpose_read = "transpose_read" in layout and ir.BoolAttr(layout["transpose_read"]).value
+    swizzle = ir.IntegerAttr(layout["swizzle"]).value if "swizzle" in layout else 0
     return SharedLayout(ir.BoolAttr(layout["transposed"]).value,
-                        ir.IntegerAttr(layout["pad"]).value, transpose_read)
+                        ir.IntegerAttr(layout["pad"]).value, transpose_read, swizzle)
 
 
 # LDS transpose reads by element width: (descriptor name, elements per lane).
@@ -95,10 +97,10 @@ def physical_shared_shape(alloc: ir.Operation) -> list[int]:
     """How a tile.alloc_shared is stored in LDS (tile.smem_layout): the last
     two dimensions swapped when transposed, and each stored row padded."""
     shape = list(ir.MemRefType(alloc.results[0].type).shape)
-    transposed, pad, _ = shared_layout(alloc)
-    if transposed:
+    layout = shared_layout(alloc)
+    if layout.transposed:
         shape[-2], shape[-1] = shape[-1], shape[-2]
-    shape[-1] += pad
+    shape[-1] += layout.pad
     return shape
 
 

@@ -8,6 +8,7 @@ from mlir import ir
 from mlir.dialects import arith, scf, vector
 
 from tilemlir.diagnostics import UserError
+from tilemlir.lds_banks import SWIZZLE_CHUNK_BYTES
 from tilemlir.passes import fp8_decode
 
 
@@ -211,3 +212,16 @@ def _byte_columns(rows: list[ir.Value]) -> list[ir.Value]:
             columns.append(vector.bitcast(column_type, vector.from_elements(
                 ir.VectorType.get([1], i32), [packed])))
     return columns
+
+
+def swizzled_column(row: ir.Value, col: ir.Value, swizzle: int, row_elements: int,
+                    element: ir.Type) -> ir.Value:
+    """Where column `col` of row `row` of a shared buffer with XOR-swizzled
+    16-byte chunks is stored (lds_banks.swizzled_byte): col ^ ((row * s) mod C)
+    x the elements of a chunk, C the chunks per row (a power of two)."""
+    if not swizzle:
+        return col
+    per_chunk = SWIZZLE_CHUNK_BYTES * 8 // bit_width(element)
+    chunks = row_elements // per_chunk
+    phase = arith.AndIOp(mul(row, swizzle), const_index(chunks - 1)).result
+    return arith.XOrIOp(col, mul(phase, per_chunk)).result

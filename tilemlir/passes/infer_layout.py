@@ -23,10 +23,11 @@ core describes its operand reads):
 * `transposed`: the buffer is stored K-contiguous (e.g. B of shape K x N is
   stored N x K), so each lane's operand elements are one vector read
   (ds_read_b64/b128) instead of one read per element;
-* `transpose_read` (option `transpose-reads`, where the descriptor lists
-  memory.shared_transpose_reads, e.g. gfx950's ds_read_b64_tr_b16/b8): an
-  operand that is not K-contiguous stays as it is and the transpose reads
-  hand each lane a K run of one column: no transposing copy;
+* `transpose_read` (where the descriptor lists memory.shared_transpose_reads,
+  e.g. gfx950's ds_read_b64_tr_b16/b8; option `transpose-reads`: auto, the
+  default, where `transpose_reads_pay`, or true or false): an operand that is
+  not K-contiguous stays as it is and the transpose reads hand each lane a K
+  run of one column: no transposing copy;
 * `pad`: elements added to each stored row, the smallest that makes the
   wave's operand reads conflict-free under the descriptor's bank count
   (`tilemlir.lds_banks`; when the bank count is unknown, for both 32 and 64
@@ -60,8 +61,8 @@ from tilemlir.backends import resolve_target
 from tilemlir.backends.base import is_unknown
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
-from tilemlir.lds_banks import choose_padding
-from tilemlir.passes.base import PassState, TilePass
+from tilemlir.lds_banks import choose_padding, choose_swizzle
+from tilemlir.passes.base import PassState, Switch, TilePass, switch_on
 from tilemlir.passes.common import (
     LAYOUT_ATTR,
     LDS_CONFLICTS_ATTR,
@@ -75,11 +76,40 @@ from tilemlir.passes.common import (
     gemm_shape,
     i64_array,
     int_attr,
+    kernel_threads,
     physical_shared_bytes,
     transpose_read_elements,
     warp_grid_of,
 )
+from tilemlir.passes.gpu_builders import bit_width
 from tilemlir.passes.matrix_cores import core_for
+
+
+def transpose_reads_pay(gemm: ir.Operation, target) -> bool:
+    """tile-infer-layout{transpose-reads=auto}: whether a gemm's operands that
+    are not K-contiguous are read with LDS transpose reads (and, with
+    tile-lower-to-gpu{direct-lds-loads=auto}, its loop's copies go straight
+    into LDS): where its accumulator takes at most a quarter of a lane's
+    registers (registers.vgprs_per_lane).
+
+    Measured with bench/amd_vs_triton.py on gfx950 (mfma_busy_ratio, spills;
+    transpose-read rows XOR-swizzled, see choose_swizzle). Transpose reads
+    alone: fp8 128x128x128 0.410 -> 0.512, f16 256x256x64 0.751 -> 0.255 with
+    82 spills; direct loads alone: 0.327 and 0.607. Together they keep the
+    operands out of VGPRs entirely and pay where the accumulator leaves room:
+    fp8 128x128x128 in 4 waves (64 of 512 registers) 0.410 -> 0.650, f16
+    256x256x64 in 8 waves (128) 0.285 with 141 spills -> 0.541 with none; but
+    not f16 256x256x64 in 4 waves (256 of 512): 0.751 -> 0.610, 32 spills."""
+    registers = target.registers.vgprs_per_lane
+    kernel = enclosing_kernel(gemm)
+    if is_unknown(registers) or kernel is None:
+        return False
+    accumulator = ir.MemRefType(gemm.operands[2].type)
+    elements = 1
+    for size in accumulator.shape:
+        elements *= size
+    per_lane = elements * max(32, bit_width(accumulator.element_type)) // 32 // kernel_threads(kernel)
+    return per_lane * 4 <= registers
 
 
 def _location_text(op: ir.Operation) -> str:
@@ -116,11 +146,10 @@ class TileInferLayout(TilePass):
 
     target: str = ""
     # Read operands that are not K-contiguous with the chip's LDS transpose
-    # reads instead of storing them transposed. Off by default: in
-    # bench/amd_vs_triton.py's gfx950 cases it lowers mfma_busy_ratio (fp8
-    # 128x128x128 0.408 -> 0.376; f16 256x256x64 0.721 -> 0.503, 0 -> 41 spills),
-    # the next stage's LDS stores then waiting on its global loads mid-loop.
-    transpose_reads: bool = False
+    # reads instead of storing them transposed; "auto": where the gemm's
+    # accumulator takes at most a quarter of a lane's registers
+    # (`transpose_reads_pay`).
+    transpose_reads: Switch = "auto"
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         chosen: dict = {}  # fragment value -> (layout key, the gemm that set it)
@@ -153,9 +182,11 @@ class TileInferLayout(TilePass):
             if SMEM_LAYOUT_ATTR in op.attributes:
                 layout = ir.DictAttr(op.attributes[SMEM_LAYOUT_ATTR])
                 entries = {name: layout[name]
-                           for name in ("transposed", "transpose_read", "banks", "conflicts")}
+                           for name in ("transposed", "transpose_read", "banks", "conflicts", "swizzle")
+                           if name in layout}
                 entries["pad"] = int_attr(0)
-                entries["conflicts"] = int_attr(ir.IntegerAttr(layout["unpadded_conflicts"]).value)
+                if "swizzle" not in layout:  # a swizzled layout has no padding to lose
+                    entries["conflicts"] = int_attr(ir.IntegerAttr(layout["unpadded_conflicts"]).value)
                 entries["unpadded_conflicts"] = layout["unpadded_conflicts"]
                 op.attributes[SMEM_LAYOUT_ATTR] = ir.DictAttr.get(entries)
         for gemm in [op for op in walk(kernel) if op.name == "tile.gemm" and MMA_ATTR in op.attributes]:
@@ -222,7 +253,7 @@ class TileInferLayout(TilePass):
             element_bits = ir.MemRefType(operand.type).element_type.width
             element_bytes = max(1, element_bits // 8)
             read = None
-            if self.transpose_reads and not k_contiguous:
+            if not k_contiguous and switch_on(self.transpose_reads, transpose_reads_pay(op, target)):
                 read = transpose_read_elements(target, element_bits)
             if read is not None and count % read == 0 and shape[-1] % read == 0:
                 # Stored as is (K rows); each lane's K run is read E at a time
@@ -243,14 +274,24 @@ class TileInferLayout(TilePass):
                                             banks_options, bank_bytes)
             _, unpadded = choose_padding(rows, cols, row_extent, element_bytes, per_access,
                                          banks_options, bank_bytes, largest=0)
-            owner.attributes[SMEM_LAYOUT_ATTR] = ir.DictAttr.get({
+            swizzle = None
+            if conflicts and read is not None:
+                # Transpose reads of 4 rows x 64 bytes per 32 lanes: no row
+                # padding avoids conflicts with 32 and with 64 banks at once; an
+                # XOR swizzle of the 16-byte chunks does.
+                swizzle = choose_swizzle(rows, cols, row_extent, element_bytes, per_access,
+                                         banks_options, bank_bytes)
+            entries = {
                 "transposed": ir.BoolAttr.get(not k_contiguous and read is None),
                 "transpose_read": ir.BoolAttr.get(read is not None),
                 "pad": int_attr(pad),
                 "conflicts": int_attr(conflicts * -(-count // per_access)),  # per operand read
                 "unpadded_conflicts": int_attr(unpadded * -(-count // per_access)),
                 "banks": ir.StringAttr.get(banks_note),
-            })
+            }
+            if swizzle is not None:
+                entries.update(pad=int_attr(0), conflicts=int_attr(0), swizzle=int_attr(swizzle[0]))
+            owner.attributes[SMEM_LAYOUT_ATTR] = ir.DictAttr.get(entries)
         self.count_conflicts(op, choice, warps)
 
     @staticmethod

@@ -30,7 +30,7 @@ from mlir.dialects import amdgpu, memref, vector
 from tilemlir import mma_layouts
 from tilemlir.diagnostics import UserError
 from tilemlir.passes.common import TRANSPOSE_READ_GROUP, TRANSPOSE_READS
-from tilemlir.passes.gpu_builders import add, mul, sub, udiv, urem
+from tilemlir.passes.gpu_builders import add, mul, sub, swizzled_column, udiv, urem
 
 CORES: dict[str, str] = {
     "amdgpu": "tilemlir.passes.matrix_cores:MfmaCore",
@@ -56,6 +56,9 @@ class GemmStep:
     # Operands read with LDS transpose reads (tile.smem_layout transpose_read).
     transpose_read_a: bool = False
     transpose_read_b: bool = False
+    # Their XOR swizzles (tile.smem_layout swizzle; 0: none).
+    swizzle_a: int = 0
+    swizzle_b: int = 0
 
 
 class AccumulatorLayout(ABC):
@@ -209,11 +212,13 @@ class MfmaCore(MatrixCore):
             kb = add(b_group, k_step * layout.k)
             a_values = [lane_operand(step.a_smem, add(a_row0, tm * layout.m), ka, layout.a_per_lane,
                                      a_element, k_contiguous=not step.transpose_a,
-                                     transpose_read_lane=step.lane if step.transpose_read_a else None)
+                                     transpose_read_lane=step.lane if step.transpose_read_a else None,
+                                     swizzle=step.swizzle_a)
                         for tm in range(tiles_m)]
             b_values = [lane_operand(step.b_smem, add(b_col0, tn * layout.n), kb, layout.b_per_lane,
                                      b_element, k_contiguous=step.transpose_b,
-                                     transpose_read_lane=step.lane if step.transpose_read_b else None)
+                                     transpose_read_lane=step.lane if step.transpose_read_b else None,
+                                     swizzle=step.swizzle_b)
                         for tn in range(tiles_n)]
             for tm, tn in itertools.product(range(tiles_m), range(tiles_n)):
                 index = fragment.tile_index(tm, tn)
@@ -223,13 +228,17 @@ class MfmaCore(MatrixCore):
 
 
 def lane_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, element: ir.Type,
-                 k_contiguous: bool, transpose_read_lane: ir.Value | None = None) -> ir.Value:
+                 k_contiguous: bool, transpose_read_lane: ir.Value | None = None,
+                 swizzle: int = 0) -> ir.Value:
     """A lane's `count` consecutive-K elements of one row of A or column of B.
     `k_contiguous`: the buffer is indexed [outer, k] (one vector load), else
     [k, outer]: one load per element, or, given `transpose_read_lane` (the lane
-    id), LDS transpose reads of E elements each (`transpose_read_operand`)."""
+    id), LDS transpose reads of E elements each (`transpose_read_operand`,
+    the only reads of XOR-swizzled rows)."""
     if transpose_read_lane is not None:
-        return transpose_read_operand(smem, outer, k, count, element, transpose_read_lane)
+        return transpose_read_operand(smem, outer, k, count, element, transpose_read_lane, swizzle)
+    if swizzle:
+        raise ValueError("XOR-swizzled LDS rows are read by transpose reads only")
     if k_contiguous:
         if count == 1:
             return memref.LoadOp(smem, [outer, k]).result
@@ -241,21 +250,25 @@ def lane_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, eleme
 
 
 def transpose_read_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int,
-                           element: ir.Type, lane: ir.Value) -> ir.Value:
+                           element: ir.Type, lane: ir.Value, swizzle: int = 0) -> ir.Value:
     """`lane_operand` of a [k, outer] buffer through amdgpu.transpose_load
     (gfx950 ds_read_b64_tr_b16/b8): in each group of 16 lanes, whose `outer`
     indices are consecutive and whose K runs start alike, lane i addresses row
     k + i // (16/E), column outer - i + E * (i % (16/E)) and receives column
     `outer`, rows k .. k+E-1 (tile.smem_layout transpose_read; the layout and
-    its sources are in the descriptor's memory.shared_transpose_reads)."""
+    its sources are in the descriptor's memory.shared_transpose_reads). In
+    XOR-swizzled rows the column is the one the lane's row stores it at."""
     per_lane = TRANSPOSE_READS[element.width][1]
     per_row = TRANSPOSE_READ_GROUP // per_lane
     in_group = urem(lane, TRANSPOSE_READ_GROUP)
     column = add(sub(outer, in_group), mul(urem(in_group, per_row), per_lane))
     chunk_type = ir.VectorType.get([per_lane], element)
-    chunks = [amdgpu.transpose_load(chunk_type, smem,
-                                    [add(add(k, c * per_lane), udiv(in_group, per_row)), column])
-              for c in range(count // per_lane)]
+    row_elements = ir.MemRefType(smem.type).shape[-1]
+    chunks = []
+    for c in range(count // per_lane):
+        row = add(add(k, c * per_lane), udiv(in_group, per_row))
+        chunks.append(amdgpu.transpose_load(
+            chunk_type, smem, [row, swizzled_column(row, column, swizzle, row_elements, element)]))
     while len(chunks) > 1:  # concatenate pairwise
         size = ir.VectorType(chunks[0].type).shape[0]
         chunks = [vector.shuffle(chunks[i], chunks[i + 1], list(range(2 * size)))

@@ -658,6 +658,12 @@ def _memory_counter_wait(compiler, op):
     return lambda frame: None
 
 
+@handles("rocdl.sched.group.barrier")
+def _sched_group_barrier(compiler, op):
+    """A hint to llc's instruction scheduler: nothing happens at run time."""
+    return lambda frame: None
+
+
 @handles("vector.maskedload", "vector.maskedstore")
 def _vector_masked(compiler, op):
     is_load = op.name == "vector.maskedload"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import typing
 from dataclasses import dataclass, field
 
 PROG = "tile-opt"
@@ -134,15 +135,19 @@ def _list_passes() -> str:
     for name in pass_names():
         cls = pass_class(name)
         lines.append(f"  {name:<28} {cls.summary}")
+        hints = typing.get_type_hints(cls)
         for f in cls.options():
             default = f.default
+            kind = type(f.default).__name__
+            if typing.get_origin(hints[f.name]) is typing.Literal:
+                kind = "|".join(typing.get_args(hints[f.name]))
             if isinstance(default, bool):
                 default = "true" if default else "false"
             elif isinstance(default, tuple):
                 default = ",".join(map(str, default)) or "(unset)"
             elif default == "":
                 default = "(unset)"
-            lines.append(f"      {option_name(f.name)}={type(f.default).__name__:<8} default {default}")
+            lines.append(f"      {option_name(f.name)}={kind:<8} default {default}")
     upstream = upstream_pass_names()
     lines.append("")
     lines.append(f"Upstream MLIR passes ({len(upstream)}; options as in mlir-opt --help):")
