@@ -29,3 +29,30 @@
 // GPU: amdgpu.mfma
 // GPU-NOT: gpu.barrier
 // GPU: scf.yield
+
+// One stage: the tiles keep one buffer ([1, ...]), the prologue fills it with
+// iteration 0, and each iteration copies iteration i+1 into it after its gemm,
+// so the tile IR still means what it says. Lowered, the copy's global loads
+// come first in the iteration, its LDS stores last, behind a second barrier.
+// RUN: sed 's/tile.num_stages = 3/tile.num_stages = 1/' %examples/seed_fp8_gemm.mlir | tile-opt -p 'tile-pipeline' | filecheck %s --check-prefix=ONE
+// RUN: sed 's/tile.num_stages = 3/tile.num_stages = 1/' %examples/seed_fp8_gemm.mlir | tile-opt -p 'tile-pipeline,tile-legalize-precision,tile-select-mma,tile-infer-layout,tile-lower-to-gpu,canonicalize,cse' | filecheck %s --check-prefix=ONE-GPU
+// ONE: "tile.alloc_shared"() : () -> memref<1x128x32xf8E4M3FNUZ, #gpu.address_space<workgroup>>
+// ONE-COUNT-2: "tile.copy"({{.*}}tile.prefetch
+// ONE: scf.for
+// ONE: "tile.gemm"
+// ONE: "tile.copy"(%arg0, {{.*}}tile.prefetch
+// ONE: "tile.copy"(%arg1, {{.*}}tile.prefetch
+// ONE-NEXT: }  {tile.num_stages = 1 : i64, tile.pipelined = 1 : i64}
+// ONE-GPU: scf.for
+// ONE-GPU-NEXT: gpu.barrier
+// ONE-GPU-NOT: amdgpu.mfma
+// ONE-GPU: vector.load %arg0
+// ONE-GPU-NOT: gpu.barrier
+// ONE-GPU: amdgpu.mfma
+// ONE-GPU-NOT: vector.store
+// ONE-GPU: gpu.barrier
+// ONE-GPU-NOT: amdgpu.mfma
+// ONE-GPU: vector.store {{.*}}#gpu.address_space<workgroup>
+// ONE-GPU-NEXT: vector.store {{.*}}#gpu.address_space<workgroup>
+// ONE-GPU-NEXT: rocdl.sched.group.barrier
+// ONE-GPU-NEXT: scf.yield

@@ -45,6 +45,22 @@ def test_missing_barrier_is_a_race():
         emulate(module, "mixed_precision_gemm", args, chip="gfx942")
 
 
+def test_single_stage_refill_without_its_barrier_is_a_race():
+    """One stage (tile.num_stages = 1): the next tile's LDS stores wait behind a
+    second barrier in the iteration; without it they race the gemm's reads."""
+    text = seed_kernel(256).replace("tile.num_stages = 3", "tile.num_stages = 1")
+    gpu = tilemlir.compile(text, target="amdgpu:gfx942", emit="gpu").artifacts["gpu"]
+    loop = gpu.index("scf.for")
+    assert gpu[loop:].count("gpu.barrier") == 2
+    second = gpu.index("gpu.barrier", gpu.index("gpu.barrier", loop) + 1)
+    broken = gpu[:second] + gpu[second:].replace("gpu.barrier", "", 1)
+    program = Program(load_module(text)[0])
+    args = random_arguments(parameters(program.function("mixed_precision_gemm").op, program.dtype_of), 0)
+    module, _ = load_module(broken, verify=False)
+    with pytest.raises(SanitizerError, match="data race"):
+        emulate(module, "mixed_precision_gemm", args, chip="gfx942")
+
+
 @pytest.mark.parametrize(("chip", "fp8", "shape"), [
     ("gfx942", "f8E4M3FNUZ", (128, 128, 256)),
     ("gfx942", "f8E4M3FNUZ", (100, 72, 200)),  # guarded edge blocks

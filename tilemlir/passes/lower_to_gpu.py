@@ -478,8 +478,14 @@ class KernelEmitter:
                        and self.direct_lds_load(inner) for inner in loop["body_ops"]):
                     amdgpu.MemoryCounterWaitOp(load=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 0))
                 gpu.BarrierOp()
-            for inner_op in loop["body_ops"]:
+            body_ops = loop["body_ops"]
+            if pipelined and ir.IntegerAttr(op.attributes[PIPELINED_ATTR]).value == 1:
+                body_ops = loads_first(body_ops)
+            for inner_op in body_ops:
                 if inner_op.name == "scf.yield":
+                    if self.deferred_stores and ir.IntegerAttr(op.attributes[PIPELINED_ATTR]).value == 1:
+                        # One stage: it is overwritten once every wave has read it.
+                        gpu.BarrierOp()
                     for store in self.deferred_stores or ():
                         store()
                     if pipelined and self.wants_sched_hint():
@@ -701,6 +707,8 @@ class KernelEmitter:
             elements *= size
         if elements * bit_width(src_type.element_type) // 8 >= 2 ** 31:
             return None  # buffer offsets are 32-bit: larger tensors keep the register path
+        if ir.MemRefType(self.shared[owner.operands[0]].type).shape[0] < 2:
+            return None  # one stage: it must be read before it is refilled (registers wait)
         width = _vector_width(op, dst_type.shape[1], src_type.element_type)
         name = BUFFER_LOAD_LDS.get(width * bit_width(src_type.element_type) // 8)
         stored = ir.MemRefType(self.shared[owner.operands[0]].type)
@@ -917,6 +925,31 @@ def scheduling_region_hint(body: ir.Block) -> None:
                                                                             "amdgpu.scaled_mfma")))
     if mfmas:
         rocdl.SchedGroupBarrier(SCHED_GROUP_MFMA, mfmas, 0)
+
+
+def loads_first(body_ops: list) -> list:
+    """A single-stage pipelined loop's body (tile-pipeline: ..., gemms, index
+    arithmetic, prefetch copies of the next tile) in emission order: the
+    prefetch copies and the index arithmetic and stage views they need first,
+    so their global loads overlap the gemms; their LDS stores are deferred to
+    the end of the iteration anyway. Arithmetic that depends on anything else
+    stays in place, and so does everything when a copy needs such a value."""
+    moved: list = []
+    defined: set = set()  # results of the ops moved so far
+    for inner in body_ops:
+        movable = inner.name.startswith(("arith.", "memref.subview")) and not inner.regions or (
+            inner.name == "tile.copy" and PREFETCH_ATTR in inner.attributes)
+        if not movable:
+            continue
+        inside = [v for v in inner.operands if isinstance(v.owner, ir.OpView | ir.Operation)
+                  and v.owner.operation.parent == inner.parent]
+        if all(v in defined for v in inside):
+            moved.append(inner)
+            defined.update(inner.results)
+        elif inner.name == "tile.copy":
+            return body_ops
+    kept = [inner for inner in body_ops if inner not in moved]
+    return moved + kept
 
 
 def reads_transposed(kernel: ir.Operation) -> bool:

@@ -21,13 +21,19 @@ the copies N-1 iterations ahead:
   of the iteration and LDS stores at its end, with one barrier per iteration:
   the stage written at the end of iteration i was last read in iteration i-1
   (before this iteration's barrier) and is next read in iteration i+N-1 (after
-  the next one). N = 1 leaves the loop as it is.
+  the next one).
+* N = 1 keeps one stage and prefetches one iteration ahead through registers:
+  the copy of tile(i+1) follows the gemm of iteration i (the tile IR keeps
+  its sequential meaning); tile-lower-to-gpu issues its global loads at the
+  top of the iteration and stores them into the stage at its end, after a
+  second barrier (every wave's reads of tile(i) are done), so the loads
+  still overlap the gemm.
 
 Input invariant: in a marked loop, the body is pure index arithmetic, copies
 from global memory into shared buffers allocated outside the loop and used
 only by this loop, then computations (gemms) reading those buffers.
-Output invariant: marked loops with N >= 2 are pipelined and carry
-`tile.pipelined = N`; sequential semantics are unchanged.
+Output invariant: marked loops are pipelined and carry `tile.pipelined = N`;
+sequential semantics are unchanged.
 
 Options:
   target=FAMILY:NAME   (for the LDS budget; default: the module's tile.target)
@@ -98,7 +104,7 @@ class TilePipeline(TilePass):
                  and tile.NUM_STAGES_ATTR in op.attributes and PIPELINED_ATTR not in op.attributes]
         for loop in loops:
             stages = ir.IntegerAttr(loop.attributes[tile.NUM_STAGES_ATTR]).value
-            if stages < 2:
+            if stages < 1:
                 continue
             try:
                 copies, buffers = self.analyze(loop)
@@ -172,35 +178,41 @@ class TilePipeline(TilePass):
                 for name in owner.attributes:  # keep the LDS layout (tile.smem_layout)
                     staged_buffer.owner.attributes[name] = owner.attributes[name]
                 staged[buffer] = (staged_buffer, shape)
-        # Prologue: iterations 0 .. N-2 into stages 0 .. N-2, clamped to the
-        # last iteration as in the loop (a loop shorter than N-1 iterations
-        # re-reads its last tile into stages never consumed; in-bounds copies
-        # stay in bounds).
+        # Copies run `lead` iterations ahead: N-1, or 1 with a single stage
+        # (whose prefetch waits in registers until the iteration's reads are done).
+        lead = max(1, stages - 1)
+        # Prologue: iterations 0 .. lead-1 into stages 0 .. lead-1, clamped to
+        # the last iteration as in the loop (a loop shorter than that re-reads
+        # its last tile into stages never consumed; in-bounds copies stay in
+        # bounds).
         with ir.InsertionPoint(loop), loop.location:
             final = arith.AddIOp(lower, arith.MulIOp(arith.DivUIOp(arith.SubIOp(
                 arith.SubIOp(upper, lower).result, _index(1)).result, step).result, step).result).result
-            for s in range(stages - 1):
+            for s in range(lead):
                 iteration = arith.MinUIOp(arith.AddIOp(lower, arith.MulIOp(step, _index(s)).result).result,
                                           final).result
                 stage = _index(s)
                 self.copy_for_iteration(body, induction, iteration, copies, staged, stage, prologue=True)
-        # In the loop: the stage of this iteration, and the copy N-1 ahead.
+        # In the loop: the stage of this iteration, and the copy `lead` ahead.
         first = next(iter(body.operations)).operation
         with ir.InsertionPoint(first), loop.location:
             number = arith.DivUIOp(arith.SubIOp(induction, lower).result, step).result
             current = arith.RemUIOp(number, _index(stages)).result
-            ahead_stage = arith.RemUIOp(arith.AddIOp(number, _index(stages - 1)).result,
+            ahead_stage = arith.RemUIOp(arith.AddIOp(number, _index(lead)).result,
                                         _index(stages)).result
             # Clamped to the last iteration: past the end, a prefetch re-reads
             # the last tile into a stage no gemm reads (in-bounds copies stay so).
             last = arith.AddIOp(lower, arith.MulIOp(arith.DivUIOp(arith.SubIOp(
                 arith.SubIOp(upper, lower).result, _index(1)).result, step).result, step).result).result
             ahead = arith.MinUIOp(arith.AddIOp(induction, arith.MulIOp(
-                step, _index(stages - 1)).result).result, last).result
+                step, _index(lead)).result).result, last).result
             views = {buffer: staged_view(staged[buffer][0], current, staged[buffer][1])
                      for buffer in buffers}
         for copy in copies:
-            with ir.InsertionPoint(copy), copy.location:
+            # One stage: the next tile is copied after this iteration's gemms
+            # (tile-lower-to-gpu still issues its global loads before them).
+            where = ir.InsertionPoint.at_block_terminator(body) if stages == 1 else ir.InsertionPoint(copy)
+            with where, copy.location:
                 self.copy_for_iteration(body, induction, ahead, [copy], staged, ahead_stage,
                                         prologue=False)
             copy.erase()

@@ -11,14 +11,14 @@
 // The scheduling hint of pipelined loops in workgroups of one wave per SIMD
 // (tile-lower-to-gpu{sched-hints}, lower_to_gpu.scheduling_region_hint): the
 // body ends in a sched.group.barrier grouping its 16 MFMAs, which llc keeps as
-// a comment at the end of the loop. Not with 8 waves (two per SIMD), not in a
-// loop that is not pipelined, not when turned off.
+// a comment at the end of the loop; a single-stage loop (prefetch through
+// registers) gets it too. Not with 8 waves (two per SIMD), not when turned off.
 //
 // RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 stages=2" --emit gpu | filecheck %s --check-prefix=HINT
 // RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 stages=2" --emit isa | filecheck %s --check-prefix=HINT-ISA
 // RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 stages=2" --emit gpu --pass-options 'tile-lower-to-gpu{sched-hints=false}' | filecheck %s --check-prefix=NO-HINT
 // RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=512 stages=2" --emit gpu | filecheck %s --check-prefix=NO-HINT
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 stages=1" --emit gpu | filecheck %s --check-prefix=NO-HINT
+// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 stages=1" --emit gpu | filecheck %s --check-prefix=HINT
 // HINT: scf.for
 // HINT: amdgpu.mfma
 // HINT: rocdl.sched.group.barrier 8, 16, 0
