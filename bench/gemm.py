@@ -105,7 +105,8 @@ def candidates(m: int, n: int, dtype: str) -> list[tuple]:
     within the register budget, 4 stages and the deepest pipeline (at most MAX_STAGES) that fit the
     shared memory (mma.sync: rows padded by 16 bytes; wgmma: 128-byte swizzled
     rows, so 128 bytes of K per row), warp tiles of whole m16n8 instructions or
-    warpgroups of m64 x block-N wgmma instructions."""
+    warpgroups of m64 x block-N wgmma instructions. TMA-fed mma.sync blocks of
+    128 threads also get the stages that let two blocks share an SM."""
     from tilemlir.backends import get_target
     from tilemlir.passes.tiling import accumulator_register_budget
 

@@ -44,3 +44,24 @@ func.func @used_after(%A: memref<64x64xf16>) {
   }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
   return
 }
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+// A copy index read from memory cannot be recomputed for another iteration.
+func.func @index_from_memory(%A: memref<64x64xf16>, %rows: memref<4xindex>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %a = "tile.alloc_shared"() : () -> memref<16x16xf16, #S>
+    // expected-error@below {{tile-pipeline: cannot pipeline this loop: a copy index comes from memref.load, which is not pure arithmetic}}
+    scf.for %ko = %c0 to %c4 step %c1 {
+      %row = memref.load %rows[%ko] : memref<4xindex>
+      "tile.copy"(%A, %a, %row, %ko) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x64xf16>, memref<16x16xf16, #S>, index, index) -> ()
+    } {tile.num_stages = 2 : i64}
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}

@@ -72,6 +72,21 @@ def test_options_round_trip():
     assert passes.make_pass("tile-verify", "allow-narrow-accumulator").allow_narrow_accumulator
 
 
+def test_switch_options():
+    """auto|true|false options: auto by default, bare means true, 1/on and
+    0/off as for booleans; the rule decides only for auto (switch_on)."""
+    from tilemlir.passes.base import switch_on
+
+    default = passes.make_pass("tile-infer-layout")
+    assert default.transpose_reads == "auto" and str(default) == "tile-infer-layout"
+    assert passes.make_pass("tile-lower-to-gpu", "direct-lds-loads").direct_lds_loads == "true"
+    assert passes.make_pass("tile-lower-to-gpu", "direct-lds-loads=off").direct_lds_loads == "false"
+    assert str(passes.make_pass("tile-infer-layout", "transpose-reads=1")) == \
+        "tile-infer-layout{transpose-reads=true}"
+    assert [switch_on(v, True) for v in ("auto", "true", "false", False)] == [True, True, False, False]
+    assert switch_on("auto", False) is False
+
+
 def test_pass_is_frozen():
     import dataclasses
 
@@ -88,6 +103,7 @@ def test_pass_is_frozen():
         ("canonicalise", PipelineError, "did you mean 'canonicalize'"),
         ("tile-verify{nope=1}", PassOptionError, "unknown option 'nope'"),
         ("tile-verify{allow-narrow-accumulator=2x}", PassOptionError, "expects true or false"),
+        ("tile-infer-layout{transpose-reads=yes}", PassOptionError, "expects auto, true or false"),
         ("func.func(cse", PipelineError, r"expected '\)'"),
         ("cse{max=1}", PipelineError, "invalid options for pass 'cse'"),
     ],

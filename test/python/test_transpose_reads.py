@@ -173,3 +173,18 @@ def test_misaligned_transpose_read_is_reported():
     module, _ = load_module(text)
     with pytest.raises(SanitizerError, match="not 8-byte aligned"):
         emulate(module, "host", [np.zeros((64, 4), dtype=np.int16)], chip="gfx950")
+
+
+def test_widening_copy_into_swizzled_rows():
+    """fp8 computed in f16 (tile-legalize-precision{fp8-fallback=f16}): the copy
+    of B converts 16 fp8 into 16 f16, 32 bytes, stored into rows XOR-swizzled
+    by 16-byte chunks (swizzle 5): each chunk goes to its own swizzled place."""
+    from test_amd_acceptance import emulate_against_reference
+
+    text = gemm_text(128, 128, 128, "f8E4M3FN", "f16")
+    tiling = "block=128,128,64 threads=256 stages=2"
+    passes = "tile-legalize-precision{fp8-fallback=f16}"
+    tile_ir = tilemlir.compile(text, target="amdgpu:gfx950", emit="tile",
+                               options={"tiling": tiling, "passes": passes}).artifacts["tile"]
+    assert "swizzle = 5" in tile_ir
+    emulate_against_reference(text, "gfx950", tiling=tiling, passes=passes)

@@ -79,8 +79,10 @@ def option_name(field_name: str) -> str:
 Switch = typing.Literal["auto", "true", "false"]
 
 
-def switch_on(value: str, automatic: bool) -> bool:
-    """A Switch option's value, `automatic` standing for "auto"."""
+def switch_on(value: str | bool, automatic: bool) -> bool:
+    """A Switch option's value (or a plain bool), `automatic` standing for "auto"."""
+    if isinstance(value, bool):
+        return value
     return automatic if value == "auto" else value == "true"
 
 
@@ -103,8 +105,9 @@ def _convert(text: str, annotation: type, pass_name: str, key: str):
             raise bad("an integer") from None
     if typing.get_origin(annotation) is typing.Literal:
         choices = typing.get_args(annotation)
-        if text.lower() in choices:
-            return text.lower()
+        lowered = {"1": "true", "on": "true", "0": "false", "off": "false"}.get(text.lower(), text.lower())
+        if lowered in choices:
+            return lowered
         raise bad(", ".join(choices[:-1]) + " or " + choices[-1])
     if typing.get_origin(annotation) is tuple:
         try:
@@ -155,7 +158,7 @@ class TilePass(ABC):
             field = by_option[key]
             annotation = hints[field.name]
             if not eq:
-                if annotation is not bool:
+                if annotation not in (bool, Switch):
                     raise PassOptionError(f"{cls.name}: option '{key}' needs a value ({key}=...)")
                 value = "true"
             values[field.name] = _convert(value, annotation, cls.name, key)

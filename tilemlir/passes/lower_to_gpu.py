@@ -77,6 +77,7 @@ from tilemlir.backends import resolve_target
 from tilemlir.backends.base import is_unknown
 from tilemlir.diagnostics import UserError
 from tilemlir.irutil import walk
+from tilemlir.lds_banks import SWIZZLE_CHUNK_BYTES
 from tilemlir.passes.base import PassState, Switch, TilePass, switch_on
 from tilemlir.passes.common import (
     IN_BOUNDS_ATTR,
@@ -849,10 +850,17 @@ def store_tile_block(values: list[ir.Value], dst: ir.Value, row: ir.Value, col: 
     column) of the elements the rows hold in that column."""
     if not transposed:
         dst_type = ir.MemRefType(dst.type)
+        width = ir.VectorType(values[0].type).shape[0]
+        # A swizzle moves whole 16-byte chunks: wider vectors (a converting
+        # copy's, e.g. 16 fp8 -> 16 f16) are stored a chunk at a time.
+        piece = min(width, SWIZZLE_CHUNK_BYTES * 8 // bit_width(dst_type.element_type)) if swizzle else width
         for j, value in enumerate(values):
             stored_row = add(row, j)
-            vector.StoreOp(value, dst, [stored_row, swizzled_column(
-                stored_row, col, swizzle, dst_type.shape[-1], dst_type.element_type)])
+            for start in range(0, width, piece):
+                part = value if piece == width else vector.ExtractStridedSliceOp(
+                    ir.VectorType.get([piece], dst_type.element_type), value, [start], [piece], [1]).result
+                vector.StoreOp(part, dst, [stored_row, swizzled_column(
+                    stored_row, add(col, start), swizzle, dst_type.shape[-1], dst_type.element_type)])
         return
     width, depth = ir.VectorType(values[0].type).shape[0], len(values)
     if depth == 1:

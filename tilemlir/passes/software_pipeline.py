@@ -109,7 +109,8 @@ class TilePipeline(TilePass):
             try:
                 copies, buffers = self.analyze(loop)
             except NotPipelinable as reason:
-                state.error(loop, f"tile-pipeline: cannot pipeline this loop: {reason}")
+                if stages > 1:  # one stage asks for nothing more than the loop as written
+                    state.error(loop, f"tile-pipeline: cannot pipeline this loop: {reason}")
                 continue
             if not self.within_budget(module, loop, buffers, stages, state):
                 continue
@@ -138,6 +139,9 @@ class TilePipeline(TilePass):
                 buffers.append(destination)
         if not copies:
             raise NotPipelinable("it copies nothing into shared memory")
+        for copy in copies:  # their indices are recomputed for other iterations
+            for operand in list(copy.operands)[2:]:
+                _check_recomputable(operand, body)
         for buffer in buffers:
             for use in buffer.uses:
                 if not _inside(use.owner, loop):
@@ -246,9 +250,7 @@ class TilePipeline(TilePass):
         owner = value.owner
         if not isinstance(owner, ir.OpView | ir.Operation) or owner.operation.block != body:
             return  # defined outside the loop
-        owner = owner.operation
-        if owner.regions or not owner.name.startswith(("arith.", "affine.apply", "index.")):
-            raise NotPipelinable(f"a copy index comes from {owner.name}, which is not pure arithmetic")
+        owner = owner.operation  # pure arithmetic (analyze: _check_recomputable)
         for operand in owner.operands:
             self.materialize(operand, body, mapping)
         clone = owner.clone()
@@ -256,6 +258,19 @@ class TilePipeline(TilePass):
             clone.operands[i] = mapping.get(operand, operand)
         for old, new in zip(owner.results, clone.results):
             mapping[old] = new
+
+
+def _check_recomputable(value: ir.Value, body: ir.Block) -> None:
+    """`value` is defined outside the loop body or by pure arithmetic of such
+    values (what `TilePipeline.materialize` can clone for another iteration)."""
+    owner = value.owner
+    if not isinstance(owner, ir.OpView | ir.Operation) or owner.operation.block != body:
+        return
+    owner = owner.operation
+    if owner.regions or not owner.name.startswith(("arith.", "affine.apply", "index.")):
+        raise NotPipelinable(f"a copy index comes from {owner.name}, which is not pure arithmetic")
+    for operand in owner.operands:
+        _check_recomputable(operand, body)
 
 
 def _inside(op, loop: ir.Operation) -> bool:
