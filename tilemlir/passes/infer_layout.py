@@ -52,6 +52,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -105,10 +106,8 @@ def transpose_reads_pay(gemm: ir.Operation, target) -> bool:
     if is_unknown(registers) or kernel is None:
         return False
     accumulator = ir.MemRefType(gemm.operands[2].type)
-    elements = 1
-    for size in accumulator.shape:
-        elements *= size
-    per_lane = elements * max(32, bit_width(accumulator.element_type)) // 32 // kernel_threads(kernel)
+    bits = math.prod(accumulator.shape) * max(32, bit_width(accumulator.element_type))
+    per_lane = bits // 32 // kernel_threads(kernel)
     return per_lane * 4 <= registers
 
 

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -479,12 +480,11 @@ class KernelEmitter:
                        and self.direct_lds_load(inner) for inner in loop["body_ops"]):
                     amdgpu.MemoryCounterWaitOp(load=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 0))
                 gpu.BarrierOp()
-            body_ops = loop["body_ops"]
-            if pipelined and ir.IntegerAttr(op.attributes[PIPELINED_ATTR]).value == 1:
-                body_ops = loads_first(body_ops)
+            single_stage = pipelined and ir.IntegerAttr(op.attributes[PIPELINED_ATTR]).value == 1
+            body_ops = loads_first(loop["body_ops"]) if single_stage else loop["body_ops"]
             for inner_op in body_ops:
                 if inner_op.name == "scf.yield":
-                    if self.deferred_stores and ir.IntegerAttr(op.attributes[PIPELINED_ATTR]).value == 1:
+                    if self.deferred_stores and single_stage:
                         # One stage: it is overwritten once every wave has read it.
                         gpu.BarrierOp()
                     for store in self.deferred_stores or ():
@@ -703,16 +703,13 @@ class KernelEmitter:
                 isinstance(owner, ir.OpView | ir.Operation) and owner.name == "memref.subview"
                 and owner.operands[0] in self.shared) or self.layouts[owner.operands[0]].transposed:
             return None
-        elements = 1
-        for size in src_type.shape:
-            elements *= size
-        if elements * bit_width(src_type.element_type) // 8 >= 2 ** 31:
+        if math.prod(src_type.shape) * bit_width(src_type.element_type) // 8 >= 2 ** 31:
             return None  # buffer offsets are 32-bit: larger tensors keep the register path
-        if ir.MemRefType(self.shared[owner.operands[0]].type).shape[0] < 2:
+        stored = ir.MemRefType(self.shared[owner.operands[0]].type)
+        if stored.shape[0] < 2:
             return None  # one stage: it must be read before it is refilled (registers wait)
         width = _vector_width(op, dst_type.shape[1], src_type.element_type)
         name = BUFFER_LOAD_LDS.get(width * bit_width(src_type.element_type) // 8)
-        stored = ir.MemRefType(self.shared[owner.operands[0]].type)
         row_bytes = stored.shape[-1] * bit_width(stored.element_type) // 8
         if name not in self.target.memory.buffer_load_lds or row_bytes % BUFFER_LOAD_LDS_BYTES[name]:
             return None
@@ -956,8 +953,7 @@ def loads_first(body_ops: list) -> list:
             defined.update(inner.results)
         elif inner.name == "tile.copy":
             return body_ops
-    kept = [inner for inner in body_ops if inner not in moved]
-    return moved + kept
+    return moved + [inner for inner in body_ops if inner not in moved]
 
 
 def reads_transposed(kernel: ir.Operation) -> bool:

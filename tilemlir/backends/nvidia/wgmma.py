@@ -415,6 +415,7 @@ class TmaLoop:
         self.stages = plan.stages
         self.barrier_type = ir.Type.parse(f"!nvgpu.mbarrier.group<memorySpace = {WORKGROUP}, "
                                           f"num_barriers = {self.stages}>")
+        self.iv = scf_for_view(op)["iv"]  # the tile-level loop's, bound per iteration emitted
         self.maps = [self.tensor_map(copy) for copy in plan.copies]
         self.bytes_per_stage = sum(core.swizzled[c.operands[1]].slot_bytes for c in plan.copies)
 
@@ -451,8 +452,11 @@ class TmaLoop:
         for tensor_map in self.maps:
             nvgpu.TmaPrefetchOp(tensor_map, predicate=self.leader)
         gpu.BarrierOp()
-        for s in range(min(stages - 1, trips)):
-            self.issue(const_index(s), const_index(s), self.leader)
+        prologue = scf.IfOp(self.leader)
+        with ir.InsertionPoint(prologue.then_block):
+            for s in range(min(stages - 1, trips)):
+                self.issue(const_index(s), const_index(s))
+            scf.YieldOp([])
         carried = list(emitter.fragments)
         flat = [value for key in carried for value in emitter.fragments[key].values]
         warp_level = len(plan.gemms) == 1 and not is_wgmma(MmaChoice.of(plan.gemms[0]).name)
@@ -463,17 +467,14 @@ class TmaLoop:
         for buffer in plan.buffers:
             emitter.shared[buffer] = self.core.slot_base(self.core.swizzled[buffer], const_index(0))
 
-    def issue(self, iteration: ir.Value, slot: ir.Value, when: ir.Value) -> None:
-        """The leader's TMA boxes of `iteration` into `slot`."""
-        branch = scf.IfOp(when)
-        with ir.InsertionPoint(branch.then_block):
-            self.emitter.env[scf_for_view(self.op)["iv"]] = iteration
-            for inner in self.plan.prefix:
-                self.emitter.emit_op(inner)
-            nvgpu.MBarrierArriveExpectTxOp(self.full, const_index(self.bytes_per_stage), slot)
-            for copy, tensor_map in zip(self.plan.copies, self.maps):
-                self.load(copy, tensor_map, self.full, slot)
-            scf.YieldOp([])
+    def issue(self, iteration: ir.Value, slot: ir.Value) -> None:
+        """TMA boxes of `iteration` into `slot` (emitted where only the leader runs)."""
+        self.emitter.env[self.iv] = iteration
+        for inner in self.plan.prefix:
+            self.emitter.emit_op(inner)
+        nvgpu.MBarrierArriveExpectTxOp(self.full, const_index(self.bytes_per_stage), slot)
+        for copy, tensor_map in zip(self.plan.copies, self.maps):
+            self.load(copy, tensor_map, self.full, slot)
 
     def parity(self, iteration: ir.Value) -> ir.Value:
         """The phase of a slot's barriers that `iteration`'s use completes."""
@@ -484,9 +485,9 @@ class TmaLoop:
         nvgpu.MBarrierTryWaitParityOp(barriers, self.parity(iteration), const_index(10_000_000),
                                       urem(iteration, self.stages))
 
-    def release(self, iteration: ir.Value, when: ir.Value) -> None:
-        """Lane 0 of each warp: the warp is done reading `iteration`'s slot."""
-        branch = scf.IfOp(arith.AndIOp(when, self.lane0).result)
+    def release(self, iteration: ir.Value, when: ir.Value | None = None) -> None:
+        """Lane 0 of each warp (if `when`): the warp is done reading `iteration`'s slot."""
+        branch = scf.IfOp(self.lane0 if when is None else arith.AndIOp(when, self.lane0).result)
         with ir.InsertionPoint(branch.then_block):
             nvgpu.MBarrierArriveOp(self.empty, urem(iteration, self.stages),
                                    results=[ir.Type.parse("!nvgpu.mbarrier.token")])
@@ -504,7 +505,7 @@ class TmaLoop:
             with ir.InsertionPoint(reuse.then_block):
                 self.wait(self.empty, arith.SubIOp(i, const_index(1)).result)
                 scf.YieldOp([])
-            self.issue(ahead, urem(ahead, self.stages), arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result)
+            self.issue(ahead, urem(ahead, self.stages))
             scf.YieldOp([])
 
     def bind(self, slot: ir.Value) -> None:
@@ -519,7 +520,7 @@ class TmaLoop:
             i = loop.induction_variable
             self.wait(self.full, i)
             self.bind(urem(i, self.stages))
-            emitter.env[scf_for_view(self.op)["iv"]] = i
+            emitter.env[self.iv] = i
             for gemm in self.plan.gemms:
                 emitter.emit_op(gemm)
             # The gemms end in wgmma.wait_group 1 (0 for 8-bit): this warp's
@@ -539,10 +540,9 @@ class TmaLoop:
         the leader refills slot i-1 at the top of iteration i."""
         emitter, core, trips = self.emitter, self.core, self.plan.trip_count
         gemm = self.plan.gemms[0]
-        iv = scf_for_view(self.op)["iv"]
         self.wait(self.full, const_index(0))
         self.bind(const_index(0))
-        emitter.env[iv] = const_index(0)
+        emitter.env[self.iv] = const_index(0)
         template, first = flatten(core.load_k_step(emitter.gemm_step(gemm), 0))
         loop = scf.ForOp(const_index(0), const_index(trips), const_index(1), flat + first)
         inner_args = list(loop.inner_iter_args)
@@ -551,10 +551,10 @@ class TmaLoop:
             i = loop.induction_variable
             self.refill(i)
             self.bind(urem(i, self.stages))
-            emitter.env[iv] = i
+            emitter.env[self.iv] = i
 
             def next_slot() -> None:  # this warp is done with slot i; slot i+1 landed
-                self.release(i, arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result)
+                self.release(i)
                 following = add(i, 1)
                 more = arith.CmpIOp(arith.CmpIPredicate.ult, following, const_index(trips)).result
                 ready = scf.IfOp(more)  # past the end nothing comes: the registers go unused
