@@ -1,16 +1,22 @@
 # tilemlir: `make demo` runs the main job, `make test` runs the whole suite.
-# Both set the machine up first (idempotent): Debian's LLVM 22 tools and a
-# .venv with the project installed editable and the pinned stack of DESIGN.md.
+# Both set the machine up first (idempotent): Debian's LLVM 22 tools (version-
+# checked) and a .venv installed from requirements.lock (every Python package,
+# direct and transitive, pinned with hashes), the project editable on top.
 
 SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 BIN   := $(VENV)/bin
 APT_PACKAGES := llvm-22 lld-22 mlir-22-tools
+# The LLVM the Python bindings are built from (DESIGN.md section 1): Debian's
+# code generators must be the same 22.1 release.
+LLVM_VERSION := 22.1
+LOCK  := requirements.lock
+UV_VERSION := 0.13.9
 # Debian's LLVM binaries (llc-22, FileCheck-22, mlir-opt-22, ...) live here.
 export PATH := $(CURDIR)/$(BIN):/usr/lib/llvm-22/bin:$(PATH)
 
-.PHONY: setup demo test lit pytest irdl lint clean
+.PHONY: setup demo test lit pytest irdl lint lock fuzz clean
 
 setup: $(VENV)/.installed
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -18,12 +24,30 @@ setup: $(VENV)/.installed
 	  echo "installing$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
+	@for p in $(APT_PACKAGES); do \
+	  v=$$(dpkg-query -W -f='$${Version}' $$p 2>/dev/null); \
+	  case "$$v" in \
+	    $(LLVM_VERSION).*|*:$(LLVM_VERSION).*) ;; \
+	    *) echo "error: Debian package $$p is version '$$v', but tilemlir needs LLVM $(LLVM_VERSION).x" \
+	            "(the release of its MLIR Python bindings); install $$p $(LLVM_VERSION).x" >&2; exit 1;; \
+	  esac; \
+	done
 
-$(VENV)/.installed: pyproject.toml
+# Exactly the lock: hashes required, no dependency resolution; then tilemlir itself.
+$(VENV)/.installed: $(LOCK) pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip >/dev/null
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q --require-hashes --no-deps -r $(LOCK)
+	PYTHONWARNINGS=ignore $(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PY) -m pip check
 	touch $@
+
+# Refreshes requirements.lock from pyproject.toml (+ the installers) with uv,
+# which runs from its own throwaway venv. Commit the result, then `make test`.
+lock:
+	test -x build/uv/bin/uv || { python3 -m venv build/uv && build/uv/bin/pip install -q uv==$(UV_VERSION); }
+	build/uv/bin/uv pip compile pyproject.toml requirements-setup.in --extra test \
+	  --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+	  --custom-compile-command 'make lock' -o $(LOCK)
 
 demo: setup
 	@echo "== tile-opt: the seed's FP8 GEMM (kernel form), verified and canonicalized"

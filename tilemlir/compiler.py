@@ -41,6 +41,7 @@ from tilemlir.diagnostics import (
     SourceBuffer,
     UserError,
     collect_diagnostics,
+    file_position,
     format_diag,
     mlir_error_diags,
     parse_chunk,
@@ -68,7 +69,7 @@ class CompileOptions:
     """What the user asked for, apart from the target and the emitted stage."""
 
     report: bool = False  # go on to the ISA for the report even when emitting an earlier stage
-    allow_spills: bool = True  # False: spilling to scratch is an error
+    allow_spills: bool = False  # spilling to scratch is an error unless allowed (--allow-spills)
     tiling: str = ""  # tile-tiling's options, e.g. "block=128,128,64 threads=256 stages=2"
     select: str = ""  # tile-select-mma's options, e.g. "prefer=wgmma"
     # Options of any tile pass, as a pipeline: "tile-lower-to-gpu{direct-lds-loads=true}".
@@ -223,6 +224,34 @@ class _Stages:
         return CompileError([Diag("error", message, name)], self.source)
 
 
+# Families whose artefact holds one gpu.module (one HSACO, one PTX module);
+# metax emits every kernel function into one C++ file.
+ONE_KERNEL_FUNCTION_FAMILIES = ("amdgpu", "nvidia")
+
+
+def _require_one_kernel_function(module: ir.Operation, target: Target,
+                                 source: SourceBuffer | None) -> None:
+    """Refuses, before anything is compiled, a module whose functions would
+    lower to several gpu.modules: each function holding tile ops becomes one,
+    and hand-written gpu.modules count as they are."""
+    units = []
+    for op in module.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name == "gpu.module" or (op.name == "func.func" and has_tile_ops(op)):
+            units.append(op)
+    if len(units) <= 1:
+        return
+    names = ", ".join(f"@{ir.StringAttr(op.attributes['sym_name']).value}" for op in units)
+    file, line, col = file_position(units[1].location)
+    if source is not None:
+        file, line, col = source.map_position(file, line, col)
+    raise CompileError([Diag(
+        "error",
+        f"{target.family} compiles one kernel function per module into one artefact, and this module "
+        f"has {len(units)} ({names}); put each in a file of its own",
+        file, line, col)], source)
+
+
 def has_tile_ops(module: ir.Operation) -> bool:
     return any(op.name.startswith("tile.") for op in walk(module))
 
@@ -247,6 +276,8 @@ def compile_module(
     options = options or CompileOptions()
     if emit not in EMITS:
         raise UserError(f"unknown --emit '{emit}' (choose from {', '.join(EMITS)})")
+    if target.family in ONE_KERNEL_FUNCTION_FAMILIES:
+        _require_one_kernel_function(module, target, source)
     if target.family == "nvidia":  # its own stages: tile, gpu, ptx (backends/nvidia/toolchain.py)
         from tilemlir.backends.nvidia.toolchain import compile_module_nvidia
 

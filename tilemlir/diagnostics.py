@@ -100,8 +100,21 @@ class SourceBuffer:
         return f"{text}\n{caret}\n"
 
 
+# An op printed into a diagnostic ("see current operation: ...") may be a whole
+# module of thousands of lines; the head says which op it is.
+OP_DUMP_LINES = 12
+
+
+def _shown_message(d: Diag) -> str:
+    lines = d.message.split("\n")
+    if d.severity != "note" or not d.message.startswith(_OP_DUMP_NOTE) or len(lines) <= OP_DUMP_LINES:
+        return d.message
+    rest = len(lines) - OP_DUMP_LINES
+    return "\n".join(lines[:OP_DUMP_LINES] + [f"... ({rest} more lines of this op not shown)"])
+
+
 def format_diag(d: Diag, source: SourceBuffer | None = None) -> str:
-    out = f"{d.position()}{d.severity}: {d.message}\n"
+    out = f"{d.position()}{d.severity}: {_shown_message(d)}\n"
     if source is not None and d.file == source.name and d.line:
         out += source.snippet(d.line, d.col)
     for note in d.notes:

@@ -139,11 +139,22 @@ def test_missing_tool_says_make_setup(monkeypatch, tmp_path):
 
 
 def test_failing_tool_reports_its_stderr():
+    # What we rely on: the command line, the status and every line llc wrote
+    # to stderr reach the user (not the wording of llc's message).
+    import subprocess
+
+    bad = "this is not LLVM IR\n"
     with pytest.raises(toolchain.ToolchainError) as raised:
-        toolchain.llc_to_isa("this is not LLVM IR\n", "gfx942")
+        toolchain.llc_to_isa(bad, "gfx942")
     message = str(raised.value)
-    assert message.startswith("llc failed (exit status 1): llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942")
-    assert "expected top-level entity" in message
+    llc = toolchain.find_tool("llc")
+    direct = subprocess.run([str(llc), "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-o", "/dev/null"],
+                            input=bad.encode(), capture_output=True, check=False)
+    assert direct.returncode != 0
+    assert message.startswith(f"llc failed (exit status {direct.returncode}): "
+                              "llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942")
+    stderr_lines = [line.strip() for line in direct.stderr.decode().splitlines() if line.strip()]
+    assert stderr_lines and all(line in message for line in stderr_lines)
 
 
 def test_metadata_parser_reads_nested_maps_and_lists():
@@ -233,9 +244,11 @@ def test_check_resources_names_the_numbers():
     assert str(raised.value).splitlines() == [
         "kernel 'k' needs 98304 bytes of LDS, gfx942 allows 65536",
         ("kernel 'k' spills 2 VGPRs and 1 SGPRs to scratch (16 bytes per lane); "
-         "reduce the tile sizes or allow spills"),
+         "reduce the tile sizes, or pass --allow-spills"),
     ]
-    report_mod.check_resources({**over, "lds_bytes": 65536}, GFX942)  # spills allowed by default
+    with pytest.raises(report_mod.ResourceError, match="spills 2 VGPRs"):
+        report_mod.check_resources({**over, "lds_bytes": 65536}, GFX942)  # spills refused by default
+    report_mod.check_resources({**over, "lds_bytes": 65536}, GFX942, allow_spills=True)
 
 
 # -- the command ------------------------------------------------------------------
@@ -252,3 +265,35 @@ def test_tile_compile_report_and_output_file(tmp_path):
 def test_tile_compile_no_spills_flag_accepts_a_clean_kernel():
     done = run_tool("tile-compile", str(EXAMPLE), "--no-spills", "--emit", "llvm")
     assert done.returncode == 0 and "Traceback" not in done.stderr
+
+
+# -- refusals before any work ----------------------------------------------------
+
+
+def _two_kernel_functions(text: str) -> str:
+    head, body = text[:text.index("  func.func")], text[text.index("  func.func"):text.rindex("}")]
+    return head + body + body.replace("@mixed_precision_gemm", "@second") + "}\n"
+
+
+@pytest.mark.parametrize("target", ["amdgpu:gfx942", "nvidia:sm_90a"])
+def test_several_kernel_functions_are_refused_before_compiling(target):
+    seed = (REPO / "examples" / "seed_fp8_gemm.mlir").read_text().replace("f8E4M3FNUZ", "f16")
+    text = _two_kernel_functions(seed)
+    # The second function is broken past the verifier (an unknown pass option
+    # would be found only in its tile stage): the refusal comes first.
+    with pytest.raises(CompileError) as raised:
+        tilemlir.compile(text, target=target, emit="gpu", options={"tiling": "bogus=1"})
+    (diag,) = raised.value.diags
+    assert diag.message.endswith("has 2 (@mixed_precision_gemm, @second); put each in a file of its own")
+    assert (diag.file, diag.line) == ("<input>", text[:text.index("func.func @second")].count("\n") + 1)
+
+
+def test_an_op_printed_into_a_diagnostic_is_cut_short():
+    from tilemlir.diagnostics import OP_DUMP_LINES, Diag, format_diag
+
+    dump = "see current operation: \n" + "\n".join(f"  op {i}" for i in range(3000))
+    shown = format_diag(Diag("error", "failed", "f.mlir", 1, 1, (Diag("note", dump, "f.mlir", 1, 1),)))
+    assert len(shown.splitlines()) == 1 + OP_DUMP_LINES + 1
+    assert shown.rstrip().endswith(f"... ({3001 - OP_DUMP_LINES} more lines of this op not shown)")
+    short = "see current operation: %0 = arith.constant 0 : index"
+    assert short in format_diag(Diag("note", short))

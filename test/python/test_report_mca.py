@@ -152,18 +152,24 @@ def test_carry_ops_are_fed_without_their_carries():
 
 
 @pytest.mark.skipif(bool(missing_tile_passes()), reason="the tile passes are not registered")
-def test_scheduling_hint_keeps_the_matrix_core_busier():
+def test_scheduling_hint_changes_the_schedule_not_the_work():
     """tile-lower-to-gpu{sched-hints} (lower_to_gpu.scheduling_region_hint) on
     a 1024^3 f16 GEMM in bench/amd_vs_triton.py's 128x128x64 gfx942
-    configuration: the same MFMAs, no spills, a higher mfma_busy_ratio
-    (0.681 -> 0.696 with llvm-mca-22 when written)."""
+    configuration: the same MFMAs, no spills either way, and a different
+    schedule of the main loop. Whether llc's schedule is faster is a
+    measurement of one LLVM release (0.681 -> 0.696 mfma_busy_ratio with
+    llvm-mca-22 when written), so bench/amd_vs_triton.py reports it; this
+    test asserts only what the compiler itself guarantees."""
     text = (REPO / "examples" / "gemm_whole_problem.mlir").read_text().replace(
         "f8E4M3FNUZ", "f16")
-    reports = {}
+    results = {}
     for hints in (False, True):
         options = {"report": True, "tiling": "block=128,128,64 threads=256 stages=2",
                    "passes": f"tile-lower-to-gpu{{sched-hints={str(hints).lower()}}}"}
-        reports[hints] = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa", options=options).report
+        results[hints] = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa", options=options)
+    reports = {hints: result.report for hints, result in results.items()}
     assert reports[True]["spills"] == reports[False]["spills"] == 0
     assert reports[True]["mfma_instructions"] == reports[False]["mfma_instructions"]
-    assert reports[True]["mfma_busy_ratio"] > reports[False]["mfma_busy_ratio"] + 0.01
+    assert all(0 < report["mfma_busy_ratio"] <= 1 for report in reports.values())
+    assert "sched_group_barrier" in results[True].artifact
+    assert "sched_group_barrier" not in results[False].artifact

@@ -47,7 +47,8 @@ class Options:
     target_desc: str | None = None
     emit: str = "isa"
     report: bool = False
-    no_spills: bool = False
+    allow_spills: bool = False
+    no_spills: bool = False  # the old opt-in, accepted; refusing spills is the default
     tiling: str = ""
     select: str = ""
     pass_options: str = ""
@@ -73,7 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--emit", choices=EMITS, default="isa", help="the stage to output (default isa)")
     parser.add_argument("--report", action="store_true",
                         help="print the resource report as JSON on stdout (registers, LDS, occupancy, MFMAs, times)")
-    parser.add_argument("--no-spills", action="store_true", help="fail when the kernel spills registers to scratch")
+    parser.add_argument("--allow-spills", action="store_true",
+                        help="accept a kernel that spills registers to scratch (by default an error)")
+    # Spills are an error by default now; the old opt-in flag is still accepted.
+    parser.add_argument("--no-spills", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tiling", metavar="OPTIONS", default="",
                         help="tile-tiling's options for whole-problem GEMMs, e.g. 'block=128,128,64 stages=2'")
     parser.add_argument("--select", metavar="OPTIONS", default="",
@@ -141,7 +145,7 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
                 module,
                 target,
                 options.emit,
-                CompileOptions(report=options.report, allow_spills=not options.no_spills,
+                CompileOptions(report=options.report, allow_spills=options.allow_spills,
                                tiling=options.tiling, select=options.select,
                                passes=options.pass_options),
                 source=chunk.source,

@@ -516,14 +516,15 @@ def _excess(kernel: dict, target: Target, allow_spills: bool) -> list[str]:
     if kernel["spills"] and not allow_spills:
         problems.append(
             f"kernel '{name}' spills {kernel['vgpr_spills']} VGPRs and {kernel['sgpr_spills']} SGPRs "
-            f"to scratch ({kernel['scratch_bytes']} bytes per lane); reduce the tile sizes or allow spills"
+            f"to scratch ({kernel['scratch_bytes']} bytes per lane); reduce the tile sizes, or pass --allow-spills"
         )
     return problems
 
 
-def check_resources(report: dict, target: Target, *, allow_spills: bool = True) -> None:
+def check_resources(report: dict, target: Target, *, allow_spills: bool = False) -> None:
     """Raises ResourceError naming every limit a kernel of `report` exceeds,
-    e.g. "kernel 'k' needs 98304 bytes of LDS, gfx942 allows 65536"."""
+    e.g. "kernel 'k' needs 98304 bytes of LDS, gfx942 allows 65536". Spilling
+    registers to scratch is one of them unless `allow_spills`."""
     kernels = report.get("kernels") or ([report] if "kernel" in report else [])
     problems = [p for kernel in kernels for p in _excess(kernel, target, allow_spills)]
     if problems:
