@@ -1,59 +1,187 @@
 """Element types of tile buffers as NumPy dtypes, and exact conversion between them.
 
-Every element type of DESIGN.md section 3 maps to one NumPy dtype (fp8 and
-bf16 through `ml_dtypes`). `convert(values, dtype)` is the one conversion the
-reference engine uses: for `tile.copy` between element types, `arith.truncf`,
-`arith.extf`, `arith.sitofp`, gemm accumulator read/write and so on.
+Every element type of DESIGN.md section 3 maps to one NumPy dtype. `convert(values,
+dtype)` is the one conversion the reference engine and the emulator use: for
+`tile.copy` between element types, `arith.truncf`, `arith.extf`, `arith.sitofp`,
+gemm accumulator read/write and so on.
 
-Float to float: round to nearest, ties to even, computed exactly once.
-  `ml_dtypes` rounds float32 to fp8/bf16 exactly, but it converts float64 by
-  way of float32, which rounds twice (1.0625 + 2**-40 becomes 1.0 in e4m3
-  instead of 1.125). float64 sources are therefore first rounded to float32
-  with round-to-odd, which makes the second rounding exact (24 >= 8 + 2 bits).
+The narrow floats (bf16 and the fp8 formats) are defined here, by the rows of
+`NARROW_FORMATS`, not by any library: `ml_dtypes` only supplies their NumPy
+dtypes, which serve as containers of the bit patterns this module computes.
+A format with E exponent bits, M mantissa bits and bias B encodes the bits
+`s eeee mmm` as
 
-Out-of-range values and specials, per format (the behaviour of ml_dtypes'
-conversions, which this module keeps and the tests pin down). "Overflow" means
-the value rounds (ties to even, unbounded exponent) above the largest finite
-value; e.g. in e4m3fn 464 rounds to 448 but anything above 464 overflows:
+    NaN                                 if the pattern is one of the format's NaNs,
+    (-1)**s * inf                       if the format has inf and e is all ones, m = 0,
+    (-1)**s * m * 2**(1 - B - M)        if e = 0 (zero and subnormals),
+    (-1)**s * (1 + m / 2**M) * 2**(e - B)  otherwise.
 
-| format     | max    | overflow, +-inf in | NaN in | -0.0 in |
-|------------|--------|--------------------|--------|---------|
-| f16        | 65504  | +-inf              | NaN    | -0.0    |
-| bf16       | 3.39e38| +-inf              | NaN    | -0.0    |
-| f8E5M2     | 57344  | +-inf              | NaN    | -0.0    |
-| f8E4M3FN   | 448    | NaN (no inf)       | NaN    | -0.0    |
-| f8E4M3FNUZ | 240    | NaN (no inf)       | NaN    | +0.0 (no -0)  |
-| f8E5M2FNUZ | 57344  | NaN (no inf)       | NaN    | +0.0 (no -0)  |
+| format     | E | M | B  | max      | inf | -0.0 | NaN patterns                     |
+|------------|---|---|----|----------|-----|------|----------------------------------|
+| bf16       | 8 | 7 | 127| 3.39e38  | yes | yes  | e all ones, m != 0 (IEEE 754)    |
+| f8E5M2     | 5 | 2 | 15 | 57344    | yes | yes  | e all ones, m != 0 (IEEE 754)    |
+| f8E4M3FN   | 4 | 3 | 7  | 448      | no  | yes  | e and m all ones (0x7F, 0xFF)    |
+| f8E4M3FNUZ | 4 | 3 | 8  | 240      | no  | no   | the would-be -0 pattern (0x80)   |
+| f8E5M2FNUZ | 5 | 2 | 16 | 57344    | no  | no   | the would-be -0 pattern (0x80)   |
 
-There is no saturation: an fp8 conversion never clamps to the largest finite
-value. Kernels that want saturation must clamp before converting.
+(OCP 8-bit floating point specification v1.0 for E4M3FN/E5M2; the FNUZ
+variants are AMD's gfx942 formats, as named by LLVM's APFloat.) f16, f32 and
+f64 are NumPy's own IEEE 754 binary16/32/64.
+
+Float to float: round to nearest, ties to even, computed exactly once from the
+exact value of the source, whatever the source type. "Overflow" means the value
+rounds (ties to even, unbounded exponent) above the largest finite value; e.g.
+in e4m3fn 464 rounds to 448 but anything above 464 overflows:
+
+| format            | overflow, +-inf become | NaN becomes | -0.0 becomes  |
+|-------------------|------------------------|-------------|---------------|
+| f16, bf16, f8E5M2 | +-inf                  | NaN         | -0.0          |
+| f8E4M3FN          | NaN (no inf)           | NaN         | -0.0          |
+| f8E4M3FNUZ        | NaN (no inf)           | NaN         | +0.0 (no -0)  |
+| f8E5M2FNUZ        | NaN (no inf)           | NaN         | +0.0 (no -0)  |
+
+Negative values that round to zero become -0.0, or +0.0 where there is no -0.
+A NaN result is the format's `nan_bits`, with the source's sign where the
+format's NaNs are signed. There is no saturation: a conversion never clamps to
+the largest finite value. Kernels that want saturation must clamp before
+converting.
 
 Float to integer (`tile.copy`, whose conversion is round to nearest even):
 round half to even, then saturate to the integer range; NaN becomes 0.
 `arith.fptosi`/`fptoui` use `convert(..., rounding="trunc")` (toward zero,
 then saturate; MLIR leaves out-of-range results undefined).
-Integer to float: exact in float64, then rounded once as above.
+Integer to float: rounded once as above (from the exact integer value).
 Integer to integer: saturating.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import enum
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import ml_dtypes
 import numpy as np
 
-# bf16 and the fp8 formats: NumPy knows them only through ml_dtypes.
-_NARROW_FLOATS = frozenset(
-    np.dtype(t)
-    for t in (
-        ml_dtypes.bfloat16,
-        ml_dtypes.float8_e4m3fn,
-        ml_dtypes.float8_e5m2,
-        ml_dtypes.float8_e4m3fnuz,
-        ml_dtypes.float8_e5m2fnuz,
+
+class NanPatterns(enum.Enum):
+    """Which bit patterns of a narrow float format are NaN."""
+
+    IEEE = "exponent all ones, mantissa nonzero"
+    ALL_ONES = "exponent and mantissa all ones"
+    NEGATIVE_ZERO = "sign bit alone (the pattern -0.0 would have)"
+
+
+@dataclass(frozen=True)
+class NarrowFormat:
+    """A narrow binary float format: the parameters that define its values (see
+    the module docstring's formula) and the NumPy dtype that stores its bits."""
+
+    mlir: str
+    dtype: np.dtype
+    exponent_bits: int
+    mantissa_bits: int
+    bias: int
+    has_inf: bool
+    has_negative_zero: bool
+    max_finite: float
+    nan_patterns: NanPatterns
+    # The NaN pattern conversions produce (the sign bit is added for signed NaNs).
+    nan_bits: int
+    # Every pattern's value, by pattern: the formula evaluated once per format.
+    values: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+        object.__setattr__(self, "values", _decoded_patterns(self))
+        positive = self.values[: 1 << (self.width - 1)]
+        if positive[np.isfinite(positive)].max() != self.max_finite:
+            raise ValueError(f"{self.mlir}: max_finite {self.max_finite} is not the largest finite value")
+        if not np.isnan(self.values[self.nan_bits]):
+            raise ValueError(f"{self.mlir}: nan_bits {self.nan_bits:#x} is not a NaN pattern")
+
+    @property
+    def width(self) -> int:
+        return 1 + self.exponent_bits + self.mantissa_bits
+
+    @property
+    def bits_dtype(self) -> np.dtype:
+        """The unsigned integer type of the same width, for `.view`."""
+        return np.dtype(np.uint16 if self.width == 16 else np.uint8)
+
+    @property
+    def unit_roundoff(self) -> float:
+        return 2.0 ** -(self.mantissa_bits + 1)
+
+    @property
+    def smallest_subnormal(self) -> float:
+        return 2.0 ** (1 - self.bias - self.mantissa_bits)
+
+    @cached_property
+    def max_finite_bits(self) -> int:
+        """The positive pattern of `max_finite`: patterns above it (in the unbounded
+        encoding of `_encode`) overflow."""
+        return int(np.flatnonzero(self.values == self.max_finite)[0])
+
+    @property
+    def overflow_bits(self) -> int:
+        """Where an overflowing magnitude goes: +inf, or the NaN pattern."""
+        if self.has_inf:
+            return ((1 << self.exponent_bits) - 1) << self.mantissa_bits
+        return self.nan_bits
+
+
+def _decoded_patterns(fmt: NarrowFormat) -> np.ndarray:
+    """The float64 value of every bit pattern of `fmt`, by the module docstring's formula."""
+    bits = np.arange(1 << fmt.width, dtype=np.int64)
+    sign = np.where(bits >> (fmt.width - 1), -1.0, 1.0)
+    exponent = (bits >> fmt.mantissa_bits) & ((1 << fmt.exponent_bits) - 1)
+    mantissa = bits & ((1 << fmt.mantissa_bits) - 1)
+    top_exponent = exponent == (1 << fmt.exponent_bits) - 1
+    magnitude = np.where(
+        exponent == 0,
+        np.ldexp(mantissa.astype(np.float64), 1 - fmt.bias - fmt.mantissa_bits),
+        np.ldexp((mantissa + (1 << fmt.mantissa_bits)).astype(np.float64),
+                 exponent - fmt.bias - fmt.mantissa_bits))
+    if fmt.has_inf:
+        magnitude = np.where(top_exponent & (mantissa == 0), np.inf, magnitude)
+    values = sign * magnitude
+    if fmt.nan_patterns is NanPatterns.IEEE:
+        nan = top_exponent & (mantissa != 0)
+    elif fmt.nan_patterns is NanPatterns.ALL_ONES:
+        nan = top_exponent & (mantissa == (1 << fmt.mantissa_bits) - 1)
+    else:
+        nan = bits == 1 << (fmt.width - 1)
+    values[nan] = np.nan
+    values.flags.writeable = False
+    return values
+
+
+NARROW_FORMATS: dict[str, NarrowFormat] = {
+    f.mlir: f
+    for f in (
+        NarrowFormat("bf16", ml_dtypes.bfloat16, 8, 7, 127, has_inf=True, has_negative_zero=True,
+                     max_finite=(2 - 2.0**-7) * 2.0**127, nan_patterns=NanPatterns.IEEE, nan_bits=0x7FC0),
+        NarrowFormat("f8E4M3FN", ml_dtypes.float8_e4m3fn, 4, 3, 7, has_inf=False, has_negative_zero=True,
+                     max_finite=448.0, nan_patterns=NanPatterns.ALL_ONES, nan_bits=0x7F),
+        NarrowFormat("f8E5M2", ml_dtypes.float8_e5m2, 5, 2, 15, has_inf=True, has_negative_zero=True,
+                     max_finite=57344.0, nan_patterns=NanPatterns.IEEE, nan_bits=0x7E),
+        NarrowFormat("f8E4M3FNUZ", ml_dtypes.float8_e4m3fnuz, 4, 3, 8, has_inf=False, has_negative_zero=False,
+                     max_finite=240.0, nan_patterns=NanPatterns.NEGATIVE_ZERO, nan_bits=0x80),
+        NarrowFormat("f8E5M2FNUZ", ml_dtypes.float8_e5m2fnuz, 5, 2, 16, has_inf=False, has_negative_zero=False,
+                     max_finite=57344.0, nan_patterns=NanPatterns.NEGATIVE_ZERO, nan_bits=0x80),
     )
-)
+}
+
+_FORMAT_OF_DTYPE = {f.dtype: f for f in NARROW_FORMATS.values()}
+
+# bf16 and the fp8 formats: NumPy has no arithmetic of its own for them.
+_NARROW_FLOATS = frozenset(_FORMAT_OF_DTYPE)
+
+
+def narrow_format(dtype: np.dtype) -> NarrowFormat:
+    """The defining row of a narrow float dtype (KeyError for any other dtype)."""
+    return _FORMAT_OF_DTYPE[np.dtype(dtype)]
 
 
 @dataclass(frozen=True)
@@ -76,10 +204,14 @@ class ElementType:
         return self.dtype.kind in "iub"
 
 
-def _float(mlir: str, dtype) -> ElementType:
-    dtype = np.dtype(dtype)
-    info = ml_dtypes.finfo(dtype) if dtype in _NARROW_FLOATS else np.finfo(dtype)
-    return ElementType(mlir, dtype, 2.0 ** -(info.nmant + 1), float(info.smallest_subnormal))
+def _ieee_float(mlir: str, dtype) -> ElementType:
+    finfo = np.finfo(dtype)
+    return ElementType(mlir, np.dtype(dtype), 2.0 ** -(finfo.nmant + 1), float(finfo.smallest_subnormal))
+
+
+def _narrow_float(mlir: str) -> ElementType:
+    fmt = NARROW_FORMATS[mlir]
+    return ElementType(mlir, fmt.dtype, fmt.unit_roundoff, fmt.smallest_subnormal)
 
 
 def _int(mlir: str, dtype) -> ElementType:
@@ -91,14 +223,10 @@ def _int(mlir: str, dtype) -> ElementType:
 ELEMENT_TYPES: dict[str, ElementType] = {
     e.mlir: e
     for e in (
-        _float("f64", np.float64),
-        _float("f32", np.float32),
-        _float("f16", np.float16),
-        _float("bf16", ml_dtypes.bfloat16),
-        _float("f8E4M3FN", ml_dtypes.float8_e4m3fn),
-        _float("f8E5M2", ml_dtypes.float8_e5m2),
-        _float("f8E4M3FNUZ", ml_dtypes.float8_e4m3fnuz),
-        _float("f8E5M2FNUZ", ml_dtypes.float8_e5m2fnuz),
+        _ieee_float("f64", np.float64),
+        _ieee_float("f32", np.float32),
+        _ieee_float("f16", np.float16),
+        *(_narrow_float(name) for name in NARROW_FORMATS),
         _int("i1", np.bool_),
         _int("i8", np.int8),
         _int("i16", np.int16),
@@ -142,35 +270,120 @@ def describe(dtype: np.dtype) -> str:
     return np.dtype(dtype).name
 
 
-def _float64_to_float32_round_to_odd(x: np.ndarray) -> np.ndarray:
-    """float64 -> float32 rounding to odd: of the two float32 neighbours of an
-    inexact x, the one whose last significand bit is 1. A later round to
-    nearest even with <= 22 significand bits is then exact (no double rounding)."""
-    nearest = x.astype(np.float32)
-    back = nearest.astype(np.float64)
-    inexact = (back != x) & np.isfinite(x)
-    if not inexact.any():
-        return nearest
-    even = (nearest.view(np.uint32) & 1) == 0
-    direction = np.where(x > back, np.inf, -np.inf).astype(np.float32)
-    # Overflow to inf steps back to the largest finite value, which is odd.
-    stepped = np.nextafter(nearest, direction)
-    return np.where(inexact & even, stepped, nearest)
+def _decode(x: np.ndarray, fmt: NarrowFormat) -> np.ndarray:
+    """The exact float64 values of an array of `fmt`, from the format's table."""
+    return np.asarray(fmt.values[x.view(fmt.bits_dtype)])
+
+
+# Elements encoded per pass of `_encode`: its temporaries then stay in cache.
+_ENCODE_CHUNK = 1 << 14
+
+
+def _encode(x: np.ndarray, fmt: NarrowFormat) -> np.ndarray:
+    """float32 or float64 `x` rounded to nearest even in `fmt`, as an array of fmt.dtype."""
+    flat = x.reshape(-1)
+    bits = np.empty(flat.size, fmt.bits_dtype)
+    for start in range(0, flat.size, _ENCODE_CHUNK):
+        stop = start + _ENCODE_CHUNK
+        bits[start:stop] = _encode_chunk(flat[start:stop], fmt)
+    return bits.reshape(x.shape).view(fmt.dtype)
+
+
+def _encode_chunk(x: np.ndarray, fmt: NarrowFormat) -> np.ndarray:
+    """The patterns of `fmt` nearest (ties to even) to float32/float64 `x`.
+
+    Works on the source's bits (P mantissa bits): the source significand, with
+    its implicit bit, is shifted right to the target's quantum at x's exponent
+    (never finer than the target's subnormal quantum), rounding half to even on
+    the dropped bits. The target pattern is then (target exponent field - 1) << M
+    plus that significand, so a significand that rounded up to 2**(M+1) carries
+    into the exponent, and a subnormal one that reached 2**M becomes the smallest
+    normal. Patterns above `max_finite_bits` overflow (inf and NaN sources too).
+    """
+    source = np.finfo(x.dtype)
+    uint = np.dtype(np.uint64 if x.dtype == np.float64 else np.uint32)
+    width = 8 * uint.itemsize
+    mantissa_bits = source.nmant
+
+    def u(value: int):
+        return uint.type(value)
+
+    bits = x.view(uint)
+    magnitude = bits & u((1 << (width - 1)) - 1)
+    field = magnitude >> u(mantissa_bits)
+    # Source subnormals (field 0) have the exponent of field 1, without the implicit bit.
+    nonzero_field = np.maximum(field, u(1))
+    significand = nonzero_field - u(1)
+    significand <<= u(mantissa_bits)
+    np.subtract(magnitude, significand, out=significand)
+    # The source field of the target's smallest normal exponent (>= 1: every
+    # target's range lies inside float32's).
+    floor_field = -source.minexp + 1 - fmt.bias + 1
+    clamped = np.maximum(field, u(floor_field), out=field)
+    shift = np.subtract(clamped, nonzero_field, out=nonzero_field)
+    shift += u(mantissa_bits - fmt.mantissa_bits)
+    np.minimum(shift, u(width - 1), out=shift)
+    # significand + half - 1 + (last kept bit), shifted: round half to even.
+    rounded = np.subtract(shift, u(1))
+    np.left_shift(u(1), rounded, out=rounded)
+    rounded -= u(1)
+    rounded += significand
+    significand >>= shift
+    significand &= u(1)
+    rounded += significand
+    rounded >>= shift
+    code = np.subtract(clamped, u(floor_field), out=clamped)
+    code <<= u(fmt.mantissa_bits)
+    code += rounded
+    np.copyto(code, u(fmt.overflow_bits), where=code > u(fmt.max_finite_bits))
+    if fmt.has_inf:  # NaN sources would otherwise overflow to inf
+        infinity = ((1 << (width - 1 - mantissa_bits)) - 1) << mantissa_bits
+        np.copyto(code, u(fmt.nan_bits), where=magnitude > u(infinity))
+    sign = np.right_shift(bits, u(width - 1), out=magnitude)
+    sign <<= u(fmt.width - 1)
+    if not fmt.has_negative_zero:
+        np.copyto(sign, u(0), where=code == u(0))
+    code |= sign
+    return code
+
+
+# Integers whose magnitude needs more than float64's 53 bits: keep the top 53
+# bits of the magnitude, and set the last if any lower bit was set.
+_ROUND_TO_ODD_DROP = 11
+
+
+def _integers_to_float64(x: np.ndarray, *, exact_for: np.dtype) -> np.ndarray:
+    """Integer `x` as float64, rounded (if |x| >= 2**53) so that one later rounding
+    to `exact_for` gives the correctly rounded value of the integer itself."""
+    if x.dtype.itemsize < 8 or exact_for == np.float64:
+        return x.astype(np.float64)  # exact, or numpy's one correct rounding
+    if x.dtype.kind == "u":
+        magnitude, negative = x.astype(np.uint64), None
+    else:
+        negative = x < 0
+        magnitude = np.abs(x.astype(np.int64)).view(np.uint64)  # -2**63 wraps to 2**63: right
+    # Round to odd at bit 11: a later rounding to <= 51 significant bits is exact.
+    top = magnitude >> np.uint64(_ROUND_TO_ODD_DROP)
+    sticky = (magnitude & np.uint64((1 << _ROUND_TO_ODD_DROP) - 1)) != 0
+    odd = np.ldexp((top | sticky.astype(np.uint64)).astype(np.float64), _ROUND_TO_ODD_DROP)
+    result = np.where(magnitude >= np.uint64(2**53), odd, magnitude.astype(np.float64))
+    return result if negative is None else np.where(negative, -result, result)
 
 
 def _to_float(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     source = x.dtype
     if source == dtype:
         return x.copy()
-    if source.kind in "iub":
-        x = x.astype(np.float64)  # exact for every integer type here
-        source = x.dtype
-    if dtype in (np.float64, np.float32, np.float16) and source.kind == "f":
-        return x.astype(dtype)  # NumPy rounds directly: exact
-    if is_narrow_float(dtype) and source == np.float64:
-        return _float64_to_float32_round_to_odd(x).astype(dtype)
-    # Sources narrower than float32 widen to float32 exactly; one rounding follows.
-    return x.astype(np.float32).astype(dtype)
+    target = _FORMAT_OF_DTYPE.get(dtype)
+    if source in _FORMAT_OF_DTYPE:
+        x = _decode(x, _FORMAT_OF_DTYPE[source])  # exact
+    elif source.kind in "iub":
+        x = _integers_to_float64(x, exact_for=dtype)
+    elif target is not None and source not in (np.float32, np.float64):
+        x = x.astype(np.float64)  # f16: exact
+    if target is None:
+        return x.astype(dtype)  # NumPy's IEEE conversions round once, directly
+    return _encode(x, target)
 
 
 def _to_int(x: np.ndarray, dtype: np.dtype, rounding: str) -> np.ndarray:
@@ -179,7 +392,7 @@ def _to_int(x: np.ndarray, dtype: np.dtype, rounding: str) -> np.ndarray:
     limits = np.iinfo(dtype)
     if not is_float_dtype(x.dtype):
         return np.clip(x.astype(np.int64), limits.min, limits.max).astype(dtype)
-    wide = x.astype(np.float64)
+    wide = _decode(x, _FORMAT_OF_DTYPE[x.dtype]) if x.dtype in _FORMAT_OF_DTYPE else x.astype(np.float64)
     wide = np.trunc(wide) if rounding == "trunc" else np.rint(wide)  # rint: ties to even
     wide = np.where(np.isnan(wide), 0.0, wide)
     # float(limits.max) rounds up to 2**63 for int64, so the top is handled apart.
@@ -197,10 +410,12 @@ def convert(values, dtype, *, rounding: str = "nearest"):
     module docstring. Returns a new array (a NumPy scalar for 0-d input)."""
     dtype = np.dtype(dtype)
     array = np.asarray(values)
+    shape = array.shape
     scalar = array.ndim == 0 and not isinstance(values, np.ndarray)
     with np.errstate(all="ignore"):
         if dtype == np.bool_ or dtype.kind in "iu":
-            result = _to_int(array, dtype, rounding)
+            result = _to_int(array.reshape(shape or (1,)), dtype, rounding)
         else:
-            result = _to_float(array, dtype)
+            result = _to_float(array.reshape(shape or (1,)), dtype)
+    result = result.reshape(shape)
     return result[()] if scalar else result
