@@ -176,6 +176,133 @@ def test_barrier_separates_write_and_read():
 
 
 # --------------------------------------------------------------------------
+# Races on global memory: between lanes (ordered by gpu.barrier) and between
+# the workgroups of one launch (never ordered); launches are ordered.
+# --------------------------------------------------------------------------
+
+GLOBAL_KERNEL = """module attributes {{gpu.container_module}} {{
+  func.func @entry(%out: memref<64xf32>, %in: memref<64xf32>) {{
+    %c1 = arith.constant 1 : index
+    %grid = arith.constant {grid} : index
+    %c64 = arith.constant 64 : index
+{launches}
+    return
+  }}
+  gpu.module @mod {{
+    gpu.func @k(%out: memref<64xf32>, %in: memref<64xf32>) kernel {{
+      %t = gpu.thread_id x
+      %b = gpu.block_id x
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %c63 = arith.constant 63 : index
+      %f = arith.constant 1.0 : f32
+      %r = arith.subi %c63, %t : index
+      %first = arith.cmpi eq, %b, %c0 : index
+{body}
+      gpu.return
+    }}
+  }}
+}}
+"""
+LAUNCH = """    gpu.launch_func @mod::@k blocks in (%grid, %c1, %c1) threads in (%c64, %c1, %c1)
+        args(%out : memref<64xf32>, %in : memref<64xf32>)"""
+
+
+def _run_global(body: str, grid: int = 1, launches: int = 1, **options) -> np.ndarray:
+    out = np.zeros(64, np.float32)
+    text = GLOBAL_KERNEL.format(grid=grid, launches="\n".join([LAUNCH] * launches), body=body)
+    _run(text, [out, np.arange(64, dtype=np.float32)], **options)
+    return out
+
+
+@pytest.mark.parametrize("body,grid,message", [
+    # lanes 2i and 2i+1 store to element i in one op
+    (("      %h = arith.divui %t, %c2 : index\n"
+      "      memref.store %f, %out[%h] : memref<64xf32>"), 1,
+     ("data race: lanes 0 and 1 both write in one op at element 0 (byte 0) of global memory "
+      "(argument 0 of @entry), in workgroup (0, 0, 0), lane 0 (thread (0, 0, 0), wave 0)")),
+    # every lane stores the same (lane-uniform) element
+    ("      memref.store %f, %out[%c0] : memref<64xf32>", 1,
+     "data race: lanes 0 and 1 both write in one op at element 0 (byte 0) of global memory"),
+    # lane 0 reads element 63 that lane 63 stored, with no barrier between
+    (("      memref.store %f, %out[%t] : memref<64xf32>\n"
+      "      %x = memref.load %out[%r] : memref<64xf32>"), 1,
+     ("data race: lane 63 wrote and another lane reads with no gpu.barrier between (read after "
+      "write) at element 63 (byte 252) of global memory (argument 0 of @entry), in workgroup "
+      "(0, 0, 0), lane 0")),
+    # lane 0 overwrites element 0 that lane 63 read, with no barrier between
+    (("      %x = memref.load %out[%r] : memref<64xf32>\n"
+      "      memref.store %x, %out[%t] : memref<64xf32>"), 1,
+     ("data race: lane 63 read and another lane writes with no gpu.barrier between (write after "
+      "read) at element 0 (byte 0) of global memory (argument 0 of @entry), in workgroup "
+      "(0, 0, 0), lane 0")),
+    # a vector store overlapping the next lane's: lane 1 writes what lane 0 wrote
+    (("      %v = vector.broadcast %f : f32 to vector<2xf32>\n"
+      "      %c62 = arith.constant 62 : index\n"
+      "      %i = arith.minui %t, %c62 : index\n"
+      "      vector.store %v, %out[%i] : memref<64xf32>, vector<2xf32>"), 1,
+     "data race: lanes "),
+    # both workgroups of the launch store the same output
+    ("      memref.store %f, %out[%t] : memref<64xf32>", 2,
+     ("data race: workgroup (0, 0, 0) wrote and workgroup (1, 0, 0) writes in one launch of "
+      "@mod::@k (workgroups are not ordered) at element 0 (byte 0) of global memory (argument 0 "
+      "of @entry), in workgroup (1, 0, 0), lane 0")),
+    # each lane increments its own element, in both workgroups: the second reads the first's
+    (("      %x = memref.load %out[%t] : memref<64xf32>\n"
+      "      %y = arith.addf %x, %f : f32\n"
+      "      memref.store %y, %out[%t] : memref<64xf32>"), 2,
+     "data race: workgroup (0, 0, 0) wrote and workgroup (1, 0, 0) reads in one launch"),
+    # workgroup 0 reads what workgroup 2 writes (one between them reads nothing)
+    (("      %two = arith.cmpi eq, %b, %c2 : index\n"
+      "      scf.if %first {\n"
+      "        %x = memref.load %out[%t] : memref<64xf32>\n"
+      "      }\n"
+      "      scf.if %two {\n"
+      "        memref.store %f, %out[%r] : memref<64xf32>\n"
+      "      }"), 3,
+     ("data race: workgroup (0, 0, 0) read and workgroup (2, 0, 0) writes in one launch of "
+      "@mod::@k (workgroups are not ordered) at element 63")),
+    # all three read, the last also writes: the earlier readers are remembered
+    (("      %x = memref.load %out[%t] : memref<64xf32>\n"
+      "      %two = arith.cmpi eq, %b, %c2 : index\n"
+      "      scf.if %two {\n"
+      "        memref.store %f, %out[%t] : memref<64xf32>\n"
+      "      }"), 3,
+     "data race: workgroup (1, 0, 0) read and workgroup (2, 0, 0) writes in one launch"),
+])
+def test_global_memory_races(body, grid, message):
+    with pytest.raises(SanitizerError) as caught:
+        _run_global(body, grid)
+    assert message in str(caught.value)
+    assert str(caught.value).startswith("kernel.mlir:")
+
+
+def test_ordered_global_accesses_are_not_races():
+    """A barrier orders one workgroup's lanes; a lane re-reading and re-writing
+    its own element, and several workgroups reading an input, are fine; the
+    second launch follows the first."""
+    body = ("      %x = memref.load %in[%t] : memref<64xf32>\n"
+            "      %bf = arith.index_cast %b : index to i32\n"
+            "      scf.if %first {\n"
+            "        memref.store %x, %out[%t] : memref<64xf32>\n"
+            "        %again = memref.load %out[%t] : memref<64xf32>\n"
+            "        %y = arith.addf %again, %f : f32\n"
+            "        memref.store %y, %out[%t] : memref<64xf32>\n"
+            "        gpu.barrier\n"
+            "        %z = memref.load %out[%r] : memref<64xf32>\n"
+            "        gpu.barrier\n"
+            "        memref.store %z, %out[%t] : memref<64xf32>\n"
+            "      }")
+    out = _run_global(body, grid=3, launches=2)
+    np.testing.assert_array_equal(out, np.arange(64, dtype=np.float32)[::-1] + 1)
+
+
+def test_sanitize_false_skips_the_global_race_check():
+    out = _run_global("      memref.store %f, %out[%t] : memref<64xf32>", grid=2, sanitize=False)
+    assert (out == 1.0).all()
+
+
+# --------------------------------------------------------------------------
 # Divergent control flow and masked vector transfers
 # --------------------------------------------------------------------------
 

@@ -146,3 +146,16 @@ def test_module_objects_run_too():
     assert (c == 4).all()
     with pytest.raises(UserError, match="expected MLIR text, a path or an MLIR module, got int"):
         runtime.run(3, "gemm", [])
+
+
+def test_gpu_level_ir_runs_in_the_emulator_only(repo):
+    """A host function launching gpu.module kernels: the reference engine says
+    which engine runs it; the emulator runs it (and its sanitizer watches)."""
+    text = (repo / "examples/gpu/mfma_fp8_gfx942.mlir").read_text()
+    a, bt = np.ones((16, 1024), F8), np.ones((16, 1024), F8)
+    c = np.zeros((16, 16), np.float32)
+    with pytest.raises(UserError, match="the reference engine runs tile-level IR; this module is "
+                                        r"GPU-level IR \(gpu.launch_func"):
+        runtime.run(text, "gemm_16x16", [a, bt, c])
+    runtime.run(text, "gemm_16x16", [a, bt, c], engine="emulator")
+    assert (c == 1024).all()

@@ -14,9 +14,10 @@ Engines (DESIGN.md section 7):
   (`tilemlir.compile(..., emit="gpu")`) and executes that in the SIMT
   emulator (`tilemlir.runtime.emulator`), every workgroup's threads in
   lockstep, `amdgpu.mfma` by AMD's documented lane layouts, with the
-  memory-safety checks on. GPU-level IR written by hand (a host function
-  launching a `gpu.func`) runs as is. Needs an amdgpu `target` (or the
-  module's `tile.target`).
+  memory-safety checks on (bounds, LDS and global-memory races). GPU-level
+  IR written by hand (a host function launching a `gpu.func`) runs as is;
+  it is the only engine that does (the reference engine says so). Needs an
+  amdgpu `target` (or the module's `tile.target`).
 * "device": compiles tile IR through the nvidia backend to PTX and runs it
   on an NVIDIA GPU through the CUDA driver (`tilemlir.runtime.device`);
   without a GPU it is an error saying so. Needs an nvidia `target`.
@@ -116,10 +117,26 @@ def run(module_or_text, entry: str, args, engine: str = "reference", target=None
         from tilemlir.runtime.device import run_device
 
         return run_device(module, entry, args, target)
+    require_tile_level(module)
     program = Program(module, source=source, precision=precision)
     function = program.function(entry)
     params = parameters(function.op, program.dtype_of, source)
     return program.call(entry, bind(params, args, entry))
+
+
+def is_gpu_level(module: ir.Operation) -> bool:
+    """GPU-level IR: gpu.module kernels launched by a host function, no tile ops."""
+    from tilemlir.compiler import has_gpu_module, has_tile_ops
+
+    return has_gpu_module(module) and not has_tile_ops(module)
+
+
+def require_tile_level(module: ir.Operation) -> None:
+    """The reference engine interprets tile-level IR; for GPU-level IR it says so up front."""
+    if is_gpu_level(module):
+        raise UserError("the reference engine runs tile-level IR; this module is GPU-level IR "
+                        "(gpu.launch_func of gpu.module kernels, no tile ops), which the "
+                        "emulator runs: use engine 'emulator' with an amdgpu target")
 
 
 def lower_for_emulator(module: ir.Operation, target=None):
@@ -147,4 +164,5 @@ def run_emulator(module: ir.Operation, entry: str, args, target=None):
     return emulate(lowered, entry, list(args), chip=chip)
 
 
-__all__ = ["ENGINES", "check_engine", "load_module", "lower_for_emulator", "run"]
+__all__ = ["ENGINES", "check_engine", "is_gpu_level", "load_module", "lower_for_emulator",
+           "require_tile_level", "run"]

@@ -257,6 +257,8 @@ def _barrier(compiler, op):
         for buffer in frame.wg.shared:
             if buffer.shadow is not None:
                 buffer.shadow.barrier()
+        if frame.wg.clock is not None:  # orders this workgroup's global accesses too
+            frame.wg.clock.barrier()
     return step
 
 

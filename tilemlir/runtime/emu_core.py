@@ -43,7 +43,7 @@ class UnsupportedOp(EmulatorError):
 
 class SanitizerError(EmulatorError):
     """A memory-safety violation found while running: out of bounds, uninitialized
-    LDS read, LDS data race, barrier in divergent code."""
+    LDS read, data race on LDS or global memory, barrier in divergent code."""
 
 
 def position(op: ir.Operation) -> tuple[str, int, int]:
@@ -116,9 +116,50 @@ DYNAMIC = -9223372036854775808  # ShapedType::kDynamic
 # Runtime state
 # --------------------------------------------------------------------------
 
+class RaceClock:
+    """Orders one `emulate` run's global-memory accesses for the race check.
+
+    Epochs are numbered in execution order over the whole run: each workgroup
+    starts a new one, and so does each `gpu.barrier` inside it. An access
+    stamped with epoch e is then, seen from the running workgroup: in the
+    same interval between barriers (e == epoch), ordered before it by a
+    barrier of the same workgroup (first_epoch <= e < epoch), in another
+    workgroup of the same launch, with no order at all (launch_first <= e <
+    first_epoch), or in an earlier launch, ordered (e < launch_first)."""
+
+    def __init__(self) -> None:
+        self.epoch = 0
+        self.launch_first = 1
+        self.kernel = ""
+        self._starts: list[int] = []  # first epoch of each workgroup of the launch
+        self._ids: list[tuple[int, int, int]] = []
+
+    def start_launch(self, kernel: str) -> None:
+        self.launch_first = self.epoch + 1
+        self.kernel = kernel
+        self._starts, self._ids = [], []
+
+    def start_workgroup(self, block_id: tuple[int, int, int]) -> int:
+        self.epoch += 1
+        self._starts.append(self.epoch)
+        self._ids.append(block_id)
+        return self.epoch
+
+    def barrier(self) -> None:
+        self.epoch += 1
+
+    def workgroup_at(self, epoch: int) -> str:
+        """'(x, y, z)' of the workgroup of this launch that ran in `epoch`."""
+        from bisect import bisect_right
+
+        x, y, z = self._ids[bisect_right(self._starts, epoch) - 1]
+        return f"({x}, {y}, {z})"
+
+
 @dataclass
 class Workgroup:
-    """What one workgroup's run knows: ids, sizes, its shared buffers."""
+    """What one workgroup's run knows: ids, sizes, its shared buffers and,
+    when sanitizing inside a launch, the run's race clock."""
 
     block_id: tuple[int, int, int]
     grid: tuple[int, int, int]
@@ -129,6 +170,8 @@ class Workgroup:
     threads: int = field(init=False)
     lanes: np.ndarray = field(init=False)
     shared: list = field(default_factory=list)  # Buffers with LDS shadows
+    clock: RaceClock | None = None  # None: no global race check (host code, sanitize off)
+    first_epoch: int = 0  # the clock's epoch when this workgroup started
 
     def __post_init__(self) -> None:
         self.threads = self.block[0] * self.block[1] * self.block[2]
@@ -212,11 +255,13 @@ def handles(*names: str):
 class Compiler:
     """Turns the ops of one function into closures over frame slots."""
 
-    def __init__(self, chip: str, wave_size: int, sanitize: bool, module: ir.Operation):
+    def __init__(self, chip: str, wave_size: int, sanitize: bool, module: ir.Operation,
+                 clock: RaceClock | None = None):
         self.chip = chip
         self.wave_size = wave_size
         self.sanitize = sanitize
         self.module = module
+        self.clock = clock  # the run's, shared by the kernels it launches
         self.slots: dict[ir.Value, int] = {}
 
     def slot(self, value: ir.Value) -> int:

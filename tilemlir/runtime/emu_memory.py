@@ -18,6 +18,18 @@ lane wrote or read, and a read of a byte another lane wrote, with no barrier
 in between, are errors. Accesses by lanes of the same wave count too: the
 LLVM memory model gives two threads' unsynchronized conflicting accesses no
 order, whatever the hardware's lockstep.
+
+Global memory gets the same race check inside a launch (as compute-sanitizer's
+racecheck): two lanes of one workgroup writing the same byte, or one writing
+and another reading it, with no `gpu.barrier` between; and any write of a
+byte that another workgroup of the same launch wrote or read, or a read of
+a byte another workgroup wrote: workgroups of one launch are not ordered
+(the emulator runs them one after another, the hardware does not). A lane
+re-writing or re-reading its own bytes, and reads nobody conflicts with, are
+fine; launches are ordered. The emulator has no atomics, so there is no
+exception for them. The state (`GlobalRaces`) is a few stamps per unit of
+the buffer (its element size until an access needs bytes), compared with
+the run's `RaceClock` epochs, so nothing is reset at barriers or workgroups.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ from itertools import pairwise
 import numpy as np
 from mlir import ir
 
+from tilemlir.runtime.dtypes import convert, is_narrow_float
 from tilemlir.runtime.emu_core import (
     DYNAMIC,
     INDEX,
@@ -62,6 +75,34 @@ class LdsShadow:
         self.many_readers.fill(False)
 
 
+_LANE_BITS = 32  # a stamp is epoch << 32 | lane
+_LANE_MASK = (1 << _LANE_BITS) - 1
+_NONE = -1  # no access yet: an epoch before every other
+
+
+class GlobalRaces:
+    """Race-check state of one global buffer, per unit of `granule` bytes:
+    the last writer and the last reader (epoch << 32 | lane), the epoch in
+    which several lanes read it, and the first epochs (workgroup ids) of the
+    last two different workgroups that read it. Two are enough: when the
+    running workgroup is the last reader, the other is the one to report."""
+
+    def __init__(self, nbytes: int, granule: int):
+        self.granule = granule
+        units = nbytes // granule
+        self.writer = np.full(units, _NONE, dtype=np.int64)
+        self.reader = np.full(units, _NONE, dtype=np.int64)
+        self.several_readers = np.full(units, _NONE, dtype=np.int64)
+        self.reader_group = np.full(units, _NONE, dtype=np.int64)
+        self.other_reader_group = np.full(units, _NONE, dtype=np.int64)
+
+    def to_bytes(self) -> None:
+        """Byte granularity, for an access smaller than (or not aligned to) a unit."""
+        for name in ("writer", "reader", "several_readers", "reader_group", "other_reader_group"):
+            setattr(self, name, np.repeat(getattr(self, name), self.granule))
+        self.granule = 1
+
+
 class Buffer:
     """One allocation as raw bytes; `space` is global, workgroup or private."""
 
@@ -70,6 +111,7 @@ class Buffer:
         self.space = space
         self.name = name
         self.shadow = LdsShadow(raw.size) if shadow else None
+        self.races: GlobalRaces | None = None  # global memory, made at the first checked access
         self._views: dict[tuple, np.ndarray] = {}
 
     def typed(self, dtype: np.dtype, byte_shift: int) -> np.ndarray:
@@ -224,11 +266,16 @@ def access(frame: Frame, op: ir.Operation, memref: MemRef, indices: list, kind: 
         flat = np.where(mask, flat, 0)
     if memref.buffer.shadow is not None:
         _track(frame, op, memref, flat, mask, kind)
+    elif frame.wg.clock is not None and memref.buffer.space == "global":
+        _track_global(frame, op, memref, flat, mask, kind)
     if values is None:
         loaded = typed[flat]
         if mask is not None:
             loaded = np.where(mask, loaded, np.zeros((), loaded.dtype))
         return loaded
+    values = np.asarray(values)
+    if values.dtype != memref.dtype and is_narrow_float(memref.dtype):
+        values = convert(values, memref.dtype)  # rounds as every other conversion does
     values = np.broadcast_to(np.asarray(values, dtype=memref.dtype), shape)
     if mask is None:
         typed[flat] = values
@@ -299,6 +346,101 @@ def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str) 
              f"between (write after read)", i)
     shadow.writer[byte] = lane
     shadow.initialized[byte] = True
+
+
+def _track_global(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str) -> None:
+    """Race-check bookkeeping for one global access (see the module docstring).
+    `flat` is (1, ...) when every lane accesses the same elements."""
+    wg, buffer, itemsize = frame.wg, memref.buffer, memref.dtype.itemsize
+    clock = wg.clock
+    races = buffer.races
+    if races is None:
+        aligned = memref.byte_shift % itemsize == 0 and buffer.raw.size % itemsize == 0
+        races = buffer.races = GlobalRaces(buffer.raw.size, itemsize if aligned else 1)
+    if itemsize % races.granule or memref.byte_shift % races.granule:
+        races.to_bytes()
+    every_lane = flat.shape[0] == 1 and wg.threads > 1  # lane-uniform: all lanes, same place
+    lanes = np.broadcast_to(INDEX.type(0) if flat.shape[0] == 1 else
+                            lane_axis(wg.lanes, flat.ndim), flat.shape)
+    if mask is not None:
+        flat, lanes = flat[mask], lanes[mask]
+    else:
+        flat, lanes = flat.reshape(-1), lanes.reshape(-1)
+    if flat.size == 0:
+        return
+    per_element = itemsize // races.granule
+    first = (memref.byte_shift + flat * itemsize) // races.granule
+    if per_element == 1:
+        units, lane = first, lanes
+    else:
+        units = (first[:, None] + np.arange(per_element)).reshape(-1)
+        lane = np.repeat(lanes, per_element)
+    epoch = clock.epoch
+    stamp = (epoch << _LANE_BITS) | lane
+    other_groups = (clock.launch_first, wg.first_epoch)  # [low, high): earlier workgroups
+
+    def fail(message: str, i: int) -> None:
+        element = int(flat[i // per_element])
+        raise SanitizerError(
+            f"data race: {message} at element {element} (byte {int(units[i]) * races.granule}) "
+            f"of global memory ({buffer.name}), in {wg.describe_lane(int(lane[i]))}", op)
+
+    def in_other_group(epochs: np.ndarray) -> np.ndarray:
+        return (epochs >= other_groups[0]) & (epochs < other_groups[1])
+
+    between = f"in one launch of {clock.kernel} (workgroups are not ordered)"
+    writer = races.writer[units]
+    same_interval = (writer >> _LANE_BITS) == epoch
+    race = same_interval & ((writer & _LANE_MASK) != lane)
+    if race.any():
+        i = int(np.argmax(race))
+        fail(f"lane {int(writer[i]) & _LANE_MASK} wrote and another lane "
+             f"{'reads' if kind == 'load' else 'writes'} with no gpu.barrier between "
+             f"({'read after write' if kind == 'load' else 'write-write'})", i)
+    race = in_other_group(writer >> _LANE_BITS)
+    if race.any():
+        i = int(np.argmax(race))
+        fail(f"workgroup {clock.workgroup_at(int(writer[i]) >> _LANE_BITS)} wrote and workgroup "
+             f"{_group(wg)} {'reads' if kind == 'load' else 'writes'} {between}", i)
+    if kind == "load":
+        reader = races.reader[units]
+        several = ((reader >> _LANE_BITS) == epoch) & ((reader & _LANE_MASK) != lane)
+        races.reader[units] = stamp
+        several |= races.reader[units] != stamp  # two lanes of this access
+        if every_lane:
+            several[:] = True
+        races.several_readers[units[several]] = epoch
+        group = races.reader_group[units]
+        new = group != wg.first_epoch
+        races.other_reader_group[units[new]] = group[new]
+        races.reader_group[units[new]] = wg.first_epoch
+        return
+    reader = races.reader[units]
+    race = ((reader >> _LANE_BITS) == epoch) & (
+        ((reader & _LANE_MASK) != lane) | (races.several_readers[units] == epoch))
+    if race.any():
+        i = int(np.argmax(race))
+        who = int(reader[i]) & _LANE_MASK
+        fail(f"{f'lane {who}' if who != int(lane[i]) else 'several lanes'} read and another lane "
+             "writes with no gpu.barrier between (write after read)", i)
+    for groups in (races.reader_group[units], races.other_reader_group[units]):
+        race = in_other_group(groups)
+        if race.any():
+            i = int(np.argmax(race))
+            fail(f"workgroup {clock.workgroup_at(int(groups[i]))} read and workgroup {_group(wg)} "
+                 f"writes {between}", i)
+    if every_lane:
+        fail("lanes 0 and 1 both write in one op", 0)
+    races.writer[units] = stamp
+    written = races.writer[units]
+    twice = written != stamp  # two lanes of this access, the later one's stamp kept
+    if twice.any():
+        i = int(np.argmax(twice))
+        fail(f"lanes {int(lane[i])} and {int(written[i]) & _LANE_MASK} both write in one op", i)
+
+
+def _group(wg) -> str:
+    return f"({wg.block_id[0]}, {wg.block_id[1]}, {wg.block_id[2]})"
 
 
 # --------------------------------------------------------------------------

@@ -40,6 +40,7 @@ import ml_dtypes
 import numpy as np
 from mlir import ir
 
+from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.emu_core import (
     EmulatorError,
     UnsupportedOp,
@@ -94,7 +95,8 @@ def _items(value: np.ndarray, threads: int, element: np.dtype, per_lane: int) ->
     lanes = np.ascontiguousarray(np.broadcast_to(value, (threads,) + value.shape[1:]))
     if lanes.dtype == np.int32:  # packed 8-bit values, low byte first
         lanes = lanes.view(np.uint8).reshape(threads, -1).view(element)
-    return lanes.reshape(threads, per_lane).astype(element, copy=False)
+    lanes = lanes.reshape(threads, per_lane)
+    return lanes if lanes.dtype == element else convert(lanes, element)
 
 
 @handles("func.call")

@@ -23,9 +23,10 @@ contract(add)/masks; affine.apply/min/max; amdgpu.mfma. Anything else is
 `file:line:col: error: emulator: unsupported op 'x.y'` (an `UnsupportedOp`,
 a `UserError`), found before anything runs.
 
-Memory safety (always: bounds; with `sanitize=True` also LDS shadows): see
-emu_memory. Every violation is a `SanitizerError` naming the op's location,
-the workgroup and the lane.
+Memory safety (always: bounds; with `sanitize=True` also LDS shadows and
+the data-race check on global memory, within a workgroup and between the
+workgroups of a launch): see emu_memory. Every violation is a
+`SanitizerError` naming the op's location, the workgroup and the lane.
 """
 
 from __future__ import annotations
@@ -35,10 +36,12 @@ from mlir import ir
 
 # The op handlers register themselves on import.
 from tilemlir.runtime import emu_arith, emu_control, emu_memory, emu_metax, emu_vector  # noqa: F401
+from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.emu_core import (
     Compiler,
     EmulatorError,
     Frame,
+    RaceClock,
     SanitizerError,
     UnsupportedOp,
     Workgroup,
@@ -95,10 +98,15 @@ class Kernel:
         if min(grid) <= 0 or min(block) <= 0:
             raise EmulatorError(f"empty launch: grid {grid}, block {block}", op)
         c = self.compiler
+        clock = c.clock
+        if clock is not None:
+            clock.start_launch(str(op.attributes["kernel"]))
         for z in range(grid[2]):
             for y in range(grid[1]):
                 for x in range(grid[0]):
                     wg = Workgroup((x, y, z), grid, block, c.wave_size, c.chip, c.sanitize)
+                    if clock is not None:
+                        wg.clock, wg.first_epoch = clock, clock.start_workgroup((x, y, z))
                     frame = Frame(len(c.slots), wg)
                     for slot, value in zip(self.arg_slots, args):
                         frame.vals[slot] = value
@@ -144,7 +152,7 @@ def _launch_func(compiler, op):
     if func is None:
         raise EmulatorError(f"kernel {path} not found", op)
     kernel = Kernel(func, Compiler(compiler.chip, compiler.wave_size, compiler.sanitize,
-                                   compiler.module))
+                                   compiler.module, compiler.clock))
 
     def step(frame):
         vals = frame.vals
@@ -174,7 +182,7 @@ def _bind(value: ir.Value, arg, position: int, entry: str):
         array = np.asarray(arg)
         if array.size != 1:
             raise EmulatorError(f"{where} must be a scalar for {t}")
-        return array.reshape(1).astype(dtype)
+        return convert(array.reshape(1), dtype)  # one rounding, by our definition (dtypes.py)
     raise EmulatorError(f"{where} has unsupported type {t}")
 
 
@@ -196,7 +204,9 @@ def emulate(module, entry: str, args: list, *, wave_size: int = 64, sanitize: bo
         params = list(block.arguments)
         if len(args) != len(params):
             raise EmulatorError(f"@{entry} takes {len(params)} arguments, got {len(args)}")
-        compiler = Compiler(chip, wave_size, sanitize, module_op)
+        # one clock for every launch of the run; the host's own accesses are not tracked
+        compiler = Compiler(chip, wave_size, sanitize, module_op,
+                            RaceClock() if sanitize else None)
         slots = compiler.slots_of(params)
         body = compiler.compile_block(block)
         host = Workgroup((0, 0, 0), (1, 1, 1), (1, 1, 1), wave_size, chip, sanitize)

@@ -17,6 +17,11 @@ Any other output (e.g. after a bias or ReLU epilogue) is compared with the
 float64 re-execution of the same program (`Program(precision="float64")`),
 which measures rounding only; it has no tolerance and is not checked, except
 that a non-finite value where the float64 re-execution is finite fails.
+
+An engine that runs the compiled program (the emulator, the device) is also
+compared, output by output, with the reference engine on the same inputs
+(`compare_engines`, ENGINE_TOLERANCE_TEXT): that is a check for every output,
+GEMM or not.
 """
 
 from __future__ import annotations
@@ -47,6 +52,16 @@ tolerance (GEMM outputs, per element):
   dequantized values. Non-GEMM outputs are compared with a float64 re-execution
   of the program and not checked against a tolerance, except that a non-finite
   value where the float64 re-execution is finite fails."""
+
+ENGINE_TOLERANCE_TEXT = """\
+tolerance (emulator or device vs the reference engine, every output, per element):
+  GEMM outputs: twice the GEMM tolerance (each engine is within it of ref)
+  others: |out - ref_engine| <= 2*E + 2*u_out*|ref_engine| + eta_out
+  E     = max |ref_engine - float64 re-execution| over the output: what rounding
+          the program's types cost on these inputs (the other engine rounds the
+          same operations in the same types, perhaps in another order)
+  2*u_out*|ref_engine| + eta_out: one unit in the last place of the output type
+  Integer outputs must be equal; NaN matches NaN only."""
 
 
 @dataclass(frozen=True)
@@ -180,6 +195,7 @@ class OutputReport:
     worst_ratio: float | None  # max err/tol (GEMM outputs); None when unchecked
     passed: bool
     note: str = ""
+    engine: str = ""  # set when comparing two engines' outputs: the one checked
 
 
 def _gamma(n: int, u: float) -> float:
@@ -205,6 +221,37 @@ def _errors(out: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, float, float]
     return err, max_abs, max_rel
 
 
+def _worst_ratio(err: np.ndarray, tol: np.ndarray) -> float:
+    """max err/tol: a zero tolerance allows no error, a NaN error none either."""
+    ratio = err / np.where(tol > 0, tol, 1.0)
+    ratio = np.where((tol == 0) & (err > 0), np.inf, ratio)
+    ratio = np.where(np.isnan(err), np.inf, ratio)
+    return float(ratio.max(initial=0.0))
+
+
+def compare_engines(param: Parameter, output: np.ndarray, reference: np.ndarray,
+                    shadow: np.ndarray, gemm: GemmOutput | None, inputs: list[np.ndarray],
+                    engine: str) -> OutputReport:
+    """One output of `engine` against the reference engine's on the same inputs,
+    under ENGINE_TOLERANCE_TEXT; `shadow` is the float64 re-execution."""
+    ref = reference.astype(np.float64)
+    err, max_abs, max_rel = _errors(output, ref)
+    if gemm is not None:
+        exact, magnitude, k = gemm.reference(inputs)
+        tol = 2 * tolerance(exact, magnitude, k + 1, gemm.accum, param.element)
+        rule = "twice the GEMM tolerance"
+    else:
+        out = dtypes.ELEMENT_TYPES[param.element]
+        shadow = shadow.astype(np.float64)
+        finite = np.isfinite(ref) & np.isfinite(shadow)
+        rounding = float(np.abs(ref - shadow)[finite].max(initial=0.0))
+        tol = 2 * rounding + 2 * out.unit_roundoff * np.abs(ref) + out.smallest_subnormal
+        rule = f"E = {rounding:.3e}"
+    worst = _worst_ratio(err, tol)
+    return OutputReport(param, f"the reference engine ({rule})", max_abs, max_rel, worst,
+                        worst <= 1.0, engine=engine)
+
+
 def check_output(param: Parameter, output: np.ndarray, shadow: np.ndarray,
                  gemm: GemmOutput | None, inputs: list[np.ndarray], names: list[str]) -> OutputReport:
     """Compares one output with its reference (see the module docstring).
@@ -213,10 +260,7 @@ def check_output(param: Parameter, output: np.ndarray, shadow: np.ndarray,
         ref, magnitude, k = gemm.reference(inputs)
         err, max_abs, max_rel = _errors(output, ref)
         tol = tolerance(ref, magnitude, k + 1, gemm.accum, param.element)
-        ratio = err / np.where(tol > 0, tol, 1.0)
-        ratio = np.where((tol == 0) & (err > 0), np.inf, ratio)
-        ratio = np.where(np.isnan(err), np.inf, ratio)
-        worst = float(ratio.max(initial=0.0))
+        worst = _worst_ratio(err, tol)
         return OutputReport(param, gemm.describe(names, k), max_abs, max_rel, worst, worst <= 1.0)
     shadow = shadow.astype(np.float64)
     err, max_abs, max_rel = _errors(output, shadow)

@@ -6,7 +6,11 @@
 Inputs come from the seed (floats uniform in [-1, 1] rounded to their type,
 i8 over its whole range). Every output (an argument the program writes) is
 compared with a float64 reference; GEMM outputs are checked against the
-tolerance below, and the exit status is 1 when any check fails.
+tolerance below. With --engine emulator (or device) every output is also
+checked against the reference engine's on the same inputs. GPU-level IR
+(gpu.launch_func, no tile ops) runs only in the emulator, under its
+sanitizer, with no oracle to check its outputs. The last line is PASS, FAIL
+or NOT CHECKED (some output had no oracle), exit status 0, 1 or 2.
 """
 
 from __future__ import annotations
@@ -20,22 +24,30 @@ from pathlib import Path
 
 PROG = "tile-run"
 
+NOT_CHECKED = 2  # the exit status of a run that found nothing wrong but left outputs unchecked
+
 _EPILOG_HEAD = """\
-exit status: 0 when every checked output is within tolerance, 1 otherwise or on
-any error (never a Python traceback).
+exit status:
+  0  PASS: every output was checked against a tolerance and is within it
+  1  FAIL: some output is not within its tolerance; or any error, a sanitizer
+     report of the emulator included (never a Python traceback)
+  2  NOT CHECKED: nothing failed, but some output has no oracle: with
+     --engine reference, an output that is not a plain GEMM result; for
+     GPU-level IR (which only the emulator runs, under its sanitizer), every
+     output; or the function writes no argument
 
 """
 
 
 def _parser() -> argparse.ArgumentParser:
     from tilemlir.runtime import ENGINES, PLANNED_ENGINES
-    from tilemlir.runtime.oracle import TOLERANCE_TEXT
+    from tilemlir.runtime.oracle import ENGINE_TOLERANCE_TEXT, TOLERANCE_TEXT
 
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Run a function of a tile IR file on random inputs and compare its outputs "
                     "with a float64 NumPy reference.",
-        epilog=_EPILOG_HEAD + TOLERANCE_TEXT,
+        epilog=_EPILOG_HEAD + TOLERANCE_TEXT + "\n\n" + ENGINE_TOLERANCE_TEXT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
@@ -46,9 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine", default="reference", metavar="ENGINE",
                         help=f"one of {', '.join(engines)} (default reference); 'emulator' compiles "
                              "for --target (or the module's tile.target) and runs the GPU-level IR "
-                             "in the SIMT emulator, also reporting its difference from the "
-                             "reference engine; 'device' compiles for an nvidia target and runs "
-                             "on this machine's GPU")
+                             "in the SIMT emulator under its sanitizer, checking every output "
+                             "against the reference engine too; GPU-level IR as input runs only "
+                             "there (unchecked: no oracle); 'device' compiles for an nvidia "
+                             "target and runs on this machine's GPU")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of the inputs (default 0)")
     parser.add_argument("--save", metavar="DIR",
                         help="write inputs, outputs and references as .npy files plus manifest.json")
@@ -82,11 +95,25 @@ def _entry_name(program, requested: str | None) -> str:
     raise UserError(f"--entry is required: the module has {len(names)} functions ({listed})")
 
 
+def _function_op(module, program, name: str):
+    """The func.func @name at the top of the module."""
+    from mlir import ir
+
+    from tilemlir.diagnostics import UserError
+
+    for op in module.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            return op
+    known = ", ".join(f"@{n}" for n in program.entry_names()) or "none"
+    raise UserError(f"no function @{name} in the module (functions: {known})")
+
+
 def _fmt(x: float) -> str:
     return f"{x:.3e}"
 
 
-def _save(directory: str, params, inputs, outputs, shadows, reports) -> None:
+def _save(directory: str, params, inputs, outputs, shadows, written, reports) -> None:
     """.npy files (fp8/bf16 widened to float32, which is lossless) and a manifest."""
     import numpy as np
 
@@ -109,15 +136,16 @@ def _save(directory: str, params, inputs, outputs, shadows, reports) -> None:
             raise UserError(f"cannot write '{path}': {error.strerror or error}") from None
         return name
 
-    by_param = {r.param.index: r for r in reports}
+    by_param = {r.param.index: r for r in reports if not r.engine}
     for p, array in zip(params, inputs):
         stem = f"{p.index}_{re.sub(r'[^A-Za-z0-9_.-]', '_', p.name.lstrip('%'))}"
         entry = {"argument": p.index, "name": p.name, "type": str(p.type),
                  "input": write(f"{stem}.input.npy", array)}
         if dtypes.is_narrow_float(array.dtype):
             entry["stored_as"] = f"float32 (exact); restore with .astype(ml_dtypes.{array.dtype.name})"
-        if p.index in by_param:
+        if p.index in written:
             entry["output"] = write(f"{stem}.output.npy", outputs[p.index])
+        if p.index in by_param:
             entry["float64_reexecution"] = write(f"{stem}.float64.npy", shadows[p.index])
             entry["compared_with"] = by_param[p.index].reference
         manifest.append(entry)
@@ -127,30 +155,45 @@ def _save(directory: str, params, inputs, outputs, shadows, reports) -> None:
 def run(argv: list[str]) -> int:
     import numpy as np
 
-    from tilemlir.runtime import check_engine, load_module, run_emulator
+    from tilemlir.runtime import (
+        check_engine,
+        is_gpu_level,
+        load_module,
+        require_tile_level,
+        run_emulator,
+    )
     from tilemlir.runtime.arguments import bind, parameters, random_arguments, written_parameters
     from tilemlir.runtime.dtypes import convert, is_float_dtype
-    from tilemlir.runtime.oracle import check_output, gemm_outputs
+    from tilemlir.runtime.oracle import check_output, compare_engines, gemm_outputs
     from tilemlir.runtime.reference import Program, RunError
 
     options = _parse_args(argv)
     check_engine(options.engine)
     try:
         module, source = load_module(Path(options.input))
+        gpu_level = is_gpu_level(module)
+        if options.engine == "reference":
+            require_tile_level(module)
         program = Program(module, source=source)
         entry = _entry_name(program, options.entry)
-        function = program.function(entry)
-        params = parameters(function.op, program.dtype_of, source)
+        # GPU-level IR is not compiled for the reference engine: only its entry is needed
+        function_op = _function_op(module, program, entry) if gpu_level else \
+            program.function(entry).op
+        params = parameters(function_op, program.dtype_of, source)
         inputs = random_arguments(params, options.seed)
-        outputs = [x.copy() for x in inputs]
-        started = time.perf_counter()
-        program.call(entry, bind(params, outputs, entry))
-        elapsed = time.perf_counter() - started
-        reference_outputs = None
-        if options.engine in ("emulator", "device"):
-            # The emulator's results are the ones checked; the reference
-            # engine's, on the same inputs, are what they are compared with too.
-            reference_outputs = outputs
+        reference_outputs = shadows = None
+        if not gpu_level:  # the reference engine and the float64 re-execution
+            reference_outputs = [x.copy() for x in inputs]
+            started = time.perf_counter()
+            program.call(entry, bind(params, reference_outputs, entry))
+            elapsed = time.perf_counter() - started
+            ideal = Program(module, source=source, precision="float64")
+            shadows = [convert(x, np.float64) if is_float_dtype(x.dtype) else x.copy()
+                       for x in inputs]
+            ideal.call(entry, bind(parameters(function_op, ideal.dtype_of, source), shadows, entry))
+        if options.engine == "reference":
+            outputs, reference_outputs = reference_outputs, None
+        else:
             outputs = [x.copy() for x in inputs]
             started = time.perf_counter()
             if options.engine == "device":
@@ -160,34 +203,38 @@ def run(argv: list[str]) -> int:
             else:
                 run_emulator(module, entry, outputs, options.target)
             elapsed = time.perf_counter() - started
-
-        ideal = Program(module, source=source, precision="float64")
-        shadows = [convert(x, np.float64) if is_float_dtype(x.dtype) else x.copy() for x in inputs]
-        ideal.call(entry, bind(parameters(function.op, ideal.dtype_of, source), shadows, entry))
     except RunError as error:
         sys.stderr.write(error.formatted())
         return 1
 
-    written = written_parameters(function.op)
+    written = written_parameters(function_op)
     written |= {i for i, (x, y) in enumerate(zip(inputs, outputs))
                 if not np.array_equal(x, y, equal_nan=is_float_dtype(x.dtype))}
-    gemms = gemm_outputs(function.op)
+    gemms = gemm_outputs(function_op)
     print(f"{PROG}: {options.input} @{entry}, engine {options.engine}, seed {options.seed}")
     for p in params:
         role = "output" if p.index in written else "input"
         print(f"  argument {p.index} {p.name}: {p.type} ({role})")
-    print(f"  ran in {elapsed:.2f} s")
+    sanitized = " under the sanitizer (bounds, LDS and global-memory races, uninitialized LDS): " \
+        "no violation" if options.engine == "emulator" else ""
+    print(f"  ran in {elapsed:.2f} s{sanitized}")
     names = [p.name for p in params]
-    reports = [check_output(p, outputs[p.index], shadows[p.index], gemms.get(p.index), inputs, names)
-               for p in params if p.index in written]
+    outputs_written = [p for p in params if p.index in written]
+    reports = []
     if reference_outputs is not None:
-        for p in params:
-            if p.index in written:
-                difference = np.abs(convert(outputs[p.index], np.float64)
-                                    - convert(reference_outputs[p.index], np.float64))
-                print(f"  {p.name}: {options.engine} vs reference engine: max abs difference "
-                      f"{_fmt(float(np.nanmax(difference)) if difference.size else 0.0)}")
+        for p in outputs_written:
+            r = compare_engines(p, outputs[p.index], reference_outputs[p.index], shadows[p.index],
+                                gemms.get(p.index), inputs, options.engine)
+            reports.append(r)
+            print(f"  {p.name}: {options.engine} vs reference engine: max abs difference "
+                  f"{_fmt(r.max_abs)}, worst difference/tolerance {r.worst_ratio:.3f}: "
+                  f"{'PASS' if r.passed else 'FAIL'}")
+    if shadows is not None:
+        reports += [check_output(p, outputs[p.index], shadows[p.index], gemms.get(p.index),
+                                 inputs, names) for p in outputs_written]
     for r in reports:
+        if r.engine:
+            continue
         verdict = "PASS" if r.passed else "FAIL"
         if r.passed and r.worst_ratio is None:
             verdict = "not checked"
@@ -196,16 +243,33 @@ def run(argv: list[str]) -> int:
         if r.worst_ratio is not None:
             line += f", worst err/tolerance {r.worst_ratio:.3f}"
         print(f"{line}: {verdict}" + (f" ({r.note})" if r.note else ""))
-    if not reports:
+    if gpu_level:
+        for p in outputs_written:
+            print(f"  {p.name}: not checked (no float64 oracle for GPU-level IR, and the "
+                  "reference engine does not run it)")
+    if not outputs_written:
         print("  no outputs: the function writes none of its arguments")
     if options.save:
-        _save(options.save, params, inputs, outputs, shadows, reports)
+        _save(options.save, params, inputs, outputs, shadows, written, reports)
         print(f"  saved inputs and outputs to {options.save}/")
     failed = [r for r in reports if not r.passed]
-    checked = sum(1 for r in reports if r.worst_ratio is not None)
-    print(f"{'FAIL' if failed else 'PASS'}: {checked} output(s) checked against a tolerance, "
-          f"{len(failed)} failed")
-    return 1 if failed else 0
+    checked = {r.param.index for r in reports if r.worst_ratio is not None}
+    unchecked = [p.name for p in outputs_written if p.index not in checked]
+    summary = f"{len(checked)} output(s) checked against a tolerance, {len(failed)} failed"
+    if failed:
+        print(f"FAIL: {summary}")
+        return 1
+    if unchecked or not outputs_written:
+        if not outputs_written:
+            why = "no output to check"
+        elif gpu_level:
+            why = f"no float64 oracle for GPU-level IR ({', '.join(unchecked)})"
+        else:
+            why = f"no float64 oracle for {', '.join(unchecked)} (not a plain GEMM result)"
+        print(f"NOT CHECKED: {why}; {summary}")
+        return NOT_CHECKED
+    print(f"PASS: {summary}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

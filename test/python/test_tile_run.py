@@ -1,0 +1,85 @@
+"""tile-run's verdicts and exit statuses (0 PASS, 1 FAIL or error, 2 NOT
+CHECKED), and the tolerance between two engines' outputs that makes every
+output of an emulator run a checked one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tilemlir.runtime import load_module
+from tilemlir.runtime.arguments import bind, parameters, random_arguments
+from tilemlir.runtime.dtypes import convert
+from tilemlir.runtime.oracle import compare_engines
+from tilemlir.runtime.reference import Program
+from tilemlir.tools.tile_run import NOT_CHECKED, main
+
+INPUTS = "test/Runtime/Inputs"
+
+
+@pytest.mark.parametrize("args,status,last", [
+    # a GEMM output: checked against float64
+    ([f"{INPUTS}/gemm_fp8_64x200x96.mlir"], 0, "PASS: 1 output(s) checked"),
+    # one that skips a K tile: outside the tolerance
+    ([f"{INPUTS}/gemm_fp8_wrong.mlir"], 1, "FAIL: 1 output(s) checked against a tolerance, 1 failed"),
+    # a softmax has no float64 oracle: it ran, nothing was checked
+    ([f"{INPUTS}/softmax.mlir"], NOT_CHECKED, "NOT CHECKED: no float64 oracle for %Y"),
+    # hand-written GPU-level IR runs in the emulator, with no oracle at all
+    (["examples/gpu/mfma_fp8_gfx942.mlir", "--engine", "emulator"], NOT_CHECKED,
+     "NOT CHECKED: no float64 oracle for GPU-level IR (%c)"),
+    # the emulator's result is checked against the reference engine's as well
+    ([f"{INPUTS}/gemm_i8.mlir", "--engine", "emulator", "--target", "amdgpu:gfx942"], 0,
+     "PASS: 1 output(s) checked"),
+])
+def test_exit_status_and_last_line(repo, monkeypatch, capsys, args, status, last):
+    monkeypatch.chdir(repo)
+    assert main(args) == status
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-1].startswith(last), lines[-1]
+    assert not any(line.startswith("PASS") for line in lines[:-1])
+
+
+@pytest.mark.parametrize("args,error", [
+    (["examples/gpu/mfma_fp8_gfx942.mlir"], "the reference engine runs tile-level IR"),
+    ([f"{INPUTS}/gpu_race.mlir", "--engine", "emulator"],
+     "data race: workgroup (0, 0, 0) wrote and workgroup (1, 0, 0) writes"),
+])
+def test_gpu_level_errors(repo, monkeypatch, capsys, args, error):
+    monkeypatch.chdir(repo)
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert error in captured.err and "PASS" not in captured.out
+
+
+def _softmax(repo):
+    """(parameter of %Y, inputs, reference engine's outputs, float64 re-execution's)."""
+    module, source = load_module(repo / INPUTS / "softmax.mlir")
+    program, ideal = Program(module, source=source), Program(module, source=source,
+                                                              precision="float64")
+    params = parameters(program.function("softmax").op, program.dtype_of, source)
+    inputs = random_arguments(params, 0)
+    outputs = [x.copy() for x in inputs]
+    program.call("softmax", bind(params, outputs, "softmax"))
+    shadows = [convert(x, np.float64) for x in inputs]
+    ideal.call("softmax", bind(parameters(program.function("softmax").op, ideal.dtype_of, source),
+                               shadows, "softmax"))
+    return params[1], inputs, outputs[1], shadows[1]
+
+
+def test_engines_agreeing_to_a_unit_in_the_last_place_pass(repo):
+    param, inputs, reference, shadow = _softmax(repo)
+    other = np.nextafter(reference, np.float16(np.inf))  # every element one ulp up
+    report = compare_engines(param, other, reference, shadow, None, inputs, "emulator")
+    assert report.passed and 0 < report.worst_ratio <= 1.0
+    assert report.reference.startswith("the reference engine (E = ")
+
+
+def test_an_engine_off_by_more_than_rounding_fails(repo):
+    param, inputs, reference, shadow = _softmax(repo)
+    other = reference.copy()
+    other[3, 5] = np.float16(float(reference[3, 5]) * 1.01)  # ~10 ulps of f16 at one element
+    report = compare_engines(param, other, reference, shadow, None, inputs, "emulator")
+    assert not report.passed and report.worst_ratio > 1.0
+    other[3, 5] = np.float16(np.nan)
+    assert compare_engines(param, other, reference, shadow, None, inputs, "emulator").worst_ratio \
+        == np.inf
