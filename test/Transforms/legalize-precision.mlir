@@ -1,6 +1,6 @@
-// fp8 encodings per chip: FNUZ on gfx942, OCP on gfx950, f16 on gfx90a (no fp8).
+// fp8 encodings per chip: FNUZ on gfx942, OCP on gfx950 (FNUZ rounded only when allowed), f16 on gfx90a (no fp8).
 // RUN: tile-opt %s --target=amdgpu:gfx942 -p 'tile-tiling,tile-legalize-precision' | filecheck %s --check-prefix=GFX942
-// RUN: tile-opt %s --target=amdgpu:gfx950 -p 'tile-tiling,tile-legalize-precision' | filecheck %s --check-prefix=GFX950
+// RUN: tile-opt %s --target=amdgpu:gfx950 -p 'tile-tiling,tile-legalize-precision{allow-fp8-rounding=true}' | filecheck %s --check-prefix=GFX950
 // RUN: tile-opt %s --target=amdgpu:gfx90a -p 'tile-tiling,tile-legalize-precision' | filecheck %s --check-prefix=GFX90A
 // RUN: tile-opt %s --target=amdgpu:gfx942 -p 'tile-tiling,tile-legalize-precision{fp8-fallback=f16}' | filecheck %s --check-prefix=F16
 

@@ -168,3 +168,36 @@ def test_emulator_refuses_gather_into_rows_that_are_not_contiguous():
     with make_context(), pytest.raises(UnsupportedOp, match="not contiguous"):
         emulate(ir.Module.parse(text), "entry", [np.arange(512, dtype=np.float32),
                                                  np.zeros((32, 16), dtype=np.float32)], chip="gfx950")
+
+
+def test_buffer_span_counts_strides_not_elements():
+    from tilemlir.passes.lower_to_gpu import buffer_span_bytes
+
+    with make_context():
+        dense = ir.MemRefType(ir.Type.parse("memref<64x128xf16>"))
+        strided = ir.MemRefType(ir.Type.parse("memref<64x128xf16, strided<[67108864, 1]>>"))
+        dynamic = ir.MemRefType(ir.Type.parse("memref<64x128xf16, strided<[?, 1]>>"))
+        assert buffer_span_bytes(dense) == 64 * 128 * 2
+        # 16 KiB of elements, but the last one is 8 GiB from the base: a 32-bit
+        # buffer size would wrap to 0 and every load would read zeros.
+        assert buffer_span_bytes(strided) == (63 * 67108864 + 128) * 2
+        assert buffer_span_bytes(dynamic) is None
+        # Rows running backwards from an offset: elements lie below later rows'
+        # base, which unsigned 32-bit buffer offsets cannot reach.
+        backwards = ir.MemRefType(ir.Type.parse(
+            "memref<64x128xf16, strided<[-67108864, 1], offset: 4227858432>>"))
+        assert buffer_span_bytes(backwards) is None
+
+
+@pytest.mark.parametrize("strided", [
+    "memref<64x128xf16, strided<[67108864, 1]>>",
+    "memref<64x128xf16, strided<[-67108864, 1], offset: 4227858432>>",
+])
+def test_operand_spanning_more_than_2_gib_keeps_the_register_path(strided):
+    # A's rows are 2^26 elements apart: 64 x 128 f16 elements, spread over 8 GiB.
+    text = gemm_text(64, 64, 128, "f16", "f16").replace("memref<64x128xf16>", strided)
+    assert strided in text
+    gpu = lowered(text)
+    casts = [line for line in gpu.splitlines() if "amdgpu.fat_raw_buffer_cast" in line]
+    assert casts and all("67108864" not in line for line in casts), casts  # B still goes direct
+    assert "amdgpu.gather_to_lds" in gpu

@@ -35,6 +35,23 @@ class GemmShape:
     transpose_b: bool
 
 
+def element_span(memref: ir.MemRefType) -> tuple[int, int] | None:
+    """[lowest, highest] element offset from the base that a static memref
+    reaches, strides of either sign and the layout offset included; None when
+    a size, stride or offset is dynamic (or the layout is not strided)."""
+    try:
+        strides, offset = memref.get_strides_and_offset()
+    except (ValueError, RuntimeError):
+        return None
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    if not memref.has_static_shape or dynamic in (*strides, offset):
+        return None
+    if 0 in memref.shape:
+        return offset, offset - 1  # no element: an empty span
+    reach = [(extent - 1) * stride for extent, stride in zip(memref.shape, strides)]
+    return offset + sum(min(0, r) for r in reach), offset + sum(max(0, r) for r in reach)
+
+
 def memref_of(value: ir.Value) -> ir.MemRefType:
     return ir.MemRefType(value.type)
 
@@ -104,6 +121,37 @@ def physical_shared_shape(alloc: ir.Operation) -> list[int]:
     return shape
 
 
+def position_text(op: ir.Operation) -> str:
+    """Where `op` is, as file:line:col (or its location as printed)."""
+    from tilemlir.diagnostics import file_position
+
+    file, line, col = file_position(op.location)
+    return f"{file}:{line}:{col}" if line else str(op.location)
+
+
+def shared_buffer_text(alloc: ir.Operation) -> str:
+    """A tile.alloc_shared as a reader finds it: its type and position."""
+    memref_type = ir.MemRefType(alloc.results[0].type)
+    shape = "x".join(str(d) for d in memref_type.shape)
+    return f"the {shape}x{memref_type.element_type} tile.alloc_shared at {position_text(alloc)}"
+
+
+def lds_breakdown(entries: list[tuple[ir.Operation, int]]) -> tuple[int, str, ir.Operation]:
+    """For (tile.alloc_shared, copies) pairs: the bytes of LDS they need, a
+    per-buffer account (stages, padding), and the buffer that needs the most."""
+    parts, total, largest, most = [], 0, entries[0][0], -1
+    for alloc, copies in entries:
+        one = physical_shared_bytes(alloc)
+        pad = shared_layout(alloc).pad
+        padded = f", rows padded by {pad} elements" if pad else ""
+        staged = f"{copies} stages x {one} = {copies * one}" if copies > 1 else f"{one}"
+        parts.append(f"{shared_buffer_text(alloc)}: {staged} bytes{padded}")
+        total += copies * one
+        if copies * one > most:
+            largest, most = alloc, copies * one
+    return total, "; ".join(parts), largest
+
+
 def physical_shared_bytes(alloc: ir.Operation) -> int:
     """LDS bytes of a tile.alloc_shared as stored, padding included."""
     memref_type = ir.MemRefType(alloc.results[0].type)
@@ -113,6 +161,40 @@ def physical_shared_bytes(alloc: ir.Operation) -> int:
     element = memref_type.element_type
     bits = element.width if hasattr(element, "width") else 32
     return count * max(1, bits // 8)
+
+
+# Most blocks a launch may have along x, y and z, by family: (limits, source).
+# The descriptors have no field for it yet; these are the published or, where
+# none is published, the most conservative values.
+GRID_LIMITS = {
+    "nvidia": ((2 ** 31 - 1, 65535, 65535),
+               "CUDA C++ Programming Guide, compute capabilities table: grid x 2^31-1, y and z 65535"),
+    # HIP's hipDeviceProp_t.maxGridSize differs between ROCm versions (ROCm/clr
+    # hipamd/src/hip_device.cpp: (INT32_MAX, UINT16_MAX, UINT16_MAX) in some,
+    # INT32_MAX or UINT32_MAX for all in others): the lowest, conservatively.
+    "amdgpu": ((2 ** 31 - 1, 65535, 65535),
+               "HIP's maxGridSize, the lowest any ROCm version reports (conservative)"),
+    # MetaX publishes no limit; MACA's launch API follows CUDA's, so CUDA's values.
+    "metax": ((2 ** 31 - 1, 65535, 65535), "unpublished for MetaX: CUDA's limits assumed"),
+}
+# AMD's dispatch packet counts the grid in work-items, 32 bits per dimension
+# (HSA Platform System Architecture Specification 1.2, hsa_kernel_dispatch_packet_t.grid_size_x).
+WORK_ITEMS_PER_DIMENSION = {"amdgpu": 2 ** 32 - 1}
+
+
+def grid_problem(grid: list[int], threads: int, target) -> str | None:
+    """Why `target` cannot launch this grid (blocks along x, y, z; `threads`
+    along x in each), or None."""
+    limits, source = GRID_LIMITS.get(target.family, GRID_LIMITS["metax"])
+    for axis, extent, most in zip("xyz", grid, limits):
+        if extent > most:
+            return (f"{extent} blocks along {axis}, {target.name} launches at most {most} ({source})")
+    most_items = WORK_ITEMS_PER_DIMENSION.get(target.family)
+    if most_items is not None and grid and grid[0] * threads > most_items:
+        return (f"{grid[0]} blocks of {threads} threads along x are {grid[0] * threads} work-items, "
+                f"{target.name} launches at most {most_items} per dimension (the dispatch packet's "
+                "32-bit grid size)")
+    return None
 
 
 def kernel_threads(kernel: ir.Operation) -> int:

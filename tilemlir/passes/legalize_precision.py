@@ -7,8 +7,12 @@ Mixed precision is explicit after this pass:
   A gemm operand staged through shared memory in the other encoding is
   converted by its global->shared copy (tile.copy converts element types,
   rounding to nearest even):
-  - FNUZ -> OCP (e.g. on gfx950): every FNUZ value is representable except the
-    smallest FNUZ subnormals, which round to nearest even; done by default;
+  - FNUZ -> OCP (e.g. on gfx950): not exact: OCP's exponent bias is one
+    lower, so the FNUZ values below OCP's smallest normal with an odd last
+    mantissa bit (16 of E4M3FNUZ's encodings, 8 of E5M2FNUZ's) would round.
+    An error by default, with the fixes in the message: convert the inputs,
+    `fp8-fallback=f16` to compute exactly in f16, or `allow-fp8-rounding`
+    to accept the rounding;
   - OCP -> FNUZ (e.g. on gfx942): OCP E4M3 reaches 448 but E4M3FNUZ only 240,
     so values would saturate; this is an error by default, with the fix in the
     message: convert the inputs, or `fp8-fallback=f16` to compute exactly in f16;
@@ -16,6 +20,8 @@ Mixed precision is explicit after this pass:
     exact in f16) by default.
   Option `fp8-fallback`: `auto` (the rules above), `f16` (always compute fp8
   gemms in f16), `error` (reject any conversion).
+  Option `allow-fp8-rounding` (default false): under `auto`, convert FNUZ
+  operands to OCP and accept the rounding of those small values.
 * **accumulators** are f32 for float inputs and i32 for i8; a narrower one is
   refused unless `allow-narrow-accumulator` (the seed's "wrong results from
   low-precision accumulation" becomes a compile-time error).
@@ -28,9 +34,10 @@ Input invariant: tile-verify holds; gemms to legalize are inside kernels
 among the chip's matrix instruction types (or a diagnostic was emitted).
 
 Options:
-  fp8-fallback=auto|f16|error   allow-narrow-accumulator=false   target=FAMILY:NAME
+  fp8-fallback=auto|f16|error   allow-fp8-rounding=false   allow-narrow-accumulator=false
+  target=FAMILY:NAME
 
-Example (gfx950):
+Example (gfx950, allow-fp8-rounding=true):
 
     %a = "tile.alloc_shared"() : () -> memref<128x64xf8E4M3FNUZ, #shared>
     "tile.copy"(%A, %a, ...)
@@ -57,6 +64,10 @@ CAST_ATTR = "tile.cast"
 FNUZ_TO_OCP = {"f8E4M3FNUZ": "f8E4M3FN", "f8E5M2FNUZ": "f8E5M2"}
 OCP_TO_FNUZ = {v: k for k, v in FNUZ_TO_OCP.items()}
 POLICIES = ("auto", "f16", "error")
+# FNUZ encodings that round when converted to OCP (the values below OCP's
+# smallest normal, 2^-6 for E4M3 and 2^-14 for E5M2, with an odd last mantissa
+# bit); counted with ml_dtypes' float8 types, every encoding converted and back.
+INEXACT_FNUZ_TO_OCP = {"f8E4M3FNUZ": 16, "f8E5M2FNUZ": 8}
 
 
 class Rejected(Exception):
@@ -69,6 +80,7 @@ class TileLegalizePrecision(TilePass):
     summary: ClassVar[str] = "Legal fp8 encodings, wide accumulators and explicit casts for the target"
 
     fp8_fallback: str = "auto"
+    allow_fp8_rounding: bool = False
     allow_narrow_accumulator: bool = False
     target: str = ""
 
@@ -116,7 +128,15 @@ class TileLegalizePrecision(TilePass):
             if t in formats or t not in FP8_KIND:
                 return t
             if t in FNUZ_TO_OCP and FNUZ_TO_OCP[t] in formats and self.fp8_fallback == "auto":
-                return FNUZ_TO_OCP[t]
+                if self.allow_fp8_rounding:
+                    return FNUZ_TO_OCP[t]
+                raise Rejected(
+                    f"tile-legalize-precision: {t} is the FNUZ fp8 encoding, but {target}'s matrix "
+                    f"unit reads {FNUZ_TO_OCP[t]} (OCP), and converting is not exact: "
+                    f"{INEXACT_FNUZ_TO_OCP[t]} of the 256 {t} encodings (small values OCP can only "
+                    f"hold as coarser subnormals) would round; convert the input to {FNUZ_TO_OCP[t]} "
+                    "yourself, compute exactly in f16 with tile-legalize-precision{fp8-fallback=f16}, "
+                    "or accept the rounding with tile-legalize-precision{allow-fp8-rounding=true}")
             if t in OCP_TO_FNUZ and OCP_TO_FNUZ[t] in formats:
                 raise Rejected(
                     f"tile-legalize-precision: {t} is the OCP fp8 encoding, but {target}'s matrix "

@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -76,6 +75,7 @@ from mlir.dialects import amdgpu, arith, gpu, llvm, memref, rocdl, scf, vector
 
 from tilemlir.backends import resolve_target
 from tilemlir.backends.base import is_unknown
+from tilemlir.backends.symbols import kernel_symbol
 from tilemlir.diagnostics import UserError
 from tilemlir.irutil import walk
 from tilemlir.lds_banks import SWIZZLE_CHUNK_BYTES
@@ -88,9 +88,11 @@ from tilemlir.passes.common import (
     MmaChoice,
     SharedLayout,
     copy_vector_width,
+    element_span,
+    grid_problem,
     kernel_grid,
     kernel_threads,
-    physical_shared_bytes,
+    lds_breakdown,
     physical_shared_shape,
     shared_layout,
     warp_grid_of,
@@ -703,7 +705,8 @@ class KernelEmitter:
                 isinstance(owner, ir.OpView | ir.Operation) and owner.name == "memref.subview"
                 and owner.operands[0] in self.shared) or self.layouts[owner.operands[0]].transposed:
             return None
-        if math.prod(src_type.shape) * bit_width(src_type.element_type) // 8 >= 2 ** 31:
+        span = buffer_span_bytes(src_type)
+        if span is None or span >= 2 ** 31:
             return None  # buffer offsets are 32-bit: larger tensors keep the register path
         stored = ir.MemRefType(self.shared[owner.operands[0]].type)
         if stored.shape[0] < 2:
@@ -868,6 +871,17 @@ def store_tile_block(values: list[ir.Value], dst: ir.Value, row: ir.Value, col: 
         vector.StoreOp(column, dst, [add(col, i), row])
 
 
+def buffer_span_bytes(memref_type: ir.MemRefType) -> int | None:
+    """Bytes from a memref's base to one past its last element, strides and
+    offset included (what a buffer resource of it must cover: the element
+    count understates a strided view), or None when not static or when an
+    element lies below the base (a negative stride: buffer offsets are unsigned)."""
+    span = element_span(memref_type)
+    if span is None or span[0] < 0 or any(s < 0 for s in memref_type.get_strides_and_offset()[0]):
+        return None
+    return max(0, span[1] + 1) * max(1, bit_width(memref_type.element_type) // 8)
+
+
 # Loads into LDS by bytes per lane (memory.buffer_load_lds).
 BUFFER_LOAD_LDS = {4: "buffer_load_dword", 12: "buffer_load_dwordx3", 16: "buffer_load_dwordx4"}
 BUFFER_LOAD_LDS_BYTES = {name: size for size, name in BUFFER_LOAD_LDS.items()}
@@ -994,12 +1008,30 @@ class TileLowerToGpu(TilePass):
                 function = function.parent
             by_function.setdefault(ir.StringAttr(function.attributes["sym_name"]).value, []).append(kernel)
         body = module.regions[0].blocks[0]
+        # Emitted names are identifiers whatever the function is called
+        # (backends/symbols.py), and new: not a symbol of the module, nor the
+        # name a function's host launcher takes in C++ (MetaX).
+        taken = set()
+        for op in body.operations:
+            if "sym_name" in op.attributes:
+                symbol = ir.StringAttr(op.attributes["sym_name"]).value
+                taken |= {symbol, kernel_symbol(symbol)}
+
+        def fresh(base: str) -> str:
+            name, suffix = kernel_symbol(base), 0
+            while name in taken:
+                suffix += 1
+                name = kernel_symbol(f"{base}_{suffix}")
+            taken.add(name)
+            return name
+
         for function_name, function_kernels in by_function.items():
             with module.location:
-                gpu_module = gpu.GPUModuleOp(f"{function_name}_kernels", ip=ir.InsertionPoint(body))
+                module_name = fresh(f"{function_name}_kernels")
+                gpu_module = gpu.GPUModuleOp(module_name, ip=ir.InsertionPoint(body))
                 gpu_block = gpu_module.regions[0].blocks.append()
             for index, kernel in enumerate(function_kernels):
-                name = f"{function_name}_kernel{index}"
+                name = fresh(f"{function_name}_kernel{index}")
                 if not self.check_resources(kernel, target, state):
                     continue
                 try:
@@ -1011,7 +1043,7 @@ class TileLowerToGpu(TilePass):
                 except LoweringError as error:
                     state.error(error.op, str(error))
                     continue
-                self.launch(kernel, f"{function_name}_kernels", name, arguments,
+                self.launch(kernel, module_name, name, arguments,
                             emitter.dynamic_shared_bytes, emitter)
                 kernel.erase()
             if state.failed:
@@ -1021,15 +1053,19 @@ class TileLowerToGpu(TilePass):
     def check_resources(kernel: ir.Operation, target, state: PassState) -> bool:
         """Shared memory and threads against the descriptor: the seed article's
         "compiles, then crashes at run time" becomes a compile-time error."""
-        shared = sum(physical_shared_bytes(op) for op in walk(kernel)
-                     if op.name == "tile.alloc_shared")
+        allocs = [(op, 1) for op in walk(kernel) if op.name == "tile.alloc_shared"]
         limit = target.require("memory.shared_bytes_per_workgroup", "the LDS budget")
         ok = True
-        if shared > limit:
+        if allocs and lds_breakdown(allocs)[0] > limit:
+            shared, account, _ = lds_breakdown(allocs)
             state.error(kernel, f"tile-lower-to-gpu: this kernel needs {shared} bytes of LDS, "
-                                f"{target.name} allows {limit}")
+                                f"{target.name} allows {limit}; by buffer: {account}")
             ok = False
         threads = kernel_threads(kernel)
+        too_large = grid_problem(kernel_grid(kernel), threads, target)
+        if too_large is not None:
+            state.error(kernel, f"tile-lower-to-gpu: this kernel's grid is too large: {too_large}")
+            ok = False
 
         # Unpublished (MetaX: third-party figures disagree): the limit cannot be checked.
         most = target.compute.max_threads_per_workgroup

@@ -62,7 +62,7 @@ from tilemlir.backends import resolve_target
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.common import int_attr, physical_shared_bytes
+from tilemlir.passes.common import int_attr, lds_breakdown, position_text, shared_buffer_text
 
 PREFETCH_ATTR = "tile.prefetch"
 PIPELINED_ATTR = "tile.pipelined"
@@ -130,11 +130,15 @@ class TilePipeline(TilePass):
                 destination = op.operands[1]
                 owner = destination.owner
                 if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "tile.alloc_shared":
-                    raise NotPipelinable("a copy's shared destination is not a tile.alloc_shared")
+                    raise NotPipelinable(f"the shared destination of the copy at {position_text(op)} "
+                                         "is not a tile.alloc_shared")
                 if tile.memory_level(op.operands[0].type) != tile.GLOBAL:
-                    raise NotPipelinable("only copies from global memory are prefetched")
+                    raise NotPipelinable(f"the copy at {position_text(op)} into "
+                                         f"{shared_buffer_text(owner.operation)} is not from global "
+                                         "memory; only copies from global memory are prefetched")
                 if destination in buffers:
-                    raise NotPipelinable("a shared buffer is written twice in one iteration")
+                    raise NotPipelinable(f"{shared_buffer_text(owner.operation)} is written twice "
+                                         "in one iteration")
                 copies.append(op)
                 buffers.append(destination)
         if not copies:
@@ -145,7 +149,9 @@ class TilePipeline(TilePass):
         for buffer in buffers:
             for use in buffer.uses:
                 if not _inside(use.owner, loop):
-                    raise NotPipelinable("a shared buffer it fills is also used outside the loop")
+                    raise NotPipelinable(f"{shared_buffer_text(buffer.owner.operation)}, which it "
+                                         f"fills, is also used outside the loop (by {use.owner.name} "
+                                         f"at {position_text(use.owner)})")
         return copies, buffers
 
     def within_budget(self, module, loop, buffers, stages: int, state: PassState) -> bool:
@@ -154,16 +160,29 @@ class TilePipeline(TilePass):
         kernel = loop
         while kernel is not None and kernel.name != "tile.kernel":
             kernel = kernel.parent
-        others = 0
+        others = []
         if kernel is not None:
-            others = sum(physical_shared_bytes(op) for op in walk(kernel)
-                         if op.name == "tile.alloc_shared" and op.results[0] not in buffers)
-        needed = others + stages * sum(physical_shared_bytes(b.owner) for b in buffers)
-        if needed > limit:
-            state.error(loop, f"tile-pipeline: {stages} stages need {needed} bytes of LDS, "
-                              f"{target.name} allows {limit} (use fewer stages or smaller tiles)")
-            return False
-        return True
+            others = [op for op in walk(kernel)
+                      if op.name == "tile.alloc_shared" and op.results[0] not in buffers]
+        staged = [b.owner.operation for b in buffers]
+
+        def needed_with(count: int) -> int:
+            return lds_breakdown([(op, 1) for op in others] + [(op, count) for op in staged])[0]
+
+        needed, account, largest = lds_breakdown([(op, 1) for op in others]
+                                                 + [(op, stages) for op in staged])
+        if needed <= limit:
+            return True
+        fitting = next((s for s in range(stages - 1, 0, -1) if needed_with(s) <= limit), None)
+        if fitting is not None:
+            advice = f"{fitting} stages would fit ({needed_with(fitting)} bytes)"
+        else:
+            advice = (f"fewer stages cannot help (1 stage needs {needed_with(1)} bytes): use smaller "
+                      f"tiles, starting with this one")
+        state.error(largest, f"tile-pipeline: {stages} stages need {needed} bytes of LDS, "
+                             f"{target.name} allows {limit}; {advice}. By buffer: {account} "
+                             f"(the pipelined loop is at {position_text(loop)})")
+        return False
 
     # -- the rewrite ------------------------------------------------------------
 

@@ -57,7 +57,7 @@ from tilemlir.backends import resolve_target
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.common import IN_BOUNDS_ATTR, gemm_shape, int_attr
+from tilemlir.passes.common import IN_BOUNDS_ATTR, gemm_shape, grid_problem, int_attr
 from tilemlir.passes.matrix_cores import core_for
 
 DEFAULT_STAGES = 2
@@ -181,6 +181,13 @@ class TileTiling(TilePass):
             bm, bn, bk = plan.block
             state.error(op, f"tile-tiling: needs {needed} bytes of LDS ({plan.stages} stages x "
                             f"({bm}x{bk} A + {bk}x{bn} B tiles)), {target.name} allows {lds_limit}")
+            return None
+        grid = [ceil_div(shape.n, plan.block[1]), ceil_div(shape.m, plan.block[0])]
+        too_large = grid_problem(grid, plan.threads, target)
+        if too_large is not None:
+            state.error(op, f"tile-tiling: a {shape.m}x{shape.n} C in {plan.block[0]}x{plan.block[1]} "
+                            f"blocks needs a grid of {grid[0]}x{grid[1]} blocks (x: N, y: M): "
+                            f"{too_large}; split the GEMM into several")
             return None
         accum_bytes = element_bytes(shape.accum)
         budget, why = accumulator_register_budget(target)

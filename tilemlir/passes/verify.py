@@ -7,15 +7,25 @@ with a located diagnostic:
 * element types: every tile buffer holds one of DESIGN.md section 3's types;
 * placement: `alloc_*`, `copy` and `reduce` only inside a `tile.kernel`;
   kernels not nested; `tile.num_stages` only on `scf.for`, an integer >= 1;
-* `tile.kernel`: grid of 1 to 3 positive extents, positive `threads`, one
+* attributes before anything reads them: every attribute of a tile op is
+  readable through the bindings (no `array<f16>` grid), and each `tile.*`
+  attribute the passes record (`PASS_ATTRIBUTES`: tile.mma, tile.layout,
+  tile.smem_layout, ...) sits on its op and has its documented form, so a
+  hand-written one is refused here instead of failing inside a pass;
+* `tile.kernel`: grid of 1 to 3 extents from 1 to 2^31-1 (per-target limits:
+  tile-tiling, tile-lower-to-gpu), integer `threads` from 1 to 2^31-1, one
   block whose arguments are one `index` per grid dimension, ending in `gpu.yield`;
+* buffers: identity or strided layouts with a contiguous last dimension;
+  `alloc_*` results have no zero extent;
 * memory spaces: inside a kernel, gemm A/B are shared or fragment and C is a
   fragment; `alloc_shared` makes workgroup memrefs, `alloc_fragment` private
   ones, both of static shape; outside a kernel (the whole-problem form) every
   operand is global;
 * `tile.copy`: at most one side indexed, one index per dimension of that side,
   equal ranks, and equal shapes when neither side is indexed;
-* `tile.gemm`: rank-2 operands whose M, N, K agree under the transposes;
+* `tile.gemm`: rank-2 operands whose M, N, K agree under the transposes and
+  are not 0; C does not alias A or B (same value, or overlapping views of one
+  buffer; distinct function arguments are assumed not to alias);
   `accum_dtype` wide enough (f32 or f64 for float inputs, f64 for f64 inputs,
   i32 for i8) unless `allow-narrow-accumulator`; A and B both float or both
   integer; inside a kernel `accum_dtype` is C's element type;
@@ -47,6 +57,7 @@ from mlir import ir
 from tilemlir.dialects import tile
 from tilemlir.irutil import enclosing, walk
 from tilemlir.passes.base import PassState, TilePass
+from tilemlir.passes.common import element_span
 
 FLOAT_WIDTH = {"f64": 64, "f32": 32, "f16": 16, "bf16": 16,
                "f8E4M3FN": 8, "f8E5M2": 8, "f8E4M3FNUZ": 8, "f8E5M2FNUZ": 8}
@@ -67,11 +78,45 @@ class TileVerify(TilePass):
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         for op in walk(module):
+            # Attributes first: the op checks below (and every later pass) read them.
+            if not self._check_attributes(op, state):
+                continue
             check = _CHECKS.get(op.name)
             if check is not None:
                 check(self, op, state)
             if tile.NUM_STAGES_ATTR in op.attributes:
                 self._check_num_stages(op, state)
+
+    def _check_attributes(self, op: ir.Operation, state: PassState) -> bool:
+        """The `tile.*` attributes the passes record and read (`PASS_ATTRIBUTES`)
+        have their documented form and sit on their op; a tile op's attributes
+        can all be read through the bindings. False after a diagnostic."""
+        ok = True
+        is_tile_op = op.name.startswith("tile.")
+        for name in list(op.attributes):
+            if not (is_tile_op or name.startswith("tile.")):
+                continue
+            try:
+                attr = op.attributes[name]
+            except (TypeError, ValueError):
+                # e.g. array<f16>: the Python bindings cannot represent it, and no pass could read it.
+                wanted = "array<i64: ...>" if name == "grid" else "an attribute the tile passes can read"
+                state.error(op, f"{op.name}: {name} must be {wanted}, got {_describe(op, name)}")
+                ok = False
+                continue
+            rule = PASS_ATTRIBUTES.get(name)
+            if rule is None:
+                continue
+            owners, form, check = rule
+            if op.name not in owners:
+                state.error(op, f"{name} belongs on {' or '.join(owners)}, not on {op.name}")
+                ok = False
+                continue
+            problem = check(attr)
+            if problem is not None:
+                state.error(op, f"{op.name}: {name} must be {form}; {problem}")
+                ok = False
+        return ok
 
     # -- helpers -----------------------------------------------------------
 
@@ -94,6 +139,10 @@ class TileVerify(TilePass):
                             "tile buffers are global, #gpu.address_space<workgroup> or "
                             "#gpu.address_space<private>")
             return None
+        layout_problem = _layout_problem(memref)
+        if layout_problem is not None:
+            state.error(op, f"{op.name}: {role} has layout {memref.layout}: {layout_problem}")
+            return None
         return memref
 
     def _require_kernel(self, op, state: PassState) -> ir.Operation | None:
@@ -108,20 +157,28 @@ class TileVerify(TilePass):
         if self._kernel_of(op) is not None:
             state.error(op, "tile.kernel cannot be nested inside another tile.kernel")
             return
-        try:
-            grid = list(ir.DenseI64ArrayAttr(op.attributes["grid"]))
-        except (ValueError, TypeError):
-            state.error(op, f"tile.kernel: grid must be array<i64: ...>, got {op.attributes['grid']}")
+        grid_attr = op.attributes["grid"]
+        if not isinstance(grid_attr, ir.DenseI64ArrayAttr):
+            state.error(op, f"tile.kernel: grid must be array<i64: ...>, got {grid_attr}")
             return
+        grid = list(grid_attr)
         if not 1 <= len(grid) <= 3:
             state.error(op, f"tile.kernel: grid must have 1 to 3 dimensions, got {len(grid)}")
             return
         if any(extent <= 0 for extent in grid):
             state.error(op, f"tile.kernel: grid extents must be positive, got {grid}")
+        elif any(extent > MAX_GRID_EXTENT for extent in grid):
+            state.error(op, f"tile.kernel: grid extents must be at most 2^31 - 1 = {MAX_GRID_EXTENT} "
+                            f"(no supported GPU launches more blocks along one dimension), got {grid}")
         threads_attr = op.attributes["threads"]
-        threads = ir.IntegerAttr(threads_attr).value
+        if not isinstance(threads_attr, ir.IntegerAttr) or not _is_integer_type(threads_attr.type):
+            state.error(op, f"tile.kernel: threads must be an integer such as 256 : i64, got {threads_attr}")
+            return
+        threads = threads_attr.value
         if threads <= 0:
             state.error(op, f"tile.kernel: threads must be positive, got {threads}")
+        elif threads > MAX_GRID_EXTENT:
+            state.error(op, f"tile.kernel: threads must be at most 2^31 - 1, got {threads}")
         region = op.regions[0]
         blocks = list(region.blocks)
         if len(blocks) != 1:
@@ -139,7 +196,8 @@ class TileVerify(TilePass):
                 state.error(op, f"tile.kernel: block argument #{i} must be index, got {argument.type}")
         operations = list(blocks[0].operations)
         if not operations or operations[-1].name != "gpu.yield":
-            state.error(op, "tile.kernel: the body must end with gpu.yield")
+            state.error(op, "tile.kernel: the body must end with gpu.yield (add `gpu.yield` as its "
+                            "last operation)")
 
     def _check_alloc(self, op: ir.Operation, state: PassState) -> None:
         if self._require_kernel(op, state) is None:
@@ -153,6 +211,9 @@ class TileVerify(TilePass):
             state.error(op, f"{op.name} must produce a memref in {space}, got {memref}")
         if not memref.has_static_shape:
             state.error(op, f"{op.name} needs a static shape, got {shape_str(memref)}")
+        elif 0 in memref.shape:
+            state.error(op, f"{op.name}: the buffer {shape_str(memref)} has no elements; every "
+                            "dimension of a tile buffer must be at least 1")
 
     def _check_fill(self, op: ir.Operation, state: PassState) -> None:
         buffer = self._memref(op, op.operands[0], "the buffer", state)
@@ -242,6 +303,16 @@ class TileVerify(TilePass):
             state.error(op, f"tile.gemm: M of A ({m}) and rows of C ({c.shape[0]}) differ: {layout}")
         if disagree(n, c.shape[1]):
             state.error(op, f"tile.gemm: N of B ({n}) and columns of C ({c.shape[1]}) differ: {layout}")
+        for dim, extent, meaning in (("M", m, "C has no rows"), ("N", n, "C has no columns"),
+                                     ("K", k_a, ("nothing to accumulate, C would be left as it is; "
+                                                 "remove the tile.gemm"))):
+            if extent == 0:
+                state.error(op, f"tile.gemm: {dim} is 0: {meaning} ({layout})")
+        for role, operand in (("A", op.operands[0]), ("B", op.operands[1])):
+            if may_overlap(operand, op.operands[2]):
+                state.error(op, f"tile.gemm: C must not alias {role}: C is written while {role} is "
+                                f"still read, so the result would be wrong; accumulate into a "
+                                "separate buffer")
         self._check_accumulator(op, a, b, c, in_kernel, state)
 
     def _check_accumulator(self, op, a, b, c, in_kernel: bool, state: PassState) -> None:
@@ -307,6 +378,214 @@ class TileVerify(TilePass):
         stages = ir.IntegerAttr(attr).value
         if stages < 1:
             state.error(op, f"{tile.NUM_STAGES_ATTR} must be at least 1, got {stages}")
+
+
+MAX_GRID_EXTENT = 2 ** 31 - 1  # gridDim.x on NVIDIA (CUDA C++ Programming Guide); per-target limits: tile-lower-to-gpu
+
+
+def _is_integer_type(t: ir.Type) -> bool:
+    return isinstance(t, ir.IndexType) or (isinstance(t, ir.IntegerType) and t.width > 1)
+
+
+def _describe(op: ir.Operation, name: str) -> str:
+    """The printed form of an attribute the bindings cannot hand out."""
+    text = str(op)
+    start = text.find(f"{name} = ")
+    if start < 0:
+        return "unprintable"
+    end = start + len(name) + 3
+    depth = 0
+    while end < len(text):
+        ch = text[end]
+        if ch in "<[{(":
+            depth += 1
+        elif ch in ">]})":
+            if depth == 0:
+                break
+            depth -= 1
+        elif ch == "," and depth == 0:
+            break
+        end += 1
+    return text[start + len(name) + 3:end].strip()
+
+
+def _layout_problem(memref: ir.MemRefType) -> str | None:
+    """Why the lowerings cannot address this memref's layout, or None: they
+    take identity or strided<[...]> layouts whose last dimension is contiguous."""
+    layout = memref.layout
+    if isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(memref.rank):
+        return None
+    if not isinstance(layout, ir.StridedLayoutAttr):
+        return "tile buffers take an identity or strided<[...]> layout (write the affine map as strides)"
+    if memref.rank and layout.strides[-1] != 1:
+        return "the last dimension must have stride 1 (use transpose_a/transpose_b for a transposed operand)"
+    return None
+
+
+# Ops that give a view of their first operand's memory: offsets of the view's
+# layout count from the same base (memref.view shifts the base: not comparable).
+VIEW_OPS = ("memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.transpose",
+            "memref.expand_shape", "memref.collapse_shape", "memref.assume_alignment")
+SHIFTING_VIEW_OPS = ("memref.view",)
+
+
+def _root_of(value: ir.Value) -> tuple[ir.Value, bool]:
+    """The buffer `value` is a view of, and whether the view's layout offsets
+    count from that buffer's base."""
+    same_base = True
+    while True:
+        owner = value.owner
+        if not isinstance(owner, ir.OpView | ir.Operation) or (
+                owner.name not in VIEW_OPS and owner.name not in SHIFTING_VIEW_OPS):
+            return value, same_base
+        same_base = same_base and owner.name in VIEW_OPS
+        value = owner.operation.operands[0]
+
+
+# Ops whose result is memory of its own, apart from every other buffer.
+FRESH_BUFFER_OPS = ("tile.alloc_shared", "tile.alloc_fragment", "memref.alloc", "memref.alloca")
+
+
+def _root_kind(value: ir.Value) -> str:
+    owner = value.owner
+    return owner.name if isinstance(owner, ir.OpView | ir.Operation) else "argument"
+
+
+def _distinct_roots(x: ir.Value, y: ir.Value) -> bool:
+    """Whether two different roots are known to be different memory: two
+    arguments (the caller's promise, as for C's restrict), a fresh allocation
+    and any other known root, two globals of different names. Anything else
+    (a select, a call, an argument and a global) may be the same memory."""
+    kinds = (_root_kind(x), _root_kind(y))
+    if kinds == ("argument", "argument"):
+        return True
+    if kinds == ("memref.get_global", "memref.get_global"):
+        return x.owner.attributes["name"] != y.owner.attributes["name"]
+    known = ("argument", "memref.get_global", *FRESH_BUFFER_OPS)
+    return all(kind in known for kind in kinds) and any(kind in FRESH_BUFFER_OPS for kind in kinds)
+
+
+def may_overlap(x: ir.Value, y: ir.Value) -> bool:
+    """Whether two memref values can share an element: views (VIEW_OPS) of
+    one buffer whose element sets meet, or of roots that may be the same
+    memory (`_distinct_roots`)."""
+    (root_x, same_base_x), (root_y, same_base_y) = _root_of(x), _root_of(y)
+    if root_x != root_y:
+        return not _distinct_roots(root_x, root_y)
+    if x == y:
+        return True
+    spans = element_span(ir.MemRefType(x.type)), element_span(ir.MemRefType(y.type))
+    if None in spans or not (same_base_x and same_base_y):
+        return True
+    (first_x, last_x), (first_y, last_y) = spans
+    if last_x < first_y or last_y < first_x:
+        return False
+    boxes = _box(ir.MemRefType(x.type)), _box(ir.MemRefType(y.type))
+    if None in boxes or boxes[0][0] != boxes[1][0]:
+        return True  # the spans meet and the element sets cannot be compared exactly
+    (_, box_x), (_, box_y) = boxes
+    return all(a < d and c < b for (a, b), (c, d) in zip(box_x, box_y))
+
+
+def _box(memref: ir.MemRefType) -> tuple[tuple[int, ...], list[tuple[int, int]]] | None:
+    """(strides, [start, end) per dimension) of a static view whose strides
+    are a row-major radix (each dimension's run fits in the next outer
+    stride), so that elements have unique coordinates; None otherwise."""
+    strides, offset = memref.get_strides_and_offset()
+    if not strides or strides[-1] != 1:
+        return None
+    box, rest = [], offset
+    for i, (extent, stride) in enumerate(zip(memref.shape, strides)):
+        if stride <= 0:
+            return None
+        start, rest = rest // stride, rest % stride
+        if i and start + extent > strides[i - 1] // stride:
+            return None
+        box.append((start, start + extent))
+    return (tuple(strides), box) if rest == 0 else None
+
+
+def _dictionary(required: dict, optional: dict | None = None):
+    """A check of a dictionary attribute: each key's value passes its check."""
+    optional = optional or {}
+
+    def check(attr: ir.Attribute) -> str | None:
+        if not isinstance(attr, ir.DictAttr):
+            return f"got {attr}"
+        for key, entry_check in {**required, **optional}.items():
+            if key not in attr:
+                if key in required:
+                    return f"'{key}' is missing in {attr}"
+                continue
+            problem = entry_check(attr[key])
+            if problem is not None:
+                return f"'{key}': {problem}"
+        return None
+    return check
+
+
+def _positive_i64_array(length: int):
+    def check(attr: ir.Attribute) -> str | None:
+        if not isinstance(attr, ir.DenseI64ArrayAttr) or len(attr) != length or any(v <= 0 for v in attr):
+            return f"got {attr}"
+        return None
+    return check
+
+
+def _integer(minimum: int):
+    def check(attr: ir.Attribute) -> str | None:
+        if not isinstance(attr, ir.IntegerAttr) or not _is_integer_type(attr.type) or attr.value < minimum:
+            return f"got {attr}"
+        return None
+    return check
+
+
+def _of_kind(kind: type, *, equal: str | None = None):
+    def check(attr: ir.Attribute) -> str | None:
+        if not isinstance(attr, kind) or (equal is not None and str(attr) != equal):
+            return f"got {attr}"
+        return None
+    return check
+
+
+def _string_array(length: int):
+    def check(attr: ir.Attribute) -> str | None:
+        if not isinstance(attr, ir.ArrayAttr) or len(attr) != length or not all(
+                isinstance(entry, ir.StringAttr) for entry in attr):
+            return f"got {attr}"
+        return None
+    return check
+
+
+# The attributes passes record and read (tilemlir/passes/common.py names them):
+# name -> (ops it belongs on, its form in words, its check). Present in input
+# (hand-written, or from an earlier run), they are checked before any pass reads them.
+PASS_ATTRIBUTES = {
+    "tile.mma": (("tile.gemm",), '{name = "...", shape = array<i64: m, n, k, blocks>, types = ["a", "b", "c"]}',
+                 _dictionary({"name": _of_kind(ir.StringAttr), "shape": _positive_i64_array(4),
+                              "types": _string_array(3)})),
+    "tile.warp_grid": (("tile.gemm",), "array<i64: waves_m, waves_n> (positive)", _positive_i64_array(2)),
+    "tile.lds_conflicts": (("tile.gemm",), "an integer >= 0", _integer(0)),
+    "tile.layout": (("tile.alloc_fragment",),
+                    '{kind = "mma_accumulator", instruction = array<i64: m, n, k>, warps = array<i64: wm, wn>}',
+                    _dictionary({"kind": _of_kind(ir.StringAttr, equal='"mma_accumulator"'),
+                                 "instruction": _positive_i64_array(3), "warps": _positive_i64_array(2)})),
+    "tile.smem_layout": (("tile.alloc_shared",),
+                         "{transposed = true|false, pad = N >= 0, ...} (tile-infer-layout)",
+                         _dictionary({"transposed": _of_kind(ir.BoolAttr), "pad": _integer(0)},
+                                     {"transpose_read": _of_kind(ir.BoolAttr), "swizzle": _integer(0),
+                                      "conflicts": _integer(0), "unpadded_conflicts": _integer(0),
+                                      "banks": _of_kind(ir.StringAttr)})),
+    "tile.vector_width": (("tile.copy",), "a positive integer", _integer(1)),
+    "tile.in_bounds": (("tile.copy",), "a unit attribute", _of_kind(ir.UnitAttr)),
+    "tile.prefetch": (("tile.copy",), "a unit attribute", _of_kind(ir.UnitAttr)),
+    "tile.cast": (("tile.copy",), '{from = T1, to = T2, rounding = "nearest_even"}',
+                  _dictionary({"from": _of_kind(ir.TypeAttr), "to": _of_kind(ir.TypeAttr),
+                               "rounding": _of_kind(ir.StringAttr, equal='"nearest_even"')})),
+    "tile.pipelined": (("scf.for",), "an integer >= 1", _integer(1)),
+    tile.TARGET_ATTR: (("builtin.module", "func.func"), 'a string such as "amdgpu:gfx942"',
+                       _of_kind(ir.StringAttr)),
+}
 
 
 _CHECKS = {

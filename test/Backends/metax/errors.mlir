@@ -49,13 +49,13 @@ module attributes {tile.target = "metax:xcore1000"} {
       %bK = arith.constant 64 : index
       %num_k = arith.constant 4 : index
       %zero = arith.constant 0.0 : f32
+      // expected-error@below {{3 stages need 98304 bytes of LDS, xcore1000 allows 65536}}
       %A_s = "tile.alloc_shared"() : () -> memref<128x64xf16, #gpu.address_space<workgroup>>
       %B_s = "tile.alloc_shared"() : () -> memref<64x128xf16, #gpu.address_space<workgroup>>
       %C_l = "tile.alloc_fragment"() : () -> memref<128x128xf32, #gpu.address_space<private>>
       "tile.fill"(%C_l, %zero) : (memref<128x128xf32, #gpu.address_space<private>>, f32) -> ()
       %row = arith.muli %by, %bM : index
       %col = arith.muli %bx, %bN : index
-      // expected-error@below {{3 stages need 98304 bytes of LDS, xcore1000 allows 65536}}
       scf.for %ko = %c0 to %num_k step %c1 {
         %k = arith.muli %ko, %bK : index
         "tile.copy"(%A, %A_s, %row, %k) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<256x256xf16>, memref<128x64xf16, #gpu.address_space<workgroup>>, index, index) -> ()

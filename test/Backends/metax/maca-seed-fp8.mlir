@@ -1,12 +1,14 @@
 // The seed's FP8 GEMM (examples/seed_fp8_gemm.mlir, FNUZ inputs) for the C600
-// (xcore1500): the inputs are re-encoded as OCP E4M3FN on the way to shared
+// (xcore1500), with the rounding of FNUZ to OCP asked for
+// (tile-legalize-precision{allow-fp8-rounding}: 16 FNUZ encodings have no OCP
+// value): the inputs are re-encoded as OCP E4M3FN on the way to shared
 // memory (the chip's fp8), and each wave issues 16 fp8 MMAs (4x4 16x16 tiles,
 // one K=32 step) per main-loop iteration, B fragment first; 3 pipeline stages
 // of shared tiles take 24 KiB of the 128 KiB.
 //
-// RUN: tile-compile %examples/seed_fp8_gemm.mlir --target metax:xcore1500 --emit maca | filecheck %s
+// RUN: tile-compile %examples/seed_fp8_gemm.mlir --target metax:xcore1500 --pass-options 'tile-legalize-precision{allow-fp8-rounding=true}' --emit maca | filecheck %s
 // The report says the same as data.
-// RUN: tile-compile %examples/seed_fp8_gemm.mlir --target metax:xcore1500 --emit maca --report -o %t.maca | filecheck %s --check-prefix=REPORT
+// RUN: tile-compile %examples/seed_fp8_gemm.mlir --target metax:xcore1500 --pass-options 'tile-legalize-precision{allow-fp8-rounding=true}' --emit maca --report -o %t.maca | filecheck %s --check-prefix=REPORT
 
 // CHECK: --offload-arch=xcore1500
 // CHECK-LABEL: // kernel mixed_precision_gemm_kernel0: 256 threads; shared memory 24576 bytes (xcore1500 allows 131072); MMA built-ins per main-loop iteration: 16 x __builtin_mxc_mma_16x16x32f8
@@ -20,7 +22,7 @@
 // CHECK: {{^  }}}
 // CHECK: tm_cvt_f32_f16(
 // CHECK-LABEL: extern "C" int mixed_precision_gemm(tm_f8e4m3fnuz* host0, tm_f8e4m3fnuz* host1, tm_f16* host2) {
-// CHECK: mcLaunchKernel(TM_KERNEL(mixed_precision_gemm_kernel0), dim3((unsigned)INT64_C(8), (unsigned)INT64_C(8), (unsigned)INT64_C(1))
+// CHECK: mcLaunchKernel(TM_KERNEL(::mixed_precision_gemm_kernel0), dim3((unsigned)INT64_C(8), (unsigned)INT64_C(8), (unsigned)INT64_C(1))
 
 // REPORT: "target": "metax:xcore1500"
 // REPORT: "shared_bytes": 24576

@@ -592,3 +592,248 @@ func.func @num_stages_not_integer() {
   } {tile.num_stages = "three"}
   return
 }
+
+// -----
+
+// A grid of f16 values is no grid; refused before any pass reads it.
+func.func @grid_of_f16() {
+  // expected-error@below {{tile.kernel: grid must be array<i64: ...>, got array<f16>}}
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    gpu.yield
+  }) {grid = array<f16>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// 2^33 blocks along a dimension: no GPU launches that many (launch sizes are 32-bit).
+func.func @grid_too_large() {
+  // expected-error@below {{tile.kernel: grid extents must be at most 2^31 - 1 = 2147483647}}
+  "tile.kernel"() ({
+  ^bb0(%x: index, %y: index):
+    gpu.yield
+  }) {grid = array<i64: 1, 8589934592>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// A boolean is an i1 IntegerAttr to IRDL, but not a thread count.
+func.func @threads_boolean() {
+  // expected-error@below {{tile.kernel: threads must be an integer such as 256 : i64, got true}}
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = true} : () -> ()
+  return
+}
+
+// -----
+
+// Negative thread counts are refused.
+func.func @threads_negative() {
+  // expected-error@below {{tile.kernel: threads must be positive, got -64}}
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = -64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// A shared buffer without elements has nothing to hold (and crashed the AMD backend).
+func.func @zero_size_shared() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    // expected-error@below {{tile.alloc_shared: the buffer 0x64 has no elements}}
+    %s = "tile.alloc_shared"() : () -> memref<0x64xf16, #gpu.address_space<workgroup>>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// M = 0 would launch a grid with no blocks along y.
+func.func @gemm_zero_m(%A: memref<0x64xf16>, %B: memref<64x64xf16>, %C: memref<0x64xf32>) {
+  // expected-error@below {{tile.gemm: M is 0: C has no rows}}
+  "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<0x64xf16>, memref<64x64xf16>, memref<0x64xf32>) -> ()
+  return
+}
+
+// -----
+
+// N = 0 would launch a grid with no blocks along x.
+func.func @gemm_zero_n(%A: memref<64x64xf16>, %B: memref<64x0xf16>, %C: memref<64x0xf32>) {
+  // expected-error@below {{tile.gemm: N is 0: C has no columns}}
+  "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf16>, memref<64x0xf16>, memref<64x0xf32>) -> ()
+  return
+}
+
+// -----
+
+// K = 0: C += (nothing); said plainly instead of a failure deeper in the pipeline.
+func.func @gemm_zero_k(%A: memref<64x0xf16>, %B: memref<0x64xf16>, %C: memref<64x64xf32>) {
+  // expected-error@below {{tile.gemm: K is 0: nothing to accumulate, C would be left as it is; remove the tile.gemm}}
+  "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x0xf16>, memref<0x64xf16>, memref<64x64xf32>) -> ()
+  return
+}
+
+// -----
+
+// C written while A is read: the product would read its own partial sums.
+func.func @gemm_c_is_a(%A: memref<64x64xf32>, %B: memref<64x64xf32>) {
+  // expected-error@below {{tile.gemm: C must not alias A}}
+  "tile.gemm"(%A, %B, %A) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf32>, memref<64x64xf32>, memref<64x64xf32>) -> ()
+  return
+}
+
+// -----
+
+// C and B are overlapping views of one buffer.
+func.func @gemm_c_overlaps_b(%A: memref<64x64xf32>, %X: memref<64x128xf32>) {
+  %b = memref.subview %X[0, 0] [64, 64] [1, 1] : memref<64x128xf32> to memref<64x64xf32, strided<[128, 1]>>
+  %c = memref.subview %X[0, 32] [64, 64] [1, 1] : memref<64x128xf32> to memref<64x64xf32, strided<[128, 1], offset: 32>>
+  // expected-error@below {{tile.gemm: C must not alias B}}
+  "tile.gemm"(%A, %b, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf32>, memref<64x64xf32, strided<[128, 1]>>, memref<64x64xf32, strided<[128, 1], offset: 32>>) -> ()
+  return
+}
+
+// -----
+
+// C may be A or B: a select of memrefs is not known to be fresh memory.
+func.func @gemm_c_selected(%A: memref<64x64xf32>, %B: memref<64x64xf32>, %c: i1) {
+  %C = arith.select %c, %A, %B : memref<64x64xf32>
+  // expected-error@+2 {{tile.gemm: C must not alias A}}
+  // expected-error@below {{tile.gemm: C must not alias B}}
+  "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf32>, memref<64x64xf32>, memref<64x64xf32>) -> ()
+  return
+}
+
+// -----
+
+// Two memref.get_global of one global are one buffer; an argument may be
+// that global too.
+memref.global "private" @buf : memref<64x64xf32> = uninitialized
+func.func @gemm_c_same_global(%B: memref<64x64xf32>) {
+  %A = memref.get_global @buf : memref<64x64xf32>
+  %C = memref.get_global @buf : memref<64x64xf32>
+  // expected-error@+2 {{tile.gemm: C must not alias A}}
+  // expected-error@below {{tile.gemm: C must not alias B}}
+  "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf32>, memref<64x64xf32>, memref<64x64xf32>) -> ()
+  return
+}
+
+// -----
+
+// A C in fragment registers aliasing A in the kernel form.
+func.func @gemm_fragment_c_is_a() {
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    %b = "tile.alloc_shared"() : () -> memref<64x64xf32, #gpu.address_space<workgroup>>
+    %f = "tile.alloc_fragment"() : () -> memref<64x64xf32, #gpu.address_space<private>>
+    // expected-error@below {{tile.gemm: C must not alias A}}
+    "tile.gemm"(%f, %b, %f) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf32, #gpu.address_space<private>>, memref<64x64xf32, #gpu.address_space<workgroup>>, memref<64x64xf32, #gpu.address_space<private>>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// An affine-map layout cannot be addressed by the lowerings (it was an internal error on nvidia).
+func.func @affine_map_layout(%A: memref<64x64xf16, affine_map<(d0, d1) -> (d1, d0)>>, %B: memref<64x64xf16>, %C: memref<64x64xf32>) {
+  // expected-error@below {{tile.gemm: A has layout affine_map<(d0, d1) -> (d1, d0)>: tile buffers take an identity or strided<[...]> layout}}
+  "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf16, affine_map<(d0, d1) -> (d1, d0)>>, memref<64x64xf16>, memref<64x64xf32>) -> ()
+  return
+}
+
+// -----
+
+// A column-major operand (last stride not 1) is what transpose_a is for.
+func.func @non_unit_last_stride(%A: memref<64x64xf16, strided<[1, 64]>>, %B: memref<64x64xf16>, %C: memref<64x64xf32>) {
+  // expected-error@below {{tile.gemm: A has layout strided<[1, 64]>: the last dimension must have stride 1}}
+  "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf16, strided<[1, 64]>>, memref<64x64xf16>, memref<64x64xf32>) -> ()
+  return
+}
+
+// -----
+
+// A hand-written tile.layout must have the form tile-infer-layout writes (was an internal error).
+func.func @malformed_layout() {
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    // expected-error@below {{tile.alloc_fragment: tile.layout must be {kind = "mma_accumulator", instruction = array<i64: m, n, k>, warps = array<i64: wm, wn>}; 'instruction': got array<i64: 16, 16>}}
+    %f = "tile.alloc_fragment"() {tile.layout = {kind = "mma_accumulator", instruction = array<i64: 16, 16>, warps = array<i64: 2, 2>}} : () -> memref<64x64xf32, #gpu.address_space<private>>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// tile.mma is a dictionary naming the instruction, not a number.
+func.func @malformed_mma(%A: memref<64x64xf16>, %B: memref<64x64xf16>, %C: memref<64x64xf32>) {
+  // expected-error@below {{tile.gemm: tile.mma must be {name = "...", shape = array<i64: m, n, k, blocks>, types = ["a", "b", "c"]}; got 3 : i64}}
+  "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false, tile.mma = 3} : (memref<64x64xf16>, memref<64x64xf16>, memref<64x64xf32>) -> ()
+  return
+}
+
+// -----
+
+// tile.smem_layout describes a shared buffer; on a fragment no pass would read it.
+func.func @smem_layout_on_fragment() {
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    // expected-error@below {{tile.smem_layout belongs on tile.alloc_shared, not on tile.alloc_fragment}}
+    %f = "tile.alloc_fragment"() {tile.smem_layout = {transposed = false, pad = 0}} : () -> memref<64x64xf32, #gpu.address_space<private>>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// A negative row padding would shrink the stored rows.
+func.func @smem_layout_negative_pad() {
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    // expected-error@below {{tile.alloc_shared: tile.smem_layout must be {transposed = true|false, pad = N >= 0, ...} (tile-infer-layout); 'pad': got -8 : i64}}
+    %s = "tile.alloc_shared"() {tile.smem_layout = {transposed = false, pad = -8}} : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// The copy width is a positive number of elements.
+func.func @zero_vector_width(%A: memref<64x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    %s = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    // expected-error@below {{tile.copy: tile.vector_width must be a positive integer; got 0 : i64}}
+    "tile.copy"(%A, %s) {operandSegmentSizes = array<i32: 1, 1, 0, 0>, tile.vector_width = 0} : (memref<64x64xf16>, memref<64x64xf16, #gpu.address_space<workgroup>>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// The module's target is a string such as "amdgpu:gfx942".
+// expected-error@below {{builtin.module: tile.target must be a string such as "amdgpu:gfx942"; got 942 : i64}}
+module attributes {tile.target = 942} {
+}
+
+// -----
+
+// Accepted: C and B are disjoint views of one buffer (columns 0-63 and 64-127).
+func.func @gemm_disjoint_views(%A: memref<64x64xf32>, %X: memref<64x128xf32>) {
+  %b = memref.subview %X[0, 0] [64, 64] [1, 1] : memref<64x128xf32> to memref<64x64xf32, strided<[128, 1]>>
+  %c = memref.subview %X[0, 64] [64, 64] [1, 1] : memref<64x128xf32> to memref<64x64xf32, strided<[128, 1], offset: 64>>
+  "tile.gemm"(%A, %b, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf32>, memref<64x64xf32, strided<[128, 1]>>, memref<64x64xf32, strided<[128, 1], offset: 64>>) -> ()
+  return
+}
