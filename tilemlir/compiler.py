@@ -164,12 +164,14 @@ def describe_pipeline(target: Target, *, tile_input: bool, tiling: str = "", sel
 
         tail = describe(target)
     if target.family == "nvidia":
+        from tilemlir.backends.gpu_input import GpuCheckInput
         from tilemlir.backends.nvidia import pipeline as nvidia_pipeline
 
         tile_steps = nvidia_pipeline
         nvvm = nvidia_pipeline.gpu_to_nvvm_pipeline(target.name)
         binary = nvidia_pipeline.TO_BINARY
-        tail = [f"gpu-to-nvvm: {nvvm} (index-bitwidth 32 when every memref is under 2^31 elements)",
+        tail = [(f"gpu-to-nvvm: {GpuCheckInput()}, then {nvvm} "
+                 "(index-bitwidth 32 when every memref is under 2^31 elements)"),
                 f"ptx: builtin.module({binary}) (in process; ptxas runs in the CUDA driver at load)"]
     if tile_input:
         first = tile_steps.tile_pipeline(stop_before=tile_steps.EMIT_TILE_BEFORE, tiling=tiling,
@@ -225,7 +227,8 @@ class _Stages:
 
 
 # Families whose artefact holds one gpu.module (one HSACO, one PTX module);
-# metax emits every kernel function into one C++ file.
+# metax emits every kernel function into one C++ file, and the tile and gpu
+# stages (and the emulator behind them) take any number.
 ONE_KERNEL_FUNCTION_FAMILIES = ("amdgpu", "nvidia")
 
 
@@ -241,7 +244,9 @@ def _require_one_kernel_function(module: ir.Operation, target: Target,
             units.append(op)
     if len(units) <= 1:
         return
-    names = ", ".join(f"@{ir.StringAttr(op.attributes['sym_name']).value}" for op in units)
+    with module.context:  # symbol names printed as MLIR prints them (quoted and escaped if need be)
+        names = ", ".join(str(ir.FlatSymbolRefAttr.get(ir.StringAttr(op.attributes["sym_name"]).value))
+                          for op in units)
     file, line, col = file_position(units[1].location)
     if source is not None:
         file, line, col = source.map_position(file, line, col)
@@ -276,8 +281,8 @@ def compile_module(
     options = options or CompileOptions()
     if emit not in EMITS:
         raise UserError(f"unknown --emit '{emit}' (choose from {', '.join(EMITS)})")
-    if target.family in ONE_KERNEL_FUNCTION_FAMILIES:
-        _require_one_kernel_function(module, target, source)
+    if target.family in ONE_KERNEL_FUNCTION_FAMILIES and (emit not in ("tile", "gpu") or options.report):
+        _require_one_kernel_function(module, target, source)  # the IR stages hold any number
     if target.family == "nvidia":  # its own stages: tile, gpu, ptx (backends/nvidia/toolchain.py)
         from tilemlir.backends.nvidia.toolchain import compile_module_nvidia
 

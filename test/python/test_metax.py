@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import tilemlir
+from tilemlir.backends.symbols import kernel_symbol
 from tilemlir.runtime import load_module, run
 from tilemlir.runtime.arguments import parameters, random_arguments
 from tilemlir.runtime.dtypes import convert
@@ -78,9 +79,10 @@ CASES = [
           transpose_a=True),
     _gemm("i8_c500", "xcore1000", 80, 72, 96, block=BLOCK, in_type="i8", acc_type="i32",
           out_type="i32"),
-    # xcore1500 (C600): the seed's fp8 GEMM (FNUZ inputs, legalized to OCP), fp8 at odd
-    # sizes, i8 with K = 32.
-    Case("seed_fp8_c600", "xcore1500", seed_kernel(256, "seed_fp8_c600"), 256),
+    # xcore1500 (C600): the seed's fp8 GEMM (its inputs re-typed OCP, the chip's fp8:
+    # FNUZ does not convert exactly), fp8 at odd sizes, i8 with K = 32.
+    Case("seed_fp8_c600", "xcore1500",
+         seed_kernel(256, "seed_fp8_c600").replace("f8E4M3FNUZ", "f8E4M3FN"), 256),
     _gemm("fp8_c600", "xcore1500", 100, 72, 96, block=BLOCK, in_type="f8E4M3FN", out_type="f16"),
     _gemm("i8_c600", "xcore1500", 72, 100, 128, block=(64, 64, 64), in_type="i8", acc_type="i32",
           out_type="i32", stages=2),
@@ -232,3 +234,39 @@ def test_wrong_kernel_is_caught():
     run(swapped, case.name, emulated, engine="emulator", target=case.target)
     with pytest.raises(AssertionError):
         _check_close(case, inputs, expected, emulated, "swapped operands")
+
+
+# A function name that, pasted into C++, declared a global of its own.
+HOSTILE_NAME = "k(){}\nint injected_global = 1;\nvoid z"
+
+
+def test_source_names_never_reach_the_cpp_verbatim(tmp_path):
+    """The launcher of a function with any name is `kernel_symbol(name)`: the
+    source builds with g++, defines no injected global, and the launcher
+    computes the GEMM as the reference engine does on the source."""
+    base = CASES[0]
+    quoted = '"k(){}\\0Aint injected_global = 1;\\0Avoid z"'
+    text = base.text.replace(f"@{base.name}", f"@{quoted}")
+    assert text != base.text
+    maca = tilemlir.compile(text, target=base.target, emit="maca").artifact
+    launcher = kernel_symbol(HOSTILE_NAME)
+    assert _LAUNCHER.findall(maca) == [(launcher, "tm_f16* host0, tm_f16* host1, float* host2")]
+    assert "injected_global = 1" not in maca and "\nint injected_global" not in maca
+    source = tmp_path / "named.maca"
+    source.write_text(maca)
+    runner = Case("named", base.chip, text, base.k)  # the driver selects it by this name
+    driver = tmp_path / "driver.cpp"
+    driver.write_text(_driver([runner], {runner.name: str(source)}))
+    binary = tmp_path / "driver"
+    build = subprocess.run([GXX, "-std=c++20", "-O1", "-w", "-include", str(HEADER), str(driver),
+                            "-o", str(binary), "-pthread"], capture_output=True, text=True, check=False)
+    assert build.returncode == 0, build.stderr[-4000:]
+    nm = shutil.which("nm")
+    if nm is not None:
+        symbols = subprocess.run([nm, str(binary)], capture_output=True, text=True, check=True).stdout
+        assert launcher in symbols and "injected_global" not in symbols
+    source_case = Case(HOSTILE_NAME, base.chip, text, base.k)
+    inputs = _inputs(source_case)
+    expected = _reference(source_case, inputs)
+    actual = _run_cpp(binary, runner, [x.copy() for x in inputs], tmp_path)
+    _check_close(source_case, inputs, expected, actual, "MACA C++ of a strangely named function")

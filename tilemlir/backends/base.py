@@ -19,7 +19,7 @@ letting a guess through.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -412,7 +412,9 @@ class Backend:
     `mma_operand_types` / `mma_accumulator_types` are what the family's matrix
     instructions can take at all; a descriptor row outside them is rejected.
     `mma_row_keys` are the per-row keys the family's lowering needs (the LLVM
-    intrinsic for amdgpu, the C++ builtin for metax)."""
+    intrinsic for amdgpu, the C++ builtin for metax). `check_target`, when
+    given, is the family's own check of a loaded descriptor (e.g. that LLVM
+    knows its chip): None, or (field, message) for the first problem."""
 
     family: str
     summary: str
@@ -420,6 +422,7 @@ class Backend:
     mma_operand_types: frozenset[str]
     mma_accumulator_types: frozenset[str]
     mma_row_keys: tuple[str, ...] = ("intrinsic",)
+    check_target: Callable[[Target], tuple[str, str] | None] | None = None
 
     def target_files(self) -> tuple[Path, ...]:
         return tuple(sorted(Path(self.targets_dir).glob("*.toml")))

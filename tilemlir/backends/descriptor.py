@@ -20,6 +20,9 @@ import dataclasses
 import difflib
 import functools
 import operator
+import os
+import re
+import stat
 import tomllib
 import types
 import typing
@@ -41,6 +44,12 @@ from tilemlir.backends.base import (
 )
 
 SCHEMA_VERSION = 1
+# A chip name reaches command lines, pass pipelines and file names: a token.
+TARGET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# Matrix instruction names, intrinsics and built-ins reach emitted code.
+ROW_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+# The packaged descriptors are under 16 KiB; a larger file is not a descriptor.
+MAX_DESCRIPTOR_BYTES = 1 << 20
 
 
 class DescriptorError(TargetError):
@@ -151,6 +160,7 @@ class _Reader:
         if base is str:
             if not isinstance(raw, str) or not raw:
                 raise self.fail(where, f"expected {expected}, got {_describe_value(raw)}")
+            _require_one_line(self, where, raw)
             return raw
         numeric = (int,) if base is int else (int, float)
         if isinstance(raw, bool) or not isinstance(raw, numeric):
@@ -178,6 +188,7 @@ class _Reader:
                     f"{where}[{index}]",
                     f"expected a non-empty string, got {_describe_value(entry)}",
                 )
+            _require_one_line(self, f"{where}[{index}]", entry)
         return tuple(raw)
 
     def mapping(self, raw: Any, where: str, kind: str) -> tuple:
@@ -193,6 +204,14 @@ class _Reader:
             else:
                 pairs.append((key, self.scalar(float, value, path, float | Unknown)))
         return tuple(pairs)
+
+
+def _require_one_line(reader: _Reader, where: str, text: str) -> None:
+    """Descriptor strings are printed into comments and reports: one line,
+    no control characters."""
+    bad = next((c for c in text if not c.isprintable()), None)
+    if bad is not None:
+        raise reader.fail(where, f"expected a single-line string, got one containing {bad!r}")
 
 
 def _join(where: str, key: str) -> str:
@@ -212,6 +231,8 @@ def _check(target: Target, backend: Backend, reader: _Reader, expected_name: str
         raise fail("name", f"expected '{expected_name}' (the file's name), got '{target.name}'")
     if ":" in target.name or ":" in target.family:
         raise fail("name", "a target or family name cannot contain ':'")
+    if not TARGET_NAME.fullmatch(target.name):
+        raise fail("name", f"expected a chip name ({TARGET_NAME.pattern}), got {target.name!r}")
     if target.describes not in target.products:
         raise fail(
             "describes", f"'{target.describes}' is not one of products {list(target.products)}"
@@ -273,6 +294,10 @@ def _check(target: Target, backend: Backend, reader: _Reader, expected_name: str
                 f"does not spread over a wave of {wave} lanes",
             )
     reader.row = ""
+    if backend.check_target is not None:
+        problem = backend.check_target(target)
+        if problem is not None:
+            raise fail(*problem)
 
 
 def _check_row(
@@ -308,6 +333,10 @@ def _check_row(
             f"{family} matrix instructions cannot accumulate in '{row.c}' "
             f"(accumulator types: {', '.join(sorted(backend.mma_accumulator_types))})",
         )
+    for key in ("name", "intrinsic", "builtin"):
+        value = getattr(row, key)
+        if isinstance(value, str) and value and not ROW_SYMBOL.fullmatch(value):
+            raise fail(f"{where}.{key}", f"expected a symbol ({ROW_SYMBOL.pattern}), got {value!r}")
     for key in backend.mma_row_keys:
         if getattr(row, key) == "":
             raise fail(
@@ -320,6 +349,37 @@ def _check_row(
 # --------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------
+
+
+def _read_regular_file(path: Path, file: str) -> bytes:
+    """The bytes of a regular file of at most MAX_DESCRIPTOR_BYTES. Opened
+    without blocking and checked before reading: a FIFO would block, a device
+    such as /dev/zero would never end."""
+    def fail(reason: str) -> DescriptorError:
+        return DescriptorError(f"cannot read target descriptor '{file}': {reason}")
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise fail(error.strerror or str(error)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise fail("not a regular file")
+        chunks, size = [], 0
+        while size <= MAX_DESCRIPTOR_BYTES:
+            chunk = os.read(fd, MAX_DESCRIPTOR_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_DESCRIPTOR_BYTES:
+            raise fail(f"larger than {MAX_DESCRIPTOR_BYTES} bytes")
+        return b"".join(chunks)
+    except OSError as error:
+        raise fail(error.strerror or str(error)) from None
+    finally:
+        os.close(fd)
 
 
 def load_descriptor(
@@ -335,11 +395,7 @@ def load_descriptor(
     path = Path(path)
     file = str(path)
     try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as error:
-        raise DescriptorError(
-            f"cannot read target descriptor '{file}': {error.strerror or error}"
-        ) from None
+        text = _read_regular_file(path, file).decode("utf-8")
     except UnicodeDecodeError as error:
         raise DescriptorError(
             f"{file}: not UTF-8 text ({error.reason} at byte {error.start})"

@@ -7,9 +7,12 @@ same way in pyproject.toml, and are found directly when the package's metadata
 is missing (a source checkout on `sys.path`).
 
 Targets are named `family:name` (`amdgpu:gfx942`); a bare name is accepted when
-only one family has it. A spec that is a path to a `.toml` file loads that
-descriptor, so a target from `--target-desc` can travel through a pass option
-as plain text.
+only one family has it. A descriptor file is read only where the command line
+(or a Python caller) names it: `--target-desc`, `--target FILE.toml`, a pass's
+`target=` option (so a target from `--target-desc` can travel through a pass
+pipeline as plain text), `get_target(path)`. The input IR never makes the
+compiler read a file: a `tile.target` attribute is a target *name*, and
+anything path-like there is an error (`target_from_attribute`).
 """
 
 from __future__ import annotations
@@ -137,12 +140,19 @@ def _looks_like_path(spec: str) -> bool:
 
 
 def get_target(spec: str) -> Target:
-    """`family:name`, a bare `name` known to one family, or a descriptor path."""
+    """`family:name`, a bare `name` known to one family, or a descriptor path
+    (the command line's or a Python caller's; never one from the input IR)."""
+    spec = spec.strip()
+    if _looks_like_path(spec):
+        return load_target_file(spec)
+    return target_by_name(spec)
+
+
+def target_by_name(spec: str) -> Target:
+    """`family:name` or a bare `name` known to one family; reads no file."""
     spec = spec.strip()
     if not spec:
         raise TargetError("empty target name; expected family:name, e.g. amdgpu:gfx942")
-    if _looks_like_path(spec):
-        return load_target_file(spec)
     family, colon, name = spec.rpartition(":")
     if colon:
         if family not in families():
@@ -204,14 +214,26 @@ def resolve_target(op, option_value: str | None = None) -> Target:
     for candidate in (operation, *parent_ops(operation)):
         if TARGET_ATTRIBUTE in candidate.attributes:
             attribute = candidate.attributes[TARGET_ATTRIBUTE]
-            value = getattr(attribute, "value", None)
-            if not isinstance(value, str):
-                raise TargetError(
-                    f"'{TARGET_ATTRIBUTE}' must be a string such as \"amdgpu:gfx942\", "
-                    f"got {attribute}"
-                )
-            return get_target(value)
+            return target_from_attribute(attribute)
     raise TargetError(
         f"no target: pass --target=FAMILY:NAME (or the pass's target option), or set "
         f'{TARGET_ATTRIBUTE} = "amdgpu:gfx942" on the module'
     )
+
+
+def target_from_attribute(attribute) -> Target:
+    """The target a `tile.target` attribute names. Only a name: a descriptor
+    file comes from the command line, so input IR cannot make the compiler
+    open a path (a FIFO that blocks, /dev/zero, or a probe for whether a file
+    exists)."""
+    value = getattr(attribute, "value", None)
+    if not isinstance(value, str):
+        raise TargetError(
+            f"'{TARGET_ATTRIBUTE}' must be a string such as \"amdgpu:gfx942\", got {attribute}"
+        )
+    if _looks_like_path(value.strip()):
+        raise TargetError(
+            f"'{TARGET_ATTRIBUTE}' must name a target (family:name, e.g. \"amdgpu:gfx942\"), "
+            f"not a file ({attribute}); give a descriptor file with --target-desc=FILE"
+        )
+    return target_by_name(value)

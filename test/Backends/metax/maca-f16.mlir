@@ -23,7 +23,7 @@
 // CHECK: TM_CHECK(mcMalloc((void**)&dev0, 64 * 96 * sizeof(tm_f16)));
 // CHECK: TM_CHECK(mcMemcpy(dev0, host0, 64 * 96 * sizeof(tm_f16), mcMemcpyHostToDevice));
 // CHECK: void* args[] = {&dev0, &dev1, &dev2};
-// CHECK-NEXT: TM_CHECK(mcLaunchKernel(TM_KERNEL(gemm_kernel0), dim3((unsigned)INT64_C(4), (unsigned)INT64_C(1), (unsigned)INT64_C(1)), dim3((unsigned)INT64_C(256), (unsigned)INT64_C(1), (unsigned)INT64_C(1)), args, (size_t)(0), nullptr));
+// CHECK-NEXT: TM_CHECK(mcLaunchKernel(TM_KERNEL(::gemm_kernel0), dim3((unsigned)INT64_C(4), (unsigned)INT64_C(1), (unsigned)INT64_C(1)), dim3((unsigned)INT64_C(256), (unsigned)INT64_C(1), (unsigned)INT64_C(1)), args, (size_t)(0), nullptr));
 // CHECK: TM_CHECK(mcMemcpy(host2, dev2, 64 * 200 * sizeof(float), mcMemcpyDeviceToHost));
 // CHECK: TM_CHECK(mcFree(dev2));
 

@@ -20,5 +20,5 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // DUMP: tile: builtin.module(tile-tiling{target=nvidia:sm_90a}
 // DUMP-NOT: tile-pipeline
 // DUMP: gpu: builtin.module(tile-lower-to-gpu{target=nvidia:sm_90a}
-// DUMP: gpu-to-nvvm: builtin.module(nvvm-attach-target{chip=sm_90a
+// DUMP: gpu-to-nvvm: gpu-check-input, then builtin.module(nvvm-attach-target{chip=sm_90a
 // DUMP: ptx: builtin.module(gpu-module-to-binary{format=isa})

@@ -6,7 +6,15 @@ lowering (ROCDL -> LLVM IR -> llc -> HSACO) arrives with the compile issue.
 
 from pathlib import Path
 
-from tilemlir.backends.base import Backend
+from tilemlir.backends.base import Backend, Target
+from tilemlir.backends.llvm_targets import AMDGPU_NAME, processor_problem
+
+
+def check_target(target: Target) -> tuple[str, str] | None:
+    """The chip must be a processor LLVM knows: it becomes llc's -mcpu."""
+    problem = processor_problem(target.name, "amdgcn", AMDGPU_NAME)
+    return ("name", problem) if problem else None
+
 
 BACKEND = Backend(
     family="amdgpu",
@@ -22,4 +30,5 @@ BACKEND = Backend(
     mma_accumulator_types=frozenset({"f64", "f32", "i32"}),
     # The lowering emits LLVM intrinsics, so every row names its intrinsic.
     mma_row_keys=("intrinsic",),
+    check_target=check_target,
 )

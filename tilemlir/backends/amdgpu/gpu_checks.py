@@ -1,6 +1,12 @@
 """amdgpu-check-resources: GPU-level kernels checked against the target, before codegen.
 
-What it checks, on every `gpu.func ... kernel`, with the kernel's location:
+What it checks, with the location of the op concerned:
+  - what every backend refuses in GPU-level IR (`backends/gpu_input.py`):
+    symbols of a gpu.module that are not identifiers (llc writes
+    `.amdhsa_kernel NAME` unquoted), a gpu.module `targets` attribute (its
+    `link` list names files), non-positive `known_block_size`/`known_grid_size`
+    (an APInt assertion in the lowering);
+and on every `gpu.func ... kernel`:
   - static LDS (workgroup attributions plus workgroup-space `memref.global`s the
     kernel takes with `memref.get_global`) <= memory.shared_bytes_per_workgroup:
     "kernel 'k' needs 98304 bytes of LDS, gfx942 allows 65536";
@@ -27,6 +33,7 @@ from typing import ClassVar
 from mlir import ir
 
 from tilemlir.backends.base import FP8_KIND, is_unknown
+from tilemlir.backends.gpu_input import gpu_input_problems
 from tilemlir.backends.registry import resolve_target
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
@@ -94,6 +101,11 @@ class AmdgpuCheckResources(TilePass):
     target: str = ""
 
     def run(self, module: ir.Operation, state: PassState) -> None:
+        problems = gpu_input_problems(module)
+        for op, message in problems:
+            state.error(op, message)
+        if problems:  # the checks below read the sizes refused above
+            return
         target = resolve_target(module, self.target or None)
         chip = target.name
         shared_limit = target.memory.shared_bytes_per_workgroup

@@ -21,6 +21,12 @@ Output: one self-contained `.maca` source:
   arguments' device copies (`mcMalloc`, `mcMemcpy`), every launch through
   `mcLaunchKernel`, results copied back, `mcFree`; 0 on success.
 
+No text of the input reaches the source unchecked: kernels keep their
+gpu.func names, which must be identifiers C++ can use (`gpu_input.py`;
+tile-lower-to-gpu makes them with `symbols.kernel_symbol`), a launcher is
+named `kernel_symbol(host function name)`, launches name their kernel as
+`::NAME` (no local can shadow it), comments go through `comment_text`.
+
 Vector values are printed element by element where C++ has no vector form
 common to mxcc and the host harness (element-wise arithmetic, conversions);
 narrow floats (f16, bf16, fp8) are converted to float for arithmetic and back.
@@ -44,6 +50,8 @@ import ml_dtypes
 import numpy as np
 from mlir import ir
 
+from tilemlir.backends.gpu_input import gpu_input_problems
+from tilemlir.backends.symbols import comment_text, is_cxx_name, is_identifier, kernel_symbol
 from tilemlir.diagnostics import UserError
 
 HOST_GUARD = "TILEMLIR_MACA_HOST"
@@ -178,6 +186,8 @@ class MacaPrinter:
         self.target = target
         self.vector_types: dict[str, str] = {}  # C++ name -> typedef line
         self.kernels: list[KernelInfo] = []
+        # C++ names of the file's functions -> (gpu.module, gpu.func) or the host function.
+        self.globals: dict[str, tuple[str, str] | str] = {}
 
     # -- types ----------------------------------------------------------------
 
@@ -206,24 +216,31 @@ class MacaPrinter:
 
     def print_module(self) -> MacaSource:
         body = self.module.regions[0].blocks[0]
+        problems = gpu_input_problems(self.module)
+        if problems:
+            op, message = problems[0]
+            raise EmitError(op, f"MACA emitter: {message}")
         kernels, launchers = [], []
-        for op in body.operations:
-            op = op.operation
+        operations = [op.operation for op in body.operations]
+        for op in operations:
+            if op.name not in ("gpu.module", "func.func"):
+                raise EmitError(op, f"MACA emitter: top-level {op.name} is not supported")
+        # Kernels first, so a launcher's references can be checked against them.
+        for op in operations:
             if op.name == "gpu.module":
+                module_name = ir.StringAttr(op.attributes["sym_name"]).value
                 for inner in op.regions[0].blocks[0].operations:
                     inner = inner.operation
                     if inner.name == "gpu.func":
-                        kernels.append(self.kernel(inner))
+                        kernels.append(self.kernel(inner, module_name))
                     elif inner.name == "func.func" and not inner.regions[0].blocks:
                         continue  # built-in declarations
                     else:
                         raise EmitError(inner, f"MACA emitter: {inner.name} in a gpu.module is "
                                                "not supported")
-            elif op.name == "func.func":
-                if op.regions[0].blocks:
-                    launchers.append(self.launcher(op))
-            else:
-                raise EmitError(op, f"MACA emitter: top-level {op.name} is not supported")
+        for op in operations:
+            if op.name == "func.func" and op.regions[0].blocks:
+                launchers.append(self.launcher(op))
         typedefs = "\n".join(self.vector_types[name] for name in sorted(self.vector_types))
         parts = [self.header(), PRELUDE, typedefs, "", *kernels, *launchers]
         return MacaSource("\n".join(parts).rstrip("\n") + "\n", self.kernels)
@@ -233,18 +250,31 @@ class MacaPrinter:
 
         products = ", ".join(self.target.products or ["?"])
         return "\n".join([
-            f"// MACA C++ for {self.target} (MetaX {products}), written by tilemlir (tile-compile --emit maca).",
+            "// " + comment_text(f"MACA C++ for {self.target} (MetaX {products}), written by "
+                                 "tilemlir (tile-compile --emit maca)."),
             "// Kernels: extern \"C\" __global__ functions; host launchers: extern \"C\" int",
             "// functions taking host pointers (0 on success). Build with MetaX's mxcc",
             "// (maca-samples Makefile; --offload-arch as in tilelang-metax's mxcc.py):",
-            f"//   {mxcc_command(self.target.name, 'THIS.maca')}",
+            "//   " + comment_text(mxcc_command(self.target.name, "THIS.maca")),
             "",
         ])
 
+    def global_name(self, op, name: str, owner: tuple[str, str] | str) -> str:
+        """`name` claimed as a C++ function name of this file (once)."""
+        if not is_cxx_name(name):
+            raise EmitError(op, f"MACA emitter: C++ cannot name a function '{name}' (a keyword "
+                                f"or reserved name); rename it, e.g. to @{kernel_symbol(name)}")
+        if name in self.globals:
+            raise EmitError(op, f"MACA emitter: two functions would be called '{name}' in C++")
+        self.globals[name] = owner
+        return name
+
     # -- kernels --------------------------------------------------------------
 
-    def kernel(self, op: ir.Operation) -> str:
+    def kernel(self, op: ir.Operation, module_name: str) -> str:
         name = ir.StringAttr(op.attributes["sym_name"]).value
+        # An identifier already (gpu_input_problems); keywords and reserved names are refused.
+        self.global_name(op, name, (module_name, name))
         fn = _Function(self)
         block = op.regions[0].blocks[0]
         inputs = len(ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs)
@@ -281,8 +311,9 @@ class MacaPrinter:
             fn.line(text)
         self.block(fn, block, skip_terminator=True)
         mma = ", ".join(f"{n} x {b}" for b, n in sorted(info.mma_per_iteration.items())) or "none"
-        summary = (f"// kernel {name}: {threads} threads; shared memory {info.shared_bytes} bytes "
-                   f"({self.target.name} allows {limit}); MMA built-ins per main-loop iteration: {mma}")
+        summary = "// " + comment_text(
+            f"kernel {name}: {threads} threads; shared memory {info.shared_bytes} bytes "
+            f"({self.target.name} allows {limit}); MMA built-ins per main-loop iteration: {mma}")
         head = [
             summary,
             f"extern \"C\" __global__ __launch_bounds__({threads}) void {name}({', '.join(params)}) {{",
@@ -564,8 +595,8 @@ class MacaPrinter:
         dims = fn.memrefs[memref].sizes
         try:
             fn.names[op.results[0]] = f"(int64_t){dims[int(axis.removeprefix('INT64_C(').rstrip(')'))]}"
-        except ValueError:
-            raise EmitError(op, "MACA emitter: memref.dim needs a constant axis") from None
+        except (ValueError, IndexError):
+            raise EmitError(op, "MACA emitter: memref.dim needs a constant axis of the memref") from None
 
     def op_vector_load(self, fn, op) -> None:
         address = "&" + self.element_pointer(fn, op.operands[0], list(op.operands)[1:], op)
@@ -615,7 +646,7 @@ class MacaPrinter:
 
     def op_func_call(self, fn, op) -> None:
         callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-        if not callee.startswith("__builtin_mxc_mma_"):
+        if not callee.startswith("__builtin_mxc_mma_") or not is_identifier(callee):
             raise EmitError(op, f"MACA emitter: call of @{callee} (only the MMA built-ins are supported)")
         arguments = ", ".join(self.use(fn, v, op) for v in op.operands)
         self.define(fn, op.results[0], f"{callee}({arguments})", op)
@@ -683,7 +714,9 @@ class MacaPrinter:
     # -- host launchers ------------------------------------------------------------
 
     def launcher(self, op: ir.Operation) -> str:
-        name = ir.StringAttr(op.attributes["sym_name"]).value
+        source_name = ir.StringAttr(op.attributes["sym_name"]).value
+        # A host function keeps its name when C++ can spell it (kernel_symbol).
+        name = self.global_name(op, kernel_symbol(source_name), source_name)
         fn = _Function(self)
         block = op.regions[0].blocks[0]
         params, buffers = [], []
@@ -743,7 +776,11 @@ class MacaPrinter:
         grid = [self.use(fn, v, op) for g in groups[1:4] for v in g]
         block = [self.use(fn, v, op) for g in groups[4:7] for v in g]
         shared = self.use(fn, groups[10][0], op) if groups[10] else "0"
-        kernel = str(op.attributes["kernel"]).lstrip("@").partition("::@")[2]
+        path = ir.SymbolRefAttr(op.attributes["kernel"]).value
+        kernel = path[-1]
+        if self.globals.get(kernel) != tuple(path):
+            raise EmitError(op, f"MACA emitter: gpu.launch_func of {op.attributes['kernel']}, "
+                                "which is not a kernel of this module")
         pointers = []
         for value in groups[11]:
             if value in device_of:
@@ -755,7 +792,7 @@ class MacaPrinter:
         fn.line("{")
         fn.depth += 1
         fn.line(f"void* args[] = {{{', '.join(pointers)}}};")
-        fn.line(f"TM_CHECK(mcLaunchKernel(TM_KERNEL({kernel}), dim3({', '.join(_u(g) for g in grid)}), "
+        fn.line(f"TM_CHECK(mcLaunchKernel(TM_KERNEL(::{kernel}), dim3({', '.join(_u(g) for g in grid)}), "
                 f"dim3({', '.join(_u(b) for b in block)}), args, (size_t)({shared}), nullptr));")
         fn.depth -= 1
         fn.line("}")

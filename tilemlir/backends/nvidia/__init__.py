@@ -13,7 +13,34 @@ driver (`tilemlir.runtime.cuda_launch`), which also encodes TMA tensor maps.
 
 from pathlib import Path
 
-from tilemlir.backends.base import Backend
+from tilemlir.backends.base import Backend, Target
+from tilemlir.backends.llvm_targets import NVPTX_NAME, nvptx_fatal_error, processor_problem
+
+# cp.async, ldmatrix and mma.sync.m16n8k16, which every kernel uses (PTX ISA:
+# "cp.async" and "mma" need sm_80), are selected by NVPTX, which aborts on an
+# older chip ("Cannot select").
+MIN_SM = 80
+
+
+def check_target(target: Target) -> tuple[str, str] | None:
+    """The chip must be one the in-process NVPTX backend compiles our kernels
+    for without a fatal error: a processor LLVM knows, at least sm_80, and
+    one the PTX version the pipeline asks for can target."""
+    from tilemlir.backends.nvidia.pipeline import PTX_FEATURES
+
+    name = target.name
+    problem = processor_problem(name, "nvptx64", NVPTX_NAME)
+    if problem:
+        return ("name", problem)
+    digits = name.removeprefix("sm_").rstrip("af")
+    if not digits.isdigit() or int(digits) < MIN_SM:
+        return ("name", (f"'{name}': the nvidia lowering needs sm_{MIN_SM} or newer "
+                         "(cp.async, ldmatrix, mma.sync)"))
+    fatal = nvptx_fatal_error(name, PTX_FEATURES)
+    if fatal:
+        return ("name", f"LLVM's NVPTX backend cannot compile for '{name}' with {PTX_FEATURES}: {fatal}")
+    return None
+
 
 BACKEND = Backend(
     family="nvidia",
@@ -26,4 +53,5 @@ BACKEND = Backend(
     # Rows are PTX instructions, emitted through nvgpu ops or inline PTX: no
     # per-row intrinsic is needed.
     mma_row_keys=(),
+    check_target=check_target,
 )

@@ -23,6 +23,7 @@ from pathlib import Path
 from mlir import ir, passmanager
 
 from tilemlir.backends.base import Target
+from tilemlir.backends.gpu_input import GpuCheckInput
 from tilemlir.backends.nvidia import pipeline
 from tilemlir.diagnostics import UserError
 from tilemlir.irutil import walk
@@ -174,11 +175,20 @@ def index_bitwidth(module: ir.Operation) -> int:
 
 def lower_to_ptx(module: ir.Operation, target: Target, seconds: dict | None = None) -> str:
     """GPU-level IR (in place) -> PTX text."""
+    from tilemlir.compiler import target_spec
+
     seconds = seconds if seconds is not None else {}
     context = module.context
     start = time.perf_counter()
     bits = index_bitwidth(module)
     with context:
+        # Names, target attributes and sizes first: NVPTX aborts the process on
+        # a symbol PTX cannot spell, and serialization reads a target's `link` files.
+        check = GpuCheckInput(target=target_spec(target))
+        pm = passmanager.PassManager("builtin.module", context=context)
+        pm.add(check.as_mlir_callable(), name=check.name, argument=check.name,
+               description=check.summary)
+        pm.run(module)
         passmanager.PassManager.parse(pipeline.gpu_to_nvvm_pipeline(target.name, index_bits=bits)).run(module)
         make_dynamic_shared_extern(module)
     seconds["gpu-to-nvvm"] = time.perf_counter() - start
