@@ -145,6 +145,172 @@ def split_input(source: SourceBuffer, split: bool) -> list[Chunk]:
     return chunks
 
 
+# --------------------------------------------------------------------------
+# MLIR tokens, for the checks that must happen before MLIR's parser sees the text
+# --------------------------------------------------------------------------
+
+# Deeper bracket nesting than this is refused before parsing: MLIR's parser and
+# printer recurse once per level (stock mlir-opt-22 dies of a stack overflow
+# near 10000), and so do our Python walks. The tools run on a 512 MiB stack
+# (tools/common.py), with room for this depth in every stage.
+MAX_NESTING_DEPTH = 8192
+
+_TOKEN = re.compile(
+    r"""
+      (?P<space>\s+)
+    | (?P<comment>//[^\n]*)
+    | (?P<string>"(?:[^"\\\n\v\f]|\\[^\n\v\f])*")
+    | (?P<badstring>"[^\n\v\f]*)
+    | (?P<value>%(?:\d+|[A-Za-z_$.-][\w$.-]*))
+    | (?P<block>\^(?:\d+|[A-Za-z_$.-][\w$.-]*))
+    | (?P<symbol>@(?:[A-Za-z_][\w$.]*|"(?:[^"\\\n]|\\.)*"))
+    | (?P<hash>\#(?:\d+|[A-Za-z_$.-][\w$.-]*))
+    | (?P<bang>!(?:\d+|[A-Za-z_$.-][\w$.-]*))
+    | (?P<number>0x[0-9A-Fa-f]+|\d+(?:\.\d*(?:[eE][+-]?\d+)?)?)
+    | (?P<bare>[A-Za-z_][\w$.]*)
+    | (?P<punct>\{-\#|\#-\}|->|\.\.\.|[()\[\]{}<>,:=?*+|\-])
+    | (?P<other>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_OPENERS = {"(": ")", "[": "]", "{": "}", "<": ">", "{-#": "#-}"}
+_CLOSERS = frozenset(_OPENERS.values())
+
+
+@dataclass(frozen=True)
+class Token:
+    """One MLIR token: `kind` is the group name of `_TOKEN` (`string`, `bare`,
+    `value`, `punct`, ...; `space` and `comment` only with `keep_trivia`)."""
+
+    kind: str
+    text: str
+    offset: int
+
+
+def tokenize(text: str, *, keep_trivia: bool = False) -> Iterator[Token]:
+    """MLIR's lexical structure, closely enough to find strings, brackets and
+    op names; text MLIR's lexer rejects comes out as `badstring`/`other`."""
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup or "other"
+        if keep_trivia or kind not in ("space", "comment"):
+            yield Token(kind, match.group(), match.start())
+
+
+def string_value(literal: str) -> bytes | None:
+    """The bytes a string literal stands for, decoded as MLIR's lexer does
+    (`\\"`, `\\\\`, `\\n`, `\\t`, two hex digits); None if an escape is invalid."""
+    body, out, i = literal[1:-1], bytearray(), 0
+    while i < len(body):
+        char = body[i]
+        if char != "\\":
+            out += char.encode("utf-8", errors="surrogatepass")
+            i += 1
+            continue
+        escape = body[i + 1 : i + 3]
+        if escape[:1] in ('"', "\\"):
+            out += escape[:1].encode()
+        elif escape[:1] == "n":
+            out += b"\n"
+        elif escape[:1] == "t":
+            out += b"\t"
+        elif len(escape) == 2 and all(c in "0123456789abcdefABCDEF" for c in escape):
+            out.append(int(escape, 16))
+            i += 1
+        else:
+            return None
+        i += 2
+    return bytes(out)
+
+
+def _position(chunk: Chunk, offset: int) -> tuple[int, int]:
+    """File line and column (1-based) of a character offset into the chunk."""
+    line_start = chunk.text.rfind("\n", 0, offset) + 1
+    return chunk.first_line + chunk.text.count("\n", 0, offset), offset - line_start + 1
+
+
+def refusal_before_parsing(chunk: Chunk) -> Diag | None:
+    """A located error for input that would crash MLIR's parser rather than be
+    rejected by it: brackets nested deeper than MAX_NESTING_DEPTH (a stack
+    overflow), and a dense array of `index` elements (`array<index: 1>`, also
+    through a type alias), which fails an assertion in the bindings' MLIR."""
+    tokens = list(tokenize(chunk.text))
+    aliases = {tokens[i].text: tokens[i + 2].text for i in range(len(tokens) - 2)
+               if tokens[i].kind == "bang" and tokens[i + 1].text == "="}
+    depth = 0
+    for i, token in enumerate(tokens):
+        message = None
+        if token.kind == "punct" and token.text in _OPENERS:
+            depth += 1
+            if depth > MAX_NESTING_DEPTH:
+                message = f"nesting deeper than {MAX_NESTING_DEPTH} levels is not supported"
+        elif token.kind == "punct" and token.text in _CLOSERS:
+            depth = max(depth - 1, 0)
+        elif token.text == "array" and i + 2 < len(tokens) and tokens[i + 1].text == "<":
+            element, seen = tokens[i + 2].text, set()
+            while element in aliases and element not in seen:
+                seen.add(element)
+                element = aliases[element]
+            if element == "index":
+                token = tokens[i + 2]
+                message = "a dense array of 'index' elements is not supported; use i64"
+        if message is not None:
+            line, col = _position(chunk, token.offset)
+            return Diag("error", message, chunk.source.name, line, col)
+    return None
+
+
+def region_nesting_error(op: ir.Operation, limit: int, source: SourceBuffer | None) -> Diag | None:
+    """A located error at the first op (in pre-order) inside more than `limit`
+    nested regions; iterative, so any depth the parser accepted is fine here."""
+    pending = [(op.operation, 0)]
+    while pending:
+        current, depth = pending.pop()
+        if depth > limit:
+            file, line, col = file_position(current.location)
+            if source is not None:
+                file, line, col = source.map_position(file, line, col)
+            return Diag("error", f"'{current.name}' is nested in more than {limit} regions, "
+                                 "which code generation does not support", file, line, col)
+        inner = [child.operation for region in current.regions for block in region.blocks
+                 for child in block.operations]
+        pending.extend((child, depth + 1) for child in reversed(inner))
+    return None
+
+
+_DIALECT_NAMESPACE = re.compile(rb"[A-Za-z_][\w$]*")
+
+
+def names_a_dialect_alone(value: bytes, context: ir.Context) -> bool:
+    """True for `"arith"` or `"arith."`: a generic op of that name has no
+    dialect, yet MLIR's parser accepts it (the namespace is loaded), and the
+    bindings' MLIR, built with assertions, aborts the process creating it."""
+    namespace, _, rest = value.partition(b".")
+    if rest or not _DIALECT_NAMESPACE.fullmatch(namespace):
+        return False
+    try:
+        context.dialects[namespace.decode()]
+    except (IndexError, KeyError, ValueError, RuntimeError):
+        return False
+    return True
+
+
+def _mentions_a_dialect_alone(text: str, context: ir.Context) -> bool:
+    """Whether any string literal could be an op name that `names_a_dialect_alone`.
+    Every string counts (not only those in op position): a false alarm costs
+    only a second parse."""
+    seen: set[bytes] = set()
+    for token in tokenize(text):
+        if token.kind != "string":
+            continue
+        value = string_value(token.text)
+        if value is None or value in seen:
+            continue
+        seen.add(value)
+        if names_a_dialect_alone(value, context):
+            return True
+    return False
+
+
 _CODE_LINE = re.compile(r"^\s*(?!//)\S")
 _ALIAS_LINE = re.compile(r"^\s*[#!][A-Za-z_][\w.$-]*\s*=")
 
@@ -203,12 +369,13 @@ def parse_chunk(chunk: Chunk, context: ir.Context) -> ir.Operation:
         text = "\n".join(padding + lines) + "\n"
     else:
         text = "\n".join(padding + lines) + "\n}\n"
-    try:
-        with context:
-            wrapper = ir.Operation.parse(text, source_name=source.name)
-    except ir.MLIRError as error:
-        diags = [diag_from_mlir(d, source) for d in error.error_diagnostics]
-        raise ParseFailure(diags or [Diag("error", error.message, source.name)]) from None
+    refusal = refusal_before_parsing(chunk)
+    if refusal is not None:
+        raise ParseFailure([refusal])
+    with context:
+        if not context.allow_unregistered_dialects and _mentions_a_dialect_alone(chunk.text, context):
+            _refuse_ops_without_dialect(text, source, context)
+        wrapper = _parse(text, source)
     body = wrapper.regions[0].blocks[0]
     ops = list(body.operations)
     if len(ops) == 1 and ops[0].name == "builtin.module":
@@ -216,6 +383,67 @@ def parse_chunk(chunk: Chunk, context: ir.Context) -> ir.Operation:
         inner.detach_from_parent()
         return inner
     return wrapper.operation
+
+
+def _parse(text: str, source: SourceBuffer) -> ir.Operation:
+    try:
+        return ir.Operation.parse(text, source_name=source.name)
+    except ir.MLIRError as error:
+        diags = [diag_from_mlir(d, source) for d in error.error_diagnostics]
+        raise ParseFailure(diags or [Diag("error", error.message, source.name)]) from None
+    except RuntimeError as error:
+        # A diagnostic quoting a string whose bytes are not UTF-8 (e.g. an
+        # attribute named "\ff") cannot become a Python str in the bindings.
+        if "conversion error" not in str(error):
+            raise
+        raise ParseFailure(_diags_without_non_utf8_strings(text, source)) from None
+
+
+def _diags_without_non_utf8_strings(text: str, source: SourceBuffer) -> list[Diag]:
+    """The parser's errors for `text` with every non-UTF-8 string literal
+    blanked to `"???"` of the same length (so every position stays), or an
+    error at the first such string when only the bytes themselves failed."""
+    first = None
+    pieces, end = [], 0
+    for token in tokenize(text):
+        value = string_value(token.text) if token.kind == "string" else None
+        if value is None:
+            continue
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            first = token if first is None else first
+            pieces += [text[end:token.offset], '"' + "?" * (len(token.text) - 2) + '"']
+            end = token.offset + len(token.text)
+    try:
+        ir.Operation.parse("".join(pieces) + text[end:], source_name=source.name)
+    except ir.MLIRError as error:
+        return mlir_error_diags(error, source)
+    except RuntimeError:
+        pass
+    line, col = 1, 1
+    if first is not None:
+        line = text.count("\n", 0, first.offset) + 1
+        col = first.offset - (text.rfind("\n", 0, first.offset) + 1) + 1
+    _, line, col = source.map_position(source.name, line, col)
+    return [Diag("error", "a string whose bytes are not UTF-8 is not supported here", source.name, line, col)]
+
+
+def _refuse_ops_without_dialect(text: str, source: SourceBuffer, context: ir.Context) -> None:
+    """Parses with unregistered dialects allowed, where creating an op named
+    like `"arith"` is safe, then verifies with them disallowed again: the
+    verifier reports such ops as stock mlir-opt does ("created with
+    unregistered dialect"). When there are none, the caller's ordinary parse
+    creates only ops this one did, so it cannot abort either."""
+    context.allow_unregistered_dialects = True
+    try:
+        probe = _parse(text, source)
+    finally:
+        context.allow_unregistered_dialects = False
+    try:
+        probe.verify()
+    except ir.MLIRError as error:
+        raise ParseFailure(mlir_error_diags(error, source)) from None
 
 
 @contextlib.contextmanager

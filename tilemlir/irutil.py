@@ -14,12 +14,14 @@ from mlir import ir
 def walk(op: ir.Operation | ir.OpView) -> Iterator[ir.Operation]:
     """Pre-order walk of `op` and every op nested in it (a generator, so the
     caller may stop early). Do not erase ops while walking."""
-    op = op.operation
-    yield op
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                yield from walk(inner)
+    # An explicit stack: recursion would cost depth x ops and Python's stack.
+    stack = [op.operation]
+    while stack:
+        current = stack.pop()
+        yield current
+        children = [inner.operation for region in current.regions for block in region.blocks
+                     for inner in block.operations]
+        stack.extend(reversed(children))
 
 
 def parent_ops(op: ir.Operation | ir.OpView) -> Iterator[ir.Operation]:

@@ -82,3 +82,85 @@ def test_output_to_a_device_keeps_the_device(tool, args):
     result = run_tool(tool, *args, "-o", "/dev/null")
     assert result.returncode == 0, result.stderr
     assert stat.S_ISCHR(Path("/dev/null").stat().st_mode)
+
+
+def _run_with_umask(mask: int, *args: str):
+    import os
+    import subprocess
+
+    from conftest import BIN
+
+    return subprocess.run([str(BIN / "tile-opt"), *args], capture_output=True, text=True, timeout=120,
+                          check=False, preexec_fn=lambda: os.umask(mask))
+
+
+@pytest.mark.parametrize("mask,mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664), (0o000, 0o666)])
+def test_new_output_file_mode_follows_the_umask(tmp_path: Path, mask, mode):
+    out = tmp_path / "out.mlir"
+    result = _run_with_umask(mask, SMALL, "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_mode & 0o777 == mode
+
+
+def test_replaced_output_file_keeps_its_mode(tmp_path: Path):
+    out = tmp_path / "out.mlir"
+    out.write_text("old\n")
+    out.chmod(0o640)
+    result = _run_with_umask(0o077, SMALL, "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_mode & 0o777 == 0o640
+    assert '"tile.gemm"' in out.read_text()
+
+
+def test_read_only_output_file_is_refused(tmp_path: Path):
+    out = tmp_path / "out.mlir"
+    out.write_text("keep me\n")
+    out.chmod(0o444)
+    result = run_tool("tile-opt", SMALL, "-o", str(out))
+    assert result.returncode == 1
+    assert f"tile-opt: error: output file '{out}' is read-only; refusing to replace it" in result.stderr
+    assert out.read_text() == "keep me\n" and out.stat().st_mode & 0o777 == 0o444
+    assert [p.name for p in tmp_path.iterdir()] == ["out.mlir"]
+
+
+@pytest.mark.parametrize("tool,args", [
+    ("tile-opt", [SMALL]),
+    ("tile-compile", [str(REPO / "examples" / "seed_fp8_gemm.mlir"), "--emit", "gpu"]),
+])
+def test_symlink_at_the_output_path_is_refused(tmp_path: Path, tool, args):
+    target = tmp_path / "target.mlir"
+    target.write_text("keep me\n")
+    link = tmp_path / "link.mlir"
+    link.symlink_to(target)
+    result = run_tool(tool, *args, "-o", str(link))
+    assert result.returncode == 1
+    assert f"{tool}: error: output file '{link}' is a symbolic link; refusing to replace it" in result.stderr
+    assert link.is_symlink() and target.read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.mlir", "target.mlir"]
+
+
+def test_output_to_dev_stdout_and_a_pipe(tmp_path: Path):
+    import os
+    import subprocess
+    import threading
+
+    result = run_tool("tile-opt", SMALL, "-o", "/dev/stdout")
+    assert result.returncode == 0, result.stderr
+    assert '"tile.gemm"' in result.stdout
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    result = run_tool("tile-opt", SMALL, "-o", str(fifo))
+    reader.join(timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert b'"tile.gemm"' in received[0]
+    assert subprocess.run(["test", "-p", str(fifo)], check=False).returncode == 0
+
+
+def test_output_into_a_directory_is_refused(tmp_path: Path):
+    result = run_tool("tile-opt", SMALL, "-o", str(tmp_path))
+    assert result.returncode == 1
+    assert "Is a directory" in result.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -204,6 +204,8 @@ class TilePass(ABC):
                         tile_pass.run(target, state)
             except UserError as error:
                 state.error(op, f"{tile_pass.name}: {error}")
+            except RecursionError:
+                state.error(op, f"{tile_pass.name}: the IR is nested too deeply for this pass")
             except Exception as error:  # noqa: BLE001 - never let a traceback escape a pass
                 state.error(
                     op, f"internal error in pass {tile_pass.name}: {type(error).__name__}: {error}"

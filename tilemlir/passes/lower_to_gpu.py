@@ -370,10 +370,13 @@ class KernelEmitter:
         m, n, k = list(ir.DenseI64ArrayAttr(layout["instruction"]))
         wm, wn = list(ir.DenseI64ArrayAttr(layout["warps"]))
         memref_type = ir.MemRefType(result.type)
+        try:  # a hand-written tile.layout may name an instruction the family has no layout for
+            lanes = self.core.accumulator_layout(m, n, k, self.wave_size,
+                                                 bit_width(memref_type.element_type))
+        except ValueError as error:
+            raise LoweringError(op, f"tile-lower-to-gpu: tile.layout {layout}: {error}") from None
         fragment = AccumulatorFragment(
-            (memref_type.shape[0], memref_type.shape[1]), memref_type.element_type,
-            self.core.accumulator_layout(m, n, k, self.wave_size,
-                                         bit_width(memref_type.element_type)), (wm, wn))
+            (memref_type.shape[0], memref_type.shape[1]), memref_type.element_type, lanes, (wm, wn))
         zero = splat(fragment.vector_type, zero_of(fragment.element))
         count = fragment.tiles[0] * fragment.tiles[1]
         fragment.values = [zero] * count

@@ -127,7 +127,13 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
         describe_pipeline,
         has_tile_ops,
     )
-    from tilemlir.diagnostics import Diag, ParseFailure, UserError, collect_diagnostics, parse_chunk
+    from tilemlir.diagnostics import (
+        Diag,
+        ParseFailure,
+        UserError,
+        collect_diagnostics,
+        parse_chunk,
+    )
 
     diags: list = []
     result = None
