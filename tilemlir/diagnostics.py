@@ -70,7 +70,17 @@ def diag_from_mlir(d, source: SourceBuffer | None = None) -> Diag:
         file, line, col = source.map_position(file, line, col)
     severity = _SEVERITY.get(str(d.severity).rsplit(".", 1)[-1], "error")
     notes = tuple(diag_from_mlir(n, source) for n in d.notes)
-    return Diag(severity, str(d.message), file, line, col, notes)
+    message = str(d.message)
+    if message.startswith(_NO_TERMINATOR):
+        notes = (Diag("note", _NO_TERMINATOR_HINT, file, line, col), *notes)
+    return Diag(severity, message, file, line, col, notes)
+
+
+# MLIR's words when a region's block does not end in its terminator, and what to add.
+_NO_TERMINATOR = "block with no terminator"
+_NO_TERMINATOR_HINT = ("end the block with its terminator: `gpu.yield` for a tile.kernel body, "
+                       "`return` for a func.func, `scf.yield` for an scf.for or scf.if, "
+                       "`scf.reduce` for an scf.parallel")
 
 
 @dataclass
