@@ -142,7 +142,7 @@ def test_descriptor_lists_exactly_the_loads_into_lds_llvm_mc_accepts(chip, tmp_p
     import subprocess
 
     from tilemlir.backends import get_target
-    from tilemlir.passes.lower_to_gpu import BUFFER_LOAD_LDS
+    from tilemlir.backends.amdgpu.lowering import BUFFER_LOAD_LDS
 
     listed = set(get_target(f"amdgpu:{chip}").memory.buffer_load_lds)
     for mnemonic in BUFFER_LOAD_LDS.values():
@@ -171,7 +171,7 @@ def test_emulator_refuses_gather_into_rows_that_are_not_contiguous():
 
 
 def test_buffer_span_counts_strides_not_elements():
-    from tilemlir.passes.lower_to_gpu import buffer_span_bytes
+    from tilemlir.backends.amdgpu.lowering import buffer_span_bytes
 
     with make_context():
         dense = ir.MemRefType(ir.Type.parse("memref<64x128xf16>"))

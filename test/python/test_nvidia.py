@@ -56,29 +56,29 @@ def test_descriptor_facts():
 def test_select_mma_ranks_wgmma_only_when_preferred():
     from tilemlir.backends import get_target
     from tilemlir.passes.common import GemmShape
-    from tilemlir.passes.select_mma import choose
+    from tilemlir.passes.select_mma import select_mma_for
 
     target = get_target("nvidia:sm_90a")
     shape = GemmShape(128, 128, 64, "f16", "f16", "f32", "f32", False, False)
-    choice, split = choose(target, shape, 128)
+    choice, split = select_mma_for(target, shape, 128)
     assert (choice.m, choice.n, choice.k) == (16, 8, 16) and split == (2, 2)
     # Preferred and fitting: two warpgroups, one m64n128 each, warps stacked along M.
-    choice, split = choose(target, shape, 256, prefer="wgmma")
+    choice, split = select_mma_for(target, shape, 256, prefer="wgmma")
     assert choice.name == "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" and split == (8, 1)
     # Preferred but 4 warps cannot cover 128 rows with one warpgroup: mma.sync.
-    choice, split = choose(target, shape, 128, prefer="wgmma")
+    choice, split = select_mma_for(target, shape, 128, prefer="wgmma")
     assert choice.name.startswith("mma.sync")
     # Three warps fit nothing; the warpgroup rows say why they were rejected.
-    reasons = choose(target, shape, 96, prefer="wgmma")
+    reasons = select_mma_for(target, shape, 96, prefer="wgmma")
     assert isinstance(reasons, list)
     assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16: 3 waves are not whole groups of 4" \
         in reasons
-    reasons = choose(target, GemmShape(128, 100, 64, "f16", "f16", "f32", "f32", False, False), 128,
+    reasons = select_mma_for(target, GemmShape(128, 100, 64, "f16", "f16", "f32", "f32", False, False), 128,
                      prefer="wgmma")
     assert ("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16: needs the block to be 64 rows "
             "per group of 4 waves by 128 columns (4 waves: 64x128), not 128x100") in reasons
     wide = GemmShape(128, 512, 64, "f16", "f16", "f32", "f32", False, False)
-    choice, split = choose(target, wide, 256, prefer="wgmma")
+    choice, split = select_mma_for(target, wide, 256, prefer="wgmma")
     assert choice.name.startswith("mma.sync")  # n = 512 is past wgmma's 256 columns
 
 

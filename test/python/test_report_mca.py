@@ -153,7 +153,7 @@ def test_carry_ops_are_fed_without_their_carries():
 
 @pytest.mark.skipif(bool(missing_tile_passes()), reason="the tile passes are not registered")
 def test_scheduling_hint_changes_the_schedule_not_the_work():
-    """tile-lower-to-gpu{sched-hints} (lower_to_gpu.scheduling_region_hint) on
+    """tile-lower-to-gpu{sched-hints} (backends/amdgpu/lowering.scheduling_region_hint) on
     a 1024^3 f16 GEMM in bench/amd_vs_triton.py's 128x128x64 gfx942
     configuration: the same MFMAs, no spills either way, and a different
     schedule of the main loop. Whether llc's schedule is faster is a

@@ -414,7 +414,9 @@ class Backend:
     `mma_row_keys` are the per-row keys the family's lowering needs (the LLVM
     intrinsic for amdgpu, the C++ builtin for metax). `check_target`, when
     given, is the family's own check of a loaded descriptor (e.g. that LLVM
-    knows its chip): None, or (field, message) for the first problem."""
+    knows its chip): None, or (field, message) for the first problem.
+    `matrix_core` and `lowering_hooks` ("module:Class", imported on first use)
+    are the family's part of tile-lower-to-gpu (passes/lower_to_gpu/api.py)."""
 
     family: str
     summary: str
@@ -423,6 +425,8 @@ class Backend:
     mma_accumulator_types: frozenset[str]
     mma_row_keys: tuple[str, ...] = ("intrinsic",)
     check_target: Callable[[Target], tuple[str, str] | None] | None = None
+    matrix_core: str = ""
+    lowering_hooks: str = ""
 
     def target_files(self) -> tuple[Path, ...]:
         return tuple(sorted(Path(self.targets_dir).glob("*.toml")))

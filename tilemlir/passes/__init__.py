@@ -26,7 +26,7 @@ _REGISTRY: dict[str, str] = {
     "tile-select-mma": "tilemlir.passes.select_mma:TileSelectMma",
     "tile-infer-layout": "tilemlir.passes.infer_layout:TileInferLayout",
     "tile-pipeline": "tilemlir.passes.software_pipeline:TilePipeline",
-    "tile-lower-to-gpu": "tilemlir.passes.lower_to_gpu:TileLowerToGpu",
+    "tile-lower-to-gpu": "tilemlir.passes.lower_to_gpu.lowering_pass:TileLowerToGpu",
 }
 
 

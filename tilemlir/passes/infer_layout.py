@@ -83,7 +83,7 @@ from tilemlir.passes.common import (
     warp_grid_of,
 )
 from tilemlir.passes.gpu_builders import bit_width
-from tilemlir.passes.matrix_cores import core_for
+from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 
 
 def transpose_reads_pay(gemm: ir.Operation, target) -> bool:
@@ -231,7 +231,7 @@ class TileInferLayout(TilePass):
     def smem_layouts(self, op: ir.Operation, choice, warps, state: PassState) -> None:
         target = resolve_target(op, self.target)
         wave = target.require("compute.wave_size", "LDS layouts")
-        lanes = core_for(target.family).operand_lanes(choice.m, choice.n, choice.k, wave)
+        lanes = matrix_core_for(target.family).operand_lanes(choice.m, choice.n, choice.k, wave)
         if lanes is None:
             return
         banks = target.memory.shared_banks

@@ -11,7 +11,7 @@ and one instruction is chosen from the target's ordered table
    the warp tile is a whole number of it, then the larger K when it divides
    the block's K;
 3. only instructions whose lane layout is documented (the family's matrix core,
-   `tilemlir.passes.matrix_cores`; for AMD `tilemlir.mma_layouts`).
+   `Backend.matrix_core`, see `tilemlir.passes.lower_to_gpu.api`).
 
 The choice is recorded as `tile.mma = {name, shape = [m, n, k, blocks], types}`
 and the wave split as `tile.warp_grid = array<i64: wm, wn>`. When nothing fits,
@@ -61,10 +61,10 @@ from tilemlir.passes.common import (
     kernel_threads,
     split_waves,
 )
-from tilemlir.passes.matrix_cores import core_for
+from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 
 
-def choose(target, shape, threads: int,
+def select_mma_for(target, shape, threads: int,
            prefer: str = "") -> tuple[MmaChoice, tuple[int, int]] | list[str]:
     """The instruction and wave split for a gemm, or the reasons each row failed.
     Rows whose name starts with `prefer` (when given) rank before all others."""
@@ -73,7 +73,7 @@ def choose(target, shape, threads: int,
         return [f"{threads} threads are not a whole number of {wave}-lane waves"]
     waves = threads // wave
     rows = target.mma_candidates(shape.a, shape.b, shape.accum)
-    core = core_for(target.family)
+    core = matrix_core_for(target.family)
     if not rows:
         return [f"{target} has no matrix instruction for {shape.a} x {shape.b} -> {shape.accum}"]
     # Without published cycle counts the table's order is the ranking: every row
@@ -143,7 +143,7 @@ class TileSelectMma(TilePass):
             if kernel is None:
                 continue  # whole-problem form: tile-tiling makes the kernel first
             shape = gemm_shape(op)
-            result = choose(target, shape, kernel_threads(kernel), self.prefer)
+            result = select_mma_for(target, shape, kernel_threads(kernel), self.prefer)
             if isinstance(result, list):
                 tried = "; ".join(result)
                 state.error(op, f"tile-select-mma: no matrix instruction of {target} fits this "

@@ -58,7 +58,7 @@ from tilemlir.dialects import tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import IN_BOUNDS_ATTR, gemm_shape, grid_problem, int_attr
-from tilemlir.passes.matrix_cores import core_for
+from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 
 DEFAULT_STAGES = 2
 DEFAULT_WAVES = 4
@@ -161,7 +161,7 @@ class TileTiling(TilePass):
             block = tuple(self.block)
         else:
             rows = [r for r in target.mma_candidates(shape.a, shape.b, shape.accum)
-                    if core_for(target.family).supported(r.m, r.n, r.k, r.blocks, wave)]
+                    if matrix_core_for(target.family).supported(r.m, r.n, r.k, r.blocks, wave)]
             instruction_k = max((r.k for r in rows), default=16)
             block_k = max(instruction_k, 64 // a_bytes)
             block = (block_extent(shape.m), block_extent(shape.n), block_k)

@@ -147,7 +147,8 @@ def _list_passes() -> str:
                 default = ",".join(map(str, default)) or "(unset)"
             elif default == "":
                 default = "(unset)"
-            lines.append(f"      {option_name(f.name)}={kind:<8} default {default}")
+            read_by = f"  (read by {', '.join(f.metadata['families'])})" if "families" in f.metadata else ""
+            lines.append(f"      {option_name(f.name)}={kind:<8} default {default}{read_by}")
     upstream = upstream_pass_names()
     lines.append("")
     lines.append(f"Upstream MLIR passes ({len(upstream)}; options as in mlir-opt --help):")

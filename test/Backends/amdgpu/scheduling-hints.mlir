@@ -9,7 +9,7 @@
 // maximum ("1,W") it changed nothing; neither is kept.
 //
 // The scheduling hint of pipelined loops in workgroups of one wave per SIMD
-// (tile-lower-to-gpu{sched-hints}, lower_to_gpu.scheduling_region_hint): the
+// (tile-lower-to-gpu{sched-hints}, backends/amdgpu/lowering.scheduling_region_hint): the
 // body ends in a sched.group.barrier grouping its 16 MFMAs, which llc keeps as
 // a comment at the end of the loop; a single-stage loop (prefetch through
 // registers) gets it too. Not with 8 waves (two per SIMD), not when turned off.

@@ -1,7 +1,9 @@
 """The AMD GPU backend (CDNA: gfx90a, gfx942, gfx950) — its manifest.
 
-Targets are `targets/<chip>.toml`; a new chip of the family is a new file. The
-lowering (ROCDL -> LLVM IR -> llc -> HSACO) arrives with the compile issue.
+Targets are `targets/<chip>.toml`; a new chip of the family is a new file.
+tile-lower-to-gpu reaches the family through `matrix.py` (MFMA) and
+`lowering.py` (loads into LDS, scheduling hints); GPU-level IR continues as
+ROCDL -> LLVM IR -> llc -> ISA -> HSACO (`pipeline.py`, `toolchain.py`).
 """
 
 from pathlib import Path
@@ -31,4 +33,6 @@ BACKEND = Backend(
     # The lowering emits LLVM intrinsics, so every row names its intrinsic.
     mma_row_keys=("intrinsic",),
     check_target=check_target,
+    matrix_core="tilemlir.backends.amdgpu.matrix:MfmaCore",
+    lowering_hooks="tilemlir.backends.amdgpu.lowering:AmdgpuLoweringHooks",
 )

@@ -1,7 +1,7 @@
 """The MetaX GPU backend (MACA: xcore1000 = C500, xcore1500 = C600) — its manifest.
 
-Targets are `targets/<arch>.toml`. The lowering (GPU-level IR -> MACA C++ for
-mxcc) arrives with the compile issue.
+Targets are `targets/<arch>.toml`. tile-lower-to-gpu emits the MMA built-ins
+through `matrix.py`; GPU-level IR becomes MACA C++ for mxcc (`emitter.py`).
 """
 
 from pathlib import Path
@@ -18,4 +18,5 @@ BACKEND = Backend(
     mma_accumulator_types=frozenset({"f64", "f32", "i32"}),
     # The lowering emits MACA C++, so every row names its __builtin_mxc_mma_*.
     mma_row_keys=("builtin", "intrinsic"),
+    matrix_core="tilemlir.backends.metax.matrix:MetaxMmaCore",
 )

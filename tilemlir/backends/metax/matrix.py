@@ -37,13 +37,20 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import ClassVar
 
 from mlir import ir
 from mlir.dialects import func, vector
 
-from tilemlir.passes.gpu_builders import add, mul, udiv, urem
-from tilemlir.passes.matrix_cores import AccumulatorLayout, GemmStep, MatrixCore, lane_operand
+from tilemlir.passes.lower_to_gpu.api import (
+    AccumulatorLayout,
+    GemmOperands,
+    MatrixCore,
+    add,
+    lane_operand,
+    mul,
+    udiv,
+    urem,
+)
 
 WAVE = 64
 TILE = 16  # "all the M,N are {16,16}" (mcTriton MMAMACA.cpp)
@@ -108,8 +115,6 @@ def pack(values: ir.Value, count: int, element: ir.Type) -> ir.Value:
 class MetaxMmaCore(MatrixCore):
     """MetaX 16x16 wave64 MMAs through calls to the `__builtin_mxc_mma_*` built-ins."""
 
-    family: ClassVar[str] = "metax"
-
     def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
         # K = 16 (f16, bf16, i8 on xcore1000) and K = 32 (i8 on xcore1500, fp8):
         # 4 or 8 values per lane. The f32/tf32/f64 forms (1 or 2 per lane, and an
@@ -122,7 +127,7 @@ class MetaxMmaCore(MatrixCore):
             raise ValueError(f"no MetaX lane layout for {m}x{n}x{k} with {c_bits}-bit results")
         return MetaxAccumulator()
 
-    def emit_k_steps(self, step: GemmStep) -> None:
+    def emit_k_steps(self, step: GemmOperands) -> None:
         fragment = step.fragment
         k = step.choice.k
         per_lane = k // GROUPS

@@ -54,4 +54,6 @@ BACKEND = Backend(
     # per-row intrinsic is needed.
     mma_row_keys=(),
     check_target=check_target,
+    matrix_core="tilemlir.backends.nvidia.wgmma:NvidiaMatrixCore",
+    lowering_hooks="tilemlir.backends.nvidia.wgmma:NvidiaLoweringHooks",
 )

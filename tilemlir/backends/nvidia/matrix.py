@@ -39,10 +39,21 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
 
+from tilemlir.backends.nvidia.pipelining import lower_pipelined_loop, pipelined_buffers, slot_view
 from tilemlir.diagnostics import UserError
 from tilemlir.passes.common import SharedLayout
-from tilemlir.passes.gpu_builders import add, bit_width, const_index, mul, udiv, urem
-from tilemlir.passes.matrix_cores import AccumulatorLayout, GemmStep, MatrixCore
+from tilemlir.passes.lower_to_gpu.api import (
+    AccumulatorLayout,
+    GemmOperands,
+    KernelLowering,
+    MatrixCore,
+    add,
+    bit_width,
+    const_index,
+    mul,
+    udiv,
+    urem,
+)
 
 # (m, n, k) of the mma.sync shapes this core lowers, by operand bit width.
 SHAPES = {16: (16, 8, 16), 8: (16, 8, 32)}
@@ -77,7 +88,6 @@ class MmaSyncAccumulator(AccumulatorLayout):
 class MmaSyncCore(MatrixCore):
     """`mma.sync` m16n8k16 (f16, bf16) and m16n8k32 (e4m3, e5m2, s8) per warp."""
 
-    family: ClassVar[str] = "nvidia"
     places_shared_memory: ClassVar[bool] = True
 
     def __init__(self):
@@ -96,8 +106,8 @@ class MmaSyncCore(MatrixCore):
 
     # -- shared memory ---------------------------------------------------------
 
-    def place_shared(self, emitter, shared_ops: list) -> int:
-        stages_of = self.buffer_stages(emitter)
+    def place_shared(self, lowering: KernelLowering, shared_ops: list) -> int:
+        stages_of = self.buffer_stages(lowering)
         workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
         base_type = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
                                       ir.IntegerType.get_signless(8), memory_space=workgroup)
@@ -109,13 +119,13 @@ class MmaSyncCore(MatrixCore):
                 raise UserError("nvidia: shared buffers must be 2-D")
             align = self.buffer_alignment(value)
             offset = -(-offset // align) * align
-            offset += self.place_buffer(emitter, value, base, offset, stages_of.get(value, 1))
-        limit = emitter.target.require("memory.shared_bytes_per_workgroup", "the shared memory budget")
+            offset += self.place_buffer(lowering, value, base, offset, stages_of.get(value, 1))
+        limit = lowering.target.require("memory.shared_bytes_per_workgroup", "the shared memory budget")
         limit -= self.reserved_shared_bytes()
         if offset > limit:
             raise UserError(f"tile-lower-to-gpu: this kernel needs {offset} bytes of shared memory "
                             f"(pipeline stages and row padding or swizzle alignment included), "
-                            f"{emitter.target.name} allows {limit}")
+                            f"{lowering.target.name} allows {limit}")
         return offset
 
     def reserved_shared_bytes(self) -> int:
@@ -123,16 +133,14 @@ class MmaSyncCore(MatrixCore):
         the padding that aligns the dynamic ones after them)."""
         return 0
 
-    def buffer_stages(self, emitter) -> dict:
+    def buffer_stages(self, lowering: KernelLowering) -> dict:
         """Shared buffer value -> the number of slots a pipelined loop fills."""
-        from tilemlir.backends.nvidia.pipelining import pipelined_buffers
-
-        return pipelined_buffers(emitter.kernel, emitter.threads)
+        return pipelined_buffers(lowering.kernel, lowering.threads)
 
     def buffer_alignment(self, value: ir.Value) -> int:
         return SHARED_ALIGN
 
-    def place_buffer(self, emitter, value: ir.Value, base: ir.Value, offset: int, stages: int) -> int:
+    def place_buffer(self, lowering: KernelLowering, value: ir.Value, base: ir.Value, offset: int, stages: int) -> int:
         """Binds one buffer at byte `offset` of dynamic shared memory: `stages`
         slots of rows padded by 16 bytes; returns the bytes it takes."""
         workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
@@ -145,26 +153,23 @@ class MmaSyncCore(MatrixCore):
         view = memref.ViewOp(view_type, base, const_index(offset), []).result
         self.stage_views[value] = view
         self.first_slot[value] = slot_view(view, const_index(0))
-        emitter.shared[value] = self.first_slot[value]
-        emitter.layouts[value] = SharedLayout()  # stored as declared (rows padded only)
+        lowering.bind_shared(value, self.first_slot[value], SharedLayout())  # rows padded only
         return stages * rows * (cols + pad) * element_bytes
 
-    def lower_loop(self, emitter, op) -> bool:
-        from tilemlir.backends.nvidia.pipelining import lower_pipelined_loop
-
-        return lower_pipelined_loop(self, emitter, op)
+    def lower_loop(self, lowering: KernelLowering, op: ir.Operation) -> bool:
+        return lower_pipelined_loop(self, lowering, op)
 
     # -- one tile.gemm -----------------------------------------------------------
 
-    def emit_k_steps(self, step: GemmStep) -> None:
+    def emit_k_steps(self, step: GemmOperands) -> None:
         for k_step in range(self.k_steps(step)):
             self.mma_k_step(step, self.load_k_step(step, k_step))
 
-    def k_steps(self, step: GemmStep) -> int:
+    def k_steps(self, step: GemmOperands) -> int:
         return step.block_k // SHAPES[self.operand_bits(step)][2]
 
     @staticmethod
-    def operand_bits(step: GemmStep) -> int:
+    def operand_bits(step: GemmOperands) -> int:
         a_element = ir.MemRefType(step.a_smem.type).element_type
         b_element = ir.MemRefType(step.b_smem.type).element_type
         bits = bit_width(a_element)
@@ -172,7 +177,7 @@ class MmaSyncCore(MatrixCore):
             raise UserError(f"nvidia: no mma.sync for {a_element} x {b_element}")
         return bits
 
-    def load_k_step(self, step: GemmStep, k_step: int) -> tuple[list, list]:
+    def load_k_step(self, step: GemmOperands, k_step: int) -> tuple[list, list]:
         """The warp's A and B registers of one K step (ldmatrix from shared
         memory): a list per m16 tile and a list per n8 tile."""
         bits = self.operand_bits(step)
@@ -186,11 +191,11 @@ class MmaSyncCore(MatrixCore):
         return ([operands.a(add(m0, tm * 16), k0) for tm in range(tiles_m)],
                 operands.b_tiles(n0, k0, tiles_n))
 
-    def operand_swizzle(self, step: GemmStep) -> tuple[bool, bool]:
-        """Whether A and B are stored as 128-byte-swizzled TMA boxes (WarpgroupCore)."""
+    def operand_swizzle(self, step: GemmOperands) -> tuple[bool, bool]:
+        """Whether A and B are stored as 128-byte-swizzled TMA boxes (NvidiaMatrixCore)."""
         return False, False
 
-    def mma_k_step(self, step: GemmStep, registers: tuple[list, list]) -> None:
+    def mma_k_step(self, step: GemmOperands, registers: tuple[list, list]) -> None:
         """The m16n8 instructions of one K step on registers from load_k_step."""
         fragment = step.fragment
         a_frags, b_frags = registers
@@ -202,18 +207,6 @@ class MmaSyncCore(MatrixCore):
             index = fragment.tile_index(tm, tn)
             fragment.values[index] = mma(bits, a_element, b_element, a_frags[tm], b_frags[tn],
                                          fragment.values[index], fragment.element)
-
-
-def slot_view(view: ir.Value, slot: ir.Value) -> ir.Value:
-    """The 2-D buffer `slot` of a memref<S x R x C> view (rank-reducing subview)."""
-    view_type = ir.MemRefType(view.type)
-    _, rows, cols = view_type.shape
-    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
-    layout = ir.StridedLayoutAttr.get(dynamic, [cols, 1])
-    result = ir.MemRefType.get([rows, cols], view_type.element_type, layout,
-                               view_type.memory_space)
-    return memref.SubViewOp(result, view, [slot], [], [], [dynamic, 0, 0], [1, rows, cols],
-                            [1, 1, 1]).result
 
 
 def as_bytes(smem: ir.Value) -> ir.Value:
@@ -240,7 +233,7 @@ def as_bytes(smem: ir.Value) -> ir.Value:
 class Operands:
     """Per-lane A and B registers of one tile.gemm, in the PTX fragment layouts."""
 
-    def __init__(self, step: GemmStep, bits: int, swizzled: tuple[bool, bool] = (False, False)):
+    def __init__(self, step: GemmOperands, bits: int, swizzled: tuple[bool, bool] = (False, False)):
         self.step = step
         self.bits = bits
         self.lane = step.lane

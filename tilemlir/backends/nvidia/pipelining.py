@@ -35,13 +35,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.dialects import arith, gpu, nvgpu, scf
+from mlir.dialects import arith, gpu, memref, nvgpu, scf
 
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
-from tilemlir.passes.common import IN_BOUNDS_ATTR
-from tilemlir.passes.gpu_builders import add, bit_width, const_index, mul, udiv, urem
-from tilemlir.passes.lower_to_gpu import _constant_int, scf_for_view
+from tilemlir.passes.common import IN_BOUNDS_ATTR, SharedLayout
+from tilemlir.passes.lower_to_gpu.api import (
+    KernelLowering,
+    add,
+    bit_width,
+    const_index,
+    constant_int,
+    for_loop_parts,
+    fragment_values,
+    mul,
+    rebind_fragments,
+    udiv,
+    urem,
+)
 
 CHUNK_BYTES = 16  # cp.async.cg copies 16 bytes
 
@@ -71,12 +82,12 @@ def plan_pipeline(op: ir.Operation, threads: int, copyable=None) -> PipelinePlan
     if op.name != "scf.for" or tile.NUM_STAGES_ATTR not in op.attributes:
         return None
     stages = ir.IntegerAttr(op.attributes[tile.NUM_STAGES_ATTR]).value
-    view = scf_for_view(op)
-    bounds = [_constant_int(view[key]) for key in ("lb", "ub", "step")]
-    if stages < 2 or view["inits"] or bounds[0] != 0 or bounds[2] != 1 or not bounds[1]:
+    loop = for_loop_parts(op)
+    bounds = [constant_int(v) for v in (loop.lower, loop.upper, loop.step)]
+    if stages < 2 or loop.inits or bounds[0] != 0 or bounds[2] != 1 or not bounds[1]:
         return None
     plan = PipelinePlan(stages, bounds[1])
-    for inner in view["body_ops"]:
+    for inner in loop.body_ops:
         if inner.name == "tile.copy":
             if plan.gemms or not copyable(inner, threads):
                 return None
@@ -141,15 +152,27 @@ def pipelined_buffers(kernel: ir.Operation, threads: int) -> dict:
     return slots
 
 
-def lower_pipelined_loop(core, emitter, op: ir.Operation) -> bool:
-    from tilemlir.backends.nvidia.matrix import slot_view
+def slot_view(view: ir.Value, slot: ir.Value) -> ir.Value:
+    """The 2-D buffer `slot` of a memref<S x R x C> view (rank-reducing subview)."""
+    view_type = ir.MemRefType(view.type)
+    _, rows, cols = view_type.shape
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    layout = ir.StridedLayoutAttr.get(dynamic, [cols, 1])
+    result = ir.MemRefType.get([rows, cols], view_type.element_type, layout,
+                               view_type.memory_space)
+    return memref.SubViewOp(result, view, [slot], [], [], [dynamic, 0, 0], [1, rows, cols],
+                            [1, 1, 1]).result
 
-    plan = plan_pipeline(op, emitter.threads)
+
+def lower_pipelined_loop(core, lowering: KernelLowering, op: ir.Operation) -> bool:
+    """The cp.async loop of the module docstring for `op` if it matches and
+    the core (`matrix.MmaSyncCore`) placed its buffers in stage slots; False
+    otherwise."""
+    plan = plan_pipeline(op, lowering.threads)
     if plan is None or any(b not in core.stage_views for b in plan.buffers):
         return False
-    view = scf_for_view(op)
     stages = plan.stages
-    iv = view["iv"]
+    iv = for_loop_parts(op).induction_variable
     # One gemm: its first K step's registers are read one iteration ahead, so
     # the wait and barrier for the next slot sit before the last K step's
     # instructions instead of in front of the first ldmatrix (CUTLASS's sm80
@@ -157,17 +180,17 @@ def lower_pipelined_loop(core, emitter, op: ir.Operation) -> bool:
     ahead_registers = len(plan.gemms) == 1
 
     def issue(iteration: ir.Value, slot: ir.Value) -> ir.Value:
-        emitter.env[iv] = iteration
+        lowering.bind(iv, iteration)
         for inner in plan.prefix:
-            emitter.emit_op(inner)
+            lowering.lower_op(inner)
         tokens = []
         for copy in plan.copies:
-            tokens.extend(async_copy(emitter, copy, core.stage_views[copy.operands[1]], slot))
+            tokens.extend(async_copy(lowering, copy, core.stage_views[copy.operands[1]], slot))
         return nvgpu.DeviceAsyncCreateGroupOp(tokens).result
 
     def bind(slot: ir.Value) -> None:
         for buffer in plan.buffers:
-            emitter.shared[buffer] = slot_view(core.stage_views[buffer], slot)
+            lowering.bind_shared(buffer, slot_view(core.stage_views[buffer], slot), SharedLayout())
 
     def next_slot_ready() -> None:  # this thread's copies of the next slot landed, and everybody's
         nvgpu.DeviceAsyncWaitOp(group, numGroups=stages - 2)
@@ -177,16 +200,16 @@ def lower_pipelined_loop(core, emitter, op: ir.Operation) -> bool:
     for s in range(stages - 1):  # clamped as in the loop: in-bounds copies stay in bounds
         group = issue(const_index(min(s, plan.trip_count - 1)), const_index(s))
 
-    carried = list(emitter.fragments)
-    flat = [value for key in carried for value in emitter.fragments[key].values]
+    carried = lowering.fragments()
+    flat = fragment_values(carried)
     template, first = None, []
     if ahead_registers:
         next_slot_ready()
         bind(const_index(0))
-        template, first = flatten(core.load_k_step(emitter.gemm_step(plan.gemms[0]), 0))
+        template, first = flatten(core.load_k_step(lowering.gemm_operands(plan.gemms[0]), 0))
     loop = scf.ForOp(const_index(0), const_index(plan.trip_count), const_index(1), flat + first)
     inner_args = list(loop.inner_iter_args)
-    emitter.rebind(carried, inner_args[:len(flat)])
+    rebind_fragments(carried, inner_args[:len(flat)])
     with ir.InsertionPoint(loop.body):
         i = loop.induction_variable
         if not ahead_registers:
@@ -197,7 +220,7 @@ def lower_pipelined_loop(core, emitter, op: ir.Operation) -> bool:
         ahead = arith.MinUIOp(add(i, stages - 1), const_index(plan.trip_count - 1)).result
         issue(ahead, urem(add(i, stages - 1), stages))
         bind(urem(i, stages))
-        emitter.env[iv] = i
+        lowering.bind(iv, i)
         registers = []
         if ahead_registers:
             def next_slot() -> None:
@@ -205,34 +228,34 @@ def lower_pipelined_loop(core, emitter, op: ir.Operation) -> bool:
                 bind(urem(add(i, 1), stages))
 
             current = unflatten(template, iter(inner_args[len(flat):]))
-            registers = mma_reading_ahead(core, emitter, plan.gemms[0], current, next_slot)
+            registers = mma_reading_ahead(core, lowering, plan.gemms[0], current, next_slot)
         else:
             for gemm in plan.gemms:
-                emitter.emit_op(gemm)
-        scf.YieldOp([value for key in carried for value in emitter.fragments[key].values] + registers)
-    emitter.rebind(carried, list(loop.results)[:len(flat)])
+                lowering.lower_op(gemm)
+        scf.YieldOp(fragment_values(carried) + registers)
+    rebind_fragments(carried, list(loop.results)[:len(flat)])
     for buffer in plan.buffers:
-        emitter.shared[buffer] = core.first_slot[buffer]
+        lowering.bind_shared(buffer, core.first_slot[buffer], SharedLayout())
     nvgpu.DeviceAsyncWaitOp(group, numGroups=0)
     return True
 
 
-def mma_reading_ahead(core, emitter, gemm: ir.Operation, current, next_slot) -> list:
+def mma_reading_ahead(core, lowering: KernelLowering, gemm: ir.Operation, current, next_slot) -> list:
     """The gemm's K steps, each K step's registers loaded before the mma.sync
     of the one before; `current` holds the first K step's. Before the last K
     step's mma.sync, `next_slot()` waits for and binds the next iteration's
     slot, whose first K step's registers are returned (flat, to be carried)."""
-    step = emitter.gemm_step(gemm)
+    step = lowering.gemm_operands(gemm)
     k_steps = core.k_steps(step)
     for k_step in range(k_steps):
         if k_step + 1 < k_steps:
             following = core.load_k_step(step, k_step + 1)
         else:
             next_slot()
-            following = core.load_k_step(emitter.gemm_step(gemm), 0)
+            following = core.load_k_step(lowering.gemm_operands(gemm), 0)
         core.mma_k_step(step, current)
         current = following
-    emitter.count_lds_conflicts(gemm)
+    lowering.record_lds_conflicts(gemm)
     return flatten(current)[1]
 
 
@@ -250,10 +273,10 @@ def unflatten(template, values):
     return [unflatten(t, values) for t in template]
 
 
-def async_copy(emitter, copy: ir.Operation, stage_view: ir.Value, slot: ir.Value) -> list:
+def async_copy(lowering: KernelLowering, copy: ir.Operation, stage_view: ir.Value, slot: ir.Value) -> list:
     """This thread's 16-byte cp.async chunks of one tile.copy into slot `slot`."""
-    src = emitter.env[copy.operands[0]]
-    offsets = [emitter.env[v] for v in list(copy.operands)[2:4]]
+    src = lowering.value_of(copy.operands[0])
+    offsets = [lowering.value_of(v) for v in list(copy.operands)[2:4]]
     src_type = ir.MemRefType(src.type)
     rows, cols = ir.MemRefType(copy.operands[1].type).shape
     width = CHUNK_BYTES // _element_bytes(src_type)
@@ -263,8 +286,8 @@ def async_copy(emitter, copy: ir.Operation, stage_view: ir.Value, slot: ir.Value
     zero = const_index(0)
     in_bounds = IN_BOUNDS_ATTR in copy.attributes  # tile-tiling proved every window inside
     tokens = []
-    for r in range(chunks // emitter.threads):
-        linear = add(emitter.ids.thread, r * emitter.threads)
+    for r in range(chunks // lowering.threads):
+        linear = add(lowering.ids.thread, r * lowering.threads)
         row, col = udiv(linear, per_row), mul(urem(linear, per_row), width)
         global_row, global_col = add(offsets[0], row), add(offsets[1], col)
         if in_bounds:

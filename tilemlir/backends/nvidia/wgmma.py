@@ -45,7 +45,7 @@ Out-of-bounds box elements are filled with zeros by the TMA unit (the tensor
 map's OOB fill), so shapes that are not multiples of the block need no code.
 Tensor maps are created by the launcher (`cuTensorMapEncodeTiled`) from the
 kernel's metadata (`tile.kernel_arguments` on the gpu.func, see
-`KernelEmitter.add_kernel_argument`) and reach the kernel as pointers to 128
+`KernelLowering.add_kernel_argument`) and reach the kernel as pointers to 128
 bytes of global memory, one extra argument each.
 
 With tile-lower-to-gpu{tma-copies=true} the same slots and barriers feed
@@ -84,8 +84,21 @@ from tilemlir.backends.nvidia.pipelining import (
 )
 from tilemlir.irutil import walk
 from tilemlir.passes.common import MmaChoice, SharedLayout
-from tilemlir.passes.gpu_builders import add, bit_width, const_index, mul, udiv, urem
-from tilemlir.passes.lower_to_gpu import LoweringError, scf_for_view
+from tilemlir.passes.lower_to_gpu.api import (
+    KernelLowering,
+    LoweringError,
+    LoweringHooks,
+    LoweringOption,
+    add,
+    bit_width,
+    const_index,
+    for_loop_parts,
+    fragment_values,
+    mul,
+    rebind_fragments,
+    udiv,
+    urem,
+)
 
 WARPGROUP_WARPS = 4
 SWIZZLE_BYTES = 128  # the swizzle mode used: 128-byte rows
@@ -177,7 +190,19 @@ def ldmatrix_only(gemm: ir.Operation) -> bool:
     return bits == 16 or (not transpose_a and transpose_b)
 
 
-class WarpgroupCore(MmaSyncCore):
+class NvidiaLoweringHooks(LoweringHooks):
+    """The nvidia family's tile-lower-to-gpu option; the code reading it is
+    the matrix core's (`NvidiaMatrixCore.buffer_stages`)."""
+
+    options = (
+        LoweringOption("tma_copies", bool, False,
+                       "the global -> shared copies of pipelined loops go through TMA with "
+                       "mbarriers (128-byte-swizzled tiles) for mma.sync gemms too, not only "
+                       "for wgmma, which always uses them"),
+    )
+
+
+class NvidiaMatrixCore(MmaSyncCore):
     """The nvidia matrix core: warp-level mma.sync (`MmaSyncCore`) and, for
     gemms given a wgmma row, warpgroup-level wgmma with TMA-filled operands."""
 
@@ -223,13 +248,13 @@ class WarpgroupCore(MmaSyncCore):
             operands.update([op.operands[0], op.operands[1]])
         return operands
 
-    def buffer_stages(self, emitter) -> dict:
-        stages = super().buffer_stages(emitter)
-        self.tma_copies = emitter.tma_copies
-        self.tma_operands = self.wgmma_operands(emitter.kernel)
+    def buffer_stages(self, lowering: KernelLowering) -> dict:
+        stages = super().buffer_stages(lowering)
+        self.tma_copies = bool(lowering.option("tma_copies"))
+        self.tma_operands = self.wgmma_operands(lowering.kernel)
         fed = {}
-        for op in walk(emitter.kernel):
-            plan = plan_tma_pipeline(op, emitter.threads, self.tma_copies) if op.name == "scf.for" \
+        for op in walk(lowering.kernel):
+            plan = plan_tma_pipeline(op, lowering.threads, self.tma_copies) if op.name == "scf.for" \
                 else None
             if plan is not None and self.tma_copies:
                 self.tma_operands.update(plan.buffers)
@@ -252,16 +277,15 @@ class WarpgroupCore(MmaSyncCore):
     def buffer_alignment(self, value: ir.Value) -> int:
         return SWIZZLE_ATOM if value in self.tma_operands else super().buffer_alignment(value)
 
-    def place_buffer(self, emitter, value, base, offset, stages) -> int:
+    def place_buffer(self, lowering: KernelLowering, value, base, offset, stages) -> int:
         if value not in self.tma_operands:
-            return super().place_buffer(emitter, value, base, offset, stages)
+            return super().place_buffer(lowering, value, base, offset, stages)
         self.base = base
         tile_type = ir.MemRefType(value.type)
         rows, cols = tile_type.shape
         buffer = SwizzledBuffer(offset, rows, cols, tile_type.element_type)
         self.swizzled[value] = buffer
-        emitter.shared[value] = self.slot_base(buffer, const_index(0))
-        emitter.layouts[value] = SharedLayout()
+        lowering.bind_shared(value, self.slot_base(buffer, const_index(0)), SharedLayout())
         return stages * buffer.slot_bytes
 
     def operand_swizzle(self, step) -> tuple[bool, bool]:
@@ -285,11 +309,11 @@ class WarpgroupCore(MmaSyncCore):
 
     # -- the K loop ----------------------------------------------------------
 
-    def lower_loop(self, emitter, op) -> bool:
-        plan = plan_tma_pipeline(op, emitter.threads, self.tma_copies)
+    def lower_loop(self, lowering: KernelLowering, op) -> bool:
+        plan = plan_tma_pipeline(op, lowering.threads, self.tma_copies)
         if plan is None or any(b not in self.swizzled for b in plan.buffers):
-            return super().lower_loop(emitter, op)
-        TmaLoop(self, emitter, op, plan).emit()
+            return super().lower_loop(lowering, op)
+        TmaLoop(self, lowering, op, plan).emit()
         return True
 
     # -- one tile.gemm -------------------------------------------------------
@@ -410,12 +434,13 @@ def wgmma(accumulator: ir.Value, desc_a: ir.Value, desc_b: ir.Value, n: int, k: 
 class TmaLoop:
     """One pipelined K loop: TMA boxes into S slots, wgmma gemms on slot i % S."""
 
-    def __init__(self, core: WarpgroupCore, emitter, op: ir.Operation, plan: PipelinePlan):
-        self.core, self.emitter, self.op, self.plan = core, emitter, op, plan
+    def __init__(self, core: NvidiaMatrixCore, lowering: KernelLowering, op: ir.Operation,
+                 plan: PipelinePlan):
+        self.core, self.lowering, self.op, self.plan = core, lowering, op, plan
         self.stages = plan.stages
         self.barrier_type = ir.Type.parse(f"!nvgpu.mbarrier.group<memorySpace = {WORKGROUP}, "
                                           f"num_barriers = {self.stages}>")
-        self.iv = scf_for_view(op)["iv"]  # the tile-level loop's, bound per iteration emitted
+        self.iv = for_loop_parts(op).induction_variable  # the tile-level loop's, bound per iteration emitted
         self.maps = [self.tensor_map(copy) for copy in plan.copies]
         self.bytes_per_stage = sum(core.swizzled[c.operands[1]].slot_bytes for c in plan.copies)
 
@@ -430,18 +455,18 @@ class TmaLoop:
             f"!nvgpu.tensormap.descriptor<tensor = memref<{buffer.rows}x{buffer.box_cols}x{element}, "
             f"{WORKGROUP}>, swizzle = swizzle_128b, l2promo = l2promo_128b, oob = zero, "
             "interleave = none>")
-        pointer = self.emitter.add_kernel_argument(llvm.PointerType.get(), {
-            "tensor_map": {"source": self.emitter.env[source], "dtype": element,
+        pointer = self.lowering.add_kernel_argument(llvm.PointerType.get(), {
+            "tensor_map": {"source": self.lowering.value_of(source), "dtype": element,
                            "shape": list(source_type.shape),
                            "box": [buffer.rows, buffer.box_cols], "swizzle": SWIZZLE_BYTES}})
         return builtin.UnrealizedConversionCastOp([desc_type], [pointer]).result
 
     def emit(self) -> None:
-        emitter, plan, stages = self.emitter, self.plan, self.stages
+        lowering, plan, stages = self.lowering, self.plan, self.stages
         trips = plan.trip_count
-        warps = emitter.threads // emitter.wave_size
-        self.leader = arith.CmpIOp(arith.CmpIPredicate.eq, emitter.ids.thread, const_index(0)).result
-        self.lane0 = arith.CmpIOp(arith.CmpIPredicate.eq, emitter.ids.lane, const_index(0)).result
+        warps = lowering.threads // lowering.wave_size
+        self.leader = arith.CmpIOp(arith.CmpIPredicate.eq, lowering.ids.thread, const_index(0)).result
+        self.lane0 = arith.CmpIOp(arith.CmpIPredicate.eq, lowering.ids.lane, const_index(0)).result
         # full[s]: slot s's TMA bytes arrived (the leader's expect_tx + the copies);
         # empty[s]: every warp is done reading slot s (one arrival per warp).
         self.full = nvgpu.MBarrierCreateOp(self.barrier_type).result
@@ -457,21 +482,21 @@ class TmaLoop:
             for s in range(min(stages - 1, trips)):
                 self.issue(const_index(s), const_index(s))
             scf.YieldOp([])
-        carried = list(emitter.fragments)
-        flat = [value for key in carried for value in emitter.fragments[key].values]
+        carried = lowering.fragments()
+        flat = fragment_values(carried)
         warp_level = len(plan.gemms) == 1 and not is_wgmma(MmaChoice.of(plan.gemms[0]).name)
         if warp_level:
             self.read_ahead_loop(carried, flat)
         else:
             self.wgmma_loop(carried, flat)
         for buffer in plan.buffers:
-            emitter.shared[buffer] = self.core.slot_base(self.core.swizzled[buffer], const_index(0))
+            self.bind_slot(buffer, const_index(0))
 
     def issue(self, iteration: ir.Value, slot: ir.Value) -> None:
         """TMA boxes of `iteration` into `slot` (emitted where only the leader runs)."""
-        self.emitter.env[self.iv] = iteration
+        self.lowering.bind(self.iv, iteration)
         for inner in self.plan.prefix:
-            self.emitter.emit_op(inner)
+            self.lowering.lower_op(inner)
         nvgpu.MBarrierArriveExpectTxOp(self.full, const_index(self.bytes_per_stage), slot)
         for copy, tensor_map in zip(self.plan.copies, self.maps):
             self.load(copy, tensor_map, self.full, slot)
@@ -510,26 +535,31 @@ class TmaLoop:
 
     def bind(self, slot: ir.Value) -> None:
         for buffer in self.plan.buffers:
-            self.emitter.shared[buffer] = self.core.slot_base(self.core.swizzled[buffer], slot)
+            self.bind_slot(buffer, slot)
+
+    def bind_slot(self, buffer: ir.Value, slot: ir.Value) -> None:
+        """The gemms read `buffer` from its slot `slot` from here on."""
+        self.lowering.bind_shared(buffer, self.core.slot_base(self.core.swizzled[buffer], slot),
+                                  SharedLayout())
 
     def wgmma_loop(self, carried: list, flat: list) -> None:
-        emitter = self.emitter
+        lowering = self.lowering
         loop = scf.ForOp(const_index(0), const_index(self.plan.trip_count), const_index(1), flat)
-        emitter.rebind(carried, list(loop.inner_iter_args))
+        rebind_fragments(carried, list(loop.inner_iter_args))
         with ir.InsertionPoint(loop.body):
             i = loop.induction_variable
             self.wait(self.full, i)
             self.bind(urem(i, self.stages))
-            emitter.env[self.iv] = i
+            lowering.bind(self.iv, i)
             for gemm in self.plan.gemms:
-                emitter.emit_op(gemm)
+                lowering.lower_op(gemm)
             # The gemms end in wgmma.wait_group 1 (0 for 8-bit): this warp's
             # wgmmas of iteration i-1 are done, so it releases their slot.
             previous = arith.SubIOp(i, const_index(1)).result
             self.release(previous, arith.CmpIOp(arith.CmpIPredicate.uge, i, const_index(1)).result)
             self.refill(i)
-            scf.YieldOp([value for key in carried for value in emitter.fragments[key].values])
-        emitter.rebind(carried, list(loop.results))
+            scf.YieldOp(fragment_values(carried))
+        rebind_fragments(carried, list(loop.results))
         nvvm.WgmmaWaitGroupSyncOp(0)
 
     def read_ahead_loop(self, carried: list, flat: list) -> None:
@@ -538,20 +568,20 @@ class TmaLoop:
         step's registers, then waits for slot i+1 and loads its first K step's
         registers before the last K step's mma.sync (as the cp.async loop);
         the leader refills slot i-1 at the top of iteration i."""
-        emitter, core, trips = self.emitter, self.core, self.plan.trip_count
+        lowering, core, trips = self.lowering, self.core, self.plan.trip_count
         gemm = self.plan.gemms[0]
         self.wait(self.full, const_index(0))
         self.bind(const_index(0))
-        emitter.env[self.iv] = const_index(0)
-        template, first = flatten(core.load_k_step(emitter.gemm_step(gemm), 0))
+        lowering.bind(self.iv, const_index(0))
+        template, first = flatten(core.load_k_step(lowering.gemm_operands(gemm), 0))
         loop = scf.ForOp(const_index(0), const_index(trips), const_index(1), flat + first)
         inner_args = list(loop.inner_iter_args)
-        emitter.rebind(carried, inner_args[:len(flat)])
+        rebind_fragments(carried, inner_args[:len(flat)])
         with ir.InsertionPoint(loop.body):
             i = loop.induction_variable
             self.refill(i)
             self.bind(urem(i, self.stages))
-            emitter.env[self.iv] = i
+            lowering.bind(self.iv, i)
 
             def next_slot() -> None:  # this warp is done with slot i; slot i+1 landed
                 self.release(i)
@@ -564,14 +594,14 @@ class TmaLoop:
                 self.bind(urem(following, self.stages))
 
             current = unflatten(template, iter(inner_args[len(flat):]))
-            registers = mma_reading_ahead(core, emitter, gemm, current, next_slot)
-            scf.YieldOp([value for key in carried for value in emitter.fragments[key].values] + registers)
-        emitter.rebind(carried, list(loop.results)[:len(flat)])
+            registers = mma_reading_ahead(core, lowering, gemm, current, next_slot)
+            scf.YieldOp(fragment_values(carried) + registers)
+        rebind_fragments(carried, list(loop.results)[:len(flat)])
 
     def load(self, copy: ir.Operation, tensor_map: ir.Value, barriers: ir.Value, slot: ir.Value) -> None:
         """The copy's window as TMA boxes (coordinates innermost first)."""
         buffer = self.core.swizzled[copy.operands[1]]
-        row, col = (self.emitter.env[v] for v in list(copy.operands)[2:4])
+        row, col = (self.lowering.value_of(v) for v in list(copy.operands)[2:4])
         for box in range(buffer.boxes):
             nvgpu.TmaAsyncLoadOp(self.core.box_view(buffer, slot, box), barriers, tensor_map,
                                  [add(col, box * buffer.box_cols), row], slot)

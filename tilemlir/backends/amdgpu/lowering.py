@@ -1,0 +1,235 @@
+"""The amdgpu family's hooks into tile-lower-to-gpu (`api.LoweringHooks`):
+loads into LDS without registers, and a scheduling hint for pipelined loops.
+
+Options (of tile-lower-to-gpu, read by amdgpu kernels only):
+  direct-lds-loads (auto|true|false): prefetch copies of a software-pipelined
+    loop that convert nothing, keep their rows as they are and stay inside the
+    global memref become buffer loads into LDS (amdgpu.gather_to_lds from the
+    memref's buffer resource, amdgpu.fat_raw_buffer_cast) where the chip has
+    one of the copy's vector size (memory.buffer_load_lds, e.g. gfx950's
+    16-byte buffer_load_dwordx4 ... lds): no VGPRs, no LDS stores, 32-bit lane
+    offsets; each wave waits for its own (vmcnt) before the loop's barrier.
+    "auto" (default): in kernels where tile-infer-layout chose LDS transpose
+    reads (infer_layout.transpose_reads_pay).
+  sched-hints (bool, default true): pipelined loops of workgroups with at
+    most one wave per SIMD end with a scheduling-region hint
+    (`scheduling_region_hint`).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import amdgpu, arith, memref, rocdl
+
+from tilemlir.backends.base import is_unknown
+from tilemlir.irutil import walk
+from tilemlir.passes.base import Switch, switch_on
+from tilemlir.passes.common import IN_BOUNDS_ATTR, element_span, shared_layout
+from tilemlir.passes.lower_to_gpu.api import (
+    KernelLowering,
+    LoweringHooks,
+    LoweringOption,
+    add,
+    bit_width,
+    const_index,
+    copy_width,
+    guarded,
+    mul,
+    swizzled_column,
+    udiv,
+    ult,
+    urem,
+)
+from tilemlir.passes.software_pipeline import PREFETCH_ATTR
+
+# Loads into LDS by bytes per lane (memory.buffer_load_lds).
+BUFFER_LOAD_LDS = {4: "buffer_load_dword", 12: "buffer_load_dwordx3", 16: "buffer_load_dwordx4"}
+BUFFER_LOAD_LDS_BYTES = {name: size for size, name in BUFFER_LOAD_LDS.items()}
+
+# llvm.amdgcn.sched.group.barrier's mask bit for MFMA/WMMA (LLVM AMDGPUUsage,
+# "AMDGPU Intrinsics"; AMDGPUIGroupLP.cpp's SchedGroupMask::MFMA).
+SCHED_GROUP_MFMA = 0x8
+
+
+class AmdgpuLoweringHooks(LoweringHooks):
+    """Direct loads into LDS and the scheduling hint (see the module docstring)."""
+
+    options = (
+        LoweringOption("direct_lds_loads", Switch, "auto",
+                       "prefetch copies as buffer loads into LDS (auto: with LDS transpose reads)"),
+        LoweringOption("sched_hints", bool, True,
+                       "a scheduling-region hint ending pipelined loops"),
+    )
+
+    def __init__(self, lowering: KernelLowering):
+        super().__init__(lowering)
+        self.direct_lds_loads = switch_on(lowering.option("direct_lds_loads"),
+                                          reads_transposed(lowering.kernel))
+        self.uniform_wave: ir.Value | None = None  # the wave id as LLVM sees it uniform
+        self.fat_buffers: dict = {}  # global memref -> its buffer-resource view
+
+    def begin_kernel(self) -> None:
+        lowering = self.lowering
+        if self.direct_lds_loads and lowering.target.memory.buffer_load_lds:
+            # Loads into LDS take the wave's LDS base in M0, a scalar: a wave id
+            # LLVM knows is uniform (readfirstlane), made once here because
+            # readfirstlane is convergent and LICM would not hoist it from loops.
+            i32 = ir.IntegerType.get_signless(32)
+            self.uniform_wave = arith.IndexCastOp(ir.IndexType.get(), rocdl.ReadfirstlaneOp(
+                i32, arith.IndexCastOp(i32, lowering.ids.wave).result).result).result
+
+    def begin_pipelined_iteration(self, body_ops: list) -> None:
+        # Direct global -> LDS loads are counted by vmcnt, not by the barrier's
+        # fences: each wave waits for its own first.
+        if any(inner.name == "tile.copy" and PREFETCH_ATTR in inner.attributes
+               and self.direct_lds_load(inner) for inner in body_ops):
+            amdgpu.MemoryCounterWaitOp(load=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 0))
+
+    def end_pipelined_iteration(self, body: ir.Block) -> None:
+        if self.wants_sched_hint():
+            scheduling_region_hint(body)
+
+    def copy_prefetch(self, op: ir.Operation, source: ir.Value, offsets: list[ir.Value],
+                      width: int) -> bool:
+        if self.direct_lds_load(op) is None:
+            return False
+        self.copy_direct_to_lds(op, source, offsets, width)
+        return True
+
+    def wants_sched_hint(self) -> bool:
+        """tile-lower-to-gpu{sched-hints}, for workgroups of at most one wave
+        per SIMD: with no other wave of the workgroup to switch to, the order
+        within the wave is what keeps the MFMAs fed. With two (f16 256x256x64
+        gfx950 in 8 waves) it measured worse: 0.285 -> 0.247 by default,
+        0.584 -> 0.220 with direct loads and transpose reads."""
+        lowering = self.lowering
+        simds = lowering.target.compute.simds_per_cu
+        return (bool(lowering.option("sched_hints")) and not is_unknown(simds)
+                and lowering.threads // lowering.wave_size <= simds)
+
+    # -- global -> LDS without registers (buffer_load ... lds) -----------------
+
+    def direct_lds_load(self, op: ir.Operation) -> str | None:
+        """The load-into-LDS instruction a prefetch copy can use, or None: the
+        chip has one of width x element bytes (memory.buffer_load_lds), this
+        lowering was asked to use them, the copy converts nothing, stores its
+        rows as they are (not transposed) into a stage of a multi-buffered
+        tile, and reads inside the global memref only (tile.in_bounds: the
+        instruction cannot give zeros past an edge)."""
+        lowering = self.lowering
+        if not self.direct_lds_loads or IN_BOUNDS_ATTR not in op.attributes:
+            return None
+        src_type, dst_type = ir.MemRefType(op.operands[0].type), ir.MemRefType(op.operands[1].type)
+        owner = op.operands[1].owner
+        if src_type.element_type != dst_type.element_type or len(dst_type.shape) != 2 or not (
+                isinstance(owner, ir.OpView | ir.Operation) and owner.name == "memref.subview"
+                and lowering.shared_buffer(owner.operands[0]) is not None) \
+                or lowering.shared_layout(owner.operands[0]).transposed:
+            return None
+        span = buffer_span_bytes(src_type)
+        if span is None or span >= 2 ** 31:
+            return None  # buffer offsets are 32-bit: larger tensors keep the register path
+        stored = ir.MemRefType(lowering.shared_buffer(owner.operands[0]).type)
+        if stored.shape[0] < 2:
+            return None  # one stage: it must be read before it is refilled (registers wait)
+        width = copy_width(op, dst_type.shape[1], src_type.element_type)
+        name = BUFFER_LOAD_LDS.get(width * bit_width(src_type.element_type) // 8)
+        row_bytes = stored.shape[-1] * bit_width(stored.element_type) // 8
+        if name not in lowering.target.memory.buffer_load_lds or row_bytes % BUFFER_LOAD_LDS_BYTES[name]:
+            return None
+        return name
+
+    def copy_direct_to_lds(self, op: ir.Operation, src: ir.Value, offsets: list[ir.Value],
+                           width: int) -> None:
+        """The wave writes consecutive `width`-element slots of the stage's
+        stored rows (padding included) in lane order, as loads into LDS do;
+        each lane loads the global address of its own slot (a padding slot
+        loads the row's first vector again, into the padding)."""
+        lowering = self.lowering
+        threads = lowering.threads
+        subview = op.operands[1].owner
+        stored = lowering.shared_buffer(subview.operands[0])
+        stage = lowering.value_of(subview.operands[1])
+        stored_type = ir.MemRefType(stored.type)
+        _, rows, stride = stored_type.shape
+        cols = ir.MemRefType(op.operands[1].type).shape[1]
+        dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+        plane = memref.SubViewOp(
+            ir.MemRefType.get([rows, stride], stored_type.element_type,
+                              layout=ir.StridedLayoutAttr.get(dynamic, [stride, 1]),
+                              memory_space=stored_type.memory_space),
+            stored, [stage], [], [], [dynamic, 0, 0], [1, rows, stride], [1, 1, 1]).result
+        per_row = stride // width
+        total = rows * per_row
+        vector_type = ir.VectorType.get([width], stored_type.element_type)
+        wave = self.uniform_wave or lowering.ids.wave
+        # Through a buffer resource: 32-bit per-lane offsets (buffer_load ... lds)
+        # instead of 64-bit addresses.
+        buffer = self.fat_buffer(src)
+        swizzle = lowering.shared_layout(subview.operands[0]).swizzle
+        for r in range(-(-total // threads)):
+            linear = add(lowering.ids.thread, r * threads)
+            first = add(mul(wave, lowering.wave_size), r * threads)  # lane 0's slot
+            row, slot = udiv(linear, per_row), urem(linear, per_row)
+            col = mul(slot, width)
+            padding = arith.CmpIOp(arith.CmpIPredicate.uge, col, const_index(cols)).result
+            # Swizzled rows (no padding) hold at slot col the column it swaps with.
+            col = swizzled_column(row, col, swizzle, stride, stored_type.element_type)
+            source_col = arith.SelectOp(padding, const_index(0), col).result
+            dst_indices = [udiv(first, per_row), mul(urem(first, per_row), width)]
+
+            def issue(row=row, source_col=source_col, dst_indices=dst_indices) -> None:
+                amdgpu.GatherToLDSOp(buffer, [add(offsets[0], row), add(offsets[1], source_col)],
+                                     plane, dst_indices, vector_type)
+            guard = ult(linear, const_index(total)) if (r + 1) * threads > total else None
+            guarded(guard, issue)
+
+    def fat_buffer(self, src: ir.Value) -> ir.Value:
+        """`src` as a buffer resource (amdgpu.fat_raw_buffer_cast), made once, at
+        the kernel's entry when `src` is a kernel argument."""
+        if src not in self.fat_buffers:
+            entry = self.lowering.entry_block
+            at_entry = isinstance(src, ir.BlockArgument) and src.owner == entry
+            with ir.InsertionPoint.at_block_begin(entry) if at_entry else ir.InsertionPoint.current:
+                self.fat_buffers[src] = amdgpu.FatRawBufferCastOp(src).result
+        return self.fat_buffers[src]
+
+
+def buffer_span_bytes(memref_type: ir.MemRefType) -> int | None:
+    """Bytes from a memref's base to one past its last element, strides and
+    offset included (what a buffer resource of it must cover: the element
+    count understates a strided view), or None when not static or when an
+    element lies below the base (a negative stride: buffer offsets are unsigned)."""
+    span = element_span(memref_type)
+    if span is None or span[0] < 0 or any(s < 0 for s in memref_type.get_strides_and_offset()[0]):
+        return None
+    return max(0, span[1] + 1) * max(1, bit_width(memref_type.element_type) // 8)
+
+
+def reads_transposed(kernel: ir.Operation) -> bool:
+    """Whether a gemm of the kernel reads a shared buffer with LDS transpose reads."""
+    return any(shared_layout(op).transpose_read for op in walk(kernel) if op.name == "tile.alloc_shared")
+
+
+def scheduling_region_hint(body: ir.Block) -> None:
+    """End a pipelined loop's body with one `rocdl.sched.group.barrier`
+    grouping all of its MFMAs, a group that orders nothing.
+
+    What it changes is how llc-22 schedules the region: GCNSchedStage::
+    initGCNRegion (GCNSchedStrategy.cpp) schedules a region that holds a
+    SCHED_GROUP_BARRIER or IGLP_OPT with the IGroupLP DAG mutation in place
+    of the default mutations, among them the clustering of neighbouring
+    loads and stores. Unclustered, the LDS reads of the next K step and the
+    global loads of the next stage spread between the MFMAs instead of
+    issuing in bursts that leave the matrix core waiting on them. Measured
+    with bench/amd_vs_triton.py (mfma_busy_ratio, without -> with, no spills
+    either way): f16/bf16 128x128x64 gfx942 0.663 -> 0.692, fp8 128x128x128
+    gfx942 0.661 -> 0.701, f16 256x256x64 gfx950 0.721 -> 0.751, fp8
+    128x128x128 gfx950 0.637 -> 0.650, f16 128x128x32 gfx90a 0.736 -> 0.736.
+    Interleaving patterns that order the groups (one MFMA then one LDS
+    read, one global load per two MFMAs, ...) measured worse on most of
+    these (e.g. 0.692 -> 0.516 on f16 gfx942), so none is imposed."""
+    mfmas = sum(1 for op in body.operations if op.operation.name.startswith(("amdgpu.mfma",
+                                                                            "amdgpu.scaled_mfma")))
+    if mfmas:
+        rocdl.SchedGroupBarrier(SCHED_GROUP_MFMA, mfmas, 0)

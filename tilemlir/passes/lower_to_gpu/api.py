@@ -1,0 +1,481 @@
+"""The lowering's interface to backends: what a family's matrix core and
+lowering hooks receive from tile-lower-to-gpu, and the helpers they may use.
+
+tile-lower-to-gpu is family-neutral. A family adds two things to it, both
+named in its `Backend` manifest as "module:Class" strings and imported on
+first use (`matrix_core_for`, `lowering_hooks_for`), so no pass imports a
+backend:
+
+* a `MatrixCore` (`Backend.matrix_core`): how a wave holds an accumulator tile
+  and how one tile.gemm becomes matrix instructions;
+
+  - `supported(m, n, k, blocks, wave_size)`: whether the lane layout of such
+    an instruction is known (tile-select-mma only chooses those);
+  - `accumulator_layout(m, n, k, wave_size, c_bits)`: where element j of a
+    lane's accumulator vector sits in the instruction tile, as
+    `row = lane_row(lane) + row_offset(j)`, `col = lane_col(lane) + col_offset(j)`;
+  - `emit_k_steps(gemm)`: per-lane operand loads from shared memory and the
+    matrix instructions for the whole block K of one tile.gemm;
+  - optionally: placing shared memory itself (`place_shared`) and lowering a
+    loop itself (`lower_loop`, e.g. software pipelining).
+
+* `LoweringHooks` (`Backend.lowering_hooks`, optional): the family's own code
+  at fixed points of the generic lowering (the kernel's entry, a pipelined
+  loop's iteration, prefetch copies into shared memory) and the
+  tile-lower-to-gpu options that code reads (`LoweringOption`).
+
+Both receive a `KernelLowering`: the kernel being lowered, seen through a
+small typed interface (lane ids, the value map, shared buffers, register
+fragments, emitting nested ops), never the emitter itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from mlir import ir
+from mlir.dialects import memref, scf, vector
+
+from tilemlir.diagnostics import UserError
+from tilemlir.passes.common import VECTOR_WIDTH_ATTR, SharedLayout, copy_vector_width
+
+# Builders a core or hook emits with (re-exported: the interface is this module).
+from tilemlir.passes.gpu_builders import (
+    add,
+    and_,
+    bit_width,
+    const_index,
+    mul,
+    sub,
+    swizzled_column,
+    udiv,
+    ult,
+    urem,
+)
+
+if TYPE_CHECKING:
+    from tilemlir.passes.common import MmaChoice
+
+# The gpu.func attribute holding the metadata of kernel arguments a core added
+# (`KernelLowering.add_kernel_argument`), one JSON string each, for launchers.
+KERNEL_ARGUMENTS_ATTR = "tile.kernel_arguments"
+
+
+class LoweringError(UserError):
+    """A construct tile-lower-to-gpu does not handle, reported at its op."""
+
+    def __init__(self, op, message: str):
+        super().__init__(message)
+        self.op = op
+
+
+# --------------------------------------------------------------------------
+# Register fragments and lane ids
+# --------------------------------------------------------------------------
+
+class AccumulatorLayout(ABC):
+    """Where a lane's accumulator elements sit inside one m x n instruction tile
+    (an interface: each family's core implements it)."""
+
+    m: int
+    n: int
+    c_per_lane: int
+
+    @abstractmethod
+    def lane_row(self, lane: ir.Value) -> ir.Value:
+        """The lane's row offset inside the tile, as an index value."""
+
+    @abstractmethod
+    def lane_col(self, lane: ir.Value) -> ir.Value:
+        """The lane's column offset inside the tile, as an index value."""
+
+    @abstractmethod
+    def row_offset(self, j: int) -> int:
+        """The static row offset of the lane's j-th accumulator element."""
+
+    @abstractmethod
+    def col_offset(self, j: int) -> int:
+        """The static column offset of the lane's j-th accumulator element."""
+
+
+@dataclass
+class AccumulatorFragment:
+    """A gemm accumulator held in registers: per lane, one vector per
+    instruction tile of its wave (`values`, replaced as instructions update it)."""
+
+    shape: tuple[int, int]
+    element: ir.Type
+    layout: AccumulatorLayout
+    warps: tuple[int, int]  # waves along M and N
+    values: list[ir.Value] = field(default_factory=list)
+
+    @property
+    def warp_tile(self) -> tuple[int, int]:
+        return self.shape[0] // self.warps[0], self.shape[1] // self.warps[1]
+
+    @property
+    def tiles(self) -> tuple[int, int]:
+        wm, wn = self.warp_tile
+        return wm // self.layout.m, wn // self.layout.n
+
+    @property
+    def vector_type(self) -> ir.VectorType:
+        return ir.VectorType.get([self.layout.c_per_lane], self.element)
+
+    def tile_index(self, tm: int, tn: int) -> int:
+        return tm * self.tiles[1] + tn
+
+    def owned(self) -> list[tuple[int, int, int, int]]:
+        """(tile, element, tm, tn) of every element a lane holds."""
+        return [(self.tile_index(tm, tn), j, tm, tn)
+                for tm in range(self.tiles[0]) for tn in range(self.tiles[1])
+                for j in range(self.layout.c_per_lane)]
+
+
+def fragment_values(fragments: Sequence[AccumulatorFragment]) -> list[ir.Value]:
+    """The registers of `fragments`, flat, in order (what a loop carries)."""
+    return [value for fragment in fragments for value in fragment.values]
+
+
+def rebind_fragments(fragments: Sequence[AccumulatorFragment], values: Sequence[ir.Value]) -> None:
+    """Gives `fragments` the registers `values` (flat, as `fragment_values`
+    lists them; extra values are ignored), e.g. a loop's iter_args or results."""
+    position = 0
+    for fragment in fragments:
+        count = len(fragment.values)
+        fragment.values = list(values[position:position + count])
+        position += count
+
+
+@dataclass(frozen=True)
+class LaneIds:
+    """The thread's ids in its workgroup, as index values."""
+
+    thread: ir.Value  # gpu.thread_id x
+    lane: ir.Value  # thread % wave size
+    wave: ir.Value  # thread / wave size
+
+
+@dataclass
+class GemmOperands:
+    """Everything a core needs to emit one tile.gemm, with lane ids computed:
+    the accumulator, the chosen instruction, A and B as stored in shared memory
+    (`transpose_*`: stored K-major for A, N-major for B, after any transposed
+    storage), the block's K and the lane's wave position in the wave grid."""
+
+    fragment: AccumulatorFragment
+    choice: MmaChoice
+    a_smem: ir.Value
+    b_smem: ir.Value
+    transpose_a: bool
+    transpose_b: bool
+    block_k: int
+    lane: ir.Value
+    wave_m: ir.Value
+    wave_n: ir.Value
+    # Operands read with LDS transpose reads (tile.smem_layout transpose_read).
+    transpose_read_a: bool = False
+    transpose_read_b: bool = False
+    # Their XOR swizzles (tile.smem_layout swizzle; 0: none).
+    swizzle_a: int = 0
+    swizzle_b: int = 0
+
+
+# --------------------------------------------------------------------------
+# What cores and hooks receive
+# --------------------------------------------------------------------------
+
+@runtime_checkable
+class KernelLowering(Protocol):
+    """One tile.kernel being lowered to a gpu.func, as a matrix core and a
+    family's lowering hooks see it. Values of the tile-level kernel ("tile
+    values") map to values of the gpu.func being built."""
+
+    @property
+    def kernel(self) -> ir.Operation:
+        """The tile.kernel (read it; it is erased once lowered)."""
+
+    @property
+    def target(self) -> Any:
+        """The target's descriptor (`tilemlir.backends.Target`)."""
+
+    @property
+    def threads(self) -> int:
+        """Threads of the workgroup (all along x)."""
+
+    @property
+    def wave_size(self) -> int:
+        """Lanes of a wave (the descriptor's compute.wave_size)."""
+
+    @property
+    def ids(self) -> LaneIds:
+        """The thread's ids, computed at the kernel's entry."""
+
+    @property
+    def entry_block(self) -> ir.Block:
+        """The gpu.func's entry block (for values made once per kernel)."""
+
+    def option(self, name: str) -> object:
+        """The value of a tile-lower-to-gpu option the family's hooks declare
+        (`LoweringHooks.options`, by field name)."""
+
+    def value_of(self, tile_value: ir.Value) -> ir.Value:
+        """The lowered value bound to a tile value."""
+
+    def bind(self, tile_value: ir.Value, value: ir.Value) -> None:
+        """Binds a tile value (e.g. a loop's induction variable) to a lowered value."""
+
+    def shared_buffer(self, tile_value: ir.Value) -> ir.Value | None:
+        """The memref a shared tile value is stored in (None: not shared)."""
+
+    def shared_layout(self, tile_value: ir.Value) -> SharedLayout:
+        """How a shared tile value is stored (tile.smem_layout)."""
+
+    def bind_shared(self, tile_value: ir.Value, buffer: ir.Value, layout: SharedLayout) -> None:
+        """Places a shared tile value in `buffer`, stored as `layout` says."""
+
+    def fragments(self) -> list[AccumulatorFragment]:
+        """The register fragments so far, in creation order (a loop carries them all)."""
+
+    def lower_op(self, op: ir.Operation) -> None:
+        """Lowers one op of the tile.kernel at the current insertion point."""
+
+    def gemm_operands(self, gemm: ir.Operation) -> GemmOperands:
+        """What `MatrixCore.emit_k_steps` needs for a tile.gemm, read from the op
+        and the current bindings of its operands."""
+
+    def record_lds_conflicts(self, gemm: ir.Operation) -> None:
+        """Counts a lowered gemm's LDS bank conflicts (static model) in the report."""
+
+    def add_kernel_argument(self, arg_type: ir.Type, metadata: dict) -> ir.Value:
+        """Appends an argument to the gpu.func and returns it; `metadata`
+        (JSON-able; lowered values in it become their argument positions) is
+        what a launcher must pass, recorded in `KERNEL_ARGUMENTS_ATTR`."""
+
+
+# --------------------------------------------------------------------------
+# What a family provides
+# --------------------------------------------------------------------------
+
+class MatrixCore(ABC):
+    """A family's lane-level matrix instructions (see the module docstring);
+    one instance per kernel, so a core may keep per-kernel state."""
+
+    @abstractmethod
+    def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
+        """Whether the lane layout of such an instruction is known."""
+
+    @abstractmethod
+    def accumulator_layout(self, m: int, n: int, k: int, wave_size: int,
+                           c_bits: int = 32) -> AccumulatorLayout:
+        """The accumulator layout of an m x n x k instruction (ValueError or a
+        UserError when there is none)."""
+
+    @abstractmethod
+    def emit_k_steps(self, gemm: GemmOperands) -> None:
+        """Operand loads and matrix instructions for one tile.gemm's block K."""
+
+    def waves_per_instruction(self, name: str) -> int:
+        """How many consecutive waves execute one instruction of this name
+        together (1: every wave its own; NVIDIA's wgmma: a warpgroup of 4)."""
+        return 1
+
+    def operand_lanes(self, m: int, n: int, k: int, wave_size: int):
+        """For LDS layout choice: per lane, the (row of A, K index) and (column of
+        B, K index) of its first operand element and the elements it reads, as
+        ((rows_a, ks_a, count_a), (cols_b, ks_b, count_b)); None when the core
+        keeps the buffers as they are."""
+        return
+
+    # True: the core places shared buffers itself (`place_shared`) instead of
+    # workgroup attributions, e.g. in dynamic shared memory with padded rows.
+    places_shared_memory: ClassVar[bool] = False
+
+    def place_shared(self, lowering: KernelLowering, shared_ops: list) -> int:
+        """Binds every tile.alloc_shared (`lowering.bind_shared`); returns the
+        bytes of dynamic shared memory the launch must provide. Called only
+        when `places_shared_memory` is set, which obliges the core to define it."""
+        raise TypeError(f"{type(self).__name__} sets places_shared_memory but does not "
+                        "define place_shared")
+
+    def lower_loop(self, lowering: KernelLowering, op: ir.Operation) -> bool:
+        """A chance to lower an scf.for itself (e.g. software pipelining);
+        False leaves it to the generic lowering."""
+        return False
+
+
+@dataclass(frozen=True)
+class LoweringOption:
+    """An option of tile-lower-to-gpu that a family's hooks read. The pass
+    offers it under `name` with dashes (`direct_lds_loads` ->
+    `tile-lower-to-gpu{direct-lds-loads=...}`) and hands its value to the
+    kernels of that family (`KernelLowering.option`)."""
+
+    name: str  # a Python identifier: the pass's dataclass field
+    annotation: object  # bool, int, str or base.Switch
+    default: object
+    help: str = ""
+
+
+class LoweringHooks:
+    """A family's code at fixed points of the generic lowering. The base class
+    does nothing at each point; one instance per kernel, made after the lane
+    ids, so hooks may keep per-kernel state."""
+
+    # The tile-lower-to-gpu options these hooks read.
+    options: ClassVar[tuple[LoweringOption, ...]] = ()
+
+    def __init__(self, lowering: KernelLowering):
+        self.lowering = lowering
+
+    def begin_kernel(self) -> None:
+        """At the gpu.func's entry, after the lane ids."""
+
+    def copy_prefetch(self, op: ir.Operation, source: ir.Value, offsets: list[ir.Value],
+                      width: int) -> bool:
+        """A prefetch tile.copy global -> shared inside a pipelined loop (its
+        source lowered, `width` elements per access): True when the hooks
+        emitted it, False to leave it to the generic copy through registers."""
+        return False
+
+    def begin_pipelined_iteration(self, body_ops: list) -> None:
+        """At the top of a pipelined loop's body, before its one barrier;
+        `body_ops` are the tile-level ops of the body."""
+
+    def end_pipelined_iteration(self, body: ir.Block) -> None:
+        """At the end of a pipelined loop's lowered body, before its yield."""
+
+
+# --------------------------------------------------------------------------
+# Finding a family's core and hooks
+# --------------------------------------------------------------------------
+
+def _import_object(spec: str) -> Any:
+    module_name, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module_name), name)
+
+
+def matrix_core_for(family: str) -> MatrixCore:
+    """A new instance of the family's matrix core (`Backend.matrix_core`)."""
+    from tilemlir.backends import backend
+
+    spec = backend(family).matrix_core
+    if not spec:
+        raise UserError(f"the '{family}' family has no lane-level matrix lowering "
+                        "(its Backend names no matrix_core)")
+    return _import_object(spec)()
+
+
+def lowering_hooks_for(family: str) -> type[LoweringHooks]:
+    """The family's lowering hooks class (`Backend.lowering_hooks`), or the
+    base class, which adds nothing, when it names none."""
+    from tilemlir.backends import backend
+
+    spec = backend(family).lowering_hooks
+    return _import_object(spec) if spec else LoweringHooks
+
+
+# --------------------------------------------------------------------------
+# Helpers for reading tile IR
+# --------------------------------------------------------------------------
+
+def constant_int(value: ir.Value) -> int | None:
+    """The integer of an `arith.constant`, None for any other value."""
+    owner = value.owner
+    if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant":
+        return ir.IntegerAttr(owner.attributes["value"]).value
+    return None
+
+
+@dataclass(frozen=True)
+class ForLoopParts:
+    """The pieces of an `scf.for` (its operands, block arguments and body)."""
+
+    lower: ir.Value
+    upper: ir.Value
+    step: ir.Value
+    inits: list[ir.Value]
+    induction_variable: ir.Value
+    iter_args: list[ir.Value]
+    body_ops: list[ir.Operation]
+
+
+def for_loop_parts(op: ir.Operation) -> ForLoopParts:
+    body = op.regions[0].blocks[0]
+    arguments = list(body.arguments)
+    operands = list(op.operands)
+    return ForLoopParts(operands[0], operands[1], operands[2], operands[3:],
+                        arguments[0], arguments[1:], [o.operation for o in body.operations])
+
+
+def copy_width(op: ir.Operation, cols: int, element: ir.Type) -> int:
+    """Elements a thread moves per access in a tile.copy: tile-infer-layout's
+    choice (tile.vector_width), or the same rule when it did not run."""
+    if VECTOR_WIDTH_ATTR in op.attributes:
+        return ir.IntegerAttr(op.attributes[VECTOR_WIDTH_ATTR]).value
+    return copy_vector_width(cols, bit_width(element))
+
+
+def guarded(guard: ir.Value | None, body: Callable[[], object]) -> None:
+    """Emits `body()` under `scf.if guard` (unconditionally when guard is None)."""
+    if guard is None:
+        body()
+        return
+    branch = scf.IfOp(guard)
+    with ir.InsertionPoint(branch.then_block):
+        body()
+        scf.YieldOp([])
+
+
+def lane_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, element: ir.Type,
+                 k_contiguous: bool) -> ir.Value:
+    """A lane's `count` consecutive-K elements of one row of A or column of B.
+    `k_contiguous`: the buffer is indexed [outer, k] (one vector load), else
+    [k, outer] (one load per element)."""
+    if k_contiguous:
+        if count == 1:
+            return memref.LoadOp(smem, [outer, k]).result
+        return vector.LoadOp(ir.VectorType.get([count], element), smem, [outer, k]).result
+    scalars = [memref.LoadOp(smem, [add(k, i), outer]).result for i in range(count)]
+    if count == 1:
+        return scalars[0]
+    return vector.FromElementsOp(ir.VectorType.get([count], element), scalars).result
+
+
+__all__ = [
+    "KERNEL_ARGUMENTS_ATTR",
+    "AccumulatorFragment",
+    "AccumulatorLayout",
+    "ForLoopParts",
+    "GemmOperands",
+    "KernelLowering",
+    "LaneIds",
+    "LoweringError",
+    "LoweringHooks",
+    "LoweringOption",
+    "MatrixCore",
+    "SharedLayout",
+    "add",
+    "and_",
+    "bit_width",
+    "const_index",
+    "constant_int",
+    "copy_width",
+    "for_loop_parts",
+    "fragment_values",
+    "guarded",
+    "lane_operand",
+    "lowering_hooks_for",
+    "matrix_core_for",
+    "mul",
+    "rebind_fragments",
+    "sub",
+    "swizzled_column",
+    "udiv",
+    "ult",
+    "urem",
+]

@@ -1,0 +1,742 @@
+"""The generic kernel emitter of tile-lower-to-gpu: one tile.kernel becomes one
+thread's program in a gpu.func (values, register fragments, scf, copies).
+
+It knows no family: matrix instructions come from the family's `MatrixCore`,
+the family's own additions from its `LoweringHooks` (see `api.py`); both see
+this emitter only as an `api.KernelLowering`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlir import ir
+from mlir.dialects import gpu, memref, scf, vector
+
+from tilemlir.irutil import walk
+from tilemlir.lds_banks import SWIZZLE_CHUNK_BYTES
+from tilemlir.passes.common import (
+    IN_BOUNDS_ATTR,
+    LAYOUT_ATTR,
+    LDS_CONFLICTS_ATTR,
+    MmaChoice,
+    SharedLayout,
+    kernel_threads,
+    physical_shared_shape,
+    shared_layout,
+    warp_grid_of,
+)
+from tilemlir.passes.gpu_builders import (
+    add,
+    and_,
+    bit_width,
+    columns_of,
+    const_index,
+    convert,
+    load_or_zero,
+    loads_or_zeros,
+    mul,
+    splat,
+    swizzled_column,
+    udiv,
+    ult,
+    urem,
+    zero_of,
+)
+from tilemlir.passes.lower_to_gpu.api import (
+    AccumulatorFragment,
+    GemmOperands,
+    LaneIds,
+    LoweringError,
+    LoweringHooks,
+    MatrixCore,
+    constant_int,
+    copy_width,
+    for_loop_parts,
+    fragment_values,
+    guarded,
+    rebind_fragments,
+)
+from tilemlir.passes.software_pipeline import PIPELINED_ATTR, PREFETCH_ATTR
+
+# On the gpu.func: the static LDS model's bank-conflict clocks of its gemms'
+# operand reads in one main-loop iteration (read by the compile report).
+LDS_CONFLICTS_REPORT_ATTR = "tile.lds_bank_conflicts_per_iteration"
+# On the gpu.func when the core placed shared memory: the dynamic bytes it needs.
+DYNAMIC_SHARED_BYTES_ATTR = "tile.dynamic_shared_bytes"
+
+
+@dataclass
+class LoweredKernel:
+    """What the pass needs to launch a lowered kernel."""
+
+    gpu_func: ir.Operation
+    arguments: list[ir.Value]  # host values passed, in order
+    dynamic_shared_bytes: int = 0
+    # Arguments a core added (e.g. TMA tensor maps), each with what a launcher
+    # must pass for it: (type, metadata).
+    extra_arguments: list[tuple[ir.Type, dict]] = field(default_factory=list)
+
+
+class KernelEmitter:
+    """Emits one tile.kernel as a gpu.func (one thread's program); implements
+    `api.KernelLowering`.
+
+    Fixed at construction: the kernel, target, name, thread count, wave size,
+    the family's core, its hook options. Mutable state, all of it:
+
+    * `_values`: tile value -> lowered value (the value map);
+    * `_fragments`: tile fragment value -> its `AccumulatorFragment` (registers);
+    * `_shared`: tile shared value -> (stored memref, `SharedLayout`);
+    * `_deferred_stores`: LDS stores of prefetch copies waiting for the end of
+      the pipelined iteration being emitted (None outside such a loop);
+    * `_lds_conflicts`: bank-conflict clocks of the gemms emitted so far;
+    * `_lowered`: the gpu.func and its arguments once `lower` made them;
+    * `_ids`, `_hooks`: made at the kernel's entry.
+    """
+
+    def __init__(self, kernel: ir.Operation, target, name: str, core: MatrixCore,
+                 hooks_class: type[LoweringHooks] = LoweringHooks, options: dict | None = None):
+        self._kernel = kernel
+        self._target = target
+        self.name = name
+        self._threads = kernel_threads(kernel)
+        self._wave_size = target.require("compute.wave_size", "lowering to lanes")
+        self.core = core
+        self._hooks_class = hooks_class
+        self._options = dict(options or {})
+        formats = target.matrix.fp8_formats
+        self._native_fp8 = tuple(formats) if isinstance(formats, tuple) else ()
+        self._values: dict = {}
+        self._fragments: dict = {}
+        self._shared: dict = {}
+        self._deferred_stores: list | None = None
+        self._lds_conflicts = 0
+        self._lowered: LoweredKernel | None = None
+        self._ids: LaneIds | None = None
+        self._hooks: LoweringHooks | None = None
+
+    # -- api.KernelLowering ----------------------------------------------------
+
+    @property
+    def kernel(self) -> ir.Operation:
+        return self._kernel
+
+    @property
+    def target(self):
+        return self._target
+
+    @property
+    def threads(self) -> int:
+        return self._threads
+
+    @property
+    def wave_size(self) -> int:
+        return self._wave_size
+
+    @property
+    def ids(self) -> LaneIds:
+        return self._ids
+
+    @property
+    def entry_block(self) -> ir.Block:
+        return self._lowered.gpu_func.regions[0].blocks[0]
+
+    def option(self, name: str) -> object:
+        return self._options[name]
+
+    def value_of(self, tile_value: ir.Value) -> ir.Value:
+        return self._values[tile_value]
+
+    def bind(self, tile_value: ir.Value, value: ir.Value) -> None:
+        self._values[tile_value] = value
+
+    def shared_buffer(self, tile_value: ir.Value) -> ir.Value | None:
+        bound = self._shared.get(tile_value)
+        return bound[0] if bound else None
+
+    def shared_layout(self, tile_value: ir.Value) -> SharedLayout:
+        return self._shared[tile_value][1]
+
+    def bind_shared(self, tile_value: ir.Value, buffer: ir.Value, layout: SharedLayout) -> None:
+        self._shared[tile_value] = (buffer, layout)
+
+    def fragments(self) -> list[AccumulatorFragment]:
+        return list(self._fragments.values())
+
+    def lower_op(self, op: ir.Operation) -> None:
+        with op.location:
+            handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
+            if handler is not None:
+                handler(op)
+            elif op.name.startswith("tile."):
+                raise LoweringError(op, f"tile-lower-to-gpu: {op.name} is not supported here")
+            elif op.regions:
+                raise LoweringError(op, f"tile-lower-to-gpu: {op.name} with regions is not "
+                                        "supported inside a tile.kernel")
+            else:
+                self.clone_op(op)
+
+    def gemm_operands(self, gemm: ir.Operation) -> GemmOperands:
+        a, b, c = gemm.operands[0], gemm.operands[1], gemm.operands[2]
+        if a not in self._shared or b not in self._shared:
+            raise LoweringError(gemm, "tile-lower-to-gpu: gemm operands A and B must be shared "
+                                      "buffers (register operands are not supported yet)")
+        if c not in self._fragments:
+            raise LoweringError(gemm, "tile-lower-to-gpu: the gemm accumulator has no register layout")
+        choice = MmaChoice.of(gemm)
+        warps = warp_grid_of(gemm)
+        if choice is None or warps is None:
+            raise LoweringError(gemm, "tile-lower-to-gpu: tile.gemm has no tile.mma (run tile-select-mma)")
+        fragment = self._fragments[c]
+        transpose_a = ir.BoolAttr(gemm.attributes["transpose_a"]).value
+        transpose_b = ir.BoolAttr(gemm.attributes["transpose_b"]).value
+        block_k = ir.MemRefType(a.type).shape[0 if transpose_a else 1]
+        wave_m, wave_n = self.wave_position(fragment)
+        (a_smem, layout_a), (b_smem, layout_b) = self._shared[a], self._shared[b]
+        # A buffer stored transposed flips which index of it is K.
+        return GemmOperands(fragment, choice, a_smem, b_smem,
+                            transpose_a != layout_a.transposed, transpose_b != layout_b.transposed,
+                            block_k, self._ids.lane, wave_m, wave_n,
+                            layout_a.transpose_read, layout_b.transpose_read,
+                            layout_a.swizzle, layout_b.swizzle)
+
+    def record_lds_conflicts(self, gemm: ir.Operation) -> None:
+        if LDS_CONFLICTS_ATTR in gemm.attributes:
+            self._lds_conflicts += ir.IntegerAttr(gemm.attributes[LDS_CONFLICTS_ATTR]).value
+
+    def add_kernel_argument(self, arg_type: ir.Type, metadata: dict) -> ir.Value:
+        # After the memrefs and before nothing else: cores that place shared
+        # memory have no workgroup attributions.
+        gpu_func = self._lowered.gpu_func
+        block = gpu_func.regions[0].blocks[0]
+        argument = block.add_argument(arg_type, self._kernel.location)
+        inputs = [a.type for a in block.arguments]
+        gpu_func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, []))
+        self._lowered.extra_arguments.append((arg_type, metadata))
+        return argument
+
+    # -- the gpu.func ---------------------------------------------------------
+
+    def captured_values(self) -> list[ir.Value]:
+        """Values used inside the kernel but defined outside it, in first-use order."""
+        defined, captured, seen = set(), [], set()
+        for op in walk(self._kernel):
+            for region in op.regions:
+                for block in region.blocks:
+                    defined.update(block.arguments)
+            defined.update(op.results)
+        for op in walk(self._kernel):
+            for operand in op.operands:
+                if operand not in defined and operand not in seen:
+                    seen.add(operand)
+                    captured.append(operand)
+        return captured
+
+    def lower(self, gpu_module_body: ir.Block) -> LoweredKernel:
+        """Emits the gpu.func at the end of `gpu_module_body`."""
+        captured = self.captured_values()
+        # Constants defined outside are rematerialized inside; the rest are arguments.
+        arguments = [v for v in captured if not _is_constant(v)]
+        shared_ops = [op for op in walk(self._kernel) if op.name == "tile.alloc_shared"]
+        placed = self.core.places_shared_memory
+        shared_types = [] if placed else [physical_shared_type(op) for op in shared_ops]
+        function_type = ir.FunctionType.get([v.type for v in arguments], [])
+        with ir.InsertionPoint(gpu_module_body), self._kernel.location:
+            gpu_func = gpu.GPUFuncOp(function_type, sym_name=self.name, kernel=True,
+                                     known_block_size=[self._threads, 1, 1])
+            gpu_func.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), len(shared_types))
+            block = gpu_func.regions[0].blocks.append(*[v.type for v in arguments], *shared_types)
+        self._lowered = LoweredKernel(gpu_func, arguments)
+        for value, argument in zip(arguments, block.arguments):
+            self._values[value] = argument
+        for op, attribution in zip(shared_ops, list(block.arguments)[len(arguments):]):
+            self.bind_shared(op.results[0], attribution, shared_layout(op))
+        with ir.InsertionPoint(block), self._kernel.location:
+            for value in captured:
+                if _is_constant(value):
+                    self._values[value] = value.owner.clone().results[0]
+            self.emit_prologue()
+            if placed:
+                dynamic = self.core.place_shared(self, shared_ops)
+                self._lowered.dynamic_shared_bytes = dynamic
+                gpu_func.attributes[DYNAMIC_SHARED_BYTES_ATTR] = ir.IntegerAttr.get(
+                    ir.IntegerType.get_signless(64), dynamic)
+            self.emit_block(self._kernel.regions[0].blocks[0])
+            gpu.ReturnOp([])
+        gpu_func.attributes[LDS_CONFLICTS_REPORT_ATTR] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(64), self._lds_conflicts)
+        return self._lowered
+
+    def emit_prologue(self) -> None:
+        body = self._kernel.regions[0].blocks[0]
+        dims = [gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z]
+        for argument, dim in zip(body.arguments, dims):
+            self._values[argument] = gpu.BlockIdOp(dim).result
+        thread = gpu.ThreadIdOp(gpu.Dimension.x).result
+        self._ids = LaneIds(thread, urem(thread, self._wave_size), udiv(thread, self._wave_size))
+        self._hooks = self._hooks_class(self)
+        self._hooks.begin_kernel()
+
+    # -- statements -----------------------------------------------------------
+
+    def emit_block(self, block: ir.Block) -> None:
+        for op in block.operations:
+            self.lower_op(op.operation)
+
+    def clone_op(self, op: ir.Operation) -> ir.Operation:
+        for operand in op.operands:
+            self.check_scalar_use(op, operand)
+        new = op.clone()
+        for i, operand in enumerate(op.operands):
+            new.operands[i] = self._values[operand]
+        for old, result in zip(op.results, new.results):
+            self._values[old] = result
+        return new
+
+    def check_scalar_use(self, op, value: ir.Value) -> None:
+        if value in self._fragments:
+            raise LoweringError(op, f"tile-lower-to-gpu: {op.name} uses a register fragment directly; "
+                                    "access fragments inside scf.parallel over their shape")
+        if value not in self._values:
+            raise LoweringError(op, f"tile-lower-to-gpu: {op.name} uses a value this lowering has "
+                                    "not produced")
+
+    def op_gpu_yield(self, op) -> None:
+        pass
+
+    def op_tile_alloc_shared(self, op) -> None:
+        self._values[op.results[0]] = self.shared_buffer(op.results[0])
+
+    def op_memref_subview(self, op) -> None:
+        """A stage of a multi-buffered shared tile (tile-pipeline) is still LDS;
+        its view is taken of the stored (possibly transposed, padded) buffer."""
+        source = op.operands[0]
+        if source not in self._shared:
+            self.clone_op(op)
+            return
+        stored, layout = self._shared[source]
+        stored_type = ir.MemRefType(stored.type)
+        logical = list(ir.MemRefType(op.results[0].type).shape)
+        plane = list(reversed(logical)) if layout.transposed else logical
+        row_stride = stored_type.shape[-1]
+        dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+        view_type = ir.MemRefType.get(plane, stored_type.element_type,
+                                      layout=ir.StridedLayoutAttr.get(dynamic, [row_stride, 1]),
+                                      memory_space=stored_type.memory_space)
+        stage = self._values[list(op.operands)[1]]
+        view = memref.SubViewOp(view_type, stored, [stage], [], [], [dynamic, 0, 0],
+                                [1, *plane], [1, 1, 1]).result
+        self.bind_shared(op.results[0], view, layout)
+        self._values[op.results[0]] = view
+
+    def op_tile_alloc_fragment(self, op) -> None:
+        result = op.results[0]
+        if LAYOUT_ATTR not in op.attributes:
+            raise LoweringError(op, "tile-lower-to-gpu: this fragment has no tile.layout (run "
+                                    "tile-infer-layout; only gemm accumulators are held in "
+                                    "registers so far)")
+        layout = ir.DictAttr(op.attributes[LAYOUT_ATTR])
+        m, n, k = list(ir.DenseI64ArrayAttr(layout["instruction"]))
+        wm, wn = list(ir.DenseI64ArrayAttr(layout["warps"]))
+        memref_type = ir.MemRefType(result.type)
+        try:  # a hand-written tile.layout may name an instruction the family has no layout for
+            lanes = self.core.accumulator_layout(m, n, k, self._wave_size,
+                                                 bit_width(memref_type.element_type))
+        except ValueError as error:
+            raise LoweringError(op, f"tile-lower-to-gpu: tile.layout {layout}: {error}") from None
+        fragment = AccumulatorFragment(
+            (memref_type.shape[0], memref_type.shape[1]), memref_type.element_type, lanes, (wm, wn))
+        zero = splat(fragment.vector_type, zero_of(fragment.element))
+        fragment.values = [zero] * (fragment.tiles[0] * fragment.tiles[1])
+        self._fragments[result] = fragment
+
+    def op_tile_fill(self, op) -> None:
+        buffer, value = op.operands[0], self._values[op.operands[1]]
+        if buffer in self._fragments:
+            fragment = self._fragments[buffer]
+            filled = vector.BroadcastOp(fragment.vector_type, value).result
+            fragment.values = [filled] * len(fragment.values)
+            return
+        if buffer in self._shared:
+            self.distributed_fill(op, self.shared_buffer(buffer), value)
+            return
+        raise LoweringError(op, "tile-lower-to-gpu: tile.fill of this buffer is not supported")
+
+    def op_tile_copy(self, op) -> None:
+        src, dst = op.operands[0], op.operands[1]
+        segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+        src_indices = [self._values[v] for v in op.operands[2:2 + segments[2]]]
+        dst_indices = [self._values[v] for v in op.operands[2 + segments[2]:]]
+        shared, fragments = self._shared, self._fragments
+        if dst in shared and src not in shared and src not in fragments:
+            if PREFETCH_ATTR in op.attributes:
+                # Software-pipelined: the loop's one barrier per iteration orders it.
+                self.copy_global_to_shared(op, self._values[src], src_indices, dst,
+                                           defer=self._deferred_stores)
+                return
+            gpu.BarrierOp()
+            self.copy_global_to_shared(op, self._values[src], src_indices, dst)
+            gpu.BarrierOp()
+        elif src in fragments and dst not in shared and dst not in fragments:
+            self.copy_fragment_to_global(fragments[src], self._values[dst], dst_indices,
+                                         in_bounds=IN_BOUNDS_ATTR in op.attributes)
+        elif dst in fragments and src not in shared and src not in fragments:
+            self.copy_global_to_fragment(fragments[dst], self._values[src], src_indices)
+        else:
+            raise LoweringError(op, "tile-lower-to-gpu: this tile.copy direction is not supported "
+                                    "yet (supported: global->shared, fragment<->global)")
+
+    def op_tile_gemm(self, op) -> None:
+        self.core.emit_k_steps(self.gemm_operands(op))
+        self.record_lds_conflicts(op)
+
+    # -- scf ------------------------------------------------------------------
+
+    def op_scf_for(self, op) -> None:
+        if self.core.lower_loop(self, op):
+            return
+        loop = for_loop_parts(op)
+        carried = self.fragments()  # every register fragment is loop-carried
+        iter_inits = [self._values[v] for v in loop.inits]
+        new_loop = scf.ForOp(self._values[loop.lower], self._values[loop.upper],
+                             self._values[loop.step], iter_inits + fragment_values(carried))
+        body = new_loop.body
+        self._values[loop.induction_variable] = new_loop.induction_variable
+        inner = list(new_loop.inner_iter_args)
+        for old, new in zip(loop.iter_args, inner[:len(iter_inits)]):
+            self._values[old] = new
+        rebind_fragments(carried, inner[len(iter_inits):])
+        pipelined = PIPELINED_ATTR in op.attributes
+        outer_deferred = self._deferred_stores
+        self._deferred_stores = [] if pipelined else None
+        with ir.InsertionPoint(body):
+            if pipelined:
+                # Stage i mod N was stored by iteration i-N+1 (or the prologue)
+                # and the stage stored at the end of this iteration was last
+                # read in iteration i-1: one barrier here orders both.
+                self._hooks.begin_pipelined_iteration(loop.body_ops)
+                gpu.BarrierOp()
+            single_stage = pipelined and ir.IntegerAttr(op.attributes[PIPELINED_ATTR]).value == 1
+            body_ops = loads_first(loop.body_ops) if single_stage else loop.body_ops
+            for inner_op in body_ops:
+                if inner_op.name == "scf.yield":
+                    if self._deferred_stores and single_stage:
+                        # One stage: it is overwritten once every wave has read it.
+                        gpu.BarrierOp()
+                    for store in self._deferred_stores or ():
+                        store()
+                    if pipelined:
+                        self._hooks.end_pipelined_iteration(body)
+                    yielded = [self._values[v] for v in inner_op.operands]
+                    scf.YieldOp(yielded + fragment_values(carried))
+                else:
+                    self.lower_op(inner_op)
+        self._deferred_stores = outer_deferred
+        results = list(new_loop.results)
+        for old, new in zip(op.results, results[:len(iter_inits)]):
+            self._values[old] = new
+        rebind_fragments(carried, results[len(iter_inits):])
+
+    def op_scf_parallel(self, op) -> None:
+        lbs, ubs, steps, ivs, body_ops = scf_parallel_parts(op)
+        touched = {v for inner in walk(op) for v in inner.operands if v in self._fragments}
+        if len(touched) != 1:
+            raise LoweringError(op, "tile-lower-to-gpu: scf.parallel inside a kernel must iterate "
+                                    "over exactly one register fragment's shape (it touches "
+                                    f"{len(touched)})")
+        key = next(iter(touched))
+        fragment = self._fragments[key]
+        bounds = [(constant_int(lb), constant_int(ub), constant_int(st)) for lb, ub, st in
+                  zip(lbs, ubs, steps)]
+        if bounds != [(0, fragment.shape[0], 1), (0, fragment.shape[1], 1)]:
+            raise LoweringError(op, "tile-lower-to-gpu: scf.parallel over a fragment must cover "
+                                    f"exactly its {fragment.shape[0]}x{fragment.shape[1]} shape "
+                                    "with step 1")
+        self.for_each_owned(fragment, lambda row, col, tile_i, j: self.emit_parallel_body(
+            body_ops, ivs, key, fragment, row, col, tile_i, j))
+
+    def emit_parallel_body(self, body_ops, ivs, key, fragment, row, col, tile_i, j) -> None:
+        self._values[ivs[0]] = row
+        self._values[ivs[1]] = col
+        for inner in body_ops:
+            if inner.name == "scf.reduce":
+                if inner.operands:
+                    raise LoweringError(inner, "tile-lower-to-gpu: scf.parallel reductions are "
+                                               "not supported")
+                continue
+            if inner.name == "memref.load" and inner.operands[0] == key:
+                self.require_owned_indices(inner, list(inner.operands)[1:], ivs)
+                with inner.location:
+                    self._values[inner.results[0]] = vector.ExtractOp(
+                        fragment.values[tile_i], [], [j]).result
+            elif inner.name == "memref.store" and inner.operands[1] == key:
+                self.require_owned_indices(inner, list(inner.operands)[2:], ivs)
+                with inner.location:
+                    fragment.values[tile_i] = vector.InsertOp(
+                        self._values[inner.operands[0]], fragment.values[tile_i], [], [j]).result
+            else:
+                self.lower_op(inner.operation)
+
+    @staticmethod
+    def require_owned_indices(op, indices, ivs) -> None:
+        if list(indices) != list(ivs):
+            raise LoweringError(op, "tile-lower-to-gpu: inside scf.parallel a fragment must be "
+                                    "indexed by the loop's own induction variables")
+
+    # -- fragments <-> lanes -------------------------------------------------
+
+    def wave_position(self, fragment: AccumulatorFragment) -> tuple[ir.Value, ir.Value]:
+        """The lane's wave's (row, column) in the fragment's wave grid."""
+        _, wn = fragment.warps
+        return udiv(self._ids.wave, wn), urem(self._ids.wave, wn)
+
+    def for_each_owned(self, fragment: AccumulatorFragment, body) -> None:
+        """Calls body(row, col, tile, element) for every element the lane holds;
+        row and col are index values within the fragment."""
+        wave_m, wave_n = self.wave_position(fragment)
+        wtm, wtn = fragment.warp_tile
+        layout = fragment.layout
+        base_row = add(mul(wave_m, wtm), layout.lane_row(self._ids.lane))
+        base_col = add(mul(wave_n, wtn), layout.lane_col(self._ids.lane))
+        for tile_i, j, tm, tn in fragment.owned():
+            row = add(base_row, tm * layout.m + layout.row_offset(j))
+            col = add(base_col, tn * layout.n + layout.col_offset(j))
+            body(row, col, tile_i, j)
+
+    def copy_fragment_to_global(self, fragment, dst: ir.Value, offsets: list[ir.Value],
+                                in_bounds: bool = False) -> None:
+        dst_type = ir.MemRefType(dst.type)
+        rows, cols = memref_dims(dst)
+
+        def store(row, col, tile_i, j):
+            gr, gc = add(offsets[0], row), add(offsets[1], col)
+            value = vector.ExtractOp(fragment.values[tile_i], [], [j]).result
+            guarded(None if in_bounds else and_(ult(gr, rows), ult(gc, cols)),
+                    lambda: memref.StoreOp(convert(value, fragment.element,
+                                                   dst_type.element_type, self._native_fp8),
+                                           dst, [gr, gc]))
+
+        self.for_each_owned(fragment, store)
+
+    def copy_global_to_fragment(self, fragment, src: ir.Value, offsets: list[ir.Value]) -> None:
+        src_type = ir.MemRefType(src.type)
+        rows, cols = memref_dims(src)
+
+        def load(row, col, tile_i, j):
+            gr, gc = add(offsets[0], row), add(offsets[1], col)
+            value = load_or_zero(
+                and_(ult(gr, rows), ult(gc, cols)), fragment.element,
+                lambda: convert(memref.LoadOp(src, [gr, gc]).result, src_type.element_type,
+                                fragment.element, self._native_fp8))
+            fragment.values[tile_i] = vector.InsertOp(value, fragment.values[tile_i], [], [j]).result
+
+        self.for_each_owned(fragment, load)
+
+    # -- shared memory ---------------------------------------------------------
+
+    def distributed_accesses(self, shape: list[int], width: int, depth: int = 1):
+        """Yields (row, col, guard) index values for this thread's accesses when
+        the threads sweep a rows x cols tile in blocks of `depth` rows x `width`
+        elements (`depth` divides rows)."""
+        rows, cols = shape
+        per_row = cols // width
+        total = rows // depth * per_row
+        rounds = -(-total // self._threads)
+        for r in range(rounds):
+            linear = add(self._ids.thread, r * self._threads)
+            guard = None
+            if (r + 1) * self._threads > total:
+                guard = ult(linear, const_index(total))
+            yield mul(udiv(linear, per_row), depth), mul(urem(linear, per_row), width), guard
+
+    def copy_global_to_shared(self, op, src: ir.Value, offsets: list[ir.Value], dst_tile: ir.Value,
+                              defer: list | None = None) -> None:
+        """Every thread loads its vectors from global memory and stores them to
+        LDS; with `defer`, the stores are queued to run later (at the end of a
+        pipelined iteration) so the loads overlap the matrix instructions, and
+        the family's hooks may emit the copy their own way (`copy_prefetch`)."""
+        dst, layout = self._shared[dst_tile]
+        src_type, dst_type = ir.MemRefType(src.type), ir.MemRefType(dst.type)
+        # The window is the tile-level destination's shape: the stored buffer
+        # may be transposed and its rows padded.
+        shape = list(ir.MemRefType(op.operands[1].type).shape)
+        if len(shape) != 2:
+            raise LoweringError(op, "tile-lower-to-gpu: only 2-D copies into shared memory are "
+                                    "supported")
+        width = copy_width(op, shape[1], src_type.element_type)
+        transposed, swizzle = layout.transposed, layout.swizzle
+        depth = 1
+        if transposed:
+            depth = transposed_store_depth(shape, width, bit_width(dst_type.element_type),
+                                           self._threads)
+        vector_type = ir.VectorType.get([width], src_type.element_type)
+        rows, cols = memref_dims(src)
+        if IN_BOUNDS_ATTR in op.attributes:  # tile-tiling proved every window inside
+            rows = cols = None
+
+        def load(row, col) -> list[ir.Value]:
+            """The `depth` converted row vectors of this thread's block."""
+            return [convert(load_vector_or_zeros(
+                        src, [add(offsets[0], add(row, j)), add(offsets[1], col)], rows, cols,
+                        vector_type), src_type.element_type, dst_type.element_type,
+                        self._native_fp8) for j in range(depth)]
+
+        if defer is not None and self._hooks.copy_prefetch(op, src, offsets, width):
+            return
+        for row, col, guard in self.distributed_accesses(shape, width, depth):
+            if defer is not None:
+                # Load now (guarded accesses past the end read zeros), store later.
+                loaded = load(row, col) if guard is None else loads_or_zeros(
+                    guard, [ir.VectorType.get([width], dst_type.element_type)] * depth,
+                    lambda row=row, col=col: load(row, col))
+                defer.append(lambda values=loaded, row=row, col=col, guard=guard: guarded(
+                    guard, lambda: store_tile_block(values, dst, row, col, transposed, swizzle)))
+                continue
+            guarded(guard, lambda row=row, col=col: store_tile_block(
+                load(row, col), dst, row, col, transposed, swizzle))
+
+    def distributed_fill(self, op, dst: ir.Value, value: ir.Value) -> None:
+        shape = list(ir.MemRefType(dst.type).shape)
+        if len(shape) != 2:
+            raise LoweringError(op, "tile-lower-to-gpu: only 2-D shared fills are supported")
+        gpu.BarrierOp()
+        for row, col, guard in self.distributed_accesses(shape, 1):
+            guarded(guard, lambda row=row, col=col: memref.StoreOp(value, dst, [row, col]))
+        gpu.BarrierOp()
+
+
+# --------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------
+
+def memref_dims(value: ir.Value) -> list[ir.Value]:
+    """The extents of a memref as index values (memref.dim where dynamic)."""
+    memref_type = ir.MemRefType(value.type)
+    dims = []
+    for axis, extent in enumerate(memref_type.shape):
+        if extent == ir.ShapedType.get_dynamic_size():
+            dims.append(memref.DimOp(value, const_index(axis)).result)
+        else:
+            dims.append(const_index(extent))
+    return dims
+
+
+def load_vector_or_zeros(src, indices, rows, cols, vector_type) -> ir.Value:
+    """`width` consecutive elements of a row; elements outside the memref
+    read as 0. Fast path: the whole vector is inside -> one vector.load;
+    with no bounds (rows is None) that is all there is."""
+    if rows is None:
+        return vector.LoadOp(vector_type, src, indices).result
+    width = vector_type.shape[0]
+    element = vector_type.element_type
+    row, col = indices
+    inside = and_(ult(row, rows), ult(add(col, width - 1), cols))
+    branch = scf.IfOp(inside, [vector_type], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp([vector.LoadOp(vector_type, src, indices).result])
+    with ir.InsertionPoint(branch.else_block):
+        scalars = []
+        for i in range(width):
+            column = add(col, i)
+            scalars.append(load_or_zero(and_(ult(row, rows), ult(column, cols)), element,
+                                        lambda column=column: memref.LoadOp(src, [row, column]).result))
+        scf.YieldOp([vector.FromElementsOp(vector_type, scalars).result])
+    return branch.results[0]
+
+
+def physical_shared_type(alloc: ir.Operation) -> ir.MemRefType:
+    """The LDS memref a tile.alloc_shared is stored as (`physical_shared_shape`)."""
+    memref_type = ir.MemRefType(alloc.results[0].type)
+    return ir.MemRefType.get(physical_shared_shape(alloc), memref_type.element_type,
+                             memory_space=memref_type.memory_space)
+
+
+def transposed_store_depth(shape: list[int], width: int, element_bits: int, threads: int) -> int:
+    """Rows of the logical tile each thread loads before a transposed store:
+    with `depth` row vectors of `width` in registers, a thread transposes them
+    (v_perm_b32 on AMD) and writes `width` stored rows of `depth` elements,
+    one LDS store of up to 64 bits each, instead of `width * depth`
+    single-element stores. The deepest block that divides the rows and still
+    gives every thread a block; 1 (element stores) when none does. (Narrowing
+    the copy's vectors to give every thread a block measured worse: the seed
+    0.366 -> 0.277 mfma_busy_ratio on gfx942, f16 128x128x32 gfx90a 0.736 -> 0.723.)"""
+    rows, cols = shape
+    if element_bits == 8:  # columns built a dword at a time (gpu_builders.columns_of)
+        depths = [4] if width % 4 == 0 else []
+    else:
+        depths = [d for d in (4, 2) if 16 <= element_bits and d * element_bits <= 64]
+    for depth in depths:
+        if rows % depth == 0 and rows // depth * (cols // width) >= threads:
+            return depth
+    return 1
+
+
+def store_tile_block(values: list[ir.Value], dst: ir.Value, row: ir.Value, col: ir.Value,
+                     transposed: bool, swizzle: int = 0) -> None:
+    """Stores consecutive row vectors of the logical tile from (row, col) on:
+    one vector store per row (at its swizzled column, tile.smem_layout's
+    swizzle), or, into a transposed buffer, one store per stored row (logical
+    column) of the elements the rows hold in that column."""
+    if not transposed:
+        dst_type = ir.MemRefType(dst.type)
+        width = ir.VectorType(values[0].type).shape[0]
+        # A swizzle moves whole 16-byte chunks: wider vectors (a converting
+        # copy's, e.g. 16 fp8 -> 16 f16) are stored a chunk at a time.
+        piece = min(width, SWIZZLE_CHUNK_BYTES * 8 // bit_width(dst_type.element_type)) if swizzle else width
+        for j, value in enumerate(values):
+            stored_row = add(row, j)
+            for start in range(0, width, piece):
+                part = value if piece == width else vector.ExtractStridedSliceOp(
+                    ir.VectorType.get([piece], dst_type.element_type), value, [start], [piece], [1]).result
+                vector.StoreOp(part, dst, [stored_row, swizzled_column(
+                    stored_row, add(col, start), swizzle, dst_type.shape[-1], dst_type.element_type)])
+        return
+    width, depth = ir.VectorType(values[0].type).shape[0], len(values)
+    if depth == 1:
+        for i in range(width):
+            memref.StoreOp(vector.ExtractOp(values[0], [], [i]).result, dst, [add(col, i), row])
+        return
+    for i, column in enumerate(columns_of(values)):
+        vector.StoreOp(column, dst, [add(col, i), row])
+
+
+def _is_constant(value: ir.Value) -> bool:
+    owner = value.owner
+    return isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant"
+
+
+def loads_first(body_ops: list) -> list:
+    """A single-stage pipelined loop's body (tile-pipeline: ..., gemms, index
+    arithmetic, prefetch copies of the next tile) in emission order: the
+    prefetch copies and the index arithmetic and stage views they need first,
+    so their global loads overlap the gemms; their LDS stores are deferred to
+    the end of the iteration anyway. Arithmetic that depends on anything else
+    stays in place, and so does everything when a copy needs such a value."""
+    moved: list = []
+    defined: set = set()  # results of the ops moved so far
+    for inner in body_ops:
+        movable = inner.name.startswith(("arith.", "memref.subview")) and not inner.regions or (
+            inner.name == "tile.copy" and PREFETCH_ATTR in inner.attributes)
+        if not movable:
+            continue
+        inside = [v for v in inner.operands if isinstance(v.owner, ir.OpView | ir.Operation)
+                  and v.owner.operation.parent == inner.parent]
+        if all(v in defined for v in inside):
+            moved.append(inner)
+            defined.update(inner.results)
+        elif inner.name == "tile.copy":
+            return body_ops
+    return moved + [inner for inner in body_ops if inner not in moved]
+
+
+def scf_parallel_parts(op: ir.Operation):
+    """(lower bounds, upper bounds, steps, induction variables, body ops) of an scf.parallel."""
+    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    operands = list(op.operands)
+    lbs = operands[:segments[0]]
+    ubs = operands[segments[0]:segments[0] + segments[1]]
+    steps = operands[segments[0] + segments[1]:segments[0] + segments[1] + segments[2]]
+    body = op.regions[0].blocks[0]
+    return lbs, ubs, steps, list(body.arguments), [o.operation for o in body.operations]
