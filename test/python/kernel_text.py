@@ -8,12 +8,19 @@ writes), `store` (the seed's scf.parallel of memref.store; needs block-multiple
 shapes) and `bias_relu` (scf.parallel adding a bias row and applying ReLU,
 guarded by scf.if at the edges). test/Runtime/Inputs/*.mlir were written by
 this module (`python test/python/kernel_text.py` rewrites them).
+
+`whole_problem_gemm` is one tile.gemm on whole global buffers (tile-tiling
+makes the kernel); `seed_kernel` is examples/seed_fp8_gemm.mlir at another size.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+from tilemlir.dialects.element_types import bit_width_of
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SHARED = "#gpu.address_space<workgroup>"
 FRAGMENT = "#gpu.address_space<private>"
 
@@ -63,7 +70,7 @@ def _cast(value: str, source: str, target: str, result: str) -> str:
 
 
 def _width(element: str) -> int:
-    return {"f64": 64, "f32": 32, "f16": 16, "bf16": 16}.get(element, 8)
+    return bit_width_of(element)
 
 
 def gemm_kernel(g: Gemm) -> str:
@@ -151,6 +158,33 @@ def _epilogue(g: Gemm, c_l: str, c_g: str) -> list[str]:
     raise ValueError(f"unknown epilogue {g.epilogue}")
 
 
+def whole_problem_gemm(m: int, n: int, k: int, dtype: str, out: str, transpose_b: bool = False,
+                       zero_fill: bool = True) -> str:
+    """@gemm: C (M x N, `out`) = A (M x K) * B (K x N, or N x K with `transpose_b`),
+    operands of `dtype`, f32 accumulation; C zero-filled first unless not `zero_fill`."""
+    b_shape = f"{n}x{k}" if transpose_b else f"{k}x{n}"
+    fill = (f'  %zero = arith.constant 0.0 : {out}\n'
+            f'  "tile.fill"(%C, %zero) : (memref<{m}x{n}x{out}>, {out}) -> ()\n') if zero_fill else ""
+    return (
+        f"func.func @gemm(%A: memref<{m}x{k}x{dtype}>, %B: memref<{b_shape}x{dtype}>, "
+        f"%C: memref<{m}x{n}x{out}>) {{\n{fill}"
+        f'  "tile.gemm"(%A, %B, %C) {{accum_dtype = f32, transpose_a = false, '
+        f'transpose_b = {"true" if transpose_b else "false"}}} : (memref<{m}x{k}x{dtype}>, '
+        f"memref<{b_shape}x{dtype}>, memref<{m}x{n}x{out}>) -> ()\n  return\n}}\n"
+    )
+
+
+def seed_kernel(size: int, name: str | None = None) -> str:
+    """examples/seed_fp8_gemm.mlir (kernel form) at size^3 instead of 1024^3,
+    its function renamed to `name` if given."""
+    text = (EXAMPLES / "seed_fp8_gemm.mlir").read_text()
+    blocks = size // 128
+    text = (text.replace("1024x1024", f"{size}x{size}")
+            .replace("array<i64: 8, 8>", f"array<i64: {blocks}, {blocks}>")
+            .replace("%num_k = arith.constant 32", f"%num_k = arith.constant {size // 32}"))
+    return text.replace("@mixed_precision_gemm", f"@{name}") if name else text
+
+
 def softmax_kernel(m: int, n: int, block_m: int, in_type: str = "f32", out_type: str = "f16",
                    name: str = "softmax") -> str:
     """Row softmax: tile.reduce max, exp(x - max) in scf.parallel, tile.reduce
@@ -236,8 +270,6 @@ def runtime_inputs() -> dict[str, tuple[str, str]]:
 
 
 if __name__ == "__main__":
-    from pathlib import Path
-
     inputs = Path(__file__).resolve().parents[1] / "Runtime" / "Inputs"
     for name, (comment, text) in runtime_inputs().items():
         (inputs / name).write_text(f"// {comment}\n// Written by test/python/kernel_text.py.\n{text}")

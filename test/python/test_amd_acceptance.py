@@ -12,10 +12,10 @@ same inputs within the tolerance of their output type.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_text import EXAMPLES, seed_kernel, whole_problem_gemm
 
 import tilemlir
 from tilemlir.backends import get_target
@@ -24,31 +24,7 @@ from tilemlir.runtime.arguments import parameters, random_arguments
 from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.reference import Program
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CHIPS = ("gfx90a", "gfx942", "gfx950")
-
-
-def gemm_text(m: int, n: int, k: int, dtype: str, out: str, transpose_b: bool = False,
-              zero_fill: bool = True) -> str:
-    b_shape = f"{n}x{k}" if transpose_b else f"{k}x{n}"
-    fill = (f'  %zero = arith.constant 0.0 : {out}\n'
-            f'  "tile.fill"(%C, %zero) : (memref<{m}x{n}x{out}>, {out}) -> ()\n') if zero_fill else ""
-    return (
-        f"func.func @gemm(%A: memref<{m}x{k}x{dtype}>, %B: memref<{b_shape}x{dtype}>, "
-        f"%C: memref<{m}x{n}x{out}>) {{\n{fill}"
-        f'  "tile.gemm"(%A, %B, %C) {{accum_dtype = f32, transpose_a = false, '
-        f'transpose_b = {"true" if transpose_b else "false"}}} : (memref<{m}x{k}x{dtype}>, '
-        f"memref<{b_shape}x{dtype}>, memref<{m}x{n}x{out}>) -> ()\n  return\n}}\n"
-    )
-
-
-def seed_kernel(size: int) -> str:
-    """examples/seed_fp8_gemm.mlir (kernel form) at size^3 instead of 1024^3."""
-    text = (EXAMPLES / "seed_fp8_gemm.mlir").read_text()
-    blocks = size // 128
-    return (text.replace("1024x1024", f"{size}x{size}")
-            .replace("array<i64: 8, 8>", f"array<i64: {blocks}, {blocks}>")
-            .replace("%num_k = arith.constant 32", f"%num_k = arith.constant {size // 32}"))
 
 
 def whole_problem(size: int) -> str:
@@ -138,7 +114,7 @@ def test_seed_fp8_gemm_compiles(chip, form):
 @pytest.mark.parametrize("shape", [(1024, 1024, 1024), (1000, 1000, 1000), (64, 200, 96)])
 @pytest.mark.parametrize("transpose_b", [False, True])
 def test_half_precision_gemm_compiles(chip, dtype, shape, transpose_b):
-    report = check_compiled(gemm_text(*shape, dtype, "f32", transpose_b), chip)
+    report = check_compiled(whole_problem_gemm(*shape, dtype, "f32", transpose_b), chip)
     if chip == "gfx950":  # the full-rate doubled-K instructions, not the inherited half-rate ones
         assert all(re.search(r"16x16x32|32x32x16", name) for name in report["mfma_instructions"])
 
@@ -160,17 +136,17 @@ def test_seed_whole_problem_form_runs(chip, size):
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("shape,transpose_b", [((64, 200, 96), False), ((100, 136, 72), True)])
 def test_half_precision_gemm_runs(chip, dtype, shape, transpose_b):
-    emulate_against_reference(gemm_text(*shape, dtype, "f16", transpose_b), chip)
+    emulate_against_reference(whole_problem_gemm(*shape, dtype, "f16", transpose_b), chip)
 
 
 def test_accumulating_gemm_runs():
     """Without a zero fill, C += A*B reads C's old values through the fragment."""
-    emulate_against_reference(gemm_text(64, 96, 64, "f16", "f32", zero_fill=False), "gfx942")
+    emulate_against_reference(whole_problem_gemm(64, 96, 64, "f16", "f32", zero_fill=False), "gfx942")
 
 
 def test_pipeline_deeper_than_the_loop_stays_in_bounds():
     # 4 stages over a 2-iteration K loop: the prologue's iterations 2 and 3 do
     # not exist; with in-bounds copies they must re-read the last tile, not
     # read past the end of A and B (the sanitizer checks every access).
-    emulate_against_reference(gemm_text(64, 64, 128, "f16", "f16"), "gfx942",
+    emulate_against_reference(whole_problem_gemm(64, 64, 128, "f16", "f16"), "gfx942",
                               tiling="block=64,64,64 threads=256 stages=4")

@@ -14,8 +14,8 @@ import re
 
 import numpy as np
 import pytest
+from kernel_text import whole_problem_gemm
 from mlir import ir
-from test_amd_acceptance import gemm_text
 from test_transpose_reads import assert_emulated_matches_reference
 
 import tilemlir
@@ -46,7 +46,7 @@ def lowered(text: str, stages: int = 2, transpose_reads: bool = True, direct: bo
     ("f8E4M3FN", 3, False), ("bf16", 2, False)])
 def test_direct_loads_match_reference(dtype, stages, transpose_reads):
     k = 256
-    text = gemm_text(64, 64, k, dtype, "f16")
+    text = whole_problem_gemm(64, 64, k, dtype, "f16")
     gpu = lowered(text, stages, transpose_reads)
     # Without transpose reads B is stored transposed and keeps the register path.
     assert gpu.count("amdgpu.gather_to_lds") >= (2 if transpose_reads else 1)
@@ -57,21 +57,21 @@ def test_direct_loads_match_reference(dtype, stages, transpose_reads):
 def test_only_in_bounds_copies_go_direct():
     # 100 is not a multiple of the 64-wide block: loads into LDS cannot give
     # zeros past the edge, so those copies keep the register path.
-    text = gemm_text(100, 64, 128, "f16", "f16")
+    text = whole_problem_gemm(100, 64, 128, "f16", "f16")
     gpu = lowered(text)
     assert "amdgpu.gather_to_lds" in gpu  # B (K x N, 128 x 64) is inside
     assert_emulated_matches_reference(text, gpu, 128, seed=5)
-    assert "amdgpu.gather_to_lds" not in lowered(gemm_text(100, 100, 100, "f16", "f16"))
+    assert "amdgpu.gather_to_lds" not in lowered(whole_problem_gemm(100, 100, 100, "f16", "f16"))
 
 
 def test_chips_without_16_byte_direct_loads_keep_registers():
-    text = gemm_text(64, 64, 128, "f16", "f16")
+    text = whole_problem_gemm(64, 64, 128, "f16", "f16")
     for chip in ("gfx942", "gfx90a"):  # buffer_load_dword at most (memory.buffer_load_lds)
         assert "amdgpu.gather_to_lds" not in lowered(text, transpose_reads=False, chip=chip)
 
 
 def test_direct_loads_reach_the_isa_without_waits_before_lds_reads():
-    gpu = lowered(gemm_text(128, 128, 256, "f8E4M3FN", "f16"), block="128,128,128")
+    gpu = lowered(whole_problem_gemm(128, 128, 256, "f8E4M3FN", "f16"), block="128,128,128")
     isa = tilemlir.compile(gpu, target="amdgpu:gfx950", emit="isa").artifact
     loop = "\n".join(report.main_loop_instructions(next(iter(report._function_sections(isa).values()))))
     assert "buffer_load_dwordx4" in loop and " lds" in loop and "ds_write" not in loop
@@ -195,7 +195,7 @@ def test_buffer_span_counts_strides_not_elements():
 ])
 def test_operand_spanning_more_than_2_gib_keeps_the_register_path(strided):
     # A's rows are 2^26 elements apart: 64 x 128 f16 elements, spread over 8 GiB.
-    text = gemm_text(64, 64, 128, "f16", "f16").replace("memref<64x128xf16>", strided)
+    text = whole_problem_gemm(64, 64, 128, "f16", "f16").replace("memref<64x128xf16>", strided)
     assert strided in text
     gpu = lowered(text)
     casts = [line for line in gpu.splitlines() if "amdgpu.fat_raw_buffer_cast" in line]

@@ -5,7 +5,7 @@ iteration for the default f16 and fp8 configurations on gfx942 and gfx950)."""
 from __future__ import annotations
 
 import pytest
-from test_amd_acceptance import EXAMPLES, gemm_text
+from kernel_text import EXAMPLES, whole_problem_gemm
 
 import tilemlir
 from tilemlir.lds_banks import (
@@ -95,7 +95,7 @@ def test_seed_layouts():
 def test_padding_gives_way_to_the_lds_budget():
     """128x128x64 f16 at 2 stages fills gfx942's 64 KiB exactly: no room for
     padding, so none is added and the conflicts it would have removed are reported."""
-    report = tilemlir.compile(gemm_text(4096, 4096, 4096, "f16", "f32"), target="amdgpu:gfx942",
+    report = tilemlir.compile(whole_problem_gemm(4096, 4096, 4096, "f16", "f32"), target="amdgpu:gfx942",
                               emit="isa", options={"report": True,
                                                    "tiling": "block=128,128,64 stages=2"}).report
     assert report["lds_bytes"] == 65536 and report["spills"] == 0
@@ -107,7 +107,7 @@ def test_padding_gives_way_to_the_lds_budget():
 def test_default_configurations_are_conflict_free(chip, dtype, out):
     if dtype == "fp8":  # the chip's own e4m3: FNUZ on gfx942, OCP on gfx950
         dtype = "f8E4M3FNUZ" if chip == "gfx942" else "f8E4M3FN"
-    report = tilemlir.compile(gemm_text(1024, 1024, 1024, dtype, out), target=f"amdgpu:{chip}",
+    report = tilemlir.compile(whole_problem_gemm(1024, 1024, 1024, dtype, out), target=f"amdgpu:{chip}",
                               emit="isa", options={"report": True}).report
     assert report["lds_bank_conflicts_per_iteration"] == 0
     assert report["lds_read_bits"] >= 64  # operand reads are vector reads

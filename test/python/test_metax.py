@@ -32,7 +32,7 @@ from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.reference import Program
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_text import Gemm, gemm_kernel
+from kernel_text import Gemm, gemm_kernel, seed_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADER = ROOT / "test" / "metax" / "maca_host.h"
@@ -40,16 +40,6 @@ EXAMPLES = ROOT / "examples"
 GXX = shutil.which("g++")
 
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is needed to run the emitted MACA C++")
-
-
-def seed_kernel(size: int, name: str) -> str:
-    """examples/seed_fp8_gemm.mlir at size^3 instead of 1024^3, renamed."""
-    text = (EXAMPLES / "seed_fp8_gemm.mlir").read_text()
-    blocks = size // 128
-    return (text.replace("1024x1024", f"{size}x{size}")
-            .replace("array<i64: 8, 8>", f"array<i64: {blocks}, {blocks}>")
-            .replace("%num_k = arith.constant 32", f"%num_k = arith.constant {size // 32}")
-            .replace("@mixed_precision_gemm", f"@{name}"))
 
 
 @dataclass(frozen=True)

@@ -117,3 +117,64 @@ def test_bad_pipelines(context, pipeline, error, message):
 def test_registry_lists_tile_passes():
     assert "tile-verify" in passes.pass_names()
     assert passes.pass_class("tile-verify").summary
+
+
+def test_add_pipeline_is_add_to():
+    assert passes.add_to is passes.add_pipeline
+
+
+@pytest.mark.parametrize("pipeline", [
+    "tile-verify,func.func(canonicalize)",
+    ("builtin.module(func.func(canonicalize{max-iterations=3},tile-verify{allow-narrow-accumulator}),"
+     "tile-tiling{block=64,64,32 stages=2 target=amdgpu:gfx942},cse)"),
+    "tile-infer-layout{transpose-reads=false},func.func(cse,canonicalize)",
+])
+def test_print_pipeline_is_a_fixed_point_that_runs_the_same(context, pipeline):
+    """print -> add_pipeline -> print gives the same text, and both pipelines
+    produce the same IR."""
+    printed = passes.print_pipeline(pipeline)
+    assert printed.startswith("builtin.module(") and passes.print_pipeline(printed) == printed
+    outputs = []
+    for text in (pipeline, printed):
+        module = ir.Module.parse(GOOD)
+        passes.build_pipeline(text).run(module.operation)
+        outputs.append(str(module))
+    assert outputs[0] == outputs[1]
+
+
+def test_print_pipeline_keeps_options_and_anchors(context):
+    printed = passes.print_pipeline("func.func(tile-verify{allow-narrow-accumulator}),tile-tiling{stages=2}",
+                                    overrides={"target": "amdgpu:gfx942"})
+    assert printed == ("builtin.module(func.func(tile-verify{allow-narrow-accumulator=true}),"
+                       "tile-tiling{stages=2 target=amdgpu:gfx942})")
+
+
+def test_option_values_with_spaces_are_quoted_and_parse_back():
+    tile_pass = passes.make_pass("tile-tiling", "target='my chip.toml'")
+    assert str(tile_pass) == "tile-tiling{target='my chip.toml'}"
+    assert passes.make_pass("tile-tiling", tile_pass.option_text()) == tile_pass
+
+
+def test_add_pipeline_needs_a_module_anchored_pass_manager(context):
+    pm = passmanager.PassManager("func.func")
+    with pytest.raises(PipelineError, match="anchored on 'builtin.module', not on 'func.func'"):
+        passes.add_pipeline(pm, "tile-verify")
+
+
+def test_add_pipeline_needs_the_tile_dialect():
+    """A context without the tile dialect is refused for tile passes (named
+    with the call that fixes it), and accepted for upstream-only pipelines."""
+    with ir.Context():
+        pm = passmanager.PassManager("builtin.module")
+        with pytest.raises(PipelineError, match=r"register_dialect\(context\)"):
+            passes.add_pipeline(pm, "func.func(tile-verify)")
+        assert str(passes.add_pipeline(pm, "cse")) == "builtin.module(cse)"
+
+
+def test_add_pipeline_turns_multithreading_off():
+    context = ir.Context()
+    register_dialect(context)
+    context.enable_multithreading(True)
+    with context:
+        passes.add_pipeline(passmanager.PassManager("builtin.module"), "cse")
+    assert context.get_num_threads() == 1

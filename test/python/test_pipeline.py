@@ -6,7 +6,8 @@ barrier per iteration is removed."""
 from __future__ import annotations
 
 import pytest
-from test_amd_acceptance import emulate_against_reference, gemm_text, seed_kernel
+from kernel_text import seed_kernel, whole_problem_gemm
+from test_amd_acceptance import emulate_against_reference
 
 import tilemlir
 from tilemlir.runtime import load_module
@@ -27,7 +28,7 @@ def test_pipelined_seed_kernel_runs(chip, stages):
 def test_pipelined_non_multiple_shape_runs():
     """K = 200 is no multiple of block_K: the last prefetches read zeros past K
     into stages no gemm reads (the whole-problem form pipelines with 2 stages)."""
-    text = gemm_text(100, 136, 200, "f16", "f32")
+    text = whole_problem_gemm(100, 136, 200, "f16", "f32")
     tile_ir = tilemlir.compile(text, target="amdgpu:gfx942", emit="tile").artifacts["tile"]
     assert "tile.pipelined = 2" in tile_ir
     emulate_against_reference(text, "gfx942")
@@ -73,7 +74,7 @@ def test_fp8_row_major_b_register_transpose_runs(chip, fp8, shape):
     4 rows of 16 bytes, rebuilds 4-byte columns with dword bit operations
     (gpu_builders.columns_of) and writes each with one 32-bit LDS store (on
     gfx950 with its transpose reads turned off: they would read B as stored)."""
-    text = gemm_text(*shape, fp8, "f16")
+    text = whole_problem_gemm(*shape, fp8, "f16")
     tiling = "block=64,128,128 threads=256 stages=2"
     passes = "tile-infer-layout{transpose-reads=false}"
     gpu = tilemlir.compile(text, target=f"amdgpu:{chip}", emit="gpu",

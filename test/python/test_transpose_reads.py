@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kernel_text import whole_problem_gemm
 from mlir import ir
-from test_amd_acceptance import gemm_text
 
 import tilemlir
 from tilemlir.dialects.tile import make_context
@@ -45,9 +45,9 @@ def transposed_a_text(m: int, n: int, k: int, dtype: str) -> str:
 
 
 CASES = {
-    "f16": gemm_text(128, 64, 192, "f16", "f16"),
-    "bf16": gemm_text(64, 128, 128, "bf16", "f32"),
-    "fp8": gemm_text(64, 64, 256, "f8E4M3FN", "f16"),
+    "f16": whole_problem_gemm(128, 64, 192, "f16", "f16"),
+    "bf16": whole_problem_gemm(64, 128, 128, "bf16", "f32"),
+    "fp8": whole_problem_gemm(64, 64, 256, "f8E4M3FN", "f16"),
     "f16_transposed_a": transposed_a_text(64, 64, 128, "f16"),
 }
 
@@ -80,7 +80,7 @@ def test_transpose_reads_match_reference(case):
 @pytest.mark.parametrize(("dtype", "mnemonic"), [("f16", "ds_read_b64_tr_b16"),
                                                  ("f8E4M3FN", "ds_read_b64_tr_b8")])
 def test_transpose_reads_reach_the_isa(dtype, mnemonic):
-    gpu = lowered(gemm_text(128, 128, 128, dtype, "f16"))
+    gpu = lowered(whole_problem_gemm(128, 128, 128, dtype, "f16"))
     isa = tilemlir.compile(gpu, target="amdgpu:gfx950", emit="isa").artifact
     assert mnemonic in isa
     # The operand is not transposed on its way into LDS: no single-element LDS stores.
@@ -91,7 +91,7 @@ def test_automatic_where_the_accumulator_leaves_room_and_only_where_the_chip_has
     """transpose-reads=auto (infer_layout.transpose_reads_pay): a 128x128 f32
     accumulator over 256 lanes (64 registers of 512) is read transposed and
     loaded straight into LDS; 256x256 (256 registers) is not."""
-    text = gemm_text(512, 512, 128, "f16", "f16")
+    text = whole_problem_gemm(512, 512, 128, "f16", "f16")
     assert "amdgpu.transpose_load" not in lowered(text, transpose_reads=False)
     assert "amdgpu.transpose_load" not in lowered(text, chip="gfx942")
 
@@ -181,7 +181,7 @@ def test_widening_copy_into_swizzled_rows():
     by 16-byte chunks (swizzle 5): each chunk goes to its own swizzled place."""
     from test_amd_acceptance import emulate_against_reference
 
-    text = gemm_text(128, 128, 128, "f8E4M3FN", "f16")
+    text = whole_problem_gemm(128, 128, 128, "f8E4M3FN", "f16")
     tiling = "block=128,128,64 threads=256 stages=2"
     passes = "tile-legalize-precision{fp8-fallback=f16}"
     tile_ir = tilemlir.compile(text, target="amdgpu:gfx950", emit="tile",

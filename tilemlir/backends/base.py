@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from tilemlir.diagnostics import UserError
+from tilemlir.dialects.element_types import TILE_BUFFER_TYPES, bit_width_of
 
 # --------------------------------------------------------------------------
 # Unknown facts
@@ -96,16 +97,10 @@ FP8_KIND = {
 # shorter mantissa (AMD gfx942 "xf32"); MetaX's TF32 uses MLIR's builtin `tf32`.
 REDUCED_F32_TAGS = frozenset({"xf32", "tf32"})
 
+# Operand types of matrix instructions: the tile buffer types and the f32 tags.
 ELEMENT_BITS = {
-    "f64": 64,
-    "f32": 32,
-    "xf32": 32,
-    "tf32": 32,
-    "f16": 16,
-    "bf16": 16,
-    "i32": 32,
-    "i8": 8,
-    **{name: 8 for name in FP8_KIND},
+    **{name: bit_width_of(name) for name in TILE_BUFFER_TYPES},
+    **{tag: 32 for tag in REDUCED_F32_TAGS},
 }
 
 # Keys of `peak_dense_tflops`: the dtype classes AMD and others publish peaks for.

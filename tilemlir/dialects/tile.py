@@ -30,15 +30,13 @@ from pathlib import Path
 from mlir import ir
 from mlir.dialects import gpu, irdl
 
+from tilemlir.dialects.element_types import TILE_BUFFER_TYPES
+
 DIALECT_NAME = "tile"
 IRDL_FILE = Path(__file__).with_name("tile.irdl.mlir")
 
 # Element types a tile buffer may hold (DESIGN.md section 3), as printed by MLIR.
-ELEMENT_TYPES: tuple[str, ...] = (
-    "f64", "f32", "f16", "bf16",
-    "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ",
-    "i8", "i32",
-)
+ELEMENT_TYPES: tuple[str, ...] = TILE_BUFFER_TYPES
 
 REDUCE_KINDS: tuple[str, ...] = ("sum", "max", "min")
 

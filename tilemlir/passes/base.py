@@ -37,26 +37,6 @@ class PassOptionError(UserError):
     pass
 
 
-class NoMatch(Exception):
-    """Raised by a rewrite-pattern body to say "this pattern does not apply"."""
-
-
-def pattern(body: Callable[[ir.Operation, object], None]) -> Callable[[ir.Operation, object], bool]:
-    """Adapts a pattern body to upstream's convention (a truthy return means
-    "no match"): authors `raise NoMatch(...)` or simply return after rewriting."""
-
-    def adapted(op, rewriter) -> bool:
-        try:
-            body(op, rewriter)
-        except NoMatch:
-            return True
-        return False
-
-    adapted.__name__ = body.__name__
-    adapted.__doc__ = body.__doc__
-    return adapted
-
-
 class PassState:
     """Per-run state handed to `TilePass.run`: collects located errors."""
 
@@ -176,6 +156,9 @@ class TilePass(ABC):
                 text = ",".join(str(v) for v in value)
             else:
                 text = str(value)
+                # Quoted the way from_option_text splits (shlex), so the text parses back.
+                if not text or any(c.isspace() or c in "'\"" for c in text):
+                    text = shlex.quote(text)
             parts.append(f"{option_name(f.name)}={text}")
         return " ".join(parts)
 

@@ -8,6 +8,7 @@ from mlir import ir
 from mlir.dialects import arith, scf, vector
 
 from tilemlir.diagnostics import UserError
+from tilemlir.dialects.element_types import bit_width
 from tilemlir.lds_banks import SWIZZLE_CHUNK_BYTES
 from tilemlir.passes import fp8_decode
 
@@ -56,12 +57,6 @@ def and_(a: ir.Value, b: ir.Value) -> ir.Value:
 
 def is_float(t: ir.Type) -> bool:
     return isinstance(t, ir.FloatType)
-
-
-def bit_width(t: ir.Type) -> int:
-    if isinstance(t, ir.IntegerType):
-        return t.width
-    return ir.FloatType(t).width
 
 
 def convert(value: ir.Value, source: ir.Type, target: ir.Type,

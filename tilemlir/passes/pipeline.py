@@ -11,6 +11,12 @@ parser. The grammar is MLIR's:
 text handed to MLIR's own parser unchanged. A tile pass inside an anchored
 sub-pipeline such as `func.func(canonicalize,tile-verify)` runs on every op of
 that name, in order with the upstream passes around it.
+
+MLIR prints a PassManager's Python passes by name only, and flattens the
+anchors of tile passes. `print_elements` prints what was parsed instead:
+upstream passes as MLIR prints them (every option spelled out), tile passes
+with the options they run with, anchors kept. Its output parses back to the
+same passes and prints the same again.
 """
 
 from __future__ import annotations
@@ -239,6 +245,48 @@ def _check_nested(element: Element, context: ir.Context) -> None:
             _check_nested(child, context)
 
 
-def pipeline_text(pm: passmanager.PassManager) -> str:
-    """The exact pipeline as MLIR prints it (tile passes by their names)."""
-    return str(pm)
+def print_elements(
+    elements: list[Element],
+    *,
+    context: ir.Context,
+    overrides: dict | None = None,
+    anchor: str | None = None,
+) -> str:
+    """The elements as `builtin.module(...)` text that reproduces them (see the
+    module docstring); inside an anchor (`anchor` set), without the wrapper."""
+    from tilemlir.passes import is_tile_pass, make_pass
+
+    printed = []
+    for element in elements:
+        if element.children is not None and any(is_tile_pass(c.name) for c in element.children):
+            inner = print_elements(list(element.children), context=context, overrides=overrides,
+                                   anchor=element.name)
+            printed.append(f"{element.name}({inner})")
+        elif element.children is None and is_tile_pass(element.name):
+            printed.append(str(make_pass(element.name, element.options, overrides)))
+        else:
+            printed.append(_upstream_text(element.text(), anchor or "builtin.module", context))
+    body = ",".join(printed)
+    return body if anchor is not None else f"builtin.module({body})"
+
+
+def _upstream_text(text: str, anchor: str, context: ir.Context) -> str:
+    """An upstream element as MLIR prints it (defaults of its options spelled out)."""
+    scratch = passmanager.PassManager(anchor, context=context)
+    with capture_native_stderr():
+        scratch.add(text)
+    printed = str(scratch)
+    return printed[len(anchor) + 1:-1]
+
+
+@functools.cache
+def is_upstream_pass(name: str) -> bool:
+    """Whether MLIR has a pass or pass pipeline registered as `name`."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+        return False
+    with ir.Context() as context, capture_native_stderr():
+        try:
+            passmanager.PassManager("any", context=context).add(name)
+        except ValueError as error:
+            return "does not refer to a registered pass" not in str(error)
+    return True

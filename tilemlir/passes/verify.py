@@ -55,13 +55,14 @@ from typing import ClassVar
 from mlir import ir
 
 from tilemlir.dialects import tile
+from tilemlir.dialects.element_types import FLOAT_TYPES, bit_width_of
 from tilemlir.irutil import enclosing, walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import element_span
 
-FLOAT_WIDTH = {"f64": 64, "f32": 32, "f16": 16, "bf16": 16,
-               "f8E4M3FN": 8, "f8E5M2": 8, "f8E4M3FNUZ": 8, "f8E5M2FNUZ": 8}
-INT_WIDTH = {"i8": 8, "i32": 32}
+# Bit widths of the float and integer buffer element types.
+FLOAT_WIDTH = {name: bit_width_of(name) for name in tile.ELEMENT_TYPES if name in FLOAT_TYPES}
+INT_WIDTH = {name: bit_width_of(name) for name in tile.ELEMENT_TYPES if name not in FLOAT_TYPES}
 
 
 def shape_str(memref: ir.MemRefType) -> str:

@@ -33,17 +33,11 @@ from mlir import ir
 from tilemlir.diagnostics import UserError
 
 ENGINES = ("reference", "emulator", "device")
-PLANNED_ENGINES: dict[str, str] = {}
 
 
 def check_engine(engine: str) -> None:
-    if engine in ENGINES:
-        return
-    if engine in PLANNED_ENGINES:
-        raise UserError(f"engine '{engine}' is not available: {PLANNED_ENGINES[engine]} "
-                        f"(available: {', '.join(ENGINES)})")
-    known = ", ".join([*ENGINES, *PLANNED_ENGINES])
-    raise UserError(f"unknown engine '{engine}' (engines: {known})")
+    if engine not in ENGINES:
+        raise UserError(f"unknown engine '{engine}' (engines: {', '.join(ENGINES)})")
 
 
 def load_module(module_or_text, *, verify: bool = True):

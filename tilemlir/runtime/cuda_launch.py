@@ -41,6 +41,8 @@ TENSOR_MAP_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
 TENSOR_MAP_L2_PROMOTION_128B = 2
 TENSOR_MAP_OOB_ZEROS = 0
 TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN = 128, 64
+# This module imports nothing of tilemlir (see above), so it keeps its own copy of
+# the widths of tilemlir.dialects.element_types; test_element_types checks they agree.
 ELEMENT_BYTES = {"f64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "f8E4M3FN": 1, "f8E5M2": 1, "i8": 1}
 
 

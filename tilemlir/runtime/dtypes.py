@@ -60,8 +60,10 @@ import enum
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import ml_dtypes
 import numpy as np
+
+from tilemlir.dialects.element_types import ELEMENT_TYPES as TABLE
+from tilemlir.dialects.element_types import ElementTypeRow, bit_width_of, dtype_of
 
 
 class NanPatterns(enum.Enum):
@@ -78,7 +80,6 @@ class NarrowFormat:
     the module docstring's formula) and the NumPy dtype that stores its bits."""
 
     mlir: str
-    dtype: np.dtype
     exponent_bits: int
     mantissa_bits: int
     bias: int
@@ -88,11 +89,16 @@ class NarrowFormat:
     nan_patterns: NanPatterns
     # The NaN pattern conversions produce (the sign bit is added for signed NaNs).
     nan_bits: int
+    # The NumPy container of the bits (from the element type table).
+    dtype: np.dtype = field(init=False)
     # Every pattern's value, by pattern: the formula evaluated once per format.
     values: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+        object.__setattr__(self, "dtype", dtype_of(self.mlir))
+        if self.width != bit_width_of(self.mlir):
+            raise ValueError(f"{self.mlir}: 1 + {self.exponent_bits} + {self.mantissa_bits} bits, "
+                             f"not the element type's {bit_width_of(self.mlir)}")
         object.__setattr__(self, "values", _decoded_patterns(self))
         positive = self.values[: 1 << (self.width - 1)]
         if positive[np.isfinite(positive)].max() != self.max_finite:
@@ -160,15 +166,15 @@ def _decoded_patterns(fmt: NarrowFormat) -> np.ndarray:
 NARROW_FORMATS: dict[str, NarrowFormat] = {
     f.mlir: f
     for f in (
-        NarrowFormat("bf16", ml_dtypes.bfloat16, 8, 7, 127, has_inf=True, has_negative_zero=True,
+        NarrowFormat("bf16", 8, 7, 127, has_inf=True, has_negative_zero=True,
                      max_finite=(2 - 2.0**-7) * 2.0**127, nan_patterns=NanPatterns.IEEE, nan_bits=0x7FC0),
-        NarrowFormat("f8E4M3FN", ml_dtypes.float8_e4m3fn, 4, 3, 7, has_inf=False, has_negative_zero=True,
+        NarrowFormat("f8E4M3FN", 4, 3, 7, has_inf=False, has_negative_zero=True,
                      max_finite=448.0, nan_patterns=NanPatterns.ALL_ONES, nan_bits=0x7F),
-        NarrowFormat("f8E5M2", ml_dtypes.float8_e5m2, 5, 2, 15, has_inf=True, has_negative_zero=True,
+        NarrowFormat("f8E5M2", 5, 2, 15, has_inf=True, has_negative_zero=True,
                      max_finite=57344.0, nan_patterns=NanPatterns.IEEE, nan_bits=0x7E),
-        NarrowFormat("f8E4M3FNUZ", ml_dtypes.float8_e4m3fnuz, 4, 3, 8, has_inf=False, has_negative_zero=False,
+        NarrowFormat("f8E4M3FNUZ", 4, 3, 8, has_inf=False, has_negative_zero=False,
                      max_finite=240.0, nan_patterns=NanPatterns.NEGATIVE_ZERO, nan_bits=0x80),
-        NarrowFormat("f8E5M2FNUZ", ml_dtypes.float8_e5m2fnuz, 5, 2, 16, has_inf=False, has_negative_zero=False,
+        NarrowFormat("f8E5M2FNUZ", 5, 2, 16, has_inf=False, has_negative_zero=False,
                      max_finite=57344.0, nan_patterns=NanPatterns.NEGATIVE_ZERO, nan_bits=0x80),
     )
 }
@@ -204,37 +210,21 @@ class ElementType:
         return self.dtype.kind in "iub"
 
 
-def _ieee_float(mlir: str, dtype) -> ElementType:
-    finfo = np.finfo(dtype)
-    return ElementType(mlir, np.dtype(dtype), 2.0 ** -(finfo.nmant + 1), float(finfo.smallest_subnormal))
+def _element_type(row: ElementTypeRow) -> ElementType:
+    """The conversion constants of a row of the element type table."""
+    if row.name in NARROW_FORMATS:
+        fmt = NARROW_FORMATS[row.name]
+        return ElementType(row.name, row.dtype, fmt.unit_roundoff, fmt.smallest_subnormal)
+    if row.kind == "float":  # NumPy's own IEEE 754 binary64/32/16
+        finfo = np.finfo(row.dtype)
+        return ElementType(row.name, row.dtype, 2.0 ** -(finfo.nmant + 1), float(finfo.smallest_subnormal))
+    return ElementType(row.name, row.dtype, 0.0, 0.0)
 
 
-def _narrow_float(mlir: str) -> ElementType:
-    fmt = NARROW_FORMATS[mlir]
-    return ElementType(mlir, fmt.dtype, fmt.unit_roundoff, fmt.smallest_subnormal)
-
-
-def _int(mlir: str, dtype) -> ElementType:
-    return ElementType(mlir, np.dtype(dtype), 0.0, 0.0)
-
-
-# Buffer element types of DESIGN.md section 3, plus the scalar types the
-# arith/index code around them uses (i1, i16, i64, index).
-ELEMENT_TYPES: dict[str, ElementType] = {
-    e.mlir: e
-    for e in (
-        _ieee_float("f64", np.float64),
-        _ieee_float("f32", np.float32),
-        _ieee_float("f16", np.float16),
-        *(_narrow_float(name) for name in NARROW_FORMATS),
-        _int("i1", np.bool_),
-        _int("i8", np.int8),
-        _int("i16", np.int16),
-        _int("i32", np.int32),
-        _int("i64", np.int64),
-        _int("index", np.int64),
-    )
-}
+# Every element type of tilemlir.dialects.element_types: the buffer element types
+# of DESIGN.md section 3, plus the scalar types the arith/index code around them
+# uses (i1, i16, i64, index).
+ELEMENT_TYPES: dict[str, ElementType] = {name: _element_type(row) for name, row in TABLE.items()}
 
 _BY_DTYPE = {e.dtype: e for e in ELEMENT_TYPES.values() if e.mlir != "index"}
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import ml_dtypes
 import numpy as np
 from mlir import ir
 
 from tilemlir.diagnostics import Diag, UserError, file_position, format_diag
+from tilemlir.dialects.element_types import ELEMENT_TYPES, NARROW_FLOAT_TYPES
 
 # --------------------------------------------------------------------------
 # Errors
@@ -57,17 +57,8 @@ def position(op: ir.Operation) -> tuple[str, int, int]:
 # Types
 # --------------------------------------------------------------------------
 
-_SCALAR_DTYPES = {
-    "f64": np.dtype(np.float64), "f32": np.dtype(np.float32), "f16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
-    "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn), "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
-    "f8E4M3FNUZ": np.dtype(ml_dtypes.float8_e4m3fnuz),
-    "f8E5M2FNUZ": np.dtype(ml_dtypes.float8_e5m2fnuz),
-    "i1": np.dtype(np.bool_), "i8": np.dtype(np.int8), "i16": np.dtype(np.int16),
-    "i32": np.dtype(np.int32), "i64": np.dtype(np.int64), "index": np.dtype(np.int64),
-}
-_NARROW = frozenset(_SCALAR_DTYPES[n] for n in
-                    ("bf16", "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ"))
+_SCALAR_DTYPES = {name: row.dtype for name, row in ELEMENT_TYPES.items()}
+_NARROW = frozenset(_SCALAR_DTYPES[name] for name in NARROW_FLOAT_TYPES)
 INDEX = np.dtype(np.int64)
 
 

@@ -36,10 +36,10 @@ from __future__ import annotations
 import re
 from functools import cache
 
-import ml_dtypes
 import numpy as np
 from mlir import ir
 
+from tilemlir.dialects.element_types import dtype_of
 from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.emu_core import (
     EmulatorError,
@@ -55,13 +55,8 @@ CHIPS = ("xcore1000", "xcore1500")
 
 _BUILTIN = re.compile(r"__builtin_mxc_mma_16x16x(\d+)(f16|bf16|i8|f8|bf8)$")
 # Operand element types behind each suffix ([MCTRITON] getMmaType).
-_ELEMENTS = {
-    "f16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
-    "i8": np.dtype(np.int8),
-    "f8": np.dtype(ml_dtypes.float8_e4m3fn),
-    "bf8": np.dtype(ml_dtypes.float8_e5m2),
-}
+_ELEMENTS = {suffix: dtype_of(mlir) for suffix, mlir in
+             {"f16": "f16", "bf16": "bf16", "i8": "i8", "f8": "f8E4M3FN", "bf8": "f8E5M2"}.items()}
 
 
 def wave_mma(x: np.ndarray, y: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:

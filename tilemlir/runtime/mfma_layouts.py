@@ -59,15 +59,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-import ml_dtypes
 import numpy as np
+
+from tilemlir.dialects.element_types import dtype_of
 
 WAVE = 64
 
 # Operand kinds. fp8/bf8 are E4M3/E5M2: FNUZ on gfx942, OCP on gfx950 [BLOG].
 _FP8_TYPES = {
-    "gfx942": {"fp8": np.dtype(ml_dtypes.float8_e4m3fnuz), "bf8": np.dtype(ml_dtypes.float8_e5m2fnuz)},
-    "gfx950": {"fp8": np.dtype(ml_dtypes.float8_e4m3fn), "bf8": np.dtype(ml_dtypes.float8_e5m2)},
+    "gfx942": {"fp8": dtype_of("f8E4M3FNUZ"), "bf8": dtype_of("f8E5M2FNUZ")},
+    "gfx950": {"fp8": dtype_of("f8E4M3FN"), "bf8": dtype_of("f8E5M2")},
 }
 
 
@@ -172,8 +173,7 @@ def operand_kind(dtype: np.dtype, chip: str, reduce_precision: bool = False) -> 
     dtype = np.dtype(dtype)
     if dtype == np.float32:
         return "xf32" if reduce_precision and chip == "gfx942" else "f32"
-    simple = {np.dtype(np.float16): "f16", np.dtype(ml_dtypes.bfloat16): "bf16",
-              np.dtype(np.int8): "i8", np.dtype(np.float64): "f64"}
+    simple = {dtype_of(name): name for name in ("f16", "bf16", "i8", "f64")}
     if dtype in simple:
         return simple[dtype]
     for kind, fp8 in _FP8_TYPES.get(chip, {}).items():

@@ -4,7 +4,10 @@
     tile-opt FILE --tile-verify --canonicalize          # per-pass flags, in order
     tile-opt FILE --split-input-file --verify-diagnostics
 
-Tile passes and every upstream MLIR pass mix in one pipeline. The input is
+Flags are spelled as for mlir-opt, with one dash or two (`-pass-pipeline=...`,
+`-split-input-file`, `-canonicalize`). Tile passes and every upstream MLIR
+pass mix in one pipeline; `--dump-pass-pipeline` prints it in a form `-p`
+reads back (tile passes with their options, anchors kept). The input is
 verified after parsing (MLIR's verifier, then tile-verify). Errors print as
 `file:line:col: error: message`; the exit status is 1 and no output file is
 left behind.
@@ -19,13 +22,12 @@ from dataclasses import dataclass, field
 
 PROG = "tile-opt"
 
-# Flags that take no value; everything else starting with "--" that is not a
-# tile-opt flag is read as a pass name (mlir-opt's per-pass flags).
 _EPILOG = """\
 passes:
   Any tile pass (see --list-passes) or upstream MLIR pass may be given as a flag,
   e.g. --tile-verify --canonicalize --cse, or with options as
   --canonicalize='max-iterations=3'. Flags run in the order given.
+  As in mlir-opt, every long flag may also be written with one dash.
 
 exit status: 0 on success, 1 on any error (never a Python traceback).
 """
@@ -42,6 +44,7 @@ class Options:
     list_passes: bool = False
     dump_pass_pipeline: bool = False
     print_ir_after_all: bool = False
+    timing: bool = False
     print_generic: bool = False
     print_debuginfo: bool = False
     export_irdl: bool = False
@@ -73,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="print the exact pipeline that runs (to stderr)")
     parser.add_argument("--mlir-print-ir-after-all", dest="print_ir_after_all", action="store_true",
                         help="print the IR after every pass (to stderr)")
+    parser.add_argument("--mlir-timing", dest="timing", action="store_true",
+                        help="print the time each pass took (to stderr, after the run)")
     parser.add_argument("--mlir-print-op-generic", dest="print_generic", action="store_true",
                         help="print the output in generic op form")
     parser.add_argument("--mlir-print-debuginfo", dest="print_debuginfo", action="store_true",
@@ -94,18 +99,33 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str]) -> Options:
+    """Reads the command line as mlir-opt does: long flags with one dash or two,
+    `--NAME[=OPTIONS]` for any registered pass (run in the order given), and
+    any other flag refused, with the flags it might have meant."""
     from tilemlir.diagnostics import UserError
 
     parser = _parser()
+    takes_value = {s for a in parser._actions for s in a.option_strings if a.nargs is None}
     known_flags = {s for a in parser._actions for s in a.option_strings}
     ours, pass_flags = [], []
+    value_expected = False
     for arg in argv:
-        flag = arg.split("=", 1)[0]
-        if arg.startswith("--") and len(arg) > 2 and flag not in known_flags:
-            name, eq, opts = arg[2:].partition("=")
-            pass_flags.append(f"{name}{{{opts}}}" if eq else name)
-        else:
+        if value_expected or not arg.startswith("-") or arg in ("-", "--"):
             ours.append(arg)
+            value_expected = False
+            continue
+        flag, eq, value = arg.lstrip("-").partition("=")
+        if not arg.startswith("--") and len(flag) == 1:
+            # A short flag: `-o FILE` or `-o=FILE`.
+            ours.extend([f"-{flag}", value] if eq else [arg])
+            value_expected = arg in takes_value
+        elif f"--{flag}" in known_flags:
+            ours.append(f"--{flag}{eq}{value}")
+            value_expected = not eq and f"--{flag}" in takes_value
+        elif _is_pass(flag):
+            pass_flags.append(f"{flag}{{{value}}}" if eq else flag)
+        else:
+            raise UserError(_unknown_flag(arg, known_flags))
 
     def error(message: str):
         raise UserError(message)
@@ -118,6 +138,28 @@ def parse_args(argv: list[str]) -> Options:
         raise UserError("'-p/--pass-pipeline' cannot be combined with per-pass flags "
                         f"({', '.join('--' + p for p in pass_flags)})")
     return options
+
+
+def _is_pass(name: str) -> bool:
+    from tilemlir.passes import is_tile_pass
+    from tilemlir.passes.pipeline import is_upstream_pass
+
+    return is_tile_pass(name) or is_upstream_pass(name)
+
+
+def _unknown_flag(arg: str, known_flags: set[str]) -> str:
+    """Says that `arg` is neither a tile-opt flag nor a pass, with the closest flags."""
+    import difflib
+
+    from tilemlir.passes import pass_names
+    from tilemlir.passes.pipeline import upstream_pass_names
+
+    flag = arg.partition("=")[0]
+    candidates = sorted(f for f in known_flags if f.startswith("--"))
+    candidates += [f"--{name}" for name in (*pass_names(), *upstream_pass_names())]
+    close = difflib.get_close_matches("--" + flag.lstrip("-"), candidates, n=3, cutoff=0.75)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return f"unknown flag '{flag}'{hint} (flags: {PROG} --help; passes: {PROG} --list-passes)"
 
 
 def _pipeline_text(options: Options) -> str:
@@ -215,7 +257,7 @@ def _process_chunk(chunk, options: Options, context, verify_pm, pm,
 def run(argv: list[str]) -> int:
     from tilemlir.diagnostics import SPLIT_MARKER, split_input
     from tilemlir.dialects import tile
-    from tilemlir.passes import build_pipeline
+    from tilemlir.passes import build_pipeline, print_pipeline
     from tilemlir.tools.common import read_input, write_output
 
     options = parse_args(argv)
@@ -243,9 +285,13 @@ def run(argv: list[str]) -> int:
         pm = build_pipeline(pipeline, context=context, overrides=overrides)
     if options.print_ir_after_all:
         pm.enable_ir_printing(print_after_all=True)
+    if options.timing:
+        pm.enable_timing()  # MLIR prints the report when `pm` is destroyed
     stderr_lines: list[str] = []
     if options.dump_pass_pipeline:
-        stderr_lines.append(f"Pass Manager with pipeline:\n{pm}\n")
+        with context:
+            printed = print_pipeline(pipeline, context=context, overrides=overrides)
+        stderr_lines.append(f"Pass Manager with pipeline:\n{printed}\n")
 
     source = read_input(options.input)
     outputs, all_ok = [], True
@@ -254,6 +300,8 @@ def run(argv: list[str]) -> int:
         all_ok &= ok
         outputs.append(printed)
     sys.stderr.write("".join(stderr_lines))
+    sys.stderr.flush()
+    del pm  # the timing report, if any, follows the diagnostics
     if not all_ok:
         return 1
     write_output(options.output, f"{SPLIT_MARKER}\n".join(outputs))

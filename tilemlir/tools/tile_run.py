@@ -40,7 +40,7 @@ exit status:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from tilemlir.runtime import ENGINES, PLANNED_ENGINES
+    from tilemlir.runtime import ENGINES
     from tilemlir.runtime.oracle import ENGINE_TOLERANCE_TEXT, TOLERANCE_TEXT
 
     parser = argparse.ArgumentParser(
@@ -54,9 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("input", metavar="FILE", help="the .mlir file")
     parser.add_argument("--entry", metavar="NAME",
                         help="the function to run (default: the only function of the module)")
-    engines = [*ENGINES, *PLANNED_ENGINES]
     parser.add_argument("--engine", default="reference", metavar="ENGINE",
-                        help=f"one of {', '.join(engines)} (default reference); 'emulator' compiles "
+                        help=f"one of {', '.join(ENGINES)} (default reference); 'emulator' compiles "
                              "for --target (or the module's tile.target) and runs the GPU-level IR "
                              "in the SIMT emulator under its sanitizer, checking every output "
                              "against the reference engine too; GPU-level IR as input runs only "

@@ -46,13 +46,13 @@ import math
 import struct
 from dataclasses import dataclass, field
 
-import ml_dtypes
 import numpy as np
 from mlir import ir
 
 from tilemlir.backends.gpu_input import gpu_input_problems
 from tilemlir.backends.symbols import comment_text, is_cxx_name, is_identifier, kernel_symbol
 from tilemlir.diagnostics import UserError
+from tilemlir.dialects.element_types import dtype_of
 
 HOST_GUARD = "TILEMLIR_MACA_HOST"
 
@@ -68,9 +68,6 @@ _SCALARS = {
 _NARROW = {"f16", "bf16", "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ"}
 _UNSIGNED = {"index": "uint64_t", "i64": "uint64_t", "i32": "uint32_t", "i16": "uint16_t",
              "i8": "uint8_t", "i1": "bool"}
-_ML_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f8E4M3FN": ml_dtypes.float8_e4m3fn,
-              "f8E5M2": ml_dtypes.float8_e5m2, "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz,
-              "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz}
 
 _INT_BINARY = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.andi": "&",
                "arith.ori": "|", "arith.xori": "^", "arith.divsi": "/", "arith.remsi": "%",
@@ -508,7 +505,7 @@ class MacaPrinter:
         if name == "f64":
             return _float_literal(value, "")
         if name in _NARROW:
-            bits = np.array([value], dtype=_ML_DTYPES[name]).view(
+            bits = np.array([value], dtype=dtype_of(name)).view(
                 np.uint16 if name in ("f16", "bf16") else np.uint8)[0]
             return f"tm_bitcast<{self.scalar(t, op)}>(({'uint16_t' if bits.dtype == np.uint16 else 'uint8_t'}){int(bits)}u)"
         raise EmitError(op, f"MACA emitter: constant of type {t} is not supported")
