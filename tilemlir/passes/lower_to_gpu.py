@@ -73,8 +73,6 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import amdgpu, arith, gpu, llvm, memref, rocdl, scf, vector
 
-from tilemlir.backends import resolve_target
-from tilemlir.backends.base import is_unknown
 from tilemlir.backends.symbols import kernel_symbol
 from tilemlir.diagnostics import UserError
 from tilemlir.irutil import walk
@@ -116,6 +114,8 @@ from tilemlir.passes.gpu_builders import (
 )
 from tilemlir.passes.matrix_cores import AccumulatorLayout, GemmStep, core_for
 from tilemlir.passes.software_pipeline import PIPELINED_ATTR, PREFETCH_ATTR
+from tilemlir.target import resolve_target
+from tilemlir.target.model import is_unknown
 
 
 class LoweringError(UserError):

@@ -119,7 +119,6 @@ def parse_args(argv: list[str]) -> Options:
 
 def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
     """Parses and compiles one chunk; returns (result or None, diagnostics)."""
-    from tilemlir.backends import resolve_target
     from tilemlir.compiler import (
         CompileError,
         CompileOptions,
@@ -134,6 +133,7 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
         collect_diagnostics,
         parse_chunk,
     )
+    from tilemlir.target import resolve_target
 
     diags: list = []
     result = None

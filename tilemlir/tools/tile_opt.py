@@ -218,7 +218,7 @@ def run(argv: list[str]) -> int:
     from tilemlir.tools.common import read_input, write_output
 
     options = parse_args(argv)
-    from tilemlir.backends.cli import handle_target_flags
+    from tilemlir.target.cli import handle_target_flags
 
     target_override, target_report = handle_target_flags(
         options.target, options.target_desc, options.list_targets, options.describe_target)

@@ -4,15 +4,21 @@ Targets are `targets/<chip>.toml`; a new chip of the family is a new file. The
 lowering (ROCDL -> LLVM IR -> llc -> HSACO) arrives with the compile issue.
 """
 
+import re
 from pathlib import Path
 
-from tilemlir.backends.base import Backend, Target
-from tilemlir.backends.llvm_targets import AMDGPU_NAME, processor_problem
+from tilemlir.target.llvm_processors import processor_problem
+from tilemlir.target.model import Backend, Target
+
+# The LLVM architecture whose processors the chips are (llc -march), and the
+# shape of their names (checked when llc is not there to list them).
+LLVM_ARCH = "amdgcn"
+AMDGPU_NAME = re.compile(r"gfx[0-9a-f]+")
 
 
 def check_target(target: Target) -> tuple[str, str] | None:
     """The chip must be a processor LLVM knows: it becomes llc's -mcpu."""
-    problem = processor_problem(target.name, "amdgcn", AMDGPU_NAME)
+    problem = processor_problem(target.name, LLVM_ARCH, AMDGPU_NAME)
     return ("name", problem) if problem else None
 
 

@@ -6,7 +6,7 @@ mxcc) arrives with the compile issue.
 
 from pathlib import Path
 
-from tilemlir.backends.base import Backend
+from tilemlir.target.model import Backend
 
 BACKEND = Backend(
     family="metax",

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tilemlir.backends.base import Target, TargetError
-from tilemlir.backends.registry import (
+from tilemlir.target.model import Target, TargetError
+from tilemlir.target.registry import (
     backend,
     families,
     family_targets,

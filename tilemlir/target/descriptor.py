@@ -1,6 +1,6 @@
 """Reading a target descriptor (TOML) into a validated, frozen `Target`.
 
-The file mirrors the dataclasses of `base.py` one to one: top-level keys are the
+The file mirrors the dataclasses of `model.py` one to one: top-level keys are the
 fields of `Target`, `[compute]`, `[registers]`, `[memory]`, `[matrix]` are its
 nested dataclasses, `[sources]` and `[peak_dense_tflops]` are small tables, and
 `matrix.instructions` is an array of inline tables, one per instruction, in the
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tilemlir.backends.base import (
+from tilemlir.target.model import (
     FP8_KIND,
     PEAK_KEYS,
     UNKNOWN,

@@ -20,23 +20,35 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import importlib.util
 import os
+import pkgutil
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from tilemlir.backends.base import Backend, Target, TargetError
-from tilemlir.backends.descriptor import load_descriptor
+from tilemlir.target.descriptor import load_descriptor
+from tilemlir.target.model import Backend, Target, TargetError
 
 ENTRY_POINT_GROUP = "tilemlir.backends"
 TARGET_ATTRIBUTE = "tile.target"
 
-# Found without metadata too, so a plain source checkout works.
-_BUILTIN = {
-    "amdgpu": "tilemlir.backends.amdgpu:BACKEND",
-    "metax": "tilemlir.backends.metax:BACKEND",
-    "nvidia": "tilemlir.backends.nvidia:BACKEND",
-}
+# The families that ship inside the package: every subpackage of this package
+# with a `BACKEND` manifest. Found without metadata too, so a plain source
+# checkout works; looked up by name, so this layer imports no family.
+_SHIPPED_FAMILIES_PACKAGE = "tilemlir.backends"
+
+
+def _shipped_families() -> dict[str, str]:
+    """family -> "module:BACKEND" for the packages under tilemlir/backends/."""
+    spec = importlib.util.find_spec(_SHIPPED_FAMILIES_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    return {
+        module.name: f"{_SHIPPED_FAMILIES_PACKAGE}.{module.name}:BACKEND"
+        for module in pkgutil.iter_modules(spec.submodule_search_locations)
+        if module.ispkg
+    }
 
 
 @dataclass(frozen=True)
@@ -59,7 +71,7 @@ def _registrations() -> dict[str, _Registration]:
                 f"({previous.value}) and by {provider} ({ep.value})"
             )
         found.setdefault(ep.name, _Registration(ep.name, ep.value, provider))
-    for family, value in _BUILTIN.items():
+    for family, value in _shipped_families().items():
         found.setdefault(family, _Registration(family, value, "tilemlir (built in)"))
     return dict(sorted(found.items()))
 
