@@ -46,7 +46,7 @@ def test_str_parses_back(name: str):
 
 def test_bare_names_and_paths():
     assert str(get_target("gfx942")) == "amdgpu:gfx942"
-    assert str(get_target(str(MINIMAL))) == "amdgpu:gfx908"
+    assert str(get_target(str(MINIMAL))) == "amdgpu:gfx908 (from minimal.toml)"
 
 
 def test_unknown_target_suggests_the_closest():
@@ -183,7 +183,7 @@ def test_resolve_target_option_wins_over_attribute():
     assert str(resolve_target(module.operation)) == "amdgpu:gfx950"
     assert str(resolve_target(func)) == "amdgpu:gfx950"  # found on the enclosing module
     assert str(resolve_target(module.operation, "amdgpu:gfx942")) == "amdgpu:gfx942"
-    assert str(resolve_target(module.operation, str(MINIMAL))) == "amdgpu:gfx908"
+    assert str(resolve_target(module.operation, str(MINIMAL))) == "amdgpu:gfx908 (from minimal.toml)"
 
 
 def test_resolve_target_errors():
@@ -228,7 +228,8 @@ def test_target_flags_reach_the_passes_option(sees_target, tmp_path, capsys):
     assert tile_opt.run([str(source), "--test-sees-target", "--target=amdgpu:gfx942"]) == 0
     assert tile_opt.run([str(source), "--test-sees-target", f"--target-desc={MINIMAL}"]) == 0
     assert tile_opt.run([str(source), "-p", "test-sees-target{target=metax:xcore1500}"]) == 0
-    assert sees_target == ["amdgpu:gfx950", "amdgpu:gfx942", "amdgpu:gfx908", "metax:xcore1500"]
+    assert sees_target == ["amdgpu:gfx950", "amdgpu:gfx942", "amdgpu:gfx908 (from minimal.toml)",
+                           "metax:xcore1500"]
 
 
 # --------------------------------------------------------------------------

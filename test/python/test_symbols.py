@@ -129,8 +129,13 @@ def test_chip_names_are_llvm_processors(tmp_path):
         load_descriptor(_renamed(tmp_path, "nvidia/targets/sm_90a.toml", "sm_90a", "sm_120"), backend)
     with pytest.raises(DescriptorError, match="'gfx1' is not a processor LLVM 22 knows"):
         load_descriptor(_renamed(tmp_path, "amdgpu/targets/gfx942.toml", "gfx942", "gfx1"), backend)
-    assert load_descriptor(_renamed(tmp_path, "nvidia/targets/sm_90a.toml", "sm_90a", "sm_90"),
-                           backend).name == "sm_90"
+    # sm_90 is a chip NVPTX knows, but without sm_90a's wgmma: its rows are refused.
+    sm_90 = _renamed(tmp_path, "nvidia/targets/sm_90a.toml", "sm_90a", "sm_90")
+    with pytest.raises(DescriptorError, match="wgmma needs sm_90a, not sm_90"):
+        load_descriptor(sm_90, backend)
+    sm_90.write_text("".join(line for line in sm_90.read_text().splitlines(keepends=True)
+                             if "wgmma.mma_async" not in line))
+    assert load_descriptor(sm_90, backend).name == "sm_90"
 
 
 def test_chip_names_without_llc(tmp_path, monkeypatch):

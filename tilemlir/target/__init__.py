@@ -7,8 +7,9 @@
 
 This layer sits below the passes and names no family: model.py is the data
 model (Target, MmaInstr, UNKNOWN, the Backend manifest a family registers),
-descriptor.py the TOML format and its checks, registry.py the
-`tilemlir.backends` entry-point group, cli.py the target flags every tool shares, llvm_processors.py which
+descriptor.py the TOML format and its checks (a file may build on a `base`),
+toml_writer.py its inverse, registry.py the `tilemlir.backends` entry-point
+group, cli.py the target flags every tool shares, llvm_processors.py which
 processors LLVM knows (for the families' own checks).
 """
 

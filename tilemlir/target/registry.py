@@ -17,6 +17,7 @@ anything path-like there is an error (`target_from_attribute`).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import importlib
@@ -113,12 +114,23 @@ def backend(family: str) -> Backend:
 
 @functools.cache
 def _load_cached(path: str, mtime_ns: int, family: str | None, name: str | None) -> Target:
-    return load_descriptor(path, backend, expected_family=family, expected_name=name)
+    """A descriptor read once per (path, mtime). A family's own files
+    (`family` and `name` given) are its packaged targets."""
+    target = load_descriptor(path, backend, expected_family=family, expected_name=name,
+                             packaged_target=packaged_target)
+    if family is None and Path(path) not in _packaged_files(target.family):
+        return target
+    return dataclasses.replace(target, packaged=True)
+
+
+def _packaged_files(family: str) -> frozenset[Path]:
+    return frozenset(file.resolve() for file in backend(family).target_files())
 
 
 def load_target_file(path: str | Path) -> Target:
     """A descriptor from anywhere (`--target-desc FILE`); its family picks the
-    backend whose rules validate it."""
+    backend whose rules validate it. One of a family's own files read this way
+    is that packaged target."""
     resolved = Path(path).resolve()
     try:
         mtime = resolved.stat().st_mtime_ns
@@ -135,8 +147,25 @@ def family_targets(family: str) -> tuple[Target, ...]:
     be = backend(family)
     targets = []
     for file in be.target_files():
-        targets.append(_load_cached(str(file), file.stat().st_mtime_ns, family, file.stem))
+        targets.append(_load_packaged(family, file))
     return tuple(targets)
+
+
+def _load_packaged(family: str, file: Path) -> Target:
+    return _load_cached(str(file), file.stat().st_mtime_ns, family, file.stem)
+
+
+def packaged_target(spec: str) -> Target:
+    """The packaged target `family:name`, reading only its own file (a
+    descriptor's `base`, looked up while other files of the family may still
+    be loading)."""
+    family, _, name = spec.partition(":")
+    if family not in families():
+        raise _unknown_target(spec)
+    file = Path(backend(family).targets_dir) / f"{name}.toml"
+    if file not in backend(family).target_files():
+        raise _unknown_target(spec)
+    return _load_packaged(family, file)
 
 
 def all_targets() -> tuple[Target, ...]:
@@ -165,6 +194,11 @@ def target_by_name(spec: str) -> Target:
     spec = spec.strip()
     if not spec:
         raise TargetError("empty target name; expected family:name, e.g. amdgpu:gfx942")
+    if spec.endswith(")") and " (from " in spec:
+        raise TargetError(
+            f"'{spec}' is how a target read from a descriptor file prints; "
+            "name the file itself (its path, or --target-desc=FILE)"
+        )
     family, colon, name = spec.rpartition(":")
     if colon:
         if family not in families():

@@ -7,6 +7,7 @@ lowering (ROCDL -> LLVM IR -> llc -> HSACO) arrives with the compile issue.
 import re
 from pathlib import Path
 
+from tilemlir.backends.amdgpu.mma_rows import check_mma_row
 from tilemlir.target.llvm_processors import processor_problem
 from tilemlir.target.model import Backend, Target
 
@@ -37,4 +38,5 @@ BACKEND = Backend(
     # The lowering emits LLVM intrinsics, so every row names its intrinsic.
     mma_row_keys=("intrinsic",),
     check_target=check_target,
+    check_mma_row=check_mma_row,
 )

@@ -6,6 +6,7 @@ mxcc) arrives with the compile issue.
 
 from pathlib import Path
 
+from tilemlir.backends.metax.mma_rows import check_mma_row
 from tilemlir.target.model import Backend
 
 BACKEND = Backend(
@@ -18,4 +19,5 @@ BACKEND = Backend(
     mma_accumulator_types=frozenset({"f64", "f32", "i32"}),
     # The lowering emits MACA C++, so every row names its __builtin_mxc_mma_*.
     mma_row_keys=("builtin", "intrinsic"),
+    check_mma_row=check_mma_row,
 )

@@ -14,6 +14,7 @@ driver (`tilemlir.runtime.cuda_launch`), which also encodes TMA tensor maps.
 from pathlib import Path
 
 from tilemlir.backends.nvidia.chips import LLVM_ARCH, NVPTX_NAME, nvptx_fatal_error
+from tilemlir.backends.nvidia.mma_rows import check_mma_row
 from tilemlir.target.llvm_processors import processor_problem
 from tilemlir.target.model import Backend, Target
 
@@ -55,4 +56,5 @@ BACKEND = Backend(
     # per-row intrinsic is needed.
     mma_row_keys=(),
     check_target=check_target,
+    check_mma_row=check_mma_row,
 )
