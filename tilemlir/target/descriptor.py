@@ -533,8 +533,9 @@ def _read_base(
     family, colon, name = spec.partition(":")
     if not colon or not family or not TARGET_NAME.fullmatch(name):
         raise reader.fail("base", f"expected {expected}, got {spec!r}")
-    if packaged_target is None:  # pragma: no cover - the registry always gives one
-        raise reader.fail("base", f"no registry to look '{spec}' up in")
+    if packaged_target is None:  # a caller reading files without the registry
+        raise reader.fail("base", f"'{spec}' names a packaged target, and no registry was given "
+                                  "to look it up in")
     try:
         return packaged_target(spec)
     except DescriptorCycleError:

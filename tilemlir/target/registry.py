@@ -2,9 +2,10 @@
 
 Backends register under the entry-point group `tilemlir.backends`: the entry
 point's name is the family, its value `module:OBJECT` names a `Backend` (or a
-callable returning one). tilemlir's own `amdgpu` and `metax` are registered the
-same way in pyproject.toml, and are found directly when the package's metadata
-is missing (a source checkout on `sys.path`).
+callable returning one). tilemlir's own families (the packages under
+tilemlir/backends/) are registered the same way in pyproject.toml, and are found
+as those packages when the package's metadata is missing (a source checkout on
+`sys.path`); this module imports none of them until it is asked for it.
 
 Targets are named `family:name` (`amdgpu:gfx942`); a bare name is accepted when
 only one family has it. A descriptor file is read only where the command line
