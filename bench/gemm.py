@@ -108,8 +108,8 @@ def candidates(m: int, n: int, dtype: str) -> list[tuple]:
     rows, so 128 bytes of K per row), warp tiles of whole m16n8 instructions or
     warpgroups of m64 x block-N wgmma instructions. TMA-fed mma.sync blocks of
     128 threads also get the stages that let two blocks share an SM."""
-    from tilemlir.backends import get_target
     from tilemlir.passes.tiling import accumulator_register_budget
+    from tilemlir.target import get_target
 
     target = get_target(TARGET)
     element = 1 if dtype == "fp8" else 2
@@ -154,9 +154,9 @@ def candidates(m: int, n: int, dtype: str) -> list[tuple]:
 def compile_case(out: Path, m, n, k, dtype, transpose_b, block, threads, stages, path) -> dict:
     from mlir import ir
 
-    from tilemlir.backends import get_target
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
     from tilemlir.dialects import tile
+    from tilemlir.target import get_target
 
     name = case_name(dtype, m, n, k, transpose_b, block, threads, stages, path)
     context = tile.make_context()

@@ -529,9 +529,9 @@ def describe(job: Job) -> str:
     """What tile-compile --dump-pass-pipeline prints for the job."""
     from mlir import ir
 
-    from tilemlir.backends import resolve_target
     from tilemlir.compiler import describe_pipeline, has_tile_ops
     from tilemlir.dialects import tile
+    from tilemlir.target import resolve_target
 
     module = ir.Module.parse(job.text, tile.make_context()).operation
     options = dict(job.options)

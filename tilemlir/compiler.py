@@ -33,7 +33,6 @@ from mlir import ir, passmanager
 from tilemlir.backends.amdgpu import pipeline, toolchain
 from tilemlir.backends.amdgpu.gpu_checks import AmdgpuCheckResources
 from tilemlir.backends.amdgpu.report import ResourceError, build_report, check_resources
-from tilemlir.backends.base import Target
 from tilemlir.diagnostics import (
     Chunk,
     Diag,
@@ -48,6 +47,7 @@ from tilemlir.diagnostics import (
     region_nesting_error,
 )
 from tilemlir.irutil import walk
+from tilemlir.target.model import Target
 
 EMITS = ("tile", "gpu", "llvm", "isa", "hsaco", "maca", "ptx")
 DEFAULT_TARGET = "amdgpu:gfx942"
@@ -99,7 +99,7 @@ class CompileResult:
 def target_spec(target: Target) -> str:
     """Text that names `target` in a pass option: `family:name` when the
     registry gives back this very descriptor, else the file it came from."""
-    from tilemlir.backends import get_target
+    from tilemlir.target import get_target
 
     try:
         if get_target(str(target)) == target:
@@ -431,7 +431,7 @@ def _finish(result: CompileResult, stages: _Stages, start: float) -> CompileResu
 
 
 def _resolve(target: str | Target | None, module: ir.Operation) -> Target:
-    from tilemlir.backends import TARGET_ATTRIBUTE, resolve_target
+    from tilemlir.target import TARGET_ATTRIBUTE, resolve_target
 
     if isinstance(target, Target):
         return target

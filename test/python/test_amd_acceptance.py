@@ -18,11 +18,11 @@ import pytest
 from kernel_text import EXAMPLES, seed_kernel, whole_problem_gemm
 
 import tilemlir
-from tilemlir.backends import get_target
 from tilemlir.runtime import run
 from tilemlir.runtime.arguments import parameters, random_arguments
 from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.reference import Program
+from tilemlir.target import get_target
 
 CHIPS = ("gfx90a", "gfx942", "gfx950")
 

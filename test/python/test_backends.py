@@ -16,8 +16,9 @@ import pytest
 from conftest import REPO, run_tool
 from mlir import ir
 
-from tilemlir import backends
-from tilemlir.backends import (
+from tilemlir import target as target_layer
+from tilemlir.passes.base import TilePass
+from tilemlir.target import (
     UNKNOWN,
     DescriptorError,
     TargetError,
@@ -26,8 +27,7 @@ from tilemlir.backends import (
     registry,
     resolve_target,
 )
-from tilemlir.backends.cli import describe_json
-from tilemlir.passes.base import TilePass
+from tilemlir.target.cli import describe_json
 
 MINIMAL = REPO / "test/Backends/Inputs/minimal.toml"
 
@@ -36,7 +36,7 @@ MINIMAL = REPO / "test/Backends/Inputs/minimal.toml"
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", backends.target_names())
+@pytest.mark.parametrize("name", target_layer.target_names())
 def test_str_parses_back(name: str):
     target = get_target(name)
     assert str(target) == name
@@ -46,7 +46,7 @@ def test_str_parses_back(name: str):
 
 def test_bare_names_and_paths():
     assert str(get_target("gfx942")) == "amdgpu:gfx942"
-    assert str(get_target(str(MINIMAL))) == "amdgpu:gfx908"
+    assert str(get_target(str(MINIMAL))) == "amdgpu:gfx908 (from minimal.toml)"
 
 
 def test_unknown_target_suggests_the_closest():
@@ -139,7 +139,7 @@ def test_require_names_field_and_target():
     assert "xcore1500.toml" in message and "needed for the roofline" in message
     with pytest.raises(UnknownFactError, match="peak_dense_tflops.f16"):
         c600.peak_tflops("f16")
-    assert not UNKNOWN and str(UNKNOWN) == "unknown" and backends.is_unknown(UNKNOWN)
+    assert not UNKNOWN and str(UNKNOWN) == "unknown" and target_layer.is_unknown(UNKNOWN)
 
 
 def test_peaks_for_missing_paths_are_errors_not_zero():
@@ -154,7 +154,7 @@ def test_peaks_for_missing_paths_are_errors_not_zero():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", backends.target_names())
+@pytest.mark.parametrize("name", target_layer.target_names())
 def test_describe_json_is_json_with_the_row_keys(name: str):
     data = json.loads(describe_json(get_target(name)))
     assert data["target"] == name
@@ -183,7 +183,7 @@ def test_resolve_target_option_wins_over_attribute():
     assert str(resolve_target(module.operation)) == "amdgpu:gfx950"
     assert str(resolve_target(func)) == "amdgpu:gfx950"  # found on the enclosing module
     assert str(resolve_target(module.operation, "amdgpu:gfx942")) == "amdgpu:gfx942"
-    assert str(resolve_target(module.operation, str(MINIMAL))) == "amdgpu:gfx908"
+    assert str(resolve_target(module.operation, str(MINIMAL))) == "amdgpu:gfx908 (from minimal.toml)"
 
 
 def test_resolve_target_errors():
@@ -228,7 +228,8 @@ def test_target_flags_reach_the_passes_option(sees_target, tmp_path, capsys):
     assert tile_opt.run([str(source), "--test-sees-target", "--target=amdgpu:gfx942"]) == 0
     assert tile_opt.run([str(source), "--test-sees-target", f"--target-desc={MINIMAL}"]) == 0
     assert tile_opt.run([str(source), "-p", "test-sees-target{target=metax:xcore1500}"]) == 0
-    assert sees_target == ["amdgpu:gfx950", "amdgpu:gfx942", "amdgpu:gfx908", "metax:xcore1500"]
+    assert sees_target == ["amdgpu:gfx950", "amdgpu:gfx942", "amdgpu:gfx908 (from minimal.toml)",
+                           "metax:xcore1500"]
 
 
 # --------------------------------------------------------------------------
@@ -237,7 +238,7 @@ def test_target_flags_reach_the_passes_option(sees_target, tmp_path, capsys):
 
 _TOY_INIT = """
 from pathlib import Path
-from tilemlir.backends.base import Backend
+from tilemlir.target.model import Backend
 
 BACKEND = Backend(
     family="toy",

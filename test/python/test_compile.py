@@ -7,12 +7,12 @@ from conftest import REPO, run_tool
 from mlir import ir
 
 import tilemlir
-from tilemlir.backends import get_target
 from tilemlir.backends.amdgpu import report as report_mod
 from tilemlir.backends.amdgpu import toolchain
 from tilemlir.compiler import CompileError, missing_tile_passes
 from tilemlir.diagnostics import UserError
 from tilemlir.dialects import tile
+from tilemlir.target import get_target
 
 EXAMPLE = REPO / "examples" / "gpu" / "mfma_fp8_gfx942.mlir"
 SEED = REPO / "examples" / "seed_fp8_gemm.mlir"

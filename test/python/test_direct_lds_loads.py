@@ -141,8 +141,8 @@ def test_emulator_writes_in_lane_order_and_checks_the_wave_base():
 def test_descriptor_lists_exactly_the_loads_into_lds_llvm_mc_accepts(chip, tmp_path):
     import subprocess
 
-    from tilemlir.backends import get_target
     from tilemlir.backends.amdgpu.lowering import BUFFER_LOAD_LDS
+    from tilemlir.target import get_target
 
     listed = set(get_target(f"amdgpu:{chip}").memory.buffer_load_lds)
     for mnemonic in BUFFER_LOAD_LDS.values():

@@ -97,10 +97,10 @@ def test_every_family_names_its_core_and_hooks(family):
 
 
 def test_a_family_without_a_matrix_core_is_refused(monkeypatch):
-    import tilemlir.backends
+    import tilemlir.target
 
-    manifest = dataclasses.replace(tilemlir.backends.backend("metax"), matrix_core="")
-    monkeypatch.setattr(tilemlir.backends, "backend", lambda family: manifest)
+    manifest = dataclasses.replace(tilemlir.target.backend("metax"), matrix_core="")
+    monkeypatch.setattr(tilemlir.target, "backend", lambda family: manifest)
     with pytest.raises(tilemlir.diagnostics.UserError, match="has no lane-level matrix lowering"):
         api.matrix_core_for("metax")
 

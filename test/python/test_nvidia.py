@@ -42,7 +42,7 @@ needs_gpu = pytest.mark.skipif(not _gpu() or not PREPARED,
 
 @needs_mlir
 def test_descriptor_facts():
-    from tilemlir.backends import get_target
+    from tilemlir.target import get_target
 
     target = get_target("nvidia:sm_90a")
     assert (target.compute.wave_size, target.compute.compute_units) == (32, 132)
@@ -54,9 +54,9 @@ def test_descriptor_facts():
 
 @needs_mlir
 def test_select_mma_ranks_wgmma_only_when_preferred():
-    from tilemlir.backends import get_target
     from tilemlir.passes.common import GemmShape
     from tilemlir.passes.select_mma import select_mma_for
+    from tilemlir.target import get_target
 
     target = get_target("nvidia:sm_90a")
     shape = GemmShape(128, 128, 64, "f16", "f16", "f32", "f32", False, False)
@@ -86,9 +86,9 @@ def test_select_mma_ranks_wgmma_only_when_preferred():
 def test_wgmma_kernel_takes_tensor_maps():
     from mlir import ir
 
-    from tilemlir.backends import get_target
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
     from tilemlir.dialects import tile
+    from tilemlir.target import get_target
 
     bench = _load(REPO / "bench" / "gemm.py", "bench_gemm")
     context = tile.make_context()

@@ -10,10 +10,10 @@ import pytest
 from conftest import REPO
 
 import tilemlir
-from tilemlir.backends import get_target
 from tilemlir.backends.amdgpu import report
-from tilemlir.backends.base import ELEMENT_BITS
 from tilemlir.compiler import missing_tile_passes
+from tilemlir.target import get_target
+from tilemlir.target.model import ELEMENT_BITS
 
 
 def function(body: list[str]) -> str:

@@ -1,6 +1,6 @@
 """What input can make the compiler write or read: names in emitted code
 (backends/symbols.py), descriptor files and chip names (registry.py,
-descriptor.py, llvm_targets.py)."""
+descriptor.py, llvm_processors.py, backends/nvidia/chips.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 from mlir import ir
 
-from tilemlir.backends import TargetError, get_target, llvm_targets
-from tilemlir.backends.descriptor import DescriptorError, load_descriptor
-from tilemlir.backends.registry import backend, target_from_attribute
+from tilemlir.backends.nvidia import chips as nvidia_chips
 from tilemlir.backends.symbols import (
     MANGLED_PREFIX,
     comment_text,
@@ -24,6 +22,9 @@ from tilemlir.backends.symbols import (
     is_plain_symbol,
     kernel_symbol,
 )
+from tilemlir.target import TargetError, get_target, llvm_processors
+from tilemlir.target.descriptor import DescriptorError, load_descriptor
+from tilemlir.target.registry import backend, target_from_attribute
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL = ROOT / "test" / "Backends" / "Inputs" / "minimal.toml"
@@ -120,7 +121,7 @@ def _renamed(tmp_path, family_file: str, old: str, new: str) -> Path:
     return path
 
 
-@pytest.mark.skipif(llvm_targets.find_llc() is None, reason="llc-22 lists the processors")
+@pytest.mark.skipif(llvm_processors.find_llc() is None, reason="llc-22 lists the processors")
 def test_chip_names_are_llvm_processors(tmp_path):
     with pytest.raises(DescriptorError, match="'sm_999' is not a processor LLVM 22 knows"):
         load_descriptor(_renamed(tmp_path, "nvidia/targets/sm_90a.toml", "sm_90a", "sm_999"), backend)
@@ -128,16 +129,21 @@ def test_chip_names_are_llvm_processors(tmp_path):
         load_descriptor(_renamed(tmp_path, "nvidia/targets/sm_90a.toml", "sm_90a", "sm_120"), backend)
     with pytest.raises(DescriptorError, match="'gfx1' is not a processor LLVM 22 knows"):
         load_descriptor(_renamed(tmp_path, "amdgpu/targets/gfx942.toml", "gfx942", "gfx1"), backend)
-    assert load_descriptor(_renamed(tmp_path, "nvidia/targets/sm_90a.toml", "sm_90a", "sm_90"),
-                           backend).name == "sm_90"
+    # sm_90 is a chip NVPTX knows, but without sm_90a's wgmma: its rows are refused.
+    sm_90 = _renamed(tmp_path, "nvidia/targets/sm_90a.toml", "sm_90a", "sm_90")
+    with pytest.raises(DescriptorError, match="wgmma needs sm_90a, not sm_90"):
+        load_descriptor(sm_90, backend)
+    sm_90.write_text("".join(line for line in sm_90.read_text().splitlines(keepends=True)
+                             if "wgmma.mma_async" not in line))
+    assert load_descriptor(sm_90, backend).name == "sm_90"
 
 
 def test_chip_names_without_llc(tmp_path, monkeypatch):
     """Without llc-22 the names' shape is checked, and NVPTX chips against the
     table of chips PTX 8.5 targets (an in-process fatal error otherwise)."""
-    monkeypatch.setattr(llvm_targets, "find_llc", lambda: None)
-    llvm_targets.llvm_processors.cache_clear()
-    llvm_targets.nvptx_fatal_error.cache_clear()
+    monkeypatch.setattr(llvm_processors, "find_llc", lambda: None)
+    llvm_processors.llvm_processors.cache_clear()
+    nvidia_chips.nvptx_fatal_error.cache_clear()
     try:
         with pytest.raises(DescriptorError, match="PTX 8.5 cannot target 'sm_999'"):
             load_descriptor(_renamed(tmp_path, "nvidia/targets/sm_90a.toml", "sm_90a", "sm_999"),
@@ -147,8 +153,8 @@ def test_chip_names_without_llc(tmp_path, monkeypatch):
         assert load_descriptor(_renamed(tmp_path, "amdgpu/targets/gfx942.toml", "gfx942", "gfx908"),
                                backend).name == "gfx908"
     finally:
-        llvm_targets.llvm_processors.cache_clear()
-        llvm_targets.nvptx_fatal_error.cache_clear()
+        llvm_processors.llvm_processors.cache_clear()
+        nvidia_chips.nvptx_fatal_error.cache_clear()
 
 
 @pytest.mark.parametrize("name", ["NAN", "TM_CHECK", "INT64_C", "K1", "stderr", "errno"])

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from tilemlir.backends import MmaInstr, Target, family_targets, load_target_file
-from tilemlir.backends.base import FP8_KIND
+from tilemlir.target import MmaInstr, Target, family_targets, load_target_file
+from tilemlir.target.model import FP8_KIND
 
 LLVM_BIN = Path("/usr/lib/llvm-22/bin")
 
@@ -293,7 +293,10 @@ VALID_TEST_INPUTS = [REPO / "test/Backends/Inputs/minimal.toml"]
 @pytest.mark.parametrize("path", SHIPPED + VALID_TEST_INPUTS, ids=lambda p: p.name)
 def test_every_descriptor_in_the_repo_loads(path: Path):
     target = load_target_file(path)
-    assert target.mma and str(target) == f"{target.family}:{target.name}"
+    assert target.mma and target.qualified_name == f"{target.family}:{target.name}"
+    # A packaged file prints as its name; any other file names itself too.
+    shown = target.qualified_name if path in SHIPPED else f"{target.qualified_name} (from {path.name})"
+    assert str(target) == shown
 
 
 def test_the_shipped_targets():

@@ -39,11 +39,11 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.backends.base import is_unknown
-from tilemlir.backends.registry import resolve_target
 from tilemlir.backends.symbols import is_emitted_symbol, is_identifier, kernel_symbol
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
+from tilemlir.target.model import is_unknown
+from tilemlir.target.registry import resolve_target
 
 # Ops whose names become C++ function names (MetaX) or kernel symbols.
 _KERNEL_OPS = ("gpu.module", "gpu.func")

@@ -58,8 +58,6 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.backends import resolve_target
-from tilemlir.backends.base import is_unknown
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
 from tilemlir.lds_banks import choose_padding, choose_swizzle
@@ -84,6 +82,8 @@ from tilemlir.passes.common import (
 )
 from tilemlir.passes.gpu_builders import bit_width
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
+from tilemlir.target import resolve_target
+from tilemlir.target.model import is_unknown
 
 
 def transpose_reads_pay(gemm: ir.Operation, target) -> bool:

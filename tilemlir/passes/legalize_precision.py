@@ -53,12 +53,12 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.backends import resolve_target
-from tilemlir.backends.base import FP8_KIND, is_unknown
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassOptionError, PassState, TilePass
 from tilemlir.passes.common import enclosing_kernel
+from tilemlir.target import resolve_target
+from tilemlir.target.model import FP8_KIND, is_unknown
 
 CAST_ATTR = "tile.cast"
 FNUZ_TO_OCP = {"f8E4M3FNUZ": "f8E4M3FN", "f8E5M2FNUZ": "f8E5M2"}

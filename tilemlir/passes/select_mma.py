@@ -47,8 +47,6 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.backends import resolve_target
-from tilemlir.backends.base import is_unknown
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import (
@@ -62,6 +60,8 @@ from tilemlir.passes.common import (
     split_waves,
 )
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
+from tilemlir.target import resolve_target
+from tilemlir.target.model import is_unknown
 
 
 def select_mma_for(target, shape, threads: int,

@@ -58,11 +58,11 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from tilemlir.backends import resolve_target
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import int_attr, lds_breakdown, position_text, shared_buffer_text
+from tilemlir.target import resolve_target
 
 PREFETCH_ATTR = "tile.prefetch"
 PIPELINED_ATTR = "tile.pipelined"

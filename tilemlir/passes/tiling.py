@@ -53,12 +53,12 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from tilemlir.backends import resolve_target
 from tilemlir.dialects import tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import IN_BOUNDS_ATTR, gemm_shape, grid_problem, int_attr
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
+from tilemlir.target import resolve_target
 
 DEFAULT_STAGES = 2
 DEFAULT_WAVES = 4
@@ -78,7 +78,7 @@ def block_extent(problem: int, preferred: int = 128, smallest: int = 32) -> int:
 
 
 def element_bytes(type_name: str) -> int:
-    from tilemlir.backends.base import ELEMENT_BITS
+    from tilemlir.target.model import ELEMENT_BITS
 
     return max(1, ELEMENT_BITS.get(type_name, 32) // 8)
 
@@ -92,7 +92,7 @@ def accumulator_register_budget(target) -> tuple[int, str]:
     """Registers per lane an accumulator may take, and why: half the file where
     the target has an accumulation file (AMD AGPRs), else the file minus a
     reserve for operands (NVIDIA)."""
-    from tilemlir.backends.base import is_unknown
+    from tilemlir.target.model import is_unknown
 
     total = target.require("registers.vgprs_per_lane", "the register budget")
     if not is_unknown(target.registers.acc_vgprs_max):

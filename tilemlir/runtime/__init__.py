@@ -136,8 +136,8 @@ def require_tile_level(module: ir.Operation) -> None:
 def lower_for_emulator(module: ir.Operation, target=None):
     """(GPU-level module op, chip): tile IR compiled down through the AMD path
     for `target` (or the module's tile.target); GPU-level IR as it is."""
-    from tilemlir.backends import resolve_target
     from tilemlir.compiler import has_tile_ops
+    from tilemlir.target import resolve_target
 
     resolved = resolve_target(module, str(target) if target is not None else None)
     if resolved.family not in ("amdgpu", "metax"):

@@ -18,9 +18,9 @@ from tilemlir.diagnostics import UserError
 
 
 def run_device(module: ir.Operation, entry: str, args, target=None) -> list:
-    from tilemlir.backends import resolve_target
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
     from tilemlir.runtime import cuda_launch
+    from tilemlir.target import resolve_target
 
     try:
         cuda_launch.driver()

@@ -55,9 +55,14 @@ class Options:
     dump_pass_pipeline: bool = False
     verify_diagnostics: bool = False
     split_input_file: bool = False
+    list_targets: bool = False
+    describe_target: str | None = None
+    describe_format: str | None = None
 
 
 def _parser() -> argparse.ArgumentParser:
+    from tilemlir.target.cli import add_target_query_flags
+
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Compile tile IR or GPU-level IR for a target: AMDGPU ISA and HSACO (amdgpu), "
@@ -93,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="check diagnostics against expected-error comments instead of writing output")
     parser.add_argument("--split-input-file", action="store_true",
                         help="with --verify-diagnostics: check each '// -----' chunk on its own")
+    add_target_query_flags(parser)
     return parser
 
 
@@ -119,7 +125,6 @@ def parse_args(argv: list[str]) -> Options:
 
 def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
     """Parses and compiles one chunk; returns (result or None, diagnostics)."""
-    from tilemlir.backends import resolve_target
     from tilemlir.compiler import (
         CompileError,
         CompileOptions,
@@ -134,6 +139,7 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
         collect_diagnostics,
         parse_chunk,
     )
+    from tilemlir.target import resolve_target
 
     diags: list = []
     result = None
@@ -171,9 +177,15 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
 def run(argv: list[str]) -> int:
     from tilemlir.diagnostics import format_diag, split_input, verify_expectations
     from tilemlir.dialects import tile
+    from tilemlir.target.cli import handle_target_flags
     from tilemlir.tools.common import read_input, write_output
 
     options = parse_args(argv)
+    if options.list_targets or options.describe_target is not None or options.describe_format:
+        _, target_report = handle_target_flags(options.target, options.target_desc, options.list_targets,
+                                               options.describe_target, options.describe_format)
+        write_output(options.output or "-", target_report or "")
+        return 0
     context = tile.make_context()
     source = read_input(options.input)
     stderr_lines: list[str] = []

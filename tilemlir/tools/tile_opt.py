@@ -53,9 +53,12 @@ class Options:
     target_desc: str | None = None
     list_targets: bool = False
     describe_target: str | None = None
+    describe_format: str | None = None
 
 
 def _parser() -> argparse.ArgumentParser:
+    from tilemlir.target.cli import add_target_query_flags
+
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Optimizer driver for tile IR: tile passes and upstream MLIR passes in one pipeline.",
@@ -91,10 +94,7 @@ def _parser() -> argparse.ArgumentParser:
                              "(wins over the module's tile.target)")
     parser.add_argument("--target-desc", metavar="FILE",
                         help="use the target descriptor (TOML) in FILE as the target")
-    parser.add_argument("--list-targets", action="store_true", help="list the known targets and exit")
-    parser.add_argument("--describe-target", nargs="?", const="", metavar="FAMILY:NAME",
-                        help="print a target's resolved descriptor as JSON and exit "
-                             "(without a value: the --target/--target-desc one)")
+    add_target_query_flags(parser)
     return parser
 
 
@@ -261,10 +261,11 @@ def run(argv: list[str]) -> int:
     from tilemlir.tools.common import read_input, write_output
 
     options = parse_args(argv)
-    from tilemlir.backends.cli import handle_target_flags
+    from tilemlir.target.cli import handle_target_flags
 
     target_override, target_report = handle_target_flags(
-        options.target, options.target_desc, options.list_targets, options.describe_target)
+        options.target, options.target_desc, options.list_targets, options.describe_target,
+        options.describe_format)
     if target_report is not None:
         write_output(options.output, target_report)
         return 0

@@ -6,15 +6,22 @@ tile-lower-to-gpu reaches the family through `matrix.py` (MFMA) and
 ROCDL -> LLVM IR -> llc -> ISA -> HSACO (`pipeline.py`, `toolchain.py`).
 """
 
+import re
 from pathlib import Path
 
-from tilemlir.backends.base import Backend, Target
-from tilemlir.backends.llvm_targets import AMDGPU_NAME, processor_problem
+from tilemlir.backends.amdgpu.mma_rows import check_mma_row
+from tilemlir.target.llvm_processors import processor_problem
+from tilemlir.target.model import Backend, Target
+
+# The LLVM architecture whose processors the chips are (llc -march), and the
+# shape of their names (checked when llc is not there to list them).
+LLVM_ARCH = "amdgcn"
+AMDGPU_NAME = re.compile(r"gfx[0-9a-f]+")
 
 
 def check_target(target: Target) -> tuple[str, str] | None:
     """The chip must be a processor LLVM knows: it becomes llc's -mcpu."""
-    problem = processor_problem(target.name, "amdgcn", AMDGPU_NAME)
+    problem = processor_problem(target.name, LLVM_ARCH, AMDGPU_NAME)
     return ("name", problem) if problem else None
 
 
@@ -33,6 +40,7 @@ BACKEND = Backend(
     # The lowering emits LLVM intrinsics, so every row names its intrinsic.
     mma_row_keys=("intrinsic",),
     check_target=check_target,
+    check_mma_row=check_mma_row,
     matrix_core="tilemlir.backends.amdgpu.matrix:MfmaCore",
     lowering_hooks="tilemlir.backends.amdgpu.lowering:AmdgpuLoweringHooks",
 )

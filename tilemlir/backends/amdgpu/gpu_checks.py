@@ -32,11 +32,11 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.backends.base import FP8_KIND, is_unknown
 from tilemlir.backends.gpu_input import gpu_input_problems
-from tilemlir.backends.registry import resolve_target
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
+from tilemlir.target.model import FP8_KIND, is_unknown
+from tilemlir.target.registry import resolve_target
 
 _WORKGROUP_SPACES = ("#gpu.address_space<workgroup>", "3", "3 : i32", "3 : i64")
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import amdgpu, arith, memref, rocdl
 
-from tilemlir.backends.base import is_unknown
 from tilemlir.irutil import walk
 from tilemlir.passes.base import Switch, switch_on
 from tilemlir.passes.common import IN_BOUNDS_ATTR, element_span, shared_layout
@@ -41,6 +40,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     urem,
 )
 from tilemlir.passes.software_pipeline import PREFETCH_ATTR
+from tilemlir.target.model import is_unknown
 
 # Loads into LDS by bytes per lane (memory.buffer_load_lds).
 BUFFER_LOAD_LDS = {4: "buffer_load_dword", 12: "buffer_load_dwordx3", 16: "buffer_load_dwordx4"}

@@ -34,8 +34,8 @@ import re
 from dataclasses import dataclass
 
 from tilemlir.backends.amdgpu.toolchain import parse_amdhsa_metadata, run_tool
-from tilemlir.backends.base import Target, is_unknown
 from tilemlir.diagnostics import UserError
+from tilemlir.target.model import Target, is_unknown
 
 
 class ResourceError(UserError):

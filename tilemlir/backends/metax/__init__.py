@@ -6,7 +6,8 @@ through `matrix.py`; GPU-level IR becomes MACA C++ for mxcc (`emitter.py`).
 
 from pathlib import Path
 
-from tilemlir.backends.base import Backend
+from tilemlir.backends.metax.mma_rows import check_mma_row
+from tilemlir.target.model import Backend
 
 BACKEND = Backend(
     family="metax",
@@ -18,5 +19,6 @@ BACKEND = Backend(
     mma_accumulator_types=frozenset({"f64", "f32", "i32"}),
     # The lowering emits MACA C++, so every row names its __builtin_mxc_mma_*.
     mma_row_keys=("builtin", "intrinsic"),
+    check_mma_row=check_mma_row,
     matrix_core="tilemlir.backends.metax.matrix:MetaxMmaCore",
 )

@@ -13,8 +13,10 @@ driver (`tilemlir.runtime.cuda_launch`), which also encodes TMA tensor maps.
 
 from pathlib import Path
 
-from tilemlir.backends.base import Backend, Target
-from tilemlir.backends.llvm_targets import NVPTX_NAME, nvptx_fatal_error, processor_problem
+from tilemlir.backends.nvidia.chips import LLVM_ARCH, NVPTX_NAME, nvptx_fatal_error
+from tilemlir.backends.nvidia.mma_rows import check_mma_row
+from tilemlir.target.llvm_processors import processor_problem
+from tilemlir.target.model import Backend, Target
 
 # cp.async, ldmatrix and mma.sync.m16n8k16, which every kernel uses (PTX ISA:
 # "cp.async" and "mma" need sm_80), are selected by NVPTX, which aborts on an
@@ -29,7 +31,7 @@ def check_target(target: Target) -> tuple[str, str] | None:
     from tilemlir.backends.nvidia.pipeline import PTX_FEATURES
 
     name = target.name
-    problem = processor_problem(name, "nvptx64", NVPTX_NAME)
+    problem = processor_problem(name, LLVM_ARCH, NVPTX_NAME)
     if problem:
         return ("name", problem)
     digits = name.removeprefix("sm_").rstrip("af")
@@ -54,6 +56,7 @@ BACKEND = Backend(
     # per-row intrinsic is needed.
     mma_row_keys=(),
     check_target=check_target,
+    check_mma_row=check_mma_row,
     matrix_core="tilemlir.backends.nvidia.wgmma:NvidiaMatrixCore",
     lowering_hooks="tilemlir.backends.nvidia.wgmma:NvidiaLoweringHooks",
 )

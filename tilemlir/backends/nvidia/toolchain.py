@@ -22,12 +22,12 @@ from pathlib import Path
 
 from mlir import ir, passmanager
 
-from tilemlir.backends.base import Target
 from tilemlir.backends.gpu_input import GpuCheckInput
 from tilemlir.backends.nvidia import pipeline
 from tilemlir.diagnostics import UserError
 from tilemlir.irutil import walk
 from tilemlir.passes.lower_to_gpu.api import KERNEL_ARGUMENTS_ATTR
+from tilemlir.target.model import Target
 
 DYNAMIC_SHARED_PREFIX = "__dynamic_shmem__"
 DYNAMIC_SHARED_ALIGN = 1024  # the 128-byte swizzle's period (backends/nvidia/wgmma.py)

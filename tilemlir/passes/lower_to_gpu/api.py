@@ -361,7 +361,7 @@ def _import_object(spec: str) -> Any:
 
 def matrix_core_for(family: str) -> MatrixCore:
     """A new instance of the family's matrix core (`Backend.matrix_core`)."""
-    from tilemlir.backends import backend
+    from tilemlir.target import backend
 
     spec = backend(family).matrix_core
     if not spec:
@@ -373,7 +373,7 @@ def matrix_core_for(family: str) -> MatrixCore:
 def lowering_hooks_for(family: str) -> type[LoweringHooks]:
     """The family's lowering hooks class (`Backend.lowering_hooks`), or the
     base class, which adds nothing, when it names none."""
-    from tilemlir.backends import backend
+    from tilemlir.target import backend
 
     spec = backend(family).lowering_hooks
     return _import_object(spec) if spec else LoweringHooks

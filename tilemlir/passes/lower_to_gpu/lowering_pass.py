@@ -82,8 +82,6 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
-from tilemlir.backends import families, resolve_target
-from tilemlir.backends.base import is_unknown
 from tilemlir.backends.symbols import kernel_symbol
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
@@ -97,6 +95,8 @@ from tilemlir.passes.lower_to_gpu.api import (
     matrix_core_for,
 )
 from tilemlir.passes.lower_to_gpu.emitter import KernelEmitter, LoweredKernel
+from tilemlir.target import families, resolve_target
+from tilemlir.target.model import is_unknown
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 
 Backends register under the entry-point group `tilemlir.backends`: the entry
 point's name is the family, its value `module:OBJECT` names a `Backend` (or a
-callable returning one). tilemlir's own `amdgpu` and `metax` are registered the
-same way in pyproject.toml, and are found directly when the package's metadata
-is missing (a source checkout on `sys.path`).
+callable returning one). tilemlir's own families (the packages under
+tilemlir/backends/) are registered the same way in pyproject.toml, and are found
+as those packages when the package's metadata is missing (a source checkout on
+`sys.path`); this module imports none of them until it is asked for it.
 
 Targets are named `family:name` (`amdgpu:gfx942`); a bare name is accepted when
 only one family has it. A descriptor file is read only where the command line
@@ -17,26 +18,39 @@ anything path-like there is an error (`target_from_attribute`).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import importlib
+import importlib.util
 import os
+import pkgutil
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from tilemlir.backends.base import Backend, Target, TargetError
-from tilemlir.backends.descriptor import load_descriptor
+from tilemlir.target.descriptor import load_descriptor
+from tilemlir.target.model import Backend, Target, TargetError
 
 ENTRY_POINT_GROUP = "tilemlir.backends"
 TARGET_ATTRIBUTE = "tile.target"
 
-# Found without metadata too, so a plain source checkout works.
-_BUILTIN = {
-    "amdgpu": "tilemlir.backends.amdgpu:BACKEND",
-    "metax": "tilemlir.backends.metax:BACKEND",
-    "nvidia": "tilemlir.backends.nvidia:BACKEND",
-}
+# The families that ship inside the package: every subpackage of this package
+# with a `BACKEND` manifest. Found without metadata too, so a plain source
+# checkout works; looked up by name, so this layer imports no family.
+_SHIPPED_FAMILIES_PACKAGE = "tilemlir.backends"
+
+
+def _shipped_families() -> dict[str, str]:
+    """family -> "module:BACKEND" for the packages under tilemlir/backends/."""
+    spec = importlib.util.find_spec(_SHIPPED_FAMILIES_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    return {
+        module.name: f"{_SHIPPED_FAMILIES_PACKAGE}.{module.name}:BACKEND"
+        for module in pkgutil.iter_modules(spec.submodule_search_locations)
+        if module.ispkg
+    }
 
 
 @dataclass(frozen=True)
@@ -59,7 +73,7 @@ def _registrations() -> dict[str, _Registration]:
                 f"({previous.value}) and by {provider} ({ep.value})"
             )
         found.setdefault(ep.name, _Registration(ep.name, ep.value, provider))
-    for family, value in _BUILTIN.items():
+    for family, value in _shipped_families().items():
         found.setdefault(family, _Registration(family, value, "tilemlir (built in)"))
     return dict(sorted(found.items()))
 
@@ -101,12 +115,23 @@ def backend(family: str) -> Backend:
 
 @functools.cache
 def _load_cached(path: str, mtime_ns: int, family: str | None, name: str | None) -> Target:
-    return load_descriptor(path, backend, expected_family=family, expected_name=name)
+    """A descriptor read once per (path, mtime). A family's own files
+    (`family` and `name` given) are its packaged targets."""
+    target = load_descriptor(path, backend, expected_family=family, expected_name=name,
+                             packaged_target=packaged_target)
+    if family is None and Path(path) not in _packaged_files(target.family):
+        return target
+    return dataclasses.replace(target, packaged=True)
+
+
+def _packaged_files(family: str) -> frozenset[Path]:
+    return frozenset(file.resolve() for file in backend(family).target_files())
 
 
 def load_target_file(path: str | Path) -> Target:
     """A descriptor from anywhere (`--target-desc FILE`); its family picks the
-    backend whose rules validate it."""
+    backend whose rules validate it. One of a family's own files read this way
+    is that packaged target."""
     resolved = Path(path).resolve()
     try:
         mtime = resolved.stat().st_mtime_ns
@@ -123,8 +148,25 @@ def family_targets(family: str) -> tuple[Target, ...]:
     be = backend(family)
     targets = []
     for file in be.target_files():
-        targets.append(_load_cached(str(file), file.stat().st_mtime_ns, family, file.stem))
+        targets.append(_load_packaged(family, file))
     return tuple(targets)
+
+
+def _load_packaged(family: str, file: Path) -> Target:
+    return _load_cached(str(file), file.stat().st_mtime_ns, family, file.stem)
+
+
+def packaged_target(spec: str) -> Target:
+    """The packaged target `family:name`, reading only its own file (a
+    descriptor's `base`, looked up while other files of the family may still
+    be loading)."""
+    family, _, name = spec.partition(":")
+    if family not in families():
+        raise _unknown_target(spec)
+    file = Path(backend(family).targets_dir) / f"{name}.toml"
+    if file not in backend(family).target_files():
+        raise _unknown_target(spec)
+    return _load_packaged(family, file)
 
 
 def all_targets() -> tuple[Target, ...]:
@@ -153,6 +195,11 @@ def target_by_name(spec: str) -> Target:
     spec = spec.strip()
     if not spec:
         raise TargetError("empty target name; expected family:name, e.g. amdgpu:gfx942")
+    if spec.endswith(")") and " (from " in spec:
+        raise TargetError(
+            f"'{spec}' is how a target read from a descriptor file prints; "
+            "name the file itself (its path, or --target-desc=FILE)"
+        )
     family, colon, name = spec.rpartition(":")
     if colon:
         if family not in families():

@@ -1,6 +1,6 @@
 """Reading a target descriptor (TOML) into a validated, frozen `Target`.
 
-The file mirrors the dataclasses of `base.py` one to one: top-level keys are the
+The file mirrors the dataclasses of `model.py` one to one: top-level keys are the
 fields of `Target`, `[compute]`, `[registers]`, `[memory]`, `[matrix]` are its
 nested dataclasses, `[sources]` and `[peak_dense_tflops]` are small tables, and
 `matrix.instructions` is an array of inline tables, one per instruction, in the
@@ -12,6 +12,27 @@ and exit 1) naming the file, the field and what was expected:
 
     gfx9xx.toml: field 'compute.wave_size': expected a positive integer or "unknown",
     got the string 'sixty-four'
+
+A descriptor may build on another one and say only what differs:
+
+    base = "amdgpu:gfx942"          # a packaged target, by name
+    # base = "gfx942_fast.toml"     # or (a --target-desc file only) a file, relative to this one
+    name = "gfx942"                 # may be left out: every field not given is the base's
+    [compute]
+    clock_mhz = 1900                # replaces the base's compute.clock_mhz, keeps the rest of [compute]
+
+The file is laid over its base key by key: a table (`[compute]`, `[sources]`,
+`[peak_dense_tflops]`, ...) merges with the base's table, a key at a time; any
+other value replaces the base's, and an **array replaces the base's array
+entirely** -- `matrix.instructions` given in the derived file is the whole
+instruction table, never appended to the base's rows (so no row can be
+inherited by accident, and the order stays the one written). The result is
+then checked as a whole, like any descriptor. Facts keep their sources: the
+base's `[sources]` keys stay defined for the facts it gave, and
+`Target.file_of(field)` names the file that wrote a fact (an `unknown` one is
+reported there). A base is a whole, valid target of the same family; a base
+chain that comes back to a file, or a base no registry or file has, is an
+error naming the file that asked for it.
 """
 
 from __future__ import annotations
@@ -23,6 +44,7 @@ import operator
 import os
 import re
 import stat
+import threading
 import tomllib
 import types
 import typing
@@ -30,7 +52,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tilemlir.backends.base import (
+from tilemlir.target.model import (
     FP8_KIND,
     PEAK_KEYS,
     UNKNOWN,
@@ -42,6 +64,7 @@ from tilemlir.backends.base import (
     Unknown,
     is_unknown,
 )
+from tilemlir.target.toml_writer import descriptor_data
 
 SCHEMA_VERSION = 1
 # A chip name reaches command lines, pass pipelines and file names: a token.
@@ -54,6 +77,10 @@ MAX_DESCRIPTOR_BYTES = 1 << 20
 
 class DescriptorError(TargetError):
     """A descriptor file that cannot be read or does not validate."""
+
+
+class DescriptorCycleError(DescriptorError):
+    """Descriptors whose `base` chain comes back to one of them."""
 
 
 def _describe_value(value: Any) -> str:
@@ -298,6 +325,13 @@ def _check(target: Target, backend: Backend, reader: _Reader, expected_name: str
         problem = backend.check_target(target)
         if problem is not None:
             raise fail(*problem)
+    # Last, on a chip the family knows: rows its lowering could not emit.
+    if backend.check_mma_row is not None:
+        for index, row in enumerate(target.mma):
+            problem = backend.check_mma_row(row, target)
+            if problem is not None:
+                reader.row = row.name
+                raise fail(f"matrix.instructions[{index}]", problem)
 
 
 def _check_row(
@@ -382,18 +416,49 @@ def _read_regular_file(path: Path, file: str) -> bytes:
         os.close(fd)
 
 
+# Files being loaded by this thread, outermost first: a base chain that comes
+# back to one of them is a cycle.
+_loading = threading.local()
+
+
 def load_descriptor(
     path: str | Path,
     backend_for: Callable[[str], Backend],
     *,
     expected_family: str | None = None,
     expected_name: str | None = None,
+    packaged_target: Callable[[str], Target] | None = None,
 ) -> Target:
     """Reads and validates one descriptor. `backend_for(family)` supplies the
     family's manifest (its type rules); `expected_*` pin the family and name of
-    a backend's packaged targets to the directory and file they live in."""
+    a backend's packaged targets to the directory and file they live in (and
+    allow a `base` only by name). `packaged_target("family:name")` looks up a
+    `base` given by name; without it only file bases can be read."""
     path = Path(path)
     file = str(path)
+    key = os.path.realpath(file)
+    if not hasattr(_loading, "files"):
+        _loading.files = []
+    loading: list[tuple[str, str]] = _loading.files
+    if any(seen == key for seen, _ in loading):
+        chain = " -> ".join(shown for _, shown in loading) + f" -> {file}"
+        raise DescriptorCycleError(
+            f"{loading[0][1]}: field 'base': its bases come back to {file} ({chain})")
+    loading.append((key, file))
+    try:
+        return _load(path, file, backend_for, expected_family, expected_name, packaged_target)
+    finally:
+        loading.pop()
+
+
+def _load(
+    path: Path,
+    file: str,
+    backend_for: Callable[[str], Backend],
+    expected_family: str | None,
+    expected_name: str | None,
+    packaged_target: Callable[[str], Target] | None,
+) -> Target:
     try:
         text = _read_regular_file(path, file).decode("utf-8")
     except UnicodeDecodeError as error:
@@ -406,6 +471,14 @@ def load_descriptor(
         raise DescriptorError(f"{file}: not valid TOML: {error}") from None
 
     reader = _Reader(file)
+    base: Target | None = None
+    if "base" in data:
+        base = _read_base(data.pop("base"), path, reader, expected_family is not None,
+                          backend_for, packaged_target)
+        if "family" in data and data["family"] != base.family:
+            raise reader.fail("family", f"'{data['family']}' is not the family of its base "
+                                        f"{base} ('{base.family}'); a base is a target of the same family")
+        data = _merged(descriptor_data(base), data)
     family = data.get("family")
     if family is None:
         raise reader.fail(
@@ -423,4 +496,81 @@ def load_descriptor(
         raise reader.fail("family", str(error)) from None
     target = reader.table(Target, data, "")
     _check(target, backend, reader, expected_name)
-    return dataclasses.replace(target, path=file)
+    if base is None:
+        return dataclasses.replace(target, path=file)
+    return dataclasses.replace(
+        target,
+        path=file,
+        bases=(base.qualified_name if base.packaged else base.path, *base.bases),
+        fact_files=_inherited_files(base, tomllib.loads(text)),
+    )
+
+
+def _read_base(
+    spec: Any,
+    path: Path,
+    reader: _Reader,
+    packaged: bool,
+    backend_for: Callable[[str], Backend],
+    packaged_target: Callable[[str], Target] | None,
+) -> Target:
+    """The target a descriptor's `base` names: `family:name`, or for a file
+    of the user's a path relative to that file."""
+    expected = "a target name (family:name, e.g. \"amdgpu:gfx942\") or a path to a .toml file"
+    if not isinstance(spec, str) or not spec.strip():
+        raise reader.fail("base", f"expected {expected}, got {_describe_value(spec)}")
+    _require_one_line(reader, "base", spec)
+    if spec.endswith(".toml") or "/" in spec or "\\" in spec:
+        if packaged:
+            raise reader.fail("base", f"a packaged target names its base as family:name, not a file ('{spec}')")
+        base_path = path.parent / spec
+        try:
+            return load_descriptor(base_path, backend_for, packaged_target=packaged_target)
+        except DescriptorCycleError:
+            raise
+        except DescriptorError as error:
+            raise reader.fail("base", f"its base '{spec}' cannot be used: {error}") from None
+    family, colon, name = spec.partition(":")
+    if not colon or not family or not TARGET_NAME.fullmatch(name):
+        raise reader.fail("base", f"expected {expected}, got {spec!r}")
+    if packaged_target is None:  # a caller reading files without the registry
+        raise reader.fail("base", f"'{spec}' names a packaged target, and no registry was given "
+                                  "to look it up in")
+    try:
+        return packaged_target(spec)
+    except DescriptorCycleError:
+        raise
+    except DescriptorError as error:
+        raise reader.fail("base", f"its base '{spec}' cannot be used: {error}") from None
+    except TargetError as error:
+        raise reader.fail("base", str(error)) from None
+
+
+def _merged(base: dict, override: dict) -> dict:
+    """`override` laid over `base`: tables merge key by key, every other value
+    (arrays included) replaces the base's."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _inherited_files(base: Target, written: dict) -> tuple[tuple[str, str], ...]:
+    """(field path, file) for every fact of `base` the derived file (whose own
+    data is `written`) leaves as it is."""
+    out: list[tuple[str, str]] = []
+
+    def walk(data: dict, mine: dict | None, prefix: str) -> None:
+        for key, value in data.items():
+            where = _join(prefix, key)
+            overridden = mine is not None and key in mine
+            if isinstance(value, dict) and (not overridden or isinstance(mine[key], dict)):
+                walk(value, mine.get(key) if overridden else None, where)
+            elif not overridden:
+                out.append((where, base.file_of(where)))
+
+    walk(descriptor_data(base), {k: v for k, v in written.items() if k != "base"}, "")
+    return tuple(out)

@@ -267,9 +267,41 @@ class Target:
     path: str = field(
         default="", compare=False, metadata=_doc("file it was read from", internal=True)
     )
+    packaged: bool = field(
+        default=False, compare=False,
+        metadata=_doc("one of its family's own targets/*.toml", internal=True),
+    )
+    bases: tuple[str, ...] = field(
+        default=(), compare=False,
+        metadata=_doc("the `base` chain it was built on, nearest first", internal=True),
+    )
+    fact_files: tuple[tuple[str, str], ...] = field(
+        default=(), compare=False,
+        metadata=_doc("(field path, file) for the facts a base gave it", internal=True),
+    )
 
     def __str__(self) -> str:
+        """`family:name`, which `get_target` parses back; for a descriptor read
+        from a file of the user's (`--target-desc`), the file too:
+        `amdgpu:gfx942 (from my_gfx942.toml)`, so messages and reports never
+        pass a custom chip off as the packaged one (its path is `self.path`)."""
+        if self.path and not self.packaged:
+            return f"{self.qualified_name} (from {Path(self.path).name})"
+        return self.qualified_name
+
+    @property
+    def qualified_name(self) -> str:
+        """`family:name`, whichever file the target was read from."""
         return f"{self.family}:{self.name}"
+
+    def file_of(self, field_path: str) -> str:
+        """The descriptor file that wrote the fact at `field_path`: for a target
+        built on a base, the base's file unless this file overrides it."""
+        best, file = -1, self.path
+        for prefix, source in self.fact_files:
+            if (field_path == prefix or field_path.startswith(prefix + ".")) and len(prefix) > best:
+                best, file = len(prefix), source
+        return file
 
     @property
     def mma(self) -> tuple[MmaInstr, ...]:
@@ -289,7 +321,7 @@ class Target:
             else:
                 value = getattr(value, part)
         if is_unknown(value):
-            raise UnknownFactError(str(self), field_path, needed_for, self.path)
+            raise UnknownFactError(str(self), field_path, needed_for, self.file_of(field_path))
         return value
 
     def peak_tflops(self, dtype: str) -> float:
@@ -334,7 +366,8 @@ class Target:
         `UnknownFactError`: "none" would be a guess."""
         if (a in FP8_KIND or b in FP8_KIND) and is_unknown(self.matrix.fp8_formats):
             raise UnknownFactError(
-                str(self), "matrix.fp8_formats", f"an fp8 matrix instruction ({a} x {b})", self.path
+                str(self), "matrix.fp8_formats", f"an fp8 matrix instruction ({a} x {b})",
+                self.file_of("matrix.fp8_formats"),
             )
         rows = [r for r in self.mma if r.types == (a, b, c)]
         if any(is_unknown(r.cycles) for r in rows) or is_unknown(self.compute.simds_per_cu):
@@ -361,7 +394,7 @@ class Target:
 
     def as_dict(self) -> dict:
         """The resolved descriptor as plain JSON-able data (`--describe-target`)."""
-        out: dict[str, Any] = {"target": str(self)}
+        out: dict[str, Any] = {"target": self.qualified_name}
         for f in _public_fields(type(self)):
             value = getattr(self, f.name)
             if f.name == "matrix":
@@ -410,6 +443,11 @@ class Backend:
     intrinsic for amdgpu, the C++ builtin for metax). `check_target`, when
     given, is the family's own check of a loaded descriptor (e.g. that LLVM
     knows its chip): None, or (field, message) for the first problem.
+    `check_mma_row(row, target)`, when given, refuses a matrix-instruction row
+    the family's lowering cannot emit (an instruction of another kind, a name
+    that disagrees with its shape): None, or a message that says what the
+    lowering supports. Rows of the right kind whose lane layout the lowering
+    does not know stay in the table (they are facts; selection skips them).
     `matrix_core` and `lowering_hooks` ("module:Class", imported on first use)
     are the family's part of tile-lower-to-gpu (passes/lower_to_gpu/api.py)."""
 
@@ -420,6 +458,7 @@ class Backend:
     mma_accumulator_types: frozenset[str]
     mma_row_keys: tuple[str, ...] = ("intrinsic",)
     check_target: Callable[[Target], tuple[str, str] | None] | None = None
+    check_mma_row: Callable[[MmaInstr, Target], str | None] | None = None
     matrix_core: str = ""
     lowering_hooks: str = ""
 

@@ -1,15 +1,21 @@
 """The target flags every tool shares: --target, --target-desc, --list-targets,
---describe-target. Tools call `handle_target_flags` first thing and either print
+--describe-target[=T] [--format json|toml]. Tools add the last three with
+`add_target_query_flags`, call `handle_target_flags` first thing and either print
 what it returns and exit, or pass the override on to their passes.
+
+`--describe-target` prints JSON by default (derived numbers included: each
+row's flops per CU cycle, whether it is full rate); `--format toml` prints the
+descriptor file itself, which `--target-desc` loads back to an equal target.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
-from tilemlir.backends.base import Target, TargetError
-from tilemlir.backends.registry import (
+from tilemlir.target.model import Target, TargetError
+from tilemlir.target.registry import (
     backend,
     families,
     family_targets,
@@ -17,6 +23,7 @@ from tilemlir.backends.registry import (
     load_target_file,
     provider,
 )
+from tilemlir.target.toml_writer import descriptor_toml
 
 _ROWS_PLACEHOLDER = "@@instructions@@"
 
@@ -34,7 +41,7 @@ def describe_json(target: Target) -> str:
 
 def _target_line(target: Target) -> str:
     products = ", ".join(target.products)
-    return f"  {target!s:<20} {target.architecture!s:<9} {products}"
+    return f"  {target.qualified_name:<20} {target.architecture!s:<9} {products}"
 
 
 def list_targets_text(extra: Target | None = None) -> str:
@@ -49,16 +56,35 @@ def list_targets_text(extra: Target | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+DESCRIBE_FORMATS = {"json": describe_json, "toml": descriptor_toml}
+
+
+def add_target_query_flags(parser: argparse.ArgumentParser) -> None:
+    """--list-targets, --describe-target[=T] and --format, as every tool spells them."""
+    parser.add_argument("--list-targets", action="store_true", help="list the known targets and exit")
+    parser.add_argument("--describe-target", nargs="?", const="", metavar="FAMILY:NAME",
+                        help="print a target's resolved descriptor and exit "
+                             "(without a value: the --target/--target-desc one)")
+    parser.add_argument("--format", dest="describe_format", choices=tuple(DESCRIBE_FORMATS),
+                        help="what --describe-target prints: json (the default; with derived "
+                             "numbers) or toml (a descriptor file --target-desc reads back)")
+
+
 def handle_target_flags(
     target: str | None,
     target_desc: str | None,
     list_targets: bool = False,
     describe_target: str | None = None,
+    describe_format: str | None = None,
 ) -> tuple[str | None, str | None]:
     """Validates the flags before any input is read. Returns (override, report):
     `override` is what the passes' `target` option receives (a `family:name`, or
     the absolute path of a --target-desc file); `report` is text to print and
-    exit with (--list-targets, --describe-target), else None."""
+    exit with (--list-targets, --describe-target in `describe_format`, json by
+    default), else None."""
+    if describe_format is not None and describe_target is None:
+        raise TargetError(f"--format {describe_format} says how --describe-target prints; "
+                          "give --describe-target[=FAMILY:NAME] too")
     if target is not None and target_desc is not None:
         raise TargetError(
             "--target and --target-desc both given; use one (--target-desc names the target itself)"
@@ -70,12 +96,13 @@ def handle_target_flags(
         override = str(Path(target_desc).resolve())
     elif target is not None:
         selected = get_target(target)
-        override = selected.path if Path(target).suffix == ".toml" else str(selected)
+        override = selected.path if Path(target).suffix == ".toml" else selected.qualified_name
     if list_targets:
         return override, list_targets_text(selected if target_desc else None)
     if describe_target is not None:
         if describe_target:
-            chosen = selected if selected is not None and str(selected) == describe_target else None
+            chosen = (selected if selected is not None and selected.qualified_name == describe_target
+                      else None)
             chosen = chosen or get_target(describe_target)
         elif selected is not None:
             chosen = selected
@@ -84,5 +111,5 @@ def handle_target_flags(
                 "--describe-target needs a target: --describe-target=FAMILY:NAME, "
                 "or together with --target or --target-desc"
             )
-        return override, describe_json(chosen)
+        return override, DESCRIBE_FORMATS[describe_format or "json"](chosen)
     return override, None

@@ -1,0 +1,215 @@
+"""Descriptor files beyond one file read alone: a descriptor built on a base
+(merge rules, sources, cycles), the TOML a target is written back as (it loads
+to an equal target), how a target read from a user's file is named, and the
+rows each family refuses because its lowering could not emit them."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from tilemlir.target import DescriptorError, TargetError, get_target, load_target_file, target_names
+from tilemlir.target.descriptor import load_descriptor
+from tilemlir.target.registry import backend, packaged_target
+from tilemlir.target.toml_writer import descriptor_data, descriptor_toml
+
+INPUTS = REPO / "test/Backends/Inputs"
+GFX942 = REPO / "tilemlir/backends/amdgpu/targets/gfx942.toml"
+
+
+def _write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+# --------------------------------------------------------------------------
+# Bases
+# --------------------------------------------------------------------------
+
+
+def test_a_derived_descriptor_overrides_key_by_key():
+    base = get_target("amdgpu:gfx942")
+    derived = load_target_file(INPUTS / "derived_gfx942.toml")
+    # Tables merge a key at a time: the rest of [compute] and [memory] is gfx942's.
+    assert derived.compute == dataclasses.replace(base.compute, compute_units=228, clock_mhz=2100)
+    assert derived.memory.hbm_gib == base.memory.hbm_gib and not derived.memory.l2_mib
+    assert derived.registers == base.registers and derived.describes == "MI300A"
+    # [sources] keeps the base's keys and adds the file's own.
+    assert dict(derived.sources) == {**dict(base.sources), "TEST": "made up for the test suite"}
+    # An array replaces the base's array entirely: one row, not gfx942's 33 plus one.
+    assert [row.name for row in derived.mma] == ["v_mfma_f32_32x32x8_f16"]
+    assert derived.matrix.fp8_formats == base.matrix.fp8_formats
+    assert derived.bases == ("amdgpu:gfx942",)
+
+
+def test_facts_keep_the_file_that_wrote_them():
+    derived = load_target_file(INPUTS / "derived_gfx942.toml")
+    twice = load_target_file(INPUTS / "derived_twice.toml")
+    assert derived.file_of("compute.clock_mhz") == derived.path
+    assert derived.file_of("compute.wave_size") == str(GFX942)
+    assert twice.file_of("compute.clock_mhz") == twice.path  # overridden again
+    assert twice.file_of("compute.compute_units") == derived.path
+    assert twice.file_of("registers.sgprs_per_wave") == str(GFX942)
+    assert twice.bases == (derived.path, "amdgpu:gfx942")
+    # An unknown fact is reported in the file that wrote it.
+    with pytest.raises(TargetError, match=r"'memory.l2_mib' is not publicly known \(written as "
+                                          r"unknown in .*derived_gfx942.toml\)"):
+        twice.require("memory.l2_mib")
+
+
+def test_a_base_file_is_relative_to_the_file_naming_it(tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    _write(tmp_path / "sub", "fast.toml", f'base = "{GFX942}"\n[compute]\nclock_mhz = 2400\n')
+    top = _write(tmp_path, "top.toml", 'base = "sub/fast.toml"\ndescribes = "MI325X"\n')
+    monkeypatch.chdir("/")
+    target = load_target_file(top)
+    assert target.compute.clock_mhz == 2400 and target.describes == "MI325X"
+
+
+def test_a_packaged_target_names_its_base_by_name_only(tmp_path):
+    path = _write(tmp_path, "gfx942.toml", f'base = "{GFX942}"\n')
+    with pytest.raises(DescriptorError, match="a packaged target names its base as family:name"):
+        load_descriptor(path, backend, expected_family="amdgpu", expected_name="gfx942",
+                        packaged_target=packaged_target)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("gfx942", "expected a target name"),
+    ("amdgpu:", "expected a target name"),
+    ("nosuch:gfx942", "no backend family 'nosuch'"),
+    ("amdgpu:gfx9420", "did you mean 'amdgpu:gfx942'"),
+])
+def test_bad_base_names(tmp_path, spec, message):
+    path = _write(tmp_path, "bad.toml", f'base = "{spec}"\n')
+    with pytest.raises(DescriptorError, match=rf"bad.toml: field 'base': .*{message}"):
+        load_target_file(path)
+
+
+def test_a_base_that_is_not_a_string(tmp_path):
+    path = _write(tmp_path, "bad.toml", "base = 942\n")
+    with pytest.raises(DescriptorError, match="field 'base': expected a target name .* got 942"):
+        load_target_file(path)
+
+
+def test_a_file_that_is_its_own_base(tmp_path):
+    path = _write(tmp_path, "self.toml", 'base = "self.toml"\n')
+    with pytest.raises(DescriptorError, match=r"self.toml: field 'base': its bases come back to "
+                                              r".*self.toml \(.*self.toml -> .*self.toml\)"):
+        load_target_file(path)
+
+
+def test_a_derived_file_is_checked_as_a_whole(tmp_path):
+    """The merged descriptor passes every check a plain one does."""
+    path = _write(tmp_path, "over.toml", 'base = "amdgpu:gfx942"\n[registers]\narch_vgprs_max = 512\n')
+    with pytest.raises(DescriptorError, match="over.toml: field 'registers.acc_vgprs_max': "
+                                              "arch_vgprs_max \\+ acc_vgprs_max = 768"):
+        load_target_file(path)
+    typo = _write(tmp_path, "typo.toml", 'base = "amdgpu:gfx942"\n[compute]\nclock_mzh = 1\n')
+    with pytest.raises(DescriptorError, match="did you mean 'compute.clock_mhz'"):
+        load_target_file(typo)
+
+
+# --------------------------------------------------------------------------
+# Written back as TOML
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", target_names())
+def test_every_shipped_target_round_trips_through_toml(tmp_path, name):
+    target = get_target(name)
+    path = tmp_path / "written.toml"
+    path.write_text(descriptor_toml(target))
+    back = load_target_file(path)
+    assert back == target
+    assert descriptor_data(back) == descriptor_data(target)
+    assert descriptor_toml(back).splitlines()[2:] == descriptor_toml(target).splitlines()[2:]
+
+
+@pytest.mark.parametrize("file", ["derived_gfx942.toml", "derived_twice.toml", "minimal.toml"])
+def test_descriptors_of_the_users_round_trip_through_toml(tmp_path, file):
+    target = load_target_file(INPUTS / file)
+    path = tmp_path / "written.toml"
+    path.write_text(descriptor_toml(target))
+    assert load_target_file(path) == target
+
+
+def test_strings_are_escaped_for_toml(tmp_path):
+    target = get_target("amdgpu:gfx942")
+    odd = dataclasses.replace(target, sources=(('quoted "key"', 'a "quote", a \\ and é'),))
+    path = tmp_path / "odd.toml"
+    path.write_text(descriptor_toml(odd))
+    assert load_target_file(path).sources == odd.sources
+
+
+# --------------------------------------------------------------------------
+# Names
+# --------------------------------------------------------------------------
+
+
+def test_a_users_descriptor_is_named_by_its_file(tmp_path):
+    copy = tmp_path / "my_gfx942.toml"
+    copy.write_text(GFX942.read_text())
+    mine = load_target_file(copy)
+    assert mine == get_target("amdgpu:gfx942")  # the same facts ...
+    assert str(mine) == "amdgpu:gfx942 (from my_gfx942.toml)"  # ... but not the packaged target
+    assert mine.qualified_name == "amdgpu:gfx942"
+    # The packaged file itself, however it is reached, is the packaged target.
+    assert str(load_target_file(GFX942)) == "amdgpu:gfx942"
+    with pytest.raises(TargetError, match="is how a target read from a descriptor file prints; "
+                                          "name the file itself"):
+        get_target(str(mine))
+
+
+# --------------------------------------------------------------------------
+# Rows a family's lowering cannot emit
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("file, message", [
+    ("wmma_in_amdgpu.toml", "is not an MFMA; the amdgpu lowering emits amdgpu.mfma only"),
+    ("mfma_shape_mismatch.toml", "says 32x32x8, but m, n, k = 16, 16, 16"),
+    ("hmma_in_nvidia.toml", "is not a PTX mma.sync or wgmma instruction"),
+    ("metax_wrong_builtin.toml", "is not the one the lowering calls"),
+])
+def test_rows_the_family_cannot_lower_are_refused(file, message):
+    with pytest.raises(DescriptorError, match=rf"{file}: field 'matrix.instructions\[0\]' .*{message}"):
+        load_target_file(INPUTS / file)
+
+
+def test_metax_rows_are_16x16_wave64_builtins(tmp_path):
+    def with_row(row: str, wave: int = 64) -> Path:
+        return _write(tmp_path, "x.toml", f"""\
+            base = "metax:xcore1000"
+            [compute]
+            wave_size = {wave}
+            [matrix]
+            instructions = [{row}]
+            """)
+
+    row = ('{{ name = "{name}", builtin = "__builtin_mxc_{name}", intrinsic = "llvm.mxc.mma", '
+           'm = {m}, n = {n}, k = {k}, blocks = 1, a = "f16", b = "f16", c = "f32", cycles = "unknown" }}')
+    with pytest.raises(DescriptorError, match="a 32x32 instruction"):
+        load_target_file(with_row(row.format(name="mma_32x32x8f16", m=32, n=32, k=8)))
+    with pytest.raises(DescriptorError, match="is not a MetaX MMA built-in name"):
+        load_target_file(with_row(row.format(name="wmma_16x16x16f16", m=16, n=16, k=16)))
+    with pytest.raises(DescriptorError, match="MetaX MMAs run on a wave of 64 lanes, not 32"):
+        load_target_file(with_row(row.format(name="mma_16x16x16f16", m=16, n=16, k=16), wave=32))
+    assert load_target_file(with_row(row.format(name="mma_16x16x16f16", m=16, n=16, k=16))).mma
+
+
+def test_the_metax_check_calls_the_builtin_the_lowering_calls():
+    from tilemlir.backends.metax import matrix, mma_rows
+
+    assert matrix.builtin_name("mma_16x16x16f16") == mma_rows.BUILTIN_PREFIX + "mma_16x16x16f16"
+
+
+def test_the_nvidia_check_knows_the_shapes_the_lowering_selects():
+    from tilemlir.backends.nvidia import matrix, mma_rows
+
+    for m, n, k in matrix.SHAPES.values():
+        assert f"m{m}n{n}k{k}" in mma_rows.SUPPORTED
