@@ -414,7 +414,13 @@ class Backend:
     `mma_row_keys` are the per-row keys the family's lowering needs (the LLVM
     intrinsic for amdgpu, the C++ builtin for metax). `check_target`, when
     given, is the family's own check of a loaded descriptor (e.g. that LLVM
-    knows its chip): None, or (field, message) for the first problem."""
+    knows its chip): None, or (field, message) for the first problem.
+
+    Compiling (`backends/stages.py`): `stages` names the family's stage list
+    ("module:OBJECT", the shared tile and gpu stages first), whose names are
+    what --emit takes; `default_emit` is tile-compile's default (else the last
+    stage); `report_stage` builds the --report; `passes` are the family's own
+    passes, name -> "module:Class", found by name wherever pipelines are read."""
 
     family: str
     summary: str
@@ -423,6 +429,10 @@ class Backend:
     mma_accumulator_types: frozenset[str]
     mma_row_keys: tuple[str, ...] = ("intrinsic",)
     check_target: Callable[[Target], tuple[str, str] | None] | None = None
+    stages: str = ""
+    default_emit: str = ""
+    report_stage: str = ""
+    passes: dict[str, str] = field(default_factory=dict, hash=False)
 
     def target_files(self) -> tuple[Path, ...]:
         return tuple(sorted(Path(self.targets_dir).glob("*.toml")))

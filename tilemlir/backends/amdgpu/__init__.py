@@ -1,7 +1,9 @@
 """The AMD GPU backend (CDNA: gfx90a, gfx942, gfx950) — its manifest.
 
-Targets are `targets/<chip>.toml`; a new chip of the family is a new file. The
-lowering (ROCDL -> LLVM IR -> llc -> HSACO) arrives with the compile issue.
+Targets are `targets/<chip>.toml`; a new chip of the family is a new file.
+The stages after the shared tile and gpu ones (`stages.py`): `llvm` (ROCDL and
+the LLVM dialect, LLVM IR, opt), `isa` (llc, the resource report) and `hsaco`
+(llvm-mc, ld.lld); tile-compile prints `isa` by default.
 """
 
 from pathlib import Path
@@ -31,4 +33,11 @@ BACKEND = Backend(
     # The lowering emits LLVM intrinsics, so every row names its intrinsic.
     mma_row_keys=("intrinsic",),
     check_target=check_target,
+    stages="tilemlir.backends.amdgpu.stages:STAGES",
+    default_emit="isa",
+    report_stage="isa",
+    passes={
+        "amdgpu-check-resources": "tilemlir.backends.amdgpu.gpu_checks:AmdgpuCheckResources",
+        "amdgpu-order-lds-dma": "tilemlir.backends.amdgpu.order_lds_dma:AmdgpuOrderLdsDma",
+    },
 )

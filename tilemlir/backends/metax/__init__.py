@@ -1,7 +1,7 @@
 """The MetaX GPU backend (MACA: xcore1000 = C500, xcore1500 = C600) — its manifest.
 
-Targets are `targets/<arch>.toml`. The lowering (GPU-level IR -> MACA C++ for
-mxcc) arrives with the compile issue.
+Targets are `targets/<arch>.toml`. After the shared tile and gpu stages, the
+`maca` stage prints GPU-level IR as MACA C++ for mxcc (`stages.py`, `emitter.py`).
 """
 
 from pathlib import Path
@@ -18,4 +18,6 @@ BACKEND = Backend(
     mma_accumulator_types=frozenset({"f64", "f32", "i32"}),
     # The lowering emits MACA C++, so every row names its __builtin_mxc_mma_*.
     mma_row_keys=("builtin", "intrinsic"),
+    stages="tilemlir.backends.metax.stages:STAGES",
+    report_stage="maca",
 )
