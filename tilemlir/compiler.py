@@ -27,6 +27,7 @@ from mlir import ir
 
 from tilemlir.backends.base import Target
 from tilemlir.backends.stages import (
+    DEFAULT_TARGET,
     Compilation,
     CompileError,
     CompileOptions,
@@ -52,8 +53,6 @@ from tilemlir.diagnostics import (
 
 __all__ = ["DEFAULT_TARGET", "CompileError", "CompileOptions", "CompileResult", "compile",
            "compile_module", "default_emit", "emits", "has_gpu_module", "has_tile_ops", "target_spec"]
-
-DEFAULT_TARGET = "amdgpu:gfx942"
 
 # LLVM's loop passes and llc grow faster than linearly with loop depth (measured
 # on gfx942: 256 nested loops 3.5 s and 0.25 GB; 400 nested loops 8 s and 0.45 GB;
@@ -156,7 +155,7 @@ def compile(
     """Compiles tile IR or GPU-level IR for a target.
 
     `target`: "amdgpu:gfx942", a descriptor path, or a Target; None takes the
-    module's `tile.target` attribute, else amdgpu:gfx942. `emit`: a stage of
+    module's `tile.target` attribute, else DEFAULT_TARGET. `emit`: a stage of
     the target's backend (`emits()` lists them all); None is its last stage
     (hsaco, maca, ptx). `options`: CompileOptions or a dict of its fields. A
     module passed in is not modified (a copy is compiled)."""

@@ -40,6 +40,10 @@ from tilemlir.diagnostics import (
 from tilemlir.irutil import walk
 
 
+# The Python API's target when neither its caller nor the module's tile.target names one.
+DEFAULT_TARGET = "amdgpu:gfx942"
+
+
 class CompileError(UserError):
     """Compilation failed with diagnostics (`diags`), formatted like tile-opt's."""
 

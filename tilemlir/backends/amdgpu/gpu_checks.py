@@ -33,10 +33,10 @@ from typing import ClassVar
 from mlir import ir
 
 from tilemlir.backends.base import FP8_KIND, is_unknown
-from tilemlir.passes.check_gpu_input import gpu_input_problems
 from tilemlir.backends.registry import resolve_target
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
+from tilemlir.passes.check_gpu_input import gpu_input_problems
 
 _WORKGROUP_SPACES = ("#gpu.address_space<workgroup>", "3", "3 : i32", "3 : i64")
 

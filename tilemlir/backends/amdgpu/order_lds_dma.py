@@ -15,11 +15,11 @@ gpu.modules or not. Output: the same ops, with `alias_scopes` on the loads
 into LDS and `noalias_scopes` on the LDS reads; unchanged IR when there is no
 load into LDS. No options.
 
-    rocdl.global.load.lds %g, %l, 16, 0, 0 : !llvm.ptr<1>
-    %v = llvm.load %l : !llvm.ptr<3> -> vector<8xf16>
+    rocdl.load.to.lds %global, %lds, 16, 0, 0 : !llvm.ptr<7>
+    %read = llvm.load %lds : !llvm.ptr<3> -> vector<8xf16>
     // becomes
-    rocdl.global.load.lds %g, %l, 16, 0, 0 {alias_scopes = [#scope]} : !llvm.ptr<1>
-    %v = llvm.load %l {noalias_scopes = [#scope]} : !llvm.ptr<3> -> vector<8xf16>
+    rocdl.load.to.lds %global, %lds, 16, 0, 0 {alias_scopes = [#scope]} : !llvm.ptr<7>
+    %read = llvm.load %lds {noalias_scopes = [#scope]} : !llvm.ptr<3> -> vector<8xf16>
 """
 
 from __future__ import annotations

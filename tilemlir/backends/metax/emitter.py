@@ -50,9 +50,9 @@ import ml_dtypes
 import numpy as np
 from mlir import ir
 
-from tilemlir.passes.check_gpu_input import gpu_input_problems
 from tilemlir.backends.symbols import comment_text, is_cxx_name, is_identifier, kernel_symbol
 from tilemlir.diagnostics import UserError
+from tilemlir.passes.check_gpu_input import gpu_input_problems
 
 HOST_GUARD = "TILEMLIR_MACA_HOST"
 
