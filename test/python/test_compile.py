@@ -302,3 +302,40 @@ def test_an_op_printed_into_a_diagnostic_is_cut_short():
     assert shown.rstrip().endswith(f"... ({3001 - OP_DUMP_LINES} more lines of this op not shown)")
     short = "see current operation: %0 = arith.constant 0 : index"
     assert short in format_diag(Diag("note", short))
+
+
+F16_GEMM = (REPO / "test" / "Backends" / "metax" / "maca-f16.mlir").read_text()
+
+
+@pytest.mark.parametrize("target, emit", [("amdgpu:gfx942", "hsaco"), ("metax:xcore1000", "maca"),
+                                          ("nvidia:sm_90a", "ptx")])
+def test_api_default_emit_is_the_backends_last_stage(target, emit):
+    result = tilemlir.compile(F16_GEMM, target=target)
+    assert result.emit == emit and result.artifacts[emit]
+
+
+def test_report_from_the_tile_stage_goes_on_to_the_report_stage():
+    # Once an error ("expected exactly one gpu.module"): the report comes from the ISA.
+    result = tilemlir.compile(F16_GEMM, target="amdgpu:gfx942", emit="tile", options={"report": True})
+    assert result.artifact.startswith("module") and result.report["kernel"] == "gemm_kernel0"
+
+
+def test_a_backend_without_stages_is_refused(monkeypatch):
+    from dataclasses import replace
+
+    from tilemlir.backends import registry, stages
+
+    metax = registry.backend("metax")
+    monkeypatch.setattr(registry, "backend", lambda family: replace(metax, stages=""))
+    stages.backend_stages.cache_clear()
+    try:
+        with pytest.raises(UserError, match="the metax backend declares no compile stages"):
+            tilemlir.compile(F16_GEMM, target="metax:xcore1000")
+        monkeypatch.setattr(registry, "backend",
+                            lambda family: replace(metax, stages="tilemlir.compiler:__all__"))
+        stages.backend_stages.cache_clear()
+        with pytest.raises(UserError, match=r"the metax backend's stages \(tilemlir.compiler:__all__\) "
+                                            "are not distinct Stages"):
+            tilemlir.compile(F16_GEMM, target="metax:xcore1000")
+    finally:
+        stages.backend_stages.cache_clear()

@@ -39,7 +39,6 @@ from tilemlir.diagnostics import (
 )
 from tilemlir.irutil import walk
 
-
 # The Python API's target when neither its caller nor the module's tile.target names one.
 DEFAULT_TARGET = "amdgpu:gfx942"
 
@@ -298,7 +297,7 @@ def backend_stages(family: str) -> tuple[Stage, ...]:
         raise UserError(f"the {family} backend declares no compile stages")
     module_name, _, attribute = manifest.stages.partition(":")
     stages = tuple(getattr(importlib.import_module(module_name), attribute))
-    names = [stage.name for stage in stages]
+    names = [getattr(stage, "name", None) for stage in stages]
     if len(set(names)) != len(names) or not all(isinstance(s, Stage) for s in stages):
         raise UserError(f"the {family} backend's stages ({manifest.stages}) are not distinct Stages")
     return stages
