@@ -25,7 +25,7 @@ What is compiled, each compile in a worker process (`--jobs`, default 1):
 2. The RUN lines that lit runs (test/, not Inputs/; .mlir and .test) and that invoke
    tile-compile, with their `--target`, `--target-desc`, `--emit`, `--tiling`, `--select`,
    `--pass-options`, `--report`, `--allow-spills` and `--dump-pass-pipeline` (written as
-   the text `tilemlir.compiler.describe_pipeline` gives), on the file they name (lit's %s,
+   the lines `tilemlir.compiler.compile_module(..., dump_pipeline=)` gives), on the file they name (lit's %s,
    %S, %examples, %repo), on `echo '...' |` or on `sed 's/A/B/[g]; ...' FILE |` where every
    pattern is a literal string. With `--verify-diagnostics`, each chunk without
    `expected-error` is compiled (chunks only with `--split-input-file`). Where a RUN line
@@ -312,7 +312,7 @@ def _tile_compile_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", dest="output")
     for flag in ("--target", "--target-desc"):
         parser.add_argument(flag)
-    parser.add_argument("--emit", default="isa")
+    parser.add_argument("--emit", default=None)  # None: the backend's default, as tile-compile
     for flag in ("--tiling", "--select", "--pass-options"):
         parser.add_argument(flag, default="")
     for flag in ("--report", "--allow-spills", "--no-spills", "--dump-pass-pipeline",
@@ -407,6 +407,18 @@ def stdin_text(producer: list[str], test: Path) -> str:
     raise Unsupported(f"stdin from {shlex.join(producer)}")
 
 
+def cli_default_emit(target: str | None) -> str:
+    """tile-compile's --emit when none is given: the target's backend's default
+    (the API's default target when there is none)."""
+    from tilemlir.compiler import DEFAULT_TARGET, default_emit
+    from tilemlir.target import get_target
+
+    try:
+        return default_emit(get_target(target or DEFAULT_TARGET).family)
+    except Exception:  # noqa: BLE001 - an unknown target: the compile records the error
+        return default_emit(get_target(DEFAULT_TARGET).family)
+
+
 def run_line_jobs(path: Path, number: int, command: str, inspector: ChunkInspector) -> list[Job]:
     segments = pipeline_segments(substitute(command, path))
     positions = [i for i, words in enumerate(segments) if words and words[0] == "tile-compile"]
@@ -438,8 +450,9 @@ def run_line_jobs(path: Path, number: int, command: str, inspector: ChunkInspect
     for index, chunk in chunks:
         chunk_part = f".chunk{index}" if flags.split_input_file else ""
         tag = target_tag(target if target else inspector.facts(chunk).target)
+        emit = flags.emit or cli_default_emit(target or inspector.facts(chunk).target)
         jobs.append(Job(f"{source_name(path)}.run{number}{chunk_part}.{tag}", chunk, target,
-                        flags.emit, options, flags.dump_pass_pipeline))
+                        emit, options, flags.dump_pass_pipeline))
     return jobs
 
 
@@ -526,18 +539,23 @@ def error_bytes(error: BaseException) -> bytes:
 
 
 def describe(job: Job) -> str:
-    """What tile-compile --dump-pass-pipeline prints for the job."""
+    """What tile-compile --dump-pass-pipeline prints for the job: every stage,
+    described as the driver runs it (and after a failure, as it would)."""
     from mlir import ir
 
-    from tilemlir.compiler import describe_pipeline, has_tile_ops
+    from tilemlir.compiler import CompileOptions, compile_module
+    from tilemlir.diagnostics import UserError
     from tilemlir.dialects import tile
     from tilemlir.target import resolve_target
 
     module = ir.Module.parse(job.text, tile.make_context()).operation
-    options = dict(job.options)
-    return describe_pipeline(resolve_target(module, job.target), tile_input=has_tile_ops(module),
-                             tiling=options["tiling"], select=options["select"],
-                             passes=options["passes"])
+    lines: list[str] = []
+    try:
+        compile_module(module, resolve_target(module, job.target), job.emit,
+                       CompileOptions(**dict(job.options)), dump_pipeline=lines.append)
+    except UserError:
+        pass  # the compile records its own error
+    return "".join(lines)
 
 
 def compile_job(job: Job) -> Outputs:

@@ -1,4 +1,4 @@
-// What every backend refuses in hand-written GPU-level IR (backends/gpu_input.py),
+// What every backend refuses in hand-written GPU-level IR (passes/check_gpu_input.py),
 // each at the op concerned: names that are not identifiers (pasted into
 // `.amdhsa_kernel NAME`, PTX and C++), a gpu.module `targets` attribute (its
 // `link` list names files serialization would read), non-positive sizes.

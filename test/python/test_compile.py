@@ -9,7 +9,7 @@ from mlir import ir
 import tilemlir
 from tilemlir.backends.amdgpu import report as report_mod
 from tilemlir.backends.amdgpu import toolchain
-from tilemlir.compiler import CompileError, missing_tile_passes
+from tilemlir.compiler import CompileError
 from tilemlir.diagnostics import UserError
 from tilemlir.dialects import tile
 from tilemlir.target import get_target
@@ -98,9 +98,11 @@ def test_report_option_goes_on_to_the_isa(example_text):
 def test_bad_requests_are_user_errors(example_text):
     with pytest.raises(UserError, match="unknown --emit 'spirv'"):
         tilemlir.compile(example_text, emit="spirv")
-    with pytest.raises(UserError, match="--emit hsaco is not a stage of the metax pipeline"):
-        tilemlir.compile(example_text, target="metax:xcore1000")
-    with pytest.raises(UserError, match="--emit maca is for metax targets, not amdgpu:gfx942"):
+    with pytest.raises(UserError, match="--emit hsaco is not a stage of the metax backend"):
+        tilemlir.compile(example_text, target="metax:xcore1000", emit="hsaco")
+    with pytest.raises(UserError, match=r"--emit maca is not a stage of the amdgpu backend "
+                                        r"\(for amdgpu:gfx942: tile, gpu, llvm, isa, hsaco\); "
+                                        "maca is a stage of metax"):
         tilemlir.compile(example_text, target="amdgpu:gfx942", emit="maca")
     with pytest.raises(CompileError, match="--emit tile needs tile IR"):
         tilemlir.compile(example_text, emit="tile")
@@ -112,11 +114,10 @@ def test_missing_tile_pass_is_named(monkeypatch):
     from tilemlir import passes
 
     monkeypatch.delitem(passes._REGISTRY, "tile-select-mma", raising=False)
-    with pytest.raises(CompileError, match="needs pass 'tile-select-mma', which is not registered"):
+    with pytest.raises(UserError, match="'tile-select-mma' does not refer to a registered pass"):
         tilemlir.compile(SEED.read_text(), emit="isa")
 
 
-@pytest.mark.skipif(bool(missing_tile_passes()), reason="the tile passes are not registered")
 def test_seed_gemm_main_loop_has_one_mfma_per_instruction_tile():
     result = tilemlir.compile(SEED.read_text(), emit="isa")
     report = result.report
@@ -301,3 +302,41 @@ def test_an_op_printed_into_a_diagnostic_is_cut_short():
     assert shown.rstrip().endswith(f"... ({3001 - OP_DUMP_LINES} more lines of this op not shown)")
     short = "see current operation: %0 = arith.constant 0 : index"
     assert short in format_diag(Diag("note", short))
+
+
+F16_GEMM = (REPO / "test" / "Backends" / "metax" / "maca-f16.mlir").read_text()
+
+
+@pytest.mark.parametrize("target, emit", [("amdgpu:gfx942", "hsaco"), ("metax:xcore1000", "maca"),
+                                          ("nvidia:sm_90a", "ptx")])
+def test_api_default_emit_is_the_backends_last_stage(target, emit):
+    result = tilemlir.compile(F16_GEMM, target=target)
+    assert result.emit == emit and result.artifacts[emit]
+
+
+def test_report_from_the_tile_stage_goes_on_to_the_report_stage():
+    # Once an error ("expected exactly one gpu.module"): the report comes from the ISA.
+    result = tilemlir.compile(F16_GEMM, target="amdgpu:gfx942", emit="tile", options={"report": True})
+    assert result.artifact.startswith("module") and result.report["kernel"] == "gemm_kernel0"
+
+
+def test_a_backend_without_stages_is_refused(monkeypatch):
+    from dataclasses import replace
+
+    from tilemlir.backends import stages
+    from tilemlir.target import registry
+
+    metax = registry.backend("metax")
+    monkeypatch.setattr(registry, "backend", lambda family: replace(metax, stages=""))
+    stages.backend_stages.cache_clear()
+    try:
+        with pytest.raises(UserError, match="the metax backend declares no compile stages"):
+            tilemlir.compile(F16_GEMM, target="metax:xcore1000")
+        monkeypatch.setattr(registry, "backend",
+                            lambda family: replace(metax, stages="tilemlir.compiler:__all__"))
+        stages.backend_stages.cache_clear()
+        with pytest.raises(UserError, match=r"the metax backend's stages \(tilemlir.compiler:__all__\) "
+                                            "are not distinct Stages"):
+            tilemlir.compile(F16_GEMM, target="metax:xcore1000")
+    finally:
+        stages.backend_stages.cache_clear()

@@ -5,7 +5,7 @@ padded rows in lane order. Executed in the emulator (race and uninitialized-
 read detectors on) against the reference engine at 2, 3 and 4 stages, with and
 without LDS transpose reads; checked down to the ISA (the instruction, the
 explicit vmcnt(0) before the loop's barrier, and no vmcnt wait in front of the
-LDS reads, which the alias scopes of backends/amdgpu/toolchain.order_lds_dma
+LDS reads, which the alias scopes of amdgpu-order-lds-dma (backends/amdgpu/order_lds_dma.py)
 allow); and the emulator's model of the instruction is pinned by hand."""
 
 from __future__ import annotations

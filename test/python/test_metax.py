@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import tilemlir
-from tilemlir.backends.symbols import kernel_symbol
+from tilemlir.passes.symbols import kernel_symbol
 from tilemlir.runtime import load_module, run
 from tilemlir.runtime.arguments import parameters, random_arguments
 from tilemlir.runtime.dtypes import convert

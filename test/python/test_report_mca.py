@@ -11,7 +11,6 @@ from conftest import REPO
 
 import tilemlir
 from tilemlir.backends.amdgpu import report
-from tilemlir.compiler import missing_tile_passes
 from tilemlir.target import get_target
 from tilemlir.target.model import ELEMENT_BITS
 
@@ -122,7 +121,6 @@ def test_descriptor_cycles_are_llvm_mca_passes_times_four(chip):
         assert row.cycles == factor * report.CLOCKS_PER_MCA_CYCLE * passes, row.name
 
 
-@pytest.mark.skipif(bool(missing_tile_passes()), reason="the tile passes are not registered")
 def test_seed_gemm_ratio_is_a_fraction():
     text = (REPO / "examples" / "gemm_whole_problem.mlir").read_text()
     result = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa", options={"report": True})
@@ -151,7 +149,6 @@ def test_carry_ops_are_fed_without_their_carries():
     assert 0 < report.mfma_busy_ratio(section, GFX942) <= 1
 
 
-@pytest.mark.skipif(bool(missing_tile_passes()), reason="the tile passes are not registered")
 def test_scheduling_hint_changes_the_schedule_not_the_work():
     """tile-lower-to-gpu{sched-hints} (backends/amdgpu/lowering.scheduling_region_hint) on
     a 1024^3 f16 GEMM in bench/amd_vs_triton.py's 128x128x64 gfx942

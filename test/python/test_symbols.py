@@ -1,5 +1,5 @@
 """What input can make the compiler write or read: names in emitted code
-(backends/symbols.py), descriptor files and chip names (registry.py,
+(passes/symbols.py), descriptor files and chip names (registry.py,
 descriptor.py, llvm_processors.py, backends/nvidia/chips.py)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from mlir import ir
 
 from tilemlir.backends.nvidia import chips as nvidia_chips
-from tilemlir.backends.symbols import (
+from tilemlir.passes.symbols import (
     MANGLED_PREFIX,
     comment_text,
     could_be_macro,

@@ -50,6 +50,13 @@ VALIDATED = {
 # Passes whose output the reference engine cannot run, and what will check them.
 BEYOND_REFERENCE = {
     "tile-lower-to-gpu": "its output is GPU-level IR; the SIMT emulator (engine 'emulator') will validate it",
+    # The passes on GPU-level IR and after it, which the backends run.
+    "gpu-check-input": "checks GPU-level IR and changes nothing (test/Backends/gpu-input.mlir)",
+    "amdgpu-check-resources": "checks GPU-level IR and changes nothing (test/Backends/amdgpu/)",
+    "amdgpu-order-lds-dma": ("adds alias scopes to the LLVM dialect; test_direct_lds_loads.py checks "
+                             "the ISA, the emulator the lowering before it"),
+    "nvidia-dynamic-shared-extern": ("changes a global's linkage in the LLVM dialect; the PTX is "
+                                     "checked by test/Backends/nvidia and run on an H200 by bench/gemm.py"),
 }
 
 

@@ -16,6 +16,7 @@ import importlib
 
 from mlir import ir, passmanager
 
+from tilemlir.diagnostics import UserError
 from tilemlir.dialects import tile
 from tilemlir.passes.base import PassOptionError, PassState, TilePass
 from tilemlir.passes.pipeline import PipelineError, add_elements, parse_pipeline, print_elements
@@ -29,19 +30,43 @@ _REGISTRY: dict[str, str] = {
     "tile-infer-layout": "tilemlir.passes.infer_layout:TileInferLayout",
     "tile-pipeline": "tilemlir.passes.software_pipeline:TilePipeline",
     "tile-lower-to-gpu": "tilemlir.passes.lower_to_gpu.lowering_pass:TileLowerToGpu",
+    "gpu-check-input": "tilemlir.passes.check_gpu_input:GpuCheckInput",
 }
 
 
+def _backend_passes() -> dict[str, tuple[str, str]]:
+    """name -> (family, "module:Class") of the passes the registered backends
+    declare (`Backend.passes`); a backend that fails to load contributes none."""
+    from tilemlir.target.registry import backend, families
+
+    found: dict[str, tuple[str, str]] = {}
+    for family in families():
+        try:
+            declared = backend(family).passes
+        except UserError:
+            continue
+        for name, where in declared.items():
+            found.setdefault(name, (family, where))
+    return found
+
+
 def pass_names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
+    return tuple(_REGISTRY) + tuple(name for name in _backend_passes() if name not in _REGISTRY)
 
 
 def is_tile_pass(name: str) -> bool:
-    return name in _REGISTRY
+    """Whether `name` is one of ours (a tile pass or a backend's), run in Python."""
+    return name in _REGISTRY or name in _backend_passes()
+
+
+def pass_family(name: str) -> str | None:
+    """The backend family that declares pass `name`; None for the core passes."""
+    return None if name in _REGISTRY else _backend_passes()[name][0]
 
 
 def pass_class(name: str) -> type[TilePass]:
-    module_name, _, class_name = _REGISTRY[name].partition(":")
+    where = _REGISTRY[name] if name in _REGISTRY else _backend_passes()[name][1]
+    module_name, _, class_name = where.partition(":")
     return getattr(importlib.import_module(module_name), class_name)
 
 
@@ -155,6 +180,7 @@ __all__ = [
     "is_tile_pass",
     "make_pass",
     "pass_class",
+    "pass_family",
     "pass_names",
     "print_pipeline",
 ]

@@ -449,7 +449,13 @@ class Backend:
     lowering supports. Rows of the right kind whose lane layout the lowering
     does not know stay in the table (they are facts; selection skips them).
     `matrix_core` and `lowering_hooks` ("module:Class", imported on first use)
-    are the family's part of tile-lower-to-gpu (passes/lower_to_gpu/api.py)."""
+    are the family's part of tile-lower-to-gpu (passes/lower_to_gpu/api.py).
+
+    Compiling (`backends/stages.py`): `stages` names the family's stage list
+    ("module:OBJECT", the shared tile and gpu stages first), whose names are
+    what --emit takes; `default_emit` is tile-compile's default (else the last
+    stage); `report_stage` builds the --report; `passes` are the family's own
+    passes, name -> "module:Class", found by name wherever pipelines are read."""
 
     family: str
     summary: str
@@ -461,6 +467,10 @@ class Backend:
     check_mma_row: Callable[[MmaInstr, Target], str | None] | None = None
     matrix_core: str = ""
     lowering_hooks: str = ""
+    stages: str = ""
+    default_emit: str = ""
+    report_stage: str = ""
+    passes: dict[str, str] = field(default_factory=dict, hash=False)
 
     def target_files(self) -> tuple[Path, ...]:
         return tuple(sorted(Path(self.targets_dir).glob("*.toml")))

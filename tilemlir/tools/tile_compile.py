@@ -1,15 +1,16 @@
-"""tile-compile: tile IR (or GPU-level IR) to ISA and HSACO for an AMD GPU.
+"""tile-compile: tile IR (or GPU-level IR) to a target's artefacts (ISA, HSACO, MACA C++, PTX).
 
     tile-compile FILE --target amdgpu:gfx942 --emit isa [-o OUT]
     tile-compile FILE --emit hsaco -o kernel.hsaco --report
-    tile-compile FILE --target-desc my_chip.toml --dump-pass-pipeline
+    tile-compile FILE --target nvidia:sm_90a --dump-pass-pipeline
 
-Stages: parse -> tile-verify -> tile passes -> tile-lower-to-gpu -> GPU to LLVM
-dialect -> LLVM IR -> opt -> llc (ISA) -> llvm-mc + ld.lld (HSACO); `--emit`
-stops after any of them. Input already at GPU level (a gpu.module, no tile ops)
-starts at the GPU-to-LLVM stage. `--report` prints the resource report as JSON
-on stdout (the artifact then goes only to `-o`). Errors print as
-`file:line:col: error: message`, the exit status is 1 and no output is written.
+The target's backend names its stages (tile and gpu, shared, then amdgpu's
+llvm, isa, hsaco; metax's maca; nvidia's ptx); `--emit` stops after any of
+them, by default at the backend's default (amdgpu: isa; else its last stage).
+Input already at GPU level (a gpu.module, no tile ops) skips the tile passes.
+`--report` prints the backend's report as JSON on stdout (the artifact then
+goes only to `-o`). Errors print as `file:line:col: error: message`, the exit
+status is 1 and no output is written.
 """
 
 from __future__ import annotations
@@ -21,22 +22,32 @@ import time
 from dataclasses import dataclass
 
 PROG = "tile-compile"
-EMITS = ("tile", "gpu", "llvm", "isa", "hsaco", "maca", "ptx")
 
-_EPILOG = """\
-emit:
-  tile   tile IR after the tile passes, before tile-lower-to-gpu
-  gpu    GPU-level IR (gpu.module, gpu.func, amdgpu.mfma)
-  llvm   LLVM IR of the device code, as llc reads it
-  isa    AMDGPU assembly (.s) from llc-22 (the default)
-  hsaco  the code object (ELF with AMDHSA metadata); needs -o FILE
-  ptx    PTX text for nvidia targets (e.g. --target nvidia:sm_90a); --report gives
-         the launch metadata a launcher needs
-  maca   MACA C++ for metax targets (kernels + host launcher; the mxcc command
-         line is in its first lines)
 
-exit status: 0 on success, 1 on any error (never a Python traceback).
-"""
+
+def _defaults() -> str:
+    from tilemlir.backends.stages import default_emit
+    from tilemlir.diagnostics import UserError
+    from tilemlir.target.registry import families
+
+    shown = []
+    for family in families():
+        try:
+            shown.append(f"{family} {default_emit(family)}")
+        except UserError:  # a broken plug-in is reported when it is used
+            continue
+    return ", ".join(shown)
+
+
+def _epilog() -> str:
+    """The stages of the installed backends, each with what it prints."""
+    from tilemlir.backends.stages import registered_stages
+
+    lines = [f"emit (default: the backend's own: {_defaults()}):"]
+    for name, stage in registered_stages().items():
+        summary = stage.summary.replace("\n", "\n" + " " * 9)
+        lines.append(f"  {name:<6} {summary}")
+    return "\n".join(lines) + "\n\nexit status: 0 on success, 1 on any error (never a Python traceback).\n"
 
 
 @dataclass
@@ -45,7 +56,7 @@ class Options:
     output: str | None = None
     target: str | None = None
     target_desc: str | None = None
-    emit: str = "isa"
+    emit: str | None = None  # None: the target's backend's default
     report: bool = False
     allow_spills: bool = False
     no_spills: bool = False  # the old opt-in, accepted; refusing spills is the default
@@ -61,13 +72,15 @@ class Options:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from tilemlir.backends.stages import emits
     from tilemlir.target.cli import add_target_query_flags
 
+    stages = emits()
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Compile tile IR or GPU-level IR for a target: AMDGPU ISA and HSACO (amdgpu), "
                     "MACA C++ (metax) or PTX (nvidia).",
-        epilog=_EPILOG,
+        epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
@@ -76,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", metavar="FAMILY:NAME",
                         help="target, e.g. amdgpu:gfx942 (default: the module's tile.target)")
     parser.add_argument("--target-desc", metavar="FILE", help="compile for the target described in FILE (.toml)")
-    parser.add_argument("--emit", choices=EMITS, default="isa", help="the stage to output (default isa)")
+    parser.add_argument("--emit", choices=stages, default=None,
+                        help=f"the stage to output (default: the backend's own: {_defaults()})")
     parser.add_argument("--report", action="store_true",
                         help="print the resource report as JSON on stdout (registers, LDS, occupancy, MFMAs, times)")
     parser.add_argument("--allow-spills", action="store_true",
@@ -103,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str]) -> Options:
+    from tilemlir.backends.stages import registered_stages
     from tilemlir.diagnostics import UserError
 
     parser = _parser()
@@ -116,22 +131,17 @@ def parse_args(argv: list[str]) -> Options:
         raise UserError("give either --target or --target-desc, not both")
     if options.split_input_file and not options.verify_diagnostics:
         raise UserError("--split-input-file is only supported with --verify-diagnostics")
-    if options.emit == "hsaco" and options.output is None and not options.report:
-        raise UserError("--emit hsaco writes a binary file: give -o FILE")
-    if options.emit == "hsaco" and options.output == "-" and sys.stdout.isatty():
-        raise UserError("refusing to write a binary HSACO to a terminal: give -o FILE")
+    binary = options.emit is not None and registered_stages()[options.emit].binary
+    if binary and options.output is None and not options.report:
+        raise UserError(f"--emit {options.emit} writes a binary file: give -o FILE")
+    if binary and options.output == "-" and sys.stdout.isatty():
+        raise UserError(f"refusing to write a binary {options.emit.upper()} to a terminal: give -o FILE")
     return options
 
 
 def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
     """Parses and compiles one chunk; returns (result or None, diagnostics)."""
-    from tilemlir.compiler import (
-        CompileError,
-        CompileOptions,
-        compile_module,
-        describe_pipeline,
-        has_tile_ops,
-    )
+    from tilemlir.compiler import CompileError, CompileOptions, compile_module, default_emit
     from tilemlir.diagnostics import (
         Diag,
         ParseFailure,
@@ -149,19 +159,16 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
             module = parse_chunk(chunk, context)
             parse_seconds = time.perf_counter() - start
             target = resolve_target(module, options.target_desc or options.target)
-            if options.dump_pass_pipeline:
-                stderr_lines.append(describe_pipeline(target, tile_input=has_tile_ops(module),
-                                                      tiling=options.tiling, select=options.select,
-                                                      passes=options.pass_options))
             result = compile_module(
                 module,
                 target,
-                options.emit,
+                options.emit or default_emit(target.family),
                 CompileOptions(report=options.report, allow_spills=options.allow_spills,
                                tiling=options.tiling, select=options.select,
                                passes=options.pass_options),
                 source=chunk.source,
                 seconds={"parse": parse_seconds},
+                dump_pipeline=stderr_lines.append if options.dump_pass_pipeline else None,
             )
         except ParseFailure as failure:
             diags.extend(failure.diags)

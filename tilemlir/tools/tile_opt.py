@@ -169,14 +169,15 @@ def _pipeline_text(options: Options) -> str:
 
 
 def _list_passes() -> str:
-    from tilemlir.passes import pass_class, pass_names
+    from tilemlir.passes import pass_class, pass_family, pass_names
     from tilemlir.passes.base import option_name
     from tilemlir.passes.pipeline import upstream_pass_names
 
-    lines = ["Tile passes:"]
+    lines = ["Tile passes (and, marked with their family, the backends' passes):"]
     for name in pass_names():
         cls = pass_class(name)
-        lines.append(f"  {name:<28} {cls.summary}")
+        family = pass_family(name)
+        lines.append(f"  {name:<28} {f'[{family}] ' if family else ''}{cls.summary}")
         hints = typing.get_type_hints(cls)
         for f in cls.options():
             default = f.default

@@ -1,12 +1,12 @@
 // --dump-pass-pipeline prints every stage's pipeline or command (to stderr), in
-// forms that reproduce it: tile-opt -p, mlir-opt --pass-pipeline, shell commands.
+// forms that reproduce it: tile-opt -p (every pass registered), shell commands.
 //
 // RUN: tile-compile %examples/gpu/mfma_fp8_gfx942.mlir --dump-pass-pipeline -o /dev/null 2>&1 | filecheck %s --check-prefixes=CHECK,GPU
 // RUN: sed s/f8E4M3FNUZ/f8E4M3FN/g %examples/seed_fp8_gemm.mlir | tile-compile - --target amdgpu:gfx950 --dump-pass-pipeline -o /dev/null 2>&1 | filecheck %s --check-prefix=TILE
 
 // GPU: tile, gpu: skipped (the input is GPU-level IR)
-// CHECK: gpu-to-llvm: amdgpu-check-resources{target=amdgpu:gfx942}, then builtin.module(rocdl-attach-target{chip=gfx942 O=3},gpu.module(
-// CHECK-SAME: convert-arith-to-amdgpu{chipset=gfx942},convert-amdgpu-to-rocdl{chipset=gfx942},convert-gpu-to-rocdl{chipset=gfx942 index-bitwidth=64},reconcile-unrealized-casts
+// CHECK: gpu-to-llvm: builtin.module(amdgpu-check-resources{target=amdgpu:gfx942},rocdl-attach-target{chip=gfx942 O=3},gpu.module(
+// CHECK-SAME: convert-arith-to-amdgpu{chipset=gfx942},convert-amdgpu-to-rocdl{chipset=gfx942},convert-gpu-to-rocdl{chipset=gfx942 index-bitwidth=64},reconcile-unrealized-casts,canonicalize,cse),amdgpu-order-lds-dma)
 // CHECK: translate: in process
 // CHECK: llvm-opt: opt -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942 '-passes=amdgpu-promote-kernel-arguments,
 // CHECK: llc: llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942 -O3
@@ -16,5 +16,5 @@
 // The flag's target reaches every tile pass that takes one.
 // TILE: tile: builtin.module(tile-tiling{target=amdgpu:gfx950},canonicalize,tile-legalize-precision{target=amdgpu:gfx950},tile-select-mma{target=amdgpu:gfx950},
 // TILE: gpu: builtin.module(tile-lower-to-gpu{target=amdgpu:gfx950},canonicalize,cse)
-// TILE: gpu-to-llvm: amdgpu-check-resources{target=amdgpu:gfx950}
+// TILE: gpu-to-llvm: builtin.module(amdgpu-check-resources{target=amdgpu:gfx950},
 // TILE: llc: llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx950 -O3

@@ -4,9 +4,9 @@
 // RUN: not tile-compile %s --target amdgpu:gfx943 2>&1 | filecheck %s --check-prefix=UNKNOWN
 // UNKNOWN: tile-compile: error: unknown target 'amdgpu:gfx943'; did you mean 'amdgpu:gfx942'?
 //
-// A target of another family has no amdgpu pipeline.
-// RUN: not tile-compile %s --target metax:xcore1000 2>&1 | filecheck %s --check-prefix=FAMILY
-// FAMILY: error: --emit isa is not a stage of the metax pipeline (for metax:xcore1000: tile, gpu, maca)
+// A stage of another family's backend is refused, naming the stages there are.
+// RUN: not tile-compile %s --target metax:xcore1000 --emit isa 2>&1 | filecheck %s --check-prefix=FAMILY
+// FAMILY: error: --emit isa is not a stage of the metax backend (for metax:xcore1000: tile, gpu, maca); isa is a stage of amdgpu
 //
 // HSACO is binary: it needs -o, and a failed run leaves no file behind.
 // RUN: not tile-compile %s --emit hsaco 2>&1 | filecheck %s --check-prefix=HSACO

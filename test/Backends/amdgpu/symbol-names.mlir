@@ -1,7 +1,7 @@
 // Kernel names are identifiers whatever the source function is called: llc
 // writes `.amdhsa_kernel NAME` unquoted, so a space made assembly llvm-mc
 // rejects, and a newline could add assembler directives. tile-lower-to-gpu
-// names the gpu.module and gpu.func through kernel_symbol (backends/symbols.py):
+// names the gpu.module and gpu.func through kernel_symbol (passes/symbols.py):
 // plain names are kept, others become `tm_` + an escaped spelling.
 //
 // The injection attempt compiles to an HSACO (llvm-mc accepts the assembly):

@@ -12,13 +12,14 @@ module attributes {tile.target = "nvidia:sm_90a"} {
   }
 }
 
-// ISA: error: --emit isa is not a stage of the nvidia backend (choose from tile, gpu, ptx)
-// AMD: error: --emit ptx is for nvidia targets, not amdgpu:gfx942
+// ISA: error: --emit isa is not a stage of the nvidia backend (for nvidia:sm_90a: tile, gpu, ptx); isa is a stage of amdgpu
+// AMD: error: --emit ptx is not a stage of the amdgpu backend (for amdgpu:gfx942: tile, gpu, llvm, isa, hsaco); ptx is a stage of nvidia
 
 // The dumped pipeline is the nvidia one (its tile passes, NVVM, PTX):
 // RUN: tile-compile %s --emit ptx --dump-pass-pipeline -o /dev/null 2>&1 | filecheck %s --check-prefix=DUMP
 // DUMP: tile: builtin.module(tile-tiling{target=nvidia:sm_90a}
 // DUMP-NOT: tile-pipeline
 // DUMP: gpu: builtin.module(tile-lower-to-gpu{target=nvidia:sm_90a}
-// DUMP: gpu-to-nvvm: gpu-check-input, then builtin.module(nvvm-attach-target{chip=sm_90a
-// DUMP: ptx: builtin.module(gpu-module-to-binary{format=isa})
+// DUMP: gpu-to-nvvm: builtin.module(gpu-check-input{target=nvidia:sm_90a},nvvm-attach-target{chip=sm_90a
+// DUMP-SAME: ,nvidia-dynamic-shared-extern)
+// DUMP: ptx: builtin.module(gpu-module-to-binary{format=isa}){{$}}

@@ -1,7 +1,7 @@
 // Kernel names are PTX identifiers whatever the source function is called:
 // LLVM's NVPTX printer aborted the compiler ("Symbol name with unsupported
 // characters") on any other. tile-lower-to-gpu names the gpu.module and
-// gpu.func through kernel_symbol (backends/symbols.py).
+// gpu.func through kernel_symbol (passes/symbols.py).
 //
 // RUN: tile-compile %s --emit ptx | filecheck %s
 // CHECK-NOT: injected_global = 1

@@ -2,8 +2,10 @@
 
 Targets are `targets/<chip>.toml`; a new chip of the family is a new file.
 tile-lower-to-gpu reaches the family through `matrix.py` (MFMA) and
-`lowering.py` (loads into LDS, scheduling hints); GPU-level IR continues as
-ROCDL -> LLVM IR -> llc -> ISA -> HSACO (`pipeline.py`, `toolchain.py`).
+`lowering.py` (loads into LDS, scheduling hints). After the shared tile and gpu
+stages come the family's own (`stages.py`): `llvm` (ROCDL and the LLVM dialect,
+LLVM IR, opt), `isa` (llc, the resource report) and `hsaco` (llvm-mc, ld.lld);
+tile-compile prints `isa` by default.
 """
 
 import re
@@ -43,4 +45,11 @@ BACKEND = Backend(
     check_mma_row=check_mma_row,
     matrix_core="tilemlir.backends.amdgpu.matrix:MfmaCore",
     lowering_hooks="tilemlir.backends.amdgpu.lowering:AmdgpuLoweringHooks",
+    stages="tilemlir.backends.amdgpu.stages:STAGES",
+    default_emit="isa",
+    report_stage="isa",
+    passes={
+        "amdgpu-check-resources": "tilemlir.backends.amdgpu.gpu_checks:AmdgpuCheckResources",
+        "amdgpu-order-lds-dma": "tilemlir.backends.amdgpu.order_lds_dma:AmdgpuOrderLdsDma",
+    },
 )

@@ -1,7 +1,7 @@
 """amdgpu-check-resources: GPU-level kernels checked against the target, before codegen.
 
 What it checks, with the location of the op concerned:
-  - what every backend refuses in GPU-level IR (`backends/gpu_input.py`):
+  - what every backend refuses in GPU-level IR (`passes/check_gpu_input.py`):
     symbols of a gpu.module that are not identifiers (llc writes
     `.amdhsa_kernel NAME` unquoted), a gpu.module `targets` attribute (its
     `link` list names files), non-positive `known_block_size`/`known_grid_size`
@@ -32,9 +32,9 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.backends.gpu_input import gpu_input_problems
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
+from tilemlir.passes.check_gpu_input import gpu_input_problems
 from tilemlir.target.model import FP8_KIND, is_unknown
 from tilemlir.target.registry import resolve_target
 

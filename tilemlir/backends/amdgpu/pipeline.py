@@ -1,39 +1,18 @@
 """The amdgpu compile pipeline as data: every pass and tool flag, in order.
 
-    tile IR --TILE_PIPELINE--> GPU-level IR --GPU_TO_LLVM--> LLVM dialect
+    tile IR --TILE_PIPELINE (backends/stages.py)--> GPU-level IR
+        --amdgpu-check-resources, GPU_TO_LLVM, amdgpu-order-lds-dma--> LLVM dialect
         --(in-process translation)--> LLVM IR --LLVM_IR_PASSES (opt)--> LLVM IR
         --llc LLC_FLAGS--> ISA (.s) --llvm-mc--> object --ld.lld -shared--> HSACO
 
-`--emit tile` stops before `EMIT_TILE_BEFORE`; `--emit gpu` after the whole
-TILE_PIPELINE. Everything here is printable: `tile-compile --dump-pass-pipeline`
-shows these lists with the chip filled in, as strings `tile-opt -p`,
-`mlir-opt --pass-pipeline`, `opt -passes` and `llc` accept.
+The stages that run these are in stages.py. Everything here is printable:
+`tile-compile --dump-pass-pipeline` shows these lists with the chip filled in,
+as strings `tile-opt -p`, `opt -passes` and `llc` accept.
 """
 
 from __future__ import annotations
 
 TRIPLE = "amdgcn-amd-amdhsa"
-
-# Tile level -> GPU level; each tile pass takes the target through its
-# `target` option (the --target flag arrives there as an override).
-TILE_PIPELINE: tuple[str, ...] = (
-    # Whole-problem ops become kernels first: every later pass works per kernel.
-    "tile-tiling",
-    "canonicalize",
-    # Casts and accumulator types must be final before an instruction is chosen by dtype.
-    "tile-legalize-precision",
-    "tile-select-mma",
-    # Layouts follow from the chosen instruction's lane layouts.
-    "tile-infer-layout",
-    # Multi-buffers shared tiles and prefetches ahead; after layouts (it keeps
-    # the copies' vector widths) and before lowering (which emits its barriers).
-    "tile-pipeline",
-    "tile-lower-to-gpu",
-    "canonicalize",
-    "cse",
-)
-# `--emit tile` prints the IR just before this pass.
-EMIT_TILE_BEFORE = "tile-lower-to-gpu"
 
 # GPU level -> LLVM dialect. `{chip}` is the target's name (gfx942, ...).
 # Runs on the builtin.module.
@@ -63,6 +42,10 @@ GPU_TO_LLVM: tuple[str, ...] = (
     "canonicalize",
     "cse",
 )
+
+# Loads into LDS in an alias scope of their own, so LDS reads do not wait for them
+# (order_lds_dma.py); on the LLVM dialect, so after GPU_TO_LLVM.
+ORDER_LDS_DMA = "amdgpu-order-lds-dma"
 
 # LLVM IR passes (opt-22 -passes=...) before llc, whose own IR pipeline lacks
 # these. Deliberately not -O3: its unrolling would change the main loop we report.
@@ -95,34 +78,11 @@ LLC_FLAGS: tuple[str, ...] = (
 )
 
 
-def gpu_to_llvm_pipeline(chip: str) -> str:
-    """The GPU_TO_LLVM list as one MLIR pipeline string for `chip`."""
+def gpu_to_llvm_pipeline(chip: str, check: str = "") -> str:
+    """GPU-level IR -> the LLVM dialect for `chip`, as one pipeline string:
+    `check` first (amdgpu-check-resources with its target), GPU_TO_LLVM, then
+    the LDS-DMA ordering, which needs the LLVM dialect's loads."""
     nested = ",".join(step.format(chip=chip) for step in GPU_TO_LLVM)
-    return f"builtin.module({ATTACH_TARGET.format(chip=chip)},gpu.module({nested}))"
-
-
-def tile_pipeline(stop_before: str | None = None, tiling: str = "",
-                  steps: tuple[str, ...] = TILE_PIPELINE, select: str = "",
-                  passes: str = "", start_at: str | None = None) -> str:
-    """`steps` (TILE_PIPELINE, or a backend's own list) as a pipeline string;
-    with `stop_before`, only the passes before that one (e.g. EMIT_TILE_BEFORE),
-    with `start_at` only that one and those after it; `tiling` gives
-    tile-tiling its options ("block=128,128,64 threads=256 stages=2"), `select`
-    tile-select-mma its options ("prefer=wgmma"), and `passes` any step its
-    options ("tile-infer-layout{transpose-reads=true},
-    tile-lower-to-gpu{direct-lds-loads=true}"; a pass not in the list is an error)."""
-    from tilemlir.diagnostics import UserError
-    from tilemlir.passes.pipeline import parse_pipeline
-
-    given = {element.name: element.options or "" for element in parse_pipeline(passes)}
-    unknown = sorted(set(given) - set(steps))
-    if unknown:
-        raise UserError(f"--pass-options: {', '.join(unknown)} is not a step of this pipeline "
-                        f"(steps: {', '.join(steps)})")
-    given.update({name: value for name, value in (("tile-tiling", tiling),
-                                                  ("tile-select-mma", select)) if value})
-    first = steps.index(start_at) if start_at is not None else 0
-    last = steps.index(stop_before) if stop_before is not None else len(steps)
-    return ",".join(f"{step}{{{given[step]}}}" if given.get(step) else step
-                    for step in steps[first:last])
-
+    steps = [check] if check else []
+    steps += [ATTACH_TARGET.format(chip=chip), f"gpu.module({nested})", ORDER_LDS_DMA]
+    return f"builtin.module({','.join(steps)})"

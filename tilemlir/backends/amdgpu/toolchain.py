@@ -128,42 +128,6 @@ def unconverted_ops(device: ir.Module) -> list[ir.Operation]:
     return real or outermost
 
 
-# LLVM dialect ops that read LDS on behalf of the matrix instructions.
-LDS_READ_OPS = ("llvm.load", "rocdl.ds.read.tr4.b64", "rocdl.ds.read.tr8.b64",
-                "rocdl.ds.read.tr6.b96", "rocdl.ds.read.tr16.b64")
-LDS_DMA_OPS = ("rocdl.load.to.lds", "rocdl.global.load.lds", "rocdl.raw.ptr.buffer.load.lds")
-
-
-def order_lds_dma(device: ir.Module) -> int:
-    """Direct global -> LDS loads (tile-lower-to-gpu{direct-lds-loads}) in one
-    alias scope, LDS reads outside it: LLVM's waitcnt insertion otherwise makes
-    every LDS read wait (vmcnt) for every load still writing LDS, including the
-    next stage's, just issued. The lowering orders each read of a stage after an
-    explicit vmcnt(0) wait and the barrier that follow the stage's loads, so the
-    loads in flight at a read write another stage. Returns the DMA ops marked."""
-    from tilemlir.irutil import walk
-
-    dma = [op for op in walk(device.operation) if op.name in LDS_DMA_OPS]
-    if not dma:
-        return 0
-    with device.context:
-        scope = ir.Attribute.parse(
-            '#llvm.alias_scope<id = distinct[0]<>, domain = #llvm.alias_scope_domain<'
-            'id = distinct[1]<>, description = "tilemlir: LDS written by loads into LDS">>')
-        scopes = ir.ArrayAttr.get([scope])
-    for op in dma:
-        op.attributes["alias_scopes"] = scopes
-    for op in walk(device.operation):
-        if op.name in LDS_READ_OPS and _reads_lds(op):
-            op.attributes["noalias_scopes"] = scopes
-    return len(dma)
-
-
-def _reads_lds(op: ir.Operation) -> bool:
-    pointer = op.operands[0].type
-    return isinstance(pointer, llvm.PointerType) and pointer.address_space == 3
-
-
 def translate_to_llvmir(device: ir.Module) -> str:
     """`mlir-translate --mlir-to-llvmir`, in process. The caller must have
     checked `unconverted_ops(device)` is empty: the C API does not survive a

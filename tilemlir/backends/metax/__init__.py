@@ -1,7 +1,8 @@
 """The MetaX GPU backend (MACA: xcore1000 = C500, xcore1500 = C600) — its manifest.
 
 Targets are `targets/<arch>.toml`. tile-lower-to-gpu emits the MMA built-ins
-through `matrix.py`; GPU-level IR becomes MACA C++ for mxcc (`emitter.py`).
+through `matrix.py`; after the shared tile and gpu stages, the `maca` stage
+prints GPU-level IR as MACA C++ for mxcc (`stages.py`, `emitter.py`).
 """
 
 from pathlib import Path
@@ -21,4 +22,6 @@ BACKEND = Backend(
     mma_row_keys=("builtin", "intrinsic"),
     check_mma_row=check_mma_row,
     matrix_core="tilemlir.backends.metax.matrix:MetaxMmaCore",
+    stages="tilemlir.backends.metax.stages:STAGES",
+    report_stage="maca",
 )

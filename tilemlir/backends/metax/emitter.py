@@ -22,7 +22,7 @@ Output: one self-contained `.maca` source:
   `mcLaunchKernel`, results copied back, `mcFree`; 0 on success.
 
 No text of the input reaches the source unchecked: kernels keep their
-gpu.func names, which must be identifiers C++ can use (`gpu_input.py`;
+gpu.func names, which must be identifiers C++ can use (`passes/check_gpu_input.py`;
 tile-lower-to-gpu makes them with `symbols.kernel_symbol`), a launcher is
 named `kernel_symbol(host function name)`, launches name their kernel as
 `::NAME` (no local can shadow it), comments go through `comment_text`.
@@ -49,10 +49,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from mlir import ir
 
-from tilemlir.backends.gpu_input import gpu_input_problems
-from tilemlir.backends.symbols import comment_text, is_cxx_name, is_identifier, kernel_symbol
 from tilemlir.diagnostics import UserError
 from tilemlir.dialects.element_types import dtype_of
+from tilemlir.passes.check_gpu_input import gpu_input_problems
+from tilemlir.passes.symbols import comment_text, is_cxx_name, is_identifier, kernel_symbol
 
 HOST_GUARD = "TILEMLIR_MACA_HOST"
 
@@ -93,6 +93,13 @@ _GPU_IDS = {"gpu.thread_id": "threadIdx", "gpu.block_id": "blockIdx", "gpu.block
 _CMPI_NAMES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 _CMPF_NAMES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge",
                "ult", "ule", "une", "uno", "true"]
+
+
+def mxcc_command(arch: str, source: str = "KERNEL.maca") -> str:
+    """How to build the emitted source with MetaX's compiler (maca-samples'
+    Makefile: `mxcc -x maca ... --maca-path`; --offload-arch per tilelang-metax)."""
+    return (f"$MACA_PATH/mxgpu_llvm/bin/mxcc -x maca -O3 -std=c++17 --offload-arch={arch} "
+            f"--maca-path=$MACA_PATH -shared -fPIC {source} -o lib{source.rsplit('.', 1)[0]}.so")
 
 
 class EmitError(UserError):
@@ -243,8 +250,6 @@ class MacaPrinter:
         return MacaSource("\n".join(parts).rstrip("\n") + "\n", self.kernels)
 
     def header(self) -> str:
-        from tilemlir.backends.metax.pipeline import mxcc_command
-
         products = ", ".join(self.target.products or ["?"])
         return "\n".join([
             "// " + comment_text(f"MACA C++ for {self.target} (MetaX {products}), written by "

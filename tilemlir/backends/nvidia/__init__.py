@@ -7,7 +7,7 @@ or, on sm_90a with tile-select-mma{prefer=wgmma}, warpgroup `wgmma` fed by TMA
 and mbarriers (`wgmma.py`, which can also feed mma.sync:
 tile-lower-to-gpu{tma-copies=true}); then `convert-nvgpu-to-nvvm`,
 `convert-gpu-to-nvvm`, `convert-nvvm-to-llvm` and `gpu-module-to-binary` to
-PTX in process (`pipeline.py`, `toolchain.py`). PTX runs through the CUDA
+PTX in process (`pipeline.py`, `stages.py`). PTX runs through the CUDA
 driver (`tilemlir.runtime.cuda_launch`), which also encodes TMA tensor maps.
 """
 
@@ -56,6 +56,9 @@ BACKEND = Backend(
     # per-row intrinsic is needed.
     mma_row_keys=(),
     check_target=check_target,
+    stages="tilemlir.backends.nvidia.stages:STAGES",
+    report_stage="ptx",
+    passes={"nvidia-dynamic-shared-extern": "tilemlir.backends.nvidia.dynamic_shared:NvidiaDynamicSharedExtern"},
     check_mma_row=check_mma_row,
     matrix_core="tilemlir.backends.nvidia.wgmma:NvidiaMatrixCore",
     lowering_hooks="tilemlir.backends.nvidia.wgmma:NvidiaLoweringHooks",

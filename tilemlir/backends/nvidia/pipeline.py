@@ -1,24 +1,22 @@
 """The nvidia compile pipeline as data: every pass, in order.
 
     tile IR --TILE_PIPELINE--> GPU-level IR (gpu.func, nvgpu.mma.sync, ldmatrix, cp.async)
-        --GPU_TO_NVVM--> LLVM + NVVM dialects --(dynamic shared memory made extern)-->
+        --gpu-check-input, GPU_TO_NVVM, nvidia-dynamic-shared-extern--> LLVM + NVVM dialects
         --TO_BINARY--> PTX text (LLVM's NVPTX backend, in process)
 
-`--emit tile` stops before `EMIT_TILE_BEFORE`, `--emit gpu` after TILE_PIPELINE,
-`--emit llvm` after GPU_TO_NVVM (the LLVM dialect, not LLVM IR text), `--emit
-ptx` after TO_BINARY. `{chip}` and `{features}` come from the target.
+The stages that run these are in stages.py: `tile` stops before
+EMIT_TILE_BEFORE, `gpu` after TILE_PIPELINE, `ptx` after TO_BINARY. `{chip}`
+and `{features}` come from the target.
 """
 
 from __future__ import annotations
 
-from tilemlir.backends.amdgpu import pipeline as _amd
+from tilemlir.backends.stages import TILE_PIPELINE as SHARED_TILE_PIPELINE
 
-# Tile level -> GPU level: the amdgpu list without tile-pipeline, because loops
+# Tile level -> GPU level: the shared list without tile-pipeline, because loops
 # marked tile.num_stages are software-pipelined while lowering, with cp.async
 # (backends/nvidia/pipelining.py).
-TILE_PIPELINE: tuple[str, ...] = tuple(p for p in _amd.TILE_PIPELINE if p != "tile-pipeline")
-# `--emit tile` prints the IR just before this pass, as on amdgpu.
-EMIT_TILE_BEFORE = _amd.EMIT_TILE_BEFORE
+TILE_PIPELINE: tuple[str, ...] = tuple(p for p in SHARED_TILE_PIPELINE if p != "tile-pipeline")
 
 # PTX 8.5: mma.sync on .e4m3/.e5m2 needs PTX 8.4 (PTX ISA, "Warp Level Matrix
 # Multiply-Accumulate Instructions"); CUDA 12.5+ drivers take it.
@@ -60,14 +58,19 @@ GPU_TO_NVVM: tuple[str, ...] = (
 TO_BINARY = "gpu-module-to-binary{format=isa}"
 
 
-def gpu_to_nvvm_pipeline(chip: str, features: str = PTX_FEATURES, index_bits: int = 64) -> str:
+# After the conversion: the dynamic shared memory global as PTX needs it
+# (dynamic_shared.py); on the builtin.module.
+DYNAMIC_SHARED_EXTERN = "nvidia-dynamic-shared-extern"
+
+
+def gpu_to_nvvm_pipeline(chip: str, features: str = PTX_FEATURES, index_bits: int = 64,
+                         check: str = "") -> str:
+    """GPU-level IR -> the LLVM and NVVM dialects, as one pipeline string:
+    `check` first (gpu-check-input with its target: NVPTX aborts on a symbol
+    PTX cannot spell, and serialization reads a target's `link` files), the
+    attached target, GPU_TO_NVVM in every gpu.module, then DYNAMIC_SHARED_EXTERN."""
     nested = ",".join(step.format(index_bits=index_bits) for step in GPU_TO_NVVM)
-    attach = ATTACH_TARGET.format(chip=chip, features=features)
-    return f"builtin.module({attach},gpu.module({nested}))"
-
-
-def tile_pipeline(stop_before: str | None = None, tiling: str = "", select: str = "",
-                  passes: str = "", start_at: str | None = None) -> str:
-    """TILE_PIPELINE as a string, as the amdgpu one is built
-    (e.g. tiling="block=128,128,64 threads=256 stages=3", select="prefer=wgmma")."""
-    return _amd.tile_pipeline(stop_before, tiling, TILE_PIPELINE, select, passes, start_at)
+    steps = [check] if check else []
+    steps += [ATTACH_TARGET.format(chip=chip, features=features), f"gpu.module({nested})",
+              DYNAMIC_SHARED_EXTERN]
+    return f"builtin.module({','.join(steps)})"

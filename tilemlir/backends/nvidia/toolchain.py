@@ -1,4 +1,4 @@
-"""From tile IR (or GPU-level IR) to PTX and launch metadata, all in process.
+"""PTX and launch metadata, all in process: what the nvidia stages (stages.py) use.
 
     kernel = compile_to_ptx(module, target)            # module is compiled in place
     kernel.ptx                                          # PTX text for cuModuleLoadData
@@ -16,21 +16,15 @@ arguments it takes (kernel arguments are bare pointers).
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mlir import ir, passmanager
+from mlir import ir
 
-from tilemlir.backends.gpu_input import GpuCheckInput
-from tilemlir.backends.nvidia import pipeline
 from tilemlir.diagnostics import UserError
 from tilemlir.irutil import walk
 from tilemlir.passes.lower_to_gpu.api import KERNEL_ARGUMENTS_ATTR
 from tilemlir.target.model import Target
-
-DYNAMIC_SHARED_PREFIX = "__dynamic_shmem__"
-DYNAMIC_SHARED_ALIGN = 1024  # the 128-byte swizzle's period (backends/nvidia/wgmma.py)
 
 
 @dataclass
@@ -125,23 +119,6 @@ def _host_positions(spec, kernel_operands: list, arguments: list):
     return spec
 
 
-def make_dynamic_shared_extern(module: ir.Operation) -> None:
-    """convert-gpu-to-nvvm gives the dynamic shared memory global internal
-    linkage, and LLVM's NVPTX backend then demotes it to a one-byte local
-    `.shared` variable; external linkage prints the `.extern .shared ... []`
-    array that dynamic shared memory is (aligned to DYNAMIC_SHARED_ALIGN)."""
-    external = ir.Attribute.parse("#llvm.linkage<external>")
-    for op in walk(module):
-        if op.name == "llvm.mlir.global":
-            name = ir.StringAttr(op.attributes["sym_name"]).value
-            if name.startswith(DYNAMIC_SHARED_PREFIX):
-                op.attributes["linkage"] = external
-                # Static shared variables (mbarriers) come first; TMA boxes with
-                # the 128-byte swizzle need 1024-byte aligned addresses.
-                op.attributes["alignment"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
-                                                                DYNAMIC_SHARED_ALIGN)
-
-
 def binary_assembly(module: ir.Operation) -> str:
     from mlir.dialects import gpu
 
@@ -173,120 +150,16 @@ def index_bitwidth(module: ir.Operation) -> int:
     return 32
 
 
-def lower_to_ptx(module: ir.Operation, target: Target, seconds: dict | None = None) -> str:
-    """GPU-level IR (in place) -> PTX text."""
-    from tilemlir.compiler import target_spec
-
-    seconds = seconds if seconds is not None else {}
-    context = module.context
-    start = time.perf_counter()
-    bits = index_bitwidth(module)
-    with context:
-        # Names, target attributes and sizes first: NVPTX aborts the process on
-        # a symbol PTX cannot spell, and serialization reads a target's `link` files.
-        check = GpuCheckInput(target=target_spec(target))
-        pm = passmanager.PassManager("builtin.module", context=context)
-        pm.add(check.as_mlir_callable(), name=check.name, argument=check.name,
-               description=check.summary)
-        pm.run(module)
-        passmanager.PassManager.parse(pipeline.gpu_to_nvvm_pipeline(target.name, index_bits=bits)).run(module)
-        make_dynamic_shared_extern(module)
-    seconds["gpu-to-nvvm"] = time.perf_counter() - start
-    start = time.perf_counter()
-    with context:
-        passmanager.PassManager.parse(f"builtin.module({pipeline.TO_BINARY})").run(module)
-    seconds["ptx"] = time.perf_counter() - start
-    return binary_assembly(module)
-
-
 def compile_to_ptx(module: ir.Operation, target: Target, tiling: str = "",
                    select: str = "", passes: str = "") -> PtxKernel:
-    """tile IR or GPU-level IR (compiled in place) -> PTX and launch metadata.
-    `tiling`: tile-tiling options ("block=128,128,64 threads=256 stages=3");
-    `select`: tile-select-mma options ("prefer=wgmma" for the Hopper path);
-    `passes`: any tile pass's options ("tile-lower-to-gpu{tma-copies=true}")."""
-    from tilemlir.compiler import has_tile_ops, target_spec
-    from tilemlir.passes import build_pipeline
+    """tile IR or GPU-level IR (compiled in place) -> PTX and launch metadata,
+    through the nvidia stages. `tiling`: tile-tiling options ("block=128,128,64
+    threads=256 stages=3"); `select`: tile-select-mma options ("prefer=wgmma"
+    for the Hopper path); `passes`: any tile pass's options
+    ("tile-lower-to-gpu{tma-copies=true}")."""
+    from tilemlir.backends.stages import Compilation, CompileOptions, run_stages
 
-    seconds: dict[str, float] = {}
-    context = module.context
-    if has_tile_ops(module):
-        start = time.perf_counter()
-        with context:
-            build_pipeline("tile-verify", context=context).run(module)
-            build_pipeline(pipeline.tile_pipeline(tiling=tiling, select=select, passes=passes),
-                           context=context,
-                           overrides={"target": target_spec(target)}).run(module)
-        seconds["tile"] = time.perf_counter() - start
-    gpu_ir = module.get_asm()
-    metadata = launch_metadata(module, target)
-    ptx = lower_to_ptx(module, target, seconds)
-    return PtxKernel(ptx, metadata, gpu_ir, seconds)
-
-
-NVIDIA_EMITS = ("tile", "gpu", "ptx")
-
-
-def compile_module_nvidia(module: ir.Operation, target: Target, emit: str, *, source=None,
-                          seconds: dict | None = None, report: bool = False, tiling: str = "",
-                          select: str = "", passes: str = ""):
-    """`tilemlir.compile` / tile-compile for an nvidia target: stages tile, gpu
-    and ptx (the PTX text; `result.report` holds the launch metadata and the
-    counts of matrix, ldmatrix and cp.async instructions)."""
-    from tilemlir.compiler import (
-        CompileError,
-        CompileResult,
-        _finish,
-        _Stages,
-        has_gpu_module,
-        has_tile_ops,
-        target_spec,
-    )
-    from tilemlir.diagnostics import Diag, collect_diagnostics
-    from tilemlir.passes import build_pipeline
-
-    if emit not in NVIDIA_EMITS:
-        raise UserError(f"--emit {emit} is not a stage of the nvidia backend "
-                        f"(choose from {', '.join(NVIDIA_EMITS)})")
-    result = CompileResult(target, emit)
-    stages = _Stages(module, target, source)
-    stages.seconds.update(seconds or {})
-    start = time.perf_counter() - sum(stages.seconds.values())
-    diags: list = []
-    spec = target_spec(target)
-    with collect_diagnostics(stages.context, diags, source):
-        with stages.stage("tile-verify"):
-            stages.run_pm(build_pipeline("tile-verify", context=stages.context))
-        if has_tile_ops(module):
-            with stages.stage("tile"):
-                stages.run_pm(build_pipeline(
-                    pipeline.tile_pipeline(stop_before=pipeline.EMIT_TILE_BEFORE, tiling=tiling,
-                                           select=select, passes=passes),
-                    context=stages.context, overrides={"target": spec}))
-            result.artifacts["tile"] = stages.asm()
-            if emit == "tile":
-                return _finish(result, stages, start)
-            rest = pipeline.tile_pipeline(passes=passes, start_at=pipeline.EMIT_TILE_BEFORE)
-            with stages.stage("gpu"):
-                stages.run_pm(build_pipeline(rest, context=stages.context, overrides={"target": spec}))
-        elif not has_gpu_module(module) or emit == "tile":
-            raise CompileError([Diag("error", "nothing to compile for --emit "
-                                     f"{emit}: the input has no tile ops"
-                                     + ("" if has_gpu_module(module) else " and no gpu.module"),
-                                     source.name if source else "")], source)
-        result.artifacts["gpu"] = stages.asm()
-        if emit == "gpu" and not report:
-            return _finish(result, stages, start)
-        metadata = launch_metadata(module, target)
-        with stages.stage("ptx"):
-            ptx = lower_to_ptx(module, target, stages.seconds)
-        result.artifacts["ptx"] = ptx
-    if diags and any(d.severity == "error" for d in diags):
-        raise CompileError(diags, source)
-    result.report = {
-        "target": str(target), **metadata,
-        "ptx_instructions": {name: ptx.count(name) for name in
-                             ("mma.sync", "ldmatrix", "cp.async.cg", "cp.async.wait_group", "bar.sync",
-                              "wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait")},
-    }
-    return _finish(result, stages, start)
+    options = CompileOptions(tiling=tiling, select=select, passes=passes)
+    job = run_stages(Compilation(module, target, "ptx", options))
+    metadata = {key: job.report[key] for key in ("target", "functions")}
+    return PtxKernel(job.artifacts["ptx"], metadata, job.artifacts["gpu"], job.seconds)

@@ -82,7 +82,6 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
-from tilemlir.backends.symbols import kernel_symbol
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.common import grid_problem, kernel_grid, kernel_threads, lds_breakdown
@@ -95,6 +94,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     matrix_core_for,
 )
 from tilemlir.passes.lower_to_gpu.emitter import KernelEmitter, LoweredKernel
+from tilemlir.passes.symbols import kernel_symbol
 from tilemlir.target import families, resolve_target
 from tilemlir.target.model import is_unknown
 
@@ -123,7 +123,7 @@ class LowerToGpu(TilePass):
             by_function.setdefault(ir.StringAttr(function.attributes["sym_name"]).value, []).append(kernel)
         body = module.regions[0].blocks[0]
         # Emitted names are identifiers whatever the function is called
-        # (backends/symbols.py), and new: not a symbol of the module, nor the
+        # (passes/symbols.py), and new: not a symbol of the module, nor the
         # name a function's host launcher takes in C++ (MetaX).
         taken = set()
         for op in body.operations:

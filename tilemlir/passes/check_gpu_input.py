@@ -39,9 +39,9 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.backends.symbols import is_emitted_symbol, is_identifier, kernel_symbol
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
+from tilemlir.passes.symbols import is_emitted_symbol, is_identifier, kernel_symbol
 from tilemlir.target.model import is_unknown
 from tilemlir.target.registry import resolve_target
 

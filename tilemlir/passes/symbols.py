@@ -6,7 +6,7 @@ C++ (`void NAME(`), an assembler directive (`.amdhsa_kernel NAME`) or PTX
 says, and LLVM's NVPTX printer aborts the process on a name PTX cannot spell.
 So every name the compiler *creates* from a source name goes through
 `kernel_symbol`, and names the input *gives* (a hand-written gpu.module) must
-already be identifiers (`gpu_input.py` refuses others at their location).
+already be identifiers (`passes/check_gpu_input.py` refuses others at their location).
 
 `kernel_symbol(name)` is deterministic and injective, and it leaves a plain
 name alone:

@@ -1,0 +1,120 @@
+"""The amdgpu stages: tile, gpu (shared), then llvm, isa and hsaco.
+
+    gpu   --llvm-->  amdgpu-check-resources, GPU_TO_LLVM, amdgpu-order-lds-dma
+                     (one pipeline), the gpu.module's body translated to LLVM IR
+                     in process, opt-22 LLVM_IR_PASSES
+    llvm  --isa-->   llc-22; the resource report, and the kernel's usage checked
+                     against the target (LDS, threads, spills unless allowed)
+    isa   --hsaco--> llvm-mc-22, ld.lld-22 -shared
+
+Each step is timed under its own label (gpu-to-llvm, translate, llvm-opt, llc,
+report, llvm-mc, ld.lld). The data (pass lists, tool flags) is in pipeline.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+from mlir import ir
+
+from tilemlir.backends.amdgpu import toolchain
+from tilemlir.backends.amdgpu.gpu_checks import AmdgpuCheckResources
+from tilemlir.backends.amdgpu.pipeline import gpu_to_llvm_pipeline
+from tilemlir.backends.stages import Compilation, GpuStage, Stage, TileStage
+from tilemlir.irutil import walk
+
+LDS_CONFLICTS_ATTR = "tile.lds_bank_conflicts_per_iteration"
+
+
+def lds_bank_conflicts(module: ir.Operation) -> int | None:
+    """Sum of `tile.lds_bank_conflicts_per_iteration` over the lowered kernels
+    (None for hand-written GPU-level input, which has no tile layouts)."""
+    values = [ir.IntegerAttr(op.attributes[LDS_CONFLICTS_ATTR]).value
+              for op in walk(module) if op.name == "gpu.func" and LDS_CONFLICTS_ATTR in op.attributes]
+    return sum(values) if values else None
+
+
+@dataclass(frozen=True)
+class LlvmStage(Stage):
+    """GPU-level IR -> LLVM IR (optimized by opt-22)."""
+
+    name: str = "llvm"
+    summary: str = "LLVM IR of the device code, as llc reads it (amdgpu)"
+    one_kernel_function: bool = True
+
+    def pipeline(self, job: Compilation) -> str:
+        return gpu_to_llvm_pipeline(job.target.name, check=str(AmdgpuCheckResources(target=job.spec)))
+
+    def describe(self, job: Compilation) -> list[str]:
+        return [f"gpu-to-llvm: {self.pipeline(job)}",
+                "translate: in process (mlir-translate --mlir-to-llvmir) of the gpu.module's body",
+                f"llvm-opt: {toolchain.commands(job.target.name)['llvm-opt']}"]
+
+    def run(self, job: Compilation) -> None:
+        # From the LDS layouts (tile-infer-layout's bank model) on the gpu.funcs,
+        # which the conversion replaces.
+        job.notes[LDS_CONFLICTS_ATTR] = lds_bank_conflicts(job.module)
+        with job.timed("gpu-to-llvm"):
+            job.run_pipeline(self.pipeline(job))
+        with job.timed("translate"):
+            device = toolchain.extract_device_module(job.module)
+            leftover = toolchain.unconverted_ops(device)
+            if leftover:
+                raise job.located_errors([(op, (
+                    f"'{op.name}' is not in the LLVM or ROCDL dialect after the amdgpu pipeline, "
+                    "so it cannot be translated to LLVM IR")) for op in leftover])
+            llvm_ir = toolchain.translate_to_llvmir(device)
+        with job.timed("llvm-opt"):
+            job.artifacts[self.name] = toolchain.optimize_llvmir(llvm_ir, job.target.name)
+
+
+@dataclass(frozen=True)
+class IsaStage(Stage):
+    """LLVM IR -> ISA text; builds the report and checks the kernel's usage."""
+
+    name: str = "isa"
+    summary: str = "AMDGPU assembly (.s) from llc-22 (amdgpu's default)"
+    one_kernel_function: bool = True
+
+    def describe(self, job: Compilation) -> list[str]:
+        return [f"llc: {toolchain.commands(job.target.name)['llc']}"]
+
+    def run(self, job: Compilation) -> None:
+        from tilemlir.backends.amdgpu.report import ResourceError, build_report, check_resources
+
+        with job.timed("llc"):
+            isa = job.artifacts[self.name] = toolchain.llc_to_isa(job.artifacts["llvm"], job.target.name)
+        # Asked for, the report runs llvm-mca on the main loop: a step of its own.
+        with job.timed("report") if job.options.report else contextlib.nullcontext():
+            job.report = build_report(isa, job.target, mca=job.options.report)
+        conflicts = job.notes.get(LDS_CONFLICTS_ATTR)
+        if conflicts is not None:
+            job.report["lds_bank_conflicts_per_iteration"] = conflicts
+        try:
+            check_resources(job.report, job.target, allow_spills=job.options.allow_spills)
+        except ResourceError as error:
+            raise job.file_error(str(error)) from None
+
+
+@dataclass(frozen=True)
+class HsacoStage(Stage):
+    """ISA -> the code object the HIP runtime loads."""
+
+    name: str = "hsaco"
+    summary: str = "the code object (ELF with AMDHSA metadata); needs -o FILE"
+    binary: bool = True
+    one_kernel_function: bool = True
+
+    def describe(self, job: Compilation) -> list[str]:
+        commands = toolchain.commands(job.target.name)
+        return [f"llvm-mc: {commands['llvm-mc']}", f"ld.lld: {commands['ld.lld']}"]
+
+    def run(self, job: Compilation) -> None:
+        with job.timed("llvm-mc"):
+            obj = toolchain.assemble(job.artifacts["isa"], job.target.name)
+        with job.timed("ld.lld"):
+            job.artifacts[self.name] = toolchain.link_hsaco(obj)
+
+
+STAGES: tuple[Stage, ...] = (TileStage(), GpuStage(), LlvmStage(), IsaStage(), HsacoStage())

@@ -1,0 +1,55 @@
+"""The nvidia stages: tile, gpu (shared, without tile-pipeline), then ptx.
+
+    gpu --ptx--> gpu-check-input, GPU_TO_NVVM, nvidia-dynamic-shared-extern
+                 (one pipeline, "gpu-to-nvvm"), then TO_BINARY ("ptx"): PTX text
+
+The launch metadata (toolchain.launch_metadata) is read from the GPU-level IR
+before it is converted; the report (always built by `ptx`) holds it and the
+counts of the matrix, ldmatrix, cp.async and TMA instructions in the PTX.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilemlir.backends.nvidia import pipeline, toolchain
+from tilemlir.backends.stages import Compilation, GpuStage, Stage, TileStage
+from tilemlir.passes.check_gpu_input import GpuCheckInput
+
+# PTX instructions counted in the report.
+COUNTED_INSTRUCTIONS = ("mma.sync", "ldmatrix", "cp.async.cg", "cp.async.wait_group", "bar.sync",
+                        "wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait")
+
+
+@dataclass(frozen=True)
+class PtxStage(Stage):
+    """GPU-level IR -> the LLVM and NVVM dialects -> PTX, in process."""
+
+    name: str = "ptx"
+    summary: str = ("PTX text for nvidia targets (e.g. --target nvidia:sm_90a); --report gives\n"
+                    "the launch metadata a launcher needs")
+    one_kernel_function: bool = True
+
+    def to_nvvm(self, job: Compilation) -> str:
+        # 32-bit index arithmetic when every memref of the module, as it is
+        # now, has fewer than 2^31 elements (toolchain.index_bitwidth).
+        return pipeline.gpu_to_nvvm_pipeline(job.target.name,
+                                             index_bits=toolchain.index_bitwidth(job.module),
+                                             check=str(GpuCheckInput(target=job.spec)))
+
+    def describe(self, job: Compilation) -> list[str]:
+        return [f"gpu-to-nvvm: {self.to_nvvm(job)}", f"ptx: builtin.module({pipeline.TO_BINARY})"]
+
+    def run(self, job: Compilation) -> None:
+        metadata = toolchain.launch_metadata(job.module, job.target)
+        with job.timed("gpu-to-nvvm"):
+            job.run_pipeline(self.to_nvvm(job))
+        with job.timed(self.name):
+            job.run_pipeline(f"builtin.module({pipeline.TO_BINARY})")
+            ptx = job.artifacts[self.name] = toolchain.binary_assembly(job.module)
+        job.report = {"target": str(job.target), **metadata,
+                      "ptx_instructions": {name: ptx.count(name) for name in COUNTED_INSTRUCTIONS}}
+
+
+STAGES: tuple[Stage, ...] = (TileStage(pipeline.TILE_PIPELINE), GpuStage(pipeline.TILE_PIPELINE),
+                             PtxStage())
