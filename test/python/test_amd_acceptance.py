@@ -126,6 +126,19 @@ def test_seed_kernel_form_runs(chip):
     emulate_against_reference(in_chip_fp8(seed_kernel(256), chip), chip)
 
 
+def test_fnuz_fp8_on_gfx950_computes_exactly_in_f16():
+    # The way around FNUZ on an OCP chip that tile-legalize-precision names:
+    # f16 MFMAs fed by converting copies into the swizzled transpose-read rows
+    # (whose 16-byte pieces once left a vector.extract_strided_slice for ROCDL).
+    passes = "tile-legalize-precision{fp8-fallback=f16}"
+    text = seed_kernel(256)
+    report = tilemlir.compile(text, target="amdgpu:gfx950", emit="isa",
+                              options={"report": True, "passes": passes}).report
+    assert report["spills"] == 0
+    assert all("f16" in name for name in report["mfma_instructions"]), report["mfma_instructions"]
+    emulate_against_reference(text, "gfx950", passes=passes)
+
+
 @pytest.mark.parametrize("chip", ["gfx942", "gfx950", "gfx90a"])
 @pytest.mark.parametrize("size", [128, 100])
 def test_seed_whole_problem_form_runs(chip, size):

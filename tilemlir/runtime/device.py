@@ -18,22 +18,25 @@ from tilemlir.diagnostics import UserError
 
 
 def run_device(module: ir.Operation, entry: str, args, target=None) -> list:
-    from tilemlir.backends.nvidia.toolchain import compile_to_ptx
+    from tilemlir.backends.stages import backend_stages
+    from tilemlir.compiler import CompileOptions, compile_module
     from tilemlir.runtime import cuda_launch
-    from tilemlir.target import resolve_target
 
     try:
         cuda_launch.driver()
     except cuda_launch.CudaError as error:
         raise UserError(f"engine 'device' needs an NVIDIA GPU: {error}") from None
-    resolved = resolve_target(module, str(target) if target is not None else None)
-    if resolved.family != "nvidia":
-        raise UserError(f"engine 'device' runs the nvidia backend's PTX; {resolved} is not an "
-                        "nvidia target (give --target nvidia:sm_90a)")
-    lowered = module.clone()  # compile_to_ptx rewrites its input in place
-    kernel = compile_to_ptx(lowered.operation, resolved)
+    from tilemlir.runtime import resolve_engine_target
+
+    resolved = resolve_engine_target(module, target)
+    if "ptx" not in [stage.name for stage in backend_stages(resolved.family)]:
+        raise UserError(f"engine 'device' runs PTX through the CUDA driver; the {resolved.family} "
+                        f"backend of {resolved} emits no PTX (give --target nvidia:sm_90a)")
+    lowered = module.clone()  # the driver rewrites its input in place
+    result = compile_module(lowered.operation, resolved, emit="ptx", options=CompileOptions(report=True))
+    metadata = {key: result.report[key] for key in ("target", "functions")}
     try:
-        loaded = cuda_launch.CudaModule(kernel.ptx, kernel.metadata)
+        loaded = cuda_launch.CudaModule(result.artifacts["ptx"], metadata)
         buffers = [cuda_launch.DeviceArray(a) for a in args]
         try:
             loaded.launch(entry, buffers, stream=0)

@@ -688,8 +688,10 @@ def store_tile_block(values: list[ir.Value], dst: ir.Value, row: ir.Value, col: 
         for j, value in enumerate(values):
             stored_row = add(row, j)
             for start in range(0, width, piece):
-                part = value if piece == width else vector.ExtractStridedSliceOp(
-                    ir.VectorType.get([piece], dst_type.element_type), value, [start], [piece], [1]).result
+                # A shuffle, not vector.extract_strided_slice: the ROCDL
+                # conversion lowers shuffles, but leaves strided slices behind.
+                part = value if piece == width else vector.shuffle(
+                    value, value, list(range(start, start + piece)))
                 vector.StoreOp(part, dst, [stored_row, swizzled_column(
                     stored_row, add(col, start), swizzle, dst_type.shape[-1], dst_type.element_type)])
         return
