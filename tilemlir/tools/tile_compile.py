@@ -39,6 +39,15 @@ def _defaults() -> str:
     return ", ".join(shown)
 
 
+def _description() -> str:
+    """What the tool does, with the installed backends (entry points included)."""
+    from tilemlir.target.registry import backend, families
+
+    installed = "; ".join(f"{family}: {backend(family).summary}" for family in families())
+    return (f"Compile tile IR or GPU-level IR for a target, through its backend's stages. "
+            f"Installed backends: {installed}.")
+
+
 def _epilog() -> str:
     """The stages of the installed backends, each with what it prints."""
     from tilemlir.backends.stages import registered_stages
@@ -78,8 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     stages = emits()
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Compile tile IR or GPU-level IR for a target: AMDGPU ISA and HSACO (amdgpu), "
-                    "MACA C++ (metax) or PTX (nvidia).",
+        description=_description(),
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
