@@ -53,10 +53,11 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from tilemlir.dialects import tile
+from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.common import IN_BOUNDS_ATTR, gemm_shape, grid_problem, int_attr
+from tilemlir.passes.gemm_facts import gemm_shape
+from tilemlir.passes.kernel_facts import grid_problem
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 from tilemlir.target import resolve_target
 
@@ -235,7 +236,7 @@ class TileTiling(TilePass):
                 else:
                     load = tile.copy(C, acc, [row, col])
                     if shape.m % bm == 0 and shape.n % bn == 0:
-                        load.attributes[IN_BOUNDS_ATTR] = ir.UnitAttr.get()
+                        attributes.IN_BOUNDS.mark(load)
                 loop = scf.ForOp(constant(0), constant(ceil_div(shape.k, bk)), constant(1))
                 with ir.InsertionPoint(loop.body):
                     k = arith.MulIOp(loop.induction_variable, constant(bk)).result
@@ -243,16 +244,16 @@ class TileTiling(TilePass):
                     copy_b = tile.copy(B, b_shared, [col, k] if shape.transpose_b else [k, col])
                     # Windows of a dimension the block divides never leave the operand.
                     if shape.m % bm == 0 and shape.k % bk == 0:
-                        copy_a.attributes[IN_BOUNDS_ATTR] = ir.UnitAttr.get()
+                        attributes.IN_BOUNDS.mark(copy_a)
                     if shape.n % bn == 0 and shape.k % bk == 0:
-                        copy_b.attributes[IN_BOUNDS_ATTR] = ir.UnitAttr.get()
+                        attributes.IN_BOUNDS.mark(copy_b)
                     tile.gemm(a_shared, b_shared, acc, accum_dtype=accum,
                               transpose_a=shape.transpose_a, transpose_b=shape.transpose_b)
                     scf.YieldOp([])
-                loop.operation.attributes[tile.NUM_STAGES_ATTR] = int_attr(plan.stages)
+                attributes.NUM_STAGES.write(loop.operation, plan.stages)
                 store = tile.copy(acc, C, dst_indices=[row, col])
                 if shape.m % bm == 0 and shape.n % bn == 0:
-                    store.attributes[IN_BOUNDS_ATTR] = ir.UnitAttr.get()
+                    attributes.IN_BOUNDS.mark(store)
         op.erase()
 
 

@@ -57,6 +57,7 @@ class Options:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from tilemlir.dialects import attributes
     from tilemlir.target.cli import add_target_query_flags
 
     parser = argparse.ArgumentParser(
@@ -91,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="accept ops of dialects that are not registered")
     parser.add_argument("--target", metavar="FAMILY:NAME",
                         help="hardware target of target-dependent passes, e.g. amdgpu:gfx942 "
-                             "(wins over the module's tile.target)")
+                             f"(wins over the module's {attributes.TARGET.name})")
     parser.add_argument("--target-desc", metavar="FILE",
                         help="use the target descriptor (TOML) in FILE as the target")
     add_target_query_flags(parser)

@@ -41,7 +41,6 @@ from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
 
 from tilemlir.backends.nvidia.pipelining import lower_pipelined_loop, pipelined_buffers, slot_view
 from tilemlir.diagnostics import UserError
-from tilemlir.passes.common import SharedLayout
 from tilemlir.passes.lower_to_gpu.api import (
     AccumulatorLayout,
     GemmOperands,
@@ -54,6 +53,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     udiv,
     urem,
 )
+from tilemlir.passes.shared_memory import SharedLayout
 
 # (m, n, k) of the mma.sync shapes this core lowers, by operand bit width.
 SHAPES = {16: (16, 8, 16), 8: (16, 8, 32)}
