@@ -104,7 +104,9 @@ class TileAttribute:
         return self.name in op.attributes
 
     def get(self, op) -> ir.Attribute | None:
-        return op.attributes[self.name] if self.name in op.attributes else None  # noqa: SIM401 - no .get on MLIR attribute maps
+        if self.name not in op.attributes:  # MLIR attribute maps have no .get
+            return None
+        return op.attributes[self.name]
 
     def set(self, op, attribute: ir.Attribute) -> None:
         op.attributes[self.name] = attribute
@@ -197,7 +199,8 @@ NUM_STAGES = IntegerAttribute(
 IN_BOUNDS = UnitAttribute(
     "tile.in_bounds", ("tile.copy",),
     producer="tile-tiling (every window of the copy lies inside the global memref)",
-    consumers=("tile-lower-to-gpu", "amdgpu lowering hooks (LDS DMA)", "the nvidia matrix core (cp.async pipelining)"),
+    consumers=("tile-lower-to-gpu", "amdgpu lowering hooks (LDS DMA)",
+               "the nvidia matrix core (cp.async pipelining)"),
     form="a unit attribute", check=of_kind(ir.UnitAttr))
 
 CAST = DictionaryAttribute(
@@ -265,21 +268,23 @@ PIPELINED = IntegerAttribute(
     consumers=("tile-pipeline (runs once per loop)", "tile-lower-to-gpu"),
     form="an integer >= 1", check=integer(1))
 
-# On the gpu.funcs tile-lower-to-gpu makes, for the stages after it.
+# On the gpu.funcs tile-lower-to-gpu makes, for the stages after it; the
+# conversion to LLVM keeps them on the llvm.func it makes of each.
+_LOWERED_KERNEL = ("gpu.func", "llvm.func")
 LDS_BANK_CONFLICTS_PER_ITERATION = IntegerAttribute(
-    "tile.lds_bank_conflicts_per_iteration", ("gpu.func",),
+    "tile.lds_bank_conflicts_per_iteration", _LOWERED_KERNEL,
     producer="tile-lower-to-gpu (the sum of the kernel's tile.lds_conflicts)",
     consumers=("the amdgpu llvm stage (--report's lds_bank_conflicts_per_iteration)",),
     form="an integer >= 0", check=integer(0))
 
 DYNAMIC_SHARED_BYTES = IntegerAttribute(
-    "tile.dynamic_shared_bytes", ("gpu.func",),
+    "tile.dynamic_shared_bytes", _LOWERED_KERNEL,
     producer="tile-lower-to-gpu (a matrix core that places shared memory itself)",
     consumers=("nvidia toolchain (launch metadata)",),
     form="an integer >= 0", check=integer(0))
 
 KERNEL_ARGUMENTS = StringArrayAttribute(
-    "tile.kernel_arguments", ("gpu.func",),
+    "tile.kernel_arguments", _LOWERED_KERNEL,
     producer="tile-lower-to-gpu (arguments a matrix core or hook added, as JSON)",
     consumers=("nvidia toolchain (launch metadata)",),
     form='an array of JSON strings such as "{\\"position\\": 3, ...}"', check=array_of(ir.StringAttr))

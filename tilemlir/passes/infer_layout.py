@@ -61,7 +61,7 @@ from mlir import ir
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.lds_banks import choose_padding, choose_swizzle
-from tilemlir.passes.base import PassState, Switch, TilePass, switch_on
+from tilemlir.passes.base import PassState, Switch, TilePass, resolve_switch
 from tilemlir.passes.gemm_facts import MmaChoice, copy_vector_width, gemm_shape, warp_grid_of
 from tilemlir.passes.gpu_builders import bit_width
 from tilemlir.passes.kernel_facts import enclosing_kernel, i64_array, int_attr, kernel_threads
@@ -242,7 +242,7 @@ class TileInferLayout(TilePass):
             element_bits = ir.MemRefType(operand.type).element_type.width
             element_bytes = max(1, element_bits // 8)
             read = None
-            if not k_contiguous and switch_on(self.transpose_reads, transpose_reads_pay(op, target)):
+            if not k_contiguous and resolve_switch(self.transpose_reads, transpose_reads_pay(op, target)):
                 read = transpose_read_elements(target, element_bits)
             if read is not None and count % read == 0 and shape[-1] % read == 0:
                 # Stored as is (K rows); each lane's K run is read E at a time

@@ -23,7 +23,7 @@ from mlir.dialects import amdgpu, arith, memref, rocdl
 
 from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
-from tilemlir.passes.base import Switch, switch_on
+from tilemlir.passes.base import Switch, resolve_switch
 from tilemlir.passes.kernel_facts import element_span
 from tilemlir.passes.lower_to_gpu.api import (
     KernelLowering,
@@ -64,7 +64,7 @@ class AmdgpuLoweringHooks(LoweringHooks):
 
     def __init__(self, lowering: KernelLowering):
         super().__init__(lowering)
-        self.direct_lds_loads = switch_on(lowering.option("direct_lds_loads"),
+        self.direct_lds_loads = resolve_switch(lowering.option("direct_lds_loads"),
                                           reads_transposed(lowering.kernel))
         self.uniform_wave: ir.Value | None = None  # the wave id as LLVM sees it uniform
         self.fat_buffers: dict = {}  # global memref -> its buffer-resource view

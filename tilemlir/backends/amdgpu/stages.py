@@ -8,7 +8,7 @@
     isa   --hsaco--> llvm-mc-22, ld.lld-22 -shared
 
 Each step is timed under its own label (gpu-to-llvm, translate, llvm-opt, llc,
-report, llvm-mc, ld.lld). The data (pass lists, tool flags) is in pipeline.py.
+report, llvm-mc, ld.lld). The data (pass lists, tool flags) is in pass_lists.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from mlir import ir
 
 from tilemlir.backends.amdgpu import toolchain
 from tilemlir.backends.amdgpu.gpu_checks import AmdgpuCheckResources
-from tilemlir.backends.amdgpu.pipeline import gpu_to_llvm_pipeline
+from tilemlir.backends.amdgpu.pass_lists import gpu_to_llvm_pipeline
 from tilemlir.backends.stages import Compilation, GpuStage, Stage, TileStage
 from tilemlir.dialects import attributes
 from tilemlir.irutil import walk

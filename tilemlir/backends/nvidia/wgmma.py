@@ -73,8 +73,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, builtin, gpu, llvm, memref, nvgpu, nvvm, scf, vector
 
-from tilemlir.backends.nvidia.matrix import MmaSyncAccumulator, MmaSyncCore
-from tilemlir.backends.nvidia.pipelining import (
+from tilemlir.backends.nvidia.cp_async_pipelining import (
     PipelinePlan,
     flatten,
     mma_reading_ahead,
@@ -82,6 +81,7 @@ from tilemlir.backends.nvidia.pipelining import (
     plan_pipeline,
     unflatten,
 )
+from tilemlir.backends.nvidia.matrix import MmaSyncAccumulator, MmaSyncCore
 from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 from tilemlir.passes.gemm_facts import MmaChoice
