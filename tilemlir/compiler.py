@@ -137,11 +137,12 @@ def compile_module(
 
 
 def _resolve(target: str | Target | None, module: ir.Operation) -> Target:
-    from tilemlir.target import TARGET_ATTRIBUTE, resolve_target
+    from tilemlir.dialects import attributes
+    from tilemlir.target import resolve_target
 
     if isinstance(target, Target):
         return target
-    if target is None and TARGET_ATTRIBUTE not in module.attributes:
+    if target is None and not attributes.TARGET.is_on(module):
         target = DEFAULT_TARGET
     return resolve_target(module, target)
 

@@ -95,3 +95,20 @@ func.func @too_many_threads() {
   }) {grid = array<i64: 1>, threads = 2048 : i64} : () -> ()
   return
 }
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+// A tile.cast records the conversion tile-legalize-precision saw; one the
+// copy's element types contradict (stale, or written by hand) is refused.
+func.func @stale_cast(%A: memref<64x32xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %c0 = arith.constant 0 : index
+    %a = "tile.alloc_shared"() : () -> memref<64x32xf16, #S>
+    // expected-error@below {{tile-lower-to-gpu: tile.cast converts f32 to f16, but this copy's element types are f16 and f16}}
+    "tile.copy"(%A, %a, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>, tile.cast = {from = f32, rounding = "nearest_even", to = f16}} : (memref<64x32xf16>, memref<64x32xf16, #S>, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}

@@ -212,9 +212,9 @@ class SeesTarget(TilePass):
 
 @pytest.fixture
 def sees_target(monkeypatch) -> list[str]:
-    from tilemlir import passes
+    from tilemlir.passes import registry
 
-    monkeypatch.setitem(passes._REGISTRY, SeesTarget.name, f"{__name__}:SeesTarget")
+    monkeypatch.setitem(registry._REGISTRY, SeesTarget.name, f"{__name__}:SeesTarget")
     SEEN.clear()
     return SEEN
 

@@ -111,9 +111,9 @@ def test_bad_requests_are_user_errors(example_text):
 
 
 def test_missing_tile_pass_is_named(monkeypatch):
-    from tilemlir import passes
+    from tilemlir.passes import registry
 
-    monkeypatch.delitem(passes._REGISTRY, "tile-select-mma", raising=False)
+    monkeypatch.delitem(registry._REGISTRY, "tile-select-mma", raising=False)
     with pytest.raises(UserError, match="'tile-select-mma' does not refer to a registered pass"):
         tilemlir.compile(SEED.read_text(), emit="isa")
 

@@ -54,7 +54,7 @@ def test_descriptor_facts():
 
 @needs_mlir
 def test_select_mma_ranks_wgmma_only_when_preferred():
-    from tilemlir.passes.common import GemmShape
+    from tilemlir.passes.gemm_facts import GemmShape
     from tilemlir.passes.select_mma import select_mma_for
     from tilemlir.target import get_target
 

@@ -74,8 +74,8 @@ def test_options_round_trip():
 
 def test_switch_options():
     """auto|true|false options: auto by default, bare means true, 1/on and
-    0/off as for booleans; the rule decides only for auto (switch_on)."""
-    from tilemlir.passes.base import switch_on
+    0/off as for booleans; the rule decides only for auto (resolve_switch)."""
+    from tilemlir.passes.base import resolve_switch
 
     default = passes.make_pass("tile-infer-layout")
     assert default.transpose_reads == "auto" and str(default) == "tile-infer-layout"
@@ -83,8 +83,8 @@ def test_switch_options():
     assert passes.make_pass("tile-lower-to-gpu", "direct-lds-loads=off").direct_lds_loads == "false"
     assert str(passes.make_pass("tile-infer-layout", "transpose-reads=1")) == \
         "tile-infer-layout{transpose-reads=true}"
-    assert [switch_on(v, True) for v in ("auto", "true", "false", False)] == [True, True, False, False]
-    assert switch_on("auto", False) is False
+    assert [resolve_switch(v, True) for v in ("auto", "true", "false", False)] == [True, True, False, False]
+    assert resolve_switch("auto", False) is False
 
 
 def test_pass_is_frozen():

@@ -15,7 +15,7 @@ from kernel_text import Gemm, gemm_kernel, softmax_kernel
 from mlir import ir
 from mlir.dialects import arith
 
-from tilemlir.dialects import tile
+from tilemlir.dialects import attributes
 from tilemlir.passes import pass_names
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.runtime.validate import TranslationValidationError, validate_pipeline
@@ -89,7 +89,7 @@ class DropLastKTile(TilePass):
         from tilemlir.irutil import walk
 
         for op in list(walk(module)):
-            if op.name == "scf.for" and tile.NUM_STAGES_ATTR in op.attributes:
+            if op.name == "scf.for" and attributes.NUM_STAGES.is_on(op):
                 with ir.InsertionPoint(op), op.location:
                     one = arith.ConstantOp(ir.IndexType.get(), 1)
                     op.operands[1] = arith.SubIOp(op.operands[1], one.result).result

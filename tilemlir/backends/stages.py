@@ -198,7 +198,7 @@ def tile_pipeline(stop_before: str | None = None, tiling: str = "",
     tile-select-mma its options ("prefer=wgmma"), and `passes` any step its
     options ("tile-infer-layout{transpose-reads=true},
     tile-lower-to-gpu{direct-lds-loads=true}"; a pass not in the list is an error)."""
-    from tilemlir.passes.pipeline import parse_pipeline
+    from tilemlir.passes.pipeline_text import parse_pipeline
 
     given = {element.name: element.options or "" for element in parse_pipeline(passes)}
     unknown = sorted(set(given) - set(steps))
@@ -217,7 +217,7 @@ def spelled_out(pipeline: str, spec: str) -> str:
     """`pipeline` as tile-opt -p takes it: anchored on builtin.module, every
     tile pass with its options and the target spelled out."""
     from tilemlir.passes import is_tile_pass, make_pass
-    from tilemlir.passes.pipeline import parse_pipeline
+    from tilemlir.passes.pipeline_text import parse_pipeline
 
     def element(step) -> str:
         if not is_tile_pass(step.name):

@@ -40,10 +40,8 @@ ELEMENT_TYPES: tuple[str, ...] = TILE_BUFFER_TYPES
 
 REDUCE_KINDS: tuple[str, ...] = ("sum", "max", "min")
 
-# Discardable attribute marking a pipelined `scf.for` (TileLang's T.Pipelined).
-NUM_STAGES_ATTR = "tile.num_stages"
-# Module attribute naming the target, e.g. "amdgpu:gfx942".
-TARGET_ATTR = "tile.target"
+# The discardable `tile.*` attributes (tile.num_stages, tile.target, ...) are
+# defined in tilemlir/dialects/attributes.py.
 
 
 # --------------------------------------------------------------------------

@@ -59,7 +59,7 @@ def option_name(field_name: str) -> str:
 Switch = typing.Literal["auto", "true", "false"]
 
 
-def switch_on(value: str | bool, automatic: bool) -> bool:
+def resolve_switch(value: str | bool, automatic: bool) -> bool:
     """A Switch option's value (or a plain bool), `automatic` standing for "auto"."""
     if isinstance(value, bool):
         return value

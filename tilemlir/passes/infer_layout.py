@@ -58,30 +58,19 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.dialects import tile
+from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.lds_banks import choose_padding, choose_swizzle
-from tilemlir.passes.base import PassState, Switch, TilePass, switch_on
-from tilemlir.passes.common import (
-    LAYOUT_ATTR,
-    LDS_CONFLICTS_ATTR,
-    MMA_ATTR,
-    SMEM_LAYOUT_ATTR,
+from tilemlir.passes.base import PassState, Switch, TilePass, resolve_switch
+from tilemlir.passes.gemm_facts import MmaChoice, copy_vector_width, gemm_shape, warp_grid_of
+from tilemlir.passes.gpu_builders import bit_width
+from tilemlir.passes.kernel_facts import enclosing_kernel, i64_array, int_attr, kernel_threads
+from tilemlir.passes.lower_to_gpu.api import matrix_core_for
+from tilemlir.passes.shared_memory import (
     TRANSPOSE_READ_GROUP,
-    VECTOR_WIDTH_ATTR,
-    MmaChoice,
-    copy_vector_width,
-    enclosing_kernel,
-    gemm_shape,
-    i64_array,
-    int_attr,
-    kernel_threads,
     physical_shared_bytes,
     transpose_read_elements,
-    warp_grid_of,
 )
-from tilemlir.passes.gpu_builders import bit_width
-from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 from tilemlir.target import resolve_target
 from tilemlir.target.model import is_unknown
 
@@ -126,16 +115,17 @@ def _stages_of(alloc: ir.Operation) -> int:
         if user.name != "tile.copy":
             continue
         loop = user.parent
-        if loop is not None and loop.name == "scf.for" and tile.NUM_STAGES_ATTR in loop.attributes:
-            return max(1, ir.IntegerAttr(loop.attributes[tile.NUM_STAGES_ATTR]).value)
+        stages = attributes.NUM_STAGES.read(loop) if loop is not None and loop.name == "scf.for" else None
+        if stages is not None:
+            return max(1, stages)
     return 1
 
 
 def _conflicts_of(owner) -> int:
     """Conflict clocks of one operand read from this buffer (all its accesses)."""
-    if not isinstance(owner, ir.OpView | ir.Operation) or SMEM_LAYOUT_ATTR not in owner.attributes:
+    if not isinstance(owner, ir.OpView | ir.Operation) or not attributes.SMEM_LAYOUT.is_on(owner):
         return 0
-    return ir.IntegerAttr(ir.DictAttr(owner.attributes[SMEM_LAYOUT_ATTR])["conflicts"]).value
+    return ir.IntegerAttr(attributes.SMEM_LAYOUT.read(owner)["conflicts"]).value
 
 
 @dataclass(frozen=True)
@@ -178,8 +168,8 @@ class TileInferLayout(TilePass):
         if total() <= limit:
             return
         for op in allocs:
-            if SMEM_LAYOUT_ATTR in op.attributes:
-                layout = ir.DictAttr(op.attributes[SMEM_LAYOUT_ATTR])
+            layout = attributes.SMEM_LAYOUT.read(op)
+            if layout is not None:
                 entries = {name: layout[name]
                            for name in ("transposed", "transpose_read", "banks", "conflicts", "swizzle")
                            if name in layout}
@@ -187,8 +177,8 @@ class TileInferLayout(TilePass):
                 if "swizzle" not in layout:  # a swizzled layout has no padding to lose
                     entries["conflicts"] = int_attr(ir.IntegerAttr(layout["unpadded_conflicts"]).value)
                 entries["unpadded_conflicts"] = layout["unpadded_conflicts"]
-                op.attributes[SMEM_LAYOUT_ATTR] = ir.DictAttr.get(entries)
-        for gemm in [op for op in walk(kernel) if op.name == "tile.gemm" and MMA_ATTR in op.attributes]:
+                attributes.SMEM_LAYOUT.write(op, entries)
+        for gemm in [op for op in walk(kernel) if op.name == "tile.gemm" and attributes.MMA.is_on(op)]:
             self.count_conflicts(gemm, MmaChoice.of(gemm), warp_grid_of(gemm))
 
     def layout_from_gemm(self, op: ir.Operation, chosen: dict, state: PassState) -> None:
@@ -222,7 +212,7 @@ class TileInferLayout(TilePass):
             return
         chosen[accumulator] = (key, op)
         self.smem_layouts(op, choice, warps, state)
-        owner.attributes[LAYOUT_ATTR] = ir.DictAttr.get({
+        attributes.LAYOUT.write(owner, {
             "kind": ir.StringAttr.get("mma_accumulator"),
             "instruction": i64_array([choice.m, choice.n, choice.k]),
             "warps": i64_array(list(warps)),
@@ -252,7 +242,7 @@ class TileInferLayout(TilePass):
             element_bits = ir.MemRefType(operand.type).element_type.width
             element_bytes = max(1, element_bits // 8)
             read = None
-            if not k_contiguous and switch_on(self.transpose_reads, transpose_reads_pay(op, target)):
+            if not k_contiguous and resolve_switch(self.transpose_reads, transpose_reads_pay(op, target)):
                 read = transpose_read_elements(target, element_bits)
             if read is not None and count % read == 0 and shape[-1] % read == 0:
                 # Stored as is (K rows); each lane's K run is read E at a time
@@ -290,7 +280,7 @@ class TileInferLayout(TilePass):
             }
             if swizzle is not None:
                 entries.update(pad=int_attr(0), conflicts=int_attr(0), swizzle=int_attr(swizzle[0]))
-            owner.attributes[SMEM_LAYOUT_ATTR] = ir.DictAttr.get(entries)
+            attributes.SMEM_LAYOUT.write(owner, entries)
         self.count_conflicts(op, choice, warps)
 
     @staticmethod
@@ -301,7 +291,7 @@ class TileInferLayout(TilePass):
         reads_b = (shape.k // choice.k) * (shape.n // wn // choice.n)
         per_execution = (reads_a * _conflicts_of(op.operands[0].owner)
                          + reads_b * _conflicts_of(op.operands[1].owner))
-        op.attributes[LDS_CONFLICTS_ATTR] = int_attr(per_execution)
+        attributes.LDS_CONFLICTS.write(op, per_execution)
 
     @staticmethod
     def copy_width(op: ir.Operation) -> None:
@@ -311,4 +301,4 @@ class TileInferLayout(TilePass):
         dst_type = ir.MemRefType(dst.type)
         element_bits = ir.MemRefType(src.type).element_type
         bits = element_bits.width if hasattr(element_bits, "width") else 32
-        op.attributes[VECTOR_WIDTH_ATTR] = int_attr(copy_vector_width(dst_type.shape[-1], bits))
+        attributes.VECTOR_WIDTH.write(op, copy_vector_width(dst_type.shape[-1], bits))

@@ -53,14 +53,13 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.dialects import tile
+from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassOptionError, PassState, TilePass
-from tilemlir.passes.common import enclosing_kernel
+from tilemlir.passes.kernel_facts import enclosing_kernel
 from tilemlir.target import resolve_target
 from tilemlir.target.model import FP8_KIND, is_unknown
 
-CAST_ATTR = "tile.cast"
 FNUZ_TO_OCP = {"f8E4M3FNUZ": "f8E4M3FN", "f8E5M2FNUZ": "f8E5M2"}
 OCP_TO_FNUZ = {v: k for k, v in FNUZ_TO_OCP.items()}
 POLICIES = ("auto", "f16", "error")
@@ -188,10 +187,9 @@ class TileLegalizePrecision(TilePass):
         source = ir.MemRefType(op.operands[0].type).element_type
         target = ir.MemRefType(op.operands[1].type).element_type
         if source == target:
-            if CAST_ATTR in op.attributes:
-                del op.attributes[CAST_ATTR]
+            attributes.CAST.remove(op)
             return
-        op.attributes[CAST_ATTR] = ir.DictAttr.get({
+        attributes.CAST.write(op, {
             "from": ir.TypeAttr.get(source),
             "to": ir.TypeAttr.get(target),
             "rounding": ir.StringAttr.get("nearest_even"),

@@ -47,18 +47,11 @@ from typing import ClassVar
 
 from mlir import ir
 
+from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.common import (
-    MMA_ATTR,
-    WARP_GRID_ATTR,
-    MmaChoice,
-    enclosing_kernel,
-    gemm_shape,
-    i64_array,
-    kernel_threads,
-    split_waves,
-)
+from tilemlir.passes.gemm_facts import MmaChoice, gemm_shape, split_waves
+from tilemlir.passes.kernel_facts import enclosing_kernel, kernel_threads
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 from tilemlir.target import resolve_target
 from tilemlir.target.model import is_unknown
@@ -151,5 +144,5 @@ class TileSelectMma(TilePass):
                                 f"gemm with {kernel_threads(kernel)} threads; tried: {tried}")
                 continue
             choice, (wm, wn) = result
-            op.attributes[MMA_ATTR] = choice.attribute()
-            op.attributes[WARP_GRID_ATTR] = i64_array([wm, wn])
+            choice.record(op)
+            attributes.WARP_GRID.write(op, [wm, wn])

@@ -58,14 +58,11 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from tilemlir.dialects import tile
+from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.common import int_attr, lds_breakdown, position_text, shared_buffer_text
+from tilemlir.passes.shared_memory import lds_breakdown, position_text, shared_buffer_text
 from tilemlir.target import resolve_target
-
-PREFETCH_ATTR = "tile.prefetch"
-PIPELINED_ATTR = "tile.pipelined"
 
 
 class NotPipelinable(Exception):
@@ -95,15 +92,16 @@ def staged_view(buffer: ir.Value, stage: ir.Value, shape: list[int]) -> ir.Value
 @dataclass(frozen=True)
 class TilePipeline(TilePass):
     name: ClassVar[str] = "tile-pipeline"
-    summary: ClassVar[str] = "Multi-buffer the shared tiles of tile.num_stages loops and prefetch ahead"
+    summary: ClassVar[str] = (f"Multi-buffer the shared tiles of {attributes.NUM_STAGES.name} loops "
+                               "and prefetch ahead")
 
     target: str = ""
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         loops = [op for op in walk(module) if op.name == "scf.for"
-                 and tile.NUM_STAGES_ATTR in op.attributes and PIPELINED_ATTR not in op.attributes]
+                 and attributes.NUM_STAGES.is_on(op) and not attributes.PIPELINED.is_on(op)]
         for loop in loops:
-            stages = ir.IntegerAttr(loop.attributes[tile.NUM_STAGES_ATTR]).value
+            stages = attributes.NUM_STAGES.read(loop)
             if stages < 1:
                 continue
             try:
@@ -242,7 +240,7 @@ class TilePipeline(TilePass):
         for buffer in buffers:
             buffer.replace_all_uses_with(views[buffer])
             buffer.owner.erase()
-        loop.attributes[PIPELINED_ATTR] = int_attr(stages)
+        attributes.PIPELINED.write(loop, stages)
 
     def copy_for_iteration(self, body, induction, iteration, copies, staged, stage, prologue: bool):
         """Clones `copies` (and the index arithmetic they depend on) for
@@ -259,7 +257,7 @@ class TilePipeline(TilePass):
             for name in copy.attributes:
                 if name != "operandSegmentSizes":
                     new.attributes[name] = copy.attributes[name]
-            new.attributes[PREFETCH_ATTR] = ir.UnitAttr.get()
+            attributes.PREFETCH.mark(new)
 
     def materialize(self, value: ir.Value, body: ir.Block, mapping: dict) -> None:
         """Clones the pure ops of the loop body that compute `value`, with the

@@ -53,10 +53,11 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from tilemlir.dialects import tile
+from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.common import IN_BOUNDS_ATTR, gemm_shape, grid_problem, int_attr
+from tilemlir.passes.gemm_facts import gemm_shape
+from tilemlir.passes.kernel_facts import grid_problem
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 from tilemlir.target import resolve_target
 
@@ -101,15 +102,18 @@ def accumulator_register_budget(target) -> tuple[int, str]:
 
 
 @dataclass(frozen=True)
-class Plan:
+class TilingChoice:
+    """How tile-tiling splits a gemm: the block tile (M, N, K), the threads of
+    each block, and the pipeline stages of the K loop."""
+
     block: tuple[int, int, int]
     threads: int
     stages: int
 
 
-def shared_bytes_needed(plan: Plan, a_bytes: int, b_bytes: int) -> int:
-    bm, bn, bk = plan.block
-    return plan.stages * (bm * bk * a_bytes + bk * bn * b_bytes)
+def shared_bytes_needed(tiling: TilingChoice, a_bytes: int, b_bytes: int) -> int:
+    bm, bn, bk = tiling.block
+    return tiling.stages * (bm * bk * a_bytes + bk * bn * b_bytes)
 
 
 @dataclass(frozen=True)
@@ -137,16 +141,16 @@ class TileTiling(TilePass):
                 state.error(op, "tile-tiling: a whole-problem tile.fill is only tiled when it clears "
                                 "the C of the tile.gemm right after it")
         for op, fill in pairs:
-            plan = self.plan(op, target, state)
-            if plan is None:
+            tiling = self.choose_tiling(op, target, state)
+            if tiling is None:
                 continue
-            self.tile_gemm(op, plan, zero_init=fill is not None)
+            self.tile_gemm(op, tiling, zero_init=fill is not None)
             if fill is not None:
                 fill.erase()
 
     # -- choosing the tiles ---------------------------------------------------
 
-    def plan(self, op: ir.Operation, target, state: PassState) -> Plan | None:
+    def choose_tiling(self, op: ir.Operation, target, state: PassState) -> TilingChoice | None:
         shape = gemm_shape(op)
         dynamic = ir.ShapedType.get_dynamic_size()
         if dynamic in (shape.m, shape.n, shape.k):
@@ -170,53 +174,53 @@ class TileTiling(TilePass):
         if min(block) <= 0 or threads <= 0 or stages <= 0:
             state.error(op, "tile-tiling: block sizes, threads and stages must be positive")
             return None
-        plan = Plan(block, threads, stages)
+        tiling = TilingChoice(block, threads, stages)
         lds_limit = target.require("memory.shared_bytes_per_workgroup", "the LDS budget")
-        needed = shared_bytes_needed(plan, a_bytes, b_bytes)
+        needed = shared_bytes_needed(tiling, a_bytes, b_bytes)
         if needed > lds_limit and not self.stages and not self.block:
-            while plan.stages > 1 and shared_bytes_needed(plan, a_bytes, b_bytes) > lds_limit:
-                plan = Plan(plan.block, plan.threads, plan.stages - 1)
-            needed = shared_bytes_needed(plan, a_bytes, b_bytes)
+            while tiling.stages > 1 and shared_bytes_needed(tiling, a_bytes, b_bytes) > lds_limit:
+                tiling = TilingChoice(tiling.block, tiling.threads, tiling.stages - 1)
+            needed = shared_bytes_needed(tiling, a_bytes, b_bytes)
         if needed > lds_limit:
-            bm, bn, bk = plan.block
-            state.error(op, f"tile-tiling: needs {needed} bytes of LDS ({plan.stages} stages x "
+            bm, bn, bk = tiling.block
+            state.error(op, f"tile-tiling: needs {needed} bytes of LDS ({tiling.stages} stages x "
                             f"({bm}x{bk} A + {bk}x{bn} B tiles)), {target.name} allows {lds_limit}")
             return None
-        grid = [ceil_div(shape.n, plan.block[1]), ceil_div(shape.m, plan.block[0])]
-        too_large = grid_problem(grid, plan.threads, target)
+        grid = [ceil_div(shape.n, tiling.block[1]), ceil_div(shape.m, tiling.block[0])]
+        too_large = grid_problem(grid, tiling.threads, target)
         if too_large is not None:
-            state.error(op, f"tile-tiling: a {shape.m}x{shape.n} C in {plan.block[0]}x{plan.block[1]} "
+            state.error(op, f"tile-tiling: a {shape.m}x{shape.n} C in {tiling.block[0]}x{tiling.block[1]} "
                             f"blocks needs a grid of {grid[0]}x{grid[1]} blocks (x: N, y: M): "
                             f"{too_large}; split the GEMM into several")
             return None
         accum_bytes = element_bytes(shape.accum)
         budget, why = accumulator_register_budget(target)
-        registers = ceil_div(block[0] * block[1] * accum_bytes, 4 * plan.threads)
+        registers = ceil_div(block[0] * block[1] * accum_bytes, 4 * tiling.threads)
         most_threads = target.require("compute.max_threads_per_workgroup", "the thread count")
-        while registers > budget and not self.threads and plan.threads * 2 <= most_threads:
+        while registers > budget and not self.threads and tiling.threads * 2 <= most_threads:
             # More waves share the accumulator when the thread count was not given.
-            plan = Plan(plan.block, plan.threads * 2, plan.stages)
-            registers = ceil_div(block[0] * block[1] * accum_bytes, 4 * plan.threads)
+            tiling = TilingChoice(tiling.block, tiling.threads * 2, tiling.stages)
+            registers = ceil_div(block[0] * block[1] * accum_bytes, 4 * tiling.threads)
         if registers > budget:
             state.error(op, f"tile-tiling: the {block[0]}x{block[1]} accumulator needs {registers} "
-                            f"registers per lane with {plan.threads} threads, {target.name} leaves "
+                            f"registers per lane with {tiling.threads} threads, {target.name} leaves "
                             f"{budget} for it ({why})")
             return None
-        return plan
+        return tiling
 
     # -- writing the kernel ---------------------------------------------------
 
-    def tile_gemm(self, op: ir.Operation, plan: Plan, zero_init: bool) -> None:
+    def tile_gemm(self, op: ir.Operation, tiling: TilingChoice, zero_init: bool) -> None:
         shape = gemm_shape(op)
         A, B, C = op.operands[0], op.operands[1], op.operands[2]
-        bm, bn, bk = plan.block
+        bm, bn, bk = tiling.block
         a_type, b_type = ir.MemRefType(A.type), ir.MemRefType(B.type)
         accum = ir.TypeAttr(op.attributes["accum_dtype"]).value
         grid = [ceil_div(shape.n, bn), ceil_div(shape.m, bm)]
         a_tile = [bk, bm] if shape.transpose_a else [bm, bk]
         b_tile = [bn, bk] if shape.transpose_b else [bk, bn]
         with ir.InsertionPoint(op), op.location:
-            kernel = tile.kernel(grid, plan.threads)
+            kernel = tile.kernel(grid, tiling.threads)
             with tile.kernel_body(kernel) as (bx, by):
                 index = ir.IndexType.get()
 
@@ -235,7 +239,7 @@ class TileTiling(TilePass):
                 else:
                     load = tile.copy(C, acc, [row, col])
                     if shape.m % bm == 0 and shape.n % bn == 0:
-                        load.attributes[IN_BOUNDS_ATTR] = ir.UnitAttr.get()
+                        attributes.IN_BOUNDS.mark(load)
                 loop = scf.ForOp(constant(0), constant(ceil_div(shape.k, bk)), constant(1))
                 with ir.InsertionPoint(loop.body):
                     k = arith.MulIOp(loop.induction_variable, constant(bk)).result
@@ -243,16 +247,16 @@ class TileTiling(TilePass):
                     copy_b = tile.copy(B, b_shared, [col, k] if shape.transpose_b else [k, col])
                     # Windows of a dimension the block divides never leave the operand.
                     if shape.m % bm == 0 and shape.k % bk == 0:
-                        copy_a.attributes[IN_BOUNDS_ATTR] = ir.UnitAttr.get()
+                        attributes.IN_BOUNDS.mark(copy_a)
                     if shape.n % bn == 0 and shape.k % bk == 0:
-                        copy_b.attributes[IN_BOUNDS_ATTR] = ir.UnitAttr.get()
+                        attributes.IN_BOUNDS.mark(copy_b)
                     tile.gemm(a_shared, b_shared, acc, accum_dtype=accum,
                               transpose_a=shape.transpose_a, transpose_b=shape.transpose_b)
                     scf.YieldOp([])
-                loop.operation.attributes[tile.NUM_STAGES_ATTR] = int_attr(plan.stages)
+                attributes.NUM_STAGES.write(loop.operation, tiling.stages)
                 store = tile.copy(acc, C, dst_indices=[row, col])
                 if shape.m % bm == 0 and shape.n % bn == 0:
-                    store.attributes[IN_BOUNDS_ATTR] = ir.UnitAttr.get()
+                    attributes.IN_BOUNDS.mark(store)
         op.erase()
 
 

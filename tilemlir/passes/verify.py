@@ -9,9 +9,10 @@ with a located diagnostic:
   kernels not nested; `tile.num_stages` only on `scf.for`, an integer >= 1;
 * attributes before anything reads them: every attribute of a tile op is
   readable through the bindings (no `array<f16>` grid), and each `tile.*`
-  attribute the passes record (`PASS_ATTRIBUTES`: tile.mma, tile.layout,
-  tile.smem_layout, ...) sits on its op and has its documented form, so a
-  hand-written one is refused here instead of failing inside a pass;
+  attribute the passes record (the table in tilemlir/dialects/attributes.py:
+  tile.mma, tile.layout, tile.smem_layout, ...) sits on its op and has its
+  documented form, so a hand-written one is refused here instead of failing
+  inside a pass;
 * `tile.kernel`: grid of 1 to 3 extents from 1 to 2^31-1 (per-target limits:
   tile-tiling, tile-lower-to-gpu), integer `threads` from 1 to 2^31-1, one
   block whose arguments are one `index` per grid dimension, ending in `gpu.yield`;
@@ -54,11 +55,11 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.dialects import tile
+from tilemlir.dialects import attributes, tile
 from tilemlir.dialects.element_types import FLOAT_TYPES, bit_width_of
 from tilemlir.irutil import enclosing, walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.common import element_span
+from tilemlir.passes.kernel_facts import element_span
 
 # Bit widths of the float and integer buffer element types.
 FLOAT_WIDTH = {name: bit_width_of(name) for name in tile.ELEMENT_TYPES if name in FLOAT_TYPES}
@@ -85,12 +86,10 @@ class TileVerify(TilePass):
             check = _CHECKS.get(op.name)
             if check is not None:
                 check(self, op, state)
-            if tile.NUM_STAGES_ATTR in op.attributes:
-                self._check_num_stages(op, state)
 
     def _check_attributes(self, op: ir.Operation, state: PassState) -> bool:
-        """The `tile.*` attributes the passes record and read (`PASS_ATTRIBUTES`)
-        have their documented form and sit on their op; a tile op's attributes
+        """The `tile.*` attributes the passes record and read (the table in
+        tilemlir/dialects/attributes.py) have their documented form and sit on their op; a tile op's attributes
         can all be read through the bindings. False after a diagnostic."""
         ok = True
         is_tile_op = op.name.startswith("tile.")
@@ -105,17 +104,16 @@ class TileVerify(TilePass):
                 state.error(op, f"{op.name}: {name} must be {wanted}, got {_describe(op, name)}")
                 ok = False
                 continue
-            rule = PASS_ATTRIBUTES.get(name)
+            rule = attributes.BY_NAME.get(name)
             if rule is None:
                 continue
-            owners, form, check = rule
-            if op.name not in owners:
-                state.error(op, f"{name} belongs on {' or '.join(owners)}, not on {op.name}")
+            if op.name not in rule.on:
+                state.error(op, f"{name} belongs on {' or '.join(rule.on)}, not on {op.name}")
                 ok = False
                 continue
-            problem = check(attr)
+            problem = rule.check(attr)
             if problem is not None:
-                state.error(op, f"{op.name}: {name} must be {form}; {problem}")
+                state.error(op, f"{op.name}: {name} must be {rule.form}; {problem}")
                 ok = False
         return ok
 
@@ -368,18 +366,6 @@ class TileVerify(TilePass):
             state.error(op, f"tile.reduce: source ({src.element_type}) and destination "
                             f"({dst.element_type}) element types differ")
 
-    def _check_num_stages(self, op: ir.Operation, state: PassState) -> None:
-        if op.name != "scf.for":
-            state.error(op, f"{tile.NUM_STAGES_ATTR} is only valid on scf.for, not on {op.name}")
-            return
-        attr = op.attributes[tile.NUM_STAGES_ATTR]
-        if not isinstance(attr, ir.IntegerAttr):
-            state.error(op, f"{tile.NUM_STAGES_ATTR} must be an integer, got {attr}")
-            return
-        stages = ir.IntegerAttr(attr).value
-        if stages < 1:
-            state.error(op, f"{tile.NUM_STAGES_ATTR} must be at least 1, got {stages}")
-
 
 MAX_GRID_EXTENT = 2 ** 31 - 1  # gridDim.x on NVIDIA (CUDA C++ Programming Guide); per-target limits: tile-lower-to-gpu
 
@@ -504,89 +490,6 @@ def _box(memref: ir.MemRefType) -> tuple[tuple[int, ...], list[tuple[int, int]]]
             return None
         box.append((start, start + extent))
     return (tuple(strides), box) if rest == 0 else None
-
-
-def _dictionary(required: dict, optional: dict | None = None):
-    """A check of a dictionary attribute: each key's value passes its check."""
-    optional = optional or {}
-
-    def check(attr: ir.Attribute) -> str | None:
-        if not isinstance(attr, ir.DictAttr):
-            return f"got {attr}"
-        for key, entry_check in {**required, **optional}.items():
-            if key not in attr:
-                if key in required:
-                    return f"'{key}' is missing in {attr}"
-                continue
-            problem = entry_check(attr[key])
-            if problem is not None:
-                return f"'{key}': {problem}"
-        return None
-    return check
-
-
-def _positive_i64_array(length: int):
-    def check(attr: ir.Attribute) -> str | None:
-        if not isinstance(attr, ir.DenseI64ArrayAttr) or len(attr) != length or any(v <= 0 for v in attr):
-            return f"got {attr}"
-        return None
-    return check
-
-
-def _integer(minimum: int):
-    def check(attr: ir.Attribute) -> str | None:
-        if not isinstance(attr, ir.IntegerAttr) or not _is_integer_type(attr.type) or attr.value < minimum:
-            return f"got {attr}"
-        return None
-    return check
-
-
-def _of_kind(kind: type, *, equal: str | None = None):
-    def check(attr: ir.Attribute) -> str | None:
-        if not isinstance(attr, kind) or (equal is not None and str(attr) != equal):
-            return f"got {attr}"
-        return None
-    return check
-
-
-def _string_array(length: int):
-    def check(attr: ir.Attribute) -> str | None:
-        if not isinstance(attr, ir.ArrayAttr) or len(attr) != length or not all(
-                isinstance(entry, ir.StringAttr) for entry in attr):
-            return f"got {attr}"
-        return None
-    return check
-
-
-# The attributes passes record and read (tilemlir/passes/common.py names them):
-# name -> (ops it belongs on, its form in words, its check). Present in input
-# (hand-written, or from an earlier run), they are checked before any pass reads them.
-PASS_ATTRIBUTES = {
-    "tile.mma": (("tile.gemm",), '{name = "...", shape = array<i64: m, n, k, blocks>, types = ["a", "b", "c"]}',
-                 _dictionary({"name": _of_kind(ir.StringAttr), "shape": _positive_i64_array(4),
-                              "types": _string_array(3)})),
-    "tile.warp_grid": (("tile.gemm",), "array<i64: waves_m, waves_n> (positive)", _positive_i64_array(2)),
-    "tile.lds_conflicts": (("tile.gemm",), "an integer >= 0", _integer(0)),
-    "tile.layout": (("tile.alloc_fragment",),
-                    '{kind = "mma_accumulator", instruction = array<i64: m, n, k>, warps = array<i64: wm, wn>}',
-                    _dictionary({"kind": _of_kind(ir.StringAttr, equal='"mma_accumulator"'),
-                                 "instruction": _positive_i64_array(3), "warps": _positive_i64_array(2)})),
-    "tile.smem_layout": (("tile.alloc_shared",),
-                         "{transposed = true|false, pad = N >= 0, ...} (tile-infer-layout)",
-                         _dictionary({"transposed": _of_kind(ir.BoolAttr), "pad": _integer(0)},
-                                     {"transpose_read": _of_kind(ir.BoolAttr), "swizzle": _integer(0),
-                                      "conflicts": _integer(0), "unpadded_conflicts": _integer(0),
-                                      "banks": _of_kind(ir.StringAttr)})),
-    "tile.vector_width": (("tile.copy",), "a positive integer", _integer(1)),
-    "tile.in_bounds": (("tile.copy",), "a unit attribute", _of_kind(ir.UnitAttr)),
-    "tile.prefetch": (("tile.copy",), "a unit attribute", _of_kind(ir.UnitAttr)),
-    "tile.cast": (("tile.copy",), '{from = T1, to = T2, rounding = "nearest_even"}',
-                  _dictionary({"from": _of_kind(ir.TypeAttr), "to": _of_kind(ir.TypeAttr),
-                               "rounding": _of_kind(ir.StringAttr, equal='"nearest_even"')})),
-    "tile.pipelined": (("scf.for",), "an integer >= 1", _integer(1)),
-    tile.TARGET_ATTR: (("builtin.module", "func.func"), 'a string such as "amdgpu:gfx942"',
-                       _of_kind(ir.StringAttr)),
-}
 
 
 _CHECKS = {

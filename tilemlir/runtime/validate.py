@@ -27,7 +27,7 @@ from mlir import ir, passmanager
 from tilemlir.diagnostics import UserError, format_diag, mlir_error_diags
 from tilemlir.passes import build_pipeline, is_tile_pass
 from tilemlir.passes.base import TilePass
-from tilemlir.passes.pipeline import Element, parse_pipeline
+from tilemlir.passes.pipeline_text import Element, parse_pipeline
 from tilemlir.runtime import load_module
 from tilemlir.runtime.arguments import bind, parameters, random_arguments
 from tilemlir.runtime.reference import Program

@@ -30,7 +30,6 @@ from tilemlir.target.model import (
 )
 from tilemlir.target.registry import (
     ENTRY_POINT_GROUP,
-    TARGET_ATTRIBUTE,
     all_targets,
     backend,
     families,
@@ -43,7 +42,6 @@ from tilemlir.target.registry import (
 
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "TARGET_ATTRIBUTE",
     "UNKNOWN",
     "Backend",
     "Compute",

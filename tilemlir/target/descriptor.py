@@ -121,6 +121,8 @@ def _expectation(hint: Any) -> str:
             text = "a list of tables"
         elif typing.get_origin(item) is tuple:
             text = "a table"
+        elif item is int:
+            text = "a list of positive integers"
         else:
             text = "a list of strings"
     else:  # pragma: no cover - a field type the reader does not know
@@ -209,6 +211,8 @@ class _Reader:
                 rows.append(self.table(item, entry, f"{where}[{index}]"))
             self.row = ""
             return tuple(rows)
+        if item is int:
+            return tuple(self.scalar(int, entry, f"{where}[{index}]", int) for index, entry in enumerate(raw))
         for index, entry in enumerate(raw):
             if not isinstance(entry, str) or not entry:
                 raise self.fail(
@@ -270,6 +274,10 @@ def _check(target: Target, backend: Backend, reader: _Reader, expected_name: str
                 f"peak_dense_tflops.{key}",
                 f"unknown dtype class; expected one of {', '.join(PEAK_KEYS)}",
             )
+
+    grid = target.compute.max_grid
+    if not is_unknown(grid) and len(grid) != 3:
+        raise fail("compute.max_grid", f"expected 3 extents (x, y, z), got {len(grid)}")
 
     regs = target.registers
     register_counts = (regs.vgprs_per_lane, regs.arch_vgprs_max, regs.acc_vgprs_max)

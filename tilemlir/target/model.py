@@ -196,6 +196,12 @@ class Compute:
     clock_mhz: int | Unknown = field(metadata=_doc("peak engine clock the published peaks use"))
     max_threads_per_workgroup: int | Unknown = field(metadata=_doc("largest workgroup"))
     max_waves_per_simd: int | Unknown = field(metadata=_doc("occupancy ceiling per SIMD"))
+    max_grid: tuple[int, ...] | Unknown = field(default=UNKNOWN, metadata=_doc(
+        "most blocks (workgroups) a launch may have along x, y and z; "
+        "unknown: CUDA's (2^31-1, 65535, 65535) assumed"))
+    max_work_items_per_dimension: int | Unknown = field(default=UNKNOWN, metadata=_doc(
+        "most work-items (blocks x threads) a launch may have along one dimension; "
+        "unknown: none beyond max_grid, as in CUDA, which counts blocks"))
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from tilemlir.dialects import attributes
 from tilemlir.target.descriptor import load_descriptor
 from tilemlir.target.model import Backend, Target, TargetError
 
 ENTRY_POINT_GROUP = "tilemlir.backends"
-TARGET_ATTRIBUTE = "tile.target"
 
 # The families that ship inside the package: every subpackage of this package
 # with a `BACKEND` manifest. Found without metadata too, so a plain source
@@ -259,12 +259,12 @@ def resolve_target(op, option_value: str | None = None) -> Target:
 
     operation = op.operation
     for candidate in (operation, *parent_ops(operation)):
-        if TARGET_ATTRIBUTE in candidate.attributes:
-            attribute = candidate.attributes[TARGET_ATTRIBUTE]
+        attribute = attributes.TARGET.get(candidate)
+        if attribute is not None:
             return target_from_attribute(attribute)
     raise TargetError(
         f"no target: pass --target=FAMILY:NAME (or the pass's target option), or set "
-        f'{TARGET_ATTRIBUTE} = "amdgpu:gfx942" on the module'
+        f'{attributes.TARGET.name} = "amdgpu:gfx942" on the module'
     )
 
 
@@ -276,11 +276,11 @@ def target_from_attribute(attribute) -> Target:
     value = getattr(attribute, "value", None)
     if not isinstance(value, str):
         raise TargetError(
-            f"'{TARGET_ATTRIBUTE}' must be a string such as \"amdgpu:gfx942\", got {attribute}"
+            f"'{attributes.TARGET.name}' must be a string such as \"amdgpu:gfx942\", got {attribute}"
         )
     if _looks_like_path(value.strip()):
         raise TargetError(
-            f"'{TARGET_ATTRIBUTE}' must name a target (family:name, e.g. \"amdgpu:gfx942\"), "
+            f"'{attributes.TARGET.name}' must name a target (family:name, e.g. \"amdgpu:gfx942\"), "
             f"not a file ({attribute}); give a descriptor file with --target-desc=FILE"
         )
     return target_by_name(value)

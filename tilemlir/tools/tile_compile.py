@@ -82,6 +82,7 @@ class Options:
 
 def _parser() -> argparse.ArgumentParser:
     from tilemlir.backends.stages import emits
+    from tilemlir.dialects import attributes
     from tilemlir.target.cli import add_target_query_flags
 
     stages = emits()
@@ -95,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("input", nargs="?", default="-", help="input .mlir file ('-' for stdin, the default)")
     parser.add_argument("-o", dest="output", metavar="FILE", help="output file (default stdout; '-' is stdout)")
     parser.add_argument("--target", metavar="FAMILY:NAME",
-                        help="target, e.g. amdgpu:gfx942 (default: the module's tile.target)")
+                        help=f"target, e.g. amdgpu:gfx942 (default: the module's {attributes.TARGET.name})")
     parser.add_argument("--target-desc", metavar="FILE", help="compile for the target described in FILE (.toml)")
     parser.add_argument("--emit", choices=stages, default=None,
                         help=f"the stage to output (default: the backend's own: {_defaults()})")

@@ -57,6 +57,7 @@ class Options:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from tilemlir.dialects import attributes
     from tilemlir.target.cli import add_target_query_flags
 
     parser = argparse.ArgumentParser(
@@ -91,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="accept ops of dialects that are not registered")
     parser.add_argument("--target", metavar="FAMILY:NAME",
                         help="hardware target of target-dependent passes, e.g. amdgpu:gfx942 "
-                             "(wins over the module's tile.target)")
+                             f"(wins over the module's {attributes.TARGET.name})")
     parser.add_argument("--target-desc", metavar="FILE",
                         help="use the target descriptor (TOML) in FILE as the target")
     add_target_query_flags(parser)
@@ -142,7 +143,7 @@ def parse_args(argv: list[str]) -> Options:
 
 def _is_pass(name: str) -> bool:
     from tilemlir.passes import is_tile_pass
-    from tilemlir.passes.pipeline import is_upstream_pass
+    from tilemlir.passes.pipeline_text import is_upstream_pass
 
     return is_tile_pass(name) or is_upstream_pass(name)
 
@@ -152,7 +153,7 @@ def _unknown_flag(arg: str, known_flags: set[str]) -> str:
     import difflib
 
     from tilemlir.passes import pass_names
-    from tilemlir.passes.pipeline import upstream_pass_names
+    from tilemlir.passes.pipeline_text import upstream_pass_names
 
     flag = arg.partition("=")[0]
     candidates = sorted(f for f in known_flags if f.startswith("--"))
@@ -171,7 +172,7 @@ def _pipeline_text(options: Options) -> str:
 def _list_passes() -> str:
     from tilemlir.passes import pass_class, pass_family, pass_names
     from tilemlir.passes.base import option_name
-    from tilemlir.passes.pipeline import upstream_pass_names
+    from tilemlir.passes.pipeline_text import upstream_pass_names
 
     lines = ["Tile passes (and, marked with their family, the backends' passes):"]
     for name in pass_names():
@@ -202,7 +203,7 @@ def _list_passes() -> str:
 def _verify_after_parse(pipeline: str) -> str:
     """tile-verify runs after parsing; if the pipeline names tile-verify with
     options (e.g. allow-narrow-accumulator), those options apply there too."""
-    from tilemlir.passes.pipeline import parse_pipeline
+    from tilemlir.passes.pipeline_text import parse_pipeline
 
     for element in parse_pipeline(pipeline):
         if element.name == "tile-verify":

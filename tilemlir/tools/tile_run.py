@@ -40,6 +40,7 @@ exit status:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from tilemlir.dialects import attributes
     from tilemlir.runtime import ENGINES
     from tilemlir.runtime.oracle import ENGINE_TOLERANCE_TEXT, TOLERANCE_TEXT
 
@@ -56,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="the function to run (default: the only function of the module)")
     parser.add_argument("--engine", default="reference", metavar="ENGINE",
                         help=f"one of {', '.join(ENGINES)} (default reference); 'emulator' compiles "
-                             "for --target (or the module's tile.target) and runs the GPU-level IR "
+                             f"for --target (or the module's {attributes.TARGET.name}) and runs the GPU-level IR "
                              "in the SIMT emulator under its sanitizer, checking every output "
                              "against the reference engine too; GPU-level IR as input runs only "
                              "there (unchecked: no oracle); 'device' compiles for an nvidia "

@@ -560,7 +560,7 @@ func.func @num_stages_on_parallel() {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
   %c1 = arith.constant 1 : index
-  // expected-error@below {{tile.num_stages is only valid on scf.for, not on scf.parallel}}
+  // expected-error@below {{tile.num_stages belongs on scf.for, not on scf.parallel}}
   scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
     scf.reduce
   } {tile.num_stages = 2 : i64}
@@ -574,7 +574,7 @@ func.func @num_stages_zero() {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
   %c1 = arith.constant 1 : index
-  // expected-error@below {{tile.num_stages must be at least 1, got 0}}
+  // expected-error@below {{scf.for: tile.num_stages must be an integer >= 1; got 0 : i64}}
   scf.for %i = %c0 to %c4 step %c1 {
   } {tile.num_stages = 0 : i64}
   return
@@ -587,7 +587,7 @@ func.func @num_stages_not_integer() {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
   %c1 = arith.constant 1 : index
-  // expected-error@below {{tile.num_stages must be an integer, got "three"}}
+  // expected-error@below {{scf.for: tile.num_stages must be an integer >= 1; got "three"}}
   scf.for %i = %c0 to %c4 step %c1 {
   } {tile.num_stages = "three"}
   return

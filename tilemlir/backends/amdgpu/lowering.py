@@ -21,9 +21,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import amdgpu, arith, memref, rocdl
 
+from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
-from tilemlir.passes.base import Switch, switch_on
-from tilemlir.passes.common import IN_BOUNDS_ATTR, element_span, shared_layout
+from tilemlir.passes.base import Switch, resolve_switch
+from tilemlir.passes.kernel_facts import element_span
 from tilemlir.passes.lower_to_gpu.api import (
     KernelLowering,
     LoweringHooks,
@@ -39,7 +40,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     ult,
     urem,
 )
-from tilemlir.passes.software_pipeline import PREFETCH_ATTR
+from tilemlir.passes.shared_memory import shared_layout
 from tilemlir.target.model import is_unknown
 
 # Loads into LDS by bytes per lane (memory.buffer_load_lds).
@@ -63,7 +64,7 @@ class AmdgpuLoweringHooks(LoweringHooks):
 
     def __init__(self, lowering: KernelLowering):
         super().__init__(lowering)
-        self.direct_lds_loads = switch_on(lowering.option("direct_lds_loads"),
+        self.direct_lds_loads = resolve_switch(lowering.option("direct_lds_loads"),
                                           reads_transposed(lowering.kernel))
         self.uniform_wave: ir.Value | None = None  # the wave id as LLVM sees it uniform
         self.fat_buffers: dict = {}  # global memref -> its buffer-resource view
@@ -81,7 +82,7 @@ class AmdgpuLoweringHooks(LoweringHooks):
     def begin_pipelined_iteration(self, body_ops: list) -> None:
         # Direct global -> LDS loads are counted by vmcnt, not by the barrier's
         # fences: each wave waits for its own first.
-        if any(inner.name == "tile.copy" and PREFETCH_ATTR in inner.attributes
+        if any(inner.name == "tile.copy" and attributes.PREFETCH.is_on(inner)
                and self.direct_lds_load(inner) for inner in body_ops):
             amdgpu.MemoryCounterWaitOp(load=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 0))
 
@@ -117,7 +118,7 @@ class AmdgpuLoweringHooks(LoweringHooks):
         tile, and reads inside the global memref only (tile.in_bounds: the
         instruction cannot give zeros past an edge)."""
         lowering = self.lowering
-        if not self.direct_lds_loads or IN_BOUNDS_ATTR not in op.attributes:
+        if not self.direct_lds_loads or not attributes.IN_BOUNDS.is_on(op):
             return None
         src_type, dst_type = ir.MemRefType(op.operands[0].type), ir.MemRefType(op.operands[1].type)
         owner = op.operands[1].owner

@@ -16,7 +16,6 @@ from mlir import ir
 from mlir.dialects import amdgpu, vector
 
 from tilemlir import mma_layouts
-from tilemlir.passes.common import TRANSPOSE_READ_GROUP, TRANSPOSE_READS
 from tilemlir.passes.lower_to_gpu.api import (
     AccumulatorLayout,
     GemmOperands,
@@ -29,6 +28,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     udiv,
     urem,
 )
+from tilemlir.passes.shared_memory import TRANSPOSE_READ_GROUP, TRANSPOSE_READS
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@
     isa   --hsaco--> llvm-mc-22, ld.lld-22 -shared
 
 Each step is timed under its own label (gpu-to-llvm, translate, llvm-opt, llc,
-report, llvm-mc, ld.lld). The data (pass lists, tool flags) is in pipeline.py.
+report, llvm-mc, ld.lld). The data (pass lists, tool flags) is in pass_lists.py.
 """
 
 from __future__ import annotations
@@ -20,18 +20,17 @@ from mlir import ir
 
 from tilemlir.backends.amdgpu import toolchain
 from tilemlir.backends.amdgpu.gpu_checks import AmdgpuCheckResources
-from tilemlir.backends.amdgpu.pipeline import gpu_to_llvm_pipeline
+from tilemlir.backends.amdgpu.pass_lists import gpu_to_llvm_pipeline
 from tilemlir.backends.stages import Compilation, GpuStage, Stage, TileStage
+from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
-
-LDS_CONFLICTS_ATTR = "tile.lds_bank_conflicts_per_iteration"
 
 
 def lds_bank_conflicts(module: ir.Operation) -> int | None:
     """Sum of `tile.lds_bank_conflicts_per_iteration` over the lowered kernels
     (None for hand-written GPU-level input, which has no tile layouts)."""
-    values = [ir.IntegerAttr(op.attributes[LDS_CONFLICTS_ATTR]).value
-              for op in walk(module) if op.name == "gpu.func" and LDS_CONFLICTS_ATTR in op.attributes]
+    conflicts = attributes.LDS_BANK_CONFLICTS_PER_ITERATION
+    values = [conflicts.read(op) for op in walk(module) if op.name == "gpu.func" and conflicts.is_on(op)]
     return sum(values) if values else None
 
 
@@ -54,7 +53,7 @@ class LlvmStage(Stage):
     def run(self, job: Compilation) -> None:
         # From the LDS layouts (tile-infer-layout's bank model) on the gpu.funcs,
         # which the conversion replaces.
-        job.notes[LDS_CONFLICTS_ATTR] = lds_bank_conflicts(job.module)
+        job.notes["lds_bank_conflicts_per_iteration"] = lds_bank_conflicts(job.module)
         with job.timed("gpu-to-llvm"):
             job.run_pipeline(self.pipeline(job))
         with job.timed("translate"):
@@ -88,7 +87,7 @@ class IsaStage(Stage):
         # Asked for, the report runs llvm-mca on the main loop: a step of its own.
         with job.timed("report") if job.options.report else contextlib.nullcontext():
             job.report = build_report(isa, job.target, mca=job.options.report)
-        conflicts = job.notes.get(LDS_CONFLICTS_ATTR)
+        conflicts = job.notes.get("lds_bank_conflicts_per_iteration")
         if conflicts is not None:
             job.report["lds_bank_conflicts_per_iteration"] = conflicts
         try:

@@ -25,7 +25,7 @@ from pathlib import Path
 from mlir import ir
 from mlir.dialects import llvm
 
-from tilemlir.backends.amdgpu.pipeline import LLC_FLAGS, LLVM_IR_PASSES, TRIPLE
+from tilemlir.backends.amdgpu.pass_lists import LLC_FLAGS, LLVM_IR_PASSES, TRIPLE
 from tilemlir.diagnostics import UserError
 
 LLVM_MAJOR = 22

@@ -794,13 +794,16 @@ class MacaPrinter:
         fn.line("{")
         fn.depth += 1
         fn.line(f"void* args[] = {{{', '.join(pointers)}}};")
-        fn.line(f"TM_CHECK(mcLaunchKernel(TM_KERNEL(::{kernel}), dim3({', '.join(_u(g) for g in grid)}), "
-                f"dim3({', '.join(_u(b) for b in block)}), args, (size_t)({shared}), nullptr));")
+        grid_dims = ", ".join(_as_unsigned(g) for g in grid)
+        block_dims = ", ".join(_as_unsigned(b) for b in block)
+        fn.line(f"TM_CHECK(mcLaunchKernel(TM_KERNEL(::{kernel}), dim3({grid_dims}), "
+                f"dim3({block_dims}), args, (size_t)({shared}), nullptr));")
         fn.depth -= 1
         fn.line("}")
 
 
-def _u(expression: str) -> str:
+def _as_unsigned(expression: str) -> str:
+    """A C expression cast to unsigned (mcLaunchKernel's dim3 takes unsigned extents)."""
     return f"(unsigned){expression}"
 
 

@@ -2,12 +2,12 @@
 
 Targets are `targets/<sm>.toml`. The lowering goes through upstream MLIR:
 warp-level `nvgpu.mma.sync` (fp8 through inline PTX, see `matrix.py`),
-`nvgpu.ldmatrix` and `nvgpu.device_async_copy` (cp.async, `pipelining.py`);
+`nvgpu.ldmatrix` and `nvgpu.device_async_copy` (cp.async, `cp_async_pipelining.py`);
 or, on sm_90a with tile-select-mma{prefer=wgmma}, warpgroup `wgmma` fed by TMA
 and mbarriers (`wgmma.py`, which can also feed mma.sync:
 tile-lower-to-gpu{tma-copies=true}); then `convert-nvgpu-to-nvvm`,
 `convert-gpu-to-nvvm`, `convert-nvvm-to-llvm` and `gpu-module-to-binary` to
-PTX in process (`pipeline.py`, `stages.py`). PTX runs through the CUDA
+PTX in process (`pass_lists.py`, `stages.py`). PTX runs through the CUDA
 driver (`tilemlir.runtime.cuda_launch`), which also encodes TMA tensor maps.
 """
 
@@ -28,7 +28,7 @@ def check_target(target: Target) -> tuple[str, str] | None:
     """The chip must be one the in-process NVPTX backend compiles our kernels
     for without a fatal error: a processor LLVM knows, at least sm_80, and
     one the PTX version the pipeline asks for can target."""
-    from tilemlir.backends.nvidia.pipeline import PTX_FEATURES
+    from tilemlir.backends.nvidia.pass_lists import PTX_FEATURES
 
     name = target.name
     problem = processor_problem(name, LLVM_ARCH, NVPTX_NAME)

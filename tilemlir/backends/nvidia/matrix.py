@@ -27,7 +27,7 @@ Shared memory is placed by this core (`place_shared`): one dynamic shared
 buffer (so a block can use up to the 227 KiB opt-in limit instead of 48 KiB of
 static shared memory), every row padded by 16 bytes so that the eight row
 addresses of one ldmatrix tile fall into distinct banks, and `stages` copies
-of each buffer that a software-pipelined loop fills (`pipelining.py`).
+of each buffer that a software-pipelined loop fills (`cp_async_pipelining.py`).
 """
 
 from __future__ import annotations
@@ -39,9 +39,12 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
 
-from tilemlir.backends.nvidia.pipelining import lower_pipelined_loop, pipelined_buffers, slot_view
+from tilemlir.backends.nvidia.cp_async_pipelining import (
+    lower_pipelined_loop,
+    pipelined_buffers,
+    slot_view,
+)
 from tilemlir.diagnostics import UserError
-from tilemlir.passes.common import SharedLayout
 from tilemlir.passes.lower_to_gpu.api import (
     AccumulatorLayout,
     GemmOperands,
@@ -54,6 +57,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     udiv,
     urem,
 )
+from tilemlir.passes.shared_memory import SharedLayout
 
 # (m, n, k) of the mma.sync shapes this core lowers, by operand bit width.
 SHAPES = {16: (16, 8, 16), 8: (16, 8, 32)}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilemlir.backends.nvidia import pipeline, toolchain
+from tilemlir.backends.nvidia import pass_lists, toolchain
 from tilemlir.backends.stages import Compilation, GpuStage, Stage, TileStage
 from tilemlir.passes.check_gpu_input import GpuCheckInput
 
@@ -33,23 +33,23 @@ class PtxStage(Stage):
     def to_nvvm(self, job: Compilation) -> str:
         # 32-bit index arithmetic when every memref of the module, as it is
         # now, has fewer than 2^31 elements (toolchain.index_bitwidth).
-        return pipeline.gpu_to_nvvm_pipeline(job.target.name,
+        return pass_lists.gpu_to_nvvm_pipeline(job.target.name,
                                              index_bits=toolchain.index_bitwidth(job.module),
                                              check=str(GpuCheckInput(target=job.spec)))
 
     def describe(self, job: Compilation) -> list[str]:
-        return [f"gpu-to-nvvm: {self.to_nvvm(job)}", f"ptx: builtin.module({pipeline.TO_BINARY})"]
+        return [f"gpu-to-nvvm: {self.to_nvvm(job)}", f"ptx: builtin.module({pass_lists.TO_BINARY})"]
 
     def run(self, job: Compilation) -> None:
         metadata = toolchain.launch_metadata(job.module, job.target)
         with job.timed("gpu-to-nvvm"):
             job.run_pipeline(self.to_nvvm(job))
         with job.timed(self.name):
-            job.run_pipeline(f"builtin.module({pipeline.TO_BINARY})")
+            job.run_pipeline(f"builtin.module({pass_lists.TO_BINARY})")
             ptx = job.artifacts[self.name] = toolchain.binary_assembly(job.module)
         job.report = {"target": str(job.target), **metadata,
                       "ptx_instructions": {name: ptx.count(name) for name in COUNTED_INSTRUCTIONS}}
 
 
-STAGES: tuple[Stage, ...] = (TileStage(pipeline.TILE_PIPELINE), GpuStage(pipeline.TILE_PIPELINE),
+STAGES: tuple[Stage, ...] = (TileStage(pass_lists.TILE_PIPELINE), GpuStage(pass_lists.TILE_PIPELINE),
                              PtxStage())

@@ -22,8 +22,8 @@ from pathlib import Path
 from mlir import ir
 
 from tilemlir.diagnostics import UserError
+from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
-from tilemlir.passes.lower_to_gpu.api import KERNEL_ARGUMENTS_ATTR
 from tilemlir.target.model import Target
 
 
@@ -56,12 +56,10 @@ def launch_metadata(module: ir.Operation, target: Target) -> dict:
     for op in walk(module):
         if op.name == "gpu.func":
             name = ir.StringAttr(op.attributes["sym_name"]).value
-            dynamic = (op.attributes["tile.dynamic_shared_bytes"]  # noqa: SIM401 - no .get on MLIR attribute maps
-                       if "tile.dynamic_shared_bytes" in op.attributes else None)
-            kernels[name] = ir.IntegerAttr(dynamic).value if dynamic is not None else 0
-            if KERNEL_ARGUMENTS_ATTR in op.attributes:
-                specs = [json.loads(ir.StringAttr(a).value)
-                         for a in ir.ArrayAttr(op.attributes[KERNEL_ARGUMENTS_ATTR])]
+            kernels[name] = attributes.DYNAMIC_SHARED_BYTES.read(op) or 0
+            arguments = attributes.KERNEL_ARGUMENTS.read(op)
+            if arguments is not None:
+                specs = [json.loads(text) for text in arguments]
                 added[name] = {spec.pop("position"): spec for spec in specs}
     functions = []
     for op in walk(module):

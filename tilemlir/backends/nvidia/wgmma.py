@@ -73,8 +73,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, builtin, gpu, llvm, memref, nvgpu, nvvm, scf, vector
 
-from tilemlir.backends.nvidia.matrix import MmaSyncAccumulator, MmaSyncCore
-from tilemlir.backends.nvidia.pipelining import (
+from tilemlir.backends.nvidia.cp_async_pipelining import (
     PipelinePlan,
     flatten,
     mma_reading_ahead,
@@ -82,8 +81,10 @@ from tilemlir.backends.nvidia.pipelining import (
     plan_pipeline,
     unflatten,
 )
+from tilemlir.backends.nvidia.matrix import MmaSyncAccumulator, MmaSyncCore
+from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
-from tilemlir.passes.common import MmaChoice, SharedLayout
+from tilemlir.passes.gemm_facts import MmaChoice
 from tilemlir.passes.lower_to_gpu.api import (
     KernelLowering,
     LoweringError,
@@ -99,6 +100,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     udiv,
     urem,
 )
+from tilemlir.passes.shared_memory import SharedLayout
 
 WARPGROUP_WARPS = 4
 SWIZZLE_BYTES = 128  # the swizzle mode used: 128-byte rows
@@ -263,7 +265,7 @@ class NvidiaMatrixCore(MmaSyncCore):
         for buffer in self.tma_operands:
             if buffer not in fed:
                 raise LoweringError(buffer.owner, "tile-lower-to-gpu: a wgmma operand must be filled "
-                                    "by TMA in a pipelined K loop (tile.num_stages >= 2: global -> "
+                                    f"by TMA in a pipelined K loop ({attributes.NUM_STAGES.name} >= 2: global -> "
                                     "shared copies of whole 128-byte rows, global rows of 16-byte "
                                     "multiples, then the gemms)")
             stages[buffer] = fed[buffer]

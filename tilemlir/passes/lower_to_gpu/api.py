@@ -41,7 +41,8 @@ from mlir import ir
 from mlir.dialects import memref, scf, vector
 
 from tilemlir.diagnostics import UserError
-from tilemlir.passes.common import VECTOR_WIDTH_ATTR, SharedLayout, copy_vector_width
+from tilemlir.dialects import attributes
+from tilemlir.passes.gemm_facts import copy_vector_width
 
 # Builders a core or hook emits with (re-exported: the interface is this module).
 from tilemlir.passes.gpu_builders import (
@@ -56,14 +57,10 @@ from tilemlir.passes.gpu_builders import (
     ult,
     urem,
 )
+from tilemlir.passes.shared_memory import SharedLayout
 
 if TYPE_CHECKING:
-    from tilemlir.passes.common import MmaChoice
-
-# The gpu.func attribute holding the metadata of kernel arguments a core added
-# (`KernelLowering.add_kernel_argument`), one JSON string each, for launchers.
-KERNEL_ARGUMENTS_ATTR = "tile.kernel_arguments"
-
+    from tilemlir.passes.gemm_facts import MmaChoice
 
 class LoweringError(UserError):
     """A construct tile-lower-to-gpu does not handle, reported at its op."""
@@ -254,7 +251,7 @@ class KernelLowering(Protocol):
     def add_kernel_argument(self, arg_type: ir.Type, metadata: dict) -> ir.Value:
         """Appends an argument to the gpu.func and returns it; `metadata`
         (JSON-able; lowered values in it become their argument positions) is
-        what a launcher must pass, recorded in `KERNEL_ARGUMENTS_ATTR`."""
+        what a launcher must pass, recorded in `attributes.KERNEL_ARGUMENTS`."""
 
 
 # --------------------------------------------------------------------------
@@ -415,8 +412,9 @@ def for_loop_parts(op: ir.Operation) -> ForLoopParts:
 def copy_width(op: ir.Operation, cols: int, element: ir.Type) -> int:
     """Elements a thread moves per access in a tile.copy: tile-infer-layout's
     choice (tile.vector_width), or the same rule when it did not run."""
-    if VECTOR_WIDTH_ATTR in op.attributes:
-        return ir.IntegerAttr(op.attributes[VECTOR_WIDTH_ATTR]).value
+    width = attributes.VECTOR_WIDTH.read(op)
+    if width is not None:
+        return width
     return copy_vector_width(cols, bit_width(element))
 
 
@@ -447,7 +445,6 @@ def lane_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, eleme
 
 
 __all__ = [
-    "KERNEL_ARGUMENTS_ATTR",
     "AccumulatorFragment",
     "AccumulatorLayout",
     "ForLoopParts",

@@ -13,19 +13,10 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import gpu, memref, scf, vector
 
+from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 from tilemlir.lds_banks import SWIZZLE_CHUNK_BYTES
-from tilemlir.passes.common import (
-    IN_BOUNDS_ATTR,
-    LAYOUT_ATTR,
-    LDS_CONFLICTS_ATTR,
-    MmaChoice,
-    SharedLayout,
-    kernel_threads,
-    physical_shared_shape,
-    shared_layout,
-    warp_grid_of,
-)
+from tilemlir.passes.gemm_facts import MmaChoice, warp_grid_of
 from tilemlir.passes.gpu_builders import (
     add,
     and_,
@@ -43,6 +34,7 @@ from tilemlir.passes.gpu_builders import (
     urem,
     zero_of,
 )
+from tilemlir.passes.kernel_facts import kernel_threads
 from tilemlir.passes.lower_to_gpu.api import (
     AccumulatorFragment,
     GemmOperands,
@@ -57,13 +49,24 @@ from tilemlir.passes.lower_to_gpu.api import (
     guarded,
     rebind_fragments,
 )
-from tilemlir.passes.software_pipeline import PIPELINED_ATTR, PREFETCH_ATTR
+from tilemlir.passes.shared_memory import SharedLayout, physical_shared_shape, shared_layout
 
-# On the gpu.func: the static LDS model's bank-conflict clocks of its gemms'
-# operand reads in one main-loop iteration (read by the compile report).
-LDS_CONFLICTS_REPORT_ATTR = "tile.lds_bank_conflicts_per_iteration"
-# On the gpu.func when the core placed shared memory: the dynamic bytes it needs.
-DYNAMIC_SHARED_BYTES_ATTR = "tile.dynamic_shared_bytes"
+
+def check_cast(copy: ir.Operation) -> None:
+    """A copy between element types converts each element, rounding to nearest
+    even (the one rounding tile.cast allows, checked by tile-verify). The
+    tile.cast tile-legalize-precision recorded must name the conversion the
+    operand types make: one they contradict (stale, or written by hand) is refused."""
+    cast = attributes.CAST.read(copy)
+    if cast is None:
+        return
+    source = ir.MemRefType(copy.operands[0].type).element_type
+    target = ir.MemRefType(copy.operands[1].type).element_type
+    recorded = ir.TypeAttr(cast["from"]).value, ir.TypeAttr(cast["to"]).value
+    if recorded != (source, target):
+        raise LoweringError(copy, f"tile-lower-to-gpu: {attributes.CAST.name} converts {recorded[0]} to "
+                                  f"{recorded[1]}, but this copy's element types are {source} "
+                                  f"and {target}")
 
 
 @dataclass
@@ -187,7 +190,8 @@ class KernelEmitter:
         choice = MmaChoice.of(gemm)
         warps = warp_grid_of(gemm)
         if choice is None or warps is None:
-            raise LoweringError(gemm, "tile-lower-to-gpu: tile.gemm has no tile.mma (run tile-select-mma)")
+            raise LoweringError(gemm, f"tile-lower-to-gpu: tile.gemm has no {attributes.MMA.name} "
+                                      "(run tile-select-mma)")
         fragment = self._fragments[c]
         transpose_a = ir.BoolAttr(gemm.attributes["transpose_a"]).value
         transpose_b = ir.BoolAttr(gemm.attributes["transpose_b"]).value
@@ -202,8 +206,9 @@ class KernelEmitter:
                             layout_a.swizzle, layout_b.swizzle)
 
     def record_lds_conflicts(self, gemm: ir.Operation) -> None:
-        if LDS_CONFLICTS_ATTR in gemm.attributes:
-            self._lds_conflicts += ir.IntegerAttr(gemm.attributes[LDS_CONFLICTS_ATTR]).value
+        conflicts = attributes.LDS_CONFLICTS.read(gemm)
+        if conflicts is not None:
+            self._lds_conflicts += conflicts
 
     def add_kernel_argument(self, arg_type: ir.Type, metadata: dict) -> ir.Value:
         # After the memrefs and before nothing else: cores that place shared
@@ -261,12 +266,10 @@ class KernelEmitter:
             if placed:
                 dynamic = self.core.place_shared(self, shared_ops)
                 self._lowered.dynamic_shared_bytes = dynamic
-                gpu_func.attributes[DYNAMIC_SHARED_BYTES_ATTR] = ir.IntegerAttr.get(
-                    ir.IntegerType.get_signless(64), dynamic)
+                attributes.DYNAMIC_SHARED_BYTES.write(gpu_func, dynamic)
             self.emit_block(self._kernel.regions[0].blocks[0])
             gpu.ReturnOp([])
-        gpu_func.attributes[LDS_CONFLICTS_REPORT_ATTR] = ir.IntegerAttr.get(
-            ir.IntegerType.get_signless(64), self._lds_conflicts)
+        attributes.LDS_BANK_CONFLICTS_PER_ITERATION.write(gpu_func, self._lds_conflicts)
         return self._lowered
 
     def emit_prologue(self) -> None:
@@ -333,11 +336,11 @@ class KernelEmitter:
 
     def op_tile_alloc_fragment(self, op) -> None:
         result = op.results[0]
-        if LAYOUT_ATTR not in op.attributes:
-            raise LoweringError(op, "tile-lower-to-gpu: this fragment has no tile.layout (run "
+        layout = attributes.LAYOUT.read(op)
+        if layout is None:
+            raise LoweringError(op, f"tile-lower-to-gpu: this fragment has no {attributes.LAYOUT.name} (run "
                                     "tile-infer-layout; only gemm accumulators are held in "
                                     "registers so far)")
-        layout = ir.DictAttr(op.attributes[LAYOUT_ATTR])
         m, n, k = list(ir.DenseI64ArrayAttr(layout["instruction"]))
         wm, wn = list(ir.DenseI64ArrayAttr(layout["warps"]))
         memref_type = ir.MemRefType(result.type)
@@ -345,7 +348,7 @@ class KernelEmitter:
             lanes = self.core.accumulator_layout(m, n, k, self._wave_size,
                                                  bit_width(memref_type.element_type))
         except ValueError as error:
-            raise LoweringError(op, f"tile-lower-to-gpu: tile.layout {layout}: {error}") from None
+            raise LoweringError(op, f"tile-lower-to-gpu: {attributes.LAYOUT.name} {layout}: {error}") from None
         fragment = AccumulatorFragment(
             (memref_type.shape[0], memref_type.shape[1]), memref_type.element_type, lanes, (wm, wn))
         zero = splat(fragment.vector_type, zero_of(fragment.element))
@@ -366,12 +369,13 @@ class KernelEmitter:
 
     def op_tile_copy(self, op) -> None:
         src, dst = op.operands[0], op.operands[1]
+        check_cast(op)
         segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
         src_indices = [self._values[v] for v in op.operands[2:2 + segments[2]]]
         dst_indices = [self._values[v] for v in op.operands[2 + segments[2]:]]
         shared, fragments = self._shared, self._fragments
         if dst in shared and src not in shared and src not in fragments:
-            if PREFETCH_ATTR in op.attributes:
+            if attributes.PREFETCH.is_on(op):
                 # Software-pipelined: the loop's one barrier per iteration orders it.
                 self.copy_global_to_shared(op, self._values[src], src_indices, dst,
                                            defer=self._deferred_stores)
@@ -381,7 +385,7 @@ class KernelEmitter:
             gpu.BarrierOp()
         elif src in fragments and dst not in shared and dst not in fragments:
             self.copy_fragment_to_global(fragments[src], self._values[dst], dst_indices,
-                                         in_bounds=IN_BOUNDS_ATTR in op.attributes)
+                                         in_bounds=attributes.IN_BOUNDS.is_on(op))
         elif dst in fragments and src not in shared and src not in fragments:
             self.copy_global_to_fragment(fragments[dst], self._values[src], src_indices)
         else:
@@ -408,7 +412,7 @@ class KernelEmitter:
         for old, new in zip(loop.iter_args, inner[:len(iter_inits)]):
             self._values[old] = new
         rebind_fragments(carried, inner[len(iter_inits):])
-        pipelined = PIPELINED_ATTR in op.attributes
+        pipelined = attributes.PIPELINED.is_on(op)
         outer_deferred = self._deferred_stores
         self._deferred_stores = [] if pipelined else None
         with ir.InsertionPoint(body):
@@ -418,7 +422,7 @@ class KernelEmitter:
                 # read in iteration i-1: one barrier here orders both.
                 self._hooks.begin_pipelined_iteration(loop.body_ops)
                 gpu.BarrierOp()
-            single_stage = pipelined and ir.IntegerAttr(op.attributes[PIPELINED_ATTR]).value == 1
+            single_stage = attributes.PIPELINED.read(op) == 1
             body_ops = loads_first(loop.body_ops) if single_stage else loop.body_ops
             for inner_op in body_ops:
                 if inner_op.name == "scf.yield":
@@ -573,7 +577,7 @@ class KernelEmitter:
                                            self._threads)
         vector_type = ir.VectorType.get([width], src_type.element_type)
         rows, cols = memref_dims(src)
-        if IN_BOUNDS_ATTR in op.attributes:  # tile-tiling proved every window inside
+        if attributes.IN_BOUNDS.is_on(op):  # tile-tiling proved every window inside
             rows = cols = None
 
         def load(row, col) -> list[ir.Value]:
@@ -720,7 +724,7 @@ def loads_first(body_ops: list) -> list:
     defined: set = set()  # results of the ops moved so far
     for inner in body_ops:
         movable = inner.name.startswith(("arith.", "memref.subview")) and not inner.regions or (
-            inner.name == "tile.copy" and PREFETCH_ATTR in inner.attributes)
+            inner.name == "tile.copy" and attributes.PREFETCH.is_on(inner))
         if not movable:
             continue
         inside = [v for v in inner.operands if isinstance(v.owner, ir.OpView | ir.Operation)

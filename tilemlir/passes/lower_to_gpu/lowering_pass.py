@@ -82,18 +82,19 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm
 
+from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.common import grid_problem, kernel_grid, kernel_threads, lds_breakdown
 from tilemlir.passes.gpu_builders import const_index
+from tilemlir.passes.kernel_facts import grid_problem, kernel_grid, kernel_threads
 from tilemlir.passes.lower_to_gpu.api import (
-    KERNEL_ARGUMENTS_ATTR,
     LoweringError,
     LoweringOption,
     lowering_hooks_for,
     matrix_core_for,
 )
 from tilemlir.passes.lower_to_gpu.emitter import KernelEmitter, LoweredKernel
+from tilemlir.passes.shared_memory import lds_breakdown
 from tilemlir.passes.symbols import kernel_symbol
 from tilemlir.target import families, resolve_target
 from tilemlir.target.model import is_unknown
@@ -210,8 +211,7 @@ class LowerToGpu(TilePass):
         if extra:
             entries = [json.dumps(_argument_metadata(spec, len(lowered.arguments) + i, lowered))
                        for i, (_, spec) in enumerate(extra)]
-            lowered.gpu_func.attributes[KERNEL_ARGUMENTS_ATTR] = ir.ArrayAttr.get(
-                [ir.StringAttr.get(e) for e in entries])
+            attributes.KERNEL_ARGUMENTS.write(lowered.gpu_func, entries)
 
 
 def _argument_metadata(spec: dict, position: int, lowered: LoweredKernel) -> dict:

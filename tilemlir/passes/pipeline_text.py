@@ -33,6 +33,7 @@ from mlir import ir, passmanager
 
 from tilemlir.diagnostics import UserError
 from tilemlir.irutil import capture_native_stderr
+from tilemlir.passes.registry import is_tile_pass, make_pass, pass_names
 
 
 class PipelineError(UserError):
@@ -154,8 +155,6 @@ def upstream_pass_names() -> tuple[str, ...]:
 
 
 def _unknown_pass(name: str) -> PipelineError:
-    from tilemlir.passes import pass_names
-
     candidates = list(pass_names()) + list(upstream_pass_names())
     close = difflib.get_close_matches(name, list(dict.fromkeys(candidates)), n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
@@ -191,8 +190,6 @@ def add_elements(
     anchor: str | None = None,
 ) -> None:
     """Adds parsed elements to `pm` (anchored on builtin.module or 'any')."""
-    from tilemlir.passes import is_tile_pass, make_pass
-
     for element in elements:
         if element.children is not None:
             # Deeper nesting with tile passes inside is not supported (upstream-only
@@ -254,8 +251,6 @@ def print_elements(
 ) -> str:
     """The elements as `builtin.module(...)` text that reproduces them (see the
     module docstring); inside an anchor (`anchor` set), without the wrapper."""
-    from tilemlir.passes import is_tile_pass, make_pass
-
     printed = []
     for element in elements:
         if element.children is not None and any(is_tile_pass(c.name) for c in element.children):

@@ -37,9 +37,8 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, nvgpu, scf
 
-from tilemlir.dialects import tile
+from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
-from tilemlir.passes.common import IN_BOUNDS_ATTR, SharedLayout
 from tilemlir.passes.lower_to_gpu.api import (
     KernelLowering,
     add,
@@ -53,6 +52,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     udiv,
     urem,
 )
+from tilemlir.passes.shared_memory import SharedLayout
 
 CHUNK_BYTES = 16  # cp.async.cg copies 16 bytes
 
@@ -79,9 +79,9 @@ def plan_pipeline(op: ir.Operation, threads: int, copyable=None) -> PipelinePlan
     `copyable(copy, threads)` says whether a tile.copy can be issued
     asynchronously (default: as 16-byte cp.async chunks)."""
     copyable = copyable or _async_copyable
-    if op.name != "scf.for" or tile.NUM_STAGES_ATTR not in op.attributes:
+    if op.name != "scf.for" or not attributes.NUM_STAGES.is_on(op):
         return None
-    stages = ir.IntegerAttr(op.attributes[tile.NUM_STAGES_ATTR]).value
+    stages = attributes.NUM_STAGES.read(op)
     loop = for_loop_parts(op)
     bounds = [constant_int(v) for v in (loop.lower, loop.upper, loop.step)]
     if stages < 2 or loop.inits or bounds[0] != 0 or bounds[2] != 1 or not bounds[1]:
@@ -284,7 +284,7 @@ def async_copy(lowering: KernelLowering, copy: ir.Operation, stage_view: ir.Valu
     per_row = cols // width
     chunks = rows * per_row
     zero = const_index(0)
-    in_bounds = IN_BOUNDS_ATTR in copy.attributes  # tile-tiling proved every window inside
+    in_bounds = attributes.IN_BOUNDS.is_on(copy)  # tile-tiling proved every window inside
     tokens = []
     for r in range(chunks // lowering.threads):
         linear = add(lowering.ids.thread, r * lowering.threads)

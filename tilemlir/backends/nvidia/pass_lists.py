@@ -15,7 +15,7 @@ from tilemlir.backends.stages import TILE_PIPELINE as SHARED_TILE_PIPELINE
 
 # Tile level -> GPU level: the shared list without tile-pipeline, because loops
 # marked tile.num_stages are software-pipelined while lowering, with cp.async
-# (backends/nvidia/pipelining.py).
+# (backends/nvidia/cp_async_pipelining.py).
 TILE_PIPELINE: tuple[str, ...] = tuple(p for p in SHARED_TILE_PIPELINE if p != "tile-pipeline")
 
 # PTX 8.5: mma.sync on .e4m3/.e5m2 needs PTX 8.4 (PTX ISA, "Warp Level Matrix

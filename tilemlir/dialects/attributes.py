@@ -1,0 +1,297 @@
+"""The `tile.*` attributes the passes hand each other: one table, one place.
+
+Each attribute is a row: its name, the ops it sits on, the pass that records
+it, the passes and stages that read it, and its form (in words, and as a check
+that tile-verify applies to a hand-written or stale one before any pass reads
+it). Passes read and write an attribute only through its row's typed helpers
+(`IN_BOUNDS.mark(op)`, `NUM_STAGES.read(op)`, ...), so no other module spells
+a `tile.<attribute>` name (test/python/test_tile_attributes.py checks that).
+
+All of them are discardable attributes, so upstream passes keep them. The
+structured ones have typed views next to the code that reads them
+(`MmaChoice` for `tile.mma`, `SharedLayout` for `tile.smem_layout`, in
+`tilemlir.passes.gemm_facts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from mlir import ir
+
+# A check of an attribute's form: None when it fits, else what is wrong ("got ...").
+FormCheck = Callable[[ir.Attribute], "str | None"]
+
+
+# --------------------------------------------------------------------------
+# Form checks (tile-verify applies them)
+# --------------------------------------------------------------------------
+
+def _is_integer_type(t: ir.Type) -> bool:
+    return isinstance(t, ir.IndexType) or (isinstance(t, ir.IntegerType) and t.width > 1)
+
+
+def dictionary(required: dict[str, FormCheck], optional: dict[str, FormCheck] | None = None) -> FormCheck:
+    """A dictionary attribute whose entries pass their checks."""
+    optional = optional or {}
+
+    def check(attr: ir.Attribute) -> str | None:
+        if not isinstance(attr, ir.DictAttr):
+            return f"got {attr}"
+        for key, entry_check in {**required, **optional}.items():
+            if key not in attr:
+                if key in required:
+                    return f"'{key}' is missing in {attr}"
+                continue
+            problem = entry_check(attr[key])
+            if problem is not None:
+                return f"'{key}': {problem}"
+        return None
+    return check
+
+
+def positive_i64_array(length: int) -> FormCheck:
+    def check(attr: ir.Attribute) -> str | None:
+        if not isinstance(attr, ir.DenseI64ArrayAttr) or len(attr) != length or any(v <= 0 for v in attr):
+            return f"got {attr}"
+        return None
+    return check
+
+
+def integer(minimum: int) -> FormCheck:
+    def check(attr: ir.Attribute) -> str | None:
+        if not isinstance(attr, ir.IntegerAttr) or not _is_integer_type(attr.type) or attr.value < minimum:
+            return f"got {attr}"
+        return None
+    return check
+
+
+def of_kind(kind: type, *, equal: str | None = None) -> FormCheck:
+    def check(attr: ir.Attribute) -> str | None:
+        if not isinstance(attr, kind) or (equal is not None and str(attr) != equal):
+            return f"got {attr}"
+        return None
+    return check
+
+
+def array_of(kind: type, length: int | None = None) -> FormCheck:
+    def check(attr: ir.Attribute) -> str | None:
+        if not isinstance(attr, ir.ArrayAttr) or (length is not None and len(attr) != length) or not all(
+                isinstance(entry, kind) for entry in attr):
+            return f"got {attr}"
+        return None
+    return check
+
+
+# --------------------------------------------------------------------------
+# Rows
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TileAttribute:
+    """One attribute of the inter-pass protocol: what it is, who writes and
+    who reads it, and untyped access (the subclasses add typed access)."""
+
+    name: str
+    on: tuple[str, ...]  # the ops it belongs on
+    producer: str  # the pass (or source) that records it
+    consumers: tuple[str, ...]  # the passes and stages that read it
+    form: str  # its form, in words (tile-verify's diagnostics quote it)
+    check: FormCheck  # its form, as a check
+
+    def is_on(self, op) -> bool:
+        return self.name in op.attributes
+
+    def get(self, op) -> ir.Attribute | None:
+        if self.name not in op.attributes:  # MLIR attribute maps have no .get
+            return None
+        return op.attributes[self.name]
+
+    def set(self, op, attribute: ir.Attribute) -> None:
+        op.attributes[self.name] = attribute
+
+    def remove(self, op) -> None:
+        if self.name in op.attributes:
+            del op.attributes[self.name]
+
+
+@dataclass(frozen=True)
+class UnitAttribute(TileAttribute):
+    """A marker: present or not."""
+
+    def mark(self, op) -> None:
+        self.set(op, ir.UnitAttr.get())
+
+
+@dataclass(frozen=True)
+class IntegerAttribute(TileAttribute):
+    """An integer, written as i64."""
+
+    def read(self, op) -> int | None:
+        attribute = self.get(op)
+        return None if attribute is None else ir.IntegerAttr(attribute).value
+
+    def write(self, op, value: int) -> None:
+        self.set(op, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value)))
+
+
+@dataclass(frozen=True)
+class I64ArrayAttribute(TileAttribute):
+    """A fixed-length `array<i64: ...>`."""
+
+    def read(self, op) -> tuple[int, ...] | None:
+        attribute = self.get(op)
+        return None if attribute is None else tuple(ir.DenseI64ArrayAttr(attribute))
+
+    def write(self, op, values: Iterable[int]) -> None:
+        self.set(op, ir.DenseI64ArrayAttr.get([int(v) for v in values]))
+
+
+@dataclass(frozen=True)
+class StringAttribute(TileAttribute):
+    def read(self, op) -> str | None:
+        attribute = self.get(op)
+        return None if attribute is None else ir.StringAttr(attribute).value
+
+    def write(self, op, value: str) -> None:
+        self.set(op, ir.StringAttr.get(value))
+
+
+@dataclass(frozen=True)
+class DictionaryAttribute(TileAttribute):
+    """A dictionary; its typed view lives with the code that reads it."""
+
+    def read(self, op) -> ir.DictAttr | None:
+        attribute = self.get(op)
+        return None if attribute is None else ir.DictAttr(attribute)
+
+    def write(self, op, entries: dict[str, ir.Attribute]) -> None:
+        self.set(op, ir.DictAttr.get(entries))
+
+
+@dataclass(frozen=True)
+class StringArrayAttribute(TileAttribute):
+    def read(self, op) -> list[str] | None:
+        attribute = self.get(op)
+        return None if attribute is None else [ir.StringAttr(a).value for a in ir.ArrayAttr(attribute)]
+
+    def write(self, op, values: Sequence[str]) -> None:
+        self.set(op, ir.ArrayAttr.get([ir.StringAttr.get(v) for v in values]))
+
+
+# --------------------------------------------------------------------------
+# The table
+# --------------------------------------------------------------------------
+
+TARGET = StringAttribute(
+    "tile.target", ("builtin.module", "func.func"),
+    producer="the input (or tile-compile's caller)",
+    consumers=("every target-dependent pass (tilemlir.target.resolve_target)", "tile-compile", "tile-run"),
+    form='a string such as "amdgpu:gfx942"', check=of_kind(ir.StringAttr))
+
+NUM_STAGES = IntegerAttribute(
+    "tile.num_stages", ("scf.for",),
+    producer="tile-tiling (or the input: TileLang's T.Pipelined)",
+    consumers=("tile-pipeline", "tile-infer-layout", "the nvidia matrix core (cp.async pipelining)"),
+    form="an integer >= 1", check=integer(1))
+
+IN_BOUNDS = UnitAttribute(
+    "tile.in_bounds", ("tile.copy",),
+    producer="tile-tiling (every window of the copy lies inside the global memref)",
+    consumers=("tile-lower-to-gpu", "amdgpu lowering hooks (LDS DMA)",
+               "the nvidia matrix core (cp.async pipelining)"),
+    form="a unit attribute", check=of_kind(ir.UnitAttr))
+
+CAST = DictionaryAttribute(
+    "tile.cast", ("tile.copy",),
+    producer="tile-legalize-precision (the copy converts element types)",
+    consumers=("tile-lower-to-gpu (the conversion's rounding; refuses a cast its types contradict)",),
+    form='{from = T1, to = T2, rounding = "nearest_even"}',
+    check=dictionary({"from": of_kind(ir.TypeAttr), "to": of_kind(ir.TypeAttr),
+                      "rounding": of_kind(ir.StringAttr, equal='"nearest_even"')}))
+
+MMA = DictionaryAttribute(
+    "tile.mma", ("tile.gemm",),
+    producer="tile-select-mma (the chosen matrix instruction)",
+    consumers=("tile-infer-layout", "tile-lower-to-gpu (the family's matrix core)"),
+    form='{name = "...", shape = array<i64: m, n, k, blocks>, types = ["a", "b", "c"]}',
+    check=dictionary({"name": of_kind(ir.StringAttr), "shape": positive_i64_array(4),
+                      "types": array_of(ir.StringAttr, 3)}))
+
+WARP_GRID = I64ArrayAttribute(
+    "tile.warp_grid", ("tile.gemm",),
+    producer="tile-select-mma (waves along M and N)",
+    consumers=("tile-infer-layout", "tile-lower-to-gpu"),
+    form="array<i64: waves_m, waves_n> (positive)", check=positive_i64_array(2))
+
+LDS_CONFLICTS = IntegerAttribute(
+    "tile.lds_conflicts", ("tile.gemm",),
+    producer="tile-infer-layout (LDS bank-conflict clocks per execution of the gemm)",
+    consumers=("tile-lower-to-gpu (sums them into tile.lds_bank_conflicts_per_iteration)",),
+    form="an integer >= 0", check=integer(0))
+
+LAYOUT = DictionaryAttribute(
+    "tile.layout", ("tile.alloc_fragment",),
+    producer="tile-infer-layout (which lane holds which accumulator element)",
+    consumers=("tile-lower-to-gpu",),
+    form='{kind = "mma_accumulator", instruction = array<i64: m, n, k>, warps = array<i64: wm, wn>}',
+    check=dictionary({"kind": of_kind(ir.StringAttr, equal='"mma_accumulator"'),
+                      "instruction": positive_i64_array(3), "warps": positive_i64_array(2)}))
+
+SMEM_LAYOUT = DictionaryAttribute(
+    "tile.smem_layout", ("tile.alloc_shared",),
+    producer="tile-infer-layout (stored transposed? row padding, transpose reads, swizzle, bank model)",
+    consumers=("tile-infer-layout", "tile-pipeline", "tile-lower-to-gpu", "amdgpu lowering hooks",
+               "the nvidia matrix core (cp.async pipelining)"),
+    form="{transposed = true|false, pad = N >= 0, ...} (tile-infer-layout)",
+    check=dictionary({"transposed": of_kind(ir.BoolAttr), "pad": integer(0)},
+                     {"transpose_read": of_kind(ir.BoolAttr), "swizzle": integer(0),
+                      "conflicts": integer(0), "unpadded_conflicts": integer(0),
+                      "banks": of_kind(ir.StringAttr)}))
+
+VECTOR_WIDTH = IntegerAttribute(
+    "tile.vector_width", ("tile.copy",),
+    producer="tile-infer-layout (elements per lane per access)",
+    consumers=("tile-lower-to-gpu",),
+    form="a positive integer", check=integer(1))
+
+PREFETCH = UnitAttribute(
+    "tile.prefetch", ("tile.copy",),
+    producer="tile-pipeline (the copy fills the next stage's buffer)",
+    consumers=("tile-lower-to-gpu", "amdgpu lowering hooks"),
+    form="a unit attribute", check=of_kind(ir.UnitAttr))
+
+PIPELINED = IntegerAttribute(
+    "tile.pipelined", ("scf.for",),
+    producer="tile-pipeline (the loop's stages, once pipelined)",
+    consumers=("tile-pipeline (runs once per loop)", "tile-lower-to-gpu"),
+    form="an integer >= 1", check=integer(1))
+
+# On the gpu.funcs tile-lower-to-gpu makes, for the stages after it; the
+# conversion to LLVM keeps them on the llvm.func it makes of each.
+_LOWERED_KERNEL = ("gpu.func", "llvm.func")
+LDS_BANK_CONFLICTS_PER_ITERATION = IntegerAttribute(
+    "tile.lds_bank_conflicts_per_iteration", _LOWERED_KERNEL,
+    producer="tile-lower-to-gpu (the sum of the kernel's tile.lds_conflicts)",
+    consumers=("the amdgpu llvm stage (--report's lds_bank_conflicts_per_iteration)",),
+    form="an integer >= 0", check=integer(0))
+
+DYNAMIC_SHARED_BYTES = IntegerAttribute(
+    "tile.dynamic_shared_bytes", _LOWERED_KERNEL,
+    producer="tile-lower-to-gpu (a matrix core that places shared memory itself)",
+    consumers=("nvidia toolchain (launch metadata)",),
+    form="an integer >= 0", check=integer(0))
+
+KERNEL_ARGUMENTS = StringArrayAttribute(
+    "tile.kernel_arguments", _LOWERED_KERNEL,
+    producer="tile-lower-to-gpu (arguments a matrix core or hook added, as JSON)",
+    consumers=("nvidia toolchain (launch metadata)",),
+    form='an array of JSON strings such as "{\\"position\\": 3, ...}"', check=array_of(ir.StringAttr))
+
+ALL: tuple[TileAttribute, ...] = (
+    TARGET, NUM_STAGES, IN_BOUNDS, CAST, MMA, WARP_GRID, LDS_CONFLICTS, LAYOUT, SMEM_LAYOUT,
+    VECTOR_WIDTH, PREFETCH, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
+    KERNEL_ARGUMENTS,
+)
+BY_NAME: dict[str, TileAttribute] = {attribute.name: attribute for attribute in ALL}

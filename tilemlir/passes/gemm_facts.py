@@ -1,0 +1,110 @@
+"""Facts about a tile.gemm that several passes read: its shape and operand
+types, the matrix instruction tile-select-mma chose for it (`tile.mma`), how
+its waves split M and N (`tile.warp_grid`), and the vector width of copies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from tilemlir.dialects import attributes
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """M, N, K of a tile.gemm and its operand types (MLIR spellings)."""
+
+    m: int
+    n: int
+    k: int
+    a: str
+    b: str
+    c: str
+    accum: str
+    transpose_a: bool
+    transpose_b: bool
+
+
+def memref_of(value: ir.Value) -> ir.MemRefType:
+    return ir.MemRefType(value.type)
+
+
+def gemm_shape(op: ir.Operation) -> GemmShape:
+    a, b, c = (memref_of(v) for v in op.operands[:3])
+    transpose_a = ir.BoolAttr(op.attributes["transpose_a"]).value
+    transpose_b = ir.BoolAttr(op.attributes["transpose_b"]).value
+    m, k = (a.shape[1], a.shape[0]) if transpose_a else (a.shape[0], a.shape[1])
+    n = b.shape[0] if transpose_b else b.shape[1]
+    accum = str(ir.TypeAttr(op.attributes["accum_dtype"]).value)
+    return GemmShape(m, n, k, str(a.element_type), str(b.element_type), str(c.element_type),
+                     accum, transpose_a, transpose_b)
+
+
+def copy_vector_width(cols: int, element_bits: int) -> int:
+    """Elements per lane per access of a copy: 128 bits, halved until it divides
+    the row length."""
+    width = max(1, 128 // element_bits)
+    while width > 1 and cols % width:
+        width //= 2
+    return width
+
+
+@dataclass(frozen=True)
+class MmaChoice:
+    """What tile-select-mma recorded on a gemm (`tile.mma`)."""
+
+    name: str
+    m: int
+    n: int
+    k: int
+    blocks: int
+    a: str
+    b: str
+    c: str
+
+    def attribute(self) -> ir.Attribute:
+        return ir.DictAttr.get({
+            "name": ir.StringAttr.get(self.name),
+            "shape": ir.DenseI64ArrayAttr.get([self.m, self.n, self.k, self.blocks]),
+            "types": ir.ArrayAttr.get([ir.StringAttr.get(t) for t in (self.a, self.b, self.c)]),
+        })
+
+    def record(self, op: ir.Operation) -> None:
+        attributes.MMA.set(op, self.attribute())
+
+    @staticmethod
+    def of(op: ir.Operation) -> MmaChoice | None:
+        attr = attributes.MMA.read(op)
+        if attr is None:
+            return None
+        m, n, k, blocks = list(ir.DenseI64ArrayAttr(attr["shape"]))
+        a, b, c = (ir.StringAttr(t).value for t in ir.ArrayAttr(attr["types"]))
+        return MmaChoice(ir.StringAttr(attr["name"]).value, m, n, k, blocks, a, b, c)
+
+
+def warp_grid_of(op: ir.Operation) -> tuple[int, int] | None:
+    """Waves along M and N of a gemm (`tile.warp_grid`), or None."""
+    grid = attributes.WARP_GRID.read(op)
+    if grid is None:
+        return None
+    wm, wn = grid
+    return wm, wn
+
+
+def split_waves(waves: int, rows: int, cols: int, quantum_m: int,
+                quantum_n: int | None = None) -> tuple[int, int] | None:
+    """Waves along M and N (wm * wn == waves) so that each wave's tile is a
+    whole number of quantum_m x quantum_n instruction tiles, as square as possible."""
+    quantum_n = quantum_m if quantum_n is None else quantum_n
+    best = None
+    for wm in range(1, waves + 1):
+        if waves % wm:
+            continue
+        wn = waves // wm
+        if rows % (wm * quantum_m) or cols % (wn * quantum_n):
+            continue
+        balance = abs((rows // wm) - (cols // wn))
+        if best is None or balance < best[0]:
+            best = (balance, wm, wn)
+    return None if best is None else (best[1], best[2])
