@@ -133,22 +133,12 @@ def require_tile_level(module: ir.Operation) -> None:
                         "emulator runs: use engine 'emulator' with an amdgpu target")
 
 
-def resolve_engine_target(module: ir.Operation, target=None):
-    """The Target an engine runs for: `target` itself when it is one (a
-    descriptor loaded from a file included), else the name or the module's
-    tile.target resolved."""
-    from tilemlir.target import Target, resolve_target
-
-    if isinstance(target, Target):
-        return target
-    return resolve_target(module, str(target) if target is not None else None)
-
-
 def lower_for_emulator(module: ir.Operation, target=None):
     """(GPU-level module op, chip): tile IR compiled down through the AMD path
     for `target` (or the module's tile.target); GPU-level IR as it is."""
     from tilemlir.compiler import has_tile_ops
     from tilemlir.runtime.emulator import CHIPS
+    from tilemlir.runtime.engine_target import resolve_engine_target
 
     resolved = resolve_engine_target(module, target)
     if resolved.name not in CHIPS:

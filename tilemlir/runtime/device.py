@@ -26,7 +26,7 @@ def run_device(module: ir.Operation, entry: str, args, target=None) -> list:
         cuda_launch.driver()
     except cuda_launch.CudaError as error:
         raise UserError(f"engine 'device' needs an NVIDIA GPU: {error}") from None
-    from tilemlir.runtime import resolve_engine_target
+    from tilemlir.runtime.engine_target import resolve_engine_target
 
     resolved = resolve_engine_target(module, target)
     if "ptx" not in [stage.name for stage in backend_stages(resolved.family)]:

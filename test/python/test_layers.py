@@ -1,0 +1,145 @@
+"""The package's import graph, computed from the source: layers import one way
+(DESIGN.md section 2), no module imports itself back through others, and no
+module outside backends/<family>/ names a family — so a family is a package
+plus an entry point, and nothing else changes when one is added."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "tilemlir"
+FAMILIES = tuple(sorted(p.name for p in (PACKAGE / "backends").iterdir()
+                        if (p / "__init__.py").exists()))
+
+# Lowest first; a module imports only from its own layer or below. `tilemlir`
+# (the package's lazy API) sits on top.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("tilemlir.diagnostics", "tilemlir.irutil", "tilemlir.mma_layouts", "tilemlir.lds_banks"),
+    ("tilemlir.dialects",),
+    ("tilemlir.target",),
+    ("tilemlir.passes",),
+    ("tilemlir.backends",),
+    tuple(f"tilemlir.backends.{family}" for family in FAMILIES),
+    ("tilemlir.compiler",),
+    ("tilemlir.runtime",),
+    ("tilemlir.tools",),
+    ("tilemlir",),
+)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported_modules(name: str) -> set[str]:
+    """Every tilemlir module `name` imports, at the top or inside a function."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package
+                for _ in range(node.level - 1):
+                    anchor = anchor.rpartition(".")[0]
+                base = f"{anchor}.{base}" if base else anchor
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                       for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target.startswith("tilemlir") and target != name:
+                found.add(target)
+    return found
+
+
+GRAPH = {name: imported_modules(name) for name in MODULES}
+
+
+def layer_of(name: str) -> int:
+    best = max((prefix for layer in LAYERS for prefix in layer
+                if name == prefix or name.startswith(prefix + ".")), key=len)
+    return next(i for i, layer in enumerate(LAYERS) if best in layer)
+
+
+def test_every_module_has_a_layer():
+    for name in MODULES:
+        layer_of(name)
+
+
+def test_layers_import_one_way():
+    upward = sorted(f"{name} imports {target}" for name, targets in GRAPH.items()
+                    for target in targets if layer_of(target) > layer_of(name))
+    assert upward == []
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's components of more than one module (iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components = []
+    for root, successors in graph.items():
+        if root in index:
+            continue
+        work = [(root, iter(sorted(successors)))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    components.append(sorted(component))
+    return components
+
+
+def test_no_import_cycle():
+    assert strongly_connected(GRAPH) == []
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("name", [n for n in MODULES
+                                  if not any(n.startswith(f"tilemlir.backends.{f}") for f in FAMILIES)])
+def test_only_a_family_names_itself(name):
+    tree = ast.parse(MODULES[name].read_text())
+    named = sorted({node.value for node in ast.walk(tree)
+                    if isinstance(node, ast.Constant) and node.value in FAMILIES})
+    imported = sorted(t for t in GRAPH[name] if any(t.startswith(f"tilemlir.backends.{f}") for f in FAMILIES))
+    assert named == [] and imported == [], (named, imported)
