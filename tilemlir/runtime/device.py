@@ -21,13 +21,12 @@ def run_device(module: ir.Operation, entry: str, args, target=None) -> list:
     from tilemlir.backends.stages import backend_stages
     from tilemlir.compiler import CompileOptions, compile_module
     from tilemlir.runtime import cuda_launch
+    from tilemlir.runtime.engine_target import resolve_engine_target
 
     try:
         cuda_launch.driver()
     except cuda_launch.CudaError as error:
         raise UserError(f"engine 'device' needs an NVIDIA GPU: {error}") from None
-    from tilemlir.runtime.engine_target import resolve_engine_target
-
     resolved = resolve_engine_target(module, target)
     if "ptx" not in [stage.name for stage in backend_stages(resolved.family)]:
         raise UserError(f"engine 'device' runs PTX through the CUDA driver; the {resolved.family} "
