@@ -284,15 +284,20 @@ def access(frame: Frame, op: ir.Operation, memref: MemRef, indices: list, kind: 
     return None
 
 
+def _accessed(flat: np.ndarray, lanes: np.ndarray, mask) -> tuple[np.ndarray, np.ndarray]:
+    """The flat element indices an access touches and the lane of each, as 1-D
+    arrays (the masked-off ones left out)."""
+    if mask is not None:
+        return flat[mask], lanes[mask]
+    return flat.reshape(-1), lanes.reshape(-1)
+
+
 def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str) -> None:
     """Sanitizer bookkeeping for one LDS access (see the module docstring)."""
     shadow = memref.buffer.shadow
     itemsize = memref.dtype.itemsize
     lanes = np.broadcast_to(lane_axis(frame.wg.lanes, flat.ndim), flat.shape)
-    if mask is not None:
-        flat, lanes = flat[mask], lanes[mask]
-    else:
-        flat, lanes = flat.reshape(-1), lanes.reshape(-1)
+    flat, lanes = _accessed(flat, lanes, mask)
     if flat.size == 0:
         return
     first_byte = memref.byte_shift + flat * itemsize
@@ -362,10 +367,7 @@ def _track_global(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind
     every_lane = flat.shape[0] == 1 and wg.threads > 1  # lane-uniform: all lanes, same place
     lanes = np.broadcast_to(INDEX.type(0) if flat.shape[0] == 1 else
                             lane_axis(wg.lanes, flat.ndim), flat.shape)
-    if mask is not None:
-        flat, lanes = flat[mask], lanes[mask]
-    else:
-        flat, lanes = flat.reshape(-1), lanes.reshape(-1)
+    flat, lanes = _accessed(flat, lanes, mask)
     if flat.size == 0:
         return
     per_element = itemsize // races.granule
