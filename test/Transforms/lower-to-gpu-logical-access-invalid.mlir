@@ -7,9 +7,10 @@
 
 #S = #gpu.address_space<workgroup>
 // Stored transposed: memref.store's (row, column) would land at (column, row).
-func.func @store_into_transposed(%x: f16) {
+func.func @store_into_transposed() {
   "tile.kernel"() ({
   ^bb0(%bx: index):
+    %x = arith.constant 1.0 : f16
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
     %b = "tile.alloc_shared"() {tile.smem_layout = {pad = 0 : i64, transposed = true}} : () -> memref<64x32xf16, #S>
@@ -75,9 +76,10 @@ func.func @subview_of_transposed() {
 #S = #gpu.address_space<workgroup>
 #F = #gpu.address_space<private>
 // Inside a T.Parallel over a fragment too: the store into shared is the program's.
-func.func @parallel_store_into_padded(%x: f16) {
+func.func @parallel_store_into_padded() {
   "tile.kernel"() ({
   ^bb0(%bx: index):
+    %x = arith.constant 1.0 : f16
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c64 = arith.constant 64 : index
