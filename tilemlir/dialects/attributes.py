@@ -248,7 +248,7 @@ SMEM_LAYOUT = DictionaryAttribute(
     check=dictionary({"transposed": of_kind(ir.BoolAttr), "pad": integer(0)},
                      {"transpose_read": of_kind(ir.BoolAttr), "swizzle": integer(0),
                       "conflicts": integer(0), "unpadded_conflicts": integer(0),
-                      "banks": of_kind(ir.StringAttr)}))
+                      "banks": of_kind(ir.StringAttr), "as_written": of_kind(ir.StringAttr)}))
 
 VECTOR_WIDTH = IntegerAttribute(
     "tile.vector_width", ("tile.copy",),

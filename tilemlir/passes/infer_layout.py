@@ -33,6 +33,13 @@ core describes its operand reads):
   (`tilemlir.lds_banks`; when the bank count is unknown, for both 32 and 64
   banks); `conflicts` is what remains per read (0 when a padding exists).
 
+A buffer the program indexes itself (any user besides tile.copy, tile.gemm
+and tile.fill, whose lowerings follow the recorded layout: memref.load/store,
+vector ops, views) keeps the layout it is written in: not transposed, no pad,
+no swizzle, no transpose reads; its `tile.smem_layout` says why in
+`as_written` (the first such use and its position). tile-lower-to-gpu refuses
+a program access to a buffer stored any other way.
+
 The gemm gets `tile.lds_conflicts`: the conflict clocks of all its operand
 reads in one execution (summed over K steps and instruction tiles), which the
 lowering reports per main-loop iteration.
@@ -40,7 +47,8 @@ lowering reports per main-loop iteration.
 Input invariant: tile-select-mma ran (in-kernel gemms carry tile.mma and
 tile.warp_grid); gemm A/B operands are shared buffers.
 Output invariant: every gemm accumulator fragment has tile.layout; every
-global->shared tile.copy has tile.vector_width.
+global->shared tile.copy has tile.vector_width; a shared buffer the program
+indexes itself is stored as written.
 
 Example:
 
@@ -98,6 +106,30 @@ def transpose_reads_pay(gemm: ir.Operation, target) -> bool:
     bits = math.prod(accumulator.shape) * max(32, bit_width(accumulator.element_type))
     per_lane = bits // 32 // kernel_threads(kernel)
     return per_lane * 4 <= registers
+
+
+# Users of a shared buffer that follow whatever layout this pass records: the
+# copies into and out of it and tile.fill are lowered from tile.smem_layout,
+# gemm operand reads likewise. Any other user (memref.load/store, vector ops,
+# views, calls) addresses it with logical indices.
+LAYOUT_AWARE_USERS = ("tile.copy", "tile.gemm", "tile.fill")
+
+
+def program_accesses(alloc: ir.Operation) -> list[ir.Operation]:
+    """The users of a tile.alloc_shared that index it as written (logical
+    indices), in program order: those not in LAYOUT_AWARE_USERS."""
+    from tilemlir.diagnostics import file_position
+
+    accesses = [use.owner for use in alloc.results[0].uses if use.owner.name not in LAYOUT_AWARE_USERS]
+    return sorted(accesses, key=lambda op: file_position(op.location)[1:])  # uses are listed last first
+
+
+def as_written_reason(accesses: list[ir.Operation]) -> str:
+    """Why a shared buffer keeps its written layout (tile.smem_layout as_written)."""
+    first = accesses[0]
+    more = f" and {len(accesses) - 1} more" if len(accesses) > 1 else ""
+    return (f"kept as written (no transpose, padding or swizzle): {first.name} at "
+            f"{_location_text(first)}{more} indexes it directly")
 
 
 def _location_text(op: ir.Operation) -> str:
@@ -171,7 +203,8 @@ class TileInferLayout(TilePass):
             layout = attributes.SMEM_LAYOUT.read(op)
             if layout is not None:
                 entries = {name: layout[name]
-                           for name in ("transposed", "transpose_read", "banks", "conflicts", "swizzle")
+                           for name in ("transposed", "transpose_read", "banks", "conflicts", "swizzle",
+                                     "as_written")
                            if name in layout}
                 entries["pad"] = int_attr(0)
                 if "swizzle" not in layout:  # a swizzled layout has no padding to lose
@@ -241,6 +274,28 @@ class TileInferLayout(TilePass):
             shape = list(ir.MemRefType(operand.type).shape)
             element_bits = ir.MemRefType(operand.type).element_type.width
             element_bytes = max(1, element_bits // 8)
+            accesses = program_accesses(owner)
+            if accesses:
+                # The program's own loads and stores use logical indices: the
+                # buffer stays as written (row-major, no padding, no swizzle).
+                if k_contiguous:
+                    per_access, rows, cols = min(count, max(1, 16 // element_bytes)), outer, ks
+                    reads = -(-count // per_access)
+                else:  # one element of each lane's K run per read
+                    per_access, rows, cols, reads = 1, ks, outer, count
+                _, unpadded = choose_padding(rows, cols, shape[-1], element_bytes, per_access,
+                                             banks_options, bank_bytes, largest=0)
+                conflicts = unpadded * reads
+                attributes.SMEM_LAYOUT.write(owner, {
+                    "transposed": ir.BoolAttr.get(False),
+                    "transpose_read": ir.BoolAttr.get(False),
+                    "pad": int_attr(0),
+                    "conflicts": int_attr(conflicts),
+                    "unpadded_conflicts": int_attr(conflicts),
+                    "banks": ir.StringAttr.get(banks_note),
+                    "as_written": ir.StringAttr.get(as_written_reason(accesses)),
+                })
+                continue
             read = None
             if not k_contiguous and resolve_switch(self.transpose_reads, transpose_reads_pay(op, target)):
                 read = transpose_read_elements(target, element_bits)

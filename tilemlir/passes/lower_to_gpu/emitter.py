@@ -299,12 +299,31 @@ class KernelEmitter:
         return new
 
     def check_scalar_use(self, op, value: ir.Value) -> None:
+        self.check_logical_access(op, value)
         if value in self._fragments:
             raise LoweringError(op, f"tile-lower-to-gpu: {op.name} uses a register fragment directly; "
                                     "access fragments inside scf.parallel over their shape")
         if value not in self._values:
             raise LoweringError(op, f"tile-lower-to-gpu: {op.name} uses a value this lowering has "
                                     "not produced")
+
+    def check_logical_access(self, op, value: ir.Value) -> None:
+        """The program's own ops (memref.load/store, vector ops, views) index a
+        shared buffer with its logical indices: refused when the buffer is
+        stored otherwise (tile-infer-layout keeps such buffers as written, so
+        only a hand-written or stale tile.smem_layout gets here)."""
+        bound = self._shared.get(value)
+        if bound is None or bound[1] == SharedLayout():
+            return
+        layout = bound[1]
+        how = [word for word, on in (("transposed", layout.transposed),
+                                     (f"with rows padded by {layout.pad}", layout.pad),
+                                     ("for LDS transpose reads", layout.transpose_read),
+                                     (f"XOR-swizzled ({layout.swizzle})", layout.swizzle)) if on]
+        raise LoweringError(op, f"tile-lower-to-gpu: {op.name} indexes a shared buffer as written, "
+                                f"but {attributes.SMEM_LAYOUT.name} stores it {', '.join(how)}; "
+                                "its addresses would be wrong (run tile-infer-layout, which keeps "
+                                "buffers the program indexes as written)")
 
     def op_gpu_yield(self, op) -> None:
         pass
@@ -316,8 +335,8 @@ class KernelEmitter:
         """A stage of a multi-buffered shared tile (tile-pipeline) is still LDS;
         its view is taken of the stored (possibly transposed, padded) buffer."""
         source = op.operands[0]
-        if source not in self._shared:
-            self.clone_op(op)
+        if source not in self._shared or not is_stage_view(op):
+            self.clone_op(op)  # the program's own view (refused when the buffer is not stored as written)
             return
         stored, layout = self._shared[source]
         stored_type = ir.MemRefType(stored.type)
@@ -614,6 +633,18 @@ class KernelEmitter:
 # --------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------
+
+def is_stage_view(subview: ir.Operation) -> bool:
+    """Whether a memref.subview takes one whole 2-D stage [s, :, :] of a
+    multi-buffered tile (as tile-pipeline makes them), rank-reduced."""
+    shape = list(ir.MemRefType(subview.operands[0].type).shape)
+    offsets = list(ir.DenseI64ArrayAttr(subview.attributes["static_offsets"]))
+    sizes = list(ir.DenseI64ArrayAttr(subview.attributes["static_sizes"]))
+    strides = list(ir.DenseI64ArrayAttr(subview.attributes["static_strides"]))
+    return (len(shape) == 3 and len(ir.MemRefType(subview.results[0].type).shape) == 2
+            and all(offset == 0 for offset in offsets[1:]) and sizes == [1, *shape[1:]]
+            and all(stride == 1 for stride in strides))
+
 
 def memref_dims(value: ir.Value) -> list[ir.Value]:
     """The extents of a memref as index values (memref.dim where dynamic)."""

@@ -29,7 +29,10 @@ program becomes one thread's program (`emitter.py`):
   turned into register reads and writes;
 * `scf.for` (pipelined or not: stages are not used here; tile-pipeline does
   that) -> `scf.for`, unless the core lowers the loop itself; other ops
-  (arith, math, memref on global memory) are copied with their operands remapped.
+  (arith, math, memref and vector accesses) are copied with their operands
+  remapped. They index shared buffers logically: one whose `tile.smem_layout`
+  stores it otherwise (transposed, padded, swizzled, for transpose reads) is
+  refused, located, instead of given wrong addresses.
 
 The pass names no family. The target's family contributes, through its
 `Backend` manifest (resolved by name, `api.matrix_core_for` and
