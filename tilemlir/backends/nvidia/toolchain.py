@@ -93,7 +93,13 @@ def launch_metadata(module: ir.Operation, target: Target) -> dict:
         if not launches:
             continue
         params = []
-        for argument in arguments:
+        for position, argument in enumerate(arguments):
+            if not isinstance(argument.type, ir.MemRefType):
+                # The launcher (runtime/cuda_launch.py) passes device pointers only.
+                name = ir.StringAttr(op.attributes["sym_name"]).value
+                raise UserError(f"nvidia: argument {position} of @{name} has type {argument.type}; "
+                                "the nvidia launcher passes memrefs only, so a scalar argument "
+                                "is not supported yet (pass it as a memref of one element)")
             memref_type = ir.MemRefType(argument.type)
             params.append({"shape": list(memref_type.shape),
                            "dtype": str(memref_type.element_type)})
