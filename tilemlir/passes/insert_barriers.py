@@ -28,8 +28,8 @@ An op with regions other than `scf.for` (an `scf.parallel`, whose iterations
 are independent by definition; an `scf.if`) counts as one access of everything
 its body touches, and the barrier goes before it: a barrier inside a branch
 would be divergent. A body of such an op that writes and then reads (or reads
-and then writes) one shared buffer outside `scf.parallel` needs a barrier
-inside it and is refused. An `scf.for` is ordered in its own body; what one
+and then writes) one shared buffer with no barrier between, outside an
+`scf.parallel`, would need one inside it and is refused. An `scf.for` is ordered in its own body; what one
 iteration leaves pending is checked against the start of the next (the
 loop's back edge): a conflict there puts a barrier at the end of the body.
 Where what precedes the loop conflicts with the start of its body, the
@@ -155,20 +155,22 @@ def compound_accesses(op: ir.Operation) -> list[tuple[ir.Value, str]]:
     """Every shared access inside `op` (an op with regions other than scf.for),
     refused where its body would need a barrier inside: a write and a later
     read or write of one buffer (or a read and a later write) on one thread's
-    path, outside an scf.parallel (whose iterations are independent)."""
+    path with no barrier between, outside an scf.parallel (whose iterations
+    are independent)."""
     found: list = []
     pending: Pending = {}
     for inner in walk(op):
         accesses = own_accesses(inner)
+        found.extend(accesses)
         if inner.name == "gpu.barrier" or fenced_by_lowering(inner):
-            raise Unordered(inner, f"tile-insert-barriers: a barrier inside {op.name} would be "
-                                   "divergent; move the shared-memory access out of it")
+            pending = {}
+            continue
         if op.name != "scf.parallel" and conflicts(pending, accesses):
             raise Unordered(inner, f"tile-insert-barriers: this access of a shared buffer "
-                                   f"conflicts with an earlier one inside the same {op.name}, "
-                                   "and a barrier there would be divergent; split the region")
+                                   f"conflicts with an earlier one in the same {op.name} (other "
+                                   "threads may touch what one touched) and a barrier there "
+                                   f"would be divergent; move one of them out of the {op.name}")
         add(pending, accesses)
-        found.extend(accesses)
     return found
 
 
@@ -213,23 +215,30 @@ class TileInsertBarriers(TilePass):
         # Zero iterations leave what came before pending.
         return union(pending, at_end)
 
-    def entry_conflicts(self, block: ir.Block, pending: Pending) -> bool:
-        """Whether entering `block` with `pending` conflicts before its first
-        barrier (a nested loop's barriers do not count: it may run no iteration)."""
-        pending = union(pending, {})
+    def entry_conflicts(self, block: ir.Block, carried: Pending) -> bool:
+        """Whether an access of `block`, entered with `carried` pending,
+        conflicts with `carried` before the body's first barrier (one it has,
+        or one `order_block` puts before the body's first conflict of its own;
+        a nested loop's barriers do not count: it may run no iteration)."""
+        own: Pending = {}
         for op in [o.operation for o in block.operations]:
             if op.name == "gpu.barrier" or fenced_by_lowering(op):
                 return False
             if op.name == "scf.for":
-                if self.entry_conflicts(op.regions[0].blocks[0], pending):
+                body = op.regions[0].blocks[0]
+                if self.entry_conflicts(body, carried):
                     return True
-                add(pending, [access for inner in walk(op) if not fenced_by_lowering(inner)
-                              for access in own_accesses(inner)])
-                continue
-            accesses = compound_accesses(op) if op.regions else own_accesses(op)
-            if conflicts(pending, accesses):
-                return True
-            add(pending, accesses)
+                if self.entry_conflicts(body, own):
+                    return False
+                accesses = [access for inner in walk(op) if not fenced_by_lowering(inner)
+                            for access in own_accesses(inner)]
+            else:
+                accesses = compound_accesses(op) if op.regions else own_accesses(op)
+                if conflicts(carried, accesses):
+                    return True
+                if conflicts(own, accesses):
+                    return False
+            add(own, accesses)
         return False
 
 
