@@ -183,9 +183,18 @@ class TileInsertBarriers(TilePass):
     def run(self, module: ir.Operation, state: PassState) -> None:
         for kernel in [op for op in walk(module) if op.name == "tile.kernel"]:
             try:
-                self.order_block(kernel.regions[0].blocks[0], {})
+                KernelOrder().order_block(kernel.regions[0].blocks[0], {})
             except Unordered as error:
                 state.error(error.op, str(error))
+
+
+class KernelOrder:
+    """The barriers of one kernel body; `_heads` keeps each loop body's
+    accesses before its first barrier (computed once: the walk stays linear
+    in the nesting depth)."""
+
+    def __init__(self):
+        self._heads: dict = {}
 
     def order_block(self, block: ir.Block, pending: Pending) -> Pending:
         """Inserts the barriers `block` needs, entered with `pending`; returns
@@ -205,41 +214,46 @@ class TileInsertBarriers(TilePass):
 
     def order_loop(self, loop: ir.Operation, pending: Pending) -> Pending:
         body = loop.regions[0].blocks[0]
-        if self.entry_conflicts(body, pending):
+        head = self.head(loop)
+        if conflicts(pending, head):
             insert_barrier_before(loop)  # once, not in every iteration
             pending = {}
         at_end = self.order_block(body, union(pending, {}))
-        if self.entry_conflicts(body, at_end):  # the back edge
+        if conflicts(at_end, head):  # the back edge
             insert_barrier_before(body.operations[len(body.operations) - 1].operation)
             at_end = {}
         # Zero iterations leave what came before pending.
         return union(pending, at_end)
 
-    def entry_conflicts(self, block: ir.Block, carried: Pending) -> bool:
-        """Whether an access of `block`, entered with `carried` pending,
-        conflicts with `carried` before the body's first barrier (one it has,
-        or one `order_block` puts before the body's first conflict of its own;
-        a nested loop's barriers do not count: it may run no iteration)."""
+    def head(self, loop: ir.Operation) -> list[tuple[ir.Value, str]]:
+        """The accesses of `loop`'s body before its first barrier: one it has,
+        or the one `order_block` puts before the body's first conflict of its
+        own (a nested loop's barriers do not count: it may run no iteration).
+        What is pending when the body starts must not conflict with these.
+        The same before and after `order_block` ran on the body: the first
+        barrier it inserts is at that first conflict."""
+        if loop in self._heads:
+            return self._heads[loop]
         own: Pending = {}
-        for op in [o.operation for o in block.operations]:
+        found: list = []
+        for op in [o.operation for o in loop.regions[0].blocks[0].operations]:
             if op.name == "gpu.barrier" or fenced_by_lowering(op):
-                return False
+                break
             if op.name == "scf.for":
-                body = op.regions[0].blocks[0]
-                if self.entry_conflicts(body, carried):
-                    return True
-                if self.entry_conflicts(body, own):
-                    return False
+                inner_head = self.head(op)
+                if conflicts(own, inner_head):
+                    break  # a barrier goes before this loop
+                found.extend(inner_head)
                 accesses = [access for inner in walk(op) if not fenced_by_lowering(inner)
                             for access in own_accesses(inner)]
             else:
                 accesses = compound_accesses(op) if op.regions else own_accesses(op)
-                if conflicts(carried, accesses):
-                    return True
                 if conflicts(own, accesses):
-                    return False
+                    break
+                found.extend(accesses)
             add(own, accesses)
-        return False
+        self._heads[loop] = found
+        return found
 
 
 def insert_barrier_before(op: ir.Operation) -> None:
