@@ -11,6 +11,8 @@ this module (`python test/python/kernel_text.py` rewrites them).
 
 `whole_problem_gemm` is one tile.gemm on whole global buffers (tile-tiling
 makes the kernel); `seed_kernel` is examples/seed_fp8_gemm.mlir at another size.
+`pv_kernel` is flash attention's P @ V step: P written to shared memory by a
+T.Parallel over a gemm's accumulator, then read by the next gemm.
 """
 
 from __future__ import annotations
@@ -273,3 +275,64 @@ if __name__ == "__main__":
     inputs = Path(__file__).resolve().parents[1] / "Runtime" / "Inputs"
     for name, (comment, text) in runtime_inputs().items():
         (inputs / name).write_text(f"// {comment}\n// Written by test/python/kernel_text.py.\n{text}")
+
+
+# pv_kernel: S = A (PV_M x PV_K) . B (PV_K x PV_N); O = P (PV_M x PV_N) . V (PV_N x PV_N).
+PV_M, PV_N, PV_K = 64, 64, 32
+PV_SCALE = 0.125
+
+
+def pv_kernel(loop: int = 0) -> str:
+    """S = A.B into a fragment; P = f16(S * PV_SCALE) written to shared memory by
+    a T.Parallel over S; O += P.V. With `loop` > 0, the P and O steps run
+    `loop` times in an scf.for (P is rewritten each iteration after the
+    previous iteration's gemm read it: write after read over the back edge)."""
+    sh = lambda r, c: f"memref<{r}x{c}xf16, {SHARED}>"
+    fr = f"memref<{PV_M}x{PV_N}xf32, {FRAGMENT}>"
+    step = [
+        "scf.parallel (%i, %j) = (%c0, %c0) to (%cM, %cN) step (%c1, %c1) {",
+        f"  %s = memref.load %S_l[%i, %j] : {fr}",
+        "  %scaled = arith.mulf %s, %scale : f32",
+        "  %p = arith.truncf %scaled : f32 to f16",
+        f"  memref.store %p, %P_s[%i, %j] : {sh(PV_M, PV_N)}",
+        "  scf.reduce",
+        "}",
+        (f'"tile.gemm"(%P_s, %V_s, %O_l) {{accum_dtype = f32, transpose_a = false, transpose_b = false}}'
+         f" : ({sh(PV_M, PV_N)}, {sh(PV_N, PV_N)}, {fr}) -> ()"),
+    ]
+    if loop:
+        step = [f"scf.for %it = %c0 to %c{loop} step %c1 {{", *("  " + line for line in step), "}"]
+    lines = [
+        (f"func.func @pv(%A: memref<{PV_M}x{PV_K}xf16>, %B: memref<{PV_K}x{PV_N}xf16>, "
+         f"%V: memref<{PV_N}x{PV_N}xf16>, %O: memref<{PV_M}x{PV_N}xf32>) {{"),
+        '  "tile.kernel"() ({',
+        "  ^bb0(%bx: index):",
+        "    %c0 = arith.constant 0 : index",
+        "    %c1 = arith.constant 1 : index",
+        f"    %c{loop or 2} = arith.constant {loop or 2} : index",
+        f"    %cM = arith.constant {PV_M} : index",
+        f"    %cN = arith.constant {PV_N} : index",
+        "    %zero = arith.constant 0.0 : f32",
+        f"    %scale = arith.constant {PV_SCALE} : f32",
+        f'    %A_s = "tile.alloc_shared"() : () -> {sh(PV_M, PV_K)}',
+        f'    %B_s = "tile.alloc_shared"() : () -> {sh(PV_K, PV_N)}',
+        f'    %V_s = "tile.alloc_shared"() : () -> {sh(PV_N, PV_N)}',
+        f'    %P_s = "tile.alloc_shared"() : () -> {sh(PV_M, PV_N)}',
+        f'    %S_l = "tile.alloc_fragment"() : () -> {fr}',
+        f'    %O_l = "tile.alloc_fragment"() : () -> {fr}',
+        f'    "tile.fill"(%S_l, %zero) : ({fr}, f32) -> ()',
+        f'    "tile.fill"(%O_l, %zero) : ({fr}, f32) -> ()',
+        *(f'    "tile.copy"(%{g}, %{g}_s, %c0, %c0) {{operandSegmentSizes = array<i32: 1, 1, 2, 0>}}'
+          f" : (memref<{r}x{c}xf16>, {sh(r, c)}, index, index) -> ()"
+          for g, r, c in (("A", PV_M, PV_K), ("B", PV_K, PV_N), ("V", PV_N, PV_N))),
+        (f'    "tile.gemm"(%A_s, %B_s, %S_l) {{accum_dtype = f32, transpose_a = false, '
+         f"transpose_b = false}} : ({sh(PV_M, PV_K)}, {sh(PV_K, PV_N)}, {fr}) -> ()"),
+        *("    " + line for line in step),
+        (f'    "tile.copy"(%O_l, %O, %c0, %c0) {{operandSegmentSizes = array<i32: 1, 1, 0, 2>}}'
+         f" : ({fr}, memref<{PV_M}x{PV_N}xf32>, index, index) -> ()"),
+        "    gpu.yield",
+        '  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()',
+        "  return",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"

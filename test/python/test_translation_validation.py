@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from kernel_text import Gemm, gemm_kernel, softmax_kernel
+from kernel_text import Gemm, gemm_kernel, pv_kernel, softmax_kernel
 from mlir import ir
 from mlir.dialects import arith
 
@@ -34,6 +34,8 @@ INPUTS = {
                      .read_text(), "dequant_gemm"),
     "whole-problem": (
         (EXAMPLES / "gemm_whole_problem.mlir").read_text().replace("1024", "96"), "gemm"),
+    # P written to shared memory by a T.Parallel and read by the next gemm, in a loop.
+    "p-through-shared": (pv_kernel(loop=2), "pv"),
 }
 ALL = list(INPUTS)
 T = "target=amdgpu:gfx942"
@@ -49,6 +51,9 @@ VALIDATED = {
                            f"tile-infer-layout{{{T}}}"), ALL),
     "tile-pipeline": ((f"tile-tiling{{{T} stages=3}},tile-legalize-precision{{{T}}},"
                        f"tile-select-mma{{{T}}},tile-infer-layout{{{T}}},tile-pipeline{{{T}}}"), ALL),
+    "tile-insert-barriers": ((f"tile-tiling{{{T} stages=3}},tile-legalize-precision{{{T}}},"
+                              f"tile-select-mma{{{T}}},tile-infer-layout{{{T}}},tile-pipeline{{{T}}},"
+                              "tile-insert-barriers"), ALL),
 }
 # Passes whose output the reference engine cannot run, and what will check them.
 BEYOND_REFERENCE = {

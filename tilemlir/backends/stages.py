@@ -180,6 +180,10 @@ TILE_PIPELINE: tuple[str, ...] = (
     # Multi-buffers shared tiles and prefetches ahead; after layouts (it keeps
     # the copies' vector widths) and before lowering (which emits its barriers).
     "tile-pipeline",
+    # Orders the program's own shared-memory accesses; after tile-pipeline
+    # (its prefetch copies are the pipelined loop's to order) and before
+    # lowering, whose own barriers it counts.
+    "tile-insert-barriers",
     "tile-lower-to-gpu",
     "canonicalize",
     "cse",

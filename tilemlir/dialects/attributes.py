@@ -259,7 +259,8 @@ VECTOR_WIDTH = IntegerAttribute(
 PREFETCH = UnitAttribute(
     "tile.prefetch", ("tile.copy",),
     producer="tile-pipeline (the copy fills the next stage's buffer)",
-    consumers=("tile-lower-to-gpu", "amdgpu lowering hooks"),
+    consumers=("tile-insert-barriers (leaves the copy to the loop's barriers)", "tile-lower-to-gpu",
+               "amdgpu lowering hooks"),
     form="a unit attribute", check=of_kind(ir.UnitAttr))
 
 PIPELINED = IntegerAttribute(

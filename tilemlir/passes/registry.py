@@ -21,6 +21,7 @@ _REGISTRY: dict[str, str] = {
     "tile-select-mma": "tilemlir.passes.select_mma:TileSelectMma",
     "tile-infer-layout": "tilemlir.passes.infer_layout:TileInferLayout",
     "tile-pipeline": "tilemlir.passes.software_pipeline:TilePipeline",
+    "tile-insert-barriers": "tilemlir.passes.insert_barriers:TileInsertBarriers",
     "tile-lower-to-gpu": "tilemlir.passes.lower_to_gpu.lowering_pass:TileLowerToGpu",
     "gpu-check-input": "tilemlir.passes.check_gpu_input:GpuCheckInput",
 }

@@ -399,6 +399,7 @@ class KernelEmitter:
                 self.copy_global_to_shared(op, self._values[src], src_indices, dst,
                                            defer=self._deferred_stores)
                 return
+            # tile-insert-barriers counts on these two (`fenced_by_lowering`).
             gpu.BarrierOp()
             self.copy_global_to_shared(op, self._values[src], src_indices, dst)
             gpu.BarrierOp()
@@ -624,6 +625,7 @@ class KernelEmitter:
         shape = list(ir.MemRefType(dst.type).shape)
         if len(shape) != 2:
             raise LoweringError(op, "tile-lower-to-gpu: only 2-D shared fills are supported")
+        # tile-insert-barriers counts on these two (`fenced_by_lowering`).
         gpu.BarrierOp()
         for row, col, guard in self.distributed_accesses(shape, 1):
             guarded(guard, lambda row=row, col=col: memref.StoreOp(value, dst, [row, col]))

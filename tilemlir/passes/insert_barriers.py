@@ -1,0 +1,261 @@
+"""tile-insert-barriers: orders the program's own shared-memory accesses
+between threads, as TileLang's thread-sync pass does.
+
+A kernel body is a block-level program run by all its threads. When one op
+writes a shared buffer and a later op reads it (or a read is followed by an
+overwrite, or two writes follow each other), the threads of the later op may
+touch elements another thread handled in the earlier one: a `gpu.barrier`
+(a workgroup barrier) must separate them. tile-lower-to-gpu places barriers
+around the accesses it generates itself; this pass adds one wherever the
+program's accesses conflict and no barrier separates them yet, so a kernel
+the lowering already orders gets none.
+
+Accesses, per shared buffer (a `tile.alloc_shared`, seen through the
+`memref.subview`s that select its stages):
+* reads: `tile.gemm`'s A and B; `memref.load`/`vector.load` of it (a
+  `T.Parallel` body); `tile.copy` or `tile.reduce` out of it;
+* writes: `memref.store`/`vector.store` into it; `tile.copy` or `tile.reduce`
+  into it;
+* separators: `gpu.barrier`; and the accesses tile-lower-to-gpu fences itself,
+  between a barrier before and one after (emitter.py `op_tile_copy`,
+  `distributed_fill`): a `tile.copy` from global memory into shared memory and
+  a `tile.fill` of a shared buffer;
+* not counted: `tile.prefetch` copies (tile-pipeline), which the pipelined
+  loop's own barrier scheme orders (software_pipeline.py); the buffers they
+  fill are used by that loop only.
+
+An op with regions other than `scf.for` (an `scf.parallel`, whose iterations
+are independent by definition; an `scf.if`) counts as one access of everything
+its body touches, and the barrier goes before it: a barrier inside a branch
+would be divergent. A body of such an op that writes and then reads (or reads
+and then writes) one shared buffer with no barrier between, outside an
+`scf.parallel`, would need one inside it and is refused. An `scf.for` is ordered in its own body; what one
+iteration leaves pending is checked against the start of the next (the
+loop's back edge): a conflict there puts a barrier at the end of the body.
+Where what precedes the loop conflicts with the start of its body, the
+barrier goes before the loop, not into every iteration.
+
+Whether two accesses are made by one thread is not analysed (two `T.Parallel`
+loops over the same fragment touching the same element are ordered anyway):
+every conflicting pair gets a barrier, as two accesses of different threads.
+
+Input invariant: tile-verify holds; tile-pipeline has run (it marks the
+copies it orders with `tile.prefetch`).
+Output invariant: inside each tile.kernel, between any shared-memory write
+and a later read or write of the same buffer, and between any read and a
+later write, along every path (including loop back edges), there is a
+`gpu.barrier` or an access tile-lower-to-gpu fences with barriers.
+Sequential semantics are unchanged (a barrier is a no-op for one thread).
+
+Options: none.
+
+Example (P written by a T.Parallel, then read by a gemm):
+
+    scf.parallel (%i, %j) = ... { ...; memref.store %p, %P_s[%i, %j] ...; scf.reduce }
+    "tile.gemm"(%P_s, %V_s, %O) ...
+    // becomes
+    scf.parallel (%i, %j) = ... { ...; memref.store %p, %P_s[%i, %j] ...; scf.reduce }
+    gpu.barrier
+    "tile.gemm"(%P_s, %V_s, %O) ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+from mlir.dialects import gpu
+
+from tilemlir.dialects import attributes, tile
+from tilemlir.irutil import walk
+from tilemlir.passes.base import PassState, TilePass
+
+READ, WRITE = "read", "write"
+
+# Ops that take a shared buffer without touching its elements.
+_VIEWS = ("memref.subview", "memref.dim", "memref.cast", "memref.reinterpret_cast",
+          "memref.collapse_shape", "memref.expand_shape", "memref.extract_strided_metadata")
+
+# Pending accesses: shared buffer -> the kinds made since the last barrier.
+Pending = dict
+
+
+class Unordered(Exception):
+    """A conflict that needs a barrier where none may go."""
+
+    def __init__(self, op: ir.Operation, message: str):
+        super().__init__(message)
+        self.op = op
+
+
+def shared_root(value: ir.Value) -> ir.Value | None:
+    """The buffer a shared value views (through memref.subview); None when not shared."""
+    if not isinstance(value.type, ir.MemRefType) or tile.memory_level(value.type) != tile.SHARED:
+        return None
+    owner = value.owner
+    while isinstance(owner, ir.OpView | ir.Operation) and owner.name == "memref.subview":
+        value = owner.operands[0]
+        owner = value.owner
+    return value
+
+
+def fenced_by_lowering(op: ir.Operation) -> bool:
+    """tile-lower-to-gpu emits this access between two barriers (emitter.py:
+    `op_tile_copy` global -> shared, `distributed_fill`)."""
+    if op.name == "tile.copy" and not attributes.PREFETCH.is_on(op):
+        return (tile.memory_level(op.operands[1].type) == tile.SHARED
+                and tile.memory_level(op.operands[0].type) == tile.GLOBAL)
+    return op.name == "tile.fill" and tile.memory_level(op.operands[0].type) == tile.SHARED
+
+
+def own_accesses(op: ir.Operation) -> list[tuple[ir.Value, str]]:
+    """(buffer, kind) of the shared accesses `op` itself makes (not its regions')."""
+    name = op.name
+    if name in _VIEWS or (name == "tile.copy" and attributes.PREFETCH.is_on(op)):
+        return []
+    operands = list(op.operands)
+    if name in ("memref.load", "vector.load", "tile.gemm"):
+        read, written = operands[:2] if name == "tile.gemm" else operands[:1], []
+    elif name in ("memref.store", "vector.store"):
+        read, written = [], operands[1:2]
+    elif name in ("tile.copy", "tile.reduce"):
+        read, written = operands[:1], operands[1:2]
+    elif name == "tile.fill":
+        read, written = [], operands[:1]
+    else:  # anything else handed a shared buffer may read and write it
+        read = written = operands
+    found = []
+    for values, kind in ((read, READ), (written, WRITE)):
+        for value in values:
+            root = shared_root(value)
+            if root is not None:
+                found.append((root, kind))
+    return found
+
+
+def conflicts(pending: Pending, accesses) -> bool:
+    return any(WRITE in pending.get(root, ()) or (kind == WRITE and pending.get(root))
+               for root, kind in accesses)
+
+
+def add(pending: Pending, accesses) -> None:
+    for root, kind in accesses:
+        pending.setdefault(root, set()).add(kind)
+
+
+def union(a: Pending, b: Pending) -> Pending:
+    merged = {root: set(kinds) for root, kinds in a.items()}
+    for root, kinds in b.items():
+        merged.setdefault(root, set()).update(kinds)
+    return merged
+
+
+def compound_accesses(op: ir.Operation) -> list[tuple[ir.Value, str]]:
+    """Every shared access inside `op` (an op with regions other than scf.for),
+    refused where its body would need a barrier inside: a write and a later
+    read or write of one buffer (or a read and a later write) on one thread's
+    path with no barrier between, outside an scf.parallel (whose iterations
+    are independent)."""
+    found: list = []
+    pending: Pending = {}
+    for inner in walk(op):
+        accesses = own_accesses(inner)
+        found.extend(accesses)
+        if inner.name == "gpu.barrier" or fenced_by_lowering(inner):
+            pending = {}
+            continue
+        if op.name != "scf.parallel" and conflicts(pending, accesses):
+            raise Unordered(inner, f"tile-insert-barriers: this access of a shared buffer "
+                                   f"conflicts with an earlier one in the same {op.name} (other "
+                                   "threads may touch what one touched) and a barrier there "
+                                   f"would be divergent; move one of them out of the {op.name}")
+        add(pending, accesses)
+    return found
+
+
+@dataclass(frozen=True)
+class TileInsertBarriers(TilePass):
+    name: ClassVar[str] = "tile-insert-barriers"
+    summary: ClassVar[str] = ("Insert gpu.barrier between conflicting shared-memory accesses "
+                              "of a kernel body (TileLang's thread sync)")
+
+    def run(self, module: ir.Operation, state: PassState) -> None:
+        for kernel in [op for op in walk(module) if op.name == "tile.kernel"]:
+            try:
+                KernelOrder().order_block(kernel.regions[0].blocks[0], {})
+            except Unordered as error:
+                state.error(error.op, str(error))
+
+
+class KernelOrder:
+    """The barriers of one kernel body; `_heads` keeps each loop body's
+    accesses before its first barrier (computed once: the walk stays linear
+    in the nesting depth)."""
+
+    def __init__(self):
+        self._heads: dict = {}
+
+    def order_block(self, block: ir.Block, pending: Pending) -> Pending:
+        """Inserts the barriers `block` needs, entered with `pending`; returns
+        what is pending at its end."""
+        for op in [o.operation for o in block.operations]:
+            if op.name == "scf.for":
+                pending = self.order_loop(op, pending)
+            elif op.name == "gpu.barrier" or fenced_by_lowering(op):
+                pending = {}
+            else:
+                accesses = compound_accesses(op) if op.regions else own_accesses(op)
+                if conflicts(pending, accesses):
+                    insert_barrier_before(op)
+                    pending = {}
+                add(pending, accesses)
+        return pending
+
+    def order_loop(self, loop: ir.Operation, pending: Pending) -> Pending:
+        body = loop.regions[0].blocks[0]
+        head = self.head(loop)
+        if conflicts(pending, head):
+            insert_barrier_before(loop)  # once, not in every iteration
+            pending = {}
+        at_end = self.order_block(body, union(pending, {}))
+        if conflicts(at_end, head):  # the back edge
+            insert_barrier_before(body.operations[len(body.operations) - 1].operation)
+            at_end = {}
+        # Zero iterations leave what came before pending.
+        return union(pending, at_end)
+
+    def head(self, loop: ir.Operation) -> list[tuple[ir.Value, str]]:
+        """The accesses of `loop`'s body before its first barrier: one it has,
+        or the one `order_block` puts before the body's first conflict of its
+        own (a nested loop's barriers do not count: it may run no iteration).
+        What is pending when the body starts must not conflict with these.
+        The same before and after `order_block` ran on the body: the first
+        barrier it inserts is at that first conflict."""
+        if loop in self._heads:
+            return self._heads[loop]
+        own: Pending = {}
+        found: list = []
+        for op in [o.operation for o in loop.regions[0].blocks[0].operations]:
+            if op.name == "gpu.barrier" or fenced_by_lowering(op):
+                break
+            if op.name == "scf.for":
+                inner_head = self.head(op)
+                if conflicts(own, inner_head):
+                    break  # a barrier goes before this loop
+                found.extend(inner_head)
+                accesses = [access for inner in walk(op) if not fenced_by_lowering(inner)
+                            for access in own_accesses(inner)]
+            else:
+                accesses = compound_accesses(op) if op.regions else own_accesses(op)
+                if conflicts(own, accesses):
+                    break
+                found.extend(accesses)
+            add(own, accesses)
+        self._heads[loop] = found
+        return found
+
+
+def insert_barrier_before(op: ir.Operation) -> None:
+    with ir.InsertionPoint(op), op.location:
+        gpu.BarrierOp()
