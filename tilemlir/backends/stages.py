@@ -23,6 +23,7 @@ import contextlib
 import functools
 import importlib
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -145,7 +146,7 @@ class Compilation:
         return CompileError(list(self.diags), self.source)
 
 
-class Stage:
+class Stage(ABC):
     """One named step of a backend's compile (see the module docstring)."""
 
     name: str = ""
@@ -155,11 +156,14 @@ class Stage:
     # so the module may hold one kernel function (metax emits any number).
     one_kernel_function: bool = False
 
+    @abstractmethod
     def describe(self, job: Compilation) -> list[str]:
-        raise NotImplementedError
+        """What --dump-pass-pipeline prints for this stage: pipelines `tile-opt
+        -p` reads back, or the commands it runs."""
 
+    @abstractmethod
     def run(self, job: Compilation) -> None:
-        raise NotImplementedError
+        """Advances `job`: rewrites its module and/or adds this stage's artefact."""
 
 
 # --------------------------------------------------------------------------
