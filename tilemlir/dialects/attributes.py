@@ -231,13 +231,39 @@ LDS_CONFLICTS = IntegerAttribute(
     consumers=("tile-lower-to-gpu (sums them into tile.lds_bank_conflicts_per_iteration)",),
     form="an integer >= 0", check=integer(0))
 
+def _layout_check(attr: ir.Attribute) -> str | None:
+    """tile.layout: one of the two kinds, each with its entries
+    (tilemlir.passes.fragment_layout); `dims` (which dims of the base layout
+    the fragment has) is optional for both."""
+    if not isinstance(attr, ir.DictAttr) or "kind" not in attr:
+        return f"got {attr}"
+    kind = attr["kind"]
+    dims = {"dims": of_kind(ir.DenseI64ArrayAttr)}
+    if str(kind) == '"mma_accumulator"':
+        return dictionary({"kind": of_kind(ir.StringAttr), "instruction": positive_i64_array(3),
+                           "warps": positive_i64_array(2)},
+                          {**dims, "base_shape": positive_i64_array(2)})(attr)
+    if str(kind) == '"blocked"':
+        return dictionary({"kind": of_kind(ir.StringAttr), "base_shape": positive_i64_array(2),
+                           "threads_per_row": integer(1), "vector": integer(1),
+                           "rows_per_pass": integer(1)}, dims)(attr)
+    return f"'kind': got {kind} (expected \"mma_accumulator\" or \"blocked\")"
+
+
 LAYOUT = DictionaryAttribute(
     "tile.layout", ("tile.alloc_fragment",),
-    producer="tile-infer-layout (which lane holds which accumulator element)",
+    producer="tile-infer-layout (which lane holds which fragment element)",
     consumers=("tile-lower-to-gpu",),
-    form='{kind = "mma_accumulator", instruction = array<i64: m, n, k>, warps = array<i64: wm, wn>}',
-    check=dictionary({"kind": of_kind(ir.StringAttr, equal='"mma_accumulator"'),
-                      "instruction": positive_i64_array(3), "warps": positive_i64_array(2)}))
+    form='{kind = "mma_accumulator", instruction = array<i64: m, n, k>, warps = array<i64: wm, wn>} or '
+         '{kind = "blocked", base_shape = array<i64: rows, cols>, threads_per_row = G, vector = V, '
+         'rows_per_pass = P}, either with an optional dims = array<i64: ...>',
+    check=_layout_check)
+
+SCRATCH = UnitAttribute(
+    "tile.scratch", ("tile.alloc_shared",),
+    producer="tile-infer-layout (shared memory for reductions across waves and layout conversions)",
+    consumers=("tile-lower-to-gpu",),
+    form="a unit attribute", check=of_kind(ir.UnitAttr))
 
 SMEM_LAYOUT = DictionaryAttribute(
     "tile.smem_layout", ("tile.alloc_shared",),
@@ -291,7 +317,7 @@ KERNEL_ARGUMENTS = StringArrayAttribute(
     form='an array of JSON strings such as "{\\"position\\": 3, ...}"', check=array_of(ir.StringAttr))
 
 ALL: tuple[TileAttribute, ...] = (
-    TARGET, NUM_STAGES, IN_BOUNDS, CAST, MMA, WARP_GRID, LDS_CONFLICTS, LAYOUT, SMEM_LAYOUT,
+    TARGET, NUM_STAGES, IN_BOUNDS, CAST, MMA, WARP_GRID, LDS_CONFLICTS, LAYOUT, SCRATCH, SMEM_LAYOUT,
     VECTOR_WIDTH, PREFETCH, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
     KERNEL_ARGUMENTS,
 )

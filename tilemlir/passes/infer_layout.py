@@ -70,6 +70,12 @@ from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.lds_banks import choose_padding, choose_swizzle
 from tilemlir.passes.base import PassState, Switch, TilePass, resolve_switch
+from tilemlir.passes.fragment_inference import (
+    FragmentLayouts,
+    conversions,
+    parallel_loop,
+    scratch_needs,
+)
 from tilemlir.passes.gemm_facts import MmaChoice, copy_vector_width, gemm_shape, warp_grid_of
 from tilemlir.passes.gpu_builders import bit_width
 from tilemlir.passes.kernel_facts import enclosing_kernel, i64_array, int_attr, kernel_threads
@@ -181,7 +187,50 @@ class TileInferLayout(TilePass):
                 self.copy_width(op)
         if not state.failed:
             for kernel in [op for op in walk(module) if op.name == "tile.kernel"]:
+                self.fragment_layouts(kernel, state)
+        if not state.failed:
+            for kernel in [op for op in walk(module) if op.name == "tile.kernel"]:
                 self.fit_padding(kernel)
+
+    def fragment_layouts(self, kernel: ir.Operation, state: PassState) -> None:
+        """Every fragment's lane layout (`fragment_inference`), and the shared
+        scratch its reductions and layout conversions need."""
+        target = resolve_target(kernel, self.target)
+        core = matrix_core_for(target.family)
+        wave = target.require("compute.wave_size", "fragment layouts")
+
+        def lanes(m: int, n: int, k: int):
+            return core.accumulator_layout(m, n, k, wave)
+
+        inference = FragmentLayouts(kernel, target, lanes, state)
+        inference.run()
+        if state.failed:
+            return
+        layouts = {value: assigned.layout for value, assigned in inference.assigned.items()}
+        for op in walk(kernel):
+            if op.name != "scf.parallel":
+                continue
+            for fragment, access in conversions(op, layouts):
+                writes = [a for a in parallel_loop(op).accesses if a.fragment == fragment and a.writes]
+                if writes:
+                    driver = parallel_loop(op).driver
+                    state.error(writes[0].op, (
+                        f"tile-infer-layout: this T.Parallel runs over the fragment at "
+                        f"{_location_text(driver.owner)} ({layouts[driver].describe()}) and writes the "
+                        f"fragment at {_location_text(fragment.owner)}, which is laid out otherwise "
+                        f"({layouts[fragment].describe()}, fixed by its other uses); write it in a "
+                        "T.Parallel over its own shape, or copy it into a fragment of the loop's layout"))
+        if state.failed:
+            return
+        for stale in [op for op in walk(kernel) if attributes.SCRATCH.is_on(op)]:
+            stale.erase()
+        body = kernel.regions[0].blocks[0]
+        for element, count in scratch_needs(kernel, layouts, wave).items():
+            with ir.InsertionPoint.at_block_begin(body), kernel.location:
+                memref_type = ir.MemRefType.get([count], element,
+                                                memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>"))
+                scratch = tile.alloc_shared(memref_type)
+                attributes.SCRATCH.mark(scratch.owner)
 
     def fit_padding(self, kernel: ir.Operation) -> None:
         """Row padding must not push a kernel over its LDS: if the kernel's

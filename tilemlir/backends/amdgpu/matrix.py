@@ -59,6 +59,10 @@ class MfmaAccumulator(AccumulatorLayout):
     def col_offset(self, j: int) -> int:
         return 0
 
+    def lane_terms(self):
+        n = self.layout.n
+        return ((n, self.layout.wave_size // n, self.layout.c_row_terms(0)[1]),), ((1, n, 1),)
+
 
 class MfmaCore(MatrixCore):
     """AMD CDNA matrix cores through `amdgpu.mfma` (layouts: `tilemlir.mma_layouts`)."""

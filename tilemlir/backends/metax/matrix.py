@@ -78,6 +78,9 @@ class MetaxAccumulator(AccumulatorLayout):
     def col_offset(self, j: int) -> int:
         return j
 
+    def lane_terms(self):
+        return ((1, TILE, 1),), ((TILE, GROUPS, self.c_per_lane),)
+
 
 def builtin_name(instruction: str) -> str:
     """`mma_16x16x16f16` (a descriptor row's name) -> `__builtin_mxc_mma_16x16x16f16`."""

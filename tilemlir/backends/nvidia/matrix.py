@@ -88,6 +88,19 @@ class MmaSyncAccumulator(AccumulatorLayout):
     def col_offset(self, j: int) -> int:
         return j % 2
 
+    def lane_terms(self):
+        return ((4, 8, 1),), ((1, 4, 2),)
+
+
+def place_flat(lowering: KernelLowering, value: ir.Value, base: ir.Value, offset: int) -> int:
+    """Binds a 1-D shared buffer at byte `offset`; returns the bytes it takes."""
+    memref_type = ir.MemRefType(value.type)
+    view_type = ir.MemRefType.get(memref_type.shape, memref_type.element_type,
+                                  memory_space=memref_type.memory_space)
+    lowering.bind_shared(value, memref.ViewOp(view_type, base, const_index(offset), []).result,
+                         SharedLayout())
+    return memref_type.shape[0] * max(1, bit_width(memref_type.element_type) // 8)
+
 
 class MmaSyncCore(MatrixCore):
     """`mma.sync` m16n8k16 (f16, bf16) and m16n8k32 (e4m3, e5m2, s8) per warp."""
@@ -119,8 +132,14 @@ class MmaSyncCore(MatrixCore):
         offset = 0
         for op in shared_ops:
             value = op.results[0]
-            if len(ir.MemRefType(value.type).shape) != 2:
-                raise UserError("nvidia: shared buffers must be 2-D")
+            rank = len(ir.MemRefType(value.type).shape)
+            if rank == 1 and value not in stages_of:
+                # A flat buffer (a reduction's scratch, a program's row vector): no row padding.
+                offset = -(-offset // SHARED_ALIGN) * SHARED_ALIGN
+                offset += place_flat(lowering, value, base, offset)
+                continue
+            if rank != 2:
+                raise UserError(f"nvidia: shared buffers of rank {rank} are not supported (1-D and 2-D are)")
             align = self.buffer_alignment(value)
             offset = -(-offset // align) * align
             offset += self.place_buffer(lowering, value, base, offset, stages_of.get(value, 1))

@@ -42,6 +42,7 @@ from mlir.dialects import memref, scf, vector
 
 from tilemlir.diagnostics import UserError
 from tilemlir.dialects import attributes
+from tilemlir.passes.fragment_layout import FragmentLayout
 from tilemlir.passes.gemm_facts import copy_vector_width
 
 # Builders a core or hook emits with (re-exported: the interface is this module).
@@ -98,6 +99,15 @@ class AccumulatorLayout(ABC):
     def col_offset(self, j: int) -> int:
         """The static column offset of the lane's j-th accumulator element."""
 
+    def lane_terms(self) -> tuple[tuple, tuple] | None:
+        """`lane_row` and `lane_col` as bit fields of the lane id: for each, a
+        tuple of (div, mod, scale) with power-of-two div and mod, the value
+        being the sum of `((lane // div) % mod) * scale`. With them, reductions
+        over accumulator rows or columns use lane shuffles
+        (`tilemlir.passes.fragment_layout`); None (the default): unknown, and
+        such reductions go through shared memory."""
+        return None
+
 
 @dataclass
 class AccumulatorFragment:
@@ -132,13 +142,52 @@ class AccumulatorFragment:
                 for tm in range(self.tiles[0]) for tn in range(self.tiles[1])
                 for j in range(self.layout.c_per_lane)]
 
+    # Which thread holds which element, in the form every fragment has
+    # (`fragment_layout.FragmentLayout`; slot s is `owned()[s]`). Set by the
+    # lowering when it makes the fragment.
+    placement: FragmentLayout | None = None
 
-def fragment_values(fragments: Sequence[AccumulatorFragment]) -> list[ir.Value]:
+    def read(self, slot: int) -> ir.Value:
+        """The element in the lane's register `slot` (an `owned()` position)."""
+        per_lane = self.layout.c_per_lane
+        return vector.ExtractOp(self.values[slot // per_lane], [], [slot % per_lane]).result
+
+    def write(self, slot: int, value: ir.Value) -> None:
+        per_lane = self.layout.c_per_lane
+        self.values[slot // per_lane] = vector.InsertOp(
+            value, self.values[slot // per_lane], [], [slot % per_lane]).result
+
+
+@dataclass
+class RegisterFragment:
+    """Any other fragment held in registers: per lane, one scalar SSA value per
+    register slot of its layout (`placement`; `values`, replaced as the
+    program writes them)."""
+
+    placement: FragmentLayout
+    element: ir.Type
+    values: list[ir.Value] = field(default_factory=list)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.placement.shape
+
+    def read(self, slot: int) -> ir.Value:
+        return self.values[slot]
+
+    def write(self, slot: int, value: ir.Value) -> None:
+        self.values[slot] = value
+
+
+Fragment = AccumulatorFragment | RegisterFragment
+
+
+def fragment_values(fragments: Sequence[Fragment]) -> list[ir.Value]:
     """The registers of `fragments`, flat, in order (what a loop carries)."""
     return [value for fragment in fragments for value in fragment.values]
 
 
-def rebind_fragments(fragments: Sequence[AccumulatorFragment], values: Sequence[ir.Value]) -> None:
+def rebind_fragments(fragments: Sequence[Fragment], values: Sequence[ir.Value]) -> None:
     """Gives `fragments` the registers `values` (flat, as `fragment_values`
     lists them; extra values are ignored), e.g. a loop's iter_args or results."""
     position = 0
@@ -235,7 +284,7 @@ class KernelLowering(Protocol):
     def bind_shared(self, tile_value: ir.Value, buffer: ir.Value, layout: SharedLayout) -> None:
         """Places a shared tile value in `buffer`, stored as `layout` says."""
 
-    def fragments(self) -> list[AccumulatorFragment]:
+    def fragments(self) -> list[Fragment]:
         """The register fragments so far, in creation order (a loop carries them all)."""
 
     def lower_op(self, op: ir.Operation) -> None:
@@ -448,6 +497,7 @@ __all__ = [
     "AccumulatorFragment",
     "AccumulatorLayout",
     "ForLoopParts",
+    "Fragment",
     "GemmOperands",
     "KernelLowering",
     "LaneIds",
@@ -455,6 +505,7 @@ __all__ = [
     "LoweringHooks",
     "LoweringOption",
     "MatrixCore",
+    "RegisterFragment",
     "SharedLayout",
     "add",
     "and_",

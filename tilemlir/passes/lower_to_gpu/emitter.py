@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.dialects import gpu, memref, scf, vector
+from mlir.dialects import arith, gpu, memref, scf, vector
 
 from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 from tilemlir.lds_banks import SWIZZLE_CHUNK_BYTES
+from tilemlir.passes.fragment_layout import accumulator_layout
 from tilemlir.passes.gemm_facts import MmaChoice, warp_grid_of
 from tilemlir.passes.gpu_builders import (
     add,
@@ -42,13 +43,14 @@ from tilemlir.passes.lower_to_gpu.api import (
     LoweringError,
     LoweringHooks,
     MatrixCore,
-    constant_int,
+    RegisterFragment,
     copy_width,
     for_loop_parts,
     fragment_values,
     guarded,
     rebind_fragments,
 )
+from tilemlir.passes.lower_to_gpu.fragment_ops import FragmentOps, ParallelContext
 from tilemlir.passes.shared_memory import SharedLayout, physical_shared_shape, shared_layout
 
 
@@ -81,7 +83,7 @@ class LoweredKernel:
     extra_arguments: list[tuple[ir.Type, dict]] = field(default_factory=list)
 
 
-class KernelEmitter:
+class KernelEmitter(FragmentOps):
     """Emits one tile.kernel as a gpu.func (one thread's program); implements
     `api.KernelLowering`.
 
@@ -89,7 +91,9 @@ class KernelEmitter:
     the family's core, its hook options. Mutable state, all of it:
 
     * `_values`: tile value -> lowered value (the value map);
-    * `_fragments`: tile fragment value -> its `AccumulatorFragment` (registers);
+    * `_fragments`: tile fragment value -> its registers (`AccumulatorFragment`
+      for gemm accumulators, else `RegisterFragment`);
+    * `_scratch`, `_parallel`: see `fragment_ops.FragmentOps`;
     * `_shared`: tile shared value -> (stored memref, `SharedLayout`);
     * `_deferred_stores`: LDS stores of prefetch copies waiting for the end of
       the pipelined iteration being emitted (None outside such a loop);
@@ -118,6 +122,8 @@ class KernelEmitter:
         self._lowered: LoweredKernel | None = None
         self._ids: LaneIds | None = None
         self._hooks: LoweringHooks | None = None
+        self._scratch: dict = {}  # element type -> the kernel's tile.scratch buffer
+        self._parallel: ParallelContext | None = None  # the T.Parallel being emitted
 
     # -- api.KernelLowering ----------------------------------------------------
 
@@ -267,6 +273,10 @@ class KernelEmitter:
                 dynamic = self.core.place_shared(self, shared_ops)
                 self._lowered.dynamic_shared_bytes = dynamic
                 attributes.DYNAMIC_SHARED_BYTES.write(gpu_func, dynamic)
+            for op in shared_ops:
+                if attributes.SCRATCH.is_on(op):
+                    element = ir.MemRefType(op.results[0].type).element_type
+                    self._scratch[element] = self.shared_buffer(op.results[0])
             self.emit_block(self._kernel.regions[0].blocks[0])
             gpu.ReturnOp([])
         attributes.LDS_BANK_CONFLICTS_PER_ITERATION.write(gpu_func, self._lds_conflicts)
@@ -355,11 +365,13 @@ class KernelEmitter:
 
     def op_tile_alloc_fragment(self, op) -> None:
         result = op.results[0]
+        if not any(use.owner.name == "tile.gemm" and use.operand_number == 2 for use in result.uses):
+            self.make_fragment(op)
+            return
         layout = attributes.LAYOUT.read(op)
-        if layout is None:
-            raise LoweringError(op, f"tile-lower-to-gpu: this fragment has no {attributes.LAYOUT.name} (run "
-                                    "tile-infer-layout; only gemm accumulators are held in "
-                                    "registers so far)")
+        if layout is None or ir.StringAttr(layout["kind"]).value != "mma_accumulator" or "dims" in layout:
+            raise LoweringError(op, f"tile-lower-to-gpu: this gemm accumulator has no "
+                                    f"{attributes.LAYOUT.name} of its instruction (run tile-infer-layout)")
         m, n, k = list(ir.DenseI64ArrayAttr(layout["instruction"]))
         wm, wn = list(ir.DenseI64ArrayAttr(layout["warps"]))
         memref_type = ir.MemRefType(result.type)
@@ -368,14 +380,20 @@ class KernelEmitter:
                                                  bit_width(memref_type.element_type))
         except ValueError as error:
             raise LoweringError(op, f"tile-lower-to-gpu: {attributes.LAYOUT.name} {layout}: {error}") from None
-        fragment = AccumulatorFragment(
-            (memref_type.shape[0], memref_type.shape[1]), memref_type.element_type, lanes, (wm, wn))
+        shape = (memref_type.shape[0], memref_type.shape[1])
+        fragment = AccumulatorFragment(shape, memref_type.element_type, lanes, (wm, wn))
+        fragment.placement = accumulator_layout(shape, lanes, (wm, wn), self._wave_size, self._threads,
+                                                (m, n, k))
         zero = splat(fragment.vector_type, zero_of(fragment.element))
         fragment.values = [zero] * (fragment.tiles[0] * fragment.tiles[1])
         self._fragments[result] = fragment
 
     def op_tile_fill(self, op) -> None:
         buffer, value = op.operands[0], self._values[op.operands[1]]
+        if isinstance(self._fragments.get(buffer), RegisterFragment):
+            fragment = self._fragments[buffer]
+            fragment.values = [value] * len(fragment.values)
+            return
         if buffer in self._fragments:
             fragment = self._fragments[buffer]
             filled = vector.BroadcastOp(fragment.vector_type, value).result
@@ -393,24 +411,55 @@ class KernelEmitter:
         src_indices = [self._values[v] for v in op.operands[2:2 + segments[2]]]
         dst_indices = [self._values[v] for v in op.operands[2 + segments[2]:]]
         shared, fragments = self._shared, self._fragments
+        if self.copy_with_fragments(op, src_indices, dst_indices):
+            return
+        src_rank, dst_rank = ir.MemRefType(src.type).rank, ir.MemRefType(dst.type).rank
+        source, destination = self._values.get(src), self._values.get(dst)
+        if src_rank > dst_rank:
+            source, src_indices = window_view(op, source, src_indices, dst_rank)
+        elif dst_rank > src_rank:
+            destination, dst_indices = window_view(op, destination, dst_indices, src_rank)
         if dst in shared and src not in shared and src not in fragments:
             if attributes.PREFETCH.is_on(op):
                 # Software-pipelined: the loop's one barrier per iteration orders it.
-                self.copy_global_to_shared(op, self._values[src], src_indices, dst,
-                                           defer=self._deferred_stores)
+                self.copy_global_to_shared(op, source, src_indices, dst, defer=self._deferred_stores)
                 return
             # tile-insert-barriers counts on these two (`fenced_by_lowering`).
             gpu.BarrierOp()
-            self.copy_global_to_shared(op, self._values[src], src_indices, dst)
+            self.copy_global_to_shared(op, source, src_indices, dst)
             gpu.BarrierOp()
         elif src in fragments and dst not in shared and dst not in fragments:
-            self.copy_fragment_to_global(fragments[src], self._values[dst], dst_indices,
+            self.copy_fragment_to_global(fragments[src], destination, dst_indices,
                                          in_bounds=attributes.IN_BOUNDS.is_on(op))
         elif dst in fragments and src not in shared and src not in fragments:
-            self.copy_global_to_fragment(fragments[dst], self._values[src], src_indices)
+            self.copy_global_to_fragment(fragments[dst], source, src_indices)
+        elif src in shared and dst not in shared and dst not in fragments:
+            self.copy_shared_to_global(op, src, destination, dst_indices)
         else:
-            raise LoweringError(op, "tile-lower-to-gpu: this tile.copy direction is not supported "
-                                    "yet (supported: global->shared, fragment<->global)")
+            raise LoweringError(op, "tile-lower-to-gpu: a tile.copy between two shared buffers is not "
+                                    "supported (copy through a fragment)")
+
+    def copy_shared_to_global(self, op, src_tile: ir.Value, dst: ir.Value, offsets: list[ir.Value]) -> None:
+        """Every thread stores its share of the shared tile's elements (read
+        through its storage layout); out-of-bounds writes are dropped.
+        tile-insert-barriers orders it after the writes of the tile."""
+        stored, layout = self._shared[src_tile]
+        shape = list(ir.MemRefType(src_tile.type).shape)
+        if len(shape) != 2:
+            raise LoweringError(op, "tile-lower-to-gpu: only 2-D copies out of shared memory are supported")
+        extents = memref_dims(dst)
+        row_elements = ir.MemRefType(stored.type).shape[-1]
+        element = ir.MemRefType(stored.type).element_type
+        target = ir.MemRefType(dst.type).element_type
+        for row, col, guard in self.distributed_accesses(shape, 1):
+            def store(row=row, col=col) -> None:
+                at = [col, row] if layout.transposed else [row, swizzled_column(
+                    row, col, layout.swizzle, row_elements, element)]
+                value = convert(memref.LoadOp(stored, at).result, element, target, self._native_fp8)
+                gr, gc = add(offsets[0], row), add(offsets[1], col)
+                guarded(and_(ult(gr, extents[0]), ult(gc, extents[1])),
+                        lambda: memref.StoreOp(value, dst, [gr, gc]))
+            guarded(guard, store)
 
     def op_tile_gemm(self, op) -> None:
         self.core.emit_k_steps(self.gemm_operands(op))
@@ -462,52 +511,6 @@ class KernelEmitter:
         for old, new in zip(op.results, results[:len(iter_inits)]):
             self._values[old] = new
         rebind_fragments(carried, results[len(iter_inits):])
-
-    def op_scf_parallel(self, op) -> None:
-        lbs, ubs, steps, ivs, body_ops = scf_parallel_parts(op)
-        touched = {v for inner in walk(op) for v in inner.operands if v in self._fragments}
-        if len(touched) != 1:
-            raise LoweringError(op, "tile-lower-to-gpu: scf.parallel inside a kernel must iterate "
-                                    "over exactly one register fragment's shape (it touches "
-                                    f"{len(touched)})")
-        key = next(iter(touched))
-        fragment = self._fragments[key]
-        bounds = [(constant_int(lb), constant_int(ub), constant_int(st)) for lb, ub, st in
-                  zip(lbs, ubs, steps)]
-        if bounds != [(0, fragment.shape[0], 1), (0, fragment.shape[1], 1)]:
-            raise LoweringError(op, "tile-lower-to-gpu: scf.parallel over a fragment must cover "
-                                    f"exactly its {fragment.shape[0]}x{fragment.shape[1]} shape "
-                                    "with step 1")
-        self.for_each_owned(fragment, lambda row, col, tile_i, j: self.emit_parallel_body(
-            body_ops, ivs, key, fragment, row, col, tile_i, j))
-
-    def emit_parallel_body(self, body_ops, ivs, key, fragment, row, col, tile_i, j) -> None:
-        self._values[ivs[0]] = row
-        self._values[ivs[1]] = col
-        for inner in body_ops:
-            if inner.name == "scf.reduce":
-                if inner.operands:
-                    raise LoweringError(inner, "tile-lower-to-gpu: scf.parallel reductions are "
-                                               "not supported")
-                continue
-            if inner.name == "memref.load" and inner.operands[0] == key:
-                self.require_owned_indices(inner, list(inner.operands)[1:], ivs)
-                with inner.location:
-                    self._values[inner.results[0]] = vector.ExtractOp(
-                        fragment.values[tile_i], [], [j]).result
-            elif inner.name == "memref.store" and inner.operands[1] == key:
-                self.require_owned_indices(inner, list(inner.operands)[2:], ivs)
-                with inner.location:
-                    fragment.values[tile_i] = vector.InsertOp(
-                        self._values[inner.operands[0]], fragment.values[tile_i], [], [j]).result
-            else:
-                self.lower_op(inner.operation)
-
-    @staticmethod
-    def require_owned_indices(op, indices, ivs) -> None:
-        if list(indices) != list(ivs):
-            raise LoweringError(op, "tile-lower-to-gpu: inside scf.parallel a fragment must be "
-                                    "indexed by the loop's own induction variables")
 
     # -- fragments <-> lanes -------------------------------------------------
 
@@ -646,6 +649,43 @@ def is_stage_view(subview: ir.Operation) -> bool:
     return (len(shape) == 3 and len(ir.MemRefType(subview.results[0].type).shape) == 2
             and all(offset == 0 for offset in offsets[1:]) and sizes == [1, *shape[1:]]
             and all(stride == 1 for stride in strides))
+
+
+def window_view(op, buffer: ir.Value, indices: list[ir.Value], rank: int) -> tuple[ir.Value, list[ir.Value]]:
+    """A rank-reducing tile.copy's global side as a `rank`-D view: the dims
+    outside the window (`tile.window`, default the leading ones) fixed at
+    their indices, the window's extents whole; returns the view and the
+    window's offsets. A fixed index out of bounds leaves the view empty
+    (reads give 0, writes are dropped, as tile.copy defines)."""
+    memref_type = ir.MemRefType(buffer.type)
+    if "tile.window" in op.attributes:
+        window = list(ir.DenseI64ArrayAttr(op.attributes["tile.window"]))
+    else:
+        window = list(range(memref_type.rank - rank, memref_type.rank))
+    extents = memref_dims(buffer)
+    if not indices:
+        indices = [const_index(0)] * memref_type.rank
+    inside = None
+    offsets, sizes = [], []
+    for d in range(memref_type.rank):
+        if d in window:
+            offsets.append(const_index(0))
+            sizes.append(extents[d])
+            continue
+        ok = ult(indices[d], extents[d])
+        inside = ok if inside is None else and_(inside, ok)
+        offsets.append(arith.SelectOp(ok, indices[d], const_index(0)).result)
+    # Empty when a fixed index is out of bounds: the first window dim has extent 0.
+    sizes[0] = arith.SelectOp(inside, sizes[0], const_index(0)).result
+    dynamic = ir.ShapedType.get_dynamic_size()
+    strides, _ = memref_type.get_strides_and_offset()
+    view_type = ir.MemRefType.get([dynamic] * rank, memref_type.element_type,
+                                  layout=ir.StridedLayoutAttr.get(dynamic, [strides[d] for d in window]),
+                                  memory_space=memref_type.memory_space)
+    static_sizes = [dynamic if d in window else 1 for d in range(memref_type.rank)]
+    view = memref.SubViewOp(view_type, buffer, offsets, sizes, [], [dynamic] * memref_type.rank,
+                            static_sizes, [1] * memref_type.rank).result
+    return view, [indices[d] for d in window]
 
 
 def memref_dims(value: ir.Value) -> list[ir.Value]:

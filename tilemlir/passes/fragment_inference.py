@@ -1,0 +1,296 @@
+"""Which layout each register fragment of a kernel gets (tile-infer-layout's
+fragment half; layouts: `fragment_layout`).
+
+Anchors first: a gemm accumulator takes its instruction's C layout (set by
+tile-infer-layout before this runs). Then layouts propagate, to a fixed
+point, through
+
+* `tile.reduce`: the result follows the source's other dims (a row vector
+  of row maxima lives where the rows do);
+* `T.Parallel` (`scf.parallel`): the loop runs over its *driver*, a fragment
+  indexed by exactly the loop's induction variables over its whole shape;
+  every other fragment the body indexes by induction variables takes the
+  driver's layout projected onto the dims it is indexed by;
+* `tile.copy` between two fragments of one shape: both take one layout.
+
+A fragment none of these reaches gets the default `blocked` layout (the
+highest-rank fragments first, so that row vectors follow tiles), and
+propagation resumes.
+
+Where two uses still disagree (a reduction into a fragment laid out
+otherwise, a T.Parallel reading a fragment laid out otherwise, a copy
+between fragments laid out differently) the lowering converts through shared
+memory; a fragment *written* by a T.Parallel it does not match cannot be
+converted and is refused, naming both uses. The shared memory these need
+(conversions, and reductions across waves) is one `tile.alloc_shared` per
+element type marked `tile.scratch`, sized here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+
+from tilemlir.dialects import attributes, tile
+from tilemlir.irutil import walk
+from tilemlir.passes.base import PassState
+from tilemlir.passes.fragment_layout import (
+    FragmentLayout,
+    blocked_entries,
+    blocked_layout,
+    blocked_params,
+    is_power_of_two,
+    read_layout,
+    reduce_plan,
+)
+from tilemlir.passes.gpu_builders import bit_width
+from tilemlir.passes.kernel_facts import kernel_threads
+from tilemlir.passes.lower_to_gpu.api import constant_int
+
+
+@dataclass(frozen=True)
+class FragmentAccess:
+    """A memref.load/store of a fragment inside a T.Parallel: which loop dim
+    indexes each of the fragment's dims (None: not an induction variable)."""
+
+    op: ir.Operation
+    fragment: ir.Value
+    dims: tuple[int | None, ...]
+    writes: bool
+
+
+@dataclass(frozen=True)
+class ParallelLoop:
+    """A T.Parallel's index space and fragment accesses."""
+
+    extents: tuple[int | None, ...]  # static trip counts (None: not constant from 0 by 1)
+    accesses: tuple[FragmentAccess, ...]
+    driver: ir.Value | None  # the fragment the loop runs over
+
+    def fragments(self) -> list[ir.Value]:
+        return list(dict.fromkeys(access.fragment for access in self.accesses))
+
+
+def parallel_loop(op: ir.Operation) -> ParallelLoop:
+    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    operands = list(op.operands)
+    lbs = operands[:segments[0]]
+    ubs = operands[segments[0]:segments[0] + segments[1]]
+    steps = operands[segments[0] + segments[1]:]
+    extents = tuple(constant_int(ub) if constant_int(lb) == 0 and constant_int(st) == 1 else None
+                    for lb, ub, st in zip(lbs, ubs, steps))
+    ivs = list(op.regions[0].blocks[0].arguments)
+    accesses = []
+    for inner in walk(op):
+        if inner.name == "memref.load":
+            buffer, indices, writes = inner.operands[0], list(inner.operands)[1:], False
+        elif inner.name == "memref.store":
+            buffer, indices, writes = inner.operands[1], list(inner.operands)[2:], True
+        else:
+            continue
+        if tile.memory_level(buffer.type) != tile.FRAGMENT:
+            continue
+        dims = tuple(ivs.index(index) if index in ivs else None for index in indices)
+        accesses.append(FragmentAccess(inner, buffer, dims, writes))
+    driver = None
+    for access in accesses:
+        shape = tuple(ir.MemRefType(access.fragment.type).shape)
+        if access.dims == tuple(range(len(ivs))) and shape == extents:
+            driver = access.fragment
+            break
+    return ParallelLoop(extents, tuple(accesses), driver)
+
+
+@dataclass
+class Assigned:
+    layout: FragmentLayout
+    entries: dict  # tile.layout entries of the base layout, without dims
+    dims: tuple[int, ...]  # this fragment's dims in the base layout
+
+    def projected(self, dims: tuple[int, ...]) -> Assigned:
+        return Assigned(self.layout.project(dims), self.entries, tuple(self.dims[d] for d in dims))
+
+    def attribute_entries(self) -> dict:
+        entries = dict(self.entries)
+        entries["dims"] = ir.DenseI64ArrayAttr.get(list(self.dims))
+        return entries
+
+
+def _shape(value: ir.Value) -> tuple[int, ...]:
+    return tuple(ir.MemRefType(value.type).shape)
+
+
+def _alloc_of(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "tile.alloc_fragment":
+        return owner.operation
+    return None
+
+
+class FragmentLayouts:
+    """Layout assignment for one kernel (see the module docstring)."""
+
+    def __init__(self, kernel: ir.Operation, target, accumulator_lanes, state: PassState):
+        self.kernel = kernel
+        self.state = state
+        self.threads = kernel_threads(kernel)
+        self.wave_size = target.require("compute.wave_size", "fragment layouts")
+        self.accumulator_lanes = accumulator_lanes
+        self.assigned: dict[ir.Value, Assigned] = {}
+        self.fragments = [op for op in walk(kernel) if op.name == "tile.alloc_fragment"]
+
+    def run(self) -> None:
+        if not self.fragments:
+            return
+        if not is_power_of_two(self.threads):
+            needs = [op for op in self.fragments if not attributes.LAYOUT.is_on(op)]
+            if needs:
+                self.state.error(needs[0], f"tile-infer-layout: this kernel has {self.threads} threads; "
+                                           "fragments other than gemm accumulators need a "
+                                           "power-of-two thread count")
+                return
+        anchored = set()
+        for op in self.fragments:
+            attr = attributes.LAYOUT.read(op)
+            if attr is not None:
+                self.assigned[op.results[0]] = self.from_attribute(op, attr)
+                anchored.add(op.results[0])
+        if self.state.failed:
+            return
+        for op in self.fragments:
+            if any(ir.ShapedType(op.results[0].type).is_dynamic_dim(d)
+                   for d in range(ir.MemRefType(op.results[0].type).rank)):
+                return  # tile-verify refuses dynamic fragments
+            if ir.MemRefType(op.results[0].type).rank > 2:
+                self.state.error(op, "tile-infer-layout: fragments of rank "
+                                     f"{ir.MemRefType(op.results[0].type).rank} are not supported "
+                                     "(rank 0, 1 and 2 are)")
+                return
+        ops = list(walk(self.kernel))
+        while True:
+            while self.propagate(ops):
+                pass
+            pending = [op for op in self.fragments if op.results[0] not in self.assigned]
+            if not pending:
+                break
+            first = max(pending, key=lambda op: ir.MemRefType(op.results[0].type).rank)
+            self.assigned[first.results[0]] = self.default(first.results[0])
+        for op in self.fragments:
+            if op.results[0] not in anchored:
+                attributes.LAYOUT.write(op, self.assigned[op.results[0]].attribute_entries())
+
+    def from_attribute(self, op: ir.Operation, attr) -> Assigned:
+        shape = _shape(op.results[0])
+        try:
+            layout = read_layout(attr, shape, self.threads, self.wave_size, self.accumulator_lanes)
+        except (ValueError, KeyError) as error:
+            self.state.error(op, f"tile-infer-layout: {attributes.LAYOUT.name} {attr}: {error}")
+            return Assigned(blocked_layout(shape, blocked_params(shape, 32, self.threads), self.threads),
+                            {}, ())
+        dims = tuple(ir.DenseI64ArrayAttr(attr["dims"])) if "dims" in attr else tuple(range(len(shape)))
+        entries = {attr[i].name: attr[i].attr for i in range(len(attr)) if attr[i].name != "dims"}
+        if "base_shape" not in entries and entries["kind"] == ir.StringAttr.get("mma_accumulator"):
+            entries["base_shape"] = ir.DenseI64ArrayAttr.get(list(shape))
+        return Assigned(layout, entries, dims)
+
+    def default(self, value: ir.Value) -> Assigned:
+        """The blocked layout, its vectors 128 bits of the narrowest element
+        type the fragment is copied from or to (one global access each)."""
+        shape = _shape(value)
+        bits = [bit_width(ir.MemRefType(value.type).element_type)]
+        for use in value.uses:
+            if use.owner.name == "tile.copy":
+                bits += [bit_width(ir.MemRefType(operand.type).element_type)
+                         for operand in list(use.owner.operands)[:2]]
+        params = blocked_params(shape, min(bits), self.threads)
+        dims = () if not shape else (1,) if len(shape) == 1 else (0, 1)
+        return Assigned(blocked_layout(shape, params, self.threads, dims), blocked_entries(params, ())
+                        , dims)
+
+    def give(self, value: ir.Value, assigned: Assigned) -> bool:
+        if value in self.assigned or _alloc_of(value) is None:
+            return False
+        self.assigned[value] = assigned
+        return True
+
+    def propagate(self, ops: list[ir.Operation]) -> bool:
+        changed = False
+        for op in ops:
+            if op.name == "tile.reduce":
+                src, dst = op.operands[0], op.operands[1]
+                if src in self.assigned and tile.memory_level(dst.type) == tile.FRAGMENT:
+                    dim = ir.IntegerAttr(op.attributes["dim"]).value
+                    kept = tuple(d for d in range(len(_shape(src))) if d != dim)
+                    changed |= self.give(dst, self.assigned[src].projected(kept))
+            elif op.name == "scf.parallel":
+                loop = parallel_loop(op)
+                drivers = [a.fragment for a in loop.accesses
+                           if a.dims == tuple(range(len(loop.extents))) and _shape(a.fragment) == loop.extents]
+                known = [d for d in drivers if d in self.assigned]
+                if not known:
+                    continue
+                driver = self.assigned[known[0]]
+                for access in loop.accesses:
+                    if None in access.dims:
+                        continue
+                    changed |= self.give(access.fragment, driver.projected(access.dims))
+            elif op.name == "tile.copy":
+                src, dst = op.operands[0], op.operands[1]
+                if (tile.memory_level(src.type) == tile.FRAGMENT == tile.memory_level(dst.type)
+                        and _shape(src) == _shape(dst)):
+                    every = tuple(range(len(_shape(src))))
+                    if src in self.assigned:
+                        changed |= self.give(dst, self.assigned[src].projected(every))
+                    elif dst in self.assigned:
+                        changed |= self.give(src, self.assigned[dst].projected(every))
+        return changed
+
+
+def scratch_needs(kernel: ir.Operation, layouts: dict[ir.Value, FragmentLayout],
+                  wave_size: int) -> dict[ir.Type, int]:
+    """Elements of shared scratch per element type that the lowering of this
+    kernel's reductions and layout conversions uses (the lowering asks the
+    same questions, `conversions`)."""
+    needs: dict[ir.Type, int] = {}
+
+    def need(element: ir.Type, count: int) -> None:
+        if count:
+            needs[element] = max(needs.get(element, 0), count)
+
+    for op in walk(kernel):
+        if op.name == "tile.reduce":
+            src, dst = op.operands[0], op.operands[1]
+            if src not in layouts:
+                continue
+            element = ir.MemRefType(src.type).element_type
+            plan = reduce_plan(layouts[src], ir.IntegerAttr(op.attributes["dim"]).value, wave_size)
+            need(element, plan.scratch_elements(layouts[src]))
+            if dst in layouts and layouts[dst] != plan.result:
+                need(element, math.prod(_shape(dst)))
+        elif op.name == "scf.parallel":
+            for fragment, _ in conversions(op, layouts):
+                need(ir.MemRefType(fragment.type).element_type, math.prod(_shape(fragment)))
+        elif op.name == "tile.copy":
+            src, dst = op.operands[0], op.operands[1]
+            if src in layouts and dst in layouts and layouts[src] != layouts[dst]:
+                need(ir.MemRefType(src.type).element_type, math.prod(_shape(src)))
+    return needs
+
+
+def conversions(op: ir.Operation, layouts: dict[ir.Value, FragmentLayout]) -> list[tuple[ir.Value, FragmentAccess]]:
+    """The fragments a T.Parallel reads laid out otherwise than its driver's
+    projection (converted through shared memory before the loop), each with
+    its first access."""
+    loop = parallel_loop(op)
+    if loop.driver is None or loop.driver not in layouts:
+        return []
+    driver = layouts[loop.driver]
+    found: dict = {}
+    for access in loop.accesses:
+        if access.fragment == loop.driver or None in access.dims or access.fragment not in layouts:
+            continue
+        if layouts[access.fragment] != driver.project(access.dims):
+            found.setdefault(access.fragment, access)
+    return list(found.items())

@@ -1,0 +1,629 @@
+"""The generic lowering of register fragments of any layout
+(`tilemlir.passes.fragment_layout`): T.Parallel loops, element accesses,
+reductions, copies, layout conversions and branches. A mixin of the
+`KernelEmitter`, family-neutral: cross-lane traffic is `gpu.shuffle` and
+workgroup memory, which every family lowers.
+
+* `T.Parallel` (`scf.parallel`) runs its body once per register slot of its
+  driver fragment (or, over memory only, of a `blocked` layout of its index
+  space), with the induction variables bound to that slot's element indices;
+  fragment loads and stores in it are register reads and writes. Threads that
+  hold replicas of the same elements run the body too (their fragments stay
+  identical); only the first replica stores to memory.
+* `tile.reduce` combines a thread's slots, then across lanes with xor
+  shuffles, then across waves through the kernel's shared scratch
+  (`tile.scratch`, sized by tile-infer-layout); a layout whose reduced and
+  kept threads are not separable goes through the scratch entirely. Every
+  thread combines in the same order, so replicas agree bit for bit.
+* a fragment read in a layout other than its own is converted through the
+  scratch: its owners store it by logical index, then each thread loads the
+  elements its new layout gives it (between barriers).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from dataclasses import dataclass, field
+
+from mlir import ir
+from mlir.dialects import arith, gpu, memref, scf, vector
+
+from tilemlir.dialects import attributes
+from tilemlir.passes.fragment_inference import conversions, parallel_loop
+from tilemlir.passes.fragment_layout import (
+    FragmentLayout,
+    blocked_layout,
+    blocked_params,
+    read_layout,
+    reduce_plan,
+)
+from tilemlir.passes.gpu_builders import (
+    add,
+    and_,
+    bit_width,
+    const_index,
+    convert,
+    load_or_zero,
+    mul,
+    swizzled_column,
+    ult,
+    zero_of,
+)
+from tilemlir.passes.lower_to_gpu.api import (
+    AccumulatorFragment,
+    Fragment,
+    LoweringError,
+    RegisterFragment,
+    guarded,
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _slot_index(layout: FragmentLayout) -> dict[tuple[int, ...], int]:
+    return layout.slot_index()
+
+
+@dataclass
+class ParallelContext:
+    """The T.Parallel whose body is being emitted, at one register slot."""
+
+    op: ir.Operation
+    ivs: list[ir.Value]
+    layout: FragmentLayout
+    owner: ir.Value | None  # i1: this thread stores to memory (None: every thread)
+    offsets: tuple[int, ...] = ()
+    overrides: dict = field(default_factory=dict)  # fragment -> its converted copy
+
+
+def _eq_zero(value: ir.Value) -> ir.Value:
+    return arith.CmpIOp(arith.CmpIPredicate.eq, value, const_index(0)).result
+
+
+def _combine(kind: str, element: ir.Type, a: ir.Value, b: ir.Value) -> ir.Value:
+    floating = isinstance(element, ir.FloatType)
+    if kind == "sum":
+        return (arith.AddFOp if floating else arith.AddIOp)(a, b).result
+    if kind == "max":
+        return (arith.MaximumFOp if floating else arith.MaxSIOp)(a, b).result
+    return (arith.MinimumFOp if floating else arith.MinSIOp)(a, b).result
+
+
+def _shuffle_xor(value: ir.Value, offset: int, width: int) -> ir.Value:
+    """`value` of the lane whose id differs in the bits of `offset` (32-bit
+    shuffles: narrower types are widened exactly and narrowed back)."""
+    original = value.type
+    bits = bit_width(original)
+    if bits > 32:
+        raise ValueError(f"cross-lane reductions of {original} (wider than 32 bits) are not supported")
+    if isinstance(original, ir.FloatType) and bits < 32:
+        value = arith.ExtFOp(ir.F32Type.get(), value).result
+    elif isinstance(original, ir.IntegerType) and bits < 32:
+        value = arith.ExtSIOp(ir.IntegerType.get_signless(32), value).result
+    i32 = ir.IntegerType.get_signless(32)
+    shuffled = gpu.ShuffleOp(value, arith.ConstantOp(i32, offset).result,
+                             arith.ConstantOp(i32, width).result, gpu.ShuffleMode.XOR).results[0]
+    if shuffled.type == original:
+        return shuffled
+    if isinstance(original, ir.FloatType):
+        return arith.TruncFOp(original, shuffled).result
+    return arith.TruncIOp(original, shuffled).result
+
+
+def _window_dims(copy: ir.Operation, big_rank: int, small_rank: int) -> tuple[int, ...]:
+    """The dims of the higher-rank side a rank-reducing tile.copy's window
+    spans (`tile.window`, default the trailing ones)."""
+    if "tile.window" in copy.attributes:
+        return tuple(ir.DenseI64ArrayAttr(copy.attributes["tile.window"]))
+    return tuple(range(big_rank - small_rank, big_rank))
+
+
+class FragmentOps:
+    """Mixin of KernelEmitter: see the module docstring. Uses the emitter's
+    `_values`, `_fragments`, `_shared`, `_ids`, `_threads`, `_wave_size`,
+    `_native_fp8`, `_scratch` and `_parallel`."""
+
+    # -- fragments ----------------------------------------------------------
+
+    def fragment_of(self, value: ir.Value) -> Fragment | None:
+        if self._parallel is not None and value in self._parallel.overrides:
+            return self._parallel.overrides[value]
+        return self._fragments.get(value)
+
+    def make_fragment(self, op: ir.Operation) -> None:
+        """A tile.alloc_fragment that is not a gemm accumulator: registers of
+        its tile.layout, zero-initialised."""
+        result = op.results[0]
+        memref_type = ir.MemRefType(result.type)
+        placement = self.layout_of(op)
+        zero = arith.ConstantOp(memref_type.element_type, zero_of(memref_type.element_type)).result
+        self._fragments[result] = RegisterFragment(placement, memref_type.element_type,
+                                                   [zero] * len(placement.slots))
+
+    def layout_of(self, op: ir.Operation) -> FragmentLayout:
+        attr = attributes.LAYOUT.read(op)
+        shape = tuple(ir.MemRefType(op.results[0].type).shape)
+        if attr is None:
+            raise LoweringError(op, f"tile-lower-to-gpu: this fragment has no {attributes.LAYOUT.name} "
+                                    "(run tile-infer-layout)")
+        try:
+            return read_layout(attr, shape, self._threads, self._wave_size,
+                               lambda m, n, k: self.core.accumulator_layout(m, n, k, self._wave_size))
+        except (ValueError, KeyError) as error:
+            raise LoweringError(op, f"tile-lower-to-gpu: {attributes.LAYOUT.name} {attr}: {error}") from None
+
+    def thread_indices(self, layout: FragmentLayout) -> list[ir.Value]:
+        return [part.value(self._ids) for part in layout.parts]
+
+    def owner_guard(self, layout: FragmentLayout) -> ir.Value | None:
+        """i1: this thread is the first of the replicas holding its elements
+        (None: no replicas)."""
+        mask = layout.replica_mask()
+        if not mask:
+            return None
+        masked = arith.AndIOp(self._ids.thread, const_index(mask)).result
+        return _eq_zero(masked)
+
+    def element_indices(self, layout: FragmentLayout, parts: list[ir.Value], slot: int) -> list[ir.Value]:
+        return [add(part, offset) for part, offset in zip(parts, layout.slots[slot])]
+
+    def scratch_for(self, op, element: ir.Type, count: int) -> ir.Value:
+        scratch = self._scratch.get(element)
+        if scratch is None or ir.MemRefType(scratch.type).shape[0] < count:
+            raise LoweringError(op, f"tile-lower-to-gpu: this needs {count} elements of {element} "
+                                    f"shared scratch ({attributes.SCRATCH.name}), which tile-infer-layout "
+                                    "did not provide (run tile-infer-layout)")
+        return scratch
+
+    def stage(self, op, fragment: Fragment):
+        """Stores `fragment` into the scratch by logical (row-major) index,
+        between barriers; returns the scratch and the index builder."""
+        shape = fragment.placement.shape
+        scratch = self.scratch_for(op, fragment.element, math.prod(shape))
+        strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+
+        def linear(indices: list[ir.Value]) -> ir.Value:
+            total = const_index(0)
+            for index, stride in zip(indices, strides):
+                total = add(total, mul(index, stride))
+            return total
+
+        gpu.BarrierOp()  # earlier users of the scratch are done
+        source = fragment.placement
+        owner = self.owner_guard(source)
+        parts = self.thread_indices(source)
+        for slot in range(len(source.slots)):
+            index = linear(self.element_indices(source, parts, slot))
+            value = fragment.read(slot)
+            guarded(owner, lambda value=value, index=index: memref.StoreOp(value, scratch, [index]))
+        gpu.BarrierOp()
+        return scratch, linear
+
+    def convert_layout(self, op, fragment: Fragment, target: FragmentLayout) -> RegisterFragment:
+        """`fragment`'s elements in `target`'s registers, through the scratch."""
+        scratch, linear = self.stage(op, fragment)
+        parts = self.thread_indices(target)
+        values = [memref.LoadOp(scratch, [linear(self.element_indices(target, parts, slot))]).result
+                  for slot in range(len(target.slots))]
+        return RegisterFragment(target, fragment.element, values)
+
+    # -- T.Parallel -----------------------------------------------------------
+
+    def op_scf_parallel(self, op) -> None:
+        if self._parallel is not None:
+            raise LoweringError(op, "tile-lower-to-gpu: a T.Parallel (scf.parallel) inside another is "
+                                    "not supported; write one loop over all the dims")
+        loop = parallel_loop(op)
+        ivs = list(op.regions[0].blocks[0].arguments)
+        if loop.driver is not None:
+            layout = self.fragment_of(loop.driver).placement
+        else:
+            layout = self.memory_loop_layout(op, loop)
+        layouts = {value: fragment.placement for value, fragment in self._fragments.items()}
+        context = ParallelContext(op, ivs, layout, self.owner_guard(layout))
+        for fragment, _ in conversions(op, layouts):
+            dims = next(a.dims for a in loop.accesses if a.fragment == fragment)
+            context.overrides[fragment] = self.convert_layout(op, self._fragments[fragment],
+                                                              layout.project(dims))
+        parts = self.thread_indices(layout)
+        body_ops = [inner.operation for inner in op.regions[0].blocks[0].operations]
+        self._parallel = context
+        try:
+            for slot in range(len(layout.slots)):
+                context.offsets = layout.slots[slot]
+                for iv, index in zip(ivs, self.element_indices(layout, parts, slot)):
+                    self._values[iv] = index
+                for inner in body_ops:
+                    if inner.name == "scf.reduce":
+                        if inner.operands:
+                            raise LoweringError(inner, "tile-lower-to-gpu: scf.parallel reductions are "
+                                                       "not supported (use tile.reduce on a fragment)")
+                        continue
+                    self.lower_op(inner)
+        finally:
+            self._parallel = None
+
+    def memory_loop_layout(self, op, loop) -> FragmentLayout:
+        """How a T.Parallel that runs over no fragment spreads its index space:
+        a blocked layout of it, vectors as wide as the widest element it
+        accesses allows."""
+        if loop.accesses:
+            access = loop.accesses[0]
+            raise LoweringError(access.op, (
+                "tile-lower-to-gpu: this T.Parallel indexes a fragment but runs over none: index a "
+                "fragment by all of the loop's induction variables, in order, over its whole shape"))
+        if any(extent is None for extent in loop.extents):
+            raise LoweringError(op, "tile-lower-to-gpu: a T.Parallel over memory must run from 0 "
+                                    "to constant bounds with step 1")
+        if len(loop.extents) > 2:
+            raise LoweringError(op, f"tile-lower-to-gpu: a T.Parallel over memory with "
+                                    f"{len(loop.extents)} dims is not supported (1 or 2 are)")
+        widest = 8
+        from tilemlir.irutil import walk
+
+        for inner in walk(op):
+            for operand in inner.operands:
+                if isinstance(operand.type, ir.MemRefType):
+                    widest = max(widest, bit_width(ir.MemRefType(operand.type).element_type))
+        shape = tuple(loop.extents)
+        return blocked_layout(shape, blocked_params(shape, widest, self._threads), self._threads)
+
+    def fragment_slot(self, op, fragment: Fragment, indices: list[ir.Value]) -> int:
+        context = self._parallel
+        if context is None:
+            if fragment.placement.rank == 0:
+                return 0
+            raise LoweringError(op, f"tile-lower-to-gpu: {op.name} of a register fragment outside a "
+                                    "T.Parallel: a fragment is indexed element by element only in an "
+                                    "scf.parallel (use tile.copy to move it)")
+        dims = []
+        for index in indices:
+            if index not in context.ivs:
+                raise LoweringError(op, "tile-lower-to-gpu: inside scf.parallel a fragment must be "
+                                        "indexed by the loop's own induction variables")
+            dims.append(context.ivs.index(index))
+        expected = context.layout.project(tuple(dims))
+        if fragment.placement != expected:
+            raise LoweringError(op, f"tile-lower-to-gpu: this fragment is held in a "
+                                    f"{fragment.placement.describe()}, but the T.Parallel runs over a "
+                                    f"{context.layout.describe()}; its elements are not where the loop "
+                                    "needs them (run tile-infer-layout)")
+        return _slot_index(fragment.placement)[tuple(context.offsets[d] for d in dims)]
+
+    def op_memref_load(self, op) -> None:
+        fragment = self.fragment_of(op.operands[0])
+        if fragment is None:
+            self.clone_op(op)
+            return
+        slot = self.fragment_slot(op, fragment, list(op.operands)[1:])
+        self._values[op.results[0]] = fragment.read(slot)
+
+    def op_memref_store(self, op) -> None:
+        fragment = self.fragment_of(op.operands[1])
+        if fragment is None:
+            owner = self._parallel.owner if self._parallel is not None else None
+            guarded(owner, lambda: self.clone_op(op))
+            return
+        if self._parallel is not None and op.operands[1] in self._parallel.overrides:
+            raise LoweringError(op, "tile-lower-to-gpu: this T.Parallel writes a fragment laid out "
+                                    "otherwise than its loop (run tile-infer-layout)")
+        slot = self.fragment_slot(op, fragment, list(op.operands)[2:])
+        fragment.write(slot, self._values[op.operands[0]])
+
+    def op_vector_store(self, op) -> None:
+        owner = self._parallel.owner if self._parallel is not None else None
+        guarded(owner, lambda: self.clone_op(op))
+
+    # -- tile.reduce ----------------------------------------------------------
+
+    def op_tile_reduce(self, op) -> None:
+        src, dst = self.fragment_of(op.operands[0]), self.fragment_of(op.operands[1])
+        if src is None or dst is None:
+            raise LoweringError(op, "tile-lower-to-gpu: tile.reduce of a shared buffer is not supported "
+                                    "yet: copy it into a fragment first")
+        kind = ir.StringAttr(op.attributes["kind"]).value
+        dim = ir.IntegerAttr(op.attributes["dim"]).value
+        clear = ir.BoolAttr(op.attributes["clear"]).value
+        element = src.element
+        plan = reduce_plan(src.placement, dim, self._wave_size)
+        try:
+            if plan.through_memory:
+                values = self.reduce_through_memory(op, src, dim, kind, plan.result)
+            else:
+                values = self.reduce_in_registers(op, src, dim, kind, plan)
+        except ValueError as error:
+            raise LoweringError(op, f"tile-lower-to-gpu: {error}") from None
+        result = RegisterFragment(plan.result, element, values)
+        if dst.placement != plan.result:
+            result = self.convert_layout(op, result, dst.placement)
+        for slot in range(len(dst.placement.slots)):
+            value = result.read(slot)
+            if not clear:
+                value = _combine(kind, element, dst.read(slot), value)
+            dst.write(slot, value)
+
+    def reduce_in_registers(self, op, src: Fragment, dim: int, kind: str, plan) -> list[ir.Value]:
+        layout, element = src.placement, src.element
+        kept = [d for d in range(layout.rank) if d != dim]
+        groups: dict = {}
+        for slot, offsets in enumerate(layout.slots):
+            groups.setdefault(tuple(offsets[d] for d in kept), []).append(slot)
+        values = []
+        for offsets in plan.result.slots:
+            members = sorted(groups[offsets], key=lambda s: layout.slots[s][dim])
+            value = src.read(members[0])
+            for slot in members[1:]:
+                value = _combine(kind, element, value, src.read(slot))
+            for bit in plan.shuffle_bits:
+                value = _combine(kind, element, value, _shuffle_xor(value, bit, self._wave_size))
+            values.append(value)
+        if not plan.wave_bits:
+            return values
+        count = len(values)
+        scratch = self.scratch_for(op, element, self._threads * count)
+        in_wave = sum(plan.shuffle_bits)
+        across = sum(plan.wave_bits)
+        thread = self._ids.thread
+        writer = arith.AndIOp(thread, const_index(~in_wave & (self._threads - 1))).result
+        gpu.BarrierOp()  # earlier users of the scratch are done
+        first_lane = _eq_zero(arith.AndIOp(thread, const_index(in_wave)).result) if in_wave else None
+        for p, value in enumerate(values):
+            index = add(mul(writer, count), p)
+            guarded(first_lane, lambda value=value, index=index: memref.StoreOp(value, scratch, [index]))
+        gpu.BarrierOp()
+        base = arith.AndIOp(thread, const_index(~(in_wave | across) & (self._threads - 1))).result
+        combos = [sum(chosen) for n in range(len(plan.wave_bits) + 1)
+                  for chosen in itertools.combinations(plan.wave_bits, n)]
+        combos.sort()
+        results = []
+        for p in range(count):
+            total = None
+            for combo in combos:
+                index = add(mul(add(base, combo), count), p)
+                loaded = memref.LoadOp(scratch, [index]).result
+                total = loaded if total is None else _combine(kind, element, total, loaded)
+            results.append(total)
+        return results
+
+    def reduce_through_memory(self, op, src: Fragment, dim: int, kind: str,
+                              result: FragmentLayout) -> list[ir.Value]:
+        """Any layout: the source through the scratch, then a loop over the
+        reduced dim per result element."""
+        shape = src.placement.shape
+        scratch, _ = self.stage(op, src)
+        strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+        kept = [d for d in range(len(shape)) if d != dim]
+        parts = self.thread_indices(result)
+        values = []
+        for slot in range(len(result.slots)):
+            indices = self.element_indices(result, parts, slot)
+            base = const_index(0)
+            for d, index in zip(kept, indices):
+                base = add(base, mul(index, strides[d]))
+            first = memref.LoadOp(scratch, [base]).result
+            loop = scf.ForOp(const_index(1), const_index(shape[dim]), const_index(1), [first])
+            with ir.InsertionPoint(loop.body):
+                at = add(base, arith.MulIOp(loop.induction_variable, const_index(strides[dim])).result)
+                loaded = memref.LoadOp(scratch, [at]).result
+                scf.YieldOp([_combine(kind, src.element, loop.inner_iter_args[0], loaded)])
+            values.append(loop.results[0])
+        return values
+
+    # -- tile.copy with register fragments -----------------------------------
+
+    def copy_with_fragments(self, op, src_indices: list[ir.Value], dst_indices: list[ir.Value]) -> bool:
+        """tile.copy where a side is a fragment of any layout; False: not such
+        a copy (the accumulator copies to and from global memory are the
+        emitter's own)."""
+        src_value, dst_value = op.operands[0], op.operands[1]
+        src, dst = self.fragment_of(src_value), self.fragment_of(dst_value)
+        if src is None and dst is None:
+            return False
+        if src is not None and dst is not None:
+            self.copy_fragment_to_fragment(op, src, dst)
+            return True
+        fragment = dst if dst is not None else src
+        memory_value = src_value if dst is not None else dst_value
+        indices = src_indices if dst is not None else dst_indices
+        if isinstance(fragment, AccumulatorFragment) and memory_value not in self._shared:
+            return False
+        access = self.memory_access(op, memory_value, indices, fragment.placement.rank)
+        if dst is not None:
+            self.load_fragment(op, dst, access)
+        else:
+            self.store_fragment(op, src, access)
+        return True
+
+    def copy_fragment_to_fragment(self, op, src: Fragment, dst: Fragment) -> None:
+        if src.placement != dst.placement:
+            src = self.convert_layout(op, src, dst.placement)
+        for slot in range(len(dst.placement.slots)):
+            dst.write(slot, convert(src.read(slot), src.element, dst.element, self._native_fp8))
+
+    def memory_access(self, op, value: ir.Value, offsets: list[ir.Value], rank: int):
+        """(buffer, element type, index builder, bounds) of the memory side of
+        a copy with a fragment: the builder maps the fragment's element
+        indices to the buffer's (window dims, storage layout); bounds are the
+        extents of the window dims (None: shared memory, always inside)."""
+        if value in self._shared:
+            buffer, layout = self._shared[value]
+            logical_rank = ir.MemRefType(value.type).rank
+            if logical_rank != rank or (rank != 2 and layout.transposed):
+                raise LoweringError(op, "tile-lower-to-gpu: a copy between a fragment and a shared "
+                                        "buffer of another rank is not supported")
+            row_elements = ir.MemRefType(buffer.type).shape[-1]
+            element = ir.MemRefType(buffer.type).element_type
+
+            def shared_index(indices: list[ir.Value]) -> list[ir.Value]:
+                if rank == 2 and layout.transposed:
+                    indices = [indices[1], indices[0]]
+                if rank == 2 and layout.swizzle:
+                    indices = [indices[0], swizzled_column(indices[0], indices[1], layout.swizzle,
+                                                           row_elements, element)]
+                return indices
+            return buffer, element, shared_index, None, not (layout.transposed or layout.swizzle)
+        buffer = self._values[value]
+        memref_type = ir.MemRefType(buffer.type)
+        window = _window_dims(op, memref_type.rank, rank)
+        from tilemlir.passes.lower_to_gpu.emitter import memref_dims
+
+        extents = memref_dims(buffer)
+        if not offsets:
+            offsets = [const_index(0)] * memref_type.rank
+
+        def global_index(indices: list[ir.Value]) -> list[ir.Value]:
+            full = list(offsets)
+            for d, index in zip(window, indices):
+                full[d] = add(offsets[d], index)
+            return full
+
+        bounds = None if attributes.IN_BOUNDS.is_on(op) else (window, extents)
+        contiguous = bool(window) and window[-1] == memref_type.rank - 1
+        return buffer, memref_type.element_type, global_index, bounds, contiguous
+
+    @staticmethod
+    def inside(full: list[ir.Value], bounds, last_extra: int = 0) -> ir.Value | None:
+        """i1: the elements full .. full + last_extra (along the window's last
+        dim) are inside the buffer; None: no bounds to check."""
+        if bounds is None:
+            return None
+        window, extents = bounds
+        condition = None
+        for d, index in enumerate(full):
+            reach = add(index, last_extra) if window and d == window[-1] else index
+            check = ult(reach, extents[d])
+            condition = check if condition is None else and_(condition, check)
+        return condition
+
+    def load_fragment(self, op, fragment: Fragment, access) -> None:
+        buffer, element, index_of, bounds, contiguous = access
+        layout = fragment.placement
+        parts = self.thread_indices(layout)
+        limit = max(1, 128 // max(8, bit_width(element))) if contiguous else 1
+        for run in layout.runs(limit):
+            full = index_of(self.element_indices(layout, parts, run[0]))
+            if len(run) > 1:
+                vector_type = ir.VectorType.get([len(run)], element)
+                inside = self.inside(full, bounds, len(run) - 1)
+                if inside is None:
+                    loaded = vector.LoadOp(vector_type, buffer, full).result
+                else:
+                    branch = scf.IfOp(inside, [vector_type], has_else=True)
+                    with ir.InsertionPoint(branch.then_block):
+                        scf.YieldOp([vector.LoadOp(vector_type, buffer, full).result])
+                    with ir.InsertionPoint(branch.else_block):
+                        scalars = [self.load_element(buffer, element,
+                                                     index_of(self.element_indices(layout, parts, s)),
+                                                     bounds) for s in run]
+                        scf.YieldOp([vector.FromElementsOp(vector_type, scalars).result])
+                    loaded = branch.results[0]
+                for i, slot in enumerate(run):
+                    scalar = vector.ExtractOp(loaded, [], [i]).result
+                    fragment.write(slot, convert(scalar, element, fragment.element, self._native_fp8))
+                continue
+            for slot in run:
+                full = index_of(self.element_indices(layout, parts, slot))
+                scalar = self.load_element(buffer, element, full, bounds)
+                fragment.write(slot, convert(scalar, element, fragment.element, self._native_fp8))
+
+    def load_element(self, buffer, element, full, bounds) -> ir.Value:
+        inside = self.inside(full, bounds)
+        if inside is None:
+            return memref.LoadOp(buffer, full).result
+        return load_or_zero(inside, element, lambda: memref.LoadOp(buffer, full).result)
+
+    def store_fragment(self, op, fragment: Fragment, access) -> None:
+        buffer, element, index_of, bounds, contiguous = access
+        layout = fragment.placement
+        parts = self.thread_indices(layout)
+        owner = self.owner_guard(layout)
+        limit = max(1, 128 // max(8, bit_width(element))) if contiguous else 1
+
+        def stores() -> None:
+            for run in layout.runs(limit):
+                values = [convert(fragment.read(s), fragment.element, element, self._native_fp8)
+                          for s in run]
+                full = index_of(self.element_indices(layout, parts, run[0]))
+                if len(run) > 1:
+                    vector_type = ir.VectorType.get([len(run)], element)
+                    packed = vector.FromElementsOp(vector_type, values).result
+                    inside = self.inside(full, bounds, len(run) - 1)
+
+                    def scalar_stores(values=values, run=run) -> None:
+                        for value, slot in zip(values, run):
+                            at = index_of(self.element_indices(layout, parts, slot))
+                            guarded(self.inside(at, bounds),
+                                    lambda value=value, at=at: memref.StoreOp(value, buffer, at))
+                    if inside is None:
+                        vector.StoreOp(packed, buffer, full)
+                        continue
+                    branch = scf.IfOp(inside, [], has_else=True)
+                    with ir.InsertionPoint(branch.then_block):
+                        vector.StoreOp(packed, buffer, full)
+                        scf.YieldOp([])
+                    with ir.InsertionPoint(branch.else_block):
+                        scalar_stores()
+                        scf.YieldOp([])
+                    continue
+                for value, slot in zip(values, run):
+                    at = index_of(self.element_indices(layout, parts, slot))
+                    guarded(self.inside(at, bounds), lambda value=value, at=at: memref.StoreOp(value, buffer, at))
+
+        guarded(owner, stores)
+
+    # -- scf.if -----------------------------------------------------------------
+
+    def op_scf_if(self, op) -> None:
+        """An scf.if in a kernel: the fragments its branches write are results
+        too (registers are values)."""
+        written = [fragment for fragment in self.fragments() if self.writes_fragment(op, fragment)]
+        results = [result.type for result in op.results]
+        registers = [value.type for fragment in written for value in fragment.values]
+        has_else = len(op.regions[1].blocks) > 0
+        condition = self._values[op.operands[0]]
+        branch = scf.IfOp(condition, results + registers, has_else=has_else or bool(registers))
+        before = [list(fragment.values) for fragment in written]
+        for region, block in ((op.regions[0], branch.then_block), (op.regions[1], None)):
+            if block is None:
+                if not (has_else or registers):
+                    break
+                block = branch.else_block
+            for fragment, values in zip(written, before):
+                fragment.values = list(values)
+            with ir.InsertionPoint(block):
+                yielded = []
+                if len(region.blocks):
+                    for inner in region.blocks[0].operations:
+                        if inner.name == "scf.yield":
+                            yielded = [self._values[v] for v in inner.operands]
+                        else:
+                            self.lower_op(inner.operation)
+                scf.YieldOp(yielded + [v for fragment in written for v in fragment.values])
+        outputs = list(branch.results)
+        for old, new in zip(op.results, outputs[:len(results)]):
+            self._values[old] = new
+        position = len(results)
+        for fragment in written:
+            count = len(fragment.values)
+            fragment.values = outputs[position:position + count]
+            position += count
+
+    def writes_fragment(self, op, fragment: Fragment) -> bool:
+        from tilemlir.irutil import walk
+
+        keys = [value for value, known in self._fragments.items() if known is fragment]
+        if self._parallel is not None:
+            keys += [value for value, known in self._parallel.overrides.items() if known is fragment]
+        for inner in walk(op):
+            targets = []
+            if inner.name == "memref.store":
+                targets = [inner.operands[1]]
+            elif inner.name in ("tile.copy", "tile.reduce", "tile.fill"):
+                targets = [inner.operands[1] if inner.name != "tile.fill" else inner.operands[0]]
+            elif inner.name == "tile.gemm":
+                targets = [inner.operands[2]]
+            if any(target in keys for target in targets):
+                return True
+        return False
+
