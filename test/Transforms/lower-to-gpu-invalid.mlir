@@ -43,8 +43,8 @@ func.func @parallel_partial(%C: memref<64x64xf32>) {
     %c64 = arith.constant 64 : index
     %a = "tile.alloc_shared"() : () -> memref<64x32xf16, #S>
     %c = "tile.alloc_fragment"() {tile.layout = {instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", warps = array<i64: 2, 2>}} : () -> memref<64x64xf32, #F>
-    // expected-error@below {{tile-lower-to-gpu: scf.parallel over a fragment must cover exactly its 64x64 shape with step 1}}
     scf.parallel (%i, %j) = (%c0, %c0) to (%c32, %c64) step (%c1, %c1) {
+      // expected-error@below {{tile-lower-to-gpu: this T.Parallel indexes a fragment but runs over none: index a fragment by all of the loop's induction variables, in order, over its whole shape}}
       %v = memref.load %c[%i, %j] : memref<64x64xf32, #F>
       memref.store %v, %C[%i, %j] : memref<64x64xf32>
       scf.reduce
@@ -57,13 +57,14 @@ func.func @parallel_partial(%C: memref<64x64xf32>) {
 // -----
 
 #S = #gpu.address_space<workgroup>
-// Copies out of shared memory into global memory are not lowered yet.
-func.func @shared_to_global(%C: memref<64x64xf16>) {
+// Copies between memory buffers go through registers in 1-D or 2-D windows.
+func.func @three_dimensional_window() {
   "tile.kernel"() ({
   ^bb0(%b: index):
-    %a = "tile.alloc_shared"() : () -> memref<64x64xf16, #S>
-    // expected-error@below {{tile-lower-to-gpu: this tile.copy direction is not supported yet (supported: global->shared, fragment<->global)}}
-    "tile.copy"(%a, %C) {operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64x64xf16, #S>, memref<64x64xf16>) -> ()
+    %a = "tile.alloc_shared"() : () -> memref<2x4x64xf32, #S>
+    %c = "tile.alloc_shared"() : () -> memref<2x4x64xf32, #S>
+    // expected-error@below {{tile-lower-to-gpu: a copy between memory buffers whose window has 3 dims is not supported (1 or 2)}}
+    "tile.copy"(%a, %c) {operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<2x4x64xf32, #S>, memref<2x4x64xf32, #S>) -> ()
     gpu.yield
   }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
   return

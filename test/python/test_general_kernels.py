@@ -204,6 +204,7 @@ def test_emulated_matches_float64(name, target):
     compiled = tilemlir.compile(case.text(target), target=target, emit="gpu")
     args = inputs_for(case, target)
     originals = [np.copy(a) for a in args]
+    # The emulator runs under its sanitizer: LDS bounds and initialisation, data races.
     run(compiled.artifacts["gpu"], case.entry, args, engine="emulator", target=target)
     for index, (expected, bound) in case.model(originals).items():
         got = as_f64(args[index])

@@ -248,6 +248,14 @@ class FragmentLayouts:
         return changed
 
 
+def memory_operand_layout(value: ir.Value, threads: int) -> FragmentLayout:
+    """The registers a shared operand of tile.reduce is read into: the
+    default blocked layout of its shape."""
+    memref_type = ir.MemRefType(value.type)
+    shape = tuple(memref_type.shape)
+    return blocked_layout(shape, blocked_params(shape, bit_width(memref_type.element_type), threads), threads)
+
+
 def scratch_needs(kernel: ir.Operation, layouts: dict[ir.Value, FragmentLayout],
                   wave_size: int) -> dict[ir.Type, int]:
     """Elements of shared scratch per element type that the lowering of this
@@ -259,14 +267,14 @@ def scratch_needs(kernel: ir.Operation, layouts: dict[ir.Value, FragmentLayout],
         if count:
             needs[element] = max(needs.get(element, 0), count)
 
+    threads = kernel_threads(kernel)
     for op in walk(kernel):
         if op.name == "tile.reduce":
             src, dst = op.operands[0], op.operands[1]
-            if src not in layouts:
-                continue
+            source = layouts.get(src) or memory_operand_layout(src, threads)
             element = ir.MemRefType(src.type).element_type
-            plan = reduce_plan(layouts[src], ir.IntegerAttr(op.attributes["dim"]).value, wave_size)
-            need(element, plan.scratch_elements(layouts[src]))
+            plan = reduce_plan(source, ir.IntegerAttr(op.attributes["dim"]).value, wave_size)
+            need(element, plan.scratch_elements(source))
             if dst in layouts and layouts[dst] != plan.result:
                 need(element, math.prod(_shape(dst)))
         elif op.name == "scf.parallel":

@@ -220,3 +220,39 @@ def swizzled_column(row: ir.Value, col: ir.Value, swizzle: int, row_elements: in
     chunks = row_elements // per_chunk
     phase = arith.AndIOp(mul(row, swizzle), const_index(chunks - 1)).result
     return arith.XOrIOp(col, mul(phase, per_chunk)).result
+
+
+_ANY_MULTIPLE = 1 << 40  # what 0 is a multiple of
+
+
+def known_multiple(value: ir.Value, depth: int = 0) -> int:
+    """A number `value` (an index or integer computed by arith ops) is
+    statically known to be a multiple of: through constants, products,
+    sums, remainders, selects and `scf.for` induction variables; 1 when
+    nothing is known. For proving vector accesses aligned."""
+    import math as _math
+
+    if depth > 16:
+        return 1
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        parent = owner.owner
+        if parent is not None and parent.name == "scf.for" and ir.BlockArgument(value).arg_number == 0:
+            lower, step = parent.operands[0], parent.operands[2]
+            return _math.gcd(known_multiple(lower, depth + 1), known_multiple(step, depth + 1))
+        return 1
+    name = owner.name
+    operands = list(owner.operands)
+    if name == "arith.constant":
+        number = abs(ir.IntegerAttr(owner.attributes["value"]).value) if isinstance(
+            owner.attributes["value"], ir.IntegerAttr) else 1
+        return number or _ANY_MULTIPLE
+    if name == "arith.muli":
+        return min(_ANY_MULTIPLE, known_multiple(operands[0], depth + 1) * known_multiple(operands[1], depth + 1))
+    if name in ("arith.addi", "arith.subi", "arith.remui", "arith.remsi"):
+        return _math.gcd(known_multiple(operands[0], depth + 1), known_multiple(operands[1], depth + 1))
+    if name == "arith.select":
+        return _math.gcd(known_multiple(operands[1], depth + 1), known_multiple(operands[2], depth + 1))
+    if name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
+        return known_multiple(operands[0], depth + 1)
+    return 1

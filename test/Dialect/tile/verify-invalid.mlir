@@ -765,8 +765,34 @@ func.func @non_unit_last_stride(%A: memref<64x64xf16, strided<[1, 64]>>, %B: mem
 func.func @malformed_layout() {
   "tile.kernel"() ({
   ^bb0(%i: index):
-    // expected-error@below {{tile.alloc_fragment: tile.layout must be {kind = "mma_accumulator", instruction = array<i64: m, n, k>, warps = array<i64: wm, wn>}; 'instruction': got array<i64: 16, 16>}}
+    // expected-error@below {{either with an optional dims = array<i64: ...>; 'instruction': got array<i64: 16, 16>}}
     %f = "tile.alloc_fragment"() {tile.layout = {kind = "mma_accumulator", instruction = array<i64: 16, 16>, warps = array<i64: 2, 2>}} : () -> memref<64x64xf32, #gpu.address_space<private>>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// A layout of neither kind tile-infer-layout writes.
+func.func @unknown_layout_kind() {
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    // expected-error@below {{tile.layout must be {kind = "mma_accumulator"}}
+    %f = "tile.alloc_fragment"() {tile.layout = {kind = "striped"}} : () -> memref<64xf32, #gpu.address_space<private>>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// A blocked layout without its thread counts.
+func.func @incomplete_blocked_layout() {
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    // expected-error@below {{'threads_per_row' is missing}}
+    %f = "tile.alloc_fragment"() {tile.layout = {kind = "blocked", base_shape = array<i64: 1, 64>, vector = 4, rows_per_pass = 1}} : () -> memref<64xf32, #gpu.address_space<private>>
     gpu.yield
   }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
   return

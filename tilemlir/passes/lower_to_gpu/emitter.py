@@ -410,6 +410,9 @@ class KernelEmitter(FragmentOps):
         segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
         src_indices = [self._values[v] for v in op.operands[2:2 + segments[2]]]
         dst_indices = [self._values[v] for v in op.operands[2 + segments[2]:]]
+        # An unindexed side starts at its origin.
+        src_indices = src_indices or [const_index(0)] * ir.MemRefType(src.type).rank
+        dst_indices = dst_indices or [const_index(0)] * ir.MemRefType(dst.type).rank
         shared, fragments = self._shared, self._fragments
         if self.copy_with_fragments(op, src_indices, dst_indices):
             return
@@ -419,7 +422,12 @@ class KernelEmitter(FragmentOps):
             source, src_indices = window_view(op, source, src_indices, dst_rank)
         elif dst_rank > src_rank:
             destination, dst_indices = window_view(op, destination, dst_indices, src_rank)
-        if dst in shared and src not in shared and src not in fragments:
+        if dst in shared and src not in shared and src not in fragments and dst_rank != 2:
+            # tile-insert-barriers counts on these two (`fenced_by_lowering`).
+            gpu.BarrierOp()
+            self.copy_through_registers(op, src_indices, dst_indices)
+            gpu.BarrierOp()
+        elif dst in shared and src not in shared and src not in fragments:
             if attributes.PREFETCH.is_on(op):
                 # Software-pipelined: the loop's one barrier per iteration orders it.
                 self.copy_global_to_shared(op, source, src_indices, dst, defer=self._deferred_stores)
@@ -433,33 +441,8 @@ class KernelEmitter(FragmentOps):
                                          in_bounds=attributes.IN_BOUNDS.is_on(op))
         elif dst in fragments and src not in shared and src not in fragments:
             self.copy_global_to_fragment(fragments[dst], source, src_indices)
-        elif src in shared and dst not in shared and dst not in fragments:
-            self.copy_shared_to_global(op, src, destination, dst_indices)
-        else:
-            raise LoweringError(op, "tile-lower-to-gpu: a tile.copy between two shared buffers is not "
-                                    "supported (copy through a fragment)")
-
-    def copy_shared_to_global(self, op, src_tile: ir.Value, dst: ir.Value, offsets: list[ir.Value]) -> None:
-        """Every thread stores its share of the shared tile's elements (read
-        through its storage layout); out-of-bounds writes are dropped.
-        tile-insert-barriers orders it after the writes of the tile."""
-        stored, layout = self._shared[src_tile]
-        shape = list(ir.MemRefType(src_tile.type).shape)
-        if len(shape) != 2:
-            raise LoweringError(op, "tile-lower-to-gpu: only 2-D copies out of shared memory are supported")
-        extents = memref_dims(dst)
-        row_elements = ir.MemRefType(stored.type).shape[-1]
-        element = ir.MemRefType(stored.type).element_type
-        target = ir.MemRefType(dst.type).element_type
-        for row, col, guard in self.distributed_accesses(shape, 1):
-            def store(row=row, col=col) -> None:
-                at = [col, row] if layout.transposed else [row, swizzled_column(
-                    row, col, layout.swizzle, row_elements, element)]
-                value = convert(memref.LoadOp(stored, at).result, element, target, self._native_fp8)
-                gr, gc = add(offsets[0], row), add(offsets[1], col)
-                guarded(and_(ult(gr, extents[0]), ult(gc, extents[1])),
-                        lambda: memref.StoreOp(value, dst, [gr, gc]))
-            guarded(guard, store)
+        else:  # shared -> global, shared -> shared, global -> global: through registers
+            self.copy_through_registers(op, src_indices, dst_indices)
 
     def op_tile_gemm(self, op) -> None:
         self.core.emit_k_steps(self.gemm_operands(op))

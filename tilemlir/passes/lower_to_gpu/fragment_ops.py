@@ -31,7 +31,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
 from tilemlir.dialects import attributes
-from tilemlir.passes.fragment_inference import conversions, parallel_loop
+from tilemlir.passes.fragment_inference import conversions, memory_operand_layout, parallel_loop
 from tilemlir.passes.fragment_layout import (
     FragmentLayout,
     blocked_layout,
@@ -45,6 +45,7 @@ from tilemlir.passes.gpu_builders import (
     bit_width,
     const_index,
     convert,
+    known_multiple,
     load_or_zero,
     mul,
     swizzled_column,
@@ -109,6 +110,35 @@ def _shuffle_xor(value: ir.Value, offset: int, width: int) -> ir.Value:
     if isinstance(original, ir.FloatType):
         return arith.TruncFOp(original, shuffled).result
     return arith.TruncIOp(original, shuffled).result
+
+
+# Memref arguments are assumed to start at least this aligned (cudaMalloc and
+# hipMalloc give 256 bytes; torch and NumPy buffers handed to our launchers
+# come from them or are copied into them).
+ASSUMED_BASE_ALIGNMENT = 16
+
+
+def vector_alignment(buffer: ir.Value, indices: list[ir.Value], count: int) -> int | None:
+    """Bytes a vector access of `count` elements at `indices` is provably
+    aligned to (their whole size, at most ASSUMED_BASE_ALIGNMENT), or None:
+    the layout's strides and offset are static and every index's
+    contribution is a multiple of `count` elements. NVIDIA splits vector
+    accesses it cannot prove aligned into scalar ones."""
+    memref_type = ir.MemRefType(buffer.type)
+    element_bytes = bit_width(memref_type.element_type) // 8
+    size = count * element_bytes
+    if element_bytes == 0 or size > ASSUMED_BASE_ALIGNMENT or ASSUMED_BASE_ALIGNMENT % size:
+        return None
+    strides, offset = memref_type.get_strides_and_offset()
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    if offset == dynamic or offset % count:
+        return None
+    for index, stride in zip(indices, strides):
+        if stride == dynamic:
+            return None
+        if (known_multiple(index) * stride) % count:
+            return None
+    return size
 
 
 def _window_dims(copy: ir.Operation, big_rank: int, small_rank: int) -> tuple[int, ...]:
@@ -317,11 +347,31 @@ class FragmentOps:
 
     # -- tile.reduce ----------------------------------------------------------
 
+    def temporary_fragment(self, op, value: ir.Value) -> RegisterFragment:
+        """Registers for a shared buffer's elements in the default blocked
+        layout, loaded from it (a shared operand of tile.reduce)."""
+        memref_type = ir.MemRefType(value.type)
+        shape = tuple(memref_type.shape)
+        layout = memory_operand_layout(value, self._threads)
+        fragment = RegisterFragment(layout, memref_type.element_type, [None] * len(layout.slots))
+        self.load_fragment(op, fragment, self.memory_access(op, value, [], len(shape)))
+        return fragment
+
     def op_tile_reduce(self, op) -> None:
-        src, dst = self.fragment_of(op.operands[0]), self.fragment_of(op.operands[1])
-        if src is None or dst is None:
-            raise LoweringError(op, "tile-lower-to-gpu: tile.reduce of a shared buffer is not supported "
-                                    "yet: copy it into a fragment first")
+        """tile.reduce; a shared source is read into registers first, a shared
+        destination written by the result's owners (tile-insert-barriers
+        orders both against the program's other accesses)."""
+        src_value, dst_value = op.operands[0], op.operands[1]
+        src = self.fragment_of(src_value)
+        if src is None:
+            src = self.temporary_fragment(op, src_value)
+        dst = self.fragment_of(dst_value)
+        if dst is None:
+            self.reduce_into(op, src, None)
+            return
+        self.reduce_into(op, src, dst)
+
+    def reduce_into(self, op, src: Fragment, dst: Fragment | None) -> None:
         kind = ir.StringAttr(op.attributes["kind"]).value
         dim = ir.IntegerAttr(op.attributes["dim"]).value
         clear = ir.BoolAttr(op.attributes["clear"]).value
@@ -335,6 +385,15 @@ class FragmentOps:
         except ValueError as error:
             raise LoweringError(op, f"tile-lower-to-gpu: {error}") from None
         result = RegisterFragment(plan.result, element, values)
+        if dst is None:  # into shared memory
+            access = self.memory_access(op, op.operands[1], [], plan.result.rank)
+            if not clear:
+                old = RegisterFragment(plan.result, element, [None] * len(values))
+                self.load_fragment(op, old, access)
+                result.values = [_combine(kind, element, o, v) for o, v in zip(old.values, values)]
+                gpu.BarrierOp()  # every replica has read the old values before the owners write
+            self.store_fragment(op, result, access)
+            return
         if dst.placement != plan.result:
             result = self.convert_layout(op, result, dst.placement)
         for slot in range(len(dst.placement.slots)):
@@ -435,6 +494,21 @@ class FragmentOps:
             self.store_fragment(op, src, access)
         return True
 
+    def copy_through_registers(self, op, src_indices: list[ir.Value], dst_indices: list[ir.Value]) -> None:
+        """A copy between two buffers in memory (shared or global): every
+        thread loads its share of the window into registers (the default
+        blocked layout of the window) and stores it."""
+        src_value, dst_value = op.operands[0], op.operands[1]
+        small = min((src_value, dst_value), key=lambda v: ir.MemRefType(v.type).rank)
+        if ir.MemRefType(small.type).rank > 2:
+            raise LoweringError(op, "tile-lower-to-gpu: a copy between memory buffers whose window has "
+                                    f"{ir.MemRefType(small.type).rank} dims is not supported (1 or 2)")
+        window = memory_operand_layout(small, self._threads)
+        element = ir.MemRefType(src_value.type).element_type
+        staged = RegisterFragment(window, element, [None] * len(window.slots))
+        self.load_fragment(op, staged, self.memory_access(op, src_value, src_indices, window.rank))
+        self.store_fragment(op, staged, self.memory_access(op, dst_value, dst_indices, window.rank))
+
     def copy_fragment_to_fragment(self, op, src: Fragment, dst: Fragment) -> None:
         if src.placement != dst.placement:
             src = self.convert_layout(op, src, dst.placement)
@@ -506,12 +580,13 @@ class FragmentOps:
             if len(run) > 1:
                 vector_type = ir.VectorType.get([len(run)], element)
                 inside = self.inside(full, bounds, len(run) - 1)
+                align = vector_alignment(buffer, full, len(run))
                 if inside is None:
-                    loaded = vector.LoadOp(vector_type, buffer, full).result
+                    loaded = vector.LoadOp(vector_type, buffer, full, alignment=align).result
                 else:
                     branch = scf.IfOp(inside, [vector_type], has_else=True)
                     with ir.InsertionPoint(branch.then_block):
-                        scf.YieldOp([vector.LoadOp(vector_type, buffer, full).result])
+                        scf.YieldOp([vector.LoadOp(vector_type, buffer, full, alignment=align).result])
                     with ir.InsertionPoint(branch.else_block):
                         scalars = [self.load_element(buffer, element,
                                                      index_of(self.element_indices(layout, parts, s)),
@@ -555,12 +630,13 @@ class FragmentOps:
                             at = index_of(self.element_indices(layout, parts, slot))
                             guarded(self.inside(at, bounds),
                                     lambda value=value, at=at: memref.StoreOp(value, buffer, at))
+                    align = vector_alignment(buffer, full, len(run))
                     if inside is None:
-                        vector.StoreOp(packed, buffer, full)
+                        vector.StoreOp(packed, buffer, full, alignment=align)
                         continue
                     branch = scf.IfOp(inside, [], has_else=True)
                     with ir.InsertionPoint(branch.then_block):
-                        vector.StoreOp(packed, buffer, full)
+                        vector.StoreOp(packed, buffer, full, alignment=align)
                         scf.YieldOp([])
                     with ir.InsertionPoint(branch.else_block):
                         scalar_stores()

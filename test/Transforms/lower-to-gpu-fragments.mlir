@@ -1,0 +1,62 @@
+// RUN: tile-opt %s --split-input-file --target=amdgpu:gfx942 -p 'tile-infer-layout,tile-lower-to-gpu' | filecheck %s
+
+#F = #gpu.address_space<private>
+// A row of 1024 over 128 threads (two waves of 64): each thread loads its 8
+// columns with one 128-bit vector load, combines its own registers, then the
+// 64 lanes of its wave by xor shuffles (1, 2, ..., 32), then the two waves
+// through the scratch: lane 0 of each wave stores, a barrier, every thread
+// reads both partials in the same order.
+// CHECK-LABEL: gpu.func @row_sum_kernel0
+// CHECK-SAME: workgroup(%[[SCRATCH:.+]] : memref<128xf32, #gpu.address_space<workgroup>>)
+// CHECK: vector.load %{{.+}} : memref<1x1024xf16>, vector<8xf16>
+// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c64_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c32_i32, %{{.+}} : f32
+// CHECK-NOT: gpu.shuffle
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK: memref.store %{{.+}}, %[[SCRATCH]][%{{.+}}] : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[SCRATCH]]
+// CHECK: memref.load %[[SCRATCH]]
+// CHECK: arith.addf
+// CHECK: gpu.return
+func.func @row_sum(%X: memref<1x1024xf16>, %Y: memref<1xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %x = "tile.alloc_fragment"() : () -> memref<1x1024xf32, #F>
+    %s = "tile.alloc_fragment"() : () -> memref<1xf32, #F>
+    "tile.copy"(%X, %x, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<1x1024xf16>, memref<1x1024xf32, #F>, index, index) -> ()
+    "tile.reduce"(%x, %s) {clear = true, dim = 1 : i64, kind = "sum"} : (memref<1x1024xf32, #F>, memref<1xf32, #F>) -> ()
+    "tile.copy"(%s, %Y, %c0) {operandSegmentSizes = array<i32: 1, 1, 0, 1>} : (memref<1xf32, #F>, memref<1xf32>, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// A T.Parallel over global memory only: a blocked layout of its 8x256 index
+// space, every thread 16 elements, the body once per element.
+// CHECK-LABEL: gpu.func @scale_kernel0
+// CHECK-COUNT-16: arith.mulf
+// CHECK-NOT: arith.mulf
+// CHECK: gpu.return
+func.func @scale(%X: memref<8x256xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c256 = arith.constant 256 : index
+    %two = arith.constant 2.0 : f32
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c256) step (%c1, %c1) {
+      %v = memref.load %X[%i, %j] : memref<8x256xf32>
+      %d = arith.mulf %v, %two : f32
+      memref.store %d, %X[%i, %j] : memref<8x256xf32>
+      scf.reduce
+    }
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
+  return
+}
