@@ -456,18 +456,41 @@ def _refuse_ops_without_dialect(text: str, source: SourceBuffer, context: ir.Con
         raise ParseFailure(mlir_error_diags(error, source)) from None
 
 
+# Where `emit_remark` sends remarks: the sinks of the active `collect_diagnostics`.
+_REMARK_SINKS: list[tuple[list[Diag], SourceBuffer | None]] = []
+
+
+def emit_remark(location: ir.Location, message: str) -> None:
+    """A remark about what a pass decided (e.g. a layout conversion it adds),
+    located like MLIR's diagnostics. The Python bindings cannot emit remarks
+    through MLIR's engine, so passes call this: it reaches the innermost
+    `collect_diagnostics` (the tools print it as `file:line:col: remark: ...`,
+    and --verify-diagnostics checks `expected-remark`); without one it is
+    dropped."""
+    if not _REMARK_SINKS:
+        return
+    sink, source = _REMARK_SINKS[-1]
+    file, line, col = file_position(location)
+    if source is not None:
+        file, line, col = source.map_position(file, line, col)
+    sink.append(Diag("remark", message, file, line, col))
+
+
 @contextlib.contextmanager
 def collect_diagnostics(context: ir.Context, sink: list[Diag], source: SourceBuffer | None):
-    """Routes every diagnostic emitted in `context` into `sink`."""
+    """Routes every diagnostic emitted in `context` into `sink`, and the
+    remarks passes make with `emit_remark`."""
 
     def handler(d) -> bool:
         sink.append(diag_from_mlir(d, source))
         return True
 
     handle = context.attach_diagnostic_handler(handler)
+    _REMARK_SINKS.append((sink, source))
     try:
         yield sink
     finally:
+        _REMARK_SINKS.pop()
         handle.detach()
 
 

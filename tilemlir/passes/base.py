@@ -49,6 +49,12 @@ class PassState:
         location.emit_error(message)
         self.failed = True
 
+    def remark(self, where: ir.Operation | ir.OpView | ir.Location, message: str) -> None:
+        """A decision worth telling the user (`diagnostics.emit_remark`)."""
+        from tilemlir.diagnostics import emit_remark
+
+        emit_remark(where if isinstance(where, ir.Location) else where.location, message)
+
 
 def option_name(field_name: str) -> str:
     return field_name.replace("_", "-")

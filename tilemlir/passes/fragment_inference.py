@@ -256,35 +256,65 @@ def memory_operand_layout(value: ir.Value, threads: int) -> FragmentLayout:
     return blocked_layout(shape, blocked_params(shape, bit_width(memref_type.element_type), threads), threads)
 
 
-def scratch_needs(kernel: ir.Operation, layouts: dict[ir.Value, FragmentLayout],
-                  wave_size: int) -> dict[ir.Type, int]:
-    """Elements of shared scratch per element type that the lowering of this
-    kernel's reductions and layout conversions uses (the lowering asks the
-    same questions, `conversions`)."""
-    needs: dict[ir.Type, int] = {}
+@dataclass(frozen=True)
+class ScratchUse:
+    """Shared scratch one op's lowering needs: `count` elements of `element`,
+    and, for a layout conversion or a reduction through memory, why (a
+    remark); None for a plain reduction across waves."""
 
-    def need(element: ir.Type, count: int) -> None:
-        if count:
-            needs[element] = max(needs.get(element, 0), count)
+    op: ir.Operation
+    element: ir.Type
+    count: int
+    remark: str | None = None
 
+
+def _where(value: ir.Value) -> str:
+    from tilemlir.diagnostics import file_position
+
+    file, line, col = file_position(value.owner.location)
+    return f"{file}:{line}:{col}" if line else "?"
+
+
+def scratch_uses(kernel: ir.Operation, layouts: dict[ir.Value, FragmentLayout],
+                 wave_size: int) -> list[ScratchUse]:
+    """Every op of the kernel whose lowering goes through the shared scratch:
+    reductions across waves or through memory, and layout conversions (the
+    lowering makes the same decisions from the same layouts)."""
+    uses: list[ScratchUse] = []
     threads = kernel_threads(kernel)
     for op in walk(kernel):
         if op.name == "tile.reduce":
             src, dst = op.operands[0], op.operands[1]
             source = layouts.get(src) or memory_operand_layout(src, threads)
             element = ir.MemRefType(src.type).element_type
-            plan = reduce_plan(source, ir.IntegerAttr(op.attributes["dim"]).value, wave_size)
-            need(element, plan.scratch_elements(source))
+            dim = ir.IntegerAttr(op.attributes["dim"]).value
+            plan = reduce_plan(source, dim, wave_size)
+            count = plan.scratch_elements(source)
+            if count:
+                uses.append(ScratchUse(op, element, count, (
+                    f"tile-infer-layout: this reduction goes through shared memory ({count} elements): the "
+                    f"threads of dim {dim} of its source's {source.describe()} are not separate from the "
+                    "others'") if plan.through_memory else None))
             if dst in layouts and layouts[dst] != plan.result:
-                need(element, math.prod(_shape(dst)))
+                uses.append(ScratchUse(op, element, math.prod(_shape(dst)), (
+                    f"tile-infer-layout: the result of this reduction ({plan.result.describe()}) is converted "
+                    f"through shared memory to the layout of its destination at {_where(dst)} "
+                    f"({layouts[dst].describe()})")))
         elif op.name == "scf.parallel":
-            for fragment, _ in conversions(op, layouts):
-                need(ir.MemRefType(fragment.type).element_type, math.prod(_shape(fragment)))
+            driver = parallel_loop(op).driver
+            for fragment, access in conversions(op, layouts):
+                uses.append(ScratchUse(access.op, ir.MemRefType(fragment.type).element_type,
+                                       math.prod(_shape(fragment)), (
+                    f"tile-infer-layout: the fragment at {_where(fragment)} ({layouts[fragment].describe()}) is "
+                    f"read in a T.Parallel over the fragment at {_where(driver)} "
+                    f"({layouts[driver].describe()}); it is converted through shared memory before the loop")))
         elif op.name == "tile.copy":
             src, dst = op.operands[0], op.operands[1]
             if src in layouts and dst in layouts and layouts[src] != layouts[dst]:
-                need(ir.MemRefType(src.type).element_type, math.prod(_shape(src)))
-    return needs
+                uses.append(ScratchUse(op, ir.MemRefType(src.type).element_type, math.prod(_shape(src)), (
+                    f"tile-infer-layout: this copy converts the {layouts[src].describe()} to the "
+                    f"{layouts[dst].describe()} through shared memory")))
+    return uses
 
 
 def conversions(op: ir.Operation, layouts: dict[ir.Value, FragmentLayout]) -> list[tuple[ir.Value, FragmentAccess]]:

@@ -136,6 +136,19 @@ class FragmentLayout:
             groups.append([s])
         return groups
 
+    def vector_length(self) -> int:
+        """Consecutive last-dim elements a thread holds in a row (1 when its
+        slots do not come in such runs)."""
+        if not self.rank or not self.slots:
+            return 1
+        length = 1
+        while length < len(self.slots):
+            first, nxt = self.slots[length - 1], self.slots[length]
+            if first[:-1] != nxt[:-1] or first[-1] + 1 != nxt[-1]:
+                break
+            length += 1
+        return length
+
     def describe(self) -> str:
         shape = "x".join(str(d) for d in self.shape) or "scalar"
         return f"{self.kind} layout of a {shape} fragment ({len(self.slots)} registers per thread)"

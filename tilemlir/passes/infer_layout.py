@@ -74,7 +74,7 @@ from tilemlir.passes.fragment_inference import (
     FragmentLayouts,
     conversions,
     parallel_loop,
-    scratch_needs,
+    scratch_uses,
 )
 from tilemlir.passes.gemm_facts import MmaChoice, copy_vector_width, gemm_shape, warp_grid_of
 from tilemlir.passes.gpu_builders import bit_width
@@ -225,7 +225,12 @@ class TileInferLayout(TilePass):
         for stale in [op for op in walk(kernel) if attributes.SCRATCH.is_on(op)]:
             stale.erase()
         body = kernel.regions[0].blocks[0]
-        for element, count in scratch_needs(kernel, layouts, wave).items():
+        needs: dict = {}
+        for use in scratch_uses(kernel, layouts, wave):
+            needs[use.element] = max(needs.get(use.element, 0), use.count)
+            if use.remark is not None:
+                state.remark(use.op, use.remark)
+        for element, count in needs.items():
             with ir.InsertionPoint.at_block_begin(body), kernel.location:
                 memref_type = ir.MemRefType.get([count], element,
                                                 memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>"))

@@ -125,6 +125,8 @@ def vector_alignment(buffer: ir.Value, indices: list[ir.Value], count: int) -> i
     contribution is a multiple of `count` elements. NVIDIA splits vector
     accesses it cannot prove aligned into scalar ones."""
     memref_type = ir.MemRefType(buffer.type)
+    if memref_type.memory_space is not None:
+        return None  # shared memory: where the backend placed it is not known here
     element_bytes = bit_width(memref_type.element_type) // 8
     size = count * element_bytes
     if element_bytes == 0 or size > ASSUMED_BASE_ALIGNMENT or ASSUMED_BASE_ALIGNMENT % size:
@@ -147,6 +149,53 @@ def _window_dims(copy: ir.Operation, big_rank: int, small_rank: int) -> tuple[in
     if "tile.window" in copy.attributes:
         return tuple(ir.DenseI64ArrayAttr(copy.attributes["tile.window"]))
     return tuple(range(big_rank - small_rank, big_rank))
+
+
+def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) -> set:
+    """The loads and stores at the top of a T.Parallel body that touch
+    consecutive elements of memory (not fragments) as the last induction
+    variable steps by 1: the last index is that variable plus values that do
+    not depend on it, the other indices do not depend on it. A load after a
+    store to the same buffer, or a store before a load of it, keeps its
+    element accesses (the body's own order must hold)."""
+    from tilemlir.irutil import walk
+
+    last = ivs[-1]
+    dependent = {last}
+    for inner in body_ops:
+        for nested in walk(inner):
+            if any(operand in dependent for operand in nested.operands):
+                dependent.update(nested.results)
+
+    def unit_stride(value: ir.Value) -> bool:
+        if value == last:
+            return True
+        owner = value.owner
+        if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "arith.addi":
+            return False
+        a, b = owner.operands
+        return (unit_stride(a) and b not in dependent) or (unit_stride(b) and a not in dependent)
+
+    def buffer_of(op) -> ir.Value:
+        return op.operands[0] if op.name == "memref.load" else op.operands[1]
+
+    accesses = [nested for inner in body_ops for nested in walk(inner)
+                if nested.name in ("memref.load", "memref.store", "vector.load", "vector.store")]
+    found = set()
+    for inner in body_ops:
+        if inner.name not in ("memref.load", "memref.store") or buffer_of(inner) in fragments:
+            continue
+        indices = list(inner.operands)[1:] if inner.name == "memref.load" else list(inner.operands)[2:]
+        if not indices or not unit_stride(indices[-1]) or any(i in dependent for i in indices[:-1]):
+            continue
+        buffer = buffer_of(inner)
+        position = accesses.index(inner)
+        others = accesses[:position] if inner.name == "memref.load" else accesses[position + 1:]
+        conflicting = "store" if inner.name == "memref.load" else "load"
+        if any(other.name.endswith(conflicting) and buffer_of(other) == buffer for other in others):
+            continue
+        found.add(inner)
+    return found
 
 
 class FragmentOps:
@@ -258,21 +307,63 @@ class FragmentOps:
                                                               layout.project(dims))
         parts = self.thread_indices(layout)
         body_ops = [inner.operation for inner in op.regions[0].blocks[0].operations]
+        for inner in body_ops:
+            if inner.name == "scf.reduce" and inner.operands:
+                raise LoweringError(inner, "tile-lower-to-gpu: scf.parallel reductions are not supported "
+                                           "(use tile.reduce on a fragment)")
+        body_ops = [inner for inner in body_ops if inner.name != "scf.reduce"]
+        contiguous = contiguous_accesses(body_ops, ivs, self._fragments)
         self._parallel = context
         try:
-            for slot in range(len(layout.slots)):
-                context.offsets = layout.slots[slot]
-                for iv, index in zip(ivs, self.element_indices(layout, parts, slot)):
-                    self._values[iv] = index
-                for inner in body_ops:
-                    if inner.name == "scf.reduce":
-                        if inner.operands:
-                            raise LoweringError(inner, "tile-lower-to-gpu: scf.parallel reductions are "
-                                                       "not supported (use tile.reduce on a fragment)")
-                        continue
-                    self.lower_op(inner)
+            for run in layout.runs(max(1, layout.vector_length())):
+                if len(run) > 1 and contiguous:
+                    self.emit_parallel_run(context, parts, run, body_ops, contiguous)
+                    continue
+                for slot in run:
+                    self.bind_slot(context, parts, slot)
+                    for inner in body_ops:
+                        self.lower_op(inner)
         finally:
             self._parallel = None
+
+    def bind_slot(self, context: ParallelContext, parts: list[ir.Value], slot: int) -> None:
+        context.offsets = context.layout.slots[slot]
+        for iv, index in zip(context.ivs, self.element_indices(context.layout, parts, slot)):
+            self._values[iv] = index
+
+    def emit_parallel_run(self, context: ParallelContext, parts, run: list[int], body_ops, contiguous) -> None:
+        """The body once per slot of a run (consecutive elements along the last
+        dim), with the accesses `contiguous` found one vector access each: a
+        load made by the first slot's body and handed out element by element,
+        a store made after the last slot's body."""
+        loads: dict = {}  # load op -> the vector loaded
+        stores: dict = {}  # store op -> (indices of the first slot, values so far)
+        width = len(run)
+        for position, slot in enumerate(run):
+            self.bind_slot(context, parts, slot)
+            for inner in body_ops:
+                if inner in contiguous and inner.name == "memref.load":
+                    if position == 0:
+                        buffer = self._values[inner.operands[0]]
+                        indices = [self._values[v] for v in list(inner.operands)[1:]]
+                        vector_type = ir.VectorType.get([width], inner.results[0].type)
+                        with inner.location:
+                            loads[inner] = vector.LoadOp(vector_type, buffer, indices,
+                                                         alignment=vector_alignment(buffer, indices, width)).result
+                    with inner.location:
+                        self._values[inner.results[0]] = vector.ExtractOp(loads[inner], [], [position]).result
+                elif inner in contiguous and inner.name == "memref.store":
+                    if position == 0:
+                        stores[inner] = ([self._values[v] for v in list(inner.operands)[2:]], [])
+                    stores[inner][1].append(self._values[inner.operands[0]])
+                else:
+                    self.lower_op(inner)
+        for inner, (indices, values) in stores.items():
+            buffer = self._values[inner.operands[1]]
+            with inner.location:
+                packed = vector.FromElementsOp(ir.VectorType.get([width], values[0].type), values).result
+                guarded(context.owner, lambda buffer=buffer, packed=packed, indices=indices: vector.StoreOp(
+                    packed, buffer, indices, alignment=vector_alignment(buffer, indices, width)))
 
     def memory_loop_layout(self, op, loop) -> FragmentLayout:
         """How a T.Parallel that runs over no fragment spreads its index space:
