@@ -22,6 +22,16 @@ from tilemlir.runtime.validate import TranslationValidationError, validate_pipel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
+
+
+def _kernel(name: str, *replacements: tuple[str, str]) -> str:
+    text = (EXAMPLES / "kernels" / name).read_text()
+    for old, new in replacements:
+        assert old in text, (name, old)
+        text = text.replace(old, new)
+    return text
+
+
 # Small inputs the pipelines below run on: name -> (text, entry).
 INPUTS = {
     "gemm-fp8-edges": (gemm_kernel(Gemm(64, 200, 96)), "gemm"),
@@ -36,6 +46,14 @@ INPUTS = {
         (EXAMPLES / "gemm_whole_problem.mlir").read_text().replace("1024", "96"), "gemm"),
     # P written to shared memory by a T.Parallel and read by the next gemm, in a loop.
     "p-through-shared": (pv_kernel(loop=2), "pv"),
+    # Issue 17's kernels (examples/kernels), on fewer rows or workgroups: fragments
+    # of every layout, reductions across waves, T.Parallel into shared memory.
+    "layernorm": (_kernel("layernorm.mlir", ("256x1024xbf16", "8x1024xbf16"), ("256xf32", "8xf32"),
+                          ("array<i64: 64>", "array<i64: 2>")), "layernorm"),
+    "online-softmax": (_kernel("online_softmax.mlir", ("256x2048", "8x2048"),
+                               ("array<i64: 32>", "array<i64: 1>")), "online_softmax"),
+    "conv-im2col": (_kernel("conv3x3_im2col.mlir", ("array<i64: 1, 8>", "array<i64: 1, 1>")), "conv3x3"),
+    "w4a16": (_kernel("w4a16_gemm.mlir", ("array<i64: 2, 2>", "array<i64: 1, 1>")), "w4a16_gemm"),
 }
 ALL = list(INPUTS)
 T = "target=amdgpu:gfx942"
