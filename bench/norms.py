@@ -59,7 +59,7 @@ MAX_BLOCK_ROWS = 8
 EPS = {"layernorm": 1.0e-5, "rmsnorm": 1.0e-6}  # torch's layer_norm default; a usual rms_norm value
 
 # Timing (see the module docstring).
-ROUNDS, REPLAYS_PER_ROUND, WARMUP_REPLAYS = 5, 3, 2
+ROUNDS, REPLAYS_PER_ROUND, WARMUP_REPLAYS = 8, 3, 2
 FOOTPRINT_BYTES = 512 << 20  # input and output sets rotated over: several times the 60 MB L2
 GRAPH_BYTES = 2 << 30  # bytes moved by one graph replay (launches x bytes per launch), at least
 MAX_LAUNCHES_PER_GRAPH = 256
@@ -569,7 +569,7 @@ def measure_case(launcher, directory: Path, entries: list[dict], seed: int, say,
 
 
 TABLE_HEADER = ("| op | dtype | rows x cols | copy GB/s | torch GB/s | torch/copy | ours GB/s | ours/torch | "
-                "ours/copy | ours: rows/block x threads | ours err/tol | torch err/tol | align16 GB/s (diagnostic) "
+                "ours/copy | ours: rows/block x threads (ptxas registers) | ours err/tol | torch err/tol | align16 GB/s (diagnostic) "
                 "| align16/torch |\n"
                 "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
 
@@ -580,7 +580,10 @@ def table_row(record: dict) -> str:
         if name is None:
             return math.nan, "-", math.nan
         mine = record["ours"][name]
-        return mine["gbps"], re.sub(r"^.*_r(\d+)_t(\d+)(_a16)?$", r"\1 x \2", name), mine["check"]["worst"]
+        label = re.sub(r"^.*_r(\d+)_t(\d+)(_a16)?$", r"\1 x \2", name)
+        if mine.get("registers"):
+            label += f" ({mine['registers']} regs)"
+        return mine["gbps"], label, mine["check"]["worst"]
     ours, label, worst = best("best")
     aligned, _, _ = best("best_align16")
     copy, peer = record["copy_gbps"], record["torch_gbps"]
