@@ -648,11 +648,37 @@ def run(directory: Path, out: Path | None, only: str | None, time_wrong: bool = 
     return 1 if failures else 0
 
 
+def launch_once(directory: Path, only: str) -> int:
+    """For a profiler (ncu -k regex:kernel0): each prepared kernel whose name
+    matches `only`, and torch's op of its case, launched once on fresh inputs and
+    checked; nothing timed."""
+    import torch
+
+    launcher = load_launcher()
+    manifest = json.loads((directory / "manifest.json").read_text())
+    failures = 0
+    for seed, entry in enumerate(e for e in manifest["bench"] if matches(e["name"], only)):
+        op, dtype, rows, cols = (entry[key] for key in ("op", "dtype", "rows", "cols"))
+        x, weights = make_inputs(op, dtype, rows, cols, torch.Generator(device="cuda").manual_seed(seed))
+        y = torch.full_like(x, float("nan"))
+        module = launcher.CudaModule.load(directory / entry["json"])
+        module.launch(op, [x, *weights, y])
+        torch.cuda.synchronize()
+        verdict = check(op, dtype, y, x, weights, seed)
+        failures += not verdict["ok"]
+        peer = check(op, dtype, torch_op(op, cols)(x, weights), x, weights, seed, extra_roundings=1)
+        print(f"{entry['name']}: {'ok' if verdict['ok'] else 'WRONG'} ({verdict['worst']:.3f} of the tolerance); "
+              f"torch's op launched after it: {'ok' if peer['ok'] else 'out of tolerance'}", flush=True)
+    return 1 if failures else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--prepare", metavar="DIR", help="compile PTX for every case into DIR")
     group.add_argument("--run", metavar="DIR", help="check and time the cases prepared in DIR")
+    group.add_argument("--launch-once", metavar="DIR", help="launch each kernel of DIR that --only names "
+                       "once, then torch's op of its case, and check both (for a profiler)")
     parser.add_argument("--out", metavar="DIR", help="with --run: write the log and JSON here")
     parser.add_argument("--only", metavar="GLOBS", help="cases whose name matches one of these "
                         "comma-separated globs (names: softmax_f16_4096x1024[_r2_t128])")
@@ -667,6 +693,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"prepared {len(manifest['bench'])} kernels in {time.perf_counter() - start:.1f} s; "
               f"{len(manifest['failed'])} refused by the compiler")
         return 0 if manifest["bench"] else 1
+    if options.launch_once:
+        if not options.only:
+            parser.error("--launch-once needs --only")
+        return launch_once(Path(options.launch_once), options.only)
     return run(Path(options.run), Path(options.out) if options.out else None, options.only, options.time_wrong)
 
 
