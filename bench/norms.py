@@ -12,7 +12,10 @@ register fragments, one copy in and one copy out) for each candidate of
 `candidates` (rows per block and threads, so that a thread holds at most
 MAX_VALUES_PER_THREAD f32 values of a row tile), compiles it for sm_90a and
 records what its PTX says (local memory, global access widths, and, where a
-ptxas is on the PATH, registers and spills).
+ptxas is on the PATH, registers and spills). A candidate the compiler refuses
+is listed in the manifest with the compiler's message (today: every one of 1
+row per block). Beside each kernel it compiles the align16 diagnostic (see
+DIAGNOSTIC_ALIGNMENT): measured and shown, never reported as ours.
 
 `--run` needs torch only (and tilemlir/runtime/cuda_launch.py, loaded by path).
 For every case it draws fresh random inputs, poisons the outputs with NaN, runs
@@ -26,7 +29,10 @@ over enough input/output sets to overflow the L2 (so that no variant is timed
 from the cache), between CUDA events, after warm-up replays; a variant's time is
 the median sample over its launches. GB/s counts the bytes every variant must
 move once: the input read, the output written, the weight (and bias) vectors
-read.
+read. Results: bench/results/norms-h200.md.
+
+`--launch-once DIR --only NAMES` launches the named kernels and torch's op once
+each, checked, for a profiler (`ncu -k regex:kernel0 ...`).
 """
 
 from __future__ import annotations
