@@ -37,6 +37,7 @@ from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState
 from tilemlir.passes.fragment_layout import (
+    UNIT_DIM,
     FragmentLayout,
     blocked_entries,
     blocked_layout,
@@ -52,13 +53,27 @@ from tilemlir.passes.lower_to_gpu.api import constant_int
 
 @dataclass(frozen=True)
 class FragmentAccess:
-    """A memref.load/store of a fragment inside a T.Parallel: which loop dim
-    indexes each of the fragment's dims (None: not an induction variable)."""
+    """A memref.load/store of a fragment inside a T.Parallel: for each of the
+    fragment's dims, the loop dim indexing it, UNIT_DIM for an extent-1 dim
+    indexed by the constant 0 (what canonicalization leaves of a unit loop
+    dim), or None (anything else)."""
 
     op: ir.Operation
     fragment: ir.Value
     dims: tuple[int | None, ...]
     writes: bool
+
+    @property
+    def loop_dims(self) -> tuple[int, ...]:
+        return tuple(d for d in self.dims if d is not None and d != UNIT_DIM)
+
+    @property
+    def unit_positions(self) -> tuple[int, ...]:
+        return tuple(position for position, d in enumerate(self.dims) if d == UNIT_DIM)
+
+    @property
+    def indexed(self) -> bool:
+        return None not in self.dims
 
 
 @dataclass(frozen=True)
@@ -67,10 +82,21 @@ class ParallelLoop:
 
     extents: tuple[int | None, ...]  # static trip counts (None: not constant from 0 by 1)
     accesses: tuple[FragmentAccess, ...]
-    driver: ir.Value | None  # the fragment the loop runs over
+    driver: FragmentAccess | None  # the access of the fragment the loop runs over
 
     def fragments(self) -> list[ir.Value]:
         return list(dict.fromkeys(access.fragment for access in self.accesses))
+
+
+def loop_layout(driver: FragmentAccess, layout: FragmentLayout) -> FragmentLayout:
+    """The driver's layout over the loop's dims (its unit dims dropped)."""
+    return layout.project(tuple(p for p, d in enumerate(driver.dims) if d != UNIT_DIM))
+
+
+def access_layout(loop: FragmentLayout, access: FragmentAccess) -> FragmentLayout:
+    """The layout a fragment must have for `access` to find its elements in
+    the registers of the loop's threads."""
+    return loop.project(access.loop_dims).with_unit_dims(access.unit_positions)
 
 
 def parallel_loop(op: ir.Operation) -> ParallelLoop:
@@ -92,25 +118,39 @@ def parallel_loop(op: ir.Operation) -> ParallelLoop:
             continue
         if tile.memory_level(buffer.type) != tile.FRAGMENT:
             continue
-        dims = tuple(ivs.index(index) if index in ivs else None for index in indices)
+        shape = ir.MemRefType(buffer.type).shape
+        dims = tuple(ivs.index(index) if index in ivs
+                     else UNIT_DIM if shape[position] == 1 and constant_int(index) == 0 else None
+                     for position, index in enumerate(indices))
         accesses.append(FragmentAccess(inner, buffer, dims, writes))
-    driver = None
-    for access in accesses:
-        shape = tuple(ir.MemRefType(access.fragment.type).shape)
-        if access.dims == tuple(range(len(ivs))) and shape == extents:
-            driver = access.fragment
-            break
+    driver = next((access for access in accesses if drives(access, extents)), None)
     return ParallelLoop(extents, tuple(accesses), driver)
+
+
+def drives(access: FragmentAccess, extents: tuple[int | None, ...]) -> bool:
+    """Whether the loop may run over this access's fragment: every loop dim
+    indexes it, in order, over its whole extent (unit dims aside)."""
+    shape = ir.MemRefType(access.fragment.type).shape
+    return (access.indexed and access.loop_dims == tuple(range(len(extents)))
+            and tuple(shape[p] for p, d in enumerate(access.dims) if d != UNIT_DIM) == extents)
 
 
 @dataclass
 class Assigned:
     layout: FragmentLayout
     entries: dict  # tile.layout entries of the base layout, without dims
-    dims: tuple[int, ...]  # this fragment's dims in the base layout
+    dims: tuple[int, ...]  # this fragment's dims in the base layout (UNIT_DIM: an extra unit dim)
 
     def projected(self, dims: tuple[int, ...]) -> Assigned:
         return Assigned(self.layout.project(dims), self.entries, tuple(self.dims[d] for d in dims))
+
+    def for_access(self, driver: FragmentAccess, access: FragmentAccess) -> Assigned:
+        """This (the driver's) layout as the fragment of `access` must have it."""
+        loop = loop_layout(driver, self.layout)
+        on_loop = tuple(self.dims[p] for p, d in enumerate(driver.dims) if d != UNIT_DIM)
+        dims = iter(access.loop_dims)
+        base = tuple(UNIT_DIM if d == UNIT_DIM else on_loop[next(dims)] for d in access.dims)
+        return Assigned(access_layout(loop, access), self.entries, base)
 
     def attribute_entries(self) -> dict:
         entries = dict(self.entries)
@@ -226,16 +266,18 @@ class FragmentLayouts:
                     changed |= self.give(dst, self.assigned[src].projected(kept))
             elif op.name == "scf.parallel":
                 loop = parallel_loop(op)
-                drivers = [a.fragment for a in loop.accesses
-                           if a.dims == tuple(range(len(loop.extents))) and _shape(a.fragment) == loop.extents]
-                known = [d for d in drivers if d in self.assigned]
-                if not known:
-                    continue
-                driver = self.assigned[known[0]]
-                for access in loop.accesses:
-                    if None in access.dims:
+                driver = loop.driver
+                if driver is None or driver.fragment not in self.assigned:
+                    # A fragment of the loop's shape that has a layout leads it.
+                    known = [a for a in loop.accesses if a.fragment in self.assigned
+                             and drives(a, loop.extents)]
+                    if not known:
                         continue
-                    changed |= self.give(access.fragment, driver.projected(access.dims))
+                    driver = known[0]
+                leader = self.assigned[driver.fragment]
+                for access in loop.accesses:
+                    if access.indexed:
+                        changed |= self.give(access.fragment, leader.for_access(driver, access))
             elif op.name == "tile.copy":
                 src, dst = op.operands[0], op.operands[1]
                 if (tile.memory_level(src.type) == tile.FRAGMENT == tile.memory_level(dst.type)
@@ -301,7 +343,7 @@ def scratch_uses(kernel: ir.Operation, layouts: dict[ir.Value, FragmentLayout],
                     f"through shared memory to the layout of its destination at {_where(dst)} "
                     f"({layouts[dst].describe()})")))
         elif op.name == "scf.parallel":
-            driver = parallel_loop(op).driver
+            driver = parallel_loop(op).driver.fragment if parallel_loop(op).driver else None
             for fragment, access in conversions(op, layouts):
                 uses.append(ScratchUse(access.op, ir.MemRefType(fragment.type).element_type,
                                        math.prod(_shape(fragment)), (
@@ -319,16 +361,16 @@ def scratch_uses(kernel: ir.Operation, layouts: dict[ir.Value, FragmentLayout],
 
 def conversions(op: ir.Operation, layouts: dict[ir.Value, FragmentLayout]) -> list[tuple[ir.Value, FragmentAccess]]:
     """The fragments a T.Parallel reads laid out otherwise than its driver's
-    projection (converted through shared memory before the loop), each with
-    its first access."""
+    threads need them (converted through shared memory before the loop),
+    each with its first access."""
     loop = parallel_loop(op)
-    if loop.driver is None or loop.driver not in layouts:
+    if loop.driver is None or loop.driver.fragment not in layouts:
         return []
-    driver = layouts[loop.driver]
+    driver = loop_layout(loop.driver, layouts[loop.driver.fragment])
     found: dict = {}
     for access in loop.accesses:
-        if access.fragment == loop.driver or None in access.dims or access.fragment not in layouts:
+        if access.fragment == loop.driver.fragment or not access.indexed or access.fragment not in layouts:
             continue
-        if layouts[access.fragment] != driver.project(access.dims):
+        if layouts[access.fragment] != access_layout(driver, access):
             found.setdefault(access.fragment, access)
     return list(found.items())

@@ -48,6 +48,9 @@ from mlir import ir
 from tilemlir.passes.gpu_builders import add, const_index, mul, udiv, urem
 
 Term = tuple[int, int, int]  # ((thread // div) % mod) * scale
+# In tile.layout's `dims`: an extent-1 dim of the fragment that is not a dim
+# of the base layout (every thread's index there is 0).
+UNIT_DIM = -1
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,9 @@ class ThreadPart:
         return mask
 
 
+UNIT_PART = ThreadPart(("unit",), ())
+
+
 @dataclass(frozen=True)
 class FragmentLayout:
     shape: tuple[int, ...]
@@ -89,6 +95,13 @@ class FragmentLayout:
     slots: tuple[tuple[int, ...], ...]
     threads: int
     kind: str = field(default="blocked", compare=False)
+
+    def __post_init__(self) -> None:
+        # An extent-1 dim every thread indexes at 0 is the same dim whatever
+        # layout it came from: one canonical part, so that layouts compare equal.
+        parts = tuple(UNIT_PART if extent == 1 and part.bits() == 0 else part
+                      for extent, part in zip(self.shape, self.parts))
+        object.__setattr__(self, "parts", parts)
 
     @property
     def rank(self) -> int:
@@ -100,6 +113,21 @@ class FragmentLayout:
         slots = list(dict.fromkeys(tuple(slot[d] for d in dims) for slot in self.slots))
         return FragmentLayout(tuple(self.shape[d] for d in dims), tuple(self.parts[d] for d in dims),
                               tuple(slots), self.threads, self.kind)
+
+    def with_unit_dims(self, positions: tuple[int, ...]) -> FragmentLayout:
+        """This layout with extent-1 dims inserted at `positions` of the
+        result (every thread's index there is 0): the layout of a fragment
+        whose unit dims a loop does not index."""
+        if not positions:
+            return self
+        rank = self.rank + len(positions)
+        others = iter(range(self.rank))
+        order = [None if d in positions else next(others) for d in range(rank)]
+        return FragmentLayout(
+            tuple(1 if o is None else self.shape[o] for o in order),
+            tuple(UNIT_PART if o is None else self.parts[o] for o in order),
+            tuple(tuple(0 if o is None else slot[o] for o in order) for slot in self.slots),
+            self.threads, self.kind)
 
     def used_bits(self) -> int | None:
         mask = 0
@@ -303,6 +331,11 @@ def read_layout(attr: ir.DictAttr, shape: tuple[int, ...], threads: int, wave_si
         return ir.IntegerAttr(attr[name]).value
 
     dims = ints("dims") if "dims" in attr else None
+    units = tuple(position for position, d in enumerate(dims or ()) if d == UNIT_DIM)
+    if dims is not None:
+        dims = tuple(d for d in dims if d != UNIT_DIM)
+        if any(not 0 <= d < 2 for d in dims):
+            raise ValueError(f"dims {list(dims)} are not dims of a 2-D base layout")
     if kind == "blocked":
         rows, cols = ints("base_shape")
         params = BlockedParams(rows, cols, integer("threads_per_row"), integer("vector"),
@@ -325,6 +358,7 @@ def read_layout(attr: ir.DictAttr, shape: tuple[int, ...], threads: int, wave_si
             layout = layout.project(dims)
     else:
         raise ValueError(f"unknown layout kind '{kind}'")
+    layout = layout.with_unit_dims(units)
     if layout.shape != tuple(shape):
         raise ValueError(f"it describes a {'x'.join(map(str, layout.shape)) or 'scalar'} fragment")
     return layout

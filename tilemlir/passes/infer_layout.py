@@ -213,7 +213,7 @@ class TileInferLayout(TilePass):
             for fragment, access in conversions(op, layouts):
                 writes = [a for a in parallel_loop(op).accesses if a.fragment == fragment and a.writes]
                 if writes:
-                    driver = parallel_loop(op).driver
+                    driver = parallel_loop(op).driver.fragment
                     state.error(writes[0].op, (
                         f"tile-infer-layout: this T.Parallel runs over the fragment at "
                         f"{_location_text(driver.owner)} ({layouts[driver].describe()}) and writes the "

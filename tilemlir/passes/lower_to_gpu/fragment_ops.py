@@ -31,8 +31,16 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
 from tilemlir.dialects import attributes
-from tilemlir.passes.fragment_inference import conversions, memory_operand_layout, parallel_loop
+from tilemlir.passes.fragment_inference import (
+    FragmentAccess,
+    access_layout,
+    conversions,
+    loop_layout,
+    memory_operand_layout,
+    parallel_loop,
+)
 from tilemlir.passes.fragment_layout import (
+    UNIT_DIM,
     FragmentLayout,
     blocked_layout,
     blocked_params,
@@ -57,6 +65,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     Fragment,
     LoweringError,
     RegisterFragment,
+    constant_int,
     guarded,
 )
 
@@ -296,15 +305,14 @@ class FragmentOps:
         loop = parallel_loop(op)
         ivs = list(op.regions[0].blocks[0].arguments)
         if loop.driver is not None:
-            layout = self.fragment_of(loop.driver).placement
+            layout = loop_layout(loop.driver, self.fragment_of(loop.driver.fragment).placement)
         else:
             layout = self.memory_loop_layout(op, loop)
         layouts = {value: fragment.placement for value, fragment in self._fragments.items()}
         context = ParallelContext(op, ivs, layout, self.owner_guard(layout))
-        for fragment, _ in conversions(op, layouts):
-            dims = next(a.dims for a in loop.accesses if a.fragment == fragment)
+        for fragment, access in conversions(op, layouts):
             context.overrides[fragment] = self.convert_layout(op, self._fragments[fragment],
-                                                              layout.project(dims))
+                                                              access_layout(layout, access))
         parts = self.thread_indices(layout)
         body_ops = [inner.operation for inner in op.regions[0].blocks[0].operations]
         for inner in body_ops:
@@ -391,26 +399,37 @@ class FragmentOps:
         return blocked_layout(shape, blocked_params(shape, widest, self._threads), self._threads)
 
     def fragment_slot(self, op, fragment: Fragment, indices: list[ir.Value]) -> int:
+        """The register of `fragment` holding the element a load or store names."""
         context = self._parallel
+        placement = fragment.placement
         if context is None:
-            if fragment.placement.rank == 0:
-                return 0
+            # Only an element every thread holds (a fully replicated fragment:
+            # a row statistic of a one-row block, a rank-0 total) is named by
+            # constant indices outside a T.Parallel.
+            constants = [constant_int(index) for index in indices]
+            if placement.used_bits() == 0 and None not in constants:
+                return _slot_index(placement)[tuple(constants)]
             raise LoweringError(op, f"tile-lower-to-gpu: {op.name} of a register fragment outside a "
                                     "T.Parallel: a fragment is indexed element by element only in an "
                                     "scf.parallel (use tile.copy to move it)")
         dims = []
-        for index in indices:
-            if index not in context.ivs:
+        for position, index in enumerate(indices):
+            if index in context.ivs:
+                dims.append(context.ivs.index(index))
+            elif placement.shape[position] == 1 and constant_int(index) == 0:
+                dims.append(UNIT_DIM)
+            else:
                 raise LoweringError(op, "tile-lower-to-gpu: inside scf.parallel a fragment must be "
                                         "indexed by the loop's own induction variables")
-            dims.append(context.ivs.index(index))
-        expected = context.layout.project(tuple(dims))
-        if fragment.placement != expected:
+        access = FragmentAccess(op, None, tuple(dims), False)
+        expected = access_layout(context.layout, access)
+        if placement != expected:
             raise LoweringError(op, f"tile-lower-to-gpu: this fragment is held in a "
-                                    f"{fragment.placement.describe()}, but the T.Parallel runs over a "
+                                    f"{placement.describe()}, but the T.Parallel runs over a "
                                     f"{context.layout.describe()}; its elements are not where the loop "
                                     "needs them (run tile-infer-layout)")
-        return _slot_index(fragment.placement)[tuple(context.offsets[d] for d in dims)]
+        offsets = tuple(0 if d == UNIT_DIM else context.offsets[d] for d in dims)
+        return _slot_index(placement)[offsets]
 
     def op_memref_load(self, op) -> None:
         fragment = self.fragment_of(op.operands[0])
