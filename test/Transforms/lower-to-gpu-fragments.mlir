@@ -60,3 +60,37 @@ func.func @scale(%X: memref<8x256xf32>) {
   }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
   return
 }
+
+// -----
+
+#F = #gpu.address_space<private>
+// One row per block, as canonicalize leaves it: the unit loop dim is gone and
+// the fragments' extent-1 dims are indexed by the constant 0; the row's
+// statistic is held by every thread and read outside any loop.
+// CHECK-LABEL: gpu.func @one_row_kernel0
+// CHECK: vector.load %{{.+}} : memref<8x1024xf32>, vector<4xf32>
+// CHECK-COUNT-6: gpu.shuffle  xor
+// CHECK: vector.store %{{.+}} : memref<8x1024xf32>, vector<4xf32>
+func.func @one_row(%X: memref<8x1024xf32>, %M: memref<8xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c1024 = arith.constant 1024 : index
+    %x = "tile.alloc_fragment"() : () -> memref<1x1024xf32, #F>
+    %m = "tile.alloc_fragment"() : () -> memref<1xf32, #F>
+    "tile.copy"(%X, %x, %bx, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<8x1024xf32>, memref<1x1024xf32, #F>, index, index) -> ()
+    "tile.reduce"(%x, %m) {clear = true, dim = 1 : i64, kind = "max"} : (memref<1x1024xf32, #F>, memref<1xf32, #F>) -> ()
+    %mx = memref.load %m[%c0] : memref<1xf32, #F>
+    scf.parallel (%j) = (%c0) to (%c1024) step (%c1) {
+      %v = memref.load %x[%c0, %j] : memref<1x1024xf32, #F>
+      %d = arith.subf %v, %mx : f32
+      memref.store %d, %x[%c0, %j] : memref<1x1024xf32, #F>
+      scf.reduce
+    }
+    "tile.copy"(%x, %X, %bx, %c0) {operandSegmentSizes = array<i32: 1, 1, 0, 2>} : (memref<1x1024xf32, #F>, memref<8x1024xf32>, index, index) -> ()
+    "tile.copy"(%m, %M, %bx) {operandSegmentSizes = array<i32: 1, 1, 0, 1>} : (memref<1xf32, #F>, memref<8xf32>, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 8>, threads = 256 : i64} : () -> ()
+  return
+}
