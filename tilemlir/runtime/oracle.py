@@ -7,7 +7,11 @@ conversion (a `tile.copy` from the accumulator, or an `scf.parallel` storing
 a cast of a load from it). A and B are the entry arguments the gemm reads,
 directly or through the `tile.copy` that fills its operand; the accumulator
 starts from the constant it is filled with, from the argument copied into
-it, or (whole-problem form without a fill) from C's initial value. Such an
+it, or (whole-problem form without a fill) from C's initial value. Copies
+from 3-D (or higher) tensors whose tiles span the last two dims (batched
+GEMM: `A[b, rows, cols]`) make a batched product, leading dims broadcasting
+as in NumPy; a copy through `tile.window` has no oracle, nor has an output
+whose shape is not that of the product (`GemmOutput.fits`). Such an
 output is compared with an independent reference: the float64 NumPy product
 of the dequantized inputs, start + op(A) @ op(B), under TOLERANCE_TEXT (also in
 `tile-run --help`). A program that computes the wrong thing (say, skips a K
@@ -31,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from mlir import ir
 
+from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 from tilemlir.runtime import dtypes
 from tilemlir.runtime.arguments import Parameter
@@ -77,18 +82,38 @@ class GemmOutput:
     start_constant: float | None = None  # the accumulator's fill value
     start_argument: int | None = None  # or the entry argument it starts from
 
-    def reference(self, inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
-        """(start + op(A)@op(B), |start| + |op(A)|@|op(B)|, K) in float64."""
+    def _operands(self, inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(op(A), op(B), start) in float64; leading dims of 3-D and higher
+        operands are batch dims (only the last two transpose)."""
         lhs = inputs[self.a].astype(np.float64)
         rhs = inputs[self.b].astype(np.float64)
-        lhs = lhs.T if self.transpose_a else lhs
-        rhs = rhs.T if self.transpose_b else rhs
-        product, magnitude = lhs @ rhs, np.abs(lhs) @ np.abs(rhs)
+        lhs = np.swapaxes(lhs, -1, -2) if self.transpose_a else lhs
+        rhs = np.swapaxes(rhs, -1, -2) if self.transpose_b else rhs
         if self.start_argument is not None:
             start = inputs[self.start_argument].astype(np.float64)
         else:
             start = np.float64(self.start_constant or 0.0)
-        return start + product, np.abs(start) + magnitude, lhs.shape[1]
+        return lhs, rhs, start
+
+    def fits(self, inputs: list[np.ndarray]) -> bool:
+        """Whether start + op(A)@op(B) has the output's shape (batch dims
+        broadcasting as in NumPy): otherwise the output is not this product
+        and gets no GEMM oracle."""
+        lhs, rhs, start = self._operands(inputs)
+        if lhs.shape[-1] != rhs.shape[-2]:
+            return False
+        try:
+            batch = np.broadcast_shapes(lhs.shape[:-2], rhs.shape[:-2])
+            shape = np.broadcast_shapes((*batch, lhs.shape[-2], rhs.shape[-1]), np.shape(start))
+        except ValueError:
+            return False
+        return shape == inputs[self.output].shape
+
+    def reference(self, inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+        """(start + op(A)@op(B), |start| + |op(A)|@|op(B)|, K) in float64."""
+        lhs, rhs, start = self._operands(inputs)
+        product, magnitude = lhs @ rhs, np.abs(lhs) @ np.abs(rhs)
+        return start + product, np.abs(start) + magnitude, lhs.shape[-1]
 
     def describe(self, names: list[str], k: int) -> str:
         a = f"{names[self.a]}^T" if self.transpose_a else names[self.a]
@@ -128,12 +153,22 @@ def _constant(value: ir.Value) -> float | None:
 
 
 def _copied_from(value: ir.Value, ops: list[ir.Operation], args: dict) -> int | None:
-    """The entry argument a tile.copy fills `value` from."""
+    """The entry argument a tile.copy fills `value` from (a tile of it: rank 2,
+    or a batch of it, the tile spanning its last two dims)."""
     for op in ops:
-        if op.name == "tile.copy" and op.operands[1] == value and op.operands[0] in args:
+        if op.name == "tile.copy" and op.operands[1] == value and op.operands[0] in args \
+                and _whole_tiles(op):
             return args[op.operands[0]]
     return None
 
+
+def _whole_tiles(copy: ir.Operation) -> bool:
+    """A copy between a global tensor and a 2-D tile that spans the tensor's
+    last two dims (its leading dims, if any, are batch dims): what the
+    batched GEMM oracle assumes. A tile.window elsewhere (Q[b, rows, h, :])
+    moves data in a way the oracle does not model."""
+    ranks = [ir.MemRefType(v.type).rank for v in list(copy.operands)[:2]]
+    return attributes.WINDOW.get(copy) is None and min(ranks) == 2
 
 def _start(acc: ir.Value, ops: list[ir.Operation], gemm_at: int, args: dict) -> tuple[float | None, int | None]:
     """How the accumulator is initialized before the gemm (the last write wins)."""
@@ -143,7 +178,8 @@ def _start(acc: ir.Value, ops: list[ir.Operation], gemm_at: int, args: dict) -> 
             constant, argument = _constant(op.operands[1]), None
         elif op.name == "memref.store" and op.operands[1] == acc:
             constant, argument = _constant(op.operands[0]), None
-        elif op.name == "tile.copy" and op.operands[1] == acc and op.operands[0] in args:
+        elif op.name == "tile.copy" and op.operands[1] == acc and op.operands[0] in args \
+                and _whole_tiles(op):
             constant, argument = None, args[op.operands[0]]
     return constant, argument
 
@@ -168,7 +204,8 @@ def gemm_outputs(function_op: ir.Operation) -> dict[int, GemmOutput]:
             if constant is None and argument is None:
                 argument = args[acc]  # whole-problem form: C += op(A) op(B)
         for later in ops[at + 1:]:
-            if later.name == "tile.copy" and later.operands[0] == acc and later.operands[1] in args:
+            if later.name == "tile.copy" and later.operands[0] == acc and later.operands[1] in args \
+                    and _whole_tiles(later):
                 outputs.append(args[later.operands[1]])
             if later.name == "memref.store" and later.operands[1] in args:
                 source = _loaded_from(later.operands[0])

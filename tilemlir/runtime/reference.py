@@ -15,7 +15,9 @@ Semantics (DESIGN.md section 3, made precise):
   data never written shows up as NaN.
 * `tile.fill`: every element becomes the value.
 * `tile.copy`: the window of the un-indexed side's shape, starting at the
-  indices of the indexed side. Out-of-bounds reads give 0, out-of-bounds
+  indices of the indexed side. When the indexed side has the higher rank r
+  and the un-indexed side rank q < r, the window spans q of its dims (the last
+  q, or those `tile.window` names) and has extent 1 in the others. Out-of-bounds reads give 0, out-of-bounds
   writes are dropped. The element type converts with `dtypes.convert` (round
   to nearest even, exact; overflow and NaN rules per format in `dtypes`).
 * `tile.gemm`: C += op(A) . op(B) with op = transpose when asked. With `acc`
@@ -61,6 +63,7 @@ import numpy as np
 from mlir import ir
 
 from tilemlir.diagnostics import Diag, SourceBuffer, UserError, collect_diagnostics, format_diag
+from tilemlir.dialects import attributes
 from tilemlir.runtime import dtypes
 from tilemlir.runtime.dtypes import convert
 
@@ -831,22 +834,33 @@ class _FunctionCompiler:
         source_indices = operands[2:2 + segments[2]]
         target_indices = operands[2 + segments[2]:]
         dtype = self.dtype(op, self.memref(op, op.operands[1]).element_type)
+        indexed_rank = self.memref(op, op.operands[0 if source_indices else 1]).rank
+        window_rank = self.memref(op, op.operands[1 if source_indices else 0]).rank
+        # A rank-reducing copy: the window has extent 1 in the indexed side's dims it does not span.
+        spanned = attributes.WINDOW.dims(op, indexed_rank, window_rank)
+        fixed = tuple(d for d in range(indexed_rank) if d not in spanned)
+
+        def as_window(tile: np.ndarray) -> np.ndarray:
+            """The un-indexed side as an array of the indexed side's rank (a view)."""
+            return np.expand_dims(tile, fixed) if fixed else tile
 
         def run(frame: Frame) -> None:
             env = frame.env
             src, dst = env[source], env[target]
             if source_indices:
                 start = [int(env[i]) for i in source_indices]
-                inside, window = _window(start, dst.shape, src.shape)
-                if any(w.stop - w.start != d for w, d in zip(window, dst.shape)):
-                    dst[...] = 0  # out-of-bounds reads give 0
+                tile = as_window(dst)
+                inside, window = _window(start, tile.shape, src.shape)
+                if any(w.stop - w.start != d for w, d in zip(window, tile.shape)):
+                    tile[...] = 0  # out-of-bounds reads give 0
                 if inside is not None:
-                    dst[window] = convert(src[inside], dtype)
+                    tile[window] = convert(src[inside], dtype)
             elif target_indices:
                 start = [int(env[i]) for i in target_indices]
-                inside, window = _window(start, src.shape, dst.shape)
+                tile = as_window(src)
+                inside, window = _window(start, tile.shape, dst.shape)
                 if inside is not None:  # out-of-bounds writes are dropped
-                    dst[inside] = convert(src[window], dtype)
+                    dst[inside] = convert(tile[window], dtype)
             else:
                 dst[...] = convert(src, dtype)
 

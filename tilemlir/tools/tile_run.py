@@ -210,7 +210,7 @@ def run(argv: list[str]) -> int:
     written = written_parameters(function_op)
     written |= {i for i, (x, y) in enumerate(zip(inputs, outputs))
                 if not np.array_equal(x, y, equal_nan=is_float_dtype(x.dtype))}
-    gemms = gemm_outputs(function_op)
+    gemms = {i: g for i, g in gemm_outputs(function_op).items() if g.fits(inputs)}
     print(f"{PROG}: {options.input} @{entry}, engine {options.engine}, seed {options.seed}")
     for p in params:
         role = "output" if p.index in written else "input"
