@@ -83,3 +83,21 @@ def test_an_engine_off_by_more_than_rounding_fails(repo):
     other[3, 5] = np.float16(np.nan)
     assert compare_engines(param, other, reference, shadow, None, inputs, "emulator").worst_ratio \
         == np.inf
+
+
+def test_scalar_inputs_follow_the_documented_rule():
+    """Floats in [0.5, 2) rounded to their type, integers in [1, 8]: over many
+    seeds both ends of each range are approached and never passed."""
+    text = """func.func @f(%a: f32, %b: bf16, %n: index, %m: i32) {
+  return
+}"""
+    module, source = load_module(text)
+    program = Program(module, source=source)
+    params = parameters(program.function("f").op, program.dtype_of, source)
+    draws = [random_arguments(params, seed) for seed in range(200)]
+    floats = np.array([[float(d[0]), float(d[1])] for d in draws])
+    ints = np.array([[d[2], d[3]] for d in draws])
+    assert ((0.5 <= floats) & (floats <= 2.0)).all() and floats.min() < 0.55 and floats.max() > 1.9
+    assert all(type(d[0]) is np.float32 and d[1].dtype.name == "bfloat16" for d in draws)
+    assert ((1 <= ints) & (ints <= 8)).all() and {1, 8} <= set(ints.ravel().tolist())
+    assert all(isinstance(v, int) for d in draws for v in d[2:])
