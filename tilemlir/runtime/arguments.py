@@ -16,6 +16,7 @@ from mlir import ir
 
 from tilemlir.diagnostics import SourceBuffer, UserError, file_position
 from tilemlir.irutil import walk
+from tilemlir.passes.verify import VIEW_OPS
 from tilemlir.runtime import dtypes
 
 _LOCATION = re.compile(r'^loc\("(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)')
@@ -370,12 +371,12 @@ WRITTEN_OPERANDS = {"tile.copy": (1,), "tile.fill": (0,), "tile.gemm": (2,), "ti
 
 def written_parameters(function_op: ir.Operation) -> set[int]:
     """Indices of the memref parameters some op of the function writes to
-    (directly, or through a memref.subview/cast of them)."""
+    (directly, or through views of them: memref.subview, collapse_shape, ...)."""
     block = function_op.regions[0].blocks[0]
     origin: dict[ir.Value, int] = {a: i for i, a in enumerate(block.arguments)}
     written: set[int] = set()
     for op in walk(function_op):
-        if op.name in ("memref.subview", "memref.cast") and op.operands[0] in origin:
+        if op.name in VIEW_OPS and op.operands[0] in origin:
             origin[op.results[0]] = origin[op.operands[0]]
         for position in WRITTEN_OPERANDS.get(op.name, ()):
             value = op.operands[position]
