@@ -101,3 +101,32 @@ def test_scalar_inputs_follow_the_documented_rule():
     assert all(type(d[0]) is np.float32 and d[1].dtype.name == "bfloat16" for d in draws)
     assert ((1 <= ints) & (ints <= 8)).all() and {1, 8} <= set(ints.ravel().tolist())
     assert all(isinstance(v, int) for d in draws for v in d[2:])
+
+
+# The output is written in a callee: the entry's IR does not show it.
+CALLEE_WRITES = """
+func.func @store_one(%Y: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : f32
+  memref.store %one, %Y[%c0] : memref<4xf32>
+  return
+}
+func.func @entry(%Y: memref<4xf32>) {
+  func.call @store_one(%Y) : (memref<4xf32>) -> ()
+  return
+}
+"""
+
+
+def test_an_output_only_the_reference_engine_writes_is_compared(tmp_path, monkeypatch, capsys):
+    """An engine that leaves an output untouched fails it, even when only the
+    reference engine's run shows that it is an output."""
+    import tilemlir.runtime
+
+    monkeypatch.setattr(tilemlir.runtime, "run_emulator", lambda *args, **kwargs: [])
+    path = tmp_path / "callee.mlir"
+    path.write_text(CALLEE_WRITES)
+    assert main([str(path), "--entry", "entry", "--engine", "emulator"]) == 1
+    out = capsys.readouterr().out
+    assert "argument 0 %Y: memref<4xf32> (output)" in out
+    assert "%Y: emulator vs reference engine" in out and out.strip().splitlines()[-1].startswith("FAIL")

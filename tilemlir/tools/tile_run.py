@@ -254,9 +254,11 @@ def run(argv: list[str]) -> int:
         sys.stderr.write(error.formatted())
         return 1
 
+    # Outputs: what the program writes (seen in the IR), or what either engine changed.
     written = written_parameters(function_op)
-    written |= {i for i, (x, y) in enumerate(zip(inputs, outputs)) if isinstance(x, np.ndarray)
-                and not np.array_equal(x, y, equal_nan=is_float_dtype(x.dtype))}
+    for results in (outputs, reference_outputs or outputs):
+        written |= {i for i, (x, y) in enumerate(zip(inputs, results)) if isinstance(x, np.ndarray)
+                    and not np.array_equal(x, y, equal_nan=is_float_dtype(x.dtype))}
     gemms = {i: g for i, g in gemm_outputs(function_op).items() if g.fits(inputs)}
     print(f"{PROG}: {options.input} @{entry}, engine {options.engine}, seed {options.seed}")
     for p in params:
