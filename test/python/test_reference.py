@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tilemlir import runtime
+from tilemlir.runtime.arguments import ArgumentError
 from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.reference import Program, RunError, gemm_update, reduce_along
 
@@ -484,3 +485,54 @@ func.func @round(%x: memref<2xf32>, %y: memref<2xf8E4M3FN>) {
     x8, y8 = x.astype(np.float32), np.zeros(2, ml_dtypes.float8_e4m3fn)
     Program(module).call("round", [x8, y8])
     assert float(y8[0]) == 1.125
+
+
+# ---------------------------------------------------------------------------
+# Scalar arguments and dynamic shapes
+# ---------------------------------------------------------------------------
+
+SCALE_ROWS = """
+func.func @scale_rows(%X: memref<?x4xf32>, %Y: memref<?x4xf16>, %k: i32, %s: f32, %first: index) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %rows = memref.dim %X, %c0 : memref<?x4xf32>
+    %kf = arith.sitofp %k : i32 to f32
+    %factor = arith.mulf %kf, %s : f32
+    scf.for %i = %first to %rows step %c1 {
+      scf.parallel (%j) = (%c0) to (%c4) step (%c1) {
+        %x = memref.load %X[%i, %j] : memref<?x4xf32>
+        %y = arith.mulf %x, %factor : f32
+        %h = arith.truncf %y : f32 to f16
+        memref.store %h, %Y[%i, %j] : memref<?x4xf16>
+        scf.reduce
+      }
+    }
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("rows, k, s, first", [(5, 3, np.float32(0.75), 1), (1, -2, 1.5, 0), (7, 0, 2.0, 7)])
+def test_scalar_arguments_and_dynamic_extents(rows, k, s, first):
+    x = (np.arange(rows * 4, dtype=np.float32).reshape(rows, 4) - 6) / 3
+    y = np.full((rows, 4), np.nan, np.float16)
+    run(SCALE_ROWS, "scale_rows", x, y, k, s, first)
+    factor = np.float32(np.float32(k) * np.float32(s))
+    for i in range(rows):
+        for j in range(4):
+            want = np.float16(np.float32(x[i, j]) * factor) if i >= first else np.nan
+            assert np.array_equal(y[i, j], want, equal_nan=True), (i, j)
+
+
+def test_scalar_arguments_are_checked_against_their_type():
+    x, y = np.zeros((2, 4), np.float32), np.zeros((2, 4), np.float16)
+    with pytest.raises(ArgumentError, match=r"argument 2 \(%k\): expected i32 \(a scalar\), got float 1.5"):
+        run(SCALE_ROWS, "scale_rows", x, y, 1.5, 1.0, 0)
+    with pytest.raises(ArgumentError, match=r"argument 1 \(%Y\): expected memref<\?x4xf16> \(float16 array of "
+                                        r"shape \(\?, 4\)\), got float16 array of shape \(2, 5\)"):
+        run(SCALE_ROWS, "scale_rows", x, np.zeros((2, 5), np.float16), 1, 1.0, 0)

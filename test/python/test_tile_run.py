@@ -83,3 +83,50 @@ def test_an_engine_off_by_more_than_rounding_fails(repo):
     other[3, 5] = np.float16(np.nan)
     assert compare_engines(param, other, reference, shadow, None, inputs, "emulator").worst_ratio \
         == np.inf
+
+
+def test_scalar_inputs_follow_the_documented_rule():
+    """Floats in [0.5, 2) rounded to their type, integers in [1, 8]: over many
+    seeds both ends of each range are approached and never passed."""
+    text = """func.func @f(%a: f32, %b: bf16, %n: index, %m: i32) {
+  return
+}"""
+    module, source = load_module(text)
+    program = Program(module, source=source)
+    params = parameters(program.function("f").op, program.dtype_of, source)
+    draws = [random_arguments(params, seed) for seed in range(200)]
+    floats = np.array([[float(d[0]), float(d[1])] for d in draws])
+    ints = np.array([[d[2], d[3]] for d in draws])
+    assert ((0.5 <= floats) & (floats <= 2.0)).all() and floats.min() < 0.55 and floats.max() > 1.9
+    assert all(type(d[0]) is np.float32 and d[1].dtype.name == "bfloat16" for d in draws)
+    assert ((1 <= ints) & (ints <= 8)).all() and {1, 8} <= set(ints.ravel().tolist())
+    assert all(isinstance(v, int) for d in draws for v in d[2:])
+
+
+# The output is written in a callee: the entry's IR does not show it.
+CALLEE_WRITES = """
+func.func @store_one(%Y: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : f32
+  memref.store %one, %Y[%c0] : memref<4xf32>
+  return
+}
+func.func @entry(%Y: memref<4xf32>) {
+  func.call @store_one(%Y) : (memref<4xf32>) -> ()
+  return
+}
+"""
+
+
+def test_an_output_only_the_reference_engine_writes_is_compared(tmp_path, monkeypatch, capsys):
+    """An engine that leaves an output untouched fails it, even when only the
+    reference engine's run shows that it is an output."""
+    import tilemlir.runtime
+
+    monkeypatch.setattr(tilemlir.runtime, "run_emulator", lambda *args, **kwargs: [])
+    path = tmp_path / "callee.mlir"
+    path.write_text(CALLEE_WRITES)
+    assert main([str(path), "--entry", "entry", "--engine", "emulator"]) == 1
+    out = capsys.readouterr().out
+    assert "argument 0 %Y: memref<4xf32> (output)" in out
+    assert "%Y: emulator vs reference engine" in out and out.strip().splitlines()[-1].startswith("FAIL")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from mlir import ir
 
@@ -146,6 +147,41 @@ class I64ArrayAttribute(TileAttribute):
 
     def write(self, op, values: Iterable[int]) -> None:
         self.set(op, ir.DenseI64ArrayAttr.get([int(v) for v in values]))
+
+
+def increasing_dims() -> FormCheck:
+    def check(attr: ir.Attribute) -> str | None:
+        if not isinstance(attr, ir.DenseI64ArrayAttr):
+            return f"got {attr}"
+        dims = list(attr)
+        if any(d < 0 for d in dims) or any(a >= b for a, b in pairwise(dims)):
+            return f"got {attr}"
+        return None
+    return check
+
+
+@dataclass(frozen=True)
+class CopyWindowAttribute(TileAttribute):
+    """Which dims of a rank-reducing tile.copy's higher-rank (indexed) side
+    the window spans, one per dim of the lower-rank (un-indexed) side, in
+    increasing order. The window has the lower-rank side's extents in those
+    dims and extent 1 in every other dim (fixed at its index). Without the
+    attribute the window spans the LAST dims: a 2-D tile of a
+    [batch, rows, cols] tensor is cut at (b, row0, col0). With it, any dims:
+    `Q[b, rows, h, :]` of a [batch, seq, heads, dim] tensor into a 2-D tile is
+    `tile.window = array<i64: 1, 3>` with indices (b, row0, h, 0)."""
+
+    def read(self, op) -> tuple[int, ...] | None:
+        attribute = self.get(op)
+        return None if attribute is None else tuple(ir.DenseI64ArrayAttr(attribute))
+
+    def write(self, op, dims: Iterable[int]) -> None:
+        self.set(op, ir.DenseI64ArrayAttr.get([int(d) for d in dims]))
+
+    def dims(self, op, indexed_rank: int, window_rank: int) -> tuple[int, ...]:
+        """The spanned dims of the indexed side: the attribute's, or the last
+        `window_rank` dims (tile-verify has checked the attribute fits)."""
+        return self.read(op) or tuple(range(indexed_rank - window_rank, indexed_rank))
 
 
 @dataclass(frozen=True)
@@ -289,6 +325,13 @@ PREFETCH = UnitAttribute(
                "amdgpu lowering hooks"),
     form="a unit attribute", check=of_kind(ir.UnitAttr))
 
+WINDOW = CopyWindowAttribute(
+    "tile.window", ("tile.copy",),
+    producer="the input (a TileLang slice such as Q[b, rows, h, :])",
+    consumers=("tile-verify", "the reference engine", "tile-run (the GEMM oracle ignores such copies)"),
+    form="array<i64: d0, d1, ...> (strictly increasing dims >= 0 of the indexed side)",
+    check=increasing_dims())
+
 PIPELINED = IntegerAttribute(
     "tile.pipelined", ("scf.for",),
     producer="tile-pipeline (the loop's stages, once pipelined)",
@@ -318,7 +361,7 @@ KERNEL_ARGUMENTS = StringArrayAttribute(
 
 ALL: tuple[TileAttribute, ...] = (
     TARGET, NUM_STAGES, IN_BOUNDS, CAST, MMA, WARP_GRID, LDS_CONFLICTS, LAYOUT, SCRATCH, SMEM_LAYOUT,
-    VECTOR_WIDTH, PREFETCH, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
+    VECTOR_WIDTH, PREFETCH, WINDOW, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
     KERNEL_ARGUMENTS,
 )
 BY_NAME: dict[str, TileAttribute] = {attribute.name: attribute for attribute in ALL}

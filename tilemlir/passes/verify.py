@@ -22,8 +22,13 @@ with a located diagnostic:
   fragment; `alloc_shared` makes workgroup memrefs, `alloc_fragment` private
   ones, both of static shape; outside a kernel (the whole-problem form) every
   operand is global;
-* `tile.copy`: at most one side indexed, one index per dimension of that side,
-  equal ranks, and equal shapes when neither side is indexed;
+* `tile.copy`: at most one side indexed, one index per dimension of that side;
+  equal shapes when neither side is indexed; the un-indexed (window) side of
+  static shape and rank q at most the indexed side's rank r. When q < r (a
+  rank-reducing copy: batched GEMM's `A[b, rows, cols]`, or a fragment stored
+  to a 3-D tensor) the window spans the indexed side's last q dims, or the q
+  dims `tile.window = array<i64: ...>` names (strictly increasing, below r), and
+  has extent 1 in every other dim;
 * `tile.gemm`: rank-2 operands whose M, N, K agree under the transposes and
   are not 0; C does not alias A or B (same value, or overlapping views of one
   buffer; distinct function arguments are assumed not to alias);
@@ -254,20 +259,46 @@ class TileVerify(TilePass):
             state.error(op, "tile.copy: only one side may be indexed (the window has the shape "
                             "of the un-indexed side)")
             return
-        if src.rank != dst.rank:
-            state.error(op, f"tile.copy: source rank {src.rank} and destination rank {dst.rank} differ")
+        window_dims = attributes.WINDOW.read(op)
+        if not n_src and not n_dst:
+            if src.rank != dst.rank:
+                state.error(op, f"tile.copy: source rank {src.rank} and destination rank {dst.rank} "
+                                "differ and neither side is indexed (the higher-rank side takes one "
+                                "index per dimension)")
+            elif src.shape != dst.shape:
+                state.error(op, f"tile.copy: shapes {shape_str(src)} and {shape_str(dst)} differ and "
+                                "neither side is indexed")
+            if window_dims is not None:
+                state.error(op, f"tile.copy: {attributes.WINDOW.name} places the window in the "
+                                "indexed side, but neither side is indexed")
             return
-        if n_src and n_src != src.rank:
-            state.error(op, f"tile.copy: the source has rank {src.rank} but {n_src} indices were given")
-        if n_dst and n_dst != dst.rank:
-            state.error(op, f"tile.copy: the destination has rank {dst.rank} but {n_dst} indices "
+        indexed, role, n_indices = (src, "source", n_src) if n_src else (dst, "destination", n_dst)
+        window, window_role = (dst, "destination") if n_src else (src, "source")
+        if n_indices != indexed.rank:
+            state.error(op, f"tile.copy: the {role} has rank {indexed.rank} but {n_indices} indices "
                             "were given")
-        if not n_src and not n_dst and src.shape != dst.shape:
-            state.error(op, f"tile.copy: shapes {shape_str(src)} and {shape_str(dst)} differ and "
-                            "neither side is indexed")
-        window = dst if n_src else src
+            return
+        if indexed.rank < window.rank:
+            state.error(op, f"tile.copy: the indexed {role} ({shape_str(indexed)}) has rank "
+                            f"{indexed.rank}, lower than the {window_role}'s ({shape_str(window)}, "
+                            f"rank {window.rank}); the window, the un-indexed side's shape, is cut "
+                            "from the indexed side, so it cannot have more dimensions")
+            return
+        if window_dims is not None:
+            self._check_window_dims(op, window_dims, indexed, role, window, window_role, state)
         if not window.has_static_shape:
             state.error(op, f"tile.copy: the window side needs a static shape, got {shape_str(window)}")
+
+    def _check_window_dims(self, op, dims, indexed, role, window, window_role, state: PassState) -> None:
+        """tile.window: one dim of the indexed side per dim of the window side, in range."""
+        name = attributes.WINDOW.name
+        if len(dims) != window.rank:
+            state.error(op, f"tile.copy: {name} names {len(dims)} dim(s) but the {window_role} "
+                            f"({shape_str(window)}) has rank {window.rank}: one dim of the {role} "
+                            f"per dim of the {window_role}")
+        elif dims and dims[-1] >= indexed.rank:
+            state.error(op, f"tile.copy: {name} dim {dims[-1]} is out of range for the rank-"
+                            f"{indexed.rank} {role} ({shape_str(indexed)})")
 
     def _check_gemm(self, op: ir.Operation, state: PassState) -> None:
         a = self._memref(op, op.operands[0], "A", state)

@@ -7,7 +7,11 @@ conversion (a `tile.copy` from the accumulator, or an `scf.parallel` storing
 a cast of a load from it). A and B are the entry arguments the gemm reads,
 directly or through the `tile.copy` that fills its operand; the accumulator
 starts from the constant it is filled with, from the argument copied into
-it, or (whole-problem form without a fill) from C's initial value. Such an
+it, or (whole-problem form without a fill) from C's initial value. Copies
+from 3-D (or higher) tensors whose tiles span the last two dims (batched
+GEMM: `A[b, rows, cols]`) make a batched product, leading dims broadcasting
+as in NumPy; a copy through `tile.window` has no oracle, nor has an output
+whose shape is not that of the product (`GemmOutput.fits`). Such an
 output is compared with an independent reference: the float64 NumPy product
 of the dequantized inputs, start + op(A) @ op(B), under TOLERANCE_TEXT (also in
 `tile-run --help`). A program that computes the wrong thing (say, skips a K
@@ -31,9 +35,11 @@ from dataclasses import dataclass
 import numpy as np
 from mlir import ir
 
+from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
+from tilemlir.passes.verify import may_overlap
 from tilemlir.runtime import dtypes
-from tilemlir.runtime.arguments import Parameter
+from tilemlir.runtime.arguments import WRITTEN_OPERANDS, Parameter
 
 TOLERANCE_TEXT = """\
 tolerance (GEMM outputs, per element):
@@ -77,18 +83,38 @@ class GemmOutput:
     start_constant: float | None = None  # the accumulator's fill value
     start_argument: int | None = None  # or the entry argument it starts from
 
-    def reference(self, inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
-        """(start + op(A)@op(B), |start| + |op(A)|@|op(B)|, K) in float64."""
+    def _operands(self, inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(op(A), op(B), start) in float64; leading dims of 3-D and higher
+        operands are batch dims (only the last two transpose)."""
         lhs = inputs[self.a].astype(np.float64)
         rhs = inputs[self.b].astype(np.float64)
-        lhs = lhs.T if self.transpose_a else lhs
-        rhs = rhs.T if self.transpose_b else rhs
-        product, magnitude = lhs @ rhs, np.abs(lhs) @ np.abs(rhs)
+        lhs = np.swapaxes(lhs, -1, -2) if self.transpose_a else lhs
+        rhs = np.swapaxes(rhs, -1, -2) if self.transpose_b else rhs
         if self.start_argument is not None:
             start = inputs[self.start_argument].astype(np.float64)
         else:
             start = np.float64(self.start_constant or 0.0)
-        return start + product, np.abs(start) + magnitude, lhs.shape[1]
+        return lhs, rhs, start
+
+    def fits(self, inputs: list[np.ndarray]) -> bool:
+        """Whether start + op(A)@op(B) has the output's shape (batch dims
+        broadcasting as in NumPy): otherwise the output is not this product
+        and gets no GEMM oracle."""
+        lhs, rhs, start = self._operands(inputs)
+        if lhs.shape[-1] != rhs.shape[-2]:
+            return False
+        try:
+            batch = np.broadcast_shapes(lhs.shape[:-2], rhs.shape[:-2])
+            shape = np.broadcast_shapes((*batch, lhs.shape[-2], rhs.shape[-1]), np.shape(start))
+        except ValueError:
+            return False
+        return shape == inputs[self.output].shape
+
+    def reference(self, inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+        """(start + op(A)@op(B), |start| + |op(A)|@|op(B)|, K) in float64."""
+        lhs, rhs, start = self._operands(inputs)
+        product, magnitude = lhs @ rhs, np.abs(lhs) @ np.abs(rhs)
+        return start + product, np.abs(start) + magnitude, lhs.shape[-1]
 
     def describe(self, names: list[str], k: int) -> str:
         a = f"{names[self.a]}^T" if self.transpose_a else names[self.a]
@@ -127,25 +153,85 @@ def _constant(value: ir.Value) -> float | None:
     return None
 
 
+def _writes(op: ir.Operation, buffer: ir.Value) -> bool:
+    """Whether `op` writes memory `buffer` may share (through views too)."""
+    return any(position < len(op.operands) and may_overlap(op.operands[position], buffer)
+               for position in WRITTEN_OPERANDS.get(op.name, ()))
+
+
 def _copied_from(value: ir.Value, ops: list[ir.Operation], args: dict) -> int | None:
-    """The entry argument a tile.copy fills `value` from."""
+    """The entry argument whose tiles fill `value`: every write to `value` is a
+    tile.copy from that argument (a tile of it: rank 2, or a batch of it, the
+    tile spanning its last two dims). None when anything else writes it (a
+    T.Parallel scaling the tile in place: it no longer holds the argument's data)."""
+    found = None
     for op in ops:
-        if op.name == "tile.copy" and op.operands[1] == value and op.operands[0] in args:
-            return args[op.operands[0]]
-    return None
+        if not _writes(op, value):
+            continue
+        if op.name != "tile.copy" or op.operands[1] != value or op.operands[0] not in args \
+                or not _whole_tiles(op) or found not in (None, args[op.operands[0]]):
+            return None
+        found = args[op.operands[0]]
+    return found
 
 
-def _start(acc: ir.Value, ops: list[ir.Operation], gemm_at: int, args: dict) -> tuple[float | None, int | None]:
-    """How the accumulator is initialized before the gemm (the last write wins)."""
+def _whole_tiles(copy: ir.Operation) -> bool:
+    """A copy between a global tensor and a 2-D tile that spans the tensor's
+    last two dims (its leading dims, if any, are batch dims): what the
+    batched GEMM oracle assumes. A tile.window elsewhere (Q[b, rows, h, :])
+    moves data in a way the oracle does not model."""
+    ranks = [ir.MemRefType(v.type).rank for v in list(copy.operands)[:2]]
+    return attributes.WINDOW.get(copy) is None and min(ranks) == 2
+
+
+_UNKNOWN = object()  # an accumulator start the oracle cannot state
+
+
+def _start(acc: ir.Value, ops: list[ir.Operation], gemm_at: int, args: dict):
+    """(constant, argument): how the accumulator is initialized before the
+    gemm (the last write wins); _UNKNOWN when some write is none of a fill,
+    a store of a constant, a copy of an argument's tile."""
     constant, argument = None, None
     for op in ops[:gemm_at]:
+        if not _writes(op, acc):
+            continue
         if op.name == "tile.fill" and op.operands[0] == acc:
             constant, argument = _constant(op.operands[1]), None
-        elif op.name == "memref.store" and op.operands[1] == acc:
+        elif op.name == "memref.store" and op.operands[1] == acc and _constant(op.operands[0]) is not None:
             constant, argument = _constant(op.operands[0]), None
-        elif op.name == "tile.copy" and op.operands[1] == acc and op.operands[0] in args:
+        elif op.name == "tile.copy" and op.operands[1] == acc and op.operands[0] in args \
+                and _whole_tiles(op):
             constant, argument = None, args[op.operands[0]]
+        else:
+            return _UNKNOWN
+        if constant is None and argument is None:
+            return _UNKNOWN  # a fill of a value known only at run time
     return constant, argument
+
+
+def _loops_around(op: ir.Operation) -> list[ir.Operation]:
+    """The loops that contain `op`, innermost first."""
+    loops = []
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        if parent.name in ("scf.for", "scf.while", "scf.parallel"):
+            loops.append(parent)
+        parent = parent.parent
+    return loops
+
+
+def _accumulates_alone(gemm: ir.Operation, ops: list[ir.Operation]) -> bool:
+    """Whether the gemm is the only op updating its accumulator while it
+    accumulates: no other gemm into it, no other write to it inside the
+    loops around the gemm (a rescale per K step, a clear per iteration)."""
+    acc = gemm.operands[2]
+    for op in ops:
+        if op != gemm and op.name == "tile.gemm" and may_overlap(op.operands[2], acc):
+            return False
+    for loop in _loops_around(gemm):
+        if any(op != gemm and _writes(op, acc) for op in walk(loop)):
+            return False
+    return True
 
 
 def gemm_outputs(function_op: ir.Operation) -> dict[int, GemmOutput]:
@@ -154,26 +240,34 @@ def gemm_outputs(function_op: ir.Operation) -> dict[int, GemmOutput]:
     ops = list(walk(function_op))
     found: dict[int, GemmOutput] = {}
     for at, op in enumerate(ops):
-        if op.name != "tile.gemm":
+        if op.name != "tile.gemm" or not _accumulates_alone(op, ops):
             continue
         a = args.get(op.operands[0], _copied_from(op.operands[0], ops, args))
         b = args.get(op.operands[1], _copied_from(op.operands[1], ops, args))
         if a is None or b is None:
             continue
         acc = op.operands[2]
-        constant, argument = _start(acc, ops, at, args)
+        start = _start(acc, ops, at, args)
+        if start is _UNKNOWN:
+            continue
+        constant, argument = start
         outputs = []
         if acc in args:
             outputs.append(args[acc])
             if constant is None and argument is None:
                 argument = args[acc]  # whole-problem form: C += op(A) op(B)
         for later in ops[at + 1:]:
-            if later.name == "tile.copy" and later.operands[0] == acc and later.operands[1] in args:
+            if later.name == "tile.copy" and later.operands[0] == acc and later.operands[1] in args \
+                    and _whole_tiles(later):
                 outputs.append(args[later.operands[1]])
             if later.name == "memref.store" and later.operands[1] in args:
                 source = _loaded_from(later.operands[0])
                 if source is not None and source == acc:
                     outputs.append(args[later.operands[1]])
+            if _writes(later, acc):
+                if acc in args:
+                    outputs.remove(args[acc])
+                break  # the accumulator changes (an epilogue in place): later copies are not the product
         for output in outputs:
             found.setdefault(output, GemmOutput(
                 output, a, b,

@@ -7,6 +7,12 @@ memrefs alias (outputs are written in place).
 
 Semantics (DESIGN.md section 3, made precise):
 
+* views (`memref.subview`, `cast`, `collapse_shape`, `expand_shape`,
+  `reinterpret_cast`, `assume_alignment`) are NumPy views of their source:
+  writes through them land in the caller's array. A collapse or expand that
+  would need a copy (merging dims that are not contiguous) is an error; a
+  `reinterpret_cast` counts its offset from the base buffer of the function
+  argument or allocation its source is a view of, and must stay inside it.
 * `tile.kernel`: the body runs once per block of the grid, block indices
   bound to the body's arguments, x fastest, then y, then z. A correct kernel's
   result does not depend on the order. Allocations are fresh per block.
@@ -15,7 +21,9 @@ Semantics (DESIGN.md section 3, made precise):
   data never written shows up as NaN.
 * `tile.fill`: every element becomes the value.
 * `tile.copy`: the window of the un-indexed side's shape, starting at the
-  indices of the indexed side. Out-of-bounds reads give 0, out-of-bounds
+  indices of the indexed side. When the indexed side has the higher rank r
+  and the un-indexed side rank q < r, the window spans q of its dims (the last
+  q, or those `tile.window` names) and has extent 1 in the others. Out-of-bounds reads give 0, out-of-bounds
   writes are dropped. The element type converts with `dtypes.convert` (round
   to nearest even, exact; overflow and NaN rules per format in `dtypes`).
 * `tile.gemm`: C += op(A) . op(B) with op = transpose when asked. With `acc`
@@ -61,6 +69,8 @@ import numpy as np
 from mlir import ir
 
 from tilemlir.diagnostics import Diag, SourceBuffer, UserError, collect_diagnostics, format_diag
+from tilemlir.dialects import attributes
+from tilemlir.passes.verify import FRESH_BUFFER_OPS, VIEW_OPS
 from tilemlir.runtime import dtypes
 from tilemlir.runtime.dtypes import convert
 
@@ -776,29 +786,34 @@ class _FunctionCompiler:
     def no_op(self, op: ir.Operation) -> None:
         return None
 
-    def subview(self, op: ir.Operation) -> Instr:
+    def offsets_sizes_strides(self, op: ir.Operation) -> Callable[[list], tuple[list, list, list]]:
+        """For subview and reinterpret_cast: reads their offsets, sizes and
+        strides (static, or the dynamic operands' values) from a frame's env."""
         segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
         operands = self.uses(op.operands)
-        source = operands[0]
         dynamic_offsets = operands[1:1 + segments[1]]
         dynamic_sizes = operands[1 + segments[1]:1 + segments[1] + segments[2]]
         dynamic_strides = operands[1 + segments[1] + segments[2]:]
         static_offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
         static_sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
         static_strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+
+        def read(env: list) -> tuple[list, list, list]:
+            return (_resolve(static_offsets, dynamic_offsets, env), _resolve(static_sizes, dynamic_sizes, env),
+                    _resolve(static_strides, dynamic_strides, env))
+
+        return read
+
+    def subview(self, op: ir.Operation) -> Instr:
+        source = self.use(op.operands[0])
+        window = self.offsets_sizes_strides(op)
         result_shape = list(self.memref(op, op.results[0]).shape)
         result = self.define(op.results[0])
-
-        def resolve(static: list[int], dynamic: list[int], env) -> list[int]:
-            values = iter(int(env[s]) for s in dynamic)
-            return [next(values) if v == _DYNAMIC else v for v in static]
 
         def run(frame: Frame) -> None:
             env = frame.env
             array = env[source]
-            offsets = resolve(static_offsets, dynamic_offsets, env)
-            sizes = resolve(static_sizes, dynamic_sizes, env)
-            strides = resolve(static_strides, dynamic_strides, env)
+            offsets, sizes, strides = window(env)
             for dim, (o, s, st) in enumerate(zip(offsets, sizes, strides)):
                 if o < 0 or s < 0 or st < 1 or (s > 0 and o + (s - 1) * st >= array.shape[dim]):
                     raise _Fail(f"memref.subview: window offset {o}, size {s}, stride {st} is out of "
@@ -809,6 +824,64 @@ class _FunctionCompiler:
                 for o, s, st, keep in zip(offsets, sizes, strides, kept))]
 
         return run
+
+    def collapse_shape(self, op: ir.Operation) -> Instr:
+        (source,) = self.uses(op.operands)
+        groups = _reassociation(op)
+        result = self.define(op.results[0])
+
+        def run(frame: Frame) -> None:
+            array = frame.env[source]
+            shape = [int(np.prod([array.shape[d] for d in group], dtype=np.int64)) for group in groups]
+            frame.env[result] = _reshaped_view(array, shape, "memref.collapse_shape")
+
+        return run
+
+    def expand_shape(self, op: ir.Operation) -> Instr:
+        source, *dynamic = self.uses(op.operands)
+        static = list(ir.DenseI64ArrayAttr(op.attributes["static_output_shape"]))
+        result = self.define(op.results[0])
+
+        def run(frame: Frame) -> None:
+            sizes = iter(int(frame.env[s]) for s in dynamic)
+            shape = [next(sizes) if d == _DYNAMIC else d for d in static]
+            frame.env[result] = _reshaped_view(frame.env[source], shape, "memref.expand_shape")
+
+        return run
+
+    def reinterpret_cast(self, op: ir.Operation) -> Instr:
+        """A view of the source's base buffer (the function argument or
+        allocation it is a view of) at an element offset, sizes and strides."""
+        window = self.offsets_sizes_strides(op)
+        base = self.use(self.view_base(op, op.operands[0]))
+        result = self.define(op.results[0])
+
+        def run(frame: Frame) -> None:
+            env = frame.env
+            (offset,), sizes, strides = window(env)
+            env[result] = _strided_view(env[base], offset, sizes, strides)
+
+        return run
+
+    def view_base(self, op: ir.Operation, value: ir.Value) -> ir.Value:
+        """The function argument or allocation `value` is a view of: what a
+        reinterpret_cast's offset counts from. Refused when it is neither, or
+        when its layout puts its first element elsewhere than its base."""
+        while isinstance(value, ir.OpResult) and value.owner.name in VIEW_OPS:
+            value = value.owner.operands[0]
+        is_argument = isinstance(value, ir.BlockArgument) and value.owner.owner == self.function.op
+        is_allocation = isinstance(value, ir.OpResult) and value.owner.name in FRESH_BUFFER_OPS
+        if not (is_argument or is_allocation):
+            made_by = value.owner.name if isinstance(value, ir.OpResult) else "a block argument"
+            raise self.fail(op, f"{op.name}: the reference engine knows the base buffer of function "
+                                f"arguments and allocations (and views of them); this source comes from "
+                                f"{made_by}")
+        memref = self.memref(op, value)
+        if not _has_identity_layout(memref):
+            raise self.fail(op, f"{op.name}: the source is a view of {memref}, whose base (where its "
+                                "layout's offset counts from) the reference engine does not know; "
+                                "cast a buffer of identity layout")
+        return value
 
     # -- tile ------------------------------------------------------------------
 
@@ -831,22 +904,33 @@ class _FunctionCompiler:
         source_indices = operands[2:2 + segments[2]]
         target_indices = operands[2 + segments[2]:]
         dtype = self.dtype(op, self.memref(op, op.operands[1]).element_type)
+        indexed_rank = self.memref(op, op.operands[0 if source_indices else 1]).rank
+        window_rank = self.memref(op, op.operands[1 if source_indices else 0]).rank
+        # A rank-reducing copy: the window has extent 1 in the indexed side's dims it does not span.
+        spanned = attributes.WINDOW.dims(op, indexed_rank, window_rank)
+        fixed = tuple(d for d in range(indexed_rank) if d not in spanned)
+
+        def as_window(tile: np.ndarray) -> np.ndarray:
+            """The un-indexed side as an array of the indexed side's rank (a view)."""
+            return np.expand_dims(tile, fixed) if fixed else tile
 
         def run(frame: Frame) -> None:
             env = frame.env
             src, dst = env[source], env[target]
             if source_indices:
                 start = [int(env[i]) for i in source_indices]
-                inside, window = _window(start, dst.shape, src.shape)
-                if any(w.stop - w.start != d for w, d in zip(window, dst.shape)):
-                    dst[...] = 0  # out-of-bounds reads give 0
+                tile = as_window(dst)
+                inside, window = _window(start, tile.shape, src.shape)
+                if any(w.stop - w.start != d for w, d in zip(window, tile.shape)):
+                    tile[...] = 0  # out-of-bounds reads give 0
                 if inside is not None:
-                    dst[window] = convert(src[inside], dtype)
+                    tile[window] = convert(src[inside], dtype)
             elif target_indices:
                 start = [int(env[i]) for i in target_indices]
-                inside, window = _window(start, src.shape, dst.shape)
+                tile = as_window(src)
+                inside, window = _window(start, tile.shape, dst.shape)
                 if inside is not None:  # out-of-bounds writes are dropped
-                    dst[inside] = convert(src[window], dtype)
+                    dst[inside] = convert(tile[window], dtype)
             else:
                 dst[...] = convert(src, dtype)
 
@@ -1086,6 +1170,53 @@ def _vectorizable(op: ir.Operation) -> bool:
     return True
 
 
+
+
+def _reassociation(op: ir.Operation) -> list[list[int]]:
+    return [[ir.IntegerAttr(d).value for d in ir.ArrayAttr(group)]
+            for group in ir.ArrayAttr(op.attributes["reassociation"])]
+
+
+def _resolve(static: list[int], dynamic: list[int], env) -> list[int]:
+    """Static sizes/offsets/strides with the dynamic ones read from `env`."""
+    values = iter(int(env[s]) for s in dynamic)
+    return [next(values) if v == _DYNAMIC else v for v in static]
+
+
+def _has_identity_layout(memref: ir.MemRefType) -> bool:
+    layout = memref.layout
+    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(
+        memref.rank, context=memref.context)
+
+
+def _reshaped_view(array: np.ndarray, shape: list[int], what: str) -> np.ndarray:
+    """`array` reshaped without a copy (a view: writes land in `array`)."""
+    if int(np.prod(shape, dtype=np.int64)) != array.size:
+        raise _Fail(f"{what}: {_shape_str(array.shape)} has {array.size} elements, "
+                    f"{_shape_str(shape)} has {int(np.prod(shape, dtype=np.int64))}")
+    try:
+        return np.reshape(array, shape, copy=False)
+    except ValueError:
+        raise _Fail(f"{what}: the dims it merges or splits are not contiguous in this "
+                    f"{_shape_str(array.shape)} view (strides {[s // array.itemsize for s in array.strides]}), "
+                    "so the result would not be a view of it") from None
+
+
+def _strided_view(base: np.ndarray, offset: int, sizes: list[int], strides: list[int]) -> np.ndarray:
+    """The view at element `offset` of `base`'s memory with `sizes` and element `strides`."""
+    if not base.flags.c_contiguous:
+        raise _Fail("memref.reinterpret_cast: the base buffer is not a contiguous row-major array")
+    if offset < 0 or any(s < 0 for s in sizes) or any(st < 0 for st in strides):
+        raise _Fail(f"memref.reinterpret_cast: offset {offset}, sizes {sizes} and strides {strides} "
+                    "must not be negative")
+    last = offset + sum((s - 1) * st for s, st in zip(sizes, strides)) if all(sizes) else offset - 1
+    if last >= base.size:
+        raise _Fail(f"memref.reinterpret_cast: offset {offset}, sizes {sizes}, strides {strides} reach "
+                    f"element {last} of a base buffer of {base.size} elements")
+    flat = base.reshape(-1)[offset:]
+    return np.lib.stride_tricks.as_strided(flat, shape=sizes, strides=[st * base.itemsize for st in strides])
+
+
 def _kept_dims(sizes: list[int], result_shape: list[int]) -> list[bool]:
     """Which dimensions a (possibly rank-reducing) subview keeps: unit
     dimensions are dropped, first to last, until the ranks agree."""
@@ -1262,6 +1393,9 @@ _OP_COMPILERS: dict[str, Callable[[_FunctionCompiler, ir.Operation], Instr | Non
     "memref.copy": _FunctionCompiler.memref_copy,
     "memref.cast": _FunctionCompiler.identity,
     "memref.subview": _FunctionCompiler.subview,
+    "memref.collapse_shape": _FunctionCompiler.collapse_shape,
+    "memref.expand_shape": _FunctionCompiler.expand_shape,
+    "memref.reinterpret_cast": _FunctionCompiler.reinterpret_cast,
     "memref.dealloc": _FunctionCompiler.no_op,
     "memref.assume_alignment": _FunctionCompiler.identity,
     "gpu.barrier": _FunctionCompiler.no_op,

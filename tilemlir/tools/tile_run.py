@@ -2,9 +2,14 @@
 
     tile-run examples/seed_fp8_gemm.mlir --entry mixed_precision_gemm --engine reference
     tile-run kernel.mlir --entry gemm --seed 3 --save out/
+    tile-run gemm_dynamic.mlir --dim A.0=1000        # %A: memref<?x128xf16> is 1000x128
 
-Inputs come from the seed (floats uniform in [-1, 1] rounded to their type,
-i8 over its whole range). Every output (an argument the program writes) is
+Inputs come from the seed (arguments.INPUTS_TEXT, also in --help: memrefs
+uniform in [-1, 1], scalar arguments (f32 scales, i32/index sizes) away from
+0). Dynamic extents come from --dim (arguments.DIM_TEXT): an extent is named
+by the argument and dimension that hold it, `A.0`, since MLIR types carry no
+name for one; extents the program ties together (a whole-problem gemm's M, N,
+K) take one value. Every output (an argument the program writes) is
 compared with a float64 reference; GEMM outputs are checked against the
 tolerance below. With --engine emulator (or device) every output is also
 checked against the reference engine's on the same inputs. GPU-level IR
@@ -42,13 +47,15 @@ exit status:
 def _parser() -> argparse.ArgumentParser:
     from tilemlir.dialects import attributes
     from tilemlir.runtime import ENGINES
+    from tilemlir.runtime.arguments import DIM_TEXT, INPUTS_TEXT
     from tilemlir.runtime.oracle import ENGINE_TOLERANCE_TEXT, TOLERANCE_TEXT
 
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Run a function of a tile IR file on random inputs and compare its outputs "
                     "with a float64 NumPy reference.",
-        epilog=_EPILOG_HEAD + TOLERANCE_TEXT + "\n\n" + ENGINE_TOLERANCE_TEXT,
+        epilog=_EPILOG_HEAD + INPUTS_TEXT + "\n\n" + DIM_TEXT + "\n\n" + TOLERANCE_TEXT + "\n\n"
+        + ENGINE_TOLERANCE_TEXT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
@@ -63,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
                              "there (unchecked: no oracle); 'device' compiles for an nvidia "
                              "target and runs on this machine's GPU")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of the inputs (default 0)")
+    parser.add_argument("--dim", action="append", default=[], metavar="NAME.DIM=VALUE",
+                        help="the extent of a dynamic dimension: --dim A.0=1000 is dimension 0 of "
+                             "argument %%A; '*.0=1000' every argument's dynamic dimension 0 "
+                             "(repeatable; see 'dynamic extents' below)")
     parser.add_argument("--save", metavar="DIR",
                         help="write inputs, outputs and references as .npy files plus manifest.json")
     parser.add_argument("--target", metavar="T",
@@ -109,6 +120,29 @@ def _function_op(module, program, name: str):
     raise UserError(f"no function @{name} in the module (functions: {known})")
 
 
+def _copy(value):
+    """A fresh copy of an input: arrays are written in place, scalars are values."""
+    return value.copy() if hasattr(value, "copy") else value
+
+
+def _is_float_array(value) -> bool:
+    from tilemlir.runtime.dtypes import is_float_dtype
+
+    return hasattr(value, "ndim") and value.ndim > 0 and is_float_dtype(value.dtype)
+
+
+def _role(p, value, written: set[int]) -> str:
+    """'input', 'output', 'input, 1000x128' (a dynamic shape), 'input = 1.25' (a scalar)."""
+    if not p.is_memref:
+        shown = f"{float(value):.6g}" if hasattr(value, "dtype") and value.dtype.kind not in "iu" \
+            else str(value)
+        return f"scalar input = {shown}"
+    role = "output" if p.index in written else "input"
+    if any(d is None for d in p.shape):
+        role += ", " + "x".join(str(d) for d in value.shape)
+    return role
+
+
 def _fmt(x: float) -> str:
     return f"{x:.3e}"
 
@@ -138,6 +172,10 @@ def _save(directory: str, params, inputs, outputs, shadows, written, reports) ->
 
     by_param = {r.param.index: r for r in reports if not r.engine}
     for p, array in zip(params, inputs):
+        if not p.is_memref:
+            value = int(array) if isinstance(array, int) else float(array)
+            manifest.append({"argument": p.index, "name": p.name, "type": str(p.type), "value": value})
+            continue
         stem = f"{p.index}_{re.sub(r'[^A-Za-z0-9_.-]', '_', p.name.lstrip('%'))}"
         entry = {"argument": p.index, "name": p.name, "type": str(p.type),
                  "input": write(f"{stem}.input.npy", array)}
@@ -162,13 +200,22 @@ def run(argv: list[str]) -> int:
         require_tile_level,
         run_emulator,
     )
-    from tilemlir.runtime.arguments import bind, parameters, random_arguments, written_parameters
+    from tilemlir.runtime.arguments import (
+        bind,
+        dim_ties,
+        parameters,
+        parse_dim_flag,
+        random_arguments,
+        resolve_shapes,
+        written_parameters,
+    )
     from tilemlir.runtime.dtypes import convert, is_float_dtype
     from tilemlir.runtime.oracle import check_output, compare_engines, gemm_outputs
     from tilemlir.runtime.reference import Program, RunError
 
     options = _parse_args(argv)
     check_engine(options.engine)
+    dim_flags = [parse_dim_flag(text) for text in options.dim]
     try:
         module, source = load_module(Path(options.input))
         gpu_level = is_gpu_level(module)
@@ -180,21 +227,21 @@ def run(argv: list[str]) -> int:
         function_op = _function_op(module, program, entry) if gpu_level else \
             program.function(entry).op
         params = parameters(function_op, program.dtype_of, source)
-        inputs = random_arguments(params, options.seed)
+        shapes = resolve_shapes(params, dim_flags, dim_ties(function_op), source)
+        inputs = random_arguments(params, options.seed, shapes)
         reference_outputs = shadows = None
         if not gpu_level:  # the reference engine and the float64 re-execution
-            reference_outputs = [x.copy() for x in inputs]
+            reference_outputs = [_copy(x) for x in inputs]
             started = time.perf_counter()
             program.call(entry, bind(params, reference_outputs, entry))
             elapsed = time.perf_counter() - started
             ideal = Program(module, source=source, precision="float64")
-            shadows = [convert(x, np.float64) if is_float_dtype(x.dtype) else x.copy()
-                       for x in inputs]
+            shadows = [convert(x, np.float64) if _is_float_array(x) else _copy(x) for x in inputs]
             ideal.call(entry, bind(parameters(function_op, ideal.dtype_of, source), shadows, entry))
         if options.engine == "reference":
             outputs, reference_outputs = reference_outputs, None
         else:
-            outputs = [x.copy() for x in inputs]
+            outputs = [_copy(x) for x in inputs]
             started = time.perf_counter()
             if options.engine == "device":
                 from tilemlir.runtime.device import run_device
@@ -207,14 +254,15 @@ def run(argv: list[str]) -> int:
         sys.stderr.write(error.formatted())
         return 1
 
+    # Outputs: what the program writes (seen in the IR), or what either engine changed.
     written = written_parameters(function_op)
-    written |= {i for i, (x, y) in enumerate(zip(inputs, outputs))
-                if not np.array_equal(x, y, equal_nan=is_float_dtype(x.dtype))}
-    gemms = gemm_outputs(function_op)
+    for results in (outputs, reference_outputs or outputs):
+        written |= {i for i, (x, y) in enumerate(zip(inputs, results)) if isinstance(x, np.ndarray)
+                    and not np.array_equal(x, y, equal_nan=is_float_dtype(x.dtype))}
+    gemms = {i: g for i, g in gemm_outputs(function_op).items() if g.fits(inputs)}
     print(f"{PROG}: {options.input} @{entry}, engine {options.engine}, seed {options.seed}")
     for p in params:
-        role = "output" if p.index in written else "input"
-        print(f"  argument {p.index} {p.name}: {p.type} ({role})")
+        print(f"  argument {p.index} {p.name}: {p.type} ({_role(p, inputs[p.index], written)})")
     sanitized = " under the sanitizer (bounds, LDS and global-memory races, uninitialized LDS): " \
         "no violation" if options.engine == "emulator" else ""
     print(f"  ran in {elapsed:.2f} s{sanitized}")

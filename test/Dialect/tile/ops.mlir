@@ -109,3 +109,27 @@ func.func @element_types() {
   }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
   return
 }
+
+// -----
+
+// Rank-reducing copies: a 2-D tile of a 3-D tensor (its last two dims by
+// default), Q[b, rows, h, :] of a 4-D tensor through tile.window, and a
+// fragment stored back into a 3-D tensor.
+// CHECK-LABEL: func.func @rank_reducing_copies
+// CHECK: "tile.copy"(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) {operandSegmentSizes = array<i32: 1, 1, 3, 0>} : (memref<4x128x64xf16>, memref<64x64xf16, #gpu.address_space<workgroup>>, index, index, index) -> ()
+// CHECK: "tile.copy"(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) {operandSegmentSizes = array<i32: 1, 1, 4, 0>, tile.window = array<i64: 1, 3>} : (memref<2x128x8x64xf16>, memref<64x64xf16, #gpu.address_space<workgroup>>, index, index, index, index) -> ()
+// CHECK: "tile.copy"(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) {operandSegmentSizes = array<i32: 1, 1, 0, 3>} : (memref<64x64xf32, #gpu.address_space<private>>, memref<4x128x64xf32>, index, index, index) -> ()
+func.func @rank_reducing_copies(%A: memref<4x128x64xf16>, %Q: memref<2x128x8x64xf16>, %O: memref<4x128x64xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %c0 = arith.constant 0 : index
+    %a = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    %q = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    %o = "tile.alloc_fragment"() : () -> memref<64x64xf32, #gpu.address_space<private>>
+    "tile.copy"(%A, %a, %b, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 3, 0>} : (memref<4x128x64xf16>, memref<64x64xf16, #gpu.address_space<workgroup>>, index, index, index) -> ()
+    "tile.copy"(%Q, %q, %c0, %c0, %b, %c0) {operandSegmentSizes = array<i32: 1, 1, 4, 0>, tile.window = array<i64: 1, 3>} : (memref<2x128x8x64xf16>, memref<64x64xf16, #gpu.address_space<workgroup>>, index, index, index, index) -> ()
+    "tile.copy"(%o, %O, %b, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 0, 3>} : (memref<64x64xf32, #gpu.address_space<private>>, memref<4x128x64xf32>, index, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}

@@ -277,12 +277,12 @@ func.func @copy_dst_index_count(%A: memref<64x64xf16>) {
 // -----
 
 #S = #gpu.address_space<workgroup>
-// Source and destination ranks agree.
+// The window (the un-indexed side) is cut from the indexed side: it cannot have more dims.
 func.func @copy_rank_mismatch(%A: memref<64xf16>) {
   "tile.kernel"() ({
   ^bb0(%b: index):
     %s = "tile.alloc_shared"() : () -> memref<16x16xf16, #S>
-    // expected-error@below {{tile.copy: source rank 1 and destination rank 2 differ}}
+    // expected-error@below {{tile.copy: the indexed source (64) has rank 1, lower than the destination's (16x16, rank 2); the window, the un-indexed side's shape, is cut from the indexed side, so it cannot have more dimensions}}
     "tile.copy"(%A, %s, %b) {operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<64xf16>, memref<16x16xf16, #S>, index) -> ()
     gpu.yield
   }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
@@ -301,6 +301,128 @@ func.func @copy_shape_mismatch() {
     %f = "tile.alloc_fragment"() : () -> memref<16x32xf16, #F>
     // expected-error@below {{tile.copy: shapes 16x16 and 16x32 differ and neither side is indexed}}
     "tile.copy"(%s, %f) {operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<16x16xf16, #S>, memref<16x32xf16, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+// A rank-reducing copy still takes one index per dim of the higher-rank side (here 3, not 2).
+func.func @copy_rank_reducing_index_count(%A: memref<4x128x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_shared"() : () -> memref<64x64xf16, #S>
+    // expected-error@below {{tile.copy: the source has rank 3 but 2 indices were given}}
+    "tile.copy"(%A, %s, %b, %b) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<4x128x64xf16>, memref<64x64xf16, #S>, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// Without indices nothing says where the lower-rank side sits in the higher-rank one.
+func.func @copy_rank_mismatch_unindexed() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_shared"() : () -> memref<1x16x16xf16, #S>
+    %f = "tile.alloc_fragment"() : () -> memref<16x16xf16, #F>
+    // expected-error@below {{tile.copy: source rank 3 and destination rank 2 differ and neither side is indexed (the higher-rank side takes one index per dimension)}}
+    "tile.copy"(%s, %f) {operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<1x16x16xf16, #S>, memref<16x16xf16, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+// tile.window lists the spanned dims in increasing order (a transpose is not a window).
+func.func @copy_window_not_increasing(%Q: memref<2x128x8x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_shared"() : () -> memref<64x64xf16, #S>
+    // expected-error@below {{tile.copy: tile.window must be array<i64: d0, d1, ...> (strictly increasing dims >= 0 of the indexed side); got array<i64: 3, 1>}}
+    "tile.copy"(%Q, %s, %b, %b, %b, %b) {operandSegmentSizes = array<i32: 1, 1, 4, 0>, tile.window = array<i64: 3, 1>} : (memref<2x128x8x64xf16>, memref<64x64xf16, #S>, index, index, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+// A repeated dim is not increasing either.
+func.func @copy_window_repeated(%Q: memref<2x128x8x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_shared"() : () -> memref<64x64xf16, #S>
+    // expected-error@below {{tile.copy: tile.window must be array<i64: d0, d1, ...> (strictly increasing dims >= 0 of the indexed side); got array<i64: 1, 1>}}
+    "tile.copy"(%Q, %s, %b, %b, %b, %b) {operandSegmentSizes = array<i32: 1, 1, 4, 0>, tile.window = array<i64: 1, 1>} : (memref<2x128x8x64xf16>, memref<64x64xf16, #S>, index, index, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+// One window dim per dim of the lower-rank side: 1 dim for a 2-D tile.
+func.func @copy_window_count(%Q: memref<2x128x8x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_shared"() : () -> memref<64x64xf16, #S>
+    // expected-error@below {{tile.copy: tile.window names 1 dim(s) but the destination (64x64) has rank 2: one dim of the source per dim of the destination}}
+    "tile.copy"(%Q, %s, %b, %b, %b, %b) {operandSegmentSizes = array<i32: 1, 1, 4, 0>, tile.window = array<i64: 3>} : (memref<2x128x8x64xf16>, memref<64x64xf16, #S>, index, index, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#F = #gpu.address_space<private>
+// A window dim names a dim of the indexed side (here the rank-4 destination has no dim 4).
+func.func @copy_window_out_of_range(%O: memref<2x128x8x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %f = "tile.alloc_fragment"() : () -> memref<64x64xf16, #F>
+    // expected-error@below {{tile.copy: tile.window dim 4 is out of range for the rank-4 destination (2x128x8x64)}}
+    "tile.copy"(%f, %O, %b, %b, %b, %b) {operandSegmentSizes = array<i32: 1, 1, 0, 4>, tile.window = array<i64: 1, 4>} : (memref<64x64xf16, #F>, memref<2x128x8x64xf16>, index, index, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// tile.window places the window in the indexed side; a copy of equal shapes has none.
+func.func @copy_window_unindexed() {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %s = "tile.alloc_shared"() : () -> memref<16x16xf16, #S>
+    %f = "tile.alloc_fragment"() : () -> memref<16x16xf16, #F>
+    // expected-error@below {{tile.copy: tile.window places the window in the indexed side, but neither side is indexed}}
+    "tile.copy"(%s, %f) {operandSegmentSizes = array<i32: 1, 1, 0, 0>, tile.window = array<i64: 0, 1>} : (memref<16x16xf16, #S>, memref<16x16xf16, #F>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// A rank-reducing window follows the same-rank rules: its side needs a static shape.
+func.func @copy_rank_reducing_dynamic_window(%A: memref<4x64x64xf16>, %D: memref<?x16xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    // expected-error@below {{tile.copy: the window side needs a static shape, got ?x16}}
+    "tile.copy"(%D, %A, %b, %b, %b) {operandSegmentSizes = array<i32: 1, 1, 0, 3>} : (memref<?x16xf16>, memref<4x64x64xf16>, index, index, index) -> ()
     gpu.yield
   }) {grid = array<i64: 4>, threads = 64 : i64} : () -> ()
   return
