@@ -108,6 +108,12 @@ def gemm_bound(product: np.ndarray, magnitude: np.ndarray, k: int, out_unit: flo
     return out_unit * np.abs(product) + (1 + out_unit) * gamma * magnitude + 2.0 ** -24
 
 
+def batched_model(args):
+    a, b = as_f64(args[0]), as_f64(args[1])
+    product = np.matmul(a, b)
+    return {2: (product, gemm_bound(product, np.matmul(np.abs(a), np.abs(b)), a.shape[2], U16))}
+
+
 def conv_model(args):
     x, w = as_f64(args[0]), as_f64(args[1])
     n, h, wd, c = x.shape
@@ -183,6 +189,10 @@ CASES = {
                                     rng.integers(-128, 128, (128, 128)).astype(np.int8),
                                     uniform(rng, (128,), "float16", 0.01, 0.1), nans((128, 128), "float16")],
                        w4a16_model),
+    "batched_gemm": Case("batched_gemm.mlir", "batched_gemm",
+                         lambda rng: [uniform(rng, (4, 128, 64), "float16"), uniform(rng, (4, 64, 96), "float16"),
+                                      nans((4, 128, 96), "float16")],
+                         batched_model),
     "fp8_gemm_scaled": Case("fp8_gemm_scaled.mlir", "fp8_gemm_scaled", None, fp8_scaled_model),
 }
 
