@@ -67,6 +67,10 @@ class CompileResult:
     artifacts: dict[str, str | bytes] = field(default_factory=dict)
     report: dict | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    # What the passes decided and said (`diagnostics.emit_remark`), when this
+    # compilation collected its own diagnostics (a tool's collector, when there
+    # is one, prints them instead).
+    remarks: list = field(default_factory=list)
 
     @property
     def artifact(self) -> str | bytes:
@@ -128,7 +132,8 @@ def compile_module(
     job.seconds["total"] = time.perf_counter() - start
     if job.report is not None:
         job.report["compile_seconds"] = {k: round(v, 4) for k, v in job.seconds.items()}
-    return CompileResult(target, emit, job.artifacts, job.report, job.seconds)
+    remarks = [d for d in job.diags if d.severity == "remark"]
+    return CompileResult(target, emit, job.artifacts, job.report, job.seconds, remarks)
 
 
 # --------------------------------------------------------------------------

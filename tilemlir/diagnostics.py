@@ -463,13 +463,15 @@ _REMARK_SINKS: list[tuple[list[Diag], SourceBuffer | None]] = []
 def emit_remark(location: ir.Location, message: str) -> None:
     """A remark about what a pass decided (e.g. a layout conversion it adds),
     located like MLIR's diagnostics. The Python bindings cannot emit remarks
-    through MLIR's engine, so passes call this: it reaches the innermost
+    through MLIR's engine, so passes call this: it reaches the outermost
     `collect_diagnostics` (the tools print it as `file:line:col: remark: ...`,
     and --verify-diagnostics checks `expected-remark`); without one it is
     dropped."""
     if not _REMARK_SINKS:
         return
-    sink, source = _REMARK_SINKS[-1]
+    # The outermost collector: a tool's, which prints what it collects (an
+    # inner one, a compile job's, keeps only errors).
+    sink, source = _REMARK_SINKS[0]
     file, line, col = file_position(location)
     if source is not None:
         file, line, col = source.map_position(file, line, col)

@@ -17,9 +17,10 @@ Mixed precision is explicit after this pass:
     so values would saturate; this is an error by default, with the fix in the
     message: convert the inputs, or `fp8-fallback=f16` to compute exactly in f16;
   - a chip without fp8 matrix instructions computes in f16 (every fp8 value is
-    exact in f16) by default.
+    exact in f16) by default; so does one where whether it has them is not
+    publicly known (the conservative assumption, said in a remark).
   Option `fp8-fallback`: `auto` (the rules above), `f16` (always compute fp8
-  gemms in f16), `error` (reject any conversion).
+  gemms in f16), `error` (reject any conversion, and unknown fp8 support).
   Option `allow-fp8-rounding` (default false): under `auto`, convert FNUZ
   operands to OCP and accept the rounding of those small values.
 * **accumulators** are f32 for float inputs and i32 for i8; a narrower one is
@@ -106,10 +107,16 @@ class TileLegalizePrecision(TilePass):
             return
         formats = target.matrix.fp8_formats
         if is_unknown(formats):
-            state.error(op, f"tile-legalize-precision: whether {target} has fp8 matrix instructions "
-                            "is not publicly known; give a descriptor with --target-desc or use "
-                            "fp8-fallback=f16")
-            return
+            if self.fp8_fallback == "error":
+                state.error(op, f"tile-legalize-precision: whether {target} has fp8 matrix instructions "
+                                "is not publicly known; give a descriptor with --target-desc, or let "
+                                "fp8-fallback=auto compute in f16")
+                return
+            # Unknown, so assume none: f16 holds every fp8 value exactly.
+            state.remark(op, f"tile-legalize-precision: whether {target} has fp8 matrix instructions is "
+                             "not publicly known; this gemm is computed exactly in f16 (a descriptor "
+                             "with matrix.fp8_formats, from --target-desc, lets it use fp8 instructions)")
+            formats = ()
         try:
             wanted = self.legal_types(a_type, b_type, tuple(formats), str(target))
         except Rejected as error:

@@ -1,9 +1,10 @@
 // Configurations a MetaX chip cannot run fail at compile time, with the
 // numbers, at the op's location (DESIGN §4: never a run-time surprise).
 //
-// RUN: tile-compile %s --emit maca --split-input-file --verify-diagnostics
+// RUN: tile-compile %s --emit maca --split-input-file --verify-diagnostics --pass-options 'tile-legalize-precision{fp8-fallback=error}'
 
-// fp8 MMAs on the C500 (xcore1000) are not publicly known: no guess, a diagnostic.
+// fp8 MMAs on the C500 (xcore1000) are not publicly known: with
+// fp8-fallback=error, no f16 fallback either: a diagnostic.
 module attributes {tile.target = "metax:xcore1000"} {
   func.func @fp8_gemm(%A: memref<64x64xf8E4M3FN>, %B: memref<64x64xf8E4M3FN>, %C: memref<64x64xf16>) {
     "tile.kernel"() ({
