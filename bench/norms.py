@@ -13,9 +13,7 @@ register fragments, one copy in and one copy out) for each candidate of
 MAX_VALUES_PER_THREAD f32 values of a row tile), compiles it for sm_90a and
 records what its PTX says (local memory, global access widths, and, where a
 ptxas is on the PATH, registers and spills). A candidate the compiler refuses
-is listed in the manifest with the compiler's message (today: every one of 1
-row per block). Beside each kernel it compiles the align16 diagnostic (see
-DIAGNOSTIC_ALIGNMENT): measured and shown, never reported as ours.
+is listed in the manifest with the compiler's message and left out.
 
 `--run` needs torch only (and tilemlir/runtime/cuda_launch.py, loaded by path).
 For every case it draws fresh random inputs, poisons the outputs with NaN, runs
@@ -279,25 +277,7 @@ def ptxas_facts(ptx_path: Path) -> dict:
     return facts
 
 
-# A diagnostic, not a result of the compiler: tile-lower-to-gpu emits each
-# thread's 8-element row chunks as vector.load/vector.store with no alignment,
-# so LLVM assumes the element's (2 bytes) and NVPTX splits every 16-byte access
-# into eight 16-bit ones (ld.global.b16). The "align16" variant is the same
-# GPU-stage IR with `alignment = 16` on those vector accesses (true here: torch's
-# buffers are 256-byte aligned, rows are multiples of 16 bytes, and a chunk
-# starts at a multiple of 8 elements), compiled on from the GPU stage, checked
-# like the rest, and shown beside ours to measure what that alignment is worth.
-DIAGNOSTIC_ALIGNMENT = 16
-
-
-def aligned_gpu_ir(gpu_ir: str) -> tuple[str, int]:
-    """The GPU-stage IR with DIAGNOSTIC_ALIGNMENT on every vector.load/store,
-    and how many it marked."""
-    return re.subn(r"(vector\.(?:load|store) [^:\n]*\])( :)",
-                   rf"\1 {{alignment = {DIAGNOSTIC_ALIGNMENT} : i64}}\2", gpu_ir)
-
-
-def compile_case(out: Path, op, dtype, rows, cols, block_rows, threads, diagnostic: bool = False) -> list[dict]:
+def compile_case(out: Path, op, dtype, rows, cols, block_rows, threads) -> dict:
     from mlir import ir
 
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
@@ -306,29 +286,20 @@ def compile_case(out: Path, op, dtype, rows, cols, block_rows, threads, diagnost
 
     name = case_name(op, dtype, rows, cols, block_rows, threads)
     entry = {"name": name, "json": f"{name}.json", "op": op, "dtype": dtype, "rows": rows, "cols": cols,
-             "block_rows": block_rows, "threads": threads, "variant": "compiler"}
+             "block_rows": block_rows, "threads": threads}
     module = ir.Module.parse(kernel_text(op, dtype, rows, cols, block_rows, threads), tile.make_context())
     kernel = compile_to_ptx(module.operation, get_target(TARGET))
-    entries = [(entry, kernel)]
-    if diagnostic:
-        patched, marked = aligned_gpu_ir(kernel.gpu_ir)
-        if marked:
-            aligned = compile_to_ptx(ir.Module.parse(patched, tile.make_context()).operation, get_target(TARGET))
-            entries.append((dict(entry, name=f"{name}_a16", json=f"{name}_a16.json", variant="align16"), aligned))
-    for entry, kernel in entries:
-        ptx_path, _ = kernel.save(out / entry["name"])
-        entry.update(ptx_facts(kernel.ptx))
-        entry.update(ptxas_facts(ptx_path))
-        entry["compile_seconds"] = round(sum(kernel.seconds.values()), 3)
-    return [entry for entry, _ in entries]
+    ptx_path, _ = kernel.save(out / name)
+    entry.update(ptx_facts(kernel.ptx))
+    entry.update(ptxas_facts(ptx_path))
+    entry["compile_seconds"] = round(sum(kernel.seconds.values()), 3)
+    return entry
 
 
-def prepare(out: Path, only: str | None = None, shapes: list[tuple[int, int]] = SHAPES,
-            diagnostic: bool = True) -> dict:
+def prepare(out: Path, only: str | None = None, shapes: list[tuple[int, int]] = SHAPES) -> dict:
     """Compiles every case (of `shapes`, whose name matches `only`) into `out`
     and writes manifest.json there; a case the compiler refuses is listed
-    under "failed" with the compiler's message. `diagnostic`: also the align16
-    variant of each (see DIAGNOSTIC_ALIGNMENT). Returns the manifest."""
+    under "failed" with the compiler's message. Returns the manifest."""
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"target": TARGET, "bench": [], "failed": []}
     for op in OPS:
@@ -339,16 +310,15 @@ def prepare(out: Path, only: str | None = None, shapes: list[tuple[int, int]] = 
                     if not matches(name, only):
                         continue
                     try:
-                        entries = compile_case(out, op, dtype, rows, cols, block_rows, threads, diagnostic)
+                        entry = compile_case(out, op, dtype, rows, cols, block_rows, threads)
                     except Exception as error:  # noqa: BLE001 - recorded, and the case is left out
                         manifest["failed"].append({"name": name, "error": f"{type(error).__name__}: {error}"})
                         print(f"FAILED {name}: {type(error).__name__}: {str(error)[:300]}")
                         continue
-                    manifest["bench"].extend(entries)
-                    for entry in entries:
-                        print(f"{entry['name']}: {entry['compile_seconds']} s, local {entry['local_bytes']} B, "
-                              f"registers {entry.get('registers', '?')}, "
-                              f"spills {entry.get('spill_store_bytes', '?')} B, {entry['global_accesses']}")
+                    manifest["bench"].append(entry)
+                    print(f"{entry['name']}: {entry['compile_seconds']} s, local {entry['local_bytes']} B, "
+                          f"registers {entry.get('registers', '?')}, "
+                          f"spills {entry.get('spill_store_bytes', '?')} B, {entry['global_accesses']}")
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
 
@@ -544,8 +514,7 @@ def measure_case(launcher, directory: Path, entries: list[dict], seed: int, say,
             verdicts.append(check(op, dtype, ys[i], xs[i], weights, seed))
         worst = max(verdicts, key=lambda v: v["worst"])
         right = all(v["ok"] for v in verdicts)
-        record["ours"][entry["name"]] = {"check": worst, "right": right, "registers": entry.get("registers"),
-                                         "variant": entry.get("variant", "compiler")}
+        record["ours"][entry["name"]] = {"check": worst, "right": right, "registers": entry.get("registers")}
         if not right:
             failures += 1
             say(f"  ours {entry['name']}: WRONG (worst err/tol {worst['worst']:.3g}, "
@@ -565,37 +534,32 @@ def measure_case(launcher, directory: Path, entries: list[dict], seed: int, say,
         else:
             record["ours"][name].update(ms=t, gbps=gbps)
             mine = record["ours"][name]
-            say(f"  {mine['variant']} {name}: {gbps:.0f} GB/s ({mine['check']['worst']:.3f} of the tolerance, rel norm "
+            say(f"  ours {name}: {gbps:.0f} GB/s ({mine['check']['worst']:.3f} of the tolerance, rel norm "
                 f"{mine['check']['rel']:.1e}, {mine['registers']} registers){'' if mine['right'] else ' WRONG'}")
-    for variant, key in (("compiler", "best"), ("align16", "best_align16")):
-        timed = [name for name, mine in record["ours"].items()
-                 if "ms" in mine and mine["right"] and mine["variant"] == variant]
-        record[key] = min(timed, key=lambda n: record["ours"][n]["ms"], default=None)
+    timed = [name for name, mine in record["ours"].items() if "ms" in mine and mine["right"]]
+    record["best"] = min(timed, key=lambda n: record["ours"][n]["ms"], default=None)
     return record, failures
 
 
 TABLE_HEADER = ("| op | dtype | rows x cols | copy GB/s | torch GB/s | torch/copy | ours GB/s | ours/torch | "
-                "ours/copy | ours: rows/block x threads (ptxas registers) | ours err/tol | torch err/tol | align16 GB/s (diagnostic) "
-                "| align16/torch |\n"
-                "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+                "ours/copy | ours: rows/block x threads (ptxas registers) | ours err/tol | torch err/tol |\n"
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
 
 
 def table_row(record: dict) -> str:
-    def best(key):
-        name = record[key]
-        if name is None:
-            return math.nan, "-", math.nan
+    name = record["best"]
+    if name is None:
+        ours, label, worst = math.nan, "-", math.nan
+    else:
         mine = record["ours"][name]
-        label = re.sub(r"^.*_r(\d+)_t(\d+)(_a16)?$", r"\1 x \2", name)
+        label = re.sub(r"^.*_r(\d+)_t(\d+)$", r"\1 x \2", name)
         if mine.get("registers"):
             label += f" ({mine['registers']} regs)"
-        return mine["gbps"], label, mine["check"]["worst"]
-    ours, label, worst = best("best")
-    aligned, _, _ = best("best_align16")
+        ours, worst = mine["gbps"], mine["check"]["worst"]
     copy, peer = record["copy_gbps"], record["torch_gbps"]
     return (f"| {record['op']} | {record['dtype']} | {record['rows']}x{record['cols']} | {copy:.0f} | {peer:.0f} | "
             f"{peer / copy:.2f} | {ours:.0f} | {ours / peer:.2f} | {ours / copy:.2f} | {label} | {worst:.2f} | "
-            f"{record['torch_check']['worst']:.2f} | {aligned:.0f} | {aligned / peer:.2f} |")
+            f"{record['torch_check']['worst']:.2f} |")
 
 
 def run(directory: Path, out: Path | None, only: str | None, time_wrong: bool = False) -> int:
@@ -688,14 +652,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", metavar="DIR", help="with --run: write the log and JSON here")
     parser.add_argument("--only", metavar="GLOBS", help="cases whose name matches one of these "
                         "comma-separated globs (names: softmax_f16_4096x1024[_r2_t128])")
-    parser.add_argument("--no-diagnostic", action="store_true",
-                        help="with --prepare: leave out the align16 variants (see DIAGNOSTIC_ALIGNMENT)")
     parser.add_argument("--time-wrong", action="store_true",
                         help="with --run: time candidates that fail their check too (never reported as best)")
     options = parser.parse_args(argv)
     if options.prepare:
         start = time.perf_counter()
-        manifest = prepare(Path(options.prepare), options.only, diagnostic=not options.no_diagnostic)
+        manifest = prepare(Path(options.prepare), options.only)
         print(f"prepared {len(manifest['bench'])} kernels in {time.perf_counter() - start:.1f} s; "
               f"{len(manifest['failed'])} refused by the compiler")
         return 0 if manifest["bench"] else 1
