@@ -10,7 +10,24 @@ over the waves of `tile.warp_grid`. It is recorded on the fragment's
                    warps = array<i64: wm, wn>}
 
 All gemms accumulating into one fragment must agree; otherwise the diagnostic
-names the conflicting uses. Copies into shared memory get
+names the conflicting uses.
+
+Every other fragment gets a layout too (`fragment_inference`,
+`fragment_layout`): the accumulators anchor, layouts propagate through
+tile.reduce (a reduced fragment follows its source's other dims), T.Parallel
+(fragments indexed by the loop's variables take its driver's layout) and
+copies between fragments; a fragment nothing reaches is `blocked` (128-bit
+vectors of the narrowest type it is copied from or to, consecutive threads
+along a row). For example
+
+    tile.layout = {kind = "blocked", base_shape = array<i64: 4, 1024>, threads_per_row = 128,
+                   vector = 8, rows_per_pass = 1, dims = array<i64: 0>}
+
+is the row vector of a 4x1024 tile's row maxima. Where two uses still
+disagree, the lowering converts through shared memory and a remark says so;
+a T.Parallel that would write a fragment it cannot convert is refused,
+naming both fragments. Reductions across waves and conversions get one
+`tile.alloc_shared` per element type marked `tile.scratch`, sized here. Copies into shared memory get
 `tile.vector_width`: elements per lane per access, 128 bits where the row
 length allows (halving until it divides).
 
@@ -46,9 +63,10 @@ lowering reports per main-loop iteration.
 
 Input invariant: tile-select-mma ran (in-kernel gemms carry tile.mma and
 tile.warp_grid); gemm A/B operands are shared buffers.
-Output invariant: every gemm accumulator fragment has tile.layout; every
-global->shared tile.copy has tile.vector_width; a shared buffer the program
-indexes itself is stored as written.
+Output invariant: every fragment has tile.layout (gemm accumulators the
+instruction's); every global->shared tile.copy has tile.vector_width; a
+shared buffer the program indexes itself is stored as written; the kernel
+has the tile.scratch its reductions and conversions need.
 
 Example:
 

@@ -8,10 +8,11 @@ program becomes one thread's program (`emitter.py`):
 * `tile.alloc_shared` -> a workgroup attribution of the gpu.func (or, where
   the family's matrix core places shared memory itself, a view of dynamic
   shared memory);
-* `tile.alloc_fragment` used as a gemm accumulator -> per-lane registers: one
-  `vector<c_per_lane x T>` SSA value per instruction tile of the wave
-  (`tile.layout` from tile-infer-layout says which lane holds which element),
-  carried through `scf.for` loops as iter_args;
+* `tile.alloc_fragment` -> per-lane registers, laid out as its `tile.layout`
+  says (tile-infer-layout): a gemm accumulator as one `vector<c_per_lane x T>`
+  SSA value per instruction tile of the wave, any other fragment as one
+  scalar per register slot; all carried through `scf.for` loops as
+  iter_args and out of `scf.if` branches as results;
 * `tile.copy` global -> shared: every thread moves `tile.vector_width` elements
   per access: one `vector.load` when the whole vector is inside the source,
   else element by element with out-of-bounds reads giving 0; it converts
@@ -24,9 +25,13 @@ program becomes one thread's program (`emitter.py`):
 * `tile.gemm` (A, B in shared memory) -> the family's matrix core: per-lane
   operand loads in the instruction's documented layout and one matrix
   instruction per (M, N) instruction tile of the wave and K step;
-* `scf.parallel` over a fragment's shape (TileLang's T.Parallel on a fragment)
-  -> its body once per element the lane holds, with the fragment accesses
-  turned into register reads and writes;
+* `scf.parallel` (TileLang's T.Parallel) -> its body once per element the
+  thread holds of the fragment it runs over (or of a blocked layout of its
+  index space, over memory), fragment accesses as register reads and
+  writes, contiguous memory accesses as one vector access per run;
+* `tile.reduce` -> combines within a thread, across lanes (`gpu.shuffle
+  xor`) and across waves (the `tile.scratch` buffer); copies between any
+  two levels, converting element types and layouts (fragment_ops.py);
 * `scf.for` (pipelined or not: stages are not used here; tile-pipeline does
   that) -> `scf.for`, unless the core lowers the loop itself; other ops
   (arith, math, memref and vector accesses) are copied with their operands
@@ -41,7 +46,7 @@ at the kernel's entry, around a pipelined loop's iteration and for its
 prefetch copies (see `api.py`).
 
 Input invariant: tile-verify holds; in-kernel gemms carry `tile.mma` and
-`tile.warp_grid` (tile-select-mma) and their accumulators `tile.layout`
+`tile.warp_grid` (tile-select-mma) and every fragment `tile.layout`
 (tile-infer-layout); A and B of gemms are shared buffers.
 Output invariant: no tile ops remain; the module has `gpu.container_module`.
 
