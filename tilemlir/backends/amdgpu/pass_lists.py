@@ -43,9 +43,6 @@ EXPAND_MATH: tuple[str, ...] = (
     # sinh and tanh subtract exponentials, which cancel near 0.)
     "math-expand-ops{{ops=tan}}",
     "tile-expand-math{{target={spec}}}",
-    # The native ops as LLVM intrinsic calls, which llc lowers itself; left to
-    # convert-gpu-to-rocdl they would become OCML calls (math_intrinsics.py).
-    "amdgpu-math-to-intrinsics",
 )
 
 # GPU level -> LLVM dialect. `{chip}` is the target's name (gfx942, ...).
@@ -56,6 +53,9 @@ GPU_TO_LLVM: tuple[str, ...] = (
     "canonicalize",
     "cse",
     *EXPAND_MATH,
+    # The native ops as LLVM intrinsic calls, which llc lowers itself; left to
+    # convert-gpu-to-rocdl they would become OCML calls (math_intrinsics.py).
+    "amdgpu-math-to-intrinsics",
     # vector.transfer_* -> scf loops + vector.load/store; must precede scf->cf.
     "convert-vector-to-scf",
     # subview/reinterpret_cast/expand_shape -> offsets and strides as affine.apply;
