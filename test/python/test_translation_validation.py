@@ -81,6 +81,11 @@ BEYOND_REFERENCE = {
     "amdgpu-check-resources": "checks GPU-level IR and changes nothing (test/Backends/amdgpu/)",
     "amdgpu-order-lds-dma": ("adds alias scopes to the LLVM dialect; test_direct_lds_loads.py checks "
                              "the ISA, the emulator the lowering before it"),
+    "tile-expand-math": ("replaces math ops by approximations, which change the last bits; "
+                         "test_expand_math.py runs its output in the emulator against float64 NumPy "
+                         "within each expansion's stated error"),
+    "amdgpu-math-to-intrinsics": ("calls the LLVM intrinsic of the same math function; "
+                                  "test_expand_math.py compiles every math op with llc for each chip"),
     "nvidia-dynamic-shared-extern": ("changes a global's linkage in the LLVM dialect; the PTX is "
                                      "checked by test/Backends/nvidia and run on an H200 by bench/gemm.py"),
 }

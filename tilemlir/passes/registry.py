@@ -24,6 +24,7 @@ _REGISTRY: dict[str, str] = {
     "tile-insert-barriers": "tilemlir.passes.insert_barriers:TileInsertBarriers",
     "tile-lower-to-gpu": "tilemlir.passes.lower_to_gpu.lowering_pass:TileLowerToGpu",
     "gpu-check-input": "tilemlir.passes.check_gpu_input:GpuCheckInput",
+    "tile-expand-math": "tilemlir.passes.expand_math:TileExpandMath",
 }
 
 

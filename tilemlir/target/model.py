@@ -461,7 +461,12 @@ class Backend:
     ("module:OBJECT", the shared tile and gpu stages first), whose names are
     what --emit takes; `default_emit` is tile-compile's default (else the last
     stage); `report_stage` builds the --report; `passes` are the family's own
-    passes, name -> "module:Class", found by name wherever pipelines are read."""
+    passes, name -> "module:Class", found by name wherever pipelines are read.
+
+    `native_math` ("module:OBJECT", imported on first use) names the family's
+    table of the float `math` ops its code generator lowers, element type ->
+    op names; `tile-expand-math` expands or refuses the others. Empty: it
+    lowers every math op (C++ with libm, PTX with libdevice)."""
 
     family: str
     summary: str
@@ -477,6 +482,7 @@ class Backend:
     default_emit: str = ""
     report_stage: str = ""
     passes: dict[str, str] = field(default_factory=dict, hash=False)
+    native_math: str = ""
 
     def target_files(self) -> tuple[Path, ...]:
         return tuple(sorted(Path(self.targets_dir).glob("*.toml")))

@@ -48,8 +48,11 @@ BACKEND = Backend(
     stages="tilemlir.backends.amdgpu.stages:STAGES",
     default_emit="isa",
     report_stage="isa",
+    # The math ops llc lowers to instructions; tile-expand-math handles the rest.
+    native_math="tilemlir.backends.amdgpu.pass_lists:NATIVE_MATH",
     passes={
         "amdgpu-check-resources": "tilemlir.backends.amdgpu.gpu_checks:AmdgpuCheckResources",
         "amdgpu-order-lds-dma": "tilemlir.backends.amdgpu.order_lds_dma:AmdgpuOrderLdsDma",
+        "amdgpu-math-to-intrinsics": "tilemlir.backends.amdgpu.math_intrinsics:AmdgpuMathToIntrinsics",
     },
 )

@@ -12,7 +12,38 @@ as strings `tile-opt -p`, `opt -passes` and `llc` accept.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 TRIPLE = "amdgcn-amd-amdhsa"
+
+# The float math ops this pipeline lowers to instructions, by element type (on
+# f16/bf16 they are computed in f32, EXPAND_MATH's first step). Measured with
+# llc-22 for gfx90a, gfx942 and gfx950 (test/python/test_expand_math.py): each is
+# an LLVM intrinsic llc expands into VALU instructions (v_exp_f32, v_log_f32,
+# v_sin_f32, v_floor_f32, v_sqrt_f64 with a Newton step, ...). The others have
+# no lowering in llc ("no libcall available for ftanh") or become OCML calls
+# in convert-gpu-to-rocdl (__ocml_erf_f32), which need the ROCm device libraries
+# this toolchain does not have; expm1 and log1p do lower, as exp(x) - 1 and
+# log(1 + x), which lose every digit near 0. tile-expand-math expands those it
+# can from the f32 ops listed here and refuses the rest (f64 transcendentals).
+_ROUNDING = ("absf", "copysign", "fma", "sqrt", "rsqrt", "floor", "ceil", "trunc", "round", "roundeven")
+NATIVE_MATH = MappingProxyType({
+    "f32": frozenset(_ROUNDING + ("exp", "exp2", "log", "log2", "log10", "sin", "cos")),
+    "f64": frozenset(_ROUNDING),
+    # math-extend-to-supported-types leaves fma alone (one rounding, not two).
+    "f16": frozenset({"fma"}),
+    "bf16": frozenset({"fma"}),
+})
+
+# Runs first inside every gpu.module: the math ops left are NATIVE_MATH's.
+EXPAND_MATH: tuple[str, ...] = (
+    # f16/bf16 math computed in f32 and rounded once.
+    "math-extend-to-supported-types{{target-type=f32}}",
+    # Upstream's expansions where they are accurate: tan = sin/cos. (Its
+    # sinh and tanh subtract exponentials, which cancel near 0.)
+    "math-expand-ops{{ops=tan}}",
+    "tile-expand-math{{target={spec}}}",
+)
 
 # GPU level -> LLVM dialect. `{chip}` is the target's name (gfx942, ...).
 # Runs on the builtin.module.
@@ -21,6 +52,10 @@ ATTACH_TARGET = "rocdl-attach-target{{chip={chip} O=3}}"
 GPU_TO_LLVM: tuple[str, ...] = (
     "canonicalize",
     "cse",
+    *EXPAND_MATH,
+    # The native ops as LLVM intrinsic calls, which llc lowers itself; left to
+    # convert-gpu-to-rocdl they would become OCML calls (math_intrinsics.py).
+    "amdgpu-math-to-intrinsics",
     # vector.transfer_* -> scf loops + vector.load/store; must precede scf->cf.
     "convert-vector-to-scf",
     # subview/reinterpret_cast/expand_shape -> offsets and strides as affine.apply;
@@ -78,11 +113,12 @@ LLC_FLAGS: tuple[str, ...] = (
 )
 
 
-def gpu_to_llvm_pipeline(chip: str, check: str = "") -> str:
+def gpu_to_llvm_pipeline(chip: str, check: str = "", spec: str = "") -> str:
     """GPU-level IR -> the LLVM dialect for `chip`, as one pipeline string:
     `check` first (amdgpu-check-resources with its target), GPU_TO_LLVM, then
-    the LDS-DMA ordering, which needs the LLVM dialect's loads."""
-    nested = ",".join(step.format(chip=chip) for step in GPU_TO_LLVM)
+    the LDS-DMA ordering, which needs the LLVM dialect's loads. `spec` names
+    the target in tile-expand-math (default amdgpu:CHIP)."""
+    nested = ",".join(step.format(chip=chip, spec=spec or f"amdgpu:{chip}") for step in GPU_TO_LLVM)
     steps = [check] if check else []
     steps += [ATTACH_TARGET.format(chip=chip), f"gpu.module({nested})", ORDER_LDS_DMA]
     return f"builtin.module({','.join(steps)})"

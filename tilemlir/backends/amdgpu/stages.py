@@ -43,7 +43,8 @@ class LlvmStage(Stage):
     one_kernel_function: bool = True
 
     def pipeline(self, job: Compilation) -> str:
-        return gpu_to_llvm_pipeline(job.target.name, check=str(AmdgpuCheckResources(target=job.spec)))
+        return gpu_to_llvm_pipeline(job.target.name, check=str(AmdgpuCheckResources(target=job.spec)),
+                                    spec=job.spec)
 
     def describe(self, job: Compilation) -> list[str]:
         return [f"gpu-to-llvm: {self.pipeline(job)}",

@@ -41,6 +41,9 @@ GPU_TO_NVVM: tuple[str, ...] = (
     # Index arithmetic in 32 bits when every memref of the module has fewer than
     # 2^31 elements (`index_bitwidth`): half the integer work in the K loop.
     "convert-gpu-to-nvvm{{index-bitwidth={index_bits} use-bare-ptr-memref-call-conv=true}}",
+    # math.trunc, the one math op convert-gpu-to-nvvm leaves (every other one
+    # becomes an NVVM op or a libdevice call): llvm.intr.trunc, cvt.rzi in PTX.
+    "convert-math-to-llvm",
     # What is left of n-D vectors (shape_cast of the mma register tiles) -> LLVM
     # arrays; after the GPU conversion, which maps the workgroup address space
     # that this pass alone cannot.
