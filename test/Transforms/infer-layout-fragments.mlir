@@ -4,9 +4,9 @@
 // A tile copied from f16 memory gets the blocked layout: 8 f16 (128 bits) per
 // thread per access, 128 threads along a 1024-column row; the row vectors
 // reduced from it follow its rows (dims = [0]); a reduction across the
-// row's two waves gets a scratch of threads x registers f32.
+// row's two waves gets a scratch of one f32 per wave and register (2 x 4).
 // CHECK-LABEL: func.func @row_reduction
-// CHECK: %[[SCRATCH:.+]] = "tile.alloc_shared"() {tile.scratch} : () -> memref<512xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[SCRATCH:.+]] = "tile.alloc_shared"() {tile.scratch} : () -> memref<8xf32, #gpu.address_space<workgroup>>
 // CHECK: "tile.alloc_fragment"() {tile.layout = {base_shape = array<i64: 4, 1024>, dims = array<i64: 0, 1>, kind = "blocked", rows_per_pass = 1 : i64, threads_per_row = 128 : i64, vector = 8 : i64}} : () -> memref<4x1024xf32
 // CHECK: "tile.alloc_fragment"() {tile.layout = {base_shape = array<i64: 4, 1024>, dims = array<i64: 0>, kind = "blocked", rows_per_pass = 1 : i64, threads_per_row = 128 : i64, vector = 8 : i64}} : () -> memref<4xf32
 func.func @row_reduction(%X: memref<64x1024xf16>) {

@@ -181,7 +181,7 @@ func.func @no_scratch(%X: memref<1x1024xf32>) {
     %x = "tile.alloc_fragment"() {tile.layout = {kind = "blocked", base_shape = array<i64: 1, 1024>, threads_per_row = 128, vector = 4, rows_per_pass = 1}} : () -> memref<1x1024xf32, #F>
     %m = "tile.alloc_fragment"() {tile.layout = {kind = "blocked", base_shape = array<i64: 1, 1024>, threads_per_row = 128, vector = 4, rows_per_pass = 1, dims = array<i64: 0>}} : () -> memref<1xf32, #F>
     "tile.copy"(%X, %x, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<1x1024xf32>, memref<1x1024xf32, #F>, index, index) -> ()
-    // expected-error@below {{this needs 128 elements of f32 shared scratch (tile.scratch), which tile-infer-layout did not provide}}
+    // expected-error@below {{this needs 2 elements of f32 shared scratch (tile.scratch), which tile-infer-layout did not provide}}
     "tile.reduce"(%x, %m) {clear = true, dim = 1 : i64, kind = "sum"} : (memref<1x1024xf32, #F>, memref<1xf32, #F>) -> ()
     gpu.yield
   }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()

@@ -7,14 +7,14 @@
 // through the scratch: lane 0 of each wave stores, a barrier, every thread
 // reads both partials in the same order.
 // CHECK-LABEL: gpu.func @row_sum_kernel0
-// CHECK-SAME: workgroup(%[[SCRATCH:.+]] : memref<128xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[SCRATCH:.+]] : memref<2xf32, #gpu.address_space<workgroup>>)
 // CHECK: vector.load %{{.+}} : memref<1x1024xf16>, vector<8xf16>
 // CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c64_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c32_i32, %{{.+}} : f32
 // CHECK-NOT: gpu.shuffle
 // CHECK: gpu.barrier
 // CHECK: scf.if
-// CHECK: memref.store %{{.+}}, %[[SCRATCH]][%{{.+}}] : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.store %{{.+}}, %[[SCRATCH]][%{{.+}}] : memref<2xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[SCRATCH]]
 // CHECK: memref.load %[[SCRATCH]]

@@ -279,7 +279,9 @@ class ReducePlan:
         if self.through_memory:
             return math.prod(source.shape)
         if self.wave_bits:
-            return source.threads * len(self.result.slots)
+            # One partial per thread whose in-wave reduced bits are 0 (their
+            # ids packed without those bits), per result register.
+            return (source.threads >> len(self.shuffle_bits)) * len(self.result.slots)
         return 0
 
 

@@ -57,7 +57,9 @@ from tilemlir.passes.gpu_builders import (
     load_or_zero,
     mul,
     swizzled_column,
+    udiv,
     ult,
+    urem,
     zero_of,
 )
 from tilemlir.passes.lower_to_gpu.api import (
@@ -150,6 +152,25 @@ def vector_alignment(buffer: ir.Value, indices: list[ir.Value], count: int) -> i
         if (known_multiple(index) * stride) % count:
             return None
     return size
+
+
+def _pack_bits(value: ir.Value, mask: int, removed: int) -> ir.Value:
+    """The bits of `value` under `mask`, without those of `removed`, packed
+    down (a thread id with some bits dropped, as a dense index)."""
+    kept = [b for b in range(mask.bit_length()) if mask >> b & 1 and not removed >> b & 1]
+    runs: list[list[int]] = []
+    for bit in kept:
+        if runs and runs[-1][-1] + 1 == bit:
+            runs[-1].append(bit)
+        else:
+            runs.append([bit])
+    total, position = None, 0
+    for run in runs:
+        piece = urem(udiv(value, 1 << run[0]), 1 << len(run))
+        piece = mul(piece, 1 << position) if position else piece
+        total = piece if total is None else add(total, piece)
+        position += len(run)
+    return const_index(0) if total is None else total
 
 
 def _window_dims(copy: ir.Operation, big_rank: int, small_rank: int) -> tuple[int, ...]:
@@ -530,26 +551,28 @@ class FragmentOps:
         if not plan.wave_bits:
             return values
         count = len(values)
-        scratch = self.scratch_for(op, element, self._threads * count)
+        writers = self._threads >> len(plan.shuffle_bits)
+        scratch = self.scratch_for(op, element, writers * count)
         in_wave = sum(plan.shuffle_bits)
-        across = sum(plan.wave_bits)
         thread = self._ids.thread
-        writer = arith.AndIOp(thread, const_index(~in_wave & (self._threads - 1))).result
         gpu.BarrierOp()  # earlier users of the scratch are done
         first_lane = _eq_zero(arith.AndIOp(thread, const_index(in_wave)).result) if in_wave else None
+        writer = _pack_bits(thread, self._threads - 1, in_wave)  # the thread id without the shuffled bits
         for p, value in enumerate(values):
             index = add(mul(writer, count), p)
             guarded(first_lane, lambda value=value, index=index: memref.StoreOp(value, scratch, [index]))
         gpu.BarrierOp()
+        # Every thread reads the partials of the threads that differ from it in the
+        # reduced wave bits only, in increasing order of those bits.
+        across = sum(plan.wave_bits)
         base = arith.AndIOp(thread, const_index(~(in_wave | across) & (self._threads - 1))).result
-        combos = [sum(chosen) for n in range(len(plan.wave_bits) + 1)
-                  for chosen in itertools.combinations(plan.wave_bits, n)]
-        combos.sort()
+        combos = sorted(sum(chosen) for n in range(len(plan.wave_bits) + 1)
+                        for chosen in itertools.combinations(plan.wave_bits, n))
         results = []
         for p in range(count):
             total = None
             for combo in combos:
-                index = add(mul(add(base, combo), count), p)
+                index = add(mul(_pack_bits(add(base, combo), self._threads - 1, in_wave), count), p)
                 loaded = memref.LoadOp(scratch, [index]).result
                 total = loaded if total is None else _combine(kind, element, total, loaded)
             results.append(total)
