@@ -60,8 +60,16 @@ class ThreadPart:
     `build` emits it from the lane ids."""
 
     key: tuple
-    terms: tuple[Term, ...] | None
+    terms: tuple[Term, ...] | None = field(compare=False)
     build: Callable | None = field(default=None, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        # Known bit fields are the function: two parts with the same fields are
+        # the same part, whichever layout they come from (the rows of two gemm
+        # accumulators of one warp grid and instruction height, say).
+        if self.terms is not None:
+            fields = tuple(sorted((div, mod, scale) for div, mod, scale in self.terms if mod > 1))
+            object.__setattr__(self, "key", ("terms", fields))
 
     def value(self, ids) -> ir.Value:
         if self.terms is None:
