@@ -65,6 +65,8 @@ BEYOND_REFERENCE = {
                              "the ISA, the emulator the lowering before it"),
     "nvidia-dynamic-shared-extern": ("changes a global's linkage in the LLVM dialect; the PTX is "
                                      "checked by test/Backends/nvidia and run on an H200 by bench/gemm.py"),
+    "nvidia-dynamic-memref-arguments": ("rewrites GPU-level IR; test_kernel_arguments.py runs it in the "
+                                        "emulator before and after, and its PTX on an H200"),
 }
 
 
