@@ -97,3 +97,67 @@ def scaled_gemm_tolerance(args: list) -> np.ndarray:
     magnitude = (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))) * sa * sb + abs(shift + n)
     expected = scaled_gemm_expected(args)
     return (K + 3) * 2.0 ** -24 * magnitude + np.abs(expected) * 2.0 ** -11 + 2.0 ** -25
+
+
+# Host views of A (M = 128): (host argument type, the view op making %A from %A0,
+# the kernel's type of %A, the host array holding a given A).
+_A = f"memref<128x{K}xf16>"
+_A_OFFSET = f"memref<128x{K}xf16, strided<[{K}, 1], offset: {64 * K}>>"
+_C_OFFSET = f"memref<128x{N}xf16, strided<[{N}, 1], offset: {32 * N}>>"
+HOST_VIEWS = {
+    "collapse_shape": (f"memref<2x64x{K}xf16>",
+                       f"%A = memref.collapse_shape %A0 [[0, 1], [2]] : memref<2x64x{K}xf16> into {_A}",
+                       _A, lambda a: a.reshape(2, 64, K)),
+    "expand_shape": (f"memref<{128 * K}xf16>",
+                     (f"%A = memref.expand_shape %A0 [[0, 1]] output_shape [128, {K}] : "
+                     f"memref<{128 * K}xf16> into {_A}"), _A, lambda a: a.reshape(-1)),
+    "reinterpret_cast": (f"memref<{128 * K}xf16>",
+                         (f"%A = memref.reinterpret_cast %A0 to offset: [0], sizes: [128, {K}], "
+                         f"strides: [{K}, 1] : memref<{128 * K}xf16> to {_A}"), _A, lambda a: a.reshape(-1)),
+    "cast": (f"memref<?x{K}xf16>", f"%A = memref.cast %A0 : memref<?x{K}xf16> to {_A}", _A, lambda a: a),
+    # Rows 64..191 of a 256-row array; C is rows 32..159 of a 192-row array.
+    "subview": (f"memref<256x{K}xf16>",
+                f"%A = memref.subview %A0[64, 0] [128, {K}] [1, 1] : memref<256x{K}xf16> to {_A_OFFSET}",
+                _A_OFFSET, lambda a: np.concatenate([np.zeros((64, K), a.dtype), a, np.ones((64, K), a.dtype)])),
+    # Rows %n..%n+127: an offset known at run time only (n < 9 rows of zeros before A).
+    "subview_dynamic": (f"memref<{128 + 16}x{K}xf16>",
+                        (f"%A = memref.subview %A0[%n, 0] [128, {K}] [1, 1] : memref<{128 + 16}x{K}xf16> to "
+                        f"memref<128x{K}xf16, strided<[{K}, 1], offset: ?>>"),
+                        f"memref<128x{K}xf16, strided<[{K}, 1], offset: ?>>", None),
+}
+C_SUBVIEW = (f"memref<192x{N}xf16>",
+             f"%C = memref.subview %C0[32, 0] [128, {N}] [1, 1] : memref<192x{N}xf16> to {_C_OFFSET}",
+             _C_OFFSET)
+
+
+def viewed_gemm(view: str, name: str = "gemm") -> str:
+    """scaled_gemm (M = 128) whose host function makes %A with a view op
+    (HOST_VIEWS); with "subview", %C is a subview too (C_SUBVIEW)."""
+    host_type, op, kernel_type, _ = HOST_VIEWS[view]
+    text = scaled_gemm(128, name=name)
+    text = text.replace(f"%A: {_A},", f"%A0: {host_type},", 1)
+    text = text.replace('  "tile.kernel"() ({', f'  {op}\n  "tile.kernel"() ({{', 1)
+    text = text.replace(f"({_A}, memref<", f"({kernel_type}, memref<")
+    if view == "subview":
+        c_host, c_op, c_kernel = C_SUBVIEW
+        text = text.replace(f"%C: memref<128x{N}xf16>,", f"%C0: {c_host},", 1)
+        text = text.replace('  "tile.kernel"() ({', f'  {c_op}\n  "tile.kernel"() ({{', 1)
+        text = text.replace(f", memref<128x{N}xf16>, index, index)", f", {c_kernel}, index, index)")
+    return text
+
+
+def viewed_gemm_arguments(view: str, seed: int) -> tuple[list, list, slice]:
+    """(host arguments, the logical [A, B, C, scalars...], the rows of the host C that are C)."""
+    logical = scaled_gemm_inputs(128, seed)
+    host = list(logical)
+    if view == "subview_dynamic":
+        n = logical[6]
+        host[0] = np.zeros((128 + 16, K), np.float16)
+        host[0][n:n + 128] = logical[0]
+    else:
+        host[0] = np.ascontiguousarray(HOST_VIEWS[view][3](logical[0]))
+    rows = slice(0, 128)
+    if view == "subview":
+        host[2] = np.full((192, N), np.nan, np.float16)
+        rows = slice(32, 160)
+    return host, logical, rows

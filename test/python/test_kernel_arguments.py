@@ -31,10 +31,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from argument_kernels import (
+    HOST_VIEWS,
     scaled_gemm,
     scaled_gemm_expected,
     scaled_gemm_inputs,
     scaled_gemm_tolerance,
+    viewed_gemm,
+    viewed_gemm_arguments,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -152,6 +155,125 @@ def test_emulator_runs_scalars_and_dynamic_shapes(target, dynamic):
     assert (error <= scaled_gemm_tolerance(args)).all()
 
 
+def _check_viewed(view: str, host: list, logical: list, rows: slice) -> None:
+    """C's rows of the host output match NumPy; the rows around them are untouched (NaN)."""
+    logical[2] = host[2][rows]
+    error = np.abs(logical[2].astype(np.float64) - scaled_gemm_expected(logical))
+    assert (error <= scaled_gemm_tolerance(logical)).all(), f"{view}: worst {np.nanmax(error)}"
+    outside = np.delete(host[2], np.arange(rows.start, rows.stop), axis=0)
+    assert np.isnan(outside).all(), f"{view}: wrote outside its view"
+
+
+@pytest.mark.parametrize("target", ["amdgpu:gfx942", "metax:xcore1000"])
+@pytest.mark.parametrize("view", list(HOST_VIEWS))
+@needs_mlir
+def test_emulator_runs_host_views(target, view):
+    from tilemlir import runtime
+
+    host, logical, rows = viewed_gemm_arguments(view, seed=7)
+    runtime.run(viewed_gemm(view), "gemm", host, engine="emulator", target=target)
+    _check_viewed(view, host, logical, rows)
+
+
+# Views the nvidia launcher passes (static layouts: the base pointer, the offset in the type).
+NVIDIA_VIEWS = [view for view in HOST_VIEWS if view != "subview_dynamic"]
+
+
+@pytest.mark.parametrize("view", NVIDIA_VIEWS)
+@needs_mlir
+def test_nvidia_host_views_pass_the_argument_itself(view):
+    import tilemlir
+
+    result = tilemlir.compile(viewed_gemm(view), target="nvidia:sm_90a", emit="ptx", options={"report": True})
+    (launch,) = result.report["functions"][0]["launches"]
+    assert sorted(launch["arguments"]) == list(range(7))
+
+
+# -- MetaX: the launcher and kernels compiled with g++ and run -------------------------------
+
+MACA_CASES = ["dynamic", *HOST_VIEWS]
+
+
+@pytest.fixture(scope="module")
+def maca_program(tmp_path_factory):
+    import maca_programs
+
+    import tilemlir
+
+    if maca_programs.GXX is None:
+        pytest.skip("g++ is needed to run the emitted MACA C++")
+    texts = {"dynamic": scaled_gemm(ROWS, True, name="gemm_dynamic")}
+    texts.update({view: viewed_gemm(view, name=f"gemm_{view}") for view in HOST_VIEWS})
+    sources = {name: tilemlir.compile(text, target="metax:xcore1000", emit="maca").artifact
+               for name, text in texts.items()}
+    directory = tmp_path_factory.mktemp("maca_arguments")
+    return maca_programs.build(sources, directory, ("-O0",)), sources, directory
+
+
+@needs_mlir
+@pytest.mark.parametrize("case", MACA_CASES)
+def test_maca_launcher_passes_scalars_extents_and_views(maca_program, case):
+    import maca_programs
+
+    binary, sources, directory = maca_program
+    if case == "dynamic":
+        args = scaled_gemm_inputs(DYNAMIC_M, seed=9)
+        assert "tm_f16* host0, int64_t host0_d0, tm_f16* host1, tm_f16* host2, int64_t host2_d0, " \
+            "float host3, float host4, int32_t host5, int64_t host6" in sources[case]
+        maca_programs.run(binary, case, maca_programs.launcher_values(args, {0: [0], 2: [0]}), directory)
+        error = np.abs(args[2].astype(np.float64) - scaled_gemm_expected(args))
+        assert (error <= scaled_gemm_tolerance(args)).all()
+        return
+    host, logical, rows = viewed_gemm_arguments(case, seed=9)
+    dynamic = {0: [0]} if case == "cast" else {}
+    maca_programs.run(binary, case, maca_programs.launcher_values(host, dynamic), directory)
+    _check_viewed(case, host, logical, rows)
+
+
+# -- what the launchers cannot pass is an error at its place ----------------------------------
+
+_COLLAPSED = viewed_gemm("collapse_shape")
+REFUSED = [
+    # nvidia passes extents of host arguments only, not of views computed from them.
+    ("nvidia:sm_90a", _COLLAPSED.replace("memref<2x64x64xf16>", "memref<?x64x64xf16>")
+     .replace("into memref<128x64xf16>", "into memref<?x64xf16>")
+     .replace("(memref<128x64xf16>, memref<64x32", "(memref<?x64xf16>, memref<64x32"),
+     "2:8: error: nvidia: a host view of dynamic shape (memref<?x64xf16>) reaches a kernel"),
+    # A run-time offset cannot be folded into a bare pointer's type.
+    ("nvidia:sm_90a", viewed_gemm("subview_dynamic"),
+     "2:8: error: nvidia: a view with a dynamic offset or strides"),
+    # bf16 is no scalar type the launcher packs.
+    ("nvidia:sm_90a", scaled_gemm(ROWS).replace("%sa: f32", "%sa: bf16").replace(
+        "%scale = arith.mulf %sa, %sb : f32", "%sa32 = arith.extf %sa : bf16 to f32\n    %scale = arith.mulf %sa32, %sb : f32"),
+     "1:90: error: nvidia: argument 3 of @gemm has type bf16"),
+    # Host arrays are contiguous and row-major.
+    ("nvidia:sm_90a", scaled_gemm(ROWS).replace("%A: memref<128x64xf16>,", "%A: memref<128x64xf16, strided<[64, 1]>>,")
+     .replace("(memref<128x64xf16>, memref<64x32", "(memref<128x64xf16, strided<[64, 1]>>, memref<64x32"),
+     "1:17: error: nvidia: argument 0 of @gemm has type memref<128x64xf16, strided<[64, 1]>>"),
+    ("metax:xcore1000", scaled_gemm(ROWS).replace("%A: memref<128x64xf16>,", "%A: memref<128x64xf16, strided<[64, 1]>>,")
+     .replace("(memref<128x64xf16>, memref<64x32", "(memref<128x64xf16, strided<[64, 1]>>, memref<64x32"),
+     "1:17: error: MACA emitter: a host argument of type memref<128x64xf16, strided<[64, 1]>>"),
+    # Memory the host function allocates itself reaches no launcher.
+    ("nvidia:sm_90a", scaled_gemm(ROWS).replace("%A: memref<128x64xf16>,", "%X: memref<1xf16>,").replace(
+        '  "tile.kernel"() ({', '  %A = memref.alloc() : memref<128x64xf16>\n  "tile.kernel"() ({', 1),
+     "3:3: error: nvidia: kernel operand 0 is computed on the host"),
+    ("metax:xcore1000", scaled_gemm(ROWS).replace("%A: memref<128x64xf16>,", "%X: memref<1xf16>,").replace(
+        '  "tile.kernel"() ({', '  %A = memref.alloc() : memref<128x64xf16>\n  "tile.kernel"() ({', 1),
+     ("2:8: error: MACA emitter: host code other than kernel launches, views of the arguments and arith "
+     "('memref.alloc')")),
+]
+
+
+@needs_mlir
+@pytest.mark.parametrize(("target", "text", "message"), REFUSED)
+def test_what_a_launcher_cannot_pass_is_refused_where_it_is(target, text, message):
+    from conftest import run_tool
+
+    result = run_tool("tile-compile", "-", "--target", target, "-o", os.devnull, stdin=text)
+    assert result.returncode == 1 and "Traceback" not in result.stderr and "internal" not in result.stderr
+    assert f"<stdin>:{message}" in result.stderr, result.stderr
+
+
 # -- the launcher, without a GPU ------------------------------------------------------------
 
 
@@ -237,6 +359,7 @@ def test_entry_parameters_read_from_ptx():
 # -- on the H200 -----------------------------------------------------------------------------
 
 CASES = {"static": (False, ROWS), "dynamic": (True, DYNAMIC_M)}
+VIEW_CASES = ["collapse_shape", "subview"]
 
 
 def prepare(directory: Path) -> None:
@@ -248,6 +371,12 @@ def prepare(directory: Path) -> None:
         result = _compile_ptx(dynamic)
         metadata = {key: result.report[key] for key in ("target", "functions")}
         PtxKernel(result.artifact, metadata).save(directory / name)
+    import tilemlir
+
+    for view in VIEW_CASES:
+        result = tilemlir.compile(viewed_gemm(view), target="nvidia:sm_90a", emit="ptx", options={"report": True})
+        metadata = {key: result.report[key] for key in ("target", "functions")}
+        PtxKernel(result.artifact, metadata).save(directory / view)
 
 
 def _gpu() -> bool:
@@ -270,6 +399,21 @@ def test_scaled_gemm_on_the_gpu(case):
             buffer.free()
         error = np.abs(args[2].astype(np.float64) - scaled_gemm_expected(args))
         assert (error <= scaled_gemm_tolerance(args)).all(), f"worst {np.nanmax(error)}"
+
+
+@pytest.mark.skipif(not PREPARED or not _gpu(),
+                    reason="needs an NVIDIA GPU and TILEMLIR_NVIDIA_PTX (--prepare DIR)")
+@pytest.mark.parametrize("view", VIEW_CASES)
+def test_host_views_on_the_gpu(view):
+    launcher = _launcher()
+    module = launcher.CudaModule.load(Path(PREPARED) / f"{view}.json")
+    host, logical, rows = viewed_gemm_arguments(view, seed=4)
+    buffers = [launcher.DeviceArray(a) for a in host[:3]]
+    module.launch("gemm", [*buffers, *host[3:]], stream=0)
+    buffers[2].copy_back()
+    for buffer in buffers:
+        buffer.free()
+    _check_viewed(view, host, logical, rows)
 
 
 if __name__ == "__main__":

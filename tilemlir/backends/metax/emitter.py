@@ -148,6 +148,43 @@ class View:
             running = size if running == "1" else _product(running, size)
         return View(pointer, "0", strides, sizes)
 
+    @staticmethod
+    def of_parameter(name: str, t: ir.MemRefType) -> View:
+        """A memref kernel parameter: its pointer `name` (the memref's base),
+        with what the type does not fix taken from the parameters that
+        `memref_extras` names."""
+        sizes = [str(d) if d != DYNAMIC else f"{name}_d{axis}" for axis, d in enumerate(t.shape)]
+        if _identity(t):
+            return View.row_major(name, sizes)
+        strides, offset = t.get_strides_and_offset()
+        return View(name, str(offset) if offset != DYNAMIC_STRIDE else f"{name}_off",
+                    [str(s) if s != DYNAMIC_STRIDE else f"{name}_s{axis}" for axis, s in enumerate(strides)],
+                    sizes)
+
+
+DYNAMIC = ir.ShapedType.get_dynamic_size()
+DYNAMIC_STRIDE = ir.ShapedType.get_dynamic_stride_or_offset()
+
+
+def _identity(t: ir.MemRefType) -> bool:
+    layout = ir.MemRefType(t).layout
+    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(
+        ir.MemRefType(t).rank, context=t.context)
+
+
+def memref_extras(t: ir.MemRefType, name: str) -> list[str]:
+    """The int64_t parameters that follow a memref's pointer, in this order:
+    its dynamic extents (`NAME_dAXIS`), then, for a strided layout, a dynamic
+    offset (`NAME_off`) and dynamic strides (`NAME_sAXIS`). The host launcher
+    passes the same (MacaPrinter.launch)."""
+    t = ir.MemRefType(t)
+    extras = [f"{name}_d{axis}" for axis, d in enumerate(t.shape) if d == DYNAMIC]
+    if not _identity(t):
+        strides, offset = t.get_strides_and_offset()
+        extras += [f"{name}_off"] if offset == DYNAMIC_STRIDE else []
+        extras += [f"{name}_s{axis}" for axis, s in enumerate(strides) if s == DYNAMIC_STRIDE]
+    return extras
+
 
 def _product(a: str, b: str) -> str:
     if a.isdigit() and b.isdigit():
@@ -325,23 +362,18 @@ class MacaPrinter:
     def parameter(self, fn: _Function, value: ir.Value, name: str, op) -> list[str]:
         t = value.type
         if isinstance(t, ir.MemRefType):
-            self.require_identity(t, op)
-            dims, params = [], [f"{self.scalar(t.element_type, op)}* __restrict__ {name}"]
-            for axis, extent in enumerate(t.shape):
-                if extent == ir.ShapedType.get_dynamic_size():
-                    params.append(f"int64_t {name}_d{axis}")
-                    dims.append(f"{name}_d{axis}")
-                else:
-                    dims.append(str(extent))
-            fn.memrefs[value] = View.row_major(name, dims)
+            params = [f"{self.scalar(t.element_type, op)}* __restrict__ {name}"]
+            params += [f"int64_t {extra}" for extra in memref_extras(t, name)]
+            fn.memrefs[value] = View.of_parameter(name, ir.MemRefType(t))
             return params
         fn.names[value] = name
         return [f"{self.type(t, op)} {name}"]
 
     @staticmethod
-    def require_identity(t: ir.MemRefType, op) -> None:
-        if "strided" in str(t) or "affine_map" in str(t):
-            raise EmitError(op, f"MACA emitter: memref {t} with a non-identity layout is not supported")
+    def require_identity(t: ir.MemRefType, op: ir.Operation | ir.Location) -> None:
+        if not _identity(t):
+            raise EmitError(op, f"MACA emitter: a host argument of type {t} (a non-identity layout) is "
+                                "not supported: the launcher copies contiguous row-major arrays")
 
     def count_mmas(self, kernel: ir.Operation, info: KernelInfo) -> None:
         """Built-in calls in the whole kernel and in the body of its first
@@ -584,6 +616,73 @@ class MacaPrinter:
         fn.memrefs[op.results[0]] = View(view.pointer, f"({offset})" if "+" in offset else offset,
                                          kept_strides, kept_sizes)
 
+    def view_of(self, fn, value: ir.Value, op) -> View:
+        if value not in fn.memrefs:
+            raise EmitError(op, f"MACA emitter: {op.name} of a memref that is not an argument, an "
+                                "attribution or a view of one")
+        return fn.memrefs[value]
+
+    def sizes_of(self, fn, result: ir.Value, dynamic: list[str]) -> list[str]:
+        """The extents of `result`'s type, the dynamic ones from `dynamic` in order."""
+        values = iter(dynamic)
+        return [next(values) if d == DYNAMIC else str(d) for d in ir.MemRefType(result.type).shape]
+
+    def op_memref_cast(self, fn, op) -> None:
+        view = self.view_of(fn, op.operands[0], op)
+        sizes = [size if d == DYNAMIC else str(d)
+                 for size, d in zip(view.sizes, ir.MemRefType(op.results[0].type).shape)]
+        fn.memrefs[op.results[0]] = View(view.pointer, view.offset, view.strides, sizes)
+
+    @staticmethod
+    def reassociation(op) -> list[list[int]]:
+        return [[int(ir.IntegerAttr(i).value) for i in group] for group in op.attributes["reassociation"]]
+
+    def op_memref_collapse_shape(self, fn, op) -> None:
+        # Each group is contiguous (the op's verifier): its extent is the product,
+        # its stride the innermost dimension's.
+        view = self.view_of(fn, op.operands[0], op)
+        sizes, strides = [], []
+        for group in self.reassociation(op):
+            size = "1"
+            for axis in group:
+                size = view.sizes[axis] if size == "1" else _product(size, view.sizes[axis])
+            sizes.append(size)
+            strides.append(view.strides[group[-1]] if group else "1")
+        fn.memrefs[op.results[0]] = View(view.pointer, view.offset, strides, sizes)
+
+    def op_memref_expand_shape(self, fn, op) -> None:
+        view = self.view_of(fn, op.operands[0], op)
+        sizes = self.sizes_of(fn, op.results[0], [self.use(fn, v, op) for v in list(op.operands)[1:]])
+        strides = [""] * len(sizes)
+        for source_axis, group in enumerate(self.reassociation(op)):
+            running = view.strides[source_axis]
+            for axis in reversed(group):  # innermost first: the source dimension's stride
+                strides[axis] = running
+                running = _product(running, sizes[axis]) if running != "1" else sizes[axis]
+        fn.memrefs[op.results[0]] = View(view.pointer, view.offset, strides, sizes)
+
+    def op_memref_reinterpret_cast(self, fn, op) -> None:
+        # Offset, sizes and strides are given from the source's base pointer.
+        view = self.view_of(fn, op.operands[0], op)
+        dynamic = iter(self.use(fn, v, op) for v in list(op.operands)[1:])
+
+        def values(name):
+            return [next(dynamic) if x == DYNAMIC else str(x) for x in op.attributes[name]]
+
+        (offset,), sizes, strides = values("static_offsets"), values("static_sizes"), values("static_strides")
+        fn.memrefs[op.results[0]] = View(view.pointer, offset, strides, sizes)
+
+    def op_memref_view(self, fn, op) -> None:
+        # A typed row-major buffer at a byte shift of a 1-D i8 buffer.
+        view = self.view_of(fn, op.operands[0], op)
+        shift = self.use(fn, op.operands[1], op)
+        result = ir.MemRefType(op.results[0].type)
+        element = self.scalar(result.element_type, op)
+        name = fn.fresh("view")
+        fn.line(f"{element}* {name} = ({element}*)((int8_t*){view.pointer} + {view.offset} + {shift});")
+        sizes = self.sizes_of(fn, op.results[0], [self.use(fn, v, op) for v in list(op.operands)[2:]])
+        fn.memrefs[op.results[0]] = View.row_major(name, sizes)
+
     def op_memref_load(self, fn, op) -> None:
         self.define(fn, op.results[0], self.element_pointer(fn, op.operands[0], list(op.operands)[1:], op), op)
 
@@ -715,6 +814,11 @@ class MacaPrinter:
 
     # -- host launchers ------------------------------------------------------------
 
+    # Host ops a launcher runs besides the launches: views of the arguments
+    # (their device copies) and the index arithmetic that sizes them.
+    HOST_VIEWS = frozenset({"memref.subview", "memref.collapse_shape", "memref.expand_shape",
+                            "memref.reinterpret_cast", "memref.cast", "memref.dim"})
+
     def launcher(self, op: ir.Operation) -> str:
         source_name = ir.StringAttr(op.attributes["sym_name"]).value
         # A host function keeps its name when C++ can spell it (kernel_symbol).
@@ -726,40 +830,37 @@ class MacaPrinter:
             t = argument.type
             host = f"host{index}"
             if isinstance(t, ir.MemRefType):
-                self.require_identity(t, op)
+                self.require_identity(t, argument.location)
                 element = self.scalar(t.element_type, op)
                 params.append(f"{element}* {host}")
-                dims = []
-                for axis, extent in enumerate(t.shape):
-                    if extent == ir.ShapedType.get_dynamic_size():
-                        params.append(f"int64_t {host}_d{axis}")
-                        dims.append(f"{host}_d{axis}")
-                    else:
-                        dims.append(str(extent))
+                params += [f"int64_t {extra}" for extra in memref_extras(t, host)]
+                dims = View.of_parameter(host, ir.MemRefType(t)).sizes
                 device = f"dev{index}"
                 size = " * ".join([*dims, f"sizeof({element})"])
-                buffers.append((argument, host, device, size, element, dims))
+                buffers.append((host, device, size, element))
+                # Views and launches see the device copy.
+                fn.memrefs[argument] = View.row_major(device, dims)
             else:
                 params.append(f"{self.type(t, op)} {host}")
                 fn.names[argument] = host
-        for argument, host, device, size, element, _dims in buffers:
+        for host, device, size, element in buffers:
             fn.line(f"{element}* {device} = nullptr;")
             fn.line(f"TM_CHECK(mcMalloc((void**)&{device}, {size}));")
             fn.line(f"TM_CHECK(mcMemcpy({device}, {host}, {size}, mcMemcpyHostToDevice));")
-        device_of = {b[0]: b for b in buffers}
         for inner in block.operations:
             inner = inner.operation
-            if inner.name == "arith.constant":
-                self.op_arith_constant(fn, inner)
-            elif inner.name == "gpu.launch_func":
-                self.launch(fn, inner, device_of)
+            if inner.name == "gpu.launch_func":
+                self.launch(fn, inner)
             elif inner.name == "func.return":
                 continue
+            elif inner.name.startswith("arith.") or inner.name in self.HOST_VIEWS:
+                self.statement(fn, inner)
             else:
-                raise EmitError(inner, f"MACA emitter: host code other than kernel launches "
-                                       f"('{inner.name}') is not supported in the launcher")
+                raise EmitError(inner, f"MACA emitter: host code other than kernel launches, views of "
+                                       f"the arguments and arith ('{inner.name}') is not supported in "
+                                       "the launcher")
         fn.line("TM_CHECK(mcDeviceSynchronize());")
-        for argument, host, device, size, element, _dims in buffers:
+        for host, device, size, _element in buffers:
             fn.line(f"TM_CHECK(mcMemcpy({host}, {device}, {size}, mcMemcpyDeviceToHost));")
             fn.line(f"TM_CHECK(mcFree({device}));")
         fn.line("return 0;")
@@ -767,7 +868,7 @@ class MacaPrinter:
                 f"extern \"C\" int {name}({', '.join(params)}) {{"]
         return "\n".join(head + fn.lines + ["}", ""])
 
-    def launch(self, fn, op, device_of) -> None:
+    def launch(self, fn, op) -> None:
         segments = [int(x) for x in op.attributes["operandSegmentSizes"]]
         operands, groups, start = list(op.operands), [], 0
         for size in segments:
@@ -783,16 +884,24 @@ class MacaPrinter:
         if self.globals.get(kernel) != tuple(path):
             raise EmitError(op, f"MACA emitter: gpu.launch_func of {op.attributes['kernel']}, "
                                 "which is not a kernel of this module")
-        pointers = []
-        for value in groups[11]:
-            if value in device_of:
-                _, _, device, _, _, dims = device_of[value]
-                pointers.append(f"&{device}")
-                pointers.extend(f"&{d}" for d in dims if not d.isdigit())
-            else:
-                pointers.append(f"&{self.use(fn, value, op)}")
         fn.line("{")
         fn.depth += 1
+        pointers = []
+        for value in groups[11]:
+            if not isinstance(value.type, ir.MemRefType):
+                pointers.append(f"&{self.lvalue(fn, self.use(fn, value, op), self.type(value.type, op))}")
+                continue
+            # The kernel's parameters for a memref (View.of_parameter): its base
+            # pointer, then what its type leaves dynamic.
+            view = self.view_of(fn, value, op)
+            element = self.scalar(ir.MemRefType(value.type).element_type, op)
+            pointers.append(f"&{self.lvalue(fn, view.pointer, element + '*')}")
+            t = ir.MemRefType(value.type)
+            extras = {f"d{axis}": size for axis, size in enumerate(view.sizes)}
+            extras["off"] = view.offset
+            extras.update({f"s{axis}": stride for axis, stride in enumerate(view.strides)})
+            for extra in memref_extras(t, ""):
+                pointers.append(f"&{self.lvalue(fn, extras[extra.removeprefix('_')], 'int64_t')}")
         fn.line(f"void* args[] = {{{', '.join(pointers)}}};")
         grid_dims = ", ".join(_as_unsigned(g) for g in grid)
         block_dims = ", ".join(_as_unsigned(b) for b in block)
@@ -800,6 +909,15 @@ class MacaPrinter:
                 f"dim3({block_dims}), args, (size_t)({shared}), nullptr));")
         fn.depth -= 1
         fn.line("}")
+
+    @staticmethod
+    def lvalue(fn, expression: str, c_type: str) -> str:
+        """`expression` as a variable (void* args[] points at each argument)."""
+        if is_identifier(expression):
+            return expression
+        name = fn.fresh("arg")
+        fn.line(f"{c_type} {name} = {expression};")
+        return name
 
 
 def _as_unsigned(expression: str) -> str:

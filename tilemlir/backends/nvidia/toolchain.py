@@ -46,9 +46,9 @@ class PtxKernel:
 
 
 class LaunchError(UserError):
-    """What the launcher cannot pass, at the op that needs it."""
+    """What the launcher cannot pass, at the op (or argument location) that needs it."""
 
-    def __init__(self, op: ir.Operation, message: str):
+    def __init__(self, op: ir.Operation | ir.Location, message: str):
         super().__init__(message)
         self.op = op
 
@@ -66,6 +66,7 @@ def _constant(value: ir.Value, op: ir.Operation) -> int:
 # applies that offset inside the kernel (MemRefDescriptor::fromStaticShape).
 HOST_VIEWS = ("memref.subview", "memref.collapse_shape", "memref.expand_shape",
               "memref.reinterpret_cast", "memref.cast")
+DYNAMIC_STRIDE = ir.ShapedType.get_dynamic_stride_or_offset()
 # Scalar argument types the launcher passes by value (cuda_launch.SCALAR_TYPES).
 SCALAR_TYPES = ("f64", "f32", "f16", "i64", "i32", "i16", "i8", "index")
 
@@ -88,6 +89,14 @@ def _extents(value: ir.Value, origin: int, views: list[ir.Operation], arguments:
     """The launcher's form of the dynamic extents of kernel operand `value`
     (dynamic_arguments.dynamic_extents), read from the host argument's
     runtime shape: through memref.cast only (the same shape)."""
+    if not isinstance(value.type, ir.MemRefType):
+        return []
+    t = ir.MemRefType(value.type)
+    strides, offset = t.get_strides_and_offset()
+    if not has_identity_layout(t) and DYNAMIC_STRIDE in (*strides, offset):
+        raise LaunchError(views[-1] if views else op,
+                          f"nvidia: a view with a dynamic offset or strides ({value.type}) reaches "
+                          "a kernel; the bare-pointer convention needs them static")
     axes = dynamic_extents(value.type)
     if not axes:
         return []
@@ -111,13 +120,13 @@ def _parameter(argument: ir.BlockArgument, position: int, function: str) -> dict
         memref_type = ir.MemRefType(t)
         dynamic = ir.ShapedType.get_dynamic_size()
         if not has_identity_layout(memref_type):
-            raise LaunchError(argument.owner.owner, f"nvidia: argument {position} of @{function} has "
+            raise LaunchError(argument.location, f"nvidia: argument {position} of @{function} has "
                               f"type {t}; the launcher passes contiguous row-major memrefs only")
         return {"shape": [None if d == dynamic else d for d in memref_type.shape],
                 "dtype": str(memref_type.element_type)}
     if str(t) in SCALAR_TYPES:
         return {"scalar": str(t)}
-    raise LaunchError(argument.owner.owner, f"nvidia: argument {position} of @{function} has type "
+    raise LaunchError(argument.location, f"nvidia: argument {position} of @{function} has type "
                       f"{t}; the launcher passes memrefs and scalars of {', '.join(SCALAR_TYPES)}")
 
 
