@@ -80,7 +80,17 @@ _FLOAT_BINARY = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith
 _FLOAT_CALLS = {"arith.maximumf": "tm_maximumf", "arith.minimumf": "tm_minimumf",
                 "arith.maxnumf": "fmax", "arith.minnumf": "fmin", "math.exp": "exp",
                 "math.sqrt": "sqrt", "math.absf": "fabs", "math.log": "log", "math.tanh": "tanh",
-                "math.fma": "fma", "math.exp2": "exp2", "math.rsqrt": "tm_rsqrt"}
+                "math.fma": "fma", "math.exp2": "exp2", "math.rsqrt": "tm_rsqrt", "math.log2": "log2",
+                "math.log10": "log10", "math.log1p": "log1p", "math.expm1": "expm1", "math.erf": "erf",
+                "math.powf": "pow", "math.sin": "sin", "math.cos": "cos", "math.floor": "floor",
+                "math.ceil": "ceil", "math.trunc": "trunc", "math.roundeven": "rint", "math.copysign": "copysign",
+                "math.atan2": "atan2"}
+# gpu.shuffle modes -> the MACA wave shuffles and tm_shuffle_valid's mode code.
+# MACA spells them as CUDA does, with a 64-bit lane mask for its 64-lane waves:
+# `__shfl_xor_sync(0xffffffffffffffff, value, offset, 64)` (a MetaX-modified
+# OpenPPL kernel, cudakernel/nn/softmax.cu under __MACACC__, MACA_WARP_SIZE 64).
+_SHUFFLES = {"xor": ("__shfl_xor_sync", 0), "idx": ("__shfl_sync", 1), "down": ("__shfl_down_sync", 2),
+             "up": ("__shfl_up_sync", 3)}
 _CMPI = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
          "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
 _CMPF = {"oeq": "{a} == {b}", "ogt": "{a} > {b}", "oge": "{a} >= {b}", "olt": "{a} < {b}",
@@ -574,6 +584,28 @@ class MacaPrinter:
     def op_gpu_barrier(self, fn, op) -> None:
         fn.line("__syncthreads();")
 
+    def linear_thread(self) -> str:
+        return "(int64_t)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+
+    def op_gpu_lane_id(self, fn, op) -> None:
+        fn.names[op.results[0]] = f"({self.linear_thread()} % {self.target.compute.wave_size})"
+
+    def op_gpu_shuffle(self, fn, op) -> None:
+        """A wave shuffle (32-bit values) and its `valid` flag: the source lane
+        is inside the calling lane's segment of `width` lanes (tm_shuffle_valid)."""
+        text = str(op.attributes["mode"])
+        mode = text[text.rindex(" ") + 1:].rstrip(">")
+        value, offset, width = (self.use(fn, v, op) for v in op.operands)
+        t = op.operands[0].type
+        if _bytes(t) != 4 or isinstance(t, ir.VectorType):
+            raise EmitError(op, f"MACA emitter: gpu.shuffle of {t}: the wave shuffles move 32-bit values")
+        function, code = _SHUFFLES[mode]
+        wave = self.target.compute.wave_size
+        lane = f"(int)({self.linear_thread()} % {wave})"
+        self.define(fn, op.results[0],
+                    f"{function}(TM_WAVE_MASK, {value}, (int){offset}, (int){width})", op)
+        self.define(fn, op.results[1], f"tm_shuffle_valid({code}, {lane}, (int){offset}, (int){width})", op)
+
     # -- memory ------------------------------------------------------------------
 
     def element_pointer(self, fn: _Function, memref: ir.Value, indices, op) -> str:
@@ -724,19 +756,21 @@ class MacaPrinter:
 
     op_vector_splat = op_vector_broadcast
 
-    def static_position(self, op) -> int:
+    def position(self, fn, op, fixed: int) -> str:
+        """The one position of a 1-D vector.extract/insert (after `fixed` operands), static or not."""
         positions = [int(x) for x in op.attributes["static_position"]]
-        if len(positions) != 1 or positions[0] < 0 or len(op.operands) > 2:
-            raise EmitError(op, f"MACA emitter: {op.name} needs one static position")
-        return positions[0]
+        dynamic = list(op.operands)[fixed:]
+        if len(positions) != 1 or (positions[0] < 0 and positions[0] != DYNAMIC) or len(dynamic) > 1:
+            raise EmitError(op, f"MACA emitter: {op.name} needs one position (1-D vectors)")
+        return self.use(fn, dynamic[0], op) if positions[0] == DYNAMIC else str(positions[0])
 
     def op_vector_extract(self, fn, op) -> None:
-        position = self.static_position(op)
+        position = self.position(fn, op, 1)
         source = self.use(fn, op.operands[0], op)
         self.define(fn, op.results[0], f"{source}[{position}]", op)
 
     def op_vector_insert(self, fn, op) -> None:
-        position = self.static_position(op)
+        position = self.position(fn, op, 2)
         value, dest = (self.use(fn, v, op) for v in op.operands[:2])
         name = self.define(fn, op.results[0], dest, op)
         fn.line(f"{name}[{position}] = {value};")
@@ -1028,6 +1062,17 @@ TM_INLINE float tm_cvt_f8e4m3_f32(tm_f8e4m3 x) { return tm_f8_to_f32(x, 4, false
 TM_INLINE tm_f8e4m3 tm_cvt_f32_f8e4m3(float x) { return tm_f32_to_f8(x, 4, false); }
 TM_INLINE float tm_cvt_f8e5m2_f32(tm_f8e5m2 x) { return tm_f8_to_f32(x, 5, true); }
 TM_INLINE tm_f8e5m2 tm_cvt_f32_f8e5m2(float x) { return tm_f32_to_f8(x, 5, true); }
+#endif
+#ifndef TM_WAVE_MASK  // once per translation unit, which may hold several sources
+// Every lane of a 64-lane MetaX wave takes part in a shuffle.
+#define TM_WAVE_MASK 0xffffffffffffffffull
+// gpu.shuffle's `valid`: the source lane (mode 0 xor, 1 idx, 2 down, 3 up) lies in
+// the calling lane's segment of `width` lanes (what tilemlir's emulator executes).
+static inline __device__ __host__ bool tm_shuffle_valid(int mode, int lane, int offset, int width) {
+  int first = lane / width * width, own = lane - first;
+  int source = mode == 0 ? (own ^ offset) : mode == 1 ? offset : mode == 2 ? own + offset : own - offset;
+  return source >= 0 && source < width;
+}
 #endif
 #define TM_CHECK(call) do { mcError_t tm_status = (call); if (tm_status != mcSuccess) { \
     fprintf(stderr, "%s failed: %s\n", #call, mcGetErrorString(tm_status)); return 1; } } while (0)
