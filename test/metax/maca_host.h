@@ -16,7 +16,12 @@
 //   the wave's 64 lanes per call, implemented from MetaX's public lane
 //   layouts (below), not from tilemlir's lowering;
 // * the runtime calls of the host launcher: mcMalloc, mcMemcpy, mcFree,
-//   mcLaunchKernel, mcDeviceSynchronize, mcGetErrorString.
+//   mcLaunchKernel, mcDeviceSynchronize, mcGetErrorString;
+// * the wave shuffles `__shfl_sync`, `__shfl_xor_sync`, `__shfl_up_sync`,
+//   `__shfl_down_sync` (64-bit lane mask, 32-bit values, optional width), one
+//   rendezvous of the wave's 64 lanes per call, with CUDA's documented meaning
+//   of width (segments of `width` lanes; idx wraps modulo width; up, down and
+//   xor return the lane's own value when the source is past its segment).
 //
 // MMA lane layouts (wave of 64 lanes; kpl = K/4 items per lane):
 //   first operand  X (16 x K): lane t, item l -> X[t % 16][(t / 16) * kpl + l]
@@ -70,6 +75,7 @@ constexpr int kWave = 64;
 
 struct Wave {
   std::barrier<> sync{kWave};
+  uint32_t shuffled[kWave];
   double x[kWave][8], y[kWave][8], c[kWave][4];
   int64_t xi[kWave][8], yi[kWave][8], ci[kWave][4];
 };
@@ -311,6 +317,42 @@ inline tm_host::vec<float, 4> __builtin_mxc_mma_16x16x32f8(tm_host::vec<int32_t,
 inline tm_host::vec<float, 4> __builtin_mxc_mma_16x16x32bf8(tm_host::vec<int32_t, 2> b, tm_host::vec<int32_t, 2> a,
                                                             tm_host::vec<float, 4> c) {
   return tm_host_f8_mma(b, a, c, tm_host::kE5M2);
+}
+
+// ---- the wave shuffles ------------------------------------------------------
+namespace tm_host {
+
+// Every lane of the wave publishes its 32 bits, then reads lane `source`'s.
+template <class T> inline T wave_exchange(T value, int source) {
+  static_assert(sizeof(T) == 4, "the wave shuffles move 32-bit values");
+  Wave& w = wave();
+  w.shuffled[lane()] = tm_bitcast<uint32_t>(value);
+  w.sync.arrive_and_wait();
+  const uint32_t bits = w.shuffled[source];
+  w.sync.arrive_and_wait();
+  return tm_bitcast<T>(bits);
+}
+
+inline int segment_start(int width) { return lane() / width * width; }
+
+}  // namespace tm_host
+
+template <class T> inline T __shfl_sync(uint64_t, T value, int source, int width = tm_host::kWave) {
+  return tm_host::wave_exchange(value, tm_host::segment_start(width) + ((source % width) + width) % width);
+}
+template <class T> inline T __shfl_up_sync(uint64_t, T value, int delta, int width = tm_host::kWave) {
+  const int source = tm_host::lane() - delta;
+  return tm_host::wave_exchange(value, source < tm_host::segment_start(width) ? tm_host::lane() : source);
+}
+template <class T> inline T __shfl_down_sync(uint64_t, T value, int delta, int width = tm_host::kWave) {
+  const int source = tm_host::lane() + delta;
+  const bool past = source >= tm_host::segment_start(width) + width;
+  return tm_host::wave_exchange(value, past ? tm_host::lane() : source);
+}
+template <class T> inline T __shfl_xor_sync(uint64_t, T value, int mask, int width = tm_host::kWave) {
+  const int source = tm_host::lane() ^ mask;
+  const bool past = source >= tm_host::segment_start(width) + width || source >= tm_host::kWave;
+  return tm_host::wave_exchange(value, past ? tm_host::lane() : source);
 }
 
 // ---- the runtime -------------------------------------------------------------

@@ -32,12 +32,12 @@ from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.reference import Program
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import maca_programs
 from kernel_text import Gemm, gemm_kernel, seed_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
-HEADER = ROOT / "test" / "metax" / "maca_host.h"
 EXAMPLES = ROOT / "examples"
-GXX = shutil.which("g++")
+GXX = maca_programs.GXX
 
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is needed to run the emitted MACA C++")
 
@@ -78,55 +78,14 @@ CASES = [
           out_type="i32", stages=2),
 ]
 
-_LAUNCHER = re.compile(r'^extern "C" int (\w+)\((.*)\) \{$', re.MULTILINE)
-
-
-def _driver(cases: list[Case], sources: dict[str, str]) -> str:
-    """One C++ program: every emitted source, and a main that runs case argv[1]
-    on the raw arrays in files argv[2:], writing them back."""
-    lines = ["#include <fstream>", "#include <iterator>", "#include <string>", "#include <vector>"]
-    lines += [f'#include "{sources[c.name]}"' for c in cases]
-    lines += [
-        "static std::vector<char> load(const char* path) {",
-        "  std::ifstream in(path, std::ios::binary);",
-        "  return std::vector<char>(std::istreambuf_iterator<char>(in), {});",
-        "}",
-        "static void save(const char* path, const std::vector<char>& data) {",
-        "  std::ofstream(path, std::ios::binary).write(data.data(), data.size());",
-        "}",
-        "int main(int argc, char** argv) {",
-        "  const std::string name = argv[1];",
-    ]
-    for case in cases:
-        text = Path(sources[case.name]).read_text()
-        entry, params = _LAUNCHER.search(text).groups()
-        types = [p.rsplit(" ", 1)[0] for p in params.split(", ")]
-        loads = [f"  std::vector<char> b{i} = load(argv[{i + 2}]);" for i in range(len(types))]
-        call = ", ".join(f"({t})b{i}.data()" for i, t in enumerate(types))
-        saves = [f"  save(argv[{i + 2}], b{i});" for i in range(len(types))]
-        lines += [f'  if (name == "{case.name}") {{', *loads, f"  int rc = {entry}({call});",
-                  *saves, "  return rc;", "  }"]
-    lines += ['  fprintf(stderr, "unknown case %s\\n", argv[1]);', "  return 2;", "}"]
-    return "\n".join(lines) + "\n"
-
-
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
     """(path of the compiled test program, {case: MACA source}, seconds to build)."""
     directory = tmp_path_factory.mktemp("metax")
     start = time.perf_counter()
-    sources, texts = {}, {}
-    for case in CASES:
-        maca = tilemlir.compile(case.text, target=case.target, emit="maca").artifact
-        path = directory / f"{case.name}.maca"
-        path.write_text(maca)
-        sources[case.name], texts[case.name] = str(path), maca
-    driver = directory / "driver.cpp"
-    driver.write_text(_driver(CASES, sources))
-    binary = directory / "driver"
-    build = subprocess.run([GXX, "-std=c++20", "-O1", "-w", "-include", str(HEADER), str(driver),
-                            "-o", str(binary), "-pthread"], capture_output=True, text=True, check=False)
-    assert build.returncode == 0, build.stderr[-4000:]
+    texts = {case.name: tilemlir.compile(case.text, target=case.target, emit="maca").artifact
+             for case in CASES}
+    binary = maca_programs.build(texts, directory)
     return binary, texts, time.perf_counter() - start
 
 
@@ -146,16 +105,9 @@ def _reference(case: Case, inputs: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def _run_cpp(binary: Path, case: Case, inputs: list[np.ndarray], directory: Path) -> list[np.ndarray]:
-    paths = []
-    for index, array in enumerate(inputs):
-        path = directory / f"{case.name}.{index}.bin"
-        np.ascontiguousarray(array).tofile(path)
-        paths.append(path)
-    done = subprocess.run([str(binary), case.name, *map(str, paths)], capture_output=True, text=True,
-                          timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return [np.fromfile(path, dtype=array.dtype).reshape(array.shape)
-            for path, array in zip(paths, inputs)]
+    arrays = [np.ascontiguousarray(array) for array in inputs]
+    maca_programs.run(binary, case.name, arrays, directory)
+    return arrays
 
 
 def _check_close(case: Case, inputs, expected, actual, what: str) -> None:
@@ -246,17 +198,10 @@ def test_source_names_never_reach_the_cpp_verbatim(tmp_path):
     assert text != base.text
     maca = tilemlir.compile(text, target=base.target, emit="maca").artifact
     launcher = kernel_symbol(HOSTILE_NAME)
-    assert _LAUNCHER.findall(maca) == [(launcher, "tm_f16* host0, tm_f16* host1, float* host2")]
+    assert maca_programs.LAUNCHER.findall(maca) == [(launcher, "tm_f16* host0, tm_f16* host1, float* host2")]
     assert "injected_global = 1" not in maca and "\nint injected_global" not in maca
-    source = tmp_path / "named.maca"
-    source.write_text(maca)
     runner = Case("named", base.chip, text, base.k)  # the driver selects it by this name
-    driver = tmp_path / "driver.cpp"
-    driver.write_text(_driver([runner], {runner.name: str(source)}))
-    binary = tmp_path / "driver"
-    build = subprocess.run([GXX, "-std=c++20", "-O1", "-w", "-include", str(HEADER), str(driver),
-                            "-o", str(binary), "-pthread"], capture_output=True, text=True, check=False)
-    assert build.returncode == 0, build.stderr[-4000:]
+    binary = maca_programs.build({runner.name: maca}, tmp_path)
     nm = shutil.which("nm")
     if nm is not None:
         symbols = subprocess.run([nm, str(binary)], capture_output=True, text=True, check=True).stdout

@@ -6,7 +6,13 @@ with its metadata (`tilemlir.backends.nvidia.toolchain.PtxKernel.save`):
 
     from tilemlir.runtime.cuda_launch import CudaModule
     module = CudaModule.load("out/gemm.json")   # gemm.ptx beside it; the driver JITs it
-    module.launch("gemm", [a, b, c])             # torch CUDA tensors (or raw device pointers)
+    module.launch("gemm", [a, b, c, 0.5])        # torch CUDA tensors (or raw device pointers),
+                                                 # Python numbers for scalar arguments
+
+Each kernel parameter is packed as its PTX type says (the metadata's
+`params`, read from the PTX's `.entry`): pointers and 64-bit integers as 8
+bytes, `.f32` as a float, `.u32` as 4 bytes, and so on; the dynamic extents
+of dynamic-shape arguments come from the arrays' shapes (toolchain.launch_metadata).
 
 It talks to libcuda through ctypes and works in the primary context of the
 device, the one PyTorch uses, so torch tensors' pointers can be passed
@@ -44,6 +50,19 @@ TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN = 128, 64
 # This module imports nothing of tilemlir (see above), so it keeps its own copy of
 # the widths of tilemlir.dialects.element_types; test_element_types checks they agree.
 ELEMENT_BYTES = {"f64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "f8E4M3FN": 1, "f8E5M2": 1, "i8": 1}
+
+
+# A PTX parameter type -> the ctypes value cuLaunchKernel reads (PTX ISA,
+# "Kernel Function Parameters": .param state space types).
+PARAM_CTYPES = {
+    "u64": ctypes.c_uint64, "s64": ctypes.c_int64, "b64": ctypes.c_uint64,
+    "u32": ctypes.c_uint32, "s32": ctypes.c_int32, "b32": ctypes.c_uint32,
+    "u16": ctypes.c_uint16, "s16": ctypes.c_int16, "b16": ctypes.c_uint16,
+    "u8": ctypes.c_uint8, "s8": ctypes.c_int8, "b8": ctypes.c_uint8,
+    "f32": ctypes.c_float, "f64": ctypes.c_double,
+}
+# Scalar argument types (toolchain.SCALAR_TYPES): integer ones and their ranges.
+INTEGER_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64}
 
 
 class CudaError(RuntimeError):
@@ -151,25 +170,43 @@ class CudaModule:
     def launch(self, entry: str | None, arguments: list, stream: int | None = None) -> None:
         """Runs every launch of `entry` in order on `stream` (default: torch's
         current stream if torch is loaded, else the default stream). Arguments
-        are torch tensors (checked against the metadata's shapes and dtypes) or
-        device pointers as ints."""
+        are, for memrefs, torch tensors (checked against the metadata's shapes
+        and dtypes), DeviceArrays or device pointers as ints, and for scalars
+        Python or NumPy numbers."""
         function = self.entry(entry)
         params = function["arguments"]
         if len(arguments) != len(params):
             raise CudaError(f"{function['entry']} takes {len(params)} arguments, got {len(arguments)}")
-        pointers = [_device_pointer(a, p, i) for i, (a, p) in enumerate(zip(arguments, params))]
+        # A device pointer per memref, a checked number per scalar.
+        values = [_scalar_value(a, p, i) if "scalar" in p else _device_pointer(a, p, i)
+                  for i, (a, p) in enumerate(zip(arguments, params))]
         if stream is None:
             stream = _torch_stream()
         for launch in function["launches"]:
-            values = [ctypes.c_void_p(self._tensor_map(i["tensor_map"], pointers)
-                                      if isinstance(i, dict) else pointers[i])
-                      for i in launch["arguments"]]
-            array = (ctypes.c_void_p * max(1, len(values)))(
-                *[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values])
+            kinds = launch.get("params") or ["u64"] * len(launch["arguments"])
+            packed = [_packed(self._argument(spec, values, arguments), kind, launch["kernel"], n)
+                                for n, (spec, kind) in enumerate(zip(launch["arguments"], kinds))]
+            array = (ctypes.c_void_p * max(1, len(packed)))(
+                *[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in packed])
             (gx, gy, gz), (bx, by, bz) = launch["grid"], launch["block"]
             self.driver.check("cuLaunchKernel", self._function(launch), gx, gy, gz, bx, by, bz,
                               launch["dynamic_shared_bytes"], ctypes.c_void_p(stream), array, None)
 
+    def _argument(self, spec, values: list, arguments: list):
+        """The value of one kernel parameter (toolchain.launch_metadata's forms)."""
+        if isinstance(spec, int):
+            return values[spec]
+        if "tensor_map" in spec:
+            return self._tensor_map(spec["tensor_map"], values)
+        if "constant" in spec:
+            return spec["constant"]
+        extent = spec["extent"]
+        argument = arguments[extent["argument"]]
+        shape = getattr(argument, "shape", None)
+        if shape is None:
+            raise CudaError(f"argument {extent['argument']} has a dynamic shape: pass an array or "
+                            "tensor (a raw pointer has no extents)")
+        return int(shape[extent["axis"]])
 
     def close(self) -> None:
         """Frees the device copies of the tensor maps made for launches (one
@@ -221,6 +258,10 @@ class DeviceArray:
         self.driver.check("cuMemcpyHtoD_v2", self.pointer, array.ctypes.data_as(ctypes.c_void_p),
                           ctypes.c_size_t(array.nbytes))
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.array.shape
+
     def copy_back(self) -> None:
         """Synchronizes, then copies device memory into the NumPy array."""
         self.driver.check("cuCtxSynchronize")
@@ -233,14 +274,23 @@ class DeviceArray:
             self.pointer = ctypes.c_uint64()
 
 
+def _shape_text(shape: list) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
 def _device_pointer(argument, param: dict, index: int) -> int:
     if isinstance(argument, int):
+        if None in param["shape"]:
+            raise CudaError(f"argument {index}: a dynamic shape {_shape_text(param['shape'])} needs "
+                            "an array or tensor, not a raw pointer")
         return argument
+    shape = list(getattr(argument, "shape", []))
+    if len(shape) != len(param["shape"]) or any(want is not None and want != got
+                                                for want, got in zip(param["shape"], shape)):
+        raise CudaError(f"argument {index}: shape {shape}, the kernel was compiled for "
+                        f"{_shape_text(param['shape'])}")
     if isinstance(argument, DeviceArray):
         return argument.pointer.value
-    shape = list(getattr(argument, "shape", []))
-    if shape != param["shape"]:
-        raise CudaError(f"argument {index}: shape {shape}, the kernel was compiled for {param['shape']}")
     dtype = str(getattr(argument, "dtype", "")).removeprefix("torch.")
     wanted = TORCH_DTYPES.get(param["dtype"], param["dtype"])
     if dtype != wanted:
@@ -248,6 +298,43 @@ def _device_pointer(argument, param: dict, index: int) -> int:
     if not argument.is_cuda or not argument.is_contiguous():
         raise CudaError(f"argument {index}: needs a contiguous CUDA tensor")
     return argument.data_ptr()
+
+
+def _scalar_value(argument, param: dict, index: int):
+    """A scalar argument as a Python int or float, checked against its type."""
+    kind = param["scalar"]
+    if isinstance(argument, bool) or not isinstance(argument, (int, float)) and not hasattr(argument, "item"):
+        raise CudaError(f"argument {index}: expected a {kind} scalar, got {type(argument).__name__}")
+    value = argument.item() if hasattr(argument, "item") else argument
+    bits = INTEGER_BITS.get(kind)
+    if bits is None:
+        return float(value)
+    if not isinstance(value, int):
+        raise CudaError(f"argument {index}: expected an integer for {kind}, got {value!r}")
+    if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        raise CudaError(f"argument {index}: {value} is out of range for {kind}")
+    return value
+
+
+def _packed(value, kind: str, kernel: str, position: int):
+    """`value` as the ctypes object of PTX parameter type `kind` ("u64.ptr", "f32", ...)."""
+    base = kind.split(".")[0].split("[")[0]
+    if "[" in kind:  # a byte array (a TMA descriptor passed by value): not made here
+        raise CudaError(f"{kernel}: parameter {position} is a .{kind} array, which this launcher "
+                        "does not pass")
+    ctype = PARAM_CTYPES.get(base)
+    if ctype is None:
+        raise CudaError(f"{kernel}: parameter {position} has PTX type .{kind}, which this launcher "
+                        "does not pass")
+    if base == "b16" and isinstance(value, float):  # an f16 scalar: its bit pattern
+        import struct
+
+        return ctype(struct.unpack("<H", struct.pack("<e", value))[0])
+    if ctype in (ctypes.c_float, ctypes.c_double):
+        return ctype(float(value))
+    if isinstance(value, float):
+        raise CudaError(f"{kernel}: parameter {position} is .{kind}, got the float {value!r}")
+    return ctype(value)  # ctypes keeps the low bits: two's complement for .u/.b types
 
 
 def _torch_stream() -> int:

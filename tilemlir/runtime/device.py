@@ -4,14 +4,15 @@
 
 The module goes through the nvidia backend (`compile_to_ptx`), the PTX is
 loaded by the CUDA driver (`cuda_launch`), NumPy arguments are copied to the
-GPU, every launch of the entry function runs in order, and every argument is
-copied back (so outputs are written in place, as with the other engines).
+GPU (scalars are passed by value), every launch of the entry function runs in
+order, and every array is copied back (so outputs are written in place, as with the other engines).
 Without a GPU and its driver this is an error that says so, before anything
 is compiled.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from mlir import ir
 
 from tilemlir.diagnostics import UserError
@@ -36,9 +37,13 @@ def run_device(module: ir.Operation, entry: str, args, target=None) -> list:
     metadata = {key: result.report[key] for key in ("target", "functions")}
     try:
         loaded = cuda_launch.CudaModule(result.artifacts["ptx"], metadata)
-        buffers = [cuda_launch.DeviceArray(a) for a in args]
+        # Arrays go to the device; scalars are passed by value.
+        buffers = [cuda_launch.DeviceArray(a) for a in args if isinstance(a, np.ndarray)]
+        device_args, next_buffer = [], iter(buffers)
+        for a in args:
+            device_args.append(next(next_buffer) if isinstance(a, np.ndarray) else a)
         try:
-            loaded.launch(entry, buffers, stream=0)
+            loaded.launch(entry, device_args, stream=0)
             for buffer in buffers:
                 buffer.copy_back()
         finally:

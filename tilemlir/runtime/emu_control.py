@@ -278,6 +278,14 @@ _SHUFFLE_SOURCE = {
 
 @handles("gpu.shuffle")
 def _shuffle(compiler, op):
+    """A wave shuffle: each wave is cut into segments of `width` lanes (a power
+    of two up to the wave size, the same in every lane); a lane reads the value
+    of the source lane its mode names inside its own segment (xor: own ^
+    offset, idx: offset, down: own + offset, up: own - offset, counted from
+    the segment's first lane), or keeps its own value with `valid` false when
+    that lane is outside the segment (or past the workgroup's last thread).
+    With the sanitizer, reading a lane that divergent control flow left
+    inactive is an error."""
     text = str(op.attributes["mode"])  # #gpu<shuffle_mode xor>
     source_of = _SHUFFLE_SOURCE[text[text.rindex(" ") + 1:-1]]
     value, offset, width = compiler.slots_of(op.operands)
@@ -286,12 +294,24 @@ def _shuffle(compiler, op):
     def step(frame):
         wg, vals = frame.wg, frame.vals
         lanes = wg.lanes
-        w = np.broadcast_to(vals[width], lanes.shape)
+        widths = np.unique(np.asarray(vals[width]))
+        w = int(widths[0])
+        if len(widths) != 1 or w < 1 or w > wg.wave_size or w & (w - 1):
+            raise EmulatorError(f"gpu.shuffle width {widths.tolist()}: must be one power of two from 1 "
+                                f"to the wave size ({wg.wave_size}) in every lane", op)
         in_wave = lanes % wg.wave_size
         segment = in_wave // w * w
         source = source_of(in_wave - segment, np.broadcast_to(vals[offset], lanes.shape)) + segment
-        valid = (source >= segment) & (source < segment + w)
-        global_source = np.where(valid, lanes - in_wave + source, lanes)
+        global_source = lanes - in_wave + source
+        valid = (source >= segment) & (source < segment + w) & (global_source < wg.threads)
+        global_source = np.where(valid, global_source, lanes)
+        if compiler.sanitize and frame.mask is not None:
+            reads_inactive = frame.mask & valid & ~frame.mask[global_source]
+            if reads_inactive.any():
+                lane = int(np.argmax(reads_inactive))
+                raise SanitizerError(f"gpu.shuffle in divergent control flow: "
+                                     f"{wg.describe_lane(lane)} reads lane {int(global_source[lane])}, "
+                                     "which is inactive", op)
         data = np.broadcast_to(vals[value], (wg.threads,) + vals[value].shape[1:])
         vals[out] = data[global_source]
         vals[valid_out] = valid

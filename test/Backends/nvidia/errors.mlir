@@ -20,6 +20,6 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // DUMP: tile: builtin.module(tile-tiling{target=nvidia:sm_90a}
 // DUMP-NOT: tile-pipeline
 // DUMP: gpu: builtin.module(tile-lower-to-gpu{target=nvidia:sm_90a}
-// DUMP: gpu-to-nvvm: builtin.module(gpu-check-input{target=nvidia:sm_90a},nvvm-attach-target{chip=sm_90a
+// DUMP: gpu-to-nvvm: builtin.module(gpu-check-input{target=nvidia:sm_90a},nvidia-dynamic-memref-arguments,nvvm-attach-target{chip=sm_90a
 // DUMP-SAME: ,nvidia-dynamic-shared-extern)
 // DUMP: ptx: builtin.module(gpu-module-to-binary{format=isa}){{$}}

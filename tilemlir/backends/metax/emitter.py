@@ -80,7 +80,17 @@ _FLOAT_BINARY = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith
 _FLOAT_CALLS = {"arith.maximumf": "tm_maximumf", "arith.minimumf": "tm_minimumf",
                 "arith.maxnumf": "fmax", "arith.minnumf": "fmin", "math.exp": "exp",
                 "math.sqrt": "sqrt", "math.absf": "fabs", "math.log": "log", "math.tanh": "tanh",
-                "math.fma": "fma", "math.exp2": "exp2", "math.rsqrt": "tm_rsqrt"}
+                "math.fma": "fma", "math.exp2": "exp2", "math.rsqrt": "tm_rsqrt", "math.log2": "log2",
+                "math.log10": "log10", "math.log1p": "log1p", "math.expm1": "expm1", "math.erf": "erf",
+                "math.powf": "pow", "math.sin": "sin", "math.cos": "cos", "math.floor": "floor",
+                "math.ceil": "ceil", "math.trunc": "trunc", "math.roundeven": "rint", "math.copysign": "copysign",
+                "math.atan2": "atan2"}
+# gpu.shuffle modes -> the MACA wave shuffles and tm_shuffle_valid's mode code.
+# MACA spells them as CUDA does, with a 64-bit lane mask for its 64-lane waves:
+# `__shfl_xor_sync(0xffffffffffffffff, value, offset, 64)` (a MetaX-modified
+# OpenPPL kernel, cudakernel/nn/softmax.cu under __MACACC__, MACA_WARP_SIZE 64).
+_SHUFFLES = {"xor": ("__shfl_xor_sync", 0), "idx": ("__shfl_sync", 1), "down": ("__shfl_down_sync", 2),
+             "up": ("__shfl_up_sync", 3)}
 _CMPI = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
          "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
 _CMPF = {"oeq": "{a} == {b}", "ogt": "{a} > {b}", "oge": "{a} >= {b}", "olt": "{a} < {b}",
@@ -147,6 +157,43 @@ class View:
             strides.insert(0, running)
             running = size if running == "1" else _product(running, size)
         return View(pointer, "0", strides, sizes)
+
+    @staticmethod
+    def of_parameter(name: str, t: ir.MemRefType) -> View:
+        """A memref kernel parameter: its pointer `name` (the memref's base),
+        with what the type does not fix taken from the parameters that
+        `memref_extras` names."""
+        sizes = [str(d) if d != DYNAMIC else f"{name}_d{axis}" for axis, d in enumerate(t.shape)]
+        if _identity(t):
+            return View.row_major(name, sizes)
+        strides, offset = t.get_strides_and_offset()
+        return View(name, str(offset) if offset != DYNAMIC_STRIDE else f"{name}_off",
+                    [str(s) if s != DYNAMIC_STRIDE else f"{name}_s{axis}" for axis, s in enumerate(strides)],
+                    sizes)
+
+
+DYNAMIC = ir.ShapedType.get_dynamic_size()
+DYNAMIC_STRIDE = ir.ShapedType.get_dynamic_stride_or_offset()
+
+
+def _identity(t: ir.MemRefType) -> bool:
+    layout = ir.MemRefType(t).layout
+    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(
+        ir.MemRefType(t).rank, context=t.context)
+
+
+def memref_extras(t: ir.MemRefType, name: str) -> list[str]:
+    """The int64_t parameters that follow a memref's pointer, in this order:
+    its dynamic extents (`NAME_dAXIS`), then, for a strided layout, a dynamic
+    offset (`NAME_off`) and dynamic strides (`NAME_sAXIS`). The host launcher
+    passes the same (MacaPrinter.launch)."""
+    t = ir.MemRefType(t)
+    extras = [f"{name}_d{axis}" for axis, d in enumerate(t.shape) if d == DYNAMIC]
+    if not _identity(t):
+        strides, offset = t.get_strides_and_offset()
+        extras += [f"{name}_off"] if offset == DYNAMIC_STRIDE else []
+        extras += [f"{name}_s{axis}" for axis, s in enumerate(strides) if s == DYNAMIC_STRIDE]
+    return extras
 
 
 def _product(a: str, b: str) -> str:
@@ -325,23 +372,18 @@ class MacaPrinter:
     def parameter(self, fn: _Function, value: ir.Value, name: str, op) -> list[str]:
         t = value.type
         if isinstance(t, ir.MemRefType):
-            self.require_identity(t, op)
-            dims, params = [], [f"{self.scalar(t.element_type, op)}* __restrict__ {name}"]
-            for axis, extent in enumerate(t.shape):
-                if extent == ir.ShapedType.get_dynamic_size():
-                    params.append(f"int64_t {name}_d{axis}")
-                    dims.append(f"{name}_d{axis}")
-                else:
-                    dims.append(str(extent))
-            fn.memrefs[value] = View.row_major(name, dims)
+            params = [f"{self.scalar(t.element_type, op)}* __restrict__ {name}"]
+            params += [f"int64_t {extra}" for extra in memref_extras(t, name)]
+            fn.memrefs[value] = View.of_parameter(name, ir.MemRefType(t))
             return params
         fn.names[value] = name
         return [f"{self.type(t, op)} {name}"]
 
     @staticmethod
-    def require_identity(t: ir.MemRefType, op) -> None:
-        if "strided" in str(t) or "affine_map" in str(t):
-            raise EmitError(op, f"MACA emitter: memref {t} with a non-identity layout is not supported")
+    def require_identity(t: ir.MemRefType, op: ir.Operation | ir.Location) -> None:
+        if not _identity(t):
+            raise EmitError(op, f"MACA emitter: a host argument of type {t} (a non-identity layout) is "
+                                "not supported: the launcher copies contiguous row-major arrays")
 
     def count_mmas(self, kernel: ir.Operation, info: KernelInfo) -> None:
         """Built-in calls in the whole kernel and in the body of its first
@@ -542,6 +584,28 @@ class MacaPrinter:
     def op_gpu_barrier(self, fn, op) -> None:
         fn.line("__syncthreads();")
 
+    def linear_thread(self) -> str:
+        return "(int64_t)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+
+    def op_gpu_lane_id(self, fn, op) -> None:
+        fn.names[op.results[0]] = f"({self.linear_thread()} % {self.target.compute.wave_size})"
+
+    def op_gpu_shuffle(self, fn, op) -> None:
+        """A wave shuffle (32-bit values) and its `valid` flag: the source lane
+        is inside the calling lane's segment of `width` lanes (tm_shuffle_valid)."""
+        text = str(op.attributes["mode"])
+        mode = text[text.rindex(" ") + 1:].rstrip(">")
+        value, offset, width = (self.use(fn, v, op) for v in op.operands)
+        t = op.operands[0].type
+        if _bytes(t) != 4 or isinstance(t, ir.VectorType):
+            raise EmitError(op, f"MACA emitter: gpu.shuffle of {t}: the wave shuffles move 32-bit values")
+        function, code = _SHUFFLES[mode]
+        wave = self.target.compute.wave_size
+        lane = f"(int)({self.linear_thread()} % {wave})"
+        self.define(fn, op.results[0],
+                    f"{function}(TM_WAVE_MASK, {value}, (int){offset}, (int){width})", op)
+        self.define(fn, op.results[1], f"tm_shuffle_valid({code}, {lane}, (int){offset}, (int){width})", op)
+
     # -- memory ------------------------------------------------------------------
 
     def element_pointer(self, fn: _Function, memref: ir.Value, indices, op) -> str:
@@ -584,6 +648,73 @@ class MacaPrinter:
         fn.memrefs[op.results[0]] = View(view.pointer, f"({offset})" if "+" in offset else offset,
                                          kept_strides, kept_sizes)
 
+    def view_of(self, fn, value: ir.Value, op) -> View:
+        if value not in fn.memrefs:
+            raise EmitError(op, f"MACA emitter: {op.name} of a memref that is not an argument, an "
+                                "attribution or a view of one")
+        return fn.memrefs[value]
+
+    def sizes_of(self, fn, result: ir.Value, dynamic: list[str]) -> list[str]:
+        """The extents of `result`'s type, the dynamic ones from `dynamic` in order."""
+        values = iter(dynamic)
+        return [next(values) if d == DYNAMIC else str(d) for d in ir.MemRefType(result.type).shape]
+
+    def op_memref_cast(self, fn, op) -> None:
+        view = self.view_of(fn, op.operands[0], op)
+        sizes = [size if d == DYNAMIC else str(d)
+                 for size, d in zip(view.sizes, ir.MemRefType(op.results[0].type).shape)]
+        fn.memrefs[op.results[0]] = View(view.pointer, view.offset, view.strides, sizes)
+
+    @staticmethod
+    def reassociation(op) -> list[list[int]]:
+        return [[int(ir.IntegerAttr(i).value) for i in group] for group in op.attributes["reassociation"]]
+
+    def op_memref_collapse_shape(self, fn, op) -> None:
+        # Each group is contiguous (the op's verifier): its extent is the product,
+        # its stride the innermost dimension's.
+        view = self.view_of(fn, op.operands[0], op)
+        sizes, strides = [], []
+        for group in self.reassociation(op):
+            size = "1"
+            for axis in group:
+                size = view.sizes[axis] if size == "1" else _product(size, view.sizes[axis])
+            sizes.append(size)
+            strides.append(view.strides[group[-1]] if group else "1")
+        fn.memrefs[op.results[0]] = View(view.pointer, view.offset, strides, sizes)
+
+    def op_memref_expand_shape(self, fn, op) -> None:
+        view = self.view_of(fn, op.operands[0], op)
+        sizes = self.sizes_of(fn, op.results[0], [self.use(fn, v, op) for v in list(op.operands)[1:]])
+        strides = [""] * len(sizes)
+        for source_axis, group in enumerate(self.reassociation(op)):
+            running = view.strides[source_axis]
+            for axis in reversed(group):  # innermost first: the source dimension's stride
+                strides[axis] = running
+                running = _product(running, sizes[axis]) if running != "1" else sizes[axis]
+        fn.memrefs[op.results[0]] = View(view.pointer, view.offset, strides, sizes)
+
+    def op_memref_reinterpret_cast(self, fn, op) -> None:
+        # Offset, sizes and strides are given from the source's base pointer.
+        view = self.view_of(fn, op.operands[0], op)
+        dynamic = iter(self.use(fn, v, op) for v in list(op.operands)[1:])
+
+        def values(name):
+            return [next(dynamic) if x == DYNAMIC else str(x) for x in op.attributes[name]]
+
+        (offset,), sizes, strides = values("static_offsets"), values("static_sizes"), values("static_strides")
+        fn.memrefs[op.results[0]] = View(view.pointer, offset, strides, sizes)
+
+    def op_memref_view(self, fn, op) -> None:
+        # A typed row-major buffer at a byte shift of a 1-D i8 buffer.
+        view = self.view_of(fn, op.operands[0], op)
+        shift = self.use(fn, op.operands[1], op)
+        result = ir.MemRefType(op.results[0].type)
+        element = self.scalar(result.element_type, op)
+        name = fn.fresh("view")
+        fn.line(f"{element}* {name} = ({element}*)((int8_t*){view.pointer} + {view.offset} + {shift});")
+        sizes = self.sizes_of(fn, op.results[0], [self.use(fn, v, op) for v in list(op.operands)[2:]])
+        fn.memrefs[op.results[0]] = View.row_major(name, sizes)
+
     def op_memref_load(self, fn, op) -> None:
         self.define(fn, op.results[0], self.element_pointer(fn, op.operands[0], list(op.operands)[1:], op), op)
 
@@ -625,19 +756,21 @@ class MacaPrinter:
 
     op_vector_splat = op_vector_broadcast
 
-    def static_position(self, op) -> int:
+    def position(self, fn, op, fixed: int) -> str:
+        """The one position of a 1-D vector.extract/insert (after `fixed` operands), static or not."""
         positions = [int(x) for x in op.attributes["static_position"]]
-        if len(positions) != 1 or positions[0] < 0 or len(op.operands) > 2:
-            raise EmitError(op, f"MACA emitter: {op.name} needs one static position")
-        return positions[0]
+        dynamic = list(op.operands)[fixed:]
+        if len(positions) != 1 or (positions[0] < 0 and positions[0] != DYNAMIC) or len(dynamic) > 1:
+            raise EmitError(op, f"MACA emitter: {op.name} needs one position (1-D vectors)")
+        return self.use(fn, dynamic[0], op) if positions[0] == DYNAMIC else str(positions[0])
 
     def op_vector_extract(self, fn, op) -> None:
-        position = self.static_position(op)
+        position = self.position(fn, op, 1)
         source = self.use(fn, op.operands[0], op)
         self.define(fn, op.results[0], f"{source}[{position}]", op)
 
     def op_vector_insert(self, fn, op) -> None:
-        position = self.static_position(op)
+        position = self.position(fn, op, 2)
         value, dest = (self.use(fn, v, op) for v in op.operands[:2])
         name = self.define(fn, op.results[0], dest, op)
         fn.line(f"{name}[{position}] = {value};")
@@ -715,6 +848,11 @@ class MacaPrinter:
 
     # -- host launchers ------------------------------------------------------------
 
+    # Host ops a launcher runs besides the launches: views of the arguments
+    # (their device copies) and the index arithmetic that sizes them.
+    HOST_VIEWS = frozenset({"memref.subview", "memref.collapse_shape", "memref.expand_shape",
+                            "memref.reinterpret_cast", "memref.cast", "memref.dim"})
+
     def launcher(self, op: ir.Operation) -> str:
         source_name = ir.StringAttr(op.attributes["sym_name"]).value
         # A host function keeps its name when C++ can spell it (kernel_symbol).
@@ -726,40 +864,37 @@ class MacaPrinter:
             t = argument.type
             host = f"host{index}"
             if isinstance(t, ir.MemRefType):
-                self.require_identity(t, op)
+                self.require_identity(t, argument.location)
                 element = self.scalar(t.element_type, op)
                 params.append(f"{element}* {host}")
-                dims = []
-                for axis, extent in enumerate(t.shape):
-                    if extent == ir.ShapedType.get_dynamic_size():
-                        params.append(f"int64_t {host}_d{axis}")
-                        dims.append(f"{host}_d{axis}")
-                    else:
-                        dims.append(str(extent))
+                params += [f"int64_t {extra}" for extra in memref_extras(t, host)]
+                dims = View.of_parameter(host, ir.MemRefType(t)).sizes
                 device = f"dev{index}"
                 size = " * ".join([*dims, f"sizeof({element})"])
-                buffers.append((argument, host, device, size, element, dims))
+                buffers.append((host, device, size, element))
+                # Views and launches see the device copy.
+                fn.memrefs[argument] = View.row_major(device, dims)
             else:
                 params.append(f"{self.type(t, op)} {host}")
                 fn.names[argument] = host
-        for argument, host, device, size, element, _dims in buffers:
+        for host, device, size, element in buffers:
             fn.line(f"{element}* {device} = nullptr;")
             fn.line(f"TM_CHECK(mcMalloc((void**)&{device}, {size}));")
             fn.line(f"TM_CHECK(mcMemcpy({device}, {host}, {size}, mcMemcpyHostToDevice));")
-        device_of = {b[0]: b for b in buffers}
         for inner in block.operations:
             inner = inner.operation
-            if inner.name == "arith.constant":
-                self.op_arith_constant(fn, inner)
-            elif inner.name == "gpu.launch_func":
-                self.launch(fn, inner, device_of)
+            if inner.name == "gpu.launch_func":
+                self.launch(fn, inner)
             elif inner.name == "func.return":
                 continue
+            elif inner.name.startswith("arith.") or inner.name in self.HOST_VIEWS:
+                self.statement(fn, inner)
             else:
-                raise EmitError(inner, f"MACA emitter: host code other than kernel launches "
-                                       f"('{inner.name}') is not supported in the launcher")
+                raise EmitError(inner, f"MACA emitter: host code other than kernel launches, views of "
+                                       f"the arguments and arith ('{inner.name}') is not supported in "
+                                       "the launcher")
         fn.line("TM_CHECK(mcDeviceSynchronize());")
-        for argument, host, device, size, element, _dims in buffers:
+        for host, device, size, _element in buffers:
             fn.line(f"TM_CHECK(mcMemcpy({host}, {device}, {size}, mcMemcpyDeviceToHost));")
             fn.line(f"TM_CHECK(mcFree({device}));")
         fn.line("return 0;")
@@ -767,7 +902,7 @@ class MacaPrinter:
                 f"extern \"C\" int {name}({', '.join(params)}) {{"]
         return "\n".join(head + fn.lines + ["}", ""])
 
-    def launch(self, fn, op, device_of) -> None:
+    def launch(self, fn, op) -> None:
         segments = [int(x) for x in op.attributes["operandSegmentSizes"]]
         operands, groups, start = list(op.operands), [], 0
         for size in segments:
@@ -783,16 +918,24 @@ class MacaPrinter:
         if self.globals.get(kernel) != tuple(path):
             raise EmitError(op, f"MACA emitter: gpu.launch_func of {op.attributes['kernel']}, "
                                 "which is not a kernel of this module")
-        pointers = []
-        for value in groups[11]:
-            if value in device_of:
-                _, _, device, _, _, dims = device_of[value]
-                pointers.append(f"&{device}")
-                pointers.extend(f"&{d}" for d in dims if not d.isdigit())
-            else:
-                pointers.append(f"&{self.use(fn, value, op)}")
         fn.line("{")
         fn.depth += 1
+        pointers = []
+        for value in groups[11]:
+            if not isinstance(value.type, ir.MemRefType):
+                pointers.append(f"&{self.lvalue(fn, self.use(fn, value, op), self.type(value.type, op))}")
+                continue
+            # The kernel's parameters for a memref (View.of_parameter): its base
+            # pointer, then what its type leaves dynamic.
+            view = self.view_of(fn, value, op)
+            element = self.scalar(ir.MemRefType(value.type).element_type, op)
+            pointers.append(f"&{self.lvalue(fn, view.pointer, element + '*')}")
+            t = ir.MemRefType(value.type)
+            extras = {f"d{axis}": size for axis, size in enumerate(view.sizes)}
+            extras["off"] = view.offset
+            extras.update({f"s{axis}": stride for axis, stride in enumerate(view.strides)})
+            for extra in memref_extras(t, ""):
+                pointers.append(f"&{self.lvalue(fn, extras[extra.removeprefix('_')], 'int64_t')}")
         fn.line(f"void* args[] = {{{', '.join(pointers)}}};")
         grid_dims = ", ".join(_as_unsigned(g) for g in grid)
         block_dims = ", ".join(_as_unsigned(b) for b in block)
@@ -800,6 +943,15 @@ class MacaPrinter:
                 f"dim3({block_dims}), args, (size_t)({shared}), nullptr));")
         fn.depth -= 1
         fn.line("}")
+
+    @staticmethod
+    def lvalue(fn, expression: str, c_type: str) -> str:
+        """`expression` as a variable (void* args[] points at each argument)."""
+        if is_identifier(expression):
+            return expression
+        name = fn.fresh("arg")
+        fn.line(f"{c_type} {name} = {expression};")
+        return name
 
 
 def _as_unsigned(expression: str) -> str:
@@ -910,6 +1062,17 @@ TM_INLINE float tm_cvt_f8e4m3_f32(tm_f8e4m3 x) { return tm_f8_to_f32(x, 4, false
 TM_INLINE tm_f8e4m3 tm_cvt_f32_f8e4m3(float x) { return tm_f32_to_f8(x, 4, false); }
 TM_INLINE float tm_cvt_f8e5m2_f32(tm_f8e5m2 x) { return tm_f8_to_f32(x, 5, true); }
 TM_INLINE tm_f8e5m2 tm_cvt_f32_f8e5m2(float x) { return tm_f32_to_f8(x, 5, true); }
+#endif
+#ifndef TM_WAVE_MASK  // once per translation unit, which may hold several sources
+// Every lane of a 64-lane MetaX wave takes part in a shuffle.
+#define TM_WAVE_MASK 0xffffffffffffffffull
+// gpu.shuffle's `valid`: the source lane (mode 0 xor, 1 idx, 2 down, 3 up) lies in
+// the calling lane's segment of `width` lanes (what tilemlir's emulator executes).
+static inline __device__ __host__ bool tm_shuffle_valid(int mode, int lane, int offset, int width) {
+  int first = lane / width * width, own = lane - first;
+  int source = mode == 0 ? (own ^ offset) : mode == 1 ? offset : mode == 2 ? own + offset : own - offset;
+  return source >= 0 && source < width;
+}
 #endif
 #define TM_CHECK(call) do { mcError_t tm_status = (call); if (tm_status != mcSuccess) { \
     fprintf(stderr, "%s failed: %s\n", #call, mcGetErrorString(tm_status)); return 1; } } while (0)

@@ -58,7 +58,9 @@ BACKEND = Backend(
     check_target=check_target,
     stages="tilemlir.backends.nvidia.stages:STAGES",
     report_stage="ptx",
-    passes={"nvidia-dynamic-shared-extern": "tilemlir.backends.nvidia.dynamic_shared:NvidiaDynamicSharedExtern"},
+    passes={"nvidia-dynamic-shared-extern": "tilemlir.backends.nvidia.dynamic_shared:NvidiaDynamicSharedExtern",
+            "nvidia-dynamic-memref-arguments":
+                "tilemlir.backends.nvidia.dynamic_arguments:NvidiaDynamicMemrefArguments"},
     check_mma_row=check_mma_row,
     matrix_core="tilemlir.backends.nvidia.wgmma:NvidiaMatrixCore",
     lowering_hooks="tilemlir.backends.nvidia.wgmma:NvidiaLoweringHooks",

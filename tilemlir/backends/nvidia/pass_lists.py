@@ -1,7 +1,8 @@
 """The nvidia compile pipeline as data: every pass, in order.
 
     tile IR --TILE_PIPELINE--> GPU-level IR (gpu.func, nvgpu.mma.sync, ldmatrix, cp.async)
-        --gpu-check-input, GPU_TO_NVVM, nvidia-dynamic-shared-extern--> LLVM + NVVM dialects
+        --gpu-check-input, nvidia-dynamic-memref-arguments, GPU_TO_NVVM,
+          nvidia-dynamic-shared-extern--> LLVM + NVVM dialects
         --TO_BINARY--> PTX text (LLVM's NVPTX backend, in process)
 
 The stages that run these are in stages.py: `tile` stops before
@@ -37,7 +38,8 @@ GPU_TO_NVVM: tuple[str, ...] = (
     "lower-affine",
     "convert-scf-to-cf",
     # gpu/arith/memref/math/cf -> llvm + nvvm; kernel arguments are bare
-    # pointers (static shapes only), so a launcher passes one pointer per memref.
+    # pointers (static shapes only: DYNAMIC_MEMREF_ARGUMENTS made them so), so a
+    # launcher passes one pointer per memref and scalars by value.
     # Index arithmetic in 32 bits when every memref of the module has fewer than
     # 2^31 elements (`index_bitwidth`): half the integer work in the K loop.
     "convert-gpu-to-nvvm{{index-bitwidth={index_bits} use-bare-ptr-memref-call-conv=true}}",
@@ -61,6 +63,10 @@ GPU_TO_NVVM: tuple[str, ...] = (
 TO_BINARY = "gpu-module-to-binary{format=isa}"
 
 
+# Before the conversion, on the builtin.module (kernels and their launches): a
+# dynamic-shape memref argument becomes a pointer and index extents, the only
+# form the bare-pointer convention below takes (dynamic_arguments.py).
+DYNAMIC_MEMREF_ARGUMENTS = "nvidia-dynamic-memref-arguments"
 # After the conversion: the dynamic shared memory global as PTX needs it
 # (dynamic_shared.py); on the builtin.module.
 DYNAMIC_SHARED_EXTERN = "nvidia-dynamic-shared-extern"
@@ -70,10 +76,11 @@ def gpu_to_nvvm_pipeline(chip: str, features: str = PTX_FEATURES, index_bits: in
                          check: str = "") -> str:
     """GPU-level IR -> the LLVM and NVVM dialects, as one pipeline string:
     `check` first (gpu-check-input with its target: NVPTX aborts on a symbol
-    PTX cannot spell, and serialization reads a target's `link` files), the
-    attached target, GPU_TO_NVVM in every gpu.module, then DYNAMIC_SHARED_EXTERN."""
+    PTX cannot spell, and serialization reads a target's `link` files),
+    DYNAMIC_MEMREF_ARGUMENTS, the attached target, GPU_TO_NVVM in every
+    gpu.module, then DYNAMIC_SHARED_EXTERN."""
     nested = ",".join(step.format(index_bits=index_bits) for step in GPU_TO_NVVM)
     steps = [check] if check else []
-    steps += [ATTACH_TARGET.format(chip=chip, features=features), f"gpu.module({nested})",
-              DYNAMIC_SHARED_EXTERN]
+    steps += [DYNAMIC_MEMREF_ARGUMENTS, ATTACH_TARGET.format(chip=chip, features=features),
+              f"gpu.module({nested})", DYNAMIC_SHARED_EXTERN]
     return f"builtin.module({','.join(steps)})"

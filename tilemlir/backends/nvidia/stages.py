@@ -1,7 +1,8 @@
 """The nvidia stages: tile, gpu (shared, without tile-pipeline), then ptx.
 
-    gpu --ptx--> gpu-check-input, GPU_TO_NVVM, nvidia-dynamic-shared-extern
-                 (one pipeline, "gpu-to-nvvm"), then TO_BINARY ("ptx"): PTX text
+    gpu --ptx--> gpu-check-input, nvidia-dynamic-memref-arguments, GPU_TO_NVVM,
+                 nvidia-dynamic-shared-extern (one pipeline, "gpu-to-nvvm"), then
+                 TO_BINARY ("ptx"): PTX text
 
 The launch metadata (toolchain.launch_metadata) is read from the GPU-level IR
 before it is converted; the report (always built by `ptx`) holds it and the
@@ -41,12 +42,16 @@ class PtxStage(Stage):
         return [f"gpu-to-nvvm: {self.to_nvvm(job)}", f"ptx: builtin.module({pass_lists.TO_BINARY})"]
 
     def run(self, job: Compilation) -> None:
-        metadata = toolchain.launch_metadata(job.module, job.target)
+        try:
+            metadata = toolchain.launch_metadata(job.module, job.target)
+        except toolchain.LaunchError as error:
+            raise job.located_errors([(error.op, str(error))]) from None
         with job.timed("gpu-to-nvvm"):
             job.run_pipeline(self.to_nvvm(job))
         with job.timed(self.name):
             job.run_pipeline(f"builtin.module({pass_lists.TO_BINARY})")
             ptx = job.artifacts[self.name] = toolchain.binary_assembly(job.module)
+        toolchain.add_parameter_types(metadata, ptx)
         job.report = {"target": str(job.target), **metadata,
                       "ptx_instructions": {name: ptx.count(name) for name in COUNTED_INSTRUCTIONS}}
 
