@@ -111,6 +111,19 @@ def batched_model(args):
     return {2: (product, gemm_bound(product, np.matmul(np.abs(a), np.abs(b)), a.shape[2], U16))}
 
 
+def attention_model(args):
+    q, k, v = (as_f64(a) for a in args[:3])
+    scores = q @ k.T / np.sqrt(q.shape[1])
+    p = np.exp(scores - scores.max(axis=1, keepdims=True))
+    out = (p / p.sum(axis=1, keepdims=True)) @ v
+    # P rounded to f16 before P V (each weight within U16, and they sum to 1: U16 * max|V|
+    # per output, twice for the normalisation by the f32 row sum), the f32 sums of the
+    # scores and of P V, then the output rounding.
+    spread = np.abs(v).max()
+    bound = U16 * np.abs(out) + (2 * U16 + (q.shape[1] + k.shape[0] + 16) * U32) * spread + 2.0 ** -24
+    return {3: (out, bound)}
+
+
 def conv_model(args):
     x, w = as_f64(args[0]), as_f64(args[1])
     n, h, wd, c = x.shape
@@ -186,6 +199,11 @@ CASES = {
                                     rng.integers(-128, 128, (128, 128)).astype(np.int8),
                                     uniform(rng, (128,), "float16", 0.01, 0.1), nans((128, 128), "float16")],
                        w4a16_model),
+    "flash_attention": Case("flash_attention.mlir", "flash_attention",
+                            lambda rng: [uniform(rng, (256, 64), "float16", -2, 2),
+                                         uniform(rng, (256, 64), "float16", -2, 2),
+                                         uniform(rng, (256, 64), "float16"), nans((256, 64), "float16")],
+                            attention_model),
     "batched_gemm": Case("batched_gemm.mlir", "batched_gemm",
                          lambda rng: [uniform(rng, (4, 128, 64), "float16"), uniform(rng, (4, 64, 96), "float16"),
                                       nans((4, 128, 96), "float16")],

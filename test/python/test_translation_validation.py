@@ -54,6 +54,9 @@ INPUTS = {
                                ("array<i64: 32>", "array<i64: 1>")), "online_softmax"),
     "conv-im2col": (_kernel("conv3x3_im2col.mlir", ("array<i64: 1, 8>", "array<i64: 1, 1>")), "conv3x3"),
     "w4a16": (_kernel("w4a16_gemm.mlir", ("array<i64: 2, 2>", "array<i64: 1, 1>")), "w4a16_gemm"),
+    # P from registers into the second gemm (staged through shared memory).
+    "flash-attention": (_kernel("flash_attention.mlir", ("array<i64: 4>", "array<i64: 1>")),
+                        "flash_attention"),
 }
 ALL = list(INPUTS)
 T = "target=amdgpu:gfx942"
@@ -65,12 +68,16 @@ VALIDATED = {
     "tile-tiling": (f"tile-tiling{{{T}}}", ALL),
     "tile-legalize-precision": (f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}}", ALL),
     "tile-select-mma": (f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}},tile-select-mma{{{T}}}", ALL),
+    "tile-stage-operands": ((f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}},tile-select-mma{{{T}}},"
+                             f"tile-stage-operands{{{T}}}"), ALL),
     "tile-infer-layout": ((f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}},tile-select-mma{{{T}}},"
-                           f"tile-infer-layout{{{T}}}"), ALL),
+                           f"tile-stage-operands{{{T}}},tile-infer-layout{{{T}}}"), ALL),
     "tile-pipeline": ((f"tile-tiling{{{T} stages=3}},tile-legalize-precision{{{T}}},"
-                       f"tile-select-mma{{{T}}},tile-infer-layout{{{T}}},tile-pipeline{{{T}}}"), ALL),
+                       f"tile-select-mma{{{T}}},tile-stage-operands{{{T}}},tile-infer-layout{{{T}}},"
+                       f"tile-pipeline{{{T}}}"), ALL),
     "tile-insert-barriers": ((f"tile-tiling{{{T} stages=3}},tile-legalize-precision{{{T}}},"
-                              f"tile-select-mma{{{T}}},tile-infer-layout{{{T}}},tile-pipeline{{{T}}},"
+                              f"tile-select-mma{{{T}}},tile-stage-operands{{{T}}},tile-infer-layout{{{T}}},"
+                              f"tile-pipeline{{{T}}},"
                               "tile-insert-barriers"), ALL),
 }
 # Passes whose output the reference engine cannot run, and what will check them.

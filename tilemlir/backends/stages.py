@@ -179,6 +179,9 @@ TILE_PIPELINE: tuple[str, ...] = (
     # Casts and accumulator types must be final before an instruction is chosen by dtype.
     "tile-legalize-precision",
     "tile-select-mma",
+    # A gemm operand in registers goes through shared memory; before layouts,
+    # which then place that buffer as the instruction reads it.
+    "tile-stage-operands",
     # Layouts follow from the chosen instruction's lane layouts.
     "tile-infer-layout",
     # Multi-buffers shared tiles and prefetches ahead; after layouts (it keeps

@@ -19,6 +19,7 @@ _REGISTRY: dict[str, str] = {
     "tile-tiling": "tilemlir.passes.tiling:TileTiling",
     "tile-legalize-precision": "tilemlir.passes.legalize_precision:TileLegalizePrecision",
     "tile-select-mma": "tilemlir.passes.select_mma:TileSelectMma",
+    "tile-stage-operands": "tilemlir.passes.stage_operands:TileStageOperands",
     "tile-infer-layout": "tilemlir.passes.infer_layout:TileInferLayout",
     "tile-pipeline": "tilemlir.passes.software_pipeline:TilePipeline",
     "tile-insert-barriers": "tilemlir.passes.insert_barriers:TileInsertBarriers",

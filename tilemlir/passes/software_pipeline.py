@@ -29,9 +29,11 @@ the copies N-1 iterations ahead:
   second barrier (every wave's reads of tile(i) are done), so the loads
   still overlap the gemm.
 
-Input invariant: in a marked loop, the body is pure index arithmetic, copies
-from global memory into shared buffers allocated outside the loop and used
-only by this loop, then computations (gemms) reading those buffers.
+Input invariant: in a marked loop, the copies from global memory into shared
+buffers allocated outside the loop and used only by this loop have indices
+computed from the induction variable and loop invariants; the rest of the body
+(gemms reading those buffers, fragment arithmetic, the program's own writes to
+other shared buffers, e.g. a fragment staged for a gemm) is left in place.
 Output invariant: marked loops are pipelined and carry `tile.pipelined = N`;
 sequential semantics are unchanged.
 
@@ -121,7 +123,7 @@ class TilePipeline(TilePass):
         body = loop.regions[0].blocks[0]
         if len(list(loop.operands)) > 3:
             raise NotPipelinable("it carries loop values (iter_args)")
-        copies, buffers = [], []
+        copies, buffers, written = [], [], []
         for op in body.operations:
             op = op.operation
             if op.name == "tile.copy" and tile.memory_level(op.operands[1].type) == tile.SHARED:
@@ -131,16 +133,21 @@ class TilePipeline(TilePass):
                     raise NotPipelinable(f"the shared destination of the copy at {position_text(op)} "
                                          "is not a tile.alloc_shared")
                 if tile.memory_level(op.operands[0].type) != tile.GLOBAL:
-                    raise NotPipelinable(f"the copy at {position_text(op)} into "
-                                         f"{shared_buffer_text(owner.operation)} is not from global "
-                                         "memory; only copies from global memory are prefetched")
+                    # The program's own write (a fragment staged for a gemm): it stays
+                    # where it is, ordered by tile-insert-barriers, single-buffered.
+                    written.append(op)
+                    continue
                 if destination in buffers:
                     raise NotPipelinable(f"{shared_buffer_text(owner.operation)} is written twice "
                                          "in one iteration")
                 copies.append(op)
                 buffers.append(destination)
         if not copies:
-            raise NotPipelinable("it copies nothing into shared memory")
+            raise NotPipelinable("it copies nothing into shared memory from global memory")
+        for op in written:
+            if op.operands[1] in buffers:
+                raise NotPipelinable(f"{shared_buffer_text(op.operands[1].owner.operation)} is filled from "
+                                     f"global memory and also written by the copy at {position_text(op)}")
         for copy in copies:  # their indices are recomputed for other iterations
             for operand in list(copy.operands)[2:]:
                 _check_recomputable(operand, body)
