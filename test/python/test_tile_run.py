@@ -130,3 +130,19 @@ def test_an_output_only_the_reference_engine_writes_is_compared(tmp_path, monkey
     out = capsys.readouterr().out
     assert "argument 0 %Y: memref<4xf32> (output)" in out
     assert "%Y: emulator vs reference engine" in out and out.strip().splitlines()[-1].startswith("FAIL")
+
+
+def test_a_rank_0_memref_next_to_a_scalar(tmp_path, capsys):
+    """A memref<f32> is an array (re-executed in float64), the f32 next to it a scalar."""
+    path = tmp_path / "rank0.mlir"
+    path.write_text("""func.func @f(%x: memref<f32>, %s: f32) {
+  %v = memref.load %x[] : memref<f32>
+  %y = arith.mulf %v, %s : f32
+  memref.store %y, %x[] : memref<f32>
+  return
+}
+""")
+    assert main([str(path)]) == NOT_CHECKED
+    out = capsys.readouterr().out
+    assert "argument 0 %x: memref<f32> (output)" in out and "argument 1 %s: f32 (scalar input = " in out
+    assert "%x: vs float64 re-execution of the program" in out and "PASS" not in out

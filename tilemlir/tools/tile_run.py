@@ -126,13 +126,16 @@ def _copy(value):
 
 
 def _is_float_array(value) -> bool:
+    """A memref's array of floats (scalars are NumPy scalars or ints, not arrays)."""
+    import numpy as np
+
     from tilemlir.runtime.dtypes import is_float_dtype
 
-    return hasattr(value, "ndim") and value.ndim > 0 and is_float_dtype(value.dtype)
+    return isinstance(value, np.ndarray) and is_float_dtype(value.dtype)
 
 
 def _role(p, value, written: set[int]) -> str:
-    """'input', 'output', 'input, 1000x128' (a dynamic shape), 'input = 1.25' (a scalar)."""
+    """'input', 'output', 'input, 1000x128' (a dynamic shape), 'scalar input = 1.25'."""
     if not p.is_memref:
         shown = f"{float(value):.6g}" if hasattr(value, "dtype") and value.dtype.kind not in "iu" \
             else str(value)
