@@ -6,7 +6,8 @@ Two steps, because the device machine has the GPU but not our MLIR wheels:
     python3 bench/device_check.py --run build/devcheck                # there: launch, compare
 
 `--prepare` compiles every kernel of examples/kernels (the cases of
-test/python/general_kernel_cases.py) for nvidia:sm_90a, draws its inputs, and
+test/python/general_kernel_cases.py) and the flash-attention variants of
+test/python/attention_cases.py (DEVICE_VARIANTS) for nvidia:sm_90a, draws its inputs, and
 computes what each output must be with the case's float64 NumPy model and the
 bound allowed around it (derived from the dtypes); it saves the PTX with its
 launch metadata, and the inputs, expectations and bounds as raw bytes.
@@ -41,7 +42,16 @@ def prepare(out: Path, only: str | None = None) -> int:
     import numpy as np
 
     sys.path.insert(0, str(ROOT / "test" / "python"))
+    import attention_cases
     from general_kernel_cases import CASES, inputs_for
+
+    # (name, kernel text, entry, inputs, {output index: (float64 expectation, bound)})
+    jobs = [(name, case.text(TARGET), case.entry, (lambda case=case: inputs_for(case, TARGET)),
+             case.model) for name, case in sorted(CASES.items())]
+    for variant in attention_cases.DEVICE_VARIANTS:
+        jobs.append((variant.name, attention_cases.kernel_text(variant), variant.name,
+                     (lambda variant=variant: attention_cases.inputs(variant)),
+                     (lambda args, variant=variant: attention_cases.model(variant, args))))
 
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
     from tilemlir.diagnostics import UserError
@@ -50,25 +60,25 @@ def prepare(out: Path, only: str | None = None) -> int:
 
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"target": TARGET, "kernels": [], "refused": []}
-    for name, case in sorted(CASES.items()):
+    for name, text, entry_name, make_inputs, expect in jobs:
         if only and name != only:
             continue
         from mlir import ir
 
         context = tile.make_context()
         try:
-            module = ir.Module.parse(case.text(TARGET), context)
+            module = ir.Module.parse(text, context)
             kernel = compile_to_ptx(module.operation, get_target(TARGET), "", "", "")
         except (UserError, ir.MLIRError) as error:
             manifest["refused"].append({"name": name, "error": str(error)})
             print(f"refused {name}: {str(error).splitlines()[-1][:200]}")
             continue
         kernel.save(out / name)
-        args = inputs_for(case, TARGET)
-        expected = case.model([np.copy(a) for a in args])
-        entry = {"name": name, "entry": case.entry, "json": f"{name}.json", "arguments": []}
+        args = make_inputs()
+        expected = expect([np.copy(a) for a in args])
+        entry = {"name": name, "entry": entry_name, "json": f"{name}.json", "arguments": []}
         meta = json.loads((out / f"{name}.json").read_text())
-        params = next(f for f in meta["functions"] if f["entry"] == case.entry)["arguments"]
+        params = next(f for f in meta["functions"] if f["entry"] == entry_name)["arguments"]
         for index, (value, param) in enumerate(zip(args, params)):
             item = {"index": index}
             if "shape" in param:

@@ -256,3 +256,17 @@ def known_multiple(value: ir.Value, depth: int = 0) -> int:
     if name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
         return known_multiple(operands[0], depth + 1)
     return 1
+
+
+def memref_dims(value: ir.Value) -> list[ir.Value]:
+    """The extents of a memref as index values (memref.dim where dynamic)."""
+    from mlir.dialects import memref
+
+    memref_type = ir.MemRefType(value.type)
+    dims = []
+    for axis, extent in enumerate(memref_type.shape):
+        if extent == ir.ShapedType.get_dynamic_size():
+            dims.append(memref.DimOp(value, const_index(axis)).result)
+        else:
+            dims.append(const_index(extent))
+    return dims

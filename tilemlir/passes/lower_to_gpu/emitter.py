@@ -27,6 +27,7 @@ from tilemlir.passes.gpu_builders import (
     convert,
     load_or_zero,
     loads_or_zeros,
+    memref_dims,
     mul,
     splat,
     swizzled_column,
@@ -50,7 +51,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     guarded,
     rebind_fragments,
 )
-from tilemlir.passes.lower_to_gpu.fragment_ops import FragmentOps, ParallelContext
+from tilemlir.passes.lower_to_gpu.fragment_ops import FragmentOps, ParallelContext, window_dims
 from tilemlir.passes.shared_memory import SharedLayout, physical_shared_shape, shared_layout
 
 
@@ -641,10 +642,7 @@ def window_view(op, buffer: ir.Value, indices: list[ir.Value], rank: int) -> tup
     window's offsets. A fixed index out of bounds leaves the view empty
     (reads give 0, writes are dropped, as tile.copy defines)."""
     memref_type = ir.MemRefType(buffer.type)
-    if "tile.window" in op.attributes:
-        window = list(ir.DenseI64ArrayAttr(op.attributes["tile.window"]))
-    else:
-        window = list(range(memref_type.rank - rank, memref_type.rank))
+    window = list(window_dims(op, memref_type.rank, rank))
     extents = memref_dims(buffer)
     if not indices:
         indices = [const_index(0)] * memref_type.rank
@@ -669,18 +667,6 @@ def window_view(op, buffer: ir.Value, indices: list[ir.Value], rank: int) -> tup
     view = memref.SubViewOp(view_type, buffer, offsets, sizes, [], [dynamic] * memref_type.rank,
                             static_sizes, [1] * memref_type.rank).result
     return view, [indices[d] for d in window]
-
-
-def memref_dims(value: ir.Value) -> list[ir.Value]:
-    """The extents of a memref as index values (memref.dim where dynamic)."""
-    memref_type = ir.MemRefType(value.type)
-    dims = []
-    for axis, extent in enumerate(memref_type.shape):
-        if extent == ir.ShapedType.get_dynamic_size():
-            dims.append(memref.DimOp(value, const_index(axis)).result)
-        else:
-            dims.append(const_index(extent))
-    return dims
 
 
 def load_vector_or_zeros(src, indices, rows, cols, vector_type) -> ir.Value:

@@ -55,6 +55,7 @@ from tilemlir.passes.gpu_builders import (
     convert,
     known_multiple,
     load_or_zero,
+    memref_dims,
     mul,
     swizzled_column,
     udiv,
@@ -173,12 +174,11 @@ def _pack_bits(value: ir.Value, mask: int, removed: int) -> ir.Value:
     return const_index(0) if total is None else total
 
 
-def _window_dims(copy: ir.Operation, big_rank: int, small_rank: int) -> tuple[int, ...]:
+def window_dims(copy: ir.Operation, big_rank: int, small_rank: int) -> tuple[int, ...]:
     """The dims of the higher-rank side a rank-reducing tile.copy's window
     spans (`tile.window`, default the trailing ones)."""
-    if "tile.window" in copy.attributes:
-        return tuple(ir.DenseI64ArrayAttr(copy.attributes["tile.window"]))
-    return tuple(range(big_rank - small_rank, big_rank))
+    dims = attributes.WINDOW.read(copy)
+    return dims if dims is not None else tuple(range(big_rank - small_rank, big_rank))
 
 
 def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) -> set:
@@ -672,9 +672,7 @@ class FragmentOps:
             return buffer, element, shared_index, None, not (layout.transposed or layout.swizzle)
         buffer = self._values[value]
         memref_type = ir.MemRefType(buffer.type)
-        window = _window_dims(op, memref_type.rank, rank)
-        from tilemlir.passes.lower_to_gpu.emitter import memref_dims
-
+        window = window_dims(op, memref_type.rank, rank)
         extents = memref_dims(buffer)
         if not offsets:
             offsets = [const_index(0)] * memref_type.rank
