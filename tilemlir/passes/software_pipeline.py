@@ -28,6 +28,9 @@ the copies N-1 iterations ahead:
   top of the iteration and stores them into the stage at its end, after a
   second barrier (every wave's reads of tile(i) are done), so the loads
   still overlap the gemm.
+* a loop whose trip count is not known to be positive (bounds computed at run
+  time, e.g. a causal loop stopping at the diagonal) runs its prologue under
+  `scf.if lower < upper`: a loop of zero iterations copies nothing.
 
 Input invariant: in a marked loop, the copies from global memory into shared
 buffers allocated outside the loop and used only by this loop have indices
@@ -58,7 +61,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from mlir import ir
-from mlir.dialects import arith, memref
+from mlir.dialects import arith, memref, scf
 
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
@@ -69,6 +72,13 @@ from tilemlir.target import resolve_target
 
 class NotPipelinable(Exception):
     pass
+
+
+def _constant(value: ir.Value) -> int | None:
+    owner = value.owner
+    if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant":
+        return ir.IntegerAttr(owner.attributes["value"]).value
+    return None
 
 
 def _index(value: int) -> ir.Value:
@@ -216,11 +226,22 @@ class TilePipeline(TilePass):
         with ir.InsertionPoint(loop), loop.location:
             final = arith.AddIOp(lower, arith.MulIOp(arith.DivUIOp(arith.SubIOp(
                 arith.SubIOp(upper, lower).result, _index(1)).result, step).result, step).result).result
+            known = [_constant(v) for v in (lower, upper)]
+            guard = None
+            if None in known or known[1] <= known[0]:
+                # A loop that may run zero times (a causal bound: stop at the
+                # diagonal) copies nothing: its prologue runs only if it runs.
+                runs = arith.CmpIOp(arith.CmpIPredicate.slt, lower, upper).result
+                guard = scf.IfOp(runs)
+        where = ir.InsertionPoint(guard.then_block) if guard is not None else ir.InsertionPoint(loop)
+        with where, loop.location:
             for s in range(lead):
                 iteration = arith.MinUIOp(arith.AddIOp(lower, arith.MulIOp(step, _index(s)).result).result,
                                           final).result
                 stage = _index(s)
                 self.copy_for_iteration(body, induction, iteration, copies, staged, stage, prologue=True)
+            if guard is not None:
+                scf.YieldOp([])
         # In the loop: the stage of this iteration, and the copy `lead` ahead.
         first = next(iter(body.operations)).operation
         with ir.InsertionPoint(first), loop.location:
