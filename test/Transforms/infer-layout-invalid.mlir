@@ -22,14 +22,14 @@ func.func @conflict() {
 
 #S = #gpu.address_space<workgroup>
 #F = #gpu.address_space<private>
-// A in registers has no lane layout yet.
+// A in registers that is no gemm accumulator's copy: tile-stage-operands (not run here) stages it.
 func.func @register_operand() {
   "tile.kernel"() ({
   ^bb0(%b: index):
     %a = "tile.alloc_fragment"() : () -> memref<64x32xf16, #F>
     %b1 = "tile.alloc_shared"() : () -> memref<32x64xf16, #S>
     %c = "tile.alloc_fragment"() : () -> memref<64x64xf32, #F>
-    // expected-error@below {{tile-infer-layout: gemm operand A is held in registers; only shared-memory A and B have a lane layout so far}}
+    // expected-error@below {{tile-infer-layout: gemm operand A is held in registers where the matrix instruction cannot read it (run tile-stage-operands, which stages it through shared memory)}}
     "tile.gemm"(%a, %b1, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false, tile.mma = {name = "v_mfma_f32_32x32x8_f16", shape = array<i64: 32, 32, 8, 1>, types = ["f16", "f16", "f32"]}, tile.warp_grid = array<i64: 2, 2>} : (memref<64x32xf16, #F>, memref<32x64xf16, #S>, memref<64x64xf32, #F>) -> ()
     gpu.yield
   }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()

@@ -108,3 +108,28 @@ def split_waves(waves: int, rows: int, cols: int, quantum_m: int,
         if best is None or balance < best[0]:
             best = (balance, wm, wn)
     return None if best is None else (best[1], best[2])
+
+
+def register_a_source(gemm: ir.Operation) -> ir.Operation | None:
+    """The gemm whose accumulator a gemm's fragment A was copied from (flash
+    attention's P = cast(S) into O += P V), or None: A is not a fragment, or
+    not the plain copy of one gemm's accumulator."""
+    from tilemlir.dialects import tile
+
+    operand = gemm.operands[0]
+    if tile.memory_level(operand.type) != tile.FRAGMENT:
+        return None
+    def writes(use) -> bool:
+        owner, position = use.owner, use.operand_number
+        return ((owner.name in ("tile.copy", "tile.reduce") and position == 1)
+                or (owner.name == "memref.store" and position == 1)
+                or (owner.name == "tile.fill" and position == 0)
+                or (owner.name == "tile.gemm" and position == 2))
+
+    writers = [use.owner for use in operand.uses if writes(use)]
+    if len(writers) != 1 or writers[0].name != "tile.copy":
+        return None  # written otherwise too: its layout is not the accumulator's alone
+    source = writers[0].operands[0]
+    producers = [use.owner for use in source.uses
+                 if use.owner.name == "tile.gemm" and use.operand_number == 2]
+    return producers[0] if len(producers) == 1 else None

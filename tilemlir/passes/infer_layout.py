@@ -103,6 +103,7 @@ from tilemlir.passes.shared_memory import (
     physical_shared_bytes,
     transpose_read_elements,
 )
+from tilemlir.passes.stage_operands import register_a_from
 from tilemlir.target import resolve_target
 from tilemlir.target.model import is_unknown
 
@@ -293,11 +294,14 @@ class TileInferLayout(TilePass):
                             "tile-select-mma first")
             return
         for role, operand in (("A", op.operands[0]), ("B", op.operands[1])):
-            if tile.memory_level(operand.type) == tile.FRAGMENT:
-                state.error(op, f"tile-infer-layout: gemm operand {role} is held in registers; "
-                                "only shared-memory A and B have a lane layout so far "
-                                "(copy it to a tile.alloc_shared buffer)")
-                return
+            if tile.memory_level(operand.type) != tile.FRAGMENT:
+                continue
+            if role == "A" and register_a_from(op, resolve_target(op, self.target)) is not None:
+                continue  # the accumulator layout of its source gemm (copy propagation)
+            state.error(op, f"tile-infer-layout: gemm operand {role} is held in registers where "
+                            "the matrix instruction cannot read it (run tile-stage-operands, which "
+                            "stages it through shared memory)")
+            return
         accumulator = op.operands[2]
         owner = accumulator.owner
         if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "tile.alloc_fragment":

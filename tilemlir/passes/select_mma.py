@@ -22,7 +22,11 @@ fragment buffers and a fragment accumulator of type accum_dtype (after
 tile-legalize-precision the operand types are ones the chip can take).
 Output invariant: every in-kernel tile.gemm carries tile.mma and tile.warp_grid.
 
-4. instructions a group of waves executes together (NVIDIA's warpgroup
+4. gemms chained through registers (one's accumulator, copied to a fragment,
+   is the next one's A, as in flash attention), where the family's core reads
+   such an A from registers (`MatrixCore.reads_register_a`), split their
+   waves along M only when that fits (a wave holds whole rows);
+5. instructions a group of waves executes together (NVIDIA's warpgroup
    `wgmma`, four warps) split the block along M into groups of one instruction
    each (m rows by the block's whole N); they rank after every wave-level row
    unless preferred, because their operands must reach shared memory by TMA.
@@ -50,7 +54,7 @@ from mlir import ir
 from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.gemm_facts import MmaChoice, gemm_shape, split_waves
+from tilemlir.passes.gemm_facts import MmaChoice, gemm_shape, register_a_source, split_waves
 from tilemlir.passes.kernel_facts import enclosing_kernel, kernel_threads
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 from tilemlir.target import resolve_target
@@ -58,9 +62,10 @@ from tilemlir.target.model import is_unknown
 
 
 def select_mma_for(target, shape, threads: int,
-           prefer: str = "") -> tuple[MmaChoice, tuple[int, int]] | list[str]:
+           prefer: str = "", rows_only: bool = False) -> tuple[MmaChoice, tuple[int, int]] | list[str]:
     """The instruction and wave split for a gemm, or the reasons each row failed.
-    Rows whose name starts with `prefer` (when given) rank before all others."""
+    Rows whose name starts with `prefer` (when given) rank before all others.
+    `rows_only`: split the waves along M only (each wave whole rows)."""
     wave = target.require("compute.wave_size", "splitting a block over waves")
     if threads % wave:
         return [f"{threads} threads are not a whole number of {wave}-lane waves"]
@@ -93,6 +98,8 @@ def select_mma_for(target, shape, threads: int,
                                 f"{groups * row.m}x{row.n}), not {shape.m}x{shape.n}")
                 continue
             split = (waves, 1)
+        elif rows_only:
+            split = (waves, 1) if shape.m % (waves * row.m) == 0 and shape.n % row.n == 0 else None
         else:
             split = split_waves(waves, shape.m, shape.n, row.m, row.n)
         if split is None:
@@ -131,12 +138,25 @@ class TileSelectMma(TilePass):
             state.error(gemms[0], f"tile-select-mma: prefer={self.prefer} starts no instruction name "
                                   f"of {target} (its table has e.g. {', '.join(names[:3])})")
             return
+        # Gemms chained through registers (one's accumulator, copied, is the next
+        # one's A) split their waves along M only where the core can read that A
+        # from registers: a wave must hold whole rows of it.
+        chained = set()
+        if matrix_core_for(target.family).reads_register_a:
+            for op in gemms:
+                source = register_a_source(op)
+                if source is not None:
+                    chained.update((op, source))
         for op in gemms:
             kernel = enclosing_kernel(op)
             if kernel is None:
                 continue  # whole-problem form: tile-tiling makes the kernel first
             shape = gemm_shape(op)
-            result = select_mma_for(target, shape, kernel_threads(kernel), self.prefer)
+            result = None
+            if op in chained:
+                result = select_mma_for(target, shape, kernel_threads(kernel), self.prefer, rows_only=True)
+            if result is None or isinstance(result, list):
+                result = select_mma_for(target, shape, kernel_threads(kernel), self.prefer)
             if isinstance(result, list):
                 tried = "; ".join(result)
                 state.error(op, f"tile-select-mma: no matrix instruction of {target} fits this "

@@ -1,5 +1,5 @@
-"""tile-stage-operands: a gemm operand held in registers is staged through
-shared memory.
+"""tile-stage-operands: a gemm operand held in registers is read from there
+where the family can, else staged through shared memory.
 
 TileLang programs multiply a fragment straight into the next gemm (flash
 attention's O += P V, P being the softmax of the previous gemm's
@@ -15,7 +15,8 @@ and the copy follows that layout.
 
 Input invariant: tile-verify holds; tile-select-mma ran (the remark names the
 instruction).
-Output invariant: no in-kernel tile.gemm reads A or B from a fragment.
+Output invariant: an in-kernel tile.gemm reads A from a fragment only where
+`register_a_from` accepts it, and B never.
 
 Options:
   target (string): the target (default: the module's tile.target).
@@ -42,11 +43,29 @@ from tilemlir.dialects import tile
 from tilemlir.dialects.element_types import bit_width
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.gemm_facts import MmaChoice
+from tilemlir.passes.gemm_facts import MmaChoice, register_a_source, warp_grid_of
 from tilemlir.passes.kernel_facts import enclosing_kernel
+from tilemlir.passes.lower_to_gpu.api import matrix_core_for
+from tilemlir.passes.shared_memory import position_text
 from tilemlir.target import resolve_target
 
 WORKGROUP = "#gpu.address_space<workgroup>"
+
+
+def register_a_from(gemm: ir.Operation, target) -> ir.Operation | None:
+    """The gemm whose accumulator this gemm reads as A straight from
+    registers (`MatrixCore.register_a` accepts the pair, both chosen by
+    tile-select-mma), or None."""
+    source = register_a_source(gemm)
+    if source is None or enclosing_kernel(source) != enclosing_kernel(gemm):
+        return None
+    choice, source_choice = MmaChoice.of(gemm), MmaChoice.of(source)
+    warps, source_warps = warp_grid_of(gemm), warp_grid_of(source)
+    if None in (choice, source_choice, warps, source_warps):
+        return None
+    bits = bit_width(ir.MemRefType(gemm.operands[0].type).element_type)
+    core = matrix_core_for(target.family)
+    return source if core.register_a(choice, warps, source_choice, source_warps, bits) else None
 
 
 @dataclass(frozen=True)
@@ -61,8 +80,15 @@ class TileStageOperands(TilePass):
         for gemm in gemms:
             for role, position in (("A", 0), ("B", 1)):
                 operand = gemm.operands[position]
-                if tile.memory_level(operand.type) == tile.FRAGMENT:
-                    self.stage(gemm, role, position, operand, module, state)
+                if tile.memory_level(operand.type) != tile.FRAGMENT:
+                    continue
+                source = register_a_from(gemm, resolve_target(module, self.target)) if role == "A" else None
+                if source is not None:
+                    state.remark(gemm, f"{self.name}: gemm operand A stays in registers: it is the "
+                                       f"accumulator of the gemm at {position_text(source)}, laid out as "
+                                       f"{MmaChoice.of(gemm).name} reads its A")
+                    continue
+                self.stage(gemm, role, position, operand, module, state)
 
     def stage(self, gemm: ir.Operation, role: str, position: int, fragment: ir.Value,
               module: ir.Operation, state: PassState) -> None:

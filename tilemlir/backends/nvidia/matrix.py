@@ -106,6 +106,7 @@ class MmaSyncCore(MatrixCore):
     """`mma.sync` m16n8k16 (f16, bf16) and m16n8k32 (e4m3, e5m2, s8) per warp."""
 
     places_shared_memory: ClassVar[bool] = True
+    reads_register_a: ClassVar[bool] = True
 
     def __init__(self):
         self.stage_views: dict = {}  # tile-level shared value -> memref<S x R x C> view
@@ -182,6 +183,17 @@ class MmaSyncCore(MatrixCore):
     def lower_loop(self, lowering: KernelLowering, op: ir.Operation) -> bool:
         return lower_pipelined_loop(self, lowering, op)
 
+    def register_a(self, choice, warps, source, source_warps, a_bits: int) -> bool:
+        """The m16n8k16 A fragment of 16-bit elements is two adjacent m16n8
+        accumulator tiles (PTX ISA, "Matrix Fragments for mma.m16n8k16": A's
+        a0..a7 hold rows g and g+8, columns 2t, 2t+1 and 2t+8, 2t+9; the C/D
+        fragment rows g and g+8, columns 2t, 2t+1 of an 8-column tile): a wave
+        holding whole rows of the source accumulator (warps split along M only,
+        the same split) holds its A registers already."""
+        shapes = ((choice.m, choice.n, choice.k), (source.m, source.n))
+        return (a_bits == 16 and shapes == (SHAPES[16], SHAPES[16][:2]) and tuple(warps) == tuple(source_warps)
+                and warps[1] == 1)
+
     # -- one tile.gemm -----------------------------------------------------------
 
     def emit_k_steps(self, step: GemmOperands) -> None:
@@ -193,7 +205,7 @@ class MmaSyncCore(MatrixCore):
 
     @staticmethod
     def operand_bits(step: GemmOperands) -> int:
-        a_element = ir.MemRefType(step.a_smem.type).element_type
+        a_element = a_element_of(step)
         b_element = ir.MemRefType(step.b_smem.type).element_type
         bits = bit_width(a_element)
         if bits != bit_width(b_element) or bits not in SHAPES:
@@ -211,6 +223,9 @@ class MmaSyncCore(MatrixCore):
         n0 = mul(step.wave_n, wtn)
         operands = Operands(step, bits, self.operand_swizzle(step))
         k0 = k_step * k
+        if step.a_fragment is not None:
+            return ([registers_a(step, tm, k_step) for tm in range(tiles_m)],
+                    operands.b_tiles(n0, k0, tiles_n))
         return ([operands.a(add(m0, tm * 16), k0) for tm in range(tiles_m)],
                 operands.b_tiles(n0, k0, tiles_n))
 
@@ -222,7 +237,7 @@ class MmaSyncCore(MatrixCore):
         """The m16n8 instructions of one K step on registers from load_k_step."""
         fragment = step.fragment
         a_frags, b_frags = registers
-        a_element = ir.MemRefType(step.a_smem.type).element_type
+        a_element = a_element_of(step)
         b_element = ir.MemRefType(step.b_smem.type).element_type
         bits = self.operand_bits(step)
         tiles_m, tiles_n = fragment.tiles
@@ -230,6 +245,26 @@ class MmaSyncCore(MatrixCore):
             index = fragment.tile_index(tm, tn)
             fragment.values[index] = mma(bits, a_element, b_element, a_frags[tm], b_frags[tn],
                                          fragment.values[index], fragment.element)
+
+
+def a_element_of(step: GemmOperands) -> ir.Type:
+    if step.a_fragment is not None:
+        return step.a_fragment.element
+    return ir.MemRefType(step.a_smem.type).element_type
+
+
+def registers_a(step: GemmOperands, tm: int, k_step: int) -> ir.Value:
+    """The A registers of m16 tile `tm` and K step `k_step` (16 wide) from a
+    fragment laid out as an m16n8 accumulator (`MmaSyncCore.register_a`):
+    its n8 tiles 2*k_step and 2*k_step + 1, elements 0..3 each, are
+    a0..a3 and a4..a7 (slot = (tile * 4 + element), tiles in row-major
+    order over the wave's tiles, `AccumulatorFragment.owned`)."""
+    fragment = step.a_fragment
+    per_lane = 4
+    tiles_n = fragment.placement.shape[1] // 8  # the wave's n8 tiles: warps split along M only
+    scalars = [fragment.read((tm * tiles_n + tn) * per_lane + j)
+               for tn in (2 * k_step, 2 * k_step + 1) for j in range(per_lane)]
+    return vector.FromElementsOp(ir.VectorType.get([4, 2], fragment.element), scalars).result
 
 
 def as_bytes(smem: ir.Value) -> ir.Value:
@@ -260,15 +295,16 @@ class Operands:
         self.step = step
         self.bits = bits
         self.lane = step.lane
-        self.a_smem = step.a_smem if bits == 16 else as_bytes(step.a_smem)
+        # A in registers (step.a_fragment) has no shared buffer.
+        self.a_smem = step.a_smem if bits == 16 or step.a_smem is None else as_bytes(step.a_smem)
         self.b_smem = step.b_smem if bits == 16 else as_bytes(step.b_smem)
         # Operands stored as TMA boxes with the 128-byte swizzle (wgmma.py's
         # SwizzledBuffer): ldmatrix addresses go through `swizzled_index`.
         self.swizzled = {self.a_smem: swizzled[0], self.b_smem: swizzled[1]}
         # Element offset of the second 8-column half of a 16x16-byte-pair tile.
         self.half = 8 if bits == 16 else 16
-        self.element = ir.MemRefType(self.a_smem.type).element_type
-        for smem in (self.a_smem, self.b_smem):
+        self.element = ir.MemRefType(self.b_smem.type).element_type
+        for smem in (s for s in (self.a_smem, self.b_smem) if s is not None):
             cols = ir.MemRefType(smem.type).shape[1]
             if (cols * bits // 8) % 16:
                 raise UserError("nvidia: shared rows of gemm operands must be multiples of 16 bytes "

@@ -223,6 +223,12 @@ class NvidiaMatrixCore(MmaSyncCore):
             return k in (16, 32) and n % 8 == 0 and 8 <= n <= 256
         return super().supported(m, n, k, blocks, wave_size)
 
+    def register_a(self, choice, warps, source, source_warps, a_bits: int) -> bool:
+        # wgmma's register A (the RS form) has its own fragment layout: not yet.
+        if is_wgmma(choice.name) or is_wgmma(source.name):
+            return False
+        return super().register_a(choice, warps, source, source_warps, a_bits)
+
     def waves_per_instruction(self, name: str) -> int:
         return WARPGROUP_WARPS if is_wgmma(name) else 1
 

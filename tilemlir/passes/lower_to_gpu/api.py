@@ -229,6 +229,10 @@ class GemmOperands:
     # Their XOR swizzles (tile.smem_layout swizzle; 0: none).
     swizzle_a: int = 0
     swizzle_b: int = 0
+    # A held in registers instead of `a_smem` (None then): a fragment laid out as
+    # the accumulator of another gemm whose layout `MatrixCore.register_a`
+    # accepted (flash attention's P = softmax(Q K^T) in O += P V).
+    a_fragment: RegisterFragment | None = None
 
 
 # --------------------------------------------------------------------------
@@ -329,6 +333,20 @@ class MatrixCore(ABC):
         """How many consecutive waves execute one instruction of this name
         together (1: every wave its own; NVIDIA's wgmma: a warpgroup of 4)."""
         return 1
+
+    # True: `register_a` may accept some gemm; tile-select-mma then splits the
+    # waves of such gemm chains along M only (a wave holds whole rows of P).
+    reads_register_a: ClassVar[bool] = False
+
+    def register_a(self, choice: MmaChoice, warps: tuple[int, int], source: MmaChoice,
+                   source_warps: tuple[int, int], a_bits: int) -> bool:
+        """Whether a gemm (`choice` over `warps`) can take its A operand, of
+        `a_bits`-bit elements, straight from registers laid out as the
+        accumulator of another gemm (`source` over `source_warps`): each lane
+        already holds the A elements its instruction reads. False (the
+        default): the operand is staged through shared memory
+        (tile-stage-operands)."""
+        return False
 
     def operand_lanes(self, m: int, n: int, k: int, wave_size: int):
         """For LDS layout choice: per lane, the (row of A, K index) and (column of

@@ -53,6 +53,7 @@ from tilemlir.passes.lower_to_gpu.api import (
 )
 from tilemlir.passes.lower_to_gpu.fragment_ops import FragmentOps, ParallelContext, window_dims
 from tilemlir.passes.shared_memory import SharedLayout, physical_shared_shape, shared_layout
+from tilemlir.passes.stage_operands import register_a_from
 
 
 def check_cast(copy: ir.Operation) -> None:
@@ -189,9 +190,11 @@ class KernelEmitter(FragmentOps):
 
     def gemm_operands(self, gemm: ir.Operation) -> GemmOperands:
         a, b, c = gemm.operands[0], gemm.operands[1], gemm.operands[2]
-        if a not in self._shared or b not in self._shared:
+        a_fragment = self.register_a_operand(gemm)
+        if (a not in self._shared and a_fragment is None) or b not in self._shared:
             raise LoweringError(gemm, "tile-lower-to-gpu: gemm operands A and B must be shared "
-                                      "buffers (register operands are not supported yet)")
+                                      "buffers, or A the copy of an accumulator the family's matrix "
+                                      "instructions read from registers (run tile-stage-operands)")
         if c not in self._fragments:
             raise LoweringError(gemm, "tile-lower-to-gpu: the gemm accumulator has no register layout")
         choice = MmaChoice.of(gemm)
@@ -204,13 +207,33 @@ class KernelEmitter(FragmentOps):
         transpose_b = ir.BoolAttr(gemm.attributes["transpose_b"]).value
         block_k = ir.MemRefType(a.type).shape[0 if transpose_a else 1]
         wave_m, wave_n = self.wave_position(fragment)
-        (a_smem, layout_a), (b_smem, layout_b) = self._shared[a], self._shared[b]
+        a_smem, layout_a = self._shared[a] if a_fragment is None else (None, SharedLayout())
+        b_smem, layout_b = self._shared[b]
         # A buffer stored transposed flips which index of it is K.
         return GemmOperands(fragment, choice, a_smem, b_smem,
                             transpose_a != layout_a.transposed, transpose_b != layout_b.transposed,
                             block_k, self._ids.lane, wave_m, wave_n,
                             layout_a.transpose_read, layout_b.transpose_read,
-                            layout_a.swizzle, layout_b.swizzle)
+                            layout_a.swizzle, layout_b.swizzle, a_fragment)
+
+    def register_a_operand(self, gemm: ir.Operation) -> RegisterFragment | None:
+        """A gemm's A held in registers, where tile-stage-operands left it
+        there (`register_a_from`): it must be laid out exactly as the
+        accumulator of its source gemm, which is what the core reads."""
+        a = gemm.operands[0]
+        fragment = self.fragment_of(a)
+        if fragment is None:
+            return None
+        source = register_a_from(gemm, self._target)
+        if source is None or ir.BoolAttr(gemm.attributes["transpose_a"]).value:
+            raise LoweringError(gemm, "tile-lower-to-gpu: this gemm's A is held in registers the "
+                                      "matrix instruction cannot read (run tile-stage-operands)")
+        accumulator = self._fragments.get(source.operands[2])
+        if not isinstance(fragment, RegisterFragment) or accumulator is None or \
+                fragment.placement != accumulator.placement:
+            raise LoweringError(gemm, "tile-lower-to-gpu: this gemm's A in registers is not laid out "
+                                      "as the accumulator it was copied from (run tile-infer-layout)")
+        return fragment
 
     def record_lds_conflicts(self, gemm: ir.Operation) -> None:
         conflicts = attributes.LDS_CONFLICTS.read(gemm)
