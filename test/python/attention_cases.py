@@ -17,8 +17,9 @@ from tilemlir.runtime.dtypes import convert
 
 U32, U16, U_BF16 = 2.0 ** -24, 2.0 ** -11, 2.0 ** -8
 LOG2E = 1.4426950408889634
-NUMPY = {"f16": "float16", "bf16": "bfloat16"}
-UNIT = {"f16": U16, "bf16": U_BF16}
+NUMPY = {"f16": "float16", "bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E4M3FNUZ": "float8_e4m3fnuz"}
+# Unit roundoff of each type (half an ulp at 1): 2^-(mantissa bits + 1).
+UNIT = {"f16": U16, "bf16": U_BF16, "f8E4M3FN": 2.0 ** -4, "f8E4M3FNUZ": 2.0 ** -4}
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,8 @@ class Attention:
     @property
     def name(self) -> str:
         kind = "causal" if self.causal else "full"
-        return (f"attn_{kind}_b{self.batch}h{self.heads}kv{self.kv_heads}s{self.seq}d{self.dim}_"
-                f"{self.dtype}")
+        dtype = self.dtype.lower().replace("f8e4m3", "fp8_e4m3")
+        return f"attn_{kind}_b{self.batch}h{self.heads}kv{self.kv_heads}s{self.seq}d{self.dim}_{dtype}"
 
     @property
     def flops(self) -> float:
@@ -57,7 +58,9 @@ def kernel_text(a: Attention) -> str:
     stops at the diagonal when causal; keys past the sequence's end (and,
     when causal, after the query) are masked to -inf before the row max."""
     t = a.dtype
+    out = t if t in ("f16", "bf16") else "f16"  # fp8 attention writes f16
     qkv = f"memref<{a.batch}x{a.seq}x{a.heads}x{a.dim}x{t}>"
+    o_type = f"memref<{a.batch}x{a.seq}x{a.heads}x{a.dim}x{out}>"
     kv = f"memref<{a.batch}x{a.seq}x{a.kv_heads}x{a.dim}x{t}>"
     shared = "#gpu.address_space<workgroup>"
     private = "#gpu.address_space<private>"
@@ -106,7 +109,7 @@ def kernel_text(a: Attention) -> str:
             "      }",
         ]
     lines = [
-        f"func.func @{a.name}(%Q: {qkv}, %K: {kv}, %V: {kv}, %O: {qkv}) {{",
+        f"func.func @{a.name}(%Q: {qkv}, %K: {kv}, %V: {kv}, %O: {o_type}) {{",
         '  "tile.kernel"() ({',
         "  ^bb0(%bx: index, %head: index, %b: index):",
         "    %c0 = arith.constant 0 : index",
@@ -195,7 +198,7 @@ def kernel_text(a: Attention) -> str:
         f"      memref.store %y, %acc_o[%i, %j] : {acc_o}",
         "      scf.reduce",
         "    }",
-        f'    "tile.copy"(%acc_o, %O, %b, %row0, %head, %c0) {store_window} : ({acc_o}, {qkv}, index, index, index, index) -> ()',
+        f'    "tile.copy"(%acc_o, %O, %b, %row0, %head, %c0) {store_window} : ({acc_o}, {o_type}, index, index, index, index) -> ()',
         "    gpu.yield",
         f"  }}) {{grid = array<i64: {ceildiv(a.seq, a.block_m)}, {a.heads}, {a.batch}>, threads = {a.threads} : i64}} : () -> ()",
         "  return",
@@ -211,10 +214,12 @@ def inputs(a: Attention, seed: int = 0) -> list[np.ndarray]:
     def uniform(shape, low, high):
         return convert(rng.uniform(low, high, shape), dtype)
 
-    q = uniform((a.batch, a.seq, a.heads, a.dim), -2, 2)
-    k = uniform((a.batch, a.seq, a.kv_heads, a.dim), -2, 2)
+    spread = 2 if a.dtype in ("f16", "bf16") else 1  # fp8 scores stay in a sane range
+    q = uniform((a.batch, a.seq, a.heads, a.dim), -spread, spread)
+    k = uniform((a.batch, a.seq, a.kv_heads, a.dim), -spread, spread)
     v = uniform((a.batch, a.seq, a.kv_heads, a.dim), -1, 1)
-    o = convert(np.full((a.batch, a.seq, a.heads, a.dim), np.nan), dtype)
+    out_dtype = dtype if a.dtype in ("f16", "bf16") else "float16"
+    o = convert(np.full((a.batch, a.seq, a.heads, a.dim), np.nan), out_dtype)
     return [q, k, v, o]
 
 
@@ -231,11 +236,12 @@ def model(a: Attention, args: list[np.ndarray]) -> dict[int, tuple[np.ndarray, n
     p = np.exp(scores - scores.max(axis=-1, keepdims=True))
     out = np.einsum("bhqk,bkhd->bqhd", p / p.sum(axis=-1, keepdims=True), v)
     unit = UNIT[a.dtype]
+    out_unit = unit if a.dtype in ("f16", "bf16") else U16
     # P rounded to the input type before P V (each weight within one unit, the weights
     # summing to 1, twice for the normalisation by the f32 row sum), the f32 sums of the
-    # scores and of P V, then the output rounding.
+    # scores and of P V, then the output rounding (fp8 kernels write f16).
     spread = np.abs(v).max()
-    bound = unit * np.abs(out) + (2 * unit + (a.dim + a.seq + 16) * U32) * spread + 2.0 ** -24
+    bound = out_unit * np.abs(out) + (2 * unit + (a.dim + a.seq + 16) * U32) * spread + 2.0 ** -24
     return {3: (out, bound)}
 
 

@@ -83,8 +83,9 @@ def convert(value: ir.Value, source: ir.Type, target: ir.Type,
         return convert(fp8_decode.decode_to_f32(value, str(source)), ir.F32Type.get(), target,
                        native_fp8)
     if _is_fp8(target) and str(target) not in native_fp8:
-        raise UserError(f"tile-lower-to-gpu: this chip cannot encode {target} "
-                        f"(its fp8 formats: {', '.join(native_fp8) or 'none'})")
+        raise UserError(f"tile-lower-to-gpu: converting to {target} is not supported here: the "
+                        "target's code generator encodes no fp8 format in a kernel (fp8 formats it "
+                        f"converts: {', '.join(native_fp8) or 'none'}); keep the fragment in f16 or bf16")
 
     def typed(element: ir.Type) -> ir.Type:
         vt = value.type

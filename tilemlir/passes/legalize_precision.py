@@ -4,8 +4,8 @@ Mixed precision is explicit after this pass:
 
 * **fp8 encodings.** gfx942's matrix unit reads the FNUZ fp8 encodings,
   gfx950's and MetaX's the OCP ones (the descriptor's `matrix.fp8_formats`).
-  A gemm operand staged through shared memory in the other encoding is
-  converted by its global->shared copy (tile.copy converts element types,
+  A gemm operand staged through shared memory (or held in a fragment) in the
+  other encoding is converted by the copy that fills it (tile.copy converts element types,
   rounding to nearest even):
   - FNUZ -> OCP (e.g. on gfx950): not exact: OCP's exponent bias is one
     lower, so the FNUZ values below OCP's smallest normal with an odd last
@@ -159,15 +159,17 @@ class TileLegalizePrecision(TilePass):
     def retype_shared(self, gemm: ir.Operation, operand: ir.Value, element: str,
                       state: PassState) -> None:
         owner = operand.owner
-        if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "tile.alloc_shared":
+        allocs = ("tile.alloc_shared", "tile.alloc_fragment")
+        if not isinstance(owner, ir.OpView | ir.Operation) or owner.name not in allocs:
             state.error(gemm, "tile-legalize-precision: a gemm operand that needs a different fp8 "
-                              "encoding must come from tile.alloc_shared (so its copy converts it)")
+                              "encoding must come from tile.alloc_shared or tile.alloc_fragment (so "
+                              "the copy filling it converts it)")
             return
         for use in operand.uses:
             user = use.owner
             is_copy_into = user.name == "tile.copy" and user.operands[1] == operand
             if user.name != "tile.gemm" and not is_copy_into:
-                state.error(user, f"tile-legalize-precision: cannot change this shared buffer to "
+                state.error(user, f"tile-legalize-precision: cannot change this buffer to "
                                   f"{element}: it is used by {user.name}, not only filled by "
                                   "tile.copy and read by tile.gemm")
                 return
@@ -175,7 +177,8 @@ class TileLegalizePrecision(TilePass):
         new_type = ir.MemRefType.get(old_type.shape, ir.Type.parse(element),
                                      memory_space=old_type.memory_space)
         with ir.InsertionPoint(owner), owner.location:
-            replacement = tile.alloc_shared(new_type)
+            make = tile.alloc_shared if owner.name == "tile.alloc_shared" else tile.alloc_fragment
+            replacement = make(new_type)
         operand.replace_all_uses_with(replacement)
         owner.erase()
 

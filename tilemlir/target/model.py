@@ -466,7 +466,12 @@ class Backend:
     `native_math` ("module:OBJECT", imported on first use) names the family's
     table of the float `math` ops its code generator lowers, element type ->
     op names; `tile-expand-math` expands or refuses the others. Empty: it
-    lowers every math op (C++ with libm, PTX with libdevice)."""
+    lowers every math op (C++ with libm, PTX with libdevice).
+
+    `converts_fp8`: the family's code generator lowers `arith.extf`/`truncf`
+    of its fp8 formats (the descriptor's matrix.fp8_formats) in hardware
+    (AMD: v_cvt_*fp8*). Otherwise tile-lower-to-gpu decodes fp8 in software
+    and refuses, at the op, a conversion into fp8."""
 
     family: str
     summary: str
@@ -483,6 +488,7 @@ class Backend:
     report_stage: str = ""
     passes: dict[str, str] = field(default_factory=dict, hash=False)
     native_math: str = ""
+    converts_fp8: bool = False
 
     def target_files(self) -> tuple[Path, ...]:
         return tuple(sorted(Path(self.targets_dir).glob("*.toml")))

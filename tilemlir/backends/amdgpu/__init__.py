@@ -55,4 +55,5 @@ BACKEND = Backend(
         "amdgpu-order-lds-dma": "tilemlir.backends.amdgpu.order_lds_dma:AmdgpuOrderLdsDma",
         "amdgpu-math-to-intrinsics": "tilemlir.backends.amdgpu.math_intrinsics:AmdgpuMathToIntrinsics",
     },
+    converts_fp8=True,
 )

@@ -24,4 +24,5 @@ BACKEND = Backend(
     matrix_core="tilemlir.backends.metax.matrix:MetaxMmaCore",
     stages="tilemlir.backends.metax.stages:STAGES",
     report_stage="maca",
+    converts_fp8=True,
 )

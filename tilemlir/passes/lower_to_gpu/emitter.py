@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
+from tilemlir.diagnostics import UserError
 from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 from tilemlir.lds_banks import SWIZZLE_CHUNK_BYTES
@@ -54,6 +55,7 @@ from tilemlir.passes.lower_to_gpu.api import (
 from tilemlir.passes.lower_to_gpu.fragment_ops import FragmentOps, ParallelContext, window_dims
 from tilemlir.passes.shared_memory import SharedLayout, physical_shared_shape, shared_layout
 from tilemlir.passes.stage_operands import register_a_from
+from tilemlir.target import backend
 
 
 def check_cast(copy: ir.Operation) -> None:
@@ -115,7 +117,8 @@ class KernelEmitter(FragmentOps):
         self._hooks_class = hooks_class
         self._options = dict(options or {})
         formats = target.matrix.fp8_formats
-        self._native_fp8 = tuple(formats) if isinstance(formats, tuple) else ()
+        converts = backend(target.family).converts_fp8
+        self._native_fp8 = tuple(formats) if converts and isinstance(formats, tuple) else ()
         self._values: dict = {}
         self._fragments: dict = {}
         self._shared: dict = {}
@@ -179,7 +182,12 @@ class KernelEmitter(FragmentOps):
         with op.location:
             handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
             if handler is not None:
-                handler(op)
+                try:
+                    handler(op)
+                except LoweringError:
+                    raise
+                except UserError as error:  # from a builder (e.g. an fp8 conversion): at this op
+                    raise LoweringError(op, str(error)) from None
             elif op.name.startswith("tile."):
                 raise LoweringError(op, f"tile-lower-to-gpu: {op.name} is not supported here")
             elif op.regions:
