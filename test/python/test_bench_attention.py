@@ -1,0 +1,80 @@
+"""bench/attention.py --prepare and bench/amd_attention_vs_triton.py's own side:
+the flash-attention kernels they generate compile (sm_90a PTX with its launch
+metadata; gfx942 ISA with its report), byte-identical candidates are recorded
+once, and the candidate spaces are the issue's."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+needs_mlir = pytest.mark.skipif(importlib.util.find_spec("mlir") is None, reason="needs the MLIR bindings")
+
+
+def _bench(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_candidates_span_the_issue_space():
+    bench = _bench("attention")
+    assert sorted(bench.CANDIDATES) == sorted(
+        (bm, bn, t, s) for bm in (64, 128) for bn in (64, 128) for t in (128, 256) for s in (1, 2))
+    assert {(4, 32, 4096, 128), (8, 16, 2048, 64), (1, 32, 16384, 128), (16, 16, 1024, 128)} <= set(bench.SHAPES)
+    assert all(config[0] % config[1] == 0 for configs in bench.TRITON_CONFIGS.values() for config in configs), \
+        "flash_forward's causal split needs BLOCK_M to be a multiple of BLOCK_N"
+
+
+@needs_mlir
+def test_prepare_one_small_shape(tmp_path):
+    bench = _bench("attention")
+    batch, heads, seq, dim = 2, 2, 128, 64
+    candidates = [(64, 64, 128, 2), (64, 64, 128, 1)]
+    manifest = bench.prepare(tmp_path, shapes=[(batch, heads, seq, dim)], candidates=candidates)
+    assert manifest["refused"] == []
+    assert manifest["bound"]["unit"]["f16"] == 2.0 ** -11
+    entries = manifest["bench"]
+    assert sorted((e["dtype"], e["causal"], e["stages"]) for e in entries) == sorted(
+        (dtype, causal, stages) for dtype in bench.DTYPES for causal in bench.CAUSAL for stages in (1, 2))
+    saved = [e for e in entries if "json" in e]
+    names = {e["name"] for e in saved}
+    for entry in entries:
+        assert ("json" in entry) != ("identical_to" in entry), entry["name"]
+        if "identical_to" in entry:  # the same kernel: only its first candidate is on disk
+            assert entry["identical_to"] in names
+            assert not (tmp_path / f"{entry['name']}.ptx").exists()
+        full = 4.0 * batch * heads * seq * seq * dim
+        assert entry["flops"] == (full / 2 if entry["causal"] else full)
+    for entry in saved:
+        assert entry["mma_sync"] > 0, entry["name"]
+        metadata = json.loads((tmp_path / entry["json"]).read_text())
+        (function,) = metadata["functions"]
+        assert function["entry"] == entry["entry"]
+        tensor = {"shape": [batch, seq, heads, dim], "dtype": entry["dtype"]}
+        assert function["arguments"] == [tensor] * 4
+        (launch,) = function["launches"]
+        assert launch["grid"] == [seq // 64, heads, batch]
+        assert launch["block"] == [128, 1, 1]
+        assert launch["dynamic_shared_bytes"] == entry["dynamic_shared_bytes"] > 0
+
+
+@needs_mlir
+def test_amd_side_reports_our_kernel(tmp_path):
+    amd = _bench("amd_attention_vs_triton")
+    case = amd.Case("gfx942", 64, causal=True, heads=2, seq=256)
+    found = {tiling: amd.ours(case, tiling, tmp_path) for tiling in [(64, 64, 256, 1), (128, 128, 256, 2)]}
+    fits = found[(64, 64, 256, 1)]
+    assert fits["spills"] == 0 and fits["mfma_per_iteration"] > 0 and fits["lds_bytes"] > 0
+    assert fits["mfma_busy_ratio"] is None or 0 < fits["mfma_busy_ratio"] <= 1
+    assert "LDS" in found[(128, 128, 256, 2)]["error"]  # 2 stages of 128x64 K/V tiles exceed 64 KiB
+    assert amd.best_of(found) == (64, 64, 256, 1)
+    assert (tmp_path / f"{case.name}_64x64_w4_s1.tilemlir.s").exists()
