@@ -52,7 +52,12 @@ from tilemlir.passes.lower_to_gpu.api import (
     guarded,
     rebind_fragments,
 )
-from tilemlir.passes.lower_to_gpu.fragment_ops import FragmentOps, ParallelContext, window_dims
+from tilemlir.passes.lower_to_gpu.fragment_ops import (
+    FragmentOps,
+    ParallelContext,
+    vector_alignment,
+    window_dims,
+)
 from tilemlir.passes.shared_memory import SharedLayout, physical_shared_shape, shared_layout
 from tilemlir.passes.stage_operands import register_a_from
 from tilemlir.target import backend
@@ -449,17 +454,15 @@ class KernelEmitter(FragmentOps):
         if self.copy_with_fragments(op, src_indices, dst_indices):
             return
         src_rank, dst_rank = ir.MemRefType(src.type).rank, ir.MemRefType(dst.type).rank
-        source, destination = self._values.get(src), self._values.get(dst)
-        if src_rank > dst_rank:
-            source, src_indices = window_view(op, source, src_indices, dst_rank)
-        elif dst_rank > src_rank:
-            destination, dst_indices = window_view(op, destination, dst_indices, src_rank)
         if dst in shared and src not in shared and src not in fragments and dst_rank != 2:
             # tile-insert-barriers counts on these two (`fenced_by_lowering`).
             gpu.BarrierOp()
             self.copy_through_registers(op, src_indices, dst_indices)
             gpu.BarrierOp()
         elif dst in shared and src not in shared and src not in fragments:
+            source = self._values[src]
+            if src_rank > dst_rank:  # a rank-reducing copy: a 2-D view of the window
+                source, src_indices = window_view(op, source, src_indices, dst_rank)
             if attributes.PREFETCH.is_on(op):
                 # Software-pipelined: the loop's one barrier per iteration orders it.
                 self.copy_global_to_shared(op, source, src_indices, dst, defer=self._deferred_stores)
@@ -468,11 +471,6 @@ class KernelEmitter(FragmentOps):
             gpu.BarrierOp()
             self.copy_global_to_shared(op, source, src_indices, dst)
             gpu.BarrierOp()
-        elif src in fragments and dst not in shared and dst not in fragments:
-            self.copy_fragment_to_global(fragments[src], destination, dst_indices,
-                                         in_bounds=attributes.IN_BOUNDS.is_on(op))
-        elif dst in fragments and src not in shared and src not in fragments:
-            self.copy_global_to_fragment(fragments[dst], source, src_indices)
         else:  # shared -> global, shared -> shared, global -> global: through registers
             self.copy_through_registers(op, src_indices, dst_indices)
 
@@ -533,48 +531,6 @@ class KernelEmitter(FragmentOps):
         """The lane's wave's (row, column) in the fragment's wave grid."""
         _, wn = fragment.warps
         return udiv(self._ids.wave, wn), urem(self._ids.wave, wn)
-
-    def for_each_owned(self, fragment: AccumulatorFragment, body) -> None:
-        """Calls body(row, col, tile, element) for every element the lane holds;
-        row and col are index values within the fragment."""
-        wave_m, wave_n = self.wave_position(fragment)
-        wtm, wtn = fragment.warp_tile
-        layout = fragment.layout
-        base_row = add(mul(wave_m, wtm), layout.lane_row(self._ids.lane))
-        base_col = add(mul(wave_n, wtn), layout.lane_col(self._ids.lane))
-        for tile_i, j, tm, tn in fragment.owned():
-            row = add(base_row, tm * layout.m + layout.row_offset(j))
-            col = add(base_col, tn * layout.n + layout.col_offset(j))
-            body(row, col, tile_i, j)
-
-    def copy_fragment_to_global(self, fragment, dst: ir.Value, offsets: list[ir.Value],
-                                in_bounds: bool = False) -> None:
-        dst_type = ir.MemRefType(dst.type)
-        rows, cols = memref_dims(dst)
-
-        def store(row, col, tile_i, j):
-            gr, gc = add(offsets[0], row), add(offsets[1], col)
-            value = vector.ExtractOp(fragment.values[tile_i], [], [j]).result
-            guarded(None if in_bounds else and_(ult(gr, rows), ult(gc, cols)),
-                    lambda: memref.StoreOp(convert(value, fragment.element,
-                                                   dst_type.element_type, self._native_fp8),
-                                           dst, [gr, gc]))
-
-        self.for_each_owned(fragment, store)
-
-    def copy_global_to_fragment(self, fragment, src: ir.Value, offsets: list[ir.Value]) -> None:
-        src_type = ir.MemRefType(src.type)
-        rows, cols = memref_dims(src)
-
-        def load(row, col, tile_i, j):
-            gr, gc = add(offsets[0], row), add(offsets[1], col)
-            value = load_or_zero(
-                and_(ult(gr, rows), ult(gc, cols)), fragment.element,
-                lambda: convert(memref.LoadOp(src, [gr, gc]).result, src_type.element_type,
-                                fragment.element, self._native_fp8))
-            fragment.values[tile_i] = vector.InsertOp(value, fragment.values[tile_i], [], [j]).result
-
-        self.for_each_owned(fragment, load)
 
     # -- shared memory ---------------------------------------------------------
 
@@ -704,15 +660,16 @@ def load_vector_or_zeros(src, indices, rows, cols, vector_type) -> ir.Value:
     """`width` consecutive elements of a row; elements outside the memref
     read as 0. Fast path: the whole vector is inside -> one vector.load;
     with no bounds (rows is None) that is all there is."""
-    if rows is None:
-        return vector.LoadOp(vector_type, src, indices).result
     width = vector_type.shape[0]
+    align = vector_alignment(src, indices, width)
+    if rows is None:
+        return vector.LoadOp(vector_type, src, indices, alignment=align).result
     element = vector_type.element_type
     row, col = indices
     inside = and_(ult(row, rows), ult(add(col, width - 1), cols))
     branch = scf.IfOp(inside, [vector_type], has_else=True)
     with ir.InsertionPoint(branch.then_block):
-        scf.YieldOp([vector.LoadOp(vector_type, src, indices).result])
+        scf.YieldOp([vector.LoadOp(vector_type, src, indices, alignment=align).result])
     with ir.InsertionPoint(branch.else_block):
         scalars = []
         for i in range(width):

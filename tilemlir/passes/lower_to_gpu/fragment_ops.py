@@ -64,7 +64,6 @@ from tilemlir.passes.gpu_builders import (
     zero_of,
 )
 from tilemlir.passes.lower_to_gpu.api import (
-    AccumulatorFragment,
     Fragment,
     LoweringError,
     RegisterFragment,
@@ -133,9 +132,10 @@ ASSUMED_BASE_ALIGNMENT = 16
 def vector_alignment(buffer: ir.Value, indices: list[ir.Value], count: int) -> int | None:
     """Bytes a vector access of `count` elements at `indices` is provably
     aligned to (their whole size, at most ASSUMED_BASE_ALIGNMENT), or None:
-    the layout's strides and offset are static and every index's
-    contribution is a multiple of `count` elements. NVIDIA splits vector
-    accesses it cannot prove aligned into scalar ones."""
+    the layout's strides are static, its start (through any subviews of a
+    kernel argument) and every index's contribution are multiples of `count`
+    elements. NVIDIA splits vector accesses it cannot prove aligned into
+    scalar ones."""
     memref_type = ir.MemRefType(buffer.type)
     if memref_type.memory_space is not None:
         return None  # shared memory: where the backend placed it is not known here
@@ -143,16 +143,43 @@ def vector_alignment(buffer: ir.Value, indices: list[ir.Value], count: int) -> i
     size = count * element_bytes
     if element_bytes == 0 or size > ASSUMED_BASE_ALIGNMENT or ASSUMED_BASE_ALIGNMENT % size:
         return None
-    strides, offset = memref_type.get_strides_and_offset()
-    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
-    if offset == dynamic or offset % count:
+    start = _start_multiple(buffer)
+    if start is None or start % count:
         return None
+    strides, _ = memref_type.get_strides_and_offset()
     for index, stride in zip(indices, strides):
-        if stride == dynamic:
+        if stride == ir.ShapedType.get_dynamic_stride_or_offset():
             return None
         if (known_multiple(index) * stride) % count:
             return None
     return size
+
+
+def _start_multiple(buffer: ir.Value, depth: int = 0) -> int | None:
+    """What a memref's first element's offset from its allocation (in
+    elements) is known to be a multiple of: the static offset of its layout,
+    or, for a subview (a rank-reducing copy's window), its source's start
+    plus its offsets times the source's static strides; None: unknown."""
+    memref_type = ir.MemRefType(buffer.type)
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    _, offset = memref_type.get_strides_and_offset()
+    if offset != dynamic:
+        return offset or (1 << 40)
+    owner = buffer.owner
+    if depth > 8 or not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "memref.subview":
+        return None
+    source = owner.operands[0]
+    base = _start_multiple(source, depth + 1)
+    source_strides, _ = ir.MemRefType(source.type).get_strides_and_offset()
+    if base is None or dynamic in source_strides:
+        return None
+    static_offsets = list(ir.DenseI64ArrayAttr(owner.attributes["static_offsets"]))
+    dynamic_offsets = iter(list(owner.operands)[1:1 + sum(1 for o in static_offsets if o == dynamic)])
+    multiple = base
+    for static, stride in zip(static_offsets, source_strides):
+        known = known_multiple(next(dynamic_offsets)) if static == dynamic else (static or (1 << 40))
+        multiple = math.gcd(multiple, known * stride)
+    return multiple
 
 
 def _pack_bits(value: ir.Value, mask: int, removed: int) -> ir.Value:
@@ -605,9 +632,9 @@ class FragmentOps:
     # -- tile.copy with register fragments -----------------------------------
 
     def copy_with_fragments(self, op, src_indices: list[ir.Value], dst_indices: list[ir.Value]) -> bool:
-        """tile.copy where a side is a fragment of any layout; False: not such
-        a copy (the accumulator copies to and from global memory are the
-        emitter's own)."""
+        """tile.copy where a side is a fragment of any layout (accumulators
+        included: their runs of consecutive columns become vector accesses);
+        False: not such a copy."""
         src_value, dst_value = op.operands[0], op.operands[1]
         src, dst = self.fragment_of(src_value), self.fragment_of(dst_value)
         if src is None and dst is None:
@@ -618,8 +645,6 @@ class FragmentOps:
         fragment = dst if dst is not None else src
         memory_value = src_value if dst is not None else dst_value
         indices = src_indices if dst is not None else dst_indices
-        if isinstance(fragment, AccumulatorFragment) and memory_value not in self._shared:
-            return False
         access = self.memory_access(op, memory_value, indices, fragment.placement.rank)
         if dst is not None:
             self.load_fragment(op, dst, access)
