@@ -18,7 +18,7 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // CHECK: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // CHECK-NOT: ldmatrix.sync.aligned.m8n8.x4.trans
 // CHECK: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32
-// CHECK: cvt.rn.f16.f32
+// CHECK: cvt.rn.f16{{(x2)?}}.f32
 
 // KN: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // KN: ld.shared.{{[bu]}}8
