@@ -40,12 +40,8 @@ other shared buffers, e.g. a fragment staged for a gemm) is left in place.
 Output invariant: marked loops are pipelined and carry `tile.pipelined = N`;
 sequential semantics are unchanged.
 
-A loop the family's matrix core pipelines itself while lowering
-(`MatrixCore.pipelines_loop`: NVIDIA's cp.async and TMA K loops) is left as
-written.
-
 Options:
-  target=FAMILY:NAME   (for the LDS budget and the family; default: the module's tile.target)
+  target=FAMILY:NAME   (for the LDS budget; default: the module's tile.target)
 
 Example (N = 2):
 
@@ -70,8 +66,6 @@ from mlir.dialects import arith, memref, scf
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.kernel_facts import enclosing_kernel, kernel_threads
-from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 from tilemlir.passes.shared_memory import lds_breakdown, position_text, shared_buffer_text
 from tilemlir.target import resolve_target
 
@@ -118,14 +112,10 @@ class TilePipeline(TilePass):
     def run(self, module: ir.Operation, state: PassState) -> None:
         loops = [op for op in walk(module) if op.name == "scf.for"
                  and attributes.NUM_STAGES.is_on(op) and not attributes.PIPELINED.is_on(op)]
-        core = matrix_core_for(resolve_target(module, self.target).family) if loops else None
         for loop in loops:
             stages = attributes.NUM_STAGES.read(loop)
             if stages < 1:
                 continue
-            kernel = enclosing_kernel(loop)
-            if kernel is not None and core.pipelines_loop(loop, kernel_threads(kernel)):
-                continue  # the family's matrix core pipelines it while lowering (e.g. cp.async)
             try:
                 copies, buffers = self.analyze(loop)
             except NotPipelinable as reason:

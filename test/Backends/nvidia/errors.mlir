@@ -18,7 +18,7 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // The dumped pipeline is the nvidia one (its tile passes, NVVM, PTX):
 // RUN: tile-compile %s --emit ptx --dump-pass-pipeline -o /dev/null 2>&1 | filecheck %s --check-prefix=DUMP
 // DUMP: tile: builtin.module(tile-tiling{target=nvidia:sm_90a}
-// DUMP-SAME: tile-pipeline{target=nvidia:sm_90a}
+// DUMP-NOT: tile-pipeline
 // DUMP: gpu: builtin.module(tile-lower-to-gpu{target=nvidia:sm_90a}
 // DUMP: gpu-to-nvvm: builtin.module(gpu-check-input{target=nvidia:sm_90a},nvidia-dynamic-memref-arguments,nvvm-attach-target{chip=sm_90a
 // DUMP-SAME: ,nvidia-dynamic-shared-extern)

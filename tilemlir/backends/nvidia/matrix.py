@@ -33,7 +33,6 @@ of each buffer that a software-pipelined loop fills (`cp_async_pipelining.py`).
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -43,7 +42,6 @@ from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
 from tilemlir.backends.nvidia.cp_async_pipelining import (
     lower_pipelined_loop,
     pipelined_buffers,
-    plan_pipeline,
     slot_view,
 )
 from tilemlir.diagnostics import UserError
@@ -95,14 +93,13 @@ class MmaSyncAccumulator(AccumulatorLayout):
 
 
 def place_flat(lowering: KernelLowering, value: ir.Value, base: ir.Value, offset: int) -> int:
-    """Binds a shared buffer as it is (no row padding) at byte `offset`;
-    returns the bytes it takes."""
+    """Binds a 1-D shared buffer at byte `offset`; returns the bytes it takes."""
     memref_type = ir.MemRefType(value.type)
     view_type = ir.MemRefType.get(memref_type.shape, memref_type.element_type,
                                   memory_space=memref_type.memory_space)
     lowering.bind_shared(value, memref.ViewOp(view_type, base, const_index(offset), []).result,
                          SharedLayout())
-    return math.prod(memref_type.shape) * max(1, bit_width(memref_type.element_type) // 8)
+    return memref_type.shape[0] * max(1, bit_width(memref_type.element_type) // 8)
 
 
 class MmaSyncCore(MatrixCore):
@@ -137,20 +134,13 @@ class MmaSyncCore(MatrixCore):
         for op in shared_ops:
             value = op.results[0]
             rank = len(ir.MemRefType(value.type).shape)
-            if rank == 3 and value not in stages_of:
-                # The stages of a buffer tile-pipeline multi-buffered ([S, R, C]):
-                # placed whole, rows unpadded; the lowering takes each stage's view.
-                offset = -(-offset // SHARED_ALIGN) * SHARED_ALIGN
-                offset += place_flat(lowering, value, base, offset)
-                continue
             if rank == 1 and value not in stages_of:
                 # A flat buffer (a reduction's scratch, a program's row vector): no row padding.
                 offset = -(-offset // SHARED_ALIGN) * SHARED_ALIGN
                 offset += place_flat(lowering, value, base, offset)
                 continue
             if rank != 2:
-                raise UserError(f"nvidia: shared buffers of rank {rank} are not supported (1-D, 2-D, and "
-                                "the 3-D stages of tile-pipeline are)")
+                raise UserError(f"nvidia: shared buffers of rank {rank} are not supported (1-D and 2-D are)")
             align = self.buffer_alignment(value)
             offset = -(-offset // align) * align
             offset += self.place_buffer(lowering, value, base, offset, stages_of.get(value, 1))
@@ -192,11 +182,6 @@ class MmaSyncCore(MatrixCore):
 
     def lower_loop(self, lowering: KernelLowering, op: ir.Operation) -> bool:
         return lower_pipelined_loop(self, lowering, op)
-
-    def pipelines_loop(self, loop: ir.Operation, threads: int) -> bool:
-        # Copies then gemms (a GEMM's K loop): cp.async, below. Any other body
-        # (flash attention's) is tile-pipeline's.
-        return plan_pipeline(loop, threads) is not None
 
     def register_a(self, choice, warps, source, source_warps, a_bits: int) -> bool:
         """The m16n8k16 A fragment of 16-bit elements is two adjacent m16n8

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 from tilemlir.backends.stages import TILE_PIPELINE as SHARED_TILE_PIPELINE
 
-# Tile level -> GPU level: the shared list. GEMM K loops (copies, then gemms)
-# are software-pipelined while lowering, with cp.async or TMA
-# (backends/nvidia/cp_async_pipelining.py, wgmma.py); tile-pipeline leaves
-# those (`MatrixCore.pipelines_loop`) and pipelines the others (flash
-# attention's loop, with its softmax between the gemms).
-TILE_PIPELINE: tuple[str, ...] = SHARED_TILE_PIPELINE
+# Tile level -> GPU level: the shared list without tile-pipeline, because loops
+# marked tile.num_stages are software-pipelined while lowering, with cp.async
+# (backends/nvidia/cp_async_pipelining.py).
+TILE_PIPELINE: tuple[str, ...] = tuple(p for p in SHARED_TILE_PIPELINE if p != "tile-pipeline")
 
 # PTX 8.5: mma.sync on .e4m3/.e5m2 needs PTX 8.4 (PTX ISA, "Warp Level Matrix
 # Multiply-Accumulate Instructions"); CUDA 12.5+ drivers take it.

@@ -1,4 +1,4 @@
-"""The nvidia stages: tile, gpu (shared), then ptx.
+"""The nvidia stages: tile, gpu (shared, without tile-pipeline), then ptx.
 
     gpu --ptx--> gpu-check-input, nvidia-dynamic-memref-arguments, GPU_TO_NVVM,
                  nvidia-dynamic-shared-extern (one pipeline, "gpu-to-nvvm"), then

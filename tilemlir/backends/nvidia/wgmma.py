@@ -223,10 +223,6 @@ class NvidiaMatrixCore(MmaSyncCore):
             return k in (16, 32) and n % 8 == 0 and 8 <= n <= 256
         return super().supported(m, n, k, blocks, wave_size)
 
-    def pipelines_loop(self, loop, threads: int) -> bool:
-        # TMA loops (wgmma, or mma.sync with tma-copies) are this core's too.
-        return super().pipelines_loop(loop, threads) or plan_tma_pipeline(loop, threads, True) is not None
-
     def register_a(self, choice, warps, source, source_warps, a_bits: int) -> bool:
         # wgmma's register A (the RS form) has its own fragment layout: not yet.
         if is_wgmma(choice.name) or is_wgmma(source.name):

@@ -371,12 +371,6 @@ class MatrixCore(ABC):
         False leaves it to the generic lowering."""
         return False
 
-    def pipelines_loop(self, loop: ir.Operation, threads: int) -> bool:
-        """Whether `lower_loop` software-pipelines this tile-level loop
-        (marked tile.num_stages) itself; tile-pipeline then leaves it as
-        written. False (the default): tile-pipeline pipelines it."""
-        return False
-
 
 @dataclass(frozen=True)
 class LoweringOption:
