@@ -4,7 +4,7 @@
 #S = #gpu.address_space<workgroup>
 #F = #gpu.address_space<private>
 // P = cast(S), then O += P V. On NVIDIA the waves split along M only (4 warps
-// of 16 rows) and mma.sync reads P from registers: no shared buffer. On AMD,
+// of 32 rows) and mma.sync reads P from registers: no shared buffer. On AMD,
 // P goes through a shared buffer, copied right before the gemm.
 // NVIDIA-LABEL: func.func @p_times_v
 // NVIDIA: arith.constant 0 : index
@@ -12,26 +12,26 @@
 // NVIDIA-NEXT: "tile.alloc_shared"
 // NVIDIA-NEXT: "tile.alloc_fragment"
 // NVIDIA: "tile.gemm"({{.*}}tile.warp_grid = array<i64: 4, 1>
-// NVIDIA: "tile.gemm"({{.*}}tile.warp_grid = array<i64: 4, 1>{{.*}} : (memref<64x64xf16, #gpu.address_space<private>>
+// NVIDIA: "tile.gemm"({{.*}}tile.warp_grid = array<i64: 4, 1>{{.*}} : (memref<128x128xf16, #gpu.address_space<private>>
 // AMDGPU-LABEL: func.func @p_times_v
-// AMDGPU: %[[STAGED:.+]] = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+// AMDGPU: %[[STAGED:.+]] = "tile.alloc_shared"() : () -> memref<128x128xf16, #gpu.address_space<workgroup>>
 // AMDGPU: "tile.copy"(%{{.+}}, %[[STAGED]])
 // AMDGPU-NEXT: "tile.gemm"(%[[STAGED]],
-func.func @p_times_v(%Q: memref<64x64xf16>, %V: memref<64x64xf16>) {
+func.func @p_times_v(%Q: memref<128x64xf16>, %V: memref<128x64xf16>) {
   "tile.kernel"() ({
   ^bb0(%bx: index):
     %c0 = arith.constant 0 : index
-    %q = "tile.alloc_shared"() : () -> memref<64x64xf16, #S>
-    %v = "tile.alloc_shared"() : () -> memref<64x64xf16, #S>
-    %s = "tile.alloc_fragment"() : () -> memref<64x64xf32, #F>
-    %p = "tile.alloc_fragment"() : () -> memref<64x64xf16, #F>
-    %o = "tile.alloc_fragment"() : () -> memref<64x64xf32, #F>
-    "tile.copy"(%Q, %q, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x64xf16>, memref<64x64xf16, #S>, index, index) -> ()
-    "tile.copy"(%V, %v, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x64xf16>, memref<64x64xf16, #S>, index, index) -> ()
-    "tile.gemm"(%q, %q, %s) {accum_dtype = f32, transpose_a = false, transpose_b = true} : (memref<64x64xf16, #S>, memref<64x64xf16, #S>, memref<64x64xf32, #F>) -> ()
-    "tile.copy"(%s, %p) {operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64x64xf32, #F>, memref<64x64xf16, #F>) -> ()
+    %q = "tile.alloc_shared"() : () -> memref<128x64xf16, #S>
+    %v = "tile.alloc_shared"() : () -> memref<128x64xf16, #S>
+    %s = "tile.alloc_fragment"() : () -> memref<128x128xf32, #F>
+    %p = "tile.alloc_fragment"() : () -> memref<128x128xf16, #F>
+    %o = "tile.alloc_fragment"() : () -> memref<128x64xf32, #F>
+    "tile.copy"(%Q, %q, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<128x64xf16>, memref<128x64xf16, #S>, index, index) -> ()
+    "tile.copy"(%V, %v, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<128x64xf16>, memref<128x64xf16, #S>, index, index) -> ()
+    "tile.gemm"(%q, %q, %s) {accum_dtype = f32, transpose_a = false, transpose_b = true} : (memref<128x64xf16, #S>, memref<128x64xf16, #S>, memref<128x128xf32, #F>) -> ()
+    "tile.copy"(%s, %p) {operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<128x128xf32, #F>, memref<128x128xf16, #F>) -> ()
     // expected-remark@below {{tile-stage-operands: gemm operand A stays in registers: it is the accumulator of the gemm at}}
-    "tile.gemm"(%p, %v, %o) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf16, #F>, memref<64x64xf16, #S>, memref<64x64xf32, #F>) -> ()
+    "tile.gemm"(%p, %v, %o) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<128x128xf16, #F>, memref<128x64xf16, #S>, memref<128x64xf32, #F>) -> ()
     gpu.yield
   }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
   return

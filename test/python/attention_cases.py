@@ -255,7 +255,10 @@ VARIANTS = (
     Attention(seq=200, causal=True, dtype="bf16"),
     Attention(batch=2, heads=4, kv_heads=2, seq=128, dim=128, threads=256, stages=1),
 )
+# NVIDIA reads P from registers here (4 warps of 32 rows each).
+REGISTER_P = Attention(seq=256, block_m=128, causal=True)
 DEVICE_VARIANTS = VARIANTS + (
+    REGISTER_P,
     Attention(batch=2, heads=4, kv_heads=2, seq=500, dim=128, causal=True, dtype="bf16", threads=256,
               stages=1),
     Attention(batch=1, heads=4, kv_heads=4, seq=1024, dim=64, stages=2),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from attention_cases import VARIANTS, Attention, inputs, kernel_text, model
+from attention_cases import REGISTER_P, VARIANTS, Attention, inputs, kernel_text, model
 
 import tilemlir
 from tilemlir.runtime import run
@@ -28,9 +28,9 @@ def test_compiles_without_spills(variant, target):
         assert compiled.report["spills"] == 0 and compiled.report["scratch_bytes"] == 0, compiled.report
     # P reaches the second gemm from registers where the family reads them as its
     # A (NVIDIA's mma.sync), else through shared memory; the compiler says which.
-    # (NVIDIA reads P from registers when the waves split along M only: 4 warps
-    # of 16 rows for a 64-row block, not 8.)
-    in_registers = target.startswith("nvidia") and variant.threads // 32 * 16 == variant.block_m
+    # (NVIDIA reads P from registers when the waves split along M only with two
+    # m16 tiles each or more: 4 warps need a 128-row block.)
+    in_registers = target.startswith("nvidia") and variant.block_m % (variant.threads // 32 * 32) == 0
     said = "stays in registers" if in_registers else "is held in registers"
     assert any(f"tile-stage-operands: gemm operand A {said}" in r.message for r in compiled.remarks), \
         [r.message for r in compiled.remarks]
@@ -84,3 +84,18 @@ def test_fp8_p_on_nvidia_is_refused_at_its_copy():
     with pytest.raises(tilemlir.compiler.CompileError,
                        match=r"<input>:\d+:\d+: error: tile-lower-to-gpu: converting to f8E4M3FN is not supported"):
         tilemlir.compile(kernel_text(Attention(dtype="f8E4M3FN")), target="nvidia:sm_90a")
+
+
+def test_p_from_registers_on_nvidia():
+    """With 4 warps of 32 rows, mma.sync reads P from the registers the first
+    gemm left it in: no shared buffer for it, both gemms split along M only
+    (checked on the H200 by bench/device_check.py)."""
+    compiled = tilemlir.compile(kernel_text(REGISTER_P), target="nvidia:sm_90a", emit="tile")
+    said = [r.message for r in compiled.remarks]
+    assert any("gemm operand A stays in registers" in m for m in said), said
+    tile_ir = str(compiled.artifacts["tile"])
+    assert tile_ir.count("tile.warp_grid = array<i64: 4, 1>") == 2
+    # Q's 128x64 shared tile only: no second one for P (its staging buffer).
+    assert tile_ir.count('"tile.alloc_shared"() : () -> memref<128x64xf16') == 1
+    ptx = tilemlir.compile(kernel_text(REGISTER_P), target="nvidia:sm_90a").artifacts["ptx"]
+    assert ptx.count("mma.sync") > 0

@@ -85,6 +85,9 @@ def select_mma_for(target, shape, threads: int,
                             f" with {row.blocks} blocks")
             continue
         group = core.waves_per_instruction(row.name)
+        if group > 1 and rows_only:
+            rejected.append(f"{row.name}: executed by groups of {group} waves, not a wave's own rows")
+            continue
         if group > 1:
             # One instruction per group of `group` consecutive waves, the groups
             # stacked along M, each covering the block's whole N.
@@ -99,7 +102,11 @@ def select_mma_for(target, shape, threads: int,
                 continue
             split = (waves, 1)
         elif rows_only:
-            split = (waves, 1) if shape.m % (waves * row.m) == 0 and shape.n % row.n == 0 else None
+            # Whole rows per wave, and at least two instruction tiles of them: with one,
+            # every wave reads all of B for a single tile (measured on the H200 with
+            # bench/attention.py: 8 warps of 16 rows ran at a third of 4 warps of 32).
+            fits = shape.m % (waves * row.m * 2) == 0 and shape.n % row.n == 0
+            split = (waves, 1) if fits else None
         else:
             split = split_waves(waves, shape.m, shape.n, row.m, row.n)
         if split is None:

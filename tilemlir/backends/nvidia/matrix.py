@@ -189,7 +189,8 @@ class MmaSyncCore(MatrixCore):
         a0..a7 hold rows g and g+8, columns 2t, 2t+1 and 2t+8, 2t+9; the C/D
         fragment rows g and g+8, columns 2t, 2t+1 of an 8-column tile): a wave
         holding whole rows of the source accumulator (warps split along M only,
-        the same split) holds its A registers already."""
+        the same split) holds its A registers already. (tile-select-mma splits
+        that way when each wave gets at least two m16 tiles.)"""
         shapes = ((choice.m, choice.n, choice.k), (source.m, source.n))
         return (a_bits == 16 and shapes == (SHAPES[16], SHAPES[16][:2]) and tuple(warps) == tuple(source_warps)
                 and warps[1] == 1)
