@@ -40,7 +40,8 @@ class Attention:
     def name(self) -> str:
         kind = "causal" if self.causal else "full"
         dtype = self.dtype.lower().replace("f8e4m3", "fp8_e4m3")
-        return f"attn_{kind}_b{self.batch}h{self.heads}kv{self.kv_heads}s{self.seq}d{self.dim}_{dtype}"
+        blocks = "" if (self.block_m, self.block_n) == (64, 64) else f"_m{self.block_m}n{self.block_n}"
+        return f"attn_{kind}_b{self.batch}h{self.heads}kv{self.kv_heads}s{self.seq}d{self.dim}_{dtype}{blocks}"
 
     @property
     def flops(self) -> float:
