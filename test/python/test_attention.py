@@ -36,28 +36,30 @@ def test_compiles_without_spills(variant, target):
         [r.message for r in compiled.remarks]
 
 
+def emulated_error(kernel: Attention, target: str, modelled: Attention | None = None):
+    """(|error|, bound) of `kernel` run in the emulator against the float64
+    model of `modelled` (default: the kernel's own) on its inputs."""
+    modelled = modelled or kernel
+    compiled = tilemlir.compile(kernel_text(kernel), target=target, emit="gpu")
+    args = inputs(modelled)
+    originals = [np.copy(a) for a in args]
+    run(compiled.artifacts["gpu"], kernel.name, args, engine="emulator", target=target)
+    expected, bound = model(modelled, originals)[3]
+    return np.abs(convert(args[3], np.float64) - expected), bound
+
+
 @pytest.mark.parametrize("target", EMULATED_TARGETS)
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_emulated_matches_float64(variant, target):
-    compiled = tilemlir.compile(kernel_text(variant), target=target, emit="gpu")
-    args = inputs(variant)
-    originals = [np.copy(a) for a in args]
-    run(compiled.artifacts["gpu"], variant.name, args, engine="emulator", target=target)
-    expected, bound = model(variant, originals)[3]
-    error = np.abs(convert(args[3], np.float64) - expected)
+    error, bound = emulated_error(variant, target)
     assert np.all(error <= bound), f"worst error/bound {(error / bound).max():.3f}"
 
 
 def test_the_model_catches_a_wrong_mask():
     """A test that cannot fail is a defect: the non-causal kernel's output is
     far outside the causal model's bound."""
-    full, causal = VARIANTS[0], VARIANTS[1]
-    compiled = tilemlir.compile(kernel_text(full), target="amdgpu:gfx942", emit="gpu")
-    args = inputs(causal)
-    originals = [np.copy(a) for a in args]
-    run(compiled.artifacts["gpu"], full.name, args, engine="emulator", target="amdgpu:gfx942")
-    expected, bound = model(causal, originals)[3]
-    assert not np.all(np.abs(convert(args[3], np.float64) - expected) <= bound)
+    error, bound = emulated_error(VARIANTS[0], "amdgpu:gfx942", modelled=VARIANTS[1])
+    assert not np.all(error <= bound)
 
 
 # fp8 Q, K, V (and P) where the chip's matrix unit reads fp8: FNUZ on gfx942,
@@ -68,13 +70,7 @@ FP8 = {"amdgpu:gfx942": "f8E4M3FNUZ", "amdgpu:gfx950": "f8E4M3FN", "metax:xcore1
 
 @pytest.mark.parametrize("target", sorted(FP8))
 def test_fp8_attention_matches_float64(target):
-    variant = Attention(dtype=FP8[target], causal=True)
-    compiled = tilemlir.compile(kernel_text(variant), target=target, emit="gpu")
-    args = inputs(variant)
-    originals = [np.copy(a) for a in args]
-    run(compiled.artifacts["gpu"], variant.name, args, engine="emulator", target=target)
-    expected, bound = model(variant, originals)[3]
-    error = np.abs(convert(args[3], np.float64) - expected)
+    error, bound = emulated_error(Attention(dtype=FP8[target], causal=True), target)
     assert np.all(error <= bound), f"worst error/bound {(error / bound).max():.3f}"
 
 
