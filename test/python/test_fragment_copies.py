@@ -208,3 +208,34 @@ def test_rank_reducing_copy_reads_one_batch(target):
             pytest.skip("tile-verify does not accept rank-reducing copies yet")
         raise
     assert np.array_equal(y, x)
+
+
+def test_reduction_of_a_layout_without_lane_bits_goes_through_memory(monkeypatch):
+    """A family whose accumulator layout does not describe its lane bits
+    (`AccumulatorLayout.lane_terms` is None, the default) still reduces its
+    accumulators right: through the shared scratch, one loop per result
+    element (and a remark says so)."""
+    from tilemlir.backends.amdgpu.matrix import MfmaAccumulator
+
+    monkeypatch.setattr(MfmaAccumulator, "lane_terms", lambda self: None)
+    s, frag = f"memref<64x64xf16, {S}>", f"memref<64x64xf32, {F}>"
+    rows = f"memref<64xf32, {F}>"
+    body = "\n".join([
+        "    %zero = arith.constant 0.0 : f32",
+        f'    %a = "tile.alloc_shared"() : () -> {s}',
+        f'    %acc = "tile.alloc_fragment"() : () -> {frag}',
+        f'    %r = "tile.alloc_fragment"() : () -> {rows}',
+        f'    "tile.fill"(%acc, %zero) : ({frag}, f32) -> ()',
+        copy("%A", "%a", "memref<64x64xf16>", s, "%c0, %c0"),
+        f'    "tile.gemm"(%a, %a, %acc) {{accum_dtype = f32, transpose_a = false, transpose_b = true}} : ({s}, {s}, {frag}) -> ()',
+        f'    "tile.reduce"(%acc, %r) {{clear = true, dim = 1 : i64, kind = "max"}} : ({frag}, {rows}) -> ()',
+        copy("%r", "%R", rows, "memref<64xf32>", "", "%c0"),
+    ])
+    text = kernel("%A: memref<64x64xf16>, %R: memref<64xf32>", body, threads=256)
+    compiled = tilemlir.compile(text, target="amdgpu:gfx942", emit="gpu")
+    assert any("this reduction goes through shared memory" in r.message for r in compiled.remarks)
+    a = small_ints((64, 64), 8).astype(np.float16)
+    r = np.zeros(64, np.float32)
+    run(compiled.artifacts["gpu"], "k", [a, r], engine="emulator", target="amdgpu:gfx942")
+    product = a.astype(np.float32) @ a.astype(np.float32).T  # small integers: exact in f32
+    assert np.array_equal(r, product.max(axis=1))

@@ -103,6 +103,10 @@ class FragmentLayout:
     slots: tuple[tuple[int, ...], ...]
     threads: int
     kind: str = field(default="blocked", compare=False)
+    # The parts of the dims a projection dropped: a thread whose dropped parts
+    # are all 0 is the first of the replicas holding its elements (what
+    # `replica_mask` cannot say when some part's bits are unknown).
+    dropped: tuple[ThreadPart, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         # An extent-1 dim every thread indexes at 0 is the same dim whatever
@@ -119,8 +123,9 @@ class FragmentLayout:
         """The layout of a fragment indexed by the dims `dims` of this one's
         (a reduction's result, a row vector read next to a tile)."""
         slots = list(dict.fromkeys(tuple(slot[d] for d in dims) for slot in self.slots))
+        dropped = self.dropped + tuple(self.parts[d] for d in range(self.rank) if d not in dims)
         return FragmentLayout(tuple(self.shape[d] for d in dims), tuple(self.parts[d] for d in dims),
-                              tuple(slots), self.threads, self.kind)
+                              tuple(slots), self.threads, self.kind, dropped)
 
     def with_unit_dims(self, positions: tuple[int, ...]) -> FragmentLayout:
         """This layout with extent-1 dims inserted at `positions` of the
@@ -135,7 +140,7 @@ class FragmentLayout:
             tuple(1 if o is None else self.shape[o] for o in order),
             tuple(UNIT_PART if o is None else self.parts[o] for o in order),
             tuple(tuple(0 if o is None else slot[o] for o in order) for slot in self.slots),
-            self.threads, self.kind)
+            self.threads, self.kind, self.dropped)
 
     def used_bits(self) -> int | None:
         mask = 0

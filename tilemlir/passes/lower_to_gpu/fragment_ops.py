@@ -294,8 +294,15 @@ class FragmentOps:
 
     def owner_guard(self, layout: FragmentLayout) -> ir.Value | None:
         """i1: this thread is the first of the replicas holding its elements
-        (None: no replicas)."""
+        (None: no replicas). Where some part's bits are unknown, the first is
+        the one whose dropped parts (a projection's) are all 0."""
         mask = layout.replica_mask()
+        if mask is None:
+            guard = None
+            for part in layout.dropped:
+                zero = _eq_zero(part.value(self._ids))
+                guard = zero if guard is None else and_(guard, zero)
+            return guard
         if not mask:
             return None
         masked = arith.AndIOp(self._ids.thread, const_index(mask)).result
