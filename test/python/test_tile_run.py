@@ -146,3 +146,19 @@ def test_a_rank_0_memref_next_to_a_scalar(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "argument 0 %x: memref<f32> (output)" in out and "argument 1 %s: f32 (scalar input = " in out
     assert "%x: vs float64 re-execution of the program" in out and "PASS" not in out
+
+
+def test_compiler_remarks_are_printed():
+    """tile-run compiles for the emulator: what the passes say (here: P staged
+    through shared memory for flash attention's second gemm) reaches stderr,
+    located, as tile-compile prints it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    kernel = Path(__file__).resolve().parents[2] / "examples" / "kernels" / "flash_attention.mlir"
+    result = subprocess.run([sys.executable, "-m", "tilemlir.tools.tile_run", str(kernel), "--engine", "emulator",
+                             "--target", "amdgpu:gfx942"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "flash_attention.mlir:88:7: remark: tile-stage-operands: gemm operand A is held in registers" \
+        in result.stderr

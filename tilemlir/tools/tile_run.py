@@ -196,6 +196,7 @@ def _save(directory: str, params, inputs, outputs, shadows, written, reports) ->
 def run(argv: list[str]) -> int:
     import numpy as np
 
+    from tilemlir.diagnostics import collect_diagnostics, format_diag
     from tilemlir.runtime import (
         check_engine,
         is_gpu_level,
@@ -246,13 +247,16 @@ def run(argv: list[str]) -> int:
         else:
             outputs = [_copy(x) for x in inputs]
             started = time.perf_counter()
-            if options.engine == "device":
-                from tilemlir.runtime.device import run_device
+            said: list = []  # what the compiler's passes remark, printed as tile-compile prints it
+            with collect_diagnostics(module.context, said, source):
+                if options.engine == "device":
+                    from tilemlir.runtime.device import run_device
 
-                run_device(module, entry, outputs, options.target)
-            else:
-                run_emulator(module, entry, outputs, options.target)
+                    run_device(module, entry, outputs, options.target)
+                else:
+                    run_emulator(module, entry, outputs, options.target)
             elapsed = time.perf_counter() - started
+            sys.stderr.write("".join(format_diag(d, source) for d in said if d.severity == "remark"))
     except RunError as error:
         sys.stderr.write(error.formatted())
         return 1
