@@ -158,7 +158,7 @@ def test_compiler_remarks_are_printed():
 
     kernel = Path(__file__).resolve().parents[2] / "examples" / "kernels" / "flash_attention.mlir"
     result = subprocess.run([sys.executable, "-m", "tilemlir.tools.tile_run", str(kernel), "--engine", "emulator",
-                             "--target", "amdgpu:gfx942"], capture_output=True, text=True)
+                             "--target", "amdgpu:gfx942"], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert "flash_attention.mlir:88:7: remark: tile-stage-operands: gemm operand A is held in registers" \
         in result.stderr
