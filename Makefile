@@ -58,7 +58,7 @@ demo: setup
 	@echo "== tile-opt: the seed's FP8 GEMM (kernel form), verified and canonicalized"
 	$(BIN)/tile-opt examples/seed_fp8_gemm.mlir --tile-verify --canonicalize --cse
 	@echo "== stock mlir-opt-22 reads the examples through the exported IRDL"
-	for f in examples/*.mlir; do mlir-opt-22 --irdl-file=tilemlir/dialects/tile.irdl.mlir $$f >/dev/null && echo "  $$f: ok"; done
+	for f in examples/*.mlir examples/kernels/*.mlir; do mlir-opt-22 --irdl-file=tilemlir/dialects/tile.irdl.mlir $$f >/dev/null && echo "  $$f: ok"; done
 	@echo "== tile-compile: the seed's FP8 GEMM for gfx942 -> ISA and HSACO; its MFMA lines and report"
 	@mkdir -p build
 	$(BIN)/tile-compile examples/seed_fp8_gemm.mlir --target amdgpu:gfx942 --emit hsaco -o build/seed_fp8_gemm.gfx942.hsaco
@@ -70,6 +70,11 @@ demo: setup
 	@echo "== tile-run: the seed's GEMM in the reference engine and in the SIMT emulator, vs float64 NumPy"
 	$(BIN)/tile-run examples/seed_fp8_gemm.mlir --engine reference
 	$(BIN)/tile-run examples/seed_fp8_gemm.mlir --engine emulator
+	@echo "== beyond GEMM (docs/kernels.md): layernorm on gfx950 and flash attention on gfx942 in the emulator,"
+	@echo "   each output against the reference engine; softmax's 128-bit accesses on gfx942"
+	$(BIN)/tile-run examples/kernels/layernorm.mlir --engine emulator --target amdgpu:gfx950
+	$(BIN)/tile-run examples/kernels/flash_attention.mlir --engine emulator --target amdgpu:gfx942
+	$(BIN)/tile-compile examples/kernels/softmax.mlir --target amdgpu:gfx942 --report | grep -E '"(global_load_bits|global_store_bits|spills|lds_bytes)"'
 
 test: setup
 	$(BIN)/ruff check tilemlir test bench

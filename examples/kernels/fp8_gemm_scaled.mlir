@@ -1,13 +1,13 @@
 // FP8 GEMM with per-tensor scales passed as scalar f32 arguments, as FP8
 // inference dequantises: C = f16(scale_a * scale_b * (A * B)), f32
 // accumulation, an edge guard for the 200-row, 160-column output. The fp8
-// format is the chip's (FP8 below is f8E4M3FNUZ for gfx942, f8E4M3FN for
-// gfx950, MetaX and NVIDIA): the test substitutes it.
-!A = memref<200x128xFP8>
-!B = memref<128x160xFP8>
+// format is gfx942's (FNUZ); for gfx950, MetaX or NVIDIA write f8E4M3FN (OCP)
+// instead: converting between the two is refused (not exact either way).
+!A = memref<200x128xf8E4M3FNUZ>
+!B = memref<128x160xf8E4M3FNUZ>
 !C = memref<200x160xf16>
-!a = memref<64x32xFP8, #gpu.address_space<workgroup>>
-!b = memref<32x64xFP8, #gpu.address_space<workgroup>>
+!a = memref<64x32xf8E4M3FNUZ, #gpu.address_space<workgroup>>
+!b = memref<32x64xf8E4M3FNUZ, #gpu.address_space<workgroup>>
 !acc = memref<64x64xf32, #gpu.address_space<private>>
 
 func.func @fp8_gemm_scaled(%A: !A, %B: !B, %C: !C, %scale_a: f32, %scale_b: f32) {

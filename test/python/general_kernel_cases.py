@@ -48,7 +48,7 @@ class Case:
         for old, new in self.replacements:
             assert old in text, (self.file, old)
             text = text.replace(old, new)
-        return text.replace("FP8", FP8.get(target, "f8E4M3FN"))
+        return text.replace("f8E4M3FNUZ", FP8.get(target, "f8E4M3FN"))
 
 
 def _rows_bound(reference: np.ndarray, relative: float, out_unit: float) -> np.ndarray:
