@@ -8,8 +8,9 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 BIN   := $(VENV)/bin
 LLVM_PACKAGES := llvm-22 lld-22 mlir-22-tools
-# python3-venv: Debian's python3 makes no venv without it.
-APT_PACKAGES := $(LLVM_PACKAGES) python3-venv
+# python3-venv: Debian's python3 makes no venv without it; g++: the tests build
+# the MetaX backend's C++ (kernels and launcher) against test/metax/maca_host.h.
+APT_PACKAGES := $(LLVM_PACKAGES) python3-venv g++
 # The LLVM the Python bindings are built from (DESIGN.md section 1): Debian's
 # code generators must be the same 22.1 release.
 LLVM_VERSION := 22.1

@@ -31,6 +31,7 @@ def _parameters(source: str) -> tuple[str, list[str]]:
 
 def build(sources: dict[str, str], directory: Path, flags: tuple[str, ...] = ("-O1",)) -> Path:
     """One program running every source's launcher; fails the test if g++ does."""
+    assert GXX is not None, "g++ is not on the PATH: `make setup` installs it (the MetaX tests build C++)"
     lines = ["#include <fstream>", "#include <iterator>", "#include <string>", "#include <vector>"]
     for name, text in sources.items():
         path = directory / f"{name}.maca"
