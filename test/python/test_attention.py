@@ -1,6 +1,6 @@
 """Flash attention forward (issue 18), written as TileLang's example_mha_fwd
 writes it (attention_cases.py): every variant compiles for every family's
-chips with no spills on AMD, and runs in the SIMT emulator (gfx942, gfx950,
+chips with no spills on AMD, and runs in the SIMT emulator (gfx90a, gfx942, gfx950,
 MetaX) to match a float64 NumPy model within its dtype-derived bound. The
 H200 runs of the same variants are bench/device_check.py's.
 """
@@ -16,7 +16,7 @@ from tilemlir.runtime import run
 from tilemlir.runtime.dtypes import convert
 
 COMPILE_TARGETS = ("amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000", "nvidia:sm_90a")
-EMULATED_TARGETS = ("amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000")
+EMULATED_TARGETS = ("amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000")
 IDS = [variant.name for variant in VARIANTS]
 
 
