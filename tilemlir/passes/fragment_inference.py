@@ -68,10 +68,6 @@ class FragmentAccess:
         return tuple(d for d in self.dims if d is not None and d != UNIT_DIM)
 
     @property
-    def unit_positions(self) -> tuple[int, ...]:
-        return tuple(position for position, d in enumerate(self.dims) if d == UNIT_DIM)
-
-    @property
     def indexed(self) -> bool:
         return None not in self.dims
 
@@ -93,10 +89,12 @@ def loop_layout(driver: FragmentAccess, layout: FragmentLayout) -> FragmentLayou
     return layout.project(tuple(p for p, d in enumerate(driver.dims) if d != UNIT_DIM))
 
 
-def access_layout(loop: FragmentLayout, access: FragmentAccess) -> FragmentLayout:
-    """The layout a fragment must have for `access` to find its elements in
-    the registers of the loop's threads."""
-    return loop.project(access.loop_dims).with_unit_dims(access.unit_positions)
+def access_layout(loop: FragmentLayout, dims: tuple[int, ...]) -> FragmentLayout:
+    """The layout a fragment must have for an access indexing its dims by
+    the loop dims `dims` (UNIT_DIM: an extent-1 dim indexed by 0) to find
+    its elements in the registers of the loop's threads."""
+    units = tuple(position for position, d in enumerate(dims) if d == UNIT_DIM)
+    return loop.project(tuple(d for d in dims if d != UNIT_DIM)).with_unit_dims(units)
 
 
 def parallel_loop(op: ir.Operation) -> ParallelLoop:
@@ -150,7 +148,7 @@ class Assigned:
         on_loop = tuple(self.dims[p] for p, d in enumerate(driver.dims) if d != UNIT_DIM)
         dims = iter(access.loop_dims)
         base = tuple(UNIT_DIM if d == UNIT_DIM else on_loop[next(dims)] for d in access.dims)
-        return Assigned(access_layout(loop, access), self.entries, base)
+        return Assigned(access_layout(loop, access.dims), self.entries, base)
 
     def attribute_entries(self) -> dict:
         entries = dict(self.entries)
@@ -343,8 +341,9 @@ def scratch_uses(kernel: ir.Operation, layouts: dict[ir.Value, FragmentLayout],
                     f"through shared memory to the layout of its destination at {_where(dst)} "
                     f"({layouts[dst].describe()})")))
         elif op.name == "scf.parallel":
-            driver = parallel_loop(op).driver.fragment if parallel_loop(op).driver else None
-            for fragment, access in conversions(op, layouts):
+            loop = parallel_loop(op)
+            for fragment, access in conversions(loop, layouts):
+                driver = loop.driver.fragment
                 uses.append(ScratchUse(access.op, ir.MemRefType(fragment.type).element_type,
                                        math.prod(_shape(fragment)), (
                     f"tile-infer-layout: the fragment at {_where(fragment)} ({layouts[fragment].describe()}) is "
@@ -359,11 +358,10 @@ def scratch_uses(kernel: ir.Operation, layouts: dict[ir.Value, FragmentLayout],
     return uses
 
 
-def conversions(op: ir.Operation, layouts: dict[ir.Value, FragmentLayout]) -> list[tuple[ir.Value, FragmentAccess]]:
-    """The fragments a T.Parallel reads laid out otherwise than its driver's
-    threads need them (converted through shared memory before the loop),
-    each with its first access."""
-    loop = parallel_loop(op)
+def conversions(loop: ParallelLoop, layouts: dict[ir.Value, FragmentLayout]) -> list[tuple[ir.Value, FragmentAccess]]:
+    """The fragments a T.Parallel (`parallel_loop`) reads laid out otherwise
+    than its driver's threads need them (converted through shared memory
+    before the loop), each with its first access."""
     if loop.driver is None or loop.driver.fragment not in layouts:
         return []
     driver = loop_layout(loop.driver, layouts[loop.driver.fragment])
@@ -371,6 +369,6 @@ def conversions(op: ir.Operation, layouts: dict[ir.Value, FragmentLayout]) -> li
     for access in loop.accesses:
         if access.fragment == loop.driver.fragment or not access.indexed or access.fragment not in layouts:
             continue
-        if layouts[access.fragment] != access_layout(driver, access):
+        if layouts[access.fragment] != access_layout(driver, access.dims):
             found.setdefault(access.fragment, access)
     return list(found.items())

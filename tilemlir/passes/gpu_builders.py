@@ -271,3 +271,44 @@ def memref_dims(value: ir.Value) -> list[ir.Value]:
         else:
             dims.append(const_index(extent))
     return dims
+
+
+def load_vector_guarded(buffer: ir.Value, indices: list[ir.Value], vector_type: ir.VectorType,
+                        inside: ir.Value | None, element_at, alignment: int | None = None) -> ir.Value:
+    """The vector of consecutive elements from `indices` on: one vector.load
+    where `inside` (i1; None: always) says the whole vector is in the buffer,
+    else element by element, `element_at(i)` building each (an element
+    outside the buffer reads 0)."""
+    from mlir.dialects import vector as vector_dialect
+
+    def whole() -> ir.Value:
+        return vector_dialect.LoadOp(vector_type, buffer, indices, alignment=alignment).result
+
+    if inside is None:
+        return whole()
+    branch = scf.IfOp(inside, [vector_type], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp([whole()])
+    with ir.InsertionPoint(branch.else_block):
+        scalars = [element_at(i) for i in range(vector_type.shape[0])]
+        scf.YieldOp([vector_dialect.FromElementsOp(vector_type, scalars).result])
+    return branch.results[0]
+
+
+def store_vector_guarded(buffer: ir.Value, indices: list[ir.Value], packed: ir.Value,
+                         inside: ir.Value | None, store_elements, alignment: int | None = None) -> None:
+    """Stores `packed` at `indices`: one vector.store where `inside` (i1;
+    None: always) says the whole vector is in the buffer, else
+    `store_elements()` (which drops the elements outside)."""
+    from mlir.dialects import vector as vector_dialect
+
+    if inside is None:
+        vector_dialect.StoreOp(packed, buffer, indices, alignment=alignment)
+        return
+    branch = scf.IfOp(inside, [], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        vector_dialect.StoreOp(packed, buffer, indices, alignment=alignment)
+        scf.YieldOp([])
+    with ir.InsertionPoint(branch.else_block):
+        store_elements()
+        scf.YieldOp([])

@@ -229,10 +229,11 @@ class TileInferLayout(TilePass):
         for op in walk(kernel):
             if op.name != "scf.parallel":
                 continue
-            for fragment, access in conversions(op, layouts):
-                writes = [a for a in parallel_loop(op).accesses if a.fragment == fragment and a.writes]
+            loop = parallel_loop(op)
+            for fragment, _ in conversions(loop, layouts):
+                writes = [a for a in loop.accesses if a.fragment == fragment and a.writes]
                 if writes:
-                    driver = parallel_loop(op).driver.fragment
+                    driver = loop.driver.fragment
                     state.error(writes[0].op, (
                         f"tile-infer-layout: this T.Parallel runs over the fragment at "
                         f"{_location_text(driver.owner)} ({layouts[driver].describe()}) and writes the "

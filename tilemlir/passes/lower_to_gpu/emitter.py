@@ -27,6 +27,7 @@ from tilemlir.passes.gpu_builders import (
     const_index,
     convert,
     load_or_zero,
+    load_vector_guarded,
     loads_or_zeros,
     memref_dims,
     mul,
@@ -663,21 +664,16 @@ def load_vector_or_zeros(src, indices, rows, cols, vector_type) -> ir.Value:
     width = vector_type.shape[0]
     align = vector_alignment(src, indices, width)
     if rows is None:
-        return vector.LoadOp(vector_type, src, indices, alignment=align).result
-    element = vector_type.element_type
+        return load_vector_guarded(src, indices, vector_type, None, None, align)
     row, col = indices
+
+    def element_at(i: int) -> ir.Value:
+        column = add(col, i)
+        return load_or_zero(and_(ult(row, rows), ult(column, cols)), vector_type.element_type,
+                            lambda: memref.LoadOp(src, [row, column]).result)
+
     inside = and_(ult(row, rows), ult(add(col, width - 1), cols))
-    branch = scf.IfOp(inside, [vector_type], has_else=True)
-    with ir.InsertionPoint(branch.then_block):
-        scf.YieldOp([vector.LoadOp(vector_type, src, indices, alignment=align).result])
-    with ir.InsertionPoint(branch.else_block):
-        scalars = []
-        for i in range(width):
-            column = add(col, i)
-            scalars.append(load_or_zero(and_(ult(row, rows), ult(column, cols)), element,
-                                        lambda column=column: memref.LoadOp(src, [row, column]).result))
-        scf.YieldOp([vector.FromElementsOp(vector_type, scalars).result])
-    return branch.results[0]
+    return load_vector_guarded(src, indices, vector_type, inside, element_at, align)
 
 
 def physical_shared_type(alloc: ir.Operation) -> ir.MemRefType:
@@ -765,14 +761,3 @@ def loads_first(body_ops: list) -> list:
         elif inner.name == "tile.copy":
             return body_ops
     return moved + [inner for inner in body_ops if inner not in moved]
-
-
-def scf_parallel_parts(op: ir.Operation):
-    """(lower bounds, upper bounds, steps, induction variables, body ops) of an scf.parallel."""
-    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
-    operands = list(op.operands)
-    lbs = operands[:segments[0]]
-    ubs = operands[segments[0]:segments[0] + segments[1]]
-    steps = operands[segments[0] + segments[1]:segments[0] + segments[1] + segments[2]]
-    body = op.regions[0].blocks[0]
-    return lbs, ubs, steps, list(body.arguments), [o.operation for o in body.operations]

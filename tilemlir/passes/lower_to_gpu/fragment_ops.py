@@ -32,7 +32,6 @@ from mlir.dialects import arith, gpu, memref, scf, vector
 
 from tilemlir.dialects import attributes
 from tilemlir.passes.fragment_inference import (
-    FragmentAccess,
     access_layout,
     conversions,
     loop_layout,
@@ -55,8 +54,10 @@ from tilemlir.passes.gpu_builders import (
     convert,
     known_multiple,
     load_or_zero,
+    load_vector_guarded,
     memref_dims,
     mul,
+    store_vector_guarded,
     swizzled_column,
     udiv,
     ult,
@@ -365,9 +366,9 @@ class FragmentOps:
             layout = self.memory_loop_layout(op, loop)
         layouts = {value: fragment.placement for value, fragment in self._fragments.items()}
         context = ParallelContext(op, ivs, layout, self.owner_guard(layout))
-        for fragment, access in conversions(op, layouts):
+        for fragment, access in conversions(loop, layouts):
             context.overrides[fragment] = self.convert_layout(op, self._fragments[fragment],
-                                                              access_layout(layout, access))
+                                                              access_layout(layout, access.dims))
         parts = self.thread_indices(layout)
         body_ops = [inner.operation for inner in op.regions[0].blocks[0].operations]
         for inner in body_ops:
@@ -476,8 +477,7 @@ class FragmentOps:
             else:
                 raise LoweringError(op, "tile-lower-to-gpu: inside scf.parallel a fragment must be "
                                         "indexed by the loop's own induction variables")
-        access = FragmentAccess(op, None, tuple(dims), False)
-        expected = access_layout(context.layout, access)
+        expected = access_layout(context.layout, tuple(dims))
         if placement != expected:
             raise LoweringError(op, f"tile-lower-to-gpu: this fragment is held in a "
                                     f"{placement.describe()}, but the T.Parallel runs over a "
@@ -734,35 +734,25 @@ class FragmentOps:
         return condition
 
     def load_fragment(self, op, fragment: Fragment, access) -> None:
+        """The fragment's registers from memory: each run of consecutive
+        elements one vector load where it is inside (else element by element,
+        zeros outside), converted to the fragment's type."""
         buffer, element, index_of, bounds, contiguous = access
         layout = fragment.placement
         parts = self.thread_indices(layout)
         limit = max(1, 128 // max(8, bit_width(element))) if contiguous else 1
         for run in layout.runs(limit):
-            full = index_of(self.element_indices(layout, parts, run[0]))
-            if len(run) > 1:
-                vector_type = ir.VectorType.get([len(run)], element)
-                inside = self.inside(full, bounds, len(run) - 1)
-                align = vector_alignment(buffer, full, len(run))
-                if inside is None:
-                    loaded = vector.LoadOp(vector_type, buffer, full, alignment=align).result
-                else:
-                    branch = scf.IfOp(inside, [vector_type], has_else=True)
-                    with ir.InsertionPoint(branch.then_block):
-                        scf.YieldOp([vector.LoadOp(vector_type, buffer, full, alignment=align).result])
-                    with ir.InsertionPoint(branch.else_block):
-                        scalars = [self.load_element(buffer, element,
-                                                     index_of(self.element_indices(layout, parts, s)),
-                                                     bounds) for s in run]
-                        scf.YieldOp([vector.FromElementsOp(vector_type, scalars).result])
-                    loaded = branch.results[0]
-                for i, slot in enumerate(run):
-                    scalar = vector.ExtractOp(loaded, [], [i]).result
-                    fragment.write(slot, convert(scalar, element, fragment.element, self._native_fp8))
-                continue
-            for slot in run:
-                full = index_of(self.element_indices(layout, parts, slot))
-                scalar = self.load_element(buffer, element, full, bounds)
+            at = [index_of(self.element_indices(layout, parts, slot)) for slot in run]
+            if len(run) == 1:
+                scalars = [self.load_element(buffer, element, at[0], bounds)]
+            else:
+                loaded = load_vector_guarded(
+                    buffer, at[0], ir.VectorType.get([len(run)], element),
+                    self.inside(at[0], bounds, len(run) - 1),
+                    lambda i, at=at: self.load_element(buffer, element, at[i], bounds),
+                    vector_alignment(buffer, at[0], len(run)))
+                scalars = [vector.ExtractOp(loaded, [], [i]).result for i in range(len(run))]
+            for slot, scalar in zip(run, scalars):
                 fragment.write(slot, convert(scalar, element, fragment.element, self._native_fp8))
 
     def load_element(self, buffer, element, full, bounds) -> ir.Value:
@@ -772,44 +762,31 @@ class FragmentOps:
         return load_or_zero(inside, element, lambda: memref.LoadOp(buffer, full).result)
 
     def store_fragment(self, op, fragment: Fragment, access) -> None:
+        """The fragment's registers to memory, by the first of their replicas:
+        each run one vector store where it is inside (else element by
+        element, dropping those outside)."""
         buffer, element, index_of, bounds, contiguous = access
         layout = fragment.placement
         parts = self.thread_indices(layout)
-        owner = self.owner_guard(layout)
         limit = max(1, 128 // max(8, bit_width(element))) if contiguous else 1
+
+        def store_elements(values: list[ir.Value], at: list[list[ir.Value]]) -> None:
+            for value, full in zip(values, at):
+                guarded(self.inside(full, bounds), lambda value=value, full=full: memref.StoreOp(value, buffer, full))
 
         def stores() -> None:
             for run in layout.runs(limit):
-                values = [convert(fragment.read(s), fragment.element, element, self._native_fp8)
-                          for s in run]
-                full = index_of(self.element_indices(layout, parts, run[0]))
-                if len(run) > 1:
-                    vector_type = ir.VectorType.get([len(run)], element)
-                    packed = vector.FromElementsOp(vector_type, values).result
-                    inside = self.inside(full, bounds, len(run) - 1)
-
-                    def scalar_stores(values=values, run=run) -> None:
-                        for value, slot in zip(values, run):
-                            at = index_of(self.element_indices(layout, parts, slot))
-                            guarded(self.inside(at, bounds),
-                                    lambda value=value, at=at: memref.StoreOp(value, buffer, at))
-                    align = vector_alignment(buffer, full, len(run))
-                    if inside is None:
-                        vector.StoreOp(packed, buffer, full, alignment=align)
-                        continue
-                    branch = scf.IfOp(inside, [], has_else=True)
-                    with ir.InsertionPoint(branch.then_block):
-                        vector.StoreOp(packed, buffer, full, alignment=align)
-                        scf.YieldOp([])
-                    with ir.InsertionPoint(branch.else_block):
-                        scalar_stores()
-                        scf.YieldOp([])
+                values = [convert(fragment.read(s), fragment.element, element, self._native_fp8) for s in run]
+                at = [index_of(self.element_indices(layout, parts, slot)) for slot in run]
+                if len(run) == 1:
+                    store_elements(values, at)
                     continue
-                for value, slot in zip(values, run):
-                    at = index_of(self.element_indices(layout, parts, slot))
-                    guarded(self.inside(at, bounds), lambda value=value, at=at: memref.StoreOp(value, buffer, at))
+                packed = vector.FromElementsOp(ir.VectorType.get([len(run)], element), values).result
+                store_vector_guarded(buffer, at[0], packed, self.inside(at[0], bounds, len(run) - 1),
+                                     lambda values=values, at=at: store_elements(values, at),
+                                     vector_alignment(buffer, at[0], len(run)))
 
-        guarded(owner, stores)
+        guarded(self.owner_guard(layout), stores)
 
     # -- scf.if -----------------------------------------------------------------
 
