@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import importlib.util
 import json
 import math
 import re
@@ -52,6 +51,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench folder's shared helpers
+from bench_device import RunLog, load_launcher
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET = "nvidia:sm_90a"
@@ -317,14 +319,6 @@ def triton_flash(q, k, v, o, causal: bool, config: tuple) -> None:
 # --run (needs torch and Triton, not MLIR)
 # --------------------------------------------------------------------------
 
-def load_launcher():
-    path = REPO / "tilemlir" / "runtime" / "cuda_launch.py"
-    spec = importlib.util.spec_from_file_location("cuda_launch", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def torch_dtype(dtype: str):
     import torch
 
@@ -589,16 +583,7 @@ def run(directory: Path, out: Path | None, only: str | None) -> int:
 
     launcher = load_launcher()
     manifest = json.loads((directory / "manifest.json").read_text())
-    log_file = None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        log_file = (out / "attention_log.txt").open("w", encoding="utf-8")
-
-    def say(text: str) -> None:  # the log is written as it goes: a cut-off run keeps its lines
-        print(text, flush=True)
-        if log_file is not None:
-            log_file.write(text + "\n")
-            log_file.flush()
+    say = RunLog(out, "attention_log.txt")
 
     import triton
 
@@ -645,7 +630,7 @@ def run(directory: Path, out: Path | None, only: str | None) -> int:
         say(table_row(record, entries))
     say(f"{failures} failed check(s) of ours")
     if out is not None:
-        log_file.close()
+        say.close()
     return 1 if failures else 0
 
 

@@ -21,10 +21,12 @@ element of any output is outside its bound.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench folder's shared helpers
+from bench_device import load_launcher
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = "nvidia:sm_90a"
@@ -105,14 +107,6 @@ def prepare(out: Path, only: str | None = None) -> int:
 # --------------------------------------------------------------------------
 # --run (needs NumPy and the CUDA driver)
 # --------------------------------------------------------------------------
-
-def load_launcher():
-    path = ROOT / "tilemlir" / "runtime" / "cuda_launch.py"
-    spec = importlib.util.spec_from_file_location("cuda_launch", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def decode(raw, how: str):
     """float64 values of raw element bits."""

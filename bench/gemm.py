@@ -26,12 +26,14 @@ M x K row-major; B is K x N row-major for f16/bf16 and N x K row-major for fp8
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench folder's shared helpers
+from bench_device import RunLog, load_launcher
 
 SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192),
           (4096, 4096, 1024)]
@@ -196,14 +198,6 @@ def prepare(out: Path) -> None:
 # --run (needs torch and Triton, not MLIR)
 # --------------------------------------------------------------------------
 
-def load_launcher():
-    path = Path(__file__).resolve().parents[1] / "tilemlir" / "runtime" / "cuda_launch.py"
-    spec = importlib.util.spec_from_file_location("cuda_launch", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def torch_dtype(dtype: str):
     import torch
 
@@ -361,16 +355,7 @@ def run(directory: Path, out: Path | None) -> int:
     launcher = load_launcher()
     manifest = json.loads((directory / "manifest.json").read_text())
     failures = 0
-    log_file = None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        log_file = (out / "bench_log.txt").open("w", encoding="utf-8")
-
-    def say(text: str) -> None:  # the log is written as it goes: a cut-off run keeps its lines
-        print(text, flush=True)
-        if log_file is not None:
-            log_file.write(text + "\n")
-            log_file.flush()
+    say = RunLog(out, "bench_log.txt")
 
     props = torch.cuda.get_device_properties(0)
     say(f"device: {props.name}, {props.multi_processor_count} SMs; torch {torch.__version__}")
@@ -493,7 +478,7 @@ def run(directory: Path, out: Path | None) -> int:
     say(f"{failures} failed check(s)")
     if out is not None:
         (out / "bench_results.json").write_text(json.dumps(results, indent=2) + "\n")
-        log_file.close()
+        say.close()
     return 1 if failures else 0
 
 

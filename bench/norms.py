@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import importlib.util
 import json
 import math
 import re
@@ -46,6 +45,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench folder's shared helpers
+from bench_device import RunLog, load_launcher
 
 OPS = ("softmax", "layernorm", "rmsnorm")
 DTYPES = ("f16", "bf16")
@@ -327,14 +329,6 @@ def prepare(out: Path, only: str | None = None, shapes: list[tuple[int, int]] = 
 # --run (needs torch only)
 # --------------------------------------------------------------------------
 
-def load_launcher():
-    path = Path(__file__).resolve().parents[1] / "tilemlir" / "runtime" / "cuda_launch.py"
-    spec = importlib.util.spec_from_file_location("cuda_launch", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def torch_dtype(dtype: str):
     import torch
 
@@ -567,16 +561,7 @@ def run(directory: Path, out: Path | None, only: str | None, time_wrong: bool = 
 
     launcher = load_launcher()
     manifest = json.loads((directory / "manifest.json").read_text())
-    log_file = None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        log_file = (out / "norms_log.txt").open("w", encoding="utf-8")
-
-    def say(text: str) -> None:  # the log is written as it goes: a cut-off run keeps its lines
-        print(text, flush=True)
-        if log_file is not None:
-            log_file.write(text + "\n")
-            log_file.flush()
+    say = RunLog(out, "norms_log.txt")
 
     props = torch.cuda.get_device_properties(0)
     say(f"device: {props.name}, {props.multi_processor_count} SMs, L2 {props.L2_cache_size >> 20} MiB; "
@@ -614,7 +599,7 @@ def run(directory: Path, out: Path | None, only: str | None, time_wrong: bool = 
     say(f"{failures} failed check(s) of ours")
     if out is not None:
         (out / "norms_results.json").write_text(json.dumps(results, indent=2) + "\n")
-        log_file.close()
+        say.close()
     return 1 if failures else 0
 
 
