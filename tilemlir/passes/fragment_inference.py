@@ -207,6 +207,8 @@ class FragmentLayouts:
                                      "(rank 0, 1 and 2 are)")
                 return
         ops = list(walk(self.kernel))
+        # Each T.Parallel analysed once: propagation visits every op per round.
+        self.loops = {op: parallel_loop(op) for op in ops if op.name == "scf.parallel"}
         while True:
             while self.propagate(ops):
                 pass
@@ -263,7 +265,7 @@ class FragmentLayouts:
                     kept = tuple(d for d in range(len(_shape(src))) if d != dim)
                     changed |= self.give(dst, self.assigned[src].projected(kept))
             elif op.name == "scf.parallel":
-                loop = parallel_loop(op)
+                loop = self.loops[op]
                 driver = loop.driver
                 if driver is None or driver.fragment not in self.assigned:
                     # A fragment of the loop's shape that has a layout leads it.
