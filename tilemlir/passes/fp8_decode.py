@@ -1,6 +1,7 @@
-"""Exact fp8 -> f32 decoding with integer and f32 arithmetic, for chips whose
-hardware does not convert that fp8 encoding (gfx90a has no fp8 converts;
-gfx942 converts only FNUZ, gfx950 only OCP).
+"""fp8 conversions in software, with integer and f32 arithmetic, for chips
+whose hardware does not convert that fp8 encoding (gfx90a has no fp8
+converts; gfx942 converts only FNUZ, gfx950 only OCP): exact decoding to f32,
+and encoding from f32 rounded to nearest even (as tile.copy defines it).
 
 Encodings (sign, exponent bits, mantissa bits, bias, specials):
 
@@ -26,6 +27,16 @@ FORMATS = {
     "f8E5M2": (5, 2, 15),
     "f8E4M3FNUZ": (4, 3, 8),
     "f8E5M2FNUZ": (5, 2, 16),
+}
+
+# Encoding facts per format, from the table above: the largest finite
+# magnitude's pattern, where a larger magnitude goes (+inf where the format has
+# one, else its NaN), the pattern a NaN becomes, and whether -0 exists.
+ENCODING = {
+    "f8E4M3FN": {"max_finite": 0x7E, "overflow": 0x7F, "nan": 0x7F, "negative_zero": True},
+    "f8E5M2": {"max_finite": 0x7B, "overflow": 0x7C, "nan": 0x7E, "negative_zero": True},
+    "f8E4M3FNUZ": {"max_finite": 0x7F, "overflow": 0x80, "nan": 0x80, "negative_zero": False},
+    "f8E5M2FNUZ": {"max_finite": 0x7F, "overflow": 0x80, "nan": 0x80, "negative_zero": False},
 }
 
 
@@ -86,3 +97,50 @@ def decode_to_f32(value: ir.Value, format_name: str) -> ir.Value:
                               _constant(bits, f32, float("inf"))).result
     special = arith.SelectOp(eq(mantissa, c(0)), infinity, nan).result
     return arith.SelectOp(top, special, result).result
+
+
+def encode_from_f32(value: ir.Value, format_name: str) -> ir.Value:
+    """The fp8 `format_name` value nearest (ties to even) to the f32 `value`
+    (scalar or vector): the f32 significand is shifted right to the fp8 quantum
+    at the value's exponent (never finer than the fp8 subnormal quantum),
+    rounding half to even on the dropped bits; a significand that rounds up
+    carries into the exponent. Magnitudes above the largest finite value become
+    +-inf (E5M2) or NaN (the formats without infinities); NaN stays NaN."""
+    _, mantissa_bits, bias = FORMATS[format_name]
+    facts = ENCODING[format_name]
+    i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
+    bits = arith.BitcastOp(_like(value, i32), value).result
+
+    def c(number) -> ir.Value:
+        return _constant(bits, i32, number)
+
+    def select(condition, a, b) -> ir.Value:
+        return arith.SelectOp(condition, a, b).result
+
+    magnitude = arith.AndIOp(bits, c(0x7FFFFFFF)).result
+    field = arith.ShRUIOp(magnitude, c(23)).result
+    nonzero_field = arith.MaxUIOp(field, c(1)).result
+    # With its implicit bit for normal values, without it for subnormal ones.
+    significand = arith.SubIOp(magnitude, arith.ShLIOp(arith.SubIOp(nonzero_field, c(1)).result,
+                                                        c(23)).result).result
+    floor_field = 127 + 1 - bias  # f32's exponent field of the fp8 smallest normal
+    clamped = arith.MaxUIOp(field, c(floor_field)).result
+    shift = arith.AddIOp(arith.SubIOp(clamped, nonzero_field).result, c(23 - mantissa_bits)).result
+    shift = arith.MinUIOp(shift, c(31)).result
+    half_minus_one = arith.SubIOp(arith.ShLIOp(c(1), arith.SubIOp(shift, c(1)).result).result, c(1)).result
+    last_kept = arith.AndIOp(arith.ShRUIOp(significand, shift).result, c(1)).result
+    rounded = arith.ShRUIOp(arith.AddIOp(arith.AddIOp(significand, half_minus_one).result, last_kept).result,
+                            shift).result
+    code = arith.AddIOp(arith.ShLIOp(arith.SubIOp(clamped, c(floor_field)).result, c(mantissa_bits)).result,
+                        rounded).result
+    overflow = arith.CmpIOp(arith.CmpIPredicate.ugt, code, c(facts["max_finite"])).result
+    code = select(overflow, c(facts["overflow"]), code)
+    is_nan = arith.CmpIOp(arith.CmpIPredicate.ugt, magnitude, c(0x7F800000)).result
+    code = select(is_nan, c(facts["nan"]), code)
+    sign = arith.ShLIOp(arith.ShRUIOp(bits, c(31)).result, c(7)).result
+    if not facts["negative_zero"]:
+        zero = arith.CmpIOp(arith.CmpIPredicate.eq, code, c(0)).result
+        sign = select(zero, c(0), sign)
+    code = arith.OrIOp(code, sign).result
+    narrow = arith.TruncIOp(_like(value, i8), code).result
+    return arith.BitcastOp(_like(value, ir.Type.parse(format_name)), narrow).result

@@ -60,7 +60,7 @@ def is_float(t: ir.Type) -> bool:
 
 
 def convert(value: ir.Value, source: ir.Type, target: ir.Type,
-            native_fp8: tuple[str, ...] = ()) -> ir.Value:
+            native_fp8: tuple[str, ...] | None = ()) -> ir.Value:
     """Element-type conversion as tile.copy defines it: floats round to nearest
     even (through f32 between two 8/16-bit formats); floats to integers
     truncate toward zero; integers sign-extend or truncate.
@@ -68,24 +68,30 @@ def convert(value: ir.Value, source: ir.Type, target: ir.Type,
     fp8 needs care: a format the chip converts in hardware (`native_fp8`) uses
     arith.extf/truncf element by element (the AMD lowering packs them into
     v_cvt_*fp8*); any other fp8 source is decoded exactly in software
-    (`fp8_decode`). Encoding into a non-native fp8 format is not supported."""
+    (`fp8_decode`), and any other fp8 target encoded in software from f32.
+    `native_fp8=None`: the family's code generator takes no fp8 conversion
+    at all (Backend.converts_fp8 false); encoding into fp8 is then refused."""
     if source == target:
         return value
+    native = native_fp8 or ()
     if isinstance(value.type, ir.VectorType) and (_is_fp8(source) or _is_fp8(target)):
         count = value.type.shape[0]
-        if _is_fp8(source) and str(source) not in native_fp8:
+        if _is_fp8(source) and str(source) not in native:
             decoded = fp8_decode.decode_to_f32(value, str(source))
             return convert(decoded, ir.F32Type.get(), target, native_fp8)
         scalars = [convert(vector.ExtractOp(value, [], [i]).result, source, target, native_fp8)
                    for i in range(count)]
         return vector.FromElementsOp(ir.VectorType.get([count], target), scalars).result
-    if _is_fp8(source) and str(source) not in native_fp8:
+    if _is_fp8(source) and str(source) not in native:
         return convert(fp8_decode.decode_to_f32(value, str(source)), ir.F32Type.get(), target,
                        native_fp8)
-    if _is_fp8(target) and str(target) not in native_fp8:
-        raise UserError(f"tile-lower-to-gpu: converting to {target} is not supported here: the "
-                        "target's code generator encodes no fp8 format in a kernel (fp8 formats it "
-                        f"converts: {', '.join(native_fp8) or 'none'}); keep the fragment in f16 or bf16")
+    if _is_fp8(target) and str(target) not in native:
+        if native_fp8 is None:
+            raise UserError(f"tile-lower-to-gpu: converting to {target} is not supported here: the "
+                            "target's code generator encodes no fp8 format in a kernel; keep the "
+                            "fragment in f16 or bf16")
+        wide = convert(value, source, ir.F32Type.get(), native_fp8)  # encoded in software
+        return fp8_decode.encode_from_f32(wide, str(target))
 
     def typed(element: ir.Type) -> ir.Type:
         vt = value.type

@@ -18,7 +18,11 @@ Mixed precision is explicit after this pass:
     message: convert the inputs, or `fp8-fallback=f16` to compute exactly in f16;
   - a chip without fp8 matrix instructions computes in f16 (every fp8 value is
     exact in f16) by default; so does one where whether it has them is not
-    publicly known (the conservative assumption, said in a remark).
+    publicly known (the conservative assumption, said in a remark). The
+    operand buffer becomes f16; a copy that filled it from a wider type (the
+    seed's f16 -> fp8 copy) still rounds to fp8 first: it fills the fp8 buffer
+    as written, and a copy after it widens that into the f16 one (exact), so
+    the gemm multiplies the same values as in fp8.
   Option `fp8-fallback`: `auto` (the rules above), `f16` (always compute fp8
   gemms in f16), `error` (reject any conversion, and unknown fp8 support).
   Option `allow-fp8-rounding` (default false): under `auto`, convert FNUZ
@@ -165,6 +169,8 @@ class TileLegalizePrecision(TilePass):
                               "encoding must come from tile.alloc_shared or tile.alloc_fragment (so "
                               "the copy filling it converts it)")
             return
+        old_type = ir.MemRefType(operand.type)
+        rounding_copies = []
         for use in operand.uses:
             user = use.owner
             is_copy_into = user.name == "tile.copy" and user.operands[1] == operand
@@ -173,14 +179,30 @@ class TileLegalizePrecision(TilePass):
                                   f"{element}: it is used by {user.name}, not only filled by "
                                   "tile.copy and read by tile.gemm")
                 return
-        old_type = ir.MemRefType(operand.type)
+            source = ir.MemRefType(user.operands[0].type).element_type if is_copy_into else None
+            if source is not None and source != old_type.element_type:  # it rounds to the fp8 type
+                if list(ir.DenseI32ArrayAttr(user.attributes["operandSegmentSizes"]))[3]:
+                    state.error(user, f"tile-legalize-precision: this copy rounds {source} to "
+                                      f"{old_type.element_type}, which computing in {element} must keep; "
+                                      "only copies that fill the whole buffer can (index the source, not "
+                                      "the buffer)")
+                    return
+                rounding_copies.append(user)
         new_type = ir.MemRefType.get(old_type.shape, ir.Type.parse(element),
                                      memory_space=old_type.memory_space)
         with ir.InsertionPoint(owner), owner.location:
             make = tile.alloc_shared if owner.name == "tile.alloc_shared" else tile.alloc_fragment
             replacement = make(new_type)
-        operand.replace_all_uses_with(replacement)
-        owner.erase()
+        if not rounding_copies:
+            operand.replace_all_uses_with(replacement)
+            owner.erase()
+            return
+        # The rounding copies keep filling the fp8 buffer; a copy after each
+        # widens it into the f16 one (exact), which the gemm reads.
+        operand.replace_all_uses_except(replacement, [c.operation for c in rounding_copies])
+        for copy in rounding_copies:
+            with ir.InsertionPoint.after(copy), copy.location:
+                tile.copy(operand, replacement)
 
     def check_accumulator(self, op: ir.Operation, state: PassState) -> None:
         accum = str(ir.TypeAttr(op.attributes["accum_dtype"]).value)

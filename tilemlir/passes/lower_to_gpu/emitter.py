@@ -124,7 +124,8 @@ class KernelEmitter(FragmentOps):
         self._options = dict(options or {})
         formats = target.matrix.fp8_formats
         converts = backend(target.family).converts_fp8
-        self._native_fp8 = tuple(formats) if converts and isinstance(formats, tuple) else ()
+        # The fp8 formats converted in hardware; None: no fp8 encoding at all.
+        self._native_fp8 = (tuple(formats) if isinstance(formats, tuple) else ()) if converts else None
         self._values: dict = {}
         self._fragments: dict = {}
         self._shared: dict = {}
