@@ -281,9 +281,10 @@ class TileInferLayout(TilePass):
                                      "as_written")
                            if name in layout}
                 entries["pad"] = int_attr(0)
-                if "swizzle" not in layout:  # a swizzled layout has no padding to lose
-                    entries["conflicts"] = int_attr(ir.IntegerAttr(layout["unpadded_conflicts"]).value)
-                entries["unpadded_conflicts"] = layout["unpadded_conflicts"]
+                if "unpadded_conflicts" in layout:  # absent from a hand-written layout
+                    if "swizzle" not in layout:  # a swizzled layout has no padding to lose
+                        entries["conflicts"] = int_attr(ir.IntegerAttr(layout["unpadded_conflicts"]).value)
+                    entries["unpadded_conflicts"] = layout["unpadded_conflicts"]
                 attributes.SMEM_LAYOUT.write(op, entries)
         for gemm in [op for op in walk(kernel) if op.name == "tile.gemm" and attributes.MMA.is_on(op)]:
             self.count_conflicts(gemm, MmaChoice.of(gemm), warp_grid_of(gemm))
