@@ -13,6 +13,11 @@ _LAZY = {
 
 
 def __getattr__(name: str):
+    if name == "jit":  # @tilemlir.jit: the TileLang-style frontend (tilemlir.language)
+        from tilemlir.language import jit
+
+        globals()["jit"] = jit
+        return jit
     if name in _LAZY:
         from tilemlir import compiler
 
@@ -22,4 +27,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'tilemlir' has no attribute {name!r}")
 
 
-__all__ = list(_LAZY)
+__all__ = ["CompileError", "CompileOptions", "CompileResult", "compile", "jit"]

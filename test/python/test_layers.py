@@ -25,6 +25,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     tuple(f"tilemlir.backends.{family}" for family in FAMILIES),
     ("tilemlir.compiler",),
     ("tilemlir.runtime",),
+    # The frontend builds tile IR (dialects), compiles it (compiler) and runs it
+    # (runtime's engines): above them all, beside the tools.
+    ("tilemlir.language",),
     ("tilemlir.tools",),
     ("tilemlir",),
 )

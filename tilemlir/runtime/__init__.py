@@ -133,9 +133,10 @@ def require_tile_level(module: ir.Operation) -> None:
                         "emulator runs: use engine 'emulator' with an amdgpu target")
 
 
-def lower_for_emulator(module: ir.Operation, target=None):
+def lower_for_emulator(module: ir.Operation, target=None, options=None):
     """(GPU-level module op, chip): tile IR compiled down through the AMD path
-    for `target` (or the module's tile.target); GPU-level IR as it is."""
+    for `target` (or the module's tile.target) with `options` (CompileOptions);
+    GPU-level IR as it is."""
     from tilemlir.compiler import has_tile_ops
     from tilemlir.runtime.emulator import CHIPS
     from tilemlir.runtime.engine_target import resolve_engine_target
@@ -149,7 +150,7 @@ def lower_for_emulator(module: ir.Operation, target=None):
     from tilemlir.compiler import compile_module
 
     lowered = module.clone()  # compile_module rewrites its input in place
-    compile_module(lowered, resolved, emit="gpu")
+    compile_module(lowered, resolved, emit="gpu", options=options)
     return lowered, resolved.name
 
 

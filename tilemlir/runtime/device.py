@@ -12,6 +12,8 @@ is compiled.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from mlir import ir
 
@@ -19,6 +21,14 @@ from tilemlir.diagnostics import UserError
 
 
 def run_device(module: ir.Operation, entry: str, args, target=None) -> list:
+    loaded = load(module, target)
+    launch(loaded, entry, args)
+    return []
+
+
+def load(module: ir.Operation, target=None, options=None):
+    """The module compiled to PTX for `target` (with `options`, CompileOptions)
+    and loaded by the CUDA driver, ready for `launch` any number of times."""
     from tilemlir.backends.stages import backend_stages
     from tilemlir.compiler import CompileOptions, compile_module
     from tilemlir.runtime import cuda_launch
@@ -33,11 +43,21 @@ def run_device(module: ir.Operation, entry: str, args, target=None) -> list:
         raise UserError(f"engine 'device' runs PTX through the CUDA driver; the {resolved.family} "
                         f"backend of {resolved} emits no PTX (give --target nvidia:sm_90a)")
     lowered = module.clone()  # the driver rewrites its input in place
-    result = compile_module(lowered.operation, resolved, emit="ptx", options=CompileOptions(report=True))
+    options = dataclasses.replace(options or CompileOptions(), report=True)
+    result = compile_module(lowered.operation, resolved, emit="ptx", options=options)
     metadata = {key: result.report[key] for key in ("target", "functions")}
     try:
-        loaded = cuda_launch.CudaModule(result.artifacts["ptx"], metadata)
-        # Arrays go to the device; scalars are passed by value.
+        return cuda_launch.CudaModule(result.artifacts["ptx"], metadata)
+    except cuda_launch.CudaError as error:
+        raise UserError(f"engine 'device': {error}") from None
+
+
+def launch(loaded, entry: str, args) -> None:
+    """Runs `entry` of a loaded module on `args`: arrays are copied to the GPU
+    and back (written in place), scalars passed by value."""
+    from tilemlir.runtime import cuda_launch
+
+    try:
         buffers = [cuda_launch.DeviceArray(a) for a in args if isinstance(a, np.ndarray)]
         device_args, next_buffer = [], iter(buffers)
         for a in args:
@@ -51,4 +71,3 @@ def run_device(module: ir.Operation, entry: str, args, target=None) -> list:
                 buffer.free()
     except cuda_launch.CudaError as error:
         raise UserError(f"engine 'device': {error}") from None
-    return []

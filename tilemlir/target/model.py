@@ -470,8 +470,13 @@ class Backend:
 
     `converts_fp8`: the family's code generator lowers `arith.extf`/`truncf`
     of its fp8 formats (the descriptor's matrix.fp8_formats) in hardware
-    (AMD: v_cvt_*fp8*). Otherwise tile-lower-to-gpu decodes fp8 in software
-    and refuses, at the op, a conversion into fp8."""
+    (AMD: v_cvt_*fp8*), and so the other fp8 formats in software (integer
+    arithmetic, `passes/fp8_decode.py`). Otherwise tile-lower-to-gpu decodes
+    fp8 in software and refuses, at the op, a conversion into fp8.
+
+    `tilelang_names` and `default_chip`: what `@tilemlir.jit(target=...)`
+    accepts for the family in TileLang's spelling ("hip", "cuda"), and the
+    chip it then compiles for."""
 
     family: str
     summary: str
@@ -489,6 +494,10 @@ class Backend:
     passes: dict[str, str] = field(default_factory=dict, hash=False)
     native_math: str = ""
     converts_fp8: bool = False
+    # The target names TileLang's users give this family (`@jit(target="hip")`)
+    # and the chip they mean unless TILEMLIR_TARGET names another of the family.
+    tilelang_names: tuple[str, ...] = ()
+    default_chip: str = ""
 
     def target_files(self) -> tuple[Path, ...]:
         return tuple(sorted(Path(self.targets_dir).glob("*.toml")))

@@ -56,4 +56,6 @@ BACKEND = Backend(
         "amdgpu-math-to-intrinsics": "tilemlir.backends.amdgpu.math_intrinsics:AmdgpuMathToIntrinsics",
     },
     converts_fp8=True,
+    tilelang_names=("hip", "rocm"),
+    default_chip="gfx942",
 )

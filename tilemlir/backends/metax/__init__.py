@@ -25,4 +25,6 @@ BACKEND = Backend(
     stages="tilemlir.backends.metax.stages:STAGES",
     report_stage="maca",
     converts_fp8=True,
+    tilelang_names=("maca", "metax"),
+    default_chip="xcore1000",
 )

@@ -64,4 +64,6 @@ BACKEND = Backend(
     check_mma_row=check_mma_row,
     matrix_core="tilemlir.backends.nvidia.wgmma:NvidiaMatrixCore",
     lowering_hooks="tilemlir.backends.nvidia.wgmma:NvidiaLoweringHooks",
+    tilelang_names=("cuda",),
+    default_chip="sm_90a",
 )

@@ -1,0 +1,313 @@
+"""tilemlir.language and tilemlir.jit: TileLang kernels as written, built into
+tile IR, compiled, run and compared with float64 NumPy; and every construct
+the frontend refuses, with its message and the user's Python line."""
+
+from __future__ import annotations
+
+import re
+import traceback
+import warnings
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from tilelang_style import bad_kernels
+from tilelang_style import kernels as K
+from tilelang_style.examples import load_example
+
+import tilemlir
+import tilemlir.language as T
+from tilemlir.diagnostics import UserError
+from tilemlir.runtime.dtypes import convert
+
+pytestmark = pytest.mark.filterwarnings("ignore::tilemlir.language.TileLangWarning")
+
+REPO = Path(__file__).resolve().parents[2]
+U16, U32 = 2.0 ** -11, 2.0 ** -24
+RNG = np.random.default_rng(0)
+# The seed article's kernel, as printed (imports changed): the example file is the kernel.
+SEED = load_example("seed_mixed_precision_gemm").mixed_precision_gemm
+
+
+def gemm_bound(product, magnitude, k, out_unit):
+    gamma = (k + 1) * U32 / (1 - (k + 1) * U32)
+    return out_unit * np.abs(product) + (1 + out_unit) * gamma * magnitude + 2.0 ** -24
+
+
+def assert_within(actual, expected, bound):
+    error = np.abs(convert(actual, np.float64) - expected)
+    worst = np.unravel_index(np.argmax(error - bound), error.shape)
+    assert np.all(error <= bound), f"at {worst}: {error[worst]} > bound {bound[worst]}"
+
+
+# -- the seed article's kernel -----------------------------------------------
+
+@pytest.mark.parametrize("target", ["amdgpu:gfx942", "amdgpu:gfx950"])
+def test_seed_kernel_as_printed_matches_float64(target, monkeypatch):
+    """The seed's mixed_precision_gemm (fp8 e4m3fn shared tiles filled from f16,
+    f32 accumulation, f16 out), no T.Kernel: the grid comes from bx/by."""
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    SEED._cache.clear()
+    M = N = Kd = 256
+    a = RNG.standard_normal((M, Kd)).astype(np.float16)
+    b = RNG.standard_normal((Kd, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float16)
+    launch = SEED(a, b, c, M, N, Kd)
+    a8, b8 = (x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64) for x in (a, b))
+    product = a8 @ b8
+    assert_within(c, product, gemm_bound(product, np.abs(a8) @ np.abs(b8), Kd, U16))
+    c[:] = 0
+    launch.run()  # runs again on the same arrays, as the seed's `kernel.run()`
+    assert_within(c, product, gemm_bound(product, np.abs(a8) @ np.abs(b8), Kd, U16))
+    kernel = launch.kernel
+    assert str(kernel.target) == target
+    assert 'grid = array<i64: 2, 2>' in kernel.get_kernel_source()
+    if target == "amdgpu:gfx950":  # OCP fp8 is gfx950's own: fp8 MFMAs
+        assert re.search(r"v_mfma_\w+_f8f6f4|v_mfma_\w+fp8", kernel.get_isa())
+    else:  # gfx942 reads FNUZ: the gemm runs in f16 on the fp8-rounded values, and says so
+        assert "v_mfma_f32_32x32x8_f16" in kernel.get_isa() or "_f16" in kernel.get_isa()
+        assert "compute exactly in f16" in (kernel.fp8_note or "")
+
+
+def test_seed_kernel_grid_is_inferred_and_said():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kernel = SEED.compile(M=128, N=384, K=64, A=_spec((128, 64)), B=_spec((64, 384)),
+                                                C=_spec((128, 384)))
+    assert 'grid = array<i64: 3, 1>' in kernel.get_kernel_source()
+    assert any("no T.Kernel: launched as grid (3, 1) of 128 threads" in str(w.message) for w in caught)
+
+
+def _spec(shape):
+    return np.zeros(shape, np.float16)
+
+
+# -- whole kernels -------------------------------------------------------------
+
+@pytest.mark.parametrize("trans_B", [False, True])
+def test_factory_matmul_relu(trans_B):
+    kernel = K.matmul(128, 128, 96, trans_B=trans_B)
+    assert K.matmul(128, 128, 96, trans_B=trans_B) is kernel  # cached per arguments
+    a = RNG.uniform(-1, 1, (128, 96)).astype(np.float16)
+    b = RNG.uniform(-1, 1, (128, 96) if trans_B else (96, 128)).astype(np.float16)
+    c = kernel(a, b)
+    b64 = b.astype(np.float64).T if trans_B else b.astype(np.float64)
+    product = a.astype(np.float64) @ b64
+    bound = gemm_bound(product, np.abs(a.astype(np.float64)) @ np.abs(b64), 96, U16)
+    assert_within(c, np.maximum(product, 0), bound)
+    source = kernel.get_kernel_source()
+    assert f"transpose_b = {'true' if trans_B else 'false'}" in source
+    assert "tile.num_stages = 2" in source
+
+
+def test_direct_style_returns_its_output_and_compiles_alone():
+    a = RNG.uniform(-1, 1, (64, 64)).astype(np.float16)
+    b = RNG.uniform(-1, 1, (64, 128)).astype(np.float16)
+    c = K.matmul_direct(a, b)
+    product = a.astype(np.float64) @ b.astype(np.float64)
+    assert_within(c, product, gemm_bound(product, np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)),
+                                         64, U16))
+    kernel = K.matmul_direct.compile(M=64, N=128, K=64)
+    assert "memref<64x64xf16>, %arg1: memref<64x128xf16>, %arg2: memref<64x128xf16>" in \
+        kernel.get_kernel_source()
+    assert "tile.num_stages" not in kernel.get_kernel_source()  # num_stages=0: not pipelined
+    with pytest.raises(UserError, match="'B' dim 0 is 32, but K = 64"):
+        K.matmul_direct(a, np.zeros((32, 64), np.float16))
+
+
+@pytest.mark.parametrize("target", ["amdgpu:gfx942", "metax:xcore1000"])
+def test_softmax_and_rmsnorm_examples(target, monkeypatch):
+    from general_kernel_cases import rmsnorm_model, softmax_model
+
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    softmax = load_example("softmax").softmax
+    x = RNG.uniform(-4, 4, (16, 256)).astype(np.float16)
+    y = softmax(16, 256)(x)
+    expected, bound = softmax_model([x, y])[1]
+    assert_within(y, expected, bound)
+    rmsnorm = load_example("rmsnorm").rmsnorm
+    x = RNG.standard_normal((8, 512)).astype(np.float16)
+    w = RNG.standard_normal(512).astype(np.float16)
+    y = rmsnorm(8, 512)(x, w)
+    expected, bound = rmsnorm_model([x, w, y])[2]
+    assert_within(y, expected, bound)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_example(causal):
+    from attention_cases import Attention, model
+
+    flashattn = load_example("flash_attention").flashattn
+    case = Attention(batch=1, heads=2, kv_heads=2, seq=128, dim=64, causal=causal)
+    q, k, v = (RNG.uniform(-2, 2, (1, 128, 2, 64)).astype(np.float16) for _ in range(3))
+    kernel = flashattn(1, 2, 128, 64, causal)
+    out = kernel(q, k, v)
+    expected, bound = model(case, [q, k, v, out])[3]
+    assert_within(out, expected, bound)
+    source = kernel.get_kernel_source()
+    assert "tile.window = array<i64: 1, 3>" in source  # Q[bz, rows, by, :]
+    assert source.count('"tile.gemm"') == 2
+
+
+def test_elementwise_functions_and_compile_time_python():
+    x = np.linspace(-3, 3, 256).astype(np.float32)
+    got = K.elementwise(256)(x)
+    x64 = x.astype(np.float64)
+    f16 = (x * np.float32(1000)).astype(np.float16).astype(np.float64)
+    expected = np.stack([
+        np.exp(x64) + np.exp2(x64) * np.log2(np.abs(x64) + 1),
+        np.sqrt(np.abs(x64)) + 1 / np.sqrt(x64 * x64 + 1),
+        np.tanh(x64) - np.log(x64 * x64 + 2),
+        np.minimum(x64, 0.25) + np.maximum(x64, -0.25),
+        np.where(x64 > 0, x64, -x64 * 3),
+        f16,
+        np.trunc((x * np.float32(100)).astype(np.float64)),
+        (x64 * 2.5) ** 2,
+        np.where((x64 < 0) & (x64 > -1), x64 / 4, x64 * 4),
+    ], axis=1)
+    bound = 64 * U32 * (np.abs(expected) + 1)
+    bound[:, 5] = U32 * np.abs(f16)
+    assert_within(got, expected, bound)
+    assert not np.isnan(got).any()
+    source = K.elementwise(256).get_kernel_source()
+    for op in ("math.exp ", "math.exp2", "math.log2", "math.sqrt", "math.rsqrt", "math.tanh", "math.log ",
+               "arith.minimumf", "arith.maximumf", "arith.select", "arith.fptosi"):
+        assert op in source, op
+
+
+@pytest.mark.parametrize("engine", ["reference", "emulator"])
+def test_alloc_var_is_loop_carried(engine):
+    kernel = tilemlir.language.compile(K.running_sum.function(64), out_idx=[1], engine=engine)
+    x = RNG.uniform(-1, 1, (64, 4)).astype(np.float32)
+    expected = np.zeros(64)
+    for k in range(4):
+        expected = expected + x[:, k]
+        expected = np.where(x[:, k] < 0, expected * 2, expected)
+    assert_within(kernel(x), expected, 16 * U32 * (np.abs(expected) + 1))
+    assert "scf.for" in kernel.get_kernel_source() and "iter_args" in kernel.get_kernel_source()
+
+
+def test_three_grid_dims_and_rank_reducing_copies():
+    x = RNG.uniform(-1, 1, (2, 2, 2, 64)).astype(np.float32)
+    y = K.block_indices(2)(x)
+    b = np.arange(2)
+    expected = x + b[None, None, :, None] * 100 + b[None, :, None, None] * 10 + b[:, None, None, None]
+    assert np.array_equal(y, expected.astype(np.float32))
+
+
+def test_tensor_view_of_parameter_data():
+    x = np.arange(64 * 32, dtype=np.float16)
+    y = K.reshaped_view(64, 32)(x)
+    assert np.array_equal(y, x.reshape(64, 32))
+    assert "memref.reinterpret_cast" in K.reshaped_view(64, 32).get_kernel_source()
+
+
+def test_im2col_convolution():
+    from general_kernel_cases import conv_model
+
+    x = RNG.uniform(-1, 1, (2, 8, 8, 16)).astype(np.float16)
+    w = RNG.uniform(-1, 1, (144, 64)).astype(np.float16)
+    y = K.conv_im2col(2, 8, 8, 16, 64)(x, w)
+    expected, bound = conv_model([x, w, y])[2]
+    assert_within(y, expected, bound)
+
+
+# -- kernel objects --------------------------------------------------------------
+
+def test_kernel_artefacts_and_report():
+    kernel = K.matmul(64, 64, 64)
+    assert kernel.artifact[:4] == b"\x7fELF"  # gfx942 HSACO
+    assert "v_mfma" in kernel.get_isa()
+    report = kernel.report
+    assert report["spills"] == 0 and report["lds_bytes"] > 0
+    assert '"tile.gemm"' in kernel.get_kernel_source()
+    assert "loc(" in kernel.get_kernel_source(locations=True)  # the user's Python lines
+
+
+def test_targets_engines_and_options(monkeypatch):
+    a = RNG.uniform(-1, 1, (64, 64)).astype(np.float16)
+    kernel = tilemlir.language.compile(K.matmul.function(64, 64, 64), out_idx=[-1], target="maca",
+                                       engine="reference")
+    assert str(kernel.target) == "metax:xcore1000" and kernel.engine == "reference"
+    product = a.astype(np.float64) @ a.astype(np.float64)
+    assert_within(kernel(a, a), np.maximum(product, 0),
+                  gemm_bound(product, np.abs(a.astype(np.float64)) @ np.abs(a.astype(np.float64)), 64, U16))
+    monkeypatch.setenv("TILEMLIR_ENGINE", "reference")
+    assert tilemlir.language.compile(K.matmul.function(64, 64, 64)).engine == "reference"
+    with pytest.warns(T.TileLangWarning, match="ignored.*tl.disable_tma_lower"):
+        tilemlir.language.compile(K.matmul.function(64, 64, 64),
+                                  pass_configs={"tl.disable_tma_lower": True,
+                                                "tile-lower-to-gpu.sched-hints": False})
+    with pytest.warns(T.TileLangWarning, match="ignores execution_backend"):
+        tilemlir.jit(execution_backend="cython")
+    with pytest.raises(UserError, match="unknown engine 'gpu'"):
+        tilemlir.language.compile(K.matmul.function(64, 64, 64), engine="gpu")
+    with pytest.raises(UserError, match="takes 2 arguments"):
+        K.matmul(64, 64, 64)(a)
+    with pytest.raises(UserError, match=r"expected shape \(64, 64\) of float16"):
+        K.matmul(64, 64, 64)(a, a.astype(np.float32))
+
+
+def test_fp8_refusal_when_asked(monkeypatch):
+    monkeypatch.setenv("TILEMLIR_TARGET", "amdgpu:gfx942")
+    SEED._cache.clear()
+    jit = tilemlir.jit(SEED.function,
+                       pass_configs={"tile-legalize-precision.fp8-fallback": "error"})
+    a = np.zeros((128, 128), np.float16)
+    with pytest.raises(UserError, match="OCP fp8 encoding"):
+        jit(a, a, a.copy(), 128, 128, 128)
+
+
+def test_torch_tensors_when_torch_is_installed():
+    torch = pytest.importorskip("torch")
+    a = torch.rand((64, 64), dtype=torch.float16) - 0.5
+    c = K.matmul(64, 64, 64)(a, a)
+    product = a.double().numpy() @ a.double().numpy()
+    assert_within(np.asarray(c), np.maximum(product, 0), 2e-3 * (np.abs(product) + 1))
+
+
+# -- errors ------------------------------------------------------------------
+
+BAD_FILE = Path(bad_kernels.__file__)
+EXPECTED = {}
+for number, line in enumerate(BAD_FILE.read_text().splitlines(), 1):
+    if "# expect: " in line:
+        EXPECTED[number] = line.split("# expect: ", 1)[1].strip()
+BAD = [name for name in dir(bad_kernels) if name.startswith("bad_")]
+
+
+@pytest.mark.parametrize("name", BAD)
+def test_refused_constructs_name_the_python_line(name):
+    function = getattr(bad_kernels, name)
+    start = function.__code__.co_firstlineno
+    line = min(n for n in EXPECTED if n > start)
+    with pytest.raises(UserError) as raised:
+        function()
+    message = str(raised.value)
+    assert f"{BAD_FILE}:{line}:" in message, message
+    assert EXPECTED[line] in message, message
+    assert "error:" in message
+    # Only the API boundary's frames (the decorator, the re-raise) are tilemlir's own.
+    own = [f for f in traceback.extract_tb(raised.tb) if "/tilemlir/" in f.filename]
+    assert {f.name for f in own} <= {"prim_func", "wrapper"}, own
+
+
+def test_every_refusal_is_tested():
+    starts = sorted(getattr(bad_kernels, n).__code__.co_firstlineno for n in BAD)
+    assert len(EXPECTED) == len(BAD)
+    for start, line in zip(starts, sorted(EXPECTED)):
+        assert line > start
+
+
+def test_intrinsics_outside_kernels_say_where_they_belong():
+    with pytest.raises(UserError, match="only meaningful inside a kernel body"):
+        T.copy(None, None)
+    assert T.ceildiv(10, 3) == 4 and T.min(2, 3) == 2
+    assert T.float16 == "float16" and T.float == T.float32 and str(T.bfloat16) == "bfloat16"
+
+
+def test_docs_list_every_intrinsic():
+    text = (REPO / "docs" / "language.md").read_text()
+    for name in T.INTRINSICS:
+        assert f"T.{name}" in text, name

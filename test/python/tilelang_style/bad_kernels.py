@@ -1,0 +1,179 @@
+"""Kernels the frontend must refuse, one construct each. The line that must
+be named ends in an "expect" comment with part of the message; test_language.py builds every
+`bad_*` function here and checks the error names this file, that line and
+that message (and that no traceback of tilemlir's own code comes with it)."""
+
+import tilemlir
+import tilemlir.language as T
+
+N = 64
+
+
+def bad_while():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            while True:  # expect: `while` loops are not supported
+                pass
+    return main
+
+
+def bad_undefined_name():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            for i in T.Parallel(N):
+                A[i] = undefined_thing  # expect: name 'undefined_thing' is not defined
+    return main
+
+
+def bad_nested_parallel():
+    @T.prim_func
+    def main(A: T.Tensor((N, N), "float32")):
+        with T.Kernel(1) as bx:
+            for i in T.Parallel(N):
+                for j in T.Parallel(N):  # expect: T.Parallel loops do not nest
+                    A[i, j] = 0.0
+    return main
+
+
+def bad_unknown_intrinsic():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            T.atomic_add(A[0], 1.0)  # expect: has no attribute 'atomic_add'
+    return main
+
+
+def bad_alloc_local():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            x = T.alloc_local((4,), "float32")  # expect: T.alloc_local (storage private to each thread)
+    return main
+
+
+def bad_two_kernels():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            T.fill(A[0:N], 0.0)
+        with T.Kernel(1) as bx:  # expect: one T.Kernel per function
+            T.fill(A[0:N], 1.0)
+    return main
+
+
+def bad_accum_dtype():
+    @T.prim_func
+    def main(A: T.Tensor((N, N), "float16")):
+        with T.Kernel(1) as bx:
+            a = T.alloc_shared((N, N), "float16")
+            c = T.alloc_fragment((N, N), "float32")
+            T.gemm(a, a, c, accum_dtype="float16")  # expect: T.gemm accumulates in C's type (float32)
+    return main
+
+
+def bad_slice_extent():
+    @T.prim_func
+    def main(A: T.Tensor((N, N), "float16")):
+        with T.Kernel(1) as bx:
+            a = T.alloc_shared((32, N), "float16")
+            T.copy(A[0:16, :], a)  # expect: spans 16 in dim 0, the other side 32
+    return main
+
+
+def bad_var_in_parallel():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            total = T.alloc_var("float32", init=0.0)
+            for i in T.Parallel(N):
+                total = total + A[i]  # expect: is assigned in a T.Parallel
+    return main
+
+
+def bad_reassigned_in_loop():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            for i in T.Parallel(N):
+                x = A[i]
+                for k in T.serial(4):
+                    x = x * 2.0  # expect: a value that changes this way is a T.alloc_var
+                A[i] = x
+    return main
+
+
+def bad_gemm_shapes():
+    @T.prim_func
+    def main(A: T.Tensor((N, N), "float16")):
+        with T.Kernel(1) as bx:
+            a = T.alloc_shared((64, 32), "float16")
+            b = T.alloc_shared((64, 64), "float16")
+            c = T.alloc_fragment((64, 64), "float32")
+            T.gemm(a, b, c)  # expect: K of A (32) and K of B (64) differ
+    return main
+
+
+def bad_reduce_dim():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            x = T.alloc_fragment((N, N), "float32")
+            r = T.alloc_fragment((N,), "float32")
+            T.reduce_max(x, r, dim=2)  # expect: dim must be a compile-time integer within
+    return main
+
+
+def bad_runtime_grid():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            for i in T.Parallel(A[0]):  # expect: T.Parallel extents must be positive compile-time integers
+                A[i] = 0.0
+    return main
+
+
+def bad_parameter():
+    @T.prim_func
+    def main(A):  # expect: parameter 'A' needs an annotation
+        with T.Kernel(1) as bx:
+            pass
+    return main
+
+
+def bad_python_error():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            for i in T.Parallel(N // 0):  # expect: ZeroDivisionError
+                A[i] = 0.0
+    return main
+
+
+def bad_try():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            try:  # expect: `try` is not supported in a kernel
+                pass
+            finally:
+                pass
+    return main
+
+
+def bad_no_kernel_shape():
+    @tilemlir.jit
+    def direct(A, block: int = 64):
+        M = T.const("M")
+        with T.Kernel(T.ceildiv(M, block)) as bx:  # expect: 'M' (declared by T.const) is not known yet
+            pass
+    return direct.compile()
+
+
+def bad_unknown_dtype():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float42")):  # expect: unknown dtype 'float42'
+        with T.Kernel(1) as bx:
+            pass
+    return main

@@ -1,0 +1,151 @@
+"""Kernels for test_language.py, written as TileLang users write them (one
+construct or two each). Kept in a file of their own: the frontend reads a
+kernel's source, so these must be real functions in a real file, and the
+negative cases' line numbers are this file's."""
+
+import tilemlir
+import tilemlir.language as T
+
+# -- a factory (TileLang's matmul example) --------------------------------------
+
+@tilemlir.jit(out_idx=[-1])
+def matmul(M, N, K, block_M=64, block_N=64, block_K=32, dtype=T.float16, accum_dtype=T.float32,
+           trans_B=False, stages=2):
+    B_shape = (N, K) if trans_B else (K, N)
+    B_tile = (block_N, block_K) if trans_B else (block_K, block_N)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor(B_shape, dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared(B_tile, dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.use_swizzle(panel_size=10, enable=True)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=stages):
+                T.copy(A[by * block_M, k * block_K], A_shared, coalesced_width=8)
+                if trans_B:
+                    T.copy(B[bx * block_N, k * block_K], B_shared)
+                else:
+                    T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local, transpose_B=trans_B, policy=T.GemmWarpPolicy.Square,
+                       k_pack=1)
+            for i, j in T.Parallel(block_M, block_N):
+                C_local[i, j] = T.max(C_local[i, j], 0)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+# -- the direct style -----------------------------------------------------------
+
+@tilemlir.jit
+def matmul_direct(A, B, block_M: int = 64, block_N: int = 64, block_K: int = 32, dtype: T.dtype = T.float16):
+    M, N, K = T.const("M, N, K")
+    A: T.Tensor[[M, K], dtype]
+    B: T.Tensor[[K, N], dtype]
+    C = T.empty([M, N], dtype)
+    with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+        A_shared = T.alloc_shared((block_M, block_K), dtype)
+        B_shared = T.alloc_shared((block_K, block_N), dtype)
+        C_local = T.alloc_fragment((block_M, block_N), T.float32)
+        T.clear(C_local)
+        for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=0):
+            T.copy(A[by * block_M, ko * block_K], A_shared)
+            T.copy(B[ko * block_K, bx * block_N], B_shared)
+            T.gemm(A_shared, B_shared, C_local)
+        T.copy(C_local, C[by * block_M, bx * block_N])
+    return C
+
+
+# -- scalar code: every elementwise function, variables, compile-time control --
+
+@tilemlir.jit(out_idx=[1])
+def elementwise(N, block=128, square=True, dtype="float32"):
+    scales = (0.5, 2.0)
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), dtype), Y: T.Tensor((N, 9), "float32")):
+        with T.Kernel(T.ceildiv(N, block)) as bx:
+            for i in T.Parallel(block):
+                x = X[bx * block + i]
+                Y[bx * block + i, 0] = T.exp(x) + T.exp2(x) * T.log2(T.abs(x) + 1.0)
+                Y[bx * block + i, 1] = T.sqrt(T.abs(x)) + T.rsqrt(x * x + 1)
+                Y[bx * block + i, 2] = T.tanh(x) - T.log(x * x + 2)
+                Y[bx * block + i, 3] = T.min(x, 0.25) + T.max(x, -0.25)
+                Y[bx * block + i, 4] = T.if_then_else(x > 0, x, -x * 3)
+                Y[bx * block + i, 5] = T.Cast("float16", x * 1000)
+                Y[bx * block + i, 6] = T.cast(T.cast(x * 100, "int32"), "float32")
+                total = 0.0
+                for s in scales:
+                    total = total + x * s
+                Y[bx * block + i, 7] = total ** 2 if square else total
+                Y[bx * block + i, 8] = x / 4 if x < 0 and x > -1 else x * 4
+
+    return main
+
+
+@tilemlir.jit(out_idx=[1])
+def running_sum(N, steps=4):
+    @T.prim_func
+    def main(X: T.Tensor((N, steps), "float32"), Y: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(N):
+                acc = T.alloc_var("float32", init=0.0)
+                for k in T.serial(steps):
+                    acc += X[i, k]
+                    if X[i, k] < 0:
+                        acc *= 2
+                Y[i] = acc
+
+    return main
+
+
+@tilemlir.jit(out_idx=[1])
+def block_indices(G):
+    @T.prim_func
+    def main(X: T.Tensor((G, G, G, 64), "float32"), Y: T.Tensor((G, G, G, 64), "float32")):
+        with T.Kernel(G, G, G, threads=64) as (bx, by, bz):
+            tile = T.alloc_fragment((64,), "float32")
+            T.copy(X[bz, by, bx, :], tile)
+            for i in T.Parallel(64):
+                tile[i] = tile[i] + bx * 100 + by * 10 + bz
+            T.copy(tile, Y[bz, by, bx, :])
+
+    return main
+
+
+@tilemlir.jit(out_idx=[1])
+def reshaped_view(M, N):
+    @T.prim_func
+    def main(X: T.Tensor((M * N,), "float16"), Y: T.Tensor((M, N), "float16")):
+        X2 = T.Tensor((M, N), "float16", X.data)
+        with T.Kernel(M // 16, threads=64) as bx:
+            tile = T.alloc_shared((16, N), "float16")
+            T.copy(X2[bx * 16:(bx + 1) * 16, :], tile)
+            T.copy(tile, Y[bx * 16, 0])
+
+    return main
+
+
+@tilemlir.jit(out_idx=[2])
+def conv_im2col(N, H, W, C, F, block_M=64, block_N=64, block_K=32):
+    KH = 3
+    M_total = N * H * W
+    K_total = KH * KH * C
+
+    @T.prim_func
+    def main(X: T.Tensor((N, H, W, C), "float16"), Wt: T.Tensor((K_total, F), "float16"),
+             Y: T.Tensor((M_total, F), "float16")):
+        with T.Kernel(T.ceildiv(F, block_N), T.ceildiv(M_total, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), "float16")
+            B_shared = T.alloc_shared((block_K, block_N), "float16")
+            acc = T.alloc_fragment((block_M, block_N), "float")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K_total, block_K), num_stages=1):
+                T.im2col(X, A_shared, by, k, KH, 1, 1, 1)
+                T.copy(Wt[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, acc)
+            T.copy(acc, Y[by * block_M, bx * block_N])
+
+    return main

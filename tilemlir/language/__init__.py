@@ -1,0 +1,52 @@
+"""`import tilemlir.language as T`: TileLang's kernel language on the tile dialect.
+
+    import tilemlir
+    import tilemlir.language as T
+
+    @tilemlir.jit(out_idx=[-1])
+    def matmul(M, N, K, block_M=128, block_N=128, block_K=32, dtype="float16"):
+        @T.prim_func
+        def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+            with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+                ...
+        return main
+
+    kernel = matmul(256, 256, 256)
+    c = kernel(a, b)                  # on the emulator for amdgpu:gfx942 by default
+    print(kernel.get_kernel_source())  # its tile IR
+
+Kernel bodies are read from their source, never executed
+(`tilemlir.language.builder` says what each construct becomes);
+`tilemlir.language.kernel` runs them. docs/language.md lists what is supported
+and what is not.
+"""
+
+from tilemlir.language.api import (
+    INTRINSICS,
+    Buffer,
+    GemmWarpPolicy,
+    Tensor,
+    TensorSpec,
+    TileLangError,
+)
+from tilemlir.language.dtypes import DTYPES, DType
+from tilemlir.language.kernel import (
+    JITFunction,
+    JITKernel,
+    Launch,
+    PrimFunc,
+    TileLangWarning,
+    compile,
+    jit,
+    prim_func,
+)
+
+dtype = DType
+globals().update(INTRINSICS)
+globals().update(DTYPES)
+
+__all__ = [
+    "Buffer", "DType", "GemmWarpPolicy", "JITFunction", "JITKernel", "Launch", "PrimFunc", "Tensor",
+    "TensorSpec", "TileLangError", "TileLangWarning", "compile", "dtype", "jit", "prim_func",
+]
+__all__ += list(INTRINSICS) + list(DTYPES)

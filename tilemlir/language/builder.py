@@ -1,0 +1,1726 @@
+"""From a TileLang kernel's Python syntax tree to tile IR.
+
+Like TileLang, the kernel body is not executed: `build_prim_func` reads the
+function's source, walks its syntax tree and builds a `func.func` holding one
+`tile.kernel` through the MLIR Python bindings. Every op carries the location
+of the Python expression it comes from, so tile-verify, the compiler and the
+engines report errors at the user's file and line.
+
+What each construct becomes (DESIGN.md section 3 is the dialect):
+
+| Python | tile IR |
+|---|---|
+| parameters annotated `T.Tensor(shape, dtype)`, tensors bound at a call, `T.empty` | `memref` arguments of the function (global memory) |
+| scalar parameters annotated `T.float32` / `T.int32` | `f32` / `i32` arguments |
+| `with T.Kernel(gx, gy, threads=n) as (bx, by)` | `tile.kernel {grid, threads}`; bx, by its block arguments |
+| `T.alloc_shared`, `T.alloc_fragment` | `tile.alloc_shared`, `tile.alloc_fragment` |
+| `T.alloc_var(dtype[, init])` | an SSA value: loop-carried through `scf.for`, a result of `scf.if` |
+| `T.copy(src, dst)` with `A[i, j]` offsets or `A[a:b, :]` slices | `tile.copy` (+ `tile.window` for `Q[b, rows, h, :]`) |
+| `T.gemm(A, B, C, transpose_A, transpose_B)` | `tile.gemm`, accumulating in C's type |
+| `T.fill`, `T.clear`, `T.reduce_{sum,max,min}` | `tile.fill`, `tile.reduce` |
+| `for .. in T.Pipelined(n, num_stages=s)` / `T.serial` / `range` | `scf.for` (`tile.num_stages = s` when s >= 1) |
+| `for i, j in T.Parallel(m, n)` | `scf.parallel` with `memref.load/store`, `arith`, `math` |
+| `if` on a runtime condition, `T.if_then_else` | `scf.if` (results where values flow out), `arith.select` |
+| `if` / `for` over compile-time values, arithmetic on them | evaluated here, in Python |
+
+A construct outside this table is refused with the file and line of the
+Python source (`TileLangError`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import math
+import operator
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mlir import ir
+from mlir.dialects import arith, func, memref, scf
+from mlir.dialects import math as mathd
+
+from tilemlir.dialects import attributes, tile
+from tilemlir.language import api
+from tilemlir.language.api import TensorSpec, TileLangError
+from tilemlir.language.dtypes import DType, is_dtype
+from tilemlir.language.dtypes import dtype as to_dtype
+
+GLOBAL, SHARED, FRAGMENT = "global", "shared", "fragment"
+BLOCK_NAMES = ("bx", "by", "bz")  # block indices a kernel without T.Kernel may use
+DEFAULT_THREADS = 128  # TileLang's T.Kernel default
+
+
+# --------------------------------------------------------------------------
+# Values the builder handles
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Affine:
+    """sum(coefficient * variable) + const over index variables (block indices,
+    loop variables): enough to tell a slice's extent and the grid a block
+    index spans."""
+
+    terms: tuple[tuple[str, int], ...]
+    const: int
+
+    @staticmethod
+    def of(terms: dict[str, int], const: int) -> Affine:
+        return Affine(tuple(sorted((k, v) for k, v in terms.items() if v)), const)
+
+    def combine(self, other: Affine, sign: int) -> Affine:
+        terms = dict(self.terms)
+        for name, coeff in other.terms:
+            terms[name] = terms.get(name, 0) + sign * coeff
+        return Affine.of(terms, self.const + sign * other.const)
+
+    def scale(self, factor: int) -> Affine:
+        return Affine.of({k: v * factor for k, v in self.terms}, self.const * factor)
+
+
+class Scalar:
+    """An SSA scalar (index, integer or float), with its affine form when known."""
+
+    __slots__ = ("affine", "value")
+
+    def __init__(self, value: ir.Value, affine: Affine | None = None):
+        self.value = value
+        self.affine = affine
+
+    @property
+    def type(self) -> ir.Type:
+        return self.value.type
+
+
+@dataclass
+class Buffer:
+    """A memref the kernel reads or writes: a tensor (global), shared tile or fragment."""
+
+    value: ir.Value
+    shape: tuple[int, ...]
+    dtype: DType
+    scope: str
+    name: str
+    param: int | None = None  # its position among the function's parameters (tensors)
+    provisional: bool = False  # named after the variable it is first assigned to
+
+    @property
+    def data(self) -> Buffer:
+        return self
+
+
+@dataclass
+class Region:
+    """`A[i, j]` / `A[a:b, :]` as an operand of T.copy: per dim, a start and
+    the slice's extent (None for a single index)."""
+
+    buffer: Buffer
+    starts: list
+    extents: list
+
+
+@dataclass
+class Var:
+    """`T.alloc_var`: a scalar variable, held as the SSA value last assigned."""
+
+    name: str
+    dtype: DType
+    value: Scalar | None = None
+    depth: int = 0  # T.Parallel nesting where it was declared
+    provisional: bool = True
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Direct style, compiled without arrays: a tensor parameter whose shape and
+    dtype its annotation in the body gives (`A: T.Tensor[[M, K], dtype]`)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Sym:
+    """A name declared by `T.const` whose value comes from a tensor's shape."""
+
+    name: str
+
+
+@dataclass
+class _Loop:
+    """What `for` iterates over, from T.Parallel / T.Pipelined / T.serial / range."""
+
+    kind: str  # "parallel" or "serial"
+    bounds: list  # (lower, upper, step) per dim
+    num_stages: int | None = None
+
+
+_CMP_F = {ast.Lt: "olt", ast.LtE: "ole", ast.Gt: "ogt", ast.GtE: "oge", ast.Eq: "oeq", ast.NotEq: "une"}
+_CMP_I = {ast.Lt: "slt", ast.LtE: "sle", ast.Gt: "sgt", ast.GtE: "sge", ast.Eq: "eq", ast.NotEq: "ne"}
+_PY_BINOPS: dict[type, Callable] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+    ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+    ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+}
+_PY_CMPS: dict[type, Callable] = {
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
+# T.<name> -> the math dialect op it builds, and its value on a Python number.
+_UNARY_MATH = {"exp": "ExpOp", "exp2": "Exp2Op", "log": "LogOp", "log2": "Log2Op", "rsqrt": "RsqrtOp",
+               "sqrt": "SqrtOp", "tanh": "TanhOp"}
+_PY_MATH = {"exp": math.exp, "exp2": lambda x: 2.0 ** x, "log": math.log, "log2": math.log2,
+            "rsqrt": lambda x: 1.0 / math.sqrt(x), "sqrt": math.sqrt, "tanh": math.tanh}
+
+
+def _compile_time(value) -> bool:
+    return not isinstance(value, (Scalar, Buffer, Region, Var))
+
+
+# --------------------------------------------------------------------------
+# Source
+# --------------------------------------------------------------------------
+
+@dataclass
+class PythonSource:
+    """A function's source: its syntax tree, file and where it starts."""
+
+    tree: ast.FunctionDef
+    filename: str
+    first_line: int  # line of the source's first line in the file
+    indent: int  # columns removed by dedenting
+    text: str  # the whole file's text (for error snippets)
+
+    @staticmethod
+    def of(function: Callable) -> PythonSource:
+        try:
+            lines, first_line = inspect.getsourcelines(function)
+            filename = inspect.getsourcefile(function) or "<unknown>"
+        except (OSError, TypeError) as error:
+            raise TileLangError(f"cannot read the source of {getattr(function, '__name__', function)!r} "
+                                f"({error}); a kernel must be defined in a file") from None
+        source = "".join(lines)
+        dedented = textwrap.dedent(source)
+        indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
+        tree = ast.parse(dedented)
+        node = tree.body[0]
+        if not isinstance(node, ast.FunctionDef):
+            raise TileLangError(f"{filename}:{first_line}: error: a kernel is a `def` function")
+        try:
+            with open(filename, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError:
+            text = source
+        return PythonSource(node, filename, first_line, indent, text)
+
+    def position(self, node: ast.AST) -> tuple[int, int]:
+        line = getattr(node, "lineno", 1) + self.first_line - 1
+        col = getattr(node, "col_offset", 0) + self.indent + 1
+        return line, col
+
+    def error(self, node: ast.AST, message: str) -> TileLangError:
+        line, col = self.position(node)
+        return TileLangError(f"{self.filename}:{line}:{col}: error: {message}")
+
+
+def namespace_of(function: Callable) -> dict:
+    """The names a function's body sees: its globals, then its closure."""
+    names = dict(function.__globals__)
+    if function.__closure__:
+        for name, cell in zip(function.__code__.co_freevars, function.__closure__):
+            try:
+                names[name] = cell.cell_contents
+            except ValueError:
+                pass
+    return names
+
+
+# --------------------------------------------------------------------------
+# The built function
+# --------------------------------------------------------------------------
+
+@dataclass
+class Parameter:
+    """One argument of the built function, in order."""
+
+    name: str
+    kind: str  # "tensor" or "scalar"
+    shape: tuple[int, ...] = ()
+    dtype: DType | None = None
+    output: bool = False  # created by T.empty (direct style): the call allocates and returns it
+
+
+@dataclass
+class BuiltFunction:
+    """A kernel's tile IR: the module, its function's name and parameters."""
+
+    module: ir.Module
+    name: str
+    params: list[Parameter]
+    source: PythonSource
+    returns: list[int] = field(default_factory=list)  # direct style: indices of returned tensors
+    notes: list[str] = field(default_factory=list)  # what the builder decided for the user
+    gemm_types: set[str] = field(default_factory=set)  # element types of T.gemm's A and B (MLIR spelling)
+
+    def text(self, *, locations: bool = False) -> str:
+        return self.module.operation.get_asm(enable_debug_info=locations)
+
+
+# --------------------------------------------------------------------------
+# The builder
+# --------------------------------------------------------------------------
+
+class Builder:
+    """Walks one function's syntax tree and builds its tile IR."""
+
+    def __init__(self, source: PythonSource, namespace: dict, *, constants: dict | None = None,
+                 arguments: dict | None = None):
+        self.src = source
+        self.namespace = namespace
+        self.constants = dict(constants or {})  # T.const names already known (direct style)
+        self.arguments = arguments or {}  # direct style: parameter name -> array or value
+        self.scopes: list[dict] = [{}]
+        self.params: list[Parameter] = []
+        self.returns: list[int] = []
+        self.notes: list[str] = []
+        self.gemm_types: set[str] = set()
+        self.kernel_op: ir.Operation | None = None
+        self.in_kernel = False
+        self.parallel_depth = 0
+        self.region_depth = 0
+        self.grid_uses: dict[str, set[int]] = {}  # implicit kernel: block index -> grid extents seen
+        self.keep_syms = False  # while reading a direct-style annotation, T.const names stay names
+        self.context = tile.make_context()
+        self.func_op = None
+        self.entry_block = None
+
+    # ---- locations and errors -------------------------------------------
+    def loc(self, node: ast.AST) -> ir.Location:
+        line, col = self.src.position(node)
+        return ir.Location.file(self.src.filename, line, col)
+
+    def error(self, node: ast.AST, message: str) -> TileLangError:
+        return self.src.error(node, message)
+
+    # ---- names ------------------------------------------------------------
+    def lookup(self, name: str, node: ast.AST):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                value = scope[name][0]
+                return self.resolve_sym(value, node)
+        if name in self.namespace:
+            return self.namespace[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise self.error(node, f"name '{name}' is not defined")
+
+    def resolve_sym(self, value, node: ast.AST):
+        if isinstance(value, Sym) and not self.keep_syms:
+            if value.name not in self.constants:
+                raise self.error(node, f"'{value.name}' (declared by T.const) is not known yet: annotate a "
+                                       f"tensor whose shape gives it (`A: T.Tensor[[{value.name}, ...], dtype]`) "
+                                       f"or pass it to compile()")
+            return self.constants[value.name]
+        return value
+
+    def bind(self, name: str, value, node: ast.AST) -> None:
+        if isinstance(value, (Buffer, Var)) and value.provisional:
+            value.name, value.provisional = name, False
+            if isinstance(value, Buffer) and value.param is not None:
+                self.params[value.param].name = name
+        for depth in range(len(self.scopes) - 1, -1, -1):
+            if name in self.scopes[depth]:
+                current = self.scopes[depth][name][0]
+                if isinstance(current, Var) and not isinstance(value, Var):
+                    self.assign_var(current, value, node)
+                    return
+                if depth < len(self.scopes) - 1 and not _compile_time(value) and self.region_depth:
+                    raise self.error(node, f"'{name}' is assigned inside a loop or branch but defined outside "
+                                           f"it; a value that changes this way is a T.alloc_var")
+                break
+        self.scopes[-1][name] = (value, len(self.scopes))
+
+    # ---- entry points -----------------------------------------------------
+    def build(self, *, direct: bool) -> BuiltFunction:
+        fn = self.src.tree
+        with self.context, self.loc(fn):
+            module = ir.Module.create()
+            with ir.InsertionPoint(module.body):
+                self.func_op = func.FuncOp(fn.name, ir.FunctionType.get([], []))
+            self.entry_block = self.func_op.add_entry_block()
+            self.declare_parameters(fn, direct=direct)
+            with ir.InsertionPoint(self.entry_block):
+                body = [s for s in fn.body if not _is_docstring(s)]
+                if not any(self.is_kernel_with(s) for s in _walk_statements(body)):
+                    self.implicit_kernel(body)
+                else:
+                    self.statements(body)
+                if self.kernel_op is None:
+                    raise self.error(fn, "this function has no kernel: write its body under "
+                                         "`with T.Kernel(...) as (bx, by):`")
+                func.ReturnOp([])
+            self.func_op.attributes["function_type"] = ir.TypeAttr.get(
+                ir.FunctionType.get([a.type for a in self.entry_block.arguments], []))
+        return BuiltFunction(module, fn.name, self.params, self.src, self.returns, self.notes, self.gemm_types)
+
+    def declare_parameters(self, fn: ast.FunctionDef, *, direct: bool) -> None:
+        args = fn.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            raise self.error(fn, "a kernel's parameters are plain positional ones (no *args, **kwargs, "
+                                 "keyword-only or positional-only parameters)")
+        for arg in args.args:
+            if direct:
+                self.declare_direct_parameter(arg)
+                continue
+            if arg.annotation is None:
+                raise self.error(arg, f"parameter '{arg.arg}' needs an annotation: T.Tensor((M, K), dtype) "
+                                      f"for a tensor, T.float32 / T.int32 for a scalar")
+            annotation = self.eval(arg.annotation)
+            self.declare_annotated(arg, arg.arg, annotation)
+
+    def declare_annotated(self, node: ast.AST, name: str, annotation) -> None:
+        if isinstance(annotation, TensorSpec):
+            shape = self.static_shape(node, annotation.shape, f"the shape of '{name}'")
+            self.bind(name, self.tensor_argument(node, name, shape, self.to_dtype(node, annotation.dtype)), node)
+        elif is_dtype(annotation) and not isinstance(annotation, type):
+            self.bind(name, self.scalar_argument(node, name, self.to_dtype(node, annotation)), node)
+        else:
+            raise self.error(node, f"parameter '{name}': expected T.Tensor(shape, dtype) or a scalar dtype, "
+                                   f"got {annotation!r}")
+
+    def declare_direct_parameter(self, arg: ast.arg) -> None:
+        """Direct style: a parameter bound to an array is a tensor (its shape and
+        dtype from the array, checked later against its annotation); one with no
+        value is a tensor its annotation describes (compile() without arrays);
+        any other value is a compile-time constant."""
+        name = arg.arg
+        if name not in self.arguments:
+            self.bind(name, Pending(name), arg)
+            return
+        value = self.arguments[name]
+        shape_dtype = _array_shape_dtype(value)
+        if shape_dtype is None:
+            self.bind(name, value, arg)
+            return
+        shape, dtype = shape_dtype
+        self.bind(name, self.tensor_argument(arg, name, tuple(shape), self.to_dtype(arg, dtype)), arg)
+
+    def tensor_argument(self, node, name: str, shape: tuple[int, ...], dtype: DType, *,
+                        output: bool = False) -> Buffer:
+        if not dtype.tile_buffer:
+            raise self.error(node, f"tensor '{name}': {dtype} is not an element type of tile buffers")
+        element = ir.Type.parse(dtype.mlir)
+        value = self.entry_block.add_argument(ir.MemRefType.get(list(shape), element), self.loc(node))
+        self.params.append(Parameter(name, "tensor", shape, dtype, output))
+        return Buffer(value, shape, dtype, GLOBAL, name, param=len(self.params) - 1, provisional=output)
+
+    def scalar_argument(self, node, name: str, dtype: DType) -> Scalar:
+        if dtype.mlir not in ("f32", "i32"):
+            raise self.error(node, f"scalar parameter '{name}': {dtype} is not supported (float32 or int32)")
+        value = self.entry_block.add_argument(ir.Type.parse(dtype.mlir), self.loc(node))
+        self.params.append(Parameter(name, "scalar", (), dtype))
+        return Scalar(value)
+
+    def static_shape(self, node, shape, what: str) -> tuple[int, ...]:
+        dims = []
+        for extent in (shape if isinstance(shape, (tuple, list)) else (shape,)):
+            extent = self.resolve_sym(extent, node)
+            if isinstance(extent, Scalar) and extent.affine is not None and not extent.affine.terms:
+                extent = extent.affine.const
+            if not isinstance(extent, int) or isinstance(extent, bool) or extent <= 0:
+                raise self.error(node, f"{what} must be positive compile-time integers, got {extent!r}")
+            dims.append(extent)
+        return tuple(dims)
+
+    def to_dtype(self, node, value) -> DType:
+        try:
+            return to_dtype(value)
+        except ValueError as error:
+            raise self.error(node, str(error)) from None
+
+    # ---- statements -------------------------------------------------------
+    def statements(self, body: list[ast.stmt]) -> None:
+        for statement in body:
+            self.statement(statement)
+
+    def statement(self, node: ast.stmt) -> None:
+        with self.loc(node):
+            handler = getattr(self, f"stmt_{type(node).__name__}", None)
+            if handler is None:
+                raise self.error(node, f"{_describe(node)} is not supported in a kernel")
+            try:
+                handler(node)
+            except TileLangError:
+                raise
+            except (ValueError, TypeError, ir.MLIRError) as error:
+                # The bindings refused an op the checks above let through: still the user's line.
+                raise self.error(node, f"cannot build this statement: {error}") from None
+
+    def stmt_Pass(self, node: ast.Pass) -> None:
+        pass
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        if _is_docstring(node):
+            return
+        self.eval(node.value)
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        value = self.eval(node.value)
+        for target in node.targets:
+            self.assign(target, value, node)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.keep_syms = node.value is None
+        try:
+            annotation = self.eval(node.annotation)
+        finally:
+            self.keep_syms = False
+        if node.value is None:
+            if not isinstance(node.target, ast.Name):
+                raise self.error(node, "an annotation without a value declares a tensor parameter by name")
+            self.annotate_tensor(node, node.target.id, annotation)
+            return
+        self.assign(node.target, self.eval(node.value), node)
+
+    def annotate_tensor(self, node, name: str, annotation) -> None:
+        """Direct style `A: T.Tensor[[M, K], dtype]`: checks the bound tensor, and
+        learns the T.const names of its shape."""
+        if not isinstance(annotation, TensorSpec):
+            raise self.error(node, f"'{name}: ...' must annotate a tensor as T.Tensor[[dims], dtype]")
+        current = None
+        for scope in reversed(self.scopes):
+            if name in scope:
+                current = scope[name][0]
+                break
+        if isinstance(current, Pending):
+            shape = self.static_shape(node, [self.constants.get(d.name, d) if isinstance(d, Sym) else d
+                                             for d in annotation.shape], f"the shape of '{name}'")
+            self.bind(name, self.tensor_argument(node, name, shape, self.to_dtype(node, annotation.dtype)), node)
+            return
+        if not isinstance(current, Buffer) or current.scope != GLOBAL:
+            raise self.error(node, f"'{name}' is not a tensor parameter of this kernel")
+        if len(annotation.shape) != len(current.shape):
+            raise self.error(node, f"'{name}' has {len(current.shape)} dims, annotated with "
+                                   f"{len(annotation.shape)}")
+        for position, (declared, actual) in enumerate(zip(annotation.shape, current.shape)):
+            if isinstance(declared, Sym):
+                known = self.constants.setdefault(declared.name, actual)
+                if known != actual:
+                    raise self.error(node, f"'{name}' dim {position} is {actual}, but {declared.name} = {known}")
+                continue
+            if declared != actual:
+                raise self.error(node, f"'{name}' dim {position} is {actual}, annotated {declared!r}")
+        dtype = self.to_dtype(node, annotation.dtype)
+        if dtype != current.dtype:
+            raise self.error(node, f"'{name}' holds {current.dtype}, annotated {dtype}")
+
+    def assign(self, target: ast.expr, value, node: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            self.bind(target.id, value, target)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if not _compile_time(value) or not hasattr(value, "__iter__"):
+                raise self.error(target, "only a compile-time tuple unpacks into several names")
+            values = list(value)
+            if len(values) != len(target.elts):
+                raise self.error(target, f"{len(target.elts)} names for {len(values)} values")
+            for element, item in zip(target.elts, values):
+                self.assign(element, item, node)
+        elif isinstance(target, ast.Subscript):
+            self.store(target, value)
+        else:
+            raise self.error(target, f"cannot assign to {_describe(target)}")
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        target = node.target
+        if isinstance(target, ast.Subscript):
+            load = ast.Subscript(target.value, target.slice, ast.Load())
+        elif isinstance(target, ast.Name):
+            load = ast.Name(target.id, ast.Load())
+        else:
+            raise self.error(node, f"cannot update {_describe(target)}")
+        ast.copy_location(load, target)
+        value = self.binary(node, node.op, self.eval(load), self.eval(node.value))
+        self.assign(target, value, node)
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        if node.value is None:
+            return
+        value = self.eval(node.value)
+        values = list(value) if isinstance(value, (tuple, list)) else [value]
+        for item in values:
+            if not isinstance(item, Buffer) or item.scope != GLOBAL:
+                raise self.error(node, "a kernel returns tensors (parameters or T.empty results)")
+            self.returns.append(item.param)
+
+    def stmt_If(self, node: ast.If) -> None:
+        condition = self.eval(node.test)
+        if _compile_time(condition):
+            self.statements(node.body if condition else node.orelse)
+            return
+        self.runtime_if(node, self.to_bool(node.test, condition))
+
+    def runtime_if(self, node: ast.If, condition: Scalar) -> None:
+        if not self.in_kernel:
+            raise self.error(node, "a condition on a runtime value is only meaningful inside the kernel")
+        changed = [v for v in self.vars_assigned(node.body + node.orelse)]
+        before = {id(v): v.value for v in changed}
+        for var in changed:
+            if var.value is None:
+                raise self.error(node, f"'{var.name}' is assigned in a branch before any value: give it one "
+                                       f"before the `if`")
+        if_op = scf.IfOp(condition.value, [v.value.type for v in changed], has_else=bool(changed or node.orelse))
+        branches = [(if_op.then_block, node.body)]
+        if if_op.else_block is not None:
+            branches.append((if_op.else_block, node.orelse))
+        for block, body in branches:
+            for var in changed:
+                var.value = before[id(var)]
+            with ir.InsertionPoint(block):
+                self.region(body)
+                scf.YieldOp([v.value.value for v in changed])
+        for var, result in zip(changed, if_op.results):
+            var.value = Scalar(result)
+
+    def region(self, body: list[ast.stmt], bindings: dict | None = None) -> None:
+        self.scopes.append({name: (value, len(self.scopes) + 1) for name, value in (bindings or {}).items()})
+        self.region_depth += 1
+        try:
+            self.statements(body)
+        finally:
+            self.region_depth -= 1
+            self.scopes.pop()
+
+    def vars_assigned(self, body: list[ast.stmt]) -> list[Var]:
+        """The T.alloc_var variables a block of statements assigns (in order)."""
+        found: list[Var] = []
+        for statement in _walk_statements(body):
+            targets = []
+            if isinstance(statement, ast.Assign):
+                targets = statement.targets
+            elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
+                targets = [statement.target]
+            for target in targets:
+                for name_node in ast.walk(target):
+                    if isinstance(name_node, ast.Name):
+                        try:
+                            value = self.lookup(name_node.id, name_node)
+                        except TileLangError:
+                            continue
+                        if isinstance(value, Var) and value not in found:
+                            found.append(value)
+        return found
+
+    def stmt_With(self, node: ast.With) -> None:
+        if not self.is_kernel_with(node):
+            raise self.error(node, "the only `with` in a kernel is `with T.Kernel(...) as ...:`")
+        if self.kernel_op is not None:
+            raise self.error(node, "one T.Kernel per function: the compiler builds one kernel per module")
+        if self.in_kernel or self.region_depth:
+            raise self.error(node, "T.Kernel opens the kernel at the function's top level")
+        item = node.items[0]
+        call = item.context_expr
+        grid = [self.eval(a) for a in call.args]
+        grid = [self.static_int(call, g, "grid extents") for g in grid]
+        if not 1 <= len(grid) <= 3:
+            raise self.error(call, f"T.Kernel takes 1 to 3 grid extents, got {len(grid)}")
+        threads = DEFAULT_THREADS
+        for keyword in call.keywords:
+            value = self.eval(keyword.value)
+            if keyword.arg == "threads":
+                threads = self.threads(keyword.value, value)
+            elif keyword.arg in ("is_cpu", "prelude") and not value:
+                continue
+            else:
+                raise self.error(keyword, f"T.Kernel: '{keyword.arg}' is not supported (grid extents and threads=)")
+        names = self.kernel_names(item.optional_vars, len(grid))
+        self.open_kernel(grid, threads, names, node.body)
+
+    def threads(self, node, value) -> int:
+        if isinstance(value, (list, tuple)):
+            product = 1
+            for v in value:
+                product *= self.static_int(node, v, "threads")
+            return product
+        return self.static_int(node, value, "threads")
+
+    def kernel_names(self, target, rank: int) -> list[str | None]:
+        if target is None:
+            return [None] * rank
+        if isinstance(target, ast.Name):
+            if rank != 1:
+                raise self.error(target, f"the grid has {rank} dims: unpack them, `as ({', '.join(BLOCK_NAMES[:rank])})`")
+            return [target.id]
+        if isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in target.elts):
+            if len(target.elts) != rank:
+                raise self.error(target, f"the grid has {rank} dims, unpacked into {len(target.elts)} names")
+            return [e.id for e in target.elts]
+        raise self.error(target, "T.Kernel binds its block indices to names: `as bx` or `as (bx, by)`")
+
+    def open_kernel(self, grid: list[int], threads: int, names: list[str | None], body: list[ast.stmt]):
+        self.kernel_op = tile.kernel(grid, threads)
+        block = self.kernel_op.regions[0].blocks[0]
+        bindings = {name: Scalar(arg, Affine.of({name: 1}, 0))
+                    for name, arg in zip(names, block.arguments) if name is not None}
+        for scope in self.scopes:
+            for name, (value, _) in scope.items():
+                if isinstance(value, Pending):
+                    raise self.error(self.src.tree, f"tensor '{name}' has no shape: pass an array for it, or "
+                                                    f"annotate it (`{name}: T.Tensor[[dims], dtype]`)")
+        self.in_kernel = True
+        with ir.InsertionPoint.at_block_terminator(block):
+            self.scopes.append({name: (value, len(self.scopes) + 1) for name, value in bindings.items()})
+            try:
+                self.statements(body)
+            finally:
+                self.scopes.pop()
+        self.in_kernel = False
+
+    def implicit_kernel(self, body: list[ast.stmt]) -> None:
+        """A body with no T.Kernel (as the seed article writes it): the whole body
+        is the kernel, bx/by/bz are its block indices, and the grid is what they
+        index: `C[by * block_M + i, ...]` over C's M rows is ceildiv(M, block_M)
+        blocks."""
+        used = {n.id for n in ast.walk(ast.Module(body, [])) if isinstance(n, ast.Name) and n.id in BLOCK_NAMES}
+        assigned = {n.id for n in ast.walk(ast.Module(body, [])) if isinstance(n, ast.Name)
+                    and isinstance(n.ctx, ast.Store)}
+        params = {p.name for p in self.params} | set(self.arguments)
+        free = sorted(used - assigned - params, key=BLOCK_NAMES.index)
+        rank = BLOCK_NAMES.index(free[-1]) + 1 if free else 1
+        names = list(BLOCK_NAMES[:rank])
+        self.open_kernel([1] * rank, DEFAULT_THREADS, names, body)
+        grid = []
+        for name in names:
+            extents = self.grid_uses.get(name, set())
+            if len(extents) > 1:
+                raise self.error(self.src.tree, f"no T.Kernel, and '{name}' indexes tensors over different "
+                                                f"block counts ({sorted(extents)}): write "
+                                                f"`with T.Kernel(...) as ({', '.join(names)}):`")
+            grid.append(extents.pop() if extents else 1)
+        self.kernel_op.attributes["grid"] = ir.DenseI64ArrayAttr.get(grid)
+        self.notes.append(f"no T.Kernel: launched as grid ({', '.join(map(str, grid))}) of {DEFAULT_THREADS} "
+                          f"threads, the blocks {', '.join(names)} index")
+
+    def is_kernel_with(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.With) or len(node.items) != 1:
+            return False
+        call = node.items[0].context_expr
+        if not isinstance(call, ast.Call):
+            return False
+        try:
+            return self.eval_static(call.func) is api.Kernel
+        except TileLangError:
+            return False
+
+    def eval_static(self, node: ast.expr):
+        """A name or attribute chain evaluated without building IR."""
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id, node)
+        if isinstance(node, ast.Attribute):
+            base = self.eval_static(node.value)
+            if not _compile_time(base):
+                raise self.error(node, "not a compile-time value")
+            return getattr(base, node.attr)
+        raise self.error(node, "not a name")
+
+    # ---- loops ------------------------------------------------------------
+    def stmt_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.error(node, "`for ... else` is not supported in a kernel")
+        loop = self.loop_of(node.iter)
+        if loop is None:
+            iterable = self.eval(node.iter)
+            if not _compile_time(iterable):
+                raise self.error(node.iter, "a `for` loops over T.Parallel, T.Pipelined, T.serial, range or a "
+                                            "compile-time sequence")
+            for item in iterable:  # unrolled: a compile-time sequence
+                self.assign(node.target, item, node)
+                self.statements(node.body)
+            return
+        names = self.loop_names(node.target, len(loop.bounds))
+        if loop.kind == "parallel":
+            self.parallel_loop(node, loop, names)
+        else:
+            self.serial_loop(node, loop, names[0])
+
+    def loop_of(self, node: ast.expr) -> _Loop | None:
+        if not isinstance(node, ast.Call):
+            return None
+        try:
+            callee = self.eval_static(node.func)
+        except TileLangError:
+            return None
+        if callee is api.Parallel:
+            extents = [self.eval(a) for a in node.args]
+            if not extents:
+                raise self.error(node, "T.Parallel takes one extent per loop variable")
+            self.ignore_keywords(node, ("coalesced_width", "loop_layout", "prefer_async"))
+            return _Loop("parallel", [(0, self.static_int(node, e, "T.Parallel extents"), 1) for e in extents])
+        if callee in (api.Pipelined, api.serial, api.unroll, builtins.range):
+            what = {api.Pipelined: "T.Pipelined", api.serial: "T.serial", api.unroll: "T.unroll"}.get(callee, "range")
+            args = [self.eval(a) for a in node.args]
+            keywords = {k.arg: self.eval(k.value) for k in node.keywords}
+            stages = keywords.pop("num_stages", None) if callee is api.Pipelined else None
+            for name in ("order", "stage", "sync", "group", "explicit", "unroll_factor"):
+                keywords.pop(name, None)
+            if "step" in keywords:
+                args.append(keywords.pop("step"))
+            if keywords:
+                raise self.error(node, f"{what}: '{next(iter(keywords))}' is not supported")
+            if not 1 <= len(args) <= 3:
+                raise self.error(node, f"{what} takes (stop), (start, stop) or (start, stop, step)")
+            lower, upper, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3
+                                                                          else 1)
+            if not (isinstance(step, int) and step > 0):
+                raise self.error(node, f"{what}: the step must be a positive compile-time integer")
+            if stages is not None:
+                stages = self.static_int(node, stages, "num_stages", allow_zero=True)
+            return _Loop("serial", [(lower, upper, step)], stages)
+        return None
+
+    def ignore_keywords(self, node: ast.Call, names: tuple[str, ...]) -> None:
+        for keyword in node.keywords:
+            if keyword.arg not in names:
+                raise self.error(keyword, f"'{keyword.arg}' is not an argument here")
+
+    def loop_names(self, target: ast.expr, count: int) -> list[str]:
+        elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        if not all(isinstance(e, ast.Name) for e in elements) or len(elements) != count:
+            raise self.error(target, f"this loop binds {count} variable{'s' if count > 1 else ''}")
+        return [e.id for e in elements]
+
+    def parallel_loop(self, node: ast.For, loop: _Loop, names: list[str]) -> None:
+        if not self.in_kernel:
+            raise self.error(node, "T.Parallel belongs inside the kernel (under T.Kernel)")
+        if self.parallel_depth:
+            raise self.error(node, "T.Parallel loops do not nest: give one T.Parallel all the dims")
+        n = len(loop.bounds)
+        zero, one = self.index(0), self.index(1)
+        uppers = [self.index(upper) for _, upper, _ in loop.bounds]
+        op = ir.Operation.create(
+            "scf.parallel", results=[], operands=[zero] * n + uppers + [one] * n,
+            attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([n, n, n, 0])}, regions=1)
+        block = op.regions[0].blocks.append(*([ir.IndexType.get()] * n))
+        bindings = {name: Scalar(arg, Affine.of({f"{name}@{id(op)}": 1}, 0))
+                    for name, arg in zip(names, block.arguments)}
+        self.parallel_depth += 1
+        try:
+            with ir.InsertionPoint(block):
+                self.region(node.body, bindings)
+                ir.Operation.create("scf.reduce", results=[], operands=[], regions=0)
+        finally:
+            self.parallel_depth -= 1
+
+    def serial_loop(self, node: ast.For, loop: _Loop, name: str) -> None:
+        lower, upper, step = loop.bounds[0]
+        lower_v, upper_v, step_v = (self.index_operand(node, v) for v in (lower, upper, step))
+        carried = self.vars_assigned(node.body)
+        for var in carried:
+            if var.value is None:
+                raise self.error(node, f"'{var.name}' is updated in the loop before any value: give it one "
+                                       f"before the loop")
+        for_op = scf.ForOp(lower_v, upper_v, step_v, [v.value.value for v in carried])
+        if loop.num_stages:
+            attributes.NUM_STAGES.write(for_op, loop.num_stages)
+        induction = for_op.induction_variable
+        with ir.InsertionPoint(for_op.body):
+            for var, arg in zip(carried, for_op.inner_iter_args):
+                var.value = Scalar(arg)
+            self.region(node.body, {name: Scalar(induction, Affine.of({f"{name}@{id(for_op)}": 1}, 0))})
+            scf.YieldOp([v.value.value for v in carried])
+        for var, result in zip(carried, for_op.results):
+            var.value = Scalar(result)
+
+    def stmt_While(self, node: ast.While) -> None:
+        raise self.error(node, "`while` loops are not supported in a kernel: use T.serial / T.Pipelined with "
+                               "a bound")
+
+    # ---- expressions ------------------------------------------------------
+    def eval(self, node: ast.expr):
+        with self.loc(node):
+            handler = getattr(self, f"expr_{type(node).__name__}", None)
+            if handler is None:
+                raise self.error(node, f"{_describe(node)} is not supported in a kernel")
+            return handler(node)
+
+    def expr_Constant(self, node: ast.Constant):
+        return node.value
+
+    def expr_Name(self, node: ast.Name):
+        value = self.lookup(node.id, node)
+        if isinstance(value, Var):
+            if value.value is None:
+                raise self.error(node, f"'{node.id}' (T.alloc_var) is read before any value is assigned")
+            return value.value
+        return value
+
+    def expr_Tuple(self, node: ast.Tuple):
+        return tuple(self.eval(e) for e in node.elts)
+
+    def expr_List(self, node: ast.List):
+        return [self.eval(e) for e in node.elts]
+
+    def expr_Attribute(self, node: ast.Attribute):
+        base = self.eval(node.value)
+        if isinstance(base, Buffer):
+            if node.attr in ("shape", "dtype", "data", "name"):
+                return getattr(base, node.attr)
+            raise self.error(node, f"a buffer has no attribute '{node.attr}' here (shape, dtype, data)")
+        if not _compile_time(base):
+            raise self.error(node, f"'{node.attr}' of a runtime value")
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            raise self.error(node, f"{base!r} has no attribute '{node.attr}'") from None
+
+    def expr_Subscript(self, node: ast.Subscript):
+        if isinstance(node.value, ast.Name) and self.is_var(node.value):
+            self.check_var_index(node)
+            return self.expr_Name(node.value)
+        base = self.eval(node.value)
+        if isinstance(base, Buffer):
+            region = self.region_of(node, base)
+            if any(e is not None for e in region.extents):
+                return region
+            return self.load(node, region)
+        if _compile_time(base):
+            index = self.eval(node.slice)
+            if not _compile_time(index):
+                raise self.error(node, "indexing a compile-time value with a runtime index")
+            try:
+                return base[index]
+            except Exception as error:  # noqa: BLE001 - the user's Python value says why
+                raise self.error(node, f"{type(error).__name__}: {error}") from None
+        raise self.error(node, "only buffers and compile-time values can be indexed")
+
+    def check_var_index(self, node: ast.Subscript) -> None:
+        index = self.eval(node.slice)
+        if index != 0:
+            raise self.error(node, "a T.alloc_var holds one value: index it with [0], or not at all")
+
+    def is_var(self, node: ast.Name) -> bool:
+        for scope in reversed(self.scopes):
+            if node.id in scope:
+                return isinstance(scope[node.id][0], Var)
+        return False
+
+    def region_of(self, node: ast.Subscript, buffer: Buffer) -> Region:
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if len(items) > len(buffer.shape):
+            raise self.error(node, f"'{buffer.name}' has {len(buffer.shape)} dims, indexed with {len(items)}")
+        starts, extents = [], []
+        for dim, item in enumerate(items):
+            if isinstance(item, ast.Slice):
+                if item.step is not None:
+                    raise self.error(item, "slices with a step are not supported")
+                start = self.eval(item.lower) if item.lower is not None else 0
+                stop = self.eval(item.upper) if item.upper is not None else buffer.shape[dim]
+                starts.append(self.as_index(item, start))
+                extents.append(self.extent(item, start, stop))
+            else:
+                starts.append(self.as_index(item, self.eval(item)))
+                extents.append(None)
+        for dim in range(len(items), len(buffer.shape)):  # A[b] of a 3-D tensor: the rest whole
+            starts.append(0)
+            extents.append(buffer.shape[dim])
+        return Region(buffer, starts, extents)
+
+    def extent(self, node, start, stop) -> int:
+        def affine(v):
+            if isinstance(v, int):
+                return Affine.of({}, v)
+            return v.affine if isinstance(v, Scalar) else None
+
+        a, b = affine(start), affine(stop)
+        if a is None or b is None or b.combine(a, -1).terms:
+            raise self.error(node, "a slice's extent must be a compile-time constant (stop - start)")
+        size = b.combine(a, -1).const
+        if size <= 0:
+            raise self.error(node, f"empty slice (extent {size})")
+        return size
+
+    def load(self, node, region: Region) -> Scalar:
+        if not self.in_kernel:
+            raise self.error(node, "buffer elements are read inside the kernel")
+        indices = [self.index_value(node, region.buffer, d, s) for d, s in enumerate(region.starts)]
+        return Scalar(memref.LoadOp(region.buffer.value, indices).result)
+
+    def store(self, target: ast.Subscript, value) -> None:
+        if isinstance(target.value, ast.Name) and self.is_var(target.value):
+            self.check_var_index(target)
+            self.assign_var(self.lookup(target.value.id, target), value, target)
+            return
+        base = self.eval(target.value)
+        if not isinstance(base, Buffer):
+            raise self.error(target, "only buffer elements can be assigned")
+        if not self.in_kernel:
+            raise self.error(target, "buffer elements are written inside the kernel")
+        region = self.region_of(target, base)
+        if any(e is not None for e in region.extents):
+            raise self.error(target, "assigning to a slice: use T.copy, T.fill or a T.Parallel loop")
+        converted = self.convert(target, value, ir.Type.parse(base.dtype.mlir))
+        indices = [self.index_value(target, base, d, s) for d, s in enumerate(region.starts)]
+        memref.StoreOp(converted.value, base.value, indices)
+
+    def index_value(self, node, buffer: Buffer, dim: int, start) -> ir.Value:
+        scalar = start if isinstance(start, Scalar) else Scalar(self.index(start), Affine.of({}, start))
+        if buffer.scope == GLOBAL and scalar.affine is not None:
+            for name, coeff in scalar.affine.terms:
+                if name in BLOCK_NAMES and coeff > 0:
+                    self.grid_uses.setdefault(name, set()).add(-(-buffer.shape[dim] // coeff))
+        return scalar.value
+
+    def assign_var(self, var: Var, value, node) -> None:
+        if self.parallel_depth > var.depth:
+            raise self.error(node, f"'{var.name}' (T.alloc_var) is assigned in a T.Parallel, whose iterations "
+                                   f"run in any order; keep per-element values in a fragment")
+        var.value = self.convert(node, value, ir.Type.parse(var.dtype.mlir))
+
+    def expr_BinOp(self, node: ast.BinOp):
+        return self.binary(node, node.op, self.eval(node.left), self.eval(node.right))
+
+    def expr_UnaryOp(self, node: ast.UnaryOp):
+        operand = self.eval(node.operand)
+        if _compile_time(operand):
+            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+                    ast.Invert: operator.invert}[type(node.op)](operand)
+        scalar = self.scalar(node, operand)
+        if isinstance(node.op, ast.UAdd):
+            return scalar
+        if isinstance(node.op, ast.USub):
+            if _is_float(scalar.type):
+                return Scalar(arith.NegFOp(scalar.value).result)
+            return self.binary(node, ast.Sub(), 0, scalar)
+        if isinstance(node.op, ast.Not):
+            return Scalar(arith.XOrIOp(self.to_bool(node, scalar).value, self.constant(True, _i1())).result)
+        return Scalar(arith.XOrIOp(scalar.value, self.constant(-1, scalar.type)).result)
+
+    def expr_BoolOp(self, node: ast.BoolOp):
+        values = [self.eval(v) for v in node.values]
+        if all(_compile_time(v) for v in values):
+            result = values[0]
+            for v in values[1:]:
+                result = (result and v) if isinstance(node.op, ast.And) else (result or v)
+            return result
+        combine = arith.AndIOp if isinstance(node.op, ast.And) else arith.OrIOp
+        result = self.to_bool(node, values[0])
+        for v in values[1:]:
+            result = Scalar(combine(result.value, self.to_bool(node, v).value).result)
+        return result
+
+    def expr_Compare(self, node: ast.Compare):
+        left = self.eval(node.left)
+        result = None
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.eval(right_node)
+            if _compile_time(left) and _compile_time(right):
+                value = _PY_CMPS[type(op)](left, right)
+            else:
+                value = self.compare(node, op, left, right)
+            if result is None:
+                result = value
+            elif _compile_time(result) and _compile_time(value):
+                result = result and value
+            else:
+                result = Scalar(arith.AndIOp(self.to_bool(node, result).value, self.to_bool(node, value).value).result)
+            left = right
+        return result
+
+    def compare(self, node, op: ast.cmpop, left, right) -> Scalar:
+        if type(op) not in _CMP_F:
+            raise self.error(node, f"'{type(op).__name__}' on runtime values is not supported")
+        a, b = self.promote(node, left, right)
+        if _is_float(a.type):
+            predicate = _CMP_F[type(op)]
+            return Scalar(arith.CmpFOp(getattr(arith.CmpFPredicate, predicate.upper()), a.value, b.value).result)
+        predicate = _CMP_I[type(op)]
+        return Scalar(arith.CmpIOp(getattr(arith.CmpIPredicate, predicate), a.value, b.value).result)
+
+    def expr_IfExp(self, node: ast.IfExp):
+        condition = self.eval(node.test)
+        if _compile_time(condition):
+            return self.eval(node.body if condition else node.orelse)
+        return self.select(node, self.to_bool(node.test, condition), node.body, node.orelse)
+
+    def select(self, node, condition: Scalar, then_node: ast.expr, else_node: ast.expr) -> Scalar:
+        """`c ? a : b`. Branches that read memory are evaluated only when taken
+        (an scf.if: a masked load must not read out of bounds); others are
+        computed and selected (arith.select)."""
+        if not any(isinstance(n, ast.Subscript) for n in (*ast.walk(then_node), *ast.walk(else_node))):
+            a, b = self.promote(node, self.eval(then_node), self.eval(else_node))
+            return Scalar(arith.SelectOp(condition.value, a.value, b.value).result)
+        # Build both branches first (their types decide the result's), then
+        # move them into an scf.if that yields the common type.
+        probe = scf.IfOp(condition.value, [], has_else=True)
+        values = []
+        for block, branch in ((probe.then_block, then_node), (probe.else_block, else_node)):
+            with ir.InsertionPoint(block):
+                values.append(self.eval(branch))
+        runtime = [v for v in values if not _compile_time(v)]
+        if not runtime:
+            raise self.error(node, "this conditional value has no runtime branch")
+        types = [self.scalar(node, v).type for v in runtime]
+        common = types[0] if len(types) == 1 else _common_type(*types)
+        chosen = scf.IfOp(condition.value, [common], has_else=True)
+        for old, new, value in ((probe.then_block, chosen.then_block, values[0]),
+                                (probe.else_block, chosen.else_block, values[1])):
+            point = ir.InsertionPoint(new)
+            for op in list(old.operations):
+                op.detach_from_parent()
+                point.insert(op)
+            with point:
+                scf.YieldOp([self.convert(node, value, common).value])
+        probe.operation.erase()
+        return Scalar(chosen.results[0])
+
+    # ---- calls ------------------------------------------------------------
+    def expr_Call(self, node: ast.Call):
+        callee = self.eval(node.func)
+        if isinstance(callee, api.Intrinsic):
+            if callee.name in _UNARY_MATH:
+                return self.unary_math(node, callee.name)
+            handler = getattr(self, f"call_{callee.name}", None)
+            if handler is None:
+                raise self.error(node, f"T.{callee.name} is not supported")
+            return handler(node)
+        if isinstance(callee, api._TensorType):
+            return self.call_Tensor(node)
+        if getattr(callee, "__tilemlir_prim_func__", False):
+            raise self.error(node, "a prim_func is not called inside a kernel")
+        args = [self.eval(a) for a in node.args]
+        keywords = {k.arg: self.eval(k.value) for k in node.keywords}
+        if all(_compile_time(v) for v in (*args, *keywords.values())):
+            try:
+                return callee(*args, **keywords)
+            except TileLangError:
+                raise
+            except Exception as error:  # noqa: BLE001 - the user's Python code says why
+                raise self.error(node, f"{type(error).__name__}: {error}") from None
+        if callee is builtins.float or callee is builtins.int:
+            target = "f32" if callee is builtins.float else "i32"
+            return self.convert(node, args[0], ir.Type.parse(target))
+        if callee in (builtins.min, builtins.max, builtins.abs):
+            return getattr(self, f"call_{callee.__name__}")(node)
+        raise self.error(node, f"{getattr(callee, '__name__', callee)!r} is called on runtime values; only T.* "
+                               f"functions build IR")
+
+    def arguments_of(self, node: ast.Call, names: tuple[str, ...], required: int, *,
+                     ignored: tuple[str, ...] = (), what: str) -> dict:
+        """Positional and keyword arguments of an intrinsic, by name (unevaluated)."""
+        if len(node.args) > len(names):
+            raise self.error(node, f"{what} takes at most {len(names)} positional arguments")
+        bound = dict(zip(names, node.args))
+        for keyword in node.keywords:
+            if keyword.arg in ignored:
+                continue
+            if keyword.arg not in names:
+                raise self.error(keyword, f"{what} has no argument '{keyword.arg}' (it takes "
+                                          f"{', '.join(names)})")
+            if keyword.arg in bound:
+                raise self.error(keyword, f"{what}: '{keyword.arg}' given twice")
+            bound[keyword.arg] = keyword.value
+        missing = [n for n in names[:required] if n not in bound]
+        if missing:
+            raise self.error(node, f"{what} needs '{missing[0]}'")
+        return bound
+
+    def call_Tensor(self, node: ast.Call):
+        spec = api.Tensor(*[self.eval(a) for a in node.args], **{k.arg: self.eval(k.value) for k in node.keywords})
+        if spec.data is None:
+            return spec
+        source = spec.data
+        if not isinstance(source, Buffer) or source.scope != GLOBAL:
+            raise self.error(node, "T.Tensor(shape, dtype, X.data) views a tensor parameter's memory")
+        if self.in_kernel:
+            raise self.error(node, "a tensor view is made before T.Kernel")
+        shape = self.static_shape(node, spec.shape, "a view's shape")
+        dtype = self.to_dtype(node, spec.dtype)
+        if dtype != source.dtype:
+            raise self.error(node, f"a view of '{source.name}' as {dtype}: only views of the same element type "
+                                   f"({source.dtype}) are supported")
+        if math.prod(shape) > math.prod(source.shape):
+            raise self.error(node, f"a view of {math.prod(shape)} elements of '{source.name}', which has "
+                                   f"{math.prod(source.shape)}")
+        strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+        result = ir.MemRefType.get(list(shape), ir.Type.parse(dtype.mlir))
+        op = memref.ReinterpretCastOp(result, source.value, [], [], [], static_offsets=[0],
+                                      static_sizes=list(shape), static_strides=strides)
+        return Buffer(op.result, shape, dtype, GLOBAL, f"view of {source.name}")
+
+    def call_Kernel(self, node: ast.Call):
+        raise self.error(node, "T.Kernel opens a kernel: `with T.Kernel(...) as (bx, by):`")
+
+    def call_const(self, node: ast.Call):
+        if self.in_kernel:
+            raise self.error(node, "T.const declares names before T.Kernel")
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(node, "T.const takes one string of names: T.const('M, N, K')")
+        text = self.eval(node.args[0])
+        if not isinstance(text, str):
+            raise self.error(node, "T.const takes a string of names: T.const('M, N, K')")
+        names = [n.strip() for n in text.replace(",", " ").split()]
+        if not names or not all(n.isidentifier() for n in names):
+            raise self.error(node, f"T.const: {text!r} is not a list of names")
+        symbols = tuple(self.constants[n] if n in self.constants else Sym(n) for n in names)
+        return symbols[0] if len(symbols) == 1 else symbols
+
+    def call_empty(self, node: ast.Call):
+        if self.in_kernel:
+            raise self.error(node, "T.empty allocates an output tensor before T.Kernel")
+        args = self.arguments_of(node, ("shape", "dtype"), 1, what="T.empty")
+        shape = self.static_shape(node, self.eval(args["shape"]), "T.empty's shape")
+        dtype = self.to_dtype(node, self.eval(args["dtype"])) if "dtype" in args else to_dtype("float32")
+        name = f"output{sum(p.output for p in self.params)}"
+        return self.tensor_argument(node, name, shape, dtype, output=True)
+
+    def alloc(self, node: ast.Call, scope: str) -> Buffer:
+        what = f"T.alloc_{scope}"
+        args = self.arguments_of(node, ("shape", "dtype", "scope"), 2, what=what)
+        shape = self.static_shape(node, self.eval(args["shape"]), f"{what}'s shape")
+        dtype = self.to_dtype(node, self.eval(args["dtype"]))
+        if not self.in_kernel:
+            raise self.error(node, f"{what} belongs inside the kernel (under T.Kernel)")
+        if self.region_depth:
+            raise self.error(node, f"{what} at the kernel's top level, not inside a loop or branch")
+        if not dtype.tile_buffer:
+            raise self.error(node, f"{what}: {dtype} is not an element type of tile buffers")
+        element = ir.Type.parse(dtype.mlir)
+        if scope == SHARED:
+            value = tile.alloc_shared(tile.shared_memref_type(shape, element))
+        else:
+            value = tile.alloc_fragment(tile.fragment_memref_type(shape, element))
+        return Buffer(value, shape, dtype, scope, what, provisional=True)
+
+    def call_alloc_shared(self, node: ast.Call):
+        return self.alloc(node, SHARED)
+
+    def call_alloc_fragment(self, node: ast.Call):
+        return self.alloc(node, FRAGMENT)
+
+    def call_alloc_local(self, node: ast.Call):
+        raise self.error(node, "T.alloc_local (storage private to each thread) is not supported: use "
+                               "T.alloc_fragment (a tile spread over the block's threads) or T.alloc_var")
+
+    def call_alloc_var(self, node: ast.Call):
+        args = self.arguments_of(node, ("dtype", "init", "scope"), 1, what="T.alloc_var")
+        dtype = self.to_dtype(node, self.eval(args["dtype"]))
+        if not self.in_kernel:
+            raise self.error(node, "T.alloc_var belongs inside the kernel (under T.Kernel)")
+        var = Var("T.alloc_var", dtype, depth=self.parallel_depth)
+        if "init" in args:
+            var.value = self.convert(node, self.eval(args["init"]), ir.Type.parse(dtype.mlir))
+        return var
+
+    def buffer_arg(self, node: ast.expr, what: str) -> Buffer:
+        value = self.eval(node)
+        if isinstance(value, Region) and self.whole(value):
+            value = value.buffer
+        if not isinstance(value, Buffer):
+            raise self.error(node, f"{what} takes a whole buffer here")
+        return value
+
+    def whole(self, region: Region) -> bool:
+        return all(extent == size and start == 0 for start, extent, size in
+                   zip(region.starts, region.extents, region.buffer.shape))
+
+    def kernel_only(self, node, what: str) -> None:
+        if not self.in_kernel:
+            raise self.error(node, f"{what} belongs inside the kernel (under T.Kernel)")
+
+    def call_fill(self, node: ast.Call):
+        self.kernel_only(node, "T.fill")
+        args = self.arguments_of(node, ("buffer", "value"), 2, what="T.fill")
+        buffer = self.buffer_arg(args["buffer"], "T.fill")
+        value = self.convert(node, self.eval(args["value"]), ir.Type.parse(buffer.dtype.mlir))
+        tile.fill(buffer.value, value.value)
+
+    def call_clear(self, node: ast.Call):
+        self.kernel_only(node, "T.clear")
+        args = self.arguments_of(node, ("buffer",), 1, what="T.clear")
+        buffer = self.buffer_arg(args["buffer"], "T.clear")
+        tile.fill(buffer.value, self.constant(0, ir.Type.parse(buffer.dtype.mlir)))
+
+    def call_copy(self, node: ast.Call):
+        self.kernel_only(node, "T.copy")
+        args = self.arguments_of(node, ("src", "dst"), 2, what="T.copy",
+                                 ignored=("coalesced_width", "disable_tma", "eviction_policy", "loop_layout"))
+        src, dst = self.copy_operand(args["src"]), self.copy_operand(args["dst"])
+        if isinstance(src, Region) and isinstance(dst, Region):
+            raise self.error(node, "T.copy indexes one side; the other is copied whole (its shape is the window)")
+        if isinstance(src, Buffer) and isinstance(dst, Buffer):
+            tile.copy(src.value, dst.value)
+            return
+        region, window = (src, dst) if isinstance(src, Region) else (dst, src)
+        starts = [self.index_value(node, region.buffer, d, s) for d, s in enumerate(region.starts)]
+        window_dims = self.window_dims(node, region, window)
+        op = tile.copy(src.value if isinstance(src, Buffer) else src.buffer.value,
+                       dst.value if isinstance(dst, Buffer) else dst.buffer.value,
+                       starts if region is src else [], starts if region is dst else [])
+        rank = len(region.buffer.shape)
+        if window_dims != tuple(range(rank - len(window.shape), rank)):
+            attributes.WINDOW.write(op, window_dims)
+
+    def copy_operand(self, node: ast.expr):
+        if isinstance(node, ast.Subscript):
+            base = self.eval(node.value)
+            if isinstance(base, Buffer):  # A[i, j]: the window's offset, not an element read
+                region = self.region_of(node, base)
+                return region.buffer if self.whole(region) else region
+        value = self.eval(node)
+        if not isinstance(value, Buffer):
+            raise self.error(node, "T.copy copies buffers or buffer regions (A[i, j], A[a:b, :])")
+        return value
+
+    def window_dims(self, node, region: Region, window: Buffer) -> tuple[int, ...]:
+        """Which dims of the indexed side the window spans: the sliced ones when
+        the copy reduces rank (`Q[b, rows, h, :]`), else the last ones."""
+        rank, window_rank = len(region.buffer.shape), len(window.shape)
+        if window_rank > rank:
+            raise self.error(node, f"T.copy of a {window_rank}-D buffer through a {rank}-D region")
+        sliced = tuple(d for d, e in enumerate(region.extents) if e is not None)
+        if window_rank == rank or not sliced:
+            dims = tuple(range(rank - window_rank, rank))
+        elif len(sliced) == window_rank:
+            dims = sliced
+        else:
+            raise self.error(node, f"T.copy: the region slices {len(sliced)} dims of '{region.buffer.name}', "
+                                   f"the other side has {window_rank}")
+        for dim, size in zip(dims, window.shape):
+            extent = region.extents[dim]
+            if extent is not None and extent != size:
+                raise self.error(node, f"T.copy: the slice of '{region.buffer.name}' spans {extent} in dim {dim}, "
+                                       f"the other side {size}")
+        return dims
+
+    def call_gemm(self, node: ast.Call):
+        self.kernel_only(node, "T.gemm")
+        args = self.arguments_of(
+            node, ("A", "B", "C", "transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait",
+                   "accum_dtype"), 3, what="T.gemm")
+        a, b, c = (self.buffer_arg(args[n], f"T.gemm's {n}") for n in ("A", "B", "C"))
+        flags = {n: self.eval(args[n]) if n in args else False for n in ("transpose_A", "transpose_B", "clear_accum")}
+        for name, flag in flags.items():
+            if not isinstance(flag, bool):
+                raise self.error(node, f"T.gemm: {name} must be a compile-time bool")
+        for name in ("policy", "k_pack", "wg_wait"):
+            if name in args:
+                self.eval(args[name])  # evaluated (a typo is an error); the compiler chooses
+        if "accum_dtype" in args:
+            accum = self.to_dtype(node, self.eval(args["accum_dtype"]))
+            if accum != c.dtype:
+                raise self.error(node, f"T.gemm accumulates in C's type ({c.dtype}), but accum_dtype={accum}: "
+                                       f"allocate C as {accum}")
+        self.gemm_types |= {a.dtype.mlir, b.dtype.mlir}
+        if flags["clear_accum"]:
+            tile.fill(c.value, self.constant(0, ir.Type.parse(c.dtype.mlir)))
+        tile.gemm(a.value, b.value, c.value, accum_dtype=ir.Type.parse(c.dtype.mlir),
+                  transpose_a=flags["transpose_A"], transpose_b=flags["transpose_B"])
+
+    def reduce(self, node: ast.Call, kind: str):
+        what = f"T.reduce_{kind}"
+        self.kernel_only(node, what)
+        args = self.arguments_of(node, ("buffer", "out", "dim", "clear"), 2, what=what)
+        src, dst = self.buffer_arg(args["buffer"], what), self.buffer_arg(args["out"], what)
+        dim = self.eval(args["dim"]) if "dim" in args else -1
+        clear = self.eval(args["clear"]) if "clear" in args else True
+        if not isinstance(dim, int) or not -len(src.shape) <= dim < len(src.shape):
+            raise self.error(node, f"{what}: dim must be a compile-time integer within the source's "
+                                   f"{len(src.shape)} dims")
+        if not isinstance(clear, bool):
+            raise self.error(node, f"{what}: clear must be a compile-time bool")
+        tile.reduce(src.value, dst.value, kind=kind, dim=dim % len(src.shape), clear=clear)
+
+    def call_reduce_max(self, node):
+        return self.reduce(node, "max")
+
+    def call_reduce_sum(self, node):
+        return self.reduce(node, "sum")
+
+    def call_reduce_min(self, node):
+        return self.reduce(node, "min")
+
+    def call_use_swizzle(self, node: ast.Call):
+        for a in node.args:
+            self.eval(a)
+        for k in node.keywords:
+            self.eval(k.value)
+        # A block-order (L2 rasterization) hint: tilemlir launches blocks in grid order.
+
+    def call_ceildiv(self, node: ast.Call):
+        a, b = (self.eval(x) for x in node.args) if len(node.args) == 2 else (None, None)
+        if a is None or node.keywords:
+            raise self.error(node, "T.ceildiv takes two arguments")
+        if _compile_time(a) and _compile_time(b):
+            return api.ceildiv(a, b)
+        x, y = self.promote(node, a, b)
+        if _is_float(x.type):
+            raise self.error(node, "T.ceildiv divides integers")
+        return Scalar(arith.CeilDivSIOp(x.value, y.value).result, _affine_div(x, y))
+
+    def two_args(self, node: ast.Call, what: str):
+        if len(node.args) != 2 or node.keywords:
+            raise self.error(node, f"{what} takes two arguments")
+        return self.eval(node.args[0]), self.eval(node.args[1])
+
+    def extremum(self, node: ast.Call, which: str):
+        """T.min / T.max: of Python numbers, the number; floats propagate NaN
+        (arith.minimumf / maximumf); integers compare signed."""
+        a, b = self.two_args(node, f"T.{which}")
+        if _compile_time(a) and _compile_time(b):
+            return getattr(builtins, which)(a, b)
+        x, y = self.promote(node, a, b)
+        ops = {"min": (arith.MinimumFOp, arith.MinSIOp), "max": (arith.MaximumFOp, arith.MaxSIOp)}[which]
+        return Scalar(ops[0 if _is_float(x.type) else 1](x.value, y.value).result)
+
+    def call_min(self, node: ast.Call):
+        return self.extremum(node, "min")
+
+    def call_max(self, node: ast.Call):
+        return self.extremum(node, "max")
+
+    def one_arg(self, node: ast.Call, what: str):
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(node, f"{what} takes one argument")
+        return self.eval(node.args[0])
+
+    def call_abs(self, node: ast.Call):
+        x = self.one_arg(node, "T.abs")
+        if _compile_time(x):
+            return builtins.abs(x)
+        x = self.scalar(node, x)
+        return Scalar((mathd.AbsFOp if _is_float(x.type) else mathd.AbsIOp)(x.value).result)
+
+    def unary_math(self, node: ast.Call, name: str):
+        x = self.one_arg(node, f"T.{name}")
+        if _compile_time(x):
+            return _PY_MATH[name](x)
+        x = self.scalar(node, x)
+        if not _is_float(x.type):
+            x = self.convert(node, x, ir.F32Type.get())
+        return Scalar(getattr(mathd, _UNARY_MATH[name])(x.value).result)
+
+    def call_infinity(self, node: ast.Call):
+        dtype = self.to_dtype(node, self.one_arg(node, "T.infinity"))
+        if not dtype.is_float:
+            raise self.error(node, f"T.infinity of {dtype}: infinity is a float value")
+        return Scalar(self.constant(math.inf, ir.Type.parse(dtype.mlir)))
+
+    def call_cast(self, node: ast.Call):
+        if len(node.args) != 2 or node.keywords:
+            raise self.error(node, "T.cast takes a value and a dtype (T.Cast: a dtype and a value)")
+        first, second = self.eval(node.args[0]), self.eval(node.args[1])
+        value, dtype = (second, first) if _compile_time(first) and is_dtype(first) and not (
+            _compile_time(second) and is_dtype(second)) and isinstance(first, (str, DType)) else (first, second)
+        return self.convert(node, value, ir.Type.parse(self.to_dtype(node, dtype).mlir))
+
+    def call_if_then_else(self, node: ast.Call):
+        if len(node.args) != 3 or node.keywords:
+            raise self.error(node, "T.if_then_else takes a condition and two values")
+        condition = self.eval(node.args[0])
+        if _compile_time(condition):
+            return self.eval(node.args[1] if condition else node.args[2])
+        return self.select(node, self.to_bool(node, condition), node.args[1], node.args[2])
+
+    def call_im2col(self, node: ast.Call):
+        """`T.im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad)`:
+        the im2col tile of an NHWC image into `col` ([block_M, block_K]): row m
+        of the implicit matrix is output pixel (n, oh, ow), column k is (kh, kw,
+        c) with k = (kh * kernel + kw) * C + c; taps in the padding read 0."""
+        self.kernel_only(node, "T.im2col")
+        args = self.arguments_of(node, ("img", "col", "nhw_step", "c_step", "kernel", "stride", "dilation",
+                                        "pad"), 8, what="T.im2col")
+        img, col = self.buffer_arg(args["img"], "T.im2col"), self.buffer_arg(args["col"], "T.im2col")
+        if img.scope != GLOBAL or len(img.shape) != 4 or len(col.shape) != 2:
+            raise self.error(node, "T.im2col reads a 4-D NHWC tensor into a 2-D tile")
+        kernel, stride, dilation, pad = (self.static_int(node, self.eval(args[n]), f"T.im2col's {n}",
+                                                         allow_zero=(n == "pad"))
+                                         for n in ("kernel", "stride", "dilation", "pad"))
+        batch, height, width, channels = img.shape
+        out_h = (height + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+        out_w = (width + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+        block_m, block_k = col.shape
+        row0 = self.scalar(node, self.binary(node, ast.Mult(), self.eval(args["nhw_step"]), block_m))
+        k0 = self.scalar(node, self.binary(node, ast.Mult(), self.eval(args["c_step"]), block_k))
+        zero, one = self.index(0), self.index(1)
+        op = ir.Operation.create("scf.parallel", results=[],
+                                 operands=[zero, zero, self.index(block_m), self.index(block_k), one, one],
+                                 attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([2, 2, 2, 0])},
+                                 regions=1)
+        block = op.regions[0].blocks.append(ir.IndexType.get(), ir.IndexType.get())
+        i, j = (Scalar(a) for a in block.arguments)
+        with ir.InsertionPoint(block):
+            m, k = self.binary(node, ast.Add(), row0, i), self.binary(node, ast.Add(), k0, j)
+            n = self.binary(node, ast.FloorDiv(), m, out_h * out_w)
+            hw = self.binary(node, ast.Mod(), m, out_h * out_w)
+            oh, ow = self.binary(node, ast.FloorDiv(), hw, out_w), self.binary(node, ast.Mod(), hw, out_w)
+            tap = self.binary(node, ast.FloorDiv(), k, channels)
+            c = self.binary(node, ast.Mod(), k, channels)
+            kh, kw = self.binary(node, ast.FloorDiv(), tap, kernel), self.binary(node, ast.Mod(), tap, kernel)
+
+            def coordinate(out, tap_index):
+                scaled = self.binary(node, ast.Mult(), out, stride)
+                shifted = self.binary(node, ast.Add(), scaled, self.binary(node, ast.Mult(), tap_index, dilation))
+                return self.binary(node, ast.Sub(), shifted, pad)
+
+            ih, iw = coordinate(oh, kh), coordinate(ow, kw)
+            checks = [self.compare(node, ast.Lt(), m, batch * out_h * out_w),
+                      self.compare(node, ast.Lt(), k, kernel * kernel * channels),
+                      self.compare(node, ast.GtE(), ih, 0), self.compare(node, ast.Lt(), ih, height),
+                      self.compare(node, ast.GtE(), iw, 0), self.compare(node, ast.Lt(), iw, width)]
+            inside = checks[0]
+            for check in checks[1:]:
+                inside = Scalar(arith.AndIOp(inside.value, check.value).result)
+            element = ir.Type.parse(img.dtype.mlir)
+            if_op = scf.IfOp(inside.value, [element], has_else=True)
+            with ir.InsertionPoint(if_op.then_block):
+                scf.YieldOp([memref.LoadOp(img.value, [n.value, ih.value, iw.value, c.value]).result])
+            with ir.InsertionPoint(if_op.else_block):
+                scf.YieldOp([self.constant(0, element)])
+            value = self.convert(node, Scalar(if_op.results[0]), ir.Type.parse(col.dtype.mlir))
+            memref.StoreOp(value.value, col.value, [i.value, j.value])
+            ir.Operation.create("scf.reduce", results=[], operands=[], regions=0)
+
+    # ---- scalars ----------------------------------------------------------
+    def static_int(self, node, value, what: str, *, allow_zero: bool = False) -> int:
+        value = self.resolve_sym(value, node)
+        if isinstance(value, Scalar) and value.affine is not None and not value.affine.terms:
+            value = value.affine.const
+        if not isinstance(value, int) or isinstance(value, bool) or value < (0 if allow_zero else 1):
+            raise self.error(node, f"{what} must be {'non-negative' if allow_zero else 'positive'} compile-time "
+                                   f"integers, got {value!r}")
+        return value
+
+    def index(self, value: int) -> ir.Value:
+        return arith.ConstantOp(ir.IndexType.get(), ir.IntegerAttr.get(ir.IndexType.get(), value)).result
+
+    def as_index(self, node, value):
+        """An index operand: a Python int stays one (folded later), a runtime
+        integer becomes an index value."""
+        value = self.resolve_sym(value, node)
+        if isinstance(value, bool) or (_compile_time(value) and not isinstance(value, int)):
+            raise self.error(node, f"an index must be an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        scalar = self.scalar(node, value)
+        if _is_float(scalar.type):
+            raise self.error(node, "an index must be an integer, not a float value")
+        if not isinstance(scalar.type, ir.IndexType):
+            return Scalar(arith.IndexCastOp(ir.IndexType.get(), scalar.value).result)
+        return scalar
+
+    def index_operand(self, node, value) -> ir.Value:
+        """An index-typed ir.Value for a loop bound: a constant or a runtime integer."""
+        index = self.as_index(node, value)
+        return self.index(index) if isinstance(index, int) else index.value
+
+    def constant(self, value, type_: ir.Type) -> ir.Value:
+        if isinstance(type_, (ir.IndexType, ir.IntegerType)):
+            return arith.ConstantOp(type_, ir.IntegerAttr.get(type_, int(value))).result
+        return arith.ConstantOp(type_, ir.FloatAttr.get(type_, float(value))).result
+
+    def scalar(self, node, value) -> Scalar:
+        if isinstance(value, Scalar):
+            return value
+        if isinstance(value, Var):
+            return value.value
+        if isinstance(value, bool):
+            return Scalar(self.constant(int(value), _i1()))
+        if isinstance(value, int):
+            return Scalar(self.index(value), Affine.of({}, value))
+        if isinstance(value, float):
+            return Scalar(self.constant(value, ir.F32Type.get()))
+        if isinstance(value, Region):
+            raise self.error(node, f"a slice of '{value.buffer.name}' is not a value; index one element")
+        if isinstance(value, Buffer):
+            raise self.error(node, f"'{value.name}' is a buffer; index it to read an element")
+        raise self.error(node, f"{value!r} is not a number")
+
+    def promote(self, node, a, b) -> tuple[Scalar, Scalar]:
+        """Both operands in one type: a Python number takes the other side's type;
+        floats win over integers; the wider float (f32 for f16 with bf16) and
+        index over other integers."""
+        if _compile_time(a) and not _compile_time(b):
+            b = self.scalar(node, b)
+            return Scalar(self.constant(a, _type_for_literal(a, b.type)), _literal_affine(a)), b
+        if _compile_time(b) and not _compile_time(a):
+            a = self.scalar(node, a)
+            return a, Scalar(self.constant(b, _type_for_literal(b, a.type)), _literal_affine(b))
+        a, b = self.scalar(node, a), self.scalar(node, b)
+        if a.type == b.type:
+            return a, b
+        common = _common_type(a.type, b.type)
+        return self.convert(node, a, common), self.convert(node, b, common)
+
+    def convert(self, node, value, to: ir.Type) -> Scalar:
+        """`value` as type `to`: floats round to nearest even, floats to
+        integers truncate toward zero, integers sign-extend."""
+        if _compile_time(value):
+            if isinstance(value, (DType, str)) or not isinstance(value, (int, float)):
+                raise self.error(node, f"{value!r} is not a number")
+            if isinstance(to, ir.IntegerType) and isinstance(value, float) and not value.is_integer():
+                raise self.error(node, f"{value} is not an integer")
+            return Scalar(self.constant(value, to), _literal_affine(value) if isinstance(to, ir.IndexType) else None)
+        scalar = self.scalar(node, value)
+        source = scalar.type
+        if source == to:
+            return scalar
+        if _is_float(source) and _is_float(to):
+            wider = _float_bits(to) > _float_bits(source)
+            op = arith.ExtFOp if wider else arith.TruncFOp
+            if _float_bits(to) == _float_bits(source):  # f16 <-> bf16: through f32
+                return self.convert(node, self.convert(node, scalar, ir.F32Type.get()), to)
+            return Scalar(op(to, scalar.value).result)
+        if _is_float(to):
+            integer = scalar
+            if isinstance(source, ir.IndexType):
+                integer = Scalar(arith.IndexCastOp(ir.IntegerType.get_signless(64), scalar.value).result)
+            if integer.type.width == 1:
+                return Scalar(arith.UIToFPOp(to, integer.value).result)
+            return Scalar(arith.SIToFPOp(to, integer.value).result)
+        if _is_float(source):
+            if isinstance(to, ir.IndexType):
+                wide = arith.FPToSIOp(ir.IntegerType.get_signless(64), scalar.value).result
+                return Scalar(arith.IndexCastOp(to, wide).result)
+            return Scalar(arith.FPToSIOp(to, scalar.value).result)
+        if isinstance(source, ir.IndexType) or isinstance(to, ir.IndexType):
+            return Scalar(arith.IndexCastOp(to, scalar.value).result, scalar.affine)
+        width_from, width_to = source.width, to.width
+        if width_to > width_from:
+            op = arith.ExtUIOp if width_from == 1 else arith.ExtSIOp
+            return Scalar(op(to, scalar.value).result)
+        return Scalar(arith.TruncIOp(to, scalar.value).result)
+
+    def to_bool(self, node, value) -> Scalar:
+        scalar = self.scalar(node, value)
+        if isinstance(scalar.type, ir.IntegerType) and scalar.type.width == 1:
+            return scalar
+        return self.compare(node, ast.NotEq(), scalar, 0)
+
+    def binary(self, node, op: ast.operator, left, right):
+        if _compile_time(left) and _compile_time(right):
+            try:
+                return _PY_BINOPS[type(op)](left, right)
+            except Exception as error:  # noqa: BLE001 - the user's arithmetic says why
+                raise self.error(node, f"{type(error).__name__}: {error}") from None
+        if isinstance(op, ast.Pow):
+            return self.power(node, left, right)
+        a, b = self.promote(node, left, right)
+        is_float = _is_float(a.type)
+        name = type(op).__name__
+        float_ops = {"Add": arith.AddFOp, "Sub": arith.SubFOp, "Mult": arith.MulFOp, "Div": arith.DivFOp,
+                     "Mod": arith.RemFOp}
+        int_ops = {"Add": arith.AddIOp, "Sub": arith.SubIOp, "Mult": arith.MulIOp, "Div": arith.DivSIOp,
+                   "FloorDiv": arith.FloorDivSIOp, "Mod": arith.RemSIOp, "BitAnd": arith.AndIOp,
+                   "BitOr": arith.OrIOp, "BitXor": arith.XOrIOp, "LShift": arith.ShLIOp, "RShift": arith.ShRSIOp}
+        table = float_ops if is_float else int_ops
+        if name not in table:
+            raise self.error(node, f"'{name}' on {'float' if is_float else 'integer'} values is not supported")
+        result = Scalar(table[name](a.value, b.value).result)
+        if not is_float and a.affine is not None and b.affine is not None:
+            result.affine = _affine_binary(name, a.affine, b.affine)
+        return result
+
+    def power(self, node, base, exponent):
+        if isinstance(exponent, int) and 0 < exponent <= 4:
+            result = base
+            for _ in range(exponent - 1):
+                result = self.binary(node, ast.Mult(), result, base)
+            return result
+        a, b = self.promote(node, base, exponent)
+        if not _is_float(a.type):
+            raise self.error(node, "** on runtime integers is not supported")
+        return Scalar(mathd.PowFOp(a.value, b.value).result)
+
+
+# --------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------
+
+def _i1() -> ir.Type:
+    return ir.IntegerType.get_signless(1)
+
+
+def _is_float(type_: ir.Type) -> bool:
+    return not (isinstance(type_, (ir.IndexType, ir.IntegerType)))
+
+
+def _float_bits(type_: ir.Type) -> int:
+    return type_.width
+
+
+def _int_rank(type_: ir.Type) -> int:
+    return 1000 if isinstance(type_, ir.IndexType) else type_.width
+
+
+def _common_type(a: ir.Type, b: ir.Type) -> ir.Type:
+    if _is_float(a) and _is_float(b):
+        if _float_bits(a) == _float_bits(b):
+            return ir.F32Type.get() if _float_bits(a) < 32 else a
+        return a if _float_bits(a) > _float_bits(b) else b
+    if _is_float(a) or _is_float(b):
+        return a if _is_float(a) else b
+    return a if _int_rank(a) >= _int_rank(b) else b
+
+
+def _type_for_literal(value, other: ir.Type) -> ir.Type:
+    if isinstance(value, float) and not _is_float(other):
+        return ir.F32Type.get()
+    return other
+
+
+def _literal_affine(value) -> Affine | None:
+    return Affine.of({}, value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _affine_binary(name: str, a: Affine, b: Affine) -> Affine | None:
+    if name == "Add":
+        return a.combine(b, 1)
+    if name == "Sub":
+        return a.combine(b, -1)
+    if name == "Mult":
+        if not a.terms:
+            return b.scale(a.const)
+        if not b.terms:
+            return a.scale(b.const)
+    return None
+
+
+def _affine_div(a: Scalar, b: Scalar) -> Affine | None:
+    if a.affine is not None and b.affine is not None and not a.affine.terms and not b.affine.terms:
+        return Affine.of({}, -(-a.affine.const // b.affine.const))
+    return None
+
+
+def _array_shape_dtype(value):
+    """(shape, dtype) of a NumPy array or torch tensor, else None."""
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is None or dtype is None or isinstance(value, (int, float)):
+        return None
+    return tuple(int(d) for d in shape), dtype
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _walk_statements(body: list[ast.stmt]):
+    for statement in body:
+        yield statement
+        for child in ast.iter_child_nodes(statement):
+            if isinstance(child, ast.stmt):
+                yield from _walk_statements([child])
+
+
+def _describe(node: ast.AST) -> str:
+    names = {"While": "a `while` loop", "Try": "`try`", "FunctionDef": "a nested `def`", "Lambda": "a lambda",
+             "ClassDef": "a class", "Import": "`import`", "ImportFrom": "`import`", "Global": "`global`",
+             "Nonlocal": "`nonlocal`", "Delete": "`del`", "Raise": "`raise`", "Assert": "`assert`",
+             "ListComp": "a list comprehension", "DictComp": "a dict comprehension", "Dict": "a dict",
+             "SetComp": "a set comprehension", "GeneratorExp": "a generator", "Yield": "`yield`",
+             "Await": "`await`", "JoinedStr": "an f-string", "Starred": "`*` unpacking", "Match": "`match`",
+             "Break": "`break`", "Continue": "`continue`", "AsyncFunctionDef": "an async def",
+             "NamedExpr": "`:=`", "Set": "a set"}
+    return names.get(type(node).__name__, f"`{type(node).__name__}`")

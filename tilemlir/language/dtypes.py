@@ -1,0 +1,124 @@
+"""TileLang's dtypes (`T.float16`, `"bfloat16"`, `T.float8_e4m3fn`, ...) and the
+MLIR element types they name.
+
+A `DType` compares equal to its TileLang name, so `dtype == "float16"` and
+`T.float16 == "float16"` both hold, as they do in TileLang. Every name maps to
+one row of `tilemlir.dialects.element_types` (the one table of element types);
+`bool`, `int64` and `index` are scalars only (no tile buffer holds them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilemlir.dialects.element_types import ELEMENT_TYPES
+
+
+@dataclass(frozen=True, eq=False)
+class DType:
+    """A TileLang dtype: its name (`"float16"`) and the MLIR element type (`f16`)."""
+
+    name: str
+    mlir: str
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"T.{self.name}"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, DType):
+            return self.mlir == other.mlir
+        if isinstance(other, str):
+            found = DTYPES.get(other)
+            return found is not None and found.mlir == self.mlir
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.mlir)
+
+    @property
+    def numpy(self) -> np.dtype:
+        return ELEMENT_TYPES[self.mlir].dtype
+
+    @property
+    def bits(self) -> int:
+        return ELEMENT_TYPES[self.mlir].bit_width
+
+    @property
+    def is_float(self) -> bool:
+        return ELEMENT_TYPES[self.mlir].kind == "float"
+
+    @property
+    def tile_buffer(self) -> bool:
+        """May a tile buffer (tensor, shared or fragment) hold this type?"""
+        return ELEMENT_TYPES[self.mlir].tile_buffer
+
+
+# TileLang's names (and the aliases its examples use) -> MLIR element types.
+_NAMES: dict[str, str] = {
+    "float64": "f64", "double": "f64",
+    "float32": "f32", "float": "f32",
+    "float16": "f16", "half": "f16",
+    "bfloat16": "bf16",
+    "float8_e4m3fn": "f8E4M3FN", "float8_e4m3": "f8E4M3FN", "e4m3_float8": "f8E4M3FN",
+    "float8_e5m2": "f8E5M2", "e5m2_float8": "f8E5M2",
+    "float8_e4m3fnuz": "f8E4M3FNUZ",
+    "float8_e5m2fnuz": "f8E5M2FNUZ",
+    "int8": "i8",
+    "int32": "i32", "int": "i32",
+    "int64": "i64",
+    "bool": "i1",
+}
+
+# One DType object per name; aliases share the canonical (first) name's printing.
+_CANONICAL: dict[str, str] = {}
+for _name, _mlir in _NAMES.items():
+    _CANONICAL.setdefault(_mlir, _name)
+DTYPES: dict[str, DType] = {name: DType(_CANONICAL[mlir], mlir) for name, mlir in _NAMES.items()}
+# The MLIR spelling is accepted too ("f16", "bf16", "f8E4M3FNUZ").
+_BY_MLIR: dict[str, DType] = {d.mlir: d for d in DTYPES.values()}
+_BY_NUMPY: dict[np.dtype, DType] = {}
+for _d in DTYPES.values():
+    _BY_NUMPY.setdefault(_d.numpy, _d)
+
+
+def dtype(value) -> DType:
+    """The DType a TileLang dtype spelling names: a DType, `"float16"`, `"f16"`,
+    a NumPy / ml_dtypes dtype, or a torch dtype. Raises ValueError otherwise."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        found = DTYPES.get(value) or _BY_MLIR.get(value)
+        if found is None:
+            raise ValueError(f"unknown dtype '{value}' (known: {', '.join(sorted(DTYPES))})")
+        return found
+    torch_name = _torch_dtype_name(value)
+    if torch_name is not None:
+        return dtype(torch_name)
+    try:
+        found = _BY_NUMPY.get(np.dtype(value))
+    except TypeError:
+        found = None
+    if found is None:
+        raise ValueError(f"{value!r} is not a dtype tilemlir knows")
+    return found
+
+
+def _torch_dtype_name(value) -> str | None:
+    """'float16' for torch.float16 (without importing torch)."""
+    if type(value).__name__ == "dtype" and type(value).__module__ == "torch":
+        name = str(value).removeprefix("torch.")
+        return {"float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}.get(name, name)
+    return None
+
+
+def is_dtype(value) -> bool:
+    try:
+        dtype(value)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,580 @@
+"""`@tilemlir.jit` and compiled kernels: TileLang's JIT, on tilemlir's compiler and engines.
+
+Two styles, as in TileLang:
+
+* a **factory** returns a `@T.prim_func`; calling the decorated factory with
+  its compile-time arguments returns a `JITKernel` (cached per arguments);
+* the **direct style** writes the kernel body in the decorated function
+  (`T.const` shape names, `A: T.Tensor[[M, K], dtype]` annotations, `T.empty`
+  outputs, `return C`); calling it on arrays compiles (cached by the source,
+  the arrays' shapes and dtypes, the other arguments and the target) and
+  runs, returning what the body returns; `f.compile(**consts)` returns the
+  `JITKernel` without running it. A body that returns nothing (the seed
+  article's kernel) returns the `Launch` that ran: `.run()` runs it again.
+
+A kernel runs on numpy arrays (or torch tensors) on one engine: `engine=` or
+`TILEMLIR_ENGINE` (`reference`, `emulator`, `device`; default: the device when
+the target is NVIDIA and a GPU is present, else the emulator) for the target
+from `target=` or `TILEMLIR_TARGET` (default `amdgpu:gfx942`; TileLang's
+`"hip"`/`"rocm"` mean amdgpu, `"cuda"` nvidia, `"maca"` metax: TILEMLIR_TARGET's
+chip when it is of that family, else gfx942, sm_90a, xcore1000).
+`pass_configs` sets tile passes' options as `{"tile-pass.option": value}`;
+other keys (TileLang's `tl.*`) are accepted with one warning.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilemlir.diagnostics import SourceBuffer, UserError
+from tilemlir.language.api import TileLangError
+from tilemlir.language.builder import Builder, BuiltFunction, PythonSource, namespace_of
+
+ENGINE_ENV, TARGET_ENV = "TILEMLIR_ENGINE", "TILEMLIR_TARGET"
+
+
+class TileLangWarning(UserWarning):
+    """Something the frontend decided or ignored that the user should know."""
+
+
+# --------------------------------------------------------------------------
+# @T.prim_func
+# --------------------------------------------------------------------------
+
+def _user_errors(function):
+    """At the API boundary a UserError (a TileLangError, a CompileError) is
+    raised without tilemlir's own frames: the message names the user's file
+    and line, and the traceback ends at the user's call."""
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except UserError as error:
+            raise error.with_traceback(None) from None
+    return wrapper
+
+
+class PrimFunc:
+    """A `@T.prim_func`: the tile IR built from the function's source."""
+
+    __tilemlir_prim_func__ = True
+
+    def __init__(self, built: BuiltFunction):
+        self.built = built
+        self.__name__ = built.name
+
+    def script(self) -> str:
+        return self.built.text()
+
+    def __str__(self) -> str:
+        return self.built.text()
+
+    def __call__(self, *args, **kwargs):
+        raise TileLangError(f"prim_func '{self.__name__}' is compiled before it runs: "
+                            f"tilemlir.jit(out_idx=...) on its factory, or tilemlir.language.compile({self.__name__})")
+
+
+def prim_func(function=None, **_options):
+    """`@T.prim_func`: builds the function's tile IR now, from its source. The
+    names it uses are its module's globals, the locals of the function that
+    defines it (a factory's arguments, also those only its annotations use) and
+    its closure."""
+    caller = sys._getframe(1).f_locals
+    if function is None:
+        return lambda f: _prim_func(f, sys._getframe(1).f_locals)
+    return _prim_func(function, caller)
+
+
+@_user_errors
+def _prim_func(function, caller_locals: dict) -> PrimFunc:
+    namespace = namespace_of(function)
+    if caller_locals is not function.__globals__:
+        namespace.update({k: v for k, v in caller_locals.items() if k not in namespace or
+                          k not in function.__globals__})
+    built = Builder(PythonSource.of(function), namespace).build(direct=False)
+    verify(built)
+    return PrimFunc(built)
+
+
+def verify(built: BuiltFunction) -> None:
+    """tile-verify on the built IR: its errors name the user's Python lines."""
+    from mlir import ir
+
+    from tilemlir.backends.stages import CompileError
+    from tilemlir.diagnostics import collect_diagnostics, mlir_error_diags
+    from tilemlir.passes import build_pipeline
+
+    context = built.module.context
+    source = python_source_buffer(built)
+    diags: list = []
+    with context, collect_diagnostics(context, diags, source):
+        try:
+            build_pipeline("tile-verify", context=context).run(built.module.operation)
+        except ir.MLIRError as error:
+            diags.extend(mlir_error_diags(error, source))
+    errors = [d for d in diags if d.severity == "error"]
+    if errors:
+        raise CompileError(errors, source)
+
+
+def python_source_buffer(built: BuiltFunction) -> SourceBuffer:
+    return SourceBuffer(built.source.filename, built.source.text)
+
+
+# --------------------------------------------------------------------------
+# Targets, engines, options
+# --------------------------------------------------------------------------
+
+def resolve_target(target) -> str:
+    """`target=` (or TILEMLIR_TARGET, else tile-compile's default target).
+    TileLang's family names ("hip", "rocm", "cuda", "maca": each backend's
+    `tilelang_names`) take TILEMLIR_TARGET's chip when it is of that family,
+    else the family's `default_chip`; "auto" is no choice."""
+    from tilemlir.compiler import DEFAULT_TARGET
+    from tilemlir.target.registry import backend, families
+
+    environment = os.environ.get(TARGET_ENV)
+    if target is None or target == "auto":
+        return environment or DEFAULT_TARGET
+    for family in families():
+        manifest = backend(family)
+        if isinstance(target, str) and target in manifest.tilelang_names:
+            if environment and environment.split(":")[0] == family:
+                return environment
+            return f"{family}:{manifest.default_chip}"
+    return target
+
+
+def pass_options(pass_configs: dict | None) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """({pass: {option: value}}, ignored keys) from `{"tile-pass.option": value}`."""
+    from tilemlir.passes import pass_names
+
+    known = set(pass_names())
+    options: dict[str, dict[str, str]] = {}
+    ignored = []
+    for key, value in (pass_configs or {}).items():
+        pass_name, _, option = str(key).partition(".")
+        if pass_name in known and option:
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            options.setdefault(pass_name, {})[option] = text
+        else:
+            ignored.append(str(key))
+    return options, ignored
+
+
+def options_text(options: dict[str, dict[str, str]]) -> str:
+    return ",".join(f"{name}{{{' '.join(f'{k}={v}' for k, v in opts.items())}}}" for name, opts in options.items())
+
+
+# --------------------------------------------------------------------------
+# Kernels
+# --------------------------------------------------------------------------
+
+class JITKernel:
+    """A compiled kernel: call it on arrays (inputs in order); it returns its
+    outputs (per `out_idx`, or what the direct-style body returns)."""
+
+    def __init__(self, built: BuiltFunction, *, target=None, engine=None, pass_configs=None,
+                 out_idx=None):
+        from tilemlir.compiler import CompileOptions
+        from tilemlir.target import get_target
+
+        self.built = built
+        self.target_name = resolve_target(target)
+        try:
+            self.target = get_target(self.target_name)
+        except UserError as error:
+            raise TileLangError(f"target: {error}") from None
+        self.engine = engine or os.environ.get(ENGINE_ENV) or self.default_engine()
+        from tilemlir.runtime import check_engine
+
+        check_engine(self.engine)
+        options, ignored = pass_options(pass_configs)
+        if ignored:
+            self.warn(f"pass_configs keys tilemlir does not use (ignored): {', '.join(ignored)}; its own are "
+                      f"'tile-pass.option' (tile-opt --list-passes)")
+        self.fp8_note = self.fp8_fallback(options)
+        if self.fp8_note:
+            self.warn(self.fp8_note)
+        for note in built.notes:
+            self.warn(note)
+        self.options = CompileOptions(passes=options_text(options))
+        self.outputs = self.output_positions(out_idx)
+        self._lowered = None
+        self._device = None
+        self._compiled: dict = {}
+
+    def warn(self, message: str) -> None:
+        """A TileLangWarning located at the kernel's definition in the user's file."""
+        source = self.built.source
+        warnings.warn_explicit(message, TileLangWarning, source.filename, source.first_line)
+
+    # -- what runs where --
+    def default_engine(self) -> str:
+        """The device when the target's code runs on the GPU here (its backend
+        emits PTX and the CUDA driver finds a GPU), else the emulator."""
+        if "ptx" in self.stage_names():
+            from tilemlir.runtime import cuda_launch
+
+            if cuda_launch.gpu_available():
+                return "device"
+        return "emulator"
+
+    def stage_names(self) -> list[str]:
+        from tilemlir.backends.stages import backend_stages
+
+        return [stage.name for stage in backend_stages(self.target.family)]
+
+    def fp8_fallback(self, options: dict) -> str | None:
+        """A gemm on an fp8 encoding the chip's matrix unit does not read is
+        computed exactly in f16 (every fp8 value is an f16 value), unless the
+        user set tile-legalize-precision's fp8 options."""
+        from tilemlir.target.model import is_unknown
+
+        formats = self.target.matrix.fp8_formats
+        legalize = options.setdefault("tile-legalize-precision", {})
+        if is_unknown(formats) or "fp8-fallback" in legalize or "allow-fp8-rounding" in legalize:
+            if not legalize:
+                del options["tile-legalize-precision"]
+            return None
+        foreign = sorted(t for t in self.built.gemm_types if t.startswith("f8") and t not in formats)
+        if not foreign:
+            del options["tile-legalize-precision"]
+            return None
+        legalize["fp8-fallback"] = "f16"
+        return (f"{self.target}'s matrix unit reads fp8 as {', '.join(formats) or 'nothing'}; the gemms on "
+                f"{', '.join(foreign)} compute exactly in f16 (set pass_configs="
+                f"{{'tile-legalize-precision.fp8-fallback': 'error'}} to refuse instead)")
+
+    def output_positions(self, out_idx) -> list[int]:
+        params = self.built.params
+        if self.built.returns or any(p.output for p in params):
+            return [i for i, p in enumerate(params) if p.output]
+        if out_idx is None:
+            return []
+        indices = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+        positions = []
+        for index in indices:
+            if not isinstance(index, int) or not -len(params) <= index < len(params):
+                raise TileLangError(f"out_idx {index!r} is not a parameter position of '{self.built.name}' "
+                                    f"({len(params)} parameters)")
+            position = index % len(params)
+            if params[position].kind != "tensor":
+                raise TileLangError(f"out_idx {index}: parameter '{params[position].name}' is not a tensor")
+            positions.append(position)
+        return positions
+
+    # -- source and artefacts --
+    def get_kernel_source(self, *, locations: bool = False) -> str:
+        """The kernel's tile IR (what tile-opt and tile-compile read)."""
+        return self.built.text(locations=locations)
+
+    def compile(self, emit: str | None = None, *, report: bool = False):
+        """The CompileResult for `emit` (default: the backend's last stage), cached."""
+        import dataclasses
+
+        from tilemlir.compiler import compile_module
+
+        key = (emit, report)
+        if key not in self._compiled:
+            module = self.built.module.operation.clone()
+            options = dataclasses.replace(self.options, report=report)
+            self._compiled[key] = compile_module(module.operation, self.target, emit, options,
+                                                 source=python_source_buffer(self.built))
+        return self._compiled[key]
+
+    @property
+    def artifact(self):
+        """The compiled artefact: HSACO (amdgpu), MACA C++ (metax) or PTX (nvidia)."""
+        return self.compile().artifact
+
+    def get_isa(self) -> str:
+        """The ISA text, for targets whose backend has an `isa` stage (AMD)."""
+        if "isa" not in self.stage_names():
+            raise TileLangError(f"{self.target}'s backend emits no ISA text; its artefact is "
+                                f"`kernel.artifact` ({', '.join(self.stage_names())})")
+        return self.compile("isa").artifact
+
+    @property
+    def report(self) -> dict:
+        """tile-compile's --report JSON, as a dict."""
+        return self.compile(report=True).report
+
+    # -- running --
+    @_user_errors
+    def __call__(self, *args):
+        params = self.built.params
+        inputs = [i for i in range(len(params)) if i not in self.outputs]
+        if len(args) != len(inputs):
+            names = ", ".join(params[i].name for i in inputs)
+            raise TileLangError(f"kernel '{self.built.name}' takes {len(inputs)} arguments ({names}), "
+                                f"got {len(args)}")
+        full = [None] * len(params)
+        for position, value in zip(inputs, args):
+            full[position] = value
+        for position in self.outputs:
+            p = params[position]
+            full[position] = np.zeros(p.shape, p.dtype.numpy)
+        converted, writeback = self.to_numpy(full)
+        self.launch(converted)
+        for position, original in writeback:
+            _copy_into(original, converted[position])
+        wanted = self.built.returns or self.outputs
+        results = [full[position] for position in wanted]
+        if not results:
+            return None
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def run(self, *args):
+        return self(*args)
+
+    def to_numpy(self, values: list) -> tuple[list, list]:
+        params = self.built.params
+        converted, writeback = [], []
+        for position, (p, value) in enumerate(zip(params, values)):
+            if p.kind == "scalar":
+                converted.append(value)
+                continue
+            array = _as_numpy(value)
+            if array is None:
+                raise TileLangError(f"argument '{p.name}': expected an array of shape {p.shape} ({p.dtype}), "
+                                    f"got {type(value).__name__}")
+            if tuple(array.shape) != tuple(p.shape) or array.dtype != p.dtype.numpy:
+                raise TileLangError(f"argument '{p.name}': expected shape {tuple(p.shape)} of {p.dtype}, got "
+                                    f"{tuple(array.shape)} of {array.dtype}")
+            contiguous = np.ascontiguousarray(array)
+            if contiguous is not value:  # a torch tensor, or a strided array: written back after the run
+                writeback.append((position, value))
+            converted.append(contiguous)
+        return converted, writeback
+
+    def launch(self, args: list) -> None:
+        from tilemlir import runtime
+
+        entry = self.built.name
+        if self.engine == "reference":
+            runtime.run(self.built.module, entry, args, engine="reference")
+        elif self.engine == "emulator":
+            from tilemlir.runtime.emulator import emulate
+
+            if self._lowered is None:
+                self._lowered = runtime.lower_for_emulator(self.built.module.operation, self.target, self.options)
+            lowered, chip = self._lowered
+            emulate(lowered, entry, args, chip=chip)
+        else:
+            from tilemlir.runtime import device
+
+            if self._device is None:
+                self._device = device.load(self.built.module.operation, self.target, self.options)
+            device.launch(self._device, entry, args)
+
+
+@dataclass
+class Launch:
+    """A direct-style call whose body returns nothing: the kernel and the
+    arguments it ran on; `run()` runs it again on them."""
+
+    kernel: JITKernel
+    args: tuple
+
+    def run(self):
+        return self.kernel(*self.args)
+
+    def get_kernel_source(self, **kwargs) -> str:
+        return self.kernel.get_kernel_source(**kwargs)
+
+
+def _as_numpy(value):
+    """A NumPy view of an array or a (CPU copy of a) torch tensor; None otherwise."""
+    if isinstance(value, np.ndarray):
+        return value
+    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+        return _torch_to_numpy(value)
+    return None
+
+
+def _torch_to_numpy(tensor):
+    from tilemlir.language.dtypes import dtype as to_dtype
+
+    target = to_dtype(tensor.dtype).numpy
+    host = tensor.detach().cpu().contiguous()
+    if host.dtype.itemsize == 2 and target.kind not in "fiu":  # bf16: NumPy has no such type
+        import torch
+
+        return host.view(torch.int16).numpy().view(target).copy()
+    if host.dtype.itemsize == 1 and target.kind not in "iu":  # fp8
+        import torch
+
+        return host.view(torch.uint8).numpy().view(target).copy()
+    return host.numpy().copy()
+
+
+def _copy_into(original, array: np.ndarray) -> None:
+    """Writes a result back into the array or torch tensor it came from."""
+    if isinstance(original, np.ndarray):
+        np.copyto(original, array)
+        return
+    import torch
+
+    raw = np.ascontiguousarray(array)
+    if raw.dtype.itemsize == 2 and raw.dtype.kind not in "fiu":
+        tensor = torch.from_numpy(raw.view(np.int16)).view(original.dtype)
+    elif raw.dtype.itemsize == 1 and raw.dtype.kind not in "iu":
+        tensor = torch.from_numpy(raw.view(np.uint8)).view(original.dtype)
+    else:
+        tensor = torch.from_numpy(raw)
+    original.copy_(tensor.to(original.device))
+
+
+# --------------------------------------------------------------------------
+# @tilemlir.jit
+# --------------------------------------------------------------------------
+
+_JIT_OPTIONS = ("out_idx", "target", "engine", "pass_configs")
+
+
+class JITFunction:
+    """What `@tilemlir.jit` makes of a function (see the module docstring)."""
+
+    def __init__(self, function, *, out_idx=None, target=None, engine=None, pass_configs=None):
+        functools.update_wrapper(self, function)
+        self.function = function
+        self.out_idx = out_idx
+        self.target = target
+        self.engine = engine
+        self.pass_configs = pass_configs
+        self.source = PythonSource.of(function)
+        self.factory = _returns_prim_func(self.source.tree)
+        self._cache: dict = {}
+
+    def _kernel(self, built: BuiltFunction) -> JITKernel:
+        return JITKernel(built, target=self.target, engine=self.engine, pass_configs=self.pass_configs,
+                         out_idx=self.out_idx)
+
+    @_user_errors
+    def __call__(self, *args, **kwargs):
+        if self.factory:
+            key = _cache_key(args, kwargs)
+            if key is None or key not in self._cache:
+                produced = self.function(*args, **kwargs)
+                if not isinstance(produced, PrimFunc):
+                    raise TileLangError(f"'{self.function.__name__}' returned {type(produced).__name__}, not "
+                                        f"a @T.prim_func")
+                kernel = self._kernel(produced.built)
+                if key is None:
+                    return kernel
+                self._cache[key] = kernel
+            return self._cache[key]
+        bound = self._bind(args, kwargs)
+        kernel = self._compile_direct(bound)
+        arrays = [bound[p.name] for p in kernel.built.params if not p.output]
+        result = kernel(*arrays)
+        if kernel.built.returns:
+            return result
+        return Launch(kernel, tuple(arrays))
+
+    @_user_errors
+    def compile(self, **constants) -> JITKernel:
+        """Direct style: the kernel for these compile-time values (T.const names
+        and other parameters), without running it."""
+        if self.factory:
+            raise TileLangError(f"'{self.function.__name__}' is a factory: call it with its arguments")
+        signature = inspect.signature(self.function)
+        arguments = {name: p.default for name, p in signature.parameters.items()
+                     if p.default is not inspect.Parameter.empty}
+        t_consts = {k: v for k, v in constants.items() if k not in signature.parameters}
+        arguments.update({k: v for k, v in constants.items() if k in signature.parameters})
+        return self._build_direct(arguments, t_consts)
+
+    def _bind(self, args, kwargs) -> dict:
+        signature = inspect.signature(self.function)
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise TileLangError(f"{self.function.__name__}: {error}") from None
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def _compile_direct(self, arguments: dict) -> JITKernel:
+        return self._build_direct(arguments, {})
+
+    def _build_direct(self, arguments: dict, constants: dict) -> JITKernel:
+        key_parts = []
+        for name, value in arguments.items():
+            shape = getattr(value, "shape", None)
+            if shape is not None and hasattr(value, "dtype"):
+                key_parts.append((name, "tensor", tuple(shape), str(value.dtype)))
+            else:
+                key_parts.append((name, "value", _hashable(value)))
+        key = (tuple(key_parts), _hashable(constants), resolve_target(self.target))
+        if None in key or any(None in part for part in key_parts):
+            key = None
+        if key is not None and key in self._cache:
+            return self._cache[key]
+        builder = Builder(self.source, namespace_of(self.function), constants=constants, arguments=arguments)
+        built = builder.build(direct=True)
+        verify(built)
+        kernel = self._kernel(built)
+        if key is not None:
+            self._cache[key] = kernel
+        return kernel
+
+
+def jit(function=None, *, out_idx=None, target=None, engine=None, pass_configs=None, **other):
+    """`@tilemlir.jit` or `@tilemlir.jit(out_idx=..., target=..., engine=..., pass_configs=...)`.
+    TileLang's other options (execution_backend, verbose, ...) are accepted with a warning."""
+    if other:
+        warnings.warn(f"tilemlir.jit ignores {', '.join(sorted(other))} (it takes {', '.join(_JIT_OPTIONS)})",
+                      TileLangWarning, stacklevel=2)
+
+    def decorate(f):
+        return JITFunction(f, out_idx=out_idx, target=target, engine=engine, pass_configs=pass_configs)
+
+    return decorate if function is None else decorate(function)
+
+
+def compile(function: PrimFunc, out_idx=None, target=None, engine=None, pass_configs=None) -> JITKernel:
+    """`tilemlir.language.compile(prim_func, out_idx=...)`, as `tilelang.compile`."""
+    if not isinstance(function, PrimFunc):
+        raise TileLangError(f"compile() takes a @T.prim_func, got {type(function).__name__}")
+    return JITKernel(function.built, target=target, engine=engine, pass_configs=pass_configs, out_idx=out_idx)
+
+
+def _returns_prim_func(tree: ast.FunctionDef) -> bool:
+    """A factory: the function defines a nested function decorated `prim_func`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node is not tree:
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                if name == "prim_func":
+                    return True
+    return False
+
+
+def _hashable(value):
+    try:
+        hash(value)
+    except TypeError:
+        if isinstance(value, dict):
+            items = tuple((k, _hashable(v)) for k, v in sorted(value.items()))
+            return None if any(v is None for _, v in items) else items
+        if isinstance(value, (list, tuple)):
+            items = tuple(_hashable(v) for v in value)
+            return None if any(v is None for v in items) else items
+        return None
+    return value
+
+
+def _cache_key(args, kwargs):
+    key = (_hashable(args), _hashable(kwargs))
+    return None if None in key else key
+
