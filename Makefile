@@ -56,6 +56,10 @@ lock:
 	  --custom-compile-command 'make lock' -o $(LOCK)
 
 demo: setup
+	@echo "== the seed article's Python kernel (examples/python/seed_mixed_precision_gemm.py), as printed,"
+	@echo "   on gfx942 then gfx950: built from its source, compiled, run in the SIMT emulator vs float64 NumPy"
+	$(PY) examples/python/seed_mixed_precision_gemm.py
+	TILEMLIR_TARGET=amdgpu:gfx950 $(PY) examples/python/seed_mixed_precision_gemm.py
 	@echo "== tile-opt: the seed's FP8 GEMM (kernel form), verified and canonicalized"
 	$(BIN)/tile-opt examples/seed_fp8_gemm.mlir --tile-verify --canonicalize --cse
 	@echo "== stock mlir-opt-22 reads the examples through the exported IRDL"
@@ -78,7 +82,7 @@ demo: setup
 	$(BIN)/tile-compile examples/kernels/softmax.mlir --target amdgpu:gfx942 --report | grep -E '"(global_load_bits|global_store_bits|spills|lds_bytes)"'
 
 test: setup
-	$(BIN)/ruff check tilemlir test bench
+	$(BIN)/ruff check tilemlir test bench examples
 	$(BIN)/lit -sv --order=lexical test
 	$(BIN)/pytest -q test/python
 
@@ -93,7 +97,7 @@ irdl: setup
 	$(BIN)/tile-opt --export-irdl -o tilemlir/dialects/tile.irdl.mlir
 
 lint: setup
-	$(BIN)/ruff check tilemlir test bench
+	$(BIN)/ruff check tilemlir test bench examples
 
 clean:
 	rm -rf $(VENV) test/**/Output build
