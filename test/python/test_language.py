@@ -311,3 +311,18 @@ def test_docs_list_every_intrinsic():
     text = (REPO / "docs" / "language.md").read_text()
     for name in T.INTRINSICS:
         assert f"T.{name}" in text, name
+
+
+@pytest.mark.parametrize("engine", ["reference", "emulator"])
+def test_reductions_loops_and_dtype_spellings(engine):
+    kernel = tilemlir.language.compile(K.row_stats.function(16, 32), out_idx=[1], engine=engine)
+    x = RNG.uniform(-1, 1, (16, 32)).astype(np.float32)
+    y = kernel(x)
+    x64 = x.astype(np.float64)
+    expected = np.stack([x64.min(axis=1), 1 + x64.sum(axis=1), (x64 > 0).sum(axis=1),
+                         convert(x64[:, 0], ml_dtypes.float8_e5m2).astype(np.float64)], axis=1)
+    bound = np.zeros_like(expected)
+    bound[:, 1] = 40 * U32 * (np.abs(x64).sum(axis=1) + 1)
+    assert_within(y, expected, bound)
+    source = kernel.get_kernel_source()
+    assert 'kind = "min"' in source and "clear = false" in source and "threads = 128" in source

@@ -149,3 +149,35 @@ def conv_im2col(N, H, W, C, F, block_M=64, block_N=64, block_K=32):
             T.copy(acc, Y[by * block_M, bx * block_N])
 
     return main
+
+
+@tilemlir.jit(out_idx=[1])
+def row_stats(M, N, dtype=T.float32):
+    @T.prim_func
+    def main(X: T.Buffer((M, N), dtype), Y: T.Buffer((M, 4), T.float)):
+        with T.Kernel(1, threads=[64, 2]) as bx:
+            x = T.alloc_fragment((M, N), dtype)
+            low = T.alloc_fragment((M,), dtype)
+            total = T.alloc_fragment((M,), dtype)
+            counts = T.alloc_fragment((M,), T.int32)
+            T.copy(X[0:M, 0:N], x)
+            T.reduce_min(x, low, dim=-1)
+            T.fill(total, 1.0)
+            T.reduce_sum(x, total, dim=1, clear=False)
+            for i in T.Parallel(M):
+                n = T.alloc_var(T.int32, init=0)
+                for j in T.Serial(N):
+                    if X[i, j] > 0:
+                        n += 1
+                for j in range(2):
+                    n = n * 1
+                for j in T.unroll(2):
+                    n = n + 0
+                counts[i] = n
+            for i in T.Parallel(M):
+                Y[i, 0] = low[i]
+                Y[i, 1] = total[i]
+                Y[i, 2] = counts[i]
+                Y[i, 3] = T.cast(T.cast(X[i, 0], T.float8_e5m2), "float32")
+
+    return main
