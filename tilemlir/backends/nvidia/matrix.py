@@ -44,7 +44,8 @@ from tilemlir.backends.nvidia.cp_async_pipelining import (
     pipelined_buffers,
     slot_view,
 )
-from tilemlir.diagnostics import UserError
+from tilemlir.diagnostics import UserError, emit_remark
+from tilemlir.dialects import attributes
 from tilemlir.passes.lower_to_gpu.api import (
     AccumulatorLayout,
     GemmOperands,
@@ -181,7 +182,14 @@ class MmaSyncCore(MatrixCore):
         return stages * rows * (cols + pad) * element_bytes
 
     def lower_loop(self, lowering: KernelLowering, op: ir.Operation) -> bool:
-        return lower_pipelined_loop(self, lowering, op)
+        if lower_pipelined_loop(self, lowering, op):
+            return True
+        stages = attributes.NUM_STAGES.read(op) if op.name == "scf.for" else None
+        if stages is not None and stages >= 2:  # asked for, not done: say so
+            emit_remark(op.location, f"tile-lower-to-gpu: this loop (num_stages = {stages}) runs without "
+                                     "prefetch on NVIDIA: cp.async pipelining takes loops of "
+                                     "global->shared copies followed by gemms only")
+        return False
 
     def register_a(self, choice, warps, source, source_warps, a_bits: int) -> bool:
         """The m16n8k16 A fragment of 16-bit elements is two adjacent m16n8
