@@ -181,3 +181,26 @@ def row_stats(M, N, dtype=T.float32):
                 Y[i, 3] = T.cast(T.cast(X[i, 0], T.float8_e5m2), "float32")
 
     return main
+
+
+@tilemlir.jit(out_idx=[2], target="cuda")
+def copies_then_gemm_then_epilogue(stages=2):
+    """Both tiles are read by the gemm after the second copy, and the loop does
+    more than copy and multiply: neither cp.async scheme takes it on NVIDIA."""
+    @T.prim_func
+    def main(A: T.Tensor((256, 64), "float16"), B: T.Tensor((256, 64), "float16"),
+             C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((64, 64), "float16")
+            b = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(4, num_stages=stages):
+                T.copy(A[k * 64, 0], a)
+                T.copy(B[k * 64, 0], b)
+                T.gemm(a, b, acc, transpose_B=True)
+                for i, j in T.Parallel(64, 64):
+                    acc[i, j] = acc[i, j] * 0.5
+            T.copy(acc, C[0, 0])
+
+    return main

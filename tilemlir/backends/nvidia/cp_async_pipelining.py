@@ -273,26 +273,42 @@ def unflatten(template, values):
     return [unflatten(t, values) for t in template]
 
 
+def window_dims(copy: ir.Operation) -> tuple[int, int]:
+    """The (row, column) dims of the global tensor a copy's 2-D window spans."""
+    rank = len(ir.MemRefType(copy.operands[0].type).shape)
+    return tuple(attributes.WINDOW.dims(copy, rank, 2))
+
+
 def async_copy(lowering: KernelLowering, copy: ir.Operation, stage_view: ir.Value, slot: ir.Value) -> list:
-    """This thread's 16-byte cp.async chunks of one tile.copy into slot `slot`."""
+    """This thread's 16-byte cp.async chunks of one tile.copy into slot `slot`:
+    a 2-D window of a global tensor of any rank (the dims `tile.window` names,
+    the others fixed at their index)."""
     src = lowering.value_of(copy.operands[0])
-    offsets = [lowering.value_of(v) for v in list(copy.operands)[2:4]]
     src_type = ir.MemRefType(src.type)
+    rank = len(src_type.shape)
+    offsets = [lowering.value_of(v) for v in list(copy.operands)[2:2 + rank]]
+    row_dim, col_dim = window_dims(copy)
     rows, cols = ir.MemRefType(copy.operands[1].type).shape
     width = CHUNK_BYTES // _element_bytes(src_type)
-    global_rows, global_cols = (const_index(d) for d in src_type.shape)
+    global_rows, global_cols = const_index(src_type.shape[row_dim]), const_index(src_type.shape[col_dim])
     per_row = cols // width
     chunks = rows * per_row
     zero = const_index(0)
     in_bounds = attributes.IN_BOUNDS.is_on(copy)  # tile-tiling proved every window inside
     tokens = []
+
+    def source_indices(global_row, global_col) -> list:
+        indices = list(offsets)
+        indices[row_dim], indices[col_dim] = global_row, global_col
+        return indices
+
     for r in range(chunks // lowering.threads):
         linear = add(lowering.ids.thread, r * lowering.threads)
         row, col = udiv(linear, per_row), mul(urem(linear, per_row), width)
-        global_row, global_col = add(offsets[0], row), add(offsets[1], col)
+        global_row, global_col = add(offsets[row_dim], row), add(offsets[col_dim], col)
         if in_bounds:
             tokens.append(nvgpu.DeviceAsyncCopyOp(stage_view, [slot, row, col], src,
-                                                  [global_row, global_col],
+                                                  source_indices(global_row, global_col),
                                                   ir.IntegerAttr.get(ir.IndexType.get(), width),
                                                   bypassL1=True).result)
             continue
@@ -302,8 +318,8 @@ def async_copy(lowering: KernelLowering, copy: ir.Operation, stage_view: ir.Valu
         count = arith.SelectOp(row_inside, count, zero).result
         # No bytes are read when count is 0, but the address must still be valid.
         some = arith.CmpIOp(arith.CmpIPredicate.sgt, count, zero).result
-        source = [arith.SelectOp(some, global_row, zero).result,
-                  arith.SelectOp(some, global_col, zero).result]
+        source = source_indices(arith.SelectOp(some, global_row, zero).result,
+                                arith.SelectOp(some, global_col, zero).result)
         tokens.append(nvgpu.DeviceAsyncCopyOp(stage_view, [slot, row, col], src, source,
                                               ir.IntegerAttr.get(ir.IndexType.get(), width),
                                               srcElements=count, bypassL1=True).result)

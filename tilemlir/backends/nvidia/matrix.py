@@ -39,6 +39,7 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
 
+from tilemlir.backends.nvidia.cp_async_overlap import lower_overlapped_loop
 from tilemlir.backends.nvidia.cp_async_pipelining import (
     lower_pipelined_loop,
     pipelined_buffers,
@@ -182,13 +183,14 @@ class MmaSyncCore(MatrixCore):
         return stages * rows * (cols + pad) * element_bytes
 
     def lower_loop(self, lowering: KernelLowering, op: ir.Operation) -> bool:
-        if lower_pipelined_loop(self, lowering, op):
+        if lower_pipelined_loop(self, lowering, op) or lower_overlapped_loop(self, lowering, op):
             return True
         stages = attributes.NUM_STAGES.read(op) if op.name == "scf.for" else None
         if stages is not None and stages >= 2:  # asked for, not done: say so
             emit_remark(op.location, f"tile-lower-to-gpu: this loop (num_stages = {stages}) runs without "
-                                     "prefetch on NVIDIA: cp.async pipelining takes loops of "
-                                     "global->shared copies followed by gemms only")
+                                     "prefetch on NVIDIA: cp.async takes loops of global->shared "
+                                     "copies followed by gemms, and loops of two or more such copies "
+                                     "each read by later gemms only")
         return False
 
     def register_a(self, choice, warps, source, source_warps, a_bits: int) -> bool:
