@@ -71,6 +71,7 @@ from tilemlir.irutil import walk
 from tilemlir.lds_banks import lane_ways
 from tilemlir.passes.fragment_layout import FragmentLayout, read_layout
 from tilemlir.passes.gemm_facts import MmaChoice, gemm_shape, warp_grid_of
+from tilemlir.passes.gpu_builders import bit_width
 from tilemlir.passes.infer_layout import program_accesses
 from tilemlir.passes.kernel_facts import kernel_grid, kernel_threads
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
@@ -374,7 +375,7 @@ class _Reader:
         if len(stored) < 2 or len(decision.shape) < 2:
             return None
         banks, bank_bytes = self.target.memory.shared_banks, self.target.memory.shared_bank_bytes
-        element_bytes = max(1, ir.MemRefType(op.results[0].type).element_type.width // 8)
+        element_bytes = max(1, bit_width(ir.MemRefType(op.results[0].type).element_type) // 8)
         model = BankModel(rows=stored[-2], row_elements=stored[-1], pad=decision.padding or 0,
                           element_bytes=element_bytes,
                           swizzle=decision.swizzle if isinstance(decision.swizzle, int) else 0,

@@ -274,6 +274,7 @@ class TileInferLayout(TilePass):
         if is_unknown(limit):
             return
         allocs = [op for op in walk(kernel) if op.name == "tile.alloc_shared"]
+        gemms = [op for op in walk(kernel) if op.name == "tile.gemm"]
 
         def total() -> int:
             return sum(physical_shared_bytes(op) * _stages_of(op) for op in allocs)
@@ -291,28 +292,26 @@ class TileInferLayout(TilePass):
                            if name in layout}
                 pad = ir.IntegerAttr(layout["pad"]).value
                 entries["pad"] = int_attr(0)
-                if "swizzle" not in layout:  # a swizzled layout has no padding to lose
-                    entries["conflicts"] = int_attr(ir.IntegerAttr(layout["unpadded_conflicts"]).value)
-                entries["unpadded_conflicts"] = layout["unpadded_conflicts"]
+                # A hand-written layout may lack the bank model's entries: nothing to carry over.
+                if "unpadded_conflicts" in layout:
+                    if "swizzle" not in layout:  # a swizzled layout has no padding to lose
+                        entries["conflicts"] = layout["unpadded_conflicts"]
+                    entries["unpadded_conflicts"] = layout["unpadded_conflicts"]
                 if pad:
                     entries["dropped_pad"] = int_attr(pad)
-                    dropped[op] = (pad, self.buffer_conflicts(kernel, op))
+                    dropped[op] = (pad, operand_reads_of(op, gemms))
                 attributes.SMEM_LAYOUT.write(op, entries)
-        gemms = [op for op in walk(kernel) if op.name == "tile.gemm" and attributes.MMA.is_on(op)]
         for gemm in gemms:
-            self.count_conflicts(gemm)
-        for op, (pad, before) in dropped.items():
+            if attributes.MMA.is_on(gemm):
+                self.count_conflicts(gemm)
+        for op, (pad, reads) in dropped.items():
+            before, after = (sum(clocks for _, _, clocks in r) for r in (reads, operand_reads_of(op, gemms)))
+            cost = (f": its gemm operand reads cost {after} bank-conflict clocks per iteration instead of {before}"
+                    if reads else "")
             state.remark(op, (
                 f"tile-infer-layout: row padding of {pad} elements dropped from {shared_buffer_text(op)} "
                 f"to fit the kernel into {target.name}'s {limit} bytes of LDS ({padded} bytes with "
-                f"padding): its gemm operand reads cost {self.buffer_conflicts(kernel, op)} "
-                f"bank-conflict clocks per iteration instead of {before}"))
-
-    @staticmethod
-    def buffer_conflicts(kernel: ir.Operation, alloc: ir.Operation) -> int:
-        """Bank-conflict clocks of one execution of the gemms reading `alloc`."""
-        gemms = [op for op in walk(kernel) if op.name == "tile.gemm"]
-        return sum(clocks for _, _, clocks in operand_reads_of(alloc, gemms))
+                f"padding){cost}"))
 
     def layout_from_gemm(self, op: ir.Operation, chosen: dict, state: PassState) -> None:
         choice, warps = MmaChoice.of(op), warp_grid_of(op)

@@ -138,7 +138,7 @@ def operand_conflicts(gemm: ir.Operation) -> tuple[int, int]:
     for operand, count in zip(gemm.operands[:2], reads):
         alloc = shared_alloc_of(operand)
         layout = attributes.SMEM_LAYOUT.read(alloc) if alloc is not None else None
-        per_read = ir.IntegerAttr(layout["conflicts"]).value if layout is not None else 0
+        per_read = ir.IntegerAttr(layout["conflicts"]).value if layout is not None and "conflicts" in layout else 0
         clocks.append(count * per_read)
     return clocks[0], clocks[1]
 
