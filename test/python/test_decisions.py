@@ -41,7 +41,7 @@ def test_seed_decisions(seed):
     # 3 stages of 128 rows of 40 bytes.
     assert (a["padding"], a["padding_dropped"], a["transposed"], a["swizzle"], a["transpose_reads"],
             a["bank_conflicts_per_iteration"], a["bank_conflicts_per_read"], a["stages"], a["bytes"],
-            a["direct_loads"]) == (8, None, False, 0, False, 0, {"padded": 0, "unpadded": 12}, 3, 15360, False)
+            a["direct_loads"]) == (8, None, False, 0, False, 0, {"as_stored": 0, "unpadded": 12}, 3, 15360, False)
     assert (b["name"], b["transposed"], b["padding"]) == ("%B_shared", True, 8)  # stored N x K
     (c,) = kernel["fragments"]
     assert (c["name"], c["layout"], c["registers_per_thread"], c["threads_per_element"]) == \
@@ -108,7 +108,7 @@ def test_bank_maps_agree_with_the_pass(seed, small_lds):
             read = model.read
             width = read.per_access * model.element_bytes
             assert model.conflicts() == access_conflicts(read.addresses(model.pad), width, model.banks)
-            assert model.conflicts() * read.accesses == recorded["bank_conflicts_per_read"]["padded"]
+            assert model.conflicts() * read.accesses == recorded["bank_conflicts_per_read"]["as_stored"]
             assert (ways > 1).any() == conflicted
             assert np.count_nonzero(ways) == 64 * read.per_access  # every lane's elements of one access
 

@@ -42,7 +42,7 @@ The JSON (`KernelDecisions.as_json`), one object per kernel in program order:
                       core's own (text, e.g. NVIDIA's "128-byte (TMA boxes)")
         transpose_reads  gemm reads are LDS transpose reads (ds_read_b64_tr_*)
         bank_conflicts_per_iteration   clocks its gemm reads cost per execution of the gemms
-        bank_conflicts_per_read        clocks of one operand read, and `unpadded` without padding
+        bank_conflicts_per_read        clocks of one operand read: {as_stored, unpadded} (rows as stored; unpadded rows)
         banks         the bank count the model used ("unknown (32 and 64 checked)")
         direct_loads  the instruction that fills it straight from global memory (no registers),
                       false when its copies go through registers, null when nothing copies
@@ -363,7 +363,7 @@ class _Reader:
         decision.swizzle = entry("swizzle", 0)
         decision.transpose_reads = entry("transpose_read", False)
         decision.bank_conflicts_per_iteration = clocks
-        decision.bank_conflicts_per_read = {"padded": entry("conflicts"), "unpadded": entry("unpadded_conflicts")}
+        decision.bank_conflicts_per_read = {"as_stored": entry("conflicts"), "unpadded": entry("unpadded_conflicts")}
         decision.banks = entry("banks")
         decision.kept_as_written = entry("as_written")
         decision.model = self.bank_model(op, decision, roles)

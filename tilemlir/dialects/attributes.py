@@ -305,11 +305,11 @@ SCRATCH = UnitAttribute(
 
 SMEM_LAYOUT = DictionaryAttribute(
     "tile.smem_layout", ("tile.alloc_shared",),
-    producer="tile-infer-layout (stored transposed? row padding, transpose reads, swizzle, bank model)",
+    producer="tile-infer-layout (stored transposed? row padding, transpose reads, swizzle, bank model; "
+             "dropped_pad: row padding given up to fit the LDS)",
     consumers=("tile-infer-layout", "tile-pipeline", "tile-lower-to-gpu", "amdgpu lowering hooks",
                "the nvidia matrix core (cp.async pipelining)", "the report's decisions"),
-    form="{transposed = true|false, pad = N >= 0, ...} (tile-infer-layout; dropped_pad: the padding "
-         "given up to fit the LDS)",
+    form="{transposed = true|false, pad = N >= 0, ...} (tile-infer-layout)",
     check=dictionary({"transposed": of_kind(ir.BoolAttr), "pad": integer(0)},
                      {"transpose_read": of_kind(ir.BoolAttr), "swizzle": integer(0),
                       "conflicts": integer(0), "unpadded_conflicts": integer(0),
