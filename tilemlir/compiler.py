@@ -71,6 +71,9 @@ class CompileResult:
     # compilation collected its own diagnostics (a tool's collector, when there
     # is one, prints them instead).
     remarks: list = field(default_factory=list)
+    # What the tile passes decided, per kernel (`backends.decisions.KernelDecisions`;
+    # empty for GPU-level input); the report's `decisions` is their JSON.
+    decisions: list = field(default_factory=list)
 
     @property
     def artifact(self) -> str | bytes:
@@ -130,10 +133,12 @@ def compile_module(
     start = time.perf_counter() - sum(job.seconds.values())
     run_stages(job, dump=dump_pipeline)
     job.seconds["total"] = time.perf_counter() - start
+    remarks = [d for d in job.diags if d.severity == "remark"]
+    decisions = job.decisions or []
     if job.report is not None:
         job.report["compile_seconds"] = {k: round(v, 4) for k, v in job.seconds.items()}
-    remarks = [d for d in job.diags if d.severity == "remark"]
-    return CompileResult(target, emit, job.artifacts, job.report, job.seconds, remarks)
+        job.report["decisions"] = [kernel.as_json() for kernel in decisions]
+    return CompileResult(target, emit, job.artifacts, job.report, job.seconds, remarks, decisions)
 
 
 # --------------------------------------------------------------------------

@@ -20,20 +20,40 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
+def _clock_groups(addresses: Sequence[int], width: int, banks: int, bank_bytes: int):
+    """The lanes served in one clock, group by group, each with the distinct
+    dwords its lanes touch in every bank (bank -> set of dwords)."""
+    lanes_per_clock = max(1, (banks * bank_bytes) // max(width, 1))
+    for start in range(0, len(addresses), lanes_per_clock):
+        lanes = range(start, min(start + lanes_per_clock, len(addresses)))
+        per_bank: dict[int, set[int]] = {}
+        for lane in lanes:
+            for dword in _dwords(addresses[lane], width, bank_bytes):
+                per_bank.setdefault(dword % banks, set()).add(dword)
+        yield lanes, per_bank
+
+
+def _dwords(address: int, width: int, bank_bytes: int) -> range:
+    return range(address // bank_bytes, (address + max(width, 1) - 1) // bank_bytes + 1)
+
+
 def access_conflicts(addresses: Sequence[int], width: int, banks: int, bank_bytes: int = 4) -> int:
     """Extra clocks of one wave-wide access: `addresses[lane]` is the first
     byte each lane touches, `width` the bytes per lane."""
-    lanes_per_clock = max(1, (banks * bank_bytes) // max(width, 1))
-    total = 0
-    for start in range(0, len(addresses), lanes_per_clock):
-        per_bank: dict[int, set[int]] = {}
-        for address in addresses[start:start + lanes_per_clock]:
-            first = address // bank_bytes
-            last = (address + max(width, 1) - 1) // bank_bytes
-            for dword in range(first, last + 1):
-                per_bank.setdefault(dword % banks, set()).add(dword)
-        total += max(len(words) for words in per_bank.values()) - 1
-    return total
+    return sum(max(len(words) for words in per_bank.values()) - 1
+               for _, per_bank in _clock_groups(addresses, width, banks, bank_bytes))
+
+
+def lane_ways(addresses: Sequence[int], width: int, banks: int, bank_bytes: int = 4) -> list[int]:
+    """For each lane of one wave-wide access, how many distinct dwords the
+    busiest bank it touches must serve in its clock group: 1 is conflict-free,
+    w > 1 means that bank serializes w ways."""
+    ways = [0] * len(addresses)
+    for lanes, per_bank in _clock_groups(addresses, width, banks, bank_bytes):
+        for lane in lanes:
+            ways[lane] = max(len(per_bank[dword % banks])
+                             for dword in _dwords(addresses[lane], width, bank_bytes))
+    return ways
 
 
 def operand_read_conflicts(row_of_lane: Sequence[int], k_of_lane: Sequence[int], row_bytes: int,
@@ -78,9 +98,13 @@ def choose_swizzle(row_of_lane: Sequence[int], k_of_lane: Sequence[int], row_ele
     return None
 
 
+# The widest row padding choose_padding tries, in elements.
+LARGEST_PADDING = 64
+
+
 def choose_padding(row_of_lane: Sequence[int], k_of_lane: Sequence[int], row_elements: int,
                    element_bytes: int, elements: int, banks_options: Sequence[int],
-                   bank_bytes: int = 4, largest: int = 64) -> tuple[int, int]:
+                   bank_bytes: int = 4, largest: int = LARGEST_PADDING) -> tuple[int, int]:
     """The smallest row padding (in elements, keeping each lane's vector aligned)
     with no conflicts for every bank count in `banks_options`; returns
     (padding, conflicts at that padding for the worst bank count). Without a

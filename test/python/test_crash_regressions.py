@@ -177,3 +177,23 @@ def test_scalar_host_argument_on_nvidia_compiles():
     result = run_tool("tile-compile", "-", "--target", "nvidia:sm_90a", "--emit", "ptx", stdin=text)
     assert result.returncode == 0, result.stderr
     assert ".param .f32" in result.stdout
+
+
+def test_hand_written_shared_layout_over_the_lds():
+    """A hand-written tile.smem_layout whose padding overflows the LDS and
+    that has none of the bank model's entries (found by the fuzzer, seed
+    20261201, case 2996): the padding is dropped as for a computed one and
+    said in a remark, no KeyError."""
+    text = """func.func @f(%out: memref<8xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %b = "tile.alloc_shared"() {tile.smem_layout = {pad = 1024 : i64, swizzle = 1 : i64, transposed = false}} : () -> memref<64x32xf16, #gpu.address_space<workgroup>>
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+"""
+    result = run_tool("tile-compile", "-", "--target", "amdgpu:gfx942", "--emit", "tile", stdin=text)
+    assert result.returncode == 0, result.stderr
+    assert "remark: tile-infer-layout: row padding of 1024 elements dropped" in result.stderr
+    assert "dropped_pad = 1024 : i64, pad = 0 : i64" in result.stdout

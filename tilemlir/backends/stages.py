@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
+from tilemlir.backends.decisions import add_lowered_facts, tile_decisions
 from tilemlir.diagnostics import (
     Diag,
     SourceBuffer,
@@ -103,6 +104,9 @@ class Compilation:
     # What a stage leaves a later one of the same backend (e.g. facts the lowering
     # attached to gpu.funcs that a conversion drops).
     notes: dict[str, object] = field(default_factory=dict)
+    # What the tile passes decided, per kernel (`backends.decisions`), read
+    # when the tile stage ends and completed when the gpu stage does.
+    decisions: list | None = None
 
     def __post_init__(self) -> None:
         self.tile_input = has_tile_ops(self.module)
@@ -267,6 +271,7 @@ class TileStage(Stage):
             return
         with job.timed(self.name):
             job.run_pipeline(self.pipeline(job))
+            job.decisions = tile_decisions(job.module, job.target, job.source)
         job.artifacts[self.name] = job.asm()
 
 
@@ -290,6 +295,8 @@ class GpuStage(Stage):
         if job.tile_input:
             with job.timed(self.name):
                 job.run_pipeline(self.pipeline(job))
+                if job.decisions is not None:
+                    add_lowered_facts(job.decisions, job.module)
         job.artifacts[self.name] = job.asm()
 
 

@@ -229,7 +229,8 @@ TARGET = StringAttribute(
 NUM_STAGES = IntegerAttribute(
     "tile.num_stages", ("scf.for",),
     producer="tile-tiling (or the input: TileLang's T.Pipelined)",
-    consumers=("tile-pipeline", "tile-infer-layout", "the nvidia matrix core (cp.async pipelining)"),
+    consumers=("tile-pipeline", "tile-infer-layout", "the nvidia matrix core (cp.async pipelining)",
+               "the report's decisions"),
     form="an integer >= 1", check=integer(1))
 
 IN_BOUNDS = UnitAttribute(
@@ -250,7 +251,7 @@ CAST = DictionaryAttribute(
 MMA = DictionaryAttribute(
     "tile.mma", ("tile.gemm",),
     producer="tile-select-mma (the chosen matrix instruction)",
-    consumers=("tile-infer-layout", "tile-lower-to-gpu (the family's matrix core)"),
+    consumers=("tile-infer-layout", "tile-lower-to-gpu (the family's matrix core)", "the report's decisions"),
     form='{name = "...", shape = array<i64: m, n, k, blocks>, types = ["a", "b", "c"]}',
     check=dictionary({"name": of_kind(ir.StringAttr), "shape": positive_i64_array(4),
                       "types": array_of(ir.StringAttr, 3)}))
@@ -258,13 +259,14 @@ MMA = DictionaryAttribute(
 WARP_GRID = I64ArrayAttribute(
     "tile.warp_grid", ("tile.gemm",),
     producer="tile-select-mma (waves along M and N)",
-    consumers=("tile-infer-layout", "tile-lower-to-gpu"),
+    consumers=("tile-infer-layout", "tile-lower-to-gpu", "the report's decisions"),
     form="array<i64: waves_m, waves_n> (positive)", check=positive_i64_array(2))
 
 LDS_CONFLICTS = IntegerAttribute(
     "tile.lds_conflicts", ("tile.gemm",),
     producer="tile-infer-layout (LDS bank-conflict clocks per execution of the gemm)",
-    consumers=("tile-lower-to-gpu (sums them into tile.lds_bank_conflicts_per_iteration)",),
+    consumers=("tile-lower-to-gpu (sums them into tile.lds_bank_conflicts_per_iteration)",
+               "the report's decisions"),
     form="an integer >= 0", check=integer(0))
 
 def _layout_check(attr: ir.Attribute) -> str | None:
@@ -289,7 +291,7 @@ def _layout_check(attr: ir.Attribute) -> str | None:
 LAYOUT = DictionaryAttribute(
     "tile.layout", ("tile.alloc_fragment",),
     producer="tile-infer-layout (which lane holds which fragment element)",
-    consumers=("tile-lower-to-gpu",),
+    consumers=("tile-lower-to-gpu", "the report's decisions and tile-compile --plot-layout"),
     form='{kind = "mma_accumulator", instruction = array<i64: m, n, k>, warps = array<i64: wm, wn>} or '
          '{kind = "blocked", base_shape = array<i64: rows, cols>, threads_per_row = G, vector = V, '
          'rows_per_pass = P}, either with an optional dims = array<i64: ...>',
@@ -303,14 +305,16 @@ SCRATCH = UnitAttribute(
 
 SMEM_LAYOUT = DictionaryAttribute(
     "tile.smem_layout", ("tile.alloc_shared",),
-    producer="tile-infer-layout (stored transposed? row padding, transpose reads, swizzle, bank model)",
+    producer="tile-infer-layout (stored transposed? row padding, transpose reads, swizzle, bank model; "
+             "dropped_pad: row padding given up to fit the LDS)",
     consumers=("tile-infer-layout", "tile-pipeline", "tile-lower-to-gpu", "amdgpu lowering hooks",
-               "the nvidia matrix core (cp.async pipelining)"),
+               "the nvidia matrix core (cp.async pipelining)", "the report's decisions"),
     form="{transposed = true|false, pad = N >= 0, ...} (tile-infer-layout)",
     check=dictionary({"transposed": of_kind(ir.BoolAttr), "pad": integer(0)},
                      {"transpose_read": of_kind(ir.BoolAttr), "swizzle": integer(0),
                       "conflicts": integer(0), "unpadded_conflicts": integer(0),
-                      "banks": of_kind(ir.StringAttr), "as_written": of_kind(ir.StringAttr)}))
+                      "banks": of_kind(ir.StringAttr), "as_written": of_kind(ir.StringAttr),
+                      "dropped_pad": integer(1)}))
 
 VECTOR_WIDTH = IntegerAttribute(
     "tile.vector_width", ("tile.copy",),
@@ -335,7 +339,7 @@ WINDOW = CopyWindowAttribute(
 PIPELINED = IntegerAttribute(
     "tile.pipelined", ("scf.for",),
     producer="tile-pipeline (the loop's stages, once pipelined)",
-    consumers=("tile-pipeline (runs once per loop)", "tile-lower-to-gpu"),
+    consumers=("tile-pipeline (runs once per loop)", "tile-lower-to-gpu", "the report's decisions"),
     form="an integer >= 1", check=integer(1))
 
 # On the gpu.funcs tile-lower-to-gpu makes, for the stages after it; the
@@ -359,9 +363,18 @@ KERNEL_ARGUMENTS = StringArrayAttribute(
     consumers=("nvidia toolchain (launch metadata)",),
     form='an array of JSON strings such as "{\\"position\\": 3, ...}"', check=array_of(ir.StringAttr))
 
+SHARED_STORAGE = StringArrayAttribute(
+    "tile.shared_storage", _LOWERED_KERNEL,
+    producer="tile-lower-to-gpu (the family's matrix core and hooks: how they stored and filled a shared "
+             "buffer beyond tile.smem_layout, as JSON)",
+    consumers=("the report's decisions (tilemlir.backends.decisions)",),
+    form='an array of JSON strings such as "{\\"buffer\\": 0, \\"fill\\": \\"buffer_load_dwordx4 lds\\"}" '
+         "(buffer: the tile.alloc_shared's position among the kernel's; optional pad, swizzle, fill)",
+    check=array_of(ir.StringAttr))
+
 ALL: tuple[TileAttribute, ...] = (
     TARGET, NUM_STAGES, IN_BOUNDS, CAST, MMA, WARP_GRID, LDS_CONFLICTS, LAYOUT, SCRATCH, SMEM_LAYOUT,
     VECTOR_WIDTH, PREFETCH, WINDOW, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
-    KERNEL_ARGUMENTS,
+    KERNEL_ARGUMENTS, SHARED_STORAGE,
 )
 BY_NAME: dict[str, TileAttribute] = {attribute.name: attribute for attribute in ALL}

@@ -48,7 +48,16 @@ core describes its operand reads):
 * `pad`: elements added to each stored row, the smallest that makes the
   wave's operand reads conflict-free under the descriptor's bank count
   (`tilemlir.lds_banks`; when the bank count is unknown, for both 32 and 64
-  banks); `conflicts` is what remains per read (0 when a padding exists).
+  banks); `conflicts` is what remains per read (0 when a padding exists);
+* when the kernel's padded buffers (times their stages) do not fit the
+  workgroup's LDS, the padding goes: `pad = 0`, `conflicts` those of the
+  unpadded rows, `dropped_pad` the padding given up.
+
+Whatever is given up is said in a remark at the buffer, with its cost: row
+padding dropped to fit the LDS (bank-conflict clocks per iteration with and
+without it), transpose reads asked for (`true`, or `auto` on a chip that has
+them) that the element width or shape cannot use, and reads no padding or
+swizzle makes conflict-free (the clocks that remain).
 
 A buffer the program indexes itself (any user besides tile.copy, tile.gemm
 and tile.fill, whose lowerings follow the recorded layout: memref.load/store,
@@ -86,7 +95,7 @@ from mlir import ir
 
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
-from tilemlir.lds_banks import choose_padding, choose_swizzle
+from tilemlir.lds_banks import LARGEST_PADDING, choose_padding, choose_swizzle
 from tilemlir.passes.base import PassState, Switch, TilePass, resolve_switch
 from tilemlir.passes.fragment_inference import (
     FragmentLayouts,
@@ -94,13 +103,17 @@ from tilemlir.passes.fragment_inference import (
     parallel_loop,
     scratch_uses,
 )
-from tilemlir.passes.gemm_facts import MmaChoice, copy_vector_width, gemm_shape, warp_grid_of
+from tilemlir.passes.gemm_facts import MmaChoice, copy_vector_width, warp_grid_of
 from tilemlir.passes.gpu_builders import bit_width
 from tilemlir.passes.kernel_facts import enclosing_kernel, i64_array, int_attr, kernel_threads
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 from tilemlir.passes.shared_memory import (
-    TRANSPOSE_READ_GROUP,
+    TRANSPOSE_READS,
+    operand_conflicts,
+    operand_read,
+    operand_reads_of,
     physical_shared_bytes,
+    shared_buffer_text,
     transpose_read_elements,
 )
 from tilemlir.passes.stage_operands import register_a_from
@@ -178,13 +191,6 @@ def _stages_of(alloc: ir.Operation) -> int:
     return 1
 
 
-def _conflicts_of(owner) -> int:
-    """Conflict clocks of one operand read from this buffer (all its accesses)."""
-    if not isinstance(owner, ir.OpView | ir.Operation) or not attributes.SMEM_LAYOUT.is_on(owner):
-        return 0
-    return ir.IntegerAttr(attributes.SMEM_LAYOUT.read(owner)["conflicts"]).value
-
-
 @dataclass(frozen=True)
 class TileInferLayout(TilePass):
     name: ClassVar[str] = "tile-infer-layout"
@@ -209,7 +215,7 @@ class TileInferLayout(TilePass):
                 self.fragment_layouts(kernel, state)
         if not state.failed:
             for kernel in [op for op in walk(module) if op.name == "tile.kernel"]:
-                self.fit_padding(kernel)
+                self.fit_padding(kernel, state)
 
     def fragment_layouts(self, kernel: ir.Operation, state: PassState) -> None:
         """Every fragment's lane layout (`fragment_inference`), and the shared
@@ -257,37 +263,55 @@ class TileInferLayout(TilePass):
                 scratch = tile.alloc_shared(memref_type)
                 attributes.SCRATCH.mark(scratch.owner)
 
-    def fit_padding(self, kernel: ir.Operation) -> None:
+    def fit_padding(self, kernel: ir.Operation, state: PassState) -> None:
         """Row padding must not push a kernel over its LDS: if the kernel's
         shared buffers, padded and times the stages of the loop filling them,
         exceed the workgroup's LDS, the padding goes (conflicts stay as
-        computed for the unpadded rows and are reported)."""
+        computed for the unpadded rows and are reported), the padding given up
+        is recorded (`dropped_pad`) and a remark says what it costs."""
         target = resolve_target(kernel, self.target)
         limit = target.memory.shared_bytes_per_workgroup
         if is_unknown(limit):
             return
         allocs = [op for op in walk(kernel) if op.name == "tile.alloc_shared"]
+        gemms = [op for op in walk(kernel) if op.name == "tile.gemm"]
 
         def total() -> int:
             return sum(physical_shared_bytes(op) * _stages_of(op) for op in allocs)
 
-        if total() <= limit:
+        padded = total()
+        if padded <= limit:
             return
+        dropped = {}
         for op in allocs:
             layout = attributes.SMEM_LAYOUT.read(op)
             if layout is not None:
                 entries = {name: layout[name]
                            for name in ("transposed", "transpose_read", "banks", "conflicts", "swizzle",
-                                     "as_written")
+                                     "as_written", "dropped_pad")
                            if name in layout}
+                pad = ir.IntegerAttr(layout["pad"]).value
                 entries["pad"] = int_attr(0)
-                if "unpadded_conflicts" in layout:  # absent from a hand-written layout
+                # A hand-written layout may lack the bank model's entries: nothing to carry over.
+                if "unpadded_conflicts" in layout:
                     if "swizzle" not in layout:  # a swizzled layout has no padding to lose
-                        entries["conflicts"] = int_attr(ir.IntegerAttr(layout["unpadded_conflicts"]).value)
+                        entries["conflicts"] = layout["unpadded_conflicts"]
                     entries["unpadded_conflicts"] = layout["unpadded_conflicts"]
+                if pad:
+                    entries["dropped_pad"] = int_attr(pad)
+                    dropped[op] = (pad, operand_reads_of(op, gemms))
                 attributes.SMEM_LAYOUT.write(op, entries)
-        for gemm in [op for op in walk(kernel) if op.name == "tile.gemm" and attributes.MMA.is_on(op)]:
-            self.count_conflicts(gemm, MmaChoice.of(gemm), warp_grid_of(gemm))
+        for gemm in gemms:
+            if attributes.MMA.is_on(gemm):
+                self.count_conflicts(gemm)
+        for op, (pad, reads) in dropped.items():
+            before, after = (sum(clocks for _, _, clocks in r) for r in (reads, operand_reads_of(op, gemms)))
+            cost = (f": its gemm operand reads cost {after} bank-conflict clocks per iteration instead of {before}"
+                    if reads else "")
+            state.remark(op, (
+                f"tile-infer-layout: row padding of {pad} elements dropped from {shared_buffer_text(op)} "
+                f"to fit the kernel into {target.name}'s {limit} bytes of LDS ({padded} bytes with "
+                f"padding){cost}"))
 
     def layout_from_gemm(self, op: ir.Operation, chosen: dict, state: PassState) -> None:
         choice, warps = MmaChoice.of(op), warp_grid_of(op)
@@ -342,9 +366,9 @@ class TileInferLayout(TilePass):
         banks_note = "unknown (32 and 64 checked)" if is_unknown(banks) else str(banks)
         transpose_a = ir.BoolAttr(op.attributes["transpose_a"]).value
         transpose_b = ir.BoolAttr(op.attributes["transpose_b"]).value
-        for operand, (outer, ks, count), k_contiguous in (
-            (op.operands[0], lanes[0], not transpose_a),
-            (op.operands[1], lanes[1], transpose_b),
+        for role, operand, lanes_of, k_contiguous in (
+            ("A", op.operands[0], lanes[0], not transpose_a),
+            ("B", op.operands[1], lanes[1], transpose_b),
         ):
             owner = operand.owner
             if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "tile.alloc_shared":
@@ -356,14 +380,8 @@ class TileInferLayout(TilePass):
             if accesses:
                 # The program's own loads and stores use logical indices: the
                 # buffer stays as written (row-major, no padding, no swizzle).
-                if k_contiguous:
-                    per_access, rows, cols = min(count, max(1, 16 // element_bytes)), outer, ks
-                    reads = -(-count // per_access)
-                else:  # one element of each lane's K run per read
-                    per_access, rows, cols, reads = 1, ks, outer, count
-                _, unpadded = choose_padding(rows, cols, shape[-1], element_bytes, per_access,
-                                             banks_options, bank_bytes, largest=0)
-                conflicts = unpadded * reads
+                read = operand_read(lanes_of, shape, element_bytes, k_contiguous, as_written=True)
+                conflicts = max(read.conflicts(banks, bank_bytes) for banks in banks_options) * read.accesses
                 attributes.SMEM_LAYOUT.write(owner, {
                     "transposed": ir.BoolAttr.get(False),
                     "transpose_read": ir.BoolAttr.get(False),
@@ -374,57 +392,68 @@ class TileInferLayout(TilePass):
                     "as_written": ir.StringAttr.get(as_written_reason(accesses)),
                 })
                 continue
-            read = None
+            transpose = None
             if not k_contiguous and resolve_switch(self.transpose_reads, transpose_reads_pay(op, target)):
-                read = transpose_read_elements(target, element_bits)
-            if read is not None and count % read == 0 and shape[-1] % read == 0:
-                # Stored as is (K rows); each lane's K run is read E at a time
-                # by transpose reads: lane l of a 16-lane group addresses row
-                # k + (l % 16) // (16/E), column n - l % 16 + E * (l % (16/E)).
-                per_access, row_extent = read, shape[-1]
-                per_row = TRANSPOSE_READ_GROUP // read
-                rows = [k + (lane % TRANSPOSE_READ_GROUP) // per_row for lane, k in enumerate(ks)]
-                cols = [n - lane % TRANSPOSE_READ_GROUP + read * (lane % per_row)
-                        for lane, n in enumerate(outer)]
-            else:
-                read = None
-                # Stored K-contiguous; one lane's elements are read 16 bytes at a time at most.
-                per_access = min(count, max(1, 16 // element_bytes))
-                row_extent = shape[-1] if k_contiguous else shape[-2]
-                rows, cols = outer, ks
-            pad, conflicts = choose_padding(rows, cols, row_extent, element_bytes, per_access,
-                                            banks_options, bank_bytes)
-            _, unpadded = choose_padding(rows, cols, row_extent, element_bytes, per_access,
-                                         banks_options, bank_bytes, largest=0)
+                transpose = self.transpose_read_fit(op, role, owner, lanes_of[2], shape, element_bits,
+                                                    target, state)
+            read = operand_read(lanes_of, shape, element_bytes, k_contiguous, transpose_elements=transpose)
+            candidates = (read.rows, read.cols, read.row_elements, element_bytes, read.per_access,
+                          banks_options, bank_bytes)
+            pad, conflicts = choose_padding(*candidates)
+            _, unpadded = choose_padding(*candidates, largest=0)
             swizzle = None
-            if conflicts and read is not None:
+            if conflicts and transpose is not None:
                 # Transpose reads of 4 rows x 64 bytes per 32 lanes: no row
                 # padding avoids conflicts with 32 and with 64 banks at once; an
                 # XOR swizzle of the 16-byte chunks does.
-                swizzle = choose_swizzle(rows, cols, row_extent, element_bytes, per_access,
-                                         banks_options, bank_bytes)
+                swizzle = choose_swizzle(*candidates)
             entries = {
-                "transposed": ir.BoolAttr.get(not k_contiguous and read is None),
-                "transpose_read": ir.BoolAttr.get(read is not None),
+                "transposed": ir.BoolAttr.get(not k_contiguous and transpose is None),
+                "transpose_read": ir.BoolAttr.get(transpose is not None),
                 "pad": int_attr(pad),
-                "conflicts": int_attr(conflicts * -(-count // per_access)),  # per operand read
-                "unpadded_conflicts": int_attr(unpadded * -(-count // per_access)),
+                "conflicts": int_attr(conflicts * read.accesses),  # per operand read
+                "unpadded_conflicts": int_attr(unpadded * read.accesses),
                 "banks": ir.StringAttr.get(banks_note),
             }
             if swizzle is not None:
                 entries.update(pad=int_attr(0), conflicts=int_attr(0), swizzle=int_attr(swizzle[0]))
+            elif conflicts:
+                tried = f"no row padding up to {LARGEST_PADDING} elements"
+                if transpose is not None:
+                    tried += " and no XOR swizzle"
+                state.remark(owner, (
+                    f"tile-infer-layout: {tried} makes the reads of {shared_buffer_text(owner)} "
+                    f"(operand {role} of the gemm at {_location_text(op)}) free of bank conflicts; "
+                    f"padded by {pad} elements, {conflicts * read.accesses} conflict clocks per operand "
+                    f"read remain (banks: {banks_note})"))
             attributes.SMEM_LAYOUT.write(owner, entries)
-        self.count_conflicts(op, choice, warps)
+        self.count_conflicts(op)
+
+    def transpose_read_fit(self, gemm: ir.Operation, role: str, alloc: ir.Operation, count: int,
+                           shape: list[int], element_bits: int, target, state: PassState) -> int | None:
+        """Elements per lane of the LDS transpose read this operand (not
+        K-contiguous, transpose reads wanted) is read with, or None: the chip
+        has none for its element width, or they do not divide the lane's run
+        or the row. A remark says so when the reads were asked for
+        (`transpose-reads=true`) or the chip has them (`auto`)."""
+        elements = transpose_read_elements(target, element_bits)
+        if elements is not None and count % elements == 0 and shape[-1] % elements == 0:
+            return elements
+        if elements is None and self.transpose_reads != "true":
+            return None  # auto on a chip without them: nothing was given up
+        if elements is None:
+            why = (f"{target.name} has no LDS transpose read of {element_bits}-bit elements "
+                   "(memory.shared_transpose_reads)")
+        else:
+            why = (f"{TRANSPOSE_READS[element_bits][0]} reads {elements} elements per lane, which do "
+                   f"not divide the {count} each lane reads or the rows of {shape[-1]}")
+        state.remark(alloc, (f"tile-infer-layout: operand {role} of the gemm at {_location_text(gemm)} "
+                             f"is stored transposed instead of read with LDS transpose reads: {why}"))
+        return None
 
     @staticmethod
-    def count_conflicts(op: ir.Operation, choice, warps) -> None:
-        wm, wn = warps
-        shape = gemm_shape(op)
-        reads_a = (shape.k // choice.k) * (shape.m // wm // choice.m)
-        reads_b = (shape.k // choice.k) * (shape.n // wn // choice.n)
-        per_execution = (reads_a * _conflicts_of(op.operands[0].owner)
-                         + reads_b * _conflicts_of(op.operands[1].owner))
-        attributes.LDS_CONFLICTS.write(op, per_execution)
+    def count_conflicts(op: ir.Operation) -> None:
+        attributes.LDS_CONFLICTS.write(op, sum(operand_conflicts(op)))
 
     @staticmethod
     def copy_width(op: ir.Operation) -> None:

@@ -34,7 +34,9 @@ Output invariant: every in-kernel tile.gemm carries tile.mma and tile.warp_grid.
 Options:
   target (string): the target, e.g. amdgpu:gfx942 (default: the module's tile.target).
   prefer (string): rank rows whose name starts with this first, e.g. `wgmma`
-    on nvidia:sm_90a (default: none; the table's ranking alone).
+    on nvidia:sm_90a (default: none; the table's ranking alone). A gemm that
+    no preferred row fits takes the best other row, and a remark says why
+    each preferred row was rejected.
 
 Example:
 
@@ -61,11 +63,13 @@ from tilemlir.target import resolve_target
 from tilemlir.target.model import is_unknown
 
 
-def select_mma_for(target, shape, threads: int,
-           prefer: str = "", rows_only: bool = False) -> tuple[MmaChoice, tuple[int, int]] | list[str]:
+def select_mma_for(target, shape, threads: int, prefer: str = "", rows_only: bool = False,
+                   rejected: list[str] | None = None) -> tuple[MmaChoice, tuple[int, int]] | list[str]:
     """The instruction and wave split for a gemm, or the reasons each row failed.
     Rows whose name starts with `prefer` (when given) rank before all others.
-    `rows_only`: split the waves along M only (each wave whole rows)."""
+    `rows_only`: split the waves along M only (each wave whole rows).
+    `rejected`, when given, receives the reasons of the rows that failed
+    (also when another row fits)."""
     wave = target.require("compute.wave_size", "splitting a block over waves")
     if threads % wave:
         return [f"{threads} threads are not a whole number of {wave}-lane waves"]
@@ -78,7 +82,8 @@ def select_mma_for(target, shape, threads: int,
     # counts as full rate and the order decides (mma_candidates keeps it).
     ranked = not any(is_unknown(r.cycles) for r in rows) and not is_unknown(target.compute.simds_per_cu)
     fastest = target.flops_per_cu_cycle(rows[0]) if ranked else None
-    rejected, fitting = [], []
+    rejected = [] if rejected is None else rejected
+    fitting = []
     for rank, row in enumerate(rows):
         if not core.supported(row.m, row.n, row.k, row.blocks, wave):
             rejected.append(f"{row.name}: no documented lane layout for {row.m}x{row.n}x{row.k}"
@@ -159,11 +164,11 @@ class TileSelectMma(TilePass):
             if kernel is None:
                 continue  # whole-problem form: tile-tiling makes the kernel first
             shape = gemm_shape(op)
-            result = None
+            result, rejected = None, []
             if op in chained:
                 result = select_mma_for(target, shape, kernel_threads(kernel), self.prefer, rows_only=True)
             if result is None or isinstance(result, list):
-                result = select_mma_for(target, shape, kernel_threads(kernel), self.prefer)
+                result = select_mma_for(target, shape, kernel_threads(kernel), self.prefer, rejected=rejected)
             if isinstance(result, list):
                 tried = "; ".join(result)
                 state.error(op, f"tile-select-mma: no matrix instruction of {target} fits this "
@@ -171,5 +176,11 @@ class TileSelectMma(TilePass):
                                 f"gemm with {kernel_threads(kernel)} threads; tried: {tried}")
                 continue
             choice, (wm, wn) = result
+            if self.prefer and not choice.name.startswith(self.prefer):
+                # The preference is given up: say why each preferred row failed.
+                tried = "; ".join(reason for reason in rejected if reason.startswith(self.prefer))
+                state.remark(op, f"tile-select-mma: prefer={self.prefer} given up: {choice.name} is used, "
+                                 f"no {self.prefer} instruction fits this {shape.m}x{shape.n}x{shape.k} gemm "
+                                 f"with {kernel_threads(kernel)} threads" + (f" ({tried})" if tried else ""))
             choice.record(op)
             attributes.WARP_GRID.write(op, [wm, wn])

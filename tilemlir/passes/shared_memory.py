@@ -1,14 +1,19 @@
 """How tile.alloc_shared buffers are stored in shared memory (LDS): the
 layout tile-infer-layout chose (`tile.smem_layout`), the bytes a buffer
-takes as stored, LDS transpose reads, and how a buffer is named in messages."""
+takes as stored, LDS transpose reads, how one wave reads a gemm operand from
+its buffer (the lanes the bank model sees) and what that costs per gemm, and
+how a buffer is named in messages."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from mlir import ir
 
 from tilemlir.dialects import attributes
+from tilemlir.lds_banks import operand_read_conflicts, swizzled_byte
+from tilemlir.passes.gemm_facts import MmaChoice, gemm_shape, warp_grid_of
 
 
 class SharedLayout(NamedTuple):
@@ -43,6 +48,111 @@ def transpose_read_elements(target, element_bits: int) -> int | None:
     if read is None or read[0] not in target.memory.shared_transpose_reads:
         return None
     return read[1]
+
+
+@dataclass(frozen=True)
+class OperandRead:
+    """One wave's read of a gemm operand from its shared buffer, as the bank
+    model (`tilemlir.lds_banks`) sees it: lane l reads `per_access`
+    consecutive elements of stored row `rows[l]` from column `cols[l]`, in
+    stored rows of `row_elements` before padding; one operand read (the
+    instruction's operand, every lane's elements) is `accesses` such reads."""
+
+    rows: tuple[int, ...]
+    cols: tuple[int, ...]
+    row_elements: int
+    element_bytes: int
+    per_access: int
+    accesses: int
+
+    def addresses(self, pad: int = 0, swizzle: int = 0) -> list[int]:
+        """The first byte each lane reads, in rows padded by `pad` elements
+        and swizzled by `swizzle` (`lds_banks.swizzled_byte`)."""
+        row_bytes = (self.row_elements + pad) * self.element_bytes
+        return [row * row_bytes + swizzled_byte(row, col * self.element_bytes, swizzle, row_bytes)
+                for row, col in zip(self.rows, self.cols)]
+
+    def conflicts(self, banks: int, bank_bytes: int, pad: int = 0, swizzle: int = 0) -> int:
+        """Conflict clocks of one of the `accesses`."""
+        return operand_read_conflicts(self.rows, self.cols, (self.row_elements + pad) * self.element_bytes,
+                                      self.element_bytes, self.per_access, banks, bank_bytes, swizzle)
+
+
+def operand_read(lanes: tuple, shape: list[int], element_bytes: int, k_contiguous: bool,
+                 as_written: bool = False, transpose_elements: int | None = None) -> OperandRead:
+    """How one wave reads a gemm operand of `shape` (as the gemm sees it) from
+    its buffer. `lanes` is the matrix core's `operand_lanes` entry for it:
+    (outer index, K index, elements) per lane. The buffer is stored
+
+    * `as_written` (the program indexes it): row-major as declared; a lane
+      reads a K-contiguous operand 16 bytes at a time at most, any other one
+      element by element;
+    * for transpose reads of `transpose_elements` per lane: as it is (K rows);
+      lane l of a 16-lane group reads row k + (l % 16) // (16/E), column
+      n - l % 16 + E * (l % (16/E));
+    * otherwise K-contiguous (transposed if it is not already): a lane reads
+      its K run 16 bytes at a time at most."""
+    outer, ks, count = lanes
+    if as_written:
+        if k_contiguous:
+            per_access, rows, cols = min(count, max(1, 16 // element_bytes)), outer, ks
+        else:
+            per_access, rows, cols = 1, ks, outer
+        return OperandRead(tuple(rows), tuple(cols), shape[-1], element_bytes, per_access,
+                           -(-count // per_access))
+    if transpose_elements is not None:
+        per_row = TRANSPOSE_READ_GROUP // transpose_elements
+        rows = [k + (lane % TRANSPOSE_READ_GROUP) // per_row for lane, k in enumerate(ks)]
+        cols = [n - lane % TRANSPOSE_READ_GROUP + transpose_elements * (lane % per_row)
+                for lane, n in enumerate(outer)]
+        return OperandRead(tuple(rows), tuple(cols), shape[-1], element_bytes, transpose_elements,
+                           -(-count // transpose_elements))
+    per_access = min(count, max(1, 16 // element_bytes))
+    return OperandRead(tuple(outer), tuple(ks), shape[-1] if k_contiguous else shape[-2], element_bytes,
+                       per_access, -(-count // per_access))
+
+
+def shared_alloc_of(value: ir.Value) -> ir.Operation | None:
+    """The tile.alloc_shared a shared value is (or is a view of, through
+    tile-pipeline's stage subviews), or None."""
+    owner = value.owner
+    while isinstance(owner, ir.OpView | ir.Operation) and owner.name == "memref.subview":
+        owner = owner.operands[0].owner
+    if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "tile.alloc_shared":
+        return owner.operation
+    return None
+
+
+def operand_conflicts(gemm: ir.Operation) -> tuple[int, int]:
+    """Bank-conflict clocks of one execution of a tile.gemm's A and B reads:
+    each operand is read once per K step and instruction tile of a wave,
+    each read costing what its buffer's tile.smem_layout records (`conflicts`;
+    0 for a buffer without one)."""
+    choice, warps = MmaChoice.of(gemm), warp_grid_of(gemm)
+    if choice is None or warps is None:
+        return 0, 0
+    shape = gemm_shape(gemm)
+    k_steps = shape.k // choice.k
+    reads = (k_steps * (shape.m // warps[0] // choice.m), k_steps * (shape.n // warps[1] // choice.n))
+    clocks = []
+    for operand, count in zip(gemm.operands[:2], reads):
+        alloc = shared_alloc_of(operand)
+        layout = attributes.SMEM_LAYOUT.read(alloc) if alloc is not None else None
+        per_read = ir.IntegerAttr(layout["conflicts"]).value if layout is not None and "conflicts" in layout else 0
+        clocks.append(count * per_read)
+    return clocks[0], clocks[1]
+
+
+def operand_reads_of(alloc: ir.Operation, gemms: list[ir.Operation]) -> list[tuple[str, ir.Operation, int]]:
+    """The gemms among `gemms` that read a shared buffer: (operand "A" or "B",
+    the gemm, the bank-conflict clocks of those reads per execution of it)."""
+    reads = []
+    for gemm in gemms:
+        for role, operand, clocks in zip("AB", gemm.operands[:2], operand_conflicts(gemm)):
+            found = shared_alloc_of(operand)
+            if found is not None and found == alloc:
+                reads.append((role, gemm, clocks))
+    return reads
 
 
 def physical_shared_shape(alloc: ir.Operation) -> list[int]:

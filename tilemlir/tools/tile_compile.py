@@ -3,13 +3,17 @@
     tile-compile FILE --target amdgpu:gfx942 --emit isa [-o OUT]
     tile-compile FILE --emit hsaco -o kernel.hsaco --report
     tile-compile FILE --target nvidia:sm_90a --dump-pass-pipeline
+    tile-compile FILE --plot-layout layout.png [--plot-buffer %A_shared]
 
 The target's backend names its stages (tile and gpu, shared, then amdgpu's
 llvm, isa, hsaco; metax's maca; nvidia's ptx); `--emit` stops after any of
 them, by default at the backend's default (amdgpu: isa; else its last stage).
 Input already at GPU level (a gpu.module, no tile ops) skips the tile passes.
 `--report` prints the backend's report as JSON on stdout (the artifact then
-goes only to `-o`). Errors print as `file:line:col: error: message`, the exit
+goes only to `-o`), with the `decisions` the tile passes recorded per kernel
+(`tilemlir.backends.decisions`). `--plot-layout FILE.png` draws the kernel's
+fragments' lane layouts and its shared buffers' bank maps (`plot_layout`;
+needs matplotlib, the `plot` extra). Errors print as `file:line:col: error: message`, the exit
 status is 1 and no output is written.
 """
 
@@ -78,6 +82,8 @@ class Options:
     list_targets: bool = False
     describe_target: str | None = None
     describe_format: str | None = None
+    plot_layout: str | None = None
+    plot_buffer: list[str] | None = None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -101,7 +107,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--emit", choices=stages, default=None,
                         help=f"the stage to output (default: the backend's own: {_defaults()})")
     parser.add_argument("--report", action="store_true",
-                        help="print the resource report as JSON on stdout (registers, LDS, occupancy, MFMAs, times)")
+                        help="print the resource report as JSON on stdout (registers, LDS, occupancy, MFMAs, "
+                             "times) and the decisions: per kernel its block, warp grid, threads, matrix "
+                             "instruction, stages, split-K and each shared buffer's padding, swizzle, bank "
+                             "conflicts, transpose reads and direct loads")
+    parser.add_argument("--plot-layout", metavar="FILE.png",
+                        help="draw the compiled kernel's fragment lane layouts (thread and register of each "
+                             "element) and shared-buffer bank maps (conflicting reads marked) into one PNG; "
+                             "needs matplotlib (pip install tilemlir[plot])")
+    parser.add_argument("--plot-buffer", metavar="NAME", action="append",
+                        help="with --plot-layout: draw only this fragment or shared buffer (its SSA name in "
+                             "the source, e.g. %%C_local, or the report's name such as shared0); repeatable")
     parser.add_argument("--allow-spills", action="store_true",
                         help="accept a kernel that spills registers to scratch (by default an error)")
     # Spills are an error by default now; the old opt-in flag is still accepted.
@@ -140,6 +156,16 @@ def parse_args(argv: list[str]) -> Options:
         raise UserError("give either --target or --target-desc, not both")
     if options.split_input_file and not options.verify_diagnostics:
         raise UserError("--split-input-file is only supported with --verify-diagnostics")
+    if options.plot_buffer and not options.plot_layout:
+        raise UserError("--plot-buffer selects what --plot-layout draws: give --plot-layout FILE.png")
+    if options.plot_layout is not None:
+        from tilemlir.tools.plot_layout import require_matplotlib
+
+        if options.verify_diagnostics:
+            raise UserError("--plot-layout draws a compiled kernel: not with --verify-diagnostics")
+        if options.plot_layout in ("", "-"):
+            raise UserError("--plot-layout writes a PNG file: give a file name")
+        require_matplotlib()
     binary = options.emit is not None and registered_stages()[options.emit].binary
     if binary and options.output is None and not options.report:
         raise UserError(f"--emit {options.emit} writes a binary file: give -o FILE")
@@ -191,7 +217,7 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
 
 
 def run(argv: list[str]) -> int:
-    from tilemlir.diagnostics import format_diag, split_input, verify_expectations
+    from tilemlir.diagnostics import UserError, format_diag, split_input, verify_expectations
     from tilemlir.dialects import tile
     from tilemlir.target.cli import handle_target_flags
     from tilemlir.tools.common import read_input, write_output
@@ -223,6 +249,13 @@ def run(argv: list[str]) -> int:
     if options.verify_diagnostics:
         return 0
     (result,) = results
+    if options.plot_layout is not None:
+        from tilemlir.tools.plot_layout import render_png
+
+        if not result.decisions:
+            raise UserError("--plot-layout needs tile IR: the input is GPU-level IR, whose layouts the "
+                            "compiler did not choose")
+        write_output(options.plot_layout, render_png(result.decisions, options.plot_buffer))
     if options.output is not None or not options.report:
         artifact = result.artifact
         output = options.output or "-"

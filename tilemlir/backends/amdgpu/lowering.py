@@ -10,7 +10,10 @@ Options (of tile-lower-to-gpu, read by amdgpu kernels only):
     16-byte buffer_load_dwordx4 ... lds): no VGPRs, no LDS stores, 32-bit lane
     offsets; each wave waits for its own (vmcnt) before the loop's barrier.
     "auto" (default): in kernels where tile-infer-layout chose LDS transpose
-    reads (infer_layout.transpose_reads_pay).
+    reads (infer_layout.transpose_reads_pay). Where they are wanted (true, or
+    auto with transpose reads) and a prefetch copy cannot use them, a remark
+    at the copy says why (`direct_lds_load_or_why`); the buffers filled by
+    them are recorded in the gpu.func's tile.shared_storage.
   sched-hints (bool, default true): pipelined loops of workgroups with at
     most one wave per SIMD end with a scheduling-region hint
     (`scheduling_region_hint`).
@@ -21,6 +24,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import amdgpu, arith, memref, rocdl
 
+from tilemlir.diagnostics import emit_remark
 from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 from tilemlir.passes.base import Switch, resolve_switch
@@ -40,7 +44,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     ult,
     urem,
 )
-from tilemlir.passes.shared_memory import shared_layout
+from tilemlir.passes.shared_memory import shared_alloc_of, shared_buffer_text, shared_layout
 from tilemlir.target.model import is_unknown
 
 # Loads into LDS by bytes per lane (memory.buffer_load_lds).
@@ -68,6 +72,7 @@ class AmdgpuLoweringHooks(LoweringHooks):
                                           reads_transposed(lowering.kernel))
         self.uniform_wave: ir.Value | None = None  # the wave id as LLVM sees it uniform
         self.fat_buffers: dict = {}  # global memref -> its buffer-resource view
+        self.remarked: set = set()  # tile.alloc_shared ops whose register fills a remark named
 
     def begin_kernel(self) -> None:
         lowering = self.lowering
@@ -92,10 +97,26 @@ class AmdgpuLoweringHooks(LoweringHooks):
 
     def copy_prefetch(self, op: ir.Operation, source: ir.Value, offsets: list[ir.Value],
                       width: int) -> bool:
-        if self.direct_lds_load(op) is None:
+        name, why = self.direct_lds_load_or_why(op)
+        if name is None:
+            self.remark_registers(op, why)
             return False
+        self.lowering.note_shared(op.operands[1], fill=f"{name} lds")
         self.copy_direct_to_lds(op, source, offsets, width)
         return True
+
+    def remark_registers(self, op: ir.Operation, why: str) -> None:
+        """A remark, once per shared tile, when loads into LDS were wanted
+        (direct-lds-loads=true, or auto with transpose reads) and a prefetch
+        copy into it goes through registers."""
+        alloc = shared_alloc_of(op.operands[1])
+        if not self.direct_lds_loads or alloc is None or alloc in self.remarked:
+            return
+        self.remarked.add(alloc)
+        asked = ("direct-lds-loads=auto: the kernel reads LDS with transpose reads"
+                 if self.lowering.option("direct_lds_loads") == "auto" else "direct-lds-loads=true")
+        emit_remark(op.location, f"tile-lower-to-gpu: this copy fills {shared_buffer_text(alloc)} through "
+                                 f"registers, not with loads into LDS ({asked}): {why}")
 
     def wants_sched_hint(self) -> bool:
         """tile-lower-to-gpu{sched-hints}, for workgroups of at most one wave
@@ -111,34 +132,53 @@ class AmdgpuLoweringHooks(LoweringHooks):
     # -- global -> LDS without registers (buffer_load ... lds) -----------------
 
     def direct_lds_load(self, op: ir.Operation) -> str | None:
-        """The load-into-LDS instruction a prefetch copy can use, or None: the
-        chip has one of width x element bytes (memory.buffer_load_lds), this
-        lowering was asked to use them, the copy converts nothing, stores its
-        rows as they are (not transposed) into a stage of a multi-buffered
-        tile, and reads inside the global memref only (tile.in_bounds: the
-        instruction cannot give zeros past an edge)."""
+        """The load-into-LDS instruction a prefetch copy uses, or None
+        (`direct_lds_load_or_why`)."""
+        name, _ = self.direct_lds_load_or_why(op)
+        return name
+
+    def direct_lds_load_or_why(self, op: ir.Operation) -> tuple[str | None, str]:
+        """The load-into-LDS instruction a prefetch copy can use, or None and
+        why not: the chip has one of width x element bytes
+        (memory.buffer_load_lds), this lowering was asked to use them, the
+        copy converts nothing, stores its rows as they are (not transposed)
+        into a stage of a multi-buffered tile, and reads inside the global
+        memref only (tile.in_bounds: the instruction cannot give zeros past
+        an edge)."""
         lowering = self.lowering
-        if not self.direct_lds_loads or not attributes.IN_BOUNDS.is_on(op):
-            return None
+        if not self.direct_lds_loads:
+            return None, "not asked for"
+        if not attributes.IN_BOUNDS.is_on(op):
+            return None, ("the copy may read past the edge of the global memref, where loads into LDS "
+                          f"cannot give zeros (it has no {attributes.IN_BOUNDS.name})")
         src_type, dst_type = ir.MemRefType(op.operands[0].type), ir.MemRefType(op.operands[1].type)
+        if src_type.element_type != dst_type.element_type:
+            return None, f"the copy converts {src_type.element_type} to {dst_type.element_type}"
         owner = op.operands[1].owner
-        if src_type.element_type != dst_type.element_type or len(dst_type.shape) != 2 or not (
+        if len(dst_type.shape) != 2 or not (
                 isinstance(owner, ir.OpView | ir.Operation) and owner.name == "memref.subview"
-                and lowering.shared_buffer(owner.operands[0]) is not None) \
-                or lowering.shared_layout(owner.operands[0]).transposed:
-            return None
+                and lowering.shared_buffer(owner.operands[0]) is not None):
+            return None, "its destination is not a stage of a multi-buffered 2-D tile"
+        if lowering.shared_layout(owner.operands[0]).transposed:
+            return None, "the tile is stored transposed"
         span = buffer_span_bytes(src_type)
         if span is None or span >= 2 ** 31:
-            return None  # buffer offsets are 32-bit: larger tensors keep the register path
+            # Buffer offsets are 32-bit: larger tensors keep the register path.
+            return None, "the global memref is not static or spans 2 GiB or more (buffer offsets are 32-bit)"
         stored = ir.MemRefType(lowering.shared_buffer(owner.operands[0]).type)
         if stored.shape[0] < 2:
-            return None  # one stage: it must be read before it is refilled (registers wait)
+            return None, "the tile has one stage: it must be read before it is refilled (registers wait)"
         width = copy_width(op, dst_type.shape[1], src_type.element_type)
-        name = BUFFER_LOAD_LDS.get(width * bit_width(src_type.element_type) // 8)
+        lane_bytes = width * bit_width(src_type.element_type) // 8
+        name = BUFFER_LOAD_LDS.get(lane_bytes)
+        available = lowering.target.memory.buffer_load_lds
+        if name not in available:
+            return None, (f"{lowering.target.name} has no load into LDS of {lane_bytes} bytes per lane "
+                          f"(memory.buffer_load_lds: {', '.join(available) or 'none'})")
         row_bytes = stored.shape[-1] * bit_width(stored.element_type) // 8
-        if name not in lowering.target.memory.buffer_load_lds or row_bytes % BUFFER_LOAD_LDS_BYTES[name]:
-            return None
-        return name
+        if row_bytes % BUFFER_LOAD_LDS_BYTES[name]:
+            return None, f"its stored rows of {row_bytes} bytes are not whole {name} loads"
+        return name, ""
 
     def copy_direct_to_lds(self, op: ir.Operation, src: ir.Value, offsets: list[ir.Value],
                            width: int) -> None:

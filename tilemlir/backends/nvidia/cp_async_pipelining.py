@@ -171,6 +171,8 @@ def lower_pipelined_loop(core, lowering: KernelLowering, op: ir.Operation) -> bo
     plan = plan_pipeline(op, lowering.threads)
     if plan is None or any(b not in core.stage_views for b in plan.buffers):
         return False
+    for buffer in plan.buffers:
+        lowering.note_shared(buffer, fill="cp.async.cg")
     stages = plan.stages
     iv = for_loop_parts(op).induction_variable
     # One gemm: its first K step's registers are read one iteration ahead, so

@@ -180,7 +180,9 @@ class MmaSyncCore(MatrixCore):
         self.stage_views[value] = view
         self.first_slot[value] = slot_view(view, const_index(0))
         lowering.bind_shared(value, self.first_slot[value], SharedLayout())  # rows padded only
-        return stages * rows * (cols + pad) * element_bytes
+        placed = stages * rows * (cols + pad) * element_bytes
+        lowering.note_shared(value, pad=pad, stages=stages, bytes=placed)
+        return placed
 
     def lower_loop(self, lowering: KernelLowering, op: ir.Operation) -> bool:
         if lower_pipelined_loop(self, lowering, op) or lower_overlapped_loop(self, lowering, op):

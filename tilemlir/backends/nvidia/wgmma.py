@@ -294,6 +294,8 @@ class NvidiaMatrixCore(MmaSyncCore):
         buffer = SwizzledBuffer(offset, rows, cols, tile_type.element_type)
         self.swizzled[value] = buffer
         lowering.bind_shared(value, self.slot_base(buffer, const_index(0)), SharedLayout())
+        lowering.note_shared(value, pad=0, swizzle=f"{SWIZZLE_BYTES}-byte (TMA boxes)",
+                             fill="cp.async.bulk.tensor (TMA)", stages=stages, bytes=stages * buffer.slot_bytes)
         return stages * buffer.slot_bytes
 
     def operand_swizzle(self, step) -> tuple[bool, bool]:

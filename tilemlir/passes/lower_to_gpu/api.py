@@ -301,6 +301,14 @@ class KernelLowering(Protocol):
     def record_lds_conflicts(self, gemm: ir.Operation) -> None:
         """Counts a lowered gemm's LDS bank conflicts (static model) in the report."""
 
+    def note_shared(self, tile_value: ir.Value, **facts: object) -> None:
+        """Records how the core or hooks stored or filled a shared tile value
+        (a tile.alloc_shared's result or a stage view of it) beyond its
+        tile.smem_layout, for the report's decisions
+        (`attributes.SHARED_STORAGE`): `pad` (elements added to each row),
+        `swizzle` (text), `fill` (the instruction that loads it straight from
+        global memory, no registers in between)."""
+
     def add_kernel_argument(self, arg_type: ir.Type, metadata: dict) -> ir.Value:
         """Appends an argument to the gpu.func and returns it; `metadata`
         (JSON-able; lowered values in it become their argument positions) is

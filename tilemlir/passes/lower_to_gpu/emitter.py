@@ -8,6 +8,7 @@ this emitter only as an `api.KernelLowering`.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from mlir import ir
@@ -59,7 +60,12 @@ from tilemlir.passes.lower_to_gpu.fragment_ops import (
     vector_alignment,
     window_dims,
 )
-from tilemlir.passes.shared_memory import SharedLayout, physical_shared_shape, shared_layout
+from tilemlir.passes.shared_memory import (
+    SharedLayout,
+    physical_shared_shape,
+    shared_alloc_of,
+    shared_layout,
+)
 from tilemlir.passes.stage_operands import register_a_from
 from tilemlir.target import backend
 
@@ -108,6 +114,8 @@ class KernelEmitter(FragmentOps):
     * `_deferred_stores`: LDS stores of prefetch copies waiting for the end of
       the pipelined iteration being emitted (None outside such a loop);
     * `_lds_conflicts`: bank-conflict clocks of the gemms emitted so far;
+    * `_shared_notes`: what the core and hooks said of how they stored and
+      filled shared buffers (`note_shared`);
     * `_lowered`: the gpu.func and its arguments once `lower` made them;
     * `_ids`, `_hooks`: made at the kernel's entry.
     """
@@ -131,6 +139,7 @@ class KernelEmitter(FragmentOps):
         self._shared: dict = {}
         self._deferred_stores: list | None = None
         self._lds_conflicts = 0
+        self._shared_notes: dict = {}  # tile.alloc_shared -> what note_shared recorded
         self._lowered: LoweredKernel | None = None
         self._ids: LaneIds | None = None
         self._hooks: LoweringHooks | None = None
@@ -255,6 +264,11 @@ class KernelEmitter(FragmentOps):
         if conflicts is not None:
             self._lds_conflicts += conflicts
 
+    def note_shared(self, tile_value: ir.Value, **facts: object) -> None:
+        alloc = shared_alloc_of(tile_value)
+        if alloc is not None:
+            self._shared_notes.setdefault(alloc, {}).update(facts)
+
     def add_kernel_argument(self, arg_type: ir.Type, metadata: dict) -> ir.Value:
         # After the memrefs and before nothing else: cores that place shared
         # memory have no workgroup attributions.
@@ -319,6 +333,10 @@ class KernelEmitter(FragmentOps):
             self.emit_block(self._kernel.regions[0].blocks[0])
             gpu.ReturnOp([])
         attributes.LDS_BANK_CONFLICTS_PER_ITERATION.write(gpu_func, self._lds_conflicts)
+        notes = [json.dumps({"buffer": position, **self._shared_notes[op]})
+                 for position, op in enumerate(shared_ops) if op in self._shared_notes]
+        if notes:
+            attributes.SHARED_STORAGE.write(gpu_func, notes)
         return self._lowered
 
     def emit_prologue(self) -> None:

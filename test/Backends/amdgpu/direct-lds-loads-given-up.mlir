@@ -1,0 +1,27 @@
+// Loads into LDS asked for where they cannot be used: gfx942 loads at most 4
+// bytes per lane into LDS (buffer_load_dword), the copies move 16, and B is
+// stored transposed (gfx942 has no transpose reads). Both tiles are filled
+// through registers, and a remark says why, once per tile.
+//
+// RUN: tile-compile %s --emit gpu --pass-options 'tile-lower-to-gpu{direct-lds-loads=true}' --verify-diagnostics
+// RUN: tile-compile %s --report --pass-options 'tile-lower-to-gpu{direct-lds-loads=true}' -o /dev/null 2>/dev/null | filecheck %s
+// Without the option, nothing is given up and nothing is said:
+// RUN: tile-compile %s --emit gpu -o /dev/null 2>&1 | count 0
+
+module attributes {tile.target = "amdgpu:gfx942"} {
+  func.func @gemm(%A: memref<512x512xf16>, %B: memref<512x512xf16>, %C: memref<512x512xf32>) {
+    %zero = arith.constant 0.0 : f32
+    "tile.fill"(%C, %zero) : (memref<512x512xf32>, f32) -> ()
+    // expected-remark@+2 {{not with loads into LDS (direct-lds-loads=true): gfx942 has no load into LDS of 16 bytes per lane (memory.buffer_load_lds: buffer_load_dword)}}
+    // expected-remark@+1 {{through registers, not with loads into LDS (direct-lds-loads=true): the tile is stored transposed}}
+    "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<512x512xf16>, memref<512x512xf16>, memref<512x512xf32>) -> ()
+    return
+  }
+}
+
+// CHECK: "shared_buffers": [
+// CHECK:     "use": "A of the tile.gemm at
+// CHECK:     "direct_loads": false,
+// CHECK:     "use": "B of the tile.gemm at
+// CHECK:     "transposed": true,
+// CHECK:     "direct_loads": false,

@@ -1,0 +1,140 @@
+"""The report's `decisions`: what the tile passes recorded in the IR, per
+kernel, for GEMMs and other kernels of every family; and the arrays
+`--plot-layout` draws (lane owners, bank maps), checked against the
+documented instruction layouts and the bank model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from kernel_text import EXAMPLES, Gemm, gemm_kernel, whole_problem_gemm
+
+import tilemlir
+from tilemlir.lds_banks import access_conflicts
+
+SEED = (EXAMPLES / "seed_fp8_gemm.mlir").read_text()
+# 128x128x32 f16 at 4 stages fills gfx942's 64 KiB: the row padding is dropped.
+SMALL_LDS = {"tiling": "block=128,128,32 stages=4"}
+
+
+@pytest.fixture(scope="module")
+def seed():
+    return tilemlir.compile(SEED, target="amdgpu:gfx942", emit="isa", options={"report": True})
+
+
+@pytest.fixture(scope="module")
+def small_lds():
+    return tilemlir.compile(whole_problem_gemm(1024, 1024, 1024, "f16", "f32"), target="amdgpu:gfx942",
+                            emit="isa", options={"report": True, **SMALL_LDS})
+
+
+def test_seed_decisions(seed):
+    (kernel,) = seed.report["decisions"]
+    assert {key: kernel[key] for key in ("kernel", "grid", "threads", "waves", "stages", "split_k", "block",
+                                         "warp_grid", "instruction", "lds_bank_conflicts_per_iteration")} == {
+        "kernel": "mixed_precision_gemm_kernel0", "grid": [8, 8], "threads": 256, "waves": 4, "stages": 3,
+        "split_k": 1, "block": {"m": 128, "n": 128, "k": 32}, "warp_grid": [2, 2],
+        "instruction": "v_mfma_f32_32x32x16_fp8_fp8", "lds_bank_conflicts_per_iteration": 0}
+    a, b = kernel["shared_buffers"]
+    assert (a["name"], a["shape"], a["dtype"], a["at"]) == ("%A_shared", [128, 32], "f8E4M3FNUZ", "<input>:29:19")
+    # 8 bytes of padding make the reads conflict-free (12 clocks a read without);
+    # 3 stages of 128 rows of 40 bytes.
+    assert (a["padding"], a["padding_dropped"], a["transposed"], a["swizzle"], a["transpose_reads"],
+            a["bank_conflicts_per_iteration"], a["bank_conflicts_per_read"], a["stages"], a["bytes"],
+            a["direct_loads"]) == (8, None, False, 0, False, 0, {"as_stored": 0, "unpadded": 12}, 3, 15360, False)
+    assert (b["name"], b["transposed"], b["padding"]) == ("%B_shared", True, 8)  # stored N x K
+    (c,) = kernel["fragments"]
+    assert (c["name"], c["layout"], c["registers_per_thread"], c["threads_per_element"]) == \
+        ("%C_local", "mma_accumulator", 64, 1)
+    assert seed.report["lds_bank_conflicts_per_iteration"] == kernel["lds_bank_conflicts_per_iteration"]
+
+
+def test_accumulator_owners_follow_the_mfma_layout(seed):
+    """v_mfma_f32_32x32x16 (CDNA3 ISA, 32x32 C layout): lane l holds column
+    l % 32 and rows 8 (j // 4) + 4 (l // 32) + j % 4 of its 32x32 tile in
+    register j; the 2x2 waves take 64x64 quarters, each two tiles a side."""
+    owner, register, holders = seed.decisions[0].fragments[0].owners()
+    assert owner.shape == (128, 128) and (holders == 1).all()
+    assert np.bincount(owner.ravel()).tolist() == [64] * 256  # 64 registers per thread
+    for row, col in [(0, 0), (5, 3), (13, 31), (31, 17), (33, 40), (70, 5), (100, 127)]:
+        tile_row, tile_col = row % 32, col % 32
+        lane = tile_col + 32 * ((tile_row // 4) % 2)
+        wave = 2 * (row // 64) + col // 64
+        tile = 2 * ((row % 64) // 32) + (col % 64) // 32
+        assert owner[row, col] == 64 * wave + lane, (row, col)
+        assert register[row, col] == 16 * tile + 4 * (tile_row // 8) + tile_row % 4, (row, col)
+
+
+def test_blocked_fragments_and_replicas():
+    """softmax: no gemm, so no block or instruction; its row vectors are held
+    by every thread of a row (replicas)."""
+    result = tilemlir.compile((EXAMPLES / "kernels" / "softmax.mlir").read_text(), target="amdgpu:gfx942",
+                              emit="isa", options={"report": True})
+    (kernel,) = result.report["decisions"]
+    assert (kernel["block"], kernel["instruction"], kernel["warp_grid"], kernel["gemms"]) == (None, None, None, [])
+    layouts = {f["layout"] for f in kernel["fragments"]}
+    assert layouts == {"blocked"}
+    replicated = [f for f in kernel["fragments"] if len(f["shape"]) == 1]
+    assert replicated and all(f["threads_per_element"] > 1 for f in replicated)
+    for fragment in result.decisions[0].fragments:
+        owner, _, holders = fragment.owners()
+        assert (owner >= 0).all() and (holders >= 1).all()
+
+
+def test_dropped_padding_is_recorded_and_said(small_lds):
+    (kernel,) = small_lds.report["decisions"]
+    for buffer in kernel["shared_buffers"]:
+        assert (buffer["padding"], buffer["padding_dropped"], buffer["bank_conflicts_per_iteration"],
+                buffer["bytes"]) == (0, 4, 224, 32768)
+    assert kernel["lds_bank_conflicts_per_iteration"] == small_lds.report["lds_bank_conflicts_per_iteration"] == 448
+    assert small_lds.report["lds_bytes"] == 65536
+    said = [d.message for d in small_lds.remarks]
+    assert len(said) == 2 and all("row padding of 4 elements dropped" in m and "cost 224 bank-conflict clocks "
+                                  "per iteration instead of 0" in m for m in said)
+
+
+def test_bank_maps_agree_with_the_pass(seed, small_lds):
+    """The bank map's conflicting reads are the conflicts the pass counted:
+    per clock group of lanes, the busiest bank's ways minus one."""
+    for result, conflicted in ((seed, False), (small_lds, True)):
+        for buffer, recorded in zip(result.decisions[0].shared_buffers, result.report["decisions"][0]["shared_buffers"]):
+            model = buffer.model
+            banks, ways = model.bank_map(), model.read_ways()
+            assert banks.shape == ways.shape == (model.rows, model.row_elements)
+            assert banks.min() >= 0 and banks.max() < model.banks
+            # Row r starts at byte r * row_bytes: its first element's bank.
+            row_bytes = model.row_elements * model.element_bytes
+            assert banks[1, 0] == (row_bytes // model.bank_bytes) % model.banks
+            read = model.read
+            width = read.per_access * model.element_bytes
+            assert model.conflicts() == access_conflicts(read.addresses(model.pad), width, model.banks)
+            assert model.conflicts() * read.accesses == recorded["bank_conflicts_per_read"]["as_stored"]
+            assert (ways > 1).any() == conflicted
+            assert np.count_nonzero(ways) == 64 * read.per_access  # every lane's elements of one access
+
+
+@pytest.mark.parametrize("target", ["metax:xcore1500", "nvidia:sm_90a"])
+def test_other_families(target):
+    """MetaX and NVIDIA record the same tile-level decisions; NVIDIA's core
+    places shared memory itself (rows padded by 16 bytes, filled by cp.async)
+    and has no bank model."""
+    text = gemm_kernel(Gemm(256, 256, 256, block=(64, 64, 32), in_type="f16", stages=2))
+    result = tilemlir.compile(text, target=target, options={"report": True})
+    (kernel,) = result.report["decisions"]
+    assert (kernel["block"], kernel["threads"], kernel["stages"]) == ({"m": 64, "n": 64, "k": 32}, 256, 2)
+    assert kernel["instruction"] == result.report["decisions"][0]["gemms"][0]["instruction"] is not None
+    assert [(f["name"], f["layout"]) for f in kernel["fragments"]] == [("%C_l", "mma_accumulator")]
+    names = [b["name"] for b in kernel["shared_buffers"]]
+    assert names == ["%A_s", "%B_s"]
+    for buffer in kernel["shared_buffers"]:
+        if target.startswith("nvidia"):
+            assert (buffer["padding"], buffer["stages"], buffer["direct_loads"],
+                    buffer["bank_conflicts_per_iteration"]) == (8, 2, "cp.async.cg", None)
+        else:
+            assert buffer["direct_loads"] is False
+
+
+def test_gpu_level_input_has_no_decisions():
+    result = tilemlir.compile((EXAMPLES / "gpu" / "mfma_fp8_gfx942.mlir").read_text(), target="amdgpu:gfx942",
+                              emit="isa", options={"report": True})
+    assert result.report["decisions"] == [] and result.decisions == []
