@@ -38,6 +38,7 @@ from tilemlir.diagnostics import (
     mlir_error_diags,
 )
 from tilemlir.irutil import walk
+from tilemlir.passes.kernel_facts import configuration_of
 from tilemlir.target.model import Backend, Target
 
 # The Python API's target when neither its caller nor the module's tile.target names one.
@@ -268,6 +269,9 @@ class TileStage(Stage):
         with job.timed(self.name):
             job.run_pipeline(self.pipeline(job))
         job.artifacts[self.name] = job.asm()
+        # The kernels' configurations, for the report (lowering replaces the tile.kernels).
+        job.notes["configurations"] = [configuration_of(op) for op in walk(job.module)
+                                       if op.name == "tile.kernel"]
 
 
 @dataclass(frozen=True)
