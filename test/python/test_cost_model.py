@@ -146,11 +146,14 @@ def test_busy_ratio_and_single_buffer_and_split_k():
 
 
 def test_a_configuration_no_cu_holds_is_refused():
-    """More LDS than a CU has: DoesNotFit names the bound; misfit says why."""
+    """More LDS than a CU has: DoesNotFit names the bound; misfit says why.
+    An empty problem is no problem to cost."""
     chosen = config(F16, (256, 256, 64), threads=512)
     with pytest.raises(DoesNotFit, match="its lds bound is 0"):
         predict(F16, chosen, GFX942)
     assert misfit(F16, chosen, GFX942) == "needs 131072 bytes of LDS"
+    with pytest.raises(ValueError, match="non-empty problems"):
+        predict(dataclasses.replace(F16, k=0), config(F16, (32, 32, 32)), GFX942)
 
 
 def test_candidates_fit_and_respect_fixed_options():

@@ -222,7 +222,10 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
     main-loop iteration the matrix unit is busy, as llvm-mca gives it
     (`tile-compile --report`'s mfma_busy_ratio); without it a wave's iteration
     is as long as its matrix instructions. Raises DoesNotFit when a CU cannot
-    hold one workgroup."""
+    hold one workgroup, ValueError for an empty problem or a zero extent."""
+    if min(problem.m, problem.n, problem.k, *config.block, config.threads, config.stages, config.split_k) < 1:
+        raise ValueError(f"the model costs non-empty problems and positive configurations, "
+                         f"not {problem} in {config.block} blocks of {config.threads} threads")
     facts = target if isinstance(target, ModelFacts) else model_facts(target)
     figures = kernel_figures(problem, config, facts)
     limits = occupancy(figures, facts)
