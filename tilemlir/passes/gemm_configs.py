@@ -28,6 +28,7 @@ their given value. Unknown descriptor facts are assumed (tilemlir.tune.facts).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -70,8 +71,8 @@ def compute_types(shape: GemmShape, target: Target) -> tuple[str, str]:
 def gemm_problem(shape: GemmShape, target: Target, zero_init: bool) -> GemmProblem:
     """The model's view of a whole-problem gemm."""
     compute_a, compute_b = compute_types(shape, target)
-    return GemmProblem(shape.m, shape.n, shape.k, shape.a, shape.b, shape.c, shape.accum,
-                       reads_c=not zero_init, compute_a=compute_a, compute_b=compute_b)
+    return GemmProblem(**dataclasses.asdict(shape), reads_c=not zero_init, compute_a=compute_a,
+                       compute_b=compute_b)
 
 
 def accumulator_register_budget(facts: ModelFacts) -> tuple[int, str]:
@@ -122,7 +123,7 @@ def instruction_for(problem: GemmProblem, block: tuple[int, int, int], threads: 
                     target: Target) -> tuple[MmaInstr, tuple[int, int], int] | str:
     """tile-select-mma's instruction for this block and thread count, its wave
     split, and the waves that issue one instruction together; or why none fits."""
-    shape = GemmShape(*block, problem.shared_a, problem.shared_b, problem.accum, problem.accum, False, False)
+    shape = GemmShape(*block, problem.shared_a, problem.shared_b, problem.accum, problem.accum)
     result = select_mma_for(target, shape, threads)
     if isinstance(result, list):
         return "; ".join(result)

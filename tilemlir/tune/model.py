@@ -66,11 +66,9 @@ def element_bytes(type_name: str) -> int:
 
 
 @dataclass(frozen=True)
-class GemmProblem:
-    """C (m x n) = A (m x k) * B (k x n), plus C when `reads_c`. `a`, `b`, `c`
-    are the types in global memory; `compute_a`/`compute_b` the types the
-    matrix unit reads, which the shared tiles hold (default: as stored; f16
-    where tile-legalize-precision computes fp8 exactly in f16)."""
+class GemmShape:
+    """M, N, K of a GEMM and its operand types (MLIR spellings); the tile
+    passes read one off a tile.gemm (`passes.gemm_facts.gemm_shape`)."""
 
     m: int
     n: int
@@ -79,6 +77,18 @@ class GemmProblem:
     b: str
     c: str
     accum: str
+    transpose_a: bool = False
+    transpose_b: bool = False
+
+
+@dataclass(frozen=True)
+class GemmProblem(GemmShape):
+    """What the model costs: C (m x n) = A (m x k) * B (k x n), plus C when
+    `reads_c`. `a`, `b`, `c` are the types in global memory;
+    `compute_a`/`compute_b` the types the matrix unit reads, which the shared
+    tiles hold (default: as stored; f16 where tile-legalize-precision computes
+    fp8 exactly in f16)."""
+
     reads_c: bool = False
     compute_a: str = ""
     compute_b: str = ""
