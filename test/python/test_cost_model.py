@@ -145,6 +145,24 @@ def test_busy_ratio_and_single_buffer_and_split_k():
     assert split.seconds < plain.seconds
 
 
+def test_resident_workgroups_of_the_compiled_kernel_replace_the_estimate():
+    """A tuner passes the workgroups a CU holds as the compiled kernel allows
+    (its real registers and LDS): fewer at once means more rounds; none is
+    DoesNotFit, naming the compiled bound. (This one is memory-bound: the
+    rounds share the bandwidth, so its time does not grow.)"""
+    problem = GemmProblem(4096, 4096, 512, "f16", "f16", "f16", "f32")
+    chosen = config(problem, (128, 128, 32))
+    estimated = predict(problem, chosen, GFX942)
+    assert estimated.resident > 1
+    one = predict(problem, chosen, GFX942, resident=1)
+    assert one.resident == 1 and one.occupancy_limits == (("compiled", 1),)
+    assert one.rounds > estimated.rounds and one.seconds >= estimated.seconds
+    same = predict(problem, chosen, GFX942, resident=estimated.resident)
+    assert same.seconds == estimated.seconds
+    with pytest.raises(DoesNotFit, match="its compiled bound is 0"):
+        predict(problem, chosen, GFX942, resident=0)
+
+
 def test_a_configuration_no_cu_holds_is_refused():
     """More LDS than a CU has: DoesNotFit names the bound; misfit says why.
     An empty problem is no problem to cost."""

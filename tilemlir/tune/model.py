@@ -22,7 +22,8 @@ Figures of one workgroup (block bm x bn x bk, `waves` waves, `stages` buffers):
 
 Occupancy: workgroups resident per CU, r = min(waves: floor(max_waves_per_simd
 * simds / waves), LDS: floor(shared_bytes_per_cu / S), registers:
-floor(vgprs_per_lane / registers) * simds / waves).
+floor(vgprs_per_lane / registers) * simds / waves). A tuner that compiled the
+kernel passes its own r (`resident`: what the compiled registers and LDS allow).
 
 Wave quantisation: the busiest CU runs q = ceil(W / CUs) workgroups, in rounds
 of r at once. A round of b workgroups takes
@@ -226,19 +227,24 @@ def occupancy(figures: KernelFigures, facts: ModelFacts) -> dict[str, int]:
 
 
 def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFacts, *,
-            busy_ratio: float | None = None) -> Prediction:
+            busy_ratio: float | None = None, resident: int | None = None) -> Prediction:
     """Predicted seconds of one launch of `config` on `target` (see the
     module docstring for the formula). `busy_ratio`: the fraction of one
     main-loop iteration the matrix unit is busy, as llvm-mca gives it
     (`tile-compile --report`'s mfma_busy_ratio); without it a wave's iteration
-    is as long as its matrix instructions. Raises DoesNotFit when a CU cannot
-    hold one workgroup, ValueError for an empty problem or a zero extent."""
+    is as long as its matrix instructions. `resident`: the workgroups one CU
+    holds at once as the compiled kernel's registers and shared memory allow
+    (a tuner reads them off the compiled kernel); without it the estimate of
+    `occupancy`. Raises DoesNotFit when a CU cannot hold one workgroup,
+    ValueError for an empty problem or a zero extent."""
     if min(problem.m, problem.n, problem.k, *config.block, config.threads, config.stages, config.split_k) < 1:
         raise ValueError(f"the model costs non-empty problems and positive configurations, "
                          f"not {problem} in {config.block} blocks of {config.threads} threads")
     facts = target if isinstance(target, ModelFacts) else model_facts(target)
     figures = kernel_figures(problem, config, facts)
     limits = occupancy(figures, facts)
+    if resident is not None:
+        limits = {"compiled": resident}
     resident = min(limits.values())
     if resident < 1:
         worst = min(limits, key=limits.get)
