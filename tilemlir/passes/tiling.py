@@ -48,12 +48,16 @@ what bounds it) and the runner-up's, when the model chose; each assumed fact.
 
 Input invariant: tile-verify holds. Output invariant: no tile.gemm outside a
 tile.kernel; whole-problem tile.fill only where it was not absorbed (an error);
-every kernel made carries `tile.tiling = {source = "model" | "user", split_k,
-predicted_seconds}` (source "user" when options fixed any part; the prediction
-when the model could cost it), which tile-compile --report reads.
+every kernel made carries `tile.tiling = {source = "model" | "user" |
+"tuning-db", split_k, predicted_seconds}` (source "model" when no option fixed
+any part, else the `source` option; the prediction when the model could cost
+it), which tile-compile --report reads.
 
 Options:
   block=M,N,K   threads=N   stages=N   target=FAMILY:NAME
+  source=user|tuning-db   who fixed the options given (default user);
+                tile-compile says tuning-db when they come from a tuning
+                database (tile-tune), and the kernel's tile.tiling says so
 
 Example:
 
@@ -68,7 +72,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from mlir import ir
 from mlir.dialects import arith, scf
@@ -127,7 +131,7 @@ def block_extent(problem: int, preferred: int = RULE_EXTENT, smallest: int = SMA
 class TilingChoice:
     """How tile-tiling splits a gemm: the block tile (M, N, K), the threads of
     each block, and the pipeline stages of the K loop; who decided it
-    ("model" or "user") and what the cost model predicts for it."""
+    ("model", "user" or "tuning-db") and what the cost model predicts for it."""
 
     block: tuple[int, int, int]
     threads: int
@@ -156,16 +160,15 @@ class TileTiling(TilePass):
     threads: int = 0
     stages: int = 0
     target: str = ""
+    source: Literal["user", "tuning-db"] = "user"
 
     def run(self, module: ir.Operation, state: PassState) -> None:
-        gemms = [op for op in walk(module) if op.name == "tile.gemm"
-                 and not any(p.name == "tile.kernel" for p in _parents(op))]
         fills = [op for op in walk(module) if op.name == "tile.fill"
                  and not any(p.name == "tile.kernel" for p in _parents(op))]
-        if not gemms and not fills:
+        pairs = whole_problem_gemms(module)
+        if not pairs and not fills:
             return
         target = resolve_target(module, self.target)
-        pairs = [(op, _zero_fill_before(op)) for op in gemms]
         absorbed = [fill for _, fill in pairs if fill is not None]
         for op in fills:
             if not any(op == fill for fill in absorbed):
@@ -202,13 +205,17 @@ class TileTiling(TilePass):
         facts = model_facts(target)
         problem = gemm_problem(shape, target, zero_init)
         given = {"block": self.block, "threads": self.threads, "stages": self.stages}
-        source = "user" if any(given.values()) else "model"
+        source = self.source if any(given.values()) else "model"
         if all(given.values()):
             tiling = self.checked_rule_tiling(op, problem, target, state)
             if tiling is not None:
-                tiling = TilingChoice(tiling.block, tiling.threads, tiling.stages, "user",
+                tiling = TilingChoice(tiling.block, tiling.threads, tiling.stages, source,
                                       self.prediction_of(problem, tiling, target))
                 self.say_assumptions(op, tiling.prediction, facts, state, said)
+                if source == "tuning-db":
+                    state.remark(op, f"tile-tiling: block {'x'.join(map(str, tiling.block))}, "
+                                     f"{tiling.threads} threads, {tiling.stages} stages for this "
+                                     f"{problem} gemm, from the tuning database")
             return tiling
         fixed = Fixed(tuple(self.block), self.threads, self.stages)
         ranked = sorted(((predict(problem, config, target), config)
@@ -364,6 +371,14 @@ class TileTiling(TilePass):
                     attributes.IN_BOUNDS.mark(store)
         op.erase()
         return kernel
+
+
+def whole_problem_gemms(module: ir.Operation) -> list[tuple[ir.Operation, ir.Operation | None]]:
+    """What tile-tiling tiles: each tile.gemm outside any tile.kernel, in
+    program order, with the zero tile.fill of its C right before it (which
+    becomes the cleared accumulator), or None when the gemm reads C."""
+    return [(op, _zero_fill_before(op)) for op in walk(module) if op.name == "tile.gemm"
+            and not any(p.name == "tile.kernel" for p in _parents(op))]
 
 
 def _parents(op: ir.Operation):
