@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tilemlir.diagnostics import Diag, UserError, format_diag
+from tilemlir.tune.model import GemmShape
 
 FORMAT = "tilemlir-tuning-db"
 VERSION = 1
@@ -71,20 +72,11 @@ class TuningDatabaseError(UserError):
 # --------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class OpSignature:
+class OpSignature(GemmShape):
     """What identifies a whole-problem gemm apart from its IR: its extents,
-    types (as MLIR spells them), transposes and whether it reads C."""
+    types (as MLIR spells them), transposes, and whether it reads C."""
 
-    m: int
-    n: int
-    k: int
-    a: str
-    b: str
-    c: str
-    accum: str
-    transpose_a: bool
-    transpose_b: bool
-    reads_c: bool
+    reads_c: bool = False
 
     def __str__(self) -> str:
         layout = ("t" if self.transpose_a else "n") + ("t" if self.transpose_b else "n")
