@@ -268,6 +268,7 @@ def test_errors(tmp_path, capsys, monkeypatch):
         (("--merge", str(tmp_path), str(source)), "--merge records measured timings and takes only --db"),
         (("--merge", str(tmp_path)), "manifest.json does not exist"),
         ((), "give the input FILE (or --merge DIR)"),
+        ((str(source), "--target", GFX942, "--target-desc", str(source)), "either --target or --target-desc"),
         ((str(source), "--target", GFX942, "--measure", "guess"), "invalid choice: 'guess'"),
     ]
     for argv, message in cases:
@@ -280,3 +281,27 @@ def test_errors(tmp_path, capsys, monkeypatch):
     status, stderr = run_in_process(capsys, str(source), "--target", METAX, "--executor", "ray",
                                     "--db", str(tmp_path / "db.json"))
     assert status == 1 and "error: --executor ray needs ray: pip install tilemlir[ray]" in stderr
+
+
+def test_a_folder_that_is_not_tile_tunes_is_refused(tmp_path, capsys):
+    """--merge and the measuring script check what they read: the manifest's
+    format and version, the timings' format; --only names a candidate."""
+    from tilemlir.runtime import gemm_timing
+
+    (tmp_path / "manifest.json").write_text('{"format": "something else"}')
+    status, stderr = run_in_process(capsys, "--merge", str(tmp_path))
+    assert status == 1 and 'not a tile-tune folder (no "format": "tilemlir-tuning-candidates")' in stderr
+    (tmp_path / "manifest.json").write_text('{"format": "tilemlir-tuning-candidates", "version": 9}')
+    with pytest.raises(gemm_timing.MeasureError, match="format version 9, this script reads 1"):
+        gemm_timing.read_manifest(tmp_path)
+    (tmp_path / "manifest.json").write_text(
+        '{"format": "tilemlir-tuning-candidates", "version": 1, "key": {}, "candidates": []}')
+    status, stderr = run_in_process(capsys, "--merge", str(tmp_path))
+    assert status == 1 and "manifest.json: malformed: missing 'op'" in stderr
+    (tmp_path / "timings.json").write_text("[]")
+    with pytest.raises(gemm_timing.MeasureError, match="not a timings file"):
+        gemm_timing.read_timings(tmp_path)
+    manifest = {"candidates": [{"name": "cand0", "compiled": True}, {"name": "cand1", "compiled": False}]}
+    with pytest.raises(gemm_timing.MeasureError, match="no compiled candidate named 'cand1'"):
+        gemm_timing.to_measure(manifest, {}, only="cand1")
+    assert gemm_timing.to_measure(manifest, {"cand0": {}}, only="cand0") == manifest["candidates"][:1]
