@@ -62,9 +62,9 @@ class Options:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Search the tilings of a whole-problem tile.gemm (block M/N/K, threads, stages, "
-                    "instruction preference), compile the candidates in parallel, rank them by the cost "
-                    "model or by measurement on a GPU, and record the best in a tuning database that "
+        description="Search the tilings of a whole-problem tile.gemm (block M/N/K, threads, stages,\n"
+                    "instruction preference), compile the candidates in parallel, rank them by the cost\n"
+                    "model or by measurement on a GPU, and record the best in a tuning database that\n"
                     "tile-compile reads.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
