@@ -110,13 +110,14 @@ def candidates(m: int, n: int, dtype: str) -> list[tuple]:
     rows, so 128 bytes of K per row), warp tiles of whole m16n8 instructions or
     warpgroups of m64 x block-N wgmma instructions. TMA-fed mma.sync blocks of
     128 threads also get the stages that let two blocks share an SM."""
-    from tilemlir.passes.tiling import accumulator_register_budget
+    from tilemlir.passes.gemm_configs import accumulator_register_budget
     from tilemlir.target import get_target
+    from tilemlir.tune.facts import model_facts
 
     target = get_target(TARGET)
     element = 1 if dtype == "fp8" else 2
     block_k = 64 // element  # 64 bytes of K per row (tile-tiling's rule)
-    budget, _ = accumulator_register_budget(target)
+    budget, _ = accumulator_register_budget(model_facts(target))
     shared_limit = target.require("memory.shared_bytes_per_workgroup")
     shared_per_sm = target.require("memory.shared_bytes_per_cu")  # less 1 KiB per block for the system
     shapes = [(128, 128, 128, block_k), (128, 256, 256, block_k), (256, 128, 256, block_k),

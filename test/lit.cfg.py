@@ -21,6 +21,10 @@ for name in ("HOME", "TMPDIR", "LANG", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
 
+# tile-compile reads the user's tuning database (tile-tune's) from the cache
+# folder when one exists there: the tests see none unless they give one.
+config.environment["XDG_CACHE_HOME"] = os.path.join(config.test_exec_root, "no-cache")
+
 config.substitutions.append(("%repo", repo))
 config.substitutions.append(("%tile_irdl", os.path.join(repo, "tilemlir", "dialects", "tile.irdl.mlir")))
 config.substitutions.append(("%examples", os.path.join(repo, "examples")))

@@ -8,10 +8,13 @@ would replace `tilemlir.compile` with the module once imported.)
     result.artifact                 # the emitted stage's output (bytes for a binary)
     result.artifacts["gpu"]         # every stage reached, by name
     result.report                   # the --report JSON as a dict (from the backend's report stage)
+    result.report["config_source"]  # who chose the tiling: "model", "tuning-db" or "user"
 
 The driver parses, resolves the target, and runs its backend's stages
 (`Backend.stages`: tile and gpu, shared, then the backend's own) up to `emit`,
-timing every step in `report["compile_seconds"]`; `backends/stages.py` holds
+timing every step in `report["compile_seconds"]`, and adds to the backend's
+report how each kernel was configured (`configuration_report`: workgroups,
+split_k, predicted_seconds, config_source); `backends/stages.py` holds
 the stage machinery. Input that is already GPU-level IR (a gpu.module and no
 tile ops) skips the tile passes. Failures raise `CompileError` (located
 diagnostics, as tile-opt prints them) or another `UserError`.
@@ -106,6 +109,23 @@ def _require_one_kernel_function(module: ir.Operation, target: Target,
         file, line, col)], source)
 
 
+# The report's fields saying how each kernel's configuration was decided
+# (passes/kernel_facts.configuration_of).
+CONFIGURATION_FIELDS = ("workgroups", "split_k", "predicted_seconds", "config_source")
+
+
+def configuration_report(configurations: list[dict]) -> dict:
+    """The --report fields `CONFIGURATION_FIELDS` for the module's tile.kernels:
+    one kernel's values, or for several a list of each in program order. Input
+    without tile.kernels (GPU-level IR) was configured by the user, and the
+    compiler knows nothing else of it."""
+    if not configurations:
+        return {"workgroups": None, "split_k": None, "predicted_seconds": None, "config_source": "user"}
+    if len(configurations) == 1:
+        return {key: configurations[0][key] for key in CONFIGURATION_FIELDS}
+    return {key: [c[key] for c in configurations] for key in CONFIGURATION_FIELDS}
+
+
 def compile_module(
     module: ir.Operation,
     target: Target,
@@ -138,6 +158,7 @@ def compile_module(
     if job.report is not None:
         job.report["compile_seconds"] = {k: round(v, 4) for k, v in job.seconds.items()}
         job.report["decisions"] = [kernel.as_json() for kernel in decisions]
+        job.report.update(configuration_report(job.notes.get("configurations", [])))
     return CompileResult(target, emit, job.artifacts, job.report, job.seconds, remarks, decisions)
 
 

@@ -1,8 +1,10 @@
 // RUN: tile-opt %s --split-input-file --target=amdgpu:gfx942 --tile-tiling | filecheck %s
 // RUN: tile-opt %s --split-input-file --target=amdgpu:gfx942 -p 'tile-tiling{block=64,64,32 threads=128 stages=3}' | filecheck %s --check-prefix=OPTS
 
-// The seed's whole-problem GEMM: 128x128 blocks, block_K = 64 fp8 (the widest
-// instruction K and 64 bytes per row), 4 waves, 2 stages, zero fill absorbed.
+// The seed's whole-problem GEMM: the cost model keeps 128x128 blocks (64
+// workgroups, matrix-bound; smaller blocks re-read A and B from memory more),
+// block_K = 64 fp8 (the widest instruction K and 64 bytes per row), 4 waves,
+// 2 stages, zero fill absorbed; the kernel says the model chose it.
 // CHECK-LABEL: func.func @whole
 // CHECK-NOT: "tile.fill"(%arg2
 // CHECK: "tile.kernel"() ({
@@ -18,11 +20,11 @@
 // CHECK: } {tile.num_stages = 2 : i64}
 // The block divides 1024: every window is inside, and the copies say so.
 // CHECK: "tile.copy"(%[[ACC]], %arg2, %{{.+}}, %{{.+}}) {operandSegmentSizes = array<i32: 1, 1, 0, 2>, tile.in_bounds}
-// CHECK: }) {grid = array<i64: 8, 8>, threads = 256 : i64}
+// CHECK: }) {grid = array<i64: 8, 8>, threads = 256 : i64, tile.tiling = {predicted_seconds = {{.+}} : f64, source = "model", split_k = 1 : i64}}
 // OPTS-LABEL: func.func @whole
 // OPTS: memref<64x32xf8E4M3FNUZ, #gpu.address_space<workgroup>>
 // OPTS: } {tile.num_stages = 3 : i64}
-// OPTS: {grid = array<i64: 16, 16>, threads = 128 : i64}
+// OPTS: {grid = array<i64: 16, 16>, threads = 128 : i64, tile.tiling = {predicted_seconds = {{.+}} : f64, source = "user", split_k = 1 : i64}}
 func.func @whole(%A: memref<1024x1024xf8E4M3FNUZ>, %B: memref<1024x1024xf8E4M3FNUZ>, %C: memref<1024x1024xf16>) {
   %zero = arith.constant 0.0 : f16
   "tile.fill"(%C, %zero) : (memref<1024x1024xf16>, f16) -> ()
@@ -33,14 +35,15 @@ func.func @whole(%A: memref<1024x1024xf8E4M3FNUZ>, %B: memref<1024x1024xf8E4M3FN
 // -----
 
 // No fill: C += A*B, so the accumulator starts from C's tile. Transposed B is
-// staged N x K. A non-multiple shape gets ceil-div grids (64x200 -> 2 x 1 blocks).
+// staged N x K. A non-multiple shape gets ceil-div grids: the model spreads the
+// small 64x200 C over 32x32 blocks (200 -> 7 blocks along x, 64 -> 2 along y).
 // CHECK-LABEL: func.func @accumulate_transposed
-// CHECK: "tile.alloc_shared"() : () -> memref<64x32xf16, #gpu.address_space<workgroup>>
-// CHECK: "tile.alloc_shared"() : () -> memref<128x32xf16, #gpu.address_space<workgroup>>
-// 200 is no multiple of 128: no in-bounds promise on C's windows.
-// CHECK: "tile.copy"(%arg2, %{{.+}}, %{{.+}}, %{{.+}}) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x200xf32>, memref<64x128xf32, #gpu.address_space<private>>
+// CHECK: "tile.alloc_shared"() : () -> memref<32x32xf16, #gpu.address_space<workgroup>>
+// CHECK: "tile.alloc_shared"() : () -> memref<32x32xf16, #gpu.address_space<workgroup>>
+// 200 is no multiple of 32: no in-bounds promise on C's windows.
+// CHECK: "tile.copy"(%arg2, %{{.+}}, %{{.+}}, %{{.+}}) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x200xf32>, memref<32x32xf32, #gpu.address_space<private>>
 // CHECK: transpose_b = true
-// CHECK: {grid = array<i64: 2, 1>, threads = 256 : i64}
+// CHECK: {grid = array<i64: 7, 2>, threads = {{.+}} : i64, tile.tiling = {{{.+}} source = "model"
 func.func @accumulate_transposed(%A: memref<64x96xf16>, %B: memref<200x96xf16>, %C: memref<64x200xf32>) {
   "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = true} : (memref<64x96xf16>, memref<200x96xf16>, memref<64x200xf32>) -> ()
   return

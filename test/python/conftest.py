@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+
+# tile-compile reads the user's tuning database (tile-tune's) from the cache
+# folder or $TILEMLIR_TUNING_DB: the tests, and the tools they run, see none
+# unless they give one.
+os.environ["XDG_CACHE_HOME"] = str(REPO / "test" / "Output" / "no-cache")
+os.environ.pop("TILEMLIR_TUNING_DB", None)
 
 
 def run_tool(tool: str, *args: str, stdin: str | None = None, cwd: Path | None = None):

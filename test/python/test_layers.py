@@ -20,10 +20,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tilemlir.diagnostics", "tilemlir.irutil", "tilemlir.mma_layouts", "tilemlir.lds_banks"),
     ("tilemlir.dialects",),
     ("tilemlir.target",),
+    # The cost model reads only targets and tile-tiling calls it (tilemlir/tune/__init__.py).
+    ("tilemlir.tune.facts", "tilemlir.tune.model"),
     ("tilemlir.passes",),
     ("tilemlir.backends",),
     tuple(f"tilemlir.backends.{family}" for family in FAMILIES),
     ("tilemlir.compiler",),
+    # The rest of tune/ (the tuner and its database) compiles candidates.
+    ("tilemlir.tune",),
     ("tilemlir.runtime",),
     # The frontend builds tile IR (dialects), compiles it (compiler) and runs it
     # (runtime's engines): above them all, beside the tools.

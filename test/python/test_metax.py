@@ -33,7 +33,7 @@ from tilemlir.runtime.reference import Program
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import maca_programs
-from kernel_text import Gemm, gemm_kernel, seed_kernel
+from kernel_text import Gemm, gemm_kernel, seed_kernel, whole_problem_gemm
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -73,6 +73,13 @@ CASES = [
     _gemm("fp8_c600", "xcore1500", 100, 72, 96, block=BLOCK, in_type="f8E4M3FN", out_type="f16"),
     _gemm("i8_c600", "xcore1500", 72, 100, 128, block=(64, 64, 64), in_type="i8", acc_type="i32",
           out_type="i32", stages=2),
+    # Whole-problem form: tile-tiling tiles for each chip, its unknown facts
+    # assumed (test/Transforms/tiling-assumed-facts.mlir has the remarks).
+    Case("whole_f16_c500", "xcore1000",
+         whole_problem_gemm(96, 160, 64, "f16", "f32").replace("@gemm(", "@whole_f16_c500("), 64),
+    Case("whole_bf16_c600", "xcore1500",
+         whole_problem_gemm(128, 96, 96, "bf16", "f32", transpose_b=True, zero_fill=False)
+         .replace("@gemm(", "@whole_bf16_c600("), 96),
 ]
 
 @pytest.fixture(scope="module")

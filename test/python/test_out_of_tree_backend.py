@@ -108,11 +108,13 @@ def test_compiles_a_gemm_to_its_own_stage(site):
                      stdin=WHOLE_PROBLEM_GEMM))
     asm = result.stdout
     assert asm.startswith(".module gemm_kernels\n.kernel gemm_kernel0\n")
-    # 4 waves of 64 lanes; each wave's 32x32 share of C is 4x4 tiles of 8x8,
-    # times K/4 = 8 steps: 128 instructions.
-    assert "  .threads 256\n" in asm and "  .mma 128\n" in asm
+    # The cost model, from toy1's descriptor, gives each of its 4 CUs a 32x32
+    # block (its remark says so); 4 waves of 64 lanes: each wave's 16x16 share
+    # is 2x2 tiles of 8x8, times K/4 = 8 steps: 32 instructions.
+    assert "tile-tiling: block 32x32x32, 256 threads" in result.stderr
+    assert "  .threads 256\n" in asm and "  .mma 32\n" in asm
     assert asm.count("  .shared ") == 2
-    assert len(MMA_LINE.findall(asm)) == 128
+    assert len(MMA_LINE.findall(asm)) == 32
     assert "func.call" not in asm and asm.endswith(".end kernel\n.end module\n")
     # Without --emit: the backend's default_emit, toyasm.
     assert ok(tool(site, "tile-compile", "-", "--target", TARGET,
@@ -129,7 +131,7 @@ def test_report_and_lowering_hook_option(site):
     (kernel,) = report["kernels"]
     # Two stages of a 64x32 A tile and a 32x64 B tile, f16.
     assert kernel["shared_bytes"] == 2 * 2 * (64 * 32 * 2)
-    # The loop body's gemm, as in the whole-problem form: 128 instructions.
+    # The loop body's gemm: each wave's 32x32 share is 4x4 tiles, times 8 steps: 128 instructions.
     assert (kernel["threads"], kernel["mma_instructions"]) == (256, 128)
     assert set(report["compile_seconds"]) >= {"tile", "gpu", "toyasm-prepare", "toyasm"}
     asm = ok(tool(site, "tile-compile", "-", "--target", TARGET,
@@ -148,9 +150,11 @@ def test_dumped_pipelines_reproduce_the_compile(site, tmp_path):
     source.write_text(WHOLE_PROBLEM_GEMM)
     dumped = ok(tool(site, "tile-compile", str(source), "--target", TARGET,
                      "--dump-pass-pipeline", "-o", str(tmp_path / "out.s"))).stderr
-    labels = [line.split(":", 1)[0] for line in dumped.splitlines()]
+    # The dump's lines, without the remarks around them (file:line:col: remark: ...).
+    lines = [line for line in dumped.splitlines() if re.match(r"[\w-]+: ", line)]
+    labels = [line.split(":", 1)[0] for line in lines]
     assert labels == ["tile", "gpu", "toyasm-prepare", "toyasm"]
-    pipelines = dict(line.split(": ", 1) for line in dumped.splitlines())
+    pipelines = dict(line.split(": ", 1) for line in lines)
     assert pipelines["toyasm-prepare"] == (
         f"builtin.module(gpu-check-input{{target={TARGET}}},toygpu-count-mma)")
     text = WHOLE_PROBLEM_GEMM
@@ -159,7 +163,7 @@ def test_dumped_pipelines_reproduce_the_compile(site, tmp_path):
     gpu_level = ok(tool(site, "tile-compile", str(source), "--target", TARGET, "--emit", "gpu")).stdout
     assert text == gpu_level
     prepared = ok(tool(site, "tile-opt", "-", "-p", pipelines["toyasm-prepare"], stdin=text)).stdout
-    assert "toygpu.mma_count = 128 : i64" in prepared
+    assert "toygpu.mma_count = 32 : i64" in prepared
 
 
 def test_its_pass_and_option_are_listed(site):
@@ -193,7 +197,7 @@ def test_its_descriptor_rules(site, tmp_path):
     assert described["compute"]["clock_mhz"] == 2000
     asm = ok(tool(site, "tile-compile", "-", "--target-desc", str(faster),
                   stdin=WHOLE_PROBLEM_GEMM)).stdout
-    assert len(MMA_LINE.findall(asm)) == 128
+    assert len(MMA_LINE.findall(asm)) == 32
 
     wrong_shape = tmp_path / "toy1_wrong_shape.toml"
     wrong_shape.write_text(

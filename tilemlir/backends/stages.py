@@ -39,6 +39,7 @@ from tilemlir.diagnostics import (
     mlir_error_diags,
 )
 from tilemlir.irutil import walk
+from tilemlir.passes.kernel_facts import configuration_of
 from tilemlir.target.model import Backend, Target
 
 # The Python API's target when neither its caller nor the module's tile.target names one.
@@ -273,6 +274,9 @@ class TileStage(Stage):
             job.run_pipeline(self.pipeline(job))
             job.decisions = tile_decisions(job.module, job.target, job.source)
         job.artifacts[self.name] = job.asm()
+        # The kernels' configurations, for the report (lowering replaces the tile.kernels).
+        job.notes["configurations"] = [configuration_of(op) for op in walk(job.module)
+                                       if op.name == "tile.kernel"]
 
 
 @dataclass(frozen=True)

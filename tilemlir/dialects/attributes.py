@@ -76,6 +76,14 @@ def of_kind(kind: type, *, equal: str | None = None) -> FormCheck:
     return check
 
 
+def string_in(*choices: str) -> FormCheck:
+    def check(attr: ir.Attribute) -> str | None:
+        if not isinstance(attr, ir.StringAttr) or attr.value not in choices:
+            return f"got {attr} (expected {' or '.join(repr(c) for c in choices)})"
+        return None
+    return check
+
+
 def array_of(kind: type, length: int | None = None) -> FormCheck:
     def check(attr: ir.Attribute) -> str | None:
         if not isinstance(attr, ir.ArrayAttr) or (length is not None and len(attr) != length) or not all(
@@ -233,6 +241,14 @@ NUM_STAGES = IntegerAttribute(
                "the report's decisions"),
     form="an integer >= 1", check=integer(1))
 
+TILING = DictionaryAttribute(
+    "tile.tiling", ("tile.kernel",),
+    producer="tile-tiling (who decided the kernel's configuration, and the cost model's prediction for it)",
+    consumers=("tile-compile --report (config_source, split_k, predicted_seconds)",),
+    form='{source = "model" | "user" | "tuning-db", split_k = N >= 1, predicted_seconds = F (optional)}',
+    check=dictionary({"source": string_in("model", "user", "tuning-db"), "split_k": integer(1)},
+                     {"predicted_seconds": of_kind(ir.FloatAttr)}))
+
 IN_BOUNDS = UnitAttribute(
     "tile.in_bounds", ("tile.copy",),
     producer="tile-tiling (every window of the copy lies inside the global memref)",
@@ -373,7 +389,7 @@ SHARED_STORAGE = StringArrayAttribute(
     check=array_of(ir.StringAttr))
 
 ALL: tuple[TileAttribute, ...] = (
-    TARGET, NUM_STAGES, IN_BOUNDS, CAST, MMA, WARP_GRID, LDS_CONFLICTS, LAYOUT, SCRATCH, SMEM_LAYOUT,
+    TARGET, NUM_STAGES, TILING, IN_BOUNDS, CAST, MMA, WARP_GRID, LDS_CONFLICTS, LAYOUT, SCRATCH, SMEM_LAYOUT,
     VECTOR_WIDTH, PREFETCH, WINDOW, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
     KERNEL_ARGUMENTS, SHARED_STORAGE,
 )

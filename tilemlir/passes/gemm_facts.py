@@ -10,20 +10,8 @@ from mlir import ir
 
 from tilemlir.dialects import attributes
 
-
-@dataclass(frozen=True)
-class GemmShape:
-    """M, N, K of a tile.gemm and its operand types (MLIR spellings)."""
-
-    m: int
-    n: int
-    k: int
-    a: str
-    b: str
-    c: str
-    accum: str
-    transpose_a: bool
-    transpose_b: bool
+# Defined with the cost model, whose GemmProblem extends it.
+from tilemlir.tune.model import GemmShape
 
 
 def memref_of(value: ir.Value) -> ir.MemRefType:

@@ -70,3 +70,22 @@ def i64_array(values) -> ir.DenseI64ArrayAttr:
 
 def int_attr(value: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
+
+
+def configuration_of(kernel: ir.Operation) -> dict:
+    """How a tile.kernel's configuration was decided, as tile-compile --report
+    gives it: `workgroups` (its grid's blocks), `split_k`, `predicted_seconds`
+    (the cost model's, or None) and `config_source` ("model", "tuning-db" or
+    "user"), from the `tile.tiling` tile-tiling wrote; a kernel without one was
+    written by the user."""
+    from tilemlir.dialects import attributes
+
+    record = attributes.TILING.read(kernel)
+    workgroups = 1
+    for extent in kernel_grid(kernel):
+        workgroups *= extent
+    if record is None:
+        return {"workgroups": workgroups, "split_k": 1, "predicted_seconds": None, "config_source": "user"}
+    seconds = ir.FloatAttr(record["predicted_seconds"]).value if "predicted_seconds" in record else None
+    return {"workgroups": workgroups, "split_k": ir.IntegerAttr(record["split_k"]).value,
+            "predicted_seconds": seconds, "config_source": ir.StringAttr(record["source"]).value}

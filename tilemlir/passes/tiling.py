@@ -1,4 +1,4 @@
-"""tile-tiling: whole-problem GEMMs become tile kernels.
+"""tile-tiling: whole-problem GEMMs become tile kernels, tiled as the cost model predicts fastest.
 
 A `tile.gemm` on global memrefs outside any kernel (C += op(A) * op(B), C in
 its own type, the sum in accum_dtype) becomes one `tile.kernel` over a grid of
@@ -17,38 +17,62 @@ divides the dimensions a copy's windows move along, the copy is marked
 `tile.in_bounds` (a promise the lowering uses to drop its edge checks). A zero fill of C
 directly before the gemm becomes the cleared accumulator (no pass over memory).
 
-Choices, from the target's descriptor unless given as options:
-* block_K: the largest K among the chip's instructions for these types, at
-  least 64 bytes of A per row;
-* block_M, block_N: 128, or the smallest power of two >= 32 covering a smaller
-  problem dimension;
-* threads: 4 waves (wave size from the descriptor); stages: 2;
-* budgets: stages * (block_M + block_N) * block_K * element bytes must fit the
-  workgroup's LDS, and the accumulator's registers per lane must fit half the
-  register file; otherwise a compile-time error with the numbers.
+Choosing the configuration (block M, N, K; threads; stages):
+* every configuration that fits the target (`gemm_configs.candidate_configs`:
+  block extents 32 to 256, 1 to 8 waves, 1 or 2 stages, within the LDS, the
+  register budgets, the launch limits, with an instruction tile-select-mma can
+  split the block with) is costed by `tilemlir.tune.model.predict`; the
+  fastest wins (`rank_key` breaks ties). So a small problem is spread over
+  the chip's CUs and a large one takes large tiles. The instruction and wave
+  split are tile-select-mma's rule for that block, which the model evaluates
+  (it does not override it); split-K is 1 (no lowering produces split-K
+  reductions yet).
+* options given (`block`, `threads`, `stages`) fix their part; the model
+  chooses the rest, or nothing when all three are given. If no configuration
+  passes the model's checks, the rule it replaced decides (block_K: the largest
+  instruction K, at least 64 bytes of A per row; block M and N: 128, or the
+  smallest power of two >= 32 covering the problem; 4 waves, doubled while the
+  accumulator overflows its budget; 2 stages, fewer while the LDS overflows),
+  and its checks report the numbers: stages * (block_M + block_N) * block_K
+  element bytes within the workgroup's LDS, the accumulator's registers per
+  lane within half the register file (the file minus 64 where accumulators
+  share it), the grid within the launch limits.
+* facts the descriptor leaves unknown (MetaX's registers, cycles, ...) are
+  assumed as `tilemlir.tune.facts` documents (the least favourable value a
+  shipped descriptor states), one remark per fact naming it and the value.
+  Whether fp8 computes in fp8 or f16 is tile-legalize-precision's decision
+  (and its remark); the model costs what it will decide.
 
-Block tile -> warp tiles -> instruction tiles: the split over waves and the
-instruction are chosen by tile-select-mma from this block tile.
+Remarks: the chosen configuration with its prediction (workgroups, rounds,
+what bounds it) and the runner-up's, when the model chose; each assumed fact.
 
 Input invariant: tile-verify holds. Output invariant: no tile.gemm outside a
-tile.kernel; whole-problem tile.fill only where it was not absorbed (an error).
+tile.kernel; whole-problem tile.fill only where it was not absorbed (an error);
+every kernel made carries `tile.tiling = {source = "model" | "user" |
+"tuning-db", split_k, predicted_seconds}` (source "model" when no option fixed
+any part, else the `source` option; the prediction when the model could cost
+it), which tile-compile --report reads.
 
 Options:
   block=M,N,K   threads=N   stages=N   target=FAMILY:NAME
+  source=user|tuning-db   who fixed the options given (default user);
+                tile-compile says tuning-db when they come from a tuning
+                database (tile-tune), and the kernel's tile.tiling says so
 
 Example:
 
     "tile.fill"(%C, %zero) ...; "tile.gemm"(%A, %B, %C) {accum_dtype = f32, ...}
-        : (memref<1024x1024xf8E4M3FNUZ>, memref<1024x1024xf8E4M3FNUZ>, memref<1024x1024xf16>) -> ()
-    // becomes (gfx942)
+        : (memref<256x256xf16>, memref<256x256xf16>, memref<256x256xf16>) -> ()
+    // becomes (gfx942: 64 workgroups of 32x32 blocks on its 304 CUs, not 4 of 128x128)
     "tile.kernel"() ({ ^bb0(%bx: index, %by: index): ... scf.for ... {tile.num_stages = 2 : i64} ... })
-        {grid = array<i64: 8, 8>, threads = 256 : i64}
+        {grid = array<i64: 8, 8>, threads = 256 : i64, tile.tiling = {predicted_seconds = ...,
+         source = "model", split_k = 1 : i64}}
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from mlir import ir
 from mlir.dialects import arith, scf
@@ -56,20 +80,45 @@ from mlir.dialects import arith, scf
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
+from tilemlir.passes.gemm_configs import (
+    SPLIT_K,
+    Fixed,
+    accumulator_register_budget,
+    accumulator_registers,
+    candidate_configs,
+    default_block_k,
+    gemm_problem,
+    instruction_for,
+    shared_bytes_needed,
+)
 from tilemlir.passes.gemm_facts import gemm_shape
-from tilemlir.passes.kernel_facts import grid_problem
-from tilemlir.passes.lower_to_gpu.api import matrix_core_for
+from tilemlir.passes.kernel_facts import grid_problem, int_attr
 from tilemlir.target import resolve_target
+from tilemlir.tune.facts import model_facts
+from tilemlir.tune.model import (
+    DoesNotFit,
+    GemmProblem,
+    KernelConfig,
+    Prediction,
+    element_bytes,
+    predict,
+)
 
-DEFAULT_STAGES = 2
-DEFAULT_WAVES = 4
+# The rule the model replaced, used when no configuration passes its checks.
+RULE_STAGES = 2
+RULE_WAVES = 4
+RULE_EXTENT = 128
+SMALLEST_EXTENT = 32
+# The facts the fixed rule's checks read (besides the wave size and the LDS,
+# which are never assumed).
+RULE_FACTS = ("registers.vgprs_per_lane", "compute.max_threads_per_workgroup")
 
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def block_extent(problem: int, preferred: int = 128, smallest: int = 32) -> int:
+def block_extent(problem: int, preferred: int = RULE_EXTENT, smallest: int = SMALLEST_EXTENT) -> int:
     if problem >= preferred:
         return preferred
     extent = smallest
@@ -78,79 +127,70 @@ def block_extent(problem: int, preferred: int = 128, smallest: int = 32) -> int:
     return extent
 
 
-def element_bytes(type_name: str) -> int:
-    from tilemlir.target.model import ELEMENT_BITS
-
-    return max(1, ELEMENT_BITS.get(type_name, 32) // 8)
-
-
-# Registers per lane kept for operand fragments and addresses on targets whose
-# accumulators share the one register file (no separate accumulation file).
-OPERAND_REGISTER_RESERVE = 64
-
-
-def accumulator_register_budget(target) -> tuple[int, str]:
-    """Registers per lane an accumulator may take, and why: half the file where
-    the target has an accumulation file (AMD AGPRs), else the file minus a
-    reserve for operands (NVIDIA)."""
-    from tilemlir.target.model import is_unknown
-
-    total = target.require("registers.vgprs_per_lane", "the register budget")
-    if not is_unknown(target.registers.acc_vgprs_max):
-        return total // 2, f"half of {total}"
-    return total - OPERAND_REGISTER_RESERVE, f"{total} minus {OPERAND_REGISTER_RESERVE} kept for operands"
-
-
 @dataclass(frozen=True)
 class TilingChoice:
     """How tile-tiling splits a gemm: the block tile (M, N, K), the threads of
-    each block, and the pipeline stages of the K loop."""
+    each block, and the pipeline stages of the K loop; who decided it
+    ("model", "user" or "tuning-db") and what the cost model predicts for it."""
 
     block: tuple[int, int, int]
     threads: int
     stages: int
+    source: str = "user"
+    prediction: Prediction | None = None
 
 
-def shared_bytes_needed(tiling: TilingChoice, a_bytes: int, b_bytes: int) -> int:
-    bm, bn, bk = tiling.block
-    return tiling.stages * (bm * bk * a_bytes + bk * bn * b_bytes)
+def rank_key(prediction: Prediction, config: KernelConfig) -> tuple:
+    """Fastest first; on a tie, fewer K iterations (per-iteration costs the
+    descriptor does not give: latency, barriers), the larger block, more
+    stages, then the wave count nearest the fixed rule's (the most exercised
+    lowering), fewer waves first."""
+    bm, bn, _ = config.block
+    waves = prediction.figures.waves
+    return (prediction.seconds, prediction.figures.iterations, -bm * bn, -config.stages,
+            abs(waves - RULE_WAVES), waves)
 
 
 @dataclass(frozen=True)
 class TileTiling(TilePass):
     name: ClassVar[str] = "tile-tiling"
-    summary: ClassVar[str] = "Turn whole-problem tile.gemm into tile kernels sized from the target"
+    summary: ClassVar[str] = "Turn whole-problem tile.gemm into tile kernels tiled by the cost model"
 
     block: tuple[int, ...] = ()
     threads: int = 0
     stages: int = 0
     target: str = ""
+    source: Literal["user", "tuning-db"] = "user"
 
     def run(self, module: ir.Operation, state: PassState) -> None:
-        gemms = [op for op in walk(module) if op.name == "tile.gemm"
-                 and not any(p.name == "tile.kernel" for p in _parents(op))]
         fills = [op for op in walk(module) if op.name == "tile.fill"
                  and not any(p.name == "tile.kernel" for p in _parents(op))]
-        if not gemms and not fills:
+        pairs = whole_problem_gemms(module)
+        if not pairs and not fills:
             return
         target = resolve_target(module, self.target)
-        pairs = [(op, _zero_fill_before(op)) for op in gemms]
         absorbed = [fill for _, fill in pairs if fill is not None]
         for op in fills:
             if not any(op == fill for fill in absorbed):
                 state.error(op, "tile-tiling: a whole-problem tile.fill is only tiled when it clears "
                                 "the C of the tile.gemm right after it")
+        said: set[str] = set()
         for op, fill in pairs:
-            tiling = self.choose_tiling(op, target, state)
+            tiling = self.choose_tiling(op, target, state, zero_init=fill is not None, said=said)
             if tiling is None:
                 continue
-            self.tile_gemm(op, tiling, zero_init=fill is not None)
+            kernel = self.tile_gemm(op, tiling, zero_init=fill is not None)
+            entries = {"source": ir.StringAttr.get(tiling.source), "split_k": int_attr(SPLIT_K)}
+            if tiling.prediction is not None:
+                entries["predicted_seconds"] = ir.FloatAttr.get_f64(tiling.prediction.seconds)
+            attributes.TILING.write(kernel, entries)
             if fill is not None:
                 fill.erase()
 
     # -- choosing the tiles ---------------------------------------------------
 
-    def choose_tiling(self, op: ir.Operation, target, state: PassState) -> TilingChoice | None:
+    def choose_tiling(self, op: ir.Operation, target, state: PassState, zero_init: bool = True,
+                      said: set[str] | None = None) -> TilingChoice | None:
         shape = gemm_shape(op)
         dynamic = ir.ShapedType.get_dynamic_size()
         if dynamic in (shape.m, shape.n, shape.k):
@@ -159,48 +199,119 @@ class TileTiling(TilePass):
         if self.block and len(self.block) != 3:
             state.error(op, f"tile-tiling: block must be M,N,K, got {','.join(map(str, self.block))}")
             return None
-        wave = target.require("compute.wave_size", "choosing the thread count")
-        a_bytes, b_bytes = element_bytes(shape.a), element_bytes(shape.b)
+        if (self.block and min(self.block) <= 0) or self.threads < 0 or self.stages < 0:
+            state.error(op, "tile-tiling: block sizes, threads and stages must be positive")
+            return None
+        facts = model_facts(target)
+        problem = gemm_problem(shape, target, zero_init)
+        given = {"block": self.block, "threads": self.threads, "stages": self.stages}
+        source = self.source if any(given.values()) else "model"
+        if all(given.values()):
+            tiling = self.checked_rule_tiling(op, problem, target, state)
+            if tiling is not None:
+                tiling = TilingChoice(tiling.block, tiling.threads, tiling.stages, source,
+                                      self.prediction_of(problem, tiling, target))
+                self.say_assumptions(op, tiling.prediction, facts, state, said)
+                if source == "tuning-db":
+                    state.remark(op, f"tile-tiling: block {'x'.join(map(str, tiling.block))}, "
+                                     f"{tiling.threads} threads, {tiling.stages} stages for this "
+                                     f"{problem} gemm, from the tuning database")
+            return tiling
+        fixed = Fixed(tuple(self.block), self.threads, self.stages)
+        ranked = sorted(((predict(problem, config, target), config)
+                         for config in candidate_configs(problem, target, fixed)),
+                        key=lambda pair: rank_key(*pair))
+        if not ranked:
+            tiling = self.checked_rule_tiling(op, problem, target, state)
+            if tiling is None:
+                return None
+            tiling = TilingChoice(tiling.block, tiling.threads, tiling.stages, source,
+                                  self.prediction_of(problem, tiling, target))
+            self.say_assumptions(op, tiling.prediction, facts, state, said)
+            if target.mma_candidates(problem.shared_a, problem.shared_b, problem.accum):
+                # (Without any instruction for these types a later pass says why.)
+                state.remark(op, f"tile-tiling: no configuration passes the cost model's checks for "
+                                 f"this {problem} gemm; block {'x'.join(map(str, tiling.block))}, "
+                                 f"{tiling.threads} threads, {tiling.stages} stages by the fixed rule")
+            return tiling
+        (best, config), runner_up = ranked[0], ranked[1] if len(ranked) > 1 else None
+        self.say_assumptions(op, best, facts, state, said)
+        fixed_words = ", ".join(f"{k}={v if not isinstance(v, tuple) else ','.join(map(str, v))}"
+                                for k, v in given.items() if v)
+        text = (f"tile-tiling: {config.describe(facts.wave_size)} for this {problem} gemm"
+                f"{f' ({fixed_words} as given)' if fixed_words else ''}: {best.describe()}")
+        if runner_up is not None:
+            text += (f"; runner-up: {runner_up[1].describe(facts.wave_size)}: "
+                     f"{runner_up[0].describe()}")
+        state.remark(op, f"{text}; the fastest of {len(ranked)} configurations that fit "
+                         f"(cost model: tilemlir.tune.model)")
+        return TilingChoice(config.block, config.threads, config.stages, source, best)
+
+    def say_assumptions(self, op: ir.Operation, prediction: Prediction | None, facts, state: PassState,
+                        said: set[str] | None) -> None:
+        """One remark per assumed fact the decision used, once per run: those
+        the prediction read, or without one those the fixed rule's checks read."""
+        assumed = prediction.assumed if prediction is not None else tuple(
+            a for a in facts.assumed if a.field in RULE_FACTS)
+        for assumption in assumed:
+            message = f"tile-tiling: {assumption.message()}"
+            if said is None or message not in said:
+                state.remark(op, message)
+                if said is not None:
+                    said.add(message)
+
+    @staticmethod
+    def prediction_of(problem: GemmProblem, tiling: TilingChoice, target) -> Prediction | None:
+        """The model's prediction for a tiling it did not choose, when
+        tile-select-mma has an instruction for it and a CU can hold it."""
+        chosen = instruction_for(problem, tiling.block, tiling.threads, target)
+        if isinstance(chosen, str):
+            return None
+        row, split, group = chosen
+        config = KernelConfig(tiling.block, tiling.threads, tiling.stages, row, split, group)
+        try:
+            return predict(problem, config, target)
+        except DoesNotFit:
+            return None
+
+    def checked_rule_tiling(self, op: ir.Operation, problem: GemmProblem, target,
+                            state: PassState) -> TilingChoice | None:
+        """The options, completed by the fixed rule (module docstring), and
+        checked against the LDS, the launch limits and the register budget
+        (each failure a diagnostic with the numbers)."""
+        facts = model_facts(target)
+        wave = facts.wave_size
+        a_bytes, b_bytes = element_bytes(problem.shared_a), element_bytes(problem.shared_b)
         if self.block:
             block = tuple(self.block)
         else:
-            rows = [r for r in target.mma_candidates(shape.a, shape.b, shape.accum)
-                    if matrix_core_for(target.family).supported(r.m, r.n, r.k, r.blocks, wave)]
-            instruction_k = max((r.k for r in rows), default=16)
-            block_k = max(instruction_k, 64 // a_bytes)
-            block = (block_extent(shape.m), block_extent(shape.n), block_k)
-        threads = self.threads or DEFAULT_WAVES * wave
-        stages = self.stages or DEFAULT_STAGES
-        if min(block) <= 0 or threads <= 0 or stages <= 0:
-            state.error(op, "tile-tiling: block sizes, threads and stages must be positive")
-            return None
-        tiling = TilingChoice(block, threads, stages)
-        lds_limit = target.require("memory.shared_bytes_per_workgroup", "the LDS budget")
-        needed = shared_bytes_needed(tiling, a_bytes, b_bytes)
+            block = (block_extent(problem.m), block_extent(problem.n), default_block_k(problem, target))
+        tiling = TilingChoice(block, self.threads or RULE_WAVES * wave, self.stages or RULE_STAGES)
+        lds_limit = facts.shared_bytes_per_workgroup
+        needed = shared_bytes_needed(tiling.block, tiling.stages, a_bytes, b_bytes)
         if needed > lds_limit and not self.stages and not self.block:
-            while tiling.stages > 1 and shared_bytes_needed(tiling, a_bytes, b_bytes) > lds_limit:
+            while tiling.stages > 1 and shared_bytes_needed(tiling.block, tiling.stages, a_bytes,
+                                                            b_bytes) > lds_limit:
                 tiling = TilingChoice(tiling.block, tiling.threads, tiling.stages - 1)
-            needed = shared_bytes_needed(tiling, a_bytes, b_bytes)
+            needed = shared_bytes_needed(tiling.block, tiling.stages, a_bytes, b_bytes)
         if needed > lds_limit:
             bm, bn, bk = tiling.block
             state.error(op, f"tile-tiling: needs {needed} bytes of LDS ({tiling.stages} stages x "
                             f"({bm}x{bk} A + {bk}x{bn} B tiles)), {target.name} allows {lds_limit}")
             return None
-        grid = [ceil_div(shape.n, tiling.block[1]), ceil_div(shape.m, tiling.block[0])]
+        grid = [ceil_div(problem.n, tiling.block[1]), ceil_div(problem.m, tiling.block[0])]
         too_large = grid_problem(grid, tiling.threads, target)
         if too_large is not None:
-            state.error(op, f"tile-tiling: a {shape.m}x{shape.n} C in {tiling.block[0]}x{tiling.block[1]} "
+            state.error(op, f"tile-tiling: a {problem.m}x{problem.n} C in {tiling.block[0]}x{tiling.block[1]} "
                             f"blocks needs a grid of {grid[0]}x{grid[1]} blocks (x: N, y: M): "
                             f"{too_large}; split the GEMM into several")
             return None
-        accum_bytes = element_bytes(shape.accum)
-        budget, why = accumulator_register_budget(target)
-        registers = ceil_div(block[0] * block[1] * accum_bytes, 4 * tiling.threads)
-        most_threads = target.require("compute.max_threads_per_workgroup", "the thread count")
-        while registers > budget and not self.threads and tiling.threads * 2 <= most_threads:
+        budget, why = accumulator_register_budget(facts)
+        registers = accumulator_registers(block, problem.accum, tiling.threads)
+        while registers > budget and not self.threads and tiling.threads * 2 <= facts.max_threads_per_workgroup:
             # More waves share the accumulator when the thread count was not given.
             tiling = TilingChoice(tiling.block, tiling.threads * 2, tiling.stages)
-            registers = ceil_div(block[0] * block[1] * accum_bytes, 4 * tiling.threads)
+            registers = accumulator_registers(block, problem.accum, tiling.threads)
         if registers > budget:
             state.error(op, f"tile-tiling: the {block[0]}x{block[1]} accumulator needs {registers} "
                             f"registers per lane with {tiling.threads} threads, {target.name} leaves "
@@ -210,7 +321,8 @@ class TileTiling(TilePass):
 
     # -- writing the kernel ---------------------------------------------------
 
-    def tile_gemm(self, op: ir.Operation, tiling: TilingChoice, zero_init: bool) -> None:
+    def tile_gemm(self, op: ir.Operation, tiling: TilingChoice, zero_init: bool) -> ir.Operation:
+        """Writes the kernel in place of `op` and returns it."""
         shape = gemm_shape(op)
         A, B, C = op.operands[0], op.operands[1], op.operands[2]
         bm, bn, bk = tiling.block
@@ -258,6 +370,15 @@ class TileTiling(TilePass):
                 if shape.m % bm == 0 and shape.n % bn == 0:
                     attributes.IN_BOUNDS.mark(store)
         op.erase()
+        return kernel
+
+
+def whole_problem_gemms(module: ir.Operation) -> list[tuple[ir.Operation, ir.Operation | None]]:
+    """What tile-tiling tiles: each tile.gemm outside any tile.kernel, in
+    program order, with the zero tile.fill of its C right before it (which
+    becomes the cleared accumulator), or None when the gemm reads C."""
+    return [(op, _zero_fill_before(op)) for op in walk(module) if op.name == "tile.gemm"
+            and not any(p.name == "tile.kernel" for p in _parents(op))]
 
 
 def _parents(op: ir.Operation):

@@ -37,6 +37,7 @@ from tilemlir.target.registry import (
     get_target,
     load_target_file,
     resolve_target,
+    shipped_targets,
     target_names,
 )
 
@@ -63,5 +64,6 @@ __all__ = [
     "load_descriptor",
     "load_target_file",
     "resolve_target",
+    "shipped_targets",
     "target_names",
 ]

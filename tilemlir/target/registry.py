@@ -173,6 +173,15 @@ def all_targets() -> tuple[Target, ...]:
     return tuple(t for family in families() for t in family_targets(family))
 
 
+def shipped_targets() -> tuple[Target, ...]:
+    """The targets of the families built into tilemlir (its own
+    tilemlir/backends/ packages), not of plug-ins: the descriptors whose facts
+    this project sourced (the cost model's assumptions are drawn from them)."""
+    shipped = _shipped_families()
+    return tuple(t for family in families() if _registrations()[family].value == shipped.get(family)
+                 for t in family_targets(family))
+
+
 def target_names() -> tuple[str, ...]:
     return tuple(str(t) for t in all_targets())
 

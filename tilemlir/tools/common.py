@@ -80,6 +80,18 @@ def _guarded(prog: str, run: Callable[[list[str]], int], argv: list[str]) -> int
         sys.setrecursionlimit(limit)
 
 
+def raise_user_errors(parser):
+    """Makes `parser` raise a UserError for a bad command line (printed the
+    tools' way) instead of printing usage and exiting."""
+    from tilemlir.diagnostics import UserError
+
+    def error(message: str):
+        raise UserError(message)
+
+    parser.error = error
+    return parser
+
+
 def read_input(path: str):
     """The input file (or stdin for '-') as a SourceBuffer; unreadable or
     non-UTF-8 input is a UserError naming it."""

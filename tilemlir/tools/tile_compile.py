@@ -11,9 +11,13 @@ them, by default at the backend's default (amdgpu: isa; else its last stage).
 Input already at GPU level (a gpu.module, no tile ops) skips the tile passes.
 `--report` prints the backend's report as JSON on stdout (the artifact then
 goes only to `-o`), with the `decisions` the tile passes recorded per kernel
-(`tilemlir.backends.decisions`). `--plot-layout FILE.png` draws the kernel's
-fragments' lane layouts and its shared buffers' bank maps (`plot_layout`;
-needs matplotlib, the `plot` extra). Errors print as `file:line:col: error: message`, the exit
+(`tilemlir.backends.decisions`). A whole-problem GEMM that tile-tune tuned for
+the target is tiled as the tuning database says (`--tuning-db PATH`, else
+$TILEMLIR_TUNING_DB, else the cache file when it exists; not when --tiling or
+--select is given), and the report says `config_source: "tuning-db"`.
+`--plot-layout FILE.png` draws the kernel's fragments' lane layouts and its
+shared buffers' bank maps (`plot_layout`; needs matplotlib, the `plot` extra).
+Errors print as `file:line:col: error: message`, the exit
 status is 1 and no output is written.
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -84,6 +89,8 @@ class Options:
     describe_format: str | None = None
     plot_layout: str | None = None
     plot_buffer: list[str] | None = None
+    tuning_db: str | None = None
+    no_tuning_db: bool = False
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -131,6 +138,12 @@ def _parser() -> argparse.ArgumentParser:
                         help="options for any tile pass, written as pipeline elements, e.g. "
                              "'tile-infer-layout{transpose-reads=true},"
                              "tile-lower-to-gpu{direct-lds-loads=true}'")
+    parser.add_argument("--tuning-db", metavar="PATH",
+                        help="tile whole-problem GEMMs as this tuning database (tile-tune's) says "
+                             "(default: $TILEMLIR_TUNING_DB, else $XDG_CACHE_HOME/tilemlir/tuning.json "
+                             "if it exists); --tiling or --select set by hand take precedence")
+    parser.add_argument("--no-tuning-db", action="store_true",
+                        help="read no tuning database: the cost model (or --tiling) decides")
     parser.add_argument("--dump-pass-pipeline", action="store_true",
                         help="print every stage's exact pipeline or command line (to stderr)")
     parser.add_argument("--verify-diagnostics", action="store_true",
@@ -144,16 +157,14 @@ def _parser() -> argparse.ArgumentParser:
 def parse_args(argv: list[str]) -> Options:
     from tilemlir.backends.stages import registered_stages
     from tilemlir.diagnostics import UserError
+    from tilemlir.tools.common import raise_user_errors
 
-    parser = _parser()
-
-    def error(message: str):
-        raise UserError(message)
-
-    parser.error = error  # type: ignore[method-assign]
+    parser = raise_user_errors(_parser())
     options = Options(**vars(parser.parse_args(argv)))
     if options.target and options.target_desc:
         raise UserError("give either --target or --target-desc, not both")
+    if options.tuning_db is not None and options.no_tuning_db:
+        raise UserError("give either --tuning-db or --no-tuning-db, not both")
     if options.split_input_file and not options.verify_diagnostics:
         raise UserError("--split-input-file is only supported with --verify-diagnostics")
     if options.plot_buffer and not options.plot_layout:
@@ -174,7 +185,39 @@ def parse_args(argv: list[str]) -> Options:
     return options
 
 
-def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
+class TuningLookup:
+    """The tuning database tile-compile reads (read when first needed, once):
+    --tuning-db, else $TILEMLIR_TUNING_DB, else the cache file if it exists."""
+
+    def __init__(self, options: Options):
+        from tilemlir.tune.db import database_path
+
+        self.path = None if options.no_tuning_db or options.tiling or options.select else \
+            database_path(options.tuning_db, os.environ)
+        self.database = None
+
+    def entry_for(self, module, target):
+        """The database's entry for this module on `target`, or None."""
+        from tilemlir.tune.db import load_database
+        from tilemlir.tune.search import tuning_key
+
+        if self.path is None:
+            return None
+        key = tuning_key(module, target)
+        if key is None:
+            return None
+        if self.database is None:
+            self.database = load_database(self.path)
+        return self.database.lookup(key)
+
+    def report(self, entry) -> dict:
+        return {"database": str(self.path), "measure": entry.measure, "seconds": entry.seconds,
+                "default_seconds": entry.default_seconds, "candidates": entry.candidates,
+                "when": entry.when}
+
+
+def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str],
+                   tuning: TuningLookup | None = None):
     """Parses and compiles one chunk; returns (result or None, diagnostics)."""
     from tilemlir.compiler import CompileError, CompileOptions, compile_module, default_emit
     from tilemlir.diagnostics import (
@@ -185,6 +228,7 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
         parse_chunk,
     )
     from tilemlir.target import resolve_target
+    from tilemlir.tune.db import TuningDatabaseError
 
     diags: list = []
     result = None
@@ -194,21 +238,30 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str]):
             module = parse_chunk(chunk, context)
             parse_seconds = time.perf_counter() - start
             target = resolve_target(module, options.target_desc or options.target)
+            tiling, select = options.tiling, options.select
+            tuned = tuning.entry_for(module, target) if tuning is not None else None
+            if tuned is not None:
+                tiling = f"{tuned.config.tiling_options()} source=tuning-db"
+                select = tuned.config.select
             result = compile_module(
                 module,
                 target,
                 options.emit or default_emit(target.family),
                 CompileOptions(report=options.report, allow_spills=options.allow_spills,
-                               tiling=options.tiling, select=options.select,
+                               tiling=tiling, select=select,
                                passes=options.pass_options),
                 source=chunk.source,
                 seconds={"parse": parse_seconds},
                 dump_pipeline=stderr_lines.append if options.dump_pass_pipeline else None,
             )
+            if tuned is not None and result.report is not None:
+                result.report["tuning"] = tuning.report(tuned)
         except ParseFailure as failure:
             diags.extend(failure.diags)
         except CompileError as error:
             diags.extend(error.diags)
+        except TuningDatabaseError as error:
+            diags.append(error.diag)  # `PATH:line:col: error: ...`, the database's position
         except UserError as error:
             if not options.verify_diagnostics:
                 raise
@@ -232,8 +285,9 @@ def run(argv: list[str]) -> int:
     source = read_input(options.input)
     stderr_lines: list[str] = []
     results, ok = [], True
+    tuning = TuningLookup(options)
     for chunk in split_input(source, options.split_input_file):
-        result, diags = _compile_chunk(chunk, options, context, stderr_lines)
+        result, diags = _compile_chunk(chunk, options, context, stderr_lines, tuning)
         if options.verify_diagnostics:
             failures = verify_expectations(chunk, diags)
             stderr_lines.extend(format_diag(d, source) for d in failures)

@@ -83,14 +83,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
-    from tilemlir.diagnostics import UserError
+    from tilemlir.tools.common import raise_user_errors
 
-    parser = _parser()
-
-    def error(message: str):
-        raise UserError(message)
-
-    parser.error = error  # type: ignore[method-assign]
+    parser = raise_user_errors(_parser())
     return parser.parse_args(argv)
 
 

@@ -14,11 +14,11 @@
 // a comment at the end of the loop; a single-stage loop (prefetch through
 // registers) gets it too. Not with 8 waves (two per SIMD), not when turned off.
 //
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 stages=2" --emit gpu | filecheck %s --check-prefix=HINT
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 stages=2" --emit isa | filecheck %s --check-prefix=HINT-ISA
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 stages=2" --emit gpu --pass-options 'tile-lower-to-gpu{sched-hints=false}' | filecheck %s --check-prefix=NO-HINT
+// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=2" --emit gpu | filecheck %s --check-prefix=HINT
+// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=2" --emit isa | filecheck %s --check-prefix=HINT-ISA
+// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=2" --emit gpu --pass-options 'tile-lower-to-gpu{sched-hints=false}' | filecheck %s --check-prefix=NO-HINT
 // RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=512 stages=2" --emit gpu | filecheck %s --check-prefix=NO-HINT
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 stages=1" --emit gpu | filecheck %s --check-prefix=HINT
+// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=1" --emit gpu | filecheck %s --check-prefix=HINT
 // HINT: scf.for
 // HINT: amdgpu.mfma
 // HINT: rocdl.sched.group.barrier 8, 16, 0
@@ -29,9 +29,9 @@
 // NO-HINT: scf.for
 // NO-HINT-NOT: rocdl.sched.group.barrier
 //
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 stages=1" --emit llvm | filecheck %s --check-prefix=LLVM
+// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=1" --emit llvm | filecheck %s --check-prefix=LLVM
 // RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=512 stages=1" --emit llvm | filecheck %s --check-prefix=LLVM512
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 stages=1" --emit isa | filecheck %s --check-prefix=ISA
+// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=1" --emit isa | filecheck %s --check-prefix=ISA
 // RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=512 stages=1" --emit isa | filecheck %s --check-prefix=ISA512
 
 // LLVM: define amdgpu_kernel void @gemm_kernel0({{.*}}) #[[ATTRS:[0-9]+]]

@@ -9,6 +9,8 @@ module attributes {tile.target = "nvidia:sm_90a"} {
     "tile.fill"(%C, %zero) : (memref<256x256xf16>, f16) -> ()
     // expected-error@below {{tile-select-mma: prefer=wgma starts no instruction name of nvidia:sm_90a (its table has e.g. mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32}}
     "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<256x256xf16>, memref<256x256xf16>, memref<256x256xf16>) -> ()
+    // (tile-tiling's choice, before tile-select-mma refuses the option.)
+    // expected-remark@-2 {{tile-tiling: block}}
     return
   }
 }

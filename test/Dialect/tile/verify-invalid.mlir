@@ -971,6 +971,42 @@ func.func @zero_vector_width(%A: memref<64x64xf16>) {
 
 // -----
 
+// tile.tiling says who decided a kernel's configuration: one of three sources.
+func.func @tiling_unknown_source() {
+  // expected-error@below {{tile.kernel: tile.tiling must be {source = "model" | "user" | "tuning-db", split_k = N >= 1, predicted_seconds = F (optional)}; 'source': got "compiler" (expected 'model' or 'user' or 'tuning-db')}}
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64, tile.tiling = {source = "compiler", split_k = 1 : i64}} : () -> ()
+  return
+}
+
+// -----
+
+// Split-K divides K among at least one workgroup.
+func.func @tiling_split_k_zero() {
+  // expected-error@below {{tile.kernel: tile.tiling must be {source = "model" | "user" | "tuning-db", split_k = N >= 1, predicted_seconds = F (optional)}; 'split_k': got 0 : i64}}
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64, tile.tiling = {source = "model", split_k = 0 : i64}} : () -> ()
+  return
+}
+
+// -----
+
+// The prediction is a float (seconds).
+func.func @tiling_prediction_not_float() {
+  // expected-error@below {{'predicted_seconds': got "fast"}}
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64, tile.tiling = {source = "model", split_k = 1 : i64, predicted_seconds = "fast"}} : () -> ()
+  return
+}
+
+// -----
+
 // The module's target is a string such as "amdgpu:gfx942".
 // expected-error@below {{builtin.module: tile.target must be a string such as "amdgpu:gfx942"; got 942 : i64}}
 module attributes {tile.target = 942} {

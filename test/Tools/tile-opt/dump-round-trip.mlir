@@ -4,8 +4,9 @@
 // two runs print the same IR.
 // RUN: tile-opt %s -p 'builtin.module(func.func(canonicalize,tile-verify{allow-narrow-accumulator}),tile-tiling{block=64,64,32 stages=2 target=amdgpu:gfx942},cse)' --dump-pass-pipeline -o %t.first.mlir 2> %t.first.dump
 // RUN: filecheck %s --check-prefix=DUMP < %t.first.dump
-// (xargs hands the dump's last line to -p as one argument.)
-// RUN: tail -n 1 %t.first.dump | xargs -d '\n' tile-opt %s --dump-pass-pipeline -o %t.second.mlir -p 2> %t.second.dump
+// (xargs hands the dumped pipeline, the line after the header, to -p as one
+// argument; tile-tiling's remarks follow it.)
+// RUN: grep -A1 '^Pass Manager with pipeline:' %t.first.dump | tail -n 1 | xargs -d '\n' tile-opt %s --dump-pass-pipeline -o %t.second.mlir -p 2> %t.second.dump
 // RUN: diff %t.first.dump %t.second.dump
 // RUN: diff %t.first.mlir %t.second.mlir
 // DUMP: Pass Manager with pipeline:
@@ -15,7 +16,7 @@
 // so the dump reproduces the run without --target.
 // RUN: tile-opt %s --target=amdgpu:gfx942 --tile-verify --tile-tiling='stages=2' --canonicalize --dump-pass-pipeline -o %t.flags.mlir 2> %t.flags.dump
 // RUN: filecheck %s --check-prefix=FLAGS < %t.flags.dump
-// RUN: tail -n 1 %t.flags.dump | xargs -d '\n' tile-opt %s -dump-pass-pipeline -o %t.flags2.mlir -pass-pipeline 2> %t.flags2.dump
+// RUN: grep -A1 '^Pass Manager with pipeline:' %t.flags.dump | tail -n 1 | xargs -d '\n' tile-opt %s -dump-pass-pipeline -o %t.flags2.mlir -pass-pipeline 2> %t.flags2.dump
 // RUN: diff %t.flags.dump %t.flags2.dump
 // RUN: diff %t.flags.mlir %t.flags2.mlir
 // FLAGS: builtin.module(tile-verify,tile-tiling{stages=2 target=amdgpu:gfx942},canonicalize{{{.*}}})

@@ -1,0 +1,29 @@
+// RUN: tile-opt %s --verify-diagnostics --target=amdgpu:gfx942 --tile-tiling
+// RUN: tile-opt %s --target=amdgpu:gfx942 --tile-tiling 2>/dev/null | filecheck %s
+// RUN: tile-compile %s --target amdgpu:gfx942 --report -o /dev/null 2>/dev/null | filecheck %s --check-prefix=REPORT
+// RUN: tile-compile %s --target amdgpu:gfx942 --tiling 'block=128,128,32' --report -o /dev/null 2>/dev/null | filecheck %s --check-prefix=USER
+
+// The default tiling sees the size of the machine (issue 20): on gfx942's 304
+// CUs a 256x256x256 f16 GEMM in 128x128 blocks was 4 workgroups, 300 CUs idle.
+// The cost model (tilemlir.tune.model) spreads it over 64 workgroups of 32x32;
+// its remark gives the choice, its prediction and the runner-up; the kernel
+// records who chose (tile.tiling) and --report says it.
+// CHECK-LABEL: func.func @gemm
+// CHECK: "tile.alloc_fragment"() : () -> memref<32x32xf32, #gpu.address_space<private>>
+// CHECK: {grid = array<i64: 8, 8>, threads = 256 : i64, tile.tiling = {predicted_seconds = {{.+}} : f64, source = "model", split_k = 1 : i64}}
+// REPORT: "workgroups": 64,
+// REPORT-NEXT: "split_k": 1,
+// REPORT-NEXT: "predicted_seconds": 4.{{[0-9]+}}e-07,
+// REPORT-NEXT: "config_source": "model"
+// With --tiling the user decided (the model still predicts): 4 workgroups.
+// USER: "workgroups": 4,
+// USER-NEXT: "split_k": 1,
+// USER-NEXT: "predicted_seconds": {{[0-9.]+}}e-06,
+// USER-NEXT: "config_source": "user"
+func.func @gemm(%A: memref<256x256xf16>, %B: memref<256x256xf16>, %C: memref<256x256xf16>) {
+  %zero = arith.constant 0.0 : f16
+  "tile.fill"(%C, %zero) : (memref<256x256xf16>, f16) -> ()
+  // expected-remark@below {{tile-tiling: block 32x32x32, 256 threads (4 waves as 2x2), 2 stages, v_mfma_f32_16x16x16_f16, split-K 1 for this 256x256x256 f16 x f16 -> f16 (sum in f32) gemm: 64 workgroups on 304 CUs, up to 8 at once per CU, 1 round; predicted 0.47 us (device memory-bound); runner-up: block 32x32x32, 128 threads (2 waves as 1x2), 2 stages, v_mfma_f32_16x16x16_f16, split-K 1: 64 workgroups on 304 CUs}}
+  "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<256x256xf16>, memref<256x256xf16>, memref<256x256xf16>) -> ()
+  return
+}

@@ -1,0 +1,255 @@
+"""The cost model (tilemlir.tune), the configurations tile-tiling chooses among
+(tilemlir.passes.gemm_configs), and what tile-compile --report says of them."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tilemlir
+from tilemlir.passes.gemm_configs import Fixed, candidate_configs, instruction_for, misfit
+from tilemlir.runtime import run
+from tilemlir.target import get_target, load_target_file
+from tilemlir.target.model import UNKNOWN, UnknownFactError
+from tilemlir.tune import facts as facts_module
+from tilemlir.tune.facts import RULES, least_favourable, model_facts
+from tilemlir.tune.model import DoesNotFit, GemmProblem, KernelConfig, kernel_figures, predict
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernel_text import whole_problem_gemm
+
+REPO = Path(__file__).resolve().parents[2]
+GFX942 = get_target("amdgpu:gfx942")
+F16 = GemmProblem(256, 256, 256, "f16", "f16", "f16", "f32")
+
+
+def config(problem: GemmProblem, block, threads=256, stages=2, target=GFX942, split_k=1) -> KernelConfig:
+    row, split, group = instruction_for(problem, block, threads, target)
+    return KernelConfig(block, threads, stages, row, split, group, split_k)
+
+
+# --------------------------------------------------------------------------
+# The acceptance: a small GEMM on a large chip is spread over it
+# --------------------------------------------------------------------------
+
+
+def test_256_cubed_on_gfx942_fills_the_chip_and_the_report_says_why():
+    """A 256x256x256 f16 GEMM on gfx942 (304 CUs) was 4 workgroups of 128x128;
+    the cost model spreads it over at least 64 (or splits K), the report says
+    the model chose it and what it predicts, the remark gives the runner-up,
+    and the kernel it chose computes the GEMM (emulator against float64)."""
+    text = whole_problem_gemm(256, 256, 256, "f16", "f16")
+    result = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa", options={"report": True})
+    report = result.report
+    assert report["workgroups"] >= 64 or report["split_k"] > 1
+    assert report["config_source"] == "model" and report["split_k"] == 1
+    assert 0 < report["predicted_seconds"] < predict(F16, config(F16, (128, 128, 32)), GFX942).seconds
+    (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block")]
+    assert f"gemm: {report['workgroups']} workgroups on 304 CUs" in remark and "; runner-up: block " in remark
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((256, 256)).astype(np.float16) for _ in range(2))
+    c = np.zeros((256, 256), np.float16)
+    run(text, "gemm", [a, b, c], engine="emulator", target="amdgpu:gfx942")
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    # f16 output rounding plus f32 sums of 256 products of values below ~5.
+    assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -10 + 256 * 25 * 2.0 ** -23
+
+
+def test_report_fields_for_user_choices():
+    """--tiling (any part of it) and a kernel written by hand are the user's;
+    the model still predicts what --tiling gave; GPU-level input has no tile
+    kernel to describe."""
+    text = whole_problem_gemm(256, 256, 256, "f16", "f16")
+    given = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa",
+                             options={"report": True, "tiling": "block=128,128,32"}).report
+    assert (given["workgroups"], given["split_k"], given["config_source"]) == (4, 1, "user")
+    assert given["predicted_seconds"] > 0
+    seed = (REPO / "examples" / "seed_fp8_gemm.mlir").read_text()
+    hand = tilemlir.compile(seed, target="amdgpu:gfx942", emit="isa", options={"report": True}).report
+    assert (hand["workgroups"], hand["split_k"], hand["predicted_seconds"], hand["config_source"]) == (
+        64, 1, None, "user")
+    gpu = tilemlir.compile((REPO / "examples" / "gpu" / "mfma_fp8_gfx942.mlir").read_text(),
+                           target="amdgpu:gfx942", emit="isa", options={"report": True}).report
+    assert (gpu["workgroups"], gpu["predicted_seconds"], gpu["config_source"]) == (None, None, "user")
+
+
+def test_metax_report_has_the_fields():
+    text = whole_problem_gemm(128, 128, 64, "f16", "f32")
+    report = tilemlir.compile(text, target="metax:xcore1500", emit="maca", options={"report": True}).report
+    assert report["config_source"] == "model" and report["predicted_seconds"] > 0
+    assert report["workgroups"] >= 1 and report["split_k"] == 1
+
+
+# --------------------------------------------------------------------------
+# The formula
+# --------------------------------------------------------------------------
+
+
+def test_prediction_by_hand():
+    """One 128x128 workgroup of 4 waves, K = 256 in 8 steps of 32, on gfx942,
+    worked out from the descriptor: 2100 MHz, 4 SIMDs, 128 B/clock of LDS
+    (32 banks x 4 B), 5300 GB/s, v_mfma_f32_32x32x8_f16 at 16384 FLOP / 32 cycles."""
+    problem = GemmProblem(128, 128, 256, "f16", "f16", "f16", "f32")
+    chosen = config(problem, (128, 128, 32))
+    assert chosen.instruction.name == "v_mfma_f32_32x32x8_f16" and chosen.warp_grid == (2, 2)
+    prediction = predict(problem, chosen, GFX942)
+    matrix = 2 * 128 * 128 * 32 / 4 / (16384 / 32)  # one wave's clocks per step: 512
+    lds = (2 * 128 * 32 * 2 + 4 * (64 * 32 * 2) * 2) / 128  # tiles written, panels read: 384
+    share = 5300e9 / 2100e6  # bytes per clock, one active CU
+    memory = 2 * 128 * 32 * 2 / share
+    clocks = 8 * max(matrix, lds, memory) + memory + 128 * 128 * 2 / share  # steps, fill, C
+    assert prediction.seconds == pytest.approx(clocks / 2100e6, rel=1e-12)
+    assert (prediction.workgroups, prediction.rounds, prediction.bound) == (1, 1, "matrix")
+    figures = prediction.figures
+    assert (figures.iterations, figures.global_bytes, figures.shared_bytes) == (8, 16384, 32768)
+    assert figures.matrix_instructions == 16 and figures.accumulator_registers == 64
+
+
+def test_wave_quantisation():
+    """Workgroups beyond what the CUs hold at once take another round: one
+    more workgroup than the chip holds costs a whole round more."""
+    problem = GemmProblem(128, 128, 4096, "f16", "f16", "f16", "f32")
+    chosen = config(problem, (128, 128, 32))
+    resident = predict(problem, chosen, GFX942).resident
+    assert resident == 2  # the LDS bound: 2 x 32 KiB of 64 KiB
+    full = 304 * resident
+
+    def at(workgroups: int):
+        return predict(dataclasses.replace(problem, m=128 * workgroups), chosen, GFX942)
+
+    exact, over = at(full), at(full + 1)
+    assert (exact.rounds, over.rounds) == (1, 2)
+    assert over.seconds > 1.4 * exact.seconds
+    # One fewer: the same round (its CUs' share of memory bandwidth barely changes).
+    assert at(full - 1).seconds == pytest.approx(exact.seconds, rel=1e-2)
+
+
+def test_busy_ratio_and_single_buffer_and_split_k():
+    """llvm-mca's busy ratio lengthens an iteration the matrix unit bounds; one
+    buffer serialises LDS stores after the reads; split-K multiplies the
+    workgroups and divides their K steps."""
+    problem = GemmProblem(128, 128, 256, "f16", "f16", "f16", "f32")
+    chosen = config(problem, (128, 128, 32))
+    plain = predict(problem, chosen, GFX942)
+    slow = predict(problem, chosen, GFX942, busy_ratio=0.5)
+    assert slow.seconds > 1.9 * plain.seconds and slow.bound == "issue"
+    single = predict(problem, dataclasses.replace(chosen, stages=1), GFX942)
+    assert single.seconds > plain.seconds and single.bound == "single-buffer"
+    split = predict(problem, dataclasses.replace(chosen, split_k=2), GFX942)
+    assert split.workgroups == 2 and split.figures.iterations == 4
+    assert split.seconds < plain.seconds
+
+
+def test_resident_workgroups_of_the_compiled_kernel_replace_the_estimate():
+    """A tuner passes the workgroups a CU holds as the compiled kernel allows
+    (its real registers and LDS): fewer at once means more rounds; none is
+    DoesNotFit, naming the compiled bound. (This one is memory-bound: the
+    rounds share the bandwidth, so its time does not grow.)"""
+    problem = GemmProblem(4096, 4096, 512, "f16", "f16", "f16", "f32")
+    chosen = config(problem, (128, 128, 32))
+    estimated = predict(problem, chosen, GFX942)
+    assert estimated.resident > 1
+    one = predict(problem, chosen, GFX942, resident=1)
+    assert one.resident == 1 and one.occupancy_limits == (("compiled", 1),)
+    assert one.rounds > estimated.rounds and one.seconds >= estimated.seconds
+    same = predict(problem, chosen, GFX942, resident=estimated.resident)
+    assert same.seconds == estimated.seconds
+    with pytest.raises(DoesNotFit, match="its compiled bound is 0"):
+        predict(problem, chosen, GFX942, resident=0)
+
+
+def test_a_configuration_no_cu_holds_is_refused():
+    """More LDS than a CU has: DoesNotFit names the bound; misfit says why.
+    An empty problem is no problem to cost."""
+    chosen = config(F16, (256, 256, 64), threads=512)
+    with pytest.raises(DoesNotFit, match="its lds bound is 0"):
+        predict(F16, chosen, GFX942)
+    assert misfit(F16, chosen, GFX942) == "needs 131072 bytes of LDS"
+    with pytest.raises(ValueError, match="non-empty problems"):
+        predict(dataclasses.replace(F16, k=0), config(F16, (32, 32, 32)), GFX942)
+
+
+def test_candidates_fit_and_respect_fixed_options():
+    candidates = candidate_configs(F16, GFX942)
+    assert candidates and all(misfit(F16, c, GFX942) is None for c in candidates)
+    assert {c.split_k for c in candidates} == {1} and {c.stages for c in candidates} == {1, 2}
+    fixed = candidate_configs(F16, GFX942, Fixed(block=(64, 64, 32), stages=2))
+    assert fixed and {(c.block, c.stages) for c in fixed} == {((64, 64, 32), 2)}
+    # Registers: 8 waves sharing 4 SIMDs leave each half of 256 for the estimate.
+    big = GemmProblem(4096, 4096, 4096, "f8E4M3FNUZ", "f8E4M3FNUZ", "f16", "f32")
+    assert misfit(big, config(big, (256, 256, 64), threads=512), GFX942).startswith("needs about 192 registers")
+
+
+# --------------------------------------------------------------------------
+# Facts and assumptions
+# --------------------------------------------------------------------------
+
+
+def test_assumptions_are_the_least_favourable_shipped_values():
+    """Each rule's value is the smallest (or largest) a shipped descriptor states."""
+    from tilemlir.target import shipped_targets
+
+    shipped = shipped_targets()
+    for rule in RULES:
+        stated = [facts_module._field(t, rule.field) for t in shipped
+                  if facts_module._field(t, rule.field) is not UNKNOWN]
+        value, basis = least_favourable(rule.field)
+        assert value == (min(stated) if rule.least == "min" else max(stated)), rule.field
+        assert basis.startswith(rule.meaning)
+
+
+def test_facts_known_facts_are_not_assumed_and_a_descriptor_replaces_assumptions():
+    assert model_facts(GFX942).assumed == ()
+    c500 = model_facts(get_target("metax:xcore1000"))
+    assert {a.field for a in c500.assumed} == {
+        "compute.logical_devices", "compute.simds_per_cu", "compute.max_waves_per_simd",
+        "compute.max_threads_per_workgroup", "registers.vgprs_per_lane", "memory.shared_bytes_per_cu",
+        "memory.shared_banks", "memory.shared_bank_bytes", "memory.hbm_bandwidth_gbps"}
+    assert c500.compute_units == 104 // 2 and c500.clock_mhz == 1600  # stated ones are used
+    stated = model_facts(load_target_file(REPO / "test" / "Transforms" / "Inputs" / "xcore1000_stated.toml"))
+    assert stated.assumed == () and stated.vgprs_per_lane == 512 and stated.compute_units == 104
+
+
+def test_instruction_rates():
+    """Cycles when stated; else the published peak (sm_90a: 989.4 TFLOP/s over
+    132 SMs x 4 x 1830 MHz); else the slowest shipped rate of the class."""
+    rate, assumed = model_facts(GFX942).instruction_rate(GFX942.mma_candidates("f16", "f16", "f32")[0])
+    assert (rate, assumed) == (512, None)
+    sm90 = get_target("nvidia:sm_90a")
+    rate, assumed = model_facts(sm90).instruction_rate(sm90.mma_candidates("f16", "f16", "f32")[0])
+    assert rate == pytest.approx(989.4e12 / (132 * 4 * 1830e6)) and assumed is None
+    c600 = get_target("metax:xcore1500")
+    rate, assumed = model_facts(c600).instruction_rate(c600.mma_candidates("i8", "i8", "i32")[0])
+    assert assumed is not None and assumed.field == "matrix.instructions[mma_16x16x32i8].cycles"
+    assert rate == min(r.flops / r.cycles for t in (get_target("amdgpu:gfx90a"), GFX942,
+                                                    get_target("amdgpu:gfx950"))
+                       for r in t.mma if r.a == "i8")
+
+
+def test_unknown_facts_without_a_rule_or_a_stated_value_are_errors(monkeypatch):
+    """The wave size is never assumed; nor is a fact no shipped descriptor states."""
+    no_wave = dataclasses.replace(GFX942, compute=dataclasses.replace(GFX942.compute, wave_size=UNKNOWN))
+    with pytest.raises(UnknownFactError, match="'compute.wave_size' is not publicly known"):
+        model_facts(no_wave)
+    monkeypatch.setattr(facts_module, "_shipped", lambda: ())
+    c600 = dataclasses.replace(get_target("metax:xcore1500"))  # a fresh object: not cached
+    with pytest.raises(UnknownFactError, match="'compute.compute_units' is not publicly known"):
+        model_facts(c600)
+
+
+def test_figures_count_what_the_model_reads():
+    problem = GemmProblem(100, 70, 50, "f8E4M3FN", "f8E4M3FN", "f16", "f32", reads_c=True,
+                          compute_a="f16", compute_b="f16")
+    xcore = get_target("metax:xcore1000")
+    chosen = config(problem, (32, 32, 64), threads=256, target=xcore)
+    figures = kernel_figures(problem, chosen, model_facts(xcore))
+    assert figures.workgroups == math.ceil(100 / 32) * math.ceil(70 / 32)
+    assert figures.iterations == 1
+    assert figures.global_bytes == 2 * 32 * 64  # fp8 as stored
+    assert figures.shared_bytes == 2 * 2 * 32 * 64 * 2  # f16 in shared memory, 2 stages
+    assert figures.epilogue_bytes == 32 * 32 * 2 * 2  # C read and written

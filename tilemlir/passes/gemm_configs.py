@@ -1,0 +1,197 @@
+"""The GEMM configurations that fit a target: what tile-tiling (and a tuner)
+chooses among.
+
+    problem = gemm_problem(gemm_shape(op), target, zero_init=True)
+    for config in candidate_configs(problem, target):
+        predict(problem, config, target)          # tilemlir.tune.model
+
+`candidate_configs` enumerates block tiles, waves and stages (split-K is 1:
+no lowering produces a split-K reduction yet), each with the instruction and
+wave split tile-select-mma would choose for it (`select_mma_for`), and keeps
+those that fit:
+
+* block M and N: 32, 64, 128, 256, up to the smallest that covers the
+  problem's dimension; block K: the largest K among the usable instructions,
+  at least 64 bytes of A per row, and twice that when K has room for it;
+* waves: 1, 2, 4 or 8, within the workgroup limit; stages: 1 or 2 (the
+  model does not reward deeper pipelines: tilemlir.tune.model);
+* LDS: every stage's A and B tiles within the workgroup's LDS;
+* registers: the accumulator within its budget (`accumulator_register_budget`),
+  and the model's per-lane estimate within what one wave may hold
+  (`wave_register_limit`);
+* the grid within the launch limits, and a matrix instruction that splits the
+  block over the waves (tile-select-mma's rule; its lane layout known).
+
+Options the user fixed (tile-tiling's `block`, `threads`, `stages`) take only
+their given value. Unknown descriptor facts are assumed (tilemlir.tune.facts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from tilemlir.passes.gemm_facts import GemmShape
+from tilemlir.passes.kernel_facts import grid_problem
+from tilemlir.passes.legalize_precision import Rejected, TileLegalizePrecision
+from tilemlir.passes.lower_to_gpu.api import matrix_core_for
+from tilemlir.passes.select_mma import select_mma_for
+from tilemlir.target.model import FP8_KIND, MmaInstr, Target, is_unknown
+from tilemlir.tune.facts import ModelFacts, model_facts
+from tilemlir.tune.model import GemmProblem, KernelConfig, element_bytes, kernel_figures, occupancy
+
+BLOCK_EXTENTS = (32, 64, 128, 256)
+WAVE_COUNTS = (1, 2, 4, 8)
+STAGE_COUNTS = (1, 2)
+SPLIT_K = 1
+# Bytes of A a block row reads at least per K step (tile-tiling's rule for
+# block_K since its first version; the model then also tries twice that).
+MIN_ROW_BYTES = 64
+# Registers per lane kept for operand fragments and addresses on targets whose
+# accumulators share the one register file (no separate accumulation file).
+OPERAND_REGISTER_RESERVE = 64
+
+
+def compute_types(shape: GemmShape, target: Target) -> tuple[str, str]:
+    """The operand types the matrix unit will read: tile-legalize-precision's
+    choice with its default options (fp8 in the chip's encoding, or f16 where
+    the chip has none or it is not known); the stored types when it would
+    refuse the gemm (it says why later)."""
+    if shape.a not in FP8_KIND and shape.b not in FP8_KIND:
+        return shape.a, shape.b
+    formats = target.matrix.fp8_formats
+    try:
+        return TileLegalizePrecision().legal_types(shape.a, shape.b, () if is_unknown(formats) else tuple(formats),
+                                                   str(target))
+    except Rejected:
+        return shape.a, shape.b
+
+
+def gemm_problem(shape: GemmShape, target: Target, zero_init: bool) -> GemmProblem:
+    """The model's view of a whole-problem gemm."""
+    compute_a, compute_b = compute_types(shape, target)
+    return GemmProblem(**dataclasses.asdict(shape), reads_c=not zero_init, compute_a=compute_a,
+                       compute_b=compute_b)
+
+
+def accumulator_register_budget(facts: ModelFacts) -> tuple[int, str]:
+    """Registers per lane an accumulator may take, and why: half the file where
+    the target has an accumulation file (AMD AGPRs), else the file minus a
+    reserve for operands (NVIDIA)."""
+    total = facts.vgprs_per_lane
+    if facts.has_accumulation_file:
+        return total // 2, f"half of {total}"
+    return total - OPERAND_REGISTER_RESERVE, f"{total} minus {OPERAND_REGISTER_RESERVE} kept for operands"
+
+
+def accumulator_registers(block: tuple[int, ...], accum: str, threads: int) -> int:
+    return math.ceil(block[0] * block[1] * element_bytes(accum) / (4 * threads))
+
+
+def shared_bytes_needed(block: tuple[int, ...], stages: int, a_bytes: int, b_bytes: int) -> int:
+    bm, bn, bk = block
+    return stages * (bm * bk * a_bytes + bk * bn * b_bytes)
+
+
+def default_block_k(problem: GemmProblem, target: Target) -> int:
+    """The largest K among the chip's usable instructions for these types, at
+    least MIN_ROW_BYTES of A per row."""
+    wave = target.require("compute.wave_size", "choosing the thread count")
+    core = matrix_core_for(target.family)
+    rows = [r for r in target.mma_candidates(problem.shared_a, problem.shared_b, problem.accum)
+            if core.supported(r.m, r.n, r.k, r.blocks, wave)]
+    instruction_k = max((r.k for r in rows), default=16)
+    return max(instruction_k, MIN_ROW_BYTES // element_bytes(problem.a))
+
+
+def _extents(problem_extent: int) -> list[int]:
+    covering = next((e for e in BLOCK_EXTENTS if e >= problem_extent), BLOCK_EXTENTS[-1])
+    return [e for e in BLOCK_EXTENTS if e <= covering]
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """What the user fixed (tile-tiling's options); empty or 0: free."""
+
+    block: tuple[int, ...] = ()
+    threads: int = 0
+    stages: int = 0
+
+
+def instruction_for(problem: GemmProblem, block: tuple[int, int, int], threads: int,
+                    target: Target) -> tuple[MmaInstr, tuple[int, int], int] | str:
+    """tile-select-mma's instruction for this block and thread count, its wave
+    split, and the waves that issue one instruction together; or why none fits."""
+    shape = GemmShape(*block, problem.shared_a, problem.shared_b, problem.accum, problem.accum)
+    result = select_mma_for(target, shape, threads)
+    if isinstance(result, list):
+        return "; ".join(result)
+    choice, split = result
+    row = next(r for r in target.mma if r.name == choice.name and r.types == (choice.a, choice.b, choice.c))
+    return row, split, matrix_core_for(target.family).waves_per_instruction(row.name)
+
+
+def wave_register_limit(facts: ModelFacts, waves: int) -> int:
+    """Registers per lane the model's estimate may reach in a workgroup of
+    `waves` waves. With a unified file split into architected and accumulation
+    registers (AMD: acc_vgprs_max stated), the waves of a workgroup sharing a
+    SIMD share its file, and llc gives the architected registers half of a
+    wave's share once accumulators move to the other half (measured with
+    llc-22 on gfx942: 8 waves over 4 SIMDs get 128 + 128); the estimate,
+    which leaves out addresses and the epilogue's conversions, must fit that
+    half. Otherwise the descriptor's per-lane limit (NVIDIA's 255 per thread)."""
+    if not facts.has_accumulation_file:
+        return facts.register_limit
+    share = facts.vgprs_per_lane // math.ceil(waves / facts.simds_per_cu)
+    return min(facts.register_limit, share // 2)
+
+
+def misfit(problem: GemmProblem, config: KernelConfig, target: Target) -> str | None:
+    """Why `config` does not fit `target` (None when it does): the LDS, the
+    accumulator budget, the registers of one lane, the grid, a CU's resources."""
+    facts = model_facts(target)
+    figures = kernel_figures(problem, config, facts)
+    if figures.shared_bytes > facts.shared_bytes_per_workgroup:
+        return f"needs {figures.shared_bytes} bytes of LDS"
+    budget, _ = accumulator_register_budget(facts)
+    if figures.accumulator_registers > budget:
+        return f"its accumulator needs {figures.accumulator_registers} registers per lane"
+    limit = wave_register_limit(facts, figures.waves)
+    if figures.registers > limit:
+        return f"needs about {figures.registers} registers per lane, more than the {limit} it may hold"
+    grid = [math.ceil(problem.n / config.block[1]), math.ceil(problem.m / config.block[0])]
+    too_large = grid_problem(grid, config.threads, target)
+    if too_large is not None:
+        return too_large
+    if min(occupancy(figures, facts).values()) < 1:
+        return "a CU cannot hold one workgroup"
+    return None
+
+
+def candidate_configs(problem: GemmProblem, target: Target, fixed: Fixed = Fixed()) -> tuple[KernelConfig, ...]:
+    """Every configuration of the search space (module docstring) that fits
+    `target`, in enumeration order (block M, N, K, waves, stages)."""
+    facts = model_facts(target)
+    wave = facts.wave_size
+    if fixed.block:
+        blocks = [tuple(fixed.block)]
+    else:
+        block_k = default_block_k(problem, target)
+        ks = [block_k] + ([2 * block_k] if problem.k > block_k else [])
+        blocks = [(bm, bn, bk) for bm in _extents(problem.m) for bn in _extents(problem.n) for bk in ks]
+    threads = [fixed.threads] if fixed.threads else [w * wave for w in WAVE_COUNTS
+                                                      if w * wave <= facts.max_threads_per_workgroup]
+    stages = [fixed.stages] if fixed.stages else list(STAGE_COUNTS)
+    found = []
+    for block in blocks:
+        for count in threads:
+            chosen = instruction_for(problem, block, count, target)
+            if isinstance(chosen, str):
+                continue
+            row, split, group = chosen
+            for stage_count in stages:
+                config = KernelConfig(block, count, stage_count, row, split, group, SPLIT_K)
+                if misfit(problem, config, target) is None:
+                    found.append(config)
+    return tuple(found)

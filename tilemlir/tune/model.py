@@ -1,0 +1,291 @@
+"""The cost model: predicted time of a GEMM kernel configuration on a target.
+
+`predict(problem, config, target)` estimates how long one launch takes, from
+the target's descriptor (`tilemlir.tune.facts`, unknown facts assumed) and the
+kernel's static figures (`kernel_figures`). It is a roofline per compute unit
+with wave quantisation, in clocks of the descriptor's `compute.clock_mhz`:
+
+Figures of one workgroup (block bm x bn x bk, `waves` waves, `stages` buffers):
+
+    workgroups   W = ceil(M/bm) * ceil(N/bn) * split_k
+    iterations   I = ceil(ceil(K/split_k) / bk)
+    matrix       C = 2*bm*bn*bk / (waves * rate)       clocks of one wave's matrix
+                 instructions per iteration; rate = FLOP per SIMD-clock of the
+                 instruction (its `cycles`, else the published peak, else
+                 assumed: tilemlir.tune.facts)
+    global       G = bm*bk*|A| + bk*bn*|B|             bytes per iteration, as stored
+    shared       S = stages * (bm*bk + bk*bn) elements LDS the workgroup holds
+    LDS traffic  L = the tiles written, plus each wave's (each instruction
+                 group's) panels of A and B read          bytes per iteration
+    registers    the accumulator + one iteration's A/B panels + the staged tile,
+                 per lane (a lower estimate: addresses are not counted)
+
+Occupancy: workgroups resident per CU, r = min(waves: floor(max_waves_per_simd
+* simds / waves), LDS: floor(shared_bytes_per_cu / S), registers:
+floor(vgprs_per_lane / registers) * simds / waves). A tuner that compiled the
+kernel passes its own r (`resident`: what the compiled registers and LDS allow).
+
+Wave quantisation: the busiest CU runs q = ceil(W / CUs) workgroups, in rounds
+of r at once. A round of b workgroups takes
+
+    I * T + fill + epilogue, with, per iteration,
+    T = max(matrix: ceil(b*waves / simds) * C,        the SIMDs' matrix units
+            shared: b * L / (banks * bank bytes),      the CU's LDS bandwidth
+            memory: b * G / (bandwidth / active CUs),  the CU's share of device memory
+            chain)                                      one workgroup's own iteration
+    chain = max(C / busy, L / lds, G / share) with stages >= 2 buffers,
+            max(C / busy + L / lds, G / share) with one: its global loads
+            still overlap the gemm (tile-pipeline prefetches through
+            registers) but its LDS stores wait for every wave's reads;
+    fill = max(1, stages - 1) tiles loaded before the loop, epilogue = the C
+    tile written (and read when C accumulates) at the memory share;
+    active CUs = min(CUs, W), `busy` = the llvm-mca busy ratio when given, else 1.
+
+Not modelled (no descriptor fact gives them): memory latency, L2 reuse and
+bandwidth (device-memory bandwidth is the bound, so operands re-read by many
+workgroups count each time: an upper bound), launch overhead, barriers, and
+register allocation granules. Deeper pipelines hide latency, which the model
+cannot see, so it never prefers more than 2 stages.
+
+split_k > 1 divides K among workgroups whose partial sums are added into C
+(read and written in the accumulator type, as atomics would). tile-tiling
+does not offer it yet: no lowering produces the reduction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tilemlir.target.model import ELEMENT_BITS, MmaInstr, Target
+from tilemlir.tune.facts import Assumption, ModelFacts, model_facts
+
+
+def element_bytes(type_name: str) -> int:
+    """Bytes of one element of an operand type (MLIR spelling or xf32/tf32)."""
+    return max(1, ELEMENT_BITS.get(type_name, 32) // 8)
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """M, N, K of a GEMM and its operand types (MLIR spellings); the tile
+    passes read one off a tile.gemm (`passes.gemm_facts.gemm_shape`)."""
+
+    m: int
+    n: int
+    k: int
+    a: str
+    b: str
+    c: str
+    accum: str
+    transpose_a: bool = False
+    transpose_b: bool = False
+
+
+@dataclass(frozen=True)
+class GemmProblem(GemmShape):
+    """What the model costs: C (m x n) = A (m x k) * B (k x n), plus C when
+    `reads_c`. `a`, `b`, `c` are the types in global memory;
+    `compute_a`/`compute_b` the types the matrix unit reads, which the shared
+    tiles hold (default: as stored; f16 where tile-legalize-precision computes
+    fp8 exactly in f16)."""
+
+    reads_c: bool = False
+    compute_a: str = ""
+    compute_b: str = ""
+
+    @property
+    def shared_a(self) -> str:
+        return self.compute_a or self.a
+
+    @property
+    def shared_b(self) -> str:
+        return self.compute_b or self.b
+
+    def __str__(self) -> str:
+        return f"{self.m}x{self.n}x{self.k} {self.a} x {self.b} -> {self.c} (sum in {self.accum})"
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """One way to run a GEMM: the block tile, threads per workgroup, pipeline
+    stages, the matrix instruction and its wave split (`warp_grid`, waves along
+    M and N; `waves_per_instruction` > 1 for instructions a group of waves
+    issues together, split along M), and how many workgroups share K."""
+
+    block: tuple[int, int, int]
+    threads: int
+    stages: int
+    instruction: MmaInstr
+    warp_grid: tuple[int, int]
+    waves_per_instruction: int = 1
+    split_k: int = 1
+
+    def describe(self, wave_size: int) -> str:
+        bm, bn, bk = self.block
+        wm, wn = self.warp_grid
+        waves = self.threads // wave_size
+        return (f"block {bm}x{bn}x{bk}, {self.threads} threads ({waves} wave{'s' if waves > 1 else ''} as "
+                f"{wm}x{wn}), {self.stages} stage{'s' if self.stages > 1 else ''}, {self.instruction.name}, "
+                f"split-K {self.split_k}")
+
+
+@dataclass(frozen=True)
+class KernelFigures:
+    """The static figures of one configuration (see the module docstring)."""
+
+    workgroups: int
+    iterations: int  # K-loop iterations of one workgroup
+    waves: int
+    matrix_clocks: float  # one wave's matrix instructions per iteration
+    matrix_instructions: float  # per wave per iteration
+    global_bytes: int  # A and B tiles per iteration, as stored
+    shared_bytes: int  # LDS held: every stage's A and B tiles (no padding)
+    shared_traffic: int  # LDS bytes written and read per iteration
+    epilogue_bytes: int  # C tile written (and read), or partial sums, once per workgroup
+    registers: int  # per lane, estimated
+    accumulator_registers: int  # per lane
+
+
+def kernel_figures(problem: GemmProblem, config: KernelConfig, facts: ModelFacts) -> KernelFigures:
+    """The figures `predict` reads, from the problem and configuration alone."""
+    bm, bn, bk = config.block
+    waves = config.threads // facts.wave_size
+    wm, wn = config.warp_grid
+    group = config.waves_per_instruction
+    rate, _ = facts.instruction_rate(config.instruction)
+    a, b = element_bytes(problem.a), element_bytes(problem.b)
+    sa, sb = element_bytes(problem.shared_a), element_bytes(problem.shared_b)
+    tiles = math.ceil(problem.m / bm) * math.ceil(problem.n / bn)
+    iterations = math.ceil(math.ceil(problem.k / config.split_k) / bk)
+    wave_flops = 2 * bm * bn * bk / waves
+    tile_writes = bm * bk * sa + bk * bn * sb
+    # Every wave reads its rows of A; B is read once per instruction group
+    # (a group's waves split M and share the whole of B's columns).
+    panel_a = (bm // wm) * bk * sa
+    panel_b = bk * (bn // wn) * sb
+    reads = waves * panel_a + (waves // group) * panel_b
+    if config.split_k == 1:
+        epilogue = bm * bn * element_bytes(problem.c) * (2 if problem.reads_c else 1)
+    else:
+        epilogue = 2 * bm * bn * element_bytes(problem.accum)
+    accumulator = math.ceil(bm * bn * element_bytes(problem.accum) / (4 * config.threads))
+    operands = math.ceil((panel_a + panel_b) / (4 * facts.wave_size)) if group == 1 else 0
+    staged = math.ceil((bm * bk * a + bk * bn * b) / (4 * config.threads))
+    return KernelFigures(
+        workgroups=tiles * config.split_k,
+        iterations=iterations,
+        waves=waves,
+        matrix_clocks=wave_flops / rate,
+        matrix_instructions=wave_flops * group / config.instruction.flops,
+        global_bytes=bm * bk * a + bk * bn * b,
+        shared_bytes=config.stages * tile_writes,
+        shared_traffic=tile_writes + reads,
+        epilogue_bytes=epilogue,
+        registers=accumulator + operands + staged,
+        accumulator_registers=accumulator,
+    )
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model's estimate for one configuration, with its reasons."""
+
+    seconds: float
+    workgroups: int
+    compute_units: int  # of the logical device
+    resident: int  # workgroups one CU can hold at once
+    occupancy_limits: tuple[tuple[str, int], ...]
+    rounds: int  # rounds of `resident` workgroups on the busiest CU
+    iteration_clocks: float  # one iteration of a full round
+    bound: str  # what sets the iteration time: matrix, shared memory, device memory, ...
+    figures: KernelFigures
+    assumed: tuple[Assumption, ...] = field(default=())
+
+    def describe(self) -> str:
+        return (f"{self.workgroups} workgroups on {self.compute_units} CUs, up to {self.resident} at once "
+                f"per CU, {self.rounds} round{'s' if self.rounds > 1 else ''}; predicted "
+                f"{format_seconds(self.seconds)} ({self.bound}-bound)")
+
+
+def format_seconds(seconds: float) -> str:
+    return f"{seconds * 1e6:.3g} us"
+
+
+class DoesNotFit(ValueError):
+    """A configuration no CU can hold even once."""
+
+
+def occupancy(figures: KernelFigures, facts: ModelFacts) -> dict[str, int]:
+    """Workgroups one CU holds at once, as bounded by each resource."""
+    waves, simds = figures.waves, facts.simds_per_cu
+    return {
+        "waves": facts.max_waves_per_simd * simds // waves,
+        "lds": facts.shared_bytes_per_cu // max(1, figures.shared_bytes),
+        "registers": facts.vgprs_per_lane // max(1, figures.registers) * simds // waves,
+    }
+
+
+def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFacts, *,
+            busy_ratio: float | None = None, resident: int | None = None) -> Prediction:
+    """Predicted seconds of one launch of `config` on `target` (see the
+    module docstring for the formula). `busy_ratio`: the fraction of one
+    main-loop iteration the matrix unit is busy, as llvm-mca gives it
+    (`tile-compile --report`'s mfma_busy_ratio); without it a wave's iteration
+    is as long as its matrix instructions. `resident`: the workgroups one CU
+    holds at once as the compiled kernel's registers and shared memory allow
+    (a tuner reads them off the compiled kernel); without it the estimate of
+    `occupancy`. Raises DoesNotFit when a CU cannot hold one workgroup,
+    ValueError for an empty problem or a zero extent."""
+    if min(problem.m, problem.n, problem.k, *config.block, config.threads, config.stages, config.split_k) < 1:
+        raise ValueError(f"the model costs non-empty problems and positive configurations, "
+                         f"not {problem} in {config.block} blocks of {config.threads} threads")
+    facts = target if isinstance(target, ModelFacts) else model_facts(target)
+    figures = kernel_figures(problem, config, facts)
+    limits = occupancy(figures, facts)
+    if resident is not None:
+        limits = {"compiled": resident}
+    resident = min(limits.values())
+    if resident < 1:
+        worst = min(limits, key=limits.get)
+        raise DoesNotFit(f"{config.describe(facts.wave_size)} does not fit a CU of {facts.target} "
+                         f"(its {worst} bound is 0)")
+    cus = facts.compute_units
+    busiest = math.ceil(figures.workgroups / cus)
+    rounds = [resident] * (busiest // resident) + ([busiest % resident] if busiest % resident else [])
+    share = facts.memory_bytes_per_clock / min(cus, figures.workgroups)  # bytes per clock per CU
+    busy = busy_ratio if busy_ratio else 1.0
+    one_wave = figures.matrix_clocks / busy
+    lds = figures.shared_traffic / facts.shared_bytes_per_clock
+    memory = figures.global_bytes / share
+    clocks, first = 0.0, None
+    for size in rounds:
+        terms = {
+            "matrix": math.ceil(size * figures.waves / facts.simds_per_cu) * figures.matrix_clocks,
+            "shared memory": size * lds,
+            "device memory": size * memory,
+        }
+        # One workgroup's own iteration: with one buffer, its LDS stores
+        # wait for the reads of the gemm (tile-pipeline, N = 1).
+        if config.stages >= 2:
+            terms["issue"] = one_wave
+        else:
+            terms["single-buffer"] = one_wave + lds
+        bound = max(terms, key=terms.get)  # on a tie, the first: matrix
+        iteration = terms[bound]
+        fill = max(1, config.stages - 1) * size * memory
+        epilogue = size * figures.epilogue_bytes / share
+        clocks += figures.iterations * iteration + fill + epilogue
+        first = first or (iteration, bound)
+    return Prediction(
+        seconds=clocks / (facts.clock_mhz * 1e6),
+        workgroups=figures.workgroups,
+        compute_units=cus,
+        resident=resident,
+        occupancy_limits=tuple(limits.items()),
+        rounds=len(rounds),
+        iteration_clocks=first[0],
+        bound=first[1],
+        figures=figures,
+        assumed=facts.assumed + tuple(a for a in (facts.instruction_rate(config.instruction)[1],) if a),
+    )

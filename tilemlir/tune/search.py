@@ -1,0 +1,375 @@
+"""tile-tune's search: the candidates for a whole-problem GEMM, their compiles, their ranking.
+
+    tuned = tune_problem(module, target, source)          # the one whole-problem tile.gemm
+    chosen = candidates(tuned.problem, target)[:budget]   # the default first, then by the model
+    jobs = [compile_job(c, i, text, name, target) for i, c in enumerate(chosen)]
+    with local_executor(2) as executor:                   # or ray_executor(...)
+        for outcome in executor(jobs): ...                # in the order they finish
+    model_seconds(tuned.problem, chosen[i], outcome.report, target)
+
+The candidates are tile-tiling's configurations that fit the target
+(`passes.gemm_configs.candidate_configs`: block M/N/K, threads, stages, each
+with the instruction and wave split tile-select-mma gives it), plus, for every
+instruction family the target's matrix core issues from a group of waves (a
+warpgroup's wgmma) and tile-select-mma takes only when asked, the same blocks
+with that preference (`select = "prefer=..."`). Split-K is 1: no lowering
+produces a split-K reduction yet. They are ordered by the cost model's
+prediction from the configuration alone, tile-tiling's own order
+(`passes.tiling.rank_key`), so the first is tile-compile's default; a budget of
+N takes the first N. The default is compiled without options, exactly as
+tile-compile compiles it; the others with their options.
+
+Measured by the model (`model_seconds`), a compiled candidate's time is the
+cost model's prediction fed with what the compiled kernel shows and the model
+otherwise estimates: the matrix unit's busy ratio in the main loop (llvm-mca,
+where the report has it) and the workgroups a CU holds (the compiler's
+occupancy where the report has it, else the model's with the kernel's real
+shared-memory size). Measured on a device, it is the median time of its
+launches (`tilemlir.runtime.gemm_timing`).
+
+Compiles run in worker processes (`local_executor`: spawned, so MLIR's state
+is never forked) or as Ray tasks (`ray_executor`); `compile_candidate` is the
+function both run, and it never raises: a candidate that does not compile is
+an outcome with its error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlir import ir
+
+from tilemlir.backends.stages import CompileError
+from tilemlir.diagnostics import Diag, SourceBuffer, UserError, file_position
+from tilemlir.passes.gemm_configs import candidate_configs, gemm_problem, misfit
+from tilemlir.passes.gemm_facts import gemm_shape
+from tilemlir.passes.lower_to_gpu.api import matrix_core_for
+from tilemlir.passes.select_mma import select_mma_for
+from tilemlir.passes.tiling import rank_key, whole_problem_gemms
+from tilemlir.target.model import Target
+from tilemlir.tune.db import OpSignature, TunedConfig, TuningKey
+from tilemlir.tune.facts import model_facts
+from tilemlir.tune.model import (
+    DoesNotFit,
+    GemmProblem,
+    GemmShape,
+    KernelConfig,
+    kernel_figures,
+    occupancy,
+    predict,
+)
+
+RAY_HINT = "pip install tilemlir[ray]"
+
+
+# --------------------------------------------------------------------------
+# What is tuned
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TunedGemm:
+    """The one whole-problem tile.gemm of a module, as tile-tune tunes it."""
+
+    signature: OpSignature
+    problem: GemmProblem
+    ir_hash: str
+
+    def key(self, target: Target) -> TuningKey:
+        return TuningKey(str(target), self.signature, self.ir_hash)
+
+
+def ir_hash(module: ir.Operation) -> str:
+    """A hash of the module's tile IR: its generic form without locations and
+    without the `tile.target` attribute (the target is a key of its own)."""
+    with module.context:
+        copy = module.clone()
+        if "tile.target" in copy.attributes:
+            del copy.attributes["tile.target"]
+        text = copy.get_asm(print_generic_op_form=True, enable_debug_info=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _signature(shape: GemmShape, zero_init: bool) -> OpSignature:
+    return OpSignature(shape.m, shape.n, shape.k, shape.a, shape.b, shape.c, shape.accum,
+                       shape.transpose_a, shape.transpose_b, not zero_init)
+
+
+def tuning_key(module: ir.Operation, target: Target) -> TuningKey | None:
+    """The database key of a module with one whole-problem gemm of static
+    shape (what tile-tune tunes); None for any other module."""
+    pairs = whole_problem_gemms(module)
+    if len(pairs) != 1:
+        return None
+    op, fill = pairs[0]
+    shape = gemm_shape(op)
+    if min(shape.m, shape.n, shape.k) < 0:  # dynamic
+        return None
+    return TuningKey(str(target), _signature(shape, fill is not None), ir_hash(module))
+
+
+def tune_problem(module: ir.Operation, target: Target, source: SourceBuffer) -> TunedGemm:
+    """The gemm tile-tune tunes in `module`; a CompileError saying why when
+    there is not exactly one whole-problem gemm of static shape."""
+    pairs = whole_problem_gemms(module)
+
+    def refuse(message: str, op: ir.Operation | None = None) -> CompileError:
+        if op is None:
+            return CompileError([Diag("error", message, source.name)], source)
+        file, line, col = source.map_position(*file_position(op.location))
+        return CompileError([Diag("error", message, file, line, col)], source)
+
+    if not pairs:
+        raise refuse("tile-tune tunes a whole-problem tile.gemm (one outside any tile.kernel, which "
+                     "tile-tiling tiles), and this module has none")
+    if len(pairs) > 1:
+        raise refuse(f"tile-tune tunes one whole-problem tile.gemm per module, and this one has "
+                     f"{len(pairs)}; put each in a file of its own", pairs[1][0])
+    op, fill = pairs[0]
+    shape = gemm_shape(op)
+    if min(shape.m, shape.n, shape.k) < 0:
+        raise refuse("tile-tune needs static GEMM shapes (tile-tiling does not tile dynamic ones)", op)
+    return TunedGemm(_signature(shape, fill is not None), gemm_problem(shape, target, fill is not None),
+                     ir_hash(module))
+
+
+# --------------------------------------------------------------------------
+# Candidates
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration to compile: tile-tiling's part (`config`), and
+    tile-select-mma's options (`select`); `default` is tile-compile's choice."""
+
+    config: KernelConfig
+    select: str = ""
+    default: bool = False
+
+    def tuned(self) -> TunedConfig:
+        return TunedConfig(self.config.block, self.config.threads, self.config.stages, self.select,
+                           self.config.instruction.name, self.config.split_k)
+
+    def tiling_options(self) -> str:
+        return "" if self.default else self.tuned().tiling_options()
+
+
+def preferences(target: Target) -> tuple[str, ...]:
+    """tile-select-mma options worth trying besides its default: a preference
+    for each instruction family the matrix core issues from a group of waves
+    (taken only when preferred), named by its first dotted part."""
+    core = matrix_core_for(target.family)
+    prefixes = sorted({row.name.split(".")[0] for row in target.mma if core.waves_per_instruction(row.name) > 1})
+    return tuple(f"prefer={prefix}" for prefix in prefixes)
+
+
+def _preferred(problem: GemmProblem, config: KernelConfig, select: str, target: Target) -> KernelConfig | None:
+    """`config` with the instruction tile-select-mma picks under `select`,
+    when that differs and the result still fits."""
+    shape = GemmShape(*config.block, problem.shared_a, problem.shared_b, problem.accum, problem.accum)
+    chosen = select_mma_for(target, shape, config.threads, select.removeprefix("prefer="))
+    if isinstance(chosen, list):
+        return None
+    choice, split = chosen
+    row = next(r for r in target.mma if r.name == choice.name and r.types == (choice.a, choice.b, choice.c))
+    if row == config.instruction:
+        return None
+    group = matrix_core_for(target.family).waves_per_instruction(row.name)
+    preferred = KernelConfig(config.block, config.threads, config.stages, row, split, group, config.split_k)
+    return preferred if misfit(problem, preferred, target) is None else None
+
+
+def candidates(problem: GemmProblem, target: Target) -> list[Candidate]:
+    """Every candidate, tile-compile's default first, then the fastest by the
+    cost model (tile-tiling's order); empty when no configuration fits."""
+    configs = candidate_configs(problem, target)
+    found = [Candidate(config) for config in configs]
+    for select in preferences(target):
+        for config in configs:
+            preferred = _preferred(problem, config, select, target)
+            if preferred is not None:
+                found.append(Candidate(preferred, select))
+    ranked = []
+    for candidate in found:
+        try:
+            ranked.append((rank_key(predict(problem, candidate.config, target), candidate.config), candidate))
+        except DoesNotFit:
+            continue
+    # tile-tiling ranks the default instructions only; its first is the default.
+    defaults = [pair for pair in ranked if not pair[1].select]
+    if not defaults:
+        return []
+    first = min(defaults, key=lambda pair: pair[0])[1]
+    rest = sorted((pair for pair in ranked if pair[1] is not first), key=lambda pair: pair[0])
+    return [Candidate(first.config, default=True)] + [candidate for _, candidate in rest]
+
+
+# --------------------------------------------------------------------------
+# Compiling one candidate (in a worker process or a Ray task)
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CompileJob:
+    """What a worker needs to compile one candidate: plain values, picklable."""
+
+    index: int
+    text: str  # the module
+    name: str  # the input's name, for messages
+    target: str  # a target name or descriptor path (backends.stages.target_spec)
+    emit: str
+    tiling: str = ""
+    select: str = ""
+    save_as: str = ""  # with emit ptx: write SAVE_AS.ptx and SAVE_AS.json (the launch metadata)
+
+
+@dataclass(frozen=True)
+class CompileOutcome:
+    index: int
+    report: dict | None  # tile-compile --report's, None when it failed
+    error: str = ""
+    seconds: float = 0.0  # wall time of the compile
+
+
+def compile_job(candidate: Candidate, index: int, text: str, name: str, target: Target, emit: str,
+                save_as: str = "") -> CompileJob:
+    from tilemlir.backends.stages import target_spec
+
+    return CompileJob(index, text, name, target_spec(target), emit, candidate.tiling_options(),
+                      candidate.select, save_as)
+
+
+def compile_candidate(job: CompileJob) -> CompileOutcome:
+    """Compiles one candidate with --report; never raises."""
+    from tilemlir.compiler import CompileOptions, compile_module
+    from tilemlir.diagnostics import Chunk, ParseFailure, parse_chunk
+    from tilemlir.dialects import tile
+    from tilemlir.target import resolve_target
+
+    start = time.perf_counter()
+    source = SourceBuffer(job.name, job.text)
+    try:
+        try:
+            module = parse_chunk(Chunk(source, job.text, 1), tile.make_context())
+        except ParseFailure as failure:
+            raise CompileError(failure.diags, source) from None
+        result = compile_module(module, resolve_target(module, job.target), job.emit,
+                                CompileOptions(report=True, tiling=job.tiling, select=job.select), source=source)
+        if job.save_as:
+            save = Path(job.save_as)
+            save.with_suffix(".ptx").write_text(result.artifacts["ptx"], encoding="utf-8")
+            metadata = {"target": result.report["target"], "functions": result.report["functions"],
+                        "ptx": save.with_suffix(".ptx").name}
+            save.with_suffix(".json").write_text(json.dumps(metadata, indent=1) + "\n", encoding="utf-8")
+    except UserError as error:
+        return CompileOutcome(job.index, None, str(error), time.perf_counter() - start)
+    except Exception as error:  # noqa: BLE001 - a bug in tilemlir: one candidate's outcome, not a crash
+        return CompileOutcome(job.index, None, f"internal error: {type(error).__name__}: {error}",
+                              time.perf_counter() - start)
+    return CompileOutcome(job.index, result.report, "", time.perf_counter() - start)
+
+
+# --------------------------------------------------------------------------
+# Ranking by the model
+# --------------------------------------------------------------------------
+
+def shared_bytes_of(report: dict) -> int | None:
+    """The compiled kernel's shared memory per workgroup, as its report gives it."""
+    if isinstance(report.get("lds_bytes"), int):
+        return report["lds_bytes"]
+    sizes = [k["shared_bytes"] for k in report.get("kernels", []) if isinstance(k.get("shared_bytes"), int)]
+    sizes += [launch["dynamic_shared_bytes"] for f in report.get("functions", [])
+              for launch in f.get("launches", []) if isinstance(launch.get("dynamic_shared_bytes"), int)]
+    return max(sizes) if sizes else None
+
+
+def compiled_resident(problem: GemmProblem, config: KernelConfig, report: dict, target: Target) -> int | None:
+    """Workgroups a CU holds at once as the compiled kernel allows: from the
+    compiler's occupancy (waves per SIMD) where the report has it, else the
+    model's bounds with the kernel's real shared memory; None without either."""
+    facts = model_facts(target)
+    waves = config.threads // facts.wave_size
+    if isinstance(report.get("occupancy_waves_per_simd"), int):
+        return report["occupancy_waves_per_simd"] * facts.simds_per_cu // waves
+    shared = shared_bytes_of(report)
+    if shared is None:
+        return None
+    limits = occupancy(kernel_figures(problem, config, facts), facts)
+    limits["lds"] = facts.shared_bytes_per_cu // max(1, shared)
+    return min(limits.values())
+
+
+def model_seconds(problem: GemmProblem, candidate: Candidate, report: dict, target: Target) -> float:
+    """The cost model's prediction for a compiled candidate (module
+    docstring); DoesNotFit when the compiled kernel does not fit a CU."""
+    busy = report.get("mfma_busy_ratio")
+    busy = busy if isinstance(busy, (int, float)) and busy > 0 else None
+    return predict(problem, candidate.config, target, busy_ratio=busy,
+                   resident=compiled_resident(problem, candidate.config, report, target)).seconds
+
+
+# --------------------------------------------------------------------------
+# Executors
+# --------------------------------------------------------------------------
+
+Executor = Callable[[list[CompileJob]], Iterator[CompileOutcome]]
+
+
+def _ignore_interrupts() -> None:
+    """Workers leave Ctrl-C to tile-tune, which stops them (no traceback from each)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def local_executor(jobs: int) -> Iterator[Executor]:
+    """Compiles in `jobs` spawned worker processes (in this process when 1);
+    leaving the block stops the workers, finished or not."""
+    if jobs <= 1:
+        yield lambda work: (compile_candidate(job) for job in work)
+        return
+    import multiprocessing
+
+    pool = multiprocessing.get_context("spawn").Pool(jobs, initializer=_ignore_interrupts)
+    try:
+        yield lambda work: pool.imap_unordered(compile_candidate, work, chunksize=1)
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+@contextlib.contextmanager
+def ray_executor(jobs: int, address: str = "") -> Iterator[Executor]:
+    """Compiles as Ray tasks: on the cluster at `address`, else on a local
+    Ray instance of `jobs` CPUs started for the run and shut down after it.
+    The cluster's nodes need tilemlir installed as here."""
+    try:
+        import ray
+    except ImportError:
+        raise UserError(f"--executor ray needs ray: {RAY_HINT}") from None
+    options = {"address": address} if address else {"address": "local", "num_cpus": jobs}
+    try:
+        ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR", **options)
+    except Exception as error:  # noqa: BLE001 - Ray's own errors are of many kinds
+        where = f"reach the Ray cluster at {address}" if address else "start a local Ray instance"
+        raise UserError(f"--executor ray: could not {where}: {type(error).__name__}: {error}") from None
+    remote = ray.remote(num_cpus=1)(compile_candidate)
+
+    def run(work: list[CompileJob]) -> Iterator[CompileOutcome]:
+        pending = [remote.remote(job) for job in work]
+        try:
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                yield ray.get(done[0])
+        finally:
+            for task in pending:
+                ray.cancel(task, force=True)
+
+    try:
+        yield run
+    finally:
+        ray.shutdown()
