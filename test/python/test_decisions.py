@@ -88,9 +88,9 @@ def test_dropped_padding_is_recorded_and_said(small_lds):
                 buffer["bytes"]) == (0, 4, 224, 32768)
     assert kernel["lds_bank_conflicts_per_iteration"] == small_lds.report["lds_bank_conflicts_per_iteration"] == 448
     assert small_lds.report["lds_bytes"] == 65536
-    said = [d.message for d in small_lds.remarks]
+    said = [d.message for d in small_lds.remarks if not d.message.startswith("tile-tiling:")]
     assert len(said) == 2 and all("row padding of 4 elements dropped" in m and "cost 224 bank-conflict clocks "
-                                  "per iteration instead of 0" in m for m in said)
+                                  "per iteration instead of 0" in m for m in said), said
 
 
 def test_bank_maps_agree_with_the_pass(seed, small_lds):
