@@ -3,15 +3,17 @@
 // stored transposed (gfx942 has no transpose reads). Both tiles are filled
 // through registers, and a remark says why, once per tile.
 //
-// RUN: tile-compile %s --emit gpu --pass-options 'tile-lower-to-gpu{direct-lds-loads=true}' --verify-diagnostics
-// RUN: tile-compile %s --report --pass-options 'tile-lower-to-gpu{direct-lds-loads=true}' -o /dev/null 2>/dev/null | filecheck %s
-// Without the option, nothing is given up and nothing is said:
-// RUN: tile-compile %s --emit gpu -o /dev/null 2>&1 | count 0
+// The block is fixed (the cost model's default is another): 128x128x32 tiles.
+// RUN: tile-compile %s --emit gpu --tiling 'block=128,128,32 threads=256' --pass-options 'tile-lower-to-gpu{direct-lds-loads=true}' --verify-diagnostics
+// RUN: tile-compile %s --report --tiling 'block=128,128,32 threads=256' --pass-options 'tile-lower-to-gpu{direct-lds-loads=true}' -o /dev/null 2>/dev/null | filecheck %s
+// Without the option, nothing is given up and nothing is said (but tile-tiling's choice):
+// RUN: tile-compile %s --emit gpu --tiling 'block=128,128,32 threads=256' -o /dev/null 2>&1 | not grep tile-lower-to-gpu
 
 module attributes {tile.target = "amdgpu:gfx942"} {
   func.func @gemm(%A: memref<512x512xf16>, %B: memref<512x512xf16>, %C: memref<512x512xf32>) {
     %zero = arith.constant 0.0 : f32
     "tile.fill"(%C, %zero) : (memref<512x512xf32>, f32) -> ()
+    // expected-remark@+3 {{tile-tiling: block 128x128x32, 256 threads}}
     // expected-remark@+2 {{not with loads into LDS (direct-lds-loads=true): gfx942 has no load into LDS of 16 bytes per lane (memory.buffer_load_lds: buffer_load_dword)}}
     // expected-remark@+1 {{through registers, not with loads into LDS (direct-lds-loads=true): the tile is stored transposed}}
     "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<512x512xf16>, memref<512x512xf16>, memref<512x512xf32>) -> ()
