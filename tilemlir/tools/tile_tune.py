@@ -60,6 +60,8 @@ class Options:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from tilemlir.dialects import attributes
+
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Search the tilings of a whole-problem tile.gemm (block M/N/K, threads, stages,\n"
@@ -71,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     parser.add_argument("input", nargs="?", help="input .mlir file with one whole-problem tile.gemm ('-' for stdin)")
-    parser.add_argument("--target", metavar="FAMILY:NAME", help="target (default: the module's tile.target)")
+    parser.add_argument("--target", metavar="FAMILY:NAME", help=f"target (default: the module's {attributes.TARGET.name})")
     parser.add_argument("--target-desc", metavar="FILE", help="tune for the target described in FILE (.toml)")
     parser.add_argument("--budget", metavar="N", type=int, default=DEFAULT_BUDGET,
                         help=f"compile at most N candidates (default {DEFAULT_BUDGET})")

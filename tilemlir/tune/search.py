@@ -48,6 +48,7 @@ from mlir import ir
 
 from tilemlir.backends.stages import CompileError
 from tilemlir.diagnostics import Diag, SourceBuffer, UserError, file_position
+from tilemlir.dialects import attributes
 from tilemlir.passes.gemm_configs import candidate_configs, gemm_problem, misfit
 from tilemlir.passes.gemm_facts import gemm_shape
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
@@ -87,11 +88,10 @@ class TunedGemm:
 
 def ir_hash(module: ir.Operation) -> str:
     """A hash of the module's tile IR: its generic form without locations and
-    without the `tile.target` attribute (the target is a key of its own)."""
+    without its target attribute (the target is a key of its own)."""
     with module.context:
         copy = module.clone()
-        if "tile.target" in copy.attributes:
-            del copy.attributes["tile.target"]
+        attributes.TARGET.remove(copy)
         text = copy.get_asm(print_generic_op_form=True, enable_debug_info=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
