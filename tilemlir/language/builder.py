@@ -565,7 +565,7 @@ class Builder:
     def runtime_if(self, node: ast.If, condition: Scalar) -> None:
         if not self.in_kernel:
             raise self.error(node, "a condition on a runtime value is only meaningful inside the kernel")
-        changed = [v for v in self.vars_assigned(node.body + node.orelse)]
+        changed = self.vars_assigned(node.body + node.orelse)
         before = {id(v): v.value for v in changed}
         for var in changed:
             if var.value is None:

@@ -474,7 +474,7 @@ class JITFunction:
                 self._cache[key] = kernel
             return self._cache[key]
         bound = self._bind(args, kwargs)
-        kernel = self._compile_direct(bound)
+        kernel = self._build_direct(bound, {})
         arrays = [bound[p.name] for p in kernel.built.params if not p.output]
         result = kernel(*arrays)
         if kernel.built.returns:
@@ -502,9 +502,6 @@ class JITFunction:
             raise TileLangError(f"{self.function.__name__}: {error}") from None
         bound.apply_defaults()
         return dict(bound.arguments)
-
-    def _compile_direct(self, arguments: dict) -> JITKernel:
-        return self._build_direct(arguments, {})
 
     def _build_direct(self, arguments: dict, constants: dict) -> JITKernel:
         key_parts = []
