@@ -93,7 +93,8 @@ def test_metax_report_has_the_fields():
 def test_prediction_by_hand():
     """One 128x128 workgroup of 4 waves, K = 256 in 8 steps of 32, on gfx942,
     worked out from the descriptor: 2100 MHz, 4 SIMDs, 128 B/clock of LDS
-    (32 banks x 4 B), 5300 GB/s, v_mfma_f32_32x32x8_f16 at 16384 FLOP / 32 cycles."""
+    (32 banks x 4 B), 5300 GB/s, v_mfma_f32_32x32x8_f16 at 16384 FLOP / 32 cycles,
+    and the device-memory latency it assumes."""
     problem = GemmProblem(128, 128, 256, "f16", "f16", "f16", "f32")
     chosen = config(problem, (128, 128, 32))
     assert chosen.instruction.name == "v_mfma_f32_32x32x8_f16" and chosen.warp_grid == (2, 2)
@@ -102,12 +103,34 @@ def test_prediction_by_hand():
     lds = (2 * 128 * 32 * 2 + 4 * (64 * 32 * 2) * 2) / 128  # tiles written, panels read: 384
     share = 5300e9 / 2100e6  # bytes per clock, one active CU
     memory = 2 * 128 * 32 * 2 / share
-    clocks = 8 * max(matrix, lds, memory) + memory + 128 * 128 * 2 / share  # steps, fill, C
+    latency = 296  # assumed: the longest shipped (sm_90a's measured), with 1 tile in flight at 2 stages
+    clocks = 8 * max(matrix, lds, memory, latency) + memory + latency + 128 * 128 * 2 / share  # steps, fill, C
     assert prediction.seconds == pytest.approx(clocks / 2100e6, rel=1e-12)
     assert (prediction.workgroups, prediction.rounds, prediction.bound) == (1, 1, "matrix")
     figures = prediction.figures
     assert (figures.iterations, figures.global_bytes, figures.shared_bytes) == (8, 16384, 32768)
     assert figures.matrix_instructions == 16 and figures.accumulator_registers == 64
+
+
+def test_pipeline_stages_hide_memory_latency():
+    """A skinny GEMM (16 workgroups of two warps, little work per K step)
+    waits on device memory: each stage past the first keeps one more tile in
+    flight, so the latency a K step waits out halves from 2 to 3 stages, until
+    shared memory bounds it (4). On nvidia a loop of one stage is not
+    pipelined: its loads wait each step, on top of the gemm; on gfx942
+    tile-pipeline still prefetches one tile through registers."""
+    sm90 = get_target("nvidia:sm_90a")
+    latency = model_facts(sm90).memory_latency_clocks
+    problem = GemmProblem(16, 1024, 8192, "f16", "f16", "f16", "f32")
+    times = {stages: predict(problem, config(problem, (32, 64, 32), 64, stages, sm90), sm90)
+             for stages in (1, 2, 3, 4)}
+    assert times[4].seconds < times[3].seconds < times[2].seconds < times[1].seconds
+    assert [times[s].bound for s in (1, 2, 3, 4)] == ["unpipelined", "latency", "latency", "shared memory"]
+    assert (times[2].iteration_clocks, times[3].iteration_clocks) == (latency, latency / 2)
+    assert times[1].iteration_clocks > latency
+    amd = {stages: predict(problem, config(problem, (32, 64, 32), 64, stages), GFX942) for stages in (1, 2)}
+    assert (amd[1].bound, amd[2].bound) == ("single-buffer", "latency")
+    assert amd[1].iteration_clocks < times[1].iteration_clocks
 
 
 def test_wave_quantisation():
@@ -177,7 +200,7 @@ def test_a_configuration_no_cu_holds_is_refused():
 def test_candidates_fit_and_respect_fixed_options():
     candidates = candidate_configs(F16, GFX942)
     assert candidates and all(misfit(F16, c, GFX942) is None for c in candidates)
-    assert {c.split_k for c in candidates} == {1} and {c.stages for c in candidates} == {1, 2}
+    assert {c.split_k for c in candidates} == {1} and {c.stages for c in candidates} == {1, 2, 3, 4}
     fixed = candidate_configs(F16, GFX942, Fixed(block=(64, 64, 32), stages=2))
     assert fixed and {(c.block, c.stages) for c in fixed} == {((64, 64, 32), 2)}
     # Registers: 8 waves sharing 4 SIMDs leave each half of 256 for the estimate.
@@ -204,24 +227,32 @@ def test_assumptions_are_the_least_favourable_shipped_values():
 
 
 def test_facts_known_facts_are_not_assumed_and_a_descriptor_replaces_assumptions():
-    assert model_facts(GFX942).assumed == ()
+    assert model_facts(get_target("nvidia:sm_90a")).assumed == ()
+    (latency,) = model_facts(GFX942).assumed  # the one gfx942 fact no source gives
+    assert (latency.field, latency.value) == ("memory.latency_clocks", 296)
+    assert "the longest device-memory latency of the shipped descriptors (nvidia:sm_90a)" in latency.message()
     c500 = model_facts(get_target("metax:xcore1000"))
     assert {a.field for a in c500.assumed} == {
         "compute.logical_devices", "compute.simds_per_cu", "compute.max_waves_per_simd",
         "compute.max_threads_per_workgroup", "registers.vgprs_per_lane", "memory.shared_bytes_per_cu",
-        "memory.shared_banks", "memory.shared_bank_bytes", "memory.hbm_bandwidth_gbps"}
+        "memory.shared_banks", "memory.shared_bank_bytes", "memory.hbm_bandwidth_gbps",
+        "memory.latency_clocks"}
     assert c500.compute_units == 104 // 2 and c500.clock_mhz == 1600  # stated ones are used
     stated = model_facts(load_target_file(REPO / "test" / "Transforms" / "Inputs" / "xcore1000_stated.toml"))
     assert stated.assumed == () and stated.vgprs_per_lane == 512 and stated.compute_units == 104
 
 
 def test_instruction_rates():
-    """Cycles when stated; else the published peak (sm_90a: 989.4 TFLOP/s over
-    132 SMs x 4 x 1830 MHz); else the slowest shipped rate of the class."""
+    """Cycles when stated (sm_90a's mma.sync: measured, bench/mma_rate.cu);
+    else the published peak (sm_90a's wgmma: 989.4 TFLOP/s over 132 SMs x 4 x
+    1830 MHz); else the slowest shipped rate of the class."""
     rate, assumed = model_facts(GFX942).instruction_rate(GFX942.mma_candidates("f16", "f16", "f32")[0])
     assert (rate, assumed) == (512, None)
     sm90 = get_target("nvidia:sm_90a")
-    rate, assumed = model_facts(sm90).instruction_rate(sm90.mma_candidates("f16", "f16", "f32")[0])
+    mma_sync, *_, wgmma = sm90.mma_candidates("f16", "f16", "f32")
+    assert mma_sync.name.startswith("mma.sync") and wgmma.name.startswith("wgmma")
+    assert model_facts(sm90).instruction_rate(mma_sync) == (pytest.approx(2 * 16 * 8 * 16 / 6.02), None)
+    rate, assumed = model_facts(sm90).instruction_rate(wgmma)
     assert rate == pytest.approx(989.4e12 / (132 * 4 * 1830e6)) and assumed is None
     c600 = get_target("metax:xcore1500")
     rate, assumed = model_facts(c600).instruction_rate(c600.mma_candidates("i8", "i8", "i32")[0])

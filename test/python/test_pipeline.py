@@ -5,6 +5,7 @@ barrier per iteration is removed."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -29,10 +30,11 @@ def test_pipelined_seed_kernel_runs(chip, stages):
 
 def test_pipelined_non_multiple_shape_runs():
     """K = 200 is no multiple of block_K: the last prefetches read zeros past K
-    into stages no gemm reads (the whole-problem form pipelines with 2 stages)."""
+    into stages no gemm reads (the whole-problem form pipelines with the
+    cost model's 2 to 4 stages)."""
     text = whole_problem_gemm(100, 136, 200, "f16", "f32")
     tile_ir = tilemlir.compile(text, target="amdgpu:gfx942", emit="tile").artifacts["tile"]
-    assert "tile.pipelined = 2" in tile_ir
+    assert re.search(r"tile\.pipelined = [234] ", tile_ir)
     emulate_against_reference(text, "gfx942")
 
 

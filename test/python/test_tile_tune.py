@@ -237,6 +237,30 @@ def test_device_measurement_in_two_steps(tmp_path):
     assert 'source = "tuning-db"' in compiled_tiling(source, SM90, "--tuning-db", str(database))
 
 
+def test_wgmma_candidates_are_ones_the_lowering_takes():
+    """tile-tune offers sm_90a's warpgroup wgmma (prefer=wgmma) only where
+    its TMA pipeline lowers: 2 stages or more, A and B tiles of whole
+    128-byte rows; stages 1 to 4 for the rest; the first wgmma candidates compile."""
+    from mlir import ir
+
+    from tilemlir.diagnostics import SourceBuffer
+    from tilemlir.dialects import tile
+    from tilemlir.target import get_target
+    from tilemlir.tune.search import candidates, compile_candidate, compile_job, tune_problem
+
+    target = get_target(SM90)
+    text = whole_problem_gemm(1024, 1024, 1024, "f16", "f16")
+    module = ir.Module.parse(text, tile.make_context())
+    chosen = candidates(tune_problem(module.operation, target, SourceBuffer("gemm.mlir", text)).problem, target)
+    wgmma = [c for c in chosen if c.select == "prefer=wgmma"]
+    assert wgmma and {c.config.stages for c in wgmma} == {2, 3, 4}
+    assert all(c.config.block[2] * 2 % 128 == 0 and c.config.block[1] * 2 % 128 == 0 for c in wgmma)
+    assert {c.config.stages for c in chosen if not c.select} == {1, 2, 3, 4}
+    for index, candidate in enumerate(wgmma[:2]):
+        outcome = compile_candidate(compile_job(candidate, index, text, "gemm.mlir", target, "ptx"))
+        assert outcome.report is not None, outcome.error
+
+
 def run_in_process(capsys, *argv: str) -> tuple[int, str]:
     status = tile_tune.main(list(argv))
     return status, capsys.readouterr().err

@@ -13,8 +13,7 @@ those that fit:
 * block M and N: 32, 64, 128, 256, up to the smallest that covers the
   problem's dimension; block K: the largest K among the usable instructions,
   at least 64 bytes of A per row, and twice that when K has room for it;
-* waves: 1, 2, 4 or 8, within the workgroup limit; stages: 1 or 2 (the
-  model does not reward deeper pipelines: tilemlir.tune.model);
+* waves: 1, 2, 4 or 8, within the workgroup limit; stages: 1 to 4;
 * LDS: every stage's A and B tiles within the workgroup's LDS;
 * registers: the accumulator within its budget (`accumulator_register_budget`),
   and the model's per-lane estimate within what one wave may hold
@@ -43,7 +42,7 @@ from tilemlir.tune.model import GemmProblem, KernelConfig, element_bytes, kernel
 
 BLOCK_EXTENTS = (32, 64, 128, 256)
 WAVE_COUNTS = (1, 2, 4, 8)
-STAGE_COUNTS = (1, 2)
+STAGE_COUNTS = (1, 2, 3, 4)
 SPLIT_K = 1
 # Bytes of A a block row reads at least per K step (tile-tiling's rule for
 # block_K since its first version; the model then also tries twice that).

@@ -19,7 +19,7 @@ directly before the gemm becomes the cleared accumulator (no pass over memory).
 
 Choosing the configuration (block M, N, K; threads; stages):
 * every configuration that fits the target (`gemm_configs.candidate_configs`:
-  block extents 32 to 256, 1 to 8 waves, 1 or 2 stages, within the LDS, the
+  block extents 32 to 256, 1 to 8 waves, 1 to 4 stages, within the LDS, the
   register budgets, the launch limits, with an instruction tile-select-mma can
   split the block with) is costed by `tilemlir.tune.model.predict`; the
   fastest wins (`rank_key` breaks ties). So a small problem is spread over

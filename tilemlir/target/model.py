@@ -134,7 +134,8 @@ class MmaInstr:
     a: str = field(metadata=_doc("element type of A (MLIR spelling or xf32)", type_check="operand"))
     b: str = field(metadata=_doc("element type of B", type_check="operand"))
     c: str = field(metadata=_doc("element type of C and D", type_check="accumulator"))
-    cycles: int | Unknown = field(metadata=_doc("issue cycles on one SIMD (passes x 4 on AMD)"))
+    cycles: float | Unknown = field(metadata=_doc(
+        "issue cycles on one SIMD (passes x 4 on AMD; measured clocks per instruction on NVIDIA)"))
     intrinsic: str | Unknown = field(default="", metadata=_doc("LLVM IR intrinsic", row_key=True))
     builtin: str | Unknown = field(default="", metadata=_doc("C++ builtin", row_key=True))
 
@@ -231,6 +232,9 @@ class Memory:
     l2_mib: float | Unknown = field(metadata=_doc("L2 of the whole package, MiB"))
     hbm_gib: float | Unknown = field(metadata=_doc("device memory of the package, GiB"))
     hbm_bandwidth_gbps: float | Unknown = field(metadata=_doc("peak device-memory bandwidth, GB/s"))
+    latency_clocks: float | Unknown = field(default=UNKNOWN, metadata=_doc(
+        "load-to-use latency of device memory, in clocks of compute.clock_mhz (one dependent load, "
+        "no other traffic)"))
     shared_transpose_reads: tuple[str, ...] = field(default=(), metadata=_doc(
         "LDS transpose reads (64 bits per lane, exchanged within 16-lane groups), "
         "e.g. ds_read_b64_tr_b16; [] if none"))
@@ -498,6 +502,10 @@ class Backend:
     # and the chip they mean unless TILEMLIR_TARGET names another of the family.
     tilelang_names: tuple[str, ...] = ()
     default_chip: str = ""
+    # Whether a K loop of one stage still loads its next tiles while its gemms
+    # run (tile-pipeline prefetches through registers); False where only loops
+    # of 2 stages or more are pipelined. The cost model's latency term reads it.
+    prefetches_single_stage: bool = True
 
     def target_files(self) -> tuple[Path, ...]:
         return tuple(sorted(Path(self.targets_dir).glob("*.toml")))

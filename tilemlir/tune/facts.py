@@ -3,14 +3,15 @@
 `model_facts(target)` gathers, per logical device, what `tilemlir.tune.model`
 needs: CUs, SIMDs per CU, clock, occupancy ceilings (waves per SIMD, threads
 per workgroup, registers per lane, LDS per CU), LDS bandwidth (banks x bank
-width per clock), device-memory bandwidth, and each matrix instruction's rate.
+width per clock), device-memory bandwidth and latency, and each matrix
+instruction's rate.
 
 A descriptor may write a fact `unknown` (MetaX publishes few). Unknown facts
 must not stop a compile, so each fact the model reads has a rule for the
 value it assumes in its place (`RULES`): the *least favourable* value that a
 descriptor shipped with tilemlir states for it (fewest CUs, SIMDs and
-registers, lowest clock and bandwidth, smallest LDS, most logical devices per
-package). No number is invented: the assumption names the descriptors it comes
+registers, lowest clock and bandwidth, longest latency, smallest LDS, most
+logical devices per package). No number is invented: the assumption names the descriptors it comes
 from, and under it a configuration fits whatever the shipped chips offer and
 its predicted time errs on the slow side. Every assumption made is returned
 (`ModelFacts.assumed`), so the caller can say so in a remark; a descriptor of
@@ -82,6 +83,7 @@ RULES: tuple[Rule, ...] = (
     Rule("memory.shared_banks", "min", "the fewest LDS banks"),
     Rule("memory.shared_bank_bytes", "min", "the narrowest LDS bank"),
     Rule("memory.hbm_bandwidth_gbps", "min", "the lowest device-memory bandwidth"),
+    Rule("memory.latency_clocks", "max", "the longest device-memory latency"),
 )
 RULE_BY_FIELD = {rule.field: rule for rule in RULES}
 
@@ -132,6 +134,8 @@ class ModelFacts:
     shared_bytes_per_cu: int  # at least one workgroup's
     shared_bytes_per_clock: int  # LDS bandwidth of a CU: banks x bank width
     memory_bytes_per_second: float  # device memory, per logical device
+    memory_latency_clocks: float  # one dependent load from device memory
+    single_stage_prefetch: bool  # a loop of one stage still loads ahead (the backend's manifest)
     assumed: tuple[Assumption, ...]
 
     @property
@@ -203,6 +207,8 @@ def model_facts(target: Target) -> ModelFacts:
 
 
 def _model_facts(target: Target) -> ModelFacts:
+    from tilemlir.target.registry import backend
+
     wave = target.require("compute.wave_size", "choosing the thread count")
     shared_per_workgroup = target.require("memory.shared_bytes_per_workgroup", "the LDS budget")
     assumed: list[Assumption] = []
@@ -240,5 +246,7 @@ def _model_facts(target: Target) -> ModelFacts:
         shared_bytes_per_cu=max(shared_per_cu, shared_per_workgroup),
         shared_bytes_per_clock=banks * bank_bytes,
         memory_bytes_per_second=fact("memory.hbm_bandwidth_gbps", "the cost model") * 1e9 / logical_devices,
+        memory_latency_clocks=fact("memory.latency_clocks", "the cost model"),
+        single_stage_prefetch=backend(target.family).prefetches_single_stage,
         assumed=tuple(assumed),
     )

@@ -33,19 +33,24 @@ of r at once. A round of b workgroups takes
             shared: b * L / (banks * bank bytes),      the CU's LDS bandwidth
             memory: b * G / (bandwidth / active CUs),  the CU's share of device memory
             chain)                                      one workgroup's own iteration
-    chain = max(C / busy, L / lds, G / share) with stages >= 2 buffers,
-            max(C / busy + L / lds, G / share) with one: its global loads
-            still overlap the gemm (tile-pipeline prefetches through
-            registers) but its LDS stores wait for every wave's reads;
-    fill = max(1, stages - 1) tiles loaded before the loop, epilogue = the C
-    tile written (and read when C accumulates) at the memory share;
-    active CUs = min(CUs, W), `busy` = the llvm-mca busy ratio when given, else 1.
+    chain = max(C / busy, L / lds, G / share, latency / in flight) with
+            stages >= 2 buffers, max(C / busy + L / lds, G / share,
+            latency) with one: its global loads still overlap the gemm
+            (tile-pipeline prefetches through registers) but its LDS stores
+            wait for every wave's reads; where the backend pipelines no
+            loop of one stage (nvidia), C / busy + L / lds + latency;
+    in flight = max(1, stages - 1) tiles a workgroup has requested and not
+            yet used: a load issued that many iterations ahead hides that
+            many iterations' worth of latency (`memory.latency_clocks`);
+    fill = max(1, stages - 1) tiles loaded before the loop plus one latency,
+    epilogue = the C tile written (and read when C accumulates) at the memory
+    share; active CUs = min(CUs, W), `busy` = the llvm-mca busy ratio when
+    given, else 1.
 
-Not modelled (no descriptor fact gives them): memory latency, L2 reuse and
-bandwidth (device-memory bandwidth is the bound, so operands re-read by many
-workgroups count each time: an upper bound), launch overhead, barriers, and
-register allocation granules. Deeper pipelines hide latency, which the model
-cannot see, so it never prefers more than 2 stages.
+Not modelled (no descriptor fact gives them): L2 reuse and bandwidth
+(device-memory bandwidth is the bound, so operands re-read by many
+workgroups count each time: an upper bound), latency growing under load,
+launch overhead, barriers, and register allocation granules.
 
 split_k > 1 divides K among workgroups whose partial sums are added into C
 (read and written in the accumulator type, as atomics would). tile-tiling
@@ -258,6 +263,7 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
     one_wave = figures.matrix_clocks / busy
     lds = figures.shared_traffic / facts.shared_bytes_per_clock
     memory = figures.global_bytes / share
+    latency = facts.memory_latency_clocks / max(1, config.stages - 1)
     clocks, first = 0.0, None
     for size in rounds:
         terms = {
@@ -266,14 +272,19 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
             "device memory": size * memory,
         }
         # One workgroup's own iteration: with one buffer, its LDS stores
-        # wait for the reads of the gemm (tile-pipeline, N = 1).
+        # wait for the reads of the gemm (tile-pipeline, N = 1); its loads
+        # wait out the latency the tiles in flight do not cover.
         if config.stages >= 2:
             terms["issue"] = one_wave
-        else:
+            terms["latency"] = latency
+        elif facts.single_stage_prefetch:
             terms["single-buffer"] = one_wave + lds
+            terms["latency"] = latency
+        else:
+            terms["unpipelined"] = one_wave + lds + latency
         bound = max(terms, key=terms.get)  # on a tie, the first: matrix
         iteration = terms[bound]
-        fill = max(1, config.stages - 1) * size * memory
+        fill = max(1, config.stages - 1) * size * memory + facts.memory_latency_clocks
         epilogue = size * figures.epilogue_bytes / share
         clocks += figures.iterations * iteration + fill + epilogue
         first = first or (iteration, bound)

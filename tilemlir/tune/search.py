@@ -62,6 +62,7 @@ from tilemlir.tune.model import (
     GemmProblem,
     GemmShape,
     KernelConfig,
+    element_bytes,
     kernel_figures,
     occupancy,
     predict,
@@ -171,7 +172,7 @@ def preferences(target: Target) -> tuple[str, ...]:
 
 def _preferred(problem: GemmProblem, config: KernelConfig, select: str, target: Target) -> KernelConfig | None:
     """`config` with the instruction tile-select-mma picks under `select`,
-    when that differs and the result still fits."""
+    when that differs, lowers with the config's stages and tiles, and still fits."""
     shape = GemmShape(*config.block, problem.shared_a, problem.shared_b, problem.accum, problem.accum)
     chosen = select_mma_for(target, shape, config.threads, select.removeprefix("prefer="))
     if isinstance(chosen, list):
@@ -180,9 +181,25 @@ def _preferred(problem: GemmProblem, config: KernelConfig, select: str, target: 
     row = next(r for r in target.mma if r.name == choice.name and r.types == (choice.a, choice.b, choice.c))
     if row == config.instruction:
         return None
-    group = matrix_core_for(target.family).waves_per_instruction(row.name)
-    preferred = KernelConfig(config.block, config.threads, config.stages, row, split, group, config.split_k)
+    core = matrix_core_for(target.family)
+    if config.stages < core.min_stages(row.name) or _operand_misfit(problem, config.block, row.name, core):
+        return None
+    preferred = KernelConfig(config.block, config.threads, config.stages, row, split,
+                             core.waves_per_instruction(row.name), config.split_k)
     return preferred if misfit(problem, preferred, target) is None else None
+
+
+def _operand_misfit(problem: GemmProblem, block: tuple[int, int, int], name: str, core) -> str | None:
+    """Why the matrix core's pipelined loop cannot fill this block's A or B
+    tile for gemms of instruction `name` (None when it can)."""
+    bm, bn, bk = block
+    a = (bk, bm, problem.m) if problem.transpose_a else (bm, bk, problem.k)
+    b = (bn, bk, problem.k) if problem.transpose_b else (bk, bn, problem.n)
+    for (rows, cols, global_cols), stored in ((a, problem.a), (b, problem.b)):
+        why = core.operand_misfit(name, rows, cols, global_cols, element_bytes(stored))
+        if why:
+            return why
+    return None
 
 
 def candidates(problem: GemmProblem, target: Target) -> list[Candidate]:

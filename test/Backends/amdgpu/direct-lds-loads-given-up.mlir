@@ -13,7 +13,8 @@ module attributes {tile.target = "amdgpu:gfx942"} {
   func.func @gemm(%A: memref<512x512xf16>, %B: memref<512x512xf16>, %C: memref<512x512xf32>) {
     %zero = arith.constant 0.0 : f32
     "tile.fill"(%C, %zero) : (memref<512x512xf32>, f32) -> ()
-    // expected-remark@+3 {{tile-tiling: block 128x128x32, 256 threads}}
+    // expected-remark@+4 {{tile-tiling: block 128x128x32, 256 threads}}
+    // expected-remark@+3 {{'memory.latency_clocks' is not publicly known for amdgpu:gfx942}}
     // expected-remark@+2 {{not with loads into LDS (direct-lds-loads=true): gfx942 has no load into LDS of 16 bytes per lane (memory.buffer_load_lds: buffer_load_dword)}}
     // expected-remark@+1 {{through registers, not with loads into LDS (direct-lds-loads=true): the tile is stored transposed}}
     "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<512x512xf16>, memref<512x512xf16>, memref<512x512xf32>) -> ()

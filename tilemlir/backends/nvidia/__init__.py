@@ -66,4 +66,7 @@ BACKEND = Backend(
     lowering_hooks="tilemlir.backends.nvidia.wgmma:NvidiaLoweringHooks",
     tilelang_names=("cuda",),
     default_chip="sm_90a",
+    # Loops of 2 stages or more are pipelined while lowering (cp.async, TMA);
+    # nvidia runs no tile-pipeline (pass_lists.TILE_PIPELINE).
+    prefetches_single_stage=False,
 )

@@ -159,11 +159,22 @@ def _tma_copyable(copy: ir.Operation, threads: int) -> bool:
     if src_type.get_strides_and_offset() != ([src_type.shape[1], 1], 0):
         return False
     size = max(1, bit_width(src_type.element_type) // 8)
-    # Global rows must be 16-byte multiples (TMA's stride rule); the tile's rows
-    # whole 128-byte boxes of at most 256 rows, in whole swizzle atoms of 8 rows
-    # (every box and slot then starts 1024-aligned, as the descriptors assume).
-    return ((src_type.shape[1] * size) % 16 == 0 and (cols * size) % SWIZZLE_BYTES == 0
-            and rows <= TMA_BOX_LIMIT and rows % 8 == 0)
+    return tma_tile_misfit(rows, cols, src_type.shape[1], size) is None
+
+
+def tma_tile_misfit(rows: int, cols: int, global_cols: int, size: int) -> str | None:
+    """Why TMA cannot fill a rows x cols tile (elements of `size` bytes) from
+    global rows of `global_cols` elements; None when it can. Global rows must
+    be 16-byte multiples (TMA's stride rule); the tile's rows whole 128-byte
+    boxes of at most 256 rows, in whole swizzle atoms of 8 rows (every box and
+    slot then starts 1024-aligned, as the descriptors assume)."""
+    if (global_cols * size) % 16:
+        return f"global rows of {global_cols * size} bytes are not 16-byte multiples"
+    if (cols * size) % SWIZZLE_BYTES:
+        return f"a {rows}x{cols} tile's rows of {cols * size} bytes are not whole {SWIZZLE_BYTES}-byte boxes"
+    if rows > TMA_BOX_LIMIT or rows % 8:
+        return f"a {rows}x{cols} tile's {rows} rows are not whole 8-row atoms of at most {TMA_BOX_LIMIT}"
+    return None
 
 
 def plan_tma_pipeline(op: ir.Operation, threads: int, mma_sync_too: bool = False) -> PipelinePlan | None:
@@ -231,6 +242,15 @@ class NvidiaMatrixCore(MmaSyncCore):
 
     def waves_per_instruction(self, name: str) -> int:
         return WARPGROUP_WARPS if is_wgmma(name) else 1
+
+    def min_stages(self, name: str) -> int:
+        return 2 if is_wgmma(name) else 1  # the TMA loop's slots (TmaLoop)
+
+    def operand_misfit(self, name: str, rows: int, cols: int, global_cols: int, element_bytes: int) -> str | None:
+        if not is_wgmma(name):
+            return None
+        why = tma_tile_misfit(rows, cols, global_cols, element_bytes)
+        return None if why is None else f"TMA cannot fill its operands: {why}"
 
     def accumulator_layout(self, m: int, n: int, k: int, wave_size: int, c_bits: int = 32):
         if m == 64 and self.supported(m, n, k, 1, wave_size):

@@ -342,6 +342,18 @@ class MatrixCore(ABC):
         together (1: every wave its own; NVIDIA's wgmma: a warpgroup of 4)."""
         return 1
 
+    def min_stages(self, name: str) -> int:
+        """The fewest pipeline stages (tile.num_stages) a K loop of this
+        instruction's gemms lowers with (NVIDIA's wgmma: 2, its operands
+        arrive by TMA into stage slots)."""
+        return 1
+
+    def operand_misfit(self, name: str, rows: int, cols: int, global_cols: int, element_bytes: int) -> str | None:
+        """Why gemms of this instruction cannot take an operand tile of `rows` x
+        `cols` elements copied from global rows of `global_cols` elements of
+        `element_bytes` each in a pipelined loop; None when they can."""
+        return None
+
     # True: `register_a` may accept some gemm; tile-select-mma then splits the
     # waves of such gemm chains along M only (a wave holds whole rows of P).
     reads_register_a: ClassVar[bool] = False

@@ -1,0 +1,466 @@
+"""The cost model against the H200: every tile-tune candidate of bench/gemm.py's shapes, predicted and measured.
+
+Three steps, because the device machine has the GPU but not our MLIR wheels:
+
+    .venv/bin/python bench/tune_model.py --prepare build/tunemodel --jobs 2   # here: PTX, predictions
+    python3 bench/tune_model.py --run build/tunemodel --out DIR              # there: check, time
+    .venv/bin/python bench/tune_model.py --analyse build/tunemodel DIR/tune_results.json   # here again
+
+`--prepare` takes, for every shape in gemm.SHAPES and dtype in gemm.DTYPES
+(bench/gemm.py's layouts: B is N x K for fp8), the module tile-tune tunes (the
+whole-problem tile.gemm of gemm.gemm_text, the nvidia:sm_90a target) and
+every candidate tile-tune would consider (`tilemlir.tune.search.candidates`,
+no budget), compiles each to PTX exactly as tile-tune does
+(`compile_candidate`, in `--jobs` worker processes), and records the model's
+prediction for each compiled kernel (`model_seconds`, what `tile-tune
+--measure model` ranks by), which candidate is tile-compile's default, and
+the compile's report (reports.json, kept here).
+
+`--run` needs torch only (tilemlir/runtime/cuda_launch.py loaded by path).
+Per case: inputs as bench/gemm.py draws them; cuBLAS (gemm.py's call) checked
+and timed; then every compiled candidate launched once on a NaN-filled output,
+checked against float64 on sampled rows (gemm.check, gemm.py's bounds), and, if
+correct, timed: a CUDA graph of up to GRAPH_LAUNCHES back-to-back launches
+(about GRAPH_MS of them; so that the host's launch overhead, which exceeds a
+1024^3 GEMM, is not timed), replayed between CUDA events after warm-up, the
+median of up to REPEATS replays (fewer for slow candidates, at least
+MIN_REPEATS) over the launches in one. Finally the default, the measured best
+and cuBLAS (captured the same way) are re-timed interleaved in ROUNDS rounds
+for the speed table. Results go to tune_results.json as they come (a run cut
+off keeps its cases). `--jit-jobs N` has N processes load every module first,
+so the driver's JIT cache holds them before the timed loop.
+
+Both `--run` and `--analyse` print, per case, over the candidates measured
+correct: Spearman's rank correlation between predicted and measured time, the
+speed of the model's top choice (the fastest predicted) as a fraction of the
+best measured candidate's, and the same for tile-compile's default.
+`--analyse` re-predicts with the model as it is now (from the saved reports),
+so a change to the model is judged against the same measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench folder's shared helpers
+import gemm
+from bench_device import RunLog, load_launcher
+
+REPEATS, MIN_REPEATS, WARMUP = 30, 5, 3
+TIME_PER_CANDIDATE = 0.25  # seconds of timed launches per candidate, at most (REPEATS permitting)
+GRAPH_LAUNCHES, GRAPH_MS = 20, 0.5  # launches per graph: up to 20, about 0.5 ms of them
+ROUNDS, SAMPLES_PER_ROUND = 6, 5  # the final interleaved timing
+
+
+def case_key(dtype: str, m: int, n: int, k: int) -> str:
+    return f"{dtype}_{m}x{n}x{k}"
+
+
+# --------------------------------------------------------------------------
+# --prepare (needs tilemlir and MLIR)
+# --------------------------------------------------------------------------
+
+def tuned_case(dtype: str, m: int, n: int, k: int):
+    """The module, tile-tune's view of its gemm, and the candidates (default first)."""
+    from mlir import ir
+
+    from tilemlir.diagnostics import SourceBuffer
+    from tilemlir.dialects import tile
+    from tilemlir.target import get_target
+    from tilemlir.tune.search import candidates, tune_problem
+
+    target = get_target(gemm.TARGET)
+    text = gemm.gemm_text(m, n, k, dtype, dtype == "fp8")
+    source = SourceBuffer(f"{case_key(dtype, m, n, k)}.mlir", text)
+    module = ir.Module.parse(text, tile.make_context())
+    tuned = tune_problem(module.operation, target, source)
+    return text, source, target, tuned, candidates(tuned.problem, target)
+
+
+def prepare(out: Path, jobs: int) -> None:
+    from tilemlir.tune.db import config_json
+    from tilemlir.tune.model import DoesNotFit
+    from tilemlir.tune.search import compile_job, local_executor, model_seconds
+
+    out.mkdir(parents=True, exist_ok=True)
+    cases, work, owners = [], [], []
+    for dtype in gemm.DTYPES:
+        for m, n, k in gemm.SHAPES:
+            text, source, target, tuned, chosen = tuned_case(dtype, m, n, k)
+            key = case_key(dtype, m, n, k)
+            case = {"key": key, "dtype": dtype, "m": m, "n": n, "k": k, "transpose_b": dtype == "fp8",
+                    "candidates": []}
+            for i, candidate in enumerate(chosen):
+                name = f"{key}_c{i}"
+                case["candidates"].append({
+                    "name": name, "json": f"{name}.json", "config": config_json(candidate.tuned()),
+                    "describe": candidate.tuned().describe(), "default": candidate.default,
+                    "wgmma": candidate.config.instruction.name.startswith("wgmma")})
+                work.append(compile_job(candidate, len(work), text, source.name, target, "ptx", str(out / name)))
+                owners.append((case, i, candidate, tuned.problem, target))
+            cases.append(case)
+    print(f"{len(work)} candidates over {len(cases)} cases; compiling with {jobs} jobs", flush=True)
+    started, reports = time.perf_counter(), {}
+    with local_executor(jobs) as executor:
+        for done, outcome in enumerate(executor(work), 1):
+            case, i, candidate, problem, target = owners[outcome.index]
+            record = case["candidates"][i]
+            record["compile_seconds"] = round(outcome.seconds, 3)
+            record["compiled"] = outcome.report is not None
+            if outcome.report is None:
+                record["error"] = outcome.error.splitlines()[0] if outcome.error else "no report"
+                continue
+            reports[record["name"]] = outcome.report
+            try:
+                record["predicted"] = model_seconds(problem, candidate, outcome.report, target)
+            except DoesNotFit as error:
+                record["predicted"] = None
+                record["error"] = str(error)
+            if done % 100 == 0:
+                print(f"  {done}/{len(work)} compiled, {time.perf_counter() - started:.0f} s", flush=True)
+    manifest = {"target": gemm.TARGET, "cases": cases}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    (out / "reports.json").write_text(json.dumps(reports) + "\n", encoding="utf-8")
+    failed = sum(not c["compiled"] for case in cases for c in case["candidates"])
+    print(f"prepared {len(work)} candidates ({failed} did not compile) in {time.perf_counter() - started:.0f} s")
+
+
+# --------------------------------------------------------------------------
+# Summaries (no tilemlir, no torch)
+# --------------------------------------------------------------------------
+
+def ranks(values: list[float]) -> list[float]:
+    """1-based ranks, ties sharing their mean rank."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    result = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for position in range(start, end + 1):
+            result[order[position]] = (start + end) / 2 + 1
+        start = end + 1
+    return result
+
+
+def spearman(xs: list[float], ys: list[float]) -> float:
+    """Spearman's rank correlation (Pearson's on the ranks); NaN under 3 points."""
+    if len(xs) < 3:
+        return math.nan
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    vx = sum((a - mx) ** 2 for a in rx)
+    vy = sum((b - my) ** 2 for b in ry)
+    return cov / math.sqrt(vx * vy) if vx and vy else math.nan
+
+
+def summarise(case: dict, measured: dict, predicted: dict) -> dict | None:
+    """One case's figures over the candidates both measured correct and predicted."""
+    names = [c["name"] for c in case["candidates"]
+             if isinstance(measured.get(c["name"]), float) and isinstance(predicted.get(c["name"]), float)]
+    if not names:
+        return None
+    best = min(names, key=measured.__getitem__)
+    top = min(names, key=predicted.__getitem__)
+    default = next((c["name"] for c in case["candidates"] if c["default"]), None)
+    return {
+        "candidates": len(names),
+        "spearman": spearman([predicted[n] for n in names], [measured[n] for n in names]),
+        "best": best, "best_ms": measured[best],
+        "top": top, "top_fraction": measured[best] / measured[top],
+        "default": default,
+        "default_fraction": measured[best] / measured[default] if default in measured else math.nan,
+    }
+
+
+def summary_table(manifest: dict, results: dict, predicted: dict, say) -> None:
+    describe = {c["name"]: c["describe"] for case in manifest["cases"] for c in case["candidates"]}
+    say(f"{'case':>22} {'cands':>5} {'spearman':>8} {'top/best':>8} {'default/best':>12}  "
+        f"best measured | model's top choice")
+    rhos = []
+    for case in manifest["cases"]:
+        measured = {n: r["ms"] for n, r in results.get(case["key"], {}).get("candidates", {}).items()
+                    if r.get("ok")}
+        figures = summarise(case, measured, predicted)
+        if figures is None:
+            continue
+        rhos.append(figures["spearman"])
+        say(f"{case['key']:>22} {figures['candidates']:5d} {figures['spearman']:8.3f} "
+            f"{figures['top_fraction']:8.3f} {figures['default_fraction']:12.3f}  "
+            f"{describe[figures['best']]} | {describe[figures['top']]}")
+    finite = sorted(r for r in rhos if not math.isnan(r))
+    if finite:
+        say(f"spearman: min {finite[0]:.3f}, median {finite[len(finite) // 2]:.3f}, max {finite[-1]:.3f}")
+
+
+# --------------------------------------------------------------------------
+# --run (needs torch, not MLIR)
+# --------------------------------------------------------------------------
+
+class Timed:
+    """Launches of one kernel (or cuBLAS call) as a CUDA graph of `count`
+    back-to-back launches, so that the host's launch overhead (our ctypes
+    launcher's, torch's) is not in the time of small kernels; eager launches
+    when the graph cannot be captured (`count` 1, `graph` None)."""
+
+    def __init__(self, fn):
+        import torch
+
+        self.fn = fn
+        fn()  # the first launch builds what it caches (TMA descriptors, cuBLAS handles)
+        torch.cuda.synchronize()
+        first = self._event_ms(fn)
+        self.count = max(1, min(GRAPH_LAUNCHES, int(GRAPH_MS / max(first, 1e-3))))
+        self.graph = None
+        try:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for _ in range(self.count):
+                    fn()
+            self.graph = graph
+        except Exception:  # noqa: BLE001 - a call that cannot be captured: timed eagerly
+            self.count = 1
+        torch.cuda.synchronize()
+
+    @staticmethod
+    def _event_ms(fn) -> float:
+        import torch
+
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    def sample_ms(self) -> float:
+        """Milliseconds of one launch, from one graph replay."""
+        return self._event_ms(self.graph.replay if self.graph else self.fn) / self.count
+
+
+def time_ms(timed: Timed) -> float:
+    """Median of up to REPEATS samples after WARMUP, fewer (not under
+    MIN_REPEATS) when they would take over TIME_PER_CANDIDATE seconds."""
+    for _ in range(WARMUP):
+        timed.sample_ms()
+    times, budget = [], REPEATS
+    while len(times) < budget:
+        times.append(timed.sample_ms())
+        if len(times) == 1:
+            per_sample = times[0] * timed.count
+            budget = max(MIN_REPEATS, min(REPEATS, int(TIME_PER_CANDIDATE * 1e3 / max(per_sample, 1e-3))))
+    return statistics.median(times)
+
+
+def interleaved_ms(timed: dict) -> dict:
+    """Median per-launch milliseconds of each, over ROUNDS rounds that visit
+    each in turn (SAMPLES_PER_ROUND samples each), after WARMUP samples each."""
+    for t in timed.values():
+        for _ in range(WARMUP):
+            t.sample_ms()
+    samples = {name: [] for name in timed}
+    for _ in range(ROUNDS):
+        for name, t in timed.items():
+            samples[name].extend(t.sample_ms() for _ in range(SAMPLES_PER_ROUND))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def _load_all(directory: str, names: list[str]) -> None:
+    launcher = load_launcher()
+    for name in names:
+        try:
+            launcher.CudaModule.load(Path(directory) / f"{name}.json").close()
+        except launcher.CudaError:
+            pass  # run_case records it
+
+
+def warm_jit(directory: Path, names: list[str], jobs: int, say) -> None:
+    """Loads every module once in `jobs` processes, so that the driver's JIT
+    cache holds them all before the timed loop loads them again (give the
+    cache room: CUDA_CACHE_MAXSIZE)."""
+    import multiprocessing
+
+    started = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        pool.starmap(_load_all, [(str(directory), names[i::jobs]) for i in range(jobs)])
+    say(f"{len(names)} modules JIT-compiled in {jobs} processes in {time.perf_counter() - started:.0f} s")
+
+
+def run_case(launcher, directory: Path, case: dict, say, record: dict, flush) -> dict:
+    import torch
+
+    m, n, k, dtype, transpose_b = case["m"], case["n"], case["k"], case["dtype"], case["transpose_b"]
+    a, b = gemm.make_inputs(m, n, k, dtype, transpose_b, 11)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    if dtype == "fp8":
+        one = torch.ones((), device="cuda", dtype=torch.float32)
+
+        def cublas():
+            return torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one, out_dtype=torch.float16)
+    else:
+        def cublas():
+            return torch.matmul(a, b)
+    ok, worst, _ = gemm.check(cublas(), a, b, transpose_b, 11, gemm.sum_bits_of(dtype))
+    record.update({"cublas_ok": ok, "cublas_worst": worst, "candidates": {}})
+    modules = {}
+    started = time.perf_counter()
+    for count, entry in enumerate(case["candidates"]):
+        if not entry.get("compiled"):
+            continue
+        if count % 25 == 0:
+            flush()
+        try:
+            module = launcher.CudaModule.load(directory / entry["json"])
+            c.fill_(float("nan"))
+            module.launch("gemm", [a, b, c])
+            torch.cuda.synchronize()
+        except launcher.CudaError as error:
+            record["candidates"][entry["name"]] = {"ok": False, "error": f"CUDA: {str(error)[:300]}"}
+            continue
+        bits = gemm.FP8_WGMMA_SUM_BITS if dtype == "fp8" and entry["wgmma"] else None
+        good, worst, _ = gemm.check(c, a, b, transpose_b, 11, bits)
+        if not good:
+            record["candidates"][entry["name"]] = {"ok": False, "error": f"wrong: worst err/tol {worst:.3g}"}
+            say(f"  {entry['name']}: WRONG (worst err/tol {worst:.3g}; {entry['describe']})")
+            module.close()
+            continue
+        timed = Timed(lambda module=module: module.launch("gemm", [a, b, c]))
+        record["candidates"][entry["name"]] = {"ok": True, "ms": time_ms(timed), "worst": worst,
+                                               "graph": timed.graph is not None}
+        modules[entry["name"]] = module, timed
+    measured = {name: r["ms"] for name, r in record["candidates"].items() if r["ok"]}
+    say(f"{case['key']}: {len(measured)} of {len(case['candidates'])} candidates checked and timed "
+        f"in {time.perf_counter() - started:.0f} s")
+    default = next((e["name"] for e in case["candidates"] if e["default"]), None)
+    if measured:
+        best = min(measured, key=measured.get)
+        finalists = {"cublas": Timed(cublas)}
+        for name in {best, default} & measured.keys():
+            finalists[name] = modules[name][1]
+        final = interleaved_ms(finalists)
+        flops = 2.0 * m * n * k
+        record["final"] = {"cublas_ms": final["cublas"], "best": best, "best_ms": final[best],
+                           "default": default, "default_ms": final.get(default)}
+        tf = {name: flops / ms / 1e9 for name, ms in final.items()}
+        say(f"  TFLOP/s: default {tf.get(default, math.nan):.1f}, tuned (best measured) {tf[best]:.1f}, "
+            f"cuBLAS {tf['cublas']:.1f}")
+    for module, _ in modules.values():
+        module.close()
+    return record
+
+
+def run(directory: Path, out: Path | None, only: str | None, jit_jobs: int) -> int:
+    import torch
+
+    launcher = load_launcher()
+    manifest = json.loads((directory / "manifest.json").read_text())
+    say = RunLog(out, f"tune_log{'_' + only if only else ''}.txt")
+    props = torch.cuda.get_device_properties(0)
+    say(f"device: {props.name}, {props.multi_processor_count} SMs; torch {torch.__version__}")
+    results = {}
+    path = (out or directory) / f"tune_results{'_' + only if only else ''}.json"
+
+    def flush():
+        path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+    cases = [case for case in manifest["cases"] if not only or case["dtype"] == only]
+    if jit_jobs > 1:
+        warm_jit(directory, [c["name"] for case in cases for c in case["candidates"] if c.get("compiled")],
+                 jit_jobs, say)
+    for case in cases:
+        results[case["key"]] = {}
+        run_case(launcher, directory, case, say, results[case["key"]], flush)
+        flush()
+    predicted = {c["name"]: c["predicted"] for case in manifest["cases"] for c in case["candidates"]
+                 if isinstance(c.get("predicted"), float)}
+    say("")
+    say("the model at --prepare against the measurements:")
+    summary_table(manifest, results, predicted, say)
+    speed_table(manifest, results, say)
+    wrong = sum(not r["ok"] for case in results.values() for r in case["candidates"].values())
+    say(f"{wrong} candidate(s) failed their check")
+    say.close()
+    return 1 if wrong else 0
+
+
+def speed_table(manifest: dict, results: dict, say) -> None:
+    say("")
+    say("TFLOP/s, default / tuned (best measured) / cuBLAS re-timed interleaved "
+        f"({ROUNDS} rounds of {SAMPLES_PER_ROUND} graph replays each, the median)")
+    say(f"{'case':>22} {'default':>8} {'tuned':>8} {'cuBLAS':>8} {'def/tuned':>9} {'tuned/cuBLAS':>12}")
+    for case in manifest["cases"]:
+        final = results.get(case["key"], {}).get("final")
+        if not final:
+            continue
+        flops = 2.0 * case["m"] * case["n"] * case["k"]
+        d = flops / final["default_ms"] / 1e9 if final.get("default_ms") else math.nan
+        t, c = flops / final["best_ms"] / 1e9, flops / final["cublas_ms"] / 1e9
+        say(f"{case['key']:>22} {d:8.1f} {t:8.1f} {c:8.1f} {d / t:9.3f} {t / c:12.3f}")
+
+
+# --------------------------------------------------------------------------
+# --analyse (needs tilemlir: re-predicts with the model as it is now)
+# --------------------------------------------------------------------------
+
+def analyse(directory: Path, result_files: list[Path]) -> int:
+    from tilemlir.tune.db import config_from
+    from tilemlir.tune.model import DoesNotFit
+    from tilemlir.tune.search import model_seconds
+
+    manifest = json.loads((directory / "manifest.json").read_text())
+    reports = json.loads((directory / "reports.json").read_text())
+    results = {}
+    for path in result_files:
+        results.update(json.loads(path.read_text()))
+    predicted, defaults = {}, {}
+    for case in manifest["cases"]:
+        _, _, target, tuned, chosen = tuned_case(case["dtype"], case["m"], case["n"], case["k"])
+        by_config = {candidate.tuned(): candidate for candidate in chosen}
+        defaults[case["key"]] = chosen[0].tuned()
+        for record in case["candidates"]:
+            candidate = by_config.get(config_from(record, "config"))
+            if candidate is None or record["name"] not in reports:
+                continue
+            try:
+                predicted[record["name"]] = model_seconds(tuned.problem, candidate, reports[record["name"]], target)
+            except DoesNotFit:
+                continue
+        for record in case["candidates"]:  # tile-compile's default under the model as it is now
+            record["default"] = config_from(record, "config") == defaults[case["key"]]
+    print("the model as it is now against the measurements:")
+    summary_table(manifest, results, predicted, print)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--prepare", metavar="DIR", help="compile every candidate into DIR")
+    group.add_argument("--run", metavar="DIR", help="check and time the candidates prepared in DIR")
+    group.add_argument("--analyse", nargs="+", metavar="PATH",
+                       help="DIR RESULTS.json...: re-rank the measured candidates by the model as it is now")
+    parser.add_argument("--jobs", type=int, default=2, help="with --prepare: parallel compiles")
+    parser.add_argument("--out", metavar="DIR", help="with --run: write the log and results here")
+    parser.add_argument("--only", metavar="DTYPE", help="with --run: the cases of this dtype only")
+    parser.add_argument("--jit-jobs", type=int, default=1,
+                        help="with --run: JIT-compile every module first in this many processes")
+    options = parser.parse_args(argv)
+    if options.prepare:
+        prepare(Path(options.prepare), options.jobs)
+        return 0
+    if options.analyse:
+        return analyse(Path(options.analyse[0]), [Path(p) for p in options.analyse[1:]])
+    return run(Path(options.run), Path(options.out) if options.out else None, options.only,
+               options.jit_jobs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
