@@ -83,6 +83,33 @@ def test_select_mma_ranks_wgmma_only_when_preferred():
 
 
 @needs_mlir
+def test_the_cost_model_chooses_the_instruction_too():
+    """tile-tiling ranks the instructions tile-select-mma takes only when
+    preferred (wgmma) beside its own choice: where the model predicts a wgmma
+    configuration fastest (a 512x512x8192 f16 GEMM, matrix-bound), the kernel's
+    tile.tiling records prefer = "wgmma", tile-select-mma takes it without an
+    option, and the PTX issues wgmma. --select set by hand still decides."""
+    import sys
+
+    import tilemlir
+
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import gemm as bench
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    text = bench.gemm_text(512, 512, 8192, "f16", False)
+    chosen = tilemlir.compile(text, target="nvidia:sm_90a", emit="ptx", options={"report": True})
+    assert "cp.async.bulk.tensor" in chosen.artifacts["ptx"] and "wgmma.mma_async" in chosen.artifacts["ptx"]
+    (decision,) = chosen.report["decisions"]
+    assert decision["instruction"].startswith("wgmma") and decision["threads"] % 128 == 0
+    tile_ir = tilemlir.compile(text, target="nvidia:sm_90a", emit="tile").artifacts["tile"]
+    assert 'prefer = "wgmma", source = "model"' in tile_ir
+    forced = tilemlir.compile(text, target="nvidia:sm_90a", emit="ptx", options={"select": "prefer=mma.sync"})
+    assert "wgmma.mma_async" not in forced.artifacts["ptx"] and "mma.sync" in forced.artifacts["ptx"]
+
+
+@needs_mlir
 def test_wgmma_kernel_takes_tensor_maps():
     from mlir import ir
 

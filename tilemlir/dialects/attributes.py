@@ -244,10 +244,12 @@ NUM_STAGES = IntegerAttribute(
 TILING = DictionaryAttribute(
     "tile.tiling", ("tile.kernel",),
     producer="tile-tiling (who decided the kernel's configuration, and the cost model's prediction for it)",
-    consumers=("tile-compile --report (config_source, split_k, predicted_seconds)",),
-    form='{source = "model" | "user" | "tuning-db", split_k = N >= 1, predicted_seconds = F (optional)}',
+    consumers=("tile-compile --report (config_source, split_k, predicted_seconds)",
+               "tile-select-mma (prefer, unless its own option prefers)"),
+    form='{source = "model" | "user" | "tuning-db", split_k = N >= 1, predicted_seconds = F (optional), '
+         'prefer = S (optional)}',
     check=dictionary({"source": string_in("model", "user", "tuning-db"), "split_k": integer(1)},
-                     {"predicted_seconds": of_kind(ir.FloatAttr)}))
+                     {"predicted_seconds": of_kind(ir.FloatAttr), "prefer": of_kind(ir.StringAttr)}))
 
 IN_BOUNDS = UnitAttribute(
     "tile.in_bounds", ("tile.copy",),

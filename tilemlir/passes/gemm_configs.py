@@ -7,8 +7,10 @@ chooses among.
 
 `candidate_configs` enumerates block tiles, waves and stages (split-K is 1:
 no lowering produces a split-K reduction yet), each with the instruction and
-wave split tile-select-mma would choose for it (`select_mma_for`), and keeps
-those that fit:
+wave split tile-select-mma would choose for it (`select_mma_for`), and with
+each instruction it takes only when preferred (sm_90a's wgmma:
+`instruction_choices`, where the matrix core can fill its operands and with
+the stages its loop needs), and keeps those that fit:
 
 * block M and N: 32, 64, 128, 256, up to the smallest that covers the
   problem's dimension; block K: the largest K among the usable instructions,
@@ -119,16 +121,59 @@ class Fixed:
 
 
 def instruction_for(problem: GemmProblem, block: tuple[int, int, int], threads: int,
-                    target: Target) -> tuple[MmaInstr, tuple[int, int], int] | str:
-    """tile-select-mma's instruction for this block and thread count, its wave
-    split, and the waves that issue one instruction together; or why none fits."""
+                    target: Target, prefer: str = "") -> tuple[MmaInstr, tuple[int, int], int] | str:
+    """tile-select-mma's instruction for this block and thread count (under
+    `prefer`), its wave split, and the waves that issue one instruction
+    together; or why none fits."""
     shape = GemmShape(*block, problem.shared_a, problem.shared_b, problem.accum, problem.accum)
-    result = select_mma_for(target, shape, threads)
+    result = select_mma_for(target, shape, threads, prefer)
     if isinstance(result, list):
         return "; ".join(result)
     choice, split = result
     row = next(r for r in target.mma if r.name == choice.name and r.types == (choice.a, choice.b, choice.c))
     return row, split, matrix_core_for(target.family).waves_per_instruction(row.name)
+
+
+def preferences(target: Target) -> tuple[str, ...]:
+    """The instruction families tile-select-mma takes only when preferred:
+    those the matrix core issues from a group of waves (sm_90a's warpgroup
+    wgmma), named by the first dotted part of their names."""
+    core = matrix_core_for(target.family)
+    return tuple(sorted({row.name.split(".")[0] for row in target.mma if core.waves_per_instruction(row.name) > 1}))
+
+
+def operand_misfit(problem: GemmProblem, block: tuple[int, int, int], name: str, target: Target) -> str | None:
+    """Why the matrix core's pipelined loop cannot fill this block's A or B
+    tile for gemms of instruction `name` (None when it can)."""
+    core = matrix_core_for(target.family)
+    bm, bn, bk = block
+    a = (bk, bm, problem.m) if problem.transpose_a else (bm, bk, problem.k)
+    b = (bn, bk, problem.k) if problem.transpose_b else (bk, bn, problem.n)
+    for (rows, cols, global_cols), stored in ((a, problem.a), (b, problem.b)):
+        why = core.operand_misfit(name, rows, cols, global_cols, element_bytes(stored))
+        if why:
+            return why
+    return None
+
+
+def instruction_choices(problem: GemmProblem, block: tuple[int, int, int], threads: int,
+                        target: Target) -> list[tuple[MmaInstr, tuple[int, int], int, str]]:
+    """The instructions a block of `threads` can take: tile-select-mma's own
+    choice, and under each of `preferences` the preferred row when it differs
+    and the matrix core can fill its operands; each with its wave split, the
+    waves that issue it together, and the preference it needs ("" for none)."""
+    found = []
+    chosen = instruction_for(problem, block, threads, target)
+    if not isinstance(chosen, str):
+        found.append((*chosen, ""))
+    for prefix in preferences(target):
+        chosen = instruction_for(problem, block, threads, target, prefix)
+        if isinstance(chosen, str) or not chosen[0].name.startswith(prefix):
+            continue
+        if any(chosen[0] == row for row, *_ in found) or operand_misfit(problem, block, chosen[0].name, target):
+            continue
+        found.append((*chosen, prefix))
+    return found
 
 
 def wave_register_limit(facts: ModelFacts, waves: int) -> int:
@@ -182,15 +227,15 @@ def candidate_configs(problem: GemmProblem, target: Target, fixed: Fixed = Fixed
     threads = [fixed.threads] if fixed.threads else [w * wave for w in WAVE_COUNTS
                                                       if w * wave <= facts.max_threads_per_workgroup]
     stages = [fixed.stages] if fixed.stages else list(STAGE_COUNTS)
+    core = matrix_core_for(target.family)
     found = []
     for block in blocks:
         for count in threads:
-            chosen = instruction_for(problem, block, count, target)
-            if isinstance(chosen, str):
-                continue
-            row, split, group = chosen
-            for stage_count in stages:
-                config = KernelConfig(block, count, stage_count, row, split, group, SPLIT_K)
-                if misfit(problem, config, target) is None:
-                    found.append(config)
+            for row, split, group, prefer in instruction_choices(problem, block, count, target):
+                for stage_count in stages:
+                    if stage_count < core.min_stages(row.name):
+                        continue
+                    config = KernelConfig(block, count, stage_count, row, split, group, SPLIT_K, prefer)
+                    if misfit(problem, config, target) is None:
+                        found.append(config)
     return tuple(found)

@@ -34,9 +34,10 @@ Output invariant: every in-kernel tile.gemm carries tile.mma and tile.warp_grid.
 Options:
   target (string): the target, e.g. amdgpu:gfx942 (default: the module's tile.target).
   prefer (string): rank rows whose name starts with this first, e.g. `wgmma`
-    on nvidia:sm_90a (default: none; the table's ranking alone). A gemm that
-    no preferred row fits takes the best other row, and a remark says why
-    each preferred row was rejected.
+    on nvidia:sm_90a (default: the preference tile-tiling recorded in the
+    kernel's tile.tiling, when its cost model chose such an instruction; else
+    none, the table's ranking alone). A gemm that no preferred row fits takes
+    the best other row, and a remark says why each preferred row was rejected.
 
 Example:
 
@@ -132,6 +133,16 @@ def select_mma_for(target, shape, threads: int, prefer: str = "", rows_only: boo
     return MmaChoice(row.name, row.m, row.n, row.k, row.blocks, row.a, row.b, row.c), split
 
 
+def kernel_preference(kernel: ir.Operation) -> str:
+    """The instruction preference tile-tiling recorded for the kernel (its
+    tile.tiling's `prefer`: the cost model chose such an instruction); empty
+    when none."""
+    tiling = attributes.TILING.read(kernel)
+    if tiling is None or "prefer" not in tiling:
+        return ""
+    return ir.StringAttr(tiling["prefer"]).value
+
+
 @dataclass(frozen=True)
 class TileSelectMma(TilePass):
     name: ClassVar[str] = "tile-select-mma"
@@ -164,11 +175,12 @@ class TileSelectMma(TilePass):
             if kernel is None:
                 continue  # whole-problem form: tile-tiling makes the kernel first
             shape = gemm_shape(op)
+            prefer = self.prefer or kernel_preference(kernel)
             result, rejected = None, []
             if op in chained:
-                result = select_mma_for(target, shape, kernel_threads(kernel), self.prefer, rows_only=True)
+                result = select_mma_for(target, shape, kernel_threads(kernel), prefer, rows_only=True)
             if result is None or isinstance(result, list):
-                result = select_mma_for(target, shape, kernel_threads(kernel), self.prefer, rejected=rejected)
+                result = select_mma_for(target, shape, kernel_threads(kernel), prefer, rejected=rejected)
             if isinstance(result, list):
                 tried = "; ".join(result)
                 state.error(op, f"tile-select-mma: no matrix instruction of {target} fits this "
@@ -176,11 +188,11 @@ class TileSelectMma(TilePass):
                                 f"gemm with {kernel_threads(kernel)} threads; tried: {tried}")
                 continue
             choice, (wm, wn) = result
-            if self.prefer and not choice.name.startswith(self.prefer):
+            if prefer and not choice.name.startswith(prefer):
                 # The preference is given up: say why each preferred row failed.
-                tried = "; ".join(reason for reason in rejected if reason.startswith(self.prefer))
-                state.remark(op, f"tile-select-mma: prefer={self.prefer} given up: {choice.name} is used, "
-                                 f"no {self.prefer} instruction fits this {shape.m}x{shape.n}x{shape.k} gemm "
+                tried = "; ".join(reason for reason in rejected if reason.startswith(prefer))
+                state.remark(op, f"tile-select-mma: prefer={prefer} given up: {choice.name} is used, "
+                                 f"no {prefer} instruction fits this {shape.m}x{shape.n}x{shape.k} gemm "
                                  f"with {kernel_threads(kernel)} threads" + (f" ({tried})" if tried else ""))
             choice.record(op)
             attributes.WARP_GRID.write(op, [wm, wn])

@@ -49,9 +49,11 @@ what bounds it) and the runner-up's, when the model chose; each assumed fact.
 Input invariant: tile-verify holds. Output invariant: no tile.gemm outside a
 tile.kernel; whole-problem tile.fill only where it was not absorbed (an error);
 every kernel made carries `tile.tiling = {source = "model" | "user" |
-"tuning-db", split_k, predicted_seconds}` (source "model" when no option fixed
-any part, else the `source` option; the prediction when the model could cost
-it), which tile-compile --report reads.
+"tuning-db", split_k, predicted_seconds, prefer}` (source "model" when no
+option fixed any part, else the `source` option; the prediction when the model
+could cost it; `prefer` when the model chose an instruction tile-select-mma
+takes only when preferred, such as sm_90a's wgmma, which tile-select-mma then
+prefers for this kernel), which tile-compile --report reads.
 
 Options:
   block=M,N,K   threads=N   stages=N   target=FAMILY:NAME
@@ -138,6 +140,7 @@ class TilingChoice:
     stages: int
     source: str = "user"
     prediction: Prediction | None = None
+    prefer: str = ""  # tile-select-mma's preference for the instruction the model chose
 
 
 def rank_key(prediction: Prediction, config: KernelConfig) -> tuple:
@@ -183,6 +186,8 @@ class TileTiling(TilePass):
             entries = {"source": ir.StringAttr.get(tiling.source), "split_k": int_attr(SPLIT_K)}
             if tiling.prediction is not None:
                 entries["predicted_seconds"] = ir.FloatAttr.get_f64(tiling.prediction.seconds)
+            if tiling.prefer:
+                entries["prefer"] = ir.StringAttr.get(tiling.prefer)
             attributes.TILING.write(kernel, entries)
             if fill is not None:
                 fill.erase()
@@ -245,7 +250,7 @@ class TileTiling(TilePass):
                      f"{runner_up[0].describe()}")
         state.remark(op, f"{text}; the fastest of {len(ranked)} configurations that fit "
                          f"(cost model: tilemlir.tune.model)")
-        return TilingChoice(config.block, config.threads, config.stages, source, best)
+        return TilingChoice(config.block, config.threads, config.stages, source, best, config.prefer)
 
     def say_assumptions(self, op: ir.Operation, prediction: Prediction | None, facts, state: PassState,
                         said: set[str] | None) -> None:

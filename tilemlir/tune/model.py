@@ -116,7 +116,8 @@ class KernelConfig:
     """One way to run a GEMM: the block tile, threads per workgroup, pipeline
     stages, the matrix instruction and its wave split (`warp_grid`, waves along
     M and N; `waves_per_instruction` > 1 for instructions a group of waves
-    issues together, split along M), and how many workgroups share K."""
+    issues together, split along M), how many workgroups share K, and the
+    instruction preference tile-select-mma needs to choose it."""
 
     block: tuple[int, int, int]
     threads: int
@@ -125,6 +126,9 @@ class KernelConfig:
     warp_grid: tuple[int, int]
     waves_per_instruction: int = 1
     split_k: int = 1
+    # tile-select-mma's preference that gives this instruction ("wgmma": a
+    # family it takes only when preferred); empty for its own choice.
+    prefer: str = ""
 
     def describe(self, wave_size: int) -> str:
         bm, bn, bk = self.block

@@ -9,15 +9,14 @@
 
 The candidates are tile-tiling's configurations that fit the target
 (`passes.gemm_configs.candidate_configs`: block M/N/K, threads, stages, each
-with the instruction and wave split tile-select-mma gives it), plus, for every
-instruction family the target's matrix core issues from a group of waves (a
-warpgroup's wgmma) and tile-select-mma takes only when asked, the same blocks
-with that preference (`select = "prefer=..."`). Split-K is 1: no lowering
-produces a split-K reduction yet. They are ordered by the cost model's
-prediction from the configuration alone, tile-tiling's own order
-(`passes.tiling.rank_key`), so the first is tile-compile's default; a budget of
-N takes the first N. The default is compiled without options, exactly as
-tile-compile compiles it; the others with their options.
+with the instruction and wave split tile-select-mma gives it, and with each
+instruction it takes only when preferred, such as a warpgroup's wgmma:
+`select = "prefer=..."`). Split-K is 1: no lowering produces a split-K
+reduction yet. They are ordered by the cost model's prediction from the
+configuration alone, tile-tiling's own order (`passes.tiling.rank_key`), so
+the first is tile-compile's default; a budget of N takes the first N. The
+default is compiled without options, exactly as tile-compile compiles it; the
+others with their options.
 
 Measured by the model (`model_seconds`), a compiled candidate's time is the
 cost model's prediction fed with what the compiled kernel shows and the model
@@ -49,10 +48,8 @@ from mlir import ir
 from tilemlir.backends.stages import CompileError
 from tilemlir.diagnostics import Diag, SourceBuffer, UserError, file_position
 from tilemlir.dialects import attributes
-from tilemlir.passes.gemm_configs import candidate_configs, gemm_problem, misfit
+from tilemlir.passes.gemm_configs import candidate_configs, gemm_problem
 from tilemlir.passes.gemm_facts import gemm_shape
-from tilemlir.passes.lower_to_gpu.api import matrix_core_for
-from tilemlir.passes.select_mma import select_mma_for
 from tilemlir.passes.tiling import rank_key, whole_problem_gemms
 from tilemlir.target.model import Target
 from tilemlir.tune.db import OpSignature, TunedConfig, TuningKey
@@ -62,7 +59,6 @@ from tilemlir.tune.model import (
     GemmProblem,
     GemmShape,
     KernelConfig,
-    element_bytes,
     kernel_figures,
     occupancy,
     predict,
@@ -161,70 +157,18 @@ class Candidate:
         return "" if self.default else self.tuned().tiling_options()
 
 
-def preferences(target: Target) -> tuple[str, ...]:
-    """tile-select-mma options worth trying besides its default: a preference
-    for each instruction family the matrix core issues from a group of waves
-    (taken only when preferred), named by its first dotted part."""
-    core = matrix_core_for(target.family)
-    prefixes = sorted({row.name.split(".")[0] for row in target.mma if core.waves_per_instruction(row.name) > 1})
-    return tuple(f"prefer={prefix}" for prefix in prefixes)
-
-
-def _preferred(problem: GemmProblem, config: KernelConfig, select: str, target: Target) -> KernelConfig | None:
-    """`config` with the instruction tile-select-mma picks under `select`,
-    when that differs, lowers with the config's stages and tiles, and still fits."""
-    shape = GemmShape(*config.block, problem.shared_a, problem.shared_b, problem.accum, problem.accum)
-    chosen = select_mma_for(target, shape, config.threads, select.removeprefix("prefer="))
-    if isinstance(chosen, list):
-        return None
-    choice, split = chosen
-    row = next(r for r in target.mma if r.name == choice.name and r.types == (choice.a, choice.b, choice.c))
-    if row == config.instruction:
-        return None
-    core = matrix_core_for(target.family)
-    if config.stages < core.min_stages(row.name) or _operand_misfit(problem, config.block, row.name, core):
-        return None
-    preferred = KernelConfig(config.block, config.threads, config.stages, row, split,
-                             core.waves_per_instruction(row.name), config.split_k)
-    return preferred if misfit(problem, preferred, target) is None else None
-
-
-def _operand_misfit(problem: GemmProblem, block: tuple[int, int, int], name: str, core) -> str | None:
-    """Why the matrix core's pipelined loop cannot fill this block's A or B
-    tile for gemms of instruction `name` (None when it can)."""
-    bm, bn, bk = block
-    a = (bk, bm, problem.m) if problem.transpose_a else (bm, bk, problem.k)
-    b = (bn, bk, problem.k) if problem.transpose_b else (bk, bn, problem.n)
-    for (rows, cols, global_cols), stored in ((a, problem.a), (b, problem.b)):
-        why = core.operand_misfit(name, rows, cols, global_cols, element_bytes(stored))
-        if why:
-            return why
-    return None
-
-
 def candidates(problem: GemmProblem, target: Target) -> list[Candidate]:
-    """Every candidate, tile-compile's default first, then the fastest by the
-    cost model (tile-tiling's order); empty when no configuration fits."""
-    configs = candidate_configs(problem, target)
-    found = [Candidate(config) for config in configs]
-    for select in preferences(target):
-        for config in configs:
-            preferred = _preferred(problem, config, select, target)
-            if preferred is not None:
-                found.append(Candidate(preferred, select))
+    """Every candidate, fastest by the cost model first (tile-tiling's order:
+    the first is tile-compile's default); empty when no configuration fits."""
     ranked = []
-    for candidate in found:
+    for config in candidate_configs(problem, target):
         try:
-            ranked.append((rank_key(predict(problem, candidate.config, target), candidate.config), candidate))
+            ranked.append((rank_key(predict(problem, config, target), config), config))
         except DoesNotFit:
             continue
-    # tile-tiling ranks the default instructions only; its first is the default.
-    defaults = [pair for pair in ranked if not pair[1].select]
-    if not defaults:
-        return []
-    first = min(defaults, key=lambda pair: pair[0])[1]
-    rest = sorted((pair for pair in ranked if pair[1] is not first), key=lambda pair: pair[0])
-    return [Candidate(first.config, default=True)] + [candidate for _, candidate in rest]
+    ranked.sort(key=lambda pair: pair[0])
+    return [Candidate(config, f"prefer={config.prefer}" if config.prefer else "", default=index == 0)
+            for index, (_, config) in enumerate(ranked)]
 
 
 # --------------------------------------------------------------------------

@@ -973,7 +973,7 @@ func.func @zero_vector_width(%A: memref<64x64xf16>) {
 
 // tile.tiling says who decided a kernel's configuration: one of three sources.
 func.func @tiling_unknown_source() {
-  // expected-error@below {{tile.kernel: tile.tiling must be {source = "model" | "user" | "tuning-db", split_k = N >= 1, predicted_seconds = F (optional)}; 'source': got "compiler" (expected 'model' or 'user' or 'tuning-db')}}
+  // expected-error@below {{tile.kernel: tile.tiling must be {source = "model" | "user" | "tuning-db", split_k = N >= 1, predicted_seconds = F (optional), prefer = S (optional)}; 'source': got "compiler" (expected 'model' or 'user' or 'tuning-db')}}
   "tile.kernel"() ({
   ^bb0(%i: index):
     gpu.yield
@@ -985,7 +985,7 @@ func.func @tiling_unknown_source() {
 
 // Split-K divides K among at least one workgroup.
 func.func @tiling_split_k_zero() {
-  // expected-error@below {{tile.kernel: tile.tiling must be {source = "model" | "user" | "tuning-db", split_k = N >= 1, predicted_seconds = F (optional)}; 'split_k': got 0 : i64}}
+  // expected-error@below {{tile.kernel: tile.tiling must be {source = "model" | "user" | "tuning-db", split_k = N >= 1, predicted_seconds = F (optional), prefer = S (optional)}; 'split_k': got 0 : i64}}
   "tile.kernel"() ({
   ^bb0(%i: index):
     gpu.yield
@@ -1002,6 +1002,18 @@ func.func @tiling_prediction_not_float() {
   ^bb0(%i: index):
     gpu.yield
   }) {grid = array<i64: 1>, threads = 64 : i64, tile.tiling = {source = "model", split_k = 1 : i64, predicted_seconds = "fast"}} : () -> ()
+  return
+}
+
+// -----
+
+// The instruction preference tile-tiling records is a name's prefix (a string).
+func.func @tiling_prefer_not_a_string() {
+  // expected-error@below {{tile.kernel: tile.tiling must be {source = "model" | "user" | "tuning-db", split_k = N >= 1, predicted_seconds = F (optional), prefer = S (optional)}; 'prefer': got 1 : i64}}
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64, tile.tiling = {source = "model", split_k = 1 : i64, prefer = 1 : i64}} : () -> ()
   return
 }
 
