@@ -1,0 +1,71 @@
+"""bench/tune_model.py: the figures it reports (Spearman's rank correlation,
+the model's top choice and the default as fractions of the best measured),
+and its candidates being tile-tune's, compiled as tile-tune compiles them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+needs_mlir = pytest.mark.skipif(importlib.util.find_spec("mlir") is None, reason="needs the MLIR bindings")
+
+
+def _bench():
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_tune_model", REPO / "bench" / "tune_model.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    return module
+
+
+def test_spearman_and_ranks():
+    bench = _bench()
+    assert bench.ranks([3.0, 1.0, 2.0, 1.0]) == [4.0, 1.5, 3.0, 1.5]
+    assert bench.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert bench.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert bench.spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    assert math.isnan(bench.spearman([1, 2], [2, 1]))  # under 3 points
+    assert math.isnan(bench.spearman([1, 1, 1], [1, 2, 3]))  # no spread
+
+
+def test_summary_fractions():
+    """The best measured, the model's fastest (top) and the default, over the
+    candidates both measured correct and predicted."""
+    bench = _bench()
+    case = {"candidates": [{"name": n, "default": n == "b"} for n in "abcd"]}
+    measured = {"a": 2.0, "b": 4.0, "c": 1.0}  # d: wrong, not timed
+    predicted = {"a": 1.0, "b": 2.0, "c": 3.0, "d": 0.5}
+    figures = bench.summarise(case, measured, predicted)
+    assert (figures["candidates"], figures["best"], figures["top"], figures["default"]) == (3, "c", "a", "b")
+    assert (figures["top_fraction"], figures["default_fraction"]) == (0.5, 0.25)
+    assert figures["spearman"] == pytest.approx(-0.5)  # ranks 1, 2, 3 against 2, 3, 1
+    assert bench.summarise(case, {}, predicted) is None
+
+
+@needs_mlir
+def test_prepare_compiles_tile_tunes_candidates(tmp_path, monkeypatch):
+    """One small case: every candidate tile-tune considers, compiled to PTX
+    with its launch metadata and the model's prediction; the default first."""
+    bench = _bench()
+    monkeypatch.setattr(bench.gemm, "SHAPES", [(16, 64, 64)])
+    monkeypatch.setattr(bench.gemm, "DTYPES", ["f16"])
+    bench.prepare(tmp_path, 1)
+    (case,) = json.loads((tmp_path / "manifest.json").read_text())["cases"]
+    candidates = case["candidates"]
+    _, _, _, _, chosen = bench.tuned_case("f16", 16, 64, 64)
+    assert [c["describe"] for c in candidates] == [c.tuned().describe() for c in chosen]
+    assert candidates[0]["default"] and not any(c["default"] for c in candidates[1:])
+    assert all(c["compiled"] and c["predicted"] > 0 for c in candidates)
+    assert ".entry gemm_kernel0" in (tmp_path / f"{candidates[0]['name']}.ptx").read_text()
+    reports = json.loads((tmp_path / "reports.json").read_text())
+    assert set(reports) == {c["name"] for c in candidates}
