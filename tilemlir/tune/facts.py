@@ -11,9 +11,9 @@ must not stop a compile, so each fact the model reads has a rule for the
 value it assumes in its place (`RULES`): the *least favourable* value that a
 descriptor shipped with tilemlir states for it (fewest CUs, SIMDs and
 registers, lowest clock and bandwidth, longest latency, smallest LDS, most
-logical devices per package). No number is invented: the assumption names the descriptors it comes
-from, and under it a configuration fits whatever the shipped chips offer and
-its predicted time errs on the slow side. Every assumption made is returned
+logical devices per package). No number is invented: the assumption names the
+descriptors it comes from, and under it a configuration fits whatever the
+shipped chips offer and its predicted time errs on the slow side. Every assumption made is returned
 (`ModelFacts.assumed`), so the caller can say so in a remark; a descriptor of
 the user's (`--target-desc`) that states the fact replaces the assumption.
 

@@ -142,12 +142,16 @@ def tune_problem(module: ir.Operation, target: Target, source: SourceBuffer) -> 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One configuration to compile: tile-tiling's part (`config`), and
-    tile-select-mma's options (`select`); `default` is tile-compile's choice."""
+    """One configuration to compile (`config`: tile-tiling's part and the
+    instruction preference it needs); `default` is tile-compile's choice."""
 
     config: KernelConfig
-    select: str = ""
     default: bool = False
+
+    @property
+    def select(self) -> str:
+        """tile-select-mma's options that give the config's instruction."""
+        return f"prefer={self.config.prefer}" if self.config.prefer else ""
 
     def tuned(self) -> TunedConfig:
         return TunedConfig(self.config.block, self.config.threads, self.config.stages, self.select,
@@ -167,8 +171,7 @@ def candidates(problem: GemmProblem, target: Target) -> list[Candidate]:
         except DoesNotFit:
             continue
     ranked.sort(key=lambda pair: pair[0])
-    return [Candidate(config, f"prefer={config.prefer}" if config.prefer else "", default=index == 0)
-            for index, (_, config) in enumerate(ranked)]
+    return [Candidate(config, default=index == 0) for index, (_, config) in enumerate(ranked)]
 
 
 # --------------------------------------------------------------------------
