@@ -15,7 +15,7 @@
 // * the MMA built-ins `__builtin_mxc_mma_16x16x{16,32}*`, one rendezvous of
 //   the wave's 64 lanes per call, implemented from MetaX's public lane
 //   layouts (below), not from tilemlir's lowering;
-// * the runtime calls of the host launcher: mcMalloc, mcMemcpy, mcFree,
+// * the runtime calls of the host launcher: mcMalloc, mcMemcpy, mcMemset, mcFree,
 //   mcLaunchKernel, mcDeviceSynchronize, mcGetErrorString;
 // * the wave shuffles `__shfl_sync`, `__shfl_xor_sync`, `__shfl_up_sync`,
 //   `__shfl_down_sync` (64-bit lane mask, 32-bit values, optional width), one
@@ -37,6 +37,7 @@
 #pragma once
 #define TILEMLIR_MACA_HOST 1
 
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -372,7 +373,16 @@ inline mcError_t mcMemcpy(void* to, const void* from, size_t bytes, mcMemcpyKind
   std::memcpy(to, from, bytes);
   return mcSuccess;
 }
+inline mcError_t mcMemset(void* to, int value, size_t bytes) {
+  std::memset(to, value, bytes);
+  return mcSuccess;
+}
 inline mcError_t mcDeviceSynchronize() { return mcSuccess; }
+
+// MACA's atomicAdd (the old value), atomic among the block's std::threads.
+template <class T> inline T atomicAdd(T* address, T value) {
+  return std::atomic_ref<T>(*address).fetch_add(value);
+}
 
 namespace tm_host {
 

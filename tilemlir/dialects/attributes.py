@@ -258,6 +258,21 @@ IN_BOUNDS = UnitAttribute(
                "the nvidia matrix core (cp.async pipelining)"),
     form="a unit attribute", check=of_kind(ir.UnitAttr))
 
+# What tile.atomic_add may add: types with a native global atomic add on every
+# backend (PTX atom.add.f32/.s32; AMD global_atomic_add_f32/_u32; MACA atomicAdd).
+ATOMIC_ADD_TYPES = ("f32", "i32")
+
+ATOMIC_ADD = UnitAttribute(
+    "tile.atomic_add", ("tile.copy",),
+    producer="tile-tiling (split-K: each K slice's partial sums are added into C), or the input "
+             "(TileLang's T.atomic_add)",
+    consumers=("tile-verify (a fragment into global memory of its own element type: f32 or i32)",
+               "tile-lower-to-gpu (memref.atomic_rmw per element)", "the reference engine",
+               "tilemlir.tune.search (split-K candidates)"),
+    form="a unit attribute: the copy adds the source into the destination's window (dst += src), "
+         "each element one atomic read-modify-write",
+    check=of_kind(ir.UnitAttr))
+
 CAST = DictionaryAttribute(
     "tile.cast", ("tile.copy",),
     producer="tile-legalize-precision (the copy converts element types)",
@@ -391,7 +406,7 @@ SHARED_STORAGE = StringArrayAttribute(
     check=array_of(ir.StringAttr))
 
 ALL: tuple[TileAttribute, ...] = (
-    TARGET, NUM_STAGES, TILING, IN_BOUNDS, CAST, MMA, WARP_GRID, LDS_CONFLICTS, LAYOUT, SCRATCH, SMEM_LAYOUT,
+    TARGET, NUM_STAGES, TILING, IN_BOUNDS, ATOMIC_ADD, CAST, MMA, WARP_GRID, LDS_CONFLICTS, LAYOUT, SCRATCH, SMEM_LAYOUT,
     VECTOR_WIDTH, PREFETCH, WINDOW, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
     KERNEL_ARGUMENTS, SHARED_STORAGE,
 )

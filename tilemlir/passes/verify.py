@@ -28,7 +28,9 @@ with a located diagnostic:
   rank-reducing copy: batched GEMM's `A[b, rows, cols]`, or a fragment stored
   to a 3-D tensor) the window spans the indexed side's last q dims, or the q
   dims `tile.window = array<i64: ...>` names (strictly increasing, below r), and
-  has extent 1 in every other dim;
+  has extent 1 in every other dim; a copy marked `tile.atomic_add` adds a
+  fragment or shared tile into global memory of the same element type, f32
+  or i32 (no conversion, no other levels);
 * `tile.gemm`: rank-2 operands whose M, N, K agree under the transposes and
   are not 0; C does not alias A or B (same value, or overlapping views of one
   buffer; distinct function arguments are assumed not to alias);
@@ -259,6 +261,8 @@ class TileVerify(TilePass):
             state.error(op, "tile.copy: only one side may be indexed (the window has the shape "
                             "of the un-indexed side)")
             return
+        if attributes.ATOMIC_ADD.is_on(op):
+            self._check_atomic_add(op, src, dst, state)
         window_dims = attributes.WINDOW.read(op)
         if not n_src and not n_dst:
             if src.rank != dst.rank:
@@ -288,6 +292,21 @@ class TileVerify(TilePass):
             self._check_window_dims(op, window_dims, indexed, role, window, window_role, state)
         if not window.has_static_shape:
             state.error(op, f"tile.copy: the window side needs a static shape, got {shape_str(window)}")
+
+    def _check_atomic_add(self, op, src, dst, state: PassState) -> None:
+        """tile.atomic_add: a fragment or shared tile added into global memory
+        of the same element type, one every backend adds atomically (f32, i32)."""
+        name = attributes.ATOMIC_ADD.name
+        levels = tile.memory_level(src), tile.memory_level(dst)
+        if levels[0] not in (tile.FRAGMENT, tile.SHARED) or levels[1] != tile.GLOBAL:
+            state.error(op, f"tile.copy: {name} adds a fragment or shared tile into global memory, "
+                            f"not {levels[0]} into {levels[1]}")
+        elif src.element_type != dst.element_type:
+            state.error(op, f"tile.copy: {name} adds without converting, but the source holds "
+                            f"{src.element_type} and the destination {dst.element_type}")
+        elif str(dst.element_type) not in attributes.ATOMIC_ADD_TYPES:
+            state.error(op, f"tile.copy: {name} of {dst.element_type} is not supported (only "
+                            f"{' and '.join(attributes.ATOMIC_ADD_TYPES)}, which every backend adds atomically)")
 
     def _check_window_dims(self, op, dims, indexed, role, window, window_role, state: PassState) -> None:
         """tile.window: one dim of the indexed side per dim of the window side, in range."""

@@ -136,7 +136,8 @@ class CudaModule:
         self.tensor_maps: dict[tuple, ctypes.c_uint64] = {}  # (spec, pointer) -> device copy
         for function in metadata["functions"]:
             for launch in function["launches"]:
-                self._function(launch)
+                if "kernel" in launch:
+                    self._function(launch)
 
     @classmethod
     def load(cls, json_path: str | Path) -> CudaModule:
@@ -183,6 +184,9 @@ class CudaModule:
         if stream is None:
             stream = _torch_stream()
         for launch in function["launches"]:
+            if "memset" in launch:
+                self._memset(launch["memset"], values, arguments, params, stream)
+                continue
             kinds = launch.get("params") or ["u64"] * len(launch["arguments"])
             packed = [_packed(self._argument(spec, values, arguments), kind, launch["kernel"], n)
                                 for n, (spec, kind) in enumerate(zip(launch["arguments"], kinds))]
@@ -191,6 +195,24 @@ class CudaModule:
             (gx, gy, gz), (bx, by, bz) = launch["grid"], launch["block"]
             self.driver.check("cuLaunchKernel", self._function(launch), gx, gy, gz, bx, by, bz,
                               launch["dynamic_shared_bytes"], ctypes.c_void_p(stream), array, None)
+
+    def _memset(self, spec: dict, values: list, arguments: list, params: list, stream: int) -> None:
+        """Clears a whole memref argument to `bits` (toolchain.launch_metadata's
+        memset entries: a split-K kernel's C before its partial sums are added)."""
+        index = spec["argument"]
+        shape = params[index]["shape"]
+        if None in shape:
+            shape = getattr(arguments[index], "shape", None)
+            if shape is None:
+                raise CudaError(f"argument {index} has a dynamic shape: pass an array or tensor "
+                                "(a raw pointer has no extents)")
+        count = 1
+        for extent in shape:
+            count *= int(extent)
+        name = {1: "cuMemsetD8Async", 2: "cuMemsetD16Async", 4: "cuMemsetD32Async"}[spec["element_bytes"]]
+        value = {1: ctypes.c_ubyte, 2: ctypes.c_ushort, 4: ctypes.c_uint}[spec["element_bytes"]](spec["bits"])
+        self.driver.check(name, ctypes.c_uint64(values[index]), value, ctypes.c_size_t(count),
+                          ctypes.c_void_p(stream))
 
     def _argument(self, spec, values: list, arguments: list):
         """The value of one kernel parameter (toolchain.launch_metadata's forms)."""

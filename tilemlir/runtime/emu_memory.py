@@ -26,8 +26,9 @@ byte that another workgroup of the same launch wrote or read, or a read of
 a byte another workgroup wrote: workgroups of one launch are not ordered
 (the emulator runs them one after another, the hardware does not). A lane
 re-writing or re-reading its own bytes, and reads nobody conflicts with, are
-fine; launches are ordered. The emulator has no atomics, so there is no
-exception for them. The state (`GlobalRaces`) is a few stamps per unit of
+fine; launches are ordered. Atomic adds (`memref.atomic_rmw` addf/addi) are
+applied lane by lane and not race-checked: the hardware orders them among
+themselves (a plain access racing an atomic one goes unreported). The state (`GlobalRaces`) is a few stamps per unit of
 the buffer (its element size until an access needs bytes), compared with
 the run's `RaceClock` epochs, so nothing is reset at barriers or workgroups.
 """
@@ -264,6 +265,17 @@ def access(frame: Frame, op: ir.Operation, memref: MemRef, indices: list, kind: 
             f"in {frame.wg.describe_lane(lane)}", op)
     if mask is not None:
         flat = np.where(mask, flat, 0)
+    if kind == "atomic add":
+        # Not race-checked: atomics are ordered by the hardware; lanes adding
+        # to one element all count (np.add.at), in lane order.
+        loaded = typed[flat]
+        values = np.broadcast_to(np.asarray(values, dtype=memref.dtype), shape)
+        if mask is None:
+            np.add.at(typed, flat.reshape(-1), values.reshape(-1))
+        else:
+            np.add.at(typed, flat[mask], values[mask])
+            loaded = np.where(mask, loaded, np.zeros((), loaded.dtype))
+        return loaded
     if memref.buffer.shadow is not None:
         _track(frame, op, memref, flat, mask, kind)
     elif frame.wg.clock is not None and memref.buffer.space == "global":
@@ -496,6 +508,42 @@ def _store(compiler, op):
     def step(frame):
         vals = frame.vals
         access(frame, op, vals[target], [vals[i] for i in indices], "store", values=vals[value])
+    return step
+
+
+# arith.AtomicRMWKind's values (ArithBase.td) of the kinds tile-lower-to-gpu emits.
+_ATOMIC_ADD_KINDS = {0: "addf", 1: "addi"}
+
+
+@handles("memref.atomic_rmw")
+def _atomic_rmw(compiler, op):
+    kind = ir.IntegerAttr(op.attributes["kind"]).value
+    if kind not in _ATOMIC_ADD_KINDS:
+        raise UnsupportedOp(f"memref.atomic_rmw of kind {op.attributes['kind']} (only addf, addi)", op)
+    value, target, *indices = compiler.slots_of(op.operands)
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        vals = frame.vals
+        vals[out] = access(frame, op, vals[target], [vals[i] for i in indices], "atomic add",
+                           values=vals[value])
+    return step
+
+
+@handles("gpu.memset")
+def _memset(compiler, op):
+    """The host's synchronous `gpu.memset %dst, %value`: every element of dst."""
+    if len(op.operands) != 2 or len(op.results):
+        raise UnsupportedOp("gpu.memset with async tokens", op)
+    target, value = compiler.slots_of(op.operands)
+
+    def step(frame):
+        vals = frame.vals
+        memref = vals[target]
+        sizes = [_uniform_int(size, "size", op) for size in memref.sizes]
+        grids = np.meshgrid(*[np.arange(n, dtype=INDEX) for n in sizes], indexing="ij")
+        access(frame, op, memref, [g.reshape((1, -1)) for g in grids], "store",
+               values=np.asarray(vals[value]).reshape(-1)[:1])
     return step
 
 

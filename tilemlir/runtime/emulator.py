@@ -14,8 +14,9 @@ threads run in lockstep with lanes vectorized by NumPy (emu_core). Waves are
 with AMD's documented lane layouts (mfma_layouts, which also states the
 rounding model). Divergent `scf.if`/`scf.for`/`scf.while` run under per-lane
 masks. Supported ops: gpu ids/dims, lane_id, barrier, shuffle; scf for/if/
-while; arith; math; memref load/store/alloca/alloc/dim/subview/view/cast/
-reinterpret_cast/expand_shape/collapse_shape; vector load/store/maskedload/
+while; arith; math; memref load/store/atomic_rmw (addf, addi)/alloca/alloc/dim/
+subview/view/cast/reinterpret_cast/expand_shape/collapse_shape; on the host,
+gpu.memset; vector load/store/maskedload/
 maskedstore/transfer_read/transfer_write (permutation maps, in_bounds,
 padding, masks), broadcast/splat/from_elements/extract/insert (dynamic
 positions too)/strided slices/shape_cast/bitcast/transpose/fma/reduction/

@@ -897,6 +897,13 @@ class _FunctionCompiler:
 
         return run
 
+    def gpu_memset(self, op: ir.Operation) -> Instr:
+        """The host's `gpu.memset %dst, %value` (tile-tiling clears a split-K
+        kernel's C with one): synchronous only."""
+        if len(op.operands) != 2 or len(op.results):
+            raise self.fail(op, "gpu.memset with async tokens is not supported")
+        return self.tile_fill(op)
+
     def tile_copy(self, op: ir.Operation) -> Instr:
         segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
         operands = self.uses(op.operands)
@@ -909,6 +916,10 @@ class _FunctionCompiler:
         # A rank-reducing copy: the window has extent 1 in the indexed side's dims it does not span.
         spanned = attributes.WINDOW.dims(op, indexed_rank, window_rank)
         fixed = tuple(d for d in range(indexed_rank) if d not in spanned)
+        adds = attributes.ATOMIC_ADD.is_on(op)  # dst += src (tile-verify: no conversion)
+
+        def written(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+            return convert(old + new, dtype) if adds else convert(new, dtype)
 
         def as_window(tile: np.ndarray) -> np.ndarray:
             """The un-indexed side as an array of the indexed side's rank (a view)."""
@@ -930,9 +941,9 @@ class _FunctionCompiler:
                 tile = as_window(src)
                 inside, window = _window(start, tile.shape, dst.shape)
                 if inside is not None:  # out-of-bounds writes are dropped
-                    dst[inside] = convert(tile[window], dtype)
+                    dst[inside] = written(dst[inside], tile[window])
             else:
-                dst[...] = convert(src, dtype)
+                dst[...] = written(dst, src)
 
         return run
 
@@ -1399,6 +1410,7 @@ _OP_COMPILERS: dict[str, Callable[[_FunctionCompiler, ir.Operation], Instr | Non
     "memref.dealloc": _FunctionCompiler.no_op,
     "memref.assume_alignment": _FunctionCompiler.identity,
     "gpu.barrier": _FunctionCompiler.no_op,
+    "gpu.memset": _FunctionCompiler.gpu_memset,
     "tile.alloc_shared": _FunctionCompiler.tile_alloc,
     "tile.alloc_fragment": _FunctionCompiler.tile_alloc,
     "tile.fill": _FunctionCompiler.tile_fill,

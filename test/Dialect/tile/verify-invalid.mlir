@@ -1033,3 +1033,63 @@ func.func @gemm_disjoint_views(%A: memref<64x64xf32>, %X: memref<64x128xf32>) {
   "tile.gemm"(%A, %b, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf32>, memref<64x64xf32, strided<[128, 1]>>, memref<64x64xf32, strided<[128, 1], offset: 64>>) -> ()
   return
 }
+
+// -----
+
+// tile.atomic_add adds a tile into global memory: not into shared memory.
+func.func @atomic_add_into_shared(%g: memref<64x64xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    %c0 = arith.constant 0 : index
+    %s = "tile.alloc_shared"() : () -> memref<16x16xf32, #gpu.address_space<workgroup>>
+    // expected-error@below {{tile.copy: tile.atomic_add adds a fragment or shared tile into global memory, not global into shared}}
+    "tile.copy"(%g, %s, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>, tile.atomic_add} : (memref<64x64xf32>, memref<16x16xf32, #gpu.address_space<workgroup>>, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// tile.atomic_add does not convert: the sum would be rounded to the destination's type.
+func.func @atomic_add_converting(%g: memref<64x64xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    %c0 = arith.constant 0 : index
+    %f = "tile.alloc_fragment"() : () -> memref<16x16xf16, #gpu.address_space<private>>
+    // expected-error@below {{tile.copy: tile.atomic_add adds without converting, but the source holds f16 and the destination f32}}
+    "tile.copy"(%f, %g, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 0, 2>, tile.atomic_add} : (memref<16x16xf16, #gpu.address_space<private>>, memref<64x64xf32>, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// Only types every backend adds atomically.
+func.func @atomic_add_f16(%g: memref<64x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    %c0 = arith.constant 0 : index
+    %f = "tile.alloc_fragment"() : () -> memref<16x16xf16, #gpu.address_space<private>>
+    // expected-error@below {{tile.copy: tile.atomic_add of f16 is not supported (only f32 and i32, which every backend adds atomically)}}
+    "tile.copy"(%f, %g, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 0, 2>, tile.atomic_add} : (memref<16x16xf16, #gpu.address_space<private>>, memref<64x64xf16>, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// It is a marker.
+func.func @atomic_add_not_unit(%g: memref<64x64xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    %c0 = arith.constant 0 : index
+    %f = "tile.alloc_fragment"() : () -> memref<16x16xf32, #gpu.address_space<private>>
+    // expected-error@below {{tile.atomic_add must be a unit attribute}}
+    "tile.copy"(%f, %g, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 0, 2>, tile.atomic_add = 1 : i64} : (memref<16x16xf32, #gpu.address_space<private>>, memref<64x64xf32>, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}

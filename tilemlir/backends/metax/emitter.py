@@ -56,6 +56,22 @@ from tilemlir.passes.symbols import comment_text, is_cxx_name, is_identifier, ke
 
 HOST_GUARD = "TILEMLIR_MACA_HOST"
 
+
+# arith.AtomicRMWKind's values (ArithBase.td) of the adds tile-lower-to-gpu emits.
+_ATOMIC_ADDS = (0, 1)  # addf, addi
+
+
+def _is_positive_zero(value: ir.Value) -> bool:
+    """An arith.constant of +0 (all bits clear)."""
+    owner = value.owner
+    if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "arith.constant":
+        return False
+    attr = owner.attributes["value"]
+    if isinstance(attr, ir.FloatAttr):
+        number = ir.FloatAttr(attr).value
+        return number == 0 and math.copysign(1.0, number) > 0
+    return isinstance(attr, ir.IntegerAttr) and ir.IntegerAttr(attr).value == 0
+
 # MLIR element type -> (C++ type, conversion tag)
 _SCALARS = {
     "index": ("int64_t", "i64"), "i1": ("bool", "i1"), "i8": ("int8_t", "i8"),
@@ -722,6 +738,15 @@ class MacaPrinter:
         target = self.element_pointer(fn, op.operands[1], list(op.operands)[2:], op)
         fn.line(f"{target} = {self.use(fn, op.operands[0], op)};")
 
+    def op_memref_atomic_rmw(self, fn, op) -> None:
+        kind = ir.IntegerAttr(op.attributes["kind"]).value
+        element = str(ir.MemRefType(op.operands[1].type).element_type)
+        if kind not in _ATOMIC_ADDS or element not in ("f32", "i32"):
+            raise EmitError(op, f"MACA emitter: memref.atomic_rmw {op.attributes['kind']} of {element} is "
+                                "not supported (addf of f32, addi of i32: MACA's atomicAdd)")
+        target = self.element_pointer(fn, op.operands[1], list(op.operands)[2:], op)
+        self.define(fn, op.results[0], f"atomicAdd(&{target}, {self.use(fn, op.operands[0], op)})", op)
+
     def op_memref_dim(self, fn, op) -> None:
         memref, index = op.operands
         axis = self.use(fn, index, op)
@@ -885,6 +910,8 @@ class MacaPrinter:
             inner = inner.operation
             if inner.name == "gpu.launch_func":
                 self.launch(fn, inner)
+            elif inner.name == "gpu.memset":
+                self.memset(fn, inner, block.arguments, buffers)
             elif inner.name == "func.return":
                 continue
             elif inner.name.startswith("arith.") or inner.name in self.HOST_VIEWS:
@@ -901,6 +928,18 @@ class MacaPrinter:
         head = ["// host launcher: copies every memref argument to the device and back",
                 f"extern \"C\" int {name}({', '.join(params)}) {{"]
         return "\n".join(head + fn.lines + ["}", ""])
+
+    def memset(self, fn, op, arguments, buffers) -> None:
+        """A host `gpu.memset` of a whole memref argument to +0 (a split-K
+        kernel's C): `mcMemset` of its device copy."""
+        destination, value = op.operands[0], op.operands[-1]
+        if len(op.operands) != 2 or len(op.results) or destination not in list(arguments) \
+                or not _is_positive_zero(value):
+            raise EmitError(op, "MACA emitter: gpu.memset is supported synchronously, of a whole memref "
+                                "argument, to zero")
+        memrefs = [a for a in arguments if isinstance(a.type, ir.MemRefType)]  # one buffer each, in order
+        _host, device, size, _element = buffers[memrefs.index(destination)]
+        fn.line(f"TM_CHECK(mcMemset({device}, 0, {size}));")
 
     def launch(self, fn, op) -> None:
         segments = [int(x) for x in op.attributes["operandSegmentSizes"]]

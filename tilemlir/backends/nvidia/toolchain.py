@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from mlir import ir
 
 from tilemlir.backends.nvidia.dynamic_arguments import dynamic_extents, has_identity_layout
@@ -135,7 +136,9 @@ def launch_metadata(module: ir.Operation, target: Target) -> dict:
 
     Per entry function: `arguments`, one per host argument ({"shape", "dtype"}
     for a memref, null for a dynamic extent; {"scalar": type} for a scalar),
-    and `launches` in order, each with its kernel, grid, block, dynamic shared
+    and `launches` in order: a host `gpu.memset` as {"memset": {"argument",
+    "element_bytes", "bits"}} (the whole argument cleared to that pattern),
+    and each kernel launch with its kernel, grid, block, dynamic shared
     bytes and `arguments`, one per kernel parameter: a host argument index (its
     device pointer, or a scalar's value), {"tensor_map": ...} (a TMA
     descriptor, wgmma.py), or, after the kernel's own operands, the dynamic
@@ -161,6 +164,9 @@ def launch_metadata(module: ir.Operation, target: Target) -> dict:
         arguments = list(entry_block.arguments)
         launches = []
         for inner in walk(op):
+            if inner.name == "gpu.memset":
+                launches.append({"memset": _memset(inner, arguments)})
+                continue
             if inner.name != "gpu.launch_func":
                 continue
             kernel = str(inner.attributes["kernel"]).split("::")[-1].lstrip("@")
@@ -194,6 +200,41 @@ def launch_metadata(module: ir.Operation, target: Target) -> dict:
     if not functions:
         raise UserError("nvidia: nothing to launch: no gpu.launch_func in any function")
     return {"target": str(target), "functions": functions}
+
+
+# Float types whose bit pattern NumPy gives (others: +0 only).
+_FLOAT_BITS = {"f32": (np.float32, np.uint32), "f16": (np.float16, np.uint16)}
+
+
+def _memset(op: ir.Operation, arguments: list) -> dict:
+    """A host `gpu.memset` as the launcher does it (cuMemsetD8/D16/D32Async
+    over a whole argument): the argument, the element's bytes and bit pattern."""
+    if len(op.operands) != 2 or len(op.results):
+        raise LaunchError(op, "nvidia: gpu.memset with async tokens is not supported")
+    destination, value = op.operands
+    if destination not in arguments:
+        raise LaunchError(op, "nvidia: gpu.memset of a view or of memory the host made; the launcher "
+                              "clears whole host arguments only")
+    element = ir.MemRefType(destination.type).element_type
+    width = element.width if isinstance(element, ir.IntegerType | ir.FloatType) else 0
+    owner = value.owner
+    if width not in (8, 16, 32) or not isinstance(owner, ir.OpView | ir.Operation) \
+            or owner.name != "arith.constant":
+        raise LaunchError(op, f"nvidia: gpu.memset of {element} by a value the launcher cannot "
+                              "encode (a constant of 8, 16 or 32 bits)")
+    attr = owner.attributes["value"]
+    if isinstance(attr, ir.FloatAttr):
+        number = np.array(ir.FloatAttr(attr).value)
+        if str(element) in _FLOAT_BITS:
+            float_type, bits_type = _FLOAT_BITS[str(element)]
+            bits = int(number.astype(float_type).view(bits_type))
+        elif number == 0 and not np.signbit(number):
+            bits = 0
+        else:
+            raise LaunchError(op, f"nvidia: gpu.memset of {element} by a value other than +0 is not supported")
+    else:
+        bits = ir.IntegerAttr(attr).value & ((1 << width) - 1)
+    return {"argument": arguments.index(destination), "element_bytes": width // 8, "bits": bits}
 
 
 def _host_positions(spec, kernel_operands: list, arguments: list, launch: ir.Operation):
@@ -246,6 +287,8 @@ def add_parameter_types(metadata: dict, ptx: str) -> None:
     entries = entry_parameters(ptx)
     for function in metadata["functions"]:
         for launch in function["launches"]:
+            if "memset" in launch:
+                continue
             params = entries.get(launch["kernel"])
             if params is None or len(params) != len(launch["arguments"]):
                 found = "no such .entry" if params is None else f"{len(params)} parameters"

@@ -656,7 +656,7 @@ class FragmentOps:
         if dst is not None:
             self.load_fragment(op, dst, access)
         else:
-            self.store_fragment(op, src, access)
+            self.store_fragment(op, src, access, atomic_add=attributes.ATOMIC_ADD.is_on(op))
         return True
 
     def copy_through_registers(self, op, src_indices: list[ir.Value], dst_indices: list[ir.Value]) -> None:
@@ -672,7 +672,8 @@ class FragmentOps:
         element = ir.MemRefType(src_value.type).element_type
         staged = RegisterFragment(window, element, [None] * len(window.slots))
         self.load_fragment(op, staged, self.memory_access(op, src_value, src_indices, window.rank))
-        self.store_fragment(op, staged, self.memory_access(op, dst_value, dst_indices, window.rank))
+        self.store_fragment(op, staged, self.memory_access(op, dst_value, dst_indices, window.rank),
+                            atomic_add=attributes.ATOMIC_ADD.is_on(op))
 
     def copy_fragment_to_fragment(self, op, src: Fragment, dst: Fragment) -> None:
         if src.placement != dst.placement:
@@ -761,18 +762,26 @@ class FragmentOps:
             return memref.LoadOp(buffer, full).result
         return load_or_zero(inside, element, lambda: memref.LoadOp(buffer, full).result)
 
-    def store_fragment(self, op, fragment: Fragment, access) -> None:
+    def store_fragment(self, op, fragment: Fragment, access, atomic_add: bool = False) -> None:
         """The fragment's registers to memory, by the first of their replicas:
         each run one vector store where it is inside (else element by
-        element, dropping those outside)."""
+        element, dropping those outside). With `atomic_add` (tile.atomic_add)
+        each element is added into memory by one memref.atomic_rmw instead."""
         buffer, element, index_of, bounds, contiguous = access
         layout = fragment.placement
         parts = self.thread_indices(layout)
-        limit = max(1, 128 // max(8, bit_width(element))) if contiguous else 1
+        limit = 1 if atomic_add else max(1, 128 // max(8, bit_width(element))) if contiguous else 1
+
+        def write(value: ir.Value, full: list[ir.Value]) -> None:
+            if atomic_add:
+                kind = arith.AtomicRMWKind.addf if isinstance(element, ir.FloatType) else arith.AtomicRMWKind.addi
+                memref.AtomicRMWOp(kind, value, buffer, full)
+            else:
+                memref.StoreOp(value, buffer, full)
 
         def store_elements(values: list[ir.Value], at: list[list[ir.Value]]) -> None:
             for value, full in zip(values, at):
-                guarded(self.inside(full, bounds), lambda value=value, full=full: memref.StoreOp(value, buffer, full))
+                guarded(self.inside(full, bounds), lambda value=value, full=full: write(value, full))
 
         def stores() -> None:
             for run in layout.runs(limit):
