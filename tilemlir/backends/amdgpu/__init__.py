@@ -53,6 +53,7 @@ BACKEND = Backend(
     passes={
         "amdgpu-check-resources": "tilemlir.backends.amdgpu.gpu_checks:AmdgpuCheckResources",
         "amdgpu-order-lds-dma": "tilemlir.backends.amdgpu.order_lds_dma:AmdgpuOrderLdsDma",
+        "amdgpu-scope-atomics": "tilemlir.backends.amdgpu.scope_atomics:AmdgpuScopeAtomics",
         "amdgpu-math-to-intrinsics": "tilemlir.backends.amdgpu.math_intrinsics:AmdgpuMathToIntrinsics",
     },
     converts_fp8=True,

@@ -1,7 +1,8 @@
 """The amdgpu compile pipeline as data: every pass and tool flag, in order.
 
     tile IR --TILE_PIPELINE (backends/stages.py)--> GPU-level IR
-        --amdgpu-check-resources, GPU_TO_LLVM, amdgpu-order-lds-dma--> LLVM dialect
+        --amdgpu-check-resources, GPU_TO_LLVM, amdgpu-order-lds-dma,
+          amdgpu-scope-atomics--> LLVM dialect
         --(in-process translation)--> LLVM IR --LLVM_IR_PASSES (opt)--> LLVM IR
         --llc LLC_FLAGS--> ISA (.s) --llvm-mc--> object --ld.lld -shared--> HSACO
 
@@ -81,6 +82,9 @@ GPU_TO_LLVM: tuple[str, ...] = (
 # Loads into LDS in an alias scope of their own, so LDS reads do not wait for them
 # (order_lds_dma.py); on the LLVM dialect, so after GPU_TO_LLVM.
 ORDER_LDS_DMA = "amdgpu-order-lds-dma"
+# memref.atomic_rmw's atomics relaxed at agent scope, as HIP's atomicAdd
+# (scope_atomics.py): one global_atomic_add_f32, not a compare-swap loop.
+SCOPE_ATOMICS = "amdgpu-scope-atomics"
 
 # LLVM IR passes (opt-22 -passes=...) before llc, whose own IR pipeline lacks
 # these. Deliberately not -O3: its unrolling would change the main loop we report.
@@ -120,5 +124,5 @@ def gpu_to_llvm_pipeline(chip: str, check: str = "", spec: str = "") -> str:
     the target in tile-expand-math (default amdgpu:CHIP)."""
     nested = ",".join(step.format(chip=chip, spec=spec or f"amdgpu:{chip}") for step in GPU_TO_LLVM)
     steps = [check] if check else []
-    steps += [ATTACH_TARGET.format(chip=chip), f"gpu.module({nested})", ORDER_LDS_DMA]
+    steps += [ATTACH_TARGET.format(chip=chip), f"gpu.module({nested})", ORDER_LDS_DMA, SCOPE_ATOMICS]
     return f"builtin.module({','.join(steps)})"

@@ -1,6 +1,7 @@
 """The amdgpu stages: tile, gpu (shared), then llvm, isa and hsaco.
 
-    gpu   --llvm-->  amdgpu-check-resources, GPU_TO_LLVM, amdgpu-order-lds-dma
+    gpu   --llvm-->  amdgpu-check-resources, GPU_TO_LLVM, amdgpu-order-lds-dma,
+                     amdgpu-scope-atomics
                      (one pipeline), the gpu.module's body translated to LLVM IR
                      in process, opt-22 LLVM_IR_PASSES
     llvm  --isa-->   llc-22; the resource report, and the kernel's usage checked
