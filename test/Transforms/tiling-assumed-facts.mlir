@@ -27,6 +27,7 @@ module attributes {tile.target = "metax:xcore1000"} {
     // expected-remark@-10 {{'memory.latency_clocks' is not publicly known for metax:xcore1000: assumed 296, the longest device-memory latency of the shipped descriptors (nvidia:sm_90a)}}
     // expected-remark@-11 {{tile-tiling: 'matrix.instructions[mma_16x16x16f16].cycles' is not publicly known for metax:xcore1000: assumed 32, the slowest rate (256 FLOP per SIMD per clock) of the shipped rows with f16 operands (amdgpu:gfx90a's v_mfma_f32_16x16x16f16)}}
     // expected-remark@-12 {{tile-tiling: block 32x64x64, 256 threads (4 waves as 1x4), 2 stages, mma_16x16x16f16, split-K 1 for this 256x256x256 f16 x f16 -> f16 (sum in f32) gemm: 32 workgroups}}
+    // expected-remark@-13 {{tile-tiling: 32 workgroups leave CUs of xcore1000 idle, and split-K is not considered: C holds f16}}
     return
   }
 }
@@ -55,10 +56,12 @@ module attributes {tile.target = "metax:xcore1000"} {
     // expected-remark@-11 {{'matrix.instructions[mma_16x16x16f16].cycles' is not publicly known}}
     // expected-remark@-12 {{mma_16x16x16f16, split-K 1 for this 512x512x512 f8E4M3FN x f8E4M3FN -> f16 (sum in f32) gemm}}
     // expected-remark@-13 {{tile-legalize-precision: whether metax:xcore1000 has fp8 matrix instructions is not publicly known; this gemm is computed exactly in f16}}
+    // expected-remark@-14 {{split-K is not considered: C holds f16}}
     // Once per run: the second gemm adds only its choice (below it).
     "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<512x512xf8E4M3FN>, memref<512x512xf8E4M3FN>, memref<512x512xf16>) -> ()
     // expected-remark@-1 {{tile-tiling: block}}
     // expected-remark@-2 {{tile-legalize-precision: whether metax:xcore1000 has fp8 matrix instructions is not publicly known}}
+    // expected-remark@-3 {{split-K is not considered: C holds f16}}
     return
   }
 }

@@ -161,16 +161,17 @@ def _epilogue(g: Gemm, c_l: str, c_g: str) -> list[str]:
 
 
 def whole_problem_gemm(m: int, n: int, k: int, dtype: str, out: str, transpose_b: bool = False,
-                       zero_fill: bool = True) -> str:
+                       zero_fill: bool = True, accum: str = "f32") -> str:
     """@gemm: C (M x N, `out`) = A (M x K) * B (K x N, or N x K with `transpose_b`),
-    operands of `dtype`, f32 accumulation; C zero-filled first unless not `zero_fill`."""
+    operands of `dtype`, `accum` accumulation; C zero-filled first unless not `zero_fill`."""
     b_shape = f"{n}x{k}" if transpose_b else f"{k}x{n}"
-    fill = (f'  %zero = arith.constant 0.0 : {out}\n'
+    zero = "0" if out.startswith("i") else "0.0"
+    fill = (f'  %zero = arith.constant {zero} : {out}\n'
             f'  "tile.fill"(%C, %zero) : (memref<{m}x{n}x{out}>, {out}) -> ()\n') if zero_fill else ""
     return (
         f"func.func @gemm(%A: memref<{m}x{k}x{dtype}>, %B: memref<{b_shape}x{dtype}>, "
         f"%C: memref<{m}x{n}x{out}>) {{\n{fill}"
-        f'  "tile.gemm"(%A, %B, %C) {{accum_dtype = f32, transpose_a = false, '
+        f'  "tile.gemm"(%A, %B, %C) {{accum_dtype = {accum}, transpose_a = false, '
         f'transpose_b = {"true" if transpose_b else "false"}}} : (memref<{m}x{k}x{dtype}>, '
         f"memref<{b_shape}x{dtype}>, memref<{m}x{n}x{out}>) -> ()\n  return\n}}\n"
     )

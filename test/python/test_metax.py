@@ -80,7 +80,15 @@ CASES = [
     Case("whole_bf16_c600", "xcore1500",
          whole_problem_gemm(128, 96, 96, "bf16", "f32", transpose_b=True, zero_fill=False)
          .replace("@gemm(", "@whole_bf16_c600("), 96),
+    # Split-K (C in the accumulator type, too few C tiles for the chip): the
+    # slices' atomicAdds into C, cleared by mcMemset first, or added onto C.
+    Case("splitk_f16_c500", "xcore1000",
+         whole_problem_gemm(32, 64, 1024, "f16", "f32").replace("@gemm(", "@splitk_f16_c500("), 1024),
+    Case("splitk_i8_c600", "xcore1500",
+         whole_problem_gemm(32, 64, 512, "i8", "i32", zero_fill=False, accum="i32")
+         .replace("@gemm(", "@splitk_i8_c600("), 512),
 ]
+SPLIT_K_CASES = [case for case in CASES if case.name.startswith("splitk")]
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
@@ -215,3 +223,15 @@ def test_source_names_never_reach_the_cpp_verbatim(tmp_path):
     expected = _reference(source_case, inputs)
     actual = _run_cpp(binary, runner, [x.copy() for x in inputs], tmp_path)
     _check_close(source_case, inputs, expected, actual, "MACA C++ of a strangely named function")
+
+
+@pytest.mark.parametrize("case", SPLIT_K_CASES, ids=[c.name for c in SPLIT_K_CASES])
+def test_split_k_cases_are_split(case, program):
+    """The split-K cases above are split-K kernels (so the runs above check
+    MACA's atomicAdd and mcMemset): a z grid of slices, C cleared by mcMemset
+    where it was zero-filled."""
+    _binary, texts, _seconds = program
+    tile_ir = tilemlir.compile(case.text, target=case.target, emit="tile").artifacts["tile"]
+    assert "split_k = 1 :" not in tile_ir and "tile.atomic_add" in tile_ir
+    assert "atomicAdd(&" in texts[case.name]
+    assert ("mcMemset(" in texts[case.name]) == ("tile.fill" in case.text)

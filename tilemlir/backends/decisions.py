@@ -21,7 +21,7 @@ The JSON (`KernelDecisions.as_json`), one object per kernel in program order:
     at            file:line:col of the tile.kernel
     grid, threads, waves    the launch: blocks per dimension, threads per block, waves per block
     stages        the largest pipeline depth of its loops (1: none pipelined)
-    split_k       the split-K factor (a `tile.split_k` recorded by the tiling; 1 when none is)
+    split_k       the split-K factor (tile-tiling's `tile.tiling`; 1 when none is recorded)
     block         {m, n, k} of the kernel's first tile.gemm (null without one); `gemms` lists each
     warp_grid     [waves along M, along N] of that gemm
     instruction   the matrix instruction tile-select-mma chose for it
@@ -312,7 +312,7 @@ class _Reader:
         return KernelDecisions(
             at=self.at(kernel), grid=kernel_grid(kernel), threads=threads,
             waves=threads // self.wave if self.wave else None,
-            stages=max(loops, default=1), split_k=_split_k(ops),
+            stages=max(loops, default=1), split_k=_split_k(kernel),
             gemms=[self.gemm(op) for op in gemms],
             shared_buffers=[self.shared_buffer(op, f"shared{i}", taken, gemms) for i, op in enumerate(shared)],
             fragments=[self.fragment(op, f"fragment{i}", taken, threads) for i, op in enumerate(fragments)],
@@ -419,13 +419,10 @@ class _Reader:
             threads=threads, placement=placement)
 
 
-def _split_k(ops: list[ir.Operation]) -> int:
-    """The split-K factor the tiling recorded (`tile.split_k`, where the
-    attribute table has that row), else 1."""
-    row = getattr(attributes, "SPLIT_K", None)
-    if row is None:
-        return 1
-    return max((row.read(op) or 1 for op in ops if row.is_on(op)), default=1)
+def _split_k(kernel: ir.Operation) -> int:
+    """The split-K factor tile-tiling recorded in the kernel's `tile.tiling`, else 1."""
+    record = attributes.TILING.read(kernel)
+    return ir.IntegerAttr(record["split_k"]).value if record is not None else 1
 
 
 def _staged(alloc: ir.Operation) -> bool:

@@ -5,8 +5,7 @@ chooses among.
     for config in candidate_configs(problem, target):
         predict(problem, config, target)          # tilemlir.tune.model
 
-`candidate_configs` enumerates block tiles, waves and stages (split-K is 1:
-no lowering produces a split-K reduction yet), each with the instruction and
+`candidate_configs` enumerates block tiles, waves, stages and split-K, each with the instruction and
 wave split tile-select-mma would choose for it (`select_mma_for`), and with
 each instruction it takes only when preferred (sm_90a's wgmma:
 `instruction_choices`, where the matrix core can fill its operands and with
@@ -16,6 +15,11 @@ the stages its loop needs), and keeps those that fit:
   problem's dimension; block K: the largest K among the usable instructions,
   at least 64 bytes of A per row, and twice that when K has room for it;
 * waves: 1, 2, 4 or 8, within the workgroup limit; stages: 1 to 4;
+* split-K: 1, and where the C tiles are fewer than the CUs and C holds the
+  accumulator type (f32 or i32: the slices' partial sums are added into C
+  atomically, `split_k_refusal`), 2, 4, 8 or 16 slices that divide the K
+  blocks evenly, each slice at least `stages` iterations long, the
+  workgroups at most twice the CUs;
 * LDS: every stage's A and B tiles within the workgroup's LDS;
 * registers: the accumulator within its budget (`accumulator_register_budget`),
   and the model's per-lane estimate within what one wave may hold
@@ -33,6 +37,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from tilemlir.dialects.attributes import ATOMIC_ADD_TYPES
 from tilemlir.passes.gemm_facts import GemmShape
 from tilemlir.passes.kernel_facts import grid_problem
 from tilemlir.passes.legalize_precision import Rejected, TileLegalizePrecision
@@ -45,7 +50,7 @@ from tilemlir.tune.model import GemmProblem, KernelConfig, element_bytes, kernel
 BLOCK_EXTENTS = (32, 64, 128, 256)
 WAVE_COUNTS = (1, 2, 4, 8)
 STAGE_COUNTS = (1, 2, 3, 4)
-SPLIT_K = 1
+SPLIT_K_COUNTS = (2, 4, 8, 16)
 # Bytes of A a block row reads at least per K step (tile-tiling's rule for
 # block_K since its first version; the model then also tries twice that).
 MIN_ROW_BYTES = 64
@@ -118,6 +123,46 @@ class Fixed:
     block: tuple[int, ...] = ()
     threads: int = 0
     stages: int = 0
+    split_k: int = 0
+
+
+def split_k_refusal(problem: GemmProblem) -> str | None:
+    """Why this gemm's K cannot be split among workgroups (None when it can):
+    the slices' partial sums are added into C atomically, in C's type, so C
+    must hold the accumulator type (else each addition would round the sum
+    to C's type) and be a type every backend adds atomically."""
+    if problem.c != problem.accum:
+        return (f"C holds {problem.c}, not the accumulator type {problem.accum}: the slices' partial "
+                f"sums would be rounded to {problem.c} as they are added into C")
+    if problem.c not in ATOMIC_ADD_TYPES:
+        return f"C holds {problem.c}, which not every backend adds atomically ({', '.join(ATOMIC_ADD_TYPES)} only)"
+    return None
+
+
+def split_k_misfit(problem: GemmProblem, block: tuple[int, int, int], split_k: int, stages: int) -> str | None:
+    """Why K in `block[2]` blocks cannot be cut into `split_k` slices (None
+    when it can): the slices are equal (K's blocks divide evenly) and each
+    at least `stages` iterations long (the pipelined loop's prologue)."""
+    if split_k == 1:
+        return None
+    blocks = math.ceil(problem.k / block[2])
+    if blocks % split_k:
+        return f"K = {problem.k} is {blocks} blocks of {block[2]}, which {split_k} slices do not divide"
+    if blocks // split_k < stages:
+        return (f"K = {problem.k} in {split_k} slices is {blocks // split_k} blocks of {block[2]} each, "
+                f"fewer than the {stages} pipeline stages")
+    return None
+
+
+def split_k_counts(problem: GemmProblem, block: tuple[int, int, int], facts: ModelFacts,
+                   fixed: Fixed) -> list[int]:
+    """The split-K factors to try for `block` (module docstring)."""
+    if fixed.split_k:
+        return [fixed.split_k]
+    tiles = math.ceil(problem.m / block[0]) * math.ceil(problem.n / block[1])
+    if split_k_refusal(problem) is not None or tiles >= facts.compute_units:
+        return [1]
+    return [1] + [s for s in SPLIT_K_COUNTS if tiles * s <= 2 * facts.compute_units]
 
 
 def instruction_for(problem: GemmProblem, block: tuple[int, int, int], threads: int,
@@ -205,6 +250,8 @@ def misfit(problem: GemmProblem, config: KernelConfig, target: Target) -> str | 
     if figures.registers > limit:
         return f"needs about {figures.registers} registers per lane, more than the {limit} it may hold"
     grid = [math.ceil(problem.n / config.block[1]), math.ceil(problem.m / config.block[0])]
+    if config.split_k > 1:
+        grid.append(config.split_k)
     too_large = grid_problem(grid, config.threads, target)
     if too_large is not None:
         return too_large
@@ -235,7 +282,10 @@ def candidate_configs(problem: GemmProblem, target: Target, fixed: Fixed = Fixed
                 for stage_count in stages:
                     if stage_count < core.min_stages(row.name):
                         continue
-                    config = KernelConfig(block, count, stage_count, row, split, group, SPLIT_K, prefer)
-                    if misfit(problem, config, target) is None:
-                        found.append(config)
+                    for split_k in split_k_counts(problem, block, facts, fixed):
+                        if split_k_misfit(problem, block, split_k, stage_count) is not None:
+                            continue
+                        config = KernelConfig(block, count, stage_count, row, split, group, split_k, prefer)
+                        if misfit(problem, config, target) is None:
+                            found.append(config)
     return tuple(found)

@@ -25,10 +25,19 @@ Choosing the configuration (block M, N, K; threads; stages):
   fastest wins (`rank_key` breaks ties). So a small problem is spread over
   the chip's CUs and a large one takes large tiles. The instruction and wave
   split are tile-select-mma's rule for that block, which the model evaluates
-  (it does not override it); split-K is 1 (no lowering produces split-K
-  reductions yet).
-* options given (`block`, `threads`, `stages`) fix their part; the model
-  chooses the rest, or nothing when all three are given. If no configuration
+  (it does not override it).
+* split-K, where the C tiles are fewer than the CUs and C holds the
+  accumulator type (f32, i32): the grid gains a z extent of S slices, slice z
+  runs K blocks [z * I, (z + 1) * I) (I = K blocks / S; only S that divide
+  them evenly), starts from a cleared accumulator and adds it into C's
+  window with `tile.atomic_add`. A zero fill of C before the gemm becomes a
+  host `gpu.memset` of C before the kernel (the slices add onto zero);
+  without one they add onto C. With a C of another type (f16 C of an f32
+  sum) split-K is not offered: each addition would round the partial sums
+  to C's type; a remark says so when the chosen grid leaves CUs idle.
+* options given (`block`, `threads`, `stages`, `split-k`) fix their part;
+  the model chooses the rest, or nothing when block, threads and stages are
+  all given (split-K is then the option's, else 1). If no configuration
   passes the model's checks, the rule it replaced decides (block_K: the largest
   instruction K, at least 64 bytes of A per row; block M and N: 128, or the
   smallest power of two >= 32 covering the problem; 4 waves, doubled while the
@@ -44,10 +53,12 @@ Choosing the configuration (block M, N, K; threads; stages):
   (and its remark); the model costs what it will decide.
 
 Remarks: the chosen configuration with its prediction (workgroups, rounds,
-what bounds it) and the runner-up's, when the model chose; each assumed fact.
+what bounds it) and the runner-up's, when the model chose; each assumed fact;
+why split-K was not considered when the grid leaves CUs idle.
 
 Input invariant: tile-verify holds. Output invariant: no tile.gemm outside a
 tile.kernel; whole-problem tile.fill only where it was not absorbed (an error);
+a `gpu.memset` of C before each split-K kernel whose C was zero-filled;
 every kernel made carries `tile.tiling = {source = "model" | "user" |
 "tuning-db", split_k, predicted_seconds, prefer}` (source "model" when no
 option fixed any part, else the `source` option; the prediction when the model
@@ -56,7 +67,7 @@ takes only when preferred, such as sm_90a's wgmma, which tile-select-mma then
 prefers for this kernel), which tile-compile --report reads.
 
 Options:
-  block=M,N,K   threads=N   stages=N   target=FAMILY:NAME
+  block=M,N,K   threads=N   stages=N   split-k=N   target=FAMILY:NAME
   source=user|tuning-db   who fixed the options given (default user);
                 tile-compile says tuning-db when they come from a tuning
                 database (tile-tune), and the kernel's tile.tiling says so
@@ -77,13 +88,12 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from mlir import ir
-from mlir.dialects import arith, scf
+from mlir.dialects import arith, gpu, scf
 
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.gemm_configs import (
-    SPLIT_K,
     Fixed,
     accumulator_register_budget,
     accumulator_registers,
@@ -92,6 +102,8 @@ from tilemlir.passes.gemm_configs import (
     gemm_problem,
     instruction_for,
     shared_bytes_needed,
+    split_k_misfit,
+    split_k_refusal,
 )
 from tilemlir.passes.gemm_facts import gemm_shape
 from tilemlir.passes.kernel_facts import grid_problem, int_attr
@@ -141,6 +153,7 @@ class TilingChoice:
     source: str = "user"
     prediction: Prediction | None = None
     prefer: str = ""  # tile-select-mma's preference for the instruction the model chose
+    split_k: int = 1  # K slices, each a workgroup adding its partial sums into C
 
 
 def rank_key(prediction: Prediction, config: KernelConfig) -> tuple:
@@ -164,6 +177,7 @@ class TileTiling(TilePass):
     stages: int = 0
     target: str = ""
     source: Literal["user", "tuning-db"] = "user"
+    split_k: int = 0
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         fills = [op for op in walk(module) if op.name == "tile.fill"
@@ -183,7 +197,7 @@ class TileTiling(TilePass):
             if tiling is None:
                 continue
             kernel = self.tile_gemm(op, tiling, zero_init=fill is not None)
-            entries = {"source": ir.StringAttr.get(tiling.source), "split_k": int_attr(SPLIT_K)}
+            entries = {"source": ir.StringAttr.get(tiling.source), "split_k": int_attr(tiling.split_k)}
             if tiling.prediction is not None:
                 entries["predicted_seconds"] = ir.FloatAttr.get_f64(tiling.prediction.seconds)
             if tiling.prefer:
@@ -204,40 +218,45 @@ class TileTiling(TilePass):
         if self.block and len(self.block) != 3:
             state.error(op, f"tile-tiling: block must be M,N,K, got {','.join(map(str, self.block))}")
             return None
-        if (self.block and min(self.block) <= 0) or self.threads < 0 or self.stages < 0:
-            state.error(op, "tile-tiling: block sizes, threads and stages must be positive")
+        if (self.block and min(self.block) <= 0) or min(self.threads, self.stages, self.split_k) < 0:
+            state.error(op, "tile-tiling: block sizes, threads, stages and split-k must be positive")
             return None
         facts = model_facts(target)
         problem = gemm_problem(shape, target, zero_init)
-        given = {"block": self.block, "threads": self.threads, "stages": self.stages}
+        if self.split_k > 1 and (refusal := split_k_refusal(problem)) is not None:
+            state.error(op, f"tile-tiling: split-k={self.split_k} is not possible for this {problem} gemm: "
+                            f"{refusal}")
+            return None
+        given = {"block": self.block, "threads": self.threads, "stages": self.stages, "split-k": self.split_k}
         source = self.source if any(given.values()) else "model"
-        if all(given.values()):
+        if self.block and self.threads and self.stages:
             tiling = self.checked_rule_tiling(op, problem, target, state)
             if tiling is not None:
-                tiling = TilingChoice(tiling.block, tiling.threads, tiling.stages, source,
-                                      self.prediction_of(problem, tiling, target))
+                tiling = self.with_prediction(op, problem, tiling, target, source, state)
+            if tiling is not None:
                 self.say_assumptions(op, tiling.prediction, facts, state, said)
                 if source == "tuning-db":
                     state.remark(op, f"tile-tiling: block {'x'.join(map(str, tiling.block))}, "
-                                     f"{tiling.threads} threads, {tiling.stages} stages for this "
-                                     f"{problem} gemm, from the tuning database")
+                                     f"{tiling.threads} threads, {tiling.stages} stages, split-K "
+                                     f"{tiling.split_k} for this {problem} gemm, from the tuning database")
             return tiling
-        fixed = Fixed(tuple(self.block), self.threads, self.stages)
+        fixed = Fixed(tuple(self.block), self.threads, self.stages, self.split_k)
         ranked = sorted(((predict(problem, config, target), config)
                          for config in candidate_configs(problem, target, fixed)),
                         key=lambda pair: rank_key(*pair))
         if not ranked:
             tiling = self.checked_rule_tiling(op, problem, target, state)
+            if tiling is not None:
+                tiling = self.with_prediction(op, problem, tiling, target, source, state)
             if tiling is None:
                 return None
-            tiling = TilingChoice(tiling.block, tiling.threads, tiling.stages, source,
-                                  self.prediction_of(problem, tiling, target))
             self.say_assumptions(op, tiling.prediction, facts, state, said)
             if target.mma_candidates(problem.shared_a, problem.shared_b, problem.accum):
                 # (Without any instruction for these types a later pass says why.)
                 state.remark(op, f"tile-tiling: no configuration passes the cost model's checks for "
                                  f"this {problem} gemm; block {'x'.join(map(str, tiling.block))}, "
-                                 f"{tiling.threads} threads, {tiling.stages} stages by the fixed rule")
+                                 f"{tiling.threads} threads, {tiling.stages} stages, split-K "
+                                 f"{tiling.split_k} by the fixed rule")
             return tiling
         (best, config), runner_up = ranked[0], ranked[1] if len(ranked) > 1 else None
         self.say_assumptions(op, best, facts, state, said)
@@ -245,12 +264,36 @@ class TileTiling(TilePass):
                                 for k, v in given.items() if v)
         text = (f"tile-tiling: {config.describe(facts.wave_size)} for this {problem} gemm"
                 f"{f' ({fixed_words} as given)' if fixed_words else ''}: {best.describe()}")
+        if config.split_k > 1:
+            text += (f"; each of the {config.split_k} K slices adds its partial sums into C atomically"
+                     f"{' (C cleared first)' if zero_init else ''}")
         if runner_up is not None:
             text += (f"; runner-up: {runner_up[1].describe(facts.wave_size)}: "
                      f"{runner_up[0].describe()}")
         state.remark(op, f"{text}; the fastest of {len(ranked)} configurations that fit "
                          f"(cost model: tilemlir.tune.model)")
-        return TilingChoice(config.block, config.threads, config.stages, source, best, config.prefer)
+        if not self.split_k and best.workgroups < facts.compute_units \
+                and (refusal := split_k_refusal(problem)) is not None:
+            state.remark(op, f"tile-tiling: {best.workgroups} workgroups leave CUs of {target.name} idle, "
+                             f"and split-K is not considered: {refusal}")
+        return TilingChoice(config.block, config.threads, config.stages, source, best, config.prefer,
+                            config.split_k)
+
+    def with_prediction(self, op: ir.Operation, problem: GemmProblem, tiling: TilingChoice, target,
+                        source: str, state: PassState) -> TilingChoice | None:
+        """The fixed rule's tiling with the split-K option (checked) and the
+        model's prediction, from `source`."""
+        split_k = self.split_k or 1
+        why = split_k_misfit(problem, tiling.block, split_k, tiling.stages)
+        if why is None and split_k > 1:
+            grid = [ceil_div(problem.n, tiling.block[1]), ceil_div(problem.m, tiling.block[0]), split_k]
+            why = grid_problem(grid, tiling.threads, target)
+        if why is not None:
+            state.error(op, f"tile-tiling: split-k={split_k}: {why}")
+            return None
+        tiling = TilingChoice(tiling.block, tiling.threads, tiling.stages, source, split_k=split_k)
+        return TilingChoice(tiling.block, tiling.threads, tiling.stages, source,
+                            self.prediction_of(problem, tiling, target), split_k=split_k)
 
     def say_assumptions(self, op: ir.Operation, prediction: Prediction | None, facts, state: PassState,
                         said: set[str] | None) -> None:
@@ -273,7 +316,7 @@ class TileTiling(TilePass):
         if isinstance(chosen, str):
             return None
         row, split, group = chosen
-        config = KernelConfig(tiling.block, tiling.threads, tiling.stages, row, split, group)
+        config = KernelConfig(tiling.block, tiling.threads, tiling.stages, row, split, group, tiling.split_k)
         try:
             return predict(problem, config, target)
         except DoesNotFit:
@@ -333,12 +376,18 @@ class TileTiling(TilePass):
         bm, bn, bk = tiling.block
         a_type, b_type = ir.MemRefType(A.type), ir.MemRefType(B.type)
         accum = ir.TypeAttr(op.attributes["accum_dtype"]).value
-        grid = [ceil_div(shape.n, bn), ceil_div(shape.m, bm)]
+        split_k = tiling.split_k
+        grid = [ceil_div(shape.n, bn), ceil_div(shape.m, bm)] + ([split_k] if split_k > 1 else [])
         a_tile = [bk, bm] if shape.transpose_a else [bm, bk]
         b_tile = [bn, bk] if shape.transpose_b else [bk, bn]
+        # Each K slice runs `iterations` blocks of K (split_k_misfit: they divide evenly).
+        iterations = ceil_div(shape.k, bk) // split_k
         with ir.InsertionPoint(op), op.location:
+            if split_k > 1 and zero_init:  # the slices add into C: it starts at zero
+                c_element = ir.MemRefType(C.type).element_type
+                gpu.MemsetOp(None, [], C, arith.ConstantOp(c_element, _zero(c_element)).result)
             kernel = tile.kernel(grid, tiling.threads)
-            with tile.kernel_body(kernel) as (bx, by):
+            with tile.kernel_body(kernel) as (bx, by, *slice_index):
                 index = ir.IndexType.get()
 
                 def constant(value: int) -> ir.Value:
@@ -349,17 +398,18 @@ class TileTiling(TilePass):
                 acc = tile.alloc_fragment(tile.fragment_memref_type([bm, bn], accum))
                 row = arith.MulIOp(by, constant(bm)).result
                 col = arith.MulIOp(bx, constant(bn)).result
-                if zero_init:
-                    zero = ir.FloatAttr.get(accum, 0.0) if isinstance(accum, ir.FloatType) \
-                        else ir.IntegerAttr.get(accum, 0)
-                    tile.fill(acc, arith.ConstantOp(accum, zero).result)
+                if zero_init or split_k > 1:
+                    tile.fill(acc, arith.ConstantOp(accum, _zero(accum)).result)
                 else:
                     load = tile.copy(C, acc, [row, col])
                     if shape.m % bm == 0 and shape.n % bn == 0:
                         attributes.IN_BOUNDS.mark(load)
-                loop = scf.ForOp(constant(0), constant(ceil_div(shape.k, bk)), constant(1))
+                loop = scf.ForOp(constant(0), constant(iterations), constant(1))
                 with ir.InsertionPoint(loop.body):
                     k = arith.MulIOp(loop.induction_variable, constant(bk)).result
+                    if split_k > 1:  # slice z starts at K block z * iterations
+                        start = arith.MulIOp(slice_index[0], constant(iterations * bk)).result
+                        k = arith.AddIOp(start, k).result
                     copy_a = tile.copy(A, a_shared, [k, row] if shape.transpose_a else [row, k])
                     copy_b = tile.copy(B, b_shared, [col, k] if shape.transpose_b else [k, col])
                     # Windows of a dimension the block divides never leave the operand.
@@ -374,8 +424,14 @@ class TileTiling(TilePass):
                 store = tile.copy(acc, C, dst_indices=[row, col])
                 if shape.m % bm == 0 and shape.n % bn == 0:
                     attributes.IN_BOUNDS.mark(store)
+                if split_k > 1:
+                    attributes.ATOMIC_ADD.mark(store)
         op.erase()
         return kernel
+
+
+def _zero(element: ir.Type) -> ir.Attribute:
+    return ir.FloatAttr.get(element, 0.0) if isinstance(element, ir.FloatType) else ir.IntegerAttr.get(element, 0)
 
 
 def whole_problem_gemms(module: ir.Operation) -> list[tuple[ir.Operation, ir.Operation | None]]:

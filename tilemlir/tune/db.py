@@ -107,13 +107,16 @@ class TunedConfig:
     split_k: int = 1
 
     def tiling_options(self) -> str:
-        return f"block={','.join(map(str, self.block))} threads={self.threads} stages={self.stages}"
+        text = f"block={','.join(map(str, self.block))} threads={self.threads} stages={self.stages}"
+        return text + (f" split-k={self.split_k}" if self.split_k > 1 else "")
 
     def describe(self) -> str:
         text = (f"block {'x'.join(map(str, self.block))}, {self.threads} threads, {self.stages} "
                 f"stage{'s' if self.stages > 1 else ''}")
         if self.instruction:
             text += f", {self.instruction}"
+        if self.split_k > 1:
+            text += f", split-K {self.split_k}"
         return text + (f" ({self.select})" if self.select else "")
 
 

@@ -53,8 +53,9 @@ workgroups count each time: an upper bound), latency growing under load,
 launch overhead, barriers, and register allocation granules.
 
 split_k > 1 divides K among workgroups whose partial sums are added into C
-(read and written in the accumulator type, as atomics would). tile-tiling
-does not offer it yet: no lowering produces the reduction.
+atomically (C is in the accumulator type: read and written once per
+workgroup); where C starts at zero, the launch is preceded by clearing C
+(M*N elements written at the device's bandwidth, plus one latency).
 """
 
 from __future__ import annotations
@@ -292,6 +293,9 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
         epilogue = size * figures.epilogue_bytes / share
         clocks += figures.iterations * iteration + fill + epilogue
         first = first or (iteration, bound)
+    if config.split_k > 1 and not problem.reads_c:  # the memset clearing C first
+        clocks += (problem.m * problem.n * element_bytes(problem.c) / facts.memory_bytes_per_clock
+                   + facts.memory_latency_clocks)
     return Prediction(
         seconds=clocks / (facts.clock_mhz * 1e6),
         workgroups=figures.workgroups,

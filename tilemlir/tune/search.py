@@ -11,8 +11,8 @@ The candidates are tile-tiling's configurations that fit the target
 (`passes.gemm_configs.candidate_configs`: block M/N/K, threads, stages, each
 with the instruction and wave split tile-select-mma gives it, and with each
 instruction it takes only when preferred, such as a warpgroup's wgmma:
-`select = "prefer=..."`). Split-K is 1: no lowering produces a split-K
-reduction yet. They are ordered by the cost model's prediction from the
+`select = "prefer=..."`), and split-K where C can take the slices' atomic
+adds. They are ordered by the cost model's prediction from the
 configuration alone, tile-tiling's own order (`passes.tiling.rank_key`), so
 the first is tile-compile's default; a budget of N takes the first N. The
 default is compiled without options, exactly as tile-compile compiles it; the

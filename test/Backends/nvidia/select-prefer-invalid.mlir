@@ -11,6 +11,7 @@ module attributes {tile.target = "nvidia:sm_90a"} {
     "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<256x256xf16>, memref<256x256xf16>, memref<256x256xf16>) -> ()
     // (tile-tiling's choice, before tile-select-mma refuses the option.)
     // expected-remark@-2 {{tile-tiling: block}}
+    // expected-remark@-3 {{split-K is not considered: C holds f16}}
     return
   }
 }
