@@ -238,11 +238,42 @@ def _position(chunk: Chunk, offset: int) -> tuple[int, int]:
     return chunk.first_line + chunk.text.count("\n", 0, offset), offset - line_start + 1
 
 
+# Ops whose verifier, in the bindings' MLIR (built with assertions), aborts on
+# a value type the LLVM dialect does not know (`index`, a tensor, ...) instead
+# of reporting it: LLVMTypes.cpp's isScalableVectorType asserts.
+_ABORTING_LLVM_OPS = frozenset({"llvm.atomicrmw"})
+_NON_LLVM_TYPE_WORDS = frozenset({"index", "tensor", "memref", "none", "complex", "tuple"})
+
+
+def _non_llvm_type_after(tokens: list[Token], start: int, text: str) -> Token | None:
+    """The first type of the op (from token `start` to the end of the line
+    holding its type signature's `:`) that is not an LLVM type written out: a
+    builtin word of `_NON_LLVM_TYPE_WORDS`, or a `!alias` (which may hide one)."""
+    end = text.find("\n", tokens[start].offset)
+    end = len(text) if end < 0 else end
+    typed, depth = False, 0
+    for token in tokens[start + 1:]:
+        if token.offset >= end:
+            if typed:
+                return None
+            end = text.find("\n", token.offset)  # the signature is on a later line
+            end = len(text) if end < 0 else end
+        if token.kind == "punct":
+            depth += (token.text in _OPENERS) - (token.text in _CLOSERS)
+            typed = typed or (token.text == ":" and depth <= 0)
+        if (token.kind == "bare" and token.text in _NON_LLVM_TYPE_WORDS) or (
+                token.kind == "bang" and not token.text.startswith("!llvm.")):
+            return token
+    return None
+
+
 def refusal_before_parsing(chunk: Chunk) -> Diag | None:
     """A located error for input that would crash MLIR's parser rather than be
     rejected by it: brackets nested deeper than MAX_NESTING_DEPTH (a stack
-    overflow), and a dense array of `index` elements (`array<index: 1>`, also
-    through a type alias), which fails an assertion in the bindings' MLIR."""
+    overflow), a dense array of `index` elements (`array<index: 1>`, also
+    through a type alias), which fails an assertion in the bindings' MLIR, and
+    an `llvm.atomicrmw` whose line names a type the LLVM dialect does not know
+    (`_ABORTING_LLVM_OPS`)."""
     tokens = list(tokenize(chunk.text))
     aliases = {tokens[i].text: tokens[i + 2].text for i in range(len(tokens) - 2)
                if tokens[i].kind == "bang" and tokens[i + 1].text == "="}
@@ -263,6 +294,14 @@ def refusal_before_parsing(chunk: Chunk) -> Diag | None:
             if element == "index":
                 token = tokens[i + 2]
                 message = "a dense array of 'index' elements is not supported; use i64"
+        elif (token.kind == "bare" and token.text in _ABORTING_LLVM_OPS) or (
+                token.kind == "string" and (string_value(token.text) or b"").decode("utf-8", "replace")
+                in _ABORTING_LLVM_OPS):
+            found = _non_llvm_type_after(tokens, i, chunk.text)
+            if found is not None:
+                token = found
+                message = (f"llvm.atomicrmw of '{found.text}' is not supported: its value type must be an "
+                           "LLVM type written out (an integer, float, vector or !llvm.ptr)")
         if message is not None:
             line, col = _position(chunk, token.offset)
             return Diag("error", message, chunk.source.name, line, col)

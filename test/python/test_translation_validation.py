@@ -88,6 +88,9 @@ BEYOND_REFERENCE = {
     "amdgpu-check-resources": "checks GPU-level IR and changes nothing (test/Backends/amdgpu/)",
     "amdgpu-order-lds-dma": ("adds alias scopes to the LLVM dialect; test_direct_lds_loads.py checks "
                              "the ISA, the emulator the lowering before it"),
+    "amdgpu-scope-atomics": ("changes the ordering and scope of atomics in the LLVM dialect; "
+                             "test/Backends/amdgpu/scope-atomics.mlir checks which, test_split_k.py the ISA, "
+                             "the emulator the split-K kernels before it"),
     "tile-expand-math": ("replaces math ops by approximations, which change the last bits; "
                          "test_expand_math.py runs its output in the emulator against float64 NumPy "
                          "within each expansion's stated error"),

@@ -30,3 +30,24 @@ func.func @f() {
 func.func @g() attributes {sizes = array<index: 1, 2>} {
   return
 }
+
+// -----
+
+// llvm.atomicrmw of a type the LLVM dialect does not know fails an assertion
+// in its verifier (LLVMTypes.cpp, isScalableVectorType).
+func.func @h(%p: !llvm.ptr<1>, %v: index) {
+  // expected-error@below {{llvm.atomicrmw of 'index' is not supported: its value type must be an LLVM type written out (an integer, float, vector or !llvm.ptr)}}
+  %0 = llvm.atomicrmw add %p, %v acq_rel : !llvm.ptr<1>, index
+  return
+}
+
+// -----
+
+// The generic form too, with its signature on a later line, escaped, through an alias.
+!t = tensor<2xf32>
+func.func @k(%p: !llvm.ptr<1>, %v: !t) {
+  %0 = "llvm.atomic\72mw"(%p, %v) <{bin_op = 1 : i64, ordering = 6 : i64}>
+    // expected-error@below {{llvm.atomicrmw of '!t' is not supported}}
+    : (!llvm.ptr<1>, !t) -> !t
+  return
+}
