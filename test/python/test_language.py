@@ -188,6 +188,21 @@ def test_alloc_var_is_loop_carried(engine):
     assert "scf.for" in kernel.get_kernel_source() and "iter_args" in kernel.get_kernel_source()
 
 
+@pytest.mark.parametrize("engine", ["reference", "emulator"])
+def test_split_k_with_atomic_add(engine):
+    """TileLang's split-K: 4 K slices (grid z), each adding its partial sums
+    into C with T.atomic_add; C starts at zero as the caller passes it."""
+    kernel = tilemlir.language.compile(K.matmul_splitk.function(64, 128, 256), engine=engine)
+    assert "tile.atomic_add" in kernel.get_kernel_source()
+    a = RNG.uniform(-1, 1, (64, 256)).astype(np.float16)
+    b = RNG.uniform(-1, 1, (256, 128)).astype(np.float16)
+    c = np.zeros((64, 128), np.float32)
+    kernel(a, b, c)
+    product = a.astype(np.float64) @ b.astype(np.float64)
+    assert_within(c, product, gemm_bound(product, np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)),
+                                         256 + 4, U32))
+
+
 def test_three_grid_dims_and_rank_reducing_copies():
     x = RNG.uniform(-1, 1, (2, 2, 2, 64)).astype(np.float32)
     y = K.block_indices(2)(x)

@@ -1262,7 +1262,33 @@ class Builder:
         if window_dims != tuple(range(rank - len(window.shape), rank)):
             attributes.WINDOW.write(op, window_dims)
 
-    def copy_operand(self, node: ast.expr):
+    def call_atomic_add(self, node: ast.Call):
+        """`T.atomic_add(C[i, j], tile)`: the tile (a fragment or shared
+        buffer) added into the global region, each element atomically (the
+        split-K epilogue); `tile.copy` marked `tile.atomic_add`, which
+        tile-verify checks (global destination, f32 or i32, no conversion)."""
+        self.kernel_only(node, "T.atomic_add")
+        args = self.arguments_of(node, ("dst", "value", "memory_order"), 2, what="T.atomic_add")
+        if "memory_order" in args and self.eval(args["memory_order"]) not in (None, "relaxed"):
+            raise self.error(args["memory_order"], "T.atomic_add is relaxed (atomic, ordered with nothing); "
+                                                   "other memory orders are not supported")
+        refusal = ("T.atomic_add adds a whole buffer (a fragment or shared tile) into a region of dst; an "
+                   "element-wise atomic add is not supported")
+        dst, value = self.copy_operand(args["dst"], refusal), self.copy_operand(args["value"], refusal)
+        if not isinstance(value, Buffer):
+            raise self.error(node, refusal)
+        if isinstance(dst, Buffer):
+            op = tile.copy(value.value, dst.value)
+        else:
+            starts = [self.index_value(node, dst.buffer, d, s) for d, s in enumerate(dst.starts)]
+            window_dims = self.window_dims(node, dst, value)
+            op = tile.copy(value.value, dst.buffer.value, [], starts)
+            rank = len(dst.buffer.shape)
+            if window_dims != tuple(range(rank - len(value.shape), rank)):
+                attributes.WINDOW.write(op, window_dims)
+        attributes.ATOMIC_ADD.mark(op)
+
+    def copy_operand(self, node: ast.expr, refusal: str = "T.copy copies buffers or buffer regions"):
         if isinstance(node, ast.Subscript):
             base = self.eval(node.value)
             if isinstance(base, Buffer):  # A[i, j]: the window's offset, not an element read
@@ -1270,7 +1296,7 @@ class Builder:
                 return region.buffer if self.whole(region) else region
         value = self.eval(node)
         if not isinstance(value, Buffer):
-            raise self.error(node, "T.copy copies buffers or buffer regions (A[i, j], A[a:b, :])")
+            raise self.error(node, f"{refusal} (A[i, j], A[a:b, :])")
         return value
 
     def window_dims(self, node, region: Region, window: Buffer) -> tuple[int, ...]:

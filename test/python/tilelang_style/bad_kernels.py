@@ -41,7 +41,7 @@ def bad_unknown_intrinsic():
     @T.prim_func
     def main(A: T.Tensor((N,), "float32")):
         with T.Kernel(1) as bx:
-            T.atomic_add(A[0], 1.0)  # expect: has no attribute 'atomic_add'
+            T.atomic_max(A[0], 1.0)  # expect: has no attribute 'atomic_max'
     return main
 
 
@@ -176,4 +176,34 @@ def bad_unknown_dtype():
     def main(A: T.Tensor((N,), "float42")):  # expect: unknown dtype 'float42'
         with T.Kernel(1) as bx:
             pass
+    return main
+
+
+def bad_atomic_add_element():
+    @T.prim_func
+    def main(A: T.Tensor((N, N), "float32")):
+        with T.Kernel(1) as bx:
+            acc = T.alloc_fragment((N, N), "float32")
+            T.clear(acc)
+            T.atomic_add(A[0, 0], acc[0, 0])  # expect: T.atomic_add adds a whole buffer
+    return main
+
+
+def bad_atomic_add_memory_order():
+    @T.prim_func
+    def main(A: T.Tensor((N, N), "float32")):
+        with T.Kernel(1) as bx:
+            acc = T.alloc_fragment((N, N), "float32")
+            T.clear(acc)
+            T.atomic_add(A[0, 0], acc, memory_order="seq_cst")  # expect: other memory orders are not supported
+    return main
+
+
+def bad_atomic_add_f16():
+    @T.prim_func
+    def main(A: T.Tensor((N, N), "float16")):
+        with T.Kernel(1) as bx:
+            acc = T.alloc_fragment((N, N), "float16")
+            T.clear(acc)
+            T.atomic_add(A[0, 0], acc)  # expect: tile.atomic_add of f16 is not supported
     return main

@@ -37,6 +37,27 @@ def matmul(M, N, K, block_M=64, block_N=64, block_K=32, dtype=T.float16, accum_d
     return main
 
 
+# -- split-K with T.atomic_add (TileLang's gemm_splitk example) ------------------
+
+@tilemlir.jit
+def matmul_splitk(M, N, K, block_M=32, block_N=64, block_K=32, split_k=4, dtype=T.float16):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), T.float32)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), split_k, threads=128) as (bx, by, bz):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), T.float32)
+            T.clear(C_local)
+            slice_k = T.ceildiv(K, split_k)
+            for ko in T.Pipelined(T.ceildiv(slice_k, block_K), num_stages=2):
+                T.copy(A[by * block_M, bz * slice_k + ko * block_K], A_shared)
+                T.copy(B[bz * slice_k + ko * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.atomic_add(C[by * block_M, bx * block_N], C_local)
+
+    return main
+
+
 # -- the direct style -----------------------------------------------------------
 
 @tilemlir.jit
