@@ -28,6 +28,7 @@ module attributes {tile.target = "metax:xcore1000"} {
     // expected-remark@-11 {{tile-tiling: 'matrix.instructions[mma_16x16x16f16].cycles' is not publicly known for metax:xcore1000: assumed 32, the slowest rate (256 FLOP per SIMD per clock) of the shipped rows with f16 operands (amdgpu:gfx90a's v_mfma_f32_16x16x16f16)}}
     // expected-remark@-12 {{tile-tiling: block 32x64x64, 256 threads (4 waves as 1x4), 2 stages, mma_16x16x16f16, split-K 1 for this 256x256x256 f16 x f16 -> f16 (sum in f32) gemm: 32 workgroups}}
     // expected-remark@-13 {{tile-tiling: 32 workgroups leave CUs of xcore1000 idle, and split-K is not considered: C holds f16}}
+    // expected-remark@-14 {{tile-tiling: 'memory.loaded_latency_clocks' is not publicly known for metax:xcore1000: assumed 891, the longest device-memory latency under load of the shipped descriptors (nvidia:sm_90a)}}
     return
   }
 }
@@ -57,6 +58,7 @@ module attributes {tile.target = "metax:xcore1000"} {
     // expected-remark@-12 {{mma_16x16x16f16, split-K 1 for this 512x512x512 f8E4M3FN x f8E4M3FN -> f16 (sum in f32) gemm}}
     // expected-remark@-13 {{tile-legalize-precision: whether metax:xcore1000 has fp8 matrix instructions is not publicly known; this gemm is computed exactly in f16}}
     // expected-remark@-14 {{split-K is not considered: C holds f16}}
+    // expected-remark@-15 {{'memory.loaded_latency_clocks' is not publicly known for metax:xcore1000: assumed 891}}
     // Once per run: the second gemm adds only its choice (below it).
     "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<512x512xf8E4M3FN>, memref<512x512xf8E4M3FN>, memref<512x512xf16>) -> ()
     // expected-remark@-1 {{tile-tiling: block}}
@@ -86,6 +88,8 @@ module attributes {tile.target = "metax:xcore1500"} {
     // expected-remark@-12 {{'memory.latency_clocks' is not publicly known for metax:xcore1500: assumed 296}}
     // expected-remark@-13 {{'matrix.instructions[mma_16x16x16bf16].cycles' is not publicly known for metax:xcore1500: assumed 64, the slowest rate (128 FLOP per SIMD per clock) of the shipped rows with bf16 operands (amdgpu:gfx90a's v_mfma_f32_16x16x2bf16)}}
     // expected-remark@-14 {{mma_16x16x16bf16, split-K 1 for this 1024x768x512 bf16 x bf16 -> f32 (sum in f32) gemm}}
+    // expected-remark@-15 {{'memory.loaded_latency_clocks' is not publicly known for metax:xcore1500: assumed 891}}
+    // expected-remark@-16 {{'memory.l2_mib' is not publicly known for metax:xcore1500: assumed 8, the smallest L2 of the shipped descriptors (metax:xcore1000)}}
     return
   }
 }
@@ -101,6 +105,7 @@ module attributes {tile.target = "metax:xcore1500"} {
 // STATED-NOT: 'memory.shared_bank_bytes'
 // STATED-NOT: 'memory.hbm_bandwidth_gbps'
 // STATED-NOT: 'memory.latency_clocks'
+// STATED-NOT: 'memory.loaded_latency_clocks'
 // STATED: remark: tile-tiling: 'matrix.instructions[mma_16x16x16f16].cycles' is not publicly known for metax:xcore1000 (from xcore1000_stated.toml): assumed 32
 // STATED-NOT: 'compute.logical_devices'
 // STATED-NOT: 'compute.simds_per_cu'
@@ -112,4 +117,5 @@ module attributes {tile.target = "metax:xcore1500"} {
 // STATED-NOT: 'memory.shared_bank_bytes'
 // STATED-NOT: 'memory.hbm_bandwidth_gbps'
 // STATED-NOT: 'memory.latency_clocks'
+// STATED-NOT: 'memory.loaded_latency_clocks'
 // STATED: remark: tile-tiling: block {{.+}} for this 256x256x256 f16

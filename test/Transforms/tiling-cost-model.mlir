@@ -24,8 +24,9 @@
 func.func @gemm(%A: memref<256x256xf16>, %B: memref<256x256xf16>, %C: memref<256x256xf16>) {
   %zero = arith.constant 0.0 : f16
   "tile.fill"(%C, %zero) : (memref<256x256xf16>, f16) -> ()
-  // expected-remark@+3 {{tile-tiling: block 32x32x32, 256 threads (4 waves as 2x2), 4 stages, v_mfma_f32_16x16x16_f16, split-K 1 for this 256x256x256 f16 x f16 -> f16 (sum in f32) gemm: 64 workgroups on 304 CUs, up to 4 at once per CU, 1 round; predicted 0.71 us (device memory-bound); runner-up: block 32x32x32, 128 threads (2 waves as 1x2), 4 stages, v_mfma_f32_16x16x16_f16, split-K 1: 64 workgroups on 304 CUs}}
-  // expected-remark@+2 {{tile-tiling: 'memory.latency_clocks' is not publicly known for amdgpu:gfx942: assumed 296, the longest device-memory latency of the shipped descriptors (nvidia:sm_90a)}}
+  // expected-remark@+4 {{tile-tiling: block 32x32x64, 256 threads (4 waves as 2x2), 3 stages, v_mfma_f32_16x16x16_f16, split-K 1 for this 256x256x256 f16 x f16 -> f16 (sum in f32) gemm: 64 workgroups on 304 CUs, up to 2 at once per CU, 1 round; predicted 0.787 us (device memory-bound); runner-up: block 32x32x64, 128 threads (2 waves as 1x2), 3 stages, v_mfma_f32_16x16x16_f16, split-K 1: 64 workgroups on 304 CUs}}
+  // expected-remark@+3 {{tile-tiling: 'memory.latency_clocks' is not publicly known for amdgpu:gfx942: assumed 296, the longest device-memory latency of the shipped descriptors (nvidia:sm_90a)}}
+  // expected-remark@+2 {{tile-tiling: 'memory.loaded_latency_clocks' is not publicly known for amdgpu:gfx942: assumed 891, the longest device-memory latency under load of the shipped descriptors (nvidia:sm_90a)}}
   // expected-remark@+1 {{tile-tiling: 64 workgroups leave CUs of gfx942 idle, and split-K is not considered: C holds f16, not the accumulator type f32}}
   "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<256x256xf16>, memref<256x256xf16>, memref<256x256xf16>) -> ()
   return

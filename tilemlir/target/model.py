@@ -235,6 +235,8 @@ class Memory:
     latency_clocks: float | Unknown = field(default=UNKNOWN, metadata=_doc(
         "load-to-use latency of device memory, in clocks of compute.clock_mhz (one dependent load, "
         "no other traffic)"))
+    loaded_latency_clocks: float | Unknown = field(default=UNKNOWN, metadata=_doc(
+        "the same latency while the other CUs stream device memory near its peak bandwidth"))
     shared_transpose_reads: tuple[str, ...] = field(default=(), metadata=_doc(
         "LDS transpose reads (64 bits per lane, exchanged within 16-lane groups), "
         "e.g. ds_read_b64_tr_b16; [] if none"))

@@ -3,15 +3,15 @@
 `model_facts(target)` gathers, per logical device, what `tilemlir.tune.model`
 needs: CUs, SIMDs per CU, clock, occupancy ceilings (waves per SIMD, threads
 per workgroup, registers per lane, LDS per CU), LDS bandwidth (banks x bank
-width per clock), device-memory bandwidth and latency, and each matrix
-instruction's rate.
+width per clock), device-memory bandwidth, latency (idle and under load) and
+the L2 size, and each matrix instruction's rate.
 
 A descriptor may write a fact `unknown` (MetaX publishes few). Unknown facts
 must not stop a compile, so each fact the model reads has a rule for the
 value it assumes in its place (`RULES`): the *least favourable* value that a
 descriptor shipped with tilemlir states for it (fewest CUs, SIMDs and
-registers, lowest clock and bandwidth, longest latency, smallest LDS, most
-logical devices per package). No number is invented: the assumption names the
+registers, lowest clock and bandwidth, longest latency, smallest LDS and
+L2, most logical devices per package). No number is invented: the assumption names the
 descriptors it comes from, and under it a configuration fits whatever the
 shipped chips offer and its predicted time errs on the slow side. Every assumption made is returned
 (`ModelFacts.assumed`), so the caller can say so in a remark; a descriptor of
@@ -84,6 +84,8 @@ RULES: tuple[Rule, ...] = (
     Rule("memory.shared_bank_bytes", "min", "the narrowest LDS bank"),
     Rule("memory.hbm_bandwidth_gbps", "min", "the lowest device-memory bandwidth"),
     Rule("memory.latency_clocks", "max", "the longest device-memory latency"),
+    Rule("memory.loaded_latency_clocks", "max", "the longest device-memory latency under load"),
+    Rule("memory.l2_mib", "min", "the smallest L2"),
 )
 RULE_BY_FIELD = {rule.field: rule for rule in RULES}
 
@@ -135,6 +137,8 @@ class ModelFacts:
     shared_bytes_per_clock: int  # LDS bandwidth of a CU: banks x bank width
     memory_bytes_per_second: float  # device memory, per logical device
     memory_latency_clocks: float  # one dependent load from device memory
+    loaded_latency_clocks: float  # the same while device memory is busy (at least the idle latency)
+    l2_bytes: float  # of the logical device
     single_stage_prefetch: bool  # a loop of one stage still loads ahead (the backend's manifest)
     assumed: tuple[Assumption, ...]
 
@@ -230,6 +234,7 @@ def _model_facts(target: Target) -> ModelFacts:
     shared_per_cu = fact("memory.shared_bytes_per_cu", "occupancy")
     banks = fact("memory.shared_banks", "the LDS bandwidth")
     bank_bytes = fact("memory.shared_bank_bytes", "the LDS bandwidth")
+    latency = fact("memory.latency_clocks", "the cost model")
     return ModelFacts(
         target=target,
         compute_units=max(1, compute_units // logical_devices),
@@ -246,7 +251,9 @@ def _model_facts(target: Target) -> ModelFacts:
         shared_bytes_per_cu=max(shared_per_cu, shared_per_workgroup),
         shared_bytes_per_clock=banks * bank_bytes,
         memory_bytes_per_second=fact("memory.hbm_bandwidth_gbps", "the cost model") * 1e9 / logical_devices,
-        memory_latency_clocks=fact("memory.latency_clocks", "the cost model"),
+        memory_latency_clocks=latency,
+        loaded_latency_clocks=max(latency, fact("memory.loaded_latency_clocks", "the cost model")),
+        l2_bytes=fact("memory.l2_mib", "the cost model") * 2 ** 20 / logical_devices,
         single_stage_prefetch=backend(target.family).prefetches_single_stage,
         assumed=tuple(assumed),
     )

@@ -41,16 +41,29 @@ of r at once. A round of b workgroups takes
             loop of one stage (nvidia), C / busy + L / lds + latency;
     in flight = max(1, stages - 1) tiles a workgroup has requested and not
             yet used: a load issued that many iterations ahead hides that
-            many iterations' worth of latency (`memory.latency_clocks`);
+            many iterations' worth of latency;
     fill = max(1, stages - 1) tiles loaded before the loop plus one latency,
     epilogue = the C tile written (and read when C accumulates) at the memory
     share; active CUs = min(CUs, W), `busy` = the llvm-mca busy ratio when
     given, else 1.
 
-Not modelled (no descriptor fact gives them): L2 reuse and bandwidth
-(device-memory bandwidth is the bound, so operands re-read by many
-workgroups count each time: an upper bound), latency growing under load,
-launch overhead, barriers, and register allocation granules.
+Latency under load: the launch is costed first at the idle latency
+(`memory.latency_clocks`), giving a time t; the device memory is then busy a
+fraction u = min(1, D / (t * bandwidth)) of it, where D is what the launch
+moves through device memory (A, B and C once when together they fit in the L2,
+`memory.l2_mib`: the other workgroups' re-reads hit it; else every
+workgroup's tiles as requested); the launch is costed again at latency
+idle + u * (loaded - idle) (`memory.loaded_latency_clocks`: measured on the
+H200 while the other SMs stream device memory, 3x the idle latency). This is
+what makes deep pipelines win on large GEMMs (measured: bench/results/
+tune-model-h200.md), while a small GEMM whose operands sit in the L2 is
+still spread over the chip.
+
+Not modelled (no descriptor fact gives them): L2 bandwidth and the latency
+of L2 hits under load (device-memory bandwidth is the bound, so operands
+re-read by many workgroups count each time: an upper bound), launch
+overhead, barriers, operand-load instructions beside the matrix ones
+(mma.sync's ldmatrix), and register allocation granules.
 
 split_k > 1 divides K among workgroups whose partial sums are added into C
 atomically (C is in the accumulator type: read and written once per
@@ -236,6 +249,17 @@ def occupancy(figures: KernelFigures, facts: ModelFacts) -> dict[str, int]:
     }
 
 
+def device_memory_bytes(problem: GemmProblem, figures: KernelFigures, facts: ModelFacts) -> float:
+    """What one launch moves through device memory: A, B and C once when
+    they fit in the L2 together (the re-reads of other workgroups hit it),
+    else every workgroup's tiles and C tile as requested."""
+    footprint = (problem.m * problem.k * element_bytes(problem.a) + problem.k * problem.n * element_bytes(problem.b)
+                 + problem.m * problem.n * element_bytes(problem.c) * (2 if problem.reads_c else 1))
+    if footprint <= facts.l2_bytes:
+        return footprint
+    return figures.workgroups * (figures.iterations * figures.global_bytes + figures.epilogue_bytes)
+
+
 def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFacts, *,
             busy_ratio: float | None = None, resident: int | None = None) -> Prediction:
     """Predicted seconds of one launch of `config` on `target` (see the
@@ -268,9 +292,10 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
     one_wave = figures.matrix_clocks / busy
     lds = figures.shared_traffic / facts.shared_bytes_per_clock
     memory = figures.global_bytes / share
-    latency = facts.memory_latency_clocks / max(1, config.stages - 1)
-    clocks, first = 0.0, None
-    for size in rounds:
+    idle, loaded = facts.memory_latency_clocks, facts.loaded_latency_clocks
+    in_flight = max(1, config.stages - 1)
+
+    def iteration_terms(size: int, latency: float) -> dict[str, float]:
         terms = {
             "matrix": math.ceil(size * figures.waves / facts.simds_per_cu) * figures.matrix_clocks,
             "shared memory": size * lds,
@@ -281,18 +306,33 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
         # wait out the latency the tiles in flight do not cover.
         if config.stages >= 2:
             terms["issue"] = one_wave
-            terms["latency"] = latency
+            terms["latency"] = latency / in_flight
         elif facts.single_stage_prefetch:
             terms["single-buffer"] = one_wave + lds
             terms["latency"] = latency
         else:
             terms["unpipelined"] = one_wave + lds + latency
-        bound = max(terms, key=terms.get)  # on a tie, the first: matrix
-        iteration = terms[bound]
-        fill = max(1, config.stages - 1) * size * memory + facts.memory_latency_clocks
-        epilogue = size * figures.epilogue_bytes / share
-        clocks += figures.iterations * iteration + fill + epilogue
-        first = first or (iteration, bound)
+        return terms
+
+    def total(latency: float) -> tuple[float, tuple[float, str]]:
+        clocks, first = 0.0, None
+        for size in rounds:
+            terms = iteration_terms(size, latency)
+            bound = max(terms, key=terms.get)  # on a tie, the first: matrix
+            iteration = terms[bound]
+            fill = in_flight * size * memory + latency
+            epilogue = size * figures.epilogue_bytes / share
+            clocks += figures.iterations * iteration + fill + epilogue
+            first = first or (iteration, bound)
+        return clocks, first
+
+    # The latency grows with the device memory's load: first costed at the
+    # idle latency, then at the latency for the share of that time the
+    # kernel's device-memory traffic keeps it busy.
+    clocks, first = total(idle)
+    if loaded > idle:
+        busy_memory = min(1.0, device_memory_bytes(problem, figures, facts) / (clocks * facts.memory_bytes_per_clock))
+        clocks, first = total(idle + busy_memory * (loaded - idle))
     if config.split_k > 1 and not problem.reads_c:  # the memset clearing C first
         clocks += (problem.m * problem.n * element_bytes(problem.c) / facts.memory_bytes_per_clock
                    + facts.memory_latency_clocks)

@@ -11,6 +11,7 @@ module attributes {tile.target = "nvidia:sm_90a"} {
   func.func @gemm(%A: memref<256x256xf16>, %B: memref<256x256xf16>, %C: memref<256x256xf16>) {
     %zero = arith.constant 0.0 : f16
     "tile.fill"(%C, %zero) : (memref<256x256xf16>, f16) -> ()
+    // expected-remark@+4 {{'memory.l2_mib' is not publicly known for nvidia:sm_90a: assumed 8, the smallest L2 of the shipped descriptors (metax:xcore1000)}}
     // expected-remark@+3 {{tile-tiling: block 128x128x32, 128 threads}}
     // expected-remark@+2 {{tile-tiling: 4 workgroups leave CUs of sm_90a idle, and split-K is not considered: C holds f16}}
     // expected-remark@+1 {{tile-select-mma: prefer=wgmma given up: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 is used, no wgmma instruction fits this 128x128x32 gemm with 128 threads (wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16: needs the block to be 64 rows per group of 4 waves by 256 columns}}

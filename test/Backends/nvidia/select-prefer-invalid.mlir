@@ -12,6 +12,7 @@ module attributes {tile.target = "nvidia:sm_90a"} {
     // (tile-tiling's choice, before tile-select-mma refuses the option.)
     // expected-remark@-2 {{tile-tiling: block}}
     // expected-remark@-3 {{split-K is not considered: C holds f16}}
+    // expected-remark@-4 {{'memory.l2_mib' is not publicly known for nvidia:sm_90a: assumed 8, the smallest L2 of the shipped descriptors (metax:xcore1000)}}
     return
   }
 }
