@@ -88,14 +88,14 @@ def case_name(dtype, m, n, k, transpose_b, block, threads, stages, path=MMA_SYNC
 # --prepare (needs tilemlir and MLIR)
 # --------------------------------------------------------------------------
 
-def gemm_text(m: int, n: int, k: int, dtype: str, transpose_b: bool) -> str:
+def gemm_text(m: int, n: int, k: int, dtype: str, transpose_b: bool, c_type: str = "f16") -> str:
     t = MLIR_TYPES[dtype]
     b_shape = f"{n}x{k}" if transpose_b else f"{k}x{n}"
-    types = f"(memref<{m}x{k}x{t}>, memref<{b_shape}x{t}>, memref<{m}x{n}xf16>)"
+    types = f"(memref<{m}x{k}x{t}>, memref<{b_shape}x{t}>, memref<{m}x{n}x{c_type}>)"
     return f"""module attributes {{tile.target = "{TARGET}"}} {{
-  func.func @gemm(%A: memref<{m}x{k}x{t}>, %B: memref<{b_shape}x{t}>, %C: memref<{m}x{n}xf16>) {{
-    %zero = arith.constant 0.0 : f16
-    "tile.fill"(%C, %zero) : (memref<{m}x{n}xf16>, f16) -> ()
+  func.func @gemm(%A: memref<{m}x{k}x{t}>, %B: memref<{b_shape}x{t}>, %C: memref<{m}x{n}x{c_type}>) {{
+    %zero = arith.constant 0.0 : {c_type}
+    "tile.fill"(%C, %zero) : (memref<{m}x{n}x{c_type}>, {c_type}) -> ()
     "tile.gemm"(%A, %B, %C) {{accum_dtype = f32, transpose_a = false, transpose_b = {str(transpose_b).lower()}}} : {types} -> ()
     return
   }}

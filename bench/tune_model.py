@@ -7,7 +7,9 @@ Three steps, because the device machine has the GPU but not our MLIR wheels:
     .venv/bin/python bench/tune_model.py --analyse build/tunemodel DIR/tune_results.json   # here again
 
 `--prepare` takes, for every shape in gemm.SHAPES and dtype in gemm.DTYPES
-(bench/gemm.py's layouts: B is N x K for fp8), the module tile-tune tunes (the
+(bench/gemm.py's layouts: B is N x K for fp8; with `--cases split-k`,
+SPLIT_K_CASES: too few C tiles for the chip, an f32 C, so split-K
+candidates too, timed against cuBLAS writing f32), the module tile-tune tunes (the
 whole-problem tile.gemm of gemm.gemm_text, the nvidia:sm_90a target) and
 every candidate tile-tune would consider (`tilemlir.tune.search.candidates`,
 no budget), compiles each to PTX exactly as tile-tune does
@@ -58,15 +60,29 @@ GRAPH_LAUNCHES, GRAPH_MS = 20, 0.5  # launches per graph: up to 20, about 0.5 ms
 ROUNDS, SAMPLES_PER_ROUND = 6, 5  # the final interleaved timing
 
 
-def case_key(dtype: str, m: int, n: int, k: int) -> str:
-    return f"{dtype}_{m}x{n}x{k}"
+# `--cases split-k`: GEMMs whose C tiles cannot fill the H200's 132 SMs, with
+# an f32 C (the accumulator type), so tile-tune's candidates split K too.
+SPLIT_K_CASES = [("f16", 16, 8192, 8192), ("bf16", 16, 8192, 8192), ("f16", 256, 256, 16384),
+                 ("f16", 1024, 1024, 8192)]
+
+
+def case_key(dtype: str, m: int, n: int, k: int, c_type: str = "f16") -> str:
+    return f"{dtype}_{m}x{n}x{k}" + (f"_{c_type}" if c_type != "f16" else "")
+
+
+def case_list(which: str) -> list[tuple[str, int, int, int, str]]:
+    """(dtype, M, N, K, C's type) of `--cases gemm` (bench/gemm.py's shapes
+    and dtypes, f16 C) or `--cases split-k` (SPLIT_K_CASES, f32 C)."""
+    if which == "split-k":
+        return [(dtype, m, n, k, "f32") for dtype, m, n, k in SPLIT_K_CASES]
+    return [(dtype, m, n, k, "f16") for dtype in gemm.DTYPES for m, n, k in gemm.SHAPES]
 
 
 # --------------------------------------------------------------------------
 # --prepare (needs tilemlir and MLIR)
 # --------------------------------------------------------------------------
 
-def tuned_case(dtype: str, m: int, n: int, k: int):
+def tuned_case(dtype: str, m: int, n: int, k: int, c_type: str = "f16"):
     """The module, tile-tune's view of its gemm, and the candidates (default first)."""
     from mlir import ir
 
@@ -76,35 +92,34 @@ def tuned_case(dtype: str, m: int, n: int, k: int):
     from tilemlir.tune.search import candidates, tune_problem
 
     target = get_target(gemm.TARGET)
-    text = gemm.gemm_text(m, n, k, dtype, dtype == "fp8")
-    source = SourceBuffer(f"{case_key(dtype, m, n, k)}.mlir", text)
+    text = gemm.gemm_text(m, n, k, dtype, dtype == "fp8", c_type)
+    source = SourceBuffer(f"{case_key(dtype, m, n, k, c_type)}.mlir", text)
     module = ir.Module.parse(text, tile.make_context())
     tuned = tune_problem(module.operation, target, source)
     return text, source, target, tuned, candidates(tuned.problem, target)
 
 
-def prepare(out: Path, jobs: int) -> None:
+def prepare(out: Path, jobs: int, which: str = "gemm") -> None:
     from tilemlir.tune.db import config_json
     from tilemlir.tune.model import DoesNotFit
     from tilemlir.tune.search import compile_job, local_executor, model_seconds
 
     out.mkdir(parents=True, exist_ok=True)
     cases, work, owners = [], [], []
-    for dtype in gemm.DTYPES:
-        for m, n, k in gemm.SHAPES:
-            text, source, target, tuned, chosen = tuned_case(dtype, m, n, k)
-            key = case_key(dtype, m, n, k)
-            case = {"key": key, "dtype": dtype, "m": m, "n": n, "k": k, "transpose_b": dtype == "fp8",
-                    "candidates": []}
-            for i, candidate in enumerate(chosen):
-                name = f"{key}_c{i}"
-                case["candidates"].append({
-                    "name": name, "json": f"{name}.json", "config": config_json(candidate.tuned()),
-                    "describe": candidate.tuned().describe(), "default": candidate.default,
-                    "wgmma": candidate.config.instruction.name.startswith("wgmma")})
-                work.append(compile_job(candidate, len(work), text, source.name, target, "ptx", str(out / name)))
-                owners.append((case, i, candidate, tuned.problem, target))
-            cases.append(case)
+    for dtype, m, n, k, c_type in case_list(which):
+        text, source, target, tuned, chosen = tuned_case(dtype, m, n, k, c_type)
+        key = case_key(dtype, m, n, k, c_type)
+        case = {"key": key, "dtype": dtype, "m": m, "n": n, "k": k, "c": c_type,
+                "transpose_b": dtype == "fp8", "candidates": []}
+        for i, candidate in enumerate(chosen):
+            name = f"{key}_c{i}"
+            case["candidates"].append({
+                "name": name, "json": f"{name}.json", "config": config_json(candidate.tuned()),
+                "describe": candidate.tuned().describe(), "default": candidate.default,
+                "wgmma": candidate.config.instruction.name.startswith("wgmma")})
+            work.append(compile_job(candidate, len(work), text, source.name, target, "ptx", str(out / name)))
+            owners.append((case, i, candidate, tuned.problem, target))
+        cases.append(case)
     print(f"{len(work)} candidates over {len(cases)} cases; compiling with {jobs} jobs", flush=True)
     started, reports = time.perf_counter(), {}
     with local_executor(jobs) as executor:
@@ -299,8 +314,15 @@ def run_case(launcher, directory: Path, case: dict, say, record: dict, flush) ->
 
     m, n, k, dtype, transpose_b = case["m"], case["n"], case["k"], case["dtype"], case["transpose_b"]
     a, b = gemm.make_inputs(m, n, k, dtype, transpose_b, 11)
-    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
-    if dtype == "fp8":
+    c_f32 = case.get("c", "f16") == "f32"
+    c = torch.empty(m, n, device="cuda", dtype=torch.float32 if c_f32 else torch.float16)
+    if c_f32:
+        def cublas():  # cuBLAS writing f32 (torch >= 2.8), else its f16 GEMM
+            try:
+                return torch.mm(a, b, out_dtype=torch.float32)
+            except TypeError:
+                return torch.matmul(a, b)
+    elif dtype == "fp8":
         one = torch.ones((), device="cuda", dtype=torch.float32)
 
         def cublas():
@@ -308,8 +330,9 @@ def run_case(launcher, directory: Path, case: dict, say, record: dict, flush) ->
     else:
         def cublas():
             return torch.matmul(a, b)
-    ok, worst, _ = gemm.check(cublas(), a, b, transpose_b, 11, gemm.sum_bits_of(dtype))
-    record.update({"cublas_ok": ok, "cublas_worst": worst, "candidates": {}})
+    peer = cublas()
+    ok, worst, _ = gemm.check(peer, a, b, transpose_b, 11, gemm.sum_bits_of(dtype))
+    record.update({"cublas_ok": ok, "cublas_worst": worst, "cublas_out": str(peer.dtype), "candidates": {}})
     modules = {}
     started = time.perf_counter()
     for count, entry in enumerate(case["candidates"]):
@@ -371,7 +394,7 @@ def run(directory: Path, out: Path | None, only: str | None, jit_jobs: int) -> i
     def flush():
         path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
-    cases = [case for case in manifest["cases"] if not only or case["dtype"] == only]
+    cases = [case for case in manifest["cases"] if not only or only in (case["dtype"], case["key"])]
     if jit_jobs > 1:
         warm_jit(directory, [c["name"] for case in cases for c in case["candidates"] if c.get("compiled")],
                  jit_jobs, say)
@@ -422,7 +445,8 @@ def analyse(directory: Path, result_files: list[Path]) -> int:
         results.update(json.loads(path.read_text()))
     predicted, defaults = {}, {}
     for case in manifest["cases"]:
-        _, _, target, tuned, chosen = tuned_case(case["dtype"], case["m"], case["n"], case["k"])
+        _, _, target, tuned, chosen = tuned_case(case["dtype"], case["m"], case["n"], case["k"],
+                                                 case.get("c", "f16"))
         by_config = {candidate.tuned(): candidate for candidate in chosen}
         defaults[case["key"]] = chosen[0].tuned()
         for record in case["candidates"]:
@@ -448,13 +472,15 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--analyse", nargs="+", metavar="PATH",
                        help="DIR RESULTS.json...: re-rank the measured candidates by the model as it is now")
     parser.add_argument("--jobs", type=int, default=2, help="with --prepare: parallel compiles")
+    parser.add_argument("--cases", choices=("gemm", "split-k"), default="gemm",
+                        help="with --prepare: bench/gemm.py's GEMMs (f16 C), or SPLIT_K_CASES (f32 C)")
     parser.add_argument("--out", metavar="DIR", help="with --run: write the log and results here")
-    parser.add_argument("--only", metavar="DTYPE", help="with --run: the cases of this dtype only")
+    parser.add_argument("--only", metavar="DTYPE|KEY", help="with --run: the cases of this dtype (or this one case) only")
     parser.add_argument("--jit-jobs", type=int, default=1,
                         help="with --run: JIT-compile every module first in this many processes")
     options = parser.parse_args(argv)
     if options.prepare:
-        prepare(Path(options.prepare), options.jobs)
+        prepare(Path(options.prepare), options.jobs, options.cases)
         return 0
     if options.analyse:
         return analyse(Path(options.analyse[0]), [Path(p) for p in options.analyse[1:]])

@@ -69,3 +69,19 @@ def test_prepare_compiles_tile_tunes_candidates(tmp_path, monkeypatch):
     assert ".entry gemm_kernel0" in (tmp_path / f"{candidates[0]['name']}.ptx").read_text()
     reports = json.loads((tmp_path / "reports.json").read_text())
     assert set(reports) == {c["name"] for c in candidates}
+
+
+def test_split_k_cases_have_an_f32_c_and_split_k_candidates(monkeypatch, tmp_path):
+    """`--cases split-k`: too few C tiles for the H200 and an f32 C, so some
+    candidates split K; their memset reaches the launch metadata."""
+    bench = _bench()
+    assert all(c == "f32" for *_, c in bench.case_list("split-k"))
+    assert bench.case_list("gemm")[0][-1] == "f16" and bench.case_key("f16", 16, 64, 64) == "f16_16x64x64"
+    monkeypatch.setattr(bench, "SPLIT_K_CASES", [("f16", 16, 64, 1024)])
+    bench.prepare(tmp_path, 1, "split-k")
+    (case,) = json.loads((tmp_path / "manifest.json").read_text())["cases"]
+    assert (case["key"], case["c"]) == ("f16_16x64x1024_f32", "f32")
+    split = [c for c in case["candidates"] if c["config"]["split_k"] > 1]
+    assert split and all(c["compiled"] for c in split)
+    launches = json.loads((tmp_path / split[0]["json"]).read_text())["functions"][0]["launches"]
+    assert launches[0] == {"memset": {"argument": 2, "element_bytes": 4, "bits": 0}}
