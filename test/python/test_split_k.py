@@ -56,6 +56,9 @@ def test_split_k_gemm_on_amd_runs_in_the_emulator(chip):
     result = _compile(text, f"amdgpu:{chip}")
     gpu_ir = result.artifacts["gpu"]
     assert "gpu.memset" in gpu_ir and "memref.atomic_rmw addf" in gpu_ir
+    # A launcher of the HSACO alone learns from the report that C is cleared first.
+    (decisions,) = result.report["decisions"]
+    assert decisions["split_k"] == result.report["split_k"] > 1 and decisions["cleared_first"] == [2]
     (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block")]
     assert "K slices adds its partial sums into C atomically (C cleared first)" in remark
     # Relaxed at agent scope (amdgpu-scope-atomics): one instruction per add, no
@@ -77,7 +80,7 @@ def test_split_k_adds_onto_c_and_handles_edges():
     m, n, k = 50, 70, 2048
     text = whole_problem_gemm(m, n, k, "i8", "i32", zero_fill=False, accum="i32")
     report = _compile(text, "amdgpu:gfx942").report
-    assert report["split_k"] > 1
+    assert report["split_k"] > 1 and report["decisions"][0]["cleared_first"] == []
     a, b = _inputs(m, n, k, np.int8)
     c0 = np.arange(m * n, dtype=np.int32).reshape(m, n)
     c = c0.copy()

@@ -22,6 +22,9 @@ The JSON (`KernelDecisions.as_json`), one object per kernel in program order:
     grid, threads, waves    the launch: blocks per dimension, threads per block, waves per block
     stages        the largest pipeline depth of its loops (1: none pipelined)
     split_k       the split-K factor (tile-tiling's `tile.tiling`; 1 when none is recorded)
+    cleared_first   the function's arguments (positions) a host gpu.memset clears to zero
+                  right before the launch (a split-K kernel's C: a launcher of the kernel
+                  alone must clear them too); [] when none
     block         {m, n, k} of the kernel's first tile.gemm (null without one); `gemms` lists each
     warp_grid     [waves along M, along N] of that gemm
     instruction   the matrix instruction tile-select-mma chose for it
@@ -233,6 +236,7 @@ class KernelDecisions:
     waves: int | None
     stages: int
     split_k: int
+    cleared_first: list[int]
     gemms: list[GemmDecision]
     shared_buffers: list[SharedBufferDecision]
     fragments: list[FragmentDecision]
@@ -250,6 +254,7 @@ class KernelDecisions:
             "waves": self.waves,
             "stages": self.stages,
             "split_k": self.split_k,
+            "cleared_first": self.cleared_first,
             "block": first.block if first else None,
             "warp_grid": first.warp_grid if first else None,
             "instruction": first.instruction if first else None,
@@ -312,7 +317,7 @@ class _Reader:
         return KernelDecisions(
             at=self.at(kernel), grid=kernel_grid(kernel), threads=threads,
             waves=threads // self.wave if self.wave else None,
-            stages=max(loops, default=1), split_k=_split_k(kernel),
+            stages=max(loops, default=1), split_k=_split_k(kernel), cleared_first=_cleared_first(kernel),
             gemms=[self.gemm(op) for op in gemms],
             shared_buffers=[self.shared_buffer(op, f"shared{i}", taken, gemms) for i, op in enumerate(shared)],
             fragments=[self.fragment(op, f"fragment{i}", taken, threads) for i, op in enumerate(fragments)],
@@ -417,6 +422,22 @@ class _Reader:
             layout=ir.StringAttr(attr["kind"]).value if attr is not None else None,
             registers_per_thread=len(placement.slots) if placement is not None else None,
             threads=threads, placement=placement)
+
+
+def _cleared_first(kernel: ir.Operation) -> list[int]:
+    """Positions of the function arguments the host `gpu.memset`s between the
+    previous tile.kernel (or the block's start) and `kernel` clear."""
+    cleared = []
+    for op in kernel.block.operations:
+        op = op.operation
+        if op == kernel.operation:
+            return cleared
+        if op.name == "tile.kernel":
+            cleared = []
+        elif op.name == "gpu.memset" and isinstance(op.operands[0], ir.BlockArgument) \
+                and op.operands[0].owner == kernel.block:
+            cleared.append(ir.BlockArgument(op.operands[0]).arg_number)
+    return cleared
 
 
 def _split_k(kernel: ir.Operation) -> int:
