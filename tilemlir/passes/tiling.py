@@ -84,6 +84,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -291,9 +292,8 @@ class TileTiling(TilePass):
         if why is not None:
             state.error(op, f"tile-tiling: split-k={split_k}: {why}")
             return None
-        tiling = TilingChoice(tiling.block, tiling.threads, tiling.stages, source, split_k=split_k)
-        return TilingChoice(tiling.block, tiling.threads, tiling.stages, source,
-                            self.prediction_of(problem, tiling, target), split_k=split_k)
+        tiling = dataclasses.replace(tiling, source=source, split_k=split_k)
+        return dataclasses.replace(tiling, prediction=self.prediction_of(problem, tiling, target))
 
     def say_assumptions(self, op: ir.Operation, prediction: Prediction | None, facts, state: PassState,
                         said: set[str] | None) -> None:
