@@ -165,18 +165,22 @@ def test_metax_and_the_ray_executor_on_a_local_instance(tmp_path):
     assert 'source = "tuning-db"' in compiled_tiling(source, METAX, "--tuning-db", str(remote))
 
 
+DEFAULT_SIGINT_EXEC = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                       "os.execv(sys.argv[1], sys.argv[1:])")
+
+
 def test_an_interrupted_run_keeps_what_it_ranked(tmp_path):
     """Ctrl-C after the first result: exit 130, no traceback, the workers
     gone, and the database holds the best so far (marked incomplete)."""
     source = tmp_path / "gemm.mlir"
     source.write_text(SMALL)
     database = tmp_path / "tuning.json"
-    # SIGINT's default disposition for tile-tune: a test run started in the
-    # background (an `&` list) inherits it ignored, and Python then keeps it so.
-    process = subprocess.Popen([str(BIN / "tile-tune"), str(source), "--target", GFX942, "--budget", "8",
-                                "--jobs", "1", "--db", str(database)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # tile-tune started with SIGINT's default disposition (exec keeps it): a
+    # test run started in the background (an `&` list) has it ignored, which
+    # tile-tune would inherit and Python then keep.
+    process = subprocess.Popen([sys.executable, "-c", DEFAULT_SIGINT_EXEC, str(BIN / "tile-tune"), str(source),
+                                "--target", GFX942, "--budget", "8", "--jobs", "1", "--db", str(database)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not database.exists() and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.05)
