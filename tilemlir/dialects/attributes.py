@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from mlir import ir
+from mlir.dialects import arith
 
 # A check of an attribute's form: None when it fits, else what is wrong ("got ...").
 FormCheck = Callable[[ir.Attribute], "str | None"]
@@ -261,6 +262,9 @@ IN_BOUNDS = UnitAttribute(
 # What tile.atomic_add may add: types with a native global atomic add on every
 # backend (PTX atom.add.f32/.s32; AMD global_atomic_add_f32/_u32; MACA atomicAdd).
 ATOMIC_ADD_TYPES = ("f32", "i32")
+# The memref.atomic_rmw kinds tile-lower-to-gpu lowers it to (the emulator and
+# the MACA emitter take these, and refuse any other).
+ATOMIC_ADD_KINDS = frozenset({int(arith.AtomicRMWKind.addf), int(arith.AtomicRMWKind.addi)})
 
 ATOMIC_ADD = UnitAttribute(
     "tile.atomic_add", ("tile.copy",),

@@ -41,6 +41,7 @@ from itertools import pairwise
 import numpy as np
 from mlir import ir
 
+from tilemlir.dialects.attributes import ATOMIC_ADD_KINDS
 from tilemlir.runtime.dtypes import convert, is_narrow_float
 from tilemlir.runtime.emu_core import (
     DYNAMIC,
@@ -511,14 +512,10 @@ def _store(compiler, op):
     return step
 
 
-# arith.AtomicRMWKind's values (ArithBase.td) of the kinds tile-lower-to-gpu emits.
-_ATOMIC_ADD_KINDS = {0: "addf", 1: "addi"}
-
-
 @handles("memref.atomic_rmw")
 def _atomic_rmw(compiler, op):
     kind = ir.IntegerAttr(op.attributes["kind"]).value
-    if kind not in _ATOMIC_ADD_KINDS:
+    if kind not in ATOMIC_ADD_KINDS:
         raise UnsupportedOp(f"memref.atomic_rmw of kind {op.attributes['kind']} (only addf, addi)", op)
     value, target, *indices = compiler.slots_of(op.operands)
     out = compiler.slot(op.results[0])

@@ -50,15 +50,12 @@ import numpy as np
 from mlir import ir
 
 from tilemlir.diagnostics import UserError
+from tilemlir.dialects.attributes import ATOMIC_ADD_KINDS, ATOMIC_ADD_TYPES
 from tilemlir.dialects.element_types import dtype_of
 from tilemlir.passes.check_gpu_input import gpu_input_problems
 from tilemlir.passes.symbols import comment_text, is_cxx_name, is_identifier, kernel_symbol
 
 HOST_GUARD = "TILEMLIR_MACA_HOST"
-
-
-# arith.AtomicRMWKind's values (ArithBase.td) of the adds tile-lower-to-gpu emits.
-_ATOMIC_ADDS = (0, 1)  # addf, addi
 
 
 def _is_positive_zero(value: ir.Value) -> bool:
@@ -741,7 +738,7 @@ class MacaPrinter:
     def op_memref_atomic_rmw(self, fn, op) -> None:
         kind = ir.IntegerAttr(op.attributes["kind"]).value
         element = str(ir.MemRefType(op.operands[1].type).element_type)
-        if kind not in _ATOMIC_ADDS or element not in ("f32", "i32"):
+        if kind not in ATOMIC_ADD_KINDS or element not in ATOMIC_ADD_TYPES:
             raise EmitError(op, f"MACA emitter: memref.atomic_rmw {op.attributes['kind']} of {element} is "
                                 "not supported (addf of f32, addi of i32: MACA's atomicAdd)")
         target = self.element_pointer(fn, op.operands[1], list(op.operands)[2:], op)
