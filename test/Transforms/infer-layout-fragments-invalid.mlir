@@ -39,6 +39,9 @@ func.func @written_in_another_layout(%A: memref<64x64xf16>) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c64 = arith.constant 64 : index
+    // A of the gemm reads %a along its rows, B down its columns: one layout serves both.
+    // expected-remark@+2 {{want it stored both ways: stored as written, operand B of the gemm at}}
+    // expected-remark@below {{no row padding up to 64 elements makes the reads of the 64x64xf16 tile.alloc_shared}}
     %a = "tile.alloc_shared"() : () -> memref<64x64xf16, #S>
     %acc = "tile.alloc_fragment"() : () -> memref<64x64xf32, #F>
     %x = "tile.alloc_fragment"() : () -> memref<64x64xf32, #F>

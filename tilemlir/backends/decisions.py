@@ -43,7 +43,9 @@ The JSON (`KernelDecisions.as_json`), one object per kernel in program order:
         padding_dropped  row padding given up to fit the kernel's shared memory (null: none)
         swizzle       XOR swizzle of the rows' 16-byte chunks (an integer, 0: none), or the
                       core's own (text, e.g. NVIDIA's "128-byte (TMA boxes)")
-        transpose_reads  gemm reads are LDS transpose reads (ds_read_b64_tr_*)
+        transpose_reads  stored for LDS transpose reads (ds_read_b64_tr_*): the uses whose K runs
+                      down its stored columns read it with them (marked "(LDS transpose reads)"
+                      in `use`), the others with vector reads along its rows
         bank_conflicts_per_iteration   clocks its gemm reads cost per execution of the gemms
         bank_conflicts_per_read        clocks of one operand read: {as_stored, unpadded} (rows as stored; unpadded rows)
         banks         the bank count the model used ("unknown (32 and 64 checked)")
@@ -362,6 +364,11 @@ class _Reader:
                 ir.StringAttr(value).value if isinstance(value, ir.StringAttr) else ir.IntegerAttr(value).value
 
         clocks = sum(clock for _, _, clock in reads)
+        if entry("transpose_read", False):  # which of its uses read it so (use_reads_transposed)
+            decision.use = "; ".join(
+                f"{role} of the tile.gemm at {self.at(gemm)}"
+                + (" (LDS transpose reads)" if _k_contiguous(role, gemm) == entry("transposed") else "")
+                for role, gemm in roles)
         decision.transposed = entry("transposed")
         decision.padding = entry("pad")
         decision.padding_dropped = entry("dropped_pad")
@@ -395,13 +402,10 @@ class _Reader:
         lanes = matrix_core_for(self.target.family).operand_lanes(choice.m, choice.n, choice.k, self.wave)
         if lanes is None:
             return model
-        shape = gemm_shape(gemm)
         operand_shape = list(ir.MemRefType(gemm.operands[0 if role == "A" else 1].type).shape)
-        k_contiguous = not shape.transpose_a if role == "A" else shape.transpose_b
         transpose = transpose_read_elements(self.target, element_bytes * 8) if decision.transpose_reads else None
-        model.read = operand_read(lanes[0 if role == "A" else 1], operand_shape, element_bytes, k_contiguous,
-                                  as_written=decision.kept_as_written is not None,
-                                  transpose_elements=transpose)
+        model.read = operand_read(lanes[0 if role == "A" else 1], operand_shape, element_bytes,
+                                  _k_contiguous(role, gemm), bool(decision.transposed), transpose)
         return model
 
     def fragment(self, op: ir.Operation, fallback: str, taken: set[str], threads: int) -> FragmentDecision:
@@ -422,6 +426,13 @@ class _Reader:
             layout=ir.StringAttr(attr["kind"]).value if attr is not None else None,
             registers_per_thread=len(placement.slots) if placement is not None else None,
             threads=threads, placement=placement)
+
+
+def _k_contiguous(role: str, gemm: ir.Operation) -> bool:
+    """Whether operand `role` of a tile.gemm has its K runs along the rows of
+    its buffer as written."""
+    shape = gemm_shape(gemm)
+    return not shape.transpose_a if role == "A" else shape.transpose_b
 
 
 def _cleared_first(kernel: ir.Operation) -> list[int]:

@@ -26,7 +26,10 @@ along a row). For example
 is the row vector of a 4x1024 tile's row maxima. Where two uses still
 disagree, the lowering converts through shared memory and a remark says so;
 a T.Parallel that would write a fragment it cannot convert is refused,
-naming both fragments. Reductions across waves and conversions get one
+naming both fragments. A fragment one thread cannot hold is refused with its
+numbers: the thread's elements, packed into 32-bit registers, against the
+descriptor's registers.vgprs_per_lane (`register_bound`); the lowering gives
+every element its own code, so this also bounds the code per fragment access. Reductions across waves and conversions get one
 `tile.alloc_shared` per element type marked `tile.scratch`, sized here. Copies into shared memory get
 `tile.vector_width`: elements per lane per access, 128 bits where the row
 length allows (halving until it divides).
@@ -49,6 +52,16 @@ core describes its operand reads):
   wave's operand reads conflict-free under the descriptor's bank count
   (`tilemlir.lds_banks`; when the bank count is unknown, for both 32 and 64
   banks); `conflicts` is what remains per read (0 when a padding exists);
+* one buffer may be read by several gemms, as A or B, along its rows or
+  down its columns (S = Q K^T next to H = K^T Q): its one layout is taken
+  from all of those uses (`storage`, `buffer_layout`). Transpose reads only
+  when every use reading down its columns wants and fits them (the uses
+  along its rows still read vectors: `shared_memory.use_reads_transposed`);
+  otherwise transposed when more uses read down its columns than along its
+  rows, a remark naming the uses left reading element by element; the
+  padding that costs the fewest conflict clocks over all uses, aligned for
+  each use's vector reads; an XOR swizzle only when every use is a
+  transpose read; `conflicts` is the costliest use's;
 * when the kernel's padded buffers (times their stages) do not fit the
   workgroup's LDS, the padding goes: `pad = 0`, `conflicts` those of the
   unpadded rows, `dropped_pad` the padding given up.
@@ -73,7 +86,7 @@ lowering reports per main-loop iteration.
 Input invariant: tile-select-mma ran (in-kernel gemms carry tile.mma and
 tile.warp_grid); gemm A/B operands are shared buffers.
 Output invariant: every fragment has tile.layout (gemm accumulators the
-instruction's); every global->shared tile.copy has tile.vector_width; a
+instruction's) and fits one thread's registers; every global->shared tile.copy has tile.vector_width; a
 shared buffer the program indexes itself is stored as written; the kernel
 has the tile.scratch its reductions and conversions need.
 
@@ -95,7 +108,7 @@ from mlir import ir
 
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
-from tilemlir.lds_banks import LARGEST_PADDING, choose_padding, choose_swizzle
+from tilemlir.lds_banks import LARGEST_PADDING, SWIZZLE_CHUNK_BYTES
 from tilemlir.passes.base import PassState, Switch, TilePass, resolve_switch
 from tilemlir.passes.fragment_inference import (
     FragmentLayouts,
@@ -103,6 +116,7 @@ from tilemlir.passes.fragment_inference import (
     parallel_loop,
     scratch_uses,
 )
+from tilemlir.passes.fragment_layout import FragmentLayout
 from tilemlir.passes.gemm_facts import MmaChoice, copy_vector_width, warp_grid_of
 from tilemlir.passes.gpu_builders import bit_width
 from tilemlir.passes.kernel_facts import enclosing_kernel, i64_array, int_attr, kernel_threads
@@ -119,6 +133,7 @@ from tilemlir.passes.shared_memory import (
 from tilemlir.passes.stage_operands import register_a_from
 from tilemlir.target import resolve_target
 from tilemlir.target.model import is_unknown
+from tilemlir.target.registry import shipped_targets
 
 
 def transpose_reads_pay(gemm: ir.Operation, target) -> bool:
@@ -144,6 +159,32 @@ def transpose_reads_pay(gemm: ir.Operation, target) -> bool:
     bits = math.prod(accumulator.shape) * max(32, bit_width(accumulator.element_type))
     per_lane = bits // 32 // kernel_threads(kernel)
     return per_lane * 4 <= registers
+
+
+def fragment_registers(layout: FragmentLayout, element: ir.Type) -> int:
+    """32-bit registers one thread needs for its elements of a fragment (its
+    layout's slots), packed: the fewest any lowering could use (two f16 to a
+    register, an f64 in two)."""
+    return math.ceil(len(layout.slots) * bit_width(element) / 32)
+
+
+def register_bound(target) -> tuple[int, str] | None:
+    """The registers one thread may hold, and where the number comes from:
+    the descriptor's `registers.vgprs_per_lane` (gfx942: 512, VGPRs and AGPRs
+    together; sm_90a: 255 per thread). Where the descriptor leaves it unknown
+    (MetaX), the most any shipped descriptor states, so that only a fragment
+    no known GPU could hold is refused; None when none states one."""
+    registers = target.registers.vgprs_per_lane
+    if not is_unknown(registers):
+        return registers, f"{target} has {registers} registers per lane (registers.vgprs_per_lane)"
+    stated = [(t.registers.vgprs_per_lane, str(t)) for t in shipped_targets()
+              if not is_unknown(t.registers.vgprs_per_lane)]
+    if not stated:
+        return None
+    most = max(value for value, _ in stated)
+    names = ", ".join(sorted(name for value, name in stated if value == most))
+    return most, (f"{target}'s registers per lane are unknown (registers.vgprs_per_lane), and no "
+                  f"shipped target has more than {most} ({names})")
 
 
 # Users of a shared buffer that follow whatever layout this pass records: the
@@ -192,6 +233,39 @@ def _stages_of(alloc: ir.Operation) -> int:
 
 
 @dataclass(frozen=True)
+class OperandUse:
+    """One gemm's read of a shared buffer: operand `role` ("A" or "B") of
+    `gemm`, its lanes (the matrix core's `operand_lanes` entry: outer index,
+    K index, elements per lane), whether its K runs along the buffer's rows
+    as written, and whether its gemm wants LDS transpose reads."""
+
+    gemm: ir.Operation
+    role: str
+    lanes: tuple
+    k_contiguous: bool
+    transpose_reads: bool
+
+
+def use_text(use: OperandUse) -> str:
+    return f"operand {use.role} of the gemm at {_location_text(use.gemm)}"
+
+
+def common_swizzle(reads: list, banks_options, bank_bytes: int) -> int | None:
+    """The smallest XOR swizzle of the 16-byte chunks of a buffer's (unpadded)
+    rows under which every one of `reads` is free of bank conflicts for every
+    bank count (`lds_banks.choose_swizzle`, for all of a buffer's uses at
+    once), or None."""
+    row_bytes = reads[0].row_elements * reads[0].element_bytes
+    chunks = row_bytes // SWIZZLE_CHUNK_BYTES
+    if row_bytes % SWIZZLE_CHUNK_BYTES or chunks < 2 or chunks & (chunks - 1):
+        return None
+    for swizzle in range(1, chunks):
+        if all(read.conflicts(banks, bank_bytes, 0, swizzle) == 0 for read in reads for banks in banks_options):
+            return swizzle
+    return None
+
+
+@dataclass(frozen=True)
 class TileInferLayout(TilePass):
     name: ClassVar[str] = "tile-infer-layout"
     summary: ClassVar[str] = "Assign lane layouts to register fragments and vector widths to copies"
@@ -212,6 +286,9 @@ class TileInferLayout(TilePass):
                 self.copy_width(op)
         if not state.failed:
             for kernel in [op for op in walk(module) if op.name == "tile.kernel"]:
+                self.shared_layouts(kernel, state)
+        if not state.failed:
+            for kernel in [op for op in walk(module) if op.name == "tile.kernel"]:
                 self.fragment_layouts(kernel, state)
         if not state.failed:
             for kernel in [op for op in walk(module) if op.name == "tile.kernel"]:
@@ -229,6 +306,9 @@ class TileInferLayout(TilePass):
 
         inference = FragmentLayouts(kernel, target, lanes, state)
         inference.run()
+        if state.failed:
+            return
+        self.check_registers(inference, target, state)
         if state.failed:
             return
         layouts = {value: assigned.layout for value, assigned in inference.assigned.items()}
@@ -262,6 +342,34 @@ class TileInferLayout(TilePass):
                                                 memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>"))
                 scratch = tile.alloc_shared(memref_type)
                 attributes.SCRATCH.mark(scratch.owner)
+
+    @staticmethod
+    def check_registers(inference: FragmentLayouts, target, state: PassState) -> None:
+        """Refuses a fragment whose elements in one thread cannot fit that
+        thread's registers (`fragment_registers` against `register_bound`):
+        its code would be unrolled per element and spill anyway, and the code
+        generator's time grows faster than the element count (a 64x64 f32
+        fragment held by one thread ran llc for minutes)."""
+        bound = register_bound(target)
+        if bound is None:
+            return
+        limit, why = bound
+        for op in inference.fragments:
+            assigned = inference.assigned.get(op.results[0])
+            if assigned is None:
+                continue
+            memref_type = ir.MemRefType(op.results[0].type)
+            element = memref_type.element_type
+            registers = fragment_registers(assigned.layout, element)
+            if registers <= limit:
+                continue
+            shape = "x".join(str(d) for d in memref_type.shape) or "scalar"
+            threads = inference.threads
+            state.error(op, (
+                f"tile-infer-layout: this fragment ({shape}x{element}) needs {registers} registers per "
+                f"thread ({len(assigned.layout.slots)} of its {math.prod(memref_type.shape)} elements in "
+                f"each of {threads} thread{'s' if threads != 1 else ''}, {assigned.layout.kind} layout); {why}; "
+                "spread it over more threads or hold less of it at a time"))
 
     def fit_padding(self, kernel: ir.Operation, state: PassState) -> None:
         """Row padding must not push a kernel over its LDS: if the kernel's
@@ -346,88 +454,165 @@ class TileInferLayout(TilePass):
             )
             return
         chosen[accumulator] = (key, op)
-        self.smem_layouts(op, choice, warps, state)
         attributes.LAYOUT.write(owner, {
             "kind": ir.StringAttr.get("mma_accumulator"),
             "instruction": i64_array([choice.m, choice.n, choice.k]),
             "warps": i64_array(list(warps)),
         })
 
-    def smem_layouts(self, op: ir.Operation, choice, warps, state: PassState) -> None:
-        target = resolve_target(op, self.target)
-        wave = target.require("compute.wave_size", "LDS layouts")
-        lanes = matrix_core_for(target.family).operand_lanes(choice.m, choice.n, choice.k, wave)
-        if lanes is None:
+    def shared_layouts(self, kernel: ir.Operation, state: PassState) -> None:
+        """The LDS layout of every shared buffer the kernel's gemms read
+        (`buffer_layout`), taken once per buffer from all of its gemm uses,
+        then each gemm's conflict clocks."""
+        gemms = [op for op in walk(kernel) if op.name == "tile.gemm"]
+        if not gemms:
             return
+        target = resolve_target(kernel, self.target)
+        wave = target.require("compute.wave_size", "LDS layouts")
+        core = matrix_core_for(target.family)
+        uses: dict = {}  # tile.alloc_shared -> [OperandUse], in program order
+        counted = []
+        for op in gemms:
+            choice, warps = MmaChoice.of(op), warp_grid_of(op)
+            lanes = None if choice is None or warps is None else \
+                core.operand_lanes(choice.m, choice.n, choice.k, wave)
+            if lanes is None:
+                continue
+            counted.append(op)
+            wanted = resolve_switch(self.transpose_reads, transpose_reads_pay(op, target))
+            transpose_a = ir.BoolAttr(op.attributes["transpose_a"]).value
+            transpose_b = ir.BoolAttr(op.attributes["transpose_b"]).value
+            for role, operand, lanes_of, k_contiguous in (
+                ("A", op.operands[0], lanes[0], not transpose_a),
+                ("B", op.operands[1], lanes[1], transpose_b),
+            ):
+                owner = operand.owner
+                if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "tile.alloc_shared":
+                    uses.setdefault(owner.operation, []).append(
+                        OperandUse(op, role, lanes_of, k_contiguous, wanted))
+        for owner, buffer_uses in uses.items():
+            self.buffer_layout(owner, buffer_uses, target, state)
+        for op in counted:
+            self.count_conflicts(op)
+
+    def buffer_layout(self, owner: ir.Operation, uses: list[OperandUse], target, state: PassState) -> None:
+        """One tile.smem_layout for a shared buffer that serves every gemm
+        reading it: stored transposed or not and for transpose reads or not
+        (`storage`), then the padding (or XOR swizzle) that leaves the fewest
+        conflict clocks over all of its uses' reads. `conflicts` is the
+        costliest use's per operand read."""
         banks = target.memory.shared_banks
         bank_bytes = target.memory.shared_bank_bytes
         bank_bytes = 4 if is_unknown(bank_bytes) else bank_bytes
         banks_options = (32, 64) if is_unknown(banks) else (banks,)
         banks_note = "unknown (32 and 64 checked)" if is_unknown(banks) else str(banks)
-        transpose_a = ir.BoolAttr(op.attributes["transpose_a"]).value
-        transpose_b = ir.BoolAttr(op.attributes["transpose_b"]).value
-        for role, operand, lanes_of, k_contiguous in (
-            ("A", op.operands[0], lanes[0], not transpose_a),
-            ("B", op.operands[1], lanes[1], transpose_b),
-        ):
-            owner = operand.owner
-            if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "tile.alloc_shared":
-                continue
-            shape = list(ir.MemRefType(operand.type).shape)
-            element_bits = ir.MemRefType(operand.type).element_type.width
-            element_bytes = max(1, element_bits // 8)
-            accesses = program_accesses(owner)
-            if accesses:
-                # The program's own loads and stores use logical indices: the
-                # buffer stays as written (row-major, no padding, no swizzle).
-                read = operand_read(lanes_of, shape, element_bytes, k_contiguous, as_written=True)
-                conflicts = max(read.conflicts(banks, bank_bytes) for banks in banks_options) * read.accesses
-                attributes.SMEM_LAYOUT.write(owner, {
-                    "transposed": ir.BoolAttr.get(False),
-                    "transpose_read": ir.BoolAttr.get(False),
-                    "pad": int_attr(0),
-                    "conflicts": int_attr(conflicts),
-                    "unpadded_conflicts": int_attr(conflicts),
-                    "banks": ir.StringAttr.get(banks_note),
-                    "as_written": ir.StringAttr.get(as_written_reason(accesses)),
-                })
-                continue
-            transpose = None
-            if not k_contiguous and resolve_switch(self.transpose_reads, transpose_reads_pay(op, target)):
-                transpose = self.transpose_read_fit(op, role, owner, lanes_of[2], shape, element_bits,
-                                                    target, state)
-            read = operand_read(lanes_of, shape, element_bytes, k_contiguous, transpose_elements=transpose)
-            candidates = (read.rows, read.cols, read.row_elements, element_bytes, read.per_access,
-                          banks_options, bank_bytes)
-            pad, conflicts = choose_padding(*candidates)
-            _, unpadded = choose_padding(*candidates, largest=0)
-            swizzle = None
-            if conflicts and transpose is not None:
-                # Transpose reads of 4 rows x 64 bytes per 32 lanes: no row
-                # padding avoids conflicts with 32 and with 64 banks at once; an
-                # XOR swizzle of the 16-byte chunks does.
-                swizzle = choose_swizzle(*candidates)
-            entries = {
-                "transposed": ir.BoolAttr.get(not k_contiguous and transpose is None),
-                "transpose_read": ir.BoolAttr.get(transpose is not None),
-                "pad": int_attr(pad),
-                "conflicts": int_attr(conflicts * read.accesses),  # per operand read
-                "unpadded_conflicts": int_attr(unpadded * read.accesses),
+        memref_type = ir.MemRefType(owner.results[0].type)
+        shape = list(memref_type.shape)
+        element_bits = memref_type.element_type.width
+        element_bytes = max(1, element_bits // 8)
+
+        def costs(reads: list, pad: int = 0, swizzle: int = 0) -> list[int]:
+            return [max(read.conflicts(b, bank_bytes, pad, swizzle) for b in banks_options) * read.accesses
+                    for read in reads]
+
+        accesses = program_accesses(owner)
+        if accesses:
+            # The program's own loads and stores use logical indices: the
+            # buffer stays as written (row-major, no padding, no swizzle).
+            conflicts = max(costs([operand_read(use.lanes, shape, element_bytes, use.k_contiguous)
+                                   for use in uses]))
+            attributes.SMEM_LAYOUT.write(owner, {
+                "transposed": ir.BoolAttr.get(False),
+                "transpose_read": ir.BoolAttr.get(False),
+                "pad": int_attr(0),
+                "conflicts": int_attr(conflicts),
+                "unpadded_conflicts": int_attr(conflicts),
                 "banks": ir.StringAttr.get(banks_note),
-            }
-            if swizzle is not None:
-                entries.update(pad=int_attr(0), conflicts=int_attr(0), swizzle=int_attr(swizzle[0]))
-            elif conflicts:
-                tried = f"no row padding up to {LARGEST_PADDING} elements"
-                if transpose is not None:
-                    tried += " and no XOR swizzle"
-                state.remark(owner, (
-                    f"tile-infer-layout: {tried} makes the reads of {shared_buffer_text(owner)} "
-                    f"(operand {role} of the gemm at {_location_text(op)}) free of bank conflicts; "
-                    f"padded by {pad} elements, {conflicts * read.accesses} conflict clocks per operand "
-                    f"read remain (banks: {banks_note})"))
-            attributes.SMEM_LAYOUT.write(owner, entries)
-        self.count_conflicts(op)
+                "as_written": ir.StringAttr.get(as_written_reason(accesses)),
+            })
+            return
+        transposed, transpose = self.storage(owner, uses, shape, element_bits, target, state)
+        reads = [operand_read(use.lanes, shape, element_bytes, use.k_contiguous, transposed, transpose)
+                 for use in uses]
+        # Pads keep every use's vector reads aligned to their width (powers of two).
+        step = max(read.per_access for read in reads)
+        pad, best = 0, None
+        for candidate in range(0, LARGEST_PADDING + 1, step):
+            total = sum(costs(reads, candidate))
+            if best is None or total < best:
+                pad, best = candidate, total
+            if total == 0:
+                break
+        conflicts, unpadded = costs(reads, pad), costs(reads)
+        swizzle = None
+        along = next((use for use in uses if use.k_contiguous), None)
+        if best and transpose is not None and along is None:
+            # Transpose reads of 4 rows x 64 bytes per 32 lanes: no row
+            # padding avoids conflicts with 32 and with 64 banks at once; an
+            # XOR swizzle of the 16-byte chunks does. Only transpose reads
+            # read swizzled rows: every use must be one.
+            swizzle = common_swizzle(reads, banks_options, bank_bytes)
+        entries = {
+            "transposed": ir.BoolAttr.get(transposed),
+            "transpose_read": ir.BoolAttr.get(transpose is not None),
+            "pad": int_attr(pad),
+            "conflicts": int_attr(max(conflicts)),  # per operand read, the costliest use's
+            "unpadded_conflicts": int_attr(max(unpadded)),
+            "banks": ir.StringAttr.get(banks_note),
+        }
+        if swizzle is not None:
+            entries.update(pad=int_attr(0), conflicts=int_attr(0), swizzle=int_attr(swizzle))
+        elif best:
+            tried = f"no row padding up to {LARGEST_PADDING} elements"
+            if transpose is not None and along is None:
+                tried += " and no XOR swizzle"
+            elif transpose is not None:
+                tried += (f" (no XOR swizzle: {use_text(along)} reads it along its rows, and only "
+                          "transpose reads read swizzled rows)")
+            worst = max(range(len(uses)), key=lambda i: conflicts[i])
+            state.remark(owner, (
+                f"tile-infer-layout: {tried} makes the reads of {shared_buffer_text(owner)} "
+                f"({use_text(uses[worst])}) free of bank conflicts; padded by {pad} elements, "
+                f"{conflicts[worst]} conflict clocks per operand read remain (banks: {banks_note})"))
+        attributes.SMEM_LAYOUT.write(owner, entries)
+
+    def storage(self, owner: ir.Operation, uses: list[OperandUse], shape: list[int], element_bits: int,
+                target, state: PassState) -> tuple[bool, int | None]:
+        """How a buffer read by `uses` is stored: (transposed, elements per
+        lane of its LDS transpose reads or None). Uses whose K runs along the
+        rows as written read them as vectors; the others (`across`) need the
+        buffer transposed, or LDS transpose reads. Transpose reads are taken
+        only when every use across wants them (transpose-reads, or auto where
+        `transpose_reads_pay`) and can use them (`transpose_read_fit`): the
+        buffer stays as written and the uses along still read vectors.
+        Otherwise the buffer is transposed when more uses read across than
+        along; a remark names the uses left reading element by element, and
+        the transpose reads given up for one use's sake."""
+        across = [use for use in uses if not use.k_contiguous]
+        along = [use for use in uses if use.k_contiguous]
+        if not across:
+            return False, None
+        wanted = [use for use in across if use.transpose_reads]
+        fits = [self.transpose_read_fit(use.gemm, use.role, owner, use.lanes[2], shape, element_bits,
+                                        target, state) for use in wanted]
+        if len(wanted) == len(across) and all(fit is not None for fit in fits):
+            return False, fits[0]
+        transposed = len(across) > len(along)
+        if wanted and all(fit is not None for fit in fits):
+            unwanted = next(use for use in across if not use.transpose_reads)
+            state.remark(owner, (
+                f"tile-infer-layout: {shared_buffer_text(owner)} is not read with LDS transpose reads "
+                f"({use_text(wanted[0])} wants them): one layout serves every gemm reading it, and "
+                f"{use_text(unwanted)} does not (transpose-reads=auto, its accumulator leaves too few "
+                "registers: transpose_reads_pay)"))
+        slow = along if transposed else across
+        if slow:
+            state.remark(owner, (
+                f"tile-infer-layout: the gemms reading {shared_buffer_text(owner)} want it stored both "
+                f"ways: stored {'transposed' if transposed else 'as written'}, "
+                f"{', '.join(use_text(use) for use in slow)} read{'s' if len(slow) == 1 else ''} it "
+                "element by element"))
+        return transposed, None
 
     def transpose_read_fit(self, gemm: ir.Operation, role: str, alloc: ir.Operation, count: int,
                            shape: list[int], element_bits: int, target, state: PassState) -> int | None:

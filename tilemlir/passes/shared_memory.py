@@ -79,37 +79,45 @@ class OperandRead:
 
 
 def operand_read(lanes: tuple, shape: list[int], element_bytes: int, k_contiguous: bool,
-                 as_written: bool = False, transpose_elements: int | None = None) -> OperandRead:
-    """How one wave reads a gemm operand of `shape` (as the gemm sees it) from
-    its buffer. `lanes` is the matrix core's `operand_lanes` entry for it:
-    (outer index, K index, elements) per lane. The buffer is stored
+                 transposed: bool = False, transpose_elements: int | None = None) -> OperandRead:
+    """How one wave reads a gemm operand from its buffer of `shape` (as
+    written). `lanes` is the matrix core's `operand_lanes` entry for it:
+    (outer index, K index, elements) per lane; `k_contiguous`: the operand's
+    K runs along the rows as written. The buffer is stored `transposed` (last
+    two dimensions swapped) or not, so each use of it reads
 
-    * `as_written` (the program indexes it): row-major as declared; a lane
-      reads a K-contiguous operand 16 bytes at a time at most, any other one
-      element by element;
-    * for transpose reads of `transpose_elements` per lane: as it is (K rows);
-      lane l of a 16-lane group reads row k + (l % 16) // (16/E), column
+    * K runs along the stored rows: vector reads of 16 bytes at most;
+    * K runs down the stored columns, with transpose reads of
+      `transpose_elements` per lane (tile.smem_layout transpose_read): lane l
+      of a 16-lane group reads row k + (l % 16) // (16/E), column
       n - l % 16 + E * (l % (16/E));
-    * otherwise K-contiguous (transposed if it is not already): a lane reads
-      its K run 16 bytes at a time at most."""
+    * K runs down the stored columns otherwise: element by element.
+
+    One buffer read by several gemms is stored one way for all of them:
+    `transposed` and `transpose_elements` are the buffer's, `k_contiguous`
+    and `lanes` the use's."""
     outer, ks, count = lanes
-    if as_written:
-        if k_contiguous:
-            per_access, rows, cols = min(count, max(1, 16 // element_bytes)), outer, ks
-        else:
-            per_access, rows, cols = 1, ks, outer
-        return OperandRead(tuple(rows), tuple(cols), shape[-1], element_bytes, per_access,
+    row_elements = shape[-2] if transposed else shape[-1]
+    if k_contiguous != transposed:
+        per_access = min(count, max(1, 16 // element_bytes))
+        return OperandRead(tuple(outer), tuple(ks), row_elements, element_bytes, per_access,
                            -(-count // per_access))
     if transpose_elements is not None:
         per_row = TRANSPOSE_READ_GROUP // transpose_elements
         rows = [k + (lane % TRANSPOSE_READ_GROUP) // per_row for lane, k in enumerate(ks)]
         cols = [n - lane % TRANSPOSE_READ_GROUP + transpose_elements * (lane % per_row)
                 for lane, n in enumerate(outer)]
-        return OperandRead(tuple(rows), tuple(cols), shape[-1], element_bytes, transpose_elements,
+        return OperandRead(tuple(rows), tuple(cols), row_elements, element_bytes, transpose_elements,
                            -(-count // transpose_elements))
-    per_access = min(count, max(1, 16 // element_bytes))
-    return OperandRead(tuple(outer), tuple(ks), shape[-1] if k_contiguous else shape[-2], element_bytes,
-                       per_access, -(-count // per_access))
+    return OperandRead(tuple(ks), tuple(outer), row_elements, element_bytes, 1, count)
+
+
+def use_reads_transposed(layout: SharedLayout, k_contiguous: bool) -> bool:
+    """Whether one gemm use of a buffer stored as `layout` is read with LDS
+    transpose reads: the buffer is stored for them (transpose_read) and the
+    use's K runs down its stored columns. A use whose K runs along the stored
+    rows reads them with vector reads, whatever the flag."""
+    return layout.transpose_read and k_contiguous == layout.transposed
 
 
 def shared_alloc_of(value: ir.Value) -> ir.Operation | None:

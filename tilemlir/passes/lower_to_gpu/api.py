@@ -223,7 +223,8 @@ class GemmOperands:
     lane: ir.Value
     wave_m: ir.Value
     wave_n: ir.Value
-    # Operands read with LDS transpose reads (tile.smem_layout transpose_read).
+    # Operands read with LDS transpose reads (tile.smem_layout transpose_read, for a
+    # use whose K runs down the stored columns: `shared_memory.use_reads_transposed`).
     transpose_read_a: bool = False
     transpose_read_b: bool = False
     # Their XOR swizzles (tile.smem_layout swizzle; 0: none).

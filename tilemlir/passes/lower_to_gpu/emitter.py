@@ -65,6 +65,7 @@ from tilemlir.passes.shared_memory import (
     physical_shared_shape,
     shared_alloc_of,
     shared_layout,
+    use_reads_transposed,
 )
 from tilemlir.passes.stage_operands import register_a_from
 from tilemlir.target import backend
@@ -233,11 +234,22 @@ class KernelEmitter(FragmentOps):
         wave_m, wave_n = self.wave_position(fragment)
         a_smem, layout_a = self._shared[a] if a_fragment is None else (None, SharedLayout())
         b_smem, layout_b = self._shared[b]
-        # A buffer stored transposed flips which index of it is K.
+        # A buffer stored transposed flips which index of it is K. A buffer
+        # stored for transpose reads is read with them by the uses whose K runs
+        # down its stored columns only: another gemm may read the same buffer
+        # along its rows (S = Q K^T next to H = K^T Q), with vector reads.
+        read_a = use_reads_transposed(layout_a, not transpose_a)
+        read_b = use_reads_transposed(layout_b, transpose_b)
+        for role, layout, transposed_read in (("A", layout_a, read_a), ("B", layout_b, read_b)):
+            if layout.swizzle and not transposed_read:
+                raise LoweringError(gemm, f"tile-lower-to-gpu: operand {role} of this gemm is XOR-swizzled "
+                                          f"({attributes.SMEM_LAYOUT.name} swizzle = {layout.swizzle}), "
+                                          "which only LDS transpose reads read, but this gemm reads it "
+                                          "along its stored rows (run tile-infer-layout, which swizzles "
+                                          "only buffers every gemm reads with transpose reads)")
         return GemmOperands(fragment, choice, a_smem, b_smem,
                             transpose_a != layout_a.transposed, transpose_b != layout_b.transposed,
-                            block_k, self._ids.lane, wave_m, wave_n,
-                            layout_a.transpose_read, layout_b.transpose_read,
+                            block_k, self._ids.lane, wave_m, wave_n, read_a, read_b,
                             layout_a.swizzle, layout_b.swizzle, a_fragment)
 
     def register_a_operand(self, gemm: ir.Operation) -> RegisterFragment | None:

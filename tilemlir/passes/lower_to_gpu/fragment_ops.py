@@ -88,6 +88,10 @@ class ParallelContext:
     owner: ir.Value | None  # i1: this thread stores to memory (None: every thread)
     offsets: tuple[int, ...] = ()
     overrides: dict = field(default_factory=dict)  # fragment -> its converted copy
+    # (id of a fragment's placement, the loop dims indexing it) -> (that
+    # placement, its slot of each element offset): checked and built once per
+    # loop, not per element (each is linear in the thread's registers).
+    slot_maps: dict = field(default_factory=dict)
 
 
 def _eq_zero(value: ir.Value) -> ir.Value:
@@ -477,14 +481,18 @@ class FragmentOps:
             else:
                 raise LoweringError(op, "tile-lower-to-gpu: inside scf.parallel a fragment must be "
                                         "indexed by the loop's own induction variables")
-        expected = access_layout(context.layout, tuple(dims))
-        if placement != expected:
-            raise LoweringError(op, f"tile-lower-to-gpu: this fragment is held in a "
-                                    f"{placement.describe()}, but the T.Parallel runs over a "
-                                    f"{context.layout.describe()}; its elements are not where the loop "
-                                    "needs them (run tile-infer-layout)")
+        key = (id(placement), tuple(dims))
+        known = context.slot_maps.get(key)
+        if known is None or known[0] is not placement:
+            expected = access_layout(context.layout, tuple(dims))
+            if placement != expected:
+                raise LoweringError(op, f"tile-lower-to-gpu: this fragment is held in a "
+                                        f"{placement.describe()}, but the T.Parallel runs over a "
+                                        f"{context.layout.describe()}; its elements are not where the loop "
+                                        "needs them (run tile-infer-layout)")
+            known = context.slot_maps[key] = (placement, placement.slot_index())
         offsets = tuple(0 if d == UNIT_DIM else context.offsets[d] for d in dims)
-        return _slot_index(placement)[offsets]
+        return known[1][offsets]
 
     def op_memref_load(self, op) -> None:
         fragment = self.fragment_of(op.operands[0])
