@@ -180,6 +180,41 @@ def test_fp8_on_xcore1000_computes_in_f16():
                          options={"passes": "tile-legalize-precision{fp8-fallback=error}"})
 
 
+def _mixed_fp8_case() -> Case:
+    """A's tiles e5m2, B's e4m3 (A is 64x64 and its tile 64x32, B 64x96 and 32x64)."""
+    text = gemm_kernel(Gemm(64, 96, 64, block=(64, 64, 32), in_type="f8E4M3FN", out_type="f16",
+                            name="mixed_fp8_c600"))
+    mixed = text.replace("64x64xf8E4M3FN", "64x64xf8E5M2").replace("64x32xf8E4M3FN", "64x32xf8E5M2")
+    assert mixed.count("xf8E5M2") == 5 and "32x64xf8E4M3FN" in mixed
+    return Case("mixed_fp8_c600", "xcore1500", mixed, 64)
+
+
+def test_mixed_fp8_on_xcore1500_computes_exactly_in_f16(tmp_path):
+    """xcore1500 has e4m3 x e4m3 and e5m2 x e5m2 built-ins but none for
+    e5m2 x e4m3: the gemm computes exactly in f16 (a remark says so), and the
+    C++ gives what the reference engine computes in fp8 on the source;
+    fp8-fallback=error refuses, naming the options."""
+    case = _mixed_fp8_case()
+    result = tilemlir.compile(case.text, target=case.target, emit="maca")
+    said = " ".join(str(remark) for remark in result.remarks)
+    assert ("metax:xcore1500 has no matrix instruction for f8E5M2 x f8E4M3FN -> f32 (its fp8 "
+            "instructions take f8E4M3FN x f8E4M3FN, f8E5M2 x f8E5M2); this gemm is computed "
+            "exactly in f16") in said
+    maca = result.artifact
+    assert set(re.findall(r"__builtin_mxc_mma_\w+", maca)) == {"__builtin_mxc_mma_16x16x16f16"}
+    binary = maca_programs.build({case.name: maca}, tmp_path)
+    inputs = _inputs(case)
+    expected = [x.copy() for x in inputs]
+    run(case.text, case.name, expected)  # the source, in fp8
+    actual = _run_cpp(binary, case, [x.copy() for x in inputs], tmp_path)
+    _check_close(case, inputs, expected, actual, "mixed fp8 in f16, MACA C++ on the CPU")
+    with pytest.raises(tilemlir.compiler.CompileError,
+                       match=r"no matrix instruction for f8E5M2 x f8E4M3FN -> f32 .*; compute it "
+                             r"exactly in f16 with tile-legalize-precision\{fp8-fallback=auto\}"):
+        tilemlir.compile(case.text, target=case.target, emit="maca",
+                         options={"passes": "tile-legalize-precision{fp8-fallback=error}"})
+
+
 def test_wrong_kernel_is_caught():
     """A test that cannot fail is a defect: swapping the operands of the MMA
     built-in (A first, as if the layouts were AMD's) must break the result."""
@@ -223,6 +258,32 @@ def test_source_names_never_reach_the_cpp_verbatim(tmp_path):
     expected = _reference(source_case, inputs)
     actual = _run_cpp(binary, runner, [x.copy() for x in inputs], tmp_path)
     _check_close(source_case, inputs, expected, actual, "MACA C++ of a strangely named function")
+
+
+# Function names the C++ around a launcher already has: the program's entry,
+# C library functions, the MACA runtime.
+HOST_NAMED = ["main", "printf", "memcpy", "malloc", "mcMalloc"]
+
+
+def test_functions_named_like_host_symbols_get_their_own_launchers(tmp_path):
+    """A function called `main`, `printf`, `memcpy`, `malloc` or `mcMalloc`
+    gets a mangled launcher (`tm_main`, ...): the sources build with g++ into
+    one program (which has its own `main`), and each launcher computes the
+    GEMM as the reference engine does."""
+    base = CASES[0]
+    cases = [Case(name, base.chip, base.text.replace(f"@{base.name}", f"@{name}"), base.k)
+             for name in HOST_NAMED]
+    sources = {}
+    for case in cases:
+        maca = tilemlir.compile(case.text, target=case.target, emit="maca").artifact
+        assert [entry for entry, _ in maca_programs.LAUNCHER.findall(maca)] == [f"tm_{case.name}"]
+        sources[case.name] = maca
+    binary = maca_programs.build(sources, tmp_path)
+    for case in cases:
+        inputs = _inputs(case)
+        expected = _reference(case, inputs)
+        actual = _run_cpp(binary, case, [x.copy() for x in inputs], tmp_path)
+        _check_close(case, inputs, expected, actual, f"the launcher of @{case.name}")
 
 
 @pytest.mark.parametrize("case", SPLIT_K_CASES, ids=[c.name for c in SPLIT_K_CASES])

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from tilemlir.passes.symbols import (
     is_emitted_symbol,
     is_identifier,
     is_plain_symbol,
+    is_taken_name,
     kernel_symbol,
 )
 from tilemlir.target import TargetError, get_target, llvm_processors
@@ -28,6 +31,7 @@ from tilemlir.target.registry import backend, target_from_attribute
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL = ROOT / "test" / "Backends" / "Inputs" / "minimal.toml"
+MACA_HOST = ROOT / "test" / "metax" / "maca_host.h"
 
 HOSTILE = [
     "k(){}\nint injected_global = 1;\nvoid z",
@@ -79,6 +83,107 @@ def test_comment_text_cannot_end_a_comment_or_a_line():
     text = comment_text("a\nb\r\u2028c */ d \\")
     assert "\n" not in text and "\r" not in text and "\u2028" not in text
     assert "*/" not in text and not text.endswith("\\")
+
+
+# -- names the C++ around emitted code already has --------------------------------
+
+# The headers the MACA prelude and the CPU harness (test/metax/maca_host.h) include.
+HOST_HEADERS = ["<cstdint>", "<cstdio>", "<cmath>", "<cstdlib>", "<cstring>", "<atomic>",
+                "<barrier>", "<thread>", "<memory>", "<functional>", "<vector>", "<exception>",
+                "<type_traits>", "<utility>", f'"{MACA_HOST}"']
+_NAME = re.compile(r"[A-Za-z_]\w*\Z")
+_BALANCED = r"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"
+
+
+def _declared_name(statement: list[str], names: set[str]) -> None:
+    """Add the names a top-level declaration (its tokens, without the final
+    `;` or body) declares: a function, variables, a typedef, a tag."""
+    if not statement or statement[0] in ("using", "static_assert") or "operator" in statement:
+        return
+    if statement[0] == "template":  # skip `template <...>`
+        depth = 0
+        for index, token in enumerate(statement[1:], 1):
+            depth += (token == "<") - (token == ">")
+            if depth == 0:
+                break
+        statement = statement[index + 1:]
+    if len(statement) > 1 and statement[0] in ("struct", "class", "union", "enum", "namespace") \
+            and _NAME.match(statement[1]):
+        names.add(statement[1])
+    if "(" in statement and statement[0] != "typedef":
+        at = statement.index("(")
+        if at and _NAME.match(statement[at - 1]) and (at < 2 or statement[at - 2] != "::"):
+            names.add(statement[at - 1])
+        return
+    depth = 0
+    for index, token in enumerate(statement):
+        if token in ("(", "[", "{", "<"):
+            depth += 1
+        elif token in (")", "]", "}", ">"):
+            depth -= 1
+        if depth == 0 and token in (",", "[", "=") and index and _NAME.match(statement[index - 1]):
+            names.add(statement[index - 1])
+    if len(statement) > 1 and _NAME.match(statement[-1]):
+        names.add(statement[-1])
+
+
+def global_declarations(headers: list[str]) -> set[str]:
+    """Names declared at global scope (in `extern "C"` blocks included) by
+    `headers`, from g++'s preprocessed text: a scan of top-level statements,
+    good enough for the C library and the harness, not a C++ parser."""
+    source = "".join(f"#include {header}\n" for header in headers)
+    text = subprocess.run([shutil.which("g++"), "-std=c++20", "-E", "-P", "-x", "c++", "-"],
+                          input=source, capture_output=True, text=True, check=True).stdout
+    text = re.sub(r"^#.*$", " ", text, flags=re.MULTILINE)
+    text = re.sub(r"\b(?:__attribute__|__asm__|__asm|asm|alignas|noexcept|decltype|__typeof__)\s*"
+                  + _BALANCED, " ", text)
+    tokens = re.findall(r'extern\s+"C(?:\+\+)?"\s*\{|"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\''
+                        r"|[A-Za-z_]\w*|::|\S", text)
+    names: set[str] = set()
+    scopes: list[str] = []  # "C" for an extern "C" block (still global scope), "{" otherwise
+    statement: list[str] = []
+    for token in tokens:
+        top = all(scope == "C" for scope in scopes)
+        if token.startswith("extern") and token.endswith("{"):
+            scopes.append("C")
+            statement = []
+        elif token == "{":
+            if top:
+                _declared_name(statement, names)
+                # A function body or namespace ends the declaration; a class body does not.
+                statement = [] if "(" in statement or statement[:1] == ["namespace"] else ["{}"]
+            scopes.append("{")
+        elif token == "}":
+            if scopes:
+                scopes.pop()
+        elif top and token == ";":
+            if statement != ["{}"]:
+                _declared_name(statement, names)
+            statement = []
+        elif top:
+            statement.append(token)
+    return {name for name in names if not name.startswith("__")}
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ preprocesses the headers")
+def test_no_global_name_of_the_host_headers_stays_plain():
+    """Every name the headers around a MetaX launcher declare at global scope
+    is mangled (else `extern "C" int NAME(...)` redeclares it); this also
+    names what a different C library adds to host_names.py's list."""
+    declared = global_declarations(HOST_HEADERS)
+    assert {"printf", "memcpy", "malloc", "free", "exit", "abort", "time", "sqrtf", "FILE",
+            "dim3", "threadIdx", "mcMalloc", "atomicAdd"} <= declared  # the scan sees them
+    plain = sorted(name for name in declared if is_plain_symbol(name))
+    assert not plain, f"add to tilemlir/passes/host_names.py: {' '.join(plain)}"
+
+
+@pytest.mark.parametrize("name", ["main", "printf", "memcpy", "malloc", "free", "exit", "abort",
+                                  "mcMalloc", "mcLaunchKernel", "hipMalloc", "dim3", "blockIdx",
+                                  "restrict", "std"])
+def test_host_and_library_names_are_mangled(name):
+    assert is_taken_name(name) and not is_plain_symbol(name)
+    assert kernel_symbol(name) == f"tm_{name}" and demangle(kernel_symbol(name)) == name
+    assert is_emitted_symbol(kernel_symbol(name)) and not is_emitted_symbol(name)
 
 
 # -- descriptor files: only from the command line --------------------------------

@@ -101,7 +101,8 @@ def gpu_input_problems(module: ir.Operation,
                 problems.append((op, (
                     f"{op.name} {_shown(name)}: a kernel or kernel module may not be named like "
                     "a C++ keyword, a reserved name, a macro (capitals only, or a C library "
-                    "macro) or a name of the generated code's own (tm_...), since MetaX emits it "
+                    "macro), a C/C++ library or MACA runtime name (main, printf, mcMalloc, ...) "
+                    "or a name of the generated code's own (tm_...), since MetaX emits it "
                     f"as a C++ function; rename it (e.g. @{kernel_symbol(name)})")))
             if "section" in op.attributes:
                 section = op.attributes["section"]

@@ -18,13 +18,17 @@ Mixed precision is explicit after this pass:
     message: convert the inputs, or `fp8-fallback=f16` to compute exactly in f16;
   - a chip without fp8 matrix instructions computes in f16 (every fp8 value is
     exact in f16) by default; so does one where whether it has them is not
-    publicly known (the conservative assumption, said in a remark). The
+    publicly known (the conservative assumption, said in a remark), and one
+    without an instruction for the gemm's pair of types (mixed fp8, e5m2 x
+    e4m3, on a chip with e4m3 x e4m3 and e5m2 x e5m2 only; fp8 x f16) but with
+    an f16 one (a remark says so; `fp8-fallback=error` refuses). The
     operand buffer becomes f16; a copy that filled it from a wider type (the
     seed's f16 -> fp8 copy) still rounds to fp8 first: it fills the fp8 buffer
     as written, and a copy after it widens that into the f16 one (exact), so
     the gemm multiplies the same values as in fp8.
   Option `fp8-fallback`: `auto` (the rules above), `f16` (always compute fp8
-  gemms in f16), `error` (reject any conversion, and unknown fp8 support).
+  gemms in f16), `error` (reject any conversion, unknown fp8 support and a
+  pair of types the chip has no instruction for).
   Option `allow-fp8-rounding` (default false): under `auto`, convert FNUZ
   operands to OCP and accept the rounding of those small values.
 * **accumulators** are f32 for float inputs and i32 for i8; a narrower one is
@@ -126,9 +130,37 @@ class TileLegalizePrecision(TilePass):
         except Rejected as error:
             state.error(op, str(error))
             return
+        wanted = self.pair_or_f16(op, wanted, target, state)
+        if wanted is None:
+            return
         for operand, old, new in zip(op.operands[:2], (a_type, b_type), wanted):
             if old != new:
                 self.retype_shared(op, operand, new, state)
+
+    def pair_or_f16(self, op: ir.Operation, wanted: tuple[str, str], target,
+                    state: PassState) -> tuple[str, str] | None:
+        """`wanted` when the chip has a matrix instruction for that pair; else,
+        when f16 holds both operands exactly (fp8 or f16 each) and the chip has
+        an f16 instruction, f16 x f16 under `auto` (a remark says so) and an
+        error under `error`. None after an error."""
+        accum = str(ir.TypeAttr(op.attributes["accum_dtype"]).value)
+        exact_in_f16 = all(t in FP8_KIND or t == "f16" for t in wanted)
+        if (wanted == ("f16", "f16") or not exact_in_f16 or target.mma_candidates(*wanted, accum)
+                or not target.mma_candidates("f16", "f16", accum)):
+            return wanted  # tile-select-mma says what is missing, if anything
+        a, b = wanted
+        fp8_rows = sorted({f"{r.a} x {r.b}" for r in target.mma if r.a in FP8_KIND or r.b in FP8_KIND})
+        has = f" (its fp8 instructions take {', '.join(fp8_rows)})" if fp8_rows else ""
+        if self.fp8_fallback == "error":
+            state.error(op, f"tile-legalize-precision: {target} has no matrix instruction for {a} x {b} "
+                            f"-> {accum}{has}; compute it exactly in f16 with "
+                            "tile-legalize-precision{fp8-fallback=auto} (the default) or "
+                            "{fp8-fallback=f16}, or copy both operands into one fp8 format yourself")
+            return None
+        state.remark(op, f"tile-legalize-precision: {target} has no matrix instruction for {a} x {b} "
+                         f"-> {accum}{has}; this gemm is computed exactly in f16 (every fp8 value is "
+                         "an f16 value); tile-legalize-precision{fp8-fallback=error} refuses instead")
+        return "f16", "f16"
 
     def legal_types(self, a: str, b: str, formats: tuple[str, ...], target: str) -> tuple[str, str]:
         if self.fp8_fallback == "f16" or (self.fp8_fallback == "auto" and not formats):

@@ -15,7 +15,12 @@ and one instruction is chosen from the target's ordered table
 
 The choice is recorded as `tile.mma = {name, shape = [m, n, k, blocks], types}`
 and the wave split as `tile.warp_grid = array<i64: wm, wn>`. When nothing fits,
-the diagnostic lists every row that was tried and why it was rejected.
+the diagnostic lists every row that was tried and why it was rejected, and
+the options that would help (`ways_out`): for types the chip has no
+instruction for, computing fp8 exactly in f16 (`tile-legalize-precision
+{fp8-fallback=f16}`) where that is exact, or the type pairs it has; for shapes,
+the instruction tiles a block and K must divide into, and the options that set
+them (`tile-tiling{block=M,N,K}`, the kernel's own sizes, `prefer`).
 
 Input invariant: tile-verify holds; gemms inside kernels have A/B in shared or
 fragment buffers and a fragment accumulator of type accum_dtype (after
@@ -61,7 +66,7 @@ from tilemlir.passes.gemm_facts import MmaChoice, gemm_shape, register_a_source,
 from tilemlir.passes.kernel_facts import enclosing_kernel, kernel_threads
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 from tilemlir.target import resolve_target
-from tilemlir.target.model import is_unknown
+from tilemlir.target.model import FP8_KIND, is_unknown
 
 
 def select_mma_for(target, shape, threads: int, prefer: str = "", rows_only: bool = False,
@@ -133,6 +138,35 @@ def select_mma_for(target, shape, threads: int, prefer: str = "", rows_only: boo
     return MmaChoice(row.name, row.m, row.n, row.k, row.blocks, row.a, row.b, row.c), split
 
 
+def ways_out(target, shape, threads: int) -> str:
+    """What would let a gemm that no instruction fits compile, for the
+    diagnostic: other operand types, or other tile sizes."""
+    fp8 = shape.a in FP8_KIND or shape.b in FP8_KIND
+    typed = fp8 and is_unknown(target.matrix.fp8_formats)
+    if typed or not target.mma_candidates(shape.a, shape.b, shape.accum):
+        options = []
+        exact_in_f16 = all(t in FP8_KIND or t == "f16" for t in (shape.a, shape.b))
+        if fp8 and exact_in_f16 and target.mma_candidates("f16", "f16", shape.accum):
+            options.append("compute it exactly in f16 with tile-legalize-precision{fp8-fallback=f16} "
+                           "(run before tile-select-mma, as tile-compile does)")
+        pairs = sorted({f"{r.a} x {r.b} -> {r.c}" for r in target.mma})
+        options.append(f"copy the operands into types {target} has instructions for "
+                       f"({', '.join(pairs)})")
+        return "options: " + "; or ".join(options)
+    wave = target.require("compute.wave_size", "splitting a block over waves")
+    if threads % wave:
+        return (f"options: a thread count that is a multiple of {wave} (the kernel's threads, or "
+                "tile-tiling{threads=N})")
+    core = matrix_core_for(target.family)
+    tiles = sorted({(r.m, r.n, r.k) for r in target.mma_candidates(shape.a, shape.b, shape.accum)
+                    if core.supported(r.m, r.n, r.k, r.blocks, wave)}, reverse=True)
+    shown = ", ".join(f"{m}x{n}x{k}" for m, n, k in tiles)
+    return (f"options: a block whose M x N splits into the instructions' tiles ({shown}) over the "
+            f"{threads // wave} waves and whose K is a multiple of theirs, set by "
+            "tile-tiling{block=M,N,K threads=N} or the kernel's own sizes; or "
+            "tile-select-mma{prefer=NAME} to try other rows first")
+
+
 def kernel_preference(kernel: ir.Operation) -> str:
     """The instruction preference tile-tiling recorded for the kernel (its
     tile.tiling's `prefer`: the cost model chose such an instruction); empty
@@ -185,7 +219,8 @@ class TileSelectMma(TilePass):
                 tried = "; ".join(result)
                 state.error(op, f"tile-select-mma: no matrix instruction of {target} fits this "
                                 f"{shape.m}x{shape.n}x{shape.k} {shape.a} x {shape.b} -> {shape.accum} "
-                                f"gemm with {kernel_threads(kernel)} threads; tried: {tried}")
+                                f"gemm with {kernel_threads(kernel)} threads; tried: {tried}; "
+                                f"{ways_out(target, shape, kernel_threads(kernel))}")
                 continue
             choice, (wm, wn) = result
             if prefer and not choice.name.startswith(prefer):

@@ -14,14 +14,20 @@ name alone:
     kernel_symbol("gemm_kernel0")          == "gemm_kernel0"
     kernel_symbol("my kernel_kernel0")     == "tm_my_20kernel__kernel0"
     kernel_symbol("int")                   == "tm_int"        # a C++ keyword
+    kernel_symbol("main")                  == "tm_main"       # the program's entry
+    kernel_symbol("printf")                == "tm_printf"     # a C library function
     kernel_symbol("tm_gemm")               == "tm_tm__gemm"   # the mangled names' prefix
 
 A name is left alone when it is an identifier in C++, in LLVM's AMDGPU
-assembler and in PTX (`IDENTIFIER`), is not a C++ keyword or reserved name (a
-leading `__` or `_` + capital), cannot be a preprocessor macro of the emitted
-C++ (no name in capitals only, like `NAN` or `TM_CHECK`, nor one of the
-lower-case macros of the C headers, `MACROS`) and does not start with `tm_` in
-any case (mangled names, and the MACA prelude's own names, start with `tm_`). Any
+assembler and in PTX (`IDENTIFIER`), is not a reserved name (a leading `__` or
+`_` + capital), is not in `TAKEN_NAMES` -- the one table of names the emitted
+C++ already has: C and C++ keywords, the lower-case macros of the C headers, the
+names the C/C++ headers declare at global scope (`printf`, `memcpy`, `time`),
+`main`, and the MACA runtime's and device code's names (`mcMalloc`, `dim3`,
+`threadIdx`, `atomicAdd`; any `mc` + capital) -- cannot be a preprocessor
+macro (no name in capitals only, like `NAN` or `TM_CHECK`) and does not start
+with `tm_` in any case (mangled names, and the MACA prelude's own names, start
+with `tm_`). Any
 other name becomes `tm_` + its UTF-8 bytes, letters and digits as they are,
 `_` as `__`, every other byte as `_` + two lowercase hex digits. Reading `_`
 then either `_` or two hex digits undoes that, so distinct names never meet;
@@ -31,6 +37,8 @@ and names left alone never start with `tm_`, so they never meet a mangled one.
 from __future__ import annotations
 
 import re
+
+from tilemlir.passes.host_names import C_LIBRARY_NAMES
 
 # C++: [A-Za-z_][A-Za-z0-9_]*; PTX: [A-Za-z][A-Za-z0-9_$]* or [_$%][A-Za-z0-9_$]+
 # (PTX ISA, "Identifiers"); the intersection, without `$` and `%`.
@@ -54,10 +62,29 @@ CXX_KEYWORDS = frozenset({
 })
 
 
+# C keywords that C++ lacks (C23 6.4.1; the `_X` ones are reserved names anyway).
+C_KEYWORDS = frozenset({"restrict", "typeof", "typeof_unqual"})
+
 # Lower-case macros of the C and C++ headers the MACA prelude includes (the
 # capitalised ones are caught by their spelling).
 MACROS = frozenset({"assert", "errno", "offsetof", "stderr", "stdin", "stdout", "va_arg",
                     "va_copy", "va_end", "va_start", "setjmp"})
+
+# The host program's and MACA's own names: the entry point (a launcher named
+# `main` would replace it), the runtime calls and types the launchers use and
+# the device built-ins of MACA C++ (CUDA-style, as in MetaX's maca-samples;
+# test/metax/maca_host.h supplies the same names on the CPU).
+HOST_NAMES = frozenset({
+    "main", "std", "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize",
+    "atomicAdd", "atomicSub", "atomicExch", "atomicMin", "atomicMax", "atomicInc", "atomicDec",
+    "atomicCAS", "atomicAnd", "atomicOr", "atomicXor",
+})
+# Runtime API prefixes followed by a capital: MACA's `mcMalloc`, `mcError_t`,
+# `mcMemcpyHostToDevice`, and the HIP/CUDA spellings MACA's headers also accept.
+RUNTIME_PREFIX = re.compile(r"(?:mc|hip|cuda)[A-Z]")
+
+# The one table: every name a source name may not keep in emitted C++.
+TAKEN_NAMES = CXX_KEYWORDS | C_KEYWORDS | MACROS | HOST_NAMES | C_LIBRARY_NAMES
 
 
 def is_identifier(name: str) -> bool:
@@ -82,9 +109,15 @@ def could_be_macro(name: str) -> bool:
     return name in MACROS or (any(c.isalpha() for c in name) and name.upper() == name)
 
 
+def is_taken_name(name: str) -> bool:
+    """True when the emitted C++ already has `name` (`TAKEN_NAMES`, a runtime
+    API prefix), so a source name spelled so would collide with it."""
+    return name in TAKEN_NAMES or RUNTIME_PREFIX.match(name) is not None
+
+
 def is_plain_symbol(name: str) -> bool:
     """True when `kernel_symbol` leaves `name` as it is."""
-    return (is_cxx_name(name) and not could_be_macro(name)
+    return (is_cxx_name(name) and not could_be_macro(name) and not is_taken_name(name)
             and not name.lower().startswith(MANGLED_PREFIX))
 
 

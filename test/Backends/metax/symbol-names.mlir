@@ -18,6 +18,16 @@
 // KEYWORD: void int_kernel0(
 // KEYWORD: extern "C" int tm_int(
 // KEYWORD: TM_KERNEL(::int_kernel0)
+//
+// A host function named like the program's entry or a C library function gets
+// a launcher of its own name: `main` would replace the program's, `printf`
+// would redeclare the C library's.
+// RUN: sed 's/"k(){}\\0Aint injected_global = 1;\\0Avoid z"/main/' %s | tile-compile - --target metax:xcore1000 --emit maca | filecheck %s --check-prefix=MAIN
+// MAIN: void main_kernel0(
+// MAIN: extern "C" int tm_main(
+// MAIN: TM_KERNEL(::main_kernel0)
+// RUN: sed 's/"k(){}\\0Aint injected_global = 1;\\0Avoid z"/printf/' %s | tile-compile - --target metax:xcore1000 --emit maca | filecheck %s --check-prefix=PRINTF
+// PRINTF: extern "C" int tm_printf(
 
 func.func @"k(){}\0Aint injected_global = 1;\0Avoid z"(%A: memref<64x96xf16>, %B: memref<96x200xf16>, %C: memref<64x200xf32>) {
   "tile.kernel"() ({

@@ -22,7 +22,8 @@ Output: one self-contained `.maca` source:
   `mcLaunchKernel`, results copied back, `mcFree`; 0 on success.
 
 No text of the input reaches the source unchecked: kernels keep their
-gpu.func names, which must be identifiers C++ can use (`passes/check_gpu_input.py`;
+gpu.func names, which must be identifiers C++ can use and no name of the C
+library or the MACA runtime (`passes/check_gpu_input.py`;
 tile-lower-to-gpu makes them with `symbols.kernel_symbol`), a launcher is
 named `kernel_symbol(host function name)`, launches name their kernel as
 `::NAME` (no local can shadow it), comments go through `comment_text`.
@@ -53,7 +54,13 @@ from tilemlir.diagnostics import UserError
 from tilemlir.dialects.attributes import ATOMIC_ADD_KINDS, ATOMIC_ADD_TYPES
 from tilemlir.dialects.element_types import dtype_of
 from tilemlir.passes.check_gpu_input import gpu_input_problems
-from tilemlir.passes.symbols import comment_text, is_cxx_name, is_identifier, kernel_symbol
+from tilemlir.passes.symbols import (
+    comment_text,
+    is_cxx_name,
+    is_identifier,
+    is_taken_name,
+    kernel_symbol,
+)
 
 HOST_GUARD = "TILEMLIR_MACA_HOST"
 
@@ -323,9 +330,10 @@ class MacaPrinter:
 
     def global_name(self, op, name: str, owner: tuple[str, str] | str) -> str:
         """`name` claimed as a C++ function name of this file (once)."""
-        if not is_cxx_name(name):
-            raise EmitError(op, f"MACA emitter: C++ cannot name a function '{name}' (a keyword "
-                                f"or reserved name); rename it, e.g. to @{kernel_symbol(name)}")
+        if not is_cxx_name(name) or is_taken_name(name):
+            raise EmitError(op, f"MACA emitter: C++ cannot name a function '{name}' (a keyword, "
+                                "a reserved name or a name of the C library or MACA runtime); "
+                                f"rename it, e.g. to @{kernel_symbol(name)}")
         if name in self.globals:
             raise EmitError(op, f"MACA emitter: two functions would be called '{name}' in C++")
         self.globals[name] = owner
@@ -516,7 +524,14 @@ class MacaPrinter:
         if name in ("arith.extf", "arith.truncf"):
             if src == res:
                 return operands[0]
+            if src in _NARROW and res != "f32":
+                # Through f32, which holds every narrow value exactly (fp8 -> f16
+                # of an fp8 gemm computed in f16): the one rounding is the last.
+                wide = self.widen(operands[0], types[0])
+                return self.narrow(wide, result) if res in _NARROW else f"({self.scalar(result, op)}){wide}"
             if src in _NARROW or res in _NARROW:
+                if "f32" not in (src, res):  # f64 -> narrow through f32 would round twice
+                    raise EmitError(op, f"MACA emitter: {name} from {src} to {res} is not supported")
                 return f"tm_cvt_{_SCALARS[src][1]}_{_SCALARS[res][1]}({operands[0]})"
             return f"({self.scalar(result, op)}){operands[0]}"
         if name in ("arith.sitofp", "arith.uitofp"):
