@@ -6,7 +6,9 @@ rows each family refuses because its lowering could not emit them."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import textwrap
+import typing
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from conftest import REPO
 
 from tilemlir.target import DescriptorError, TargetError, get_target, load_target_file, target_names
 from tilemlir.target.descriptor import load_descriptor
+from tilemlir.target.model import Target, Unknown
 from tilemlir.target.registry import backend, packaged_target
 from tilemlir.target.toml_writer import descriptor_data, descriptor_toml
 
@@ -144,6 +147,86 @@ def test_strings_are_escaped_for_toml(tmp_path):
     path = tmp_path / "odd.toml"
     path.write_text(descriptor_toml(odd))
     assert load_target_file(path).sources == odd.sources
+
+
+# --------------------------------------------------------------------------
+# Numbers
+# --------------------------------------------------------------------------
+
+
+def _numeric_fields(cls: type, prefix: tuple = ()) -> list[tuple]:
+    """The path of every number the schema reads, from the dataclasses
+    themselves (so a new field is covered): a table's fields, the first row of
+    a list of rows, the first key of a mapping of numbers."""
+    paths = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):
+            continue
+        hint = hints[f.name]
+        args = [a for a in typing.get_args(hint) if a is not Unknown] or [hint]
+        base = args[0] if len(args) == 1 else hint
+        item = typing.get_args(base)[0] if typing.get_origin(base) is tuple else None
+        if base in (int, float):
+            paths.append((*prefix, f.name))
+        elif dataclasses.is_dataclass(base):
+            paths += _numeric_fields(base, (*prefix, f.name))
+        elif dataclasses.is_dataclass(item):
+            paths += _numeric_fields(item, (*prefix, f.name, 0))
+        elif item is int:
+            paths.append((*prefix, f.name, 0))
+        elif f.metadata.get("mapping") and f.metadata["mapping"] != "str":
+            paths.append((*prefix, f.name, "key"))
+    return paths
+
+
+def _replaced(value, path: tuple, new):
+    """`value` with the number at `path` replaced by `new` ("key": a mapping's first pair)."""
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if head == "key":
+        (key, _), *pairs = value
+        return ((key, new), *pairs)
+    if isinstance(head, int):
+        return (_replaced(value[head], rest, new), *value[head + 1:])
+    return dataclasses.replace(value, **{head: _replaced(getattr(value, head), rest, new)})
+
+
+def _shown(path: tuple, target: Target) -> str:
+    where, node = "", target
+    for part in path:
+        if part == "key":
+            return f"{where}.{node[0][0]}"
+        if isinstance(part, int):
+            where, node = f"{where}[{part}]", node[part]
+        else:
+            where, node = f"{where}.{part}" if where else part, getattr(node, part)
+    return where
+
+
+NUMERIC_FIELDS = _numeric_fields(Target)
+
+
+def test_the_schema_reads_these_numbers():
+    """The walk above finds the float facts the cost model divides by."""
+    shown = {".".join(str(p) for p in path) for path in NUMERIC_FIELDS}
+    assert {"memory.hbm_bandwidth_gbps", "memory.latency_clocks", "memory.l2_mib",
+            "matrix.instructions.0.cycles", "peak_dense_tflops.key", "compute.clock_mhz"} <= shown
+
+
+@pytest.mark.parametrize("path", NUMERIC_FIELDS, ids=lambda path: ".".join(map(str, path)))
+def test_numbers_must_be_finite(tmp_path, path):
+    """TOML spells nan, inf and -inf; no fact of a descriptor may be one (the
+    cost model predicted "nan us" from a nan bandwidth)."""
+    gfx942 = get_target("amdgpu:gfx942")
+    where = _shown(path, gfx942)
+    for value in (float("nan"), float("inf"), float("-inf")):
+        file = tmp_path / "bad.toml"
+        file.write_text(descriptor_toml(_replaced(gfx942, path, value)))
+        with pytest.raises(DescriptorError, match=re.escape(f"{file}: field '{where}'")
+                           + ".*" + re.escape(f"got {value!r}")):
+            load_target_file(file)
 
 
 # --------------------------------------------------------------------------

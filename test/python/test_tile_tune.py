@@ -170,28 +170,49 @@ DEFAULT_SIGINT_EXEC = ("import os, signal, sys; signal.signal(signal.SIGINT, sig
 
 
 def test_an_interrupted_run_keeps_what_it_ranked(tmp_path):
-    """Ctrl-C after the first result: exit 130, no traceback, the workers
-    gone, and the database holds the best so far (marked incomplete)."""
+    """Ctrl-C while the database is being written, then SIGTERM (`timeout`'s)
+    while tile-tune stops: exit 130, one line and no traceback, the workers
+    gone; the write finished, so the database holds every entry it had and
+    the best so far (marked incomplete), and no temporary file is left."""
+    from tilemlir.tune.db import OpSignature, TunedConfig, TuningDatabase, TuningEntry, TuningKey
+
     source = tmp_path / "gemm.mlir"
     source.write_text(SMALL)
     database = tmp_path / "tuning.json"
+    # Other gemms' entries: a database of some MB, whose write takes long
+    # enough for the signals to arrive during it.
+    config = TunedConfig((32, 32, 64), 256, 2, "", "v_mfma_f32_16x16x16_f16")
+    others = {}
+    for index in range(2500):
+        key = TuningKey(GFX942, OpSignature(512, 512, 512, "f16", "f16", "f16", "f32"), f"{index:016x}")
+        others[key] = TuningEntry(key, config, 1e-6, config, 2e-6, "model", 8, True, "2026-12-01T00:00:00Z", "0.1.0")
+    database.write_text(TuningDatabase(str(database), others).text())
     # tile-tune started with SIGINT's default disposition (exec keeps it): a
     # test run started in the background (an `&` list) has it ignored, which
     # tile-tune would inherit and Python then keep.
     process = subprocess.Popen([sys.executable, "-c", DEFAULT_SIGINT_EXEC, str(BIN / "tile-tune"), str(source),
                                 "--target", GFX942, "--budget", "8", "--jobs", "1", "--db", str(database)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The signals go when the first write is seen under way (its temporary
+    # file), or, on a machine too busy to see that, just after it.
+    first = database.stat().st_ino
     deadline = time.monotonic() + 60
-    while not database.exists() and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.05)
+    while time.monotonic() < deadline and process.poll() is None and database.stat().st_ino == first and \
+            not any(name.startswith(".tuning.json.") for name in os.listdir(tmp_path)):
+        time.sleep(0.002)
     process.send_signal(signal.SIGINT)
+    time.sleep(0.01)
+    process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
-    assert "Traceback" not in stderr and stderr.startswith("tile-tune: interrupted; ")
-    (entry,) = load_database(database).entries.values()
+    assert stderr.startswith("tile-tune: interrupted; ") and stderr.count("\n") == 1, stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gemm.mlir", "tuning.json", "tuning.json.lock"]
+    entries = load_database(database).entries
+    assert len(entries) == len(others) + 1 and all(entries[key] == entry for key, entry in others.items())
+    (entry,) = (entry for key, entry in entries.items() if key not in others)
     assert not entry.complete and 1 <= entry.candidates < 8
     assert entry.default_seconds is not None and entry.seconds <= entry.default_seconds
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["gemm.mlir", "tuning.json", "tuning.json.lock"]
+    assert f"recorded in {database}" in stderr
 
 
 def test_device_measurement_in_two_steps(tmp_path):
@@ -328,7 +349,7 @@ def test_a_folder_that_is_not_tile_tunes_is_refused(tmp_path, capsys):
     (tmp_path / "manifest.json").write_text(
         '{"format": "tilemlir-tuning-candidates", "version": 1, "key": {}, "candidates": []}')
     status, stderr = run_in_process(capsys, "--merge", str(tmp_path))
-    assert status == 1 and "manifest.json: malformed: missing 'op'" in stderr
+    assert status == 1 and "manifest.json: malformed: 'key': missing 'op'" in stderr
     (tmp_path / "timings.json").write_text("[]")
     with pytest.raises(gemm_timing.MeasureError, match="not a timings file"):
         gemm_timing.read_timings(tmp_path)

@@ -95,7 +95,7 @@ def test_a_malformed_entry_names_its_line_and_field(tmp_path):
                     + json.dumps(json.loads(good)["entries"][0], sort_keys=True) + ",\n"
                     + json.dumps(record, sort_keys=True) + "\n]}\n")
     with pytest.raises(TuningDatabaseError, match=r":3:1: error: tuning database entry 2: 'config': "
-                                                  r"'block' must be three positive integers"):
+                                                  r"'block' must be three integers from 1 to 4096, got \[32, 0, 64\]"):
         load_database(path)
     for field, value, said in (("measure", "guess", "'measure' must be model or device"),
                                ("seconds", -1, "'seconds' must be a positive number"),
@@ -159,3 +159,262 @@ def test_the_ranking_keeps_the_best_so_far_and_prefers_the_default_on_a_tie():
     tie.add(Result(1, TUNED, False, 2e-6))
     tie.add(Result(0, DEFAULT, True, 2e-6))
     assert tie.entry().config == DEFAULT and tie.entry().seconds <= tie.entry().default_seconds
+
+
+# --------------------------------------------------------------------------
+# What a database entry can do to a compile: the schema is the only way in
+# --------------------------------------------------------------------------
+
+GEMM_TARGET = "amdgpu:gfx942"
+# The injection the issue reported: a `select` that closes tile-select-mma's
+# options and adds a pass of its own.
+INJECTED_SELECT = ("prefer=v_mfma_f32_16x16x16_f16},symbol-dce,"
+                   "tile-select-mma{prefer=v_mfma_f32_16x16x16_f16")
+
+
+@pytest.fixture(scope="module")
+def tuned_gemm(tmp_path_factory):
+    """A whole-problem gemm, its target, and a clean entry for it (as tile-tune
+    writes one): (module, target, source path, entry record)."""
+    import sys
+
+    from mlir import ir
+
+    from tilemlir.dialects import tile
+    from tilemlir.target import get_target
+    from tilemlir.tune.db import entry_json
+    from tilemlir.tune.search import tuning_key
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from kernel_text import whole_problem_gemm
+
+    text = whole_problem_gemm(256, 256, 256, "f16", "f16")
+    source = tmp_path_factory.mktemp("gemm") / "gemm.mlir"
+    source.write_text(text)
+    module = ir.Module.parse(text, tile.make_context()).operation
+    target = get_target(GEMM_TARGET)
+    key = tuning_key(module, target)
+    tuned = TunedConfig((64, 64, 64), 256, 2, "prefer=v_mfma_f32_16x16x16", "v_mfma_f32_16x16x16_f16", 2)
+    record = entry_json(TuningEntry(key, tuned, 1e-6, DEFAULT, 2e-6, "model", 8, True,
+                                    "2026-12-01T00:00:00Z", "0.1.0"))
+    return module, target, source, record
+
+
+def database_text(*records, raw: dict[str, str] | None = None) -> str:
+    """A database of `records`, one a line as the writer puts them; each
+    `"PLACEHOLDER"` string of `raw` replaced by its JSON text (what json.dumps
+    cannot write: 5,001 digits, duplicate members)."""
+    text = ('{"format": "tilemlir-tuning-db", "version": 1, "entries": [\n'
+            + ",\n".join(json.dumps(r, sort_keys=True) for r in records) + "\n]}\n")
+    for placeholder, value in (raw or {}).items():
+        text = text.replace(json.dumps(placeholder), value)
+    return text
+
+
+def tile_passes_applied(path: Path, module, target, database=None) -> list:
+    """The tile stage's pipeline tile-compile builds with the database at
+    `path` (its TuningLookup, then the backend's tile stage), as pass objects
+    and upstream element texts; `database`: the file's, already read."""
+    from tilemlir.backends.stages import (
+        EMIT_TILE_BEFORE,
+        CompileOptions,
+        spelled_out,
+        target_spec,
+        tile_pipeline,
+    )
+    from tilemlir.passes import is_tile_pass, make_pass
+    from tilemlir.passes.pipeline_text import parse_pipeline
+    from tilemlir.tools.tile_compile import Options, TuningLookup
+
+    lookup = TuningLookup(Options(tuning_db=str(path)))
+    lookup.database = database
+    options, _ = lookup.apply(module, target, CompileOptions())
+    text = spelled_out(tile_pipeline(stop_before=EMIT_TILE_BEFORE, tiling=options.tiling, select=options.select),
+                       target_spec(target))
+    return [make_pass(e.name, e.options) if is_tile_pass(e.name) else e.text() for e in parse_pipeline(text)]
+
+
+def clean_passes(config: TunedConfig | None, target) -> list:
+    """The same pipeline built from typed values: the passes' own dataclasses
+    with `config`'s values (the defaults without one); no text involved."""
+    from tilemlir.backends.stages import EMIT_TILE_BEFORE, TILE_PIPELINE, target_spec
+    from tilemlir.passes import is_tile_pass, make_pass
+    from tilemlir.passes.select_mma import TileSelectMma
+    from tilemlir.passes.tiling import TileTiling
+
+    spec = target_spec(target)
+    passes = []
+    for name in TILE_PIPELINE[:TILE_PIPELINE.index(EMIT_TILE_BEFORE)]:
+        if name == "tile-tiling" and config is not None:
+            passes.append(TileTiling(block=config.block, threads=config.threads, stages=config.stages, target=spec,
+                                     source="tuning-db", split_k=config.split_k if config.split_k > 1 else 0))
+        elif name == "tile-select-mma" and config is not None:
+            passes.append(TileSelectMma(target=spec, prefer=config.select.removeprefix("prefer=")))
+        elif is_tile_pass(name):
+            passes.append(make_pass(name, None, {"target": spec}))
+        else:
+            passes.append(name)
+    return passes
+
+
+def test_the_reported_select_injection_is_refused_with_its_entry(tmp_path, tuned_gemm, capsys):
+    """Issue 27.4: a `select` pasted into the pipeline added symbol-dce (exit
+    0). It is refused, naming the file, the entry's line and the field, and
+    nothing is compiled."""
+    from tilemlir.tools import tile_compile
+
+    module, target, source, record = tuned_gemm
+    path = tmp_path / "tuning.json"
+    path.write_text(database_text(record))
+    assert tile_passes_applied(path, module, target) == clean_passes(TunedConfig(**{
+        **record["config"], "block": tuple(record["config"]["block"])}), target)
+    hostile = json.loads(json.dumps(record))
+    hostile["config"]["select"] = INJECTED_SELECT
+    path.write_text(database_text(hostile))
+    status = tile_compile.main([str(source), "--target", GEMM_TARGET, "--tuning-db", str(path), "--emit", "tile",
+                                "--dump-pass-pipeline"])
+    out, err = capsys.readouterr()
+    assert status == 1 and out == "" and "builtin.module(" not in err  # refused before any pipeline is built
+    assert err.startswith(f"{path}:2:1: error: tuning database entry 1: 'config': 'select' must be \"\" or "
+                          f"\"prefer=NAME\""), err
+
+
+# Hostile values for every field (JSON texts): pipeline syntax, quotes,
+# newlines, numbers out of range or of the wrong kind, wrong types.
+HOSTILE_STRINGS = ["}", ",", "{", '"', "'", "},symbol-dce,", ",symbol-dce,", INJECTED_SELECT,
+                   "prefer=x},symbol-dce", "prefer=x symbol-dce", "prefer=x\nsymbol-dce", "prefer=", "prefer='x'",
+                   "prefer=x,y", "a\nb", "a\u0000b", "x" * 5000, " ", "", "wgmma", "prefer=wgmma"]
+HOSTILE_NUMBERS = ["0", "-1", "-64", "1.5", "64.0", "1e400", "NaN", "Infinity", "-Infinity", "true", "false",
+                   "null", "[]", "{}", '"64"', "9" * 5001, "18446744073709551616", "4097", "[64, 64]",
+                   "[64, 64, 64, 64]", "[64, true, 64]", "[64, 64.0, 64]", "[64, -64, 64]", "[64, 64, 1e999]"]
+ENTRY_PATHS = [("key", "target"), ("key", "ir_hash"), *(("key", "op", f) for f in
+               ("m", "n", "k", "a", "b", "c", "accum", "transpose_a", "transpose_b", "reads_c")),
+               *((part, f) for part in ("config", "default") for f in
+                 ("block", "threads", "stages", "select", "instruction", "split_k")),
+               ("config", "block", 0), ("config", "block", 2), ("seconds",), ("default_seconds",), ("measure",),
+               ("candidates",), ("complete",), ("when",), ("tilemlir",), ("key",), ("key", "op"), ("config",)]
+
+
+def mutated(record: dict, path: tuple, value) -> dict:
+    copy = json.loads(json.dumps(record))
+    holder = copy
+    for step in path[:-1]:
+        holder = holder[step]
+    holder[path[-1]] = value
+    return copy
+
+
+def test_a_database_fuzz_refuses_or_compiles_exactly_the_clean_pipeline(tmp_path, tuned_gemm):
+    """Every field of an entry, given every hostile value, an unknown field at
+    every level, a member given twice, two entries for one key: each database
+    is refused with an error at the entry's line (file and entry), or gives
+    the pipeline built from the passes' typed options: never another pass,
+    never other options."""
+    from tilemlir.tune.db import entry_from_json
+
+    module, target, _, record = tuned_gemm
+    clean_key = entry_from_json(record).key
+    path = tmp_path / "tuning.json"
+    cases = [(f"{'.'.join(map(str, where))} = {value[:40]!r}", database_text(mutated(record, where, "RAW"),
+                                                                           raw={"RAW": value}))
+             for where in ENTRY_PATHS for value in [json.dumps(s) for s in HOSTILE_STRINGS] + HOSTILE_NUMBERS]
+    for where in ((), ("key",), ("key", "op"), ("config",), ("default",)):
+        holder = mutated(record, (*where, "unknown_field"), 1) if where else dict(record, unknown_field=1)
+        cases.append((f"unknown field in {where}", database_text(holder)))
+    line = json.dumps(record, sort_keys=True)
+    for member in ('"threads": 256', '"select": "prefer=v_mfma_f32_16x16x16"', '"block": [64, 64, 64]',
+                   '"ir_hash": "' + record["key"]["ir_hash"] + '"', '"target": "amdgpu:gfx942"'):
+        assert member in line, member
+        name = member.split(":")[0]
+        for first in ("1", '"},symbol-dce,"'):
+            cases.append((f"{name} twice", database_text().replace(
+                "\n]}", line.replace(member, f"{name}: {first}, {member}") + "\n]}")))
+    other = mutated(record, ("config", "threads"), 512)
+    cases += [("one key, two configurations", database_text(record, other)),
+              ("one key, two seconds", database_text(record, dict(record, seconds=3e-6))),
+              ("one key, the same entry twice", database_text(record, record)),
+              ("entries twice", database_text(record).replace('"entries": [', '"entries": [], "entries": [', 1)),
+              ("an unknown top-level field", database_text(record).replace('"version": 1', '"version": 1, "x": 1'))]
+    accepted = refused = 0
+    for label, text in cases:
+        try:
+            database = parse_database(text, str(path))  # load_database's reading, without the file system
+        except TuningDatabaseError as error:
+            refused += 1
+            message = str(error)
+            assert "\n" not in message and len(message) < 400, (label, message)
+            entry_line = 3 if label.startswith("one key") else 1 if "twice" in label and "entries" in label or \
+                "top-level" in label else 2
+            assert message.startswith(f"{path}:{entry_line}:"), (label, message)
+            assert "tuning database entry" in message or "not a tuning database" in message or \
+                "tuning database:" in message, (label, message)
+            continue
+        accepted += 1
+        entry = database.lookup(clean_key)
+        assert tile_passes_applied(path, module, target, database) == \
+            clean_passes(entry and entry.config, target), label
+    assert accepted and refused > 10 * accepted, (accepted, refused)
+
+
+# --------------------------------------------------------------------------
+# Reading the file: as descriptors are read
+# --------------------------------------------------------------------------
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path):
+    """Issue 27.5: $TILEMLIR_TUNING_DB naming a FIFO hung tile-compile for
+    ever (no writer ever comes); it is refused as not a regular file."""
+    import os
+    import threading
+
+    fifo = tmp_path / "tuning.fifo"
+    os.mkfifo(fifo)
+    path = database_path(None, {ENVIRONMENT_VARIABLE: str(fifo)})
+    outcome = []
+
+    def read() -> None:
+        try:
+            load_database(path)
+        except TuningDatabaseError as error:
+            outcome.append(str(error))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():  # blocked in open(): let it go before failing
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(10)
+    assert outcome == [f"{fifo}: error: cannot read the tuning database: not a regular file"]
+
+
+def test_a_huge_number_nan_or_deep_nesting_is_a_located_error(tmp_path):
+    """Issue 27.5: a 5,001-digit integer ended in `internal error: ValueError`;
+    it, NaN and JSON nested past the recursion limit are errors at their
+    position in the file."""
+    header = '{"format": "tilemlir-tuning-db", "version": 1, "entries": [\n'
+    for body, said in ((f'{{"candidates": {"7" * 5001}}}', (":2:16: error: not a tuning database: an integer of "
+                                                             "5001 digits (no field holds more than 19)")),
+                       ('{"seconds": NaN}', ":2:13: error: not a tuning database: NaN is not a JSON value"),
+                       ("[" * 100_000 + "]" * 100_000, ":1:1: error: not a tuning database: JSON nested too deeply")):
+        path = tmp_path / "db.json"
+        path.write_text(header + body + "\n]}\n")
+        with pytest.raises(TuningDatabaseError) as caught:
+            load_database(path)
+        assert str(caught.value) == f"{path}{said}"
+
+
+def test_a_device_a_folder_or_a_huge_file_is_refused_unread(tmp_path):
+    """Issue 27.5: /dev/zero ended in `internal error: MemoryError`; only a
+    regular file of at most MAX_DATABASE_BYTES is read (as descriptors are)."""
+    with pytest.raises(TuningDatabaseError) as caught:
+        load_database("/dev/zero")
+    assert str(caught.value) == "/dev/zero: error: cannot read the tuning database: not a regular file"
+    from tilemlir.tune.db import MAX_DATABASE_BYTES
+
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as handle:
+        handle.truncate(MAX_DATABASE_BYTES + 1)  # sparse: nothing is written
+    with pytest.raises(TuningDatabaseError, match=rf"^{huge}: error: cannot read the tuning database: "
+                                                  rf"larger than {MAX_DATABASE_BYTES} bytes$"):
+        load_database(huge)
+    with pytest.raises(TuningDatabaseError, match="cannot read the tuning database: not a regular file"):
+        load_database(tmp_path)

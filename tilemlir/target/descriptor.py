@@ -40,10 +40,10 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import math
 import operator
 import os
 import re
-import stat
 import threading
 import tomllib
 import types
@@ -52,6 +52,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tilemlir.files import UnreadableFile, read_regular_file
 from tilemlir.target.model import (
     FP8_KIND,
     PEAK_KEYS,
@@ -194,6 +195,9 @@ class _Reader:
         numeric = (int,) if base is int else (int, float)
         if isinstance(raw, bool) or not isinstance(raw, numeric):
             raise self.fail(where, f"expected {expected}, got {_describe_value(raw)}")
+        # TOML spells nan and +-inf; a fact is a finite number (nan passes `<= 0`).
+        if isinstance(raw, float) and not math.isfinite(raw):
+            raise self.fail(where, f"expected {expected}, got {raw} (not a finite number)")
         if raw <= 0:
             why = "sizes and counts cannot be negative" if raw < 0 else "zero is not a size"
             raise self.fail(where, f"expected {expected}, got {raw} ({why})")
@@ -394,34 +398,12 @@ def _check_row(
 
 
 def _read_regular_file(path: Path, file: str) -> bytes:
-    """The bytes of a regular file of at most MAX_DESCRIPTOR_BYTES. Opened
-    without blocking and checked before reading: a FIFO would block, a device
-    such as /dev/zero would never end."""
-    def fail(reason: str) -> DescriptorError:
-        return DescriptorError(f"cannot read target descriptor '{file}': {reason}")
-
+    """The bytes of a regular file of at most MAX_DESCRIPTOR_BYTES (a FIFO
+    would block, a device such as /dev/zero would never end: `files`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as error:
-        raise fail(error.strerror or str(error)) from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise fail("not a regular file")
-        chunks, size = [], 0
-        while size <= MAX_DESCRIPTOR_BYTES:
-            chunk = os.read(fd, MAX_DESCRIPTOR_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > MAX_DESCRIPTOR_BYTES:
-            raise fail(f"larger than {MAX_DESCRIPTOR_BYTES} bytes")
-        return b"".join(chunks)
-    except OSError as error:
-        raise fail(error.strerror or str(error)) from None
-    finally:
-        os.close(fd)
+        return read_regular_file(path, MAX_DESCRIPTOR_BYTES)
+    except UnreadableFile as error:
+        raise DescriptorError(f"cannot read target descriptor '{file}': {error.reason}") from None
 
 
 # Files being loaded by this thread, outermost first: a base chain that comes

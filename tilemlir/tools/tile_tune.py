@@ -18,7 +18,8 @@ after every result, so an interrupted run keeps what it ranked.
 
 stdout: the ranking, one candidate a line. stderr: a progress bar when it is
 a terminal, and one summary line. Errors print as `file:line:col: error: ...`
-(or `tile-tune: error: ...`), the exit status is 1; 130 when interrupted.
+(or `tile-tune: error: ...`), the exit status is 1; 130 when interrupted
+(Ctrl-C), 143 on SIGTERM; a second signal while it stops changes nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -114,8 +116,8 @@ database (a JSON file, one entry per line): the best configuration per
 tile-compile reads --tuning-db PATH, else $TILEMLIR_TUNING_DB, else the cache
 file when it exists, and reports config_source "tuning-db".
 
-exit status: 0 on success, 1 on any error, 130 when interrupted (the database
-keeps the best ranked so far).
+exit status: 0 on success, 1 on any error, 130 when interrupted (Ctrl-C; 143 on
+SIGTERM), the database keeping the best ranked so far.
 """
 
 
@@ -275,10 +277,11 @@ def _tune_by_model(options, module, source, target, tuned, chosen, jobs: int) ->
             except DoesNotFit as why:
                 error = f"the compiled kernel does not fit a CU: {why}"
         ranking.add(Result(outcome.index, candidate.tuned(), candidate.default, seconds, error, outcome.seconds))
+        # Said first: a Ctrl-C from here on lets the write below finish (`_stop_now`).
+        _STATUS[:] = [summary(ranking, started, path)]
         entry = ranking.entry()
         if entry is not None:
             record_entry(path, entry)
-        _STATUS[:] = [summary(ranking, started, path)]
         best = ranking.best()
         progress.step(f"best {_us(best.seconds)}" if best else "")
 
@@ -479,20 +482,68 @@ def run(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     from tilemlir.tools.common import guarded_main
 
-    status = guarded_main(PROG, run, sys.argv[1:] if argv is None else argv)
-    if status == 130:
+    restore = _stop_on_signals()
+    try:
+        status = guarded_main(PROG, run, sys.argv[1:] if argv is None else argv)
+        _RUN["finished"] = True  # from here a signal changes nothing: the run is over
+    except KeyboardInterrupt:  # the signal came as the run returned
+        status = 130
+    if _RUN["signal"] or status == 130:
+        status = 128 + (_RUN["signal"] or signal.SIGINT)  # 130 for SIGINT, 143 for SIGTERM
         sys.stderr.write(f"{PROG}: interrupted; {_STATUS[0] if _STATUS else 'nothing was ranked'}\n")
-        _stop_now()
+        _stop_now(status)
+    restore()
     return status
 
 
-def _stop_now() -> None:
+# The first SIGINT or SIGTERM of the run (0: none), and whether the run is over.
+_RUN = {"signal": 0, "finished": False}
+
+
+def _on_signal(signum: int, frame) -> None:
+    """Ctrl-C or SIGTERM (`timeout`, a scheduler) stops the run: the first one
+    raises KeyboardInterrupt where the main thread is; any later one, which
+    would interrupt the stopping itself (a second Ctrl-C, a terminal's and
+    `timeout`'s), is taken as said already."""
+    if _RUN["signal"] or _RUN["finished"]:
+        return
+    _RUN["signal"] = signum
+    raise KeyboardInterrupt
+
+
+def _stop_on_signals():
+    """Installs `_on_signal` for SIGINT and SIGTERM where they have their
+    default action (a signal the caller ignores stays ignored; handlers can
+    only be set on the main thread); returns what puts the old ones back."""
+    import threading
+
+    _RUN.update(signal=0, finished=False)
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = {}
+    for signum, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
+        if signal.getsignal(signum) is default:
+            previous[signum] = signal.signal(signum, _on_signal)
+
+    def restore() -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    return restore
+
+
+def _stop_now(status: int = 130) -> None:
     """Ends the process after Ctrl-C without the interpreter's shutdown: the
     run's thread may be inside MLIR, whose objects cannot be torn down then
-    (nanobind aborts). The database is already whole (written atomically);
-    the worker processes and a local Ray instance are stopped first."""
+    (nanobind aborts). A database write in progress on that thread finishes
+    first and later ones are blocked (`db.stop_writing`), so the database is
+    whole and no temporary file is left; the worker processes and a local Ray
+    instance are stopped too."""
     import multiprocessing
 
+    from tilemlir.tune.db import stop_writing
+
+    stop_writing()
     for child in multiprocessing.active_children():
         child.terminate()
     ray = sys.modules.get("ray")
@@ -500,7 +551,7 @@ def _stop_now() -> None:
         ray.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(130)
+    os._exit(status)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,23 @@ candidates) under the same measure ("model": the cost model fed with each
 compiled kernel's figures; "device": the median of launches on the GPU),
 how many candidates were ranked, whether the run finished, and when.
 
+The file is data, read against a schema: any file a user's environment names
+reaches the compiler, so nothing in it is trusted. Only a regular file of at
+most MAX_DATABASE_BYTES is read (`files.read_regular_file`, as descriptors
+are: a FIFO or a device is refused unread), strict JSON (no NaN, no integer
+of more than 19 digits, no member given twice), objects with exactly their
+known fields, every number an int or a float of its range and every string of
+its grammar: a configuration (`TunedConfig`) is valid by construction, and
+tile-compile renders the passes' options from its typed values. Two entries
+for one key that disagree are refused. Anything else is a `TuningDatabaseError`
+naming the file and the line and column (the entry's line for a malformed
+entry, with its number and field).
+
 Writes are atomic (a temporary file renamed over the database) and made under
 a lock (`PATH.lock`), re-reading the file first, so two tuners never lose each
-other's entries and an interrupted run leaves the last entry it wrote. A file
-that is not JSON, not a tuning database, of a newer format version, or with a
-malformed entry is a `TuningDatabaseError` naming the file, line and column.
+other's entries and an interrupted run leaves the last entry it wrote; a
+process ending on a signal waits for its write in progress (`stop_writing`),
+so no temporary file is left beside the database.
 
 Where tile-compile looks (`database_path`): `--tuning-db PATH`, else the
 environment's `TILEMLIR_TUNING_DB`, else `$XDG_CACHE_HOME/tilemlir/tuning.json`
@@ -42,13 +54,17 @@ import fcntl
 import json
 import math
 import os
+import re
 import stat
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from tilemlir.diagnostics import Diag, UserError, format_diag
+from tilemlir.files import UnreadableFile, read_regular_file
+from tilemlir.target.descriptor import ROW_SYMBOL
 from tilemlir.tune.model import GemmShape
 
 FORMAT = "tilemlir-tuning-db"
@@ -70,6 +86,43 @@ class TuningDatabaseError(UserError):
 # --------------------------------------------------------------------------
 # Keys and values
 # --------------------------------------------------------------------------
+
+# Ranges of a configuration's numbers: far beyond what any target takes (the
+# passes check the target's real limits), so a hand-edited number is refused
+# here rather than handed to a pass to compute with.
+MAX_BLOCK_EXTENT = 4096
+MAX_THREADS = 4096
+MAX_STAGES = 64
+MAX_SPLIT_K = 4096
+PREFER = "prefer="
+# tile-select-mma's `prefer` and an instruction's name: the grammar instruction
+# names have in every descriptor.
+NAME = ROW_SYMBOL
+TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")  # an MLIR element type: f16, bf16, f8E4M3FNUZ, i8
+IR_HASH = re.compile(r"[0-9a-f]{1,64}")
+MAX_TEXT = 256  # characters of a name or a free-text field (a target with its file, a time, a version)
+
+
+class Malformed(Exception):
+    """A field of the wrong form (the reader adds where)."""
+
+
+def _shown(value, limit: int = 60) -> str:
+    """`value` as JSON, cut to `limit` characters (a message stays one short line)."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _in_range(value, limit: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= limit
+
+
+def _is_name(text: str) -> bool:
+    return len(text) <= MAX_TEXT and NAME.fullmatch(text) is not None
+
 
 @dataclass(frozen=True)
 class OpSignature(GemmShape):
@@ -97,7 +150,13 @@ class TuningKey:
 @dataclass(frozen=True)
 class TunedConfig:
     """A configuration as tile-compile applies it: tile-tiling's options and
-    tile-select-mma's; `instruction` and `split_k` are what they gave."""
+    tile-select-mma's; `instruction` and `split_k` are what they gave.
+
+    A valid value by construction (`Malformed` otherwise): every number an int
+    in its range, `select` empty or `prefer=NAME` and `instruction` empty or a
+    NAME, a NAME being an instruction name's grammar. tile-compile renders
+    the passes' options from these values (`tiling_options`,
+    `select_options`), so nothing read from a file reaches a pipeline as text."""
 
     block: tuple[int, int, int]
     threads: int
@@ -106,9 +165,37 @@ class TunedConfig:
     instruction: str = ""
     split_k: int = 1
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.block, tuple) or len(self.block) != 3 or \
+                not all(_in_range(b, MAX_BLOCK_EXTENT) for b in self.block):
+            raise Malformed(f"'block' must be three integers from 1 to {MAX_BLOCK_EXTENT}, "
+                            f"got {_shown(list(self.block) if isinstance(self.block, tuple) else self.block)}")
+        for name, limit in (("threads", MAX_THREADS), ("stages", MAX_STAGES), ("split_k", MAX_SPLIT_K)):
+            if not _in_range(getattr(self, name), limit):
+                raise Malformed(f"'{name}' must be an integer from 1 to {limit}, "
+                                f"got {_shown(getattr(self, name))}")
+        if not isinstance(self.select, str) or \
+                (self.select and not (self.select.startswith(PREFER) and _is_name(self.select[len(PREFER):]))):
+            raise Malformed(f"'select' must be \"\" or \"{PREFER}NAME\" (NAME: letters, digits, '_' and '.', "
+                            f"as instruction names are spelled), got {_shown(self.select)}")
+        if not isinstance(self.instruction, str) or (self.instruction and not _is_name(self.instruction)):
+            raise Malformed(f"'instruction' must be \"\" or an instruction name (letters, digits, '_' and '.'), "
+                            f"got {_shown(self.instruction)}")
+
+    @property
+    def prefer(self) -> str:
+        """tile-select-mma's `prefer` option ("" for its own choice)."""
+        return self.select[len(PREFER):]
+
     def tiling_options(self) -> str:
-        text = f"block={','.join(map(str, self.block))} threads={self.threads} stages={self.stages}"
-        return text + (f" split-k={self.split_k}" if self.split_k > 1 else "")
+        """tile-tiling's options, rendered from the validated numbers."""
+        text = f"block={','.join(str(int(b)) for b in self.block)} threads={int(self.threads)} " \
+               f"stages={int(self.stages)}"
+        return text + (f" split-k={int(self.split_k)}" if self.split_k > 1 else "")
+
+    def select_options(self) -> str:
+        """tile-select-mma's options, rendered from the validated name."""
+        return f"{PREFER}{self.prefer}" if self.prefer else ""
 
     def describe(self) -> str:
         text = (f"block {'x'.join(map(str, self.block))}, {self.threads} threads, {self.stages} "
@@ -163,8 +250,25 @@ def entry_json(entry: TuningEntry) -> dict:
     }
 
 
-class Malformed(Exception):
-    """A field of the wrong form (the reader adds where)."""
+# The fields of each object of an entry: nothing else is read, or accepted.
+ENTRY_FIELDS = ("key", "config", "seconds", "default", "default_seconds", "measure", "candidates",
+                "complete", "when", "tilemlir")
+KEY_FIELDS = ("target", "op", "ir_hash")
+OP_FIELDS = ("m", "n", "k", "a", "b", "c", "accum", "transpose_a", "transpose_b", "reads_c")
+CONFIG_FIELDS = ("block", "threads", "stages", "select", "instruction", "split_k")
+
+
+def _object(record, what: str, fields: tuple[str, ...]) -> Mapping:
+    """`record` when it is an object with only `fields`, each given once."""
+    if not isinstance(record, dict):
+        raise Malformed(f"{what} must be an object, got {_shown(record)}")
+    duplicated = getattr(record, "duplicated", ())
+    if duplicated:
+        raise Malformed(f"{_shown(duplicated[0])} is given twice")
+    unknown = [name for name in record if name not in fields]
+    if unknown:
+        raise Malformed(f"unknown field {_shown(unknown[0])} (fields: {', '.join(fields)})")
+    return record
 
 
 def _field(record: Mapping, name: str, kinds: type | tuple[type, ...], what: str):
@@ -172,9 +276,9 @@ def _field(record: Mapping, name: str, kinds: type | tuple[type, ...], what: str
         raise Malformed(f"missing '{name}' ({what})")
     value = record[name]
     if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
-        raise Malformed(f"'{name}' must be {what}, got {json.dumps(value)}")
+        raise Malformed(f"'{name}' must be {what}, got {_shown(value)}")
     if not isinstance(value, kinds):
-        raise Malformed(f"'{name}' must be {what}, got {json.dumps(value)}")
+        raise Malformed(f"'{name}' must be {what}, got {_shown(value)}")
     return value
 
 
@@ -185,49 +289,59 @@ def _positive(record: Mapping, name: str) -> int:
     return value
 
 
+def _text(record: Mapping, name: str, what: str, grammar: re.Pattern | None = None) -> str:
+    """A string field: one printable line of 1 to MAX_TEXT characters, and
+    of `grammar` when given."""
+    value = _field(record, name, str, what)
+    if grammar is not None and grammar.fullmatch(value) is None or \
+            not value or not value.isprintable() or len(value) > MAX_TEXT:
+        raise Malformed(f"'{name}' must be {what}, got {_shown(value)}")
+    return value
+
+
 def _seconds(record: Mapping, name: str, optional: bool = False) -> float | None:
     kinds = (int, float, type(None)) if optional else (int, float)
     value = _field(record, name, kinds, "seconds (a positive number)" + (" or null" if optional else ""))
     if value is None:
         return None
     if not math.isfinite(value) or value <= 0:
-        raise Malformed(f"'{name}' must be a positive number of seconds, got {json.dumps(value)}")
+        raise Malformed(f"'{name}' must be a positive number of seconds, got {_shown(value)}")
     return float(value)
 
 
 def config_from(record: Mapping, name: str) -> TunedConfig:
-    value = _field(record, name, dict, "a configuration object")
+    """The configuration `record[name]` holds; Malformed saying what is wrong."""
     try:
-        block = _field(value, "block", list, "[M, N, K]")
-        if len(block) != 3 or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block):
-            raise Malformed(f"'block' must be three positive integers, got {json.dumps(block)}")
-        return TunedConfig(tuple(block), _positive(value, "threads"), _positive(value, "stages"),
-                           _field(value, "select", str, "a string"),
-                           _field(value, "instruction", str, "a string"), _positive(value, "split_k"))
+        value = _object(_field(record, name, dict, "a configuration object"), "a configuration", CONFIG_FIELDS)
+        block = _field(value, "block", list, f"three integers from 1 to {MAX_BLOCK_EXTENT}")
+        return TunedConfig(tuple(block), _field(value, "threads", int, "an integer"),
+                           _field(value, "stages", int, "an integer"), _field(value, "select", str, "a string"),
+                           _field(value, "instruction", str, "a string"), _field(value, "split_k", int, "an integer"))
     except Malformed as error:
         raise Malformed(f"'{name}': {error}") from None
 
 
 def key_from(record: Mapping, name: str) -> TuningKey:
-    key = _field(record, name, dict, "an object")
-    op = _field(key, "op", dict, "an object")
+    """The key `record[name]` holds; Malformed saying what is wrong."""
     try:
+        key = _object(_field(record, name, dict, "an object"), "a key", KEY_FIELDS)
+        op = _object(_field(key, "op", dict, "an object"), "'op'", OP_FIELDS)
         signature = OpSignature(
-            *(_positive(op, name) for name in ("m", "n", "k")),
-            *(_field(op, name, str, "a type name") for name in ("a", "b", "c", "accum")),
-            *(_field(op, name, bool, "true or false") for name in ("transpose_a", "transpose_b", "reads_c")))
+            *(_positive(op, field) for field in ("m", "n", "k")),
+            *(_text(op, field, "an element type name", TYPE_NAME) for field in ("a", "b", "c", "accum")),
+            *(_field(op, field, bool, "true or false") for field in ("transpose_a", "transpose_b", "reads_c")))
+        return TuningKey(_text(key, "target", "a target name"), signature,
+                         _text(key, "ir_hash", "a hash (hexadecimal digits)", IR_HASH))
     except Malformed as error:
-        raise Malformed(f"'{name}.op': {error}") from None
-    return TuningKey(_field(key, "target", str, "a target name"), signature, _field(key, "ir_hash", str, "a string"))
+        raise Malformed(f"'{name}': {error}") from None
 
 
 def entry_from_json(record) -> TuningEntry:
     """The entry a JSON object holds; raises Malformed saying what is wrong."""
-    if not isinstance(record, dict):
-        raise Malformed(f"an entry must be an object, got {json.dumps(record)[:60]}")
+    record = _object(record, "an entry", ENTRY_FIELDS)
     measure = _field(record, "measure", str, "a string")
     if measure not in MEASURES:
-        raise Malformed(f"'measure' must be {' or '.join(MEASURES)}, got {json.dumps(measure)}")
+        raise Malformed(f"'measure' must be {' or '.join(MEASURES)}, got {_shown(measure)}")
     return TuningEntry(
         key=key_from(record, "key"),
         config=config_from(record, "config"),
@@ -237,8 +351,8 @@ def entry_from_json(record) -> TuningEntry:
         measure=measure,
         candidates=_positive(record, "candidates"),
         complete=_field(record, "complete", bool, "true or false"),
-        when=_field(record, "when", str, "a time"),
-        tilemlir=_field(record, "tilemlir", str, "a version"),
+        when=_text(record, "when", "a time"),
+        tilemlir=_text(record, "tilemlir", "a version"),
     )
 
 
@@ -272,34 +386,99 @@ def _entry_line(text: str, record) -> int:
         line = line.strip().rstrip(",")
         if line.startswith("{"):
             try:
-                if json.loads(line) == record:
+                if _decode(line) == record:
                     return number
-            except ValueError:
+            except (ValueError, RecursionError, _NotJson):
                 continue
     return 0
+
+
+# The largest database read: some 20,000 entries of the writer's (about 800
+# bytes each); anything larger is not a tuning database.
+MAX_DATABASE_BYTES = 16 << 20
+# The longest integer a field holds (a GEMM extent is at most 2**63).
+MAX_INTEGER_DIGITS = 19
+
+
+class _NotJson(Exception):
+    """Text Python's JSON reader accepts but JSON is not (NaN, Infinity), or
+    an integer too long for any field: `pattern` finds it in the file."""
+
+    def __init__(self, message: str, pattern: str):
+        super().__init__(message)
+        self.message, self.pattern = message, pattern
+
+
+class _Object(dict):
+    """A JSON object; `duplicated` names its members given more than once
+    (the last one counts, as for any JSON reader, but the schema refuses them)."""
+
+    duplicated: tuple[str, ...] = ()
+
+
+def _object_pairs(pairs: list[tuple[str, object]]) -> _Object:
+    record = _Object(pairs)
+    if len(record) != len(pairs):
+        seen: set[str] = set()
+        record.duplicated = tuple(dict.fromkeys(name for name, _ in pairs if name in seen or seen.add(name)))
+    return record
+
+
+def _integer(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise _NotJson(f"an integer of {len(text.lstrip('-'))} digits (no field holds more than "
+                       f"{MAX_INTEGER_DIGITS})", rf"-?\d{{{MAX_INTEGER_DIGITS + 1},}}")
+    return int(text)
+
+
+def _constant(text: str):
+    raise _NotJson(f"{text} is not a JSON value", re.escape(text))
+
+
+def _decode(text: str):
+    return json.loads(text, object_pairs_hook=_object_pairs, parse_int=_integer, parse_constant=_constant)
+
+
+def _position(text: str, pattern: str) -> tuple[int, int]:
+    """The line and column of the first match of `pattern` in `text` (1, 1 when none)."""
+    found = re.search(pattern, text)
+    if found is None:
+        return 1, 1
+    line = text.count("\n", 0, found.start()) + 1
+    return line, found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
 
 
 def parse_database(text: str, path: str) -> TuningDatabase:
     """The database `text` (read from `path`, which messages name)."""
     try:
-        document = json.loads(text)
+        document = _decode(text)
     except json.JSONDecodeError as error:
         raise TuningDatabaseError(path, f"not a tuning database: invalid JSON ({error.msg})",
                                   error.lineno, error.colno) from None
+    except _NotJson as error:
+        raise TuningDatabaseError(path, f"not a tuning database: {error.message}",
+                                  *_position(text, error.pattern)) from None
+    except RecursionError:
+        raise TuningDatabaseError(path, "not a tuning database: JSON nested too deeply", 1, 1) from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise TuningDatabaseError(path, f'not a tuning database: the file has no "format": "{FORMAT}" '
                                         f"(tile-tune writes tuning databases)", 1, 1)
     version = document.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise TuningDatabaseError(path, f"tuning database version must be a positive integer, "
-                                        f"got {json.dumps(version)}", 1, 1)
+                                        f"got {_shown(version)}", 1, 1)
     if version > VERSION:
         raise TuningDatabaseError(path, f"tuning database version {version} is newer than this tilemlir "
                                         f"reads ({VERSION}); upgrade tilemlir or give another database", 1, 1)
+    try:
+        _object(document, "a tuning database", ("format", "version", "entries"))
+    except Malformed as error:
+        raise TuningDatabaseError(path, f"tuning database: {error}", 1, 1) from None
     records = document.get("entries")
     if not isinstance(records, list):
         raise TuningDatabaseError(path, 'tuning database has no "entries" list', 1, 1)
     entries: dict[TuningKey, TuningEntry] = {}
+    first: dict[TuningKey, int] = {}
     for index, record in enumerate(records):
         try:
             entry = entry_from_json(record)
@@ -307,21 +486,32 @@ def parse_database(text: str, path: str) -> TuningDatabase:
             line = _entry_line(text, record)
             raise TuningDatabaseError(path, f"tuning database entry {index + 1}: {error}",
                                       line, 1 if line else 0) from None
+        if entry.key in entries and entries[entry.key] != entry:
+            # Two answers for one program: neither is the database's.
+            line = _entry_line(text, record)
+            other = entries[entry.key]
+            said = (f"configuration ({other.config.describe()}, not {entry.config.describe()})"
+                    if other.config != entry.config else "record (the same configuration, other figures)")
+            raise TuningDatabaseError(path, f"tuning database entry {index + 1}: the same key as entry "
+                                            f"{first[entry.key] + 1} with another {said}; keep one",
+                                      line, 1 if line else 0)
         entries[entry.key] = entry
+        first.setdefault(entry.key, index)
     return TuningDatabase(path, entries)
 
 
 def load_database(path: str | Path, missing_ok: bool = False) -> TuningDatabase:
     """The database at `path`; an empty one when it does not exist and
-    `missing_ok`, else a TuningDatabaseError, as for any unreadable file."""
+    `missing_ok`, else a TuningDatabaseError, as for any unreadable file (read
+    as descriptors are: a regular file of at most MAX_DATABASE_BYTES)."""
     try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        if missing_ok:
+        data = read_regular_file(path, MAX_DATABASE_BYTES)
+    except UnreadableFile as error:
+        if error.missing and missing_ok:
             return TuningDatabase(str(path))
-        raise TuningDatabaseError(path, "tuning database does not exist") from None
-    except OSError as error:
-        raise TuningDatabaseError(path, f"cannot read the tuning database: {error.strerror or error}") from None
+        if error.missing:
+            raise TuningDatabaseError(path, "tuning database does not exist") from None
+        raise TuningDatabaseError(path, f"cannot read the tuning database: {error.reason}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -335,16 +525,21 @@ def _locked(path: Path) -> Iterator[None]:
     lock = path.with_name(path.name + ".lock")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(lock, "a")  # noqa: SIM115 - held for the block
+        # Without blocking: a FIFO in the lock's place would wait for a reader.
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     except OSError as error:
         raise TuningDatabaseError(path, f"cannot lock the tuning database ({lock}): "
                                         f"{error.strerror or error}") from None
-    with handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TuningDatabaseError(path, f"cannot lock the tuning database ({lock}): not a regular file")
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def record_entry(path: str | Path, entry: TuningEntry) -> TuningDatabase:
@@ -357,27 +552,46 @@ def record_entry(path: str | Path, entry: TuningEntry) -> TuningDatabase:
     return database
 
 
+# Held while this process has a temporary file beside a database, so a process
+# ending on an interrupt (tile-tune) can wait for the write in progress, on
+# whichever thread, and block later ones (`stop_writing`) before it exits.
+_WRITING = threading.Lock()
+
+
+def stop_writing(timeout: float = 30.0) -> bool:
+    """For a process about to end: waits until no write of this process is in
+    progress (at most `timeout` seconds; False if it took longer) and blocks
+    every later one, so no temporary file is left beside a database."""
+    return _WRITING.acquire(timeout=timeout)
+
+
 def _write_atomically(path: Path, text: str) -> None:
     """A temporary file beside `path`, renamed over it: readers see the old
-    file or the new one, never a part (an existing file keeps its mode)."""
+    file or the new one, never a part (an existing file keeps its mode). The
+    temporary file is removed whatever stops the write (an error, Ctrl-C)."""
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = 0o644  # a cache file: readable by all, written by its owner
-    try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     except OSError as error:
         raise TuningDatabaseError(path, f"cannot write the tuning database: {error.strerror or error}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            os.fchmod(handle.fileno(), mode)
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except OSError as error:
-        Path(temporary).unlink(missing_ok=True)
-        raise TuningDatabaseError(path, f"cannot write the tuning database: {error.strerror or error}") from None
+    with _WRITING:
+        temporary = None
+        try:
+            fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                os.fchmod(handle.fileno(), mode)
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, path)
+        except BaseException as error:
+            if temporary is not None:
+                Path(temporary).unlink(missing_ok=True)
+            if isinstance(error, OSError):
+                raise TuningDatabaseError(path, f"cannot write the tuning database: "
+                                                f"{error.strerror or error}") from None
+            raise
 
 
 # --------------------------------------------------------------------------
