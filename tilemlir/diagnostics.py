@@ -22,6 +22,11 @@ class UserError(Exception):
     """An error caused by the user's input or flags: printed as `error: ...`, exit 1."""
 
 
+class ToolWarning(UserWarning):
+    """A warning about the installation or the input that the tools print as
+    `PROG: warning: MESSAGE` (a Python caller sees an ordinary warning)."""
+
+
 @dataclass(frozen=True)
 class Diag:
     """One diagnostic with a resolved position (line/col are 0 when unknown)."""

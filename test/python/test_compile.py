@@ -110,6 +110,21 @@ def test_bad_requests_are_user_errors(example_text):
         tilemlir.compile("gpu.module @m {")
 
 
+@pytest.mark.parametrize(("flag", "text"), [
+    ("--select", "prefer=v_mfma_f32_16x16x16_f16},symbol-dce,tile-select-mma{prefer=v_mfma_f32_16x16x16_f16"),
+    ("--tiling", "block=64,64,32},symbol-dce,tile-tiling{block=64,64,32"),
+    ("--tiling", "threads=256}"),
+])
+def test_pass_options_cannot_add_passes(flag, text, tmp_path):
+    """--tiling and --select are one pass's options: text that closes the
+    braces and adds a pass is refused, and nothing is written."""
+    out = tmp_path / "out.mlir"
+    result = run_tool("tile-compile", str(REPO / "examples" / "gemm_whole_problem.mlir"),
+                      "--target", "amdgpu:gfx942", "--emit", "tile", flag, text, "-o", str(out))
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "are not an option list" in result.stderr and not out.exists()
+
+
 def test_missing_tile_pass_is_named(monkeypatch):
     from tilemlir.passes import registry
 

@@ -127,10 +127,10 @@ def test_families_declaring_one_option_differently_are_refused(monkeypatch):
 
     hooks = {"one": Hooks, "two": Hooks, "three": OtherHooks}
     monkeypatch.setattr(lowering_pass, "lowering_hooks_for", hooks.__getitem__)
-    monkeypatch.setattr(lowering_pass, "families", lambda: ("one", "two"))
+    monkeypatch.setattr(lowering_pass, "usable_families", lambda: ("one", "two"))
     [(option, readers)] = lowering_pass.backend_options()
     assert (option.name, readers) == ("shared_switch", ("one", "two"))
-    monkeypatch.setattr(lowering_pass, "families", lambda: ("one", "three"))
+    monkeypatch.setattr(lowering_pass, "usable_families", lambda: ("one", "three"))
     with pytest.raises(TypeError, match="declared differently by one and three"):
         lowering_pass.backend_options()
 

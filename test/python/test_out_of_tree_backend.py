@@ -90,6 +90,78 @@ def test_the_package_does_not_name_the_toy():
     assert "toygpu" not in listing.stdout
 
 
+# A distribution registering families that cannot load, each a different way.
+BROKEN_ENTRY_POINTS = {
+    "ghost": ("no_such_module:BACKEND", "ModuleNotFoundError: No module named 'no_such_module'"),
+    "raising": ("tilemlir_raising:BACKEND", "ImportError: needs a library that is not installed"),
+    "notabackend": ("os:sep", "the entry point names a str, not a tilemlir Backend"),
+}
+
+
+@pytest.fixture(scope="module")
+def broken_site(tmp_path_factory) -> Path:
+    """The toy installed with a `stages` string naming a missing module, next
+    to a distribution whose three entry points cannot load."""
+    site = tmp_path_factory.mktemp("broken-site-packages")
+    install(site)
+    manifest = site / TOY_PACKAGE / "__init__.py"
+    text = manifest.read_text()
+    manifest.write_text(text.replace('stages="tilemlir_toygpu.stages:STAGES"',
+                                     'stages="tilemlir_toygpu.no_such_stages:STAGES"'))
+    assert manifest.read_text() != text
+    (site / "tilemlir_raising.py").write_text(
+        'raise ImportError("needs a library that is not installed")\n')
+    info = site / "tilemlir_broken-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tilemlir-broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[tilemlir.backends]\n" + "".join(
+        f"{family} = {value}\n" for family, (value, _) in BROKEN_ENTRY_POINTS.items()))
+    (info / "RECORD").write_text("tilemlir_raising.py,,\ntilemlir_broken-0.1.dist-info/RECORD,,\n")
+    return site
+
+
+def _warnings(stderr: str, prog: str) -> dict[str, str]:
+    """family -> the warning line reporting it (each family once)."""
+    lines = [line for line in stderr.splitlines() if line.startswith(f"{prog}: warning: ")]
+    found = {}
+    for line in lines:
+        family = re.search(r"; the (\w+) family is skipped$", line).group(1)
+        assert family not in found, f"{family} reported twice:\n{stderr}"
+        found[family] = line
+    return found
+
+
+def test_broken_families_are_reported_once_and_skipped(broken_site):
+    """A family that does not load breaks nothing else: compiling for amdgpu
+    works, each broken family is named once with its entry point and why."""
+    result = ok(tool(broken_site, "tile-compile", "-", "--target", "amdgpu:gfx942", "--emit", "isa",
+                     stdin=WHOLE_PROBLEM_GEMM))
+    assert "v_mfma_f32_" in result.stdout
+    reported = _warnings(result.stderr, "tile-compile")
+    assert set(reported) == {*BROKEN_ENTRY_POINTS, "toygpu"}
+    for family, (value, why) in BROKEN_ENTRY_POINTS.items():
+        assert f"backend '{family}' ({value}, from tilemlir-broken 0.1) failed to load: " in reported[family]
+        assert why in reported[family]
+    assert ("the toygpu backend's stages 'tilemlir_toygpu.no_such_stages:STAGES' (from "
+            "tilemlir-toygpu 0.1) failed to load: ModuleNotFoundError") in reported["toygpu"]
+    # The listing shows the families that load (the toy's manifest and targets do).
+    listing = ok(tool(broken_site, "tile-opt", "--list-targets"))
+    assert "amdgpu:gfx942" in listing.stdout and "toygpu:toy1" in listing.stdout
+    assert set(_warnings(listing.stderr, "tile-opt")) == set(BROKEN_ENTRY_POINTS)
+
+
+@pytest.mark.parametrize("target, why", [
+    ("ghost:g1", ("backend 'ghost' (no_such_module:BACKEND, from tilemlir-broken 0.1) failed to "
+                  "load: ModuleNotFoundError: No module named 'no_such_module'")),
+    (TARGET, ("the toygpu backend's stages 'tilemlir_toygpu.no_such_stages:STAGES' (from "
+              "tilemlir-toygpu 0.1) failed to load")),
+])
+def test_a_broken_familys_target_is_an_error_saying_why(broken_site, target, why):
+    result = tool(broken_site, "tile-compile", "-", "--target", target, stdin=WHOLE_PROBLEM_GEMM)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"tile-compile: error: {why}" in result.stderr
+
+
 def test_listed_with_its_distribution(site):
     listing = ok(tool(site, "tile-compile", "--list-targets")).stdout
     assert ("toygpu: a made-up GPU family from outside tilemlir (docs/backends.md) "

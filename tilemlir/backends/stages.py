@@ -221,12 +221,29 @@ def tile_pipeline(stop_before: str | None = None, tiling: str = "",
     if unknown:
         raise UserError(f"--pass-options: {', '.join(unknown)} is not a step of this pipeline "
                         f"(steps: {', '.join(steps)})")
-    given.update({name: value for name, value in (("tile-tiling", tiling),
-                                                  ("tile-select-mma", select)) if value})
+    given.update({name: _options_of(name, value) for name, value in (("tile-tiling", tiling),
+                                                                    ("tile-select-mma", select))
+                  if value})
     first = steps.index(start_at) if start_at is not None else 0
     last = steps.index(stop_before) if stop_before is not None else len(steps)
     return ",".join(f"{step}{{{given[step]}}}" if given.get(step) else step
                     for step in steps[first:last])
+
+
+def _options_of(step: str, options: str) -> str:
+    """`options` when it is an option list of `step` alone; a UserError when
+    the text would close the braces and add passes of its own
+    ("prefer=x},symbol-dce,tile-select-mma{prefer=y"): options are values,
+    never pipeline text."""
+    from tilemlir.passes.pipeline_text import PipelineError, parse_pipeline
+
+    try:
+        parsed = parse_pipeline(f"{step}{{{options}}}")
+    except PipelineError as error:
+        raise UserError(f"{step}'s options {options!r} are not an option list: {error}") from None
+    if len(parsed) != 1 or parsed[0].name != step or parsed[0].options != options:
+        raise UserError(f"{step}'s options {options!r} are not an option list of that one pass")
+    return options
 
 
 def spelled_out(pipeline: str, spec: str) -> str:
@@ -312,13 +329,18 @@ class GpuStage(Stage):
 @functools.cache
 def backend_stages(family: str) -> tuple[Stage, ...]:
     """The stages `family`'s manifest names (imported on first use)."""
-    from tilemlir.target.registry import backend
+    from tilemlir.target.registry import backend, provider
 
     manifest: Backend = backend(family)
     if not manifest.stages:
         raise UserError(f"the {family} backend declares no compile stages")
     module_name, _, attribute = manifest.stages.partition(":")
-    stages = tuple(getattr(importlib.import_module(module_name), attribute))
+    try:
+        stages = tuple(getattr(importlib.import_module(module_name), attribute))
+    except Exception as error:  # noqa: BLE001 - a broken plug-in must not crash the tools
+        raise UserError(f"the {family} backend's stages '{manifest.stages}' "
+                        f"(from {provider(family)}) failed to load: "
+                        f"{type(error).__name__}: {error}") from None
     names = [getattr(stage, "name", None) for stage in stages]
     if len(set(names)) != len(names) or not all(isinstance(s, Stage) for s in stages):
         raise UserError(f"the {family} backend's stages ({manifest.stages}) are not distinct Stages")
@@ -332,13 +354,14 @@ def stage_names(family: str) -> tuple[str, ...]:
 def registered_stages() -> dict[str, Stage]:
     """Every stage name of every registered backend, in stage-list order,
     with the first stage of that name."""
-    from tilemlir.target.registry import families
+    from tilemlir.target.registry import report_broken_family, usable_families
 
     found: dict[str, Stage] = {}
-    for family in families():
+    for family in usable_families():
         try:
             stages = backend_stages(family)
-        except UserError:  # a broken plug-in is reported when it is used
+        except UserError as error:  # reported once and skipped; an error where it is used
+            report_broken_family(family, error)
             continue
         for stage in stages:
             found.setdefault(stage.name, stage)
@@ -361,14 +384,15 @@ def default_emit(family: str) -> str:
 def check_emit(target: Target, emit: str) -> None:
     """Refuses an `emit` that is not a stage of `target`'s backend, naming the
     backends that have it."""
+    names = stage_names(target.family)  # stages that do not load: this error says why
     known = emits()
     if emit not in known:
         raise UserError(f"unknown --emit '{emit}' (choose from {', '.join(known)})")
-    names = stage_names(target.family)
     if emit not in names:
-        from tilemlir.target.registry import families
+        from tilemlir.target.registry import usable_families
 
-        owners = [f for f in families() if f != target.family and emit in _stage_names_or_none(f)]
+        owners = [f for f in usable_families()
+                  if f != target.family and emit in _stage_names_or_none(f)]
         raise UserError(f"--emit {emit} is not a stage of the {target.family} backend "
                         f"(for {target}: {', '.join(names)}); {emit} is a stage of "
                         f"{' and '.join(owners)}")

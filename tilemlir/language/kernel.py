@@ -139,12 +139,12 @@ def resolve_target(target) -> str:
     `tilelang_names`) take TILEMLIR_TARGET's chip when it is of that family,
     else the family's `default_chip`; "auto" is no choice."""
     from tilemlir.compiler import DEFAULT_TARGET
-    from tilemlir.target.registry import backend, families
+    from tilemlir.target.registry import backend, usable_families
 
     environment = os.environ.get(TARGET_ENV)
     if target is None or target == "auto":
         return environment or DEFAULT_TARGET
-    for family in families():
+    for family in usable_families():
         manifest = backend(family)
         if isinstance(target, str) and target in manifest.tilelang_names:
             if environment and environment.split(":")[0] == family:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 
-from tilemlir.diagnostics import UserError
 from tilemlir.passes.base import TilePass
 
 # name -> "module:Class"; modules are imported on first use.
@@ -32,15 +31,11 @@ _REGISTRY: dict[str, str] = {
 def _backend_passes() -> dict[str, tuple[str, str]]:
     """name -> (family, "module:Class") of the passes the registered backends
     declare (`Backend.passes`); a backend that fails to load contributes none."""
-    from tilemlir.target.registry import backend, families
+    from tilemlir.target.registry import backend, usable_families
 
     found: dict[str, tuple[str, str]] = {}
-    for family in families():
-        try:
-            declared = backend(family).passes
-        except UserError:
-            continue
-        for name, where in declared.items():
+    for family in usable_families():  # a broken one is reported there and skipped
+        for name, where in backend(family).passes.items():
             found.setdefault(name, (family, where))
     return found
 

@@ -17,11 +17,12 @@ from pathlib import Path
 from tilemlir.target.model import Target, TargetError
 from tilemlir.target.registry import (
     backend,
-    families,
     family_targets,
     get_target,
     load_target_file,
     provider,
+    report_broken_family,
+    usable_families,
 )
 from tilemlir.target.toml_writer import descriptor_toml
 
@@ -46,10 +47,14 @@ def _target_line(target: Target) -> str:
 
 def list_targets_text(extra: Target | None = None) -> str:
     lines = ["Targets, by backend family (select one with --target=FAMILY:NAME):"]
-    for family in families():
-        be = backend(family)
-        lines.append(f"{family}: {be.summary} [{provider(family)}]")
-        lines.extend(_target_line(t) for t in family_targets(family))
+    for family in usable_families():  # a broken plug-in is reported and skipped
+        try:
+            targets = family_targets(family)
+        except TargetError as error:
+            report_broken_family(family, error)
+            continue
+        lines.append(f"{family}: {backend(family).summary} [{provider(family)}]")
+        lines.extend(_target_line(t) for t in targets)
     if extra is not None:
         lines.append(f"From --target-desc {extra.path}:")
         lines.append(_target_line(extra))

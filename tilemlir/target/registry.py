@@ -7,6 +7,13 @@ tilemlir/backends/) are registered the same way in pyproject.toml, and are found
 as those packages when the package's metadata is missing (a source checkout on
 `sys.path`); this module imports none of them until it is asked for it.
 
+A family whose entry point cannot be loaded (a missing module, an import
+error, an object that is no Backend, a `stages` string naming nothing) does
+not break the others: whatever walks every family (`usable_families`: target
+lists, `--emit` choices, passes and their options) reports it once per process
+as a `BrokenBackendWarning` naming the family, its entry point and why, and
+skips it; asking for one of its targets is an error saying the same.
+
 Targets are named `family:name` (`amdgpu:gfx942`); a bare name is accepted when
 only one family has it. A descriptor file is read only where the command line
 (or a Python caller) names it: `--target-desc`, `--target FILE.toml`, a pass's
@@ -25,10 +32,13 @@ import importlib
 import importlib.util
 import os
 import pkgutil
+import threading
+import warnings
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from tilemlir.diagnostics import ToolWarning
 from tilemlir.dialects import attributes
 from tilemlir.target.descriptor import load_descriptor
 from tilemlir.target.model import Backend, Target, TargetError
@@ -86,6 +96,38 @@ def provider(family: str) -> str:
     return _registrations()[family].provider
 
 
+class BrokenBackendWarning(ToolWarning):
+    """A registered backend family failed to load and is skipped."""
+
+
+_reported_lock = threading.Lock()
+_reported: set[str] = set()
+
+
+def report_broken_family(family: str, why: object) -> None:
+    """Reports once per process (a `BrokenBackendWarning`; the tools print it
+    as `PROG: warning: ...`) that `family` failed to load, `why`, and is skipped."""
+    with _reported_lock:
+        if family in _reported:
+            return
+        _reported.add(family)
+    warnings.warn(BrokenBackendWarning(f"{why}; the {family} family is skipped"), stacklevel=2)
+
+
+def usable_families() -> tuple[str, ...]:
+    """The registered families whose manifest loads, in name order; each
+    broken one is reported (`report_broken_family`) and left out."""
+    usable = []
+    for family in families():
+        try:
+            backend(family)
+        except TargetError as error:
+            report_broken_family(family, error)
+            continue
+        usable.append(family)
+    return tuple(usable)
+
+
 @functools.cache
 def backend(family: str) -> Backend:
     """The `Backend` manifest of `family`, imported on first use."""
@@ -106,9 +148,12 @@ def backend(family: str) -> Backend:
             f"failed to load: {type(error).__name__}: {error}"
         ) from None
     if not isinstance(obj, Backend) or obj.family != family:
+        what = (f"a Backend for family '{obj.family}'" if isinstance(obj, Backend)
+                else f"a {type(obj).__name__}")
         raise TargetError(
-            f"entry point '{family}' = '{registration.value}' (from {registration.provider}) "
-            f"does not name a tilemlir Backend for family '{family}'"
+            f"backend '{family}' ({registration.value}, from {registration.provider}) "
+            f"failed to load: the entry point names {what}, not a tilemlir Backend for "
+            f"family '{family}'"
         )
     return obj
 
@@ -170,7 +215,14 @@ def packaged_target(spec: str) -> Target:
 
 
 def all_targets() -> tuple[Target, ...]:
-    return tuple(t for family in families() for t in family_targets(family))
+    """The targets of every family that loads (a broken one is reported and skipped)."""
+    targets: list[Target] = []
+    for family in usable_families():
+        try:
+            targets.extend(family_targets(family))
+        except TargetError as error:
+            report_broken_family(family, error)
+    return tuple(targets)
 
 
 def shipped_targets() -> tuple[Target, ...]:
@@ -178,7 +230,8 @@ def shipped_targets() -> tuple[Target, ...]:
     tilemlir/backends/ packages), not of plug-ins: the descriptors whose facts
     this project sourced (the cost model's assumptions are drawn from them)."""
     shipped = _shipped_families()
-    return tuple(t for family in families() if _registrations()[family].value == shipped.get(family)
+    return tuple(t for family in usable_families()
+                 if _registrations()[family].value == shipped.get(family)
                  for t in family_targets(family))
 
 

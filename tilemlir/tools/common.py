@@ -8,6 +8,7 @@ import stat
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,10 +50,19 @@ def guarded_main(prog: str, run: Callable[[list[str]], int], argv: list[str]) ->
 
 
 def _guarded(prog: str, run: Callable[[list[str]], int], argv: list[str]) -> int:
-    from tilemlir.diagnostics import UserError
+    from tilemlir.diagnostics import ToolWarning, UserError
 
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        if issubclass(category, ToolWarning):  # no Python file:line for these
+            sys.stderr.write(f"{prog}: warning: {message}\n")
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
     try:
         return run(argv)
     except UserError as error:
@@ -78,6 +88,7 @@ def _guarded(prog: str, run: Callable[[list[str]], int], argv: list[str]) -> int
         return 1
     finally:
         sys.setrecursionlimit(limit)
+        warnings.showwarning = shown
 
 
 def raise_user_errors(parser):

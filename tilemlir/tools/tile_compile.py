@@ -24,6 +24,7 @@ status is 1 and no output is written.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -37,22 +38,22 @@ PROG = "tile-compile"
 def _defaults() -> str:
     from tilemlir.backends.stages import default_emit
     from tilemlir.diagnostics import UserError
-    from tilemlir.target.registry import families
+    from tilemlir.target.registry import report_broken_family, usable_families
 
     shown = []
-    for family in families():
+    for family in usable_families():
         try:
             shown.append(f"{family} {default_emit(family)}")
-        except UserError:  # a broken plug-in is reported when it is used
-            continue
+        except UserError as error:  # its stages do not load: reported once, skipped
+            report_broken_family(family, error)
     return ", ".join(shown)
 
 
 def _description() -> str:
     """What the tool does, with the installed backends (entry points included)."""
-    from tilemlir.target.registry import backend, families
+    from tilemlir.target.registry import backend, usable_families
 
-    installed = "; ".join(f"{family}: {backend(family).summary}" for family in families())
+    installed = "; ".join(f"{family}: {backend(family).summary}" for family in usable_families())
     return (f"Compile tile IR or GPU-level IR for a target, through its backend's stages. "
             f"Installed backends: {installed}.")
 
@@ -210,6 +211,16 @@ class TuningLookup:
             self.database = load_database(self.path)
         return self.database.lookup(key)
 
+    def apply(self, module, target, options):
+        """(CompileOptions, entry or None): `options` with tile-tiling's and
+        tile-select-mma's options set as the database's entry for `module` on
+        `target` says, when it has one (tile-run applies it through this too)."""
+        tuned = self.entry_for(module, target)
+        if tuned is None:
+            return options, None
+        return dataclasses.replace(options, tiling=f"{tuned.config.tiling_options()} source=tuning-db",
+                                   select=tuned.config.select_options()), tuned
+
     def report(self, entry) -> dict:
         return {"database": str(self.path), "measure": entry.measure, "seconds": entry.seconds,
                 "default_seconds": entry.default_seconds, "candidates": entry.candidates,
@@ -238,18 +249,17 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str],
             module = parse_chunk(chunk, context)
             parse_seconds = time.perf_counter() - start
             target = resolve_target(module, options.target_desc or options.target)
-            tiling, select = options.tiling, options.select
-            tuned = tuning.entry_for(module, target) if tuning is not None else None
-            if tuned is not None:
-                tiling = f"{tuned.config.tiling_options()} source=tuning-db"
-                select = tuned.config.select
+            compile_options = CompileOptions(report=options.report, allow_spills=options.allow_spills,
+                                             tiling=options.tiling, select=options.select,
+                                             passes=options.pass_options)
+            tuned = None
+            if tuning is not None:
+                compile_options, tuned = tuning.apply(module, target, compile_options)
             result = compile_module(
                 module,
                 target,
                 options.emit or default_emit(target.family),
-                CompileOptions(report=options.report, allow_spills=options.allow_spills,
-                               tiling=tiling, select=select,
-                               passes=options.pass_options),
+                compile_options,
                 source=chunk.source,
                 seconds={"parse": parse_seconds},
                 dump_pipeline=stderr_lines.append if options.dump_pass_pipeline else None,

@@ -104,8 +104,9 @@ from tilemlir.passes.lower_to_gpu.api import (
 from tilemlir.passes.lower_to_gpu.emitter import KernelEmitter, LoweredKernel
 from tilemlir.passes.shared_memory import lds_breakdown
 from tilemlir.passes.symbols import kernel_symbol
-from tilemlir.target import families, resolve_target
+from tilemlir.target import resolve_target
 from tilemlir.target.model import is_unknown
+from tilemlir.target.registry import report_broken_family, usable_families
 
 
 @dataclass(frozen=True)
@@ -245,10 +246,12 @@ def backend_options() -> list[tuple[LoweringOption, tuple[str, ...]]]:
     declare it alike (type and default). A family whose manifest or hooks
     fail to load offers none (compiling for it reports why)."""
     declared: dict[str, tuple[LoweringOption, list[str]]] = {}
-    for family in families():
+    for family in usable_families():
         try:
             hooks = lowering_hooks_for(family)
-        except Exception:  # noqa: BLE001, S112 - a broken plug-in fails when used, not here
+        except Exception as error:  # noqa: BLE001 - a broken plug-in: reported, skipped here
+            report_broken_family(family, f"the {family} backend's lowering hooks failed to load: "
+                                         f"{type(error).__name__}: {error}")
             continue
         for option in hooks.options:
             if option.name in declared:
