@@ -1,8 +1,12 @@
 """tile-run's verdicts and exit statuses (0 PASS, 1 FAIL or error, 2 NOT
 CHECKED), and the tolerance between two engines' outputs that makes every
-output of an emulator run a checked one."""
+output of an emulator run a checked one; the tuning database tile-run
+applies as tile-compile does."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +16,13 @@ from tilemlir.runtime.arguments import bind, parameters, random_arguments
 from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.oracle import compare_engines
 from tilemlir.runtime.reference import Program
+from tilemlir.target import get_target
 from tilemlir.tools.tile_run import NOT_CHECKED, main
+from tilemlir.tune.db import TunedConfig, TuningEntry, record_entry
+from tilemlir.tune.search import tuning_key
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernel_text import whole_problem_gemm
 
 INPUTS = "test/Runtime/Inputs"
 
@@ -162,3 +172,38 @@ def test_compiler_remarks_are_printed():
     assert result.returncode == 0, result.stderr
     assert "flash_attention.mlir:88:7: remark: tile-stage-operands: gemm operand A is held in registers" \
         in result.stderr
+
+
+def test_the_tuning_database_configures_the_compiled_run(tmp_path, monkeypatch, capsys):
+    """tile-run applies the tuning database through tile-compile's lookup: its
+    entry for the program on the target is the configuration the emulator
+    runs (tile-tiling says it tiled by the database); --no-tuning-db ignores it."""
+    text = whole_problem_gemm(32, 32, 128, "f16", "f32", zero_fill=False)
+    program = tmp_path / "gemm.mlir"
+    program.write_text(text)
+    module, _ = load_module(text)
+    # Not the model's choice (block 32x32x64, 1 stage, split-K 2): K blocks of 32, 2 stages.
+    tuned = TunedConfig((32, 32, 32), 128, 2, split_k=2)
+    model = TunedConfig((32, 32, 64), 256, 1, split_k=2)
+    database = tmp_path / "tuning.json"
+    record_entry(database, TuningEntry(tuning_key(module, get_target("amdgpu:gfx942")), tuned, 1e-6, model,
+                                       2e-6, "model", 2, True, "2026-12-06T00:00:00Z", "test"))
+    common = [str(program), "--engine", "emulator", "--target", "amdgpu:gfx942"]
+
+    assert main([*common, "--tuning-db", str(database)]) == 0
+    captured = capsys.readouterr()
+    assert f"  tuning database: {database}: applied the entry for 32x32x128 f16 x f16 -> f32 (sum in f32, " \
+           f"nn, C read) on amdgpu:gfx942: block 32x32x32, 128 threads, 2 stages, split-K 2\n" in captured.out
+    assert "tile-tiling: block 32x32x32, 128 threads, 2 stages, split-K 2 for this 32x32x128 f16 x f16 -> " \
+           "f32 (sum in f32) gemm, from the tuning database" in captured.err
+    assert captured.out.strip().splitlines()[-1].startswith("PASS: 1 output(s) checked")
+
+    # --no-tuning-db: the cost model's tiling runs, though $TILEMLIR_TUNING_DB names the database.
+    assert main([*common, "--tuning-db", str(database), "--no-tuning-db"]) == 1
+    assert "give either --tuning-db or --no-tuning-db" in capsys.readouterr().err
+    monkeypatch.setenv("TILEMLIR_TUNING_DB", str(database))
+    assert main([*common, "--no-tuning-db"]) == 0
+    captured = capsys.readouterr()
+    assert "  tuning database: none read (--no-tuning-db)\n" in captured.out
+    assert "tile-tiling: block 32x32x64, 256 threads (4 waves as 2x2), 1 stage" in captured.err
+    assert "from the tuning database" not in captured.err

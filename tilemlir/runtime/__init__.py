@@ -154,10 +154,12 @@ def lower_for_emulator(module: ir.Operation, target=None, options=None):
     return lowered, resolved.name
 
 
-def run_emulator(module: ir.Operation, entry: str, args, target=None):
+def run_emulator(module: ir.Operation, entry: str, args, target=None, options=None):
+    """Compiles tile IR for `target` with `options` (CompileOptions) and runs
+    the GPU-level IR in the SIMT emulator."""
     from tilemlir.runtime.emulator import emulate
 
-    lowered, chip = lower_for_emulator(module, target)
+    lowered, chip = lower_for_emulator(module, target, options)
     return emulate(lowered, entry, list(args), chip=chip)
 
 

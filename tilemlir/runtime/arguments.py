@@ -366,7 +366,8 @@ def resolve_shapes(params: list[Parameter], flags: list[DimFlag], ties: list[Dim
 
 # Ops and the operand positions they write through.
 WRITTEN_OPERANDS = {"tile.copy": (1,), "tile.fill": (0,), "tile.gemm": (2,), "tile.reduce": (1,),
-           "memref.store": (1,), "memref.copy": (1,)}
+           "memref.store": (1,), "memref.copy": (1,),
+           "gpu.memset": (-2,)}  # (async tokens,) dst, value: the split-K clear of C
 
 
 def written_parameters(function_op: ir.Operation) -> set[int]:

@@ -20,8 +20,8 @@ from mlir import ir
 from tilemlir.diagnostics import UserError
 
 
-def run_device(module: ir.Operation, entry: str, args, target=None) -> list:
-    loaded = load(module, target)
+def run_device(module: ir.Operation, entry: str, args, target=None, options=None) -> list:
+    loaded = load(module, target, options)
     launch(loaded, entry, args)
     return []
 

@@ -6,8 +6,14 @@ or when the gemm's accumulator reaches it unchanged except for type
 conversion (a `tile.copy` from the accumulator, or an `scf.parallel` storing
 a cast of a load from it). A and B are the entry arguments the gemm reads,
 directly or through the `tile.copy` that fills its operand; the accumulator
-starts from the constant it is filled with, from the argument copied into
-it, or (whole-problem form without a fill) from C's initial value. Copies
+starts from the constant it is filled with (`tile.fill`, `gpu.memset`), from
+the argument copied into it, or (whole-problem form without a fill) from C's
+initial value: C += op(A)·op(B) reads C. What the output holds at the end
+follows every write to it in program order (`_final_start`): a plain copy of
+the accumulator sets it; an atomic one (`tile.atomic_add`: split-K's
+workgroups adding their partial sums) adds to what it held before, its
+initial value unless a fill or memset cleared it; any other write, before an
+atomic add or after the product, leaves the output without an oracle. Copies
 from 3-D (or higher) tensors whose tiles span the last two dims (batched
 GEMM: `A[b, rows, cols]`) make a batched product, leading dims broadcasting
 as in NumPy; a copy through `tile.window` has no oracle, nor has an output
@@ -15,7 +21,7 @@ whose shape is not that of the product (`GemmOutput.fits`). Such an
 output is compared with an independent reference: the float64 NumPy product
 of the dequantized inputs, start + op(A) @ op(B), under TOLERANCE_TEXT (also in
 `tile-run --help`). A program that computes the wrong thing (say, skips a K
-tile) fails, whatever it computes.
+tile, or drops C's initial value) fails, whatever it computes.
 
 Any other output (e.g. after a bias or ReLU epilogue) is compared with the
 float64 re-execution of the same program (`Program(precision="float64")`),
@@ -187,16 +193,30 @@ def _whole_tiles(copy: ir.Operation) -> bool:
 _UNKNOWN = object()  # an accumulator start the oracle cannot state
 
 
+_NOT_A_FILL = object()  # a write that does not set a whole buffer to one value
+
+
+def _filled_with(op: ir.Operation, buffer: ir.Value):
+    """The value a tile.fill or a (host) gpu.memset sets every element of
+    `buffer` to: a float, None when known only at run time, _NOT_A_FILL for
+    any other op."""
+    if op.name == "tile.fill" and op.operands[0] == buffer:
+        return _constant(op.operands[1])
+    if op.name == "gpu.memset" and op.operands[-2] == buffer:  # (async tokens,) dst, value
+        return _constant(op.operands[-1])
+    return _NOT_A_FILL
+
+
 def _start(acc: ir.Value, ops: list[ir.Operation], gemm_at: int, args: dict):
     """(constant, argument): how the accumulator is initialized before the
-    gemm (the last write wins); _UNKNOWN when some write is none of a fill,
-    a store of a constant, a copy of an argument's tile."""
+    gemm (the last write wins); _UNKNOWN when some write is none of a fill
+    (or memset), a store of a constant, a copy of an argument's tile."""
     constant, argument = None, None
     for op in ops[:gemm_at]:
         if not _writes(op, acc):
             continue
-        if op.name == "tile.fill" and op.operands[0] == acc:
-            constant, argument = _constant(op.operands[1]), None
+        if (filled := _filled_with(op, acc)) is not _NOT_A_FILL:
+            constant, argument = filled, None
         elif op.name == "memref.store" and op.operands[1] == acc and _constant(op.operands[0]) is not None:
             constant, argument = _constant(op.operands[0]), None
         elif op.name == "tile.copy" and op.operands[1] == acc and op.operands[0] in args \
@@ -251,31 +271,68 @@ def gemm_outputs(function_op: ir.Operation) -> dict[int, GemmOutput]:
         if start is _UNKNOWN:
             continue
         constant, argument = start
-        outputs = []
+        starts: dict[int, tuple] = {}
         if acc in args:
-            outputs.append(args[acc])
             if constant is None and argument is None:
                 argument = args[acc]  # whole-problem form: C += op(A) op(B)
+            starts[args[acc]] = (constant, argument)
+        # The copies and stores of the accumulator into arguments: whether each adds atomically.
+        producers: dict[int, dict[ir.Operation, bool]] = {}
         for later in ops[at + 1:]:
             if later.name == "tile.copy" and later.operands[0] == acc and later.operands[1] in args \
                     and _whole_tiles(later):
-                outputs.append(args[later.operands[1]])
+                producers.setdefault(args[later.operands[1]], {})[later] = attributes.ATOMIC_ADD.is_on(later)
             if later.name == "memref.store" and later.operands[1] in args:
                 source = _loaded_from(later.operands[0])
                 if source is not None and source == acc:
-                    outputs.append(args[later.operands[1]])
+                    producers.setdefault(args[later.operands[1]], {})[later] = False
             if _writes(later, acc):
                 if acc in args:
-                    outputs.remove(args[acc])
+                    del starts[args[acc]]
                 break  # the accumulator changes (an epilogue in place): later copies are not the product
-        for output in outputs:
+        arguments = function_op.regions[0].blocks[0].arguments
+        for output, writes in producers.items():
+            starts.setdefault(output, _final_start(arguments[output], output, writes, ops, (constant, argument)))
+        for output, output_start in starts.items():
+            if output_start is _UNKNOWN:
+                continue
             found.setdefault(output, GemmOutput(
                 output, a, b,
                 bool(ir.BoolAttr(op.attributes["transpose_a"]).value),
                 bool(ir.BoolAttr(op.attributes["transpose_b"]).value),
                 str(ir.TypeAttr(op.attributes["accum_dtype"]).value),
-                constant, argument))
+                *output_start))
     return found
+
+
+def _final_start(output: ir.Value, index: int, producers: dict[ir.Operation, bool],
+                 ops: list[ir.Operation], start: tuple):
+    """(constant, argument) such that entry argument `output` (number `index`)
+    ends as that plus op(A)@op(B), following every write to it in program
+    order: `producers` are the copies and stores of the accumulator into it
+    (True: an atomic add, C += accumulator), `start` the accumulator's own
+    start. _UNKNOWN when anything else writes it after the product, or an
+    atomic add adds to a value the oracle cannot state, or may add more than
+    once per element (inside a loop), or adds an accumulator that does not
+    start at zero (every workgroup adding a K slice would add its start)."""
+    held = (None, index)  # what the output holds before the product: its initial value
+    result = None
+    for op in ops:
+        if not _writes(op, output):
+            continue
+        if op not in producers:
+            if result is not None:
+                return _UNKNOWN  # changed after the product (an epilogue in place)
+            filled = _filled_with(op, output)
+            held = _UNKNOWN if filled is _NOT_A_FILL or filled is None else (filled, None)
+        elif not producers[op]:
+            result = start  # a plain copy: the accumulator's value, whatever the output held
+        elif result is None and held is not _UNKNOWN and start[1] is None and not start[0] \
+                and not _loops_around(op):
+            result = held  # the partial sums added onto what the output held
+        else:
+            return _UNKNOWN
+    return _UNKNOWN if result is None else result
 
 
 @dataclass

@@ -14,8 +14,13 @@ compared with a float64 reference; GEMM outputs are checked against the
 tolerance below. With --engine emulator (or device) every output is also
 checked against the reference engine's on the same inputs. GPU-level IR
 (gpu.launch_func, no tile ops) runs only in the emulator, under its
-sanitizer, with no oracle to check its outputs. The last line is PASS, FAIL
-or NOT CHECKED (some output had no oracle), exit status 0, 1 or 2.
+sanitizer, with no oracle to check its outputs. The emulator and the device
+compile the program as tile-compile does, a tuning database included: the
+entry tile-compile would apply (`--tuning-db PATH`, else $TILEMLIR_TUNING_DB,
+else the cache file; none with --no-tuning-db; tile_compile.TuningLookup) is
+the configuration that runs, and a line says which entry that was, or none.
+The last line is PASS, FAIL or NOT CHECKED (some output had no oracle), exit
+status 0, 1 or 2.
 """
 
 from __future__ import annotations
@@ -79,14 +84,48 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", metavar="T",
                         help="the target (e.g. amdgpu:gfx942) the emulator compiles for; the "
                              "reference engine does not depend on it")
+    parser.add_argument("--tuning-db", metavar="PATH",
+                        help="compile for the emulator or the device as this tuning database (tile-tune's) "
+                             "says, as tile-compile does (default: $TILEMLIR_TUNING_DB, else "
+                             "$XDG_CACHE_HOME/tilemlir/tuning.json if it exists); the reference engine "
+                             "runs the program as written")
+    parser.add_argument("--no-tuning-db", action="store_true",
+                        help="read no tuning database: the cost model decides the tiling")
     return parser
 
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
+    from tilemlir.diagnostics import UserError
     from tilemlir.tools.common import raise_user_errors
 
     parser = raise_user_errors(_parser())
-    return parser.parse_args(argv)
+    options = parser.parse_args(argv)
+    if options.tuning_db is not None and options.no_tuning_db:
+        raise UserError("give either --tuning-db or --no-tuning-db, not both")
+    return options
+
+
+def _apply_tuning_db(options: argparse.Namespace, module, target):
+    """(CompileOptions, a line saying what was applied): the tuning database's
+    entry for the module on `target`, found and applied by tile-compile's own
+    lookup, so the emulator runs the configuration tile-compile builds."""
+    import os
+
+    from tilemlir.compiler import CompileOptions
+    from tilemlir.tools.tile_compile import Options, TuningLookup
+    from tilemlir.tune.db import ENVIRONMENT_VARIABLE, cache_path
+
+    lookup = TuningLookup(Options(tuning_db=options.tuning_db, no_tuning_db=options.no_tuning_db))
+    compile_options, entry = lookup.apply(module, target, CompileOptions())
+    if options.no_tuning_db:
+        said = "none read (--no-tuning-db)"
+    elif lookup.path is None:
+        said = f"none (no --tuning-db, ${ENVIRONMENT_VARIABLE} or {cache_path(os.environ)})"
+    elif entry is None:
+        said = f"{lookup.path}: no entry for this program on {target}, none applied"
+    else:
+        said = f"{lookup.path}: applied the entry for {entry.key.op} on {target}: {entry.config.describe()}"
+    return compile_options, f"tuning database: {said}"
 
 
 def _entry_name(program, requested: str | None) -> str:
@@ -191,7 +230,7 @@ def _save(directory: str, params, inputs, outputs, shadows, written, reports) ->
 def run(argv: list[str]) -> int:
     import numpy as np
 
-    from tilemlir.diagnostics import collect_diagnostics, format_diag
+    from tilemlir.diagnostics import UserError, collect_diagnostics, format_diag
     from tilemlir.runtime import (
         check_engine,
         is_gpu_level,
@@ -209,8 +248,10 @@ def run(argv: list[str]) -> int:
         written_parameters,
     )
     from tilemlir.runtime.dtypes import convert, is_float_dtype
+    from tilemlir.runtime.engine_target import resolve_engine_target
     from tilemlir.runtime.oracle import check_output, compare_engines, gemm_outputs
     from tilemlir.runtime.reference import Program, RunError
+    from tilemlir.tune.db import TuningDatabaseError
 
     options = _parse_args(argv)
     check_engine(options.engine)
@@ -239,7 +280,15 @@ def run(argv: list[str]) -> int:
             ideal.call(entry, bind(parameters(function_op, ideal.dtype_of, source), shadows, entry))
         if options.engine == "reference":
             outputs, reference_outputs = reference_outputs, None
+            tuning_said = "tuning database: not applied (the reference engine runs the program as written)"
         else:
+            try:
+                target = resolve_engine_target(module, options.target)
+            except UserError:
+                target = None  # the engine says what is missing (after whether it can run at all)
+            compile_options, tuning_said = None, None
+            if target is not None:
+                compile_options, tuning_said = _apply_tuning_db(options, module, target)
             outputs = [_copy(x) for x in inputs]
             started = time.perf_counter()
             said: list = []  # what the compiler's passes remark, printed as tile-compile prints it
@@ -247,13 +296,16 @@ def run(argv: list[str]) -> int:
                 if options.engine == "device":
                     from tilemlir.runtime.device import run_device
 
-                    run_device(module, entry, outputs, options.target)
+                    run_device(module, entry, outputs, target or options.target, compile_options)
                 else:
-                    run_emulator(module, entry, outputs, options.target)
+                    run_emulator(module, entry, outputs, target or options.target, compile_options)
             elapsed = time.perf_counter() - started
             sys.stderr.write("".join(format_diag(d, source) for d in said if d.severity == "remark"))
     except RunError as error:
         sys.stderr.write(error.formatted())
+        return 1
+    except TuningDatabaseError as error:
+        sys.stderr.write(format_diag(error.diag))  # `PATH:line:col: error: ...`, as tile-compile says it
         return 1
 
     # Outputs: what the program writes (seen in the IR), or what either engine changed.
@@ -265,6 +317,8 @@ def run(argv: list[str]) -> int:
     print(f"{PROG}: {options.input} @{entry}, engine {options.engine}, seed {options.seed}")
     for p in params:
         print(f"  argument {p.index} {p.name}: {p.type} ({_role(p, inputs[p.index], written)})")
+    if tuning_said is not None:
+        print(f"  {tuning_said}")
     sanitized = " under the sanitizer (bounds, LDS and global-memory races, uninitialized LDS): " \
         "no violation" if options.engine == "emulator" else ""
     print(f"  ran in {elapsed:.2f} s{sanitized}")
