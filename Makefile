@@ -84,7 +84,7 @@ demo: setup
 test: setup
 	$(BIN)/ruff check tilemlir test bench examples
 	$(BIN)/lit -sv --order=lexical test
-	$(BIN)/pytest -q test/python
+	$(BIN)/pytest -q -n 2 test/python
 
 # The long token-level fuzz campaign of tile-opt and tile-compile (all three
 # families); `make test` runs 3000 cases of it. FUZZ_COUNT=... FUZZ_SEED=... to vary.
