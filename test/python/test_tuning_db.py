@@ -278,6 +278,14 @@ def test_the_reported_select_injection_is_refused_with_its_entry(tmp_path, tuned
     assert err.startswith(f"{path}:2:1: error: tuning database entry 1: 'config': 'select' must be \"\" or "
                           f"\"prefer=NAME\""), err
 
+    # Formatted by hand (indented, one member a line): the entry's own line and column.
+    path.write_text(json.dumps({"format": json.loads(database_text(hostile))["format"], "version": 1,
+                                "entries": [record, hostile]}, indent=2))
+    status = tile_compile.main([str(source), "--target", GEMM_TARGET, "--tuning-db", str(path), "--emit", "tile"])
+    _, err = capsys.readouterr()
+    line = path.read_text().splitlines().index("    {", 5) + 1  # the second entry's opening brace
+    assert status == 1 and err.startswith(f"{path}:{line}:5: error: tuning database entry 2: "), err
+
 
 # Hostile values for every field (JSON texts): pipeline syntax, quotes,
 # newlines, numbers out of range or of the wrong kind, wrong types.

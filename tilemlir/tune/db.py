@@ -379,18 +379,27 @@ class TuningDatabase:
         return HEADER + "\n" + ",\n".join(lines) + ("\n" if lines else "") + "]}\n"
 
 
-def _entry_line(text: str, record) -> int:
-    """The line holding `record` in `text` (the writer puts one per line); 0
-    when it is spread over several (a file formatted by hand)."""
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip().rstrip(",")
-        if line.startswith("{"):
-            try:
-                if _decode(line) == record:
-                    return number
-            except (ValueError, RecursionError, _NotJson):
-                continue
-    return 0
+def _entry_positions(text: str) -> list[tuple[int, int]]:
+    """(line, column) where each element of the top-level "entries" array
+    starts in `text` (a text `_decode` has accepted), however the file is laid
+    out; [] when they cannot be found."""
+    entries = re.search(r'"entries"\s*:\s*\[', text)
+    if entries is None:
+        return []
+    decoder = json.JSONDecoder(object_pairs_hook=_object_pairs, parse_int=_integer,
+                               parse_constant=_constant)
+    separators = re.compile(r"[\s,]*")
+    positions, at = [], entries.end()
+    try:
+        while True:
+            at = separators.match(text, at).end()
+            if at >= len(text) or text[at] == "]":
+                return positions
+            line = text.count("\n", 0, at) + 1
+            positions.append((line, at - (text.rfind("\n", 0, at) + 1) + 1))
+            _, at = decoder.raw_decode(text, at)
+    except (ValueError, RecursionError, _NotJson):
+        return []
 
 
 # The largest database read: some 20,000 entries of the writer's (about 800
@@ -479,22 +488,25 @@ def parse_database(text: str, path: str) -> TuningDatabase:
         raise TuningDatabaseError(path, 'tuning database has no "entries" list', 1, 1)
     entries: dict[TuningKey, TuningEntry] = {}
     first: dict[TuningKey, int] = {}
+    positions = _entry_positions(text)
+
+    def at(index: int) -> tuple[int, int]:
+        return positions[index] if len(positions) == len(records) else (0, 0)
+
     for index, record in enumerate(records):
         try:
             entry = entry_from_json(record)
         except Malformed as error:
-            line = _entry_line(text, record)
             raise TuningDatabaseError(path, f"tuning database entry {index + 1}: {error}",
-                                      line, 1 if line else 0) from None
+                                      *at(index)) from None
         if entry.key in entries and entries[entry.key] != entry:
             # Two answers for one program: neither is the database's.
-            line = _entry_line(text, record)
             other = entries[entry.key]
             said = (f"configuration ({other.config.describe()}, not {entry.config.describe()})"
                     if other.config != entry.config else "record (the same configuration, other figures)")
             raise TuningDatabaseError(path, f"tuning database entry {index + 1}: the same key as entry "
                                             f"{first[entry.key] + 1} with another {said}; keep one",
-                                      line, 1 if line else 0)
+                                      *at(index))
         entries[entry.key] = entry
         first.setdefault(entry.key, index)
     return TuningDatabase(path, entries)
