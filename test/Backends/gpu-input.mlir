@@ -168,24 +168,6 @@ module attributes {gpu.container_module} {
 
 // -----
 
-// A kernel named like a C library function: the MetaX kernel's definition
-// would redeclare printf.
-module attributes {gpu.container_module} {
-  func.func @host(%out: memref<4xf32>) {
-    %one = arith.constant 1 : index
-    gpu.launch_func @kernels::@printf blocks in (%one, %one, %one) threads in (%one, %one, %one) args(%out : memref<4xf32>)
-    return
-  }
-  gpu.module @kernels {
-    // expected-error@below {{gpu.func @printf: a kernel or kernel module may not be named like a C++ keyword, a reserved name, a macro (capitals only, or a C library macro), a C/C++ library or MACA runtime name (main, printf, mcMalloc, ...)}}
-    gpu.func @printf(%out: memref<4xf32>) kernel {
-      gpu.return
-    }
-  }
-}
-
-// -----
-
 // A kernel named like a macro of the emitted C++ (the prelude's TM_CHECK):
 // the preprocessor would rewrite the MetaX kernel's definition.
 module attributes {gpu.container_module} {

@@ -41,7 +41,7 @@ from mlir import ir
 
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.passes.symbols import is_emitted_symbol, is_identifier, kernel_symbol
+from tilemlir.passes.symbols import is_emitted_symbol, is_identifier, is_library_name, kernel_symbol
 from tilemlir.target.model import is_unknown
 from tilemlir.target.registry import resolve_target
 
@@ -97,12 +97,12 @@ def gpu_input_problems(module: ir.Operation,
                     f"{op.name} {_shown(name)}: the name is not an identifier "
                     "([A-Za-z][A-Za-z0-9_]* or _[A-Za-z0-9_]+), so it cannot be written into "
                     f"assembly, PTX or C++; rename it (e.g. @{kernel_symbol(name)})")))
-            elif name is not None and op.name in _KERNEL_OPS and not is_emitted_symbol(name):
+            elif name is not None and op.name in _KERNEL_OPS and not is_emitted_symbol(name) \
+                    and not is_library_name(name):  # printf, main: the MetaX emitter refuses those
                 problems.append((op, (
                     f"{op.name} {_shown(name)}: a kernel or kernel module may not be named like "
                     "a C++ keyword, a reserved name, a macro (capitals only, or a C library "
-                    "macro), a C/C++ library or MACA runtime name (main, printf, mcMalloc, ...) "
-                    "or a name of the generated code's own (tm_...), since MetaX emits it "
+                    "macro) or a name of the generated code's own (tm_...), since MetaX emits it "
                     f"as a C++ function; rename it (e.g. @{kernel_symbol(name)})")))
             if "section" in op.attributes:
                 section = op.attributes["section"]

@@ -115,6 +115,16 @@ def is_taken_name(name: str) -> bool:
     return name in TAKEN_NAMES or RUNTIME_PREFIX.match(name) is not None
 
 
+def is_library_name(name: str) -> bool:
+    """True for a name only C++ output must avoid: a C/C++ library name,
+    `main` or a MACA runtime or device name -- not a keyword, a macro or a
+    reserved name. Assembly and PTX take such a kernel name as it is; the MetaX
+    emitter refuses it where C++ would declare it."""
+    return (is_cxx_name(name) and not could_be_macro(name) and name not in CXX_KEYWORDS | C_KEYWORDS
+            and not name.lower().startswith(MANGLED_PREFIX)
+            and (name in HOST_NAMES | C_LIBRARY_NAMES or RUNTIME_PREFIX.match(name) is not None))
+
+
 def is_plain_symbol(name: str) -> bool:
     """True when `kernel_symbol` leaves `name` as it is."""
     return (is_cxx_name(name) and not could_be_macro(name) and not is_taken_name(name)
