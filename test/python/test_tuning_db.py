@@ -64,6 +64,41 @@ def test_an_entry_replaces_its_key_and_no_temporary_file_is_left(tmp_path):
     assert sorted(p.name for p in path.parent.iterdir()) == ["tuning.json", "tuning.json.lock"]
 
 
+def test_stopping_waits_for_the_whole_update_not_only_the_write(tmp_path, monkeypatch):
+    """tile-tune's interrupt (`stop_writing`) waits while another thread has
+    read the database and not yet written it back: stopping then would leave
+    the update undone while the run says it was recorded."""
+    import threading
+
+    from tilemlir.tune import db
+
+    path = tmp_path / "tuning.json"
+    record_entry(path, entry())
+    reading, resume = threading.Event(), threading.Event()
+    load = db.load_database
+
+    def slow_load(*args, **kwargs):
+        reading.set()
+        resume.wait(10)
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(db, "load_database", slow_load)
+    other = TuningKey("amdgpu:gfx942", SIGNATURE, "fedcba9876543210")
+    updater = threading.Thread(target=record_entry, args=(path, entry(other)), daemon=True)
+    updater.start()
+    assert reading.wait(10)
+    try:
+        assert not db.stop_writing(timeout=0.2)  # the update is under way: not stopped
+        resume.set()
+        updater.join(10)
+        assert db.stop_writing(timeout=10)
+        db.writing().release()
+    finally:
+        resume.set()
+        updater.join(10)
+    assert set(load(path).entries) == {KEY, other}
+
+
 @pytest.mark.parametrize("text, position, message", [
     # Not JSON at all: the position JSON's parser stopped at.
     ('{"format": "tilemlir-tuning-db",\n "version": 1, "entries": [,]}', ":2:28:", "invalid JSON"),

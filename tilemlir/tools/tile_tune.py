@@ -255,7 +255,7 @@ def _compile_all(options: Options, jobs_list: list, jobs: int, on_outcome) -> No
 
 def _tune_by_model(options, module, source, target, tuned, chosen, jobs: int) -> int:
     from tilemlir.backends.stages import default_emit
-    from tilemlir.tune.db import database_path, load_database, record_entry
+    from tilemlir.tune.db import database_path, load_database, record_entry, writing
     from tilemlir.tune.model import DoesNotFit
     from tilemlir.tune.ranking import Ranking, Result
     from tilemlir.tune.search import compile_job, model_seconds
@@ -277,11 +277,13 @@ def _tune_by_model(options, module, source, target, tuned, chosen, jobs: int) ->
             except DoesNotFit as why:
                 error = f"the compiled kernel does not fit a CU: {why}"
         ranking.add(Result(outcome.index, candidate.tuned(), candidate.default, seconds, error, outcome.seconds))
-        # Said first: a Ctrl-C from here on lets the write below finish (`_stop_now`).
-        _STATUS[:] = [summary(ranking, started, path)]
-        entry = ranking.entry()
-        if entry is not None:
-            record_entry(path, entry)
+        # One step for a Ctrl-C (`_stop_now` waits for it): the entry written,
+        # then the line that says so.
+        with writing():
+            entry = ranking.entry()
+            if entry is not None:
+                record_entry(path, entry)
+            _STATUS[:] = [summary(ranking, started, path)]
         best = ranking.best()
         progress.step(f"best {_us(best.seconds)}" if best else "")
 
@@ -490,6 +492,9 @@ def main(argv: list[str] | None = None) -> int:
         status = 130
     if _RUN["signal"] or status == 130:
         status = 128 + (_RUN["signal"] or signal.SIGINT)  # 130 for SIGINT, 143 for SIGTERM
+        from tilemlir.tune.db import stop_writing
+
+        stop_writing()  # the update under way ends first, with the line that says what it recorded
         sys.stderr.write(f"{PROG}: interrupted; {_STATUS[0] if _STATUS else 'nothing was ranked'}\n")
         _stop_now(status)
     restore()

@@ -558,22 +558,31 @@ def record_entry(path: str | Path, entry: TuningEntry) -> TuningDatabase:
     """Adds (or replaces) `entry` in the database at `path`, creating it and
     its folder when missing: under the lock, re-read, then written atomically."""
     path = Path(path)
-    with _locked(path):
+    with _WRITING, _locked(path):
         database = load_database(path, missing_ok=True).with_entry(entry)
         _write_atomically(path, database.text())
     return database
 
 
-# Held while this process has a temporary file beside a database, so a process
-# ending on an interrupt (tile-tune) can wait for the write in progress, on
-# whichever thread, and block later ones (`stop_writing`) before it exits.
-_WRITING = threading.Lock()
+# Held while this process reads, changes and writes a database (the whole of
+# `record_entry`), so a process ending on an interrupt (tile-tune) can wait
+# for the update in progress, on whichever thread, and block later ones
+# (`stop_writing`) before it exits. Re-entrant: `writing()` lets a caller
+# hold it over an update and what it says of it.
+_WRITING = threading.RLock()
+
+
+def writing() -> threading.RLock:
+    """The lock `stop_writing` waits for: `with writing(): ...` makes a
+    database update and what follows it one step for an interrupt."""
+    return _WRITING
 
 
 def stop_writing(timeout: float = 30.0) -> bool:
-    """For a process about to end: waits until no write of this process is in
-    progress (at most `timeout` seconds; False if it took longer) and blocks
-    every later one, so no temporary file is left beside a database."""
+    """For a process about to end: waits until no update of this process is
+    in progress (at most `timeout` seconds; False if it took longer) and
+    blocks every later one, so no database is left unwritten after being read
+    and no temporary file is left beside one."""
     return _WRITING.acquire(timeout=timeout)
 
 
