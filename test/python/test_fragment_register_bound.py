@@ -69,7 +69,7 @@ def test_fragment_beyond_registers_is_refused_quickly(tmp_path):
         "per lane (registers.vgprs_per_lane)"), result.stderr
     assert "Traceback" not in result.stderr
     assert not out.exists()
-    assert seconds < 20, f"refused after {seconds:.1f} s"
+    assert seconds < 60, f"refused after {seconds:.1f} s"  # it ran past 6 minutes
 
 
 def test_fragment_at_the_bound_runs_correctly():

@@ -64,6 +64,17 @@ def test_an_entry_replaces_its_key_and_no_temporary_file_is_left(tmp_path):
     assert sorted(p.name for p in path.parent.iterdir()) == ["tuning.json", "tuning.json.lock"]
 
 
+def test_an_entry_its_reader_would_refuse_is_not_written(tmp_path):
+    """A key the reader refuses (a descriptor file named with a tab) would make
+    every later read of the database fail: the writer refuses it instead."""
+    path = tmp_path / "tuning.json"
+    record_entry(path, entry())
+    bad = TuningKey("amdgpu:gfx942 (from a\tb.toml)", SIGNATURE, "0123456789abcdef")
+    with pytest.raises(TuningDatabaseError, match="cannot record this entry: 'key': 'target'"):
+        record_entry(path, entry(bad))
+    assert set(load_database(path).entries) == {KEY}
+
+
 def test_stopping_waits_for_the_whole_update_not_only_the_write(tmp_path, monkeypatch):
     """tile-tune's interrupt (`stop_writing`) waits while another thread has
     read the database and not yet written it back: stopping then would leave

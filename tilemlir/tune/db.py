@@ -558,6 +558,10 @@ def record_entry(path: str | Path, entry: TuningEntry) -> TuningDatabase:
     """Adds (or replaces) `entry` in the database at `path`, creating it and
     its folder when missing: under the lock, re-read, then written atomically."""
     path = Path(path)
+    try:  # written only as it reads back: a key or figure the reader refuses would spoil the file
+        entry_from_json(json.loads(json.dumps(entry_json(entry))))
+    except Malformed as error:
+        raise TuningDatabaseError(path, f"cannot record this entry: {error}") from None
     with _WRITING, _locked(path):
         database = load_database(path, missing_ok=True).with_entry(entry)
         _write_atomically(path, database.text())
