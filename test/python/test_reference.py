@@ -206,10 +206,14 @@ def test_reduce_sum_is_sequential_in_the_element_type():
     assert reduce_along(x32, 0, "sum", np.array([3.0], np.float32))[0] == 1.0  # 3 + 1e8 loses the 3
 
 
-def test_reduce_max_min_propagate_nan_and_fold_destination():
+def test_reduce_max_min_nan_semantics_and_fold_destination():
+    # max/min: a NaN loses to a number (maxNum); maximum/minimum propagate it.
     x = np.array([[1.0, np.nan, 3.0], [4.0, -2.0, 0.5]], np.float32)
-    assert np.isnan(reduce_along(x, 1, "max", None)[0])
-    assert reduce_along(x, 1, "min", None)[1] == -2.0
+    assert reduce_along(x, 1, "max", None).tolist() == [3.0, 4.0]
+    assert reduce_along(x, 1, "min", None).tolist() == [1.0, -2.0]
+    assert np.isnan(reduce_along(x, 1, "maximum", None)[0]) and reduce_along(x, 1, "maximum", None)[1] == 4.0
+    assert np.isnan(reduce_along(x, 1, "minimum", None)[0]) and reduce_along(x, 1, "minimum", None)[1] == -2.0
+    assert reduce_along(x, 0, "max", np.array([np.nan, 0.0, np.nan], np.float32)).tolist() == [4.0, 0.0, 3.0]
     assert reduce_along(x, 0, "max", np.array([9.0, 0.0, 0.0], np.float32)).tolist()[0] == 9.0
     ints = np.array([[100, 100], [100, 100]], np.int8)
     assert reduce_along(ints, 0, "sum", None).tolist() == [-56, -56]  # 200 wraps in i8

@@ -50,12 +50,14 @@ module {
       %2 = irdl.is "sum" 
       %3 = irdl.is "max" 
       %4 = irdl.is "min" 
-      %5 = irdl.any_of(%2, %3, %4) 
-      %6 = irdl.base "#builtin.integer" 
-      %7 = irdl.is true 
-      %8 = irdl.is false 
-      %9 = irdl.any_of(%7, %8) 
-      irdl.attributes {"kind" = %5, "dim" = %6, "clear" = %9}
+      %5 = irdl.is "maximum" 
+      %6 = irdl.is "minimum" 
+      %7 = irdl.any_of(%2, %3, %4, %5, %6) 
+      %8 = irdl.base "#builtin.integer" 
+      %9 = irdl.is true 
+      %10 = irdl.is false 
+      %11 = irdl.any_of(%9, %10) 
+      irdl.attributes {"kind" = %7, "dim" = %8, "clear" = %11}
     }
   }
 }

@@ -38,7 +38,13 @@ IRDL_FILE = Path(__file__).with_name("tile.irdl.mlir")
 # Element types a tile buffer may hold (DESIGN.md section 3), as printed by MLIR.
 ELEMENT_TYPES: tuple[str, ...] = TILE_BUFFER_TYPES
 
-REDUCE_KINDS: tuple[str, ...] = ("sum", "max", "min")
+# tile.reduce's kinds. On floats `max`/`min` are IEEE 754-2008 maxNum/minNum
+# (a NaN operand loses to a number; NaN only when both are NaN: arith.maxnumf,
+# C's fmaxf), the default of TileLang's T.reduce_max (CUDA/HIP fmaxf) and of
+# Triton's tl.max (propagate_nan=NONE); `maximum`/`minimum` propagate NaN
+# (arith.maximumf/minimumf, Triton's propagate_nan=ALL), which costs a
+# compare and select per step on AMD. On integers all four compare signed.
+REDUCE_KINDS: tuple[str, ...] = ("sum", "max", "min", "maximum", "minimum")
 
 # The discardable `tile.*` attributes (tile.num_stages, tile.target, ...) are
 # defined in tilemlir/dialects/attributes.py.
@@ -130,7 +136,8 @@ OPS: tuple[OpSpec, ...] = (
     ),
     OpSpec(
         "reduce",
-        "reduces src along dim into dst (sum/max/min); clear=false folds dst in",
+        "reduces src along dim into dst (sum; max/min ignore NaN, maximum/minimum propagate it); "
+        "clear=false folds dst in",
         operands=(Value("src", MEMREF), Value("dst", MEMREF)),
         attributes=(
             ("kind", Constraint(one_of=tuple(f'"{k}"' for k in REDUCE_KINDS))),

@@ -1391,13 +1391,15 @@ class Builder:
         return self.eval(node.args[0]), self.eval(node.args[1])
 
     def extremum(self, node: ast.Call, which: str):
-        """T.min / T.max: of Python numbers, the number; floats propagate NaN
-        (arith.minimumf / maximumf); integers compare signed."""
+        """T.min / T.max: of Python numbers, the number; on floats a NaN
+        operand loses to a number (arith.minnumf / maxnumf: CUDA's and HIP's
+        fminf / fmaxf, what TileLang's T.min / T.max become), the same rule as
+        T.reduce_min / T.reduce_max; integers compare signed."""
         a, b = self.two_args(node, f"T.{which}")
         if _compile_time(a) and _compile_time(b):
             return getattr(builtins, which)(a, b)
         x, y = self.promote(node, a, b)
-        ops = {"min": (arith.MinimumFOp, arith.MinSIOp), "max": (arith.MaximumFOp, arith.MaxSIOp)}[which]
+        ops = {"min": (arith.MinNumFOp, arith.MinSIOp), "max": (arith.MaxNumFOp, arith.MaxSIOp)}[which]
         return Scalar(ops[0 if _is_float(x.type) else 1](x.value, y.value).result)
 
     def call_min(self, node: ast.Call):

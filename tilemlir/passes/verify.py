@@ -39,7 +39,13 @@ with a located diagnostic:
   integer; inside a kernel `accum_dtype` is C's element type;
 * `tile.fill`: the value's type is the buffer's element type;
 * `tile.reduce`: `dim` within the source rank, destination shape = source
-  shape without `dim`, equal element types.
+  shape without `dim`, equal element types; `kind` is one of sum, max, min,
+  maximum, minimum (IRDL checks the spelling). On floats `max`/`min` are IEEE
+  754-2008 maxNum/minNum: a NaN operand loses to a number, the result is NaN
+  only when every operand is (TileLang's and Triton's default; v_max_f32 on
+  AMD); `maximum`/`minimum` propagate NaN (arith.maximumf, Triton's
+  `propagate_nan=ALL`). Signed zeros are unordered in both. On integers all
+  four compare signed.
 
 Input invariant: any module (tile IR at any stage before tile-lower-to-gpu).
 Output invariant: the IR is unchanged; the pass fails if any check fails.

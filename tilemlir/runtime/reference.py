@@ -41,7 +41,9 @@ Semantics (DESIGN.md section 3, made precise):
   gives bit-identical results under this definition.
 * `tile.reduce`: along `dim`, in index order, each step rounded to the
   element type; `clear = true` starts from the first element, `clear =
-  false` from the destination's current value. max/min propagate NaN.
+  false` from the destination's current value. On floats max/min are
+  IEEE 754-2008 maxNum/minNum (np.fmax/fmin: a NaN loses to a number, NaN
+  only when both are), maximum/minimum propagate NaN (np.maximum/minimum).
 * `scf.for`: sequential; `tile.num_stages` is ignored (pipelining does not
   change results). `scf.parallel`: every index; when the body is elementwise
   (arith, math, memref.load/store, scf.if/for with outer bounds) it runs once
@@ -1322,13 +1324,18 @@ def _integer_gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray, accum: np.dtype) 
     return convert(acc, c.dtype)
 
 
+# tile.reduce's max/min kinds: maxNum/minNum and the NaN-propagating pair
+# (the same on integers, which have no NaN).
+_EXTREMA = {"max": np.fmax, "min": np.fmin, "maximum": np.maximum, "minimum": np.minimum}
+
+
 def reduce_along(src: np.ndarray, dim: int, kind: str, initial: np.ndarray | None, *,
                  ideal: bool = False) -> np.ndarray:
     """tile.reduce: `initial` is the destination's value when clear = false."""
     moved = np.moveaxis(src, dim, 0)
     dtype = src.dtype
-    if kind in ("max", "min"):
-        pick = np.maximum if kind == "max" else np.minimum
+    if kind in _EXTREMA:
+        pick = _EXTREMA[kind]
         if dtypes.is_narrow_float(dtype):
             moved = moved.astype(np.float32)
         result = pick.reduce(moved, axis=0) if moved.shape[0] else None

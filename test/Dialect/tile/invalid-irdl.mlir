@@ -18,7 +18,7 @@ func.func @wrong_attribute_kind(%A: memref<4x4xf16>, %C: memref<4x4xf32>) {
 
 // -----
 
-// IRDL: reduce kinds are sum, max and min.
+// IRDL: reduce kinds are sum, max, min, maximum and minimum.
 func.func @bad_reduce_kind(%s: memref<4x4xf32, #gpu.address_space<private>>, %d: memref<4xf32, #gpu.address_space<private>>) {
   // expected-error@below {{'"avg"' does not satisfy the constraint}}
   "tile.reduce"(%s, %d) {kind = "avg", dim = 1 : i64, clear = true} : (memref<4x4xf32, #gpu.address_space<private>>, memref<4xf32, #gpu.address_space<private>>) -> ()

@@ -98,13 +98,21 @@ def _eq_zero(value: ir.Value) -> ir.Value:
     return arith.CmpIOp(arith.CmpIPredicate.eq, value, const_index(0)).result
 
 
+# One step of each tile.reduce kind: (float op, integer op). max/min ignore a
+# NaN operand (arith.maxnumf: v_max_f32 on AMD); maximum/minimum propagate it
+# (arith.maximumf: compares and selects around the max on AMD).
+_COMBINERS = {
+    "sum": (arith.AddFOp, arith.AddIOp),
+    "max": (arith.MaxNumFOp, arith.MaxSIOp),
+    "min": (arith.MinNumFOp, arith.MinSIOp),
+    "maximum": (arith.MaximumFOp, arith.MaxSIOp),
+    "minimum": (arith.MinimumFOp, arith.MinSIOp),
+}
+
+
 def _combine(kind: str, element: ir.Type, a: ir.Value, b: ir.Value) -> ir.Value:
-    floating = isinstance(element, ir.FloatType)
-    if kind == "sum":
-        return (arith.AddFOp if floating else arith.AddIOp)(a, b).result
-    if kind == "max":
-        return (arith.MaximumFOp if floating else arith.MaxSIOp)(a, b).result
-    return (arith.MinimumFOp if floating else arith.MinSIOp)(a, b).result
+    float_op, int_op = _COMBINERS[kind]
+    return (float_op if isinstance(element, ir.FloatType) else int_op)(a, b).result
 
 
 def _shuffle_xor(value: ir.Value, offset: int, width: int) -> ir.Value:
