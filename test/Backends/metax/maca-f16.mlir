@@ -1,18 +1,19 @@
 // An f16 GEMM (64x200x96, not a multiple of the 64x64x32 blocks) for the C500
 // (xcore1000) as MACA C++: the kernel signature, its shared buffers within the
-// 64 KiB budget, 8 MMA built-ins (B fragment first) per main-loop iteration
-// (2x2 16x16 tiles per wave, two K=16 steps per 32-deep block), and the host
-// launcher through the MACA runtime.
+// 64 KiB budget (rows padded by 4 elements, B stored transposed: see
+// maca-operand-reads.mlir), 8 MMA built-ins (B fragment first) per main-loop
+// iteration (2x2 16x16 tiles per wave, two K=16 steps per 32-deep block), and
+// the host launcher through the MACA runtime.
 //
 // RUN: tile-compile %s --target metax:xcore1000 --emit maca | filecheck %s
 
 // CHECK: // {{.*}}mxcc -x maca -O3 -std=c++17 --offload-arch=xcore1000 --maca-path=$MACA_PATH
 // CHECK: typedef TM_VECTOR(tm_f16, 4) tm_f16x4;
 // CHECK: typedef TM_VECTOR(float, 4) tm_f32x4;
-// CHECK-LABEL: // kernel gemm_kernel0: 256 threads; shared memory 24576 bytes (xcore1000 allows 65536); MMA built-ins per main-loop iteration: 8 x __builtin_mxc_mma_16x16x16f16
+// CHECK-LABEL: // kernel gemm_kernel0: 256 threads; shared memory 27648 bytes (xcore1000 allows 65536); MMA built-ins per main-loop iteration: 8 x __builtin_mxc_mma_16x16x16f16
 // CHECK-NEXT: extern "C" __global__ __launch_bounds__(256) void gemm_kernel0(tm_f16* __restrict__ arg0, tm_f16* __restrict__ arg1, float* __restrict__ arg2) {
-// CHECK-NEXT:   __shared__ tm_f16 smem0[6144] __attribute__((aligned(16)));
-// CHECK-NEXT:   __shared__ tm_f16 smem1[6144] __attribute__((aligned(16)));
+// CHECK-NEXT:   __shared__ tm_f16 smem0[6912] __attribute__((aligned(16)));
+// CHECK-NEXT:   __shared__ tm_f16 smem1[6912] __attribute__((aligned(16)));
 // CHECK: (int64_t)threadIdx.x
 // CHECK: for (int64_t [[I:i[0-9]+]] = INT64_C(0); [[I]] < INT64_C(3); [[I]] += INT64_C(1)) {
 // CHECK: __syncthreads();

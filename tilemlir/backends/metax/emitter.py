@@ -242,6 +242,9 @@ class _Function:
         self.depth = 1
         self.counter = 0
         self.memrefs: dict = {}  # memref value -> View
+        # Pointer -> elements it points to, where static (attributions, kernel
+        # parameters of static shape): `element_pointer` indexes those in 32 bits.
+        self.elements: dict[str, int] = {}
 
     def fresh(self, stem: str = "v") -> str:
         self.counter += 1
@@ -371,6 +374,7 @@ class MacaPrinter:
             else:
                 shared_lines.append(f"{element} {buffer}[{count}];")
             fn.memrefs[attribution] = View.row_major(buffer, [str(d) for d in shape])
+            fn.elements[buffer] = count
         limit = self.target.memory.shared_bytes_per_workgroup
         if info.shared_bytes > limit:  # GPU-level input skips tile-lower-to-gpu's check
             raise EmitError(op, f"kernel '{name}' needs {info.shared_bytes} bytes of shared memory, "
@@ -396,6 +400,8 @@ class MacaPrinter:
             params = [f"{self.scalar(t.element_type, op)}* __restrict__ {name}"]
             params += [f"int64_t {extra}" for extra in memref_extras(t, name)]
             fn.memrefs[value] = View.of_parameter(name, ir.MemRefType(t))
+            if _identity(t) and DYNAMIC not in ir.MemRefType(t).shape:
+                fn.elements[name] = math.prod(ir.MemRefType(t).shape)
             return params
         fn.names[value] = name
         return [f"{self.type(t, op)} {name}"]
@@ -641,18 +647,50 @@ class MacaPrinter:
             raise EmitError(op, "MACA emitter: this memref is not a kernel argument, an attribution "
                                 "or a subview of one")
         view = fn.memrefs[memref]
+        narrow = [self.index32(fn, index) for index in indices]
+        elements = fn.elements.get(view.pointer)
+        if elements is not None and elements < 2 ** 31 and None not in narrow and \
+                all(stride.isdigit() for stride in view.strides):
+            # An access inside an allocation of fewer than 2^31 elements: its
+            # element offset and every partial sum of it fit an int32_t
+            # (indices and strides are not negative; an access outside the
+            # allocation is undefined at the GPU level already).
+            linear = view.offset if view.offset.isdigit() else f"(int32_t)({view.offset})"
+            for stride, term in zip(view.strides, narrow):
+                linear = _sum(linear, term if stride == "1" else f"{term} * {stride}")
+            return f"{view.pointer}[{linear}]"
         linear = view.offset
         for stride, index in zip(view.strides, indices):
             term = self.use(fn, index, op)
             linear = _sum(linear, term if stride == "1" else f"{term} * {stride}")
         return f"{view.pointer}[{linear}]"
 
+    @staticmethod
+    def index32(fn: _Function, index: ir.Value) -> str | None:
+        """An index operand as a 32-bit C++ expression, where it is one already:
+        a cast of an i32 (the index arithmetic the metax stage narrowed,
+        stages.NARROW_INDICES) or a constant below 2^31; None otherwise."""
+        owner = index.owner
+        if not isinstance(owner, ir.OpView | ir.Operation):
+            return None
+        if owner.name in ("arith.index_castui", "arith.index_cast"):
+            source = owner.operands[0]
+            if isinstance(source.type, ir.IntegerType) and source.type.width == 32 and source in fn.names:
+                return fn.names[source]
+        if owner.name == "arith.constant":
+            value = ir.IntegerAttr(owner.attributes["value"]).value
+            return str(value) if 0 <= value < 2 ** 31 else None
+        return None
+
     def op_memref_subview(self, fn, op) -> None:
         source = op.operands[0]
         if source not in fn.memrefs:
             raise EmitError(op, "MACA emitter: memref.subview of an unknown memref")
         view = fn.memrefs[source]
-        dynamic = iter(self.use(fn, v, op) for v in list(op.operands)[1:])
+        small = fn.elements.get(view.pointer, 2 ** 31) < 2 ** 31
+        # Offsets into an allocation of fewer than 2^31 elements in 32 bits
+        # where they are (`element_pointer` says why that is exact).
+        dynamic = iter((small and self.index32(fn, v)) or self.use(fn, v, op) for v in list(op.operands)[1:])
         marker = ir.ShapedType.get_dynamic_size()
 
         def values(name):
@@ -811,6 +849,28 @@ class MacaPrinter:
         value, dest = (self.use(fn, v, op) for v in op.operands[:2])
         name = self.define(fn, op.results[0], dest, op)
         fn.line(f"{name}[{position}] = {value};")
+
+    def op_vector_shuffle(self, fn, op) -> None:
+        """Elements of two 1-D vectors picked by the mask (columns_of's
+        interleavings for a transposed store into shared memory)."""
+        first, second = op.operands
+        if any(ir.VectorType(v.type).rank != 1 for v in (first, second, op.results[0])):
+            raise EmitError(op, "MACA emitter: vector.shuffle of vectors that are not 1-D")
+        names = [self.use(fn, v, op) for v in (first, second)]
+        size = ir.VectorType(first.type).shape[0]
+        picked = [f"{names[0]}[{i}]" if i < size else f"{names[1]}[{i - size}]"
+                  for i in ir.DenseI64ArrayAttr(op.attributes["mask"])]
+        self.define(fn, op.results[0], "{" + ", ".join(picked) + "}", op)
+
+    def op_vector_interleave(self, fn, op) -> None:
+        """[a0, b0, a1, b1, ...] of two 1-D vectors (what canonicalization makes
+        of an interleaving vector.shuffle)."""
+        first, second = op.operands
+        if ir.VectorType(first.type).rank != 1:
+            raise EmitError(op, "MACA emitter: vector.interleave of vectors that are not 1-D")
+        a, b = (self.use(fn, v, op) for v in (first, second))
+        picked = [f"{name}[{i}]" for i in range(ir.VectorType(first.type).shape[0]) for name in (a, b)]
+        self.define(fn, op.results[0], "{" + ", ".join(picked) + "}", op)
 
     def op_vector_bitcast(self, fn, op) -> None:
         target = self.type(op.results[0].type, op)

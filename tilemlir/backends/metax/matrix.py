@@ -19,6 +19,12 @@ Lane layouts, for a wave of 64 lanes and K values per lane kpl = K/4
 * second operand Y (k x n): lane holds Y[g*kpl + i][r];
 * D (16 x 16, 32-bit): element j of lane holds D[4*g + j][r].
 
+Each lane's operand elements are K-consecutive, in one row of A and in one
+column of B (`operand_lanes`), so tile-infer-layout stores an operand whose K
+runs down its columns transposed, rows padded, and every operand is read with
+one vector load per lane (64 bits: 4 x 16-bit or 8 x 8-bit; 16x16x16i8's
+operand is one 32-bit word).
+
 Sources: tilelang-metax `tilelang/maca/intrinsics/layout/mma_layout.py`
 (`thread_id_shared_access_64x4_to_16x16_layout_A/_B`, the 64x8 K=32 forms)
 and `macro/mma_macro_generator.py` (`mma_atom` passes `B_local_buf` before
@@ -129,6 +135,18 @@ class MetaxMmaCore(MatrixCore):
         if not self.supported(m, n, k, 1, wave_size) or c_bits != 32:
             raise ValueError(f"no MetaX lane layout for {m}x{n}x{k} with {c_bits}-bit results")
         return MetaxAccumulator()
+
+    def operand_lanes(self, m: int, n: int, k: int, wave_size: int):
+        """Per lane (g, r): A row r and B column r, K from g * kpl, kpl
+        elements each (the module docstring's layouts with B as X, A as Y;
+        the same facts test/metax/maca_host.h and runtime/emu_metax.py
+        execute, from tilelang-metax's `..._64x4_to_16x16_layout_A/_B`)."""
+        if not self.supported(m, n, k, 1, wave_size):
+            return None
+        per_lane = k // GROUPS
+        outer = [lane % TILE for lane in range(WAVE)]
+        ks = [lane // TILE * per_lane for lane in range(WAVE)]
+        return (outer, ks, per_lane), (outer, ks, per_lane)
 
     def emit_k_steps(self, step: GemmOperands) -> None:
         fragment = step.fragment

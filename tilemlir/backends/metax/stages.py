@@ -1,12 +1,16 @@
 """The metax stages: tile, gpu (shared), then maca.
 
     tile IR --TILE_PIPELINE (backends/stages.py)--> GPU-level IR
-        --emitter.print_maca--> MACA C++ (.maca) --mxcc (not run here)--> mcbin
+        --NARROW_INDICES (on a copy)--> --emitter.print_maca--> MACA C++ (.maca)
+        --mxcc (not run here)--> mcbin
 
 The tile passes are the family-neutral ones; the target's descriptor makes them
 choose MetaX's 16x16 instructions, and tile-lower-to-gpu emits them through
-MetaxMmaCore (matrix.py). `--emit maca` prints the source, and `--report`
-(from the `maca` stage) gives per kernel its shared memory and MMA built-ins.
+MetaxMmaCore (matrix.py). Before printing, index arithmetic that MLIR's
+integer range analysis bounds is narrowed to 32 bits (`narrowed`), and the
+printer indexes allocations of fewer than 2^31 elements in 32 bits.
+`--emit maca` prints the source, and `--report` (from the `maca` stage) gives
+per kernel its shared memory and MMA built-ins.
 The shared-memory budget (64 KiB on xcore1000, 128 KiB on xcore1500) is
 checked by tile-lower-to-gpu, with numbers.
 """
@@ -15,8 +19,50 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mlir import ir, passmanager
+
 from tilemlir.backends.metax.emitter import EmitError, MacaSource, mxcc_command, print_maca
 from tilemlir.backends.stages import Compilation, GpuStage, Stage, TileStage
+from tilemlir.irutil import walk
+from tilemlir.passes.lower_to_gpu.api import constant_int
+
+# Upstream passes that compute index values in 32 bits where MLIR's integer
+# range analysis proves them to fit: thread ids bounded by the gpu.func's
+# known_block_size, block ids by its known_grid_size (`known_grid_sizes`),
+# constants and the arithmetic on them. Index values stay 64-bit where the
+# analysis cannot bound them (a grid sized at run time, dynamic extents).
+NARROW_INDICES = ("builtin.module(gpu.module(gpu.func("
+                  "arith-int-range-narrowing{int-bitwidths-supported=32})))")
+
+
+def known_grid_sizes(module: ir.Operation) -> None:
+    """Sets known_grid_size on every gpu.func whose launches all give it the
+    same constant grid (what the range analysis bounds block ids by)."""
+    grids: dict[str, set] = {}
+    for op in walk(module):
+        if op.name == "gpu.launch_func":
+            launch = op.opview
+            grid = tuple(constant_int(v) for v in (launch.gridSizeX, launch.gridSizeY, launch.gridSizeZ))
+            kernel = ir.SymbolRefAttr(launch.kernel).value[-1]
+            grids.setdefault(kernel, set()).add(grid)
+    for op in walk(module):
+        if op.name != "gpu.func" or "known_grid_size" in op.attributes:
+            continue
+        found = grids.get(ir.StringAttr(op.attributes["sym_name"]).value, set())
+        if len(found) == 1:
+            grid = next(iter(found))
+            if all(extent is not None and 0 < extent < 2 ** 31 for extent in grid):
+                op.attributes["known_grid_size"] = ir.DenseI32ArrayAttr.get(list(grid))
+
+
+def narrowed(module: ir.Operation) -> ir.Operation:
+    """A copy of a GPU-level module with its index arithmetic in 32 bits
+    where that is proven exact (NARROW_INDICES)."""
+    copy = module.clone()
+    with module.context:
+        known_grid_sizes(copy)
+        passmanager.PassManager.parse(NARROW_INDICES).run(copy)
+    return copy
 
 
 def report_of(source: MacaSource, target) -> dict:
@@ -50,7 +96,7 @@ class MacaStage(Stage):
     def run(self, job: Compilation) -> None:
         with job.timed(self.name):
             try:
-                source = print_maca(job.module, job.target)
+                source = print_maca(narrowed(job.module), job.target)
             except EmitError as error:
                 raise job.located_errors([(error.op, str(error))]) from None
         if job.options.report:
