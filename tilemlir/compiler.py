@@ -9,6 +9,7 @@ would replace `tilemlir.compile` with the module once imported.)
     result.artifacts["gpu"]         # every stage reached, by name
     result.report                   # the --report JSON as a dict (from the backend's report stage)
     result.report["config_source"]  # who chose the tiling: "model", "tuning-db" or "user"
+    result.report["spill_fallback"] # present when the model's choice spilled and its next was used
 
 The driver parses, resolves the target, and runs its backend's stages
 (`Backend.stages`: tile and gpu, shared, then the backend's own) up to `emit`,
@@ -22,6 +23,7 @@ diagnostics, as tile-opt prints them) or another `UserError`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,9 +50,14 @@ from tilemlir.diagnostics import (
     Diag,
     ParseFailure,
     SourceBuffer,
+    collect_diagnostics,
+    emit_remark,
     file_position,
     parse_chunk,
     region_nesting_error,
+    remark_mark,
+    restore_remarks,
+    withdraw_remarks,
 )
 from tilemlir.target.model import Target
 
@@ -140,7 +147,15 @@ def compile_module(
     for `target`, up to the stage `emit` (None: the backend's last stage).
     `seconds` carries stage times measured before (the parse); `dump_pipeline`
     receives every stage's pipeline or command line, one line at a time
-    (`backends/stages.run_stages`)."""
+    (`backends/stages.run_stages`).
+
+    When the cost model chose every kernel's configuration (no --tiling, no
+    tuning database entry) and the compiled kernel spills registers (the only
+    thing wrong with it), the module is compiled again with tile-tiling's
+    next-ranked configuration (`rank=1`, 2, ... up to MAX_SPILL_FALLBACKS),
+    and a remark names the spilling configurations and the one used; when they
+    all spill, the first error stands, with a note naming the others. A
+    configuration someone gave that spills stays an error."""
     options = options or CompileOptions()
     emit = emit or backend_stages(target.family)[-1].name
     check_emit(target, emit)
@@ -149,9 +164,22 @@ def compile_module(
         raise CompileError([too_deep], source)
     if any(stage.one_kernel_function for stage in stages_to_run(target, emit, options)):
         _require_one_kernel_function(module, target, source)  # the IR stages hold any number
-    job = Compilation(module, target, emit, options, source, seconds=dict(seconds or {}))
-    start = time.perf_counter() - sum(job.seconds.values())
-    run_stages(job, dump=dump_pipeline)
+    start = time.perf_counter() - sum((seconds or {}).values())
+    pristine = None
+    if _may_fall_back(module, options):
+        with module.context:
+            pristine = module.clone()
+    mark = remark_mark()
+    job, error, dumped = _attempt(module, target, emit, options, source, seconds, dump_pipeline, pristine)
+    if error is not None:
+        spilled = _spilled(job)
+        if pristine is None or spilled is None:
+            _replay(dumped, dump_pipeline)
+            raise error
+        job = _fall_back(job, error, spilled, dumped, pristine, target, emit, options, source, seconds,
+                         dump_pipeline, mark)
+    else:
+        _replay(dumped, dump_pipeline)  # held back while a fallback could follow: this compile stands
     job.seconds["total"] = time.perf_counter() - start
     remarks = [d for d in job.diags if d.severity == "remark"]
     decisions = job.decisions or []
@@ -159,7 +187,126 @@ def compile_module(
         job.report["compile_seconds"] = {k: round(v, 4) for k, v in job.seconds.items()}
         job.report["decisions"] = [kernel.as_json() for kernel in decisions]
         job.report.update(configuration_report(job.notes.get("configurations", [])))
-    return CompileResult(target, emit, job.artifacts, job.report, job.seconds, remarks, decisions)
+        if "spill_fallback" in job.notes:
+            job.report["spill_fallback"] = job.notes["spill_fallback"]
+    return CompileResult(target, emit, job.artifacts, job.report, job.seconds,
+                         remarks + job.notes.get("fallback_remarks", []), decisions)
+
+
+# --------------------------------------------------------------------------
+# When the model's configuration spills
+# --------------------------------------------------------------------------
+
+# The cost model's next-ranked configurations tried, each a whole compile,
+# when the one it chose spills registers.
+MAX_SPILL_FALLBACKS = 4
+
+
+def _may_fall_back(module: ir.Operation, options: CompileOptions) -> bool:
+    """Whether tile-tiling's choice is the model's alone: whole-problem gemms,
+    no tiling options (--tiling, a tuning database's, --pass-options), and
+    spills refused."""
+    from tilemlir.passes.tiling import whole_problem_gemms
+
+    return (not options.allow_spills and not options.tiling and "tile-tiling" not in options.passes
+            and bool(whole_problem_gemms(module)))
+
+
+def _attempt(module, target, emit, options, source, seconds, dump_pipeline, pristine):
+    """One compile: (the job, its CompileError or None, the lines it dumped).
+    With `pristine` (a fallback may follow), the dumped lines are held back."""
+    job = Compilation(module, target, emit, options, source, seconds=dict(seconds or {}))
+    dumped: list[str] = []
+    dump = dumped.append if dump_pipeline is not None and pristine is not None else dump_pipeline
+    try:
+        run_stages(job, dump=dump)
+    except CompileError as error:
+        return job, error, dumped
+    return job, None, dumped
+
+
+def _replay(dumped: list[str], dump_pipeline: Callable[[str], None] | None) -> None:
+    for line in dumped if dump_pipeline is not None else ():
+        dump_pipeline(line)
+
+
+def _spilled(job: Compilation) -> list[dict] | None:
+    """The spilling kernels, when spills are all that failed and the model
+    chose every kernel's configuration; else None."""
+    spills = job.notes.get("spills")
+    configurations = job.notes.get("configurations") or []
+    if not spills or not configurations or any(c["config_source"] != "model" for c in configurations):
+        return None
+    return spills
+
+
+def _configuration(job: Compilation) -> str:
+    """The kernels' configurations as tile-tiling chose them."""
+    described = []
+    for kernel in job.decisions or []:
+        block = kernel.gemms[0].block if kernel.gemms else None
+        shape = f"block {block['m']}x{block['n']}x{block['k']}, " if block else ""
+        instruction = f"{kernel.gemms[0].instruction}, " if kernel.gemms else ""
+        described.append(f"{shape}{kernel.threads} threads, {kernel.stages} stage"
+                         f"{'s' if kernel.stages != 1 else ''}, {instruction}split-K {kernel.split_k}")
+    return "; ".join(described) or "unknown"
+
+
+def _spill_words(spills: list[dict]) -> str:
+    return ", ".join(f"kernel '{s['kernel']}' spills {s['vgpr_spills']} VGPRs and {s['sgpr_spills']} SGPRs"
+                     for s in spills)
+
+
+def _fall_back(first: Compilation, first_error: CompileError, spilled: list[dict], first_dumped: list[str],
+               pristine: ir.Operation, target, emit, options, source, seconds, dump_pipeline,
+               mark) -> Compilation:
+    """Compiles `pristine` with tile-tiling's rank=1, 2, ... until a
+    configuration does not spill (`compile_module`)."""
+    from tilemlir.passes.tiling import whole_problem_gemms
+
+    first_remarks = withdraw_remarks(mark)
+    tried = [{"rank": 0, "configuration": _configuration(first), "spills": spilled}]
+    for rank in range(1, MAX_SPILL_FALLBACKS + 1):
+        with pristine.context:
+            module = pristine.clone()
+        retry = dataclasses.replace(options, tiling=f"rank={rank}")
+        job, error, dumped = _attempt(module, target, emit, retry, source, seconds, dump_pipeline, pristine)
+        if error is None:
+            _replay(dumped, dump_pipeline)
+            text = "; ".join(f"rank {t['rank']} ({t['configuration']}): {_spill_words(t['spills'])}"
+                             for t in tried)
+            message = (f"tile-compile: the cost model's configuration spills registers on {target.name}, "
+                       f"so the next it ranks was compiled: {text}; used rank {rank} "
+                       f"({_configuration(job)}), which does not spill")
+            job.notes["fallback_remarks"] = _remark(pristine, whole_problem_gemms(pristine)[0][0].location,
+                                                    message, source)
+            job.notes["spill_fallback"] = {"tried": tried, "rank": rank, "configuration": _configuration(job)}
+            return job
+        withdraw_remarks(mark)
+        spills = _spilled(job)
+        if spills is None:  # no such rank, or another failure: the model's choice is the error to show
+            break
+        tried.append({"rank": rank, "configuration": _configuration(job), "spills": spills})
+    restore_remarks(first_remarks)
+    _replay(first_dumped, dump_pipeline)
+    if len(tried) == 1:
+        raise first_error
+    others = "; ".join(f"rank {t['rank']} ({t['configuration']}): {_spill_words(t['spills'])}"
+                       for t in tried[1:])
+    diags = list(first_error.diags)
+    last = diags[-1]
+    diags[-1] = dataclasses.replace(last, notes=(*last.notes, Diag(
+        "note", f"the cost model's next-ranked configurations spill too: {others}", last.file)))
+    raise CompileError(diags, source)
+
+
+def _remark(module: ir.Operation, location: ir.Location, message: str, source) -> list[Diag]:
+    """Emits a remark at `location`: to the tools' collector when there is
+    one, else returned (for CompileResult.remarks)."""
+    held: list[Diag] = []
+    with collect_diagnostics(module.context, held, source):
+        emit_remark(location, message)
+    return held
 
 
 # --------------------------------------------------------------------------

@@ -522,6 +522,30 @@ def emit_remark(location: ir.Location, message: str) -> None:
     sink.append(Diag("remark", message, file, line, col))
 
 
+def remark_mark() -> int | None:
+    """Where the outermost collector's diagnostics end now (None without one):
+    `withdraw_remarks` takes back the remarks received after it."""
+    return len(_REMARK_SINKS[0][0]) if _REMARK_SINKS else None
+
+
+def withdraw_remarks(mark: int | None) -> list[Diag]:
+    """Removes from the outermost collector the remarks it received after
+    `mark` (`remark_mark`), and returns them (e.g. those of a compile attempt
+    the driver replaces by another)."""
+    if mark is None or not _REMARK_SINKS:
+        return []
+    sink = _REMARK_SINKS[0][0]
+    later = sink[mark:]
+    sink[mark:] = [d for d in later if d.severity != "remark"]
+    return [d for d in later if d.severity == "remark"]
+
+
+def restore_remarks(remarks: list[Diag]) -> None:
+    """Gives the outermost collector back remarks `withdraw_remarks` took."""
+    if _REMARK_SINKS:
+        _REMARK_SINKS[0][0].extend(remarks)
+
+
 @contextlib.contextmanager
 def collect_diagnostics(context: ir.Context, sink: list[Diag], source: SourceBuffer | None):
     """Routes every diagnostic emitted in `context` into `sink`, and the

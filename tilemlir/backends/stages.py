@@ -103,7 +103,8 @@ class Compilation:
     seconds: dict[str, float] = field(default_factory=dict)
     diags: list[Diag] = field(default_factory=list)
     # What a stage leaves a later one of the same backend (e.g. facts the lowering
-    # attached to gpu.funcs that a conversion drops).
+    # attached to gpu.funcs that a conversion drops; `spills`, the spilling
+    # kernels when spills are all that failed, for the driver's fallback).
     notes: dict[str, object] = field(default_factory=dict)
     # What the tile passes decided, per kernel (`backends.decisions`), read
     # when the tile stage ends and completed when the gpu stage does.

@@ -71,6 +71,11 @@ Options:
   source=user|tuning-db   who fixed the options given (default user);
                 tile-compile says tuning-db when they come from a tuning
                 database (tile-tune), and the kernel's tile.tiling says so
+  rank=N        take the configuration the model ranks N-th (0, the default:
+                the fastest; the source stays "model"); tile-compile raises it
+                when the model's compiled choice spills registers (its remark
+                names the spilling configuration); an error when block, threads
+                and stages are all given, or fewer than N + 1 configurations fit
 
 Example:
 
@@ -179,6 +184,9 @@ class TileTiling(TilePass):
     target: str = ""
     source: Literal["user", "tuning-db"] = "user"
     split_k: int = 0
+    # The model's configuration at this place of its ranking (0: the fastest);
+    # tile-compile raises it when the compiled default spills (compiler.py).
+    rank: int = 0
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         fills = [op for op in walk(module) if op.name == "tile.fill"
@@ -219,6 +227,9 @@ class TileTiling(TilePass):
         if self.block and len(self.block) != 3:
             state.error(op, f"tile-tiling: block must be M,N,K, got {','.join(map(str, self.block))}")
             return None
+        if self.rank < 0:
+            state.error(op, f"tile-tiling: rank must be 0 (the fastest) or more, got {self.rank}")
+            return None
         if (self.block and min(self.block) <= 0) or min(self.threads, self.stages, self.split_k) < 0:
             state.error(op, "tile-tiling: block sizes, threads, stages and split-k must be positive")
             return None
@@ -230,6 +241,10 @@ class TileTiling(TilePass):
             return None
         given = {"block": self.block, "threads": self.threads, "stages": self.stages, "split-k": self.split_k}
         source = self.source if any(given.values()) else "model"
+        if self.rank and self.block and self.threads and self.stages:
+            state.error(op, f"tile-tiling: rank={self.rank} picks among the model's configurations, and "
+                            f"block, threads and stages leave it none to pick")
+            return None
         if self.block and self.threads and self.stages:
             tiling = self.checked_rule_tiling(op, problem, target, state)
             if tiling is not None:
@@ -245,6 +260,10 @@ class TileTiling(TilePass):
         ranked = sorted(((predict(problem, config, target), config)
                          for config in candidate_configs(problem, target, fixed)),
                         key=lambda pair: rank_key(*pair))
+        if self.rank and self.rank >= len(ranked):
+            state.error(op, f"tile-tiling: rank={self.rank}, but the model ranks {len(ranked)} "
+                            f"configuration{'s' if len(ranked) != 1 else ''} for this {problem} gemm")
+            return None
         if not ranked:
             tiling = self.checked_rule_tiling(op, problem, target, state)
             if tiling is not None:
@@ -259,7 +278,8 @@ class TileTiling(TilePass):
                                  f"{tiling.threads} threads, {tiling.stages} stages, split-K "
                                  f"{tiling.split_k} by the fixed rule")
             return tiling
-        (best, config), runner_up = ranked[0], ranked[1] if len(ranked) > 1 else None
+        place = self.rank
+        (best, config), runner_up = ranked[place], ranked[place + 1] if len(ranked) > place + 1 else None
         self.say_assumptions(op, best, facts, state, said)
         fixed_words = ", ".join(f"{k}={v if not isinstance(v, tuple) else ','.join(map(str, v))}"
                                 for k, v in given.items() if v)
@@ -271,8 +291,9 @@ class TileTiling(TilePass):
         if runner_up is not None:
             text += (f"; runner-up: {runner_up[1].describe(facts.wave_size)}: "
                      f"{runner_up[0].describe()}")
-        state.remark(op, f"{text}; the fastest of {len(ranked)} configurations that fit "
-                         f"(cost model: tilemlir.tune.model)")
+        which = (f"ranked {place + 1} (rank={place}) of {len(ranked)} configurations that fit (the "
+                 f"{place} ranked ahead of it passed over)" if place else f"the fastest of {len(ranked)} configurations that fit")
+        state.remark(op, f"{text}; {which} (cost model: tilemlir.tune.model)")
         if not self.split_k and best.workgroups < facts.compute_units \
                 and (refusal := split_k_refusal(problem)) is not None:
             state.remark(op, f"tile-tiling: {best.workgroups} workgroups leave CUs of {target.name} idle, "

@@ -224,6 +224,13 @@ def compile_candidate(job: CompileJob) -> CompileOutcome:
             raise CompileError(failure.diags, source) from None
         result = compile_module(module, resolve_target(module, job.target), job.emit,
                                 CompileOptions(report=True, tiling=job.tiling, select=job.select), source=source)
+        fallback = (result.report or {}).get("spill_fallback")
+        if fallback is not None:
+            # The default candidate is the model's first configuration as it is: the
+            # one tile-compile fell back to is a candidate of its own.
+            (first, *_) = fallback["tried"]
+            return CompileOutcome(job.index, None, f"{first['configuration']} spills registers",
+                                  time.perf_counter() - start)
         if job.save_as:
             save = Path(job.save_as)
             save.with_suffix(".ptx").write_text(result.artifacts["ptx"], encoding="utf-8")

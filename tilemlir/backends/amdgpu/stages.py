@@ -5,7 +5,9 @@
                      (one pipeline), the gpu.module's body translated to LLVM IR
                      in process, opt-22 LLVM_IR_PASSES
     llvm  --isa-->   llc-22; the resource report, and the kernel's usage checked
-                     against the target (LDS, threads, spills unless allowed)
+                     against the target (LDS, threads, spills unless allowed;
+                     when spills are all that is wrong, the note `spills`
+                     names the kernels for the driver's fallback)
     isa   --hsaco--> llvm-mc-22, ld.lld-22 -shared
 
 Each step is timed under its own label (gpu-to-llvm, translate, llvm-opt, llc,
@@ -95,7 +97,19 @@ class IsaStage(Stage):
         try:
             check_resources(job.report, job.target, allow_spills=job.options.allow_spills)
         except ResourceError as error:
+            with contextlib.suppress(ResourceError):
+                # Spills alone: the driver may fall back to another configuration (compiler.py).
+                check_resources(job.report, job.target, allow_spills=True)
+                job.notes["spills"] = spilling_kernels(job.report)
             raise job.file_error(str(error)) from None
+
+
+def spilling_kernels(report: dict) -> list[dict]:
+    """The kernels of `report` that spill: {kernel, vgpr_spills, sgpr_spills}
+    each, in the report's order (the `spills` note of `Compilation`)."""
+    kernels = report.get("kernels") or ([report] if "kernel" in report else [])
+    return [{key: kernel[key] for key in ("kernel", "vgpr_spills", "sgpr_spills")}
+            for kernel in kernels if kernel["spills"]]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,113 @@
+"""No spill at the default (issue 28): when the configuration tile-tiling's
+cost model chose compiles to a kernel that spills registers, tile-compile
+compiles the model's next-ranked configuration instead (at most
+MAX_SPILL_FALLBACKS of them) and says so in a remark; a configuration someone
+gave (--tiling, a tuning database) that spills stays an error.
+
+gfx90a has no fp8 matrix instruction: its fp8 GEMMs decode A and B to f16
+on the way to shared memory, and the decoding's SGPRs make the model's
+favourite for the whole-problem example (128x128x64, 256 threads) spill 10
+SGPRs (llc-22 -mcpu=gfx90a)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tilemlir
+from tilemlir import compiler
+from tilemlir.compiler import CompileError, CompileOptions
+from tilemlir.runtime import load_module, run_emulator
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import REPO, run_tool
+from kernel_text import whole_problem_gemm
+
+EXAMPLE = REPO / "examples" / "gemm_whole_problem.mlir"
+
+
+def test_whole_problem_example_on_gfx90a_falls_back_to_a_configuration_that_does_not_spill():
+    done = run_tool("tile-compile", str(EXAMPLE), "--target", "amdgpu:gfx90a", "--emit", "isa", "--report",
+                    "--no-tuning-db")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["spills"] == 0 and report["config_source"] == "model"
+    fallback = report["spill_fallback"]
+    assert fallback["rank"] == 1
+    (tried,) = fallback["tried"]
+    assert tried["configuration"].startswith("block 128x128x64, 256 threads, 2 stages")
+    assert tried["spills"] == [{"kernel": "gemm_kernel0", "vgpr_spills": 0, "sgpr_spills": 10}]
+    (remark,) = [line for line in done.stderr.splitlines() if "remark: tile-compile:" in line]
+    assert "rank 0 (block 128x128x64, 256 threads, 2 stages" in remark
+    assert "spills 0 VGPRs and 10 SGPRs" in remark
+    assert f"used rank 1 ({fallback['configuration']})" in remark
+    assert report["decisions"][0]["threads"] == 512  # what the remark says was used
+    # The spilling attempt's own remarks are withdrawn: one tiling remark, the one used.
+    (tiling,) = [line for line in done.stderr.splitlines() if "remark: tile-tiling: block" in line]
+    assert "ranked 2 (rank=1) of" in tiling and "512 threads" in tiling
+
+
+def test_a_given_configuration_that_spills_is_still_refused():
+    text = EXAMPLE.read_text()
+    with pytest.raises(CompileError, match="spills 0 VGPRs and 10 SGPRs"):
+        tilemlir.compile(text, target="amdgpu:gfx90a", emit="isa",
+                         options={"tiling": "block=128,128,64 threads=256 stages=2"})
+
+
+def test_when_every_configuration_tried_spills_the_models_error_stands(monkeypatch):
+    """256^3 fp8 on gfx90a: the model's first two configurations spill."""
+    monkeypatch.setattr(compiler, "MAX_SPILL_FALLBACKS", 1)
+    text = whole_problem_gemm(256, 256, 256, "f8E4M3FNUZ", "f16")
+    with pytest.raises(CompileError) as error:
+        tilemlir.compile(text, target="amdgpu:gfx90a", emit="isa")
+    (diag,) = error.value.diags
+    assert "spills 0 VGPRs and 14 SGPRs" in diag.message
+    (note,) = diag.notes
+    assert "next-ranked configurations spill too: rank 1 (block 64x32x128" in note.message
+
+
+def test_rank_is_refused_where_it_picks_nothing():
+    text = whole_problem_gemm(64, 64, 64, "f16", "f16")
+    with pytest.raises(CompileError, match="block, threads and stages leave it none to pick"):
+        tilemlir.compile(text, target="amdgpu:gfx942", emit="tile",
+                         options={"tiling": "block=32,32,32 threads=64 stages=1 rank=1"})
+    with pytest.raises(CompileError, match=r"rank=100000, but the model ranks \d+ configurations"):
+        tilemlir.compile(text, target="amdgpu:gfx942", emit="tile", options={"tiling": "rank=100000"})
+
+
+def test_the_fallen_back_kernel_runs_in_the_emulator():
+    """64x128x256 fp8 on gfx90a: the model's 32x32x128 block spills 6 SGPRs;
+    the kernel compiled instead computes the GEMM (the emulator, against float64)."""
+    m, n, k = 64, 128, 256
+    text = whole_problem_gemm(m, n, k, "f8E4M3FNUZ", "f16")
+    report = tilemlir.compile(text, target="amdgpu:gfx90a", emit="isa", options={"report": True}).report
+    assert report["spills"] == 0 and report["spill_fallback"]["rank"] == 1
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-2, 2, (m, k)).astype(ml_dtypes.float8_e4m3fnuz)
+    b = rng.uniform(-2, 2, (k, n)).astype(ml_dtypes.float8_e4m3fnuz)
+    c = np.full((m, n), np.nan, np.float16)
+    module, _ = load_module(text)
+    rank = report["spill_fallback"]["rank"]
+    run_emulator(module, "gemm", [a, b, c], "amdgpu:gfx90a", CompileOptions(tiling=f"rank={rank}"))
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    # fp8 products are exact in f32; sums of 256 of them in f32, then one rounding to f16.
+    magnitude = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    bound = 2.0 ** -11 * np.abs(exact) + k * 2.0 ** -22 * magnitude + 2.0 ** -24
+    assert np.all(np.abs(c.astype(np.float64) - exact) <= bound)
+
+
+def test_tile_tunes_default_candidate_is_the_models_first_configuration_as_it_is():
+    """tile-tune records the configuration it compiled: a default that spills
+    fails as a candidate (the fallback's configuration is a candidate of its own),
+    so no tuning database entry names a configuration that spills."""
+    from tilemlir.tune.search import CompileJob, compile_candidate
+
+    text = whole_problem_gemm(64, 128, 256, "f8E4M3FNUZ", "f16")
+    outcome = compile_candidate(CompileJob(0, text, "gemm.mlir", "amdgpu:gfx90a", "isa"))
+    assert outcome.report is None
+    assert outcome.error == "block 32x32x128, 256 threads, 2 stages, v_mfma_f32_16x16x16f16, split-K 1 spills registers"
