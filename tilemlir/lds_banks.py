@@ -17,7 +17,7 @@ dword-wide; conflicts serialize) and the ROCm CK-Tile bank-conflict article
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 
 def _clock_groups(addresses: Sequence[int], width: int, banks: int, bank_bytes: int):
@@ -81,6 +81,16 @@ def swizzled_byte(row: int, byte: int, swizzle: int, row_bytes: int) -> int:
     return byte ^ ((row * swizzle) % chunks) * SWIZZLE_CHUNK_BYTES
 
 
+def conflict_free_swizzle(row_bytes: int, conflict_free: Callable[[int], bool]) -> int | None:
+    """The smallest XOR swizzle s of a row's 16-byte chunks (unpadded rows)
+    for which `conflict_free(s)` holds; None when a row is not a power of two
+    (at least 2) of chunks, or when no s is."""
+    chunks = row_bytes // SWIZZLE_CHUNK_BYTES
+    if row_bytes % SWIZZLE_CHUNK_BYTES or chunks < 2 or chunks & (chunks - 1):
+        return None
+    return next((swizzle for swizzle in range(1, chunks) if conflict_free(swizzle)), None)
+
+
 def choose_swizzle(row_of_lane: Sequence[int], k_of_lane: Sequence[int], row_elements: int,
                    element_bytes: int, elements: int, banks_options: Sequence[int],
                    bank_bytes: int = 4) -> tuple[int, int] | None:
@@ -88,18 +98,29 @@ def choose_swizzle(row_of_lane: Sequence[int], k_of_lane: Sequence[int], row_ele
     bank count in `banks_options`, as (s, 0); None when the rows are not a
     power of two of 16-byte chunks or no s is conflict-free."""
     row_bytes = row_elements * element_bytes
-    chunks = row_bytes // SWIZZLE_CHUNK_BYTES
-    if row_bytes % SWIZZLE_CHUNK_BYTES or chunks < 2 or chunks & (chunks - 1):
-        return None
-    for swizzle in range(1, chunks):
-        if all(operand_read_conflicts(row_of_lane, k_of_lane, row_bytes, element_bytes, elements,
-                                      banks, bank_bytes, swizzle) == 0 for banks in banks_options):
-            return swizzle, 0
-    return None
+    swizzle = conflict_free_swizzle(row_bytes, lambda s: all(
+        operand_read_conflicts(row_of_lane, k_of_lane, row_bytes, element_bytes, elements,
+                               banks, bank_bytes, s) == 0 for banks in banks_options))
+    return None if swizzle is None else (swizzle, 0)
 
 
 # The widest row padding choose_padding tries, in elements.
 LARGEST_PADDING = 64
+
+
+def least_conflicted_padding(conflicts: Callable[[int], int], step: int = 1,
+                             largest: int = LARGEST_PADDING) -> tuple[int, int]:
+    """The smallest row padding (in elements, a multiple of `step`, at most
+    `largest`) whose `conflicts(padding)` is 0; without one, the padding with
+    the fewest. Returns (padding, its conflicts)."""
+    best = None
+    for padding in range(0, largest + 1, max(1, step)):
+        here = conflicts(padding)
+        if best is None or here < best[1]:
+            best = (padding, here)
+        if here == 0:
+            break
+    return best
 
 
 def choose_padding(row_of_lane: Sequence[int], k_of_lane: Sequence[int], row_elements: int,
@@ -109,14 +130,9 @@ def choose_padding(row_of_lane: Sequence[int], k_of_lane: Sequence[int], row_ele
     with no conflicts for every bank count in `banks_options`; returns
     (padding, conflicts at that padding for the worst bank count). Without a
     conflict-free padding, the one with the fewest conflicts."""
-    step = max(1, elements)  # keep vector accesses aligned to their width
-    best = None
-    for padding in range(0, largest + 1, step):
+    def worst(padding: int) -> int:
         row_bytes = (row_elements + padding) * element_bytes
-        worst = max(operand_read_conflicts(row_of_lane, k_of_lane, row_bytes, element_bytes,
-                                           elements, banks, bank_bytes) for banks in banks_options)
-        if best is None or worst < best[1]:
-            best = (padding, worst)
-        if worst == 0:
-            break
-    return best
+        return max(operand_read_conflicts(row_of_lane, k_of_lane, row_bytes, element_bytes,
+                                          elements, banks, bank_bytes) for banks in banks_options)
+
+    return least_conflicted_padding(worst, elements, largest)  # vectors stay aligned to their width

@@ -108,7 +108,7 @@ from mlir import ir
 
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
-from tilemlir.lds_banks import LARGEST_PADDING, SWIZZLE_CHUNK_BYTES
+from tilemlir.lds_banks import LARGEST_PADDING, conflict_free_swizzle, least_conflicted_padding
 from tilemlir.passes.base import PassState, Switch, TilePass, resolve_switch
 from tilemlir.passes.fragment_inference import (
     FragmentLayouts,
@@ -144,7 +144,7 @@ def transpose_reads_pay(gemm: ir.Operation, target) -> bool:
     registers (registers.vgprs_per_lane).
 
     Measured with bench/amd_vs_triton.py on gfx950 (mfma_busy_ratio, spills;
-    transpose-read rows XOR-swizzled, see choose_swizzle). Transpose reads
+    transpose-read rows XOR-swizzled, see conflict_free_swizzle). Transpose reads
     alone: fp8 128x128x128 0.410 -> 0.512, f16 256x256x64 0.751 -> 0.255 with
     82 spills; direct loads alone: 0.327 and 0.607. Together they keep the
     operands out of VGPRs entirely and pay where the accumulator leaves room:
@@ -253,16 +253,9 @@ def use_text(use: OperandUse) -> str:
 def common_swizzle(reads: list, banks_options, bank_bytes: int) -> int | None:
     """The smallest XOR swizzle of the 16-byte chunks of a buffer's (unpadded)
     rows under which every one of `reads` is free of bank conflicts for every
-    bank count (`lds_banks.choose_swizzle`, for all of a buffer's uses at
-    once), or None."""
-    row_bytes = reads[0].row_elements * reads[0].element_bytes
-    chunks = row_bytes // SWIZZLE_CHUNK_BYTES
-    if row_bytes % SWIZZLE_CHUNK_BYTES or chunks < 2 or chunks & (chunks - 1):
-        return None
-    for swizzle in range(1, chunks):
-        if all(read.conflicts(banks, bank_bytes, 0, swizzle) == 0 for read in reads for banks in banks_options):
-            return swizzle
-    return None
+    bank count, or None."""
+    return conflict_free_swizzle(reads[0].row_elements * reads[0].element_bytes, lambda swizzle: all(
+        read.conflicts(banks, bank_bytes, 0, swizzle) == 0 for read in reads for banks in banks_options))
 
 
 @dataclass(frozen=True)
@@ -535,14 +528,8 @@ class TileInferLayout(TilePass):
         reads = [operand_read(use.lanes, shape, element_bytes, use.k_contiguous, transposed, transpose)
                  for use in uses]
         # Pads keep every use's vector reads aligned to their width (powers of two).
-        step = max(read.per_access for read in reads)
-        pad, best = 0, None
-        for candidate in range(0, LARGEST_PADDING + 1, step):
-            total = sum(costs(reads, candidate))
-            if best is None or total < best:
-                pad, best = candidate, total
-            if total == 0:
-                break
+        pad, best = least_conflicted_padding(lambda padding: sum(costs(reads, padding)),
+                                             step=max(read.per_access for read in reads))
         conflicts, unpadded = costs(reads, pad), costs(reads)
         swizzle = None
         along = next((use for use in uses if use.k_contiguous), None)
