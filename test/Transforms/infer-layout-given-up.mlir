@@ -47,7 +47,7 @@ func.func @no_transpose_reads(%A: memref<128x128xf16>, %B: memref<128x128xf16>) 
   "tile.kernel"() ({
   ^bb0(%b: index):
     %a = "tile.alloc_shared"() : () -> memref<64x32xf16, #gpu.address_space<workgroup>>
-    // expected-remark@below {{is stored transposed instead of read with LDS transpose reads: gfx942 has no LDS transpose read of 16-bit elements (memory.shared_transpose_reads)}}
+    // expected-remark@below {{is not read with LDS transpose reads (its storage follows from all of the buffer's uses): gfx942 has no LDS transpose read of 16-bit elements (memory.shared_transpose_reads)}}
     %bb = "tile.alloc_shared"() : () -> memref<32x64xf16, #gpu.address_space<workgroup>>
     %c = "tile.alloc_fragment"() : () -> memref<64x64xf32, #gpu.address_space<private>>
     "tile.copy"(%A, %a, %b, %b) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<128x128xf16>, memref<64x32xf16, #gpu.address_space<workgroup>>, index, index) -> ()

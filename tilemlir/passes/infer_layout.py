@@ -620,7 +620,8 @@ class TileInferLayout(TilePass):
             why = (f"{TRANSPOSE_READS[element_bits][0]} reads {elements} elements per lane, which do "
                    f"not divide the {count} each lane reads or the rows of {shape[-1]}")
         state.remark(alloc, (f"tile-infer-layout: operand {role} of the gemm at {_location_text(gemm)} "
-                             f"is stored transposed instead of read with LDS transpose reads: {why}"))
+                             "is not read with LDS transpose reads (its storage follows from all of "
+                             f"the buffer's uses): {why}"))
         return None
 
     @staticmethod
