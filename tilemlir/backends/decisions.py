@@ -75,7 +75,7 @@ from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.lds_banks import lane_ways
 from tilemlir.passes.fragment_layout import FragmentLayout, read_layout
-from tilemlir.passes.gemm_facts import MmaChoice, gemm_shape, warp_grid_of
+from tilemlir.passes.gemm_facts import MmaChoice, gemm_shape, k_along_rows, warp_grid_of
 from tilemlir.passes.gpu_builders import bit_width
 from tilemlir.passes.infer_layout import program_accesses
 from tilemlir.passes.kernel_facts import kernel_grid, kernel_threads
@@ -86,7 +86,9 @@ from tilemlir.passes.shared_memory import (
     operand_reads_of,
     physical_shared_bytes,
     physical_shared_shape,
+    shared_layout,
     transpose_read_elements,
+    use_reads_transposed,
 )
 from tilemlir.target.model import Target, is_unknown
 
@@ -367,7 +369,8 @@ class _Reader:
         if entry("transpose_read", False):  # which of its uses read it so (use_reads_transposed)
             decision.use = "; ".join(
                 f"{role} of the tile.gemm at {self.at(gemm)}"
-                + (" (LDS transpose reads)" if _k_contiguous(role, gemm) == entry("transposed") else "")
+                + (" (LDS transpose reads)" if use_reads_transposed(shared_layout(op), _k_contiguous(role, gemm))
+                   else "")
                 for role, gemm in roles)
         decision.transposed = entry("transposed")
         decision.padding = entry("pad")
@@ -431,8 +434,7 @@ class _Reader:
 def _k_contiguous(role: str, gemm: ir.Operation) -> bool:
     """Whether operand `role` of a tile.gemm has its K runs along the rows of
     its buffer as written."""
-    shape = gemm_shape(gemm)
-    return not shape.transpose_a if role == "A" else shape.transpose_b
+    return k_along_rows(gemm)[role == "B"]
 
 
 def _cleared_first(kernel: ir.Operation) -> list[int]:

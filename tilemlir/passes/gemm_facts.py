@@ -29,6 +29,13 @@ def gemm_shape(op: ir.Operation) -> GemmShape:
                      accum, transpose_a, transpose_b)
 
 
+def k_along_rows(op: ir.Operation) -> tuple[bool, bool]:
+    """Whether a tile.gemm's A and B have their K runs along the rows of
+    their buffers as written: A untransposed (M x K), B transposed (N x K)."""
+    shape = gemm_shape(op)
+    return not shape.transpose_a, shape.transpose_b
+
+
 def copy_vector_width(cols: int, element_bits: int) -> int:
     """Elements per lane per access of a copy: 128 bits, halved until it divides
     the row length."""

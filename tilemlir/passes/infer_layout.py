@@ -117,7 +117,7 @@ from tilemlir.passes.fragment_inference import (
     scratch_uses,
 )
 from tilemlir.passes.fragment_layout import FragmentLayout
-from tilemlir.passes.gemm_facts import MmaChoice, copy_vector_width, warp_grid_of
+from tilemlir.passes.gemm_facts import MmaChoice, copy_vector_width, k_along_rows, warp_grid_of
 from tilemlir.passes.gpu_builders import bit_width
 from tilemlir.passes.kernel_facts import enclosing_kernel, i64_array, int_attr, kernel_threads
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
@@ -473,11 +473,10 @@ class TileInferLayout(TilePass):
                 continue
             counted.append(op)
             wanted = resolve_switch(self.transpose_reads, transpose_reads_pay(op, target))
-            transpose_a = ir.BoolAttr(op.attributes["transpose_a"]).value
-            transpose_b = ir.BoolAttr(op.attributes["transpose_b"]).value
+            a_along, b_along = k_along_rows(op)
             for role, operand, lanes_of, k_contiguous in (
-                ("A", op.operands[0], lanes[0], not transpose_a),
-                ("B", op.operands[1], lanes[1], transpose_b),
+                ("A", op.operands[0], lanes[0], a_along),
+                ("B", op.operands[1], lanes[1], b_along),
             ):
                 owner = operand.owner
                 if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "tile.alloc_shared":

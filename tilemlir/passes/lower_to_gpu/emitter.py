@@ -19,7 +19,7 @@ from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 from tilemlir.lds_banks import SWIZZLE_CHUNK_BYTES
 from tilemlir.passes.fragment_layout import accumulator_layout
-from tilemlir.passes.gemm_facts import MmaChoice, warp_grid_of
+from tilemlir.passes.gemm_facts import MmaChoice, k_along_rows, warp_grid_of
 from tilemlir.passes.gpu_builders import (
     add,
     and_,
@@ -238,8 +238,9 @@ class KernelEmitter(FragmentOps):
         # stored for transpose reads is read with them by the uses whose K runs
         # down its stored columns only: another gemm may read the same buffer
         # along its rows (S = Q K^T next to H = K^T Q), with vector reads.
-        read_a = use_reads_transposed(layout_a, not transpose_a)
-        read_b = use_reads_transposed(layout_b, transpose_b)
+        a_along, b_along = k_along_rows(gemm)
+        read_a = use_reads_transposed(layout_a, a_along)
+        read_b = use_reads_transposed(layout_b, b_along)
         for role, layout, transposed_read in (("A", layout_a, read_a), ("B", layout_b, read_b)):
             if layout.swizzle and not transposed_read:
                 raise LoweringError(gemm, f"tile-lower-to-gpu: operand {role} of this gemm is XOR-swizzled "
