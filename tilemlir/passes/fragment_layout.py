@@ -39,6 +39,7 @@ Layouts (the `kind` of `tile.layout`, written by tile-infer-layout):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -161,7 +162,9 @@ class FragmentLayout:
             return None
         return (self.threads - 1) & ~used
 
+    @functools.cached_property
     def slot_index(self) -> dict[tuple[int, ...], int]:
+        """The register slot of each element offset (built once per layout)."""
         return {offsets: s for s, offsets in enumerate(self.slots)}
 
     def runs(self, limit: int) -> list[list[int]]:

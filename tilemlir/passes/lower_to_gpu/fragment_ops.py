@@ -22,7 +22,6 @@ workgroup memory, which every family lowers.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -73,11 +72,6 @@ from tilemlir.passes.lower_to_gpu.api import (
 )
 
 
-@functools.lru_cache(maxsize=256)
-def _slot_index(layout: FragmentLayout) -> dict[tuple[int, ...], int]:
-    return layout.slot_index()
-
-
 @dataclass
 class ParallelContext:
     """The T.Parallel whose body is being emitted, at one register slot."""
@@ -88,10 +82,10 @@ class ParallelContext:
     owner: ir.Value | None  # i1: this thread stores to memory (None: every thread)
     offsets: tuple[int, ...] = ()
     overrides: dict = field(default_factory=dict)  # fragment -> its converted copy
-    # (id of a fragment's placement, the loop dims indexing it) -> (that
-    # placement, its slot of each element offset): checked and built once per
-    # loop, not per element (each is linear in the thread's registers).
-    slot_maps: dict = field(default_factory=dict)
+    # (id of a fragment's placement, the loop dims indexing it) -> that
+    # placement, checked against the loop's layout once per loop, not per
+    # element (the check is linear in the thread's registers).
+    checked: dict = field(default_factory=dict)
 
 
 def _eq_zero(value: ir.Value) -> ir.Value:
@@ -476,7 +470,7 @@ class FragmentOps:
             # constant indices outside a T.Parallel.
             constants = [constant_int(index) for index in indices]
             if placement.used_bits() == 0 and None not in constants:
-                return _slot_index(placement)[tuple(constants)]
+                return placement.slot_index[tuple(constants)]
             raise LoweringError(op, f"tile-lower-to-gpu: {op.name} of a register fragment outside a "
                                     "T.Parallel: a fragment is indexed element by element only in an "
                                     "scf.parallel (use tile.copy to move it)")
@@ -490,17 +484,16 @@ class FragmentOps:
                 raise LoweringError(op, "tile-lower-to-gpu: inside scf.parallel a fragment must be "
                                         "indexed by the loop's own induction variables")
         key = (id(placement), tuple(dims))
-        known = context.slot_maps.get(key)
-        if known is None or known[0] is not placement:
+        if context.checked.get(key) is not placement:
             expected = access_layout(context.layout, tuple(dims))
             if placement != expected:
                 raise LoweringError(op, f"tile-lower-to-gpu: this fragment is held in a "
                                         f"{placement.describe()}, but the T.Parallel runs over a "
                                         f"{context.layout.describe()}; its elements are not where the loop "
                                         "needs them (run tile-infer-layout)")
-            known = context.slot_maps[key] = (placement, placement.slot_index())
+            context.checked[key] = placement
         offsets = tuple(0 if d == UNIT_DIM else context.offsets[d] for d in dims)
-        return known[1][offsets]
+        return placement.slot_index[offsets]
 
     def op_memref_load(self, op) -> None:
         fragment = self.fragment_of(op.operands[0])
