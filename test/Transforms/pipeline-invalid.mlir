@@ -1,4 +1,4 @@
-// RUN: tile-opt %s --split-input-file --verify-diagnostics --target=amdgpu:gfx942 --tile-pipeline
+// RUN: tile-opt %s --split-input-file --verify-diagnostics --target=amdgpu:gfx942 --tile-pipeline='over-budget=error'
 
 #S = #gpu.address_space<workgroup>
 #F = #gpu.address_space<private>
@@ -10,7 +10,7 @@ func.func @over_budget(%A: memref<1024x1024xf16>) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c16 = arith.constant 16 : index
-    // expected-error@below {{tile-pipeline: 4 stages need 131072 bytes of LDS, gfx942 allows 65536; 2 stages would fit (65536 bytes). By buffer: the 128x64xf16 tile.alloc_shared at}}
+    // expected-error@below {{tile-pipeline: 4 stages need 131072 bytes of LDS, gfx942 allows 65536; 2 stages would fit (65536 bytes; over-budget=fewer-stages steps down to them). By buffer: the 128x64xf16 tile.alloc_shared at}}
     %a = "tile.alloc_shared"() : () -> memref<128x64xf16, #S>
     %bb = "tile.alloc_shared"() : () -> memref<64x128xf16, #S>
     %c = "tile.alloc_fragment"() : () -> memref<128x128xf32, #F>

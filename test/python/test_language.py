@@ -150,6 +150,27 @@ def test_flash_attention_example(causal):
     assert source.count('"tile.gemm"') == 2
 
 
+def test_flash_attention_example_at_head_dim_128_steps_down_to_the_stages_that_fit(monkeypatch):
+    """The example's defaults (64x64 blocks, num_stages=2) at d = 128 need
+    90,624 bytes of LDS, over gfx942's 65,536: the loop is pipelined with the
+    one stage that fits, a remark says so, and the result stays right."""
+    from attention_cases import Attention, model
+
+    monkeypatch.setenv("TILEMLIR_TARGET", "amdgpu:gfx942")
+    monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
+    flashattn = load_example("flash_attention").flashattn
+    case = Attention(batch=1, heads=1, kv_heads=1, seq=128, dim=128, causal=False)
+    q, k, v = (RNG.uniform(-2, 2, (1, 128, 1, 128)).astype(np.float16) for _ in range(3))
+    kernel = flashattn(1, 1, 128, 128, False)
+    out = kernel(q, k, v)
+    expected, bound = model(case, [q, k, v, out])[3]
+    assert_within(out, expected, bound)
+    remarks = [d.message for d in tilemlir.compile(kernel.get_kernel_source(), target="amdgpu:gfx942",
+                                                   emit="gpu").remarks]
+    assert any(m.startswith("tile-pipeline: 2 stages need 90624 bytes of LDS, gfx942 allows 65536: "
+                            "pipelined with 1 stage (57856 bytes) instead") for m in remarks), remarks
+
+
 def test_elementwise_functions_and_compile_time_python():
     x = np.linspace(-3, 3, 256).astype(np.float32)
     got = K.elementwise(256)(x)

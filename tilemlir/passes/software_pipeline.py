@@ -15,8 +15,10 @@ the copies N-1 iterations ahead:
 * the copy for iteration i+N-1 runs before the gemm of iteration i. Past the
   end of the loop it copies the last iteration's tile again, into a stage no
   gemm reads, so the loop needs no guard and in-bounds copies stay in bounds;
-* the LDS budget is checked with the multiplied buffers (a compile-time error
-  with the numbers);
+* the LDS budget is checked with the multiplied buffers: stages that do not
+  fit become the most that do, with a remark naming the numbers
+  (`over-budget=error`: a compile-time error with the numbers instead); a
+  loop that not even one stage fits is an error either way;
 * tile-lower-to-gpu turns a `tile.prefetch` copy into global loads at the top
   of the iteration and LDS stores at its end, with one barrier per iteration:
   the stage written at the end of iteration i was last read in iteration i-1
@@ -42,6 +44,8 @@ sequential semantics are unchanged.
 
 Options:
   target=FAMILY:NAME   (for the LDS budget; default: the module's tile.target)
+  over-budget=fewer-stages|error   (stages over the LDS budget: step down to the
+                       most that fit with a remark (default), or refuse)
 
 Example (N = 2):
 
@@ -58,7 +62,7 @@ Example (N = 2):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from mlir import ir
 from mlir.dialects import arith, memref, scf
@@ -108,6 +112,9 @@ class TilePipeline(TilePass):
                                "and prefetch ahead")
 
     target: str = ""
+    # A loop whose stages do not fit the LDS: pipelined with the most stages
+    # that fit, with a remark (TileLang's num_stages is a request), or refused.
+    over_budget: Literal["fewer-stages", "error"] = "fewer-stages"
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         loops = [op for op in walk(module) if op.name == "scf.for"
@@ -122,9 +129,9 @@ class TilePipeline(TilePass):
                 if stages > 1:  # one stage asks for nothing more than the loop as written
                     state.error(loop, f"tile-pipeline: cannot pipeline this loop: {reason}")
                 continue
-            if not self.within_budget(module, loop, buffers, stages, state):
-                continue
-            self.pipeline(loop, copies, buffers, stages)
+            stages = self.stages_within_budget(module, loop, buffers, stages, state)
+            if stages is not None:
+                self.pipeline(loop, copies, buffers, stages)
 
     # -- analysis -------------------------------------------------------------
 
@@ -169,7 +176,10 @@ class TilePipeline(TilePass):
                                          f"at {position_text(use.owner)})")
         return copies, buffers
 
-    def within_budget(self, module, loop, buffers, stages: int, state: PassState) -> bool:
+    def stages_within_budget(self, module, loop, buffers, stages: int, state: PassState) -> int | None:
+        """The stages the loop is pipelined with: `stages` when their buffers
+        fit the LDS; else, with over-budget=fewer-stages, the most that fit
+        (a remark says so); else None, after an error with the numbers."""
         target = resolve_target(module, self.target)
         limit = target.require("memory.shared_bytes_per_workgroup", "the LDS budget")
         kernel = loop
@@ -187,17 +197,24 @@ class TilePipeline(TilePass):
         needed, account, largest = lds_breakdown([(op, 1) for op in others]
                                                  + [(op, stages) for op in staged])
         if needed <= limit:
-            return True
+            return stages
         fitting = next((s for s in range(stages - 1, 0, -1) if needed_with(s) <= limit), None)
+        if fitting is not None and self.over_budget == "fewer-stages":
+            state.remark(loop, f"tile-pipeline: {stages} stages need {needed} bytes of LDS, {target.name} "
+                               f"allows {limit}: pipelined with {fitting} stage{'s' if fitting > 1 else ''} "
+                               f"({needed_with(fitting)} bytes) instead; tile-pipeline{{over-budget=error}} "
+                               "refuses")
+            return fitting
         if fitting is not None:
-            advice = f"{fitting} stages would fit ({needed_with(fitting)} bytes)"
+            advice = (f"{fitting} stage{'s' if fitting > 1 else ''} would fit ({needed_with(fitting)} bytes; "
+                      "over-budget=fewer-stages steps down to them)")
         else:
             advice = (f"fewer stages cannot help (1 stage needs {needed_with(1)} bytes): use smaller "
                       f"tiles, starting with this one")
         state.error(largest, f"tile-pipeline: {stages} stages need {needed} bytes of LDS, "
                              f"{target.name} allows {limit}; {advice}. By buffer: {account} "
                              f"(the pipelined loop is at {position_text(loop)})")
-        return False
+        return None
 
     # -- the rewrite ------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 // Configurations a MetaX chip cannot run fail at compile time, with the
 // numbers, at the op's location (DESIGN §4: never a run-time surprise).
 //
-// RUN: tile-compile %s --emit maca --split-input-file --verify-diagnostics --pass-options 'tile-legalize-precision{fp8-fallback=error}'
+// RUN: tile-compile %s --emit maca --split-input-file --verify-diagnostics --pass-options 'tile-legalize-precision{fp8-fallback=error},tile-pipeline{over-budget=error}'
 
 // fp8 MMAs on the C500 (xcore1000) are not publicly known: with
 // fp8-fallback=error, no f16 fallback either: a diagnostic.
