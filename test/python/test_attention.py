@@ -1,14 +1,17 @@
 """Flash attention forward (issue 18), written as TileLang's example_mha_fwd
 writes it (attention_cases.py): every variant compiles for every family's
 chips with no spills on AMD, and runs in the SIMT emulator (gfx90a, gfx942, gfx950,
-MetaX) to match a float64 NumPy model within its dtype-derived bound. The
-H200 runs of the same variants are bench/device_check.py's.
+MetaX) to match a float64 NumPy model within its dtype-derived bound; MetaX's
+MACA C++ is also compiled by g++ against test/metax/maca_host.h and run on the
+CPU against the same model. The H200 runs of the same variants are
+bench/device_check.py's.
 """
 
 from __future__ import annotations
 
 import re
 
+import maca_programs
 import numpy as np
 import pytest
 from attention_cases import REGISTER_P, VARIANTS, Attention, inputs, kernel_text, model
@@ -73,6 +76,31 @@ FP8 = {"amdgpu:gfx942": "f8E4M3FNUZ", "amdgpu:gfx950": "f8E4M3FN", "metax:xcore1
 @pytest.mark.parametrize("target", sorted(FP8))
 def test_fp8_attention_matches_float64(target):
     error, bound = emulated_error(Attention(dtype=FP8[target], causal=True), target)
+    assert np.all(error <= bound), f"worst error/bound {(error / bound).max():.3f}"
+
+
+MACA_KERNELS = VARIANTS + (Attention(dtype=FP8["metax:xcore1000"], causal=True),)
+
+
+@pytest.fixture(scope="module")
+def maca_program(tmp_path_factory):
+    """MACA_KERNELS as MetaX compiles them to MACA C++, built into one CPU
+    program (maca_programs.build: g++ against test/metax/maca_host.h)."""
+    sources = {kernel.name: tilemlir.compile(kernel_text(kernel), target="metax:xcore1000",
+                                             emit="maca").artifact
+               for kernel in MACA_KERNELS}
+    return maca_programs.build(sources, tmp_path_factory.mktemp("attention_maca"))
+
+
+@pytest.mark.parametrize("kernel", MACA_KERNELS, ids=[kernel.name for kernel in MACA_KERNELS])
+def test_maca_cpp_on_the_cpu_matches_float64(kernel, maca_program, tmp_path):
+    """The C++ as printed (K and V tiles stored as the 16x16 MMAs read them,
+    64-bit operand loads, 32-bit index arithmetic), not only the GPU-level IR
+    the emulator runs, computes attention within the model's bound."""
+    args = inputs(kernel)
+    expected, bound = model(kernel, [np.copy(a) for a in args])[3]
+    maca_programs.run(maca_program, kernel.name, args, tmp_path)
+    error = np.abs(convert(args[3], np.float64) - expected)
     assert np.all(error <= bound), f"worst error/bound {(error / bound).max():.3f}"
 
 

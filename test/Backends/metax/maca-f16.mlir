@@ -14,8 +14,8 @@
 // CHECK-NEXT: extern "C" __global__ __launch_bounds__(256) void gemm_kernel0(tm_f16* __restrict__ arg0, tm_f16* __restrict__ arg1, float* __restrict__ arg2) {
 // CHECK-NEXT:   __shared__ tm_f16 smem0[6912] __attribute__((aligned(16)));
 // CHECK-NEXT:   __shared__ tm_f16 smem1[6912] __attribute__((aligned(16)));
-// CHECK: (int64_t)threadIdx.x
-// CHECK: for (int64_t [[I:i[0-9]+]] = INT64_C(0); [[I]] < INT64_C(3); [[I]] += INT64_C(1)) {
+// CHECK: (int32_t)threadIdx.x
+// CHECK: for (int32_t [[I:i[0-9]+]] = 0; [[I]] < 3; [[I]] += 1) {
 // CHECK: __syncthreads();
 // CHECK-COUNT-8: tm_f32x4 {{v[0-9]+}} = __builtin_mxc_mma_16x16x16f16({{v[0-9]+}}, {{v[0-9]+}}, {{(acc|v)[0-9]+}});
 // CHECK-NOT: __builtin_mxc_mma

@@ -7,7 +7,8 @@
 // 64-bit vector load, never element by element. The index arithmetic is in 32
 // bits (the metax stage's NARROW_INDICES: thread and block ids bounded by the
 // kernel's block and grid sizes), and so are the element offsets into
-// allocations of fewer than 2^31 elements.
+// allocations of fewer than 2^31 elements and the counter of a loop with
+// constant bounds: the main loop holds no 64-bit value.
 //
 // Here A is transposed (stored K x M as written, so both A and B are stored
 // transposed): 2 stages x 64 x (32 + 4) f16 each, rows 36 elements apart.
@@ -19,31 +20,31 @@
 // CHECK-NEXT: extern "C" __global__
 // CHECK-NEXT:   __shared__ tm_f16 smem0[4608]
 // CHECK-NEXT:   __shared__ tm_f16 smem1[4608]
-// CHECK: int32_t {{v[0-9]+}} = (int32_t)(uint64_t)(int64_t)threadIdx.x;
+// CHECK: int32_t {{v[0-9]+}} = (int32_t)((uint32_t)(int32_t)threadIdx.x % (uint32_t)(int32_t)64);
 // The main loop: one 64-bit load per lane and operand tile, B's feeding the MMA first.
-// CHECK: for ({{.*}}) {
+// CHECK: for (int32_t [[I:i[0-9]+]] = 0; [[I]] < 3; [[I]] += 1) {
 // CHECK-NEXT: __syncthreads();
-// The stage: int32_t, from the loop's induction variable.
-// CHECK-NEXT: int32_t {{v[0-9]+}} = (int32_t)(uint64_t)i{{[0-9]+}};
-// CHECK-NOT: {{= smem[0-9]+\[}}
-// CHECK: tm_f16x4 [[A0:v[0-9]+]] = tm_vload<tm_f16x4>(&smem0[(int32_t)([[STAGE:v[0-9]+]] * 2304) + {{v[0-9]+}} * 36 + [[K:v[0-9]+]]]);
-// CHECK-NOT: {{= smem[0-9]+\[}}
+// The stage: int32_t, from the loop's counter.
+// CHECK-NEXT: int32_t [[STAGE:v[0-9]+]] = (int32_t)((uint32_t)[[I]] % (uint32_t)(int32_t)2);
+// CHECK-NOT: {{= smem[0-9]+\[|int64_t}}
+// CHECK: tm_f16x4 [[A0:v[0-9]+]] = tm_vload<tm_f16x4>(&smem0[(int32_t)([[STAGE]] * 2304) + {{v[0-9]+}} * 36 + [[K:v[0-9]+]]]);
+// CHECK-NOT: {{= smem[0-9]+\[|int64_t}}
 // CHECK: tm_f16x4 [[B0:v[0-9]+]] = tm_vload<tm_f16x4>(&smem1[(int32_t)([[STAGE]] * 2304) + {{v[0-9]+}} * 36 + [[K]]]);
-// CHECK-NOT: {{= smem[0-9]+\[}}
+// CHECK-NOT: {{= smem[0-9]+\[|int64_t}}
 // CHECK: = __builtin_mxc_mma_16x16x16f16([[B0]], [[A0]], {{acc[0-9]+}});
-// CHECK-NOT: {{= smem[0-9]+\[}}
+// CHECK-NOT: {{= smem[0-9]+\[|int64_t}}
 // CHECK: {{^  }}}
 
 // FP8-LABEL: // kernel mixed_precision_gemm_kernel0: 256 threads; shared memory 30720 bytes
 // FP8: __shared__ tm_f8e4m3 smem1[15360]
-// FP8: for ({{.*}}) {
+// FP8: for (int32_t [[I:i[0-9]+]] = 0; [[I]] < 32; [[I]] += 1) {
 // FP8-NEXT: __syncthreads();
-// FP8-NOT: {{= smem[0-9]+\[}}
+// FP8-NOT: {{= smem[0-9]+\[|int64_t}}
 // FP8: tm_f8e4m3x8 [[B0:v[0-9]+]] = tm_vload<tm_f8e4m3x8>(&smem1[(int32_t)({{v[0-9]+}} * 5120) + {{v[0-9]+}} * 40 + {{v[0-9]+}}]);
 // FP8-NEXT: tm_i32x2 [[B0W:v[0-9]+]] = tm_bitcast<tm_i32x2>([[B0]]);
-// FP8-NOT: {{= smem[0-9]+\[}}
+// FP8-NOT: {{= smem[0-9]+\[|int64_t}}
 // FP8: = __builtin_mxc_mma_16x16x32f8([[B0W]], {{v[0-9]+}}, {{acc[0-9]+}});
-// FP8-NOT: {{= smem[0-9]+\[}}
+// FP8-NOT: {{= smem[0-9]+\[|int64_t}}
 // FP8: {{^  }}}
 
 func.func @gemm_ta(%A: memref<96x64xf16>, %B: memref<96x128xf16>, %C: memref<64x128xf32>) {

@@ -17,7 +17,7 @@
 // CHECK-NEXT: __shared__ tm_f8e4m3 smem0[15360]
 // CHECK-NEXT: __shared__ tm_f8e4m3 smem1[15360]
 // CHECK: tm_cvt_f32_f8e4m3(
-// CHECK: for (int64_t
+// CHECK: for (int32_t
 // CHECK-COUNT-16: = __builtin_mxc_mma_16x16x32f8(
 // CHECK-NOT: __builtin_mxc_mma
 // CHECK: {{^  }}}

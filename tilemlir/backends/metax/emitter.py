@@ -54,6 +54,7 @@ from tilemlir.diagnostics import UserError
 from tilemlir.dialects.attributes import ATOMIC_ADD_KINDS, ATOMIC_ADD_TYPES
 from tilemlir.dialects.element_types import dtype_of
 from tilemlir.passes.check_gpu_input import gpu_input_problems
+from tilemlir.passes.lower_to_gpu.api import constant_int
 from tilemlir.passes.symbols import (
     comment_text,
     is_cxx_name,
@@ -245,6 +246,9 @@ class _Function:
         # Pointer -> elements it points to, where static (attributions, kernel
         # parameters of static shape): `element_pointer` indexes those in 32 bits.
         self.elements: dict[str, int] = {}
+        # Index values that have an exact int32_t form (thread and block ids, a
+        # loop counter printed as an int32_t): `index32` and casts to i32 use it.
+        self.narrow: dict = {}
 
     def fresh(self, stem: str = "v") -> str:
         self.counter += 1
@@ -612,6 +616,8 @@ class MacaPrinter:
         """thread_id/block_id/block_dim/grid_dim x|y|z as MACA's built-in variables."""
         variable = _GPU_IDS[op.name]
         fn.names[op.results[0]] = f"(int64_t){variable}.{_dimension(op)}"
+        # Unsigned 32-bit built-ins: as an int32_t they are what a cast to i32 gives.
+        fn.narrow[op.results[0]] = f"(int32_t){variable}.{_dimension(op)}"
 
     op_gpu_thread_id = op_gpu_block_id = op_gpu_block_dim = op_gpu_grid_dim = gpu_id
 
@@ -669,7 +675,10 @@ class MacaPrinter:
     def index32(fn: _Function, index: ir.Value) -> str | None:
         """An index operand as a 32-bit C++ expression, where it is one already:
         a cast of an i32 (the index arithmetic the metax stage narrowed,
-        stages.NARROW_INDICES) or a constant below 2^31; None otherwise."""
+        stages.NARROW_INDICES), a value with an int32_t form (`fn.narrow`) or
+        a constant below 2^31; None otherwise."""
+        if index in fn.narrow:
+            return fn.narrow[index]
         owner = index.owner
         if not isinstance(owner, ir.OpView | ir.Operation):
             return None
@@ -681,6 +690,26 @@ class MacaPrinter:
             value = ir.IntegerAttr(owner.attributes["value"]).value
             return str(value) if 0 <= value < 2 ** 31 else None
         return None
+
+    def op_arith_index_cast(self, fn, op) -> None:
+        """The seams of the metax stage's 32-bit index arithmetic
+        (stages.NARROW_INDICES) print no variables of their own. An i32
+        widened to index is written where it is used: most such values are
+        only memory indices, which `element_pointer` takes in 32 bits through
+        `index32`, so a 64-bit variable would be dead. An index narrowed to
+        i32 that has an int32_t form (`fn.narrow`) is that form."""
+        source, result = op.operands[0], op.results[0]
+        if isinstance(source.type, ir.VectorType):
+            self.elementwise(fn, op)
+        elif isinstance(result.type, ir.IndexType) and _is_i32(source.type):
+            fn.names[result] = self.scalar_expression(op, [self.use(fn, source, op)], result.type,
+                                                      [source.type])
+        elif _is_i32(result.type) and source in fn.narrow:
+            fn.names[result] = fn.narrow[source]
+        else:
+            self.elementwise(fn, op)
+
+    op_arith_index_castui = op_arith_index_cast
 
     def op_memref_subview(self, fn, op) -> None:
         source = op.operands[0]
@@ -899,7 +928,16 @@ class MacaPrinter:
             carried.append(name)
         index = fn.fresh("i")
         fn.names[iv] = index
-        fn.line(f"for (int64_t {index} = {lb}; {index} < {ub}; {index} += {step}) {{")
+        lower, upper, increment = (constant_int(v) for v in list(op.operands)[:3])
+        if isinstance(iv.type, ir.IndexType) and None not in (lower, upper, increment) and \
+                lower >= 0 and increment > 0 and upper + increment < 2 ** 31:
+            # Constant bounds: every value of the counter, up to the one that
+            # ends the loop (below upper + step), fits an int32_t.
+            fn.names[iv] = f"(int64_t){index}"
+            fn.narrow[iv] = index
+            fn.line(f"for (int32_t {index} = {lower}; {index} < {upper}; {index} += {increment}) {{")
+        else:
+            fn.line(f"for (int64_t {index} = {lb}; {index} < {ub}; {index} += {step}) {{")
         fn.depth += 1
         self.body_with_yield(fn, body, carried, op)
         fn.depth -= 1
@@ -1068,6 +1106,10 @@ class MacaPrinter:
 def _as_unsigned(expression: str) -> str:
     """A C expression cast to unsigned (mcLaunchKernel's dim3 takes unsigned extents)."""
     return f"(unsigned){expression}"
+
+
+def _is_i32(t: ir.Type) -> bool:
+    return isinstance(t, ir.IntegerType) and t.width == 32
 
 
 def _dimension(op) -> str:

@@ -7,8 +7,10 @@
 The tile passes are the family-neutral ones; the target's descriptor makes them
 choose MetaX's 16x16 instructions, and tile-lower-to-gpu emits them through
 MetaxMmaCore (matrix.py). Before printing, index arithmetic that MLIR's
-integer range analysis bounds is narrowed to 32 bits (`narrowed`), and the
-printer indexes allocations of fewer than 2^31 elements in 32 bits.
+integer range analysis bounds is narrowed to 32 bits (`narrowed`); the
+printer indexes allocations of fewer than 2^31 elements in 32 bits, counts
+loops with constant bounds in an int32_t, and widens a 32-bit value only
+inside the 64-bit offset that needs it.
 `--emit maca` prints the source, and `--report` (from the `maca` stage) gives
 per kernel its shared memory and MMA built-ins.
 The shared-memory budget (64 KiB on xcore1000, 128 KiB on xcore1500) is
