@@ -3,14 +3,16 @@
 #F = #gpu.address_space<private>
 // A row of 1024 over 128 threads (two waves of 64): each thread loads its 8
 // columns with one 128-bit vector load, combines its own registers, then the
-// 64 lanes of its wave by xor shuffles (1, 2, ..., 32), then the two waves
+// 64 lanes of its wave (on amdgpu by DPP moves, xor 1 first, then row_bcast:31
+// and a readlane of lane 63: backends/amdgpu/cross_lane.py), then the two waves
 // through the scratch: lane 0 of each wave stores, a barrier, every thread
 // reads both partials in the same order.
 // CHECK-LABEL: gpu.func @row_sum_kernel0
 // CHECK-SAME: workgroup(%[[SCRATCH:.+]] : memref<2xf32, #gpu.address_space<workgroup>>)
 // CHECK: vector.load %{{.+}} : memref<1x1024xf16>, vector<8xf16>
-// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c64_i32 : f32
-// CHECK: gpu.shuffle  xor %{{.+}}, %c32_i32, %{{.+}} : f32
+// CHECK: amdgpu.dpp %{{.+}} quad_perm([1 : i32, 0 : i32, 3 : i32, 2 : i32]) {bound_ctrl = true} : f32
+// CHECK: amdgpu.dpp %{{.+}} row_bcast_31 {row_mask = 12 : i32} : f32
+// CHECK: rocdl.readlane
 // CHECK-NOT: gpu.shuffle
 // CHECK: gpu.barrier
 // CHECK: scf.if
@@ -69,7 +71,7 @@ func.func @scale(%X: memref<8x256xf32>) {
 // statistic is held by every thread and read outside any loop.
 // CHECK-LABEL: gpu.func @one_row_kernel0
 // CHECK: vector.load %{{.+}} : memref<8x1024xf32>, vector<4xf32>
-// CHECK-COUNT-6: gpu.shuffle  xor
+// CHECK-COUNT-6: amdgpu.dpp
 // CHECK: vector.store %{{.+}} : memref<8x1024xf32>, vector<4xf32>
 func.func @one_row(%X: memref<8x1024xf32>, %M: memref<8xf32>) {
   "tile.kernel"() ({

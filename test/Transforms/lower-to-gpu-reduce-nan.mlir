@@ -4,14 +4,14 @@
 // (IEEE 754-2008 maxNum/minNum, TileLang's and Triton's default) and lower to
 // arith.maxnumf/minnumf, one v_max_f32/v_min_f32 per step on AMD; `maximum`/
 // `minimum` propagate NaN and lower to arith.maximumf/minimumf. Every step
-// (within a thread, across lanes, folding the old value when clear = false)
+// (within a thread, across lanes by DPP moves, folding the old value when clear = false)
 // uses the kind's op. A row of 256 over one wave of 64 threads.
 
 #F = #gpu.address_space<private>
 // CHECK-LABEL: gpu.func @row_max_kernel0
 // CHECK-NOT: arith.maximumf
 // CHECK: arith.maxnumf
-// CHECK: gpu.shuffle  xor
+// CHECK: amdgpu.dpp
 // CHECK: arith.maxnumf
 // CHECK-NOT: arith.maximumf
 // CHECK: gpu.return
@@ -36,7 +36,7 @@ func.func @row_max(%X: memref<1x256xf32>, %Y: memref<1xf32>) {
 // CHECK-LABEL: gpu.func @row_maximum_kernel0
 // CHECK-NOT: arith.maxnumf
 // CHECK: arith.maximumf
-// CHECK: gpu.shuffle  xor
+// CHECK: amdgpu.dpp
 // CHECK: arith.maximumf
 // CHECK-NOT: arith.maxnumf
 // CHECK: gpu.return
@@ -61,7 +61,7 @@ func.func @row_maximum(%X: memref<1x256xf32>, %Y: memref<1xf32>) {
 // CHECK-LABEL: gpu.func @row_min_kernel0
 // CHECK-NOT: arith.minimumf
 // CHECK: arith.minnumf
-// CHECK: gpu.shuffle  xor
+// CHECK: amdgpu.dpp
 // CHECK: arith.minnumf
 // CHECK-NOT: arith.minimumf
 // CHECK: gpu.return
@@ -85,7 +85,7 @@ func.func @row_min(%X: memref<1x256xf32>, %Y: memref<1xf32>) {
 // CHECK-LABEL: gpu.func @row_minimum_kernel0
 // CHECK-NOT: arith.minnumf
 // CHECK: arith.minimumf
-// CHECK: gpu.shuffle  xor
+// CHECK: amdgpu.dpp
 // CHECK: arith.minimumf
 // CHECK-NOT: arith.minnumf
 // CHECK: gpu.return
@@ -108,7 +108,7 @@ func.func @row_minimum(%X: memref<1x256xf32>, %Y: memref<1xf32>) {
 // Integers have no NaN: maximum is max, compared signed.
 #F = #gpu.address_space<private>
 // CHECK-LABEL: gpu.func @int_maximum_kernel0
-// CHECK: gpu.shuffle  xor
+// CHECK: amdgpu.dpp
 // CHECK: arith.maxsi
 // CHECK: gpu.return
 func.func @int_maximum(%X: memref<1x256xi32>, %Y: memref<1xi32>) {

@@ -119,6 +119,34 @@ def test_every_amd_row_assembles_on_its_chip_and_not_where_missing(tmp_path):
     assert checked_absent > 40
 
 
+# compute.cross_lane_moves: instructions each move stands for (backends/amdgpu/cross_lane.py).
+CROSS_LANE_ASM = {
+    "dpp16": ["v_mov_b32_dpp v0, v1 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf bound_ctrl:1",
+              "v_mov_b32_dpp v0, v1 row_half_mirror row_mask:0xf bank_mask:0xf",
+              "v_mov_b32_dpp v0, v1 row_ror:8 row_mask:0xf bank_mask:0xf",
+              "v_mov_b32_dpp v0, v1 row_shl:4 row_mask:0xf bank_mask:0x5"],
+    "dpp_row_bcast": ["v_mov_b32_dpp v0, v1 row_bcast:15 row_mask:0xa bank_mask:0xf",
+                      "v_mov_b32_dpp v0, v1 row_bcast:31 row_mask:0xc bank_mask:0xf"],
+    "permlane_swap": ["v_permlane16_swap_b32 v0, v1", "v_permlane32_swap_b32 v0, v1"],
+}
+
+
+def test_cross_lane_moves_assemble_where_listed_and_not_elsewhere(tmp_path):
+    moves = sorted(CROSS_LANE_ASM)
+    lines = [line for move in moves for line in CROSS_LANE_ASM[move]]
+    for chip in AMD:
+        assert set(chip.compute.cross_lane_moves) <= set(moves), chip.compute.cross_lane_moves
+        failures = _failing_lines(chip.name, lines, tmp_path)
+        number = 0
+        for move in moves:
+            for line in CROSS_LANE_ASM[move]:
+                number += 1
+                listed = move in chip.compute.cross_lane_moves
+                assert (number not in failures) == listed, (
+                    f"{chip.name} {'lists' if listed else 'does not list'} {move}, and llvm-mc-22 "
+                    f"{'rejects' if number in failures else 'accepts'} {line!r}")
+
+
 def test_xf32_and_legacy_shapes_are_where_the_traps_say():
     by_name = {t.name: {_identity(r) for r in t.mma} for t in AMD}
     xf32 = (16, 16, 8, 1, "xf32", "xf32", "f32")

@@ -1,5 +1,5 @@
-"""Control flow, GPU ids and barriers, affine.apply and amdgpu.mfma for the
-SIMT emulator.
+"""Control flow, GPU ids and barriers, lane exchanges (gpu.shuffle, DPP,
+permlane swaps, readlane), affine.apply and amdgpu.mfma for the SIMT emulator.
 
 Divergence: a structured op whose condition or bounds differ between active
 lanes runs its regions with a narrower lane mask (`Frame.mask`) and merges
@@ -21,6 +21,7 @@ from tilemlir.runtime.emu_core import (
     UnsupportedOp,
     attr_int,
     handles,
+    lane_axis,
     merge,
     require_whole_waves,
     value_type,
@@ -315,6 +316,145 @@ def _shuffle(compiler, op):
         data = np.broadcast_to(vals[value], (wg.threads,) + vals[value].shape[1:])
         vals[out] = data[global_source]
         vals[valid_out] = valid
+    return step
+
+
+# AMD lane moves without LDS: DPP (amdgpu.dpp -> v_mov_b32_dpp / llvm.amdgcn.update.dpp),
+# permlane swaps and v_readlane. Sources: AMD's CDNA3 ISA reference ("AMD Instinct
+# MI300 Instruction Set Architecture"), DPP section: DPP_CTRL (which lane each lane
+# reads), ROW_MASK and BANK_MASK (rows of 16 and banks of 4 lanes of a row that
+# are written; the others keep their old value), BOUND_CTRL (a lane whose source
+# is out of range reads 0 when set, else keeps its old value); LLVM's
+# AMDGPUModifierSyntax.rst ("DPP16 modifiers") for the same table; MLIR's
+# AMDGPUToROCDL.cpp (AMDGPUPermlaneLowering) for amdgpu.permlane_swap: each lane
+# reads lane ^ row_length (v_permlane16/32_swap_b32, CDNA4).
+_DPP_ROW = 16
+
+
+def _dpp_source(kind: str, argument, lane: np.ndarray, wave: int) -> np.ndarray:
+    """Per in-wave `lane`, the in-wave lane it reads under DPP control `kind`
+    (-1: out of range)."""
+    row, position = lane // _DPP_ROW * _DPP_ROW, lane % _DPP_ROW
+    invalid = np.full_like(lane, -1)
+    if kind == "quad_perm":
+        return lane // 4 * 4 + np.asarray(argument, dtype=lane.dtype)[lane % 4]
+    if kind == "row_shl":
+        return np.where(position + argument < _DPP_ROW, lane + argument, invalid)
+    if kind == "row_shr":
+        return np.where(position >= argument, lane - argument, invalid)
+    if kind == "row_ror":
+        return row + (position - argument) % _DPP_ROW
+    if kind == "row_mirror":
+        return row + _DPP_ROW - 1 - position
+    if kind == "row_half_mirror":
+        return lane // 8 * 8 + 7 - lane % 8
+    if kind == "row_bcast_15":  # lane 15 of the row before (row 0 has none)
+        return np.where(row > 0, row - 1, invalid)
+    if kind == "row_bcast_31":  # lane 31, for rows 2 and 3
+        return np.where(lane >= 2 * _DPP_ROW, 2 * _DPP_ROW - 1, invalid)
+    if kind == "wave_shl":
+        return np.where(lane + 1 < wave, lane + 1, invalid)
+    if kind == "wave_shr":
+        return np.where(lane >= 1, lane - 1, invalid)
+    if kind == "wave_rol":
+        return (lane + 1) % wave
+    if kind == "wave_ror":
+        return (lane - 1) % wave
+    raise UnsupportedOp(f"amdgpu.dpp control '{kind}'")
+
+
+def _read_lanes(frame, op, what: str, value_slot: int, in_wave_source: np.ndarray, sanitize: bool):
+    """Every lane's read of `in_wave_source` (in-wave lane ids, -1: none) of its
+    own wave: (the values, which lanes had a source inside the workgroup)."""
+    wg, vals = frame.wg, frame.vals
+    lanes = wg.lanes
+    global_source = lanes - lanes % wg.wave_size + in_wave_source
+    valid = (in_wave_source >= 0) & (global_source < wg.threads)
+    global_source = np.where(valid, global_source, lanes)
+    if sanitize and frame.mask is not None:
+        reads_inactive = frame.mask & valid & ~frame.mask[global_source]
+        if reads_inactive.any():
+            lane = int(np.argmax(reads_inactive))
+            raise SanitizerError(f"{what} in divergent control flow: {wg.describe_lane(lane)} reads lane "
+                                 f"{int(global_source[lane])}, which is inactive", op)
+    data = np.broadcast_to(vals[value_slot], (wg.threads,) + vals[value_slot].shape[1:])
+    return data[global_source], valid
+
+
+@handles("amdgpu.dpp")
+def _dpp(compiler, op):
+    """A DPP move: each lane reads the lane its control names in its wave;
+    lanes outside row_mask x bank_mask keep `old`, and so do lanes whose
+    source is out of range unless bound_ctrl (then 0)."""
+    text = str(op.attributes["kind"])  # #amdgpu<dpp_perm row_ror>
+    kind = text[text.rindex(" ") + 1:-1]
+    argument = None
+    if "permArgument" in op.attributes:
+        attr = op.attributes["permArgument"]
+        argument = ([int(ir.IntegerAttr(a).value) for a in ir.ArrayAttr(attr)] if kind == "quad_perm"
+                    else int(ir.IntegerAttr(attr).value))
+    row_mask, bank_mask = attr_int(op, "row_mask"), attr_int(op, "bank_mask")
+    bound_ctrl = ir.BoolAttr(op.attributes["bound_ctrl"]).value
+    old_slot, src_slot = compiler.slots_of(op.operands)
+    out = compiler.slot(op.results[0])
+    wave = compiler.wave_size
+    in_wave = np.arange(wave, dtype=INDEX)
+    source = _dpp_source(kind, argument, in_wave, wave)
+    written = ((row_mask >> (in_wave // _DPP_ROW)) & 1).astype(bool) \
+        & ((bank_mask >> (in_wave % _DPP_ROW // 4)) & 1).astype(bool)
+
+    def step(frame):
+        vals, lanes = frame.vals, frame.wg.lanes % wave
+        moved, valid = _read_lanes(frame, op, "amdgpu.dpp", src_slot, source[lanes], compiler.sanitize)
+        old = np.broadcast_to(vals[old_slot], moved.shape)
+        moved = np.where(lane_axis(valid, moved.ndim), moved, np.zeros_like(moved) if bound_ctrl else old)
+        vals[out] = np.where(lane_axis(written[lanes], moved.ndim), moved, old)
+    return step
+
+
+@handles("amdgpu.permlane_swap")
+def _permlane_swap(compiler, op):
+    """Each lane reads lane ^ row_length (16 or 32) of its wave."""
+    chip_moves = _cross_lane_moves(compiler.chip)
+    if "permlane_swap" not in chip_moves:
+        raise EmulatorError(f"amdgpu.permlane_swap: {compiler.chip} has no v_permlane16/32_swap "
+                            f"(its cross_lane_moves: {', '.join(chip_moves) or 'none'})", op)
+    row_length = attr_int(op, "row_length")
+    src_slot, out = compiler.slot(op.operands[0]), compiler.slot(op.results[0])
+    source = np.arange(compiler.wave_size, dtype=INDEX) ^ row_length
+
+    def step(frame):
+        require_whole_waves(frame, op, "amdgpu.permlane_swap", compiler.wave_size)
+        frame.vals[out], _ = _read_lanes(frame, op, "amdgpu.permlane_swap", src_slot,
+                                         source[frame.wg.lanes % compiler.wave_size], compiler.sanitize)
+    return step
+
+
+def _cross_lane_moves(chip: str) -> tuple[str, ...]:
+    from tilemlir.target import get_target
+
+    return get_target(f"amdgpu:{chip}").compute.cross_lane_moves
+
+
+@handles("rocdl.readlane")
+def _readlane(compiler, op):
+    """Lane src1 (the same in every lane) of each wave's src0, on every lane of it."""
+    src_slot, lane_slot = compiler.slots_of(op.operands)
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        wg, vals = frame.wg, frame.vals
+        lanes = np.unique(np.asarray(vals[lane_slot]))
+        if len(lanes) != 1 or not 0 <= int(lanes[0]) < wg.wave_size:
+            raise EmulatorError(f"rocdl.readlane lane {lanes.tolist()}: must be one lane of the wave "
+                                f"(0 to {wg.wave_size - 1}) in every lane", op)
+        source = np.full(wg.threads, int(lanes[0]), dtype=INDEX)
+        moved, valid = _read_lanes(frame, op, "rocdl.readlane", src_slot, source, compiler.sanitize)
+        if not valid.all():
+            lane = int(np.argmin(valid))
+            raise EmulatorError(f"rocdl.readlane: {wg.describe_lane(lane)} reads lane {int(lanes[0])} of a "
+                                "wave past the workgroup's last thread", op)
+        vals[out] = moved
     return step
 
 

@@ -203,6 +203,10 @@ class Compute:
     max_work_items_per_dimension: int | Unknown = field(default=UNKNOWN, metadata=_doc(
         "most work-items (blocks x threads) a launch may have along one dimension; "
         "unknown: none beyond max_grid, as in CUDA, which counts blocks"))
+    cross_lane_moves: tuple[str, ...] = field(default=(), metadata=_doc(
+        "lane exchanges inside a wave that need no shared memory, which the family's lowering may "
+        "use for reductions, e.g. dpp16 (AMD DPP within rows of 16 lanes), dpp_row_bcast "
+        "(row_bcast:15/31), permlane_swap (v_permlane16/32_swap); [] if none"))
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The amdgpu family's hooks into tile-lower-to-gpu (`api.LoweringHooks`):
-loads into LDS without registers, and a scheduling hint for pipelined loops.
+loads into LDS without registers, a scheduling hint for pipelined loops, and
+cross-lane reduction steps as DPP moves and permlane swaps (`cross_lane`).
 
 Options (of tile-lower-to-gpu, read by amdgpu kernels only):
   direct-lds-loads (auto|true|false): prefetch copies of a software-pipelined
@@ -24,6 +25,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import amdgpu, arith, memref, rocdl
 
+from tilemlir.backends.amdgpu import cross_lane
 from tilemlir.diagnostics import emit_remark
 from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
@@ -94,6 +96,11 @@ class AmdgpuLoweringHooks(LoweringHooks):
     def end_pipelined_iteration(self, body: ir.Block) -> None:
         if self.wants_sched_hint():
             scheduling_region_hint(body)
+
+    def reduce_across_lanes(self, value, bits, combine):
+        if not cross_lane.exchanges_without_lds(self.lowering):
+            return super().reduce_across_lanes(value, bits, combine)
+        return cross_lane.reduce_across_lanes(self.lowering, value, bits, combine)
 
     def copy_prefetch(self, op: ir.Operation, source: ir.Value, offsets: list[ir.Value],
                       width: int) -> bool:

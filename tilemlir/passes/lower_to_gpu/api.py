@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from mlir import ir
-from mlir.dialects import memref, scf, vector
+from mlir.dialects import arith, gpu, memref, scf, vector
 
 from tilemlir.diagnostics import UserError
 from tilemlir.dialects import attributes
@@ -434,6 +434,20 @@ class LoweringHooks:
     def end_pipelined_iteration(self, body: ir.Block) -> None:
         """At the end of a pipelined loop's lowered body, before its yield."""
 
+    def reduce_across_lanes(self, value: ir.Value, bits: Sequence[int],
+                            combine: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
+        """`value` combined over the lanes of a wave whose ids differ from this
+        lane's only in `bits` (distinct powers of two below the wave size, in
+        increasing order), with `combine` (one step of a tile.reduce kind:
+        commutative, so a lane and its partner agree). Every lane of such a
+        group must end with the same bits, so that replicas of a result agree.
+        The default is a butterfly of xor shuffles (`shuffle_xor`), which every
+        family lowers; a family overrides it with lane exchanges that need no
+        trip through shared memory."""
+        for bit in bits:
+            value = combine(value, shuffle_xor(value, bit, self.lowering.wave_size))
+        return value
+
 
 # --------------------------------------------------------------------------
 # Finding a family's core and hooks
@@ -506,6 +520,32 @@ def copy_width(op: ir.Operation, cols: int, element: ir.Type) -> int:
     return copy_vector_width(cols, bit_width(element))
 
 
+def widened_to_32_bits(value: ir.Value) -> tuple[ir.Value, Callable[[ir.Value], ir.Value]]:
+    """`value` widened exactly to f32 or i32 (lane exchanges move 32-bit
+    registers) and the function that narrows an exchanged value back to its
+    type. Wider types are refused (ValueError)."""
+    original = value.type
+    bits = bit_width(original)
+    if bits > 32:
+        raise ValueError(f"cross-lane reductions of {original} (wider than 32 bits) are not supported")
+    if bits == 32:
+        return value, lambda moved: moved
+    if isinstance(original, ir.FloatType):
+        return (arith.ExtFOp(ir.F32Type.get(), value).result,
+                lambda moved: arith.TruncFOp(original, moved).result)
+    return (arith.ExtSIOp(ir.IntegerType.get_signless(32), value).result,
+            lambda moved: arith.TruncIOp(original, moved).result)
+
+
+def shuffle_xor(value: ir.Value, offset: int, width: int) -> ir.Value:
+    """`value` of the lane whose id differs in the bits of `offset`, by a
+    `gpu.shuffle xor` over segments of `width` lanes (`widened_to_32_bits`)."""
+    wide, narrow = widened_to_32_bits(value)
+    i32 = ir.IntegerType.get_signless(32)
+    return narrow(gpu.ShuffleOp(wide, arith.ConstantOp(i32, offset).result,
+                                arith.ConstantOp(i32, width).result, gpu.ShuffleMode.XOR).results[0])
+
+
 def guarded(guard: ir.Value | None, body: Callable[[], object]) -> None:
     """Emits `body()` under `scf.if guard` (unconditionally when guard is None)."""
     if guard is None:
@@ -560,9 +600,11 @@ __all__ = [
     "matrix_core_for",
     "mul",
     "rebind_fragments",
+    "shuffle_xor",
     "sub",
     "swizzled_column",
     "udiv",
     "ult",
     "urem",
+    "widened_to_32_bits",
 ]

@@ -2,7 +2,8 @@
 (`tilemlir.passes.fragment_layout`): T.Parallel loops, element accesses,
 reductions, copies, layout conversions and branches. A mixin of the
 `KernelEmitter`, family-neutral: cross-lane traffic is `gpu.shuffle` and
-workgroup memory, which every family lowers.
+workgroup memory, which every family lowers, unless the family's hooks
+exchange lanes their own way (`LoweringHooks.reduce_across_lanes`).
 
 * `T.Parallel` (`scf.parallel`) runs its body once per register slot of its
   driver fragment (or, over memory only, of a `blocked` layout of its index
@@ -10,8 +11,8 @@ workgroup memory, which every family lowers.
   fragment loads and stores in it are register reads and writes. Threads that
   hold replicas of the same elements run the body too (their fragments stay
   identical); only the first replica stores to memory.
-* `tile.reduce` combines a thread's slots, then across lanes with xor
-  shuffles, then across waves through the kernel's shared scratch
+* `tile.reduce` combines a thread's slots, then across lanes (the family's
+  `reduce_across_lanes`; by default xor shuffles), then across waves through the kernel's shared scratch
   (`tile.scratch`, sized by tile-infer-layout); a layout whose reduced and
   kept threads are not separable goes through the scratch entirely. Every
   thread combines in the same order, so replicas agree bit for bit.
@@ -107,27 +108,6 @@ _COMBINERS = {
 def _combine(kind: str, element: ir.Type, a: ir.Value, b: ir.Value) -> ir.Value:
     float_op, int_op = _COMBINERS[kind]
     return (float_op if isinstance(element, ir.FloatType) else int_op)(a, b).result
-
-
-def _shuffle_xor(value: ir.Value, offset: int, width: int) -> ir.Value:
-    """`value` of the lane whose id differs in the bits of `offset` (32-bit
-    shuffles: narrower types are widened exactly and narrowed back)."""
-    original = value.type
-    bits = bit_width(original)
-    if bits > 32:
-        raise ValueError(f"cross-lane reductions of {original} (wider than 32 bits) are not supported")
-    if isinstance(original, ir.FloatType) and bits < 32:
-        value = arith.ExtFOp(ir.F32Type.get(), value).result
-    elif isinstance(original, ir.IntegerType) and bits < 32:
-        value = arith.ExtSIOp(ir.IntegerType.get_signless(32), value).result
-    i32 = ir.IntegerType.get_signless(32)
-    shuffled = gpu.ShuffleOp(value, arith.ConstantOp(i32, offset).result,
-                             arith.ConstantOp(i32, width).result, gpu.ShuffleMode.XOR).results[0]
-    if shuffled.type == original:
-        return shuffled
-    if isinstance(original, ir.FloatType):
-        return arith.TruncFOp(original, shuffled).result
-    return arith.TruncIOp(original, shuffled).result
 
 
 # Memref arguments are assumed to start at least this aligned (cudaMalloc and
@@ -588,8 +568,9 @@ class FragmentOps:
             value = src.read(members[0])
             for slot in members[1:]:
                 value = _combine(kind, element, value, src.read(slot))
-            for bit in plan.shuffle_bits:
-                value = _combine(kind, element, value, _shuffle_xor(value, bit, self._wave_size))
+            if plan.shuffle_bits:
+                value = self._hooks.reduce_across_lanes(
+                    value, plan.shuffle_bits, lambda a, b: _combine(kind, element, a, b))
             values.append(value)
         if not plan.wave_bits:
             return values
