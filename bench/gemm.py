@@ -5,6 +5,8 @@ Two steps, because the device machine has the GPU but not our MLIR wheels:
     .venv/bin/python bench/gemm.py --prepare build/nvbench     # here: PTX for every case
     python3 bench/gemm.py --run build/nvbench [--out DIR]      # there: check, time, table
 
+(`--tests-only` on both: the correctness cases alone.)
+
 `--prepare` compiles, for every shape in SHAPES and dtype in DTYPES, a small
 candidate set of block sizes derived from the sm_90a descriptor (register and
 shared-memory budgets decide which fit), plus the correctness cases of
@@ -69,6 +71,10 @@ TEST_CASES = [
     (136, 200, 264, "bf16", True, (64, 128, 64), 128, 2, WGMMA),       # B K-major (N x K), one warpgroup
     (256, 256, 256, "fp8", True, (128, 128, 128), 256, 3, WGMMA),      # e4m3, K-major both
     (200, 328, 160, "fp8", True, (128, 256, 128), 256, 2, WGMMA),      # not a multiple of the block
+    (200, 328, 136, "f16", False, (128, 128, 32), 128, 3, WGMMA),      # a band of two m64 per warpgroup; A 64-byte swizzle
+    (256, 256, 256, "bf16", True, (128, 128, 32), 128, 4, WGMMA),      # both K-major with the 64-byte swizzle
+    (256, 512, 320, "f16", False, (256, 128, 64), 256, 3, WGMMA),      # two warpgroups, bands of two
+    (200, 328, 160, "fp8", True, (128, 128, 64), 128, 3, WGMMA),       # fp8 rows of 64 bytes, a band of two
     (256, 256, 256, "f16", False, (128, 128, 64), 128, 3, MMA_SYNC_TMA),  # ldmatrix on swizzled boxes
     (200, 328, 136, "f16", False, (128, 128, 64), 128, 3, MMA_SYNC_TMA),  # TMA zero fill
     (136, 200, 264, "bf16", True, (64, 128, 64), 128, 2, MMA_SYNC_TMA),   # B N x K, no .trans
@@ -177,14 +183,14 @@ def compile_case(out: Path, m, n, k, dtype, transpose_b, block, threads, stages,
             "compile_seconds": round(sum(kernel.seconds.values()), 3)}
 
 
-def prepare(out: Path) -> None:
+def prepare(out: Path, tests_only: bool = False) -> None:
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"target": TARGET, "bench": [], "tests": []}
     for m, n, k, dtype, transpose_b, block, threads, stages, path in TEST_CASES:
         entry = compile_case(out, m, n, k, dtype, transpose_b, block, threads, stages, path)
         manifest["tests"].append(entry)
         print(f"test  {entry['name']}: {entry['compile_seconds']} s")
-    for dtype in DTYPES:
+    for dtype in DTYPES if not tests_only else []:
         for m, n, k in SHAPES:
             for block, threads, stages, path in candidates(m, n, dtype):
                 entry = compile_case(out, m, n, k, dtype, dtype == "fp8", block, threads, stages, path)
@@ -343,14 +349,23 @@ def triton_kernel():
     return run
 
 
-def triton_configs(m: int, dtype: str) -> list[tuple]:
+def triton_configs(m: int, dtype: str, wide: bool = False) -> list[tuple]:
+    """(BM, BN, BK, warps, stages) of the Triton kernel: the two this bench
+    always timed, or with `wide` eight (tune_model.py's Triton column: the peer
+    tuned over at least six, as a Triton user's autotune list would be)."""
     bk = 128 if dtype == "fp8" else 64
     if m <= 64:
-        return [(16, 64, bk * 2, 4, 4), (16, 128, bk, 4, 4)]
-    return [(128, 256, bk, 8, 3), (128, 128, bk, 4, 4)]
+        few = [(16, 64, bk * 2, 4, 4), (16, 128, bk, 4, 4)]
+        more = [(16, 128, bk * 2, 4, 3), (32, 64, bk * 2, 4, 4), (16, 256, bk, 4, 4), (32, 128, bk, 4, 4),
+                (16, 64, bk, 4, 6), (32, 256, bk, 8, 3)]
+    else:
+        few = [(128, 256, bk, 8, 3), (128, 128, bk, 4, 4)]
+        more = [(128, 128, bk, 8, 3), (256, 128, bk, 8, 3), (64, 128, bk, 4, 4), (128, 64, bk, 4, 4),
+                (128, 256, bk, 8, 4), (64, 256, bk, 4, 3)]
+    return few + more if wide else few
 
 
-def run(directory: Path, out: Path | None) -> int:
+def run(directory: Path, out: Path | None, tests_only: bool = False) -> int:
     import torch
 
     launcher = load_launcher()
@@ -371,6 +386,10 @@ def run(directory: Path, out: Path | None) -> int:
         failures += not ok
         say(f"test {entry['name']}: {'PASS' if ok else 'FAIL'} (worst err/tol {worst:.3f}, "
             f"rel norm err {rel:.2e})")
+    if tests_only:
+        say(f"{failures} failed check(s)")
+        say.close()
+        return 1 if failures else 0
     # -- benchmark
     triton_run = triton_kernel()
     rows = []
@@ -489,13 +508,15 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--prepare", metavar="DIR", help="compile PTX for every case into DIR")
     group.add_argument("--run", metavar="DIR", help="check and time the cases prepared in DIR")
     parser.add_argument("--out", metavar="DIR", help="with --run: write the log and JSON here")
+    parser.add_argument("--tests-only", action="store_true",
+                        help="with --prepare: compile TEST_CASES only; with --run: run the correctness cases only")
     options = parser.parse_args(argv)
     if options.prepare:
         start = time.perf_counter()
-        prepare(Path(options.prepare))
+        prepare(Path(options.prepare), options.tests_only)
         print(f"prepared in {time.perf_counter() - start:.1f} s")
         return 0
-    return run(Path(options.run), Path(options.out) if options.out else None)
+    return run(Path(options.run), Path(options.out) if options.out else None, options.tests_only)
 
 
 if __name__ == "__main__":

@@ -139,11 +139,55 @@ def prepare(out: Path, jobs: int, which: str = "gemm") -> None:
                 record["error"] = str(error)
             if done % 100 == 0:
                 print(f"  {done}/{len(work)} compiled, {time.perf_counter() - started:.0f} s", flush=True)
-    manifest = {"target": gemm.TARGET, "cases": cases}
+    manifest = {"target": gemm.TARGET, "cases": cases, "docs": prepare_docs(out)}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     (out / "reports.json").write_text(json.dumps(reports) + "\n", encoding="utf-8")
     failed = sum(not c["compiled"] for case in cases for c in case["candidates"])
     print(f"prepared {len(work)} candidates ({failed} did not compile) in {time.perf_counter() - started:.0f} s")
+
+
+DOCS_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096)]
+
+
+def docs_matmul(out: Path):
+    """The `matmul` factory of docs/language.md's first Python example, as
+    printed (the lines that call it are left out), written to a file in `out`
+    (kernels are read from their source file) and imported from there."""
+    import importlib.util
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "language.md").read_text(encoding="utf-8")
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    path = out / "docs_matmul.py"
+    path.write_text(code.split("\nkernel = matmul(", 1)[0], encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("docs_matmul", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.matmul
+
+
+def prepare_docs(out: Path) -> list[dict]:
+    """The docs' Python matmul with its own defaults, for the H200 (set as a
+    user would, TILEMLIR_TARGET), at DOCS_SHAPES: PTX and launch metadata."""
+    import os
+
+    from mlir import ir
+
+    from tilemlir.backends.nvidia.toolchain import compile_to_ptx
+    from tilemlir.dialects import tile
+    from tilemlir.target import get_target
+
+    os.environ["TILEMLIR_TARGET"] = gemm.TARGET
+    matmul, entries = docs_matmul(out), []
+    for m, n, k in DOCS_SHAPES:
+        source = matmul(m, n, k).get_kernel_source()
+        module = ir.Module.parse(source, tile.make_context())
+        kernel = compile_to_ptx(module.operation, get_target(gemm.TARGET))
+        name = f"docs_matmul_{m}x{n}x{k}"
+        kernel.save(out / name)
+        entries.append({"name": name, "json": f"{name}.json", "m": m, "n": n, "k": k,
+                        "wgmma": kernel.ptx.count("wgmma.mma_async"), "tma": kernel.ptx.count("cp.async.bulk.tensor")})
+        print(f"{name}: {entries[-1]['wgmma']} wgmma, {entries[-1]['tma']} TMA")
+    return entries
 
 
 # --------------------------------------------------------------------------
@@ -363,21 +407,82 @@ def run_case(launcher, directory: Path, case: dict, say, record: dict, flush) ->
     say(f"{case['key']}: {len(measured)} of {len(case['candidates'])} candidates checked and timed "
         f"in {time.perf_counter() - started:.0f} s")
     default = next((e["name"] for e in case["candidates"] if e["default"]), None)
+    triton = None if c_f32 else best_triton(m, dtype, a, b, c, transpose_b, say, record)
     if measured:
         best = min(measured, key=measured.get)
         finalists = {"cublas": Timed(cublas)}
         for name in {best, default} & measured.keys():
             finalists[name] = modules[name][1]
+        if triton is not None:
+            finalists["triton"] = triton
         final = interleaved_ms(finalists)
         flops = 2.0 * m * n * k
         record["final"] = {"cublas_ms": final["cublas"], "best": best, "best_ms": final[best],
-                           "default": default, "default_ms": final.get(default)}
+                           "default": default, "default_ms": final.get(default),
+                           "triton_ms": final.get("triton")}
         tf = {name: flops / ms / 1e9 for name, ms in final.items()}
         say(f"  TFLOP/s: default {tf.get(default, math.nan):.1f}, tuned (best measured) {tf[best]:.1f}, "
-            f"cuBLAS {tf['cublas']:.1f}")
+            f"cuBLAS {tf['cublas']:.1f}, Triton {tf.get('triton', math.nan):.1f}")
     for module, _ in modules.values():
         module.close()
     return record
+
+
+def best_triton(m: int, dtype: str, a, b, c, transpose_b: bool, say, record: dict) -> Timed | None:
+    """bench/gemm.py's Triton tl.dot kernel over its eight configurations:
+    each checked against float64 and timed as ours are; the fastest, or None."""
+    import torch
+
+    run_triton = gemm.triton_kernel()
+    b_kn = b.t() if transpose_b else b
+    best, timings = None, {}
+    for config in gemm.triton_configs(m, dtype, wide=True):
+        try:
+            c.fill_(float("nan"))
+            run_triton(a, b_kn, c, config)
+            torch.cuda.synchronize()
+            good, worst, _ = gemm.check(c, a, b, transpose_b, 11, gemm.sum_bits_of(dtype))
+            if not good:
+                say(f"  triton {config}: WRONG (worst err/tol {worst:.3g})")
+                continue
+            timed = Timed(lambda config=config: run_triton(a, b_kn, c, config))
+            ms = time_ms(timed)
+        except Exception as error:  # noqa: BLE001 - a configuration Triton cannot build here
+            say(f"  triton {config}: {type(error).__name__}: {str(error)[:200]}")
+            continue
+        timings[str(config)] = ms
+        if best is None or ms < best[0]:
+            best = (ms, timed)
+    record["triton"] = timings
+    return best[1] if best else None
+
+
+def run_docs(launcher, directory: Path, entries: list[dict], say) -> int:
+    """The docs' matmul: checked against float64, then timed interleaved with
+    torch.matmul (CUDA graphs, as the candidates). Returns the failed checks."""
+    import torch
+
+    failures = 0
+    for entry in entries:
+        m, n, k = entry["m"], entry["n"], entry["k"]
+        a, b = gemm.make_inputs(m, n, k, "f16", False, 11)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+        module = launcher.CudaModule.load(directory / entry["json"])
+        module.launch("main", [a, b, c])
+        torch.cuda.synchronize()
+        good, worst, _ = gemm.check(c, a, b, False, 11)
+        if not good:
+            failures += 1
+            say(f"{entry['name']}: WRONG (worst err/tol {worst:.3g})")
+            continue
+        final = interleaved_ms({"ours": Timed(lambda: module.launch("main", [a, b, c])),
+                                "torch": Timed(lambda: torch.matmul(a, b))})
+        flops = 2.0 * m * n * k
+        say(f"{entry['name']} ({entry['wgmma']} wgmma in the PTX): {flops / final['ours'] / 1e9:.1f} TFLOP/s, "
+            f"torch.matmul {flops / final['torch'] / 1e9:.1f}: {final['torch'] / final['ours']:.3f} of torch "
+            f"(checked, worst err/tol {worst:.3f})")
+        module.close()
+    return failures
 
 
 def run(directory: Path, out: Path | None, only: str | None, jit_jobs: int) -> int:
@@ -394,6 +499,7 @@ def run(directory: Path, out: Path | None, only: str | None, jit_jobs: int) -> i
     def flush():
         path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
+    failures = run_docs(launcher, directory, manifest.get("docs", []), say) if not only else 0
     cases = [case for case in manifest["cases"] if not only or only in (case["dtype"], case["key"])]
     if jit_jobs > 1:
         warm_jit(directory, [c["name"] for case in cases for c in case["candidates"] if c.get("compiled")],
@@ -408,7 +514,7 @@ def run(directory: Path, out: Path | None, only: str | None, jit_jobs: int) -> i
     say("the model at --prepare against the measurements:")
     summary_table(manifest, results, predicted, say)
     speed_table(manifest, results, say)
-    wrong = sum(not r["ok"] for case in results.values() for r in case["candidates"].values())
+    wrong = sum(not r["ok"] for case in results.values() for r in case["candidates"].values()) + failures
     say(f"{wrong} candidate(s) failed their check")
     say.close()
     return 1 if wrong else 0
@@ -418,7 +524,8 @@ def speed_table(manifest: dict, results: dict, say) -> None:
     say("")
     say("TFLOP/s, default / tuned (best measured) / cuBLAS re-timed interleaved "
         f"({ROUNDS} rounds of {SAMPLES_PER_ROUND} graph replays each, the median)")
-    say(f"{'case':>22} {'default':>8} {'tuned':>8} {'cuBLAS':>8} {'def/tuned':>9} {'tuned/cuBLAS':>12}")
+    say(f"{'case':>22} {'default':>8} {'tuned':>8} {'cuBLAS':>8} {'Triton':>8} {'def/tuned':>9} "
+        f"{'def/cuBLAS':>10} {'tuned/cuBLAS':>12} {'def/Triton':>10}")
     for case in manifest["cases"]:
         final = results.get(case["key"], {}).get("final")
         if not final:
@@ -426,7 +533,9 @@ def speed_table(manifest: dict, results: dict, say) -> None:
         flops = 2.0 * case["m"] * case["n"] * case["k"]
         d = flops / final["default_ms"] / 1e9 if final.get("default_ms") else math.nan
         t, c = flops / final["best_ms"] / 1e9, flops / final["cublas_ms"] / 1e9
-        say(f"{case['key']:>22} {d:8.1f} {t:8.1f} {c:8.1f} {d / t:9.3f} {t / c:12.3f}")
+        tri = flops / final["triton_ms"] / 1e9 if final.get("triton_ms") else math.nan
+        say(f"{case['key']:>22} {d:8.1f} {t:8.1f} {c:8.1f} {tri:8.1f} {d / t:9.3f} {d / c:10.3f} "
+            f"{t / c:12.3f} {d / tri:10.3f}")
 
 
 # --------------------------------------------------------------------------

@@ -65,8 +65,12 @@ def test_select_mma_ranks_wgmma_only_when_preferred():
     # Preferred and fitting: two warpgroups, one m64n128 each, warps stacked along M.
     choice, split = select_mma_for(target, shape, 256, prefer="wgmma")
     assert choice.name == "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" and split == (8, 1)
-    # Preferred but 4 warps cannot cover 128 rows with one warpgroup: mma.sync.
+    # One warpgroup for 128 rows: a band of two m64n128 instructions.
     choice, split = select_mma_for(target, shape, 128, prefer="wgmma")
+    assert choice.name == "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" and split == (4, 1)
+    # Preferred but a warpgroup's band needs 64 rows: mma.sync.
+    choice, split = select_mma_for(target, GemmShape(32, 128, 64, "f16", "f16", "f32", "f32", False, False),
+                                   128, prefer="wgmma")
     assert choice.name.startswith("mma.sync")
     # Three warps fit nothing; the warpgroup rows say why they were rejected.
     reasons = select_mma_for(target, shape, 96, prefer="wgmma")
@@ -75,8 +79,8 @@ def test_select_mma_ranks_wgmma_only_when_preferred():
         in reasons
     reasons = select_mma_for(target, GemmShape(128, 100, 64, "f16", "f16", "f32", "f32", False, False), 128,
                      prefer="wgmma")
-    assert ("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16: needs the block to be 64 rows "
-            "per group of 4 waves by 128 columns (4 waves: 64x128), not 128x100") in reasons
+    assert ("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16: needs the block to be a multiple of 64 "
+            "rows per group of 4 waves by 128 columns (4 waves: 64x128, 128x128, ...), not 128x100") in reasons
     wide = GemmShape(128, 512, 64, "f16", "f16", "f32", "f32", False, False)
     choice, split = select_mma_for(target, wide, 256, prefer="wgmma")
     assert choice.name.startswith("mma.sync")  # n = 512 is past wgmma's 256 columns
@@ -230,3 +234,35 @@ def test_swizzled_index_is_the_128_byte_tma_swizzle(element, row, col, expected)
         build_pipeline("canonicalize", context=context).run(module.operation)
         returned = function.regions[0].blocks[0].operations[-1].operands[0]
         assert ir.IntegerAttr(returned.owner.attributes["value"]).value == expected
+
+
+@needs_mlir
+@pytest.mark.parametrize(("shape", "warps"), [((128, 128), (4, 1)), ((256, 64), (8, 1)), ((64, 128), (4, 1))])
+def test_warpgroup_band_layout_covers_the_block_as_wgmma_writes_it(shape, warps):
+    """A warpgroup whose band is several m64 instructions high: warp w of
+    group g holds rows 16w + lane/4 (+ 8) of each of its instructions (PTX
+    ISA, wgmma D fragment), columns 8j + 2(lane % 4) (+ 1). Every element of
+    the block is held by exactly one thread."""
+    from tilemlir.backends.nvidia.wgmma import WarpgroupAccumulator
+    from tilemlir.passes.fragment_layout import accumulator_layout
+
+    lanes = WarpgroupAccumulator()
+    threads = 32 * warps[0]
+    layout = accumulator_layout(shape, lanes, warps, 32, threads, (64, shape[1], 16))
+
+    def index(part, t):
+        return sum((t // div) % mod * scale for div, mod, scale in part.terms)
+
+    band = shape[0] // (warps[0] // 4)
+    seen = {}
+    for t in range(threads):
+        group, warp, lane = t // 128, (t // 32) % 4, t % 32
+        for s, (dr, dc) in enumerate(layout.slots):
+            row, col = index(layout.parts[0], t) + dr, index(layout.parts[1], t) + dc
+            instruction, j = divmod(s, 4)
+            tm, tn = divmod(instruction, shape[1] // 8)
+            expected_row = group * band + tm * 64 + 16 * warp + lane // 4 + 8 * (j // 2)
+            assert (row, col) == (expected_row, 8 * tn + 2 * (lane % 4) + j % 2)
+            assert (row, col) not in seen
+            seen[(row, col)] = t
+    assert len(seen) == shape[0] * shape[1]

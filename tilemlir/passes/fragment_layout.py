@@ -251,24 +251,44 @@ def accumulator_layout(shape: tuple[int, int], lanes, warps: tuple[int, int], wa
     """The register layout of a gemm accumulator: the instruction's C layout
     (`lanes`, an `AccumulatorLayout`) tiled over the warp grid. Slot s is
     element s % c_per_lane of instruction tile s // c_per_lane
-    (`AccumulatorFragment.owned` order)."""
+    (`AccumulatorFragment.owned` order).
+
+    Where `lanes.group` waves issue one instruction (the warp grid is then
+    waves x 1), a group of waves holds a contiguous band of rows, and inside
+    it wave w of the group holds rows [w m, (w + 1) m) of every group m-row
+    instruction tile: with g = group and wave tile height wtm,
+
+        row = (wave // g) * g wtm + tm * g m + (wave % g) * m + lane_row
+    """
     wm, wn = warps
     wtm, wtn = shape[0] // wm, shape[1] // wn
     tiles_m, tiles_n = wtm // lanes.m, wtn // lanes.n
-    key = ("mma_accumulator", tuple(shape), instruction, tuple(warps), wave_size)
+    group = getattr(lanes, "group", 1)
+    if group > 1 and (wn != 1 or wm % group):
+        raise ValueError(f"instructions of {group} waves stack their groups along M: the warp grid must be "
+                         f"a multiple of {group} waves by 1, not {wm}x{wn}")
+    key = ("mma_accumulator", tuple(shape), instruction, tuple(warps), wave_size, group)
     lane_terms = lanes.lane_terms() if hasattr(lanes, "lane_terms") else None
-    wave_terms = ((wave_size * wn, wm, wtm),), ((wave_size, wn, wtn),)
+    if group == 1:
+        row_terms = ((wave_size * wn, wm, wtm),)
+    else:
+        row_terms = ((wave_size * group, wm // group, wtm * group), (wave_size, group, lanes.m))
+    wave_terms = row_terms, ((wave_size, wn, wtn),)
 
     def part(dim: int) -> ThreadPart:
         def build(ids, dim=dim):
-            wave = udiv(ids.wave, wn) if dim == 0 else urem(ids.wave, wn)
-            lane = lanes.lane_row(ids.lane) if dim == 0 else lanes.lane_col(ids.lane)
-            return add(mul(wave, wtm if dim == 0 else wtn), lane)
+            if dim == 1:
+                return add(mul(urem(ids.wave, wn), wtn), lanes.lane_col(ids.lane))
+            wave = udiv(ids.wave, wn)
+            if group == 1:
+                return add(mul(wave, wtm), lanes.lane_row(ids.lane))
+            start = add(mul(udiv(wave, group), wtm * group), mul(urem(wave, group), lanes.m))
+            return add(start, lanes.lane_row(ids.lane))
         known = lane_terms is not None and wave_size * wm * wn == threads
         terms = wave_terms[dim] + tuple(lane_terms[dim]) if known else None
         return ThreadPart(key + (dim,), terms, build)
 
-    slots = tuple((tm * lanes.m + lanes.row_offset(j), tn * lanes.n + lanes.col_offset(j))
+    slots = tuple((tm * lanes.m * group + lanes.row_offset(j), tn * lanes.n + lanes.col_offset(j))
                   for tm in range(tiles_m) for tn in range(tiles_n) for j in range(lanes.c_per_lane))
     return FragmentLayout(tuple(shape), (part(0), part(1)), slots, threads, "mma_accumulator")
 

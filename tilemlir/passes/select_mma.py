@@ -32,9 +32,10 @@ Output invariant: every in-kernel tile.gemm carries tile.mma and tile.warp_grid.
    such an A from registers (`MatrixCore.reads_register_a`), split their
    waves along M only when that fits (a wave holds whole rows);
 5. instructions a group of waves executes together (NVIDIA's warpgroup
-   `wgmma`, four warps) split the block along M into groups of one instruction
-   each (m rows by the block's whole N); they rank after every wave-level row
-   unless preferred, because their operands must reach shared memory by TMA.
+   `wgmma`, four warps) split the block along M into bands of one or more
+   instructions per group (m rows each, by the block's whole N); they rank
+   after every wave-level row unless preferred, because their operands must
+   reach shared memory by TMA.
 
 Options:
   target (string): the target, e.g. amdgpu:gfx942 (default: the module's tile.target).
@@ -100,16 +101,17 @@ def select_mma_for(target, shape, threads: int, prefer: str = "", rows_only: boo
             rejected.append(f"{row.name}: executed by groups of {group} waves, not a wave's own rows")
             continue
         if group > 1:
-            # One instruction per group of `group` consecutive waves, the groups
-            # stacked along M, each covering the block's whole N.
+            # Groups of `group` consecutive waves, stacked along M, each a band of
+            # one or more instructions' rows by the block's whole N.
             groups = waves // group
             if waves % group:
                 rejected.append(f"{row.name}: {waves} waves are not whole groups of {group}")
                 continue
-            if shape.m != groups * row.m or shape.n != row.n:
-                rejected.append(f"{row.name}: needs the block to be {row.m} rows per group of "
-                                f"{group} waves by {row.n} columns ({waves} waves: "
-                                f"{groups * row.m}x{row.n}), not {shape.m}x{shape.n}")
+            if shape.m % (groups * row.m) or shape.n != row.n:
+                rejected.append(f"{row.name}: needs the block to be a multiple of {row.m} rows per group "
+                                f"of {group} waves by {row.n} columns ({waves} waves: "
+                                f"{groups * row.m}x{row.n}, {2 * groups * row.m}x{row.n}, ...), "
+                                f"not {shape.m}x{shape.n}")
                 continue
             split = (waves, 1)
         elif rows_only:
@@ -210,6 +212,10 @@ class TileSelectMma(TilePass):
                 continue  # whole-problem form: tile-tiling makes the kernel first
             shape = gemm_shape(op)
             prefer = self.prefer or kernel_preference(kernel)
+            if not prefer and attributes.TILING.read(kernel) is None:
+                # A kernel written with its own sizes: the family's choice of
+                # what to try first (the cost model's choice stands otherwise).
+                prefer = matrix_core_for(target.family).preference(op, kernel_threads(kernel), target)
             result, rejected = None, []
             if op in chained:
                 result = select_mma_for(target, shape, kernel_threads(kernel), prefer, rows_only=True)

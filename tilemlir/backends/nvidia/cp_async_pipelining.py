@@ -97,7 +97,10 @@ def plan_pipeline(op: ir.Operation, threads: int, copyable=None) -> PipelinePlan
         elif inner.name == "scf.yield":
             if list(inner.operands):
                 return None
-        elif inner.name.startswith("arith.") and not inner.regions and not plan.copies:
+        elif inner.name.startswith("arith.") and not inner.regions and not plan.gemms:
+            # Index arithmetic, wherever it sits among the copies (a frontend
+            # computes each copy's offsets next to it): copies have no results,
+            # so it never depends on them, and it is all emitted before them.
             plan.prefix.append(inner)
         else:
             return None

@@ -1,9 +1,12 @@
 """Hopper's warpgroup MMA (`wgmma.mma_async`, sm_90a) fed by TMA with mbarriers.
 
 A gemm whose chosen instruction is a `wgmma` row (tile-select-mma with
-`prefer=wgmma`) is executed by warpgroups, four consecutive warps each, every
-warpgroup one m64nN instruction per K step over its 64 rows of the block and
-the block's whole N. Facts used here, from the PTX ISA 8.5:
+`prefer=wgmma`, the cost model's choice, or `NvidiaMatrixCore.preference` for
+a kernel written with its own sizes) is executed by warpgroups, four
+consecutive warps each, every warpgroup a band of the block's rows: one m64nN
+instruction per 64 of them per K step, over the block's whole N (a 128x128
+block of 128 threads: two m64n128 per K step). Facts used here, from the PTX
+ISA 8.5:
 
 * "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions",
   register fragment of D for m64nNk16/k32: warp w of the warpgroup holds rows
@@ -13,7 +16,7 @@ the block's whole N. Facts used here, from the PTX ISA 8.5:
   (`MmaSyncAccumulator`), one m16n8 tile per 8 columns of a 16-row warp tile.
 * "Matrix Descriptor Format": bits 0-13 start address >> 4, 16-29 leading
   byte offset >> 4, 32-45 stride byte offset >> 4, 49-51 base offset,
-  62-63 swizzle (1: 128-byte).
+  62-63 swizzle (1: 128-byte, 2: 64-byte, 3: 32-byte).
 * "Shared Memory Matrix Layout": with the 128-byte swizzle an operand is
   stored as rows of 128 bytes in which 16-byte chunks are XOR-permuted by the
   row index mod 8; eight rows (1024 bytes) make one swizzle atom. K-major
@@ -25,7 +28,10 @@ the block's whole N. Facts used here, from the PTX ISA 8.5:
 * "Tensor Copy" (`cp.async.bulk.tensor`) with CU_TENSOR_MAP_SWIZZLE_128B
   writes a box of R rows x 128 bytes in exactly that swizzled layout, which is
   why TMA and wgmma pair: every copied tile lives in shared memory as boxes of
-  its rows x 128 bytes, one box per 128 bytes of its columns, 1024-aligned.
+  its rows x 128 bytes, one box per 128 bytes of its columns, 1024-aligned. A
+  tile whose rows are 64 or 32 bytes (K = 32 f16) is one box of the 64- or
+  32-byte swizzle, the same pattern over fewer 16-byte chunks, 8 rows of it
+  one atom (`swizzle_width`).
 
 The K loop (a `tile.num_stages = S` loop of global->shared copies and gemms)
 becomes, with one mbarrier per slot counting the TMA bytes:
@@ -103,9 +109,14 @@ from tilemlir.passes.lower_to_gpu.api import (
 from tilemlir.passes.shared_memory import SharedLayout
 
 WARPGROUP_WARPS = 4
-SWIZZLE_BYTES = 128  # the swizzle mode used: 128-byte rows
-SWIZZLE_ATOM = 1024  # 8 rows x 128 bytes: the swizzle pattern's period and alignment
-SWIZZLE_128B_MODE = 1  # descriptor bits 62-63
+SWIZZLE_BYTES = 128  # the widest swizzle mode: 128-byte rows
+SWIZZLE_ATOM = 1024  # 8 rows x 128 bytes: the widest pattern's period, every slot's alignment
+# Swizzle modes by row width in bytes: the descriptor's bits 62-63 (PTX ISA,
+# "Matrix Descriptor Format": 1 128-byte, 2 64-byte, 3 32-byte) and nvgpu's
+# tensor map names. A tile whose rows are narrower than 128 bytes (K = 32 f16
+# elements, say) is stored with the mode of its row width: 8 rows of it are
+# one pattern, the same XOR of 16-byte chunks by row, over fewer chunks.
+SWIZZLE_MODES = {128: 1, 64: 2, 32: 3}
 TMA_BOX_LIMIT = 256  # boxDim entries are at most 256 (cuTensorMapEncodeTiled)
 # PTX type names of wgmma operands by MLIR element type.
 WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
@@ -116,10 +127,19 @@ def is_wgmma(name: str) -> bool:
     return name.startswith("wgmma.")
 
 
+def swizzle_width(row_bytes: int) -> int | None:
+    """The swizzle mode (bytes per pattern row) that stores tile rows of
+    `row_bytes` bytes: 128-byte boxes for whole multiples of 128, the row's own
+    width for 32 and 64; None for other widths."""
+    if row_bytes % SWIZZLE_BYTES == 0:
+        return SWIZZLE_BYTES
+    return row_bytes if row_bytes in SWIZZLE_MODES else None
+
+
 @dataclass
 class SwizzledBuffer:
-    """A shared tile stored as TMA boxes of rows x 128 bytes; its slots follow
-    one another from `offset`."""
+    """A shared tile stored as TMA boxes of rows x `swizzle` bytes (128, or the
+    row's width when narrower); its slots follow one another from `offset`."""
 
     offset: int  # bytes into dynamic shared memory
     rows: int
@@ -131,8 +151,12 @@ class SwizzledBuffer:
         return max(1, bit_width(self.element) // 8)
 
     @property
+    def swizzle(self) -> int:
+        return swizzle_width(self.cols * self.element_bytes)
+
+    @property
     def box_cols(self) -> int:
-        return SWIZZLE_BYTES // self.element_bytes
+        return self.swizzle // self.element_bytes
 
     @property
     def boxes(self) -> int:
@@ -140,7 +164,7 @@ class SwizzledBuffer:
 
     @property
     def box_bytes(self) -> int:
-        return self.rows * SWIZZLE_BYTES
+        return self.rows * self.swizzle
 
     @property
     def slot_bytes(self) -> int:
@@ -166,14 +190,18 @@ def tma_tile_misfit(rows: int, cols: int, global_cols: int, size: int) -> str | 
     """Why TMA cannot fill a rows x cols tile (elements of `size` bytes) from
     global rows of `global_cols` elements; None when it can. Global rows must
     be 16-byte multiples (TMA's stride rule); the tile's rows whole 128-byte
-    boxes of at most 256 rows, in whole swizzle atoms of 8 rows (every box and
-    slot then starts 1024-aligned, as the descriptors assume)."""
+    boxes, or one 32- or 64-byte box (`swizzle_width`), of at most 256 rows;
+    every box a whole number of 1024-byte atoms (every box and slot then starts
+    1024-aligned, as the descriptors assume: base offset 0)."""
     if (global_cols * size) % 16:
         return f"global rows of {global_cols * size} bytes are not 16-byte multiples"
-    if (cols * size) % SWIZZLE_BYTES:
-        return f"a {rows}x{cols} tile's rows of {cols * size} bytes are not whole {SWIZZLE_BYTES}-byte boxes"
-    if rows > TMA_BOX_LIMIT or rows % 8:
-        return f"a {rows}x{cols} tile's {rows} rows are not whole 8-row atoms of at most {TMA_BOX_LIMIT}"
+    width = swizzle_width(cols * size)
+    if width is None:
+        return (f"a {rows}x{cols} tile's rows of {cols * size} bytes are neither whole {SWIZZLE_BYTES}-byte "
+                f"boxes nor {' or '.join(str(w) for w in sorted(SWIZZLE_MODES) if w < SWIZZLE_BYTES)} bytes")
+    if rows > TMA_BOX_LIMIT or (rows * width) % SWIZZLE_ATOM:
+        return (f"a {rows}x{cols} tile's {rows} rows of {width}-byte boxes are not whole "
+                f"{SWIZZLE_ATOM}-byte atoms ({SWIZZLE_ATOM // width} rows) of at most {TMA_BOX_LIMIT} rows")
     return None
 
 
@@ -188,9 +216,17 @@ def plan_tma_pipeline(op: ir.Operation, threads: int, mma_sync_too: bool = False
         return None
     if all(is_wgmma(c.name) for c in choices):
         return plan
-    if mma_sync_too and all(not is_wgmma(c.name) and ldmatrix_only(g) for c, g in zip(choices, plan.gemms)):
+    # ldmatrix addresses undo the 128-byte swizzle only (matrix.swizzled_index).
+    wide = all(_row_bytes(b) % SWIZZLE_BYTES == 0 for b in plan.buffers)
+    if mma_sync_too and wide and all(not is_wgmma(c.name) and ldmatrix_only(g)
+                                     for c, g in zip(choices, plan.gemms)):
         return plan
     return None
+
+
+def _row_bytes(tile: ir.Value) -> int:
+    tile_type = ir.MemRefType(tile.type)
+    return tile_type.shape[-1] * max(1, bit_width(tile_type.element_type) // 8)
 
 
 def ldmatrix_only(gemm: ir.Operation) -> bool:
@@ -243,6 +279,25 @@ class NvidiaMatrixCore(MmaSyncCore):
     def waves_per_instruction(self, name: str) -> int:
         return WARPGROUP_WARPS if is_wgmma(name) else 1
 
+    def preference(self, gemm: ir.Operation, threads: int, target) -> str:
+        """wgmma for a gemm of a pipelined K loop whose copies TMA can do, on a
+        chip that has it; 8-bit operands only K-major (A M x K, B N x K: PTX
+        ISA, imm-trans-a/b are for .f16/.bf16 only)."""
+        if not any(is_wgmma(row.name) for row in target.mma):
+            return ""
+        loop = gemm.parent
+        while loop is not None and loop.name != "scf.for":
+            loop = loop.parent if loop.name != "tile.kernel" else None
+        plan = plan_pipeline(loop, threads, _tma_copyable) if loop is not None else None
+        if plan is None or gemm not in plan.gemms:
+            return ""
+        bits = bit_width(ir.MemRefType(gemm.operands[0].type).element_type)
+        transpose_a = ir.BoolAttr(gemm.attributes["transpose_a"]).value
+        transpose_b = ir.BoolAttr(gemm.attributes["transpose_b"]).value
+        if bits == 8 and (transpose_a or not transpose_b):
+            return ""
+        return "wgmma"
+
     def min_stages(self, name: str) -> int:
         return 2 if is_wgmma(name) else 1  # the TMA loop's slots (TmaLoop)
 
@@ -254,7 +309,7 @@ class NvidiaMatrixCore(MmaSyncCore):
 
     def accumulator_layout(self, m: int, n: int, k: int, wave_size: int, c_bits: int = 32):
         if m == 64 and self.supported(m, n, k, 1, wave_size):
-            return MmaSyncAccumulator()  # per warp: 16 rows, an m16n8 tile per 8 columns
+            return WarpgroupAccumulator()
         return super().accumulator_layout(m, n, k, wave_size, c_bits)
 
     # -- shared memory -------------------------------------------------------
@@ -314,7 +369,7 @@ class NvidiaMatrixCore(MmaSyncCore):
         buffer = SwizzledBuffer(offset, rows, cols, tile_type.element_type)
         self.swizzled[value] = buffer
         lowering.bind_shared(value, self.slot_base(buffer, const_index(0)), SharedLayout())
-        lowering.note_shared(value, pad=0, swizzle=f"{SWIZZLE_BYTES}-byte (TMA boxes)",
+        lowering.note_shared(value, pad=0, swizzle=f"{buffer.swizzle}-byte (TMA boxes)",
                              fill="cp.async.bulk.tensor (TMA)", stages=stages, bytes=stages * buffer.slot_bytes)
         return stages * buffer.slot_bytes
 
@@ -357,23 +412,29 @@ class NvidiaMatrixCore(MmaSyncCore):
         b_type = ir.MemRefType(step.b_smem.type).element_type
         bits = bit_width(a_type)
         n, k = step.choice.n, step.choice.k
-        # A from the warpgroup's 64-row slice of the block; B whole.
-        a = Operand(step.a_smem, step.transpose_a, k, udiv(step.wave_m, WARPGROUP_WARPS))
+        # The warpgroup's band of rows is `repeats` instructions high: instruction
+        # i reads A's 64-row block (band start / 64 + i) and B whole, and updates
+        # the fragment's tiles of row tm = i (WarpgroupAccumulator).
+        repeats, per_instruction = fragment.tiles
+        group = udiv(step.wave_m, WARPGROUP_WARPS)
+        a = [Operand(step.a_smem, step.transpose_a, k, add(mul(group, repeats), i)) for i in range(repeats)]
         b = Operand(step.b_smem, not step.transpose_b, k)
         # 8-bit wgmma sums in less than f32 precision (measured on the H200:
         # up to 1.9x the f32 summation bound at K=256), so 8-bit gemms sum each
         # block K in a fresh accumulator and add it to the f32 one with FADDs.
         promote = bits == 8
-        accumulator = llvm.PoisonOp(self.struct_type(n)).result if promote else \
-            self.pack(fragment.values, n)
+        tiles = [fragment.values[i * per_instruction:(i + 1) * per_instruction] for i in range(repeats)]
+        accumulators = [llvm.PoisonOp(self.struct_type(n)).result if promote else self.pack(t, n)
+                        for t in tiles]
         nvvm.WgmmaFenceAlignedOp()
         for s in range(step.block_k // k):
-            accumulator = wgmma(accumulator, a.at(s), b.at(s), n, k, a_type, b_type,
-                                b_mn_major=not step.transpose_b, a_mn_major=step.transpose_a,
-                                accumulate=not (promote and s == 0))
+            for i in range(repeats):
+                accumulators[i] = wgmma(accumulators[i], a[i].at(s), b.at(s), n, k, a_type, b_type,
+                                        b_mn_major=not step.transpose_b, a_mn_major=step.transpose_a,
+                                        accumulate=not (promote and s == 0))
         nvvm.WgmmaGroupSyncAlignedOp()
         nvvm.WgmmaWaitGroupSyncOp(0 if promote else 1)
-        values = self.unpack(accumulator, n, fragment.vector_type)
+        values = [v for acc in accumulators for v in self.unpack(acc, n, fragment.vector_type)]
         if promote:
             values = [arith.AddFOp(old, new).result for old, new in zip(fragment.values, values)]
         fragment.values = values
@@ -399,6 +460,16 @@ class NvidiaMatrixCore(MmaSyncCore):
                 for j in range(n // 8)]
 
 
+@dataclass(frozen=True)
+class WarpgroupAccumulator(MmaSyncAccumulator):
+    """D of wgmma m64nN, per warp (PTX ISA fragment above): 16 rows of the
+    instruction's 64, an m16n8 tile per 8 columns; the warpgroup's four warps
+    split each instruction's rows, so a warpgroup whose band is several
+    instructions high holds rows 16w.. of each (`AccumulatorLayout.group`)."""
+
+    group: int = WARPGROUP_WARPS
+
+
 class Operand:
     """Descriptors of one operand tile in its swizzled boxes.
 
@@ -415,32 +486,37 @@ class Operand:
         self.element_bytes = max(1, bit_width(memref_type.element_type) // 8)
         self.mn_major = mn_major
         self.k = k
-        self.box_bytes = memref_type.shape[0] * SWIZZLE_BYTES
+        self.swizzle = swizzle_width(_row_bytes(smem))
+        self.box_bytes = memref_type.shape[0] * self.swizzle
         i64 = ir.IntegerType.get_signless(64)
         address = memref.ExtractAlignedPointerAsIndexOp(smem).result
-        if group is not None:
-            address = add(address, mul(group, self.box_bytes if mn_major else 64 * SWIZZLE_BYTES))
+        if group is not None:  # 64 rows: 64 lines K-major, the boxes of 64 elements MN-major
+            block = 64 * self.element_bytes // self.swizzle * self.box_bytes if mn_major else 64 * self.swizzle
+            address = add(address, mul(group, block))
         address = arith.IndexCastOp(i64, address).result
-        if mn_major:
-            leading, stride = self.box_bytes, SWIZZLE_ATOM
-        else:
-            leading, stride = 16, SWIZZLE_ATOM  # the leading offset is unused for swizzled K-major
-        fixed = ((leading >> 4) << 16) | ((stride >> 4) << 32) | (SWIZZLE_128B_MODE << 62)
+        # The stride offset is the distance between 8-line groups; the leading
+        # offset that between boxes MN-major, unused for swizzled K-major (a K
+        # step stays within one line of a box).
+        leading = self.box_bytes if mn_major else 16
+        stride = 8 * self.swizzle
+        fixed = ((leading >> 4) << 16) | ((stride >> 4) << 32) | (SWIZZLE_MODES[self.swizzle] << 62)
         start = arith.ShRUIOp(address, _i64(4)).result
         self.base = arith.OrIOp(start, _i64(fixed)).result
 
     def at(self, k_step: int) -> ir.Value:
         """The descriptor of K step `k_step` (start address advanced, >> 4)."""
         if self.mn_major:
-            offset = k_step * self.k * SWIZZLE_BYTES
+            offset = k_step * self.k * self.swizzle
         else:
             byte = k_step * self.k * self.element_bytes
-            offset = (byte // SWIZZLE_BYTES) * self.box_bytes + byte % SWIZZLE_BYTES
+            offset = (byte // self.swizzle) * self.box_bytes + byte % self.swizzle
         return arith.AddIOp(self.base, _i64(offset >> 4)).result if offset else self.base
 
 
 def _i64(value: int) -> ir.Value:
-    return arith.ConstantOp(ir.IntegerType.get_signless(64), value).result
+    """An i64 constant of the bits of `value` (descriptor fields reach bit 63)."""
+    signed = value - (1 << 64) if value >= 1 << 63 else value
+    return arith.ConstantOp(ir.IntegerType.get_signless(64), signed).result
 
 
 def wgmma(accumulator: ir.Value, desc_a: ir.Value, desc_b: ir.Value, n: int, k: int,
@@ -483,12 +559,12 @@ class TmaLoop:
         element = str(buffer.element)
         desc_type = ir.Type.parse(
             f"!nvgpu.tensormap.descriptor<tensor = memref<{buffer.rows}x{buffer.box_cols}x{element}, "
-            f"{WORKGROUP}>, swizzle = swizzle_128b, l2promo = l2promo_128b, oob = zero, "
+            f"{WORKGROUP}>, swizzle = swizzle_{buffer.swizzle}b, l2promo = l2promo_128b, oob = zero, "
             "interleave = none>")
         pointer = self.lowering.add_kernel_argument(llvm.PointerType.get(), {
             "tensor_map": {"source": self.lowering.value_of(source), "dtype": element,
                            "shape": list(source_type.shape),
-                           "box": [buffer.rows, buffer.box_cols], "swizzle": SWIZZLE_BYTES}})
+                           "box": [buffer.rows, buffer.box_cols], "swizzle": buffer.swizzle}})
         return builtin.UnrealizedConversionCastOp([desc_type], [pointer]).result
 
     def emit(self) -> None:

@@ -82,6 +82,12 @@ class AccumulatorLayout(ABC):
     m: int
     n: int
     c_per_lane: int
+    # Waves that issue one instruction together (NVIDIA's warpgroup wgmma: 4),
+    # each holding `m` rows of its group_m = group * m rows: the waves of a
+    # group split the instruction's rows, so a wave's rows are every
+    # group_m-th block of `m` (`fragment_layout.accumulator_layout`). 1: every
+    # wave holds whole tiles of its own.
+    group: int = 1
 
     @abstractmethod
     def lane_row(self, lane: ir.Value) -> ir.Value:
@@ -354,6 +360,14 @@ class MatrixCore(ABC):
         `cols` elements copied from global rows of `global_cols` elements of
         `element_bytes` each in a pipelined loop; None when they can."""
         return None
+
+    def preference(self, gemm: ir.Operation, threads: int, target: Any) -> str:
+        """tile-select-mma's preference for a gemm of a kernel the cost model
+        did not configure (one written with its own block sizes): the prefix
+        of instruction names to rank first where the core can feed them (the
+        nvidia core: `wgmma` in a K loop TMA can fill, on sm_90a); empty for
+        the table's own ranking."""
+        return ""
 
     # True: `register_a` may accept some gemm; tile-select-mma then splits the
     # waves of such gemm chains along M only (a wave holds whole rows of P).
