@@ -27,11 +27,13 @@ func.func @row_reduction(%X: memref<64x1024xf16>) {
 #S = #gpu.address_space<workgroup>
 #F = #gpu.address_space<private>
 // A row vector read in a T.Parallel over a gemm accumulator takes the
-// accumulator's rows (its projection onto dim 0); no scratch is needed.
+// accumulator's rows (its projection onto dim 0); no scratch is needed. With
+// no tile.reduce in the kernel the accumulator is laid out transposed (its
+// MFMAs issued as C^T += B^T A^T), and the row vector with it.
 // CHECK-LABEL: func.func @accumulator_rows
 // CHECK-NOT: tile.scratch
-// CHECK: "tile.alloc_fragment"() {tile.layout = {instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", warps = array<i64: 2, 2>}}
-// CHECK: "tile.alloc_fragment"() {tile.layout = {base_shape = array<i64: 64, 64>, dims = array<i64: 0>, instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", warps = array<i64: 2, 2>}} : () -> memref<64xf32
+// CHECK: "tile.alloc_fragment"() {tile.layout = {instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", transposed = true, warps = array<i64: 2, 2>}}
+// CHECK: "tile.alloc_fragment"() {tile.layout = {base_shape = array<i64: 64, 64>, dims = array<i64: 0>, instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", transposed = true, warps = array<i64: 2, 2>}} : () -> memref<64xf32
 func.func @accumulator_rows(%A: memref<64x64xf16>, %Y: memref<64x64xf32>) {
   "tile.kernel"() ({
   ^bb0(%bx: index):
@@ -51,6 +53,32 @@ func.func @accumulator_rows(%A: memref<64x64xf16>, %Y: memref<64x64xf32>) {
       scf.reduce
     }
     "tile.copy"(%acc, %Y, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 0, 2>} : (memref<64x64xf32, #F>, memref<64x64xf32>, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// A kernel that reduces (here the accumulator's rows) keeps the instruction's
+// own accumulator layout: transposed, attention's per-element masks spill
+// SGPRs on gfx950 (infer_layout.transposed_accumulators).
+// CHECK-LABEL: func.func @accumulator_reduced
+// CHECK: "tile.alloc_fragment"() {tile.layout = {instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", warps = array<i64: 2, 2>}}
+// CHECK: "tile.alloc_fragment"() {tile.layout = {base_shape = array<i64: 64, 64>, dims = array<i64: 0>, instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", warps = array<i64: 2, 2>}} : () -> memref<64xf32
+func.func @accumulator_reduced(%A: memref<64x64xf16>, %Y: memref<64xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %a = "tile.alloc_shared"() : () -> memref<64x64xf16, #S>
+    %acc = "tile.alloc_fragment"() : () -> memref<64x64xf32, #F>
+    %rows = "tile.alloc_fragment"() : () -> memref<64xf32, #F>
+    "tile.copy"(%A, %a, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x64xf16>, memref<64x64xf16, #S>, index, index) -> ()
+    "tile.gemm"(%a, %a, %acc) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf16, #S>, memref<64x64xf16, #S>, memref<64x64xf32, #F>) -> ()
+    "tile.reduce"(%acc, %rows) {clear = true, dim = 1 : i64, kind = "max"} : (memref<64x64xf32, #F>, memref<64xf32, #F>) -> ()
+    "tile.copy"(%rows, %Y, %c0) {operandSegmentSizes = array<i32: 1, 1, 0, 1>} : (memref<64xf32, #F>, memref<64xf32>, index) -> ()
     gpu.yield
   }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
   return

@@ -2,10 +2,11 @@
 
 #S = #gpu.address_space<workgroup>
 #F = #gpu.address_space<private>
-// The accumulator takes the chosen instruction's layout over the wave grid;
-// copies into LDS get 128-bit accesses (16 fp8 or 8 f16 elements per lane).
+// The accumulator takes the chosen instruction's layout over the wave grid,
+// transposed (no tile.reduce: the MFMAs compute C^T += B^T A^T); copies into
+// LDS get 128-bit accesses (16 fp8 or 8 f16 elements per lane).
 // CHECK-LABEL: func.func @accumulator
-// CHECK: "tile.alloc_fragment"() {tile.layout = {instruction = array<i64: 32, 32, 16>, kind = "mma_accumulator", warps = array<i64: 2, 2>}}
+// CHECK: "tile.alloc_fragment"() {tile.layout = {instruction = array<i64: 32, 32, 16>, kind = "mma_accumulator", transposed = true, warps = array<i64: 2, 2>}}
 // CHECK: "tile.copy"{{.*}}tile.vector_width = 16 : i64
 // CHECK: "tile.copy"{{.*}}tile.vector_width = 8 : i64
 func.func @accumulator(%A: memref<256x256xf8E4M3FNUZ>, %H: memref<256x256xf16>) {

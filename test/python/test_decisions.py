@@ -50,19 +50,21 @@ def test_seed_decisions(seed):
 
 
 def test_accumulator_owners_follow_the_mfma_layout(seed):
-    """v_mfma_f32_32x32x16 (CDNA3 ISA, 32x32 C layout): lane l holds column
-    l % 32 and rows 8 (j // 4) + 4 (l // 32) + j % 4 of its 32x32 tile in
-    register j; the 2x2 waves take 64x64 quarters, each two tiles a side."""
+    """v_mfma_f32_32x32x16 (CDNA3 ISA, 32x32 C layout: lane l holds column
+    l % 32 and rows 8 (j // 4) + 4 (l // 32) + j % 4 of its tile in register
+    j), issued transposed (C^T += B^T A^T, the seed has no reduction): lane l
+    holds row l % 32 and columns 8 (j // 4) + 4 (l // 32) + j % 4, runs of four
+    along C's rows; the 2x2 waves take 64x64 quarters, each two tiles a side."""
     owner, register, holders = seed.decisions[0].fragments[0].owners()
     assert owner.shape == (128, 128) and (holders == 1).all()
     assert np.bincount(owner.ravel()).tolist() == [64] * 256  # 64 registers per thread
     for row, col in [(0, 0), (5, 3), (13, 31), (31, 17), (33, 40), (70, 5), (100, 127)]:
         tile_row, tile_col = row % 32, col % 32
-        lane = tile_col + 32 * ((tile_row // 4) % 2)
+        lane = tile_row + 32 * ((tile_col // 4) % 2)
         wave = 2 * (row // 64) + col // 64
         tile = 2 * ((row % 64) // 32) + (col % 64) // 32
         assert owner[row, col] == 64 * wave + lane, (row, col)
-        assert register[row, col] == 16 * tile + 4 * (tile_row // 8) + tile_row % 4, (row, col)
+        assert register[row, col] == 16 * tile + 4 * (tile_col // 8) + tile_col % 4, (row, col)
 
 
 def test_blocked_fragments_and_replicas():

@@ -41,6 +41,14 @@ CASES = [
     ("gfx942", 128, 128, 64, "i8", "i32", "i32"),
     ("gfx942", 64, 64, 32, "f32", "f32", "f32"),
     ("gfx942", 64, 64, 32, "f64", "f64", "f64"),
+    # The transposed accumulator's vector stores (4 f16 or f32 of a row per
+    # lane) at shapes that cut the runs at the edge, for each operand type and C
+    # type and chip.
+    ("gfx942", 200, 136, 72, "bf16", "bf16", "f32"),
+    ("gfx942", 100, 72, 96, "f8E4M3FNUZ", "f32", "f32"),
+    ("gfx950", 200, 136, 72, "f16", "f16", "f32"),
+    ("gfx950", 100, 72, 128, "f8E4M3FN", "f32", "f32"),
+    ("gfx90a", 200, 138, 72, "f16", "f16", "f32"),
 ]
 
 

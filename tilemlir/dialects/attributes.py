@@ -317,7 +317,8 @@ def _layout_check(attr: ir.Attribute) -> str | None:
     if str(kind) == '"mma_accumulator"':
         return dictionary({"kind": of_kind(ir.StringAttr), "instruction": positive_i64_array(3),
                            "warps": positive_i64_array(2)},
-                          {**dims, "base_shape": positive_i64_array(2)})(attr)
+                          {**dims, "base_shape": positive_i64_array(2),
+                           "transposed": of_kind(ir.BoolAttr)})(attr)
     if str(kind) == '"blocked"':
         return dictionary({"kind": of_kind(ir.StringAttr), "base_shape": positive_i64_array(2),
                            "threads_per_row": integer(1), "vector": integer(1),
@@ -329,7 +330,8 @@ LAYOUT = DictionaryAttribute(
     "tile.layout", ("tile.alloc_fragment",),
     producer="tile-infer-layout (which lane holds which fragment element)",
     consumers=("tile-lower-to-gpu", "the report's decisions and tile-compile --plot-layout"),
-    form='{kind = "mma_accumulator", instruction = array<i64: m, n, k>, warps = array<i64: wm, wn>} or '
+    form='{kind = "mma_accumulator", instruction = array<i64: m, n, k>, warps = array<i64: wm, wn>, '
+         'optional transposed = true (issued as C^T += B^T A^T)} or '
          '{kind = "blocked", base_shape = array<i64: rows, cols>, threads_per_row = G, vector = V, '
          'rows_per_pass = P}, either with an optional dims = array<i64: ...>',
     check=_layout_check)

@@ -267,7 +267,8 @@ def accumulator_layout(shape: tuple[int, int], lanes, warps: tuple[int, int], wa
     if group > 1 and (wn != 1 or wm % group):
         raise ValueError(f"instructions of {group} waves stack their groups along M: the warp grid must be "
                          f"a multiple of {group} waves by 1, not {wm}x{wn}")
-    key = ("mma_accumulator", tuple(shape), instruction, tuple(warps), wave_size, group)
+    key = ("mma_accumulator", tuple(shape), instruction, tuple(warps), wave_size, group,
+           getattr(lanes, "issued_transposed", False))
     lane_terms = lanes.lane_terms() if hasattr(lanes, "lane_terms") else None
     if group == 1:
         row_terms = ((wave_size * wn, wm, wtm),)
@@ -358,7 +359,8 @@ def blocked_entries(params: BlockedParams, dims: tuple[int, ...]) -> dict[str, i
 def read_layout(attr: ir.DictAttr, shape: tuple[int, ...], threads: int, wave_size: int,
                 accumulator_lanes: Callable | None = None) -> FragmentLayout:
     """The FragmentLayout a tile.layout describes. `accumulator_lanes(m, n,
-    k)` gives the family's AccumulatorLayout (for `mma_accumulator`).
+    k)` gives the family's AccumulatorLayout (for `mma_accumulator`; read
+    through its `transposed()` where the attribute's `transposed` is true).
     ValueError when the attribute does not describe a layout of `shape`."""
     kind = ir.StringAttr(attr["kind"]).value
 
@@ -391,6 +393,8 @@ def read_layout(attr: ir.DictAttr, shape: tuple[int, ...], threads: int, wave_si
         warps = ints("warps")
         base = ints("base_shape") if "base_shape" in attr else shape
         lanes = accumulator_lanes(m, n, k)
+        if "transposed" in attr and ir.BoolAttr(attr["transposed"]).value:
+            lanes = lanes.transposed()
         layout = accumulator_layout(base, lanes, warps, wave_size, threads, (m, n, k))
         if dims is not None:
             layout = layout.project(dims)

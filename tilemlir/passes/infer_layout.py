@@ -9,8 +9,12 @@ over the waves of `tile.warp_grid`. It is recorded on the fragment's
     tile.layout = {kind = "mma_accumulator", instruction = array<i64: m, n, k>,
                    warps = array<i64: wm, wn>}
 
-All gemms accumulating into one fragment must agree; otherwise the diagnostic
-names the conflicting uses.
+with `transposed = true` added where the family's core issues the
+instruction on the transposed problem, C^T += B^T A^T, so that a lane holds
+runs along C's rows (`transposed_accumulators`: every accumulator of a
+kernel without tile.reduce, on families whose core can). All gemms
+accumulating into one fragment must agree; otherwise the diagnostic names
+the conflicting uses.
 
 Every other fragment gets a layout too (`fragment_inference`,
 `fragment_layout`): the accumulators anchor, layouts propagate through
@@ -159,6 +163,33 @@ def transpose_reads_pay(gemm: ir.Operation, target) -> bool:
     bits = math.prod(accumulator.shape) * max(32, bit_width(accumulator.element_type))
     per_lane = bits // 32 // kernel_threads(kernel)
     return per_lane * 4 <= registers
+
+
+def transposed_accumulators(kernel: ir.Operation, core) -> bool:
+    """Whether a kernel's gemm accumulators are laid out transposed
+    (tile.layout `transposed`, `api.TransposedAccumulator`): where the
+    family's core can issue them so (`MatrixCore.transposes_accumulator`),
+    no gemm reads A from registers (laid out as another accumulator) and the
+    kernel has no tile.reduce.
+
+    Measured on amdgpu (tile-compile --report and the ISA, default tilings):
+    the whole-problem GEMM stores C with global_store_dwordx2 (f16, bf16)
+    and global_store_dwordx4 (f32) instead of global_store_short and
+    global_store_dword, at the same VGPRs (+2 at most) and busy ratio
+    (gfx950 f16 4096^3: 0.660 -> 0.684). Flash attention (rows reduced in
+    registers) would need half the registers (gfx942 causal: 256 VGPRs and
+    146 AGPRs -> 182 VGPRs), but its per-element masks then take more SGPR
+    pairs than gfx950's 102 SGPRs: its causal variants of
+    test/python/attention_cases.py spill 2 and 9 SGPRs; so kernels with
+    reductions keep the instruction's own layout."""
+    if not core.transposes_accumulator:
+        return False
+    for op in walk(kernel):
+        if op.name == "tile.reduce":
+            return False
+        if op.name == "tile.gemm" and tile.memory_level(op.operands[0].type) == tile.FRAGMENT:
+            return False
+    return True
 
 
 def fragment_registers(layout: FragmentLayout, element: ir.Type) -> int:
@@ -447,11 +478,15 @@ class TileInferLayout(TilePass):
             )
             return
         chosen[accumulator] = (key, op)
-        attributes.LAYOUT.write(owner, {
+        entries = {
             "kind": ir.StringAttr.get("mma_accumulator"),
             "instruction": i64_array([choice.m, choice.n, choice.k]),
             "warps": i64_array(list(warps)),
-        })
+        }
+        core = matrix_core_for(resolve_target(op, self.target).family)
+        if transposed_accumulators(enclosing_kernel(op), core):
+            entries["transposed"] = ir.BoolAttr.get(True)
+        attributes.LAYOUT.write(owner, entries)
 
     def shared_layouts(self, kernel: ir.Operation, state: PassState) -> None:
         """The LDS layout of every shared buffer the kernel's gemms read

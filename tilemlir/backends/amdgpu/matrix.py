@@ -5,6 +5,18 @@ Operands are read from LDS per lane, a vector load where the lane's K run is
 contiguous, element loads where it is not, or, for buffers tile-infer-layout
 marked `transpose_read` (gfx950), LDS transpose reads (`ds_read_b64_tr_b*`),
 the only reads of XOR-swizzled rows.
+
+An accumulator tile-infer-layout lays out transposed (`api.TransposedAccumulator`,
+where its kernel has no tile.reduce) is computed as C^T += B^T A^T: B's operand
+in the instruction's A slot, A's in its B slot. The MFMA's D layout gives a
+lane one column and runs of four consecutive rows (`mma_layouts`); transposed,
+a lane holds one row of C and runs of four consecutive columns, so a row-major
+C is stored with vectors: 4 f16 in one global_store_dwordx2, 4 f32 in one
+global_store_dwordx4, where the instruction's own layout stores element by
+element (global_store_short). The operand reads do not change: with m = n, a
+lane's A operand (`MfmaLayout.a_coord`) and B operand (`b_coord`) have the
+same form, so the rows of A a lane reads are what the B slot wants, and
+vice versa.
 """
 
 from __future__ import annotations
@@ -67,6 +79,8 @@ class MfmaAccumulator(AccumulatorLayout):
 class MfmaCore(MatrixCore):
     """AMD CDNA matrix cores through `amdgpu.mfma` (layouts: `tilemlir.mma_layouts`)."""
 
+    transposes_accumulator = True
+
     def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
         return mma_layouts.supported(m, n, k, blocks, wave_size)
 
@@ -85,7 +99,9 @@ class MfmaCore(MatrixCore):
 
     def emit_k_steps(self, gemm: GemmOperands) -> None:
         fragment = gemm.fragment
-        layout: mma_layouts.MfmaLayout = fragment.layout.layout
+        transposed = fragment.layout.issued_transposed
+        issued = fragment.layout.transposed() if transposed else fragment.layout
+        layout: mma_layouts.MfmaLayout = issued.layout
         wtm, wtn = fragment.warp_tile
         tiles_m, tiles_n = fragment.tiles
         a_group = mul(udiv(gemm.lane, layout.m), layout.a_per_lane)
@@ -109,9 +125,10 @@ class MfmaCore(MatrixCore):
                         for tn in range(tiles_n)]
             for tm, tn in itertools.product(range(tiles_m), range(tiles_n)):
                 index = fragment.tile_index(tm, tn)
+                a, b = (b_values[tn], a_values[tm]) if transposed else (a_values[tm], b_values[tn])
                 fragment.values[index] = amdgpu.MFMAOp(
-                    layout.m, layout.n, layout.k, a_values[tm], b_values[tn],
-                    fragment.values[index], blocks=gemm.choice.blocks).result
+                    layout.m, layout.n, layout.k, a, b, fragment.values[index],
+                    blocks=gemm.choice.blocks).result
 
 
 def mfma_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, element: ir.Type,

@@ -88,6 +88,9 @@ class AccumulatorLayout(ABC):
     # group_m-th block of `m` (`fragment_layout.accumulator_layout`). 1: every
     # wave holds whole tiles of its own.
     group: int = 1
+    # True: the core issues this tile's instructions on the transposed
+    # problem, C^T += B^T A^T (`TransposedAccumulator`).
+    issued_transposed: ClassVar[bool] = False
 
     @abstractmethod
     def lane_row(self, lane: ir.Value) -> ir.Value:
@@ -113,6 +116,61 @@ class AccumulatorLayout(ABC):
         (`tilemlir.passes.fragment_layout`); None (the default): unknown, and
         such reductions go through shared memory."""
         return None
+
+    def transposed(self) -> AccumulatorLayout:
+        """The layout of a tile whose instructions are issued on the
+        transposed problem (`TransposedAccumulator`)."""
+        return TransposedAccumulator(self)
+
+
+@dataclass(frozen=True)
+class TransposedAccumulator(AccumulatorLayout):
+    """`issued`, the accumulator layout of an instruction computing C^T +=
+    B^T A^T (B in its A operand, A in its B), read as a tile of C: rows and
+    columns swap. A core that issues accumulators so
+    (`MatrixCore.transposes_accumulator`) gives a lane runs along C's rows
+    where its instruction's own layout runs down the columns (AMD's MFMAs:
+    four consecutive rows per lane, `tilemlir.mma_layouts`), so a row-major C
+    is stored with vectors. tile-infer-layout chooses it
+    (`tile.layout`'s `transposed`)."""
+
+    issued: AccumulatorLayout
+    issued_transposed: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if self.issued.group != 1:
+            raise ValueError(f"an instruction of {self.issued.group} waves has no transposed layout")
+
+    @property
+    def m(self) -> int:  # type: ignore[override]
+        return self.issued.n
+
+    @property
+    def n(self) -> int:  # type: ignore[override]
+        return self.issued.m
+
+    @property
+    def c_per_lane(self) -> int:  # type: ignore[override]
+        return self.issued.c_per_lane
+
+    def lane_row(self, lane: ir.Value) -> ir.Value:
+        return self.issued.lane_col(lane)
+
+    def lane_col(self, lane: ir.Value) -> ir.Value:
+        return self.issued.lane_row(lane)
+
+    def row_offset(self, j: int) -> int:
+        return self.issued.col_offset(j)
+
+    def col_offset(self, j: int) -> int:
+        return self.issued.row_offset(j)
+
+    def lane_terms(self) -> tuple[tuple, tuple] | None:
+        terms = self.issued.lane_terms()
+        return None if terms is None else (terms[1], terms[0])
+
+    def transposed(self) -> AccumulatorLayout:
+        return self.issued
 
 
 @dataclass
@@ -369,6 +427,12 @@ class MatrixCore(ABC):
         the table's own ranking."""
         return ""
 
+    # True: `emit_k_steps` issues an accumulator laid out `TransposedAccumulator`
+    # (tile.layout's `transposed`) as C^T += B^T A^T; tile-infer-layout then
+    # chooses that layout for the accumulators of kernels with no tile.reduce
+    # (`infer_layout.transposed_accumulators`).
+    transposes_accumulator: ClassVar[bool] = False
+
     # True: `register_a` may accept some gemm; tile-select-mma then splits the
     # waves of such gemm chains along M only (a wave holds whole rows of P).
     reads_register_a: ClassVar[bool] = False
@@ -600,6 +664,7 @@ __all__ = [
     "MatrixCore",
     "RegisterFragment",
     "SharedLayout",
+    "TransposedAccumulator",
     "add",
     "and_",
     "bit_width",

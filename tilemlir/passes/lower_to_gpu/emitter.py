@@ -445,15 +445,19 @@ class KernelEmitter(FragmentOps):
         m, n, k = list(ir.DenseI64ArrayAttr(layout["instruction"]))
         wm, wn = list(ir.DenseI64ArrayAttr(layout["warps"]))
         memref_type = ir.MemRefType(result.type)
-        try:  # a hand-written tile.layout may name an instruction the family has no layout for
+        shape = (memref_type.shape[0], memref_type.shape[1])
+        try:  # a hand-written tile.layout may name an instruction or warps the family has no layout for
             lanes = self.core.accumulator_layout(m, n, k, self._wave_size,
                                                  bit_width(memref_type.element_type))
+            if "transposed" in layout and ir.BoolAttr(layout["transposed"]).value:
+                if not self.core.transposes_accumulator:
+                    raise ValueError("this family's matrix core does not issue transposed accumulators")
+                lanes = lanes.transposed()
+            placement = accumulator_layout(shape, lanes, (wm, wn), self._wave_size, self._threads, (m, n, k))
         except ValueError as error:
             raise LoweringError(op, f"tile-lower-to-gpu: {attributes.LAYOUT.name} {layout}: {error}") from None
-        shape = (memref_type.shape[0], memref_type.shape[1])
         fragment = AccumulatorFragment(shape, memref_type.element_type, lanes, (wm, wn))
-        fragment.placement = accumulator_layout(shape, lanes, (wm, wn), self._wave_size, self._threads,
-                                                (m, n, k))
+        fragment.placement = placement
         zero = splat(fragment.vector_type, zero_of(fragment.element))
         fragment.values = [zero] * (fragment.tiles[0] * fragment.tiles[1])
         self._fragments[result] = fragment
