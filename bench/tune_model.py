@@ -99,7 +99,7 @@ def tuned_case(dtype: str, m: int, n: int, k: int, c_type: str = "f16"):
     return text, source, target, tuned, candidates(tuned.problem, target)
 
 
-def prepare(out: Path, jobs: int, which: str = "gemm") -> None:
+def prepare(out: Path, jobs: int, which: str = "gemm", only: str | None = None) -> None:
     from tilemlir.tune.db import config_json
     from tilemlir.tune.model import DoesNotFit
     from tilemlir.tune.search import compile_job, local_executor, model_seconds
@@ -107,8 +107,10 @@ def prepare(out: Path, jobs: int, which: str = "gemm") -> None:
     out.mkdir(parents=True, exist_ok=True)
     cases, work, owners = [], [], []
     for dtype, m, n, k, c_type in case_list(which):
-        text, source, target, tuned, chosen = tuned_case(dtype, m, n, k, c_type)
         key = case_key(dtype, m, n, k, c_type)
+        if only and only not in (dtype, key):
+            continue
+        text, source, target, tuned, chosen = tuned_case(dtype, m, n, k, c_type)
         case = {"key": key, "dtype": dtype, "m": m, "n": n, "k": k, "c": c_type,
                 "transpose_b": dtype == "fp8", "candidates": []}
         for i, candidate in enumerate(chosen):
@@ -475,8 +477,8 @@ def run_docs(launcher, directory: Path, entries: list[dict], say) -> int:
             failures += 1
             say(f"{entry['name']}: WRONG (worst err/tol {worst:.3g})")
             continue
-        final = interleaved_ms({"ours": Timed(lambda: module.launch("main", [a, b, c])),
-                                "torch": Timed(lambda: torch.matmul(a, b))})
+        final = interleaved_ms({"ours": Timed(lambda module=module, a=a, b=b, c=c: module.launch("main", [a, b, c])),
+                                "torch": Timed(lambda a=a, b=b: torch.matmul(a, b))})
         flops = 2.0 * m * n * k
         say(f"{entry['name']} ({entry['wgmma']} wgmma in the PTX): {flops / final['ours'] / 1e9:.1f} TFLOP/s, "
             f"torch.matmul {flops / final['torch'] / 1e9:.1f}: {final['torch'] / final['ours']:.3f} of torch "
@@ -584,12 +586,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", choices=("gemm", "split-k"), default="gemm",
                         help="with --prepare: bench/gemm.py's GEMMs (f16 C), or SPLIT_K_CASES (f32 C)")
     parser.add_argument("--out", metavar="DIR", help="with --run: write the log and results here")
-    parser.add_argument("--only", metavar="DTYPE|KEY", help="with --run: the cases of this dtype (or this one case) only")
+    parser.add_argument("--only", metavar="DTYPE|KEY", help="with --prepare or --run: the cases of this dtype (or this one case) only")
     parser.add_argument("--jit-jobs", type=int, default=1,
                         help="with --run: JIT-compile every module first in this many processes")
     options = parser.parse_args(argv)
     if options.prepare:
-        prepare(Path(options.prepare), options.jobs, options.cases)
+        prepare(Path(options.prepare), options.jobs, options.cases, options.only)
         return 0
     if options.analyse:
         return analyse(Path(options.analyse[0]), [Path(p) for p in options.analyse[1:]])

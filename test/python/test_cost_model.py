@@ -297,3 +297,55 @@ def test_figures_count_what_the_model_reads():
     assert figures.global_bytes == 2 * 32 * 64  # fp8 as stored
     assert figures.shared_bytes == 2 * 2 * 32 * 64 * 2  # f16 in shared memory, 2 stages
     assert figures.epilogue_bytes == 32 * 32 * 2 * 2  # C read and written
+
+
+# --------------------------------------------------------------------------
+# Hopper: L2 reuse among the workgroups running at once, its register file
+# --------------------------------------------------------------------------
+
+SM90 = get_target("nvidia:sm_90a")
+
+
+def wgmma_config(problem: GemmProblem, block, threads, stages) -> KernelConfig:
+    row, split, group = instruction_for(problem, block, threads, SM90, "wgmma")
+    assert row.name.startswith("wgmma")
+    return KernelConfig(block, threads, stages, row, split, group, prefer="wgmma")
+
+
+def test_device_reach_counts_the_tiles_the_running_workgroups_share():
+    """4096^3 f16 in 128x128x64 blocks, 2 resident per SM: the 264 running
+    workgroups cover ceil(264 / 32) = 9 block rows by 32 block columns, so per
+    K step device memory serves 9 A tiles and 32 B tiles of the 528 asked
+    for. Operands that fit in the L2 come once in all."""
+    from tilemlir.tune.model import device_reach
+
+    facts = model_facts(SM90)
+    big = GemmProblem(4096, 4096, 4096, "f16", "f16", "f16", "f32")
+    chosen = wgmma_config(big, (128, 128, 64), 128, 3)
+    figures = kernel_figures(big, chosen, facts)
+    assert device_reach(big, chosen, figures, facts, resident=2) == pytest.approx((9 + 32) / (2 * 264))
+    assert device_reach(big, chosen, figures, facts, resident=1) == pytest.approx((5 + 32) / (2 * 132))
+    small = GemmProblem(1024, 1024, 1024, "f16", "f16", "f16", "f32")
+    chosen = wgmma_config(small, (64, 64, 64), 128, 4)
+    figures = kernel_figures(small, chosen, facts)
+    requested = figures.workgroups * figures.iterations * 2 * 64 * 64 * 2
+    assert device_reach(small, chosen, figures, facts, resident=3) == pytest.approx(2 * 1024 * 1024 * 2 / requested)
+
+
+def test_hopper_registers_per_sm_and_accumulator_copies():
+    """sm_90a's 65536 registers per SM are a file of 512 per lane of each
+    sub-partition: a 128-thread block holding a 128x128 f32 accumulator
+    (128 + 26 address registers per thread) fits three times by registers.
+    8-bit wgmma keeps each block K's partial sums beside the sum: two
+    accumulators (Backend.partial_sums_prefix)."""
+    facts = model_facts(SM90)
+    assert facts.register_file == 512 and facts.register_limit == 255 and not facts.copies_through_registers
+    f16 = GemmProblem(4096, 4096, 4096, "f16", "f16", "f16", "f32")
+    figures = kernel_figures(f16, wgmma_config(f16, (128, 128, 64), 128, 2), facts)
+    assert figures.registers == 128 + 26
+    from tilemlir.tune.model import occupancy
+
+    assert occupancy(figures, facts)["registers"] == 3
+    fp8 = GemmProblem(4096, 4096, 4096, "f8E4M3FN", "f8E4M3FN", "f16", "f32", transpose_b=True)
+    assert kernel_figures(fp8, wgmma_config(fp8, (128, 128, 128), 256, 2), facts).registers == 2 * 64 + 26
+    assert misfit(fp8, wgmma_config(fp8, (128, 256, 128), 256, 2), SM90).startswith("needs about 282 registers")

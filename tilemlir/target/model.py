@@ -223,6 +223,9 @@ class Registers:
     )
     vgpr_alloc_granule: int | Unknown = field(metadata=_doc("VGPRs are allocated in blocks of"))
     sgprs_per_wave: int | Unknown = field(metadata=_doc("addressable scalar registers per wave"))
+    file_per_lane: int | Unknown = field(default=UNKNOWN, metadata=_doc(
+        "vector registers per lane of one SIMD's register file, which the waves resident on it share "
+        "(occupancy); unknown: vgprs_per_lane, the file one wave may fill alone"))
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,8 @@ class Memory:
         "no other traffic)"))
     loaded_latency_clocks: float | Unknown = field(default=UNKNOWN, metadata=_doc(
         "the same latency while the other CUs stream device memory near its peak bandwidth"))
+    l2_bandwidth_gbps: float | Unknown = field(default=UNKNOWN, metadata=_doc(
+        "read bandwidth of the L2 to the CUs, GB/s; unknown: no more than device memory's"))
     shared_transpose_reads: tuple[str, ...] = field(default=(), metadata=_doc(
         "LDS transpose reads (64 bits per lane, exchanged within 16-lane groups), "
         "e.g. ds_read_b64_tr_b16; [] if none"))
@@ -512,6 +517,20 @@ class Backend:
     # run (tile-pipeline prefetches through registers); False where only loops
     # of 2 stages or more are pipelined. The cost model's latency term reads it.
     prefetches_single_stage: bool = True
+    # Whether the pipelined loop's global -> shared copies pass through
+    # registers (tile-pipeline's prefetch); False where the hardware copies
+    # asynchronously into shared memory (NVIDIA's cp.async and TMA). The cost
+    # model's register estimate reads it.
+    copies_through_registers: bool = True
+    # Registers per lane a K loop holds besides its tiles (addresses, loop
+    # counters, barrier phases, descriptors), as measured on the family's
+    # compiled kernels; 0 where the cost model's register limits were
+    # calibrated without them (amdgpu: gemm_configs.wave_register_limit).
+    address_registers: int = 0
+    # The name prefix of instructions whose 8-bit forms sum each block K in an
+    # accumulator of its own, added to the f32 sum with FADDs (nvidia: wgmma,
+    # which keeps fewer bits than f32); the cost model counts its registers.
+    partial_sums_prefix: str = ""
 
     def target_files(self) -> tuple[Path, ...]:
         return tuple(sorted(Path(self.targets_dir).glob("*.toml")))

@@ -131,15 +131,20 @@ class ModelFacts:
     max_threads_per_workgroup: int
     vgprs_per_lane: int
     register_limit: int  # registers one lane may hold: arch_vgprs_max, else vgprs_per_lane
+    register_file: int  # per SIMD lane, shared by its resident waves: file_per_lane, else vgprs_per_lane
     has_accumulation_file: bool  # acc_vgprs_max is stated (AMD's AGPRs)
     shared_bytes_per_workgroup: int
     shared_bytes_per_cu: int  # at least one workgroup's
     shared_bytes_per_clock: int  # LDS bandwidth of a CU: banks x bank width
     memory_bytes_per_second: float  # device memory, per logical device
+    l2_bytes_per_second: float  # the L2 to the CUs: memory.l2_bandwidth_gbps, else device memory's
     memory_latency_clocks: float  # one dependent load from device memory
     loaded_latency_clocks: float  # the same while device memory is busy (at least the idle latency)
     l2_bytes: float  # of the logical device
     single_stage_prefetch: bool  # a loop of one stage still loads ahead (the backend's manifest)
+    copies_through_registers: bool  # the loop's global -> shared tiles are staged in registers (the manifest)
+    address_registers: int  # per lane, besides the tiles (the manifest)
+    partial_sums_prefix: str  # instructions whose 8-bit gemms keep a second accumulator (the manifest)
     assumed: tuple[Assumption, ...]
 
     @property
@@ -245,15 +250,22 @@ def _model_facts(target: Target) -> ModelFacts:
         max_threads_per_workgroup=fact("compute.max_threads_per_workgroup", "the thread count"),
         vgprs_per_lane=vgprs,
         register_limit=vgprs if is_unknown(arch) else min(arch, vgprs),
+        register_file=vgprs if is_unknown(target.registers.file_per_lane) else target.registers.file_per_lane,
         has_accumulation_file=not is_unknown(target.registers.acc_vgprs_max),
         shared_bytes_per_workgroup=shared_per_workgroup,
         # A CU holds at least one workgroup of the largest size the chip allows.
         shared_bytes_per_cu=max(shared_per_cu, shared_per_workgroup),
         shared_bytes_per_clock=banks * bank_bytes,
         memory_bytes_per_second=fact("memory.hbm_bandwidth_gbps", "the cost model") * 1e9 / logical_devices,
+        l2_bytes_per_second=(fact("memory.hbm_bandwidth_gbps", "the cost model")
+                             if is_unknown(target.memory.l2_bandwidth_gbps) else
+                             target.memory.l2_bandwidth_gbps) * 1e9 / logical_devices,
         memory_latency_clocks=latency,
         loaded_latency_clocks=max(latency, fact("memory.loaded_latency_clocks", "the cost model")),
         l2_bytes=fact("memory.l2_mib", "the cost model") * 2 ** 20 / logical_devices,
         single_stage_prefetch=backend(target.family).prefetches_single_stage,
+        copies_through_registers=backend(target.family).copies_through_registers,
+        address_registers=backend(target.family).address_registers,
+        partial_sums_prefix=backend(target.family).partial_sums_prefix,
         assumed=tuple(assumed),
     )

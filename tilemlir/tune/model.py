@@ -17,12 +17,13 @@ Figures of one workgroup (block bm x bn x bk, `waves` waves, `stages` buffers):
     shared       S = stages * (bm*bk + bk*bn) elements LDS the workgroup holds
     LDS traffic  L = the tiles written, plus each wave's (each instruction
                  group's) panels of A and B read          bytes per iteration
-    registers    the accumulator + one iteration's A/B panels + the staged tile,
-                 per lane (a lower estimate: addresses are not counted)
+    registers    the accumulator + one iteration's A/B panels + the staged tile
+                 (where copies pass through registers) + the family's address
+                 registers (Backend.address_registers), per lane
 
 Occupancy: workgroups resident per CU, r = min(waves: floor(max_waves_per_simd
 * simds / waves), LDS: floor(shared_bytes_per_cu / S), registers:
-floor(vgprs_per_lane / registers) * simds / waves). A tuner that compiled the
+floor(register file per SIMD lane / registers) * simds / waves). A tuner that compiled the
 kernel passes its own r (`resident`: what the compiled registers and LDS allow).
 
 Wave quantisation: the busiest CU runs q = ceil(W / CUs) workgroups, in rounds
@@ -193,8 +194,12 @@ def kernel_figures(problem: GemmProblem, config: KernelConfig, facts: ModelFacts
     else:
         epilogue = 2 * bm * bn * element_bytes(problem.accum)
     accumulator = math.ceil(bm * bn * element_bytes(problem.accum) / (4 * config.threads))
+    # 8-bit gemms of the family's partial-sum instructions hold a second
+    # accumulator (Backend.partial_sums_prefix: NVIDIA's wgmma).
+    partial = facts.partial_sums_prefix and config.instruction.name.startswith(facts.partial_sums_prefix)
+    copies = 2 if partial and sa == 1 else 1
     operands = math.ceil((panel_a + panel_b) / (4 * facts.wave_size)) if group == 1 else 0
-    staged = math.ceil((bm * bk * a + bk * bn * b) / (4 * config.threads))
+    staged = math.ceil((bm * bk * a + bk * bn * b) / (4 * config.threads)) if facts.copies_through_registers else 0
     return KernelFigures(
         workgroups=tiles * config.split_k,
         iterations=iterations,
@@ -205,7 +210,7 @@ def kernel_figures(problem: GemmProblem, config: KernelConfig, facts: ModelFacts
         shared_bytes=config.stages * tile_writes,
         shared_traffic=tile_writes + reads,
         epilogue_bytes=epilogue,
-        registers=accumulator + operands + staged,
+        registers=accumulator * copies + operands + staged + facts.address_registers,
         accumulator_registers=accumulator,
     )
 
@@ -245,19 +250,45 @@ def occupancy(figures: KernelFigures, facts: ModelFacts) -> dict[str, int]:
     return {
         "waves": facts.max_waves_per_simd * simds // waves,
         "lds": facts.shared_bytes_per_cu // max(1, figures.shared_bytes),
-        "registers": facts.vgprs_per_lane // max(1, figures.registers) * simds // waves,
+        "registers": facts.register_file // max(1, figures.registers) * simds // waves,
     }
 
 
 def device_memory_bytes(problem: GemmProblem, figures: KernelFigures, facts: ModelFacts) -> float:
-    """What one launch moves through device memory: A, B and C once when
-    they fit in the L2 together (the re-reads of other workgroups hit it),
-    else every workgroup's tiles and C tile as requested."""
+    """What one launch asks of the memory system, for its latency under load:
+    A, B and C once when they fit in the L2 together, else every workgroup's
+    tiles and C tile as requested, L2 hits included (measured on the H200:
+    the latency of L2-resident data rises under load too, bench/results/
+    tune-model-h200.md)."""
     footprint = (problem.m * problem.k * element_bytes(problem.a) + problem.k * problem.n * element_bytes(problem.b)
                  + problem.m * problem.n * element_bytes(problem.c) * (2 if problem.reads_c else 1))
     if footprint <= facts.l2_bytes:
         return footprint
     return figures.workgroups * (figures.iterations * figures.global_bytes + figures.epilogue_bytes)
+
+
+def device_reach(problem: GemmProblem, config: KernelConfig, figures: KernelFigures, facts: ModelFacts,
+                 resident: int) -> float:
+    """The share of the A and B tiles workgroups request that device memory
+    serves, the rest coming from the L2. When A and B fit in the L2 together,
+    each byte comes once. Else the workgroups running at once, P = the CUs x
+    `resident` consecutive ones in launch order (x, the fastest, walks N:
+    tile-tiling's grid), cover ceil(P / blocks along N) block rows by
+    min(P, blocks along N) block columns; per K step they read those rows'
+    A tiles and those columns' B tiles from device memory once, and every
+    other request of the same tiles hits the L2 (it holds the few K steps in
+    flight many times over). Split-K slices read disjoint K ranges: each
+    slice's workgroups are their own such set."""
+    bm, bn, bk = config.block
+    a_tile, b_tile = bm * bk * element_bytes(problem.a), bk * bn * element_bytes(problem.b)
+    requested = figures.workgroups * figures.iterations * (a_tile + b_tile)
+    operands = problem.m * problem.k * element_bytes(problem.a) + problem.k * problem.n * element_bytes(problem.b)
+    if operands <= facts.l2_bytes:
+        return min(1.0, operands / requested)
+    blocks_n, blocks_m = math.ceil(problem.n / bn), math.ceil(problem.m / bm)
+    running = max(1, min(figures.workgroups, facts.compute_units * resident) // config.split_k)
+    rows, cols = min(blocks_m, math.ceil(running / blocks_n)), min(running, blocks_n)
+    return min(1.0, (rows * a_tile + cols * b_tile) / (running * (a_tile + b_tile)))
 
 
 def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFacts, *,
@@ -291,7 +322,13 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
     busy = busy_ratio if busy_ratio else 1.0
     one_wave = figures.matrix_clocks / busy
     lds = figures.shared_traffic / facts.shared_bytes_per_clock
-    memory = figures.global_bytes / share
+    # Device memory serves the share `reach` of the tiles; the re-reads the L2
+    # holds cost it nothing where the L2 is known to be faster than device
+    # memory (memory.l2_bandwidth_gbps: on sm_90a at least 2x, measured), and
+    # are charged to it as before where the L2's bandwidth is not known.
+    reach = device_reach(problem, config, figures, facts, resident) \
+        if facts.l2_bytes_per_second > facts.memory_bytes_per_second else 1.0
+    memory = figures.global_bytes * reach / share
     idle, loaded = facts.memory_latency_clocks, facts.loaded_latency_clocks
     in_flight = max(1, config.stages - 1)
 

@@ -69,4 +69,9 @@ BACKEND = Backend(
     # Loops of 2 stages or more are pipelined while lowering (cp.async, TMA);
     # nvidia runs no tile-pipeline (pass_lists.TILE_PIPELINE).
     prefetches_single_stage=False,
+    copies_through_registers=False,
+    # ptxas 12.8 -v on this compiler's sm_90a GEMMs (bench/tune_model.py's PTX,
+    # 2026-12-03): 154 registers for a 128-register accumulator, 90 for 64.
+    address_registers=26,
+    partial_sums_prefix="wgmma.",  # backends/nvidia/wgmma.py: 8-bit gemms promote per block K
 )
