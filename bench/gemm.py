@@ -75,7 +75,7 @@ TEST_CASES = [
     (256, 256, 256, "bf16", True, (128, 128, 32), 128, 4, WGMMA),      # both K-major with the 64-byte swizzle
     (256, 512, 320, "f16", False, (256, 128, 64), 256, 3, WGMMA),      # two warpgroups, bands of two
     (200, 328, 160, "fp8", True, (128, 128, 64), 128, 3, WGMMA),       # fp8 rows of 64 bytes, a band of two
-    (200, 328, 528, "fp8", True, (128, 128, 128), 256, 3, WGMMA),      # partial sums added one iteration late
+    (200, 328, 528, "fp8", True, (128, 128, 128), 256, 3, WGMMA),      # 5 iterations, K not a multiple of the block
     (256, 256, 256, "f16", False, (128, 128, 64), 128, 3, MMA_SYNC_TMA),  # ldmatrix on swizzled boxes
     (200, 328, 136, "f16", False, (128, 128, 64), 128, 3, MMA_SYNC_TMA),  # TMA zero fill
     (136, 200, 264, "bf16", True, (64, 128, 64), 128, 2, MMA_SYNC_TMA),   # B N x K, no .trans

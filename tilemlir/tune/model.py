@@ -185,7 +185,11 @@ def kernel_figures(problem: GemmProblem, config: KernelConfig, facts: ModelFacts
     wave_flops = 2 * bm * bn * bk / waves
     tile_writes = bm * bk * sa + bk * bn * sb
     # Every wave reads its rows of A; B is read once per instruction group
-    # (a group's waves split M and share the whole of B's columns).
+    # (a group's waves split M and share the whole of B's columns). A band of
+    # several instructions reads B once per instruction; counting that ranked
+    # the H200's measured candidates worse (bench/tune_model.py --analyse:
+    # the 4096^3 default fell from 0.86 to 0.67 of the best), so the model
+    # keeps one read per group until its other terms describe the band.
     panel_a = (bm // wm) * bk * sa
     panel_b = bk * (bn // wn) * sb
     reads = waves * panel_a + (waves // group) * panel_b
@@ -277,8 +281,9 @@ def device_reach(problem: GemmProblem, config: KernelConfig, figures: KernelFigu
     min(P, blocks along N) block columns; per K step they read those rows'
     A tiles and those columns' B tiles from device memory once, and every
     other request of the same tiles hits the L2 (it holds the few K steps in
-    flight many times over). Split-K slices read disjoint K ranges: each
-    slice's workgroups are their own such set."""
+    flight many times over). Split-K slices (grid z, the slowest) read
+    disjoint K ranges: a set larger than one slice's workgroups covers whole
+    slices."""
     bm, bn, bk = config.block
     a_tile, b_tile = bm * bk * element_bytes(problem.a), bk * bn * element_bytes(problem.b)
     requested = figures.workgroups * figures.iterations * (a_tile + b_tile)
@@ -286,9 +291,13 @@ def device_reach(problem: GemmProblem, config: KernelConfig, figures: KernelFigu
     if operands <= facts.l2_bytes:
         return min(1.0, operands / requested)
     blocks_n, blocks_m = math.ceil(problem.n / bn), math.ceil(problem.m / bm)
-    running = max(1, min(figures.workgroups, facts.compute_units * resident) // config.split_k)
-    rows, cols = min(blocks_m, math.ceil(running / blocks_n)), min(running, blocks_n)
-    return min(1.0, (rows * a_tile + cols * b_tile) / (running * (a_tile + b_tile)))
+    running = max(1, min(figures.workgroups, facts.compute_units * resident))
+    per_slice = blocks_m * blocks_n
+    if running >= per_slice:
+        unique = running / per_slice * (blocks_m * a_tile + blocks_n * b_tile)
+    else:
+        unique = min(blocks_m, math.ceil(running / blocks_n)) * a_tile + min(running, blocks_n) * b_tile
+    return min(1.0, unique / (running * (a_tile + b_tile)))
 
 
 def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFacts, *,

@@ -12,8 +12,9 @@ ISA 8.5:
   register fragment of D for m64nNk16/k32: warp w of the warpgroup holds rows
   16w + g and 16w + g + 8 (g = lane / 4), columns 8j + 2t, 8j + 2t + 1
   (t = lane % 4) in registers 4j .. 4j + 3. That is the m16n8 accumulator of
-  mma.sync repeated over N, so the fragment is the mma.sync core's
-  (`MmaSyncAccumulator`), one m16n8 tile per 8 columns of a 16-row warp tile.
+  mma.sync repeated over N: per warp, 16 rows of each instruction, an m16n8
+  tile per 8 columns (`WarpgroupAccumulator`, whose `group` of 4 says how the
+  warps of a band split each instruction's rows).
 * "Matrix Descriptor Format": bits 0-13 start address >> 4, 16-29 leading
   byte offset >> 4, 32-45 stride byte offset >> 4, 49-51 base offset,
   62-63 swizzle (1: 128-byte, 2: 64-byte, 3: 32-byte).
@@ -29,16 +30,16 @@ ISA 8.5:
   writes a box of R rows x 128 bytes in exactly that swizzled layout, which is
   why TMA and wgmma pair: every copied tile lives in shared memory as boxes of
   its rows x 128 bytes, one box per 128 bytes of its columns, 1024-aligned. A
-  tile whose rows are 64 or 32 bytes (K = 32 f16) is one box of the 64- or
-  32-byte swizzle, the same pattern over fewer 16-byte chunks, 8 rows of it
-  one atom (`swizzle_width`).
+  tile whose rows are 64 bytes (K = 32 f16) is one box of the 64-byte
+  swizzle (16-byte chunks XORed by (row / 2) % 4), whose pattern repeats
+  every 1024 bytes too (`swizzle_width`).
 
 The K loop (a `tile.num_stages = S` loop of global->shared copies and gemms)
 becomes, with one mbarrier per slot counting the TMA bytes:
 
     prologue:  thread 0: for s < S-1: expect_tx(full[s]); TMA boxes of iteration s
     loop i:    wait full[i % S] at phase (i / S) & 1
-               wgmma.fence; one wgmma per K step; commit; wait_group 1
+               wgmma.fence; per K step one wgmma per 64 rows of the band; commit; wait_group 1
                lane 0 of each warp: arrive empty[(i-1) % S]   # its wgmmas of i-1 are done
                thread 0: if i+S-1 < T: wait empty[(i-1) % S] (all warps released
                          iteration i-1's slot); expect_tx(full[slot]); TMA boxes of i+S-1
@@ -113,10 +114,12 @@ SWIZZLE_BYTES = 128  # the widest swizzle mode: 128-byte rows
 SWIZZLE_ATOM = 1024  # 8 rows x 128 bytes: the widest pattern's period, every slot's alignment
 # Swizzle modes by row width in bytes: the descriptor's bits 62-63 (PTX ISA,
 # "Matrix Descriptor Format": 1 128-byte, 2 64-byte, 3 32-byte) and nvgpu's
-# tensor map names. A tile whose rows are narrower than 128 bytes (K = 32 f16
-# elements, say) is stored with the mode of its row width: 8 rows of it are
-# one pattern, the same XOR of 16-byte chunks by row, over fewer chunks.
-SWIZZLE_MODES = {128: 1, 64: 2, 32: 3}
+# tensor map names. A tile whose rows are 64 bytes (K = 32 f16 elements, say)
+# is stored with the 64-byte mode, whose XOR of 16-byte chunks also repeats
+# every 1024 bytes (TMA and wgmma both apply it). The 32-byte mode (3) would
+# serve 32-byte rows the same way, but no kernel of it has run on the H200
+# yet: such tiles are refused (mma.sync takes those loops).
+SWIZZLE_MODES = {128: 1, 64: 2}
 TMA_BOX_LIMIT = 256  # boxDim entries are at most 256 (cuTensorMapEncodeTiled)
 # PTX type names of wgmma operands by MLIR element type.
 WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
@@ -130,7 +133,7 @@ def is_wgmma(name: str) -> bool:
 def swizzle_width(row_bytes: int) -> int | None:
     """The swizzle mode (bytes per pattern row) that stores tile rows of
     `row_bytes` bytes: 128-byte boxes for whole multiples of 128, the row's own
-    width for 32 and 64; None for other widths."""
+    width for 64 (SWIZZLE_MODES); None for other widths."""
     if row_bytes % SWIZZLE_BYTES == 0:
         return SWIZZLE_BYTES
     return row_bytes if row_bytes in SWIZZLE_MODES else None
@@ -172,7 +175,7 @@ class SwizzledBuffer:
 
 
 def _tma_copyable(copy: ir.Operation, threads: int) -> bool:
-    """A global -> shared tile.copy one TMA box per 128 bytes of columns can do:
+    """A global -> shared tile.copy TMA boxes can do (`tma_tile_misfit`):
     its source is an argument of the host function (the launcher encodes a
     tensor map of it) with the plain row-major layout the map describes."""
     types = plain_tile_copy(copy)
@@ -190,7 +193,7 @@ def tma_tile_misfit(rows: int, cols: int, global_cols: int, size: int) -> str | 
     """Why TMA cannot fill a rows x cols tile (elements of `size` bytes) from
     global rows of `global_cols` elements; None when it can. Global rows must
     be 16-byte multiples (TMA's stride rule); the tile's rows whole 128-byte
-    boxes, or one 32- or 64-byte box (`swizzle_width`), of at most 256 rows;
+    boxes, or one 64-byte box (`swizzle_width`), of at most 256 rows;
     every box a whole number of 1024-byte atoms (every box and slot then starts
     1024-aligned, as the descriptors assume: base offset 0)."""
     if (global_cols * size) % 16:
@@ -280,9 +283,15 @@ class NvidiaMatrixCore(MmaSyncCore):
         return WARPGROUP_WARPS if is_wgmma(name) else 1
 
     def preference(self, gemm: ir.Operation, threads: int, target) -> str:
-        """wgmma for a gemm of a pipelined K loop whose copies TMA can do, on a
-        chip that has it; 8-bit operands only K-major (A M x K, B N x K: PTX
-        ISA, imm-trans-a/b are for .f16/.bf16 only)."""
+        """wgmma for a gemm of a pipelined K loop that the TMA path can take
+        whole, on a chip that has it: every gemm of the loop reads A and B
+        from the loop's TMA-copied tiles, fits a wgmma row (tile-select-mma's
+        rule), and, for 8-bit operands, reads both K-major (A M x K, B N x K:
+        PTX ISA, imm-trans-a/b are for .f16/.bf16 only). Anything else keeps
+        the table's ranking (mma.sync), as the loop cannot mix the two."""
+        from tilemlir.passes.gemm_facts import gemm_shape
+        from tilemlir.passes.select_mma import select_mma_for
+
         if not any(is_wgmma(row.name) for row in target.mma):
             return ""
         loop = gemm.parent
@@ -291,11 +300,17 @@ class NvidiaMatrixCore(MmaSyncCore):
         plan = plan_pipeline(loop, threads, _tma_copyable) if loop is not None else None
         if plan is None or gemm not in plan.gemms:
             return ""
-        bits = bit_width(ir.MemRefType(gemm.operands[0].type).element_type)
-        transpose_a = ir.BoolAttr(gemm.attributes["transpose_a"]).value
-        transpose_b = ir.BoolAttr(gemm.attributes["transpose_b"]).value
-        if bits == 8 and (transpose_a or not transpose_b):
-            return ""
+        for member in plan.gemms:
+            if member.operands[0] not in plan.buffers or member.operands[1] not in plan.buffers:
+                return ""
+            bits = bit_width(ir.MemRefType(member.operands[0].type).element_type)
+            transpose_a = ir.BoolAttr(member.attributes["transpose_a"]).value
+            transpose_b = ir.BoolAttr(member.attributes["transpose_b"]).value
+            if bits == 8 and (transpose_a or not transpose_b):
+                return ""
+            chosen = select_mma_for(target, gemm_shape(member), threads, "wgmma")
+            if isinstance(chosen, list) or not is_wgmma(chosen[0].name):
+                return ""
         return "wgmma"
 
     def min_stages(self, name: str) -> int:
@@ -347,8 +362,8 @@ class NvidiaMatrixCore(MmaSyncCore):
             if buffer not in fed:
                 raise LoweringError(buffer.owner, "tile-lower-to-gpu: a wgmma operand must be filled "
                                     f"by TMA in a pipelined K loop ({attributes.NUM_STAGES.name} >= 2: global -> "
-                                    "shared copies of whole 128-byte rows, global rows of 16-byte "
-                                    "multiples, then the gemms)")
+                                    "shared copies of rows of 64 or a multiple of 128 bytes, global "
+                                    "rows of 16-byte multiples, then the gemms)")
             stages[buffer] = fed[buffer]
         return stages
 
@@ -473,12 +488,13 @@ class WarpgroupAccumulator(MmaSyncAccumulator):
 class Operand:
     """Descriptors of one operand tile in its swizzled boxes.
 
-    K-major: rows are M/N, K runs along the 128-byte box rows; a K step of k
-    elements (32 bytes for every wgmma type) moves along the row, into the next
-    box every 128 bytes. MN-major: rows are K, M/N runs along the box rows in
-    64-element chunks (one box each); a K step moves k rows down (k * 128 bytes).
-    `group`: read the group-th 64 rows of M (N) only: 64 lines of 128 bytes
-    K-major, the group-th box MN-major (64 16-bit elements are one box).
+    Boxes are `swizzle` (128 or 64) bytes wide. K-major: rows are M/N, K
+    runs along the box rows; a K step of k elements (32 bytes for every wgmma
+    type) moves along the row, into the next box every `swizzle` bytes.
+    MN-major: rows are K, M/N runs along the box rows, one box per `swizzle`
+    bytes of them; a K step moves k rows down (k * swizzle bytes). `group`:
+    read the group-th 64 rows of M (N) only: 64 lines K-major, the boxes of
+    64 elements MN-major.
     """
 
     def __init__(self, smem: ir.Value, mn_major: bool, k: int, group: ir.Value | None = None):

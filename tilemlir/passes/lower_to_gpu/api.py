@@ -183,6 +183,9 @@ class AccumulatorFragment:
     layout: AccumulatorLayout
     warps: tuple[int, int]  # waves along M and N
     values: list[ir.Value] = field(default_factory=list)
+    # The instruction (m, n, k) its tile.layout names: the gemms that update
+    # it must issue that one (KernelEmitter.gemm_operands checks).
+    instruction: tuple[int, int, int] = ()
 
     @property
     def warp_tile(self) -> tuple[int, int]:

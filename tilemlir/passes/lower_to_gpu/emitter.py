@@ -228,6 +228,15 @@ class KernelEmitter(FragmentOps):
             raise LoweringError(gemm, f"tile-lower-to-gpu: tile.gemm has no {attributes.MMA.name} "
                                       "(run tile-select-mma)")
         fragment = self._fragments[c]
+        # The C layout depends on the instruction's m and n (not its K).
+        if fragment.instruction and (fragment.instruction[:2] != (choice.m, choice.n)
+                                     or fragment.warps != tuple(warps)):
+            raise LoweringError(gemm, f"tile-lower-to-gpu: this gemm issues {choice.name} over "
+                                      f"{warps[0]}x{warps[1]} waves, but its accumulator's "
+                                      f"{attributes.LAYOUT.name} is laid out for a "
+                                      f"{'x'.join(map(str, fragment.instruction))} instruction over "
+                                      f"{fragment.warps[0]}x{fragment.warps[1]} waves (run tile-infer-layout "
+                                      "after tile-select-mma)")
         transpose_a = ir.BoolAttr(gemm.attributes["transpose_a"]).value
         transpose_b = ir.BoolAttr(gemm.attributes["transpose_b"]).value
         block_k = ir.MemRefType(a.type).shape[0 if transpose_a else 1]
@@ -456,7 +465,7 @@ class KernelEmitter(FragmentOps):
             placement = accumulator_layout(shape, lanes, (wm, wn), self._wave_size, self._threads, (m, n, k))
         except ValueError as error:
             raise LoweringError(op, f"tile-lower-to-gpu: {attributes.LAYOUT.name} {layout}: {error}") from None
-        fragment = AccumulatorFragment(shape, memref_type.element_type, lanes, (wm, wn))
+        fragment = AccumulatorFragment(shape, memref_type.element_type, lanes, (wm, wn), instruction=(m, n, k))
         fragment.placement = placement
         zero = splat(fragment.vector_type, zero_of(fragment.element))
         fragment.values = [zero] * (fragment.tiles[0] * fragment.tiles[1])
