@@ -13,7 +13,8 @@ lane one column and runs of four consecutive rows (`mma_layouts`); transposed,
 a lane holds one row of C and runs of four consecutive columns, so a row-major
 C is stored with vectors: 4 f16 in one global_store_dwordx2, 4 f32 in one
 global_store_dwordx4, where the instruction's own layout stores element by
-element (global_store_short). The operand reads do not change: with m = n, a
+element (global_store_short). (An f64 accumulator's lane holds rows 4 apart,
+so transposed its columns are 4 apart too: no vector stores there.) The operand reads do not change: with m = n, a
 lane's A operand (`MfmaLayout.a_coord`) and B operand (`b_coord`) have the
 same form, so the rows of A a lane reads are what the B slot wants, and
 vice versa.

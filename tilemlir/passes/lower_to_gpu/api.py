@@ -140,6 +140,11 @@ class TransposedAccumulator(AccumulatorLayout):
     def __post_init__(self) -> None:
         if self.issued.group != 1:
             raise ValueError(f"an instruction of {self.issued.group} waves has no transposed layout")
+        if self.issued.m != self.issued.n:
+            # The operands swap slots: only a square instruction takes A's
+            # rows in its B slot (and B's columns in its A slot) unchanged.
+            raise ValueError(f"a {self.issued.m}x{self.issued.n} instruction has no transposed layout "
+                             "(only square ones swap their operands)")
 
     @property
     def m(self) -> int:  # type: ignore[override]
