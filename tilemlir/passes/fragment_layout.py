@@ -270,10 +270,8 @@ def accumulator_layout(shape: tuple[int, int], lanes, warps: tuple[int, int], wa
     key = ("mma_accumulator", tuple(shape), instruction, tuple(warps), wave_size, group,
            getattr(lanes, "issued_transposed", False))
     lane_terms = lanes.lane_terms() if hasattr(lanes, "lane_terms") else None
-    if group == 1:
-        row_terms = ((wave_size * wn, wm, wtm),)
-    else:
-        row_terms = ((wave_size * group, wm // group, wtm * group), (wave_size, group, lanes.m))
+    # The row's wave part (docstring formula; with g = 1 its second field is empty).
+    row_terms = ((wave_size * wn * group, wm // group, wtm * group), (wave_size * wn, group, lanes.m))
     wave_terms = row_terms, ((wave_size, wn, wtn),)
 
     def part(dim: int) -> ThreadPart:
@@ -281,9 +279,9 @@ def accumulator_layout(shape: tuple[int, int], lanes, warps: tuple[int, int], wa
             if dim == 1:
                 return add(mul(urem(ids.wave, wn), wtn), lanes.lane_col(ids.lane))
             wave = udiv(ids.wave, wn)
-            if group == 1:
-                return add(mul(wave, wtm), lanes.lane_row(ids.lane))
-            start = add(mul(udiv(wave, group), wtm * group), mul(urem(wave, group), lanes.m))
+            start = mul(udiv(wave, group), wtm * group)
+            if group > 1:
+                start = add(start, mul(urem(wave, group), lanes.m))
             return add(start, lanes.lane_row(ids.lane))
         known = lane_terms is not None and wave_size * wm * wn == threads
         terms = wave_terms[dim] + tuple(lane_terms[dim]) if known else None

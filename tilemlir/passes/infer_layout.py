@@ -303,9 +303,10 @@ class TileInferLayout(TilePass):
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         chosen: dict = {}  # fragment value -> (layout key, the gemm that set it)
+        transposed: dict = {}  # tile.kernel -> whether its accumulators are (`transposed_accumulators`)
         for op in walk(module):
             if op.name == "tile.gemm" and enclosing_kernel(op) is not None:
-                self.layout_from_gemm(op, chosen, state)
+                self.layout_from_gemm(op, chosen, transposed, state)
             elif op.name == "tile.copy" and enclosing_kernel(op) is not None:
                 self.copy_width(op)
         if not state.failed:
@@ -445,7 +446,7 @@ class TileInferLayout(TilePass):
                 f"to fit the kernel into {target.name}'s {limit} bytes of LDS ({padded} bytes with "
                 f"padding){cost}"))
 
-    def layout_from_gemm(self, op: ir.Operation, chosen: dict, state: PassState) -> None:
+    def layout_from_gemm(self, op: ir.Operation, chosen: dict, transposed: dict, state: PassState) -> None:
         choice, warps = MmaChoice.of(op), warp_grid_of(op)
         if choice is None or warps is None:
             state.error(op, "tile-infer-layout: tile.gemm has no chosen instruction; run "
@@ -483,8 +484,11 @@ class TileInferLayout(TilePass):
             "instruction": i64_array([choice.m, choice.n, choice.k]),
             "warps": i64_array(list(warps)),
         }
-        core = matrix_core_for(resolve_target(op, self.target).family)
-        if transposed_accumulators(enclosing_kernel(op), core):
+        kernel = enclosing_kernel(op)
+        if kernel not in transposed:  # once per kernel: it walks the whole kernel
+            core = matrix_core_for(resolve_target(op, self.target).family)
+            transposed[kernel] = transposed_accumulators(kernel, core)
+        if transposed[kernel]:
             entries["transposed"] = ir.BoolAttr.get(True)
         attributes.LAYOUT.write(owner, entries)
 

@@ -240,6 +240,8 @@ def _model_facts(target: Target) -> ModelFacts:
     banks = fact("memory.shared_banks", "the LDS bandwidth")
     bank_bytes = fact("memory.shared_bank_bytes", "the LDS bandwidth")
     latency = fact("memory.latency_clocks", "the cost model")
+    hbm = fact("memory.hbm_bandwidth_gbps", "the cost model")  # read once: an assumption is recorded once
+    l2_bandwidth = target.memory.l2_bandwidth_gbps
     return ModelFacts(
         target=target,
         compute_units=max(1, compute_units // logical_devices),
@@ -256,10 +258,8 @@ def _model_facts(target: Target) -> ModelFacts:
         # A CU holds at least one workgroup of the largest size the chip allows.
         shared_bytes_per_cu=max(shared_per_cu, shared_per_workgroup),
         shared_bytes_per_clock=banks * bank_bytes,
-        memory_bytes_per_second=fact("memory.hbm_bandwidth_gbps", "the cost model") * 1e9 / logical_devices,
-        l2_bytes_per_second=(fact("memory.hbm_bandwidth_gbps", "the cost model")
-                             if is_unknown(target.memory.l2_bandwidth_gbps) else
-                             target.memory.l2_bandwidth_gbps) * 1e9 / logical_devices,
+        memory_bytes_per_second=hbm * 1e9 / logical_devices,
+        l2_bytes_per_second=(hbm if is_unknown(l2_bandwidth) else l2_bandwidth) * 1e9 / logical_devices,
         memory_latency_clocks=latency,
         loaded_latency_clocks=max(latency, fact("memory.loaded_latency_clocks", "the cost model")),
         l2_bytes=fact("memory.l2_mib", "the cost model") * 2 ** 20 / logical_devices,
