@@ -69,7 +69,7 @@ demo: setup
 	$(BIN)/tile-compile examples/seed_fp8_gemm.mlir --target amdgpu:gfx942 --emit hsaco -o build/seed_fp8_gemm.gfx942.hsaco
 	$(BIN)/tile-compile examples/seed_fp8_gemm.mlir --target amdgpu:gfx942 --emit isa -o build/seed_fp8_gemm.gfx942.s
 	@grep -E '^\s+v_mfma' build/seed_fp8_gemm.gfx942.s
-	$(BIN)/tile-compile examples/seed_fp8_gemm.mlir --target amdgpu:gfx942 --report
+	$(BIN)/tile-compile examples/seed_fp8_gemm.mlir --target amdgpu:gfx942 --report -o build/seed_fp8_gemm.gfx942.s
 	@echo "== the whole-problem form for gfx950, its fp8 re-typed OCP (the chip's fp8; FNUZ has no exact OCP form): the compiler chose the tiles"
 	sed 's/f8E4M3FNUZ/f8E4M3FN/g' examples/gemm_whole_problem.mlir | $(BIN)/tile-compile - --target amdgpu:gfx950 --emit isa | grep -E '^\s+v_mfma' | sort | uniq -c
 	@echo "== tile-run: the seed's GEMM in the reference engine and in the SIMT emulator, vs float64 NumPy"
@@ -79,7 +79,7 @@ demo: setup
 	@echo "   each output against the reference engine; softmax's 128-bit accesses on gfx942"
 	$(BIN)/tile-run examples/kernels/layernorm.mlir --engine emulator --target amdgpu:gfx950
 	$(BIN)/tile-run examples/kernels/flash_attention.mlir --engine emulator --target amdgpu:gfx942
-	$(BIN)/tile-compile examples/kernels/softmax.mlir --target amdgpu:gfx942 --report | grep -E '"(global_load_bits|global_store_bits|spills|lds_bytes)"'
+	$(BIN)/tile-compile examples/kernels/softmax.mlir --target amdgpu:gfx942 --report -o build/softmax.gfx942.s | grep -E '"(global_load_bits|global_store_bits|spills|shared_bytes)"'
 
 test: setup
 	$(BIN)/ruff check tilemlir test bench examples

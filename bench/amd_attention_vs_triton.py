@@ -169,8 +169,9 @@ def ours(case: Case, tiling: tuple, out: Path) -> dict:
         return {"error": str(error).strip().splitlines()[0][:300]}
     (out / f"{case.name}_{tiling_text(tiling).replace(' ', '_')}.tilemlir.s").write_text(result.artifact)
     seconds = result.seconds["total"] - result.seconds.get("report", 0.0)
-    entry = gemm_bench.row(result.report, result.report["lds_bytes"], seconds)
-    entry["occupancy"] = result.report.get("occupancy_waves_per_simd")
+    (kernel,) = result.report["kernels"]
+    entry = gemm_bench.row(result.report, kernel["shared_bytes"], seconds)
+    entry["occupancy"] = kernel["occupancy"]
     return entry
 
 
@@ -182,7 +183,7 @@ def theirs(case: Case, compiled: dict, out: Path) -> dict:
         return compiled
     report = build_report((out / compiled["isa"]).read_text(), get_target(f"amdgpu:{case.chip}"))
     entry = gemm_bench.row(report, compiled["lds_bytes"], compiled["seconds"])
-    entry["occupancy"] = report.get("occupancy_waves_per_simd")
+    entry["occupancy"] = report["kernels"][0]["occupancy"]
     return entry
 
 

@@ -233,19 +233,23 @@ def ours(case: Case, out: Path, passes: str = "") -> dict:
     suffix = ".forced" if passes else ""
     (out / f"{case.name}.tilemlir{suffix}.s").write_text(result.artifact)
     seconds = result.seconds["total"] - result.seconds.get("report", 0.0)
-    return row(result.report, result.report["lds_bytes"], seconds)
+    (kernel,) = result.report["kernels"]
+    return row(result.report, kernel["shared_bytes"], seconds)
 
 
 def row(report: dict, lds_bytes: int, seconds: float) -> dict:
+    """The table's row for the one kernel of a report (docs/report.md)."""
+    (kernel,) = report["kernels"]
+    own = kernel["amdgpu"]
     return {
-        "spills": report["spills"],
-        "vgpr": report["vgpr"],
-        "agpr": report["agpr"],
+        "spills": kernel["spills"],
+        "vgpr": own["vgpr"],
+        "agpr": own["agpr"],
         "lds_bytes": lds_bytes,
-        "mfma_per_iteration": sum(c["main_loop"] for c in report["mfma_instructions"].values()),
-        "mfma": ",".join(name.removeprefix("v_mfma_") for name in report["mfma_instructions"]),
-        "mfma_busy_ratio": report["mfma_busy_ratio"],
-        "main_loop_cycles": report["main_loop_cycles"],
+        "mfma_per_iteration": sum(c["main_loop"] for c in kernel["matrix_instructions"].values()),
+        "mfma": ",".join(name.removeprefix("v_mfma_") for name in kernel["matrix_instructions"]),
+        "mfma_busy_ratio": own["mfma_busy_ratio"],
+        "main_loop_cycles": own["main_loop_cycles"],
         "compile_seconds": round(seconds, 2),
     }
 

@@ -64,6 +64,7 @@ import concurrent.futures
 import importlib.util
 import json
 import multiprocessing
+import os
 import re
 import shlex
 import sys
@@ -77,7 +78,12 @@ from types import ModuleType
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = ("amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000", "nvidia:sm_90a")
 FINAL_STAGE = {"amdgpu": "isa", "metax": "maca", "nvidia": "ptx"}
-DEFAULT_TAG = "default"  # the API's default target (tilemlir.compiler.DEFAULT_TARGET)
+DEFAULT_TAG = "default"  # a chunk that names no target: compiled for DEFAULT_TARGET
+# What the API compiled for when nothing named a target, before that default
+# became tilemlir.target.selection's rule: pinned, so snapshots stay comparable.
+DEFAULT_TARGET = "amdgpu:gfx942"
+os.environ["TILEMLIR_TARGET"] = DEFAULT_TARGET  # the rule's step 3; workers inherit it
+os.environ["TILEMLIR_GPU"] = "none"  # and never this machine's GPU
 SPLIT_MARKER = "// -----"
 NEGATIVE_MARKER = "expected-error"
 LIT_EXCLUDES = {"Inputs", "lit_support", "Output"}  # what lit does not run (test/lit.cfg.py)
@@ -90,7 +96,7 @@ class Job:
 
     name: str
     text: str = ""
-    target: str | None = None  # None: the module's tile.target, else the API's default
+    target: str | None = None  # None: the module's tile.target, else DEFAULT_TARGET
     emit: str = "isa"
     options: tuple[tuple[str, object], ...] = ()  # CompileOptions fields, as sorted pairs
     dump_pipeline: bool = False
@@ -409,8 +415,8 @@ def stdin_text(producer: list[str], test: Path) -> str:
 
 def cli_default_emit(target: str | None) -> str:
     """tile-compile's --emit when none is given: the target's backend's default
-    (the API's default target when there is none)."""
-    from tilemlir.compiler import DEFAULT_TARGET, default_emit
+    (DEFAULT_TARGET's when there is none)."""
+    from tilemlir.compiler import default_emit
     from tilemlir.target import get_target
 
     try:

@@ -178,10 +178,17 @@ def prepare_docs(out: Path) -> list[dict]:
     from tilemlir.dialects import tile
     from tilemlir.target import get_target
 
-    os.environ["TILEMLIR_TARGET"] = gemm.TARGET
     matmul, entries = docs_matmul(out), []
     for m, n, k in DOCS_SHAPES:
-        source = matmul(m, n, k).get_kernel_source()
+        before = os.environ.get("TILEMLIR_TARGET")
+        os.environ["TILEMLIR_TARGET"] = gemm.TARGET
+        try:
+            source = matmul(m, n, k).get_kernel_source()
+        finally:  # the caller's environment as it was (the tests run this in-process)
+            if before is None:
+                del os.environ["TILEMLIR_TARGET"]
+            else:
+                os.environ["TILEMLIR_TARGET"] = before
         module = ir.Module.parse(source, tile.make_context())
         kernel = compile_to_ptx(module.operation, get_target(gemm.TARGET))
         name = f"docs_matmul_{m}x{n}x{k}"
@@ -544,13 +551,25 @@ def speed_table(manifest: dict, results: dict, say) -> None:
 # --analyse (needs tilemlir: re-predicts with the model as it is now)
 # --------------------------------------------------------------------------
 
+def schema_1(report: dict) -> dict:
+    """A saved nvidia report as docs/report.md has it: those --prepare wrote
+    before the report had a schema_version held the launch metadata only, and
+    the kernel's shared memory is its launches' dynamic shared memory."""
+    if "schema_version" in report:
+        return report
+    shared = [launch["dynamic_shared_bytes"] for function in report["functions"]
+              for launch in function["launches"] if "dynamic_shared_bytes" in launch]
+    kernel = {"shared_bytes": max(shared, default=None), "occupancy": None, "nvidia": {}}
+    return {**report, "schema_version": 1, "family": "nvidia", "kernels": [kernel]}
+
+
 def analyse(directory: Path, result_files: list[Path]) -> int:
     from tilemlir.tune.db import config_from
     from tilemlir.tune.model import DoesNotFit
     from tilemlir.tune.search import model_seconds
 
     manifest = json.loads((directory / "manifest.json").read_text())
-    reports = json.loads((directory / "reports.json").read_text())
+    reports = {name: schema_1(report) for name, report in json.loads((directory / "reports.json").read_text()).items()}
     results = {}
     for path in result_files:
         results.update(json.loads(path.read_text()))

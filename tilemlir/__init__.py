@@ -4,6 +4,8 @@
 so `import tilemlir` stays cheap.
 """
 
+from tilemlir.version import __version__  # noqa: F401 - the package attribute
+
 _LAZY = {
     "compile": "compile",
     "CompileError": "CompileError",

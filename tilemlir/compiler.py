@@ -7,15 +7,15 @@ would replace `tilemlir.compile` with the module once imported.)
     result = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa")
     result.artifact                 # the emitted stage's output (bytes for a binary)
     result.artifacts["gpu"]         # every stage reached, by name
-    result.report                   # the --report JSON as a dict (from the backend's report stage)
-    result.report["config_source"]  # who chose the tiling: "model", "tuning-db" or "user"
-    result.report["spill_fallback"] # present when the model's choice spilled and its next was used
+    result.report                   # the --report JSON as a dict (docs/report.md)
+    result.report["kernels"][0]["config_source"]  # who chose the tiling: "model", "tuning-db" or "user"
+    result.report["spill_fallback"] # set when the model's choice spilled and its next was used
 
 The driver parses, resolves the target, and runs its backend's stages
 (`Backend.stages`: tile and gpu, shared, then the backend's own) up to `emit`,
-timing every step in `report["compile_seconds"]`, and adds to the backend's
-report how each kernel was configured (`configuration_report`: workgroups,
-split_k, predicted_seconds, config_source); `backends/stages.py` holds
+timing every step in `report["compile_seconds"]`, and completes the backend's
+report (`backends/report_schema.complete_report`: the times, the decisions, how
+each kernel was configured); `backends/stages.py` holds
 the stage machinery. Input that is already GPU-level IR (a gpu.module and no
 tile ops) skips the tile passes. Failures raise `CompileError` (located
 diagnostics, as tile-opt prints them) or another `UserError`.
@@ -30,12 +30,11 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
+from tilemlir.backends.report_schema import complete_report
 from tilemlir.backends.stages import (
-    DEFAULT_TARGET,
     Compilation,
     CompileError,
     CompileOptions,
-    backend_stages,
     check_emit,
     default_emit,
     emits,
@@ -56,12 +55,14 @@ from tilemlir.diagnostics import (
     parse_chunk,
     region_nesting_error,
     remark_mark,
+    remarks_configured,
     restore_remarks,
+    shown_remarks,
     withdraw_remarks,
 )
 from tilemlir.target.model import Target
 
-__all__ = ["DEFAULT_TARGET", "CompileError", "CompileOptions", "CompileResult", "compile",
+__all__ = ["CompileError", "CompileOptions", "CompileResult", "compile",
            "compile_module", "default_emit", "emits", "has_gpu_module", "has_tile_ops", "target_spec"]
 
 # LLVM's loop passes and llc grow faster than linearly with loop depth (measured
@@ -116,23 +117,6 @@ def _require_one_kernel_function(module: ir.Operation, target: Target,
         file, line, col)], source)
 
 
-# The report's fields saying how each kernel's configuration was decided
-# (passes/kernel_facts.configuration_of).
-CONFIGURATION_FIELDS = ("workgroups", "split_k", "predicted_seconds", "config_source")
-
-
-def configuration_report(configurations: list[dict]) -> dict:
-    """The --report fields `CONFIGURATION_FIELDS` for the module's tile.kernels:
-    one kernel's values, or for several a list of each in program order. Input
-    without tile.kernels (GPU-level IR) was configured by the user, and the
-    compiler knows nothing else of it."""
-    if not configurations:
-        return {"workgroups": None, "split_k": None, "predicted_seconds": None, "config_source": "user"}
-    if len(configurations) == 1:
-        return {key: configurations[0][key] for key in CONFIGURATION_FIELDS}
-    return {key: [c[key] for c in configurations] for key in CONFIGURATION_FIELDS}
-
-
 def compile_module(
     module: ir.Operation,
     target: Target,
@@ -144,7 +128,7 @@ def compile_module(
     dump_pipeline: Callable[[str], None] | None = None,
 ) -> CompileResult:
     """Compiles a parsed builtin.module in place (callers pass a copy they own)
-    for `target`, up to the stage `emit` (None: the backend's last stage).
+    for `target`, up to the stage `emit` (None: the backend's `default_emit`).
     `seconds` carries stage times measured before (the parse); `dump_pipeline`
     receives every stage's pipeline or command line, one line at a time
     (`backends/stages.run_stages`).
@@ -157,7 +141,7 @@ def compile_module(
     all spill, the first error stands, with a note naming the others. A
     configuration someone gave that spills stays an error."""
     options = options or CompileOptions()
-    emit = emit or backend_stages(target.family)[-1].name
+    emit = emit or default_emit(target.family)
     check_emit(target, emit)
     too_deep = region_nesting_error(module, MAX_REGION_NESTING, source)
     if too_deep is not None:
@@ -181,14 +165,12 @@ def compile_module(
     else:
         _replay(dumped, dump_pipeline)  # held back while a fallback could follow: this compile stands
     job.seconds["total"] = time.perf_counter() - start
-    remarks = [d for d in job.diags if d.severity == "remark"]
+    remarks = shown_remarks(job.diags)
     decisions = job.decisions or []
     if job.report is not None:
-        job.report["compile_seconds"] = {k: round(v, 4) for k, v in job.seconds.items()}
-        job.report["decisions"] = [kernel.as_json() for kernel in decisions]
-        job.report.update(configuration_report(job.notes.get("configurations", [])))
-        if "spill_fallback" in job.notes:
-            job.report["spill_fallback"] = job.notes["spill_fallback"]
+        job.report = complete_report(job.report, target, seconds=job.seconds, decisions=decisions,
+                                     configurations=job.notes.get("configurations", []),
+                                     spill_fallback=job.notes.get("spill_fallback"))
     return CompileResult(target, emit, job.artifacts, job.report, job.seconds,
                          remarks + job.notes.get("fallback_remarks", []), decisions)
 
@@ -305,8 +287,8 @@ def _remark(module: ir.Operation, location: ir.Location, message: str, source) -
     one, else returned (for CompileResult.remarks)."""
     held: list[Diag] = []
     with collect_diagnostics(module.context, held, source):
-        emit_remark(location, message)
-    return held
+        emit_remark(location, message, origin="tile-compile", kind="speed")
+    return shown_remarks(held)
 
 
 # --------------------------------------------------------------------------
@@ -315,14 +297,9 @@ def _remark(module: ir.Operation, location: ir.Location, message: str, source) -
 
 
 def _resolve(target: str | Target | None, module: ir.Operation) -> Target:
-    from tilemlir.dialects import attributes
-    from tilemlir.target import resolve_target
+    from tilemlir.target.selection import select_target
 
-    if isinstance(target, Target):
-        return target
-    if target is None and not attributes.TARGET.is_on(module):
-        target = DEFAULT_TARGET
-    return resolve_target(module, target)
+    return select_target(target, module)  # tile-compile's rule, the same function
 
 
 def compile(
@@ -330,13 +307,23 @@ def compile(
     target: str | Target | None = None,
     emit: str | None = None,
     options: CompileOptions | dict | None = None,
+    *,
+    remarks: str | None = None,
 ) -> CompileResult:
     """Compiles tile IR or GPU-level IR for a target.
 
-    `target`: "amdgpu:gfx942", a descriptor path, or a Target; None takes the
-    module's `tile.target` attribute, else DEFAULT_TARGET. `emit`: a stage of
-    the target's backend (`emits()` lists them all); None is its last stage
-    (hsaco, maca, ptx). `options`: CompileOptions or a dict of its fields. A
+    `target` and `emit` default as tile-compile's --target and --emit do
+    (README.md, "Which target, which artefact"; `target.selection`):
+    `target` is "amdgpu:gfx942", a chip one family ships ("gfx942"), a family
+    ("cuda"), a descriptor path or a Target; None takes the module's
+    `tile.target`, else $TILEMLIR_TARGET, else this machine's GPU, else raises
+    a TargetError saying how to name one. `emit` is a stage of the target's
+    backend (`emits()` lists them all); None is the backend's default stage
+    (`default_emit`: amdgpu isa, metax maca, nvidia ptx; emit="hsaco" for
+    AMD's code object). `options`: CompileOptions or a dict of its fields.
+    `remarks`: which remarks `CompileResult.remarks` holds, as tile-compile's
+    --remarks takes them (none, all, default, or a regex over pass names;
+    None: `diagnostics.configure_remarks`'s setting, "default" unless set). A
     module passed in is not modified (a copy is compiled)."""
     if isinstance(options, dict):
         options = CompileOptions(**options)
@@ -357,4 +344,5 @@ def compile(
         original = module_or_text.operation
         with original.context:
             module = original.clone()
-    return compile_module(module, _resolve(target, module), emit, options, source=source, seconds=seconds)
+    with remarks_configured(remarks):
+        return compile_module(module, _resolve(target, module), emit, options, source=source, seconds=seconds)

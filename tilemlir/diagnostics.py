@@ -9,6 +9,7 @@ them against `// expected-error@below {{...}}` comments (`--verify-diagnostics`)
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -37,6 +38,13 @@ class Diag:
     line: int = 0
     col: int = 0
     notes: tuple[Diag, ...] = ()
+    # A remark's origin: the pass or stage that made it (`tile-select-mma`) and
+    # its kind (`REMARK_KINDS`); empty for MLIR's own diagnostics.
+    origin: str = ""
+    kind: str = ""
+    # Collected but not printed: a remark `--remarks` hides, or one an error
+    # superseded (--verify-diagnostics still checks it).
+    quiet: bool = False
 
     def position(self) -> str:
         if self.file and self.line:
@@ -129,6 +137,10 @@ def _shown_message(d: Diag) -> str:
 
 
 def format_diag(d: Diag, source: SourceBuffer | None = None) -> str:
+    """`file:line:col: severity: message`, the source line and caret, and the
+    notes; "" for a quiet diagnostic (`Diag.quiet`)."""
+    if d.quiet:
+        return ""
     out = f"{d.position()}{d.severity}: {_shown_message(d)}\n"
     if source is not None and d.file == source.name and d.line:
         out += source.snippet(d.line, d.col)
@@ -500,68 +512,173 @@ def _refuse_ops_without_dialect(text: str, source: SourceBuffer, context: ir.Con
         raise ParseFailure(mlir_error_diags(error, source)) from None
 
 
-# Where `emit_remark` sends remarks: the sinks of the active `collect_diagnostics`.
-_REMARK_SINKS: list[tuple[list[Diag], SourceBuffer | None]] = []
+# --------------------------------------------------------------------------
+# Remarks, and which are printed (`--remarks=SPEC`, like clang's -Rpass=)
+# --------------------------------------------------------------------------
+
+# What a remark tells the user. What a decision cost them is printed by
+# default; the rest with --remarks=all or a regex naming the remark's pass.
+REMARK_KINDS = {
+    "speed": "a decision that costs run time (a slower path taken, an option given up)",
+    "precision": "a decision that costs accuracy (a narrower type computed in)",
+    "assumption": "a fact about the target that is not known and is assumed (said once per compile)",
+    "info": "what the compiler chose, and why",
+}
+DEFAULT_REMARK_KINDS = frozenset({"speed", "precision", "assumption"})
+REMARK_SPEC_HELP = ("none, all, default (what costs speed or precision, and each assumed fact once) "
+                    "or a Python regular expression searched in the remark's pass name "
+                    "(e.g. 'tile-infer-layout|tile-tiling')")
 
 
-def emit_remark(location: ir.Location, message: str) -> None:
+@dataclass(frozen=True)
+class RemarkFilter:
+    """Which remarks are printed: `default`, `all`, `none`, or those whose
+    pass (`Diag.origin`) a regular expression matches (re.search)."""
+
+    spec: str = "default"
+    pattern: re.Pattern | None = None
+
+    @classmethod
+    def parse(cls, spec: str | None) -> RemarkFilter:
+        if spec is None or spec in ("default", "all", "none"):
+            return cls(spec or "default")
+        if not spec:
+            raise UserError(f"--remarks needs a value: {REMARK_SPEC_HELP}")
+        try:
+            return cls(spec, re.compile(spec))
+        except re.error as error:
+            raise UserError(f"--remarks: '{spec}' is not a valid regular expression ({error}); "
+                            f"expected {REMARK_SPEC_HELP}") from None
+
+    def shows(self, origin: str, kind: str) -> bool:
+        if self.pattern is not None:
+            return self.pattern.search(origin) is not None
+        return self.spec == "all" or (self.spec == "default" and kind in DEFAULT_REMARK_KINDS)
+
+
+_remark_filter = RemarkFilter()
+
+
+def configure_remarks(spec: str | None) -> None:
+    """Sets which remarks the tools print and the API returns (`--remarks=SPEC`,
+    `RemarkFilter`); None is "default". A bad regular expression is a UserError."""
+    global _remark_filter
+    _remark_filter = RemarkFilter.parse(spec)
+
+
+@contextlib.contextmanager
+def remarks_configured(spec: str | None) -> Iterator[None]:
+    """`configure_remarks(spec)` for the duration of a block (the API's
+    `remarks=` argument); the setting before comes back after."""
+    global _remark_filter
+    before = _remark_filter
+    _remark_filter = RemarkFilter.parse(spec) if spec is not None else before
+    try:
+        yield
+    finally:
+        _remark_filter = before
+
+
+@dataclass
+class _RemarkSession:
+    """An active `collect_diagnostics`: where its diagnostics go, and the
+    assumed facts already said in it."""
+
+    sink: list[Diag]
+    source: SourceBuffer | None
+    said: set[str] = field(default_factory=set)
+
+
+# Where `emit_remark` sends remarks: the active `collect_diagnostics`, outermost first.
+_REMARK_SINKS: list[_RemarkSession] = []
+
+
+def emit_remark(location: ir.Location, message: str, *, origin: str, kind: str) -> None:
     """A remark about what a pass decided (e.g. a layout conversion it adds),
-    located like MLIR's diagnostics. The Python bindings cannot emit remarks
-    through MLIR's engine, so passes call this: it reaches the outermost
-    `collect_diagnostics` (the tools print it as `file:line:col: remark: ...`,
-    and --verify-diagnostics checks `expected-remark`); without one it is
-    dropped."""
+    located like MLIR's diagnostics; `origin` names the pass or stage that made
+    it, `kind` is one of `REMARK_KINDS`. The Python bindings cannot emit
+    remarks through MLIR's engine, so passes call this: it reaches the
+    outermost `collect_diagnostics` (the tools print it as
+    `file:line:col: remark: ...`, and --verify-diagnostics checks every remark
+    against `expected-remark`); without one it is dropped. A remark
+    `--remarks` hides is kept quiet (`Diag.quiet`); an assumed fact is said
+    once per collector (the text names the target and the fact), not per op."""
+    if kind not in REMARK_KINDS:
+        raise ValueError(f"remark kind '{kind}' is not one of {', '.join(REMARK_KINDS)}")
     if not _REMARK_SINKS:
         return
     # The outermost collector: a tool's, which prints what it collects (an
     # inner one, a compile job's, keeps only errors).
-    sink, source = _REMARK_SINKS[0]
+    session = _REMARK_SINKS[0]
     file, line, col = file_position(location)
-    if source is not None:
-        file, line, col = source.map_position(file, line, col)
-    sink.append(Diag("remark", message, file, line, col))
+    if session.source is not None:
+        file, line, col = session.source.map_position(file, line, col)
+    if kind == "assumption":
+        if message in session.said:
+            return
+        session.said.add(message)
+    quiet = not _remark_filter.shows(origin, kind)
+    session.sink.append(Diag("remark", message, file, line, col, origin=origin, kind=kind, quiet=quiet))
+
+
+def shown_remarks(diags: list[Diag]) -> list[Diag]:
+    """The remarks among `diags` that are printed (not `quiet`)."""
+    return [d for d in diags if d.severity == "remark" and not d.quiet]
 
 
 def remark_mark() -> int | None:
     """Where the outermost collector's diagnostics end now (None without one):
     `withdraw_remarks` takes back the remarks received after it."""
-    return len(_REMARK_SINKS[0][0]) if _REMARK_SINKS else None
+    return len(_REMARK_SINKS[0].sink) if _REMARK_SINKS else None
 
 
 def withdraw_remarks(mark: int | None) -> list[Diag]:
     """Removes from the outermost collector the remarks it received after
     `mark` (`remark_mark`), and returns them (e.g. those of a compile attempt
-    the driver replaces by another)."""
+    the driver replaces by another, whose assumed facts may be said again)."""
     if mark is None or not _REMARK_SINKS:
         return []
-    sink = _REMARK_SINKS[0][0]
-    later = sink[mark:]
-    sink[mark:] = [d for d in later if d.severity != "remark"]
-    return [d for d in later if d.severity == "remark"]
+    session = _REMARK_SINKS[0]
+    later = session.sink[mark:]
+    session.sink[mark:] = [d for d in later if d.severity != "remark"]
+    withdrawn = [d for d in later if d.severity == "remark"]
+    session.said -= {d.message for d in withdrawn if d.kind == "assumption"}
+    return withdrawn
 
 
 def restore_remarks(remarks: list[Diag]) -> None:
     """Gives the outermost collector back remarks `withdraw_remarks` took."""
     if _REMARK_SINKS:
-        _REMARK_SINKS[0][0].extend(remarks)
+        session = _REMARK_SINKS[0]
+        session.sink.extend(remarks)
+        session.said |= {d.message for d in remarks if d.kind == "assumption"}
+
+
+def _quiet_superseded_remarks(sink: list[Diag]) -> None:
+    """An error is what the user must act on: the remarks before it (a
+    padding dropped, a layout converted) are moot, and kept quiet."""
+    if any(d.severity == "error" for d in sink):
+        sink[:] = [dataclasses.replace(d, quiet=True) if d.severity == "remark" else d for d in sink]
 
 
 @contextlib.contextmanager
 def collect_diagnostics(context: ir.Context, sink: list[Diag], source: SourceBuffer | None):
     """Routes every diagnostic emitted in `context` into `sink`, and the
-    remarks passes make with `emit_remark`."""
+    remarks passes make with `emit_remark`. When the block ends with an error
+    in `sink`, its remarks become quiet (`Diag.quiet`)."""
 
     def handler(d) -> bool:
         sink.append(diag_from_mlir(d, source))
         return True
 
     handle = context.attach_diagnostic_handler(handler)
-    _REMARK_SINKS.append((sink, source))
+    _REMARK_SINKS.append(_RemarkSession(sink, source))
     try:
         yield sink
     finally:
         _REMARK_SINKS.pop()
         handle.detach()
+        _quiet_superseded_remarks(sink)
 
 
 def mlir_error_diags(error: ir.MLIRError, source: SourceBuffer | None) -> list[Diag]:

@@ -4,7 +4,7 @@ FP16 output), as the article prints it; only the imports differ
 
     .venv/bin/python examples/python/seed_mixed_precision_gemm.py [--size 256]
 
-It compiles for the target (default amdgpu:gfx942, or TILEMLIR_TARGET), runs
+It compiles for an AMD chip (TILEMLIR_TARGET's, else this machine's, else gfx942), runs
 on the SIMT emulator, compares with float64 NumPy on the fp8-rounded inputs,
 and prints the head of the tile IR and the ISA's MFMA instructions.
 """
@@ -17,7 +17,7 @@ import tilemlir as tl
 import tilemlir.language as T
 
 
-@tl.jit(target="rocm")  # the ROCm backend (TILEMLIR_TARGET picks the chip; gfx942 by default)
+@tl.jit(target="rocm")  # the ROCm backend (TILEMLIR_TARGET or the AMD GPU here picks the chip; else gfx942)
 def mixed_precision_gemm(A, B, C, M, N, K):
     # thread-block tile
     block_M, block_N, block_K = 128, 128, 32

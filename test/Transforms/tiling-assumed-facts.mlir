@@ -1,5 +1,5 @@
 // RUN: tile-opt %s --split-input-file --verify-diagnostics -p 'builtin.module(tile-tiling,tile-legalize-precision)'
-// RUN: tile-opt %s --split-input-file --target-desc=%S/Inputs/xcore1000_stated.toml --tile-tiling -o /dev/null 2>&1 | filecheck %s --check-prefix=STATED
+// RUN: tile-opt %s --split-input-file --target-desc=%S/Inputs/xcore1000_stated.toml --tile-tiling --remarks=all -o /dev/null 2>&1 | filecheck %s --check-prefix=STATED
 
 // MetaX publishes few facts (xcore1000.toml, xcore1500.toml write them
 // "unknown"). tile-tiling does not stop at them: each fact it and the cost
@@ -36,9 +36,9 @@ module attributes {tile.target = "metax:xcore1000"} {
 // -----
 
 // fp8 on the C500: whether it has fp8 MMAs is not known; tile-legalize-precision
-// assumes not and computes in f16 (its remark, for each gemm, names
-// matrix.fp8_formats), and tile-tiling costs the f16 computation it will get.
-// tile-tiling says each assumption once per run.
+// assumes not and computes in f16 (its remark names matrix.fp8_formats), and
+// tile-tiling costs the f16 computation it will get. Each assumed fact is said
+// once per run, not per gemm.
 module attributes {tile.target = "metax:xcore1000"} {
   func.func @c500_fp8(%A: memref<512x512xf8E4M3FN>, %B: memref<512x512xf8E4M3FN>, %C: memref<512x512xf16>) {
     %zero = arith.constant 0.0 : f16
@@ -56,14 +56,13 @@ module attributes {tile.target = "metax:xcore1000"} {
     // expected-remark@-10 {{'memory.latency_clocks' is not publicly known}}
     // expected-remark@-11 {{'matrix.instructions[mma_16x16x16f16].cycles' is not publicly known}}
     // expected-remark@-12 {{mma_16x16x16f16, split-K 1 for this 512x512x512 f8E4M3FN x f8E4M3FN -> f16 (sum in f32) gemm}}
-    // expected-remark@-13 {{tile-legalize-precision: whether metax:xcore1000 has fp8 matrix instructions is not publicly known; this gemm is computed exactly in f16}}
+    // expected-remark@-13 {{tile-legalize-precision: whether metax:xcore1000 has fp8 matrix instructions is not publicly known; gemms of fp8 operands are computed exactly in f16}}
     // expected-remark@-14 {{split-K is not considered: C holds f16}}
     // expected-remark@-15 {{'memory.loaded_latency_clocks' is not publicly known for metax:xcore1000: assumed 891}}
-    // Once per run: the second gemm adds only its choice (below it).
+    // Once per run: the second gemm adds only its choice and what it costs (below it).
     "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<512x512xf8E4M3FN>, memref<512x512xf8E4M3FN>, memref<512x512xf16>) -> ()
     // expected-remark@-1 {{tile-tiling: block}}
-    // expected-remark@-2 {{tile-legalize-precision: whether metax:xcore1000 has fp8 matrix instructions is not publicly known}}
-    // expected-remark@-3 {{split-K is not considered: C holds f16}}
+    // expected-remark@-2 {{split-K is not considered: C holds f16}}
     return
   }
 }

@@ -45,17 +45,18 @@ def tile_facts(tile_ir: str) -> tuple[tuple[int, int, int], tuple[int, int, int]
 
 
 def check_compiled(text: str, chip: str) -> dict:
+    """The compiled kernel's report entry (docs/report.md), checked."""
     target = get_target(f"amdgpu:{chip}")
     result = tilemlir.compile(text, target=target, emit="hsaco", options={"report": True})
-    report = result.report
-    assert report["scratch_bytes"] == 0 and report["spills"] == 0, report
-    assert 0 < report["lds_bytes"] <= target.memory.shared_bytes_per_workgroup
+    (kernel,) = result.report["kernels"]
+    assert kernel["scratch_bytes"] == 0 and kernel["spills"] == 0, kernel
+    assert 0 < kernel["shared_bytes"] <= target.memory.shared_bytes_per_workgroup
     (m, n, k), (bm, bn, bk), threads = tile_facts(result.artifacts["tile"])
     waves = threads // target.compute.wave_size
-    per_wave = sum(entry["main_loop"] for entry in report["mfma_instructions"].values())
-    assert per_wave * waves == bm * bn * bk // (m * n * k), (report["mfma_instructions"], (bm, bn, bk))
+    per_wave = sum(entry["main_loop"] for entry in kernel["matrix_instructions"].values())
+    assert per_wave * waves == bm * bn * bk // (m * n * k), (kernel["matrix_instructions"], (bm, bn, bk))
     assert result.artifacts["hsaco"][:4] == b"\x7fELF"
-    return report
+    return kernel
 
 
 def in_chip_fp8(text: str, chip: str) -> str:
@@ -101,8 +102,8 @@ def emulate_against_reference(text: str, chip: str, seed: int = 0, tiling: str =
 @pytest.mark.parametrize("form", ["kernel", "whole-problem"])
 def test_seed_fp8_gemm_compiles(chip, form):
     text = (EXAMPLES / ("seed_fp8_gemm.mlir" if form == "kernel" else "gemm_whole_problem.mlir")).read_text()
-    report = check_compiled(in_chip_fp8(text, chip), chip)
-    names = list(report["mfma_instructions"])
+    kernel = check_compiled(in_chip_fp8(text, chip), chip)
+    names = list(kernel["matrix_instructions"])
     if chip == "gfx942":  # FNUZ fp8 MFMAs
         assert all("fp8_fp8" in name for name in names), names
     else:  # OCP fp8 (the same mnemonics take OCP on gfx950) or f8f6f4
@@ -114,9 +115,9 @@ def test_seed_fp8_gemm_compiles(chip, form):
 @pytest.mark.parametrize("shape", [(1024, 1024, 1024), (1000, 1000, 1000), (64, 200, 96)])
 @pytest.mark.parametrize("transpose_b", [False, True])
 def test_half_precision_gemm_compiles(chip, dtype, shape, transpose_b):
-    report = check_compiled(whole_problem_gemm(*shape, dtype, "f32", transpose_b), chip)
+    kernel = check_compiled(whole_problem_gemm(*shape, dtype, "f32", transpose_b), chip)
     if chip == "gfx950":  # the full-rate doubled-K instructions, not the inherited half-rate ones
-        assert all(re.search(r"16x16x32|32x32x16", name) for name in report["mfma_instructions"])
+        assert all(re.search(r"16x16x32|32x32x16", name) for name in kernel["matrix_instructions"])
 
 
 # -- executed in the emulator ----------------------------------------------------
@@ -134,8 +135,9 @@ def test_fnuz_fp8_on_gfx950_computes_exactly_in_f16():
     text = seed_kernel(256)
     report = tilemlir.compile(text, target="amdgpu:gfx950", emit="isa",
                               options={"report": True, "passes": passes}).report
-    assert report["spills"] == 0
-    assert all("f16" in name for name in report["mfma_instructions"]), report["mfma_instructions"]
+    (kernel,) = report["kernels"]
+    assert kernel["spills"] == 0
+    assert all("f16" in name for name in kernel["matrix_instructions"]), kernel["matrix_instructions"]
     emulate_against_reference(text, "gfx950", passes=passes)
 
 

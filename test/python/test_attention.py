@@ -28,9 +28,10 @@ IDS = [variant.name for variant in VARIANTS]
 @pytest.mark.parametrize("target", COMPILE_TARGETS)
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_compiles_without_spills(variant, target):
-    compiled = tilemlir.compile(kernel_text(variant), target=target)
+    compiled = tilemlir.compile(kernel_text(variant), target=target, remarks="all")
     if target.startswith("amdgpu"):
-        assert compiled.report["spills"] == 0 and compiled.report["scratch_bytes"] == 0, compiled.report
+        (kernel,) = compiled.report["kernels"]
+        assert kernel["spills"] == 0 and kernel["scratch_bytes"] == 0, kernel
     # P reaches the second gemm from registers where the family reads them as its
     # A (NVIDIA's mma.sync), else through shared memory; the compiler says which.
     # (NVIDIA reads P from registers when the waves split along M only with two
@@ -116,7 +117,7 @@ def test_p_from_registers_on_nvidia():
     """With 4 warps of 32 rows, mma.sync reads P from the registers the first
     gemm left it in: no shared buffer for it, both gemms split along M only
     (checked on the H200 by bench/device_check.py)."""
-    compiled = tilemlir.compile(kernel_text(REGISTER_P), target="nvidia:sm_90a", emit="tile")
+    compiled = tilemlir.compile(kernel_text(REGISTER_P), target="nvidia:sm_90a", emit="tile", remarks="all")
     said = [r.message for r in compiled.remarks]
     assert any("gemm operand A stays in registers" in m for m in said), said
     tile_ir = str(compiled.artifacts["tile"])

@@ -52,6 +52,20 @@ def test_summary_fractions():
     assert bench.summarise(case, {}, predicted) is None
 
 
+def test_reports_saved_before_the_schema_are_read_as_schema_1():
+    """--analyse re-reads saved reports: one --prepare wrote before the report
+    had a schema_version (launch metadata only) gives the model its kernel's
+    shared memory, its launches' dynamic shared memory; a new one is kept."""
+    bench = _bench()
+    launch = {"kernel": "gemm_kernel0", "grid": [4, 4, 1], "block": [128, 1, 1], "dynamic_shared_bytes": 9728}
+    old = {"target": "nvidia:sm_90a", "functions": [{"entry": "gemm", "launches": [
+        {"memset": {"argument": 2, "element_bytes": 4, "bits": 0}}, launch]}]}
+    (kernel,) = bench.schema_1(old)["kernels"]
+    assert (kernel["shared_bytes"], kernel["occupancy"], bench.schema_1(old)["family"]) == (9728, None, "nvidia")
+    new = {**old, "schema_version": 1, "kernels": []}
+    assert bench.schema_1(new) is new
+
+
 @needs_mlir
 def test_prepare_compiles_tile_tunes_candidates(tmp_path, monkeypatch):
     """One small case: every candidate tile-tune considers, compiled to PTX

@@ -9,6 +9,7 @@ from mlir import ir
 import tilemlir
 from tilemlir.backends.amdgpu import report as report_mod
 from tilemlir.backends.amdgpu import toolchain
+from tilemlir.backends.report_schema import kernel_entry, module_report
 from tilemlir.compiler import CompileError
 from tilemlir.diagnostics import UserError
 from tilemlir.dialects import tile
@@ -44,14 +45,15 @@ def test_compile_to_hsaco_keeps_every_stage(hsaco_result):
 
 
 def test_report_numbers(hsaco_result):
-    report = hsaco_result.report
-    assert report["kernel"] == "mfma_16x16_fp8"
-    assert report["scratch_bytes"] == 0 and report["spills"] == 0
-    assert report["lds_bytes"] == 2 * 16 * 64
-    assert report["mfma_instructions"] == {"v_mfma_f32_16x16x32_fp8_fp8": {"main_loop": 2, "total": 2}}
-    assert report["global_load_bits"] == 128 and report["lds_read_bits"] == 64
+    (kernel,) = hsaco_result.report["kernels"]
+    amdgpu = kernel["amdgpu"]
+    assert kernel["name"] == "mfma_16x16_fp8"
+    assert kernel["scratch_bytes"] == 0 and kernel["spills"] == 0
+    assert kernel["shared_bytes"] == 2 * 16 * 64
+    assert kernel["matrix_instructions"] == {"v_mfma_f32_16x16x32_fp8_fp8": {"main_loop": 2, "total": 2}}
+    assert amdgpu["global_load_bits"] == 128 and amdgpu["lds_read_bits"] == 64
     # Our occupancy (from the descriptor) agrees with llc's own.
-    assert report["occupancy_waves_per_simd"] == report["occupancy_llc"] == 8
+    assert kernel["occupancy"] == amdgpu["occupancy_llc"] == 8
 
 
 def test_hsaco_notes_match_the_isa_metadata(hsaco_result):
@@ -61,7 +63,7 @@ def test_hsaco_notes_match_the_isa_metadata(hsaco_result):
     assert from_elf["amdhsa.kernels"] == from_isa["amdhsa.kernels"]
     kernel = from_elf["amdhsa.kernels"][0]
     assert kernel[".reqd_workgroup_size"] == [64, 1, 1]
-    assert kernel[".vgpr_count"] == hsaco_result.report["vgpr_total"]
+    assert kernel[".vgpr_count"] == hsaco_result.report["kernels"][0]["registers"]
 
 
 def test_module_input_is_not_modified(example_text):
@@ -92,7 +94,7 @@ def test_ocp_fp8_compiles_for_gfx950(example_text):
 def test_report_option_goes_on_to_the_isa(example_text):
     result = tilemlir.compile(example_text, emit="gpu", options={"report": True})
     assert result.artifact.startswith("module attributes {gpu.container_module")
-    assert result.report["mfma_instructions"]
+    assert result.report["kernels"][0]["matrix_instructions"]
 
 
 def test_bad_requests_are_user_errors(example_text):
@@ -135,12 +137,12 @@ def test_missing_tile_pass_is_named(monkeypatch):
 
 def test_seed_gemm_main_loop_has_one_mfma_per_instruction_tile():
     result = tilemlir.compile(SEED.read_text(), emit="isa")
-    report = result.report
-    assert report["spills"] == 0 and report["scratch_bytes"] == 0
-    (name, counts), = report["mfma_instructions"].items()
+    (kernel,) = result.report["kernels"]
+    assert kernel["spills"] == 0 and kernel["scratch_bytes"] == 0
+    (name, counts), = kernel["matrix_instructions"].items()
     m, n, k = (int(x) for x in name.split("_")[3].split("x"))
     # The seed's block is 128x128x32; the ISA is one wave's share of the workgroup's MFMAs.
-    waves = report["workgroup_size"] // 64
+    waves = kernel["threads"] // 64
     assert counts["main_loop"] * waves == 128 * 128 * 32 // (m * n * k)
 
 
@@ -252,9 +254,16 @@ def test_occupancy_formula(changes, waves):
     assert report_mod.occupancy(_usage(**changes), GFX942)[0] == waves
 
 
+def _report_of(shared_bytes: int) -> dict:
+    """A report of one kernel that spills, using `shared_bytes` of LDS."""
+    kernel = kernel_entry("k", "amdgpu", threads=256, registers=24, shared_bytes=shared_bytes,
+                          scratch_bytes=16, spills=3,
+                          family_fields={"vgpr": 24, "agpr": 0, "sgpr": 12, "vgpr_spills": 2, "sgpr_spills": 1})
+    return module_report(GFX942, [kernel])
+
+
 def test_check_resources_names_the_numbers():
-    over = {"kernel": "k", "vgpr": 24, "agpr": 0, "vgpr_total": 24, "sgpr": 12, "lds_bytes": 98304,
-            "workgroup_size": 256, "spills": 3, "vgpr_spills": 2, "sgpr_spills": 1, "scratch_bytes": 16}
+    over = _report_of(98304)
     with pytest.raises(report_mod.ResourceError) as raised:
         report_mod.check_resources(over, GFX942, allow_spills=False)
     assert str(raised.value).splitlines() == [
@@ -263,8 +272,8 @@ def test_check_resources_names_the_numbers():
          "reduce the tile sizes, or pass --allow-spills"),
     ]
     with pytest.raises(report_mod.ResourceError, match="spills 2 VGPRs"):
-        report_mod.check_resources({**over, "lds_bytes": 65536}, GFX942)  # spills refused by default
-    report_mod.check_resources({**over, "lds_bytes": 65536}, GFX942, allow_spills=True)
+        report_mod.check_resources(_report_of(65536), GFX942)  # spills refused by default
+    report_mod.check_resources(_report_of(65536), GFX942, allow_spills=True)
 
 
 # -- the command ------------------------------------------------------------------
@@ -274,7 +283,7 @@ def test_tile_compile_report_and_output_file(tmp_path):
     out = tmp_path / "k.s"
     done = run_tool("tile-compile", str(EXAMPLE), "-o", str(out), "--report")
     assert done.returncode == 0, done.stderr
-    assert '"occupancy_waves_per_simd": 8' in done.stdout
+    assert '"occupancy": 8' in done.stdout
     assert "v_mfma_f32_16x16x32_fp8_fp8" in out.read_text()
 
 
@@ -322,9 +331,11 @@ def test_an_op_printed_into_a_diagnostic_is_cut_short():
 F16_GEMM = (REPO / "test" / "Backends" / "metax" / "maca-f16.mlir").read_text()
 
 
-@pytest.mark.parametrize("target, emit", [("amdgpu:gfx942", "hsaco"), ("metax:xcore1000", "maca"),
+@pytest.mark.parametrize("target, emit", [("amdgpu:gfx942", "isa"), ("metax:xcore1000", "maca"),
                                           ("nvidia:sm_90a", "ptx")])
-def test_api_default_emit_is_the_backends_last_stage(target, emit):
+def test_api_default_emit_is_tile_compiles(target, emit):
+    """Without emit=, the backend's default_emit, as tile-compile without --emit
+    (README, "Which target, which artefact"); AMD's code object is asked for."""
     result = tilemlir.compile(F16_GEMM, target=target)
     assert result.emit == emit and result.artifacts[emit]
 
@@ -332,7 +343,7 @@ def test_api_default_emit_is_the_backends_last_stage(target, emit):
 def test_report_from_the_tile_stage_goes_on_to_the_report_stage():
     # Once an error ("expected exactly one gpu.module"): the report comes from the ISA.
     result = tilemlir.compile(F16_GEMM, target="amdgpu:gfx942", emit="tile", options={"report": True})
-    assert result.artifact.startswith("module") and result.report["kernel"] == "gemm_kernel0"
+    assert result.artifact.startswith("module") and result.report["kernels"][0]["name"] == "gemm_kernel0"
 
 
 def test_a_backend_without_stages_is_refused(monkeypatch):

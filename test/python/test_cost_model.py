@@ -44,13 +44,14 @@ def test_256_cubed_on_gfx942_fills_the_chip_and_the_report_says_why():
     the model chose it and what it predicts, the remark gives the runner-up,
     and the kernel it chose computes the GEMM (emulator against float64)."""
     text = whole_problem_gemm(256, 256, 256, "f16", "f16")
-    result = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa", options={"report": True})
-    report = result.report
-    assert report["workgroups"] >= 64 or report["split_k"] > 1
-    assert report["config_source"] == "model" and report["split_k"] == 1
-    assert 0 < report["predicted_seconds"] < predict(F16, config(F16, (128, 128, 32)), GFX942).seconds
+    result = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa", options={"report": True},
+                              remarks="tile-tiling")
+    (kernel,) = result.report["kernels"]
+    assert kernel["workgroups"] >= 64 or kernel["split_k"] > 1
+    assert kernel["config_source"] == "model" and kernel["split_k"] == 1
+    assert 0 < kernel["predicted_seconds"] < predict(F16, config(F16, (128, 128, 32)), GFX942).seconds
     (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block")]
-    assert f"gemm: {report['workgroups']} workgroups on 304 CUs" in remark and "; runner-up: block " in remark
+    assert f"gemm: {kernel['workgroups']} workgroups on 304 CUs" in remark and "; runner-up: block " in remark
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((256, 256)).astype(np.float16) for _ in range(2))
     c = np.zeros((256, 256), np.float16)
@@ -65,24 +66,25 @@ def test_report_fields_for_user_choices():
     the model still predicts what --tiling gave; GPU-level input has no tile
     kernel to describe."""
     text = whole_problem_gemm(256, 256, 256, "f16", "f16")
-    given = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa",
-                             options={"report": True, "tiling": "block=128,128,32"}).report
+    (given,) = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa",
+                                options={"report": True, "tiling": "block=128,128,32"}).report["kernels"]
     assert (given["workgroups"], given["split_k"], given["config_source"]) == (4, 1, "user")
     assert given["predicted_seconds"] > 0
     seed = (REPO / "examples" / "seed_fp8_gemm.mlir").read_text()
-    hand = tilemlir.compile(seed, target="amdgpu:gfx942", emit="isa", options={"report": True}).report
+    (hand,) = tilemlir.compile(seed, target="amdgpu:gfx942", emit="isa", options={"report": True}).report["kernels"]
     assert (hand["workgroups"], hand["split_k"], hand["predicted_seconds"], hand["config_source"]) == (
         64, 1, None, "user")
-    gpu = tilemlir.compile((REPO / "examples" / "gpu" / "mfma_fp8_gfx942.mlir").read_text(),
-                           target="amdgpu:gfx942", emit="isa", options={"report": True}).report
+    (gpu,) = tilemlir.compile((REPO / "examples" / "gpu" / "mfma_fp8_gfx942.mlir").read_text(),
+                              target="amdgpu:gfx942", emit="isa", options={"report": True}).report["kernels"]
     assert (gpu["workgroups"], gpu["predicted_seconds"], gpu["config_source"]) == (None, None, "user")
 
 
 def test_metax_report_has_the_fields():
     text = whole_problem_gemm(128, 128, 64, "f16", "f32")
     report = tilemlir.compile(text, target="metax:xcore1500", emit="maca", options={"report": True}).report
-    assert report["config_source"] == "model" and report["predicted_seconds"] > 0
-    assert report["workgroups"] >= 1 and report["split_k"] == 1
+    (kernel,) = report["kernels"]
+    assert kernel["config_source"] == "model" and kernel["predicted_seconds"] > 0
+    assert kernel["workgroups"] >= 1 and kernel["split_k"] == 1
 
 
 # --------------------------------------------------------------------------

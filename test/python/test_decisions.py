@@ -46,7 +46,8 @@ def test_seed_decisions(seed):
     (c,) = kernel["fragments"]
     assert (c["name"], c["layout"], c["registers_per_thread"], c["threads_per_element"]) == \
         ("%C_local", "mma_accumulator", 64, 1)
-    assert seed.report["lds_bank_conflicts_per_iteration"] == kernel["lds_bank_conflicts_per_iteration"]
+    (compiled,) = seed.report["kernels"]
+    assert compiled["amdgpu"]["lds_bank_conflicts_per_iteration"] == kernel["lds_bank_conflicts_per_iteration"]
 
 
 def test_accumulator_owners_follow_the_mfma_layout(seed):
@@ -88,8 +89,9 @@ def test_dropped_padding_is_recorded_and_said(small_lds):
     for buffer in kernel["shared_buffers"]:
         assert (buffer["padding"], buffer["padding_dropped"], buffer["bank_conflicts_per_iteration"],
                 buffer["bytes"]) == (0, 4, 224, 32768)
-    assert kernel["lds_bank_conflicts_per_iteration"] == small_lds.report["lds_bank_conflicts_per_iteration"] == 448
-    assert small_lds.report["lds_bytes"] == 65536
+    (compiled,) = small_lds.report["kernels"]
+    assert kernel["lds_bank_conflicts_per_iteration"] == compiled["amdgpu"]["lds_bank_conflicts_per_iteration"] == 448
+    assert compiled["shared_bytes"] == 65536
     said = [d.message for d in small_lds.remarks if not d.message.startswith("tile-tiling:")]
     assert len(said) == 2 and all("row padding of 4 elements dropped" in m and "cost 224 bank-conflict clocks "
                                   "per iteration instead of 0" in m for m in said), said

@@ -252,11 +252,12 @@ def test_im2col_convolution():
 # -- kernel objects --------------------------------------------------------------
 
 def test_kernel_artefacts_and_report():
-    kernel = K.matmul(64, 64, 64)
-    assert kernel.artifact[:4] == b"\x7fELF"  # gfx942 HSACO
+    kernel = K.matmul(64, 64, 64)  # no target named, no GPU: the emulator's gfx942
+    assert kernel.artifact == kernel.get_isa()  # the default artefact: tile-compile's, the ISA
     assert "v_mfma" in kernel.get_isa()
-    report = kernel.report
-    assert report["spills"] == 0 and report["lds_bytes"] > 0
+    assert kernel.compile("hsaco").artifact[:4] == b"\x7fELF"
+    (compiled,) = kernel.report["kernels"]
+    assert compiled["spills"] == 0 and compiled["shared_bytes"] > 0
     assert '"tile.gemm"' in kernel.get_kernel_source()
     assert "loc(" in kernel.get_kernel_source(locations=True)  # the user's Python lines
 

@@ -17,7 +17,7 @@ FAMILIES = tuple(sorted(p.name for p in (PACKAGE / "backends").iterdir()
 # Lowest first; a module imports only from its own layer or below. `tilemlir`
 # (the package's lazy API) sits on top.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("tilemlir.diagnostics", "tilemlir.files", "tilemlir.irutil", "tilemlir.mma_layouts",
+    ("tilemlir.version", "tilemlir.diagnostics", "tilemlir.files", "tilemlir.irutil", "tilemlir.mma_layouts",
      "tilemlir.lds_banks"),
     ("tilemlir.dialects",),
     ("tilemlir.target",),

@@ -98,8 +98,9 @@ def test_padding_gives_way_to_the_lds_budget():
     report = tilemlir.compile(whole_problem_gemm(4096, 4096, 4096, "f16", "f32"), target="amdgpu:gfx942",
                               emit="isa", options={"report": True,
                                                    "tiling": "block=128,128,64 stages=2"}).report
-    assert report["lds_bytes"] == 65536 and report["spills"] == 0
-    assert report["lds_bank_conflicts_per_iteration"] > 0
+    (kernel,) = report["kernels"]
+    assert kernel["shared_bytes"] == 65536 and kernel["spills"] == 0
+    assert kernel["amdgpu"]["lds_bank_conflicts_per_iteration"] > 0
 
 
 @pytest.mark.parametrize("chip", ["gfx942", "gfx950"])
@@ -109,5 +110,6 @@ def test_default_configurations_are_conflict_free(chip, dtype, out):
         dtype = "f8E4M3FNUZ" if chip == "gfx942" else "f8E4M3FN"
     report = tilemlir.compile(whole_problem_gemm(1024, 1024, 1024, dtype, out), target=f"amdgpu:{chip}",
                               emit="isa", options={"report": True}).report
-    assert report["lds_bank_conflicts_per_iteration"] == 0
-    assert report["lds_read_bits"] >= 64  # operand reads are vector reads
+    (kernel,) = report["kernels"]
+    assert kernel["amdgpu"]["lds_bank_conflicts_per_iteration"] == 0
+    assert kernel["amdgpu"]["lds_read_bits"] >= 64  # operand reads are vector reads

@@ -165,8 +165,9 @@ def test_compile_ptx_and_metadata():
     block = decision["block"]
     assert launch["grid"] == [256 // block["n"], 256 // block["m"], 1]
     assert launch["block"] == [decision["threads"], 1, 1]
-    assert result.report["workgroups"] == (256 // block["n"]) * (256 // block["m"])
-    assert result.report["config_source"] == "model"
+    (kernel,) = result.report["kernels"]
+    assert kernel["workgroups"] == (256 // block["n"]) * (256 // block["m"])
+    assert kernel["config_source"] == "model"
     assert launch["arguments"][:3] == [0, 1, 2] and launch["dynamic_shared_bytes"] > 0
 
 

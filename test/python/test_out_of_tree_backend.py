@@ -176,7 +176,7 @@ def test_listed_with_its_distribution(site):
 def test_compiles_a_gemm_to_its_own_stage(site):
     """Whole-problem form: tile-tiling plans from toy1's descriptor, the toy's
     core lowers the gemm, its toyasm stage prints the result."""
-    result = ok(tool(site, "tile-compile", "-", "--target", TARGET, "--emit", "toyasm",
+    result = ok(tool(site, "tile-compile", "-", "--target", TARGET, "--emit", "toyasm", "--remarks=tile-tiling",
                      stdin=WHOLE_PROBLEM_GEMM))
     asm = result.stdout
     assert asm.startswith(".module gemm_kernels\n.kernel gemm_kernel0\n")
@@ -196,15 +196,17 @@ def test_compiles_a_gemm_to_its_own_stage(site):
 def test_report_and_lowering_hook_option(site):
     """Kernel form with a pipelined K loop; the toy's own tile-lower-to-gpu
     option reaches its hooks; --report comes from its report_stage."""
-    result = ok(tool(site, "tile-compile", "-", "--target", TARGET, "--report",
+    result = ok(tool(site, "tile-compile", "-", "--target", TARGET, "--report", "-o", os.devnull,
                      "--pass-options", "tile-lower-to-gpu{toy-banner=true}", stdin=KERNEL_GEMM))
     report = json.loads(result.stdout)
-    assert report["target"] == TARGET
+    assert (report["schema_version"], report["target"], report["family"]) == (1, TARGET, "toygpu")
     (kernel,) = report["kernels"]
     # Two stages of a 64x32 A tile and a 32x64 B tile, f16.
     assert kernel["shared_bytes"] == 2 * 2 * (64 * 32 * 2)
     # The loop body's gemm: each wave's 32x32 share is 4x4 tiles, times 8 steps: 128 instructions.
-    assert (kernel["threads"], kernel["mma_instructions"]) == (256, 128)
+    assert (kernel["threads"], kernel["toygpu"]["mma_instructions"]) == (256, 128)
+    # The report's common keys: null where the toy cannot know; the kernel form is the user's.
+    assert kernel["registers"] is None and kernel["config_source"] == "user"
     assert set(report["compile_seconds"]) >= {"tile", "gpu", "toyasm-prepare", "toyasm"}
     asm = ok(tool(site, "tile-compile", "-", "--target", TARGET,
                   "--pass-options", "tile-lower-to-gpu{toy-banner=true}", stdin=KERNEL_GEMM)).stdout

@@ -124,10 +124,11 @@ def test_descriptor_cycles_are_llvm_mca_passes_times_four(chip):
 def test_seed_gemm_ratio_is_a_fraction():
     text = (REPO / "examples" / "gemm_whole_problem.mlir").read_text()
     result = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa", options={"report": True})
-    ratio = result.report["mfma_busy_ratio"]
+    (kernel,) = result.report["kernels"]
+    ratio = kernel["amdgpu"]["mfma_busy_ratio"]
     assert 0 < ratio <= 1
-    cycles = result.report["main_loop_cycles"]
-    loop_mfmas = sum(c["main_loop"] for c in result.report["mfma_instructions"].values())
+    cycles = kernel["amdgpu"]["main_loop_cycles"]
+    loop_mfmas = sum(c["main_loop"] for c in kernel["matrix_instructions"].values())
     assert cycles["mfma"] == 32 * loop_mfmas  # 32x32x16 fp8: 32 clocks each
     assert re.fullmatch(r"\d+\.\d", str(cycles["llvm_mca"]))
 
@@ -164,9 +165,9 @@ def test_scheduling_hint_changes_the_schedule_not_the_work():
         options = {"report": True, "tiling": "block=128,128,64 threads=256 stages=2",
                    "passes": f"tile-lower-to-gpu{{sched-hints={str(hints).lower()}}}"}
         results[hints] = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa", options=options)
-    reports = {hints: result.report for hints, result in results.items()}
-    assert reports[True]["spills"] == reports[False]["spills"] == 0
-    assert reports[True]["mfma_instructions"] == reports[False]["mfma_instructions"]
-    assert all(0 < report["mfma_busy_ratio"] <= 1 for report in reports.values())
+    kernels = {hints: result.report["kernels"][0] for hints, result in results.items()}
+    assert kernels[True]["spills"] == kernels[False]["spills"] == 0
+    assert kernels[True]["matrix_instructions"] == kernels[False]["matrix_instructions"]
+    assert all(0 < kernel["amdgpu"]["mfma_busy_ratio"] <= 1 for kernel in kernels.values())
     assert "sched_group_barrier" in results[True].artifact
     assert "sched_group_barrier" not in results[False].artifact

@@ -93,9 +93,14 @@ def test_engines_that_do_not_exist(engine, message):
         runtime.run(GEMM, "gemm", gemm_args(), engine=engine)
 
 
-def test_emulator_needs_a_target():
-    with pytest.raises(UserError, match=re.escape("no target: pass --target=FAMILY:NAME")):
-        runtime.run(GEMM, "gemm", gemm_args(), engine="emulator")
+def test_emulator_without_a_target_runs_for_its_own_chip(monkeypatch):
+    """No target=, tile.target or TILEMLIR_TARGET: the emulator compiles for its
+    own chip (EMULATOR_TARGET, gfx942), not this machine's GPU. The GEMM's FNUZ
+    fp8 is gfx942's alone: gfx950 and sm_90a refuse it."""
+    monkeypatch.setenv("TILEMLIR_GPU", "nvidia:sm_90a")
+    args = gemm_args()
+    runtime.run(GEMM, "gemm", args, engine="emulator")
+    assert (args[2] == 4).all()
 
 
 def test_emulator_engine_matches_reference():

@@ -12,6 +12,7 @@ SGPRs (llc-22 -mcpu=gfx90a)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -33,10 +34,11 @@ EXAMPLE = REPO / "examples" / "gemm_whole_problem.mlir"
 
 def test_whole_problem_example_on_gfx90a_falls_back_to_a_configuration_that_does_not_spill():
     done = run_tool("tile-compile", str(EXAMPLE), "--target", "amdgpu:gfx90a", "--emit", "isa", "--report",
-                    "--no-tuning-db")
+                    "--no-tuning-db", "--remarks=all", "-o", os.devnull)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["spills"] == 0 and report["config_source"] == "model"
+    (kernel,) = report["kernels"]
+    assert kernel["spills"] == 0 and kernel["config_source"] == "model"
     fallback = report["spill_fallback"]
     assert fallback["rank"] == 1
     (tried,) = fallback["tried"]
@@ -86,7 +88,7 @@ def test_the_fallen_back_kernel_runs_in_the_emulator():
     m, n, k = 64, 128, 256
     text = whole_problem_gemm(m, n, k, "f8E4M3FNUZ", "f16")
     report = tilemlir.compile(text, target="amdgpu:gfx90a", emit="isa", options={"report": True}).report
-    assert report["spills"] == 0 and report["spill_fallback"]["rank"] == 1
+    assert report["kernels"][0]["spills"] == 0 and report["spill_fallback"]["rank"] == 1
     rng = np.random.default_rng(0)
     a = rng.uniform(-2, 2, (m, k)).astype(ml_dtypes.float8_e4m3fnuz)
     b = rng.uniform(-2, 2, (k, n)).astype(ml_dtypes.float8_e4m3fnuz)

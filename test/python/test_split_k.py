@@ -44,7 +44,8 @@ def _f32_bound(a: np.ndarray, b: np.ndarray, split_k: int) -> np.ndarray:
 
 
 def _compile(text: str, target: str, **options):
-    return tilemlir.compile(text, target=target, emit="gpu", options={"report": True, **options})
+    return tilemlir.compile(text, target=target, emit="gpu", options={"report": True, **options},
+                            remarks="all")
 
 
 @pytest.mark.parametrize("chip", ["gfx90a", "gfx942", "gfx950"])
@@ -58,7 +59,8 @@ def test_split_k_gemm_on_amd_runs_in_the_emulator(chip):
     assert "gpu.memset" in gpu_ir and "memref.atomic_rmw addf" in gpu_ir
     # A launcher of the HSACO alone learns from the report that C is cleared first.
     (decisions,) = result.report["decisions"]
-    assert decisions["split_k"] == result.report["split_k"] > 1 and decisions["cleared_first"] == [2]
+    (kernel,) = result.report["kernels"]
+    assert decisions["split_k"] == kernel["split_k"] > 1 and decisions["cleared_first"] == [2]
     (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block")]
     assert "K slices adds its partial sums into C atomically (C cleared first)" in remark
     # Relaxed at agent scope (amdgpu-scope-atomics): one instruction per add, no
@@ -80,7 +82,7 @@ def test_split_k_adds_onto_c_and_handles_edges():
     m, n, k = 50, 70, 2048
     text = whole_problem_gemm(m, n, k, "i8", "i32", zero_fill=False, accum="i32")
     report = _compile(text, "amdgpu:gfx942").report
-    assert report["split_k"] > 1 and report["decisions"][0]["cleared_first"] == []
+    assert report["kernels"][0]["split_k"] > 1 and report["decisions"][0]["cleared_first"] == []
     a, b = _inputs(m, n, k, np.int8)
     c0 = np.arange(m * n, dtype=np.int32).reshape(m, n)
     c = c0.copy()
@@ -95,7 +97,8 @@ def test_given_split_k_and_the_reference_engine_on_the_tiled_ir():
     text = whole_problem_gemm(64, 128, 1024, "f16", "f32")
     result = tilemlir.compile(text, target="amdgpu:gfx942", emit="tile",
                               options={"report": True, "tiling": "split-k=4"})
-    assert (result.report["split_k"], result.report["config_source"]) == (4, "user")
+    (kernel,) = result.report["kernels"]
+    assert (kernel["split_k"], kernel["config_source"]) == (4, "user")
     tiled = result.artifacts["tile"]
     assert tiled.count("tile.atomic_add") == 1 and "gpu.memset" in tiled
     a, b = _inputs(64, 128, 1024, np.float16)
@@ -154,7 +157,8 @@ def test_the_tuning_database_carries_split_k(tmp_path):
     report = tilemlir.compile(text, target="amdgpu:gfx942", emit="tile",
                               options={"report": True,
                                        "tiling": f"{tuned.tiling_options()} source=tuning-db"}).report
-    assert (report["split_k"], report["workgroups"], report["config_source"]) == (8, 2 * 2 * 8, "tuning-db")
+    (kernel,) = report["kernels"]
+    assert (kernel["split_k"], kernel["workgroups"], kernel["config_source"]) == (8, 2 * 2 * 8, "tuning-db")
 
 
 def test_nvidia_ptx_and_launch_metadata():
@@ -165,7 +169,7 @@ def test_nvidia_ptx_and_launch_metadata():
     (function,) = result.report["functions"]
     memset, launch = function["launches"]
     assert memset == {"memset": {"argument": 2, "element_bytes": 4, "bits": 0}}
-    assert launch["grid"][2] == result.report["split_k"] > 1
+    assert launch["grid"][2] == result.report["kernels"][0]["split_k"] > 1
     assert "atom.global.add.f32" in result.artifact
 
 

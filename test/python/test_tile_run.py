@@ -188,7 +188,7 @@ def test_the_tuning_database_configures_the_compiled_run(tmp_path, monkeypatch, 
     database = tmp_path / "tuning.json"
     record_entry(database, TuningEntry(tuning_key(module, get_target("amdgpu:gfx942")), tuned, 1e-6, model,
                                        2e-6, "model", 2, True, "2026-12-06T00:00:00Z", "test"))
-    common = [str(program), "--engine", "emulator", "--target", "amdgpu:gfx942"]
+    common = [str(program), "--engine", "emulator", "--target", "amdgpu:gfx942", "--remarks=tile-tiling"]
 
     assert main([*common, "--tuning-db", str(database)]) == 0
     captured = capsys.readouterr()

@@ -86,12 +86,13 @@ def test_tune_writes_a_database_that_tile_compile_uses(tuned_gfx942):
     assert times == sorted(times) and entry.seconds == pytest.approx(times[0] * 1e-6, rel=1e-3)
     # tile-compile reads it and says so; the kernel is the database's configuration.
     report = run_tool("tile-compile", str(source), "--target", GFX942, "--tuning-db", str(database),
-                      "--report", "-o", os.devnull)
+                      "--report", "--remarks=all", "-o", os.devnull)
     assert report.returncode == 0, report.stderr
     fields = json.loads(report.stdout)
+    (kernel,) = fields["kernels"]
     bm, bn, _ = entry.config.block
-    assert fields["config_source"] == "tuning-db"
-    assert fields["workgroups"] == (256 // bm) * (256 // bn)
+    assert kernel["config_source"] == "tuning-db"
+    assert kernel["workgroups"] == (256 // bm) * (256 // bn)
     assert fields["tuning"]["seconds"] == entry.seconds
     assert fields["tuning"]["default_seconds"] == entry.default_seconds
     assert fields["tuning"]["seconds"] <= fields["tuning"]["default_seconds"]
@@ -99,7 +100,7 @@ def test_tune_writes_a_database_that_tile_compile_uses(tuned_gfx942):
     # Without the database the model decides, as before.
     plain = json.loads(run_tool("tile-compile", str(source), "--target", GFX942, "--report",
                                 "-o", os.devnull).stdout)
-    assert plain["config_source"] == "model" and "tuning" not in plain
+    assert plain["kernels"][0]["config_source"] == "model" and plain["tuning"] is None
 
 
 def test_where_tile_compile_looks_for_the_database(tuned_gfx942, tmp_path):
@@ -122,10 +123,13 @@ def test_where_tile_compile_looks_for_the_database(tuned_gfx942, tmp_path):
                                                  environ=env(TILEMLIR_TUNING_DB=str(database)))
     assert 'source = "model"' in compiled_tiling(source, GFX942, environ=env(TILEMLIR_TUNING_DB=str(empty),
                                                                             XDG_CACHE_HOME=str(cache)))
-    # Tuned for gfx942: gfx950 has no entry; an edited program misses its hash.
+    # Tuned for gfx942: gfx950 has no entry. An edit that leaves the gemm's
+    # problem as it was keeps the entry; one that changes it misses.
     assert 'source = "model"' in compiled_tiling(source, "amdgpu:gfx950", "--tuning-db", str(database))
     edited = tmp_path / "edited.mlir"
     edited.write_text(SMALL.replace("return", '%one = arith.constant 1 : index\n  return'))
+    assert 'source = "tuning-db"' in compiled_tiling(edited, GFX942, "--tuning-db", str(database))
+    edited.write_text(whole_problem_gemm(256, 256, 128, "f16", "f16"))
     assert 'source = "model"' in compiled_tiling(edited, GFX942, "--tuning-db", str(database))
 
 
@@ -184,7 +188,7 @@ def test_an_interrupted_run_keeps_what_it_ranked(tmp_path):
     config = TunedConfig((32, 32, 64), 256, 2, "", "v_mfma_f32_16x16x16_f16")
     others = {}
     for index in range(2500):
-        key = TuningKey(GFX942, OpSignature(512, 512, 512, "f16", "f16", "f16", "f32"), f"{index:016x}")
+        key = TuningKey(GFX942, "gfx942", f"{index:016x}", OpSignature(512, 512, 512, "f16", "f16", "f16", "f32"))
         others[key] = TuningEntry(key, config, 1e-6, config, 2e-6, "model", 8, True, "2026-12-01T00:00:00Z", "0.1.0")
     database.write_text(TuningDatabase(str(database), others).text())
     # tile-tune started with SIGINT's default disposition (exec keeps it): a

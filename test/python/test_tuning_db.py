@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from tilemlir.tune.db import (
 from tilemlir.tune.ranking import Ranking, Result
 
 SIGNATURE = OpSignature(256, 256, 256, "f16", "f16", "f16", "f32", False, False, False)
-KEY = TuningKey("amdgpu:gfx942", SIGNATURE, "0123456789abcdef")
+KEY = TuningKey("amdgpu:gfx942", "gfx942", "0123456789abcdef", SIGNATURE)
 TUNED = TunedConfig((32, 32, 64), 256, 2, "", "v_mfma_f32_16x16x16_f16")
 DEFAULT = TunedConfig((32, 32, 32), 256, 2, "", "v_mfma_f32_16x16x16_f16")
 
@@ -38,21 +39,22 @@ def test_entries_round_trip_one_per_line_sorted(tmp_path):
     """The file is JSON, one entry a line with sorted keys, entries in key
     order; reading it back gives the same entries."""
     path = tmp_path / "tuning.json"
-    other = TuningKey("metax:xcore1000", dataclasses.replace(SIGNATURE, m=128), "fedcba9876543210")
+    other = TuningKey("metax:xcore1000", "xcore1000", "fedcba9876543210", dataclasses.replace(SIGNATURE, m=128))
     record_entry(path, entry(other))
     database = record_entry(path, entry())
     text = path.read_text()
     lines = text.splitlines()
-    assert lines[0] == '{"format": "tilemlir-tuning-db", "version": 1, "entries": ['
+    assert lines[0] == '{"format": "tilemlir-tuning-db", "version": 2, "entries": ['
     assert lines[-1] == "]}" and len(lines) == 4
     assert json.loads(lines[1].rstrip(","))["key"]["target"] == "amdgpu:gfx942"  # sorted by key
     for line in lines[1:3]:
         record = json.loads(line.rstrip(","))
         assert list(record) == sorted(record)
-    assert json.loads(text)["version"] == 1
+    assert json.loads(text)["version"] == 2
     assert load_database(path).entries == database.entries
     assert load_database(path).lookup(KEY) == entry()
-    assert load_database(path).lookup(dataclasses.replace(KEY, ir_hash="0")) is None
+    assert load_database(path).lookup(dataclasses.replace(KEY, target_hash="0" * 16)) is None
+    assert load_database(path).lookup(dataclasses.replace(KEY, target="amdgpu:renamed")) == entry()  # not compared
 
 
 def test_an_entry_replaces_its_key_and_no_temporary_file_is_left(tmp_path):
@@ -69,7 +71,7 @@ def test_an_entry_its_reader_would_refuse_is_not_written(tmp_path):
     every later read of the database fail: the writer refuses it instead."""
     path = tmp_path / "tuning.json"
     record_entry(path, entry())
-    bad = TuningKey("amdgpu:gfx942 (from a\tb.toml)", SIGNATURE, "0123456789abcdef")
+    bad = TuningKey("amdgpu:gfx942 (from a\tb.toml)", "gfx942", "0123456789abcdef", SIGNATURE)
     with pytest.raises(TuningDatabaseError, match="cannot record this entry: 'key': 'target'"):
         record_entry(path, entry(bad))
     assert set(load_database(path).entries) == {KEY}
@@ -94,7 +96,7 @@ def test_stopping_waits_for_the_whole_update_not_only_the_write(tmp_path, monkey
         return load(*args, **kwargs)
 
     monkeypatch.setattr(db, "load_database", slow_load)
-    other = TuningKey("amdgpu:gfx942", SIGNATURE, "fedcba9876543210")
+    other = TuningKey("amdgpu:gfx942", "gfx942", "fedcba9876543210", SIGNATURE)
     updater = threading.Thread(target=record_entry, args=(path, entry(other)), daemon=True)
     updater.start()
     assert reading.wait(10)
@@ -112,16 +114,16 @@ def test_stopping_waits_for_the_whole_update_not_only_the_write(tmp_path, monkey
 
 @pytest.mark.parametrize("text, position, message", [
     # Not JSON at all: the position JSON's parser stopped at.
-    ('{"format": "tilemlir-tuning-db",\n "version": 1, "entries": [,]}', ":2:28:", "invalid JSON"),
+    ('{"format": "tilemlir-tuning-db",\n "version": 2, "entries": [,]}', ":2:28:", "invalid JSON"),
     # JSON, but not ours (someone's settings file).
     ('{"theme": "dark"}', ":1:1:", 'no "format": "tilemlir-tuning-db"'),
     ('[1, 2]', ":1:1:", 'no "format": "tilemlir-tuning-db"'),
     # Written by a newer tilemlir: refused, not misread.
-    ('{"format": "tilemlir-tuning-db", "version": 2, "entries": []}', ":1:1:",
-     "version 2 is newer than this tilemlir reads (1)"),
+    ('{"format": "tilemlir-tuning-db", "version": 3, "entries": []}', ":1:1:",
+     "version 3 is newer than this tilemlir reads (2)"),
     ('{"format": "tilemlir-tuning-db", "version": "1", "entries": []}', ":1:1:",
      "version must be a positive integer"),
-    ('{"format": "tilemlir-tuning-db", "version": 1}', ":1:1:", 'no "entries" list'),
+    ('{"format": "tilemlir-tuning-db", "version": 2}', ":1:1:", 'no "entries" list'),
 ])
 def test_a_corrupt_foreign_or_newer_file_is_an_error_naming_it(tmp_path, text, position, message):
     path = tmp_path / "tuning.json"
@@ -137,7 +139,7 @@ def test_a_malformed_entry_names_its_line_and_field(tmp_path):
     record = json.loads(parse_database_text())["entries"][0]
     record["config"]["block"] = [32, 0, 64]  # a zero block: an edited file
     path = tmp_path / "tuning.json"
-    path.write_text('{"format": "tilemlir-tuning-db", "version": 1, "entries": [\n'
+    path.write_text('{"format": "tilemlir-tuning-db", "version": 2, "entries": [\n'
                     + json.dumps(json.loads(good)["entries"][0], sort_keys=True) + ",\n"
                     + json.dumps(record, sort_keys=True) + "\n]}\n")
     with pytest.raises(TuningDatabaseError, match=r":3:1: error: tuning database entry 2: 'config': "
@@ -148,7 +150,7 @@ def test_a_malformed_entry_names_its_line_and_field(tmp_path):
                                ("complete", "yes", "'complete' must be true or false")):
         bad = dict(json.loads(good)["entries"][0], **{field: value})
         with pytest.raises(TuningDatabaseError, match=said):
-            parse_database(json.dumps({"format": "tilemlir-tuning-db", "version": 1, "entries": [bad]}), "x")
+            parse_database(json.dumps({"format": "tilemlir-tuning-db", "version": 2, "entries": [bad]}), "x")
 
 
 def parse_database_text() -> str:
@@ -250,7 +252,7 @@ def database_text(*records, raw: dict[str, str] | None = None) -> str:
     """A database of `records`, one a line as the writer puts them; each
     `"PLACEHOLDER"` string of `raw` replaced by its JSON text (what json.dumps
     cannot write: 5,001 digits, duplicate members)."""
-    text = ('{"format": "tilemlir-tuning-db", "version": 1, "entries": [\n'
+    text = ('{"format": "tilemlir-tuning-db", "version": 2, "entries": [\n'
             + ",\n".join(json.dumps(r, sort_keys=True) for r in records) + "\n]}\n")
     for placeholder, value in (raw or {}).items():
         text = text.replace(json.dumps(placeholder), value)
@@ -325,7 +327,7 @@ def test_the_reported_select_injection_is_refused_with_its_entry(tmp_path, tuned
                           f"\"prefer=NAME\""), err
 
     # Formatted by hand (indented, one member a line): the entry's own line and column.
-    path.write_text(json.dumps({"format": json.loads(database_text(hostile))["format"], "version": 1,
+    path.write_text(json.dumps({"format": json.loads(database_text(hostile))["format"], "version": 2,
                                 "entries": [record, hostile]}, indent=2))
     status = tile_compile.main([str(source), "--target", GEMM_TARGET, "--tuning-db", str(path), "--emit", "tile"])
     _, err = capsys.readouterr()
@@ -341,8 +343,8 @@ HOSTILE_STRINGS = ["}", ",", "{", '"', "'", "},symbol-dce,", ",symbol-dce,", INJ
 HOSTILE_NUMBERS = ["0", "-1", "-64", "1.5", "64.0", "1e400", "NaN", "Infinity", "-Infinity", "true", "false",
                    "null", "[]", "{}", '"64"', "9" * 5001, "18446744073709551616", "4097", "[64, 64]",
                    "[64, 64, 64, 64]", "[64, true, 64]", "[64, 64.0, 64]", "[64, -64, 64]", "[64, 64, 1e999]"]
-ENTRY_PATHS = [("key", "target"), ("key", "ir_hash"), *(("key", "op", f) for f in
-               ("m", "n", "k", "a", "b", "c", "accum", "transpose_a", "transpose_b", "reads_c")),
+ENTRY_PATHS = [("key", "target"), ("key", "processor"), ("key", "target_hash"), *(("key", "op", f) for f in
+               ("m", "n", "k", "a", "b", "c", "accum", "transpose_a", "transpose_b", "reads_c", "layouts")),
                *((part, f) for part in ("config", "default") for f in
                  ("block", "threads", "stages", "select", "instruction", "split_k")),
                ("config", "block", 0), ("config", "block", 2), ("seconds",), ("default_seconds",), ("measure",),
@@ -377,7 +379,7 @@ def test_a_database_fuzz_refuses_or_compiles_exactly_the_clean_pipeline(tmp_path
         cases.append((f"unknown field in {where}", database_text(holder)))
     line = json.dumps(record, sort_keys=True)
     for member in ('"threads": 256', '"select": "prefer=v_mfma_f32_16x16x16"', '"block": [64, 64, 64]',
-                   '"ir_hash": "' + record["key"]["ir_hash"] + '"', '"target": "amdgpu:gfx942"'):
+                   '"target_hash": "' + record["key"]["target_hash"] + '"', '"target": "amdgpu:gfx942"'):
         assert member in line, member
         name = member.split(":")[0]
         for first in ("1", '"},symbol-dce,"'):
@@ -388,7 +390,7 @@ def test_a_database_fuzz_refuses_or_compiles_exactly_the_clean_pipeline(tmp_path
               ("one key, two seconds", database_text(record, dict(record, seconds=3e-6))),
               ("one key, the same entry twice", database_text(record, record)),
               ("entries twice", database_text(record).replace('"entries": [', '"entries": [], "entries": [', 1)),
-              ("an unknown top-level field", database_text(record).replace('"version": 1', '"version": 1, "x": 1'))]
+              ("an unknown top-level field", database_text(record).replace('"version": 2', '"version": 2, "x": 1'))]
     accepted = refused = 0
     for label, text in cases:
         try:
@@ -408,6 +410,159 @@ def test_a_database_fuzz_refuses_or_compiles_exactly_the_clean_pipeline(tmp_path
         assert tile_passes_applied(path, module, target, database) == \
             clean_passes(entry and entry.config, target), label
     assert accepted and refused > 10 * accepted, (accepted, refused)
+
+
+# --------------------------------------------------------------------------
+# The key: the problem and the hardware, not the program's names
+# --------------------------------------------------------------------------
+
+def splitless(record: dict) -> dict:
+    """`record` with a configuration without split-K (the gemm's f16 C takes none)."""
+    return dict(record, config=dict(record["config"], split_k=1))
+
+
+def compile_tile(source: Path, database: Path, *flags: str) -> tuple[str, str]:
+    """tile-compile --emit tile with `database`, in process: (the kernel's
+    tile.tiling, stderr)."""
+    import contextlib
+    import io
+
+    from tilemlir.tools import tile_compile
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = tile_compile.main([str(source), "--target", GEMM_TARGET, "--tuning-db", str(database),
+                                    "--emit", "tile", *flags])
+    assert status == 0, err.getvalue()
+    text = out.getvalue()
+    return text[text.index("tile.tiling = {"):].split("}", 1)[0], err.getvalue()
+
+
+def test_renamed_functions_and_values_still_find_their_entry(tmp_path, tuned_gemm):
+    """Issue 32.11: renaming @gemm turned config_source from tuning-db into
+    model without a word. The key holds the problem, not the names."""
+    _, _, source, record = tuned_gemm
+    database = tmp_path / "tuning.json"
+    database.write_text(database_text(splitless(record)))
+    renamed = tmp_path / "renamed.mlir"
+    renamed.write_text(source.read_text().replace("@gemm", "@my_matmul").replace("%A", "%lhs")
+                       .replace("%zero", "%z"))
+    for path in (source, renamed):
+        tiling, err = compile_tile(path, database)
+        assert 'source = "tuning-db"' in tiling, path
+        assert "remark: tuning database" not in err
+
+
+def test_a_near_match_is_a_remark_and_the_model_decides(tmp_path, tuned_gemm):
+    """K = 128 instead of the entry's 256: a miss, which a remark at the gemm
+    explains (the entry, and what differs); the cost model's configuration
+    is used. A gemm two respects away (M and K) is no near match."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from kernel_text import whole_problem_gemm
+
+    _, _, _, record = tuned_gemm
+    database = tmp_path / "tuning.json"
+    database.write_text(database_text(splitless(record)))
+    other_k = tmp_path / "k128.mlir"
+    other_k.write_text(whole_problem_gemm(256, 256, 128, "f16", "f16"))
+    tiling, err = compile_tile(other_k, database)
+    assert 'source = "model"' in tiling
+    line = next(n for n, text in enumerate(other_k.read_text().splitlines(), 1) if '"tile.gemm"' in text)
+    assert (f"{other_k}:{line}:3: remark: tuning database {database} has no entry for this gemm "
+            f"(256x256x128 f16 x f16 -> f16 (sum in f32, nn)) on amdgpu:gfx942, and the cost model "
+            f"chooses its configuration; near matches: the entry for 256x256x256 f16 x f16 -> f16 "
+            f"(sum in f32, nn) on amdgpu:gfx942 (K is 256 there, 128 here)\n") in err, err
+    assert "remark" not in compile_tile(other_k, database, "--remarks=none")[1]
+    assert "remark: tuning database" in compile_tile(other_k, database, "--remarks=tuning-db")[1]
+    far = tmp_path / "far.mlir"
+    far.write_text(whole_problem_gemm(128, 256, 128, "f16", "f16"))
+    tiling, err = compile_tile(far, database)
+    assert 'source = "model"' in tiling and "remark: tuning database" not in err
+
+
+def test_descriptors_with_the_same_facts_share_entries(tmp_path, tuned_gemm):
+    """A chip variant that only renames gfx942 has its facts, so its key is
+    gfx942's; one with other facts misses, and is gfx942's near match."""
+    from tilemlir.target import load_target_file
+    from tilemlir.tune.db import TuningDatabase, entry_from_json
+
+    module, target, _, record = tuned_gemm
+    database = TuningDatabase("x", {entry_from_json(record).key: entry_from_json(record)})
+    renamed = tmp_path / "renamed.toml"
+    renamed.write_text('base = "amdgpu:gfx942"\nname = "gfx942-copy"\n')
+    slower = tmp_path / "slower.toml"
+    slower.write_text('base = "amdgpu:gfx942"\nname = "gfx942-slow"\n[compute]\nclock_mhz = 1500\n')
+    from tilemlir.tune.search import tuning_key
+
+    assert database.lookup(tuning_key(module, load_target_file(renamed))) is not None
+    key = tuning_key(module, load_target_file(slower))
+    assert database.lookup(key) is None
+    ((_, said),) = database.near_matches(key)
+    assert said == ["it was tuned for amdgpu:gfx942, whose descriptor's facts differ from amdgpu:gfx942-slow's"]
+    assert tuning_key(module, target).differences(dataclasses.replace(key, processor="gfx950")) == \
+        ["it was tuned for amdgpu:gfx942-slow (processor gfx950), this is amdgpu:gfx942 (gfx942)"]
+
+
+def test_a_version_1_file_is_read_and_written_back_as_version_2(tmp_path, tuned_gemm):
+    """Version 1 keyed entries by a hash of the IR: an entry for a packaged
+    target becomes that target's key; one for a descriptor file cannot (its
+    facts were not recorded) and is left out with a warning; of two entries
+    version 1 told apart by their IR, the latest stands. Recording an entry
+    writes version 2."""
+    from tilemlir.diagnostics import ToolWarning
+    from tilemlir.tune.search import tuning_key
+
+    module, target, _, record = tuned_gemm
+    old = json.loads(json.dumps(record))
+    old["key"] = {"target": "amdgpu:gfx942", "ir_hash": "0123456789abcdef",
+                  "op": {k: v for k, v in record["key"]["op"].items() if k != "layouts"}}
+    older = dict(json.loads(json.dumps(old)), when="2026-11-01T00:00:00Z", seconds=9e-6)
+    older["key"]["ir_hash"] = "fedcba9876543210"
+    custom = json.loads(json.dumps(old))
+    custom["key"]["target"] = "amdgpu:gfx942 (from mine.toml)"
+    path = tmp_path / "tuning.json"
+    path.write_text('{"format": "tilemlir-tuning-db", "version": 1, "entries": [\n'
+                    + ",\n".join(json.dumps(r, sort_keys=True) for r in (older, old, custom)) + "\n]}\n")
+    with pytest.warns(ToolWarning, match=r"1 version 1 entry for amdgpu:gfx942 \(from mine.toml\) left out: "
+                                         r"version 1 did not record a descriptor file's facts"):
+        database = load_database(path)
+    (entry,) = database.entries.values()
+    assert entry.key == tuning_key(module, target) and entry.seconds == record["seconds"]
+    with pytest.warns(ToolWarning):
+        record_entry(path, dataclasses.replace(entry, seconds=5e-7))
+    assert json.loads(path.read_text())["version"] == 2 and len(load_database(path).entries) == 1
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("processor", "gfx942 x", "'processor' must be a processor name"),
+    ("target_hash", "0123", "'target_hash' must be a hash (16 hexadecimal digits)"),
+    ("layouts", ["", ""], "'layouts' must be three layouts of A, B and C"),
+    ("layouts", ["", "affine_map<(d0) -> (d0)>", ""], "'layouts' must be three layouts of A, B and C"),
+])
+def test_a_malformed_key_is_refused(tuned_gemm, field, value, said):
+    record = json.loads(json.dumps(tuned_gemm[3]))
+    (record["key"]["op"] if field == "layouts" else record["key"])[field] = value
+    with pytest.raises(TuningDatabaseError, match=rf"x:2:1: error: tuning database entry 1: 'key': .*{re.escape(said)}"):
+        parse_database(database_text(record), "x")
+
+
+def test_strided_operands_are_part_of_the_problem(tuned_gemm):
+    """The same extents on A rows 512 elements apart: another problem."""
+    from mlir import ir
+
+    from tilemlir.dialects import tile
+    from tilemlir.tune.search import tuning_key
+
+    module, target, source, _ = tuned_gemm
+    text = source.read_text().replace("%A: memref<256x256xf16>", "%A: memref<256x256xf16, strided<[512, 1]>>") \
+        .replace("transpose_b = false} : (memref<256x256xf16>,", "transpose_b = false} : "
+                 "(memref<256x256xf16, strided<[512, 1]>>,")
+    strided = tuning_key(ir.Module.parse(text, tile.make_context()).operation, target)
+    assert strided.op.layouts == ("strided<[512, 1], offset: 0>", "", "")
+    assert strided != tuning_key(module, target)
+    assert tuning_key(module, target).differences(strided) == ["the operands' memory layouts differ"]
 
 
 # --------------------------------------------------------------------------
@@ -444,7 +599,7 @@ def test_a_huge_number_nan_or_deep_nesting_is_a_located_error(tmp_path):
     """Issue 27.5: a 5,001-digit integer ended in `internal error: ValueError`;
     it, NaN and JSON nested past the recursion limit are errors at their
     position in the file."""
-    header = '{"format": "tilemlir-tuning-db", "version": 1, "entries": [\n'
+    header = '{"format": "tilemlir-tuning-db", "version": 2, "entries": [\n'
     for body, said in ((f'{{"candidates": {"7" * 5001}}}', (":2:16: error: not a tuning database: an integer of "
                                                              "5001 digits (no field holds more than 19)")),
                        ('{"seconds": NaN}', ":2:13: error: not a tuning database: NaN is not a JSON value"),

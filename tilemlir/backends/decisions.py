@@ -192,6 +192,9 @@ class FragmentDecision:
     registers_per_thread: int | None
     threads: int
     placement: FragmentLayout | None = field(default=None, repr=False)
+    # (m, n) of the matrix instruction whose C layout it has (mma_accumulator
+    # layouts, projected ones included); None for other layouts.
+    instruction_tile: tuple[int, int] | None = field(default=None, repr=False)
 
     def owners(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Which thread holds each element: (owner, register, holders), each of
@@ -428,7 +431,9 @@ class _Reader:
             dtype=str(memref_type.element_type),
             layout=ir.StringAttr(attr["kind"]).value if attr is not None else None,
             registers_per_thread=len(placement.slots) if placement is not None else None,
-            threads=threads, placement=placement)
+            threads=threads, placement=placement,
+            instruction_tile=tuple(ir.DenseI64ArrayAttr(attr["instruction"]))[:2]
+            if attr is not None and "instruction" in attr else None)
 
 
 def _k_contiguous(role: str, gemm: ir.Operation) -> bool:

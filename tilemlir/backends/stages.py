@@ -42,9 +42,6 @@ from tilemlir.irutil import walk
 from tilemlir.passes.kernel_facts import configuration_of
 from tilemlir.target.model import Backend, Target
 
-# The Python API's target when neither its caller nor the module's tile.target names one.
-DEFAULT_TARGET = "amdgpu:gfx942"
-
 
 class CompileError(UserError):
     """Compilation failed with diagnostics (`diags`), formatted like tile-opt's."""
@@ -65,6 +62,10 @@ class CompileOptions:
     select: str = ""  # tile-select-mma's options, e.g. "prefer=wgmma"
     # Options of any tile pass, as a pipeline: "tile-lower-to-gpu{direct-lds-loads=true}".
     passes: str = ""
+    # Print the IR before / after every pass of every stage to stderr, as
+    # mlir-opt's --mlir-print-ir-before-all / --mlir-print-ir-after-all.
+    print_ir_before_all: bool = False
+    print_ir_after_all: bool = False
 
 
 def has_tile_ops(module: ir.Operation) -> bool:
@@ -134,7 +135,11 @@ class Compilation:
         from tilemlir.passes import build_pipeline
 
         with self.context:
-            build_pipeline(pipeline, context=self.context).run(self.module)
+            pm = build_pipeline(pipeline, context=self.context)
+            if self.options.print_ir_before_all or self.options.print_ir_after_all:
+                pm.enable_ir_printing(print_before_all=self.options.print_ir_before_all,
+                                      print_after_all=self.options.print_ir_after_all)
+            pm.run(self.module)
 
     def asm(self) -> str:
         return self.module.get_asm() + "\n"
@@ -158,6 +163,9 @@ class Stage(ABC):
     name: str = ""
     summary: str = ""  # what its artefact is, for --help
     binary: bool = False  # its artefact is bytes, not text
+    # The artefact's file name ending, as clang names its temporaries
+    # (tile-compile --save-temps: `kernel.s` for kernel.mlir); "" is `.NAME`.
+    suffix: str = ""
     # Its artefact holds the code of one gpu.module (one HSACO, one PTX module),
     # so the module may hold one kernel function (metax emits any number).
     one_kernel_function: bool = False
@@ -269,6 +277,7 @@ class TileStage(Stage):
     steps: tuple[str, ...] = TILE_PIPELINE
     name: str = "tile"
     summary: str = "tile IR after the tile passes, before tile-lower-to-gpu"
+    suffix: str = ".tile.mlir"
 
     def pipeline(self, job: Compilation) -> str:
         options = job.options
@@ -305,6 +314,7 @@ class GpuStage(Stage):
     steps: tuple[str, ...] = TILE_PIPELINE
     name: str = "gpu"
     summary: str = "GPU-level IR (gpu.module, gpu.func, the family's matrix ops)"
+    suffix: str = ".gpu.mlir"
 
     def pipeline(self, job: Compilation) -> str:
         return spelled_out(tile_pipeline(passes=job.options.passes, steps=self.steps,
@@ -375,8 +385,9 @@ def emits() -> tuple[str, ...]:
 
 
 def default_emit(family: str) -> str:
-    """The stage tile-compile prints when no --emit is given: the backend's
-    declared `default_emit`, else its last stage."""
+    """The stage compiled to when none is asked for (tile-compile without
+    --emit, `tilemlir.compile` without emit=): the backend's declared
+    `default_emit`, else its last stage."""
     from tilemlir.target.registry import backend
 
     return backend(family).default_emit or stage_names(family)[-1]

@@ -12,7 +12,7 @@
         return main
 
     kernel = matmul(256, 256, 256)
-    c = kernel(a, b)                  # on the emulator for amdgpu:gfx942 by default
+    c = kernel(a, b)                  # no target named, no GPU here: the emulator's amdgpu:gfx942
     print(kernel.get_kernel_source())  # its tile IR
 
 Kernel bodies are read from their source, never executed

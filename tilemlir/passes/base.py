@@ -49,11 +49,14 @@ class PassState:
         location.emit_error(message)
         self.failed = True
 
-    def remark(self, where: ir.Operation | ir.OpView | ir.Location, message: str) -> None:
-        """A decision worth telling the user (`diagnostics.emit_remark`)."""
+    def remark(self, where: ir.Operation | ir.OpView | ir.Location, message: str, *, kind: str) -> None:
+        """A decision worth telling the user, made by this pass; `kind` is one
+        of `diagnostics.REMARK_KINDS` (what costs speed or precision is printed
+        by default; `diagnostics.emit_remark`)."""
         from tilemlir.diagnostics import emit_remark
 
-        emit_remark(where if isinstance(where, ir.Location) else where.location, message)
+        emit_remark(where if isinstance(where, ir.Location) else where.location, message,
+                    origin=self.pass_name, kind=kind)
 
 
 def option_name(field_name: str) -> str:

@@ -360,7 +360,7 @@ class TileInferLayout(TilePass):
         for use in scratch_uses(kernel, layouts, wave):
             needs[use.element] = max(needs.get(use.element, 0), use.count)
             if use.remark is not None:
-                state.remark(use.op, use.remark)
+                state.remark(use.op, use.remark, kind="speed")
         for element, count in needs.items():
             with ir.InsertionPoint.at_block_begin(body), kernel.location:
                 memref_type = ir.MemRefType.get([count], element,
@@ -444,7 +444,7 @@ class TileInferLayout(TilePass):
             state.remark(op, (
                 f"tile-infer-layout: row padding of {pad} elements dropped from {shared_buffer_text(op)} "
                 f"to fit the kernel into {target.name}'s {limit} bytes of LDS ({padded} bytes with "
-                f"padding){cost}"))
+                f"padding){cost}"), kind="speed")
 
     def layout_from_gemm(self, op: ir.Operation, chosen: dict, transposed: dict, state: PassState) -> None:
         choice, warps = MmaChoice.of(op), warp_grid_of(op)
@@ -598,7 +598,8 @@ class TileInferLayout(TilePass):
             state.remark(owner, (
                 f"tile-infer-layout: {tried} makes the reads of {shared_buffer_text(owner)} "
                 f"({use_text(uses[worst])}) free of bank conflicts; padded by {pad} elements, "
-                f"{conflicts[worst]} conflict clocks per operand read remain (banks: {banks_note})"))
+                f"{conflicts[worst]} conflict clocks per operand read remain (banks: {banks_note})"),
+                kind="speed")
         attributes.SMEM_LAYOUT.write(owner, entries)
 
     def storage(self, owner: ir.Operation, uses: list[OperandUse], shape: list[int], element_bits: int,
@@ -629,14 +630,14 @@ class TileInferLayout(TilePass):
                 f"tile-infer-layout: {shared_buffer_text(owner)} is not read with LDS transpose reads "
                 f"({use_text(wanted[0])} wants them): one layout serves every gemm reading it, and "
                 f"{use_text(unwanted)} does not (transpose-reads=auto, its accumulator leaves too few "
-                "registers: transpose_reads_pay)"))
+                "registers: transpose_reads_pay)"), kind="speed")
         slow = along if transposed else across
         if slow:
             state.remark(owner, (
                 f"tile-infer-layout: the gemms reading {shared_buffer_text(owner)} want it stored both "
                 f"ways: stored {'transposed' if transposed else 'as written'}, "
                 f"{', '.join(use_text(use) for use in slow)} read{'s' if len(slow) == 1 else ''} it "
-                "element by element"))
+                "element by element"), kind="speed")
         return transposed, None
 
     def transpose_read_fit(self, gemm: ir.Operation, role: str, alloc: ir.Operation, count: int,
@@ -659,7 +660,7 @@ class TileInferLayout(TilePass):
                    f"not divide the {count} each lane reads or the rows of {shape[-1]}")
         state.remark(alloc, (f"tile-infer-layout: operand {role} of the gemm at {_location_text(gemm)} "
                              "is not read with LDS transpose reads (its storage follows from all of "
-                             f"the buffer's uses): {why}"))
+                             f"the buffer's uses): {why}"), kind="speed")
         return None
 
     @staticmethod

@@ -122,8 +122,9 @@ class TileLegalizePrecision(TilePass):
                 return
             # Unknown, so assume none: f16 holds every fp8 value exactly.
             state.remark(op, f"tile-legalize-precision: whether {target} has fp8 matrix instructions is "
-                             "not publicly known; this gemm is computed exactly in f16 (a descriptor "
-                             "with matrix.fp8_formats, from --target-desc, lets it use fp8 instructions)")
+                             "not publicly known; gemms of fp8 operands are computed exactly in f16 (a "
+                             "descriptor with matrix.fp8_formats, from --target-desc, lets them use fp8 "
+                             "instructions)", kind="assumption")
             formats = ()
         try:
             wanted = self.legal_types(a_type, b_type, tuple(formats), str(target))
@@ -159,7 +160,8 @@ class TileLegalizePrecision(TilePass):
             return None
         state.remark(op, f"tile-legalize-precision: {target} has no matrix instruction for {a} x {b} "
                          f"-> {accum}{has}; this gemm is computed exactly in f16 (every fp8 value is "
-                         "an f16 value); tile-legalize-precision{fp8-fallback=error} refuses instead")
+                         "an f16 value); tile-legalize-precision{fp8-fallback=error} refuses instead",
+                     kind="speed")
         return "f16", "f16"
 
     def legal_types(self, a: str, b: str, formats: tuple[str, ...], target: str) -> tuple[str, str]:

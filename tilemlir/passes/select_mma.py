@@ -234,6 +234,7 @@ class TileSelectMma(TilePass):
                 tried = "; ".join(reason for reason in rejected if reason.startswith(prefer))
                 state.remark(op, f"tile-select-mma: prefer={prefer} given up: {choice.name} is used, "
                                  f"no {prefer} instruction fits this {shape.m}x{shape.n}x{shape.k} gemm "
-                                 f"with {kernel_threads(kernel)} threads" + (f" ({tried})" if tried else ""))
+                                 f"with {kernel_threads(kernel)} threads" + (f" ({tried})" if tried else ""),
+                             kind="speed")
             choice.record(op)
             attributes.WARP_GRID.write(op, [wm, wn])

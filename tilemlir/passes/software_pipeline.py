@@ -203,7 +203,7 @@ class TilePipeline(TilePass):
             state.remark(loop, f"tile-pipeline: {stages} stages need {needed} bytes of LDS, {target.name} "
                                f"allows {limit}: pipelined with {fitting} stage{'s' if fitting > 1 else ''} "
                                f"({needed_with(fitting)} bytes) instead; tile-pipeline{{over-budget=error}} "
-                               "refuses")
+                               "refuses", kind="speed")
             return fitting
         if fitting is not None:
             advice = (f"{fitting} stage{'s' if fitting > 1 else ''} would fit ({needed_with(fitting)} bytes; "

@@ -86,7 +86,7 @@ class TileStageOperands(TilePass):
                 if source is not None:
                     state.remark(gemm, f"{self.name}: gemm operand A stays in registers: it is the "
                                        f"accumulator of the gemm at {position_text(source)}, laid out as "
-                                       f"{MmaChoice.of(gemm).name} reads its A")
+                                       f"{MmaChoice.of(gemm).name} reads its A", kind="info")
                     continue
                 self.stage(gemm, role, position, operand, module, state)
 
@@ -107,4 +107,5 @@ class TileStageOperands(TilePass):
         target = resolve_target(module, self.target)
         state.remark(gemm, f"{self.name}: gemm operand {role} is held in registers; {target.family}'s "
                            f"matrix instructions{instruction} read it from shared memory here, so it is "
-                           f"copied there first ({size} bytes of shared memory, a barrier before the gemm)")
+                           f"copied there first ({size} bytes of shared memory, a barrier before the gemm)",
+                     kind="speed")

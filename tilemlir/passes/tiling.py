@@ -200,9 +200,8 @@ class TileTiling(TilePass):
             if not any(op == fill for fill in absorbed):
                 state.error(op, "tile-tiling: a whole-problem tile.fill is only tiled when it clears "
                                 "the C of the tile.gemm right after it")
-        said: set[str] = set()
         for op, fill in pairs:
-            tiling = self.choose_tiling(op, target, state, zero_init=fill is not None, said=said)
+            tiling = self.choose_tiling(op, target, state, zero_init=fill is not None)
             if tiling is None:
                 continue
             kernel = self.tile_gemm(op, tiling, zero_init=fill is not None)
@@ -217,8 +216,8 @@ class TileTiling(TilePass):
 
     # -- choosing the tiles ---------------------------------------------------
 
-    def choose_tiling(self, op: ir.Operation, target, state: PassState, zero_init: bool = True,
-                      said: set[str] | None = None) -> TilingChoice | None:
+    def choose_tiling(self, op: ir.Operation, target, state: PassState,
+                      zero_init: bool = True) -> TilingChoice | None:
         shape = gemm_shape(op)
         dynamic = ir.ShapedType.get_dynamic_size()
         if dynamic in (shape.m, shape.n, shape.k):
@@ -250,11 +249,12 @@ class TileTiling(TilePass):
             if tiling is not None:
                 tiling = self.with_prediction(op, problem, tiling, target, source, state)
             if tiling is not None:
-                self.say_assumptions(op, tiling.prediction, facts, state, said)
+                self.say_assumptions(op, tiling.prediction, facts, state)
                 if source == "tuning-db":
                     state.remark(op, f"tile-tiling: block {'x'.join(map(str, tiling.block))}, "
                                      f"{tiling.threads} threads, {tiling.stages} stages, split-K "
-                                     f"{tiling.split_k} for this {problem} gemm, from the tuning database")
+                                     f"{tiling.split_k} for this {problem} gemm, from the tuning database",
+                                 kind="info")
             return tiling
         fixed = Fixed(tuple(self.block), self.threads, self.stages, self.split_k)
         ranked = sorted(((predict(problem, config, target), config)
@@ -270,17 +270,17 @@ class TileTiling(TilePass):
                 tiling = self.with_prediction(op, problem, tiling, target, source, state)
             if tiling is None:
                 return None
-            self.say_assumptions(op, tiling.prediction, facts, state, said)
+            self.say_assumptions(op, tiling.prediction, facts, state)
             if target.mma_candidates(problem.shared_a, problem.shared_b, problem.accum):
                 # (Without any instruction for these types a later pass says why.)
                 state.remark(op, f"tile-tiling: no configuration passes the cost model's checks for "
                                  f"this {problem} gemm; block {'x'.join(map(str, tiling.block))}, "
                                  f"{tiling.threads} threads, {tiling.stages} stages, split-K "
-                                 f"{tiling.split_k} by the fixed rule")
+                                 f"{tiling.split_k} by the fixed rule", kind="speed")
             return tiling
         place = self.rank
         (best, config), runner_up = ranked[place], ranked[place + 1] if len(ranked) > place + 1 else None
-        self.say_assumptions(op, best, facts, state, said)
+        self.say_assumptions(op, best, facts, state)
         fixed_words = ", ".join(f"{k}={v if not isinstance(v, tuple) else ','.join(map(str, v))}"
                                 for k, v in given.items() if v)
         text = (f"tile-tiling: {config.describe(facts.wave_size)} for this {problem} gemm"
@@ -293,11 +293,11 @@ class TileTiling(TilePass):
                      f"{runner_up[0].describe()}")
         which = (f"ranked {place + 1} (rank={place}) of {len(ranked)} configurations that fit (the "
                  f"{place} ranked ahead of it passed over)" if place else f"the fastest of {len(ranked)} configurations that fit")
-        state.remark(op, f"{text}; {which} (cost model: tilemlir.tune.model)")
+        state.remark(op, f"{text}; {which} (cost model: tilemlir.tune.model)", kind="info")
         if not self.split_k and best.workgroups < facts.compute_units \
                 and (refusal := split_k_refusal(problem)) is not None:
             state.remark(op, f"tile-tiling: {best.workgroups} workgroups leave CUs of {target.name} idle, "
-                             f"and split-K is not considered: {refusal}")
+                             f"and split-K is not considered: {refusal}", kind="speed")
         return TilingChoice(config.block, config.threads, config.stages, source, best, config.prefer,
                             config.split_k)
 
@@ -316,18 +316,15 @@ class TileTiling(TilePass):
         tiling = dataclasses.replace(tiling, source=source, split_k=split_k)
         return dataclasses.replace(tiling, prediction=self.prediction_of(problem, tiling, target))
 
-    def say_assumptions(self, op: ir.Operation, prediction: Prediction | None, facts, state: PassState,
-                        said: set[str] | None) -> None:
-        """One remark per assumed fact the decision used, once per run: those
-        the prediction read, or without one those the fixed rule's checks read."""
+    def say_assumptions(self, op: ir.Operation, prediction: Prediction | None, facts,
+                        state: PassState) -> None:
+        """One remark per assumed fact the decision used (`emit_remark` says
+        each once per compile): those the prediction read, or without one
+        those the fixed rule's checks read."""
         assumed = prediction.assumed if prediction is not None else tuple(
             a for a in facts.assumed if a.field in RULE_FACTS)
         for assumption in assumed:
-            message = f"tile-tiling: {assumption.message()}"
-            if said is None or message not in said:
-                state.remark(op, message)
-                if said is not None:
-                    said.add(message)
+            state.remark(op, f"tile-tiling: {assumption.message()}", kind="assumption")
 
     @staticmethod
     def prediction_of(problem: GemmProblem, tiling: TilingChoice, target) -> Prediction | None:

@@ -2,57 +2,24 @@
 
 IRDL (LLVM 22.1.8) checks that operands are memrefs/indices and that required
 attributes exist with the right kind. This pass checks everything else, each
-with a located diagnostic:
+with a located diagnostic: element types, memory spaces and layouts of every
+tile buffer; the `tile.*` attributes the passes record (the table in
+tilemlir/dialects/attributes.py) on their ops and in their documented forms;
+and per op its placement (inside a `tile.kernel` or not), shapes, ranks,
+indices and accumulator types.
 
-* element types: every tile buffer holds one of DESIGN.md section 3's types;
-* placement: `alloc_*`, `copy` and `reduce` only inside a `tile.kernel`;
-  kernels not nested; `tile.num_stages` only on `scf.for`, an integer >= 1;
-* attributes before anything reads them: every attribute of a tile op is
-  readable through the bindings (no `array<f16>` grid), and each `tile.*`
-  attribute the passes record (the table in tilemlir/dialects/attributes.py:
-  tile.mma, tile.layout, tile.smem_layout, ...) sits on its op and has its
-  documented form, so a hand-written one is refused here instead of failing
-  inside a pass;
-* `tile.kernel`: grid of 1 to 3 extents from 1 to 2^31-1 (per-target limits:
-  tile-tiling, tile-lower-to-gpu), integer `threads` from 1 to 2^31-1, one
-  block whose arguments are one `index` per grid dimension, ending in `gpu.yield`;
-* buffers: identity or strided layouts with a contiguous last dimension;
-  `alloc_*` results have no zero extent;
-* memory spaces: inside a kernel, gemm A/B are shared or fragment and C is a
-  fragment; `alloc_shared` makes workgroup memrefs, `alloc_fragment` private
-  ones, both of static shape; outside a kernel (the whole-problem form) every
-  operand is global;
-* `tile.copy`: at most one side indexed, one index per dimension of that side;
-  equal shapes when neither side is indexed; the un-indexed (window) side of
-  static shape and rank q at most the indexed side's rank r. When q < r (a
-  rank-reducing copy: batched GEMM's `A[b, rows, cols]`, or a fragment stored
-  to a 3-D tensor) the window spans the indexed side's last q dims, or the q
-  dims `tile.window = array<i64: ...>` names (strictly increasing, below r), and
-  has extent 1 in every other dim; a copy marked `tile.atomic_add` adds a
-  fragment or shared tile into global memory of the same element type, f32
-  or i32 (no conversion, no other levels);
-* `tile.gemm`: rank-2 operands whose M, N, K agree under the transposes and
-  are not 0; C does not alias A or B (same value, or overlapping views of one
-  buffer; distinct function arguments are assumed not to alias);
-  `accum_dtype` wide enough (f32 or f64 for float inputs, f64 for f64 inputs,
-  i32 for i8) unless `allow-narrow-accumulator`; A and B both float or both
-  integer; inside a kernel `accum_dtype` is C's element type;
-* `tile.fill`: the value's type is the buffer's element type;
-* `tile.reduce`: `dim` within the source rank, destination shape = source
-  shape without `dim`, equal element types; `kind` is one of sum, max, min,
-  maximum, minimum (IRDL checks the spelling). On floats `max`/`min` are IEEE
-  754-2008 maxNum/minNum: a NaN operand loses to a number, the result is NaN
-  only when every operand is (TileLang's and Triton's default; v_max_f32 on
-  AMD); `maximum`/`minimum` propagate NaN (arith.maximumf, Triton's
-  `propagate_nan=ALL`). Signed zeros are unordered in both. On integers all
-  four compare signed.
+Each rule is written once, as a `- ` item in the docstring of the check that
+applies it: `RULES` (below) names an op's checks, `EVERY_OP_RULES` those of
+every op. docs/dialect.md prints them per op (`python -m
+tilemlir.tools.dialect_doc > docs/dialect.md`; a test fails when it is stale).
 
 Input invariant: any module (tile IR at any stage before tile-lower-to-gpu).
 Output invariant: the IR is unchanged; the pass fails if any check fails.
 
 Options:
   allow-narrow-accumulator (bool, default false): accept accumulators
-  narrower than the rule above (e.g. f16 accumulation of f16 inputs).
+  narrower than `_check_accumulator`'s rule (e.g. f16 accumulation of f16
+  inputs).
 
 Example (fails):
 
@@ -101,9 +68,13 @@ class TileVerify(TilePass):
                 check(self, op, state)
 
     def _check_attributes(self, op: ir.Operation, state: PassState) -> bool:
-        """The `tile.*` attributes the passes record and read (the table in
-        tilemlir/dialects/attributes.py) have their documented form and sit on their op; a tile op's attributes
-        can all be read through the bindings. False after a diagnostic."""
+        """Attributes, checked before anything reads them. False after a diagnostic.
+
+        - every attribute of a tile op can be read through the Python bindings
+          (a `grid` of `array<f16>` cannot, and no pass could read it);
+        - each `tile.*` attribute of the table in tilemlir/dialects/attributes.py
+          sits on one of the ops it belongs on and has its documented form.
+        """
         ok = True
         is_tile_op = op.name.startswith("tile.")
         for name in list(op.attributes):
@@ -137,6 +108,15 @@ class TileVerify(TilePass):
         return enclosing(op, "tile.kernel")
 
     def _memref(self, op, value: ir.Value, role: str, state: PassState) -> ir.MemRefType | None:
+        """A tile buffer's type, or None after a diagnostic.
+
+        - every buffer operand and result holds one of the tile element types;
+        - a buffer's memory space is none (global memory),
+          `#gpu.address_space<workgroup>` (shared) or `#gpu.address_space<private>`
+          (fragment);
+        - a buffer's layout is the identity or `strided<[...]>` with stride 1 in
+          the last dimension.
+        """
         memref = ir.MemRefType(value.type)
         element = str(memref.element_type)
         if element not in tile.ELEMENT_TYPES:
@@ -166,6 +146,15 @@ class TileVerify(TilePass):
     # -- per-op checks -----------------------------------------------------
 
     def _check_kernel(self, op: ir.Operation, state: PassState) -> None:
+        """tile.kernel:
+
+        - not nested inside another `tile.kernel`;
+        - `grid` is `array<i64: ...>` of 1 to 3 extents, each from 1 to 2^31-1
+          (a target's own limits: tile-tiling, tile-lower-to-gpu);
+        - `threads` is an integer (wider than i1, or index) from 1 to 2^31-1;
+        - the body is one block whose arguments are one `index` per grid
+          dimension (the block's indices), and it ends in `gpu.yield`.
+        """
         if self._kernel_of(op) is not None:
             state.error(op, "tile.kernel cannot be nested inside another tile.kernel")
             return
@@ -212,6 +201,13 @@ class TileVerify(TilePass):
                             "last operation)")
 
     def _check_alloc(self, op: ir.Operation, state: PassState) -> None:
+        """tile.alloc_shared and tile.alloc_fragment:
+
+        - only inside a `tile.kernel`;
+        - `tile.alloc_shared` makes a memref in `#gpu.address_space<workgroup>`,
+          `tile.alloc_fragment` one in `#gpu.address_space<private>`;
+        - the shape is static and no extent is 0.
+        """
         if self._require_kernel(op, state) is None:
             return
         memref = self._memref(op, op.results[0], "the result", state)
@@ -228,6 +224,12 @@ class TileVerify(TilePass):
                             "dimension of a tile buffer must be at least 1")
 
     def _check_fill(self, op: ir.Operation, state: PassState) -> None:
+        """tile.fill:
+
+        - the value's type is the buffer's element type;
+        - inside a `tile.kernel` the buffer is shared or a fragment; outside
+          one (the whole-problem form) it is global.
+        """
         buffer = self._memref(op, op.operands[0], "the buffer", state)
         if buffer is None:
             return
@@ -257,6 +259,18 @@ class TileVerify(TilePass):
         return None if src is None or dst is None else (src, dst)
 
     def _check_copy(self, op: ir.Operation, state: PassState) -> None:
+        """tile.copy:
+
+        - only inside a `tile.kernel`;
+        - at most one side is indexed, with one index per dimension of that side;
+        - neither side indexed: equal ranks and shapes, and no `tile.window`;
+        - one side indexed: the other side, the window, has a static shape and
+          a rank q no higher than the indexed side's rank r. When q < r (a
+          rank-reducing copy: batched GEMM's `A[b, rows, cols]`, or a fragment
+          stored into a 3-D tensor) the window spans the indexed side's last q
+          dims, or the q dims `tile.window` names, with extent 1 in every other
+          dim.
+        """
         buffers = self._kernel_source_destination(op, state)
         if buffers is None:
             return
@@ -300,8 +314,12 @@ class TileVerify(TilePass):
             state.error(op, f"tile.copy: the window side needs a static shape, got {shape_str(window)}")
 
     def _check_atomic_add(self, op, src, dst, state: PassState) -> None:
-        """tile.atomic_add: a fragment or shared tile added into global memory
-        of the same element type, one every backend adds atomically (f32, i32)."""
+        """A copy marked tile.atomic_add:
+
+        - a copy marked `tile.atomic_add` adds a fragment or shared tile into
+          global memory of the same element type (no conversion), one every
+          backend adds atomically: f32 or i32.
+        """
         name = attributes.ATOMIC_ADD.name
         levels = tile.memory_level(src), tile.memory_level(dst)
         if levels[0] not in (tile.FRAGMENT, tile.SHARED) or levels[1] != tile.GLOBAL:
@@ -315,7 +333,11 @@ class TileVerify(TilePass):
                             f"{' and '.join(attributes.ATOMIC_ADD_TYPES)}, which every backend adds atomically)")
 
     def _check_window_dims(self, op, dims, indexed, role, window, window_role, state: PassState) -> None:
-        """tile.window: one dim of the indexed side per dim of the window side, in range."""
+        """A copy with tile.window:
+
+        - `tile.window` names one dim of the indexed side per dim of the window
+          side, in increasing order, each below the indexed side's rank.
+        """
         name = attributes.WINDOW.name
         if len(dims) != window.rank:
             state.error(op, f"tile.copy: {name} names {len(dims)} dim(s) but the {window_role} "
@@ -326,6 +348,16 @@ class TileVerify(TilePass):
                             f"{indexed.rank} {role} ({shape_str(indexed)})")
 
     def _check_gemm(self, op: ir.Operation, state: PassState) -> None:
+        """tile.gemm:
+
+        - inside a `tile.kernel` A and B are shared or fragments and C is a
+          fragment; outside one (the whole-problem form) all three are global;
+        - A, B and C are rank 2, and M, N, K agree under the transposes (A is
+          MxK, or KxM with `transpose_a`; B is KxN, or NxK with `transpose_b`;
+          C is MxN); none of them is 0;
+        - C does not alias A or B (the same value, or overlapping views of one
+          buffer; distinct function arguments are assumed not to alias).
+        """
         a = self._memref(op, op.operands[0], "A", state)
         b = self._memref(op, op.operands[1], "B", state)
         c = self._memref(op, op.operands[2], "C", state)
@@ -371,6 +403,14 @@ class TileVerify(TilePass):
         self._check_accumulator(op, a, b, c, in_kernel, state)
 
     def _check_accumulator(self, op, a, b, c, in_kernel: bool, state: PassState) -> None:
+        """tile.gemm's accumulator:
+
+        - A and B are both floating-point or both integer;
+        - inside a `tile.kernel`, `accum_dtype` is C's element type;
+        - `accum_dtype` is wide enough: f32 or f64 for float inputs, f64 for
+          f64 inputs, i32 for i8, unless
+          `tile-verify{allow-narrow-accumulator=true}`.
+        """
         accum = ir.TypeAttr(op.attributes["accum_dtype"]).value
         accum_name = str(accum)
         a_name, b_name = str(a.element_type), str(b.element_type)
@@ -403,6 +443,19 @@ class TileVerify(TilePass):
             )
 
     def _check_reduce(self, op: ir.Operation, state: PassState) -> None:
+        """tile.reduce:
+
+        - only inside a `tile.kernel`, from and into shared or fragment buffers;
+        - `dim` is within the source's rank; the destination's shape is the
+          source's without `dim`, and the element types are equal;
+        - `kind` is one of sum, max, min, maximum, minimum (IRDL checks the
+          spelling). On floats `max`/`min` are IEEE 754-2008 maxNum/minNum: a
+          NaN operand loses to a number, the result is NaN only when every
+          operand is (TileLang's and Triton's default; v_max_f32 on AMD);
+          `maximum`/`minimum` propagate NaN (arith.maximumf, Triton's
+          `propagate_nan=ALL`). Signed zeros are unordered in both. On integers
+          all four compare signed.
+        """
         buffers = self._kernel_source_destination(op, state)
         if buffers is None:
             return
@@ -556,4 +609,19 @@ _CHECKS = {
     "tile.copy": TileVerify._check_copy,
     "tile.gemm": TileVerify._check_gemm,
     "tile.reduce": TileVerify._check_reduce,
+}
+
+# Where the rules are written: the `- ` lists in the docstrings of the checks
+# that apply them, so a rule and its code change together. docs/dialect.md
+# prints them per op (`python -m tilemlir.tools.dialect_doc`; a test fails
+# when the checked-in copy is stale).
+EVERY_OP_RULES = (TileVerify._check_attributes, TileVerify._memref)
+RULES = {
+    "tile.kernel": (TileVerify._check_kernel,),
+    "tile.alloc_shared": (TileVerify._check_alloc,),
+    "tile.alloc_fragment": (TileVerify._check_alloc,),
+    "tile.fill": (TileVerify._check_fill,),
+    "tile.copy": (TileVerify._check_copy, TileVerify._check_window_dims, TileVerify._check_atomic_add),
+    "tile.gemm": (TileVerify._check_gemm, TileVerify._check_accumulator),
+    "tile.reduce": (TileVerify._check_reduce,),
 }

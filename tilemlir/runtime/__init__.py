@@ -99,7 +99,9 @@ def run(module_or_text, entry: str, args, engine: str = "reference", target=None
     """Runs function `entry` on `args` (NumPy arrays, ml_dtypes for fp8/bf16,
     bound to its memref arguments and written in place). Returns the
     function's results as a list. `target` ("amdgpu:gfx942", ...) is what the
-    emulator compiles for; the reference semantics do not depend on it."""
+    emulator or the device compiles for (None: tile-compile's rule, with the
+    emulator's own chip in place of this machine's GPU; `engine_target`); the
+    reference semantics do not depend on it."""
     from tilemlir.runtime.arguments import bind, parameters
     from tilemlir.runtime.reference import Program
 
@@ -135,23 +137,23 @@ def require_tile_level(module: ir.Operation) -> None:
 
 def lower_for_emulator(module: ir.Operation, target=None, options=None):
     """(GPU-level module op, chip): tile IR compiled down through the AMD path
-    for `target` (or the module's tile.target) with `options` (CompileOptions);
-    GPU-level IR as it is."""
+    for `target` (None: `resolve_engine_target`'s rule for the emulator) with
+    `options` (CompileOptions); GPU-level IR as it is."""
     from tilemlir.compiler import has_tile_ops
     from tilemlir.runtime.emulator import CHIPS
     from tilemlir.runtime.engine_target import resolve_engine_target
 
-    resolved = resolve_engine_target(module, target)
-    if resolved.name not in CHIPS:
+    resolved = resolve_engine_target(module, target, "emulator")
+    if resolved.processor not in CHIPS:
         raise UserError(f"the emulator executes the GPU-level IR of the chips it models "
                         f"({', '.join(CHIPS)}); {resolved} is not one of them")
     if not has_tile_ops(module):
-        return module, resolved.name
+        return module, resolved.processor
     from tilemlir.compiler import compile_module
 
     lowered = module.clone()  # compile_module rewrites its input in place
     compile_module(lowered, resolved, emit="gpu", options=options)
-    return lowered, resolved.name
+    return lowered, resolved.processor
 
 
 def run_emulator(module: ir.Operation, entry: str, args, target=None, options=None):

@@ -24,6 +24,15 @@ contract(add)/masks; affine.apply/min/max; amdgpu.mfma. Anything else is
 `file:line:col: error: emulator: unsupported op 'x.y'` (an `UnsupportedOp`,
 a `UserError`), found before anything runs.
 
+Which chip: the emulator models CHIPS (AMD's MFMA chips, MetaX's) and runs on
+no GPU, so a kernel compiled for it (tile-run --engine emulator,
+`runtime.run(engine="emulator")`, `@tilemlir.jit`'s emulator runs) whose
+target nobody names (no target=/--target, tile.target or TILEMLIR_TARGET) is
+compiled for EMULATOR_TARGET (amdgpu:gfx942, one of CHIPS, the one whose
+MFMA layouts the emulator was first checked on), the emulator's own default,
+in place of this machine's GPU (`tilemlir.target.selection`'s rule, step 4;
+defined in `engine_target`, which the tools read without importing this).
+
 Memory safety (always: bounds; with `sanitize=True` also LDS shadows and
 the data-race check on global memory, within a workgroup and between the
 workgroups of a launch): see emu_memory. Every violation is a
@@ -50,9 +59,10 @@ from tilemlir.runtime.emu_core import (
     scalar_dtype,
 )
 from tilemlir.runtime.emu_memory import allocate, host_memref
+from tilemlir.runtime.engine_target import EMULATOR_TARGET
 from tilemlir.runtime.mfma_layouts import INSTRUCTIONS
 
-__all__ = ["CHIPS", "EmulatorError", "SanitizerError", "UnsupportedOp", "emulate"]
+__all__ = ["CHIPS", "EMULATOR_TARGET", "EmulatorError", "SanitizerError", "UnsupportedOp", "emulate"]
 
 CHIPS = tuple(INSTRUCTIONS) + emu_metax.CHIPS  # AMD MFMA chips, MetaX (MMA built-ins)
 
@@ -188,7 +198,7 @@ def _bind(value: ir.Value, arg, position: int, entry: str):
 
 
 def emulate(module, entry: str, args: list, *, wave_size: int = 64, sanitize: bool = True,
-            chip: str = "gfx942") -> None:
+            chip: str = EMULATOR_TARGET.partition(":")[2]) -> None:
     """Runs host function `entry` of a GPU-level module on `args` (arrays are
     written in place). Raises `EmulatorError` (a `UserError`) for unsupported
     ops, bad arguments and, as `SanitizerError`, memory-safety violations."""

@@ -4,13 +4,15 @@
     target = get_target("amdgpu:gfx942")             # or a descriptor path
     target.mma_candidates("f8E4M3FNUZ", "f8E4M3FNUZ", "f32")
     target = resolve_target(module_op, pass_option)  # option wins over tile.target
+    target = select_target(given, module_op)         # the tools' and the API's rule (selection.py)
 
 This layer sits below the passes and names no family: model.py is the data
 model (Target, MmaInstr, UNKNOWN, the Backend manifest a family registers),
 descriptor.py the TOML format and its checks (a file may build on a `base`),
 toml_writer.py its inverse, registry.py the `tilemlir.backends` entry-point
-group, cli.py the target flags every tool shares, llvm_processors.py which
-processors LLVM knows (for the families' own checks).
+group, selection.py which target a compile is for when none is named, cli.py
+the target flags every tool shares, llvm_processors.py which processors LLVM
+knows (for the families' own checks).
 """
 
 from tilemlir.target.descriptor import DescriptorError, load_descriptor
@@ -40,6 +42,7 @@ from tilemlir.target.registry import (
     shipped_targets,
     target_names,
 )
+from tilemlir.target.selection import select_target
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -64,6 +67,7 @@ __all__ = [
     "load_descriptor",
     "load_target_file",
     "resolve_target",
+    "select_target",
     "shipped_targets",
     "target_names",
 ]

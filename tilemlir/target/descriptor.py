@@ -17,9 +17,18 @@ A descriptor may build on another one and say only what differs:
 
     base = "amdgpu:gfx942"          # a packaged target, by name
     # base = "gfx942_fast.toml"     # or (a --target-desc file only) a file, relative to this one
-    name = "gfx942"                 # may be left out: every field not given is the base's
+    name = "gfx942-lite"            # may be left out: every field not given is the base's
     [compute]
     clock_mhz = 1900                # replaces the base's compute.clock_mhz, keeps the rest of [compute]
+
+`name` is what people and `--target family:name` call the target; `processor`
+is what the toolchain is told (llc's -mcpu, ROCDL's chipset, NVPTX's sm_NN,
+mxcc's --offload-arch). Left out, the processor is the base's (a chip variant
+named `gfx942-lite` still compiles for gfx942), or for a file without a base
+its name. The family checks the processor (`Backend.check_target`): amdgpu
+and nvidia against the processors LLVM 22 knows, metax against the MetaX
+architectures mxcc is known to take; its problems are located at the line
+that wrote the field (`FILE:LINE:COL: field 'processor': ...`).
 
 The file is laid over its base key by key: a table (`[compute]`, `[sources]`,
 `[peak_dense_tflops]`, ...) merges with the base's table, a key at a time; any
@@ -68,7 +77,8 @@ from tilemlir.target.model import (
 from tilemlir.target.toml_writer import descriptor_data
 
 SCHEMA_VERSION = 1
-# A chip name reaches command lines, pass pipelines and file names: a token.
+# A target name reaches command lines, pass pipelines and file names, and a
+# processor command lines and pass pipelines: a token.
 TARGET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # Matrix instruction names, intrinsics and built-ins reach emitted code.
 ROW_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
@@ -134,9 +144,13 @@ def _expectation(hint: Any) -> str:
 class _Reader:
     """Walks the parsed TOML along the dataclass fields, remembering where it is."""
 
-    def __init__(self, file: str):
+    def __init__(self, file: str, text: str = ""):
         self.file = file
+        self.text = text  # the file's own text, to locate a field it writes
         self.row = ""  # the instruction row being read, for messages
+        # Where the target's processor came from: its own field, the name
+        # (left out, no base) or the base's.
+        self.processor_from = "processor"
 
     def fail(self, where: str, message: str) -> DescriptorError:
         row = (
@@ -144,6 +158,14 @@ class _Reader:
         )
         subject = f"field '{where}'{row}: " if where else ""
         return DescriptorError(f"{self.file}: {subject}{message}")
+
+    def fail_located(self, where: str, message: str) -> DescriptorError:
+        """`fail`, at `FILE:LINE:COL` when this file writes `where` (a
+        top-level key or `table.key`) on a line of its own."""
+        position = _key_position(self.text, where)
+        if position is None:
+            return self.fail(where, message)
+        return DescriptorError(f"{self.file}:{position[0]}:{position[1]}: field '{where}': {message}")
 
     def table(self, cls: type, raw: Any, where: str) -> Any:
         if not isinstance(raw, dict):
@@ -253,6 +275,33 @@ def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
 
+def _processor_field(reader: _Reader) -> str:
+    """The field a problem of the processor is reported at: `name` when
+    the file gave no processor and no base, so that its name is the processor."""
+    return "name" if reader.processor_from == "name" else "processor"
+
+
+_TABLE_HEADER = re.compile(r"\s*\[\s*([A-Za-z0-9_.-]+)\s*\]\s*(#.*)?")
+
+
+def _key_position(text: str, where: str) -> tuple[int, int] | None:
+    """(line, column) of the line that assigns `where` (`key`, or
+    `table.key` under a `[table]` header) in descriptor text laid out one key
+    a line, as descriptors are; None when no such line is found."""
+    table, _, key = where.rpartition(".")
+    assignment = re.compile(rf"(\s*)({re.escape(key)}|\"{re.escape(key)}\")\s*=")
+    current = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _TABLE_HEADER.fullmatch(line)
+        if header:
+            current = header[1]
+            continue
+        found = assignment.match(line)
+        if found and current == table:
+            return number, len(found[1]) + 1
+    return None
+
+
 # --------------------------------------------------------------------------
 # Checks across fields (the schema alone cannot express these)
 # --------------------------------------------------------------------------
@@ -267,7 +316,10 @@ def _check(target: Target, backend: Backend, reader: _Reader, expected_name: str
     if ":" in target.name or ":" in target.family:
         raise fail("name", "a target or family name cannot contain ':'")
     if not TARGET_NAME.fullmatch(target.name):
-        raise fail("name", f"expected a chip name ({TARGET_NAME.pattern}), got {target.name!r}")
+        raise fail("name", f"expected a target name ({TARGET_NAME.pattern}), got {target.name!r}")
+    if not TARGET_NAME.fullmatch(target.processor):
+        raise reader.fail_located(_processor_field(reader), f"expected a processor name ({TARGET_NAME.pattern}), "
+                                                            f"got {target.processor!r}")
     if target.describes not in target.products:
         raise fail(
             "describes", f"'{target.describes}' is not one of products {list(target.products)}"
@@ -336,7 +388,10 @@ def _check(target: Target, backend: Backend, reader: _Reader, expected_name: str
     if backend.check_target is not None:
         problem = backend.check_target(target)
         if problem is not None:
-            raise fail(*problem)
+            where, message = problem
+            if where == "processor":  # at the line that wrote it: one edit away from a fix
+                raise reader.fail_located(_processor_field(reader), message)
+            raise fail(where, message)
     # Last, on a chip the family knows: rows its lowering could not emit.
     if backend.check_mma_row is not None:
         for index, row in enumerate(target.mma):
@@ -460,7 +515,8 @@ def _load(
     except tomllib.TOMLDecodeError as error:
         raise DescriptorError(f"{file}: not valid TOML: {error}") from None
 
-    reader = _Reader(file)
+    reader = _Reader(file, text)
+    writes_processor = "processor" in data
     base: Target | None = None
     if "base" in data:
         base = _read_base(data.pop("base"), path, reader, expected_family is not None,
@@ -485,6 +541,9 @@ def _load(
     except TargetError as error:
         raise reader.fail("family", str(error)) from None
     target = reader.table(Target, data, "")
+    if not target.processor:  # left out, and no base to take it from
+        target = dataclasses.replace(target, processor=target.name)
+    reader.processor_from = "processor" if writes_processor else "name" if base is None else "base"
     _check(target, backend, reader, expected_name)
     if base is None:
         return dataclasses.replace(target, path=file)

@@ -271,7 +271,8 @@ class Target:
 
     schema: int = field(metadata=_doc("descriptor format version (1)"))
     family: str = field(metadata=_doc("backend family, e.g. amdgpu"))
-    name: str = field(metadata=_doc("chip name the toolchain knows, e.g. gfx942"))
+    name: str = field(metadata=_doc(
+        "the target's name for people and for --target (family:name), e.g. gfx942 or gfx942-lite"))
     architecture: str | Unknown = field(metadata=_doc("architecture generation, e.g. CDNA3"))
     describes: str = field(metadata=_doc("the product whose numbers this file gives"))
     products: tuple[str, ...] = field(metadata=_doc("every product built on this chip"))
@@ -285,6 +286,11 @@ class Target:
         metadata=_doc("published dense matrix peaks, TFLOP/s (TOP/s for i8)", mapping="number")
     )
     matrix: Matrix = field(metadata=_doc("matrix unit"))
+    # What the toolchain compiles for: llc's -mcpu, ROCDL's chipset, NVPTX's
+    # sm_NN, mxcc's --offload-arch. Left out: the base's, else the name.
+    processor: str = field(default="", metadata=_doc(
+        "the processor the toolchain compiles for (llc -mcpu, mxcc --offload-arch); "
+        "default: the base's, else the name"))
     path: str = field(
         default="", compare=False, metadata=_doc("file it was read from", internal=True)
     )
@@ -416,7 +422,11 @@ class Target:
     def as_dict(self) -> dict:
         """The resolved descriptor as plain JSON-able data (`--describe-target`)."""
         out: dict[str, Any] = {"target": self.qualified_name}
-        for f in _public_fields(type(self)):
+        # The processor next to the name: what the toolchain is told, beside what people are.
+        fields = [f for f in _public_fields(type(self)) if f.name != "processor"]
+        fields.insert(next(i for i, f in enumerate(fields) if f.name == "name") + 1,
+                      next(f for f in _public_fields(type(self)) if f.name == "processor"))
+        for f in fields:
             value = getattr(self, f.name)
             if f.name == "matrix":
                 out["matrix"] = {
@@ -489,9 +499,11 @@ class Backend:
     arithmetic, `passes/fp8_decode.py`). Otherwise tile-lower-to-gpu decodes
     fp8 in software and refuses, at the op, a conversion into fp8.
 
-    `tilelang_names` and `default_chip`: what `@tilemlir.jit(target=...)`
-    accepts for the family in TileLang's spelling ("hip", "cuda"), and the
-    chip it then compiles for."""
+    `tilelang_names` and `default_chip`: what a target name may say for the
+    family in TileLang's spelling ("hip", "cuda"), and the chip it then means
+    when neither TILEMLIR_TARGET nor this machine's GPU is of the family.
+    `detect_gpu`: the family's probe for its GPUs on this machine, which picks
+    the target when none is named (`tilemlir.target.selection`)."""
 
     family: str
     summary: str
@@ -510,9 +522,13 @@ class Backend:
     native_math: str = ""
     converts_fp8: bool = False
     # The target names TileLang's users give this family (`@jit(target="hip")`)
-    # and the chip they mean unless TILEMLIR_TARGET names another of the family.
+    # and the chip they mean unless TILEMLIR_TARGET or this machine's GPU is of the family.
     tilelang_names: tuple[str, ...] = ()
     default_chip: str = ""
+    # "module:function" returning the chip names of this family's GPUs on this
+    # machine (empty: none), imported only when no target is named
+    # (target/selection.py); it must be cheap, and whatever it raises means none.
+    detect_gpu: str = ""
     # Whether a K loop of one stage still loads its next tiles while its gemms
     # run (tile-pipeline prefetches through registers); False where only loops
     # of 2 stages or more are pipelined. The cost model's latency term reads it.

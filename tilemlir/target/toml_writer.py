@@ -65,8 +65,16 @@ def _row_data(row: MmaInstr) -> dict:
 
 
 def descriptor_data(target: Target) -> dict:
-    """The target as the TOML data of a descriptor file that loads back to it."""
-    return {f.name: _plain(getattr(target, f.name), f) for f in _fields(Target)}
+    """The target as the TOML data of a descriptor file that loads back to it
+    (the processor written out, next to the name)."""
+    data = {f.name: _plain(getattr(target, f.name), f) for f in _fields(Target)}
+    ordered = {}
+    for key, value in data.items():
+        if key != "processor":
+            ordered[key] = value
+        if key == "name":
+            ordered["processor"] = data["processor"]
+    return ordered
 
 
 # --------------------------------------------------------------------------

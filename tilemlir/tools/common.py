@@ -1,8 +1,14 @@
-"""What every tilemlir command shares: no Python traceback ever reaches the user,
-deep input does not overflow a stack, and output files appear whole or not at all."""
+"""What every tilemlir command shares: one command line (`ToolParser`: mlir-opt's
+flag spellings, did-you-mean, `--version`, `--remarks`), no Python traceback ever
+reaching the user, deep input not overflowing a stack, and output files that
+appear whole or not at all.
+
+Nothing here imports MLIR at module level: `--version` answers before anything
+heavy is loaded (`guarded_main`)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import stat
 import sys
@@ -25,7 +31,11 @@ _RECURSION_LIMIT = 100_000
 
 def guarded_main(prog: str, run: Callable[[list[str]], int], argv: list[str]) -> int:
     """Runs `run(argv)` on a thread with a large stack; user errors print
-    `prog: error: ...` and give 1, and nothing escapes as a traceback."""
+    `prog: error: ...` and give 1, and nothing escapes as a traceback.
+    `--version` is answered here, before `run` imports anything heavy."""
+    if asks_version(argv):
+        sys.stdout.write(version_text(prog))
+        return 0
     outcome: list[int] = []
 
     def body() -> None:
@@ -91,16 +101,151 @@ def _guarded(prog: str, run: Callable[[list[str]], int], argv: list[str]) -> int
         warnings.showwarning = shown
 
 
-def raise_user_errors(parser):
-    """Makes `parser` raise a UserError for a bad command line (printed the
-    tools' way) instead of printing usage and exiting."""
-    from tilemlir.diagnostics import UserError
+# --------------------------------------------------------------------------
+# The command line
+# --------------------------------------------------------------------------
 
-    def error(message: str):
+# The distribution that provides the `mlir` package (pyproject.toml pins it;
+# its version is the LLVM release's, plus a packaging number).
+MLIR_BINDINGS_DISTRIBUTION = "xtc-mlir-python-bindings"
+
+
+def version_text(prog: str) -> str:
+    """What `--version` prints, as mlir-opt and clang do: the tool and
+    tilemlir's version, then what it was built on. Reads package metadata
+    only; MLIR itself is not imported."""
+    from importlib import metadata
+
+    from tilemlir import version
+
+    try:
+        bindings = metadata.version(MLIR_BINDINGS_DISTRIBUTION)
+        llvm = ".".join(bindings.split(".")[:3])
+        built_on = f"MLIR Python bindings {bindings} (LLVM {llvm})"
+    except metadata.PackageNotFoundError:
+        built_on = f"MLIR Python bindings of unknown version (no {MLIR_BINDINGS_DISTRIBUTION} installed)"
+    python = ".".join(map(str, sys.version_info[:3]))
+    return (f"{prog} (tilemlir) version {version.__version__}\n"
+            f"  {built_on}\n"
+            f"  Python {python}; tilemlir at {Path(version.__file__).parent}\n")
+
+
+def asks_version(argv: list[str]) -> bool:
+    """Whether the command line says `--version` (or `-version`) before any `--`."""
+    for arg in argv:
+        if arg == "--":
+            return False
+        if arg in ("--version", "-version"):
+            return True
+    return False
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(version_text(parser.prog))
+        parser.exit()
+
+
+class ToolParser(argparse.ArgumentParser):
+    """The command line every tilemlir tool reads, spelled as mlir-opt's:
+
+    - a long flag takes one dash or two: `-emit=isa` is `--emit=isa`, `-target x`
+      is `--target x`; a one-letter flag takes its value as `-o FILE` or `-o=FILE`;
+    - a value follows `=` or comes as the next argument (`--emit=isa`, `--emit isa`),
+      except for a flag whose value is optional (`--save-temps[=DIR]`,
+      `--describe-target[=T]`), which takes one only after `=`;
+    - an unknown flag is refused with the flags it might have meant;
+    - errors are UserErrors: `guarded_main` prints them as `prog: error: ...`, exit 1;
+    - every tool has `--version` and `--remarks=SPEC` (which remarks to print,
+      `tilemlir.diagnostics.configure_remarks`).
+
+    `parse_command_line` is the entry; a tool may claim flags that are not its
+    own (tile-opt's per-pass flags) with `claim`. The epilog may be a function,
+    called only when the help is printed."""
+
+    def __init__(self, prog: str, *, flags_hint: str | None = None, **kwargs):
+        from tilemlir.diagnostics import REMARK_SPEC_HELP
+
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(prog=prog, allow_abbrev=False, **kwargs)
+        self.flags_hint = flags_hint or f"flags: {prog} --help"
+        self.add_argument("--version", action=_VersionAction,
+                          help="print the versions of the tool, tilemlir and MLIR, and exit")
+        self.add_argument("--remarks", metavar="SPEC",
+                          help=f"which remarks to print, as clang's -Rpass=: {REMARK_SPEC_HELP}")
+
+    def format_help(self) -> str:
+        if callable(self.epilog):  # built only when help is asked for
+            self.epilog = self.epilog()
+        return super().format_help()
+
+    def error(self, message: str):
+        from tilemlir.diagnostics import UserError
+
         raise UserError(message)
 
-    parser.error = error
-    return parser
+    def parse_command_line(
+        self,
+        argv: list[str],
+        *,
+        claim: Callable[[str, str | None], bool] | None = None,
+        more_flags: Callable[[], list[str]] | None = None,
+    ) -> argparse.Namespace:
+        """Parses `argv`; `claim(name, value)` may take a flag that is not the
+        parser's (returning True), `more_flags()` names such flags for the
+        suggestions. `--remarks` is applied here and left out of the result."""
+        namespace = self.parse_args(self._spelled_as_argparse(argv, claim, more_flags))
+        from tilemlir.diagnostics import configure_remarks
+
+        configure_remarks(namespace.remarks)
+        del namespace.remarks
+        return namespace
+
+    def _spelled_as_argparse(self, argv, claim, more_flags) -> list[str]:
+        """`argv` with every flag in the one spelling argparse reads."""
+        flags = {s: a for a in self._actions for s in a.option_strings}
+        spelled: list[str] = []
+        remaining = list(argv)
+        while remaining:
+            arg = remaining.pop(0)
+            if arg == "--":
+                spelled += [arg, *remaining]
+                break
+            if not arg.startswith("-") or arg == "-":
+                spelled.append(arg)
+                continue
+            name, eq, value = arg.lstrip("-").partition("=")
+            flag = f"-{name}" if len(name) == 1 and not arg.startswith("--") else f"--{name}"
+            action = flags.get(flag)
+            if action is None:
+                if claim is not None and claim(name, value if eq else None):
+                    continue
+                raise self._unknown_flag(arg, more_flags)
+            if eq:
+                spelled += [flag, value] if len(flag) == 2 else [f"{flag}={value}"]
+            elif action.nargs == "?":  # an optional value comes only after '='
+                spelled.append(flag if action.const is None else f"{flag}={action.const}")
+            else:
+                spelled.append(flag)
+                if action.nargs is None and remaining:  # `--flag VALUE`
+                    spelled.append(remaining.pop(0))
+        return spelled
+
+    def _unknown_flag(self, arg: str, more_flags):
+        import difflib
+
+        from tilemlir.diagnostics import UserError
+
+        flag = arg.partition("=")[0]
+        candidates = sorted(s for a in self._actions if a.help != argparse.SUPPRESS
+                            for s in a.option_strings if s.startswith("--"))
+        candidates += [f"--{name}" for name in (more_flags() if more_flags else [])]
+        close = difflib.get_close_matches("--" + flag.lstrip("-"), candidates, n=3, cutoff=0.75)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        return UserError(f"unknown flag '{flag}'{hint} ({self.flags_hint})")
 
 
 def read_input(path: str):

@@ -2,9 +2,13 @@
 drawn from its decisions (`tilemlir.backends.decisions`).
 
 * a fragment's lane layout: every element coloured by the thread that holds
-  it (the lowest, where threads hold replicas); fragments larger than 16x16
-  get a second panel, their top-left 16x16 corner, each element labelled
-  with its thread (t) and register (r);
+  it (the lowest, where threads hold replicas), from a discrete palette of 20
+  colours that neighbouring threads never share (thread t takes colour
+  t mod 20); a fragment larger than one matrix-instruction tile (32x32 for
+  gfx942's v_mfma_f32_32x32x*, 16x16 for a 16x16 one, 16x16 where no
+  instruction lays it out) gets a second panel, its top-left tile, outlined
+  on the first, each element labelled with its thread (t) and register (r)
+  in a font sized from the cell (labels at least LABEL_PIXELS high);
 * a shared buffer's bank map: one stage as stored (transposed buffers as
   stored, padding columns hatched, swizzled positions), every slot coloured
   by its bank; the slots one wave reads in one access of its gemm operand
@@ -21,6 +25,7 @@ without pyplot's global state.
 from __future__ import annotations
 
 import io
+import math
 
 import numpy as np
 
@@ -28,7 +33,13 @@ from tilemlir.backends.decisions import FragmentDecision, KernelDecisions, Share
 from tilemlir.diagnostics import UserError
 
 MISSING = "--plot-layout needs matplotlib: pip install tilemlir[plot]"
-DETAIL = 16  # the labelled corner of a large fragment, in elements per side
+DEFAULT_DETAIL = 16  # the labelled corner of a fragment no matrix instruction lays out, per side
+MAX_DETAIL = 32  # cells a side of the labelled corner at most (NVIDIA's wgmma tiles are 64xN)
+DPI = 80
+PANEL_INCHES = (7.5, 6.5)  # a panel without labels
+CELL_PIXELS = 32  # a labelled cell: two lines of LABEL_PIXELS with their spacing, "t255" across
+LABEL_PIXELS = 11  # the height of a label's characters (font size in pixels); never below 9
+MARGIN_INCHES = 1.6  # a panel's title, axis labels and ticks around the cells
 
 
 def require_matplotlib() -> None:
@@ -61,8 +72,54 @@ def drawable(item: FragmentDecision | SharedBufferDecision) -> bool:
     return item.model is not None
 
 
-def render_png(decisions: list[KernelDecisions], names: list[str] | None = None) -> bytes:
-    """The figure as PNG bytes (UserError when there is nothing to draw)."""
+def palette() -> list[tuple[float, float, float]]:
+    """Matplotlib's tab20, its ten strong colours first and then their ten pale
+    ones: any two consecutive entries (and the last and the first) differ in hue."""
+    from matplotlib import colormaps
+
+    colours = list(colormaps["tab20"].colors)
+    return colours[0::2] + colours[1::2]
+
+
+def detail_window(kernel: KernelDecisions, item: FragmentDecision) -> tuple[int, int]:
+    """Rows and columns of a fragment's labelled corner: one tile of the matrix
+    instruction whose C layout it has (else of the kernel's first gemm's
+    instruction, else DEFAULT_DETAIL a side), at most MAX_DETAIL a side; a
+    1-D fragment is one row."""
+    rows, cols = (min(extent, MAX_DETAIL) for extent in _instruction_tile(kernel, item) or
+                  (DEFAULT_DETAIL, DEFAULT_DETAIL))
+    if len(item.shape) <= 1:
+        return 1, max(rows, cols)
+    return rows, cols
+
+
+def _instruction_tile(kernel: KernelDecisions, item: FragmentDecision) -> tuple[int, int] | None:
+    if item.instruction_tile is not None:
+        return item.instruction_tile
+    shapes = [g.instruction_shape for g in kernel.gemms if g.instruction_shape]
+    return (shapes[0][0], shapes[0][1]) if shapes else None
+
+
+def _shape_2d(item: FragmentDecision) -> tuple[int, int]:
+    """The fragment as drawn: a 1-D one as one row, leading dims stacked as rows."""
+    shape = item.shape or [1]
+    return math.prod(shape[:-1]), shape[-1]
+
+
+def _labelled_cells(kernel: KernelDecisions, item: FragmentDecision) -> tuple[int, int]:
+    """Rows and columns of the fragment's labelled panel."""
+    rows, cols = detail_window(kernel, item)
+    shape = _shape_2d(item)
+    return min(rows, shape[0]), min(cols, shape[1])
+
+
+def _needs_detail(kernel: KernelDecisions, item: FragmentDecision) -> bool:
+    return _labelled_cells(kernel, item) != _shape_2d(item)
+
+
+def build_figure(decisions: list[KernelDecisions], names: list[str] | None = None):
+    """The figure (a matplotlib Figure on an Agg canvas); UserError when there
+    is nothing to draw."""
     require_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -70,55 +127,99 @@ def render_png(decisions: list[KernelDecisions], names: list[str] | None = None)
     chosen = [(kernel, item) for kernel, item in selected(decisions, names) if drawable(item)]
     panels = []
     for kernel, item in chosen:
-        if isinstance(item, FragmentDecision):
-            panels.append((kernel, item, False))
-            if max(item.shape[-2:] or [1]) > DETAIL or np.prod(item.shape) > DETAIL * DETAIL:
-                panels.append((kernel, item, True))
-        else:
-            panels.append((kernel, item, False))
+        panels.append((kernel, item, False))
+        if isinstance(item, FragmentDecision) and _needs_detail(kernel, item):
+            panels.append((kernel, item, True))
     if not panels:
         raise UserError("--plot-layout: nothing to draw (no fragment with a known lane layout and no "
                         "shared buffer with a bank model in this kernel)")
+    # Every panel as large as the largest labelled one needs: CELL_PIXELS a cell.
+    labelled = [max(_labelled_cells(kernel, item)) for kernel, item, _ in panels
+                if isinstance(item, FragmentDecision)]
+    side = max(labelled, default=0) * CELL_PIXELS / DPI + MARGIN_INCHES
+    width, height = max(PANEL_INCHES[0], side), max(PANEL_INCHES[1], side)
     columns = 2 if len(panels) > 1 else 1
     rows = -(-len(panels) // columns)
-    figure = Figure(figsize=(7.5 * columns, 6.5 * rows), layout="constrained")
+    figure = Figure(figsize=(width * columns, height * rows), dpi=DPI, layout="constrained")
     FigureCanvasAgg(figure)
+    labels = []
     for index, (kernel, item, detail) in enumerate(panels):
         axes = figure.add_subplot(rows, columns, index + 1)
         if isinstance(item, FragmentDecision):
-            _draw_fragment(axes, kernel, item, detail)
+            labels += _draw_fragment(axes, kernel, item, detail)
         else:
             _draw_bank_map(axes, kernel, item)
+    _size_labels(figure, labels)
+    return figure
+
+
+def render_png(decisions: list[KernelDecisions], names: list[str] | None = None) -> bytes:
+    """The figure as PNG bytes (UserError when there is nothing to draw)."""
+    figure = build_figure(decisions, names)
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=80)
+    figure.savefig(buffer, format="png", dpi=DPI)
     return buffer.getvalue()
 
 
 def _as_2d(array: np.ndarray) -> np.ndarray:
-    return array.reshape(1, -1) if array.ndim == 1 else array
+    return array.reshape(-1, array.shape[-1]) if array.ndim else array.reshape(1, 1)
 
 
-def _draw_fragment(axes, kernel: KernelDecisions, item: FragmentDecision, detail: bool) -> None:
+def _draw_fragment(axes, kernel: KernelDecisions, item: FragmentDecision, detail: bool) -> list:
+    """Draws one fragment panel; returns [(axes, (rows, columns), its labels)]
+    for the labels to be sized once the layout is known (empty: no labels)."""
     owner, register, holders = (_as_2d(a) for a in item.owners())
+    window = detail_window(kernel, item)
     if detail:
-        owner, register = owner[:DETAIL, :DETAIL], register[:DETAIL, :DETAIL]
-    image = axes.imshow(np.ma.masked_less(owner, 0), cmap="turbo", vmin=0, vmax=max(item.threads - 1, 1),
-                        interpolation="nearest", aspect="auto")
-    axes.figure.colorbar(image, ax=axes, label="thread")
+        owner, register = owner[:window[0], :window[1]], register[:window[0], :window[1]]
+    colours = np.array(palette())
+    image = np.ones(owner.shape + (3,))  # white where no thread holds the element
+    held = owner >= 0
+    image[held] = colours[owner[held] % len(colours)]
+    labelled = detail or not _needs_detail(kernel, item)
+    axes.imshow(image, interpolation="nearest", aspect="equal" if labelled else "auto")
     shape = "x".join(map(str, item.shape))
     replicas = int(holders.max()) if holders.size else 1
-    held = f", each element held by {replicas} threads" if replicas > 1 else ""
-    what = f"top-left {owner.shape[0]}x{owner.shape[1]} (t: thread, r: register)" if detail else \
-        f"{item.threads} threads, {item.registers_per_thread} registers each{held}"
+    replicated = f", each element held by {replicas} threads" if replicas > 1 else ""
+    tile = _instruction_tile(kernel, item)
+    one = (f"one {tile[0]}x{tile[1]} instruction tile; " if tile is not None and
+           tuple(owner.shape) == tuple(tile) else "")
+    what = (f"top-left {owner.shape[0]}x{owner.shape[1]} ({one}t: thread, r: register)" if detail else
+            f"{item.threads} threads, {item.registers_per_thread} registers each{replicated}")
     axes.set_title(f"{kernel.kernel or kernel.at}: fragment {item.name} {shape}x{item.dtype}\n"
-                   f"{item.layout} layout: {what}", fontsize=9)
-    if detail or owner.size <= DETAIL * DETAIL:
-        for (row, col), thread in np.ndenumerate(owner):
-            if thread >= 0:
-                axes.text(col, row, f"t{thread}\nr{register[row, col]}", ha="center", va="center",
-                          fontsize=5, color="white")
+                   f"{item.layout} layout: {what}; colour: thread mod {len(colours)}", fontsize=9)
     axes.set_xlabel("column")
     axes.set_ylabel("row")
+    if not labelled:
+        from matplotlib.patches import Rectangle
+
+        # Where the labelled panel zooms in.
+        axes.add_patch(Rectangle((-0.5, -0.5), window[1], window[0], fill=False, edgecolor="black",
+                                 linewidth=1.5))
+        return []
+    texts = []
+    for (row, col), thread in np.ndenumerate(owner):
+        if thread >= 0:
+            r, g, b = colours[thread % len(colours)]
+            ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+            texts.append(axes.text(col, row, f"t{thread}\nr{register[row, col]}", ha="center",
+                                   va="center", color=ink, linespacing=1.0, in_layout=False))
+    return [(axes, owner.shape, texts)]
+
+
+def _size_labels(figure, labels: list) -> None:
+    """Sets each labelled panel's font from its cell size as laid out: two
+    lines of about a third of a cell each, LABEL_PIXELS high at most."""
+    if not labels:
+        return
+    figure.get_layout_engine().execute(figure)  # lays the panels out, drawing nothing
+    for axes, (rows, columns), texts in labels:
+        axes.apply_aspect()
+        box = axes.get_window_extent()
+        cell = min(box.width / columns, box.height / rows)
+        pixels = min(LABEL_PIXELS, 0.34 * cell)
+        for text in texts:
+            text.set_fontsize(pixels * 72 / figure.dpi)
 
 
 def _draw_bank_map(axes, kernel: KernelDecisions, item: SharedBufferDecision) -> None:

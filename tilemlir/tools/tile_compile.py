@@ -4,14 +4,26 @@
     tile-compile FILE --emit hsaco -o kernel.hsaco --report
     tile-compile FILE --target nvidia:sm_90a --dump-pass-pipeline
     tile-compile FILE --plot-layout layout.png [--plot-buffer %A_shared]
+    tile-compile FILE --emit hsaco -o kernel.hsaco --save-temps=build/ --mlir-print-ir-after-all
 
 The target's backend names its stages (tile and gpu, shared, then amdgpu's
 llvm, isa, hsaco; metax's maca; nvidia's ptx); `--emit` stops after any of
-them, by default at the backend's default (amdgpu: isa; else its last stage).
+them, by default at the backend's default (amdgpu: isa; else its last stage),
+as `tilemlir.compile` does; without --target, README.md's "Which target, which
+artefact" says which target (`tilemlir.target.selection`).
 Input already at GPU level (a gpu.module, no tile ops) skips the tile passes.
-`--report` prints the backend's report as JSON on stdout (the artifact then
-goes only to `-o`), with the `decisions` the tile passes recorded per kernel
-(`tilemlir.backends.decisions`). A whole-problem GEMM that tile-tune tuned for
+`--report` prints the backend's report as JSON on stdout, with the `decisions`
+the tile passes recorded per kernel (`tilemlir.backends.decisions`); stdout
+then holds the report, so without `-o` the artefact is written where clang
+writes an output it is not told the name of: a file named after the input in
+the current directory (`kernel.s` for kernel.mlir, `stdin.s` for '-'), and a
+note on stderr says so. `--save-temps[=DIR]` keeps every stage's output the
+same way, named after the input (`kernel.tile.mlir`, `kernel.gpu.mlir`,
+`kernel.ll`, `kernel.s`, `kernel.hsaco`; `.ptx`, `.maca.cpp`: each stage's
+`suffix`), in the current directory or DIR. `--mlir-print-ir-before-all` and
+`--mlir-print-ir-after-all` print the IR around every pass of every stage on
+stderr, as mlir-opt does. Flags are spelled as tile-opt's (`tools/common.ToolParser`:
+`-emit=isa`, `--emit isa`). A whole-problem GEMM that tile-tune tuned for
 the target is tiled as the tuning database says (`--tuning-db PATH`, else
 $TILEMLIR_TUNING_DB, else the cache file when it exists; not when --tiling or
 --select is given), and the report says `config_source: "tuning-db"`.
@@ -30,6 +42,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 PROG = "tile-compile"
 
@@ -92,30 +105,33 @@ class Options:
     plot_buffer: list[str] | None = None
     tuning_db: str | None = None
     no_tuning_db: bool = False
+    save_temps: str | None = None  # the folder (--save-temps alone: the current one)
+    print_ir_before_all: bool = False
+    print_ir_after_all: bool = False
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser():
     from tilemlir.backends.stages import emits
-    from tilemlir.dialects import attributes
     from tilemlir.target.cli import add_target_query_flags
+    from tilemlir.target.selection import TARGET_HELP
 
     stages = emits()
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description=_description(),
-        epilog=_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
-    )
+    from tilemlir.tools.common import ToolParser
+
+    parser = ToolParser(PROG, description=_description(), epilog=_epilog)
     parser.add_argument("input", nargs="?", default="-", help="input .mlir file ('-' for stdin, the default)")
-    parser.add_argument("-o", dest="output", metavar="FILE", help="output file (default stdout; '-' is stdout)")
+    parser.add_argument("-o", dest="output", metavar="FILE",
+                        help="output file (default stdout; '-' is stdout; with --report and no -o, a file "
+                             "named after the input, as --save-temps names it)")
     parser.add_argument("--target", metavar="FAMILY:NAME",
-                        help=f"target, e.g. amdgpu:gfx942 (default: the module's {attributes.TARGET.name})")
+                        help=TARGET_HELP)
     parser.add_argument("--target-desc", metavar="FILE", help="compile for the target described in FILE (.toml)")
     parser.add_argument("--emit", choices=stages, default=None,
                         help=f"the stage to output (default: the backend's own: {_defaults()})")
     parser.add_argument("--report", action="store_true",
-                        help="print the resource report as JSON on stdout (registers, LDS, occupancy, MFMAs, "
+                        help="print the resource report as JSON on stdout (without -o, the artefact goes to "
+                             "a file named after the input: INPUT.s, ...; a note says which) "
+                             "(registers, LDS, occupancy, MFMAs, "
                              "times) and the decisions: per kernel its block, warp grid, threads, matrix "
                              "instruction, stages, split-K and each shared buffer's padding, swizzle, bank "
                              "conflicts, transpose reads and direct loads")
@@ -151,6 +167,15 @@ def _parser() -> argparse.ArgumentParser:
                         help="check diagnostics against expected-error comments instead of writing output")
     parser.add_argument("--split-input-file", action="store_true",
                         help="with --verify-diagnostics: check each '// -----' chunk on its own")
+    parser.add_argument("--save-temps", nargs="?", const=".", metavar="DIR",
+                        help="keep every stage's output, named after the input as clang names its "
+                             "temporaries (INPUT.tile.mlir, INPUT.gpu.mlir, INPUT.ll, INPUT.s, INPUT.hsaco, "
+                             "INPUT.ptx, INPUT.maca.cpp), in the current directory or, as "
+                             "--save-temps=DIR, in DIR")
+    parser.add_argument("--mlir-print-ir-before-all", dest="print_ir_before_all", action="store_true",
+                        help="print the IR before every pass of every stage (to stderr)")
+    parser.add_argument("--mlir-print-ir-after-all", dest="print_ir_after_all", action="store_true",
+                        help="print the IR after every pass of every stage (to stderr)")
     add_target_query_flags(parser)
     return parser
 
@@ -158,16 +183,20 @@ def _parser() -> argparse.ArgumentParser:
 def parse_args(argv: list[str]) -> Options:
     from tilemlir.backends.stages import registered_stages
     from tilemlir.diagnostics import UserError
-    from tilemlir.tools.common import raise_user_errors
 
-    parser = raise_user_errors(_parser())
-    options = Options(**vars(parser.parse_args(argv)))
+    options = Options(**vars(_parser().parse_command_line(argv)))
     if options.target and options.target_desc:
         raise UserError("give either --target or --target-desc, not both")
     if options.tuning_db is not None and options.no_tuning_db:
         raise UserError("give either --tuning-db or --no-tuning-db, not both")
     if options.split_input_file and not options.verify_diagnostics:
         raise UserError("--split-input-file is only supported with --verify-diagnostics")
+    if options.save_temps is not None:
+        if options.verify_diagnostics:
+            raise UserError("--save-temps keeps a compile's stages: not with --verify-diagnostics")
+        if not options.save_temps:
+            raise UserError("--save-temps= needs a folder: --save-temps=DIR, or --save-temps for the "
+                            "current one")
     if options.plot_buffer and not options.plot_layout:
         raise UserError("--plot-buffer selects what --plot-layout draws: give --plot-layout FILE.png")
     if options.plot_layout is not None:
@@ -200,16 +229,13 @@ class TuningLookup:
     def entry_for(self, module, target):
         """The database's entry for this module on `target`, or None."""
         from tilemlir.tune.db import load_database
-        from tilemlir.tune.search import tuning_key
+        from tilemlir.tune.search import find_entry, tuning_key
 
-        if self.path is None:
-            return None
-        key = tuning_key(module, target)
-        if key is None:
+        if self.path is None or tuning_key(module, target) is None:
             return None
         if self.database is None:
             self.database = load_database(self.path)
-        return self.database.lookup(key)
+        return find_entry(self.database, module, target)  # a near match is a remark
 
     def apply(self, module, target, options):
         """(CompileOptions, entry or None): `options` with tile-tiling's and
@@ -238,7 +264,7 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str],
         collect_diagnostics,
         parse_chunk,
     )
-    from tilemlir.target import resolve_target
+    from tilemlir.target import select_target
     from tilemlir.tune.db import TuningDatabaseError
 
     diags: list = []
@@ -248,10 +274,12 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str],
             start = time.perf_counter()
             module = parse_chunk(chunk, context)
             parse_seconds = time.perf_counter() - start
-            target = resolve_target(module, options.target_desc or options.target)
+            target = select_target(options.target_desc or options.target, module)
             compile_options = CompileOptions(report=options.report, allow_spills=options.allow_spills,
                                              tiling=options.tiling, select=options.select,
-                                             passes=options.pass_options)
+                                             passes=options.pass_options,
+                                             print_ir_before_all=options.print_ir_before_all,
+                                             print_ir_after_all=options.print_ir_after_all)
             tuned = None
             if tuning is not None:
                 compile_options, tuned = tuning.apply(module, target, compile_options)
@@ -320,13 +348,51 @@ def run(argv: list[str]) -> int:
             raise UserError("--plot-layout needs tile IR: the input is GPU-level IR, whose layouts the "
                             "compiler did not choose")
         write_output(options.plot_layout, render_png(result.decisions, options.plot_buffer))
-    if options.output is not None or not options.report:
-        artifact = result.artifact
-        output = options.output or "-"
-        write_output(output, artifact)
+    if options.save_temps is not None:
+        _save_temps(result, options.input, options.save_temps)
+    output = options.output or "-"
+    if options.output is None and options.report:  # stdout is the report's: never drop the artefact
+        output = _named_after_input(options.input, _emitted_stage(result), ".")
+        sys.stderr.write(f"{PROG}: note: --report prints the report on stdout; the {result.emit} went "
+                         f"to '{output}' (-o FILE puts it elsewhere)\n")
+    write_output(output, result.artifact)
     if options.report:
         write_output("-", json.dumps(result.report, indent=2) + "\n")
     return 0
+
+
+def _emitted_stage(result):
+    from tilemlir.backends.stages import backend_stages
+
+    return next(stage for stage in backend_stages(result.target.family) if stage.name == result.emit)
+
+
+def _named_after_input(input_path: str, stage, folder: str) -> str:
+    """`folder/STEM.SUFFIX`, clang's name for a stage's output (`kernel.s` for
+    kernel.mlir; `stdin.s` for '-'); never the input itself."""
+    from tilemlir.diagnostics import UserError
+
+    stem = "stdin" if input_path == "-" else Path(input_path).stem
+    path = str(Path(folder) / f"{stem}{stage.suffix or '.' + stage.name}")
+    if input_path != "-" and Path(path).exists() and os.path.samefile(path, input_path):
+        raise UserError(f"the {stage.name} output would be written over the input '{input_path}': "
+                        f"give -o FILE")
+    return path
+
+
+def _save_temps(result, input_path: str, folder: str) -> None:
+    """--save-temps: every stage's artefact the compile produced, named after the input."""
+    from tilemlir.backends.stages import backend_stages
+    from tilemlir.diagnostics import UserError
+    from tilemlir.tools.common import write_output
+
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"--save-temps: cannot create '{folder}': {error.strerror or error}") from None
+    for stage in backend_stages(result.target.family):
+        if stage.name in result.artifacts:
+            write_output(_named_after_input(input_path, stage, folder), result.artifacts[stage.name])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,9 +3,11 @@
     tile-opt FILE -p 'builtin.module(tile-verify,func.func(canonicalize),cse)' [-o OUT]
     tile-opt FILE --tile-verify --canonicalize          # per-pass flags, in order
     tile-opt FILE --split-input-file --verify-diagnostics
+    tile-opt --help | --version | --list-passes | --show-dialects
 
 Flags are spelled as for mlir-opt, with one dash or two (`-pass-pipeline=...`,
-`-split-input-file`, `-canonicalize`). Tile passes and every upstream MLIR
+`-split-input-file`, `-canonicalize`; `tools/common.ToolParser`, which the
+other tools share). Tile passes and every upstream MLIR
 pass mix in one pipeline; `--dump-pass-pipeline` prints it in a form `-p`
 reads back (tile passes with their options, anchors kept). The input is
 verified after parsing (MLIR's verifier, then tile-verify). Errors print as
@@ -15,7 +17,6 @@ left behind.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import typing
 from dataclasses import dataclass, field
@@ -24,13 +25,30 @@ PROG = "tile-opt"
 
 _EPILOG = """\
 passes:
-  Any tile pass (see --list-passes) or upstream MLIR pass may be given as a flag,
-  e.g. --tile-verify --canonicalize --cse, or with options as
-  --canonicalize='max-iterations=3'. Flags run in the order given.
-  As in mlir-opt, every long flag may also be written with one dash.
+  Any tile pass (below) or upstream MLIR pass (tile-opt --list-passes names
+  them; their options as in mlir-opt --help) may be given as a flag, e.g.
+  --tile-verify --canonicalize --cse, or with options as
+  --canonicalize='max-iterations=3' or --tile-tiling='block=128,128,32 stages=3'.
+  Flags run in the order given; a pass's options come only after '='. As in
+  mlir-opt, every long flag may also be written with one dash, and a flag's
+  value (-o, -p, --target, ...) after '=' or as the next argument.
 
 exit status: 0 on success, 1 on any error (never a Python traceback).
 """
+
+
+def _epilog() -> str:
+    """The help's epilog: how passes are given, then every tile pass with its
+    options (built only when --help is asked for)."""
+    lines = ["tile passes, with their options (OPTION=KIND, its default, and the pass's own",
+             "documentation of them):"]
+    for entry in _tile_passes():
+        family = f"[{entry.family}] " if entry.family else ""
+        lines.append(f"  --{entry.name:<30} {family}{entry.summary}")
+        lines.extend(f"      {option}{': ' + said if said else ''}"
+                     for option, said in zip(entry.options, entry.descriptions))
+        lines.extend(f"    {line}" if line else "" for line in entry.documented)
+    return _EPILOG.replace("\nexit status", "\n" + "\n".join(lines) + "\n\nexit status")
 
 
 @dataclass
@@ -44,6 +62,9 @@ class Options:
     list_passes: bool = False
     dump_pass_pipeline: bool = False
     print_ir_after_all: bool = False
+    print_ir_before_all: bool = False
+    disable_threading: bool = False
+    show_dialects: bool = False
     timing: bool = False
     print_generic: bool = False
     print_debuginfo: bool = False
@@ -56,16 +77,16 @@ class Options:
     describe_format: str | None = None
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser():
     from tilemlir.dialects import attributes
     from tilemlir.target.cli import add_target_query_flags
+    from tilemlir.tools.common import ToolParser
 
-    parser = argparse.ArgumentParser(
-        prog=PROG,
+    parser = ToolParser(
+        PROG,
+        flags_hint=f"flags: {PROG} --help; passes: {PROG} --list-passes",
         description="Optimizer driver for tile IR: tile passes and upstream MLIR passes in one pipeline.",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
+        epilog=_epilog,
     )
     parser.add_argument("input", nargs="?", default="-", help="input .mlir file ('-' for stdin, the default)")
     parser.add_argument("-o", dest="output", default="-", metavar="FILE", help="output file (default stdout)")
@@ -80,6 +101,13 @@ def _parser() -> argparse.ArgumentParser:
                         help="print the exact pipeline that runs (to stderr)")
     parser.add_argument("--mlir-print-ir-after-all", dest="print_ir_after_all", action="store_true",
                         help="print the IR after every pass (to stderr)")
+    parser.add_argument("--mlir-print-ir-before-all", dest="print_ir_before_all", action="store_true",
+                        help="print the IR before every pass (to stderr)")
+    parser.add_argument("--mlir-disable-threading", dest="disable_threading", action="store_true",
+                        help="run MLIR on this thread only (accepted as mlir-opt's; tile-opt always "
+                             "does, since tile passes and diagnostics call into Python)")
+    parser.add_argument("--show-dialects", action="store_true",
+                        help="list the dialects the context has registered (tile among them) and exit")
     parser.add_argument("--mlir-timing", dest="timing", action="store_true",
                         help="print the time each pass took (to stderr, after the run)")
     parser.add_argument("--mlir-print-op-generic", dest="print_generic", action="store_true",
@@ -100,40 +128,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str]) -> Options:
-    """Reads the command line as mlir-opt does: long flags with one dash or two,
-    `--NAME[=OPTIONS]` for any registered pass (run in the order given), and
-    any other flag refused, with the flags it might have meant."""
+    """Reads the command line as mlir-opt does (`ToolParser`), with
+    `--NAME[=OPTIONS]` for any registered pass (run in the order given)."""
     from tilemlir.diagnostics import UserError
 
-    parser = _parser()
-    takes_value = {s for a in parser._actions for s in a.option_strings if a.nargs is None}
-    known_flags = {s for a in parser._actions for s in a.option_strings}
-    ours, pass_flags = [], []
-    value_expected = False
-    for arg in argv:
-        if value_expected or not arg.startswith("-") or arg in ("-", "--"):
-            ours.append(arg)
-            value_expected = False
-            continue
-        flag, eq, value = arg.lstrip("-").partition("=")
-        if not arg.startswith("--") and len(flag) == 1:
-            # A short flag: `-o FILE` or `-o=FILE`.
-            ours.extend([f"-{flag}", value] if eq else [arg])
-            value_expected = arg in takes_value
-        elif f"--{flag}" in known_flags:
-            ours.append(f"--{flag}{eq}{value}")
-            value_expected = not eq and f"--{flag}" in takes_value
-        elif _is_pass(flag):
-            pass_flags.append(f"{flag}{{{value}}}" if eq else flag)
-        else:
-            raise UserError(_unknown_flag(arg, known_flags))
+    pass_flags: list[str] = []
 
-    def error(message: str):
-        raise UserError(message)
+    def claim(name: str, value: str | None) -> bool:
+        if not _is_pass(name):
+            return False
+        pass_flags.append(name if value is None else f"{name}{{{value}}}")
+        return True
 
-    parser.error = error  # type: ignore[method-assign]
-    namespace = parser.parse_args(ours)
-    options = Options(**{k: v for k, v in vars(namespace).items()})
+    namespace = _parser().parse_command_line(argv, claim=claim, more_flags=_all_pass_names)
+    options = Options(**vars(namespace))
     options.pass_flags = pass_flags
     if options.pipeline is not None and pass_flags:
         raise UserError("'-p/--pass-pipeline' cannot be combined with per-pass flags "
@@ -148,19 +156,12 @@ def _is_pass(name: str) -> bool:
     return is_tile_pass(name) or is_upstream_pass(name)
 
 
-def _unknown_flag(arg: str, known_flags: set[str]) -> str:
-    """Says that `arg` is neither a tile-opt flag nor a pass, with the closest flags."""
-    import difflib
-
+def _all_pass_names() -> list[str]:
+    """Tile and upstream pass names: what an unknown flag may have meant too."""
     from tilemlir.passes import pass_names
     from tilemlir.passes.pipeline_text import upstream_pass_names
 
-    flag = arg.partition("=")[0]
-    candidates = sorted(f for f in known_flags if f.startswith("--"))
-    candidates += [f"--{name}" for name in (*pass_names(), *upstream_pass_names())]
-    close = difflib.get_close_matches("--" + flag.lstrip("-"), candidates, n=3, cutoff=0.75)
-    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    return f"unknown flag '{flag}'{hint} (flags: {PROG} --help; passes: {PROG} --list-passes)"
+    return [*pass_names(), *upstream_pass_names()]
 
 
 def _pipeline_text(options: Options) -> str:
@@ -169,17 +170,27 @@ def _pipeline_text(options: Options) -> str:
     return ",".join(options.pass_flags)
 
 
-def _list_passes() -> str:
+@dataclass(frozen=True)
+class _TilePassEntry:
+    name: str
+    family: str | None
+    summary: str
+    options: list[str]  # one line per option: OPTION=KIND, its default, who reads it
+    descriptions: list[str]  # each option's `help` metadata, where it declares one ("" if not)
+    documented: list[str]  # the "Options" section of the pass's docstring (its spec)
+
+
+def _tile_passes() -> list[_TilePassEntry]:
+    """Every registered tile pass (the backends' too) with its options, for
+    --list-passes and --help."""
     from tilemlir.passes import pass_class, pass_family, pass_names
     from tilemlir.passes.base import option_name
-    from tilemlir.passes.pipeline_text import upstream_pass_names
 
-    lines = ["Tile passes (and, marked with their family, the backends' passes):"]
+    entries = []
     for name in pass_names():
         cls = pass_class(name)
-        family = pass_family(name)
-        lines.append(f"  {name:<28} {f'[{family}] ' if family else ''}{cls.summary}")
         hints = typing.get_type_hints(cls)
+        options, descriptions = [], []
         for f in cls.options():
             default = f.default
             kind = type(f.default).__name__
@@ -192,12 +203,78 @@ def _list_passes() -> str:
             elif default == "":
                 default = "(unset)"
             read_by = f"  (read by {', '.join(f.metadata['families'])})" if "families" in f.metadata else ""
-            lines.append(f"      {option_name(f.name)}={kind:<8} default {default}{read_by}")
+            options.append(f"{option_name(f.name)}={kind:<8} default {default}{read_by}")
+            descriptions.append(f.metadata.get("help", ""))
+        entries.append(_TilePassEntry(name, pass_family(name), cls.summary, options, descriptions,
+                                      _documented_options(sys.modules[cls.__module__].__doc__ or "")))
+    return entries
+
+
+def _documented_options(docstring: str) -> list[str]:
+    """The "Options:" section of a pass module's docstring (its contract, STYLE
+    rule 1): the header line and the indented lines under it."""
+    lines = docstring.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("Options")), None)
+    if start is None:
+        return []
+    section = [lines[start]]
+    for line in lines[start + 1:]:
+        if line and not line[0].isspace():
+            break
+        section.append(line.rstrip())
+    while section and not section[-1]:
+        section.pop()
+    return section
+
+
+def _list_passes() -> str:
+    from tilemlir.passes.pipeline_text import upstream_pass_names
+
+    lines = ["Tile passes (and, marked with their family, the backends' passes):"]
+    for entry in _tile_passes():
+        lines.append(f"  {entry.name:<28} {f'[{entry.family}] ' if entry.family else ''}{entry.summary}")
+        lines.extend(f"      {option}" for option in entry.options)
     upstream = upstream_pass_names()
     lines.append("")
     lines.append(f"Upstream MLIR passes ({len(upstream)}; options as in mlir-opt --help):")
     lines.extend(f"  {name}" for name in upstream)
     return "\n".join(lines) + "\n"
+
+
+def _show_dialects(context) -> str:
+    """mlir-opt's --show-dialects line, for this context: MLIR's bindings do
+    not enumerate registered dialects, so every dialect the pinned mlir-opt
+    (the same LLVM release) or the bindings' modules name is looked up in the
+    context, and those it has are listed, tile among them."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    import mlir
+
+    from tilemlir.dialects import tile
+
+    names = {tile.DIALECT_NAME}
+    roots = [Path(root) for root in mlir.__path__]
+    for binary in [root / "bin" / "mlir-opt" for root in roots] + [Path("/usr/bin/mlir-opt-22")]:
+        try:
+            listed = subprocess.run([str(binary), "--show-dialects"], capture_output=True, text=True,
+                                    timeout=30, check=False).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        names.update(re.findall(r"[\w.]+", listed.partition(":")[2]))
+        break
+    for generated in (path for root in roots for path in (root / "dialects").glob("_*_ops_gen.py")):
+        names.update(re.findall(r'DIALECT_NAMESPACE = "([\w.]+)"', generated.read_text(encoding="utf-8")))
+
+    def registered(name: str) -> bool:
+        try:
+            context.dialects[name]
+        except (IndexError, ValueError):
+            return False
+        return True
+
+    return f"Available Dialects: {','.join(sorted(n for n in names if registered(n)))}\n"
 
 
 def _verify_after_parse(pipeline: str) -> str:
@@ -280,14 +357,20 @@ def run(argv: list[str]) -> int:
 
     context = tile.make_context()
     context.allow_unregistered_dialects = options.allow_unregistered_dialect
+    if options.disable_threading:
+        context.enable_multithreading(False)  # make_context already does: Python passes need it
+    if options.show_dialects:
+        write_output(options.output, _show_dialects(context))
+        return 0
     pipeline = _pipeline_text(options)
     overrides: dict = {"target": target_override} if target_override else {}
     # Built once, before the input is read (a typo fails fast), and run on every chunk.
     with context:
         verify_pm = build_pipeline(_verify_after_parse(pipeline), context=context)
         pm = build_pipeline(pipeline, context=context, overrides=overrides)
-    if options.print_ir_after_all:
-        pm.enable_ir_printing(print_after_all=True)
+    if options.print_ir_after_all or options.print_ir_before_all:
+        pm.enable_ir_printing(print_before_all=options.print_ir_before_all,
+                              print_after_all=options.print_ir_after_all)
     if options.timing:
         pm.enable_timing()  # MLIR prints the report when `pm` is destroyed
     stderr_lines: list[str] = []

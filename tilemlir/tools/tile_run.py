@@ -49,20 +49,25 @@ exit status:
 """
 
 
-def _parser() -> argparse.ArgumentParser:
-    from tilemlir.dialects import attributes
-    from tilemlir.runtime import ENGINES
+def _epilog() -> str:
+    """The help's epilog: exit status, inputs, dynamic extents, tolerances."""
     from tilemlir.runtime.arguments import DIM_TEXT, INPUTS_TEXT
     from tilemlir.runtime.oracle import ENGINE_TOLERANCE_TEXT, TOLERANCE_TEXT
 
-    parser = argparse.ArgumentParser(
-        prog=PROG,
+    return "\n\n".join([_EPILOG_HEAD + INPUTS_TEXT, DIM_TEXT, TOLERANCE_TEXT, ENGINE_TOLERANCE_TEXT])
+
+
+def _parser():
+    from tilemlir.dialects import attributes
+    from tilemlir.runtime import ENGINES
+    from tilemlir.runtime.engine_target import EMULATOR_TARGET
+    from tilemlir.tools.common import ToolParser
+
+    parser = ToolParser(
+        PROG,
         description="Run a function of a tile IR file on random inputs and compare its outputs "
                     "with a float64 NumPy reference.",
-        epilog=_EPILOG_HEAD + INPUTS_TEXT + "\n\n" + DIM_TEXT + "\n\n" + TOLERANCE_TEXT + "\n\n"
-        + ENGINE_TOLERANCE_TEXT,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
+        epilog=_epilog,
     )
     parser.add_argument("input", metavar="FILE", help="the .mlir file")
     parser.add_argument("--entry", metavar="NAME",
@@ -82,8 +87,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--save", metavar="DIR",
                         help="write inputs, outputs and references as .npy files plus manifest.json")
     parser.add_argument("--target", metavar="T",
-                        help="the target (e.g. amdgpu:gfx942) the emulator compiles for; the "
-                             "reference engine does not depend on it")
+                        help="the target the emulator or the device compiles for, named as "
+                             "tile-compile's --target; default: the input's "
+                             f"{attributes.TARGET.name}, else "
+                             f"$TILEMLIR_TARGET, else for the emulator its own {EMULATOR_TARGET}, for the "
+                             "device this machine's GPU (README.md, 'Which target, which artefact'); "
+                             "the reference engine does not depend on it")
     parser.add_argument("--tuning-db", metavar="PATH",
                         help="compile for the emulator or the device as this tuning database (tile-tune's) "
                              "says, as tile-compile does (default: $TILEMLIR_TUNING_DB, else "
@@ -96,10 +105,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
     from tilemlir.diagnostics import UserError
-    from tilemlir.tools.common import raise_user_errors
 
-    parser = raise_user_errors(_parser())
-    options = parser.parse_args(argv)
+    options = _parser().parse_command_line(argv)
     if options.tuning_db is not None and options.no_tuning_db:
         raise UserError("give either --tuning-db or --no-tuning-db, not both")
     return options
@@ -283,7 +290,7 @@ def run(argv: list[str]) -> int:
             tuning_said = "tuning database: not applied (the reference engine runs the program as written)"
         else:
             try:
-                target = resolve_engine_target(module, options.target)
+                target = resolve_engine_target(module, options.target, options.engine)
             except UserError:
                 target = None  # the engine says what is missing (after whether it can run at all)
             compile_options, tuning_said = None, None

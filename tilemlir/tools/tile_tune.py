@@ -24,7 +24,6 @@ a terminal, and one summary line. Errors print as `file:line:col: error: ...`
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -61,21 +60,20 @@ class Options:
     seed: int = 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    from tilemlir.dialects import attributes
+def _parser():
+    from tilemlir.target.selection import TARGET_HELP
+    from tilemlir.tools.common import ToolParser
 
-    parser = argparse.ArgumentParser(
-        prog=PROG,
+    parser = ToolParser(
+        PROG,
         description="Search the tilings of a whole-problem tile.gemm (block M/N/K, threads, stages,\n"
                     "instruction preference), compile the candidates in parallel, rank them by the cost\n"
                     "model or by measurement on a GPU, and record the best in a tuning database that\n"
                     "tile-compile reads.",
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
     )
     parser.add_argument("input", nargs="?", help="input .mlir file with one whole-problem tile.gemm ('-' for stdin)")
-    parser.add_argument("--target", metavar="FAMILY:NAME", help=f"target (default: the module's {attributes.TARGET.name})")
+    parser.add_argument("--target", metavar="FAMILY:NAME", help=TARGET_HELP)
     parser.add_argument("--target-desc", metavar="FILE", help="tune for the target described in FILE (.toml)")
     parser.add_argument("--budget", metavar="N", type=int, default=DEFAULT_BUDGET,
                         help=f"compile at most N candidates (default {DEFAULT_BUDGET})")
@@ -123,10 +121,8 @@ SIGTERM), the database keeping the best ranked so far.
 
 def parse_args(argv: list[str]) -> Options:
     from tilemlir.diagnostics import UserError
-    from tilemlir.tools.common import raise_user_errors
 
-    parser = raise_user_errors(_parser())
-    options = Options(**vars(parser.parse_args(argv)))
+    options = Options(**vars(_parser().parse_command_line(argv)))
     if options.merge is not None:
         given = [flag for flag, value in (("FILE", options.input), ("--target", options.target),
                                           ("--target-desc", options.target_desc),
@@ -224,7 +220,7 @@ def _load(options: Options):
     from tilemlir.backends.stages import CompileError
     from tilemlir.diagnostics import ParseFailure, collect_diagnostics, parse_chunk, split_input
     from tilemlir.dialects import tile
-    from tilemlir.target import resolve_target
+    from tilemlir.target import select_target
     from tilemlir.tools.common import read_input
 
     source = read_input(options.input)
@@ -236,7 +232,7 @@ def _load(options: Options):
             module = parse_chunk(chunk, context)
         except ParseFailure as failure:
             raise CompileError(failure.diags, source) from None
-    return module, source, resolve_target(module, options.target_desc or options.target)
+    return module, source, select_target(options.target_desc or options.target, module)
 
 
 def _executor(options: Options, jobs: int):

@@ -4,17 +4,31 @@ One plain text file, diffable and merge-friendly: a JSON document whose header
 says what it is, with one entry per line, entries sorted by their key and each
 entry's keys sorted:
 
-    {"format": "tilemlir-tuning-db", "version": 1, "entries": [
+    {"format": "tilemlir-tuning-db", "version": 2, "entries": [
     {"candidates": 8, "complete": true, "config": {...}, "default": {...}, "default_seconds": 4.5e-06,
-     "key": {"ir_hash": "...", "op": {...}, "target": "amdgpu:gfx942"}, "measure": "model",
-     "seconds": 3.1e-06, "tilemlir": "0.1.0", "when": "2026-12-05T10:00:00Z"}
+     "key": {"op": {...}, "processor": "gfx942", "target": "amdgpu:gfx942", "target_hash": "..."},
+     "measure": "model", "seconds": 3.1e-06, "tilemlir": "0.1.0", "when": "2026-12-05T10:00:00Z"}
     ]}
 
-An entry's key is the target (`family:name`, or the descriptor file's name for
-a descriptor of the user's), the gemm's signature (M, N, K, the types of A, B,
-C and the sum, the transposes, whether C is read) and a hash of the module's
-tile IR (generic form, no locations, no `tile.target`): editing the program
-misses the entry rather than applying a configuration tuned for another one.
+An entry's key is what determines the configuration, and nothing else: the
+problem (`OpSignature`: M, N, K, the types of A, B, C and the sum, the
+transposes, whether C is read, and A's, B's and C's memory layouts where they
+are not the contiguous row-major one) and the hardware (the target's
+processor and `target_hash`, a hash of its descriptor's facts: every field
+but its names and citations). Symbol and SSA names and locations are no part
+of it: renaming the function still finds the entry. `target` names the target
+for people (`family:name`) and is not compared. When a lookup misses, the
+entries that differ from the key in one respect only (one extent, one type,
+one transpose, the layouts, or the target) are its near matches
+(`TuningDatabase.near_matches`), which tile-compile names in a remark.
+
+Version 1 keyed entries by the target's printed name and a hash of the
+module's whole tile IR, function names included. Such a file is still read:
+an entry for a packaged target (`family:name`) gets that target's processor
+and hash; an entry for a descriptor file of the user's cannot (its facts were
+not recorded), and is left out with a warning. The next entry tile-tune
+records writes the file as version 2.
+
 Its value is the chosen configuration (tile-tiling's block, threads, stages,
 tile-select-mma's options, and the instruction and split-K they gave), its
 seconds, the default's (tile-compile's own choice, always among the
@@ -62,13 +76,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tilemlir.diagnostics import Diag, UserError, format_diag
+from tilemlir.diagnostics import Diag, ToolWarning, UserError, format_diag
 from tilemlir.files import UnreadableFile, read_regular_file
-from tilemlir.target.descriptor import ROW_SYMBOL
+from tilemlir.target.descriptor import ROW_SYMBOL, TARGET_NAME
+from tilemlir.target.model import Target
+from tilemlir.target.toml_writer import descriptor_data
 from tilemlir.tune.model import GemmShape
 
 FORMAT = "tilemlir-tuning-db"
-VERSION = 1
+VERSION = 2
 ENVIRONMENT_VARIABLE = "TILEMLIR_TUNING_DB"
 MEASURES = ("model", "device")
 HEADER = f'{{"format": "{FORMAT}", "version": {VERSION}, "entries": ['
@@ -99,7 +115,10 @@ PREFER = "prefer="
 # names have in every descriptor.
 NAME = ROW_SYMBOL
 TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")  # an MLIR element type: f16, bf16, f8E4M3FNUZ, i8
-IR_HASH = re.compile(r"[0-9a-f]{1,64}")
+IR_HASH = re.compile(r"[0-9a-f]{1,64}")  # version 1's hash of the module's IR
+TARGET_HASH = re.compile(r"[0-9a-f]{16}")
+# A memory layout other than the contiguous row-major one, as `memory_layout` spells it.
+LAYOUT = re.compile(r"strided<\[(\d+|\?), (\d+|\?)\], offset: (\d+|\?)>")
 MAX_TEXT = 256  # characters of a name or a free-text field (a target with its file, a time, a version)
 
 
@@ -126,25 +145,85 @@ def _is_name(text: str) -> bool:
 
 @dataclass(frozen=True)
 class OpSignature(GemmShape):
-    """What identifies a whole-problem gemm apart from its IR: its extents,
-    types (as MLIR spells them), transposes, and whether it reads C."""
+    """What identifies a whole-problem gemm: its extents, types (as MLIR
+    spells them), transposes, whether it reads C, and the memory layouts of
+    A, B and C (`memory_layout`: "" for contiguous rows)."""
 
     reads_c: bool = False
+    layouts: tuple[str, str, str] = ("", "", "")
 
     def __str__(self) -> str:
         layout = ("t" if self.transpose_a else "n") + ("t" if self.transpose_b else "n")
+        strided = "".join(f", {name} {text}" for name, text in zip("ABC", self.layouts) if text)
         return (f"{self.m}x{self.n}x{self.k} {self.a} x {self.b} -> {self.c} (sum in {self.accum}, "
-                f"{layout}{', C read' if self.reads_c else ''})")
+                f"{layout}{', C read' if self.reads_c else ''}{strided})")
+
+
+def memory_layout(strides: list[int], offset: int, shape: list[int]) -> str:
+    """A 2-D memref's layout as a key holds it: "" for contiguous rows at
+    offset 0, else `strided<[S0, S1], offset: O>` (`?` where dynamic)."""
+    if offset == 0 and strides == [shape[1], 1]:
+        return ""
+    shown = ["?" if value < 0 else str(value) for value in (*strides, offset)]
+    return f"strided<[{shown[0]}, {shown[1]}], offset: {shown[2]}>"
+
+
+# Fields of a descriptor that name or cite, and decide nothing a pass chooses.
+UNHASHED_FIELDS = ("name", "describes", "products", "sources")
+
+
+def target_hash(target: Target) -> str:
+    """A hash of the facts of `target`'s descriptor (every field of its
+    resolved descriptor but UNHASHED_FIELDS): two descriptors with the same
+    facts share tuned entries whatever they are called."""
+    import hashlib
+
+    facts = {k: v for k, v in descriptor_data(target).items() if k not in UNHASHED_FIELDS}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
 class TuningKey:
-    target: str
+    """What a configuration is tuned for: the problem (`op`) on a processor
+    whose descriptor's facts hash to `target_hash`. `target` (family:name)
+    says which target that was, for people; it is not compared."""
+
+    target: str = dataclasses.field(compare=False)
+    processor: str
+    target_hash: str
     op: OpSignature
-    ir_hash: str
+
+    @classmethod
+    def of(cls, target: Target, op: OpSignature) -> TuningKey:
+        return cls(target.qualified_name, target.processor, target_hash(target), op)
 
     def sort_key(self) -> tuple:
-        return (self.target, *dataclasses.astuple(self.op), self.ir_hash)
+        return (self.processor, self.target_hash, *dataclasses.astuple(self.op), self.target)
+
+    def differences(self, other: TuningKey) -> list[str]:
+        """How `other`'s key differs from this one, one phrase per respect
+        (an extent, a type, a transpose, whether C is read, the layouts, the
+        target), each saying what `other` has and what this one has."""
+        said = []
+        for name, what in (("m", "M"), ("n", "N"), ("k", "K"), ("a", "A's type"), ("b", "B's type"),
+                           ("c", "C's type"), ("accum", "the sum's type")):
+            theirs, ours = getattr(other.op, name), getattr(self.op, name)
+            if theirs != ours:
+                said.append(f"{what} is {theirs} there, {ours} here")
+        for name, what in (("transpose_a", "A"), ("transpose_b", "B")):
+            if getattr(other.op, name) != getattr(self.op, name):
+                said.append(f"{what} is {'' if getattr(other.op, name) else 'not '}transposed there")
+        if other.op.reads_c != self.op.reads_c:
+            said.append(f"C is {'' if other.op.reads_c else 'not '}read there")
+        if other.op.layouts != self.op.layouts:
+            said.append("the operands' memory layouts differ")
+        if other.processor != self.processor:
+            said.append(f"it was tuned for {other.target} (processor {other.processor}), "
+                        f"this is {self.target} ({self.processor})")
+        elif other.target_hash != self.target_hash:
+            said.append(f"it was tuned for {other.target}, whose descriptor's facts differ from "
+                        f"{self.target}'s")
+        return said
 
 
 @dataclass(frozen=True)
@@ -232,7 +311,9 @@ def config_json(config: TunedConfig) -> dict:
 
 
 def key_json(key: TuningKey) -> dict:
-    return {"target": key.target, "op": dataclasses.asdict(key.op), "ir_hash": key.ir_hash}
+    op = dataclasses.asdict(key.op)
+    op["layouts"] = list(key.op.layouts)
+    return {"target": key.target, "processor": key.processor, "target_hash": key.target_hash, "op": op}
 
 
 def entry_json(entry: TuningEntry) -> dict:
@@ -253,8 +334,11 @@ def entry_json(entry: TuningEntry) -> dict:
 # The fields of each object of an entry: nothing else is read, or accepted.
 ENTRY_FIELDS = ("key", "config", "seconds", "default", "default_seconds", "measure", "candidates",
                 "complete", "when", "tilemlir")
-KEY_FIELDS = ("target", "op", "ir_hash")
-OP_FIELDS = ("m", "n", "k", "a", "b", "c", "accum", "transpose_a", "transpose_b", "reads_c")
+KEY_FIELDS = ("target", "processor", "target_hash", "op")
+OP_FIELDS = ("m", "n", "k", "a", "b", "c", "accum", "transpose_a", "transpose_b", "reads_c", "layouts")
+# Version 1's key: the target's printed name, the op without layouts, the IR's hash.
+KEY_FIELDS_V1 = ("target", "op", "ir_hash")
+OP_FIELDS_V1 = OP_FIELDS[:-1]
 CONFIG_FIELDS = ("block", "threads", "stages", "select", "instruction", "split_k")
 
 
@@ -321,29 +405,56 @@ def config_from(record: Mapping, name: str) -> TunedConfig:
         raise Malformed(f"'{name}': {error}") from None
 
 
+def _signature(op: Mapping, layouts: tuple[str, str, str]) -> OpSignature:
+    return OpSignature(
+        *(_positive(op, field) for field in ("m", "n", "k")),
+        *(_text(op, field, "an element type name", TYPE_NAME) for field in ("a", "b", "c", "accum")),
+        *(_field(op, field, bool, "true or false") for field in ("transpose_a", "transpose_b", "reads_c")),
+        layouts)
+
+
+def _layouts(op: Mapping) -> tuple[str, str, str]:
+    what = 'three layouts of A, B and C ("" or strided<[S0, S1], offset: O>)'
+    value = _field(op, "layouts", list, what)
+    if len(value) != 3 or not all(isinstance(text, str) and (not text or LAYOUT.fullmatch(text))
+                                  for text in value):
+        raise Malformed(f"'layouts' must be {what}, got {_shown(value)}")
+    return tuple(value)
+
+
 def key_from(record: Mapping, name: str) -> TuningKey:
     """The key `record[name]` holds; Malformed saying what is wrong."""
     try:
         key = _object(_field(record, name, dict, "an object"), "a key", KEY_FIELDS)
         op = _object(_field(key, "op", dict, "an object"), "'op'", OP_FIELDS)
-        signature = OpSignature(
-            *(_positive(op, field) for field in ("m", "n", "k")),
-            *(_text(op, field, "an element type name", TYPE_NAME) for field in ("a", "b", "c", "accum")),
-            *(_field(op, field, bool, "true or false") for field in ("transpose_a", "transpose_b", "reads_c")))
-        return TuningKey(_text(key, "target", "a target name"), signature,
-                         _text(key, "ir_hash", "a hash (hexadecimal digits)", IR_HASH))
+        signature = _signature(op, _layouts(op))
+        return TuningKey(_text(key, "target", "a target name"),
+                         _text(key, "processor", "a processor name", TARGET_NAME),
+                         _text(key, "target_hash", "a hash (16 hexadecimal digits)", TARGET_HASH), signature)
     except Malformed as error:
         raise Malformed(f"'{name}': {error}") from None
 
 
-def entry_from_json(record) -> TuningEntry:
-    """The entry a JSON object holds; raises Malformed saying what is wrong."""
+def _v1_key_from(record: Mapping, name: str) -> tuple[str, OpSignature]:
+    """The target and op of a version 1 key (its IR hash, checked, is dropped)."""
+    try:
+        key = _object(_field(record, name, dict, "an object"), "a key", KEY_FIELDS_V1)
+        op = _object(_field(key, "op", dict, "an object"), "'op'", OP_FIELDS_V1)
+        _text(key, "ir_hash", "a hash (hexadecimal digits)", IR_HASH)
+        return _text(key, "target", "a target name"), _signature(op, ("", "", ""))
+    except Malformed as error:
+        raise Malformed(f"'{name}': {error}") from None
+
+
+def entry_from_json(record, key_of=key_from) -> TuningEntry:
+    """The entry a JSON object holds; raises Malformed saying what is wrong.
+    `key_of(record, "key")` reads its key (a version 1 file's: `_v1_key_of`)."""
     record = _object(record, "an entry", ENTRY_FIELDS)
     measure = _field(record, "measure", str, "a string")
     if measure not in MEASURES:
         raise Malformed(f"'measure' must be {' or '.join(MEASURES)}, got {_shown(measure)}")
     return TuningEntry(
-        key=key_from(record, "key"),
+        key=key_of(record, "key"),
         config=config_from(record, "config"),
         seconds=_seconds(record, "seconds"),
         default=config_from(record, "default"),
@@ -369,6 +480,16 @@ class TuningDatabase:
 
     def lookup(self, key: TuningKey) -> TuningEntry | None:
         return self.entries.get(key)
+
+    def near_matches(self, key: TuningKey) -> list[tuple[TuningEntry, list[str]]]:
+        """The entries whose key differs from `key` in one respect only
+        (`TuningKey.differences`), each with what differs, in key order."""
+        found = []
+        for entry in sorted(self.entries.values(), key=lambda e: e.key.sort_key()):
+            differences = key.differences(entry.key)
+            if len(differences) == 1:
+                found.append((entry, differences))
+        return found
 
     def with_entry(self, entry: TuningEntry) -> TuningDatabase:
         return TuningDatabase(self.path, {**self.entries, entry.key: entry})
@@ -493,12 +614,22 @@ def parse_database(text: str, path: str) -> TuningDatabase:
     def at(index: int) -> tuple[int, int]:
         return positions[index] if len(positions) == len(records) else (0, 0)
 
+    converting = version < VERSION
+    left_out: list[str] = []
     for index, record in enumerate(records):
         try:
-            entry = entry_from_json(record)
+            entry = entry_from_json(record, _v1_key_of if converting else key_from)
+        except _Unconvertible as error:
+            left_out.append(error.target)
+            continue
         except Malformed as error:
             raise TuningDatabaseError(path, f"tuning database entry {index + 1}: {error}",
                                       *at(index)) from None
+        if converting and entry.key in entries:
+            # Version 1 told programs apart that version 2 does not: the latest tuning stands.
+            if entry.when >= entries[entry.key].when:
+                entries[entry.key] = entry
+            continue
         if entry.key in entries and entries[entry.key] != entry:
             # Two answers for one program: neither is the database's.
             other = entries[entry.key]
@@ -509,7 +640,37 @@ def parse_database(text: str, path: str) -> TuningDatabase:
                                       *at(index))
         entries[entry.key] = entry
         first.setdefault(entry.key, index)
+    if left_out:
+        import warnings
+
+        names = ", ".join(sorted(set(left_out)))
+        warnings.warn(ToolWarning(
+            f"{path}: {len(left_out)} version {version} entr{'y' if len(left_out) == 1 else 'ies'} for {names} "
+            f"left out: version {version} did not record a descriptor file's facts, which version {VERSION} "
+            f"keys entries by; run tile-tune again for them"), stacklevel=2)
     return TuningDatabase(path, entries)
+
+
+class _Unconvertible(Exception):
+    """A version 1 entry for a target that is not a packaged one."""
+
+    def __init__(self, target: str):
+        super().__init__(target)
+        self.target = target
+
+
+def _v1_key_of(record: Mapping, name: str) -> TuningKey:
+    """A version 1 key as version 2 keys it: its packaged target's processor
+    and facts (_Unconvertible for a descriptor file's target)."""
+    from tilemlir.target.model import TargetError
+    from tilemlir.target.registry import packaged_target
+
+    target_name, op = _v1_key_from(record, name)
+    try:
+        target = packaged_target(target_name)
+    except TargetError:
+        raise _Unconvertible(target_name) from None
+    return TuningKey.of(target, op)
 
 
 def load_database(path: str | Path, missing_ok: bool = False) -> TuningDatabase:

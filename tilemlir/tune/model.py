@@ -305,7 +305,7 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
     """Predicted seconds of one launch of `config` on `target` (see the
     module docstring for the formula). `busy_ratio`: the fraction of one
     main-loop iteration the matrix unit is busy, as llvm-mca gives it
-    (`tile-compile --report`'s mfma_busy_ratio); without it a wave's iteration
+    (`tile-compile --report`'s amdgpu mfma_busy_ratio); without it a wave's iteration
     is as long as its matrix instructions. `resident`: the workgroups one CU
     holds at once as the compiled kernel's registers and shared memory allow
     (a tuner reads them off the compiled kernel); without it the estimate of

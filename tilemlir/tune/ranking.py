@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
-from importlib import metadata
 
 from tilemlir.tune.db import TunedConfig, TuningEntry, TuningKey
 
@@ -31,10 +30,9 @@ class Result:
 
 
 def tilemlir_version() -> str:
-    try:
-        return metadata.version("tilemlir")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    from tilemlir.version import __version__
+
+    return __version__
 
 
 def utc_now() -> str:

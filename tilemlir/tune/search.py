@@ -35,7 +35,6 @@ an outcome with its error.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import signal
 import time
@@ -46,13 +45,19 @@ from pathlib import Path
 from mlir import ir
 
 from tilemlir.backends.stages import CompileError
-from tilemlir.diagnostics import Diag, SourceBuffer, UserError, file_position
-from tilemlir.dialects import attributes
+from tilemlir.diagnostics import Diag, SourceBuffer, UserError, emit_remark, file_position
 from tilemlir.passes.gemm_configs import candidate_configs, gemm_problem
-from tilemlir.passes.gemm_facts import gemm_shape
+from tilemlir.passes.gemm_facts import gemm_shape, memref_of
 from tilemlir.passes.tiling import rank_key, whole_problem_gemms
 from tilemlir.target.model import Target
-from tilemlir.tune.db import OpSignature, TunedConfig, TuningKey
+from tilemlir.tune.db import (
+    OpSignature,
+    TunedConfig,
+    TuningDatabase,
+    TuningEntry,
+    TuningKey,
+    memory_layout,
+)
 from tilemlir.tune.facts import model_facts
 from tilemlir.tune.model import (
     DoesNotFit,
@@ -77,30 +82,24 @@ class TunedGemm:
 
     signature: OpSignature
     problem: GemmProblem
-    ir_hash: str
 
     def key(self, target: Target) -> TuningKey:
-        return TuningKey(str(target), self.signature, self.ir_hash)
+        return TuningKey.of(target, self.signature)
 
 
-def ir_hash(module: ir.Operation) -> str:
-    """A hash of the module's tile IR: its generic form without locations and
-    without its target attribute (the target is a key of its own)."""
-    with module.context:
-        copy = module.clone()
-        attributes.TARGET.remove(copy)
-        text = copy.get_asm(print_generic_op_form=True, enable_debug_info=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _signature(shape: GemmShape, zero_init: bool) -> OpSignature:
+def _signature(op: ir.Operation, shape: GemmShape, zero_init: bool) -> OpSignature:
+    """The problem a whole-problem tile.gemm poses: nothing of its function's
+    or values' names, or of where it is written."""
+    layouts = []
+    for operand in op.operands[:3]:
+        memref = memref_of(operand)
+        strides, offset = memref.get_strides_and_offset()
+        layouts.append(memory_layout(list(strides), offset, list(memref.shape)))
     return OpSignature(shape.m, shape.n, shape.k, shape.a, shape.b, shape.c, shape.accum,
-                       shape.transpose_a, shape.transpose_b, not zero_init)
+                       shape.transpose_a, shape.transpose_b, not zero_init, tuple(layouts))
 
 
-def tuning_key(module: ir.Operation, target: Target) -> TuningKey | None:
-    """The database key of a module with one whole-problem gemm of static
-    shape (what tile-tune tunes); None for any other module."""
+def _tunable_gemm(module: ir.Operation) -> tuple[ir.Operation, OpSignature] | None:
     pairs = whole_problem_gemms(module)
     if len(pairs) != 1:
         return None
@@ -108,7 +107,38 @@ def tuning_key(module: ir.Operation, target: Target) -> TuningKey | None:
     shape = gemm_shape(op)
     if min(shape.m, shape.n, shape.k) < 0:  # dynamic
         return None
-    return TuningKey(str(target), _signature(shape, fill is not None), ir_hash(module))
+    return op, _signature(op, shape, fill is not None)
+
+
+def tuning_key(module: ir.Operation, target: Target) -> TuningKey | None:
+    """The database key of a module with one whole-problem gemm of static
+    shape (what tile-tune tunes); None for any other module."""
+    found = _tunable_gemm(module)
+    return TuningKey.of(target, found[1]) if found is not None else None
+
+
+def find_entry(database: TuningDatabase, module: ir.Operation, target: Target) -> TuningEntry | None:
+    """The database's entry for the module's gemm on `target`, or None. A
+    miss with near matches (`TuningDatabase.near_matches`: one extent, type,
+    transpose or the target apart) is a remark at the gemm naming each and
+    what differs, so a configuration does not go unused without a word."""
+    found = _tunable_gemm(module)
+    if found is None:
+        return None
+    op, signature = found
+    key = TuningKey.of(target, signature)
+    entry = database.lookup(key)
+    if entry is None:
+        near = database.near_matches(key)
+        if near:
+            listed = "; ".join(f"the entry for {e.key.op} on {e.key.target} ({differences[0]})"
+                               for e, differences in near[:3])
+            more = f" and {len(near) - 3} more" if len(near) > 3 else ""
+            emit_remark(op.location, f"tuning database {database.path} has no entry for this gemm "
+                                     f"({signature}) on {target.qualified_name}, and the cost model "
+                                     f"chooses its configuration; near matches: {listed}{more}",
+                        origin="tuning-db", kind="speed")
+    return entry
 
 
 def tune_problem(module: ir.Operation, target: Target, source: SourceBuffer) -> TunedGemm:
@@ -132,8 +162,7 @@ def tune_problem(module: ir.Operation, target: Target, source: SourceBuffer) -> 
     shape = gemm_shape(op)
     if min(shape.m, shape.n, shape.k) < 0:
         raise refuse("tile-tune needs static GEMM shapes (tile-tiling does not tile dynamic ones)", op)
-    return TunedGemm(_signature(shape, fill is not None), gemm_problem(shape, target, fill is not None),
-                     ir_hash(module))
+    return TunedGemm(_signature(op, shape, fill is not None), gemm_problem(shape, target, fill is not None))
 
 
 # --------------------------------------------------------------------------
@@ -250,13 +279,24 @@ def compile_candidate(job: CompileJob) -> CompileOutcome:
 # --------------------------------------------------------------------------
 
 def shared_bytes_of(report: dict) -> int | None:
-    """The compiled kernel's shared memory per workgroup, as its report gives it."""
-    if isinstance(report.get("lds_bytes"), int):
-        return report["lds_bytes"]
-    sizes = [k["shared_bytes"] for k in report.get("kernels", []) if isinstance(k.get("shared_bytes"), int)]
-    sizes += [launch["dynamic_shared_bytes"] for f in report.get("functions", [])
-              for launch in f.get("launches", []) if isinstance(launch.get("dynamic_shared_bytes"), int)]
+    """The compiled kernels' largest shared memory per workgroup, as the report
+    gives it (docs/report.md); None when no kernel's is known."""
+    sizes = [k["shared_bytes"] for k in report["kernels"] if isinstance(k["shared_bytes"], int)]
     return max(sizes) if sizes else None
+
+
+def _occupancy_of(report: dict) -> int | None:
+    """The compiled kernels' lowest occupancy (waves per SIMD), None unless every kernel's is known."""
+    waves = [k["occupancy"] for k in report["kernels"]]
+    return min(waves) if waves and all(isinstance(w, int) for w in waves) else None
+
+
+def _busy_ratio_of(report: dict) -> float | None:
+    """The lowest matrix-unit busy ratio in a kernel's main loop, where the
+    family's section of the report has one (amdgpu's llvm-mca estimate)."""
+    ratios = [k[report["family"]].get("mfma_busy_ratio") for k in report["kernels"]]
+    ratios = [r for r in ratios if isinstance(r, (int, float)) and r > 0]
+    return min(ratios) if ratios else None
 
 
 def compiled_resident(problem: GemmProblem, config: KernelConfig, report: dict, target: Target) -> int | None:
@@ -265,8 +305,9 @@ def compiled_resident(problem: GemmProblem, config: KernelConfig, report: dict, 
     model's bounds with the kernel's real shared memory; None without either."""
     facts = model_facts(target)
     waves = config.threads // facts.wave_size
-    if isinstance(report.get("occupancy_waves_per_simd"), int):
-        return report["occupancy_waves_per_simd"] * facts.simds_per_cu // waves
+    occupancy_waves = _occupancy_of(report)
+    if occupancy_waves is not None:
+        return occupancy_waves * facts.simds_per_cu // waves
     shared = shared_bytes_of(report)
     if shared is None:
         return None
@@ -278,9 +319,7 @@ def compiled_resident(problem: GemmProblem, config: KernelConfig, report: dict, 
 def model_seconds(problem: GemmProblem, candidate: Candidate, report: dict, target: Target) -> float:
     """The cost model's prediction for a compiled candidate (module
     docstring); DoesNotFit when the compiled kernel does not fit a CU."""
-    busy = report.get("mfma_busy_ratio")
-    busy = busy if isinstance(busy, (int, float)) and busy > 0 else None
-    return predict(problem, candidate.config, target, busy_ratio=busy,
+    return predict(problem, candidate.config, target, busy_ratio=_busy_ratio_of(report),
                    resident=compiled_resident(problem, candidate.config, report, target)).seconds
 
 

@@ -10,7 +10,7 @@
 
 // CHECK: "scratch_bytes": 0,
 // CHECK-NEXT: "spills": 0,
-// CHECK: "mfma_instructions": {
+// CHECK: "matrix_instructions": {
 // CHECK-NEXT: "v_mfma_f32_{{[0-9]+x[0-9]+x[0-9]+}}_fp8_fp8": {
 // CHECK-NEXT: "main_loop": {{[1-9][0-9]*}},
 // CHECK: "global_load_bits": {{64|128}},

@@ -26,7 +26,10 @@
 // CHECK: mcLaunchKernel(TM_KERNEL(::mixed_precision_gemm_kernel0), dim3((unsigned)INT64_C(8), (unsigned)INT64_C(8), (unsigned)INT64_C(1))
 
 // REPORT: "target": "metax:xcore1500"
+// REPORT: "threads": 256
 // REPORT: "shared_bytes": 30720
-// REPORT: "shared_bytes_limit": 131072
-// REPORT: "__builtin_mxc_mma_16x16x32f8": {
+// REPORT: "matrix_instructions": {
+// REPORT-NEXT: "__builtin_mxc_mma_16x16x32f8": {
 // REPORT-NEXT: "main_loop": 16
+// REPORT: "metax": {
+// REPORT-NEXT: "shared_bytes_limit": 131072

@@ -22,9 +22,9 @@ AMDGPU_NAME = re.compile(r"gfx[0-9a-f]+")
 
 
 def check_target(target: Target) -> tuple[str, str] | None:
-    """The chip must be a processor LLVM knows: it becomes llc's -mcpu."""
-    problem = processor_problem(target.name, LLVM_ARCH, AMDGPU_NAME)
-    return ("name", problem) if problem else None
+    """The processor must be one LLVM knows: it becomes llc's -mcpu and ROCDL's chipset."""
+    problem = processor_problem(target.processor, LLVM_ARCH, AMDGPU_NAME)
+    return ("processor", problem) if problem else None
 
 
 BACKEND = Backend(
@@ -59,4 +59,5 @@ BACKEND = Backend(
     converts_fp8=True,
     tilelang_names=("hip", "rocm"),
     default_chip="gfx942",
+    detect_gpu="tilemlir.backends.amdgpu.detect:present_chips",
 )

@@ -123,7 +123,8 @@ class AmdgpuLoweringHooks(LoweringHooks):
         asked = ("direct-lds-loads=auto: the kernel reads LDS with transpose reads"
                  if self.lowering.option("direct_lds_loads") == "auto" else "direct-lds-loads=true")
         emit_remark(op.location, f"tile-lower-to-gpu: this copy fills {shared_buffer_text(alloc)} through "
-                                 f"registers, not with loads into LDS ({asked}): {why}")
+                                 f"registers, not with loads into LDS ({asked}): {why}",
+                    origin="tile-lower-to-gpu", kind="speed")
 
     def wants_sched_hint(self) -> bool:
         """tile-lower-to-gpu{sched-hints}, for workgroups of at most one wave

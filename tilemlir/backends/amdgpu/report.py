@@ -1,21 +1,23 @@
 """What a compiled kernel uses, read from llc's ISA, and whether the target has it.
 
-`build_report(isa, target)` gives the JSON of `tile-compile --report`:
+`build_report(isa, target)` gives the JSON of `tile-compile --report`
+(docs/report.md): per kernel the common fields (`registers` is the unified
+VGPR + AGPR count per lane the occupancy uses, `shared_bytes` the static LDS,
+`occupancy` waves per SIMD, `matrix_instructions` the MFMAs) and the amdgpu
+section:
 
     vgpr, agpr, sgpr       registers per lane (VGPR: architected, AGPR: accumulation)
-                           and per wave (SGPR, LLVM's total incl. VCC/flat scratch);
-                           `vgpr_total` is the unified-file count the occupancy uses
-    scratch_bytes, spills  private segment per lane; VGPRs + SGPRs spilled
-    lds_bytes              static LDS per workgroup
-    occupancy_waves_per_simd   see `occupancy` below; `occupancy_limits` gives each
-                           bound, `occupancy_llc` what llc itself computed
-    mfma_instructions      name -> {"main_loop": n, "total": n}; see `main_loop`
+                           and per wave (SGPR, LLVM's total incl. VCC/flat scratch)
+    vgpr_spills, sgpr_spills   what `spills` adds up
+    occupancy_limits       the bound each resource sets (see `occupancy`);
+                           `occupancy_llc` what llc itself computed
     mfma_busy_ratio        the main loop's MFMA cycles (the descriptor's `cycles`)
                            over llvm-mca's cycles for one iteration; see
                            `mfma_busy_ratio`. `main_loop_cycles` gives both numbers
     global_load_bits, lds_read_bits (and the store/write widths)
                            the widest single access: global_load_dwordx4 = 128,
                            ds_read_b64 = 64 (ds_read2_b64 is two 64-bit accesses)
+    lds_bank_conflicts_per_iteration   the lowering's bank model (the isa stage adds it)
 
 Sources: register, LDS and wave numbers come from the AMDHSA metadata llc writes
 into the .s (`.vgpr_count`, `.agpr_count`, `.sgpr_count`, `.*_spill_count`,
@@ -34,6 +36,7 @@ import re
 from dataclasses import dataclass
 
 from tilemlir.backends.amdgpu.toolchain import parse_amdhsa_metadata, run_tool
+from tilemlir.backends.report_schema import kernel_entry, module_report
 from tilemlir.diagnostics import UserError
 from tilemlir.target.model import Target, is_unknown
 
@@ -325,7 +328,7 @@ def matched_to_descriptor(instructions: list[str], target: Target) -> list[str]:
     the descriptor says repeated until the two agree (gfx950's f8f6f4 with fp8
     operands: llvm-mca-22 models 4/8 passes, the chip takes 8/16, CDNA4's
     fp8 peak). A repeat has the same operands, so it adds only pipe time."""
-    info = _llvm_mca(instructions, target.name, 1, info=True)
+    info = _llvm_mca(instructions, target.processor, 1, info=True)
     held = [(match.group(2), float(match.group(1)))
             for match in map(_MCA_INFO_ROW.match, info.splitlines()) if match]
     out, next_mfma = [], iter(held)
@@ -359,7 +362,7 @@ def main_loop_cycles(section: str, target: Target) -> dict | None:
     cycles = [mfma_cycles(name, target) for name in mfmas]
     if not mfmas or None in cycles:
         return None
-    estimate = mca_cycles_per_iteration(matched_to_descriptor(instructions, target), target.name)
+    estimate = mca_cycles_per_iteration(matched_to_descriptor(instructions, target), target.processor)
     return {"mfma": sum(cycles), "llvm_mca": round(estimate * CLOCKS_PER_MCA_CYCLE, 1)}
 
 
@@ -431,64 +434,37 @@ def _busy(section: str, target: Target) -> tuple[float | None, dict | None]:
 
 
 def kernel_report(usage: KernelUsage, section: str, target: Target, mca: bool = True) -> dict:
+    """One kernel's entry of the report (report_schema.kernel_entry): the
+    common fields, and the amdgpu section (the module docstring lists it)."""
     waves, limits = occupancy(usage, target)
     busy, cycles = _busy(section, target) if mca else (None, None)
-    return {
-        "kernel": usage.name,
+    family_fields = {
         "vgpr": usage.vgpr,
         "agpr": usage.agpr,
-        "vgpr_total": unified_vgprs(usage, target),
         "sgpr": usage.sgpr,
-        "scratch_bytes": usage.scratch_bytes,
-        "spills": usage.vgpr_spills + usage.sgpr_spills,
         "vgpr_spills": usage.vgpr_spills,
         "sgpr_spills": usage.sgpr_spills,
-        "lds_bytes": usage.lds_bytes,
-        "workgroup_size": usage.workgroup_size,
-        "occupancy_waves_per_simd": waves,
         "occupancy_limits": limits,
         "occupancy_llc": usage.occupancy_llc,
-        "mfma_instructions": matrix_instructions(section),
         "mfma_busy_ratio": busy,
         "main_loop_cycles": cycles,
         **access_widths(section),
+        "lds_bank_conflicts_per_iteration": None,  # the isa stage's, from the lowering's bank model
     }
+    return kernel_entry(usage.name, target.family, threads=usage.workgroup_size,
+                        registers=unified_vgprs(usage, target), shared_bytes=usage.lds_bytes,
+                        scratch_bytes=usage.scratch_bytes, spills=usage.vgpr_spills + usage.sgpr_spills,
+                        occupancy=waves, matrix_instructions=matrix_instructions(section),
+                        family_fields=family_fields)
 
 
-# Per-kernel keys merged into the top level of a multi-kernel report, and how.
-_MERGE_MAX = ("vgpr", "agpr", "vgpr_total", "sgpr", "scratch_bytes", "spills", "vgpr_spills",
-              "sgpr_spills", "lds_bytes", "workgroup_size", *ACCESS_KINDS)
-
-
-def build_report(isa: str, target: Target, compile_seconds: dict[str, float] | None = None,
-                 *, mca: bool = True) -> dict:
-    """The --report JSON for an llc-produced .s. With one kernel its numbers
-    are the top level; with several, the top level holds the largest usage,
-    the lowest occupancy and summed MFMA counts, and `kernels` each one.
-    `mca=False` skips llvm-mca (mfma_busy_ratio and main_loop_cycles null)."""
+def build_report(isa: str, target: Target, *, mca: bool = True) -> dict:
+    """The --report JSON (docs/report.md) for an llc-produced .s, one entry
+    per kernel. `mca=False` skips llvm-mca (mfma_busy_ratio and
+    main_loop_cycles null)."""
     sections = _function_sections(isa)
     kernels = [kernel_report(u, sections.get(u.name, ""), target, mca) for u in kernel_usage(isa)]
-    report: dict = {"target": str(target)}
-    if len(kernels) == 1:
-        report.update(kernels[0])
-    elif kernels:
-        report["kernel"] = [k["kernel"] for k in kernels]
-        for key in _MERGE_MAX:
-            report[key] = max(k[key] for k in kernels)
-        occupancies = [k["occupancy_waves_per_simd"] for k in kernels]
-        report["occupancy_waves_per_simd"] = None if None in occupancies else min(occupancies)
-        merged: dict[str, dict[str, int]] = {}
-        for k in kernels:
-            for name, counts in k["mfma_instructions"].items():
-                entry = merged.setdefault(name, {"main_loop": 0, "total": 0})
-                entry["main_loop"] += counts["main_loop"]
-                entry["total"] += counts["total"]
-        report["mfma_instructions"] = dict(sorted(merged.items()))
-        ratios = [k["mfma_busy_ratio"] for k in kernels if k["mfma_busy_ratio"] is not None]
-        report["mfma_busy_ratio"] = min(ratios) if ratios else None
-        report["kernels"] = kernels
-    report["compile_seconds"] = {k: round(v, 4) for k, v in (compile_seconds or {}).items()}
-    return report
+    return module_report(target, kernels)
 
 
 # --------------------------------------------------------------------------
@@ -497,16 +473,16 @@ def build_report(isa: str, target: Target, compile_seconds: dict[str, float] | N
 
 
 def _excess(kernel: dict, target: Target, allow_spills: bool) -> list[str]:
-    name, chip = kernel["kernel"], target.name
+    name, chip, own = kernel["name"], target.name, kernel[target.family]
     registers, memory, compute = target.registers, target.memory, target.compute
     # llc keeps registers within the chip by spilling, so those rows only catch
     # a descriptor that disagrees with llc; LDS and workgroup size are real limits.
     checks = [
-        (kernel["lds_bytes"], memory.shared_bytes_per_workgroup, "bytes of LDS"),
-        (kernel["vgpr"], registers.arch_vgprs_max, "VGPRs"),
-        (kernel["agpr"], registers.acc_vgprs_max, "AGPRs"),
-        (kernel["vgpr_total"], registers.vgprs_per_lane, "VGPRs and AGPRs together"),
-        (kernel["workgroup_size"], compute.max_threads_per_workgroup, "threads per workgroup"),
+        (kernel["shared_bytes"], memory.shared_bytes_per_workgroup, "bytes of LDS"),
+        (own["vgpr"], registers.arch_vgprs_max, "VGPRs"),
+        (own["agpr"], registers.acc_vgprs_max, "AGPRs"),
+        (kernel["registers"], registers.vgprs_per_lane, "VGPRs and AGPRs together"),
+        (kernel["threads"], compute.max_threads_per_workgroup, "threads per workgroup"),
     ]
     problems = [
         f"kernel '{name}' needs {used} {what}, {chip} allows {limit}"
@@ -515,7 +491,7 @@ def _excess(kernel: dict, target: Target, allow_spills: bool) -> list[str]:
     ]
     if kernel["spills"] and not allow_spills:
         problems.append(
-            f"kernel '{name}' spills {kernel['vgpr_spills']} VGPRs and {kernel['sgpr_spills']} SGPRs "
+            f"kernel '{name}' spills {own['vgpr_spills']} VGPRs and {own['sgpr_spills']} SGPRs "
             f"to scratch ({kernel['scratch_bytes']} bytes per lane); reduce the tile sizes, or pass --allow-spills"
         )
     return problems
@@ -525,7 +501,6 @@ def check_resources(report: dict, target: Target, *, allow_spills: bool = False)
     """Raises ResourceError naming every limit a kernel of `report` exceeds,
     e.g. "kernel 'k' needs 98304 bytes of LDS, gfx942 allows 65536". Spilling
     registers to scratch is one of them unless `allow_spills`."""
-    kernels = report.get("kernels") or ([report] if "kernel" in report else [])
-    problems = [p for kernel in kernels for p in _excess(kernel, target, allow_spills)]
+    problems = [p for kernel in report["kernels"] for p in _excess(kernel, target, allow_spills)]
     if problems:
         raise ResourceError("\n".join(problems))

@@ -29,12 +29,12 @@ from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 
 
-def lds_bank_conflicts(module: ir.Operation) -> int | None:
-    """Sum of `tile.lds_bank_conflicts_per_iteration` over the lowered kernels
-    (None for hand-written GPU-level input, which has no tile layouts)."""
+def lds_bank_conflicts(module: ir.Operation) -> dict[str, int]:
+    """Each lowered kernel's `tile.lds_bank_conflicts_per_iteration`, by name
+    (hand-written GPU-level kernels, which have no tile layouts, have none)."""
     conflicts = attributes.LDS_BANK_CONFLICTS_PER_ITERATION
-    values = [conflicts.read(op) for op in walk(module) if op.name == "gpu.func" and conflicts.is_on(op)]
-    return sum(values) if values else None
+    return {ir.StringAttr(op.attributes["sym_name"]).value: conflicts.read(op)
+            for op in walk(module) if op.name == "gpu.func" and conflicts.is_on(op)}
 
 
 @dataclass(frozen=True)
@@ -42,17 +42,18 @@ class LlvmStage(Stage):
     """GPU-level IR -> LLVM IR (optimized by opt-22)."""
 
     name: str = "llvm"
+    suffix: str = ".ll"
     summary: str = "LLVM IR of the device code, as llc reads it (amdgpu)"
     one_kernel_function: bool = True
 
     def pipeline(self, job: Compilation) -> str:
-        return gpu_to_llvm_pipeline(job.target.name, check=str(AmdgpuCheckResources(target=job.spec)),
+        return gpu_to_llvm_pipeline(job.target.processor, check=str(AmdgpuCheckResources(target=job.spec)),
                                     spec=job.spec)
 
     def describe(self, job: Compilation) -> list[str]:
         return [f"gpu-to-llvm: {self.pipeline(job)}",
                 "translate: in process (mlir-translate --mlir-to-llvmir) of the gpu.module's body",
-                f"llvm-opt: {toolchain.commands(job.target.name)['llvm-opt']}"]
+                f"llvm-opt: {toolchain.commands(job.target.processor)['llvm-opt']}"]
 
     def run(self, job: Compilation) -> None:
         # From the LDS layouts (tile-infer-layout's bank model) on the gpu.funcs,
@@ -69,7 +70,7 @@ class LlvmStage(Stage):
                     "so it cannot be translated to LLVM IR")) for op in leftover])
             llvm_ir = toolchain.translate_to_llvmir(device)
         with job.timed("llvm-opt"):
-            job.artifacts[self.name] = toolchain.optimize_llvmir(llvm_ir, job.target.name)
+            job.artifacts[self.name] = toolchain.optimize_llvmir(llvm_ir, job.target.processor)
 
 
 @dataclass(frozen=True)
@@ -77,23 +78,24 @@ class IsaStage(Stage):
     """LLVM IR -> ISA text; builds the report and checks the kernel's usage."""
 
     name: str = "isa"
+    suffix: str = ".s"
     summary: str = "AMDGPU assembly (.s) from llc-22 (amdgpu's default)"
     one_kernel_function: bool = True
 
     def describe(self, job: Compilation) -> list[str]:
-        return [f"llc: {toolchain.commands(job.target.name)['llc']}"]
+        return [f"llc: {toolchain.commands(job.target.processor)['llc']}"]
 
     def run(self, job: Compilation) -> None:
         from tilemlir.backends.amdgpu.report import ResourceError, build_report, check_resources
 
         with job.timed("llc"):
-            isa = job.artifacts[self.name] = toolchain.llc_to_isa(job.artifacts["llvm"], job.target.name)
+            isa = job.artifacts[self.name] = toolchain.llc_to_isa(job.artifacts["llvm"], job.target.processor)
         # Asked for, the report runs llvm-mca on the main loop: a step of its own.
         with job.timed("report") if job.options.report else contextlib.nullcontext():
             job.report = build_report(isa, job.target, mca=job.options.report)
-        conflicts = job.notes.get("lds_bank_conflicts_per_iteration")
-        if conflicts is not None:
-            job.report["lds_bank_conflicts_per_iteration"] = conflicts
+        conflicts = job.notes.get("lds_bank_conflicts_per_iteration", {})
+        for kernel in job.report["kernels"]:
+            kernel[job.target.family]["lds_bank_conflicts_per_iteration"] = conflicts.get(kernel["name"])
         try:
             check_resources(job.report, job.target, allow_spills=job.options.allow_spills)
         except ResourceError as error:
@@ -107,9 +109,9 @@ class IsaStage(Stage):
 def spilling_kernels(report: dict) -> list[dict]:
     """The kernels of `report` that spill: {kernel, vgpr_spills, sgpr_spills}
     each, in the report's order (the `spills` note of `Compilation`)."""
-    kernels = report.get("kernels") or ([report] if "kernel" in report else [])
-    return [{key: kernel[key] for key in ("kernel", "vgpr_spills", "sgpr_spills")}
-            for kernel in kernels if kernel["spills"]]
+    return [{"kernel": kernel["name"], "vgpr_spills": kernel["amdgpu"]["vgpr_spills"],
+             "sgpr_spills": kernel["amdgpu"]["sgpr_spills"]}
+            for kernel in report["kernels"] if kernel["spills"]]
 
 
 @dataclass(frozen=True)
@@ -117,17 +119,18 @@ class HsacoStage(Stage):
     """ISA -> the code object the HIP runtime loads."""
 
     name: str = "hsaco"
+    suffix: str = ".hsaco"
     summary: str = "the code object (ELF with AMDHSA metadata); needs -o FILE"
     binary: bool = True
     one_kernel_function: bool = True
 
     def describe(self, job: Compilation) -> list[str]:
-        commands = toolchain.commands(job.target.name)
+        commands = toolchain.commands(job.target.processor)
         return [f"llvm-mc: {commands['llvm-mc']}", f"ld.lld: {commands['ld.lld']}"]
 
     def run(self, job: Compilation) -> None:
         with job.timed("llvm-mc"):
-            obj = toolchain.assemble(job.artifacts["isa"], job.target.name)
+            obj = toolchain.assemble(job.artifacts["isa"], job.target.processor)
         with job.timed("ld.lld"):
             job.artifacts[self.name] = toolchain.link_hsaco(obj)
 

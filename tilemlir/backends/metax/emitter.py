@@ -331,7 +331,7 @@ class MacaPrinter:
             "// Kernels: extern \"C\" __global__ functions; host launchers: extern \"C\" int",
             "// functions taking host pointers (0 on success). Build with MetaX's mxcc",
             "// (maca-samples Makefile; --offload-arch as in tilelang-metax's mxcc.py):",
-            "//   " + comment_text(mxcc_command(self.target.name, "THIS.maca")),
+            "//   " + comment_text(mxcc_command(self.target.processor, "THIS.maca")),
             "",
         ])
 

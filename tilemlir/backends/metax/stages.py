@@ -11,8 +11,8 @@ integer range analysis bounds is narrowed to 32 bits (`narrowed`); the
 printer indexes allocations of fewer than 2^31 elements in 32 bits, counts
 loops with constant bounds in an int32_t, and widens a 32-bit value only
 inside the 64-bit offset that needs it.
-`--emit maca` prints the source, and `--report` (from the `maca` stage) gives
-per kernel its shared memory and MMA built-ins.
+`--emit maca` prints the source, and `--report` (from the `maca` stage, `report_of`)
+gives per kernel its threads, shared memory and MMA built-ins.
 The shared-memory budget (64 KiB on xcore1000, 128 KiB on xcore1500) is
 checked by tile-lower-to-gpu, with numbers.
 """
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from mlir import ir, passmanager
 
 from tilemlir.backends.metax.emitter import EmitError, MacaSource, mxcc_command, print_maca
+from tilemlir.backends.report_schema import kernel_entry, module_report
 from tilemlir.backends.stages import Compilation, GpuStage, Stage, TileStage
 from tilemlir.irutil import walk
 from tilemlir.passes.lower_to_gpu.api import constant_int
@@ -68,19 +69,18 @@ def narrowed(module: ir.Operation) -> ir.Operation:
 
 
 def report_of(source: MacaSource, target) -> dict:
-    """The --report JSON for a metax compile: per kernel, shared memory and
-    MMA built-ins (per main-loop iteration and in all, per thread)."""
+    """The --report JSON (docs/report.md) for a metax compile: per kernel its
+    threads, shared memory and MMA built-ins (per main-loop iteration and in
+    all, per thread); the metax section holds the chip's shared-memory limit.
+    Registers, spills and occupancy are mxcc's, which does not run here: null."""
     limit = target.memory.shared_bytes_per_workgroup
-    return {
-        "target": str(target),
-        "kernels": [
-            {"name": k.name, "threads": k.threads, "shared_bytes": k.shared_bytes,
-             "shared_bytes_limit": limit,
-             "mma_instructions": {name: {"main_loop": k.mma_per_iteration.get(name, 0), "total": total}
-                                  for name, total in sorted(k.mma_total.items())}}
-            for k in source.kernels
-        ],
-    }
+    return module_report(target, [
+        kernel_entry(k.name, target.family, threads=k.threads, shared_bytes=k.shared_bytes,
+                     matrix_instructions={name: {"main_loop": k.mma_per_iteration.get(name, 0), "total": total}
+                                          for name, total in k.mma_total.items()},
+                     family_fields={"shared_bytes_limit": limit})
+        for k in source.kernels
+    ])
 
 
 @dataclass(frozen=True)
@@ -88,12 +88,13 @@ class MacaStage(Stage):
     """GPU-level IR -> MACA C++ (kernels and host launchers), in process."""
 
     name: str = "maca"
+    suffix: str = ".maca.cpp"
     summary: str = ("MACA C++ for metax targets (kernels + host launcher; the mxcc command\n"
                     "line is in its first lines)")
 
     def describe(self, job: Compilation) -> list[str]:
         return ["maca: in process (tilemlir.backends.metax.emitter: GPU-level IR -> MACA C++)",
-                f"mxcc: {mxcc_command(job.target.name)}"]
+                f"mxcc: {mxcc_command(job.target.processor)}"]
 
     def run(self, job: Compilation) -> None:
         with job.timed(self.name):

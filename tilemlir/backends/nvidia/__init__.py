@@ -25,22 +25,22 @@ MIN_SM = 80
 
 
 def check_target(target: Target) -> tuple[str, str] | None:
-    """The chip must be one the in-process NVPTX backend compiles our kernels
-    for without a fatal error: a processor LLVM knows, at least sm_80, and
-    one the PTX version the pipeline asks for can target."""
+    """The processor (sm_NN[a]) must be one the in-process NVPTX backend
+    compiles our kernels for without a fatal error: a processor LLVM knows, at
+    least sm_80, and one the PTX version the pipeline asks for can target."""
     from tilemlir.backends.nvidia.pass_lists import PTX_FEATURES
 
-    name = target.name
+    name = target.processor
     problem = processor_problem(name, LLVM_ARCH, NVPTX_NAME)
     if problem:
-        return ("name", problem)
+        return ("processor", problem)
     digits = name.removeprefix("sm_").rstrip("af")
     if not digits.isdigit() or int(digits) < MIN_SM:
-        return ("name", (f"'{name}': the nvidia lowering needs sm_{MIN_SM} or newer "
-                         "(cp.async, ldmatrix, mma.sync)"))
+        return ("processor", (f"'{name}': the nvidia lowering needs sm_{MIN_SM} or newer "
+                              "(cp.async, ldmatrix, mma.sync)"))
     fatal = nvptx_fatal_error(name, PTX_FEATURES)
     if fatal:
-        return ("name", f"LLVM's NVPTX backend cannot compile for '{name}' with {PTX_FEATURES}: {fatal}")
+        return ("processor", f"LLVM's NVPTX backend cannot compile for '{name}' with {PTX_FEATURES}: {fatal}")
     return None
 
 
@@ -66,6 +66,7 @@ BACKEND = Backend(
     lowering_hooks="tilemlir.backends.nvidia.wgmma:NvidiaLoweringHooks",
     tilelang_names=("cuda",),
     default_chip="sm_90a",
+    detect_gpu="tilemlir.backends.nvidia.detect:present_chips",
     # Loops of 2 stages or more are pipelined while lowering (cp.async, TMA);
     # nvidia runs no tile-pipeline (pass_lists.TILE_PIPELINE).
     prefetches_single_stage=False,

@@ -192,7 +192,8 @@ class MmaSyncCore(MatrixCore):
             emit_remark(op.location, f"tile-lower-to-gpu: this loop (num_stages = {stages}) runs without "
                                      "prefetch on NVIDIA: cp.async takes loops of global->shared "
                                      "copies followed by gemms, and loops of two or more such copies "
-                                     "each read by later gemms only")
+                                     "each read by later gemms only",
+                        origin="tile-lower-to-gpu", kind="speed")
         return False
 
     def register_a(self, choice, warps, source, source_warps, a_bits: int) -> bool:

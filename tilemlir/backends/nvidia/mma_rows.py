@@ -39,6 +39,6 @@ def check_mma_row(row: MmaInstr, target: Target) -> str | None:
     if shape != (row.m, row.n, row.k):
         return (f"its name says m{shape[0]}n{shape[1]}k{shape[2]}, but m, n, k = "
                 f"{row.m}, {row.n}, {row.k}; {SUPPORTED}")
-    if parsed["kind"].startswith("wgmma") and target.name not in WGMMA_CHIPS:
-        return f"wgmma needs sm_90a, not {target.name}; {SUPPORTED}"
+    if parsed["kind"].startswith("wgmma") and target.processor not in WGMMA_CHIPS:
+        return f"wgmma needs sm_90a, not {target.processor}; {SUPPORTED}"
     return None

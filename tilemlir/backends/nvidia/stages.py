@@ -5,8 +5,9 @@
                  TO_BINARY ("ptx"): PTX text
 
 The launch metadata (toolchain.launch_metadata) is read from the GPU-level IR
-before it is converted; the report (always built by `ptx`) holds it and the
-counts of the matrix, ldmatrix, cp.async and TMA instructions in the PTX.
+before it is converted; the report (always built by `ptx`, report.py) holds it
+as `functions`, and per kernel the counts of the matrix, ldmatrix, cp.async and
+TMA instructions in the PTX.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilemlir.backends.nvidia import pass_lists, toolchain
+from tilemlir.backends.nvidia.report import build_report
 from tilemlir.backends.stages import Compilation, GpuStage, Stage, TileStage
 from tilemlir.passes.check_gpu_input import GpuCheckInput
-
-# PTX instructions counted in the report.
-COUNTED_INSTRUCTIONS = ("mma.sync", "ldmatrix", "cp.async.cg", "cp.async.wait_group", "bar.sync",
-                        "wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait")
 
 
 @dataclass(frozen=True)
@@ -27,6 +25,7 @@ class PtxStage(Stage):
     """GPU-level IR -> the LLVM and NVVM dialects -> PTX, in process."""
 
     name: str = "ptx"
+    suffix: str = ".ptx"
     summary: str = ("PTX text for nvidia targets (e.g. --target nvidia:sm_90a); --report gives\n"
                     "the launch metadata a launcher needs")
     one_kernel_function: bool = True
@@ -34,7 +33,7 @@ class PtxStage(Stage):
     def to_nvvm(self, job: Compilation) -> str:
         # 32-bit index arithmetic when every memref of the module, as it is
         # now, has fewer than 2^31 elements (toolchain.index_bitwidth).
-        return pass_lists.gpu_to_nvvm_pipeline(job.target.name,
+        return pass_lists.gpu_to_nvvm_pipeline(job.target.processor,
                                              index_bits=toolchain.index_bitwidth(job.module),
                                              check=str(GpuCheckInput(target=job.spec)))
 
@@ -52,8 +51,7 @@ class PtxStage(Stage):
             job.run_pipeline(f"builtin.module({pass_lists.TO_BINARY})")
             ptx = job.artifacts[self.name] = toolchain.binary_assembly(job.module)
         toolchain.add_parameter_types(metadata, ptx)
-        job.report = {"target": str(job.target), **metadata,
-                      "ptx_instructions": {name: ptx.count(name) for name in COUNTED_INSTRUCTIONS}}
+        job.report = build_report(ptx, metadata, job.target)
 
 
 STAGES: tuple[Stage, ...] = (TileStage(pass_lists.TILE_PIPELINE), GpuStage(pass_lists.TILE_PIPELINE),

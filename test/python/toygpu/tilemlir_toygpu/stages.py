@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from tilemlir.backends.report_schema import kernel_entry, module_report
 from tilemlir.backends.stages import Compilation, GpuStage, Stage, TileStage
 from tilemlir.irutil import walk
 from tilemlir.passes.check_gpu_input import GpuCheckInput
@@ -132,11 +133,12 @@ class ToyAsmStage(Stage):
         printer = ToyPrinter()
         with job.timed(self.name):
             job.artifacts[self.name] = printer.module(job.module)
-        job.report = {"target": str(job.target),
-                      "kernels": [{"name": k.name, "threads": k.threads,
-                                   "shared_bytes": sum(size for _, size in k.shared),
-                                   "mma_instructions": k.mma_instructions}
-                                  for k in printer.kernels]}
+        # The report's common fields, and the toy's own under "toygpu" (docs/report.md).
+        job.report = module_report(job.target, [
+            kernel_entry(k.name, job.target.family, threads=k.threads,
+                         shared_bytes=sum(size for _, size in k.shared),
+                         family_fields={"mma_instructions": k.mma_instructions})
+            for k in printer.kernels])
 
 
 STAGES: tuple[Stage, ...] = (TileStage(), GpuStage(), ToyAsmStage())

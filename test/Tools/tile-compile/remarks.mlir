@@ -1,0 +1,41 @@
+// Which remarks tile-compile prints (--remarks=SPEC, like clang's -Rpass=): by
+// default what costs speed or precision and each assumed fact once; `all`,
+// `none`, or a regular expression searched in the pass name.
+// --verify-diagnostics checks every remark, printed or not. (An error makes
+// the remarks before it moot: remarks-before-error.mlir.)
+// RUN: tile-compile %s --emit tile -o /dev/null 2>&1 | filecheck %s --check-prefix=DEFAULT
+// RUN: tile-compile %s --emit tile -o /dev/null --remarks=all 2>&1 | filecheck %s --check-prefix=ALL
+// RUN: tile-compile %s --emit tile -o /dev/null --remarks=none 2>&1 | filecheck %s --check-prefix=NONE --allow-empty
+// RUN: tile-compile %s --emit tile -o /dev/null --remarks='^tile-t' 2>&1 | filecheck %s --check-prefix=REGEX
+// The regex is searched in the pass name, not in the message.
+// RUN: tile-compile %s --emit tile -o /dev/null --remarks=workgroups 2>&1 | filecheck %s --check-prefix=NONE --allow-empty
+// RUN: tile-compile %s --emit tile --remarks=none --verify-diagnostics
+// Why this must fail: '(' opens a group it never closes.
+// RUN: not tile-compile %s --remarks='(' 2>&1 | filecheck %s --check-prefix=BAD
+// BAD: tile-compile: error: --remarks: '(' is not a valid regular expression
+
+// A whole-problem gemm on gfx942: two assumed facts, what tile-tiling chose
+// (shown only when asked for), and the CUs it leaves idle (a cost).
+// DEFAULT: remark: tile-tiling: 'memory.latency_clocks' is not publicly known for amdgpu:gfx942
+// DEFAULT-NOT: tile-tiling: block
+// DEFAULT: remark: tile-tiling: 64 workgroups leave CUs of gfx942 idle
+// DEFAULT-NOT: remark:
+// ALL: remark: tile-tiling: 'memory.latency_clocks' is not publicly known for amdgpu:gfx942
+// ALL: remark: tile-tiling: block 32x32x64
+// ALL: remark: tile-tiling: 64 workgroups leave CUs of gfx942 idle
+// REGEX: remark: tile-tiling: 'memory.latency_clocks'
+// REGEX: remark: tile-tiling: block 32x32x64
+// REGEX: remark: tile-tiling: 64 workgroups
+// NONE-NOT: remark:
+module attributes {tile.target = "amdgpu:gfx942"} {
+  func.func @gemm(%A: memref<256x256xf16>, %B: memref<256x256xf16>, %C: memref<256x256xf16>) {
+    %zero = arith.constant 0.0 : f16
+    "tile.fill"(%C, %zero) : (memref<256x256xf16>, f16) -> ()
+    "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<256x256xf16>, memref<256x256xf16>, memref<256x256xf16>) -> ()
+    // expected-remark@-1 {{tile-tiling: block 32x32x64}}
+    // expected-remark@-2 {{'memory.latency_clocks' is not publicly known for amdgpu:gfx942}}
+    // expected-remark@-3 {{'memory.loaded_latency_clocks' is not publicly known for amdgpu:gfx942}}
+    // expected-remark@-4 {{64 workgroups leave CUs of gfx942 idle}}
+    return
+  }
+}
