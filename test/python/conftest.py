@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,14 @@ BIN = Path(sys.executable).parent
 # unless they give one.
 os.environ["XDG_CACHE_HOME"] = str(REPO / "test" / "Output" / "no-cache")
 os.environ.pop("TILEMLIR_TUNING_DB", None)
+# Which target a compile is for when none is named (tilemlir.target.selection):
+# the tests see no GPU and no TILEMLIR_TARGET unless they set them.
+os.environ["TILEMLIR_GPU"] = "none"
+os.environ.pop("TILEMLIR_TARGET", None)
+# @tilemlir.jit kernels are kept in a disk cache (tilemlir.runtime.cache): each
+# test process has its own, empty at its start, so no run sees another's kernels.
+os.environ["TILEMLIR_CACHE_DIR"] = tempfile.mkdtemp(prefix="tilemlir-kernels-")
+os.environ.pop("TILEMLIR_CACHE", None)
 
 
 def run_tool(tool: str, *args: str, stdin: str | None = None, cwd: Path | None = None):

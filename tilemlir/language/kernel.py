@@ -15,9 +15,13 @@ Two styles, as in TileLang:
 A kernel runs on numpy arrays (or torch tensors) on one engine: `engine=` or
 `TILEMLIR_ENGINE` (`reference`, `emulator`, `device`; default: the device when
 the target is NVIDIA and a GPU is present, else the emulator) for the target
-from `target=` or `TILEMLIR_TARGET` (default `amdgpu:gfx942`; TileLang's
-`"hip"`/`"rocm"` mean amdgpu, `"cuda"` nvidia, `"maca"` metax: TILEMLIR_TARGET's
-chip when it is of that family, else gfx942, sm_90a, xcore1000).
+tile-compile's rule picks (`tilemlir.target.selection`; README.md, "Which
+target, which artefact"): `target=`, else `TILEMLIR_TARGET`, else this
+machine's GPU; with none of them the kernel runs in the emulator, compiled for
+the emulator's own chip (unless the device engine is asked for: then it is an
+error). TileLang's `"hip"`/`"rocm"` mean amdgpu, `"cuda"` nvidia, `"maca"`
+metax (TILEMLIR_TARGET's chip when it is of that family, else this machine's
+GPU's, else gfx942, sm_90a, xcore1000), and `"auto"` names nothing.
 `pass_configs` sets tile passes' options as `{"tile-pass.option": value}`;
 other keys (TileLang's `tl.*`) are accepted with one warning.
 """
@@ -38,7 +42,7 @@ from tilemlir.diagnostics import SourceBuffer, UserError
 from tilemlir.language.api import TileLangError
 from tilemlir.language.builder import Builder, BuiltFunction, PythonSource, namespace_of
 
-ENGINE_ENV, TARGET_ENV = "TILEMLIR_ENGINE", "TILEMLIR_TARGET"
+ENGINE_ENV = "TILEMLIR_ENGINE"
 
 
 class TileLangWarning(UserWarning):
@@ -133,24 +137,29 @@ def python_source_buffer(built: BuiltFunction) -> SourceBuffer:
 # Targets, engines, options
 # --------------------------------------------------------------------------
 
-def resolve_target(target) -> str:
-    """`target=` (or TILEMLIR_TARGET, else tile-compile's default target).
-    TileLang's family names ("hip", "rocm", "cuda", "maca": each backend's
-    `tilelang_names`) take TILEMLIR_TARGET's chip when it is of that family,
-    else the family's `default_chip`; "auto" is no choice."""
-    from tilemlir.compiler import DEFAULT_TARGET
-    from tilemlir.target.registry import backend, usable_families
+def resolve_target(target, engine=None):
+    """The kernel's Target by tile-compile's rule (`select_target`: `target=`,
+    else TILEMLIR_TARGET, else this machine's GPU; TileLang's family names
+    included). A kernel that runs in the emulator or the reference engine
+    (`engine`, else TILEMLIR_ENGINE), or that nothing names a target for on a
+    machine without a GPU (it then runs in the emulator), takes the emulator's
+    own chip in place of the GPU; the device engine takes none."""
+    from tilemlir.target.selection import NoTargetError, select_target
 
-    environment = os.environ.get(TARGET_ENV)
-    if target is None or target == "auto":
-        return environment or DEFAULT_TARGET
-    for family in usable_families():
-        manifest = backend(family)
-        if isinstance(target, str) and target in manifest.tilelang_names:
-            if environment and environment.split(":")[0] == family:
-                return environment
-            return f"{family}:{manifest.default_chip}"
-    return target
+    engine = engine or os.environ.get(ENGINE_ENV)
+    if engine and engine != "device":
+        from tilemlir.runtime.engine_target import EMULATOR_TARGET
+
+        return select_target(target, engine_default=EMULATOR_TARGET)
+    try:
+        return select_target(target)
+    except NoTargetError:
+        if engine == "device":
+            raise
+        from tilemlir.runtime.engine_target import EMULATOR_TARGET
+        from tilemlir.target import get_target
+
+        return get_target(EMULATOR_TARGET)
 
 
 def pass_options(pass_configs: dict | None) -> tuple[dict[str, dict[str, str]], list[str]]:
@@ -185,12 +194,10 @@ class JITKernel:
     def __init__(self, built: BuiltFunction, *, target=None, engine=None, pass_configs=None,
                  out_idx=None):
         from tilemlir.compiler import CompileOptions
-        from tilemlir.target import get_target
 
         self.built = built
-        self.target_name = resolve_target(target)
         try:
-            self.target = get_target(self.target_name)
+            self.target = resolve_target(target, engine)
         except UserError as error:
             raise TileLangError(f"target: {error}") from None
         self.engine = engine or os.environ.get(ENGINE_ENV) or self.default_engine()
@@ -277,23 +284,28 @@ class JITKernel:
         """The kernel's tile IR (what tile-opt and tile-compile read)."""
         return self.built.text(locations=locations)
 
-    def compile(self, emit: str | None = None, *, report: bool = False):
-        """The CompileResult for `emit` (default: the backend's last stage), cached."""
+    def compile(self, emit: str | None = None, *, report: bool = False, remarks: str | None = None):
+        """The CompileResult for `emit` (default: the backend's default stage, as
+        tile-compile's and `tilemlir.compile`'s), cached; `remarks` chooses its
+        remarks as `tilemlir.compile`'s does."""
         import dataclasses
 
         from tilemlir.compiler import compile_module
+        from tilemlir.diagnostics import remarks_configured
 
-        key = (emit, report)
+        key = (emit, report, remarks)
         if key not in self._compiled:
             module = self.built.module.operation.clone()
             options = dataclasses.replace(self.options, report=report)
-            self._compiled[key] = compile_module(module.operation, self.target, emit, options,
-                                                 source=python_source_buffer(self.built))
+            with remarks_configured(remarks):
+                self._compiled[key] = compile_module(module.operation, self.target, emit, options,
+                                                     source=python_source_buffer(self.built))
         return self._compiled[key]
 
     @property
     def artifact(self):
-        """The compiled artefact: HSACO (amdgpu), MACA C++ (metax) or PTX (nvidia)."""
+        """The backend's default artefact, as tile-compile prints it: ISA (amdgpu;
+        `compile("hsaco").artifact` is the code object), MACA C++ (metax) or PTX (nvidia)."""
         return self.compile().artifact
 
     def get_isa(self) -> str:
@@ -320,6 +332,10 @@ class JITKernel:
         full = [None] * len(params)
         for position, value in zip(inputs, args):
             full[position] = value
+        if self.engine == "device":
+            gpu = _cuda_device(full, params)
+            if gpu is not None:
+                return self.call_on_gpu(full, gpu)
         for position in self.outputs:
             p = params[position]
             full[position] = np.zeros(p.shape, p.dtype.numpy)
@@ -335,6 +351,35 @@ class JITKernel:
 
     def run(self, *args):
         return self(*args)
+
+    def call_on_gpu(self, full: list, gpu) -> object:
+        """A call whose tensor arguments are all torch CUDA tensors: they reach
+        the kernel as they are (a non-contiguous one through a contiguous copy,
+        written back), outputs are made on their device with `torch.empty` as
+        TileLang makes them (uninitialised: the emulator and the reference
+        engine start them at zero), and the kernel runs on torch's current
+        stream; nothing is copied to the host and nothing waits for the GPU."""
+        import torch
+
+        params = self.built.params
+        for position in self.outputs:
+            p = params[position]
+            full[position] = torch.empty(p.shape, dtype=_torch_dtype(p.dtype), device=gpu)
+        staged = []
+        arguments = list(full)
+        for position, value in enumerate(full):
+            if params[position].kind != "scalar" and not value.is_contiguous():
+                arguments[position] = value.contiguous()
+                staged.append((value, arguments[position]))
+        from tilemlir.runtime import device
+
+        device.launch_tensors(self.loaded_device(), self.built.name, arguments)
+        for original, copy in staged:
+            original.copy_(copy)
+        wanted = self.built.returns or self.outputs
+        if not wanted:
+            return None
+        return full[wanted[0]] if len(wanted) == 1 else tuple(full[position] for position in wanted)
 
     def to_numpy(self, values: list) -> tuple[list, list]:
         params = self.built.params
@@ -365,16 +410,49 @@ class JITKernel:
         elif self.engine == "emulator":
             from tilemlir.runtime.emulator import emulate
 
-            if self._lowered is None:
-                self._lowered = runtime.lower_for_emulator(self.built.module.operation, self.target, self.options)
-            lowered, chip = self._lowered
+            lowered, chip = self.lowered_for_emulator()
             emulate(lowered, entry, args, chip=chip)
         else:
             from tilemlir.runtime import device
 
-            if self._device is None:
-                self._device = device.load(self.built.module.operation, self.target, self.options)
-            device.launch(self._device, entry, args)
+            device.launch(self.loaded_device(), entry, args)
+
+    def cache_key(self, stage: str) -> str:
+        from tilemlir.runtime import cache
+
+        return cache.kernel_key(self.built.text(locations=True), self.target, self.options, stage)
+
+    def loaded_device(self):
+        """The kernel's PTX loaded by the CUDA driver (compiled once, kept in the disk cache)."""
+        if self._device is None:
+            from tilemlir.runtime import device
+
+            self._device = device.load(self.built.module.operation, self.target, self.options,
+                                       cache_key=self.cache_key("ptx"))
+        return self._device
+
+    def lowered_for_emulator(self):
+        """(GPU-level module, chip) for the emulator (compiled once, kept in the disk cache)."""
+        if self._lowered is None:
+            from mlir import ir
+
+            from tilemlir import runtime
+            from tilemlir.runtime import cache
+
+            key = self.cache_key("gpu")
+            cached = cache.load(key, ("kernel.gpu.mlir", "chip"))
+            if cached is not None:
+                try:
+                    module = ir.Module.parse(cached["kernel.gpu.mlir"], context=self.built.module.context)
+                    self._lowered = (module.operation, cached["chip"])
+                except ir.MLIRError:
+                    cached = None
+            if cached is None:
+                lowered, chip = runtime.lower_for_emulator(self.built.module.operation, self.target, self.options)
+                text = lowered.get_asm(enable_debug_info=True, print_generic_op_form=True)
+                cache.store(key, {"kernel.gpu.mlir": text, "chip": chip})
+                self._lowered = (lowered, chip)
+        return self._lowered
 
 
 @dataclass
@@ -390,6 +468,34 @@ class Launch:
 
     def get_kernel_source(self, **kwargs) -> str:
         return self.kernel.get_kernel_source(**kwargs)
+
+
+def _cuda_device(values: list, params: list):
+    """The torch device of the call's tensors when every tensor argument is a
+    torch CUDA tensor on one device, else None (the copying path runs)."""
+    found = None
+    for p, value in zip(params, values):
+        if p.kind == "scalar" or value is None:
+            continue
+        if getattr(value, "is_cuda", False) is not True or not type(value).__module__.startswith("torch"):
+            return None
+        if found is None:
+            found = value.device
+        elif value.device != found:
+            raise TileLangError(f"argument '{p.name}' is on {value.device}, the others on {found}: "
+                                "a kernel runs on one GPU")
+    return found
+
+
+def _torch_dtype(dtype):
+    import torch
+
+    from tilemlir.runtime.cuda_launch import TORCH_DTYPES
+
+    name = TORCH_DTYPES.get(dtype.mlir)
+    if name is None or not hasattr(torch, name):
+        raise TileLangError(f"torch has no tensor type for {dtype}: call the kernel on NumPy arrays")
+    return getattr(torch, name)
 
 
 def _as_numpy(value):
@@ -511,7 +617,7 @@ class JITFunction:
                 key_parts.append((name, "tensor", tuple(shape), str(value.dtype)))
             else:
                 key_parts.append((name, "value", _hashable(value)))
-        key = (tuple(key_parts), _hashable(constants), resolve_target(self.target))
+        key = (tuple(key_parts), _hashable(constants), resolve_target(self.target, self.engine))
         if None in key or any(None in part for part in key_parts):
             key = None
         if key is not None and key in self._cache:

@@ -189,9 +189,8 @@ class CudaModule:
                 continue
             kinds = launch.get("params") or ["u64"] * len(launch["arguments"])
             packed = [_packed(self._argument(spec, values, arguments), kind, launch["kernel"], n)
-                                for n, (spec, kind) in enumerate(zip(launch["arguments"], kinds))]
-            array = (ctypes.c_void_p * max(1, len(packed)))(
-                *[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in packed])
+                      for n, (spec, kind) in enumerate(zip(launch["arguments"], kinds))]
+            array = (ctypes.c_void_p * max(1, len(packed)))(*[ctypes.addressof(v) for v in packed])
             (gx, gy, gz), (bx, by, bz) = launch["grid"], launch["block"]
             self.driver.check("cuLaunchKernel", self._function(launch), gx, gy, gz, bx, by, bz,
                               launch["dynamic_shared_bytes"], ctypes.c_void_p(stream), array, None)
@@ -246,7 +245,8 @@ class CudaModule:
         row-major 2-D argument, see tilemlir.backends.nvidia.wgmma), made once
         per argument pointer."""
         pointer = pointers[spec["source"]["argument"]]
-        key = (json.dumps(spec, sort_keys=True), pointer)
+        # The spec is the metadata's own dict, alive as long as this module.
+        key = (id(spec), pointer)
         if key not in self.tensor_maps:
             rows, cols = spec["shape"]
             box_rows, box_cols = spec["box"]
