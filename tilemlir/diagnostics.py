@@ -45,6 +45,11 @@ class Diag:
     # Collected but not printed: a remark `--remarks` hides, or one an error
     # superseded (--verify-diagnostics still checks it).
     quiet: bool = False
+    # An assumed fact's (target, field): by default one remark per target
+    # says them all (`shown_as`, printed in place of `message`, which
+    # --verify-diagnostics and the API keep).
+    fact: tuple[str, str] | None = None
+    shown_as: str = ""
 
     def position(self) -> str:
         if self.file and self.line:
@@ -129,6 +134,8 @@ OP_DUMP_LINES = 12
 
 
 def _shown_message(d: Diag) -> str:
+    if d.shown_as:
+        return d.shown_as
     lines = d.message.split("\n")
     if d.severity != "note" or not d.message.startswith(_OP_DUMP_NOTE) or len(lines) <= OP_DUMP_LINES:
         return d.message
@@ -525,7 +532,7 @@ REMARK_KINDS = {
     "info": "what the compiler chose, and why",
 }
 DEFAULT_REMARK_KINDS = frozenset({"speed", "precision", "assumption"})
-REMARK_SPEC_HELP = ("none, all, default (what costs speed or precision, and each assumed fact once) "
+REMARK_SPEC_HELP = ("none, all, default (what costs speed or precision, and a target's assumed facts in one) "
                     "or a Python regular expression searched in the remark's pass name "
                     "(e.g. 'tile-infer-layout|tile-tiling')")
 
@@ -593,7 +600,8 @@ class _RemarkSession:
 _REMARK_SINKS: list[_RemarkSession] = []
 
 
-def emit_remark(location: ir.Location, message: str, *, origin: str, kind: str) -> None:
+def emit_remark(location: ir.Location, message: str, *, origin: str, kind: str,
+                fact: tuple[str, str] | None = None) -> None:
     """A remark about what a pass decided (e.g. a layout conversion it adds),
     located like MLIR's diagnostics; `origin` names the pass or stage that made
     it, `kind` is one of `REMARK_KINDS`. The Python bindings cannot emit
@@ -602,7 +610,9 @@ def emit_remark(location: ir.Location, message: str, *, origin: str, kind: str) 
     `file:line:col: remark: ...`, and --verify-diagnostics checks every remark
     against `expected-remark`); without one it is dropped. A remark
     `--remarks` hides is kept quiet (`Diag.quiet`); an assumed fact is said
-    once per collector (the text names the target and the fact), not per op."""
+    once per collector (the text names the target and the fact), not per op,
+    and with `fact=(target, field)` the default prints one remark per target
+    for all of its assumed facts (`fold_assumed_facts`)."""
     if kind not in REMARK_KINDS:
         raise ValueError(f"remark kind '{kind}' is not one of {', '.join(REMARK_KINDS)}")
     if not _REMARK_SINKS:
@@ -618,12 +628,14 @@ def emit_remark(location: ir.Location, message: str, *, origin: str, kind: str) 
             return
         session.said.add(message)
     quiet = not _remark_filter.shows(origin, kind)
-    session.sink.append(Diag("remark", message, file, line, col, origin=origin, kind=kind, quiet=quiet))
+    session.sink.append(Diag("remark", message, file, line, col, origin=origin, kind=kind, quiet=quiet,
+                             fact=fact))
 
 
 def shown_remarks(diags: list[Diag]) -> list[Diag]:
-    """The remarks among `diags` that are printed (not `quiet`)."""
-    return [d for d in diags if d.severity == "remark" and not d.quiet]
+    """The remarks among `diags` that are printed (not `quiet`), as printed."""
+    return [dataclasses.replace(d, message=d.shown_as) if d.shown_as else d
+            for d in diags if d.severity == "remark" and not d.quiet]
 
 
 def remark_mark() -> int | None:
@@ -654,6 +666,29 @@ def restore_remarks(remarks: list[Diag]) -> None:
         session.said |= {d.message for d in remarks if d.kind == "assumption"}
 
 
+def fold_assumed_facts(sink: list[Diag]) -> None:
+    """With the default `--remarks`, a target's assumed facts are said in one
+    remark, at the first of them; `--remarks=all` (or a regex naming the
+    pass) says each, with what it assumes and why. A single fact keeps its
+    own words."""
+    if _remark_filter.spec != "default" or _remark_filter.pattern is not None:
+        return
+    by_target: dict[str, list[int]] = {}
+    for index, d in enumerate(sink):
+        if d.severity == "remark" and d.fact is not None and not d.quiet:
+            by_target.setdefault(d.fact[0], []).append(index)
+    for target, indices in by_target.items():
+        if len(indices) < 2:
+            continue
+        fields = ", ".join(dict.fromkeys(sink[i].fact[1] for i in indices))
+        sink[indices[0]] = dataclasses.replace(sink[indices[0]], shown_as=(
+            f"{len(indices)} facts of {target} are not publicly known and are assumed at their least "
+            f"favourable stated values: {fields} (--remarks=all says each and why; a descriptor stating "
+            f"them, --target-desc=FILE, replaces the assumptions)"))
+        for i in indices[1:]:
+            sink[i] = dataclasses.replace(sink[i], quiet=True)
+
+
 def _quiet_superseded_remarks(sink: list[Diag]) -> None:
     """An error is what the user must act on: the remarks before it (a
     padding dropped, a layout converted) are moot, and kept quiet."""
@@ -679,6 +714,7 @@ def collect_diagnostics(context: ir.Context, sink: list[Diag], source: SourceBuf
         _REMARK_SINKS.pop()
         handle.detach()
         _quiet_superseded_remarks(sink)
+        fold_assumed_facts(sink)
 
 
 def mlir_error_diags(error: ir.MLIRError, source: SourceBuffer | None) -> list[Diag]:

@@ -74,11 +74,15 @@ def test_what_decides_the_code_is_in_the_key(cache_root):
 def test_an_unreadable_entry_is_compiled_again(cache_root):
     check(scale_kernel(128, 3.0), 128, 3.0)
     (entry,) = cache_root.glob("*/*/kernel.gpu.mlir")
+    good = entry.read_text()
     entry.write_text("this is not MLIR")
     check(scale_kernel(128, 3.0), 128, 3.0)
     (entry,) = cache_root.glob("*/*/kernel.gpu.mlir")
+    assert entry.read_text() == good  # replaced by the recompiled kernel
     entry.unlink()
     check(scale_kernel(128, 3.0), 128, 3.0)
+    assert sorted(p.name for p in cache_root.glob("*/*/*")) == ["chip", "kernel.gpu.mlir"]
+    assert not list(cache_root.glob("*/.*"))  # no staging or set-aside folder left
 
 
 def test_the_cache_can_be_turned_off_and_an_unwritable_one_is_skipped(cache_root, monkeypatch, tmp_path):
@@ -138,3 +142,22 @@ def test_cuda_tensors_reach_the_kernel_and_come_back_as_cuda_tensors(cache_root)
     torch.testing.assert_close(y.double().cpu(), x.double().cpu() * 3 + 1, rtol=0, atol=2.0 ** -20)
     strided = torch.linspace(-2, 2, 2048, device="cuda")[::2]
     torch.testing.assert_close(kernel(strided).cpu(), strided.cpu() * 3 + 1)
+
+
+def test_a_gpu_this_process_cannot_use_leaves_the_jit_on_the_emulator(monkeypatch):
+    """Nothing names a target: a GPU the probe sees but the CUDA driver does not
+    give this process, or one no shipped descriptor describes, is no reason to
+    fail; the kernel runs in the emulator. A target the user names is kept."""
+    from tilemlir.runtime import cuda_launch
+
+    monkeypatch.delenv("TILEMLIR_TARGET", raising=False)
+    monkeypatch.delenv("TILEMLIR_ENGINE", raising=False)
+    monkeypatch.setattr(cuda_launch, "gpu_available", lambda: False)
+    monkeypatch.setenv("TILEMLIR_GPU", "nvidia:sm_90a")
+    assert str(kernel_module.resolve_target(None)) == "amdgpu:gfx942"
+    assert str(kernel_module.resolve_target("nvidia:sm_90a")) == "nvidia:sm_90a"
+    monkeypatch.setattr("tilemlir.target.selection.probed_gpus", lambda: (("nvidia", "sm_80"),))
+    monkeypatch.delenv("TILEMLIR_GPU")
+    assert str(kernel_module.resolve_target(None)) == "amdgpu:gfx942"
+    with pytest.raises(Exception, match="sm_80"):
+        kernel_module.resolve_target(None, engine="device")

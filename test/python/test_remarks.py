@@ -1,5 +1,5 @@
 """Which remarks are printed (`--remarks=SPEC`, `tilemlir.compile(remarks=)`):
-by default what costs speed or precision and each assumed fact once; `all`,
+by default what costs speed or precision and a target's assumed facts in one remark; `all`,
 `none`, or a regular expression over the pass names, like clang's -Rpass=.
 --verify-diagnostics still checks every remark; an error makes the remarks
 before it quiet."""
@@ -110,25 +110,38 @@ def test_compile_remarks_argument():
     assert any(m.startswith("tile-tiling: block ") for m in by_spec["all"])
     assert by_spec["cost|tiling"] == by_spec["all"]  # every remark here is tile-tiling's
     assert not any(m.startswith("tile-tiling: block ") for m in by_spec["default"])
-    assert any("'memory.latency_clocks' is not publicly known" in m for m in by_spec["default"])
+    # The default says gfx942's two assumed facts in one remark; all says each.
+    assert sum("2 facts of amdgpu:gfx942 are not publicly known" in m and "memory.latency_clocks" in m
+               and "memory.loaded_latency_clocks" in m for m in by_spec["default"]) == 1
+    assert not any("'memory.latency_clocks' is not publicly known" in m for m in by_spec["default"])
+    assert sum("'memory.latency_clocks' is not publicly known" in m for m in by_spec["all"]) == 1
     with pytest.raises(UserError, match="not a valid regular expression"):
         tilemlir.compile(text, target="amdgpu:gfx942", emit="tile", remarks="(")
 
 
 def test_a_whole_problem_compile_says_each_assumed_fact_once():
-    """Two gemms on gfx942: each assumed fact is printed once, not per gemm."""
+    """Two gemms on gfx942: each assumed fact is printed once, not per gemm; by
+    default gfx942's two in one remark, with --remarks=all each in its own."""
     result = run_tool("tile-compile", "-", "--target", "amdgpu:gfx942", "--emit", "tile", stdin=TWO_GEMMS)
     assert result.returncode == 0, result.stderr
     remarks = [line for line in result.stderr.splitlines() if ": remark: " in line]
+    assert sum("2 facts of amdgpu:gfx942 are not publicly known" in r for r in remarks) == 1
+    assert not any("tile-tiling: block " in r for r in remarks)  # what was chosen: --remarks=all
+    result = run_tool("tile-compile", "-", "--target", "amdgpu:gfx942", "--emit", "tile", "--remarks=all",
+                      stdin=TWO_GEMMS)
+    remarks = [line for line in result.stderr.splitlines() if ": remark: " in line]
     assert sum("'memory.latency_clocks' is not publicly known for amdgpu:gfx942" in r for r in remarks) == 1
     assert sum("'memory.loaded_latency_clocks' is not publicly known" in r for r in remarks) == 1
-    assert not any("tile-tiling: block " in r for r in remarks)  # what was chosen: --remarks=all
 
 
 def test_fp8_assumption_on_metax_is_said_once_for_two_gemms():
     text = TWO_GEMMS.replace("xf16>", "xf8E4M3FN>")
-    messages = [d.message for d in tilemlir.compile(text, target="metax:xcore1000", emit="tile").remarks]
+    messages = [d.message for d in tilemlir.compile(text, target="metax:xcore1000", emit="tile",
+                                                    remarks="all").remarks]
     assert sum(m.startswith("tile-legalize-precision: whether metax:xcore1000 has fp8") for m in messages) == 1
+    folded = [d.message for d in tilemlir.compile(text, target="metax:xcore1000", emit="tile").remarks]
+    assert sum("facts of metax:xcore1000 are not publicly known" in m and "matrix.fp8_formats" in m
+               for m in folded) == 1
 
 
 def test_jit_kernel_compile_remarks_argument():

@@ -208,15 +208,20 @@ def test_the_emulator_takes_its_own_chip_instead_of_the_gpu(tmp_path, monkeypatc
         == ("amdgpu:gfx90a", "gpu")
 
 
-@pytest.mark.parametrize(("target", "engine", "gpu", "expected"), [
-    ("gfx950", None, "none", "amdgpu:gfx950"),
-    (None, None, "nvidia:sm_90a", "nvidia:sm_90a"),  # the GPU here, as tile-compile takes it
-    (None, None, "none", "amdgpu:gfx942"),  # no GPU: it runs in the emulator, for the emulator's chip
-    (None, "emulator", "nvidia:sm_90a", "amdgpu:gfx942"),  # asked for the emulator: its chip
-    ("auto", "reference", "none", "amdgpu:gfx942"),
+@pytest.mark.parametrize(("target", "engine", "gpu", "cuda", "expected"), [
+    ("gfx950", None, "none", False, "amdgpu:gfx950"),
+    (None, None, "nvidia:sm_90a", True, "nvidia:sm_90a"),  # the GPU here, as tile-compile takes it
+    # ... but one the CUDA driver does not give this process (CUDA_VISIBLE_DEVICES=): the emulator
+    (None, None, "nvidia:sm_90a", False, "amdgpu:gfx942"),
+    (None, None, "none", False, "amdgpu:gfx942"),  # no GPU: it runs in the emulator, for the emulator's chip
+    (None, "emulator", "nvidia:sm_90a", True, "amdgpu:gfx942"),  # asked for the emulator: its chip
+    ("auto", "reference", "none", False, "amdgpu:gfx942"),
 ])
-def test_language_kernels_follow_the_same_rule(target, engine, gpu, expected, monkeypatch):
+def test_language_kernels_follow_the_same_rule(target, engine, gpu, cuda, expected, monkeypatch):
+    from tilemlir.runtime import cuda_launch
+
     monkeypatch.setenv("TILEMLIR_GPU", gpu)
+    monkeypatch.setattr(cuda_launch, "gpu_available", lambda: cuda)
     kernel = tilemlir.language.compile(K.running_sum.function(64), out_idx=[1], target=target,
                                        engine=engine)
     assert str(kernel.target) == expected

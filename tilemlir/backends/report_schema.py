@@ -1,6 +1,6 @@
 """The shape of `tile-compile --report`'s JSON, the same for every family.
 
-    {"schema_version": 1, "tool": "tilemlir 0.1.0", "target": "amdgpu:gfx942", "family": "amdgpu",
+    {"schema_version": 1, "tool": "tilemlir 0.2.0", "target": "amdgpu:gfx942", "family": "amdgpu",
      "kernels": [{"name": "softmax_kernel0", "threads": 128, "registers": 50, ...,
                   "config_source": "user", "amdgpu": {...the family's own fields...}}],
      "functions": null, "decisions": [...], "compile_seconds": {...},

@@ -141,25 +141,34 @@ def resolve_target(target, engine=None):
     """The kernel's Target by tile-compile's rule (`select_target`: `target=`,
     else TILEMLIR_TARGET, else this machine's GPU; TileLang's family names
     included). A kernel that runs in the emulator or the reference engine
-    (`engine`, else TILEMLIR_ENGINE), or that nothing names a target for on a
-    machine without a GPU (it then runs in the emulator), takes the emulator's
-    own chip in place of the GPU; the device engine takes none."""
-    from tilemlir.target.selection import NoTargetError, select_target
+    (`engine`, else TILEMLIR_ENGINE) takes the emulator's own chip in place of
+    the GPU. So does one nothing names a target for, unless engine="device",
+    when this machine's GPU cannot run it: no GPU, a GPU no shipped descriptor
+    describes, or an NVIDIA GPU the CUDA driver does not give this process
+    (CUDA_VISIBLE_DEVICES=); the device engine takes no such default."""
+    from tilemlir.runtime.engine_target import EMULATOR_TARGET
+    from tilemlir.target import get_target
+    from tilemlir.target.model import TargetError
+    from tilemlir.target.selection import TARGET_ENVIRONMENT, select_target
 
     engine = engine or os.environ.get(ENGINE_ENV)
     if engine and engine != "device":
-        from tilemlir.runtime.engine_target import EMULATOR_TARGET
-
         return select_target(target, engine_default=EMULATOR_TARGET)
+    named = target not in (None, "auto") or bool(os.environ.get(TARGET_ENVIRONMENT))
     try:
-        return select_target(target)
-    except NoTargetError:
-        if engine == "device":
+        chosen = select_target(target)
+    except TargetError:
+        if named or engine == "device":
             raise
-        from tilemlir.runtime.engine_target import EMULATOR_TARGET
-        from tilemlir.target import get_target
-
         return get_target(EMULATOR_TARGET)
+    if named or engine == "device":
+        return chosen
+    from tilemlir.backends.stages import backend_stages
+    from tilemlir.runtime import cuda_launch
+
+    if "ptx" in [stage.name for stage in backend_stages(chosen.family)] and not cuda_launch.gpu_available():
+        return get_target(EMULATOR_TARGET)
+    return chosen
 
 
 def pass_options(pass_configs: dict | None) -> tuple[dict[str, dict[str, str]], list[str]]:
@@ -373,7 +382,8 @@ class JITKernel:
                 staged.append((value, arguments[position]))
         from tilemlir.runtime import device
 
-        device.launch_tensors(self.loaded_device(), self.built.name, arguments)
+        device.launch_tensors(self.loaded_device(), self.built.name, arguments,
+                              stream=torch.cuda.current_stream(gpu).cuda_stream)
         for original, copy in staged:
             original.copy_(copy)
         wanted = self.built.returns or self.outputs
@@ -484,6 +494,10 @@ def _cuda_device(values: list, params: list):
         elif value.device != found:
             raise TileLangError(f"argument '{p.name}' is on {value.device}, the others on {found}: "
                                 "a kernel runs on one GPU")
+    if found is not None and (found.index or 0) != 0:
+        # cuda_launch works in the primary context of the CUDA driver's device 0.
+        raise TileLangError(f"the arguments are on {found}; the device engine runs kernels on cuda:0 "
+                            "only (CUDA_VISIBLE_DEVICES chooses which GPU that is)")
     return found
 
 

@@ -49,14 +49,16 @@ class PassState:
         location.emit_error(message)
         self.failed = True
 
-    def remark(self, where: ir.Operation | ir.OpView | ir.Location, message: str, *, kind: str) -> None:
+    def remark(self, where: ir.Operation | ir.OpView | ir.Location, message: str, *, kind: str,
+               fact: tuple[str, str] | None = None) -> None:
         """A decision worth telling the user, made by this pass; `kind` is one
         of `diagnostics.REMARK_KINDS` (what costs speed or precision is printed
-        by default; `diagnostics.emit_remark`)."""
+        by default; `diagnostics.emit_remark`), `fact` an assumed fact's
+        (target, field)."""
         from tilemlir.diagnostics import emit_remark
 
         emit_remark(where if isinstance(where, ir.Location) else where.location, message,
-                    origin=self.pass_name, kind=kind)
+                    origin=self.pass_name, kind=kind, fact=fact)
 
 
 def option_name(field_name: str) -> str:

@@ -124,7 +124,7 @@ class TileLegalizePrecision(TilePass):
             state.remark(op, f"tile-legalize-precision: whether {target} has fp8 matrix instructions is "
                              "not publicly known; gemms of fp8 operands are computed exactly in f16 (a "
                              "descriptor with matrix.fp8_formats, from --target-desc, lets them use fp8 "
-                             "instructions)", kind="assumption")
+                             "instructions)", kind="assumption", fact=(str(target), "matrix.fp8_formats"))
             formats = ()
         try:
             wanted = self.legal_types(a_type, b_type, tuple(formats), str(target))

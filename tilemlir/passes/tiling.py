@@ -324,7 +324,8 @@ class TileTiling(TilePass):
         assumed = prediction.assumed if prediction is not None else tuple(
             a for a in facts.assumed if a.field in RULE_FACTS)
         for assumption in assumed:
-            state.remark(op, f"tile-tiling: {assumption.message()}", kind="assumption")
+            state.remark(op, f"tile-tiling: {assumption.message()}", kind="assumption",
+                         fact=(str(assumption.target), assumption.field))
 
     @staticmethod
     def prediction_of(problem: GemmProblem, tiling: TilingChoice, target) -> Prediction | None:

@@ -48,11 +48,12 @@ def compiler_fingerprint() -> str:
     from importlib import metadata
 
     digest = hashlib.sha256()
-    for name in ("xtc-mlir-python-bindings",):
-        try:
-            digest.update(f"{name}=={metadata.version(name)}\n".encode())
-        except metadata.PackageNotFoundError:
-            digest.update(f"{name} (no metadata)\n".encode())
+    from tilemlir.version import MLIR_BINDINGS_DISTRIBUTION as name
+
+    try:
+        digest.update(f"{name}=={metadata.version(name)}\n".encode())
+    except metadata.PackageNotFoundError:
+        digest.update(f"{name} (no metadata)\n".encode())
     for path in sorted(p for p in _PACKAGE.rglob("*") if p.suffix in _SOURCE_SUFFIXES and p.is_file()):
         digest.update(str(path.relative_to(_PACKAGE)).encode() + b"\0")
         digest.update(path.read_bytes())
@@ -93,7 +94,7 @@ def store(key: str, files: dict[str, str]) -> None:
     renamed into place, so a reader sees all of them or none. Failures (no
     space, no permission) leave the kernel uncached."""
     folder = _folder(key)
-    if folder is None or folder.exists():
+    if folder is None:
         return
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
@@ -103,6 +104,10 @@ def store(key: str, files: dict[str, str]) -> None:
     try:
         for name, text in files.items():
             (staging / name).write_text(text, encoding="utf-8")
+        if folder.exists():  # an entry `load` could not use: set aside, then replaced
+            broken = Path(tempfile.mkdtemp(prefix=f".{key[:16]}.broken.", dir=folder.parent))
+            os.rename(folder, broken / "entry")
+            shutil.rmtree(broken, ignore_errors=True)
         os.rename(staging, folder)
     except OSError:  # another process stored it first, or the disk refused
         shutil.rmtree(staging, ignore_errors=True)

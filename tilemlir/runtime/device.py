@@ -94,12 +94,12 @@ def launch(loaded, entry: str, args) -> None:
         raise UserError(f"engine 'device': {error}") from None
 
 
-def launch_tensors(loaded, entry: str, args) -> None:
+def launch_tensors(loaded, entry: str, args, stream: int | None = None) -> None:
     """Runs `entry` of a loaded module on torch CUDA tensors (and scalars) as
-    they are, on torch's current stream, without waiting for it."""
+    they are, on `stream` (default: torch's current stream), without waiting."""
     from tilemlir.runtime import cuda_launch
 
     try:
-        loaded.launch(entry, args)
+        loaded.launch(entry, args, stream=stream)
     except cuda_launch.CudaError as error:
         raise UserError(f"engine 'device': {error}") from None

@@ -105,11 +105,6 @@ def _guarded(prog: str, run: Callable[[list[str]], int], argv: list[str]) -> int
 # The command line
 # --------------------------------------------------------------------------
 
-# The distribution that provides the `mlir` package (pyproject.toml pins it;
-# its version is the LLVM release's, plus a packaging number).
-MLIR_BINDINGS_DISTRIBUTION = "xtc-mlir-python-bindings"
-
-
 def version_text(prog: str) -> str:
     """What `--version` prints, as mlir-opt and clang do: the tool and
     tilemlir's version, then what it was built on. Reads package metadata
@@ -117,6 +112,7 @@ def version_text(prog: str) -> str:
     from importlib import metadata
 
     from tilemlir import version
+    from tilemlir.version import MLIR_BINDINGS_DISTRIBUTION
 
     try:
         bindings = metadata.version(MLIR_BINDINGS_DISTRIBUTION)
@@ -224,14 +220,16 @@ class ToolParser(argparse.ArgumentParser):
                 if claim is not None and claim(name, value if eq else None):
                     continue
                 raise self._unknown_flag(arg, more_flags)
+            # A value joined to its flag: argparse then never reads one that
+            # starts with '-' (`-o -x.s`) as a flag, as clang and mlir-opt do not.
             if eq:
-                spelled += [flag, value] if len(flag) == 2 else [f"{flag}={value}"]
+                spelled.append(f"{flag}={value}")
             elif action.nargs == "?":  # an optional value comes only after '='
                 spelled.append(flag if action.const is None else f"{flag}={action.const}")
+            elif action.nargs is None and remaining:  # `--flag VALUE`
+                spelled.append(f"{flag}={remaining.pop(0)}")
             else:
                 spelled.append(flag)
-                if action.nargs is None and remaining:  # `--flag VALUE`
-                    spelled.append(remaining.pop(0))
         return spelled
 
     def _unknown_flag(self, arg: str, more_flags):

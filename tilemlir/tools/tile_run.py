@@ -109,6 +109,8 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     options = _parser().parse_command_line(argv)
     if options.tuning_db is not None and options.no_tuning_db:
         raise UserError("give either --tuning-db or --no-tuning-db, not both")
+    if options.seed < 0:
+        raise UserError(f"--seed must be a non-negative integer, not {options.seed}")
     return options
 
 

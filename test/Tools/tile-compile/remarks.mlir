@@ -1,5 +1,6 @@
 // Which remarks tile-compile prints (--remarks=SPEC, like clang's -Rpass=): by
-// default what costs speed or precision and each assumed fact once; `all`,
+// default what costs speed or precision, and a target's assumed facts in one
+// remark (--remarks=all says each); `all`,
 // `none`, or a regular expression searched in the pass name.
 // --verify-diagnostics checks every remark, printed or not. (An error makes
 // the remarks before it moot: remarks-before-error.mlir.)
@@ -16,11 +17,12 @@
 
 // A whole-problem gemm on gfx942: two assumed facts, what tile-tiling chose
 // (shown only when asked for), and the CUs it leaves idle (a cost).
-// DEFAULT: remark: tile-tiling: 'memory.latency_clocks' is not publicly known for amdgpu:gfx942
+// DEFAULT: remark: 2 facts of amdgpu:gfx942 are not publicly known and are assumed at their least favourable stated values: memory.latency_clocks, memory.loaded_latency_clocks (--remarks=all says each and why
 // DEFAULT-NOT: tile-tiling: block
 // DEFAULT: remark: tile-tiling: 64 workgroups leave CUs of gfx942 idle
 // DEFAULT-NOT: remark:
 // ALL: remark: tile-tiling: 'memory.latency_clocks' is not publicly known for amdgpu:gfx942
+// ALL: remark: tile-tiling: 'memory.loaded_latency_clocks' is not publicly known for amdgpu:gfx942
 // ALL: remark: tile-tiling: block 32x32x64
 // ALL: remark: tile-tiling: 64 workgroups leave CUs of gfx942 idle
 // REGEX: remark: tile-tiling: 'memory.latency_clocks'
