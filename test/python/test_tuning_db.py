@@ -533,6 +533,12 @@ def test_a_version_1_file_is_read_and_written_back_as_version_2(tmp_path, tuned_
     with pytest.warns(ToolWarning):
         record_entry(path, dataclasses.replace(entry, seconds=5e-7))
     assert json.loads(path.read_text())["version"] == 2 and len(load_database(path).entries) == 1
+    # Of two that collapse, a device measurement stands over a later model ranking.
+    measured = dict(json.loads(json.dumps(older)), measure="device")
+    path.write_text('{"format": "tilemlir-tuning-db", "version": 1, "entries": [\n'
+                    + ",\n".join(json.dumps(r, sort_keys=True) for r in (measured, old)) + "\n]}\n")
+    (entry,) = load_database(path).entries.values()
+    assert entry.measure == "device" and entry.seconds == 9e-6
 
 
 @pytest.mark.parametrize("field, value, said", [

@@ -626,8 +626,12 @@ def parse_database(text: str, path: str) -> TuningDatabase:
             raise TuningDatabaseError(path, f"tuning database entry {index + 1}: {error}",
                                       *at(index)) from None
         if converting and entry.key in entries:
-            # Version 1 told programs apart that version 2 does not: the latest tuning stands.
-            if entry.when >= entries[entry.key].when:
+            # Version 1 told programs apart that version 2 does not: a measurement on
+            # the device beats the model's ranking, then the latest tuning stands.
+            def standing(e: TuningEntry) -> tuple[bool, str]:
+                return e.measure == "device", e.when
+
+            if standing(entry) >= standing(entries[entry.key]):
                 entries[entry.key] = entry
             continue
         if entry.key in entries and entries[entry.key] != entry:
