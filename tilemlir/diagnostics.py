@@ -681,8 +681,9 @@ def fold_assumed_facts(sink: list[Diag]) -> None:
         if len(indices) < 2:
             continue
         fields = ", ".join(dict.fromkeys(sink[i].fact[1] for i in indices))
-        sink[indices[0]] = dataclasses.replace(sink[indices[0]], shown_as=(
-            f"{len(indices)} facts of {target} are not publicly known and are assumed at their least "
+        first = sink[indices[0]]
+        sink[indices[0]] = dataclasses.replace(first, shown_as=(
+            f"{first.origin}: {len(indices)} facts of {target} are not publicly known and are assumed at their least "
             f"favourable stated values: {fields} (--remarks=all says each and why; a descriptor stating "
             f"them, --target-desc=FILE, replaces the assumptions)"))
         for i in indices[1:]:

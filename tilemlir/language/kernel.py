@@ -382,8 +382,7 @@ class JITKernel:
                 staged.append((value, arguments[position]))
         from tilemlir.runtime import device
 
-        device.launch_tensors(self.loaded_device(), self.built.name, arguments,
-                              stream=torch.cuda.current_stream(gpu).cuda_stream)
+        device.launch_tensors(self.loaded_device(), self.built.name, arguments, stream=_raw_stream(torch, gpu))
         for original, copy in staged:
             original.copy_(copy)
         wanted = self.built.returns or self.outputs
@@ -499,6 +498,13 @@ def _cuda_device(values: list, params: list):
         raise TileLangError(f"the arguments are on {found}; the device engine runs kernels on cuda:0 "
                             "only (CUDA_VISIBLE_DEVICES chooses which GPU that is)")
     return found
+
+
+def _raw_stream(torch, gpu) -> int:
+    """torch's current stream on `gpu`, as the CUDA handle (the private call
+    Triton's launcher uses where torch has it: no Stream object made)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(gpu.index or 0) if raw is not None else torch.cuda.current_stream(gpu).cuda_stream
 
 
 def _torch_dtype(dtype):

@@ -134,6 +134,7 @@ class CudaModule:
                             f"{log.value.decode(errors='replace')}")
         self.functions: dict[str, ctypes.c_void_p] = {}
         self.tensor_maps: dict[tuple, ctypes.c_uint64] = {}  # (spec, pointer) -> device copy
+        self._launchers: dict[str, _TensorLauncher | None] = {}
         for function in metadata["functions"]:
             for launch in function["launches"]:
                 if "kernel" in launch:
@@ -194,6 +195,21 @@ class CudaModule:
             (gx, gy, gz), (bx, by, bz) = launch["grid"], launch["block"]
             self.driver.check("cuLaunchKernel", self._function(launch), gx, gy, gz, bx, by, bz,
                               launch["dynamic_shared_bytes"], ctypes.c_void_p(stream), array, None)
+
+    def tensor_launcher(self, entry: str | None):
+        """A callable `(tensors, stream)` that runs `entry` as `launch` does, on
+        contiguous torch CUDA tensors of the compiled shapes and dtypes, with
+        the parameter buffers built once: a call checks each tensor, writes its
+        pointer (and its tensor maps') in place and launches. None when the
+        entry takes scalars or dynamic shapes, or clears memory first (then
+        `launch` serves)."""
+        function = self.entry(entry)
+        key = function["entry"]
+        if key not in self._launchers:
+            static = all("scalar" not in p and None not in p["shape"] for p in function["arguments"]) \
+                and all("kernel" in launch for launch in function["launches"])
+            self._launchers[key] = _TensorLauncher(self, function) if static else None
+        return self._launchers[key]
 
     def _memset(self, spec: dict, values: list, arguments: list, params: list, stream: int) -> None:
         """Clears a whole memref argument to `bits` (toolchain.launch_metadata's
@@ -267,6 +283,77 @@ class CudaModule:
                               ctypes.c_size_t(TENSOR_MAP_BYTES))
             self.tensor_maps[key] = device
         return self.tensor_maps[key].value
+
+
+class _TensorLauncher:
+    """`CudaModule.tensor_launcher`: one entry's launches with their parameter
+    buffers made once. Per call: each tensor's shape, dtype, device and
+    layout checked against the compiled ones, its pointer written where the
+    kernels read it, tensor maps looked up by pointer, one cuLaunchKernel per
+    launch."""
+
+    def __init__(self, module: CudaModule, function: dict):
+        import torch
+
+        self.module, self.name = module, function["entry"]
+        params = function["arguments"]
+        self.expected = [(tuple(p["shape"]), getattr(torch, TORCH_DTYPES.get(p["dtype"], p["dtype"]), None))
+                         for p in params]
+        self.pointers: list[list] = [[] for _ in params]   # the buffers each argument's pointer goes to
+        self.maps: list[tuple[dict, ctypes.c_uint64]] = []  # tensor-map parameters, by spec
+        self.launches = []
+        for launch in function["launches"]:
+            kinds = launch.get("params") or ["u64"] * len(launch["arguments"])
+            values = []
+            for n, (spec, kind) in enumerate(zip(launch["arguments"], kinds)):
+                if isinstance(spec, int):
+                    value = _packed(0, kind, launch["kernel"], n)
+                    self.pointers[spec].append(value)
+                elif "tensor_map" in spec:
+                    value = _packed(0, kind, launch["kernel"], n)
+                    self.maps.append((spec["tensor_map"], value))
+                elif "constant" in spec:
+                    value = _packed(spec["constant"], kind, launch["kernel"], n)
+                else:  # an extent of a static shape: known now
+                    extent = spec["extent"]
+                    value = _packed(int(params[extent["argument"]]["shape"][extent["axis"]]), kind,
+                                    launch["kernel"], n)
+                values.append(value)
+            array = (ctypes.c_void_p * max(1, len(values)))(*[ctypes.addressof(v) for v in values])
+            (gx, gy, gz), (bx, by, bz) = launch["grid"], launch["block"]
+            dims = [ctypes.c_uint(d) for d in (gx, gy, gz, bx, by, bz)]
+            self.launches.append((module._function(launch), dims, ctypes.c_uint(launch["dynamic_shared_bytes"]),
+                                  values, array))
+        self.call = module.driver.lib.cuLaunchKernel
+
+    def __call__(self, tensors: list, stream: int) -> None:
+        if len(tensors) != len(self.expected):
+            raise CudaError(f"{self.name} takes {len(self.expected)} arguments, got {len(tensors)}")
+        pointers = []
+        for index, (tensor, (shape, dtype)) in enumerate(zip(tensors, self.expected)):
+            if tensor.shape != shape or tensor.dtype != dtype or not tensor.is_cuda \
+                    or not tensor.is_contiguous():
+                # The general path says what is wrong.
+                raise CudaError(_tensor_problem(tensor, index, shape, dtype))
+            pointer = tensor.data_ptr()
+            pointers.append(pointer)
+            for value in self.pointers[index]:
+                value.value = pointer
+        for spec, value in self.maps:
+            value.value = self.module._tensor_map(spec, pointers)
+        handle = ctypes.c_void_p(stream)
+        for function, dims, shared, _, array in self.launches:
+            code = self.call(function, *dims, shared, handle, array, None)
+            if code != 0:
+                raise CudaError(f"cuLaunchKernel failed: {self.module.driver.error_name(code)}")
+
+
+def _tensor_problem(tensor, index: int, shape: tuple, dtype) -> str:
+    if tuple(tensor.shape) != shape:
+        return f"argument {index}: shape {list(tensor.shape)}, the kernel was compiled for {list(shape)}"
+    if tensor.dtype != dtype:
+        return f"argument {index}: dtype {tensor.dtype}, the kernel was compiled for {dtype}"
+    return f"argument {index}: needs a contiguous CUDA tensor"
 
 
 class DeviceArray:

@@ -100,6 +100,10 @@ def launch_tensors(loaded, entry: str, args, stream: int | None = None) -> None:
     from tilemlir.runtime import cuda_launch
 
     try:
-        loaded.launch(entry, args, stream=stream)
+        launcher = loaded.tensor_launcher(entry)
+        if launcher is None:
+            loaded.launch(entry, args, stream=stream)
+        else:
+            launcher(args, cuda_launch._torch_stream() if stream is None else stream)
     except cuda_launch.CudaError as error:
         raise UserError(f"engine 'device': {error}") from None

@@ -17,7 +17,7 @@
 
 // A whole-problem gemm on gfx942: two assumed facts, what tile-tiling chose
 // (shown only when asked for), and the CUs it leaves idle (a cost).
-// DEFAULT: remark: 2 facts of amdgpu:gfx942 are not publicly known and are assumed at their least favourable stated values: memory.latency_clocks, memory.loaded_latency_clocks (--remarks=all says each and why
+// DEFAULT: remark: tile-tiling: 2 facts of amdgpu:gfx942 are not publicly known and are assumed at their least favourable stated values: memory.latency_clocks, memory.loaded_latency_clocks (--remarks=all says each and why
 // DEFAULT-NOT: tile-tiling: block
 // DEFAULT: remark: tile-tiling: 64 workgroups leave CUs of gfx942 idle
 // DEFAULT-NOT: remark:
