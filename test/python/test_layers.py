@@ -33,6 +33,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # The frontend builds tile IR (dialects), compiles it (compiler) and runs it
     # (runtime's engines): above them all, beside the tools.
     ("tilemlir.language",),
+    # TileLang's module paths (`tilelang.autotuner`, `.profiler`, `.utils`) over the frontend.
+    ("tilemlir.autotuner", "tilemlir.profiler", "tilemlir.utils"),
     ("tilemlir.tools",),
     ("tilemlir",),
 )

@@ -28,6 +28,9 @@ from tilemlir.language.api import (
     Tensor,
     TensorSpec,
     TileLangError,
+    Unsupported,
+    caller_position,
+    unsupported,
 )
 from tilemlir.language.dtypes import DTYPES, DType
 from tilemlir.language.kernel import (
@@ -47,6 +50,18 @@ globals().update(DTYPES)
 
 __all__ = [
     "Buffer", "DType", "GemmWarpPolicy", "JITFunction", "JITKernel", "Launch", "PrimFunc", "Tensor",
-    "TensorSpec", "TileLangError", "TileLangWarning", "compile", "dtype", "jit", "prim_func",
+    "TensorSpec", "TileLangError", "TileLangWarning", "Unsupported", "compile", "dtype", "jit", "prim_func",
 ]
 __all__ += list(INTRINSICS) + list(DTYPES)
+
+
+def __getattr__(name: str):
+    """TileLang's names tilemlir does not build: a placeholder that reports
+    the user's line when used (api.UNSUPPORTED says what to use instead)."""
+    placeholder = unsupported(name)
+    if placeholder is not None:
+        return placeholder
+    if name.startswith("__"):
+        raise AttributeError(f"module 'tilemlir.language' has no attribute {name!r}")
+    raise AttributeError(f"{caller_position(2)}: error: tilemlir.language has no attribute {name!r} "
+                         f"(nor has TileLang's tilelang.language)")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import enum
 import math
+import sys
 from dataclasses import dataclass
 
 from tilemlir.diagnostics import UserError
@@ -167,3 +168,190 @@ Cast = cast
 im2col = _intrinsic("im2col", aliases=("c2d_im2col",))
 c2d_im2col = im2col
 use_swizzle = _intrinsic("use_swizzle")
+
+
+# --------------------------------------------------------------------------
+# TileLang's names that tilemlir does not build
+# --------------------------------------------------------------------------
+
+# TileLang's `tilelang.language` names tilemlir refuses, with what to use
+# instead where there is something (the names: tilelang/language/__init__.py).
+UNSUPPORTED: dict[str, str] = {
+    "get_thread_binding": "kernels are written per tile; T.Parallel spreads element-wise work over the threads",
+    "get_thread_bindings": "kernels are written per tile; T.Parallel spreads element-wise work over the threads",
+    "get_block_binding": "use the block indices `T.Kernel(...) as (bx, by)` names",
+    "get_block_bindings": "use the block indices `T.Kernel(...) as (bx, by)` names",
+    "alloc_reducer": "use T.alloc_fragment and T.reduce_sum / T.reduce_max / T.reduce_min",
+    "finalize_reducer": "use T.alloc_fragment and T.reduce_sum / T.reduce_max / T.reduce_min",
+    "alloc_barrier": "NVIDIA-only (mbarriers); tilemlir's pipelining synchronises for you",
+    "alloc_tmem": "NVIDIA-only (Blackwell tensor memory)",
+    "alloc_descriptor": "NVIDIA-only (wgmma/tcgen05 descriptors); T.gemm picks the instruction",
+    "alloc_wgmma_desc": "NVIDIA-only (wgmma descriptors); T.gemm picks the instruction",
+    "alloc_tcgen05_smem_desc": "NVIDIA-only (tcgen05 descriptors)",
+    "alloc_tcgen05_instr_desc": "NVIDIA-only (tcgen05 descriptors)",
+    "alloc_global": "pass global tensors as kernel parameters (T.Tensor)",
+    "vectorized": "use T.Parallel (tilemlir vectorises element-wise loops itself)",
+    "Vectorized": "use T.Parallel (tilemlir vectorises element-wise loops itself)",
+    "Persistent": "use T.Kernel's grid (one block per tile)",
+    "Unroll": "use T.unroll",
+    "macro": "write a Python helper that returns a value, or inline the code in the kernel body",
+    "cumsum": "use T.reduce_sum for a total; prefix sums are not built",
+    "reduce": "use T.reduce_sum, T.reduce_max or T.reduce_min",
+    "reduce_absmax": "use T.abs in a T.Parallel loop, then T.reduce_max",
+    "reduce_abssum": "use T.abs in a T.Parallel loop, then T.reduce_sum",
+    "reduce_bitand": "only sum, max and min reductions are built",
+    "reduce_bitor": "only sum, max and min reductions are built",
+    "reduce_bitxor": "only sum, max and min reductions are built",
+    "warp_reduce_sum": "use T.reduce_sum on a fragment",
+    "warp_reduce_max": "use T.reduce_max on a fragment",
+    "warp_reduce_min": "use T.reduce_min on a fragment",
+    "warp_reduce_bitand": "only sum, max and min reductions are built",
+    "warp_reduce_bitor": "only sum, max and min reductions are built",
+    "clamp": "use T.max(lo, T.min(x, hi))",
+    "atomic_max": "only T.atomic_add of a whole tile is built",
+    "atomic_min": "only T.atomic_add of a whole tile is built",
+    "atomic_addx2": "use T.atomic_add of a whole tile",
+    "atomic_addx4": "use T.atomic_add of a whole tile",
+    "atomic_load": "only T.atomic_add of a whole tile is built",
+    "atomic_store": "only T.atomic_add of a whole tile is built",
+    "annotate_layout": "tilemlir chooses shared-memory layouts itself (tile-select-mma, the LDS bank model)",
+    "annotate_safe_value": "out-of-bounds copies are masked with zeros",
+    "annotate_l2_hit_ratio": "NVIDIA-only cache hint",
+    "annotate_restrict_buffers": "parameters are already assumed not to alias",
+    "Layout": "tilemlir chooses layouts itself",
+    "Fragment": "use T.alloc_fragment; tilemlir chooses its layout",
+    "make_tensor": "use T.Tensor(shape, dtype, X.data) to view a parameter's memory",
+    "ptr": "pass tensors as T.Tensor parameters",
+    "StridedTensor": "tensors are contiguous: pass T.Tensor parameters",
+    "FragmentBuffer": "use T.alloc_fragment",
+    "SharedBuffer": "use T.alloc_shared",
+    "LocalBuffer": "use T.alloc_fragment or T.alloc_var",
+    "reshape": "copy into a tile of the new shape with T.copy / T.Parallel",
+    "view": "use T.Tensor(shape, dtype, X.data) to view a parameter's memory",
+    "dynamic": "shapes are compile-time values: the factory's arguments",
+    "symbolic": "shapes are compile-time values: the factory's arguments",
+    "ws": "warp specialisation is NVIDIA-only and chosen by the compiler",
+    "print": "run the kernel in the reference engine (engine='reference') and inspect its outputs",
+    "device_assert": "check the outputs after the run",
+    "gemm_sp": "sparse gemm is not built; use T.gemm",
+    "gemm_v1": "use T.gemm",
+    "gemm_v2": "use T.gemm",
+    "dp4a": "use T.gemm on int8 tiles",
+    "loop_break": "loops run their full extent; mask the work with `if`",
+    "any_of": "reduce a comparison with T.reduce_max",
+    "all_of": "reduce a comparison with T.reduce_min",
+    "rng_init": "generate random inputs outside the kernel",
+    "rng_rand": "generate random inputs outside the kernel",
+    "rng_rand_float": "generate random inputs outside the kernel",
+    "pdl_trigger": "NVIDIA-only (programmatic dependent launch)",
+    "pdl_sync": "NVIDIA-only (programmatic dependent launch)",
+    "sync_threads": "shared memory is synchronised by the compiler",
+    "call_extern": "tilemlir emits no C: write the computation with T.* functions",
+    "import_source": "tilemlir emits no C: write the computation with T.* functions",
+    "alloc_buffer": "use T.alloc_shared, T.alloc_fragment or T.alloc_var",
+    "block": "TVM script blocks are not built: use T.Kernel",
+    "grid": "use T.Parallel or nested T.serial loops",
+    "thread_binding": "use T.Kernel(..., threads=n) and T.Parallel",
+    "launch_thread": "use T.Kernel(..., threads=n)",
+}
+
+# Other TileLang names (TIR math, hardware intrinsics) that tilemlir builds nothing for.
+UNSUPPORTED_PLAIN = (
+    "sigmoid", "sin", "cos", "tan", "erf", "floor", "ceil", "round", "trunc", "pow", "fmod", "exp10", "log10",
+    "log1p", "isnan", "isinf", "isfinite", "popcount", "clz", "shift_left", "shift_right", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "bitwise_not", "floordiv", "floormod", "truncdiv", "truncmod", "Select",
+    "max_value", "min_value", "reinterpret", "address_of", "access_ptr", "evaluate", "ptx_ldmatrix",
+    "ptx_mma", "ptx_wgmma_ss", "ptx_wgmma_rs", "tma_load", "tma_store", "create_tma_descriptor",
+    "fence_proxy_async", "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive",
+    "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "no_set_max_nreg", "warpgroup_arrive", "warpgroup_commit_batch",
+    "warpgroup_wait", "wait_wgmma", "shuffle_elect", "shfl_sync", "shfl_xor", "shfl_down", "shfl_up", "__ldg",
+    "ldg32", "ldg64", "ldg128", "ldg256", "stg32", "stg64", "stg128", "stg256", "index_to_coordinates",
+    "has_let_value", "get_let_value", "KernelLaunchFrame", "allocate", "tvm_thread_allreduce",
+    "cp_async_barrier_noinc", "sync_global", "sync_grid", "stmatrix", "ldmatrix", "tcgen05_mma",
+    "fast_exp", "fast_log", "ieee_add", "ieee_mul", "ieee_fmaf", "ieee_rsqrt", "ieee_sqrt", "ieee_frcp",
+)
+
+
+class Unsupported:
+    """What `T.x` is for a TileLang name tilemlir does not build: in a kernel
+    body the builder reports it at its line; called (or used as a decorator)
+    in ordinary Python it raises a TileLangError naming the caller's line."""
+
+    def __init__(self, name: str, reason: str = ""):
+        self.name = name
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"T.{self.name}"
+
+    @property
+    def message(self) -> str:
+        text = f"T.{self.name} is not supported by tilemlir"
+        return f"{text}: {self.reason}" if self.reason else text
+
+    def __call__(self, *args, **kwargs):
+        raise TileLangError(f"{caller_position(2)}: error: {self.message}")
+
+    def __getattr__(self, attribute: str):
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        raise TileLangError(f"{caller_position(2)}: error: {self.message}")
+
+
+def caller_position(depth: int) -> str:
+    """`file:line:col` of the frame `depth` levels above the caller (col 1
+    where Python does not record it)."""
+    frame = sys._getframe(depth)
+    line, col = frame.f_lineno, 1
+    positions = list(frame.f_code.co_positions())
+    index = frame.f_lasti // 2
+    if 0 <= index < len(positions) and positions[index][0] == line and positions[index][2] is not None:
+        col = positions[index][2] + 1
+    return f"{frame.f_code.co_filename}:{line}:{col}"
+
+
+def unsupported(name: str) -> Unsupported | None:
+    """The placeholder for a TileLang name tilemlir does not build, else None."""
+    if name in UNSUPPORTED:
+        return Unsupported(name, UNSUPPORTED[name])
+    if name in UNSUPPORTED_PLAIN:
+        return Unsupported(name)
+    return None
+
+
+class PassConfigKey(enum.StrEnum):
+    """TileLang's `tilelang.PassConfigKey`: TileLang's own pass options. tilemlir
+    accepts them in `pass_configs` and ignores them (one warning); its own
+    options are `"tile-pass.option"` keys (tile-opt --list-passes)."""
+
+    TL_SIMPLIFY = "tl.Simplify"
+    TL_DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
+    TL_DISABLE_TMA_LOWER = "tl.disable_tma_lower"
+    TL_CONFIG_INDEX_BITWIDTH = "tl.config_index_bitwidth"
+    TL_DISABLE_DYNAMIC_TAIL_SPLIT = "tl.disable_dynamic_tail_split"
+    TL_DYNAMIC_ALIGNMENT = "tl.dynamic_alignment"
+    TL_DISABLE_SAFE_MEMORY_ACCESS = "tl.disable_safe_memory_legalize"
+    TL_DISABLE_VECTORIZE_256 = "tl.disable_vectorize_256"
+    TL_DISABLE_FAST_MATH = "tl.disable_fast_math"
+    TL_ENABLE_FAST_MATH = "tl.enable_fast_math"
+    TL_PTXAS_REGISTER_USAGE_LEVEL = "tl.ptxas_register_usage_level"
+    TL_ENABLE_PTXAS_VERBOSE_OUTPUT = "tl.enable_ptxas_verbose_output"
+    TL_DISABLE_THREAD_STORAGE_SYNC = "tl.disable_thread_storage_sync"
+    TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE = "tl.enable_aggressive_shared_memory_merge"
+    TL_DEBUG_MERGE_SHARED_MEMORY_ALLOCATIONS = "tl.debug_merge_shared_memory_allocations"
+    TL_FORCE_LET_INLINE = "tl.force_let_inline"
+    TL_LAYOUT_VISUALIZATION_ENABLE = "tl.layout_visualization_enable"
+    TL_LAYOUT_VISUALIZATION_FORMATS = "tl.layout_visualization_formats"
+    TL_AST_PRINT_ENABLE = "tl.ast_print_enable"
+    TL_STORAGE_REWRITE_DETECT_INPLACE = "tl.storage_rewrite_detect_inplace"
+    TIR_ENABLE_EQUIV_TERMS_IN_CSE = "tir.enable_equiv_terms_in_cse_tir"
+    TIR_DISABLE_CSE = "tir.disable_cse_tir"
+    TIR_SIMPLIFY = "tir.Simplify"
+    TIR_DISABLE_STORAGE_REWRITE = "tir.disable_storage_rewrite"
+    TIR_DISABLE_VECTORIZE = "tir.disable_vectorize"
+    TIR_USE_ASYNC_COPY = "tir.use_async_copy"
+    TIR_ENABLE_DEBUG = "tir.enable_debug"
+    TIR_MERGE_STATIC_SMEM = "tir.merge_static_smem"
+    TIR_ADD_LOWER_PASS = "tir.add_lower_pass"
+    TIR_NOALIAS = "tir.noalias"
+    CUDA_KERNELS_OUTPUT_DIR = "cuda.kernels_output_dir"

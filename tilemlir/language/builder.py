@@ -22,6 +22,8 @@ What each construct becomes (DESIGN.md section 3 is the dialect):
 | `for i, j in T.Parallel(m, n)` | `scf.parallel` with `memref.load/store`, `arith`, `math` |
 | `if` on a runtime condition, `T.if_then_else` | `scf.if` (results where values flow out), `arith.select` |
 | `if` / `for` over compile-time values, arithmetic on them | evaluated here, in Python |
+| `T.float32(1.0)`, `T.float16(x)`, ... (every dtype) | a typed constant (a NumPy scalar, `DType.constant`); of a runtime value, `arith` casts |
+| `1.0 * bx`: a Python float with an index or integer | f32, the index through `arith.index_cast` to i64 and `arith.sitofp` (TVM's rule) |
 
 A construct outside this table is refused with the file and line of the
 Python source (`TileLangError`), never a traceback.
@@ -35,13 +37,16 @@ import inspect
 import math
 import operator
 import textwrap
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import arith, func, memref, scf
 from mlir.dialects import math as mathd
 
+from tilemlir.diagnostics import UserError
 from tilemlir.dialects import attributes, tile
 from tilemlir.language import api
 from tilemlir.language.api import TensorSpec, TileLangError
@@ -320,11 +325,34 @@ class Builder:
     def resolve_sym(self, value, node: ast.AST):
         if isinstance(value, Sym) and not self.keep_syms:
             if value.name not in self.constants:
+                self.consts_from_later_annotations()
+            if value.name not in self.constants:
                 raise self.error(node, f"'{value.name}' (declared by T.const) is not known yet: annotate a "
                                        f"tensor whose shape gives it (`A: T.Tensor[[{value.name}, ...], dtype]`) "
                                        f"or pass it to compile()")
             return self.constants[value.name]
         return value
+
+    def consts_from_later_annotations(self) -> None:
+        """Direct style: a T.const name read before the annotation that binds it
+        (`split = K // 4` above `A: T.Tensor[[M, K], dtype]`) takes its value from
+        the tensor the call passed for that annotation; annotate_tensor checks it
+        again when the annotation is reached."""
+        for statement in _walk_statements(self.src.tree.body):
+            if not (isinstance(statement, ast.AnnAssign) and statement.value is None
+                    and isinstance(statement.target, ast.Name)):
+                continue
+            tensor = next((scope[statement.target.id][0] for scope in reversed(self.scopes)
+                           if statement.target.id in scope), None)
+            dims = _annotated_dims(statement.annotation)
+            if not isinstance(tensor, Buffer) or tensor.scope != GLOBAL or dims is None \
+                    or len(dims) != len(tensor.shape):
+                continue
+            for dim, extent in zip(dims, tensor.shape):
+                symbol = next((scope[dim.id][0] for scope in reversed(self.scopes) if dim.id in scope), None) \
+                    if isinstance(dim, ast.Name) else None
+                if isinstance(symbol, Sym):
+                    self.constants.setdefault(symbol.name, extent)
 
     def bind(self, name: str, value, node: ast.AST) -> None:
         if isinstance(value, (Buffer, Var)) and value.provisional:
@@ -427,7 +455,7 @@ class Builder:
     def static_shape(self, node, shape, what: str) -> tuple[int, ...]:
         dims = []
         for extent in (shape if isinstance(shape, (tuple, list)) else (shape,)):
-            extent = self.resolve_sym(extent, node)
+            extent = _plain_int(self.resolve_sym(extent, node))
             if isinstance(extent, Scalar) and extent.affine is not None and not extent.affine.terms:
                 extent = extent.affine.const
             if not isinstance(extent, int) or isinstance(extent, bool) or extent <= 0:
@@ -871,9 +899,13 @@ class Builder:
         if not _compile_time(base):
             raise self.error(node, f"'{node.attr}' of a runtime value")
         try:
-            return getattr(base, node.attr)
+            value = getattr(base, node.attr)
         except AttributeError:
-            raise self.error(node, f"{base!r} has no attribute '{node.attr}'") from None
+            owner = base.__name__ if isinstance(base, types.ModuleType) else repr(base)
+            raise self.error(node, f"{owner} has no attribute '{node.attr}'") from None
+        if isinstance(value, api.Unsupported):
+            raise self.error(node, value.message)
+        return value
 
     def expr_Subscript(self, node: ast.Subscript):
         if isinstance(node.value, ast.Name) and self.is_var(node.value):
@@ -1078,6 +1110,8 @@ class Builder:
     # ---- calls ------------------------------------------------------------
     def expr_Call(self, node: ast.Call):
         callee = self.eval(node.func)
+        if isinstance(callee, api.Unsupported):  # `from tilemlir.language import macro`
+            raise self.error(node, callee.message)
         if isinstance(callee, api.Intrinsic):
             if callee.name in _UNARY_MATH:
                 return self.unary_math(node, callee.name)
@@ -1087,6 +1121,8 @@ class Builder:
             return handler(node)
         if isinstance(callee, api._TensorType):
             return self.call_Tensor(node)
+        if isinstance(callee, DType):
+            return self.construct(node, callee)
         if getattr(callee, "__tilemlir_prim_func__", False):
             raise self.error(node, "a prim_func is not called inside a kernel")
         args = [self.eval(a) for a in node.args]
@@ -1443,6 +1479,21 @@ class Builder:
             _compile_time(second) and is_dtype(second)) and isinstance(first, (str, DType)) else (first, second)
         return self.convert(node, value, ir.Type.parse(self.to_dtype(node, dtype).mlir))
 
+    def construct(self, node: ast.Call, dtype: DType):
+        """`T.float32(x)`: of a number, a constant of that type (a typed
+        constant, `DType.constant`); of a runtime value, a cast (`convert`)."""
+        if len(node.args) != 1 or node.keywords:
+            given = len(node.args) + len(node.keywords)
+            raise self.error(node, f"T.{dtype.name}(value) takes one value, got {given} "
+                                   f"argument{'s' * (given != 1)}")
+        value = self.eval(node.args[0])
+        if _compile_time(value):
+            try:
+                return dtype.constant(value)
+            except UserError as error:
+                raise self.error(node, str(error)) from None
+        return self.convert(node, value, ir.Type.parse(dtype.mlir))
+
     def call_if_then_else(self, node: ast.Call):
         if len(node.args) != 3 or node.keywords:
             raise self.error(node, "T.if_then_else takes a condition and two values")
@@ -1512,7 +1563,7 @@ class Builder:
 
     # ---- scalars ----------------------------------------------------------
     def static_int(self, node, value, what: str, *, allow_zero: bool = False) -> int:
-        value = self.resolve_sym(value, node)
+        value = _plain_int(self.resolve_sym(value, node))
         if isinstance(value, Scalar) and value.affine is not None and not value.affine.terms:
             value = value.affine.const
         if not isinstance(value, int) or isinstance(value, bool) or value < (0 if allow_zero else 1):
@@ -1526,7 +1577,7 @@ class Builder:
     def as_index(self, node, value):
         """An index operand: a Python int stays one (folded later), a runtime
         integer becomes an index value."""
-        value = self.resolve_sym(value, node)
+        value = _plain_int(self.resolve_sym(value, node))
         if isinstance(value, bool) or (_compile_time(value) and not isinstance(value, int)):
             raise self.error(node, f"an index must be an integer, got {value!r}")
         if isinstance(value, int):
@@ -1551,6 +1602,12 @@ class Builder:
     def scalar(self, node, value) -> Scalar:
         if isinstance(value, Scalar):
             return value
+        typed = _typed_constant(value)
+        if typed is not None:
+            type_ = ir.Type.parse(typed.mlir)
+            number = value.item() if not typed.is_float else float(value)
+            affine = _literal_affine(number) if not typed.is_float and typed.mlir != "i1" else None
+            return Scalar(self.constant(number, type_), affine)
         if isinstance(value, Var):
             return value.value
         if isinstance(value, bool):
@@ -1566,15 +1623,17 @@ class Builder:
         raise self.error(node, f"{value!r} is not a number")
 
     def promote(self, node, a, b) -> tuple[Scalar, Scalar]:
-        """Both operands in one type: a Python number takes the other side's type;
-        floats win over integers; the wider float (f32 for f16 with bf16) and
-        index over other integers."""
-        if _compile_time(a) and not _compile_time(b):
+        """Both operands in one type, TVM's rule: a Python number takes the other
+        side's type, except that a Python float with an integer or index is an
+        f32 (`1.0 * i`: i converted); a typed constant (`T.float16(0.5)`) keeps
+        its type; floats win over integers (an index converts through i64); the
+        wider float (f32 for f16 with bf16) and index over other integers."""
+        if _compile_time(a) and not _compile_time(b) and _typed_constant(a) is None:
             b = self.scalar(node, b)
-            return Scalar(self.constant(a, _type_for_literal(a, b.type)), _literal_affine(a)), b
-        if _compile_time(b) and not _compile_time(a):
+            a = Scalar(self.constant(a, _type_for_literal(a, b.type)), _literal_affine(a))
+        elif _compile_time(b) and not _compile_time(a) and _typed_constant(b) is None:
             a = self.scalar(node, a)
-            return a, Scalar(self.constant(b, _type_for_literal(b, a.type)), _literal_affine(b))
+            b = Scalar(self.constant(b, _type_for_literal(b, a.type)), _literal_affine(b))
         a, b = self.scalar(node, a), self.scalar(node, b)
         if a.type == b.type:
             return a, b
@@ -1584,7 +1643,7 @@ class Builder:
     def convert(self, node, value, to: ir.Type) -> Scalar:
         """`value` as type `to`: floats round to nearest even, floats to
         integers truncate toward zero, integers sign-extend."""
-        if _compile_time(value):
+        if _compile_time(value) and _typed_constant(value) is None:
             if isinstance(value, (DType, str)) or not isinstance(value, (int, float)):
                 raise self.error(node, f"{value!r} is not a number")
             if isinstance(to, ir.IntegerType) and isinstance(value, float) and not value.is_integer():
@@ -1696,6 +1755,35 @@ def _type_for_literal(value, other: ir.Type) -> ir.Type:
     if isinstance(value, float) and not _is_float(other):
         return ir.F32Type.get()
     return other
+
+
+def _annotated_dims(annotation: ast.expr) -> list[ast.expr] | None:
+    """The dims' syntax in `T.Tensor[[M, K], dtype]` or `T.Tensor((M, K), dtype)`."""
+    if isinstance(annotation, ast.Subscript) and isinstance(annotation.slice, ast.Tuple) \
+            and annotation.slice.elts:
+        shape = annotation.slice.elts[0]
+    elif isinstance(annotation, ast.Call) and annotation.args:
+        shape = annotation.args[0]
+    else:
+        return None
+    return list(shape.elts) if isinstance(shape, (ast.List, ast.Tuple)) else [shape]
+
+
+def _typed_constant(value) -> DType | None:
+    """The DType of a typed constant (`T.float16(0.5)`, a NumPy scalar), else None."""
+    if not isinstance(value, np.generic):
+        return None
+    try:
+        return to_dtype(value.dtype)
+    except ValueError:
+        return None
+
+
+def _plain_int(value):
+    """A typed integer constant (`T.int32(4)`) as a Python int where a size or index is read."""
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
 
 
 def _literal_affine(value) -> Affine | None:

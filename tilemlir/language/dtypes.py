@@ -5,14 +5,23 @@ A `DType` compares equal to its TileLang name, so `dtype == "float16"` and
 `T.float16 == "float16"` both hold, as they do in TileLang. Every name maps to
 one row of `tilemlir.dialects.element_types` (the one table of element types);
 `bool`, `int64` and `index` are scalars only (no tile buffer holds them).
+
+Called on a number, a DType makes a typed constant, as TileLang's
+`T.float32(1.0)` makes a `FloatImm`: the NumPy (or ml_dtypes) scalar of that
+type, the number rounded to it (floats to integers truncate toward zero, as
+TVM's `const` does). A kernel body uses it as a constant of that type; called
+there on a runtime value, `T.float16(x)` is a cast (`tilemlir.language.builder`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
+from tilemlir.diagnostics import UserError
 from tilemlir.dialects.element_types import ELEMENT_TYPES
 
 
@@ -39,6 +48,37 @@ class DType:
 
     def __hash__(self) -> int:
         return hash(self.mlir)
+
+    def __call__(self, *args, **kwargs) -> np.generic:
+        """`T.float32(1.0)`: the number as a constant of this type."""
+        if len(args) != 1 or kwargs:
+            given = len(args) + len(kwargs)
+            raise UserError(f"T.{self.name}(value) takes one number, got {given} argument{'s' * (given != 1)}")
+        return self.constant(args[0])
+
+    def constant(self, value) -> np.generic:
+        """`value` (a Python or NumPy number) rounded to this type; a UserError
+        if it is not a number or does not fit."""
+        if isinstance(value, np.generic) and (value.dtype.kind in "biuf" or value.dtype in _BY_NUMPY):
+            value = value.item() if value.dtype.kind in "biu" else float(value)  # a typed constant again
+        if not isinstance(value, (int, float)):
+            raise UserError(f"T.{self.name}({value!r}): a constant is made from a number")
+        if not self.is_float:
+            if isinstance(value, float) and not math.isfinite(value):
+                raise UserError(f"T.{self.name}({value!r}): {value} is not an integer value")
+            value = math.trunc(value)
+            if self.mlir == "i1":
+                return np.bool_(value != 0)
+            info = np.iinfo(self.numpy)
+            if not info.min <= value <= info.max:
+                raise UserError(f"T.{self.name}({value!r}): out of {self.name}'s range [{info.min}, {info.max}]")
+            return self.numpy.type(value)
+        with np.errstate(over="ignore", invalid="ignore"):
+            result = self.numpy.type(value)
+        if math.isfinite(value) and not np.isfinite(result):
+            raise UserError(f"T.{self.name}({value!r}): beyond {self.name}'s largest value "
+                            f"({float(ml_dtypes.finfo(self.numpy).max)})")
+        return result
 
     @property
     def numpy(self) -> np.dtype:

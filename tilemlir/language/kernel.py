@@ -329,6 +329,14 @@ class JITKernel:
         """tile-compile's --report JSON, as a dict."""
         return self.compile(report=True).report
 
+    def get_profiler(self, tensor_supply_type=None):
+        """TileLang's profiler: `do_bench(...)` and `assert_allclose(reference, rtol=, atol=)`
+        on inputs made from the parameters' shapes and dtypes (tilemlir.language.profiler)."""
+        from tilemlir.language.profiler import Profiler
+        from tilemlir.language.tensor_utils import TensorSupplyType
+
+        return Profiler(self, tensor_supply_type or TensorSupplyType.Auto)
+
     # -- running --
     @_user_errors
     def __call__(self, *args):
@@ -664,8 +672,13 @@ def jit(function=None, *, out_idx=None, target=None, engine=None, pass_configs=N
     return decorate if function is None else decorate(function)
 
 
-def compile(function: PrimFunc, out_idx=None, target=None, engine=None, pass_configs=None) -> JITKernel:
-    """`tilemlir.language.compile(prim_func, out_idx=...)`, as `tilelang.compile`."""
+def compile(function: PrimFunc, out_idx=None, target=None, engine=None, pass_configs=None, **other) -> JITKernel:
+    """`tilemlir.language.compile(prim_func, out_idx=...)`, as `tilelang.compile`
+    (also reached as `tilemlir.compile(prim_func, ...)`). TileLang's other
+    options (execution_backend, verbose, ...) are accepted with a warning."""
+    if other:
+        warnings.warn(f"compile ignores {', '.join(sorted(other))} (it takes {', '.join(_JIT_OPTIONS)})",
+                      TileLangWarning, stacklevel=2)
     if not isinstance(function, PrimFunc):
         raise TileLangError(f"compile() takes a @T.prim_func, got {type(function).__name__}")
     return JITKernel(function.built, target=target, engine=engine, pass_configs=pass_configs, out_idx=out_idx)

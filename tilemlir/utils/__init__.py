@@ -1,0 +1,1 @@
+"""Helpers TileLang programs import from `tilelang.utils` (`tilemlir.utils.tensor`)."""
