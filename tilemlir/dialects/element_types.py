@@ -29,6 +29,11 @@ class ElementTypeRow:
     tile_buffer: bool  # may a tile buffer (memref of a tile op) hold it?
 
     @property
+    def finite_max(self) -> float:
+        """The largest finite value of a float type (ml_dtypes' finfo for the narrow ones)."""
+        return float(ml_dtypes.finfo(self.dtype).max)
+
+    @property
     def byte_width(self) -> int:
         """Bytes one element takes in memory (i1 takes a byte)."""
         return max(1, self.bit_width // 8)

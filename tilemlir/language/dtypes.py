@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from tilemlir.diagnostics import UserError
@@ -77,7 +76,7 @@ class DType:
             result = self.numpy.type(value)
         if math.isfinite(value) and not np.isfinite(result):
             raise UserError(f"T.{self.name}({value!r}): beyond {self.name}'s largest value "
-                            f"({float(ml_dtypes.finfo(self.numpy).max)})")
+                            f"({ELEMENT_TYPES[self.mlir].finite_max})")
         return result
 
     @property
