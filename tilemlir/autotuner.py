@@ -85,7 +85,13 @@ class AutoTunedFunction:
 
     def __call__(self, *args, **kwargs) -> JITKernel:
         try:
-            key = repr((args, sorted(kwargs.items())))
+            import os
+
+            from tilemlir.language.kernel import ENGINE_ENV
+            from tilemlir.target.selection import TARGET_ENVIRONMENT
+
+            # The choice holds for the chip and engine it was made on: their settings are in the key.
+            key = repr((args, sorted(kwargs.items()), os.environ.get(TARGET_ENVIRONMENT), os.environ.get(ENGINE_ENV)))
             if key not in self._chosen:
                 self._chosen[key] = self.tune(args, kwargs)
             return self._chosen[key]
@@ -122,7 +128,11 @@ class AutoTunedFunction:
         ranked = []
         for position, (config, kernel) in enumerate(compiled):
             if measured:
-                latency = kernel.get_profiler(self.supply_type).do_bench(warmup=self.warmup, rep=self.rep)
+                try:
+                    latency = kernel.get_profiler(self.supply_type).do_bench(warmup=self.warmup, rep=self.rep)
+                except UserError as error:  # it compiled but does not launch: skipped, as one that fails
+                    outcomes.append((config, f"does not run: {str(error).splitlines()[0]}"))
+                    continue
                 outcomes.append((config, f"measured {latency:.4g} ms"))
             else:
                 seconds = predicted_seconds(kernel)

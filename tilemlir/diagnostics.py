@@ -682,8 +682,9 @@ def fold_assumed_facts(sink: list[Diag]) -> None:
             continue
         fields = ", ".join(dict.fromkeys(sink[i].fact[1] for i in indices))
         first = sink[indices[0]]
+        origins = "/".join(dict.fromkeys(sink[i].origin for i in indices if sink[i].origin))
         sink[indices[0]] = dataclasses.replace(first, shown_as=(
-            f"{first.origin}: {len(indices)} facts of {target} are not publicly known and are assumed at their least "
+            f"{origins + ': ' if origins else ''}{len(indices)} facts of {target} are not publicly known and are assumed at their least "
             f"favourable stated values: {fields} (--remarks=all says each and why; a descriptor stating "
             f"them, --target-desc=FILE, replaces the assumptions)"))
         for i in indices[1:]:

@@ -419,3 +419,66 @@ if __name__ == "__main__":
         sys.exit("usage: test_kernel_arguments.py --prepare DIR")
     prepare(Path(sys.argv[2]))
     print(json.dumps(sorted(os.listdir(sys.argv[2]))))
+
+
+class RecordingLib:
+    """Stands in for libcuda under the tensor launcher: records cuLaunchKernel's
+    grid, block, shared bytes, stream and parameters as bytes."""
+
+    def __init__(self, sizes):
+        self.sizes, self.launches = sizes, []
+
+    def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, array, extra):
+        dims = [d.value for d in (gx, gy, gz, bx, by, bz)]
+        self.launches.append((dims, shared.value, stream.value,
+                              [ctypes.string_at(array[i], size) for i, size in enumerate(self.sizes)]))
+        return 0
+
+
+STATIC = {"functions": [{
+    "entry": "g",
+    "arguments": [{"shape": [5, 4], "dtype": "f32"}, {"shape": [8, 16], "dtype": "f16"}],
+    "launches": [{"kernel": "k", "grid": [3, 2, 1], "block": [128, 1, 1], "dynamic_shared_bytes": 4096,
+                  "arguments": [1, 0, {"extent": {"argument": 1, "axis": 1}}, {"constant": 7},
+                                {"tensor_map": {"source": {"argument": 1}, "shape": [8, 16], "box": [8, 16],
+                                                "dtype": "f16", "swizzle": 0}}, 1],
+                  "params": ["u64.ptr", "u64.ptr", "u32", "u64", "u64", "u64.ptr"]}]}]}
+
+
+class FakeTensor(FakeArray):
+    def __init__(self, shape, dtype, pointer):
+        self.shape, self.dtype, self.is_cuda, self.pointer = shape, dtype, True, pointer
+
+    def data_ptr(self):
+        return self.pointer
+
+
+def test_tensor_launcher_packs_what_the_general_launch_packs():
+    """CudaModule.tensor_launcher (buffers built once, pointers written per
+    call) against CudaModule.launch on the same metadata: the same bytes per
+    parameter, grid, block, shared memory and stream, call after call."""
+    launcher = _launcher()
+    module = launcher.CudaModule.__new__(launcher.CudaModule)
+    module.metadata, module.functions, module.tensor_maps, module._launchers = STATIC, {}, {}, {}
+    module.driver = RecordingDriver()
+    (launch,) = STATIC["functions"][0]["launches"]
+    module.driver.sizes = [ctypes.sizeof(launcher.PARAM_CTYPES[p.split(".")[0]]) for p in launch["params"]]
+    module.driver.lib = RecordingLib(module.driver.sizes)
+    module.functions["k"] = ctypes.c_void_p(1)
+    fast = module.tensor_launcher(None)
+    for pointers in ((0x1000, 0x2000), (0x3000, 0x4000)):
+        tensors = [FakeTensor((5, 4), "torch.float32", pointers[0]), FakeTensor((8, 16), "torch.float16", pointers[1])]
+        module.launch(None, tensors, stream=0x77)
+        fast(tensors, 0x77)
+        dims, shared, stream, packed = module.driver.lib.launches[-1]
+        assert packed == module.driver.launches[-1]
+        assert (dims, shared, stream) == ([3, 2, 1, 128, 1, 1], 4096, 0x77)
+        assert packed[0] == pointers[1].to_bytes(8, "little") and packed[2] == (16).to_bytes(4, "little")
+    with pytest.raises(launcher.CudaError, match=r"argument 1: shape \[8, 8\], the kernel was compiled for \[8, 16\]"):
+        fast([FakeTensor((5, 4), "torch.float32", 1), FakeTensor((8, 8), "torch.float16", 2)], 0)
+    with pytest.raises(launcher.CudaError, match="argument 0: dtype torch.float16, the kernel was compiled for"):
+        fast([FakeTensor((5, 4), "torch.float16", 1), FakeTensor((8, 16), "torch.float16", 2)], 0)
+    # Scalars, dynamic shapes or a memset first: the general launch serves.
+    module._launchers.clear()
+    module.metadata = METADATA
+    assert module.tensor_launcher(None) is None

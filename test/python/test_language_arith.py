@@ -55,6 +55,8 @@ def test_dtype_constructors_in_python_make_typed_constants():
     assert T.float16(0.1) == np.float16(0.1) and T.bfloat16(3).dtype == ml_dtypes.bfloat16
     assert T.int32(-2.7) == -2 and T.int8(T.int32(5)).dtype == np.int8 and T.bool(3) == np.True_
     assert T.float(T.float16(0.1)) == np.float32(np.float16(0.1))  # already typed: its value, retyped
+    # Rounded once, as the engines round: not through float32 first (which gives 1.0 here).
+    assert float(T.bfloat16(1 + 2.0 ** -8 + 2.0 ** -30)) == 1 + 2.0 ** -7
 
 
 @pytest.mark.parametrize("call, message", [
@@ -64,6 +66,7 @@ def test_dtype_constructors_in_python_make_typed_constants():
     (lambda: T.int8(300), "T.int8(300): out of int8's range [-128, 127]"),
     (lambda: T.float16(1e6), "beyond float16's largest value (65504.0)"),
     (lambda: T.int32(float("nan")), "nan is not an integer value"),
+    (lambda: T.float32(10 ** 400), "beyond float32's largest value"),
 ])
 def test_dtype_constructor_refusals_in_python(call, message):
     with pytest.raises(UserError) as raised:
@@ -162,6 +165,29 @@ def test_index_times_float_converts_the_index(engine):
     expected = x64 * block + lane * 0.75 + 3 + x64[:, :1]
     assert np.all(np.abs(y - expected) <= 8 * U32 * (np.abs(expected) + 1)), np.abs(y - expected).max()
     assert "arith.sitofp" in kernel.get_kernel_source()
+
+
+def numpy_default_scalars(N):
+    scale, offset = np.sqrt(np.float64(0.25)), np.int64(3)  # what NumPy gives by default
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float16"), Y: T.Tensor((N,), "float16")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(N):
+                Y[bx * N + i] = X[bx * N + i] * scale + offset
+
+    return main
+
+
+def test_numpy_default_scalars_do_not_widen_the_arithmetic():
+    """np.float64 / np.int64 constants (np.sqrt, np.log2(np.e)) act as Python
+    numbers: f16 arithmetic stays f16, as TVM keeps it."""
+    kernel = tilemlir.language.compile(numpy_default_scalars(64), out_idx=[1], target=TARGET, engine="reference")
+    arithmetic = [line for line in kernel.get_kernel_source().splitlines() if "arith." in line]
+    assert not any("f64" in line or "i64" in line for line in arithmetic), arithmetic
+    x = np.linspace(-2, 2, 64).astype(np.float16)
+    expected = convert(x.astype(np.float64) * 0.5 + 3, np.float16)
+    assert np.array_equal(kernel(x), expected)
 
 
 # -- T.const sizes in arithmetic before their annotation ----------------------------

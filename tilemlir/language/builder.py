@@ -1770,8 +1770,11 @@ def _annotated_dims(annotation: ast.expr) -> list[ast.expr] | None:
 
 
 def _typed_constant(value) -> DType | None:
-    """The DType of a typed constant (`T.float16(0.5)`, a NumPy scalar), else None."""
-    if not isinstance(value, np.generic):
+    """The DType of a typed constant (`T.float16(0.5)`, a NumPy scalar), else
+    None. NumPy's default scalars (float64, int64: what `np.sqrt(d)` or
+    `np.log2(np.e)` give) count as Python numbers, as TVM takes them: they do
+    not widen the arithmetic they meet."""
+    if not isinstance(value, np.generic) or isinstance(value, (np.float64, np.int64)):
         return None
     try:
         return to_dtype(value.dtype)

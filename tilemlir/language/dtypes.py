@@ -72,10 +72,19 @@ class DType:
             if not info.min <= value <= info.max:
                 raise UserError(f"T.{self.name}({value!r}): out of {self.name}'s range [{info.min}, {info.max}]")
             return self.numpy.type(value)
-        with np.errstate(over="ignore", invalid="ignore"):
+        from tilemlir.runtime.dtypes import convert
+
+        given = value
+        try:
+            value = float(value)
+        except OverflowError:  # an int past every float
+            value = math.inf
             result = self.numpy.type(value)
-        if math.isfinite(value) and not np.isfinite(result):
-            raise UserError(f"T.{self.name}({value!r}): beyond {self.name}'s largest value "
+        else:  # rounded once, as the engines round (not through float32 first)
+            with np.errstate(over="ignore", invalid="ignore"):
+                result = convert(np.asarray(value, np.float64), self.numpy)[()]
+        if not np.isfinite(result) and (math.isfinite(value) or value is math.inf):
+            raise UserError(f"T.{self.name}({given!r}): beyond {self.name}'s largest value "
                             f"({ELEMENT_TYPES[self.mlir].finite_max})")
         return result
 

@@ -23,6 +23,11 @@ from tilemlir.language.tensor_utils import TensorSupplyType, map_torch_type, tor
 _MAX_WARMUP_CALLS, _MAX_TIMED_CALLS = 100, 1000
 
 
+# NumPy dtypes torch.from_numpy takes; the narrow floats (bf16, fp8: ml_dtypes) go through f32.
+_TORCH_READS = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32,
+                                           np.int64, np.uint8, np.bool_))
+
+
 def _cuda_torch():
     try:
         import torch
@@ -32,19 +37,28 @@ def _cuda_torch():
 
 
 def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, _n_warmup: int = 0, _n_repeat: int = 0,
-             quantiles=None, return_mode: str = "mean", **_ignored) -> float:
-    """Milliseconds per call of `fn()`: `warmup` ms of calls untimed, then
-    `rep` ms of calls timed (counts from one first call's time, or
-    `_n_warmup`/`_n_repeat` when given). `return_mode`: mean, median, min or
-    max over the calls; `quantiles`: a list of those quantiles instead."""
+             quantiles=None, return_mode: str = "mean", *, on_gpu: bool | None = None, **_ignored) -> float:
+    """Milliseconds per call of `fn()`: one untimed call (a first call may
+    compile or load), `warmup` ms of calls untimed, then `rep` ms of calls
+    timed (counts from three calls' time, or `_n_warmup`/`_n_repeat` when
+    given). `return_mode`: mean, median, min or max over the calls;
+    `quantiles`: a list of those quantiles instead. `on_gpu`: time with CUDA
+    events (default: when torch sees a CUDA GPU), else with the host clock
+    (a kernel in the emulator or the reference engine runs on the host)."""
     if return_mode not in ("mean", "median", "min", "max"):
         raise TileLangError(f"do_bench: return_mode {return_mode!r} is not one of mean, median, min, max")
     torch = _cuda_torch()
-    start = time.perf_counter()
+    if on_gpu is False:
+        torch = None
     fn()
     if torch is not None:
         torch.cuda.synchronize()
-    estimate_ms = max((time.perf_counter() - start) * 1e3, 1e-6)
+    start = time.perf_counter()
+    for _ in range(3):
+        fn()
+    if torch is not None:
+        torch.cuda.synchronize()
+    estimate_ms = max((time.perf_counter() - start) * 1e3 / 3, 1e-6)
     n_warmup = _n_warmup or min(_MAX_WARMUP_CALLS, max(1, int(warmup / estimate_ms)))
     n_repeat = _n_repeat or min(_MAX_TIMED_CALLS, max(1, int(rep / estimate_ms)))
     for _ in range(n_warmup):
@@ -97,7 +111,7 @@ class Profiler:
             import torch
 
             inputs = [p for i, p in enumerate(params) if i not in self.kernel.outputs]
-            values = [torch.from_numpy(v.astype(np.float32) if v.dtype.kind not in "fiu" else v)
+            values = [torch.from_numpy(v if v.dtype in _TORCH_READS else v.astype(np.float32))
                       .to(map_torch_type(p.dtype)).cuda() for v, p in zip(values, inputs)]
         return values
 
@@ -120,6 +134,7 @@ class Profiler:
         """Milliseconds per call of the kernel (or of `func`) on the profiler's inputs."""
         inputs = list(input_tensors) if input_tensors is not None else self._inputs()
         target = func if func is not None else self.kernel
+        kwargs.setdefault("on_gpu", self.kernel.engine == "device")
         return do_bench(lambda: target(*inputs), warmup=warmup, rep=rep, _n_warmup=n_warmup,
                         _n_repeat=n_repeat, **kwargs)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import threading
 from pathlib import Path
 
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
@@ -183,7 +184,7 @@ class CudaModule:
         values = [_scalar_value(a, p, i) if "scalar" in p else _device_pointer(a, p, i)
                   for i, (a, p) in enumerate(zip(arguments, params))]
         if stream is None:
-            stream = _torch_stream()
+            stream = torch_stream()
         for launch in function["launches"]:
             if "memset" in launch:
                 self._memset(launch["memset"], values, arguments, params, stream)
@@ -251,6 +252,7 @@ class CudaModule:
         for device in self.tensor_maps.values():
             self.driver.check("cuMemFree_v2", device)
         self.tensor_maps.clear()
+        self._launchers.clear()
         if self.handle.value:
             self.driver.check("cuModuleUnload", self.handle)
             self.handle = ctypes.c_void_p()
@@ -293,12 +295,17 @@ class _TensorLauncher:
     launch."""
 
     def __init__(self, module: CudaModule, function: dict):
-        import torch
+        import sys
 
+        torch = sys.modules.get("torch")  # loaded: its tensors are what this launches
         self.module, self.name = module, function["entry"]
         params = function["arguments"]
-        self.expected = [(tuple(p["shape"]), getattr(torch, TORCH_DTYPES.get(p["dtype"], p["dtype"]), None))
-                         for p in params]
+        self.expected = []
+        for p in params:
+            name = TORCH_DTYPES.get(p["dtype"], p["dtype"])
+            dtype = getattr(torch, name, None) if torch is not None else f"torch.{name}"
+            self.expected.append((tuple(p["shape"]), dtype if dtype is not None else f"({p['dtype']}: no torch type)"))
+        self.lock = threading.Lock()  # the buffers are shared: one call writes and launches at a time
         self.pointers: list[list] = [[] for _ in params]   # the buffers each argument's pointer goes to
         self.maps: list[tuple[dict, ctypes.c_uint64]] = []  # tensor-map parameters, by spec
         self.launches = []
@@ -333,19 +340,19 @@ class _TensorLauncher:
         for index, (tensor, (shape, dtype)) in enumerate(zip(tensors, self.expected)):
             if tensor.shape != shape or tensor.dtype != dtype or not tensor.is_cuda \
                     or not tensor.is_contiguous():
-                # The general path says what is wrong.
                 raise CudaError(_tensor_problem(tensor, index, shape, dtype))
-            pointer = tensor.data_ptr()
-            pointers.append(pointer)
-            for value in self.pointers[index]:
-                value.value = pointer
-        for spec, value in self.maps:
-            value.value = self.module._tensor_map(spec, pointers)
+            pointers.append(tensor.data_ptr())
         handle = ctypes.c_void_p(stream)
-        for function, dims, shared, _, array in self.launches:
-            code = self.call(function, *dims, shared, handle, array, None)
-            if code != 0:
-                raise CudaError(f"cuLaunchKernel failed: {self.module.driver.error_name(code)}")
+        with self.lock:
+            for index, pointer in enumerate(pointers):
+                for value in self.pointers[index]:
+                    value.value = pointer
+            for spec, value in self.maps:
+                value.value = self.module._tensor_map(spec, pointers)
+            for function, dims, shared, _, array in self.launches:
+                code = self.call(function, *dims, shared, handle, array, None)
+                if code != 0:
+                    raise CudaError(f"cuLaunchKernel failed: {self.module.driver.error_name(code)}")
 
 
 def _tensor_problem(tensor, index: int, shape: tuple, dtype) -> str:
@@ -446,7 +453,7 @@ def _packed(value, kind: str, kernel: str, position: int):
     return ctype(value)  # ctypes keeps the low bits: two's complement for .u/.b types
 
 
-def _torch_stream() -> int:
+def torch_stream() -> int:
     import sys
 
     torch = sys.modules.get("torch")

@@ -104,6 +104,6 @@ def launch_tensors(loaded, entry: str, args, stream: int | None = None) -> None:
         if launcher is None:
             loaded.launch(entry, args, stream=stream)
         else:
-            launcher(args, cuda_launch._torch_stream() if stream is None else stream)
+            launcher(args, cuda_launch.torch_stream() if stream is None else stream)
     except cuda_launch.CudaError as error:
         raise UserError(f"engine 'device': {error}") from None
