@@ -47,8 +47,9 @@ def test_top_level_names_without_a_tilelang_module():
 def test_compile_takes_a_prim_func_as_tilelang_compile_does():
     """`tilelang.compile(func, out_idx=...)`: a JITKernel that runs (reference
     engine, against float64); tile IR text still gets the compiler's result."""
-    kernel = tilemlir.compile(K.elementwise.function(128), [1], target="amdgpu:gfx942", engine="reference",
-                              execution_backend="cython")
+    with pytest.warns(T.TileLangWarning, match="compile ignores execution_backend"):
+        kernel = tilemlir.compile(K.elementwise.function(128), [1], target="amdgpu:gfx942", engine="reference",
+                                  execution_backend="cython")
     assert isinstance(kernel, tilemlir.JITKernel) and kernel.outputs == [1]
     x = np.linspace(-1.5, 1.5, 128, dtype=np.float32)
     np.testing.assert_allclose(kernel(x)[:, 3], np.minimum(x, 0.25) + np.maximum(x, -0.25))
