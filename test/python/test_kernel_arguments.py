@@ -466,8 +466,10 @@ def test_tensor_launcher_packs_what_the_general_launch_packs():
     module.driver.lib = RecordingLib(module.driver.sizes)
     module.functions["k"] = ctypes.c_void_p(1)
     fast = module.tensor_launcher(None)
+    # The dtypes it expects: torch's own where torch is loaded, their names otherwise.
+    f32, f16 = (dtype for _, dtype in fast.expected)
     for pointers in ((0x1000, 0x2000), (0x3000, 0x4000)):
-        tensors = [FakeTensor((5, 4), "torch.float32", pointers[0]), FakeTensor((8, 16), "torch.float16", pointers[1])]
+        tensors = [FakeTensor((5, 4), f32, pointers[0]), FakeTensor((8, 16), f16, pointers[1])]
         module.launch(None, tensors, stream=0x77)
         fast(tensors, 0x77)
         dims, shared, stream, packed = module.driver.lib.launches[-1]
@@ -475,9 +477,9 @@ def test_tensor_launcher_packs_what_the_general_launch_packs():
         assert (dims, shared, stream) == ([3, 2, 1, 128, 1, 1], 4096, 0x77)
         assert packed[0] == pointers[1].to_bytes(8, "little") and packed[2] == (16).to_bytes(4, "little")
     with pytest.raises(launcher.CudaError, match=r"argument 1: shape \[8, 8\], the kernel was compiled for \[8, 16\]"):
-        fast([FakeTensor((5, 4), "torch.float32", 1), FakeTensor((8, 8), "torch.float16", 2)], 0)
+        fast([FakeTensor((5, 4), f32, 1), FakeTensor((8, 8), f16, 2)], 0)
     with pytest.raises(launcher.CudaError, match="argument 0: dtype torch.float16, the kernel was compiled for"):
-        fast([FakeTensor((5, 4), "torch.float16", 1), FakeTensor((8, 16), "torch.float16", 2)], 0)
+        fast([FakeTensor((5, 4), f16, 1), FakeTensor((8, 16), f16, 2)], 0)
     # Scalars, dynamic shapes or a memset first: the general launch serves.
     module._launchers.clear()
     module.metadata = METADATA
