@@ -81,10 +81,12 @@ demo: setup
 	$(BIN)/tile-run examples/kernels/flash_attention.mlir --engine emulator --target amdgpu:gfx942
 	$(BIN)/tile-compile examples/kernels/softmax.mlir --target amdgpu:gfx942 --report -o build/softmax.gfx942.s | grep -E '"(global_load_bits|global_store_bits|spills|shared_bytes)"'
 
+# --dist loadgroup: a module with a module-scoped fixture (a g++ build, a tuning
+# run) goes to one worker, which builds it once (test/python/conftest.py, xdist_scope).
 test: setup
 	$(BIN)/ruff check tilemlir test bench examples
 	$(BIN)/lit -sv --order=lexical test
-	$(BIN)/pytest -q -n 2 test/python
+	$(BIN)/pytest -q -n 2 --dist loadgroup test/python
 
 # The long token-level fuzz campaign of tile-opt and tile-compile (all three
 # families); `make test` runs 2000 cases of it. FUZZ_COUNT=... FUZZ_SEED=... to vary.

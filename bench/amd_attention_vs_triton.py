@@ -177,7 +177,7 @@ def ours(case: Case, tiling: tuple, out: Path) -> dict:
 
 def theirs(case: Case, compiled: dict, out: Path) -> dict:
     from tilemlir.backends.amdgpu.report import build_report
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     if "error" in compiled:
         return compiled

@@ -215,7 +215,7 @@ ALTERNATIVE = {
 
 
 def direct_applies(case: Case) -> bool:
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     memory = get_target(f"amdgpu:{case.chip}").memory
     return "buffer_load_dwordx4" in memory.buffer_load_lds and bool(memory.shared_transpose_reads)
@@ -256,7 +256,7 @@ def row(report: dict, lds_bytes: int, seconds: float) -> dict:
 
 def theirs(case: Case, compiled: dict, out: Path) -> dict:
     from tilemlir.backends.amdgpu.report import build_report
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     if "error" in compiled:
         return compiled

@@ -142,7 +142,7 @@ def compile_one(job: tuple) -> dict:
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
     from tilemlir.diagnostics import UserError
     from tilemlir.dialects import tile
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     cases = attention_cases()
     a = cases.Attention(batch=batch, heads=heads, kv_heads=heads, seq=seq, dim=dim, dtype=dtype,

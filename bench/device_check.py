@@ -58,7 +58,7 @@ def prepare(out: Path, only: str | None = None) -> int:
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
     from tilemlir.diagnostics import UserError
     from tilemlir.dialects import tile
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"target": TARGET, "kernels": [], "refused": []}

@@ -52,8 +52,12 @@ MMA_SYNC, WGMMA = "mma.sync", "wgmma"
 # mma.sync with its operands brought in by TMA (tile-lower-to-gpu{tma-copies})
 # instead of cp.async: the same instructions, another feed.
 MMA_SYNC_TMA = "mma.sync+tma"
+# wgmma with the kernel's own threads issuing the TMA loads too (no producer
+# warpgroup: tile-lower-to-gpu{warp-specialize=false}).
+WGMMA_ONE_ROLE = "wgmma-one-role"
 PATH_OPTIONS = {MMA_SYNC: ("", ""), WGMMA: ("prefer=wgmma", ""),
-                MMA_SYNC_TMA: ("", "tile-lower-to-gpu{tma-copies=true}")}
+                MMA_SYNC_TMA: ("", "tile-lower-to-gpu{tma-copies=true}"),
+                WGMMA_ONE_ROLE: ("prefer=wgmma", "tile-lower-to-gpu{warp-specialize=false}")}
 
 # (M, N, K, dtype, transpose_b, block, threads, stages, path): correctness on the GPU.
 TEST_CASES = [
@@ -76,6 +80,15 @@ TEST_CASES = [
     (256, 512, 320, "f16", False, (256, 128, 64), 256, 3, WGMMA),      # two warpgroups, bands of two
     (200, 328, 160, "fp8", True, (128, 128, 64), 128, 3, WGMMA),       # fp8 rows of 64 bytes, a band of two
     (200, 328, 528, "fp8", True, (128, 128, 128), 256, 3, WGMMA),      # 5 iterations, K not a multiple of the block
+    (200, 328, 136, "f16", False, (128, 128, 64), 256, 3, WGMMA_ONE_ROLE),  # thread 0 loads too
+    (200, 328, 528, "fp8", True, (128, 128, 128), 256, 3, WGMMA_ONE_ROLE),
+    (256, 512, 1088, "f16", False, (128, 256, 64), 256, 4, WGMMA),    # 17 iterations: every slot reused 4 times
+    (1000, 1000, 1000, "bf16", False, (128, 128, 64), 128, 2, WGMMA), # 2 slots, many blocks, ragged edges
+    # Persistent (more tiles than the SMs hold): workgroups loop over tiles,
+    # the slots' phases carried from one tile to the next.
+    (2560, 2048, 320, "f16", False, (128, 256, 64), 256, 4, WGMMA),   # 160 tiles on 132 workgroups, 5 over 4 slots
+    (5000, 1000, 200, "bf16", False, (128, 128, 64), 128, 2, WGMMA),  # 320 tiles, ragged M, N and K
+    (2048, 2304, 384, "fp8", True, (128, 128, 128), 256, 3, WGMMA),   # 288 tiles, 8-bit partial sums
     (256, 256, 256, "f16", False, (128, 128, 64), 128, 3, MMA_SYNC_TMA),  # ldmatrix on swizzled boxes
     (200, 328, 136, "f16", False, (128, 128, 64), 128, 3, MMA_SYNC_TMA),  # TMA zero fill
     (136, 200, 264, "bf16", True, (64, 128, 64), 128, 2, MMA_SYNC_TMA),   # B N x K, no .trans
@@ -86,7 +99,7 @@ TEST_CASES = [
 
 def case_name(dtype, m, n, k, transpose_b, block, threads, stages, path=MMA_SYNC) -> str:
     layout = "nt" if transpose_b else "nn"
-    suffix = {MMA_SYNC: "", WGMMA: "_wgmma", MMA_SYNC_TMA: "_tma"}[path]
+    suffix = {MMA_SYNC: "", WGMMA: "_wgmma", MMA_SYNC_TMA: "_tma", WGMMA_ONE_ROLE: "_wgmma1"}[path]
     return (f"{dtype}_{m}x{n}x{k}_{layout}_b{block[0]}x{block[1]}x{block[2]}_t{threads}_s{stages}"
             f"{suffix}")
 
@@ -117,9 +130,9 @@ def candidates(m: int, n: int, dtype: str) -> list[tuple]:
     rows, so 128 bytes of K per row), warp tiles of whole m16n8 instructions or
     warpgroups of m64 x block-N wgmma instructions. TMA-fed mma.sync blocks of
     128 threads also get the stages that let two blocks share an SM."""
+    from tilemlir.cost.facts import model_facts
     from tilemlir.passes.gemm_configs import accumulator_register_budget
-    from tilemlir.target import get_target
-    from tilemlir.tune.facts import model_facts
+    from tilemlir.targets import get_target
 
     target = get_target(TARGET)
     element = 1 if dtype == "fp8" else 2
@@ -166,7 +179,7 @@ def compile_case(out: Path, m, n, k, dtype, transpose_b, block, threads, stages,
 
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
     from tilemlir.dialects import tile
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     name = case_name(dtype, m, n, k, transpose_b, block, threads, stages, path)
     context = tile.make_context()
@@ -260,7 +273,7 @@ def check(c, a, b, transpose_b, seed, sum_bits: int | None = None) -> tuple[bool
 def sum_bits_of(dtype: str, entry: dict | None = None) -> int | None:
     """FP8_WGMMA_SUM_BITS for fp8 results of wgmma: ours on that path, and the
     peers' (entry None); None (f32 summation) otherwise."""
-    uses_wgmma = entry is None or entry.get("path") == WGMMA
+    uses_wgmma = entry is None or entry.get("path") in (WGMMA, WGMMA_ONE_ROLE)
     return FP8_WGMMA_SUM_BITS if dtype == "fp8" and uses_wgmma else None
 
 

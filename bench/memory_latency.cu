@@ -1,5 +1,5 @@
 // Load-to-use latency of global memory on an NVIDIA GPU, in SM clocks: the
-// fact the cost model (tilemlir/tune/model.py) reads as memory.latency_clocks.
+// fact the cost model (tilemlir/cost/model.py) reads as memory.latency_clocks.
 //
 //     nvcc -O2 -arch=sm_90a -o build/memory_latency bench/memory_latency.cu && build/memory_latency
 //

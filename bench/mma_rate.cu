@@ -1,6 +1,6 @@
 // Issue rate of warp-level mma.sync on an NVIDIA GPU, in SM-sub-partition
 // clocks per instruction: the `cycles` of sm_90a.toml's mma.sync rows, which
-// the cost model (tilemlir/tune/facts.py) turns into FLOP per SIMD per clock.
+// the cost model (tilemlir/cost/facts.py) turns into FLOP per SIMD per clock.
 //
 //     nvcc -O2 -arch=sm_90a -o build/mma_rate bench/mma_rate.cu && build/mma_rate
 //

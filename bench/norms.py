@@ -284,7 +284,7 @@ def compile_case(out: Path, op, dtype, rows, cols, block_rows, threads) -> dict:
 
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
     from tilemlir.dialects import tile
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     name = case_name(op, dtype, rows, cols, block_rows, threads)
     entry = {"name": name, "json": f"{name}.json", "op": op, "dtype": dtype, "rows": rows, "cols": cols,

@@ -80,7 +80,7 @@ TARGETS = ("amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000",
 FINAL_STAGE = {"amdgpu": "isa", "metax": "maca", "nvidia": "ptx"}
 DEFAULT_TAG = "default"  # a chunk that names no target: compiled for DEFAULT_TARGET
 # What the API compiled for when nothing named a target, before that default
-# became tilemlir.target.selection's rule: pinned, so snapshots stay comparable.
+# became tilemlir.targets.selection's rule: pinned, so snapshots stay comparable.
 DEFAULT_TARGET = "amdgpu:gfx942"
 os.environ["TILEMLIR_TARGET"] = DEFAULT_TARGET  # the rule's step 3; workers inherit it
 os.environ["TILEMLIR_GPU"] = "none"  # and never this machine's GPU
@@ -417,7 +417,7 @@ def cli_default_emit(target: str | None) -> str:
     """tile-compile's --emit when none is given: the target's backend's default
     (DEFAULT_TARGET's when there is none)."""
     from tilemlir.compiler import default_emit
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     try:
         return default_emit(get_target(target or DEFAULT_TARGET).family)
@@ -552,7 +552,7 @@ def describe(job: Job) -> str:
     from tilemlir.compiler import CompileOptions, compile_module
     from tilemlir.diagnostics import UserError
     from tilemlir.dialects import tile
-    from tilemlir.target import resolve_target
+    from tilemlir.targets import resolve_target
 
     module = ir.Module.parse(job.text, tile.make_context()).operation
     lines: list[str] = []

@@ -88,7 +88,7 @@ def tuned_case(dtype: str, m: int, n: int, k: int, c_type: str = "f16"):
 
     from tilemlir.diagnostics import SourceBuffer
     from tilemlir.dialects import tile
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
     from tilemlir.tune.search import candidates, tune_problem
 
     target = get_target(gemm.TARGET)
@@ -100,8 +100,8 @@ def tuned_case(dtype: str, m: int, n: int, k: int, c_type: str = "f16"):
 
 
 def prepare(out: Path, jobs: int, which: str = "gemm", only: str | None = None) -> None:
+    from tilemlir.cost.model import DoesNotFit
     from tilemlir.tune.db import config_json
-    from tilemlir.tune.model import DoesNotFit
     from tilemlir.tune.search import compile_job, local_executor, model_seconds
 
     out.mkdir(parents=True, exist_ok=True)
@@ -176,7 +176,7 @@ def prepare_docs(out: Path) -> list[dict]:
 
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
     from tilemlir.dialects import tile
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     matmul, entries = docs_matmul(out), []
     for m, n, k in DOCS_SHAPES:
@@ -564,8 +564,8 @@ def schema_1(report: dict) -> dict:
 
 
 def analyse(directory: Path, result_files: list[Path]) -> int:
+    from tilemlir.cost.model import DoesNotFit
     from tilemlir.tune.db import config_from
-    from tilemlir.tune.model import DoesNotFit
     from tilemlir.tune.search import model_seconds
 
     manifest = json.loads((directory / "manifest.json").read_text())

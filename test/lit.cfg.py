@@ -24,7 +24,7 @@ for name in ("HOME", "TMPDIR", "LANG", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
 # tile-compile reads the user's tuning database (tile-tune's) from the cache
 # folder when one exists there: the tests see none unless they give one.
 config.environment["XDG_CACHE_HOME"] = os.path.join(config.test_exec_root, "no-cache")
-# With no target named, a compile takes this machine's GPU (tilemlir.target.selection):
+# With no target named, a compile takes this machine's GPU (tilemlir.targets.selection):
 # the tests see none unless they say so (TILEMLIR_TARGET is not passed on either).
 config.environment["TILEMLIR_GPU"] = "none"
 

@@ -14,7 +14,7 @@ the chip) is skipped. The rule that chooses among those that compile:
 
 * the kernel runs on a GPU here (engine "device"): each is timed on the device
   (`tilemlir.profiler.do_bench`, `warmup`/`rep` ms) and the fastest wins;
-* otherwise (emulator, reference engine): the cost model (`tilemlir.tune.model`)
+* otherwise (emulator, reference engine): the cost model (`tilemlir.cost.model`)
   predicts each one's time where the kernel is one T.gemm in a loop that
   tilemlir's model understands (its block from the gemm's tiles, its grid,
   threads and pipeline stages from the kernel), and the fastest prediction
@@ -88,7 +88,7 @@ class AutoTunedFunction:
             import os
 
             from tilemlir.language.kernel import ENGINE_ENV
-            from tilemlir.target.selection import TARGET_ENVIRONMENT
+            from tilemlir.targets.selection import TARGET_ENVIRONMENT
 
             # The choice holds for the chip and engine it was made on: their settings are in the key.
             key = repr((args, sorted(kwargs.items()), os.environ.get(TARGET_ENVIRONMENT), os.environ.get(ENGINE_ENV)))
@@ -162,11 +162,11 @@ def predicted_seconds(kernel: JITKernel) -> float | None:
     model has no instruction for it."""
     from mlir import ir
 
+    from tilemlir.cost.model import DoesNotFit, GemmProblem, KernelConfig, predict
     from tilemlir.dialects import attributes
     from tilemlir.irutil import walk
     from tilemlir.passes.gemm_configs import instruction_for
     from tilemlir.passes.gemm_facts import gemm_shape
-    from tilemlir.tune.model import DoesNotFit, GemmProblem, KernelConfig, predict
 
     with kernel.built.module.context:
         ops = list(walk(kernel.built.module.operation))

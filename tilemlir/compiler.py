@@ -15,7 +15,7 @@ The driver parses, resolves the target, and runs its backend's stages
 (`Backend.stages`: tile and gpu, shared, then the backend's own) up to `emit`,
 timing every step in `report["compile_seconds"]`, and completes the backend's
 report (`backends/report_schema.complete_report`: the times, the decisions, how
-each kernel was configured); `backends/stages.py` holds
+each kernel was configured); `backends/driver.py` holds
 the stage machinery. Input that is already GPU-level IR (a gpu.module and no
 tile ops) skips the tile passes. Failures raise `CompileError` (located
 diagnostics, as tile-opt prints them) or another `UserError`.
@@ -30,20 +30,18 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from tilemlir.backends.report_schema import complete_report
-from tilemlir.backends.stages import (
+from tilemlir.backends.driver import (
     Compilation,
     CompileError,
     CompileOptions,
-    check_emit,
     default_emit,
     emits,
     has_gpu_module,
     has_tile_ops,
     run_stages,
-    stages_to_run,
     target_spec,
 )
+from tilemlir.backends.report_schema import complete_report
 from tilemlir.diagnostics import (
     Chunk,
     Diag,
@@ -51,25 +49,17 @@ from tilemlir.diagnostics import (
     SourceBuffer,
     collect_diagnostics,
     emit_remark,
-    file_position,
     parse_chunk,
-    region_nesting_error,
     remark_mark,
     remarks_configured,
     restore_remarks,
     shown_remarks,
     withdraw_remarks,
 )
-from tilemlir.target.model import Target
+from tilemlir.targets.model import Target
 
 __all__ = ["CompileError", "CompileOptions", "CompileResult", "compile",
            "compile_module", "default_emit", "emits", "has_gpu_module", "has_tile_ops", "target_spec"]
-
-# LLVM's loop passes and llc grow faster than linearly with loop depth (measured
-# on gfx942: 256 nested loops 3.5 s and 0.25 GB; 400 nested loops 8 s and 0.45 GB;
-# 2000 exhausted 24 GB), so deeper input is refused before compiling.
-MAX_REGION_NESTING = 256
-
 
 @dataclass
 class CompileResult:
@@ -92,31 +82,6 @@ class CompileResult:
         return self.artifacts[self.emit]
 
 
-def _require_one_kernel_function(module: ir.Operation, target: Target,
-                                 source: SourceBuffer | None) -> None:
-    """Refuses, before anything is compiled, a module whose functions would
-    lower to several gpu.modules: each function holding tile ops becomes one,
-    and hand-written gpu.modules count as they are."""
-    units = []
-    for op in module.regions[0].blocks[0].operations:
-        op = op.operation
-        if op.name == "gpu.module" or (op.name == "func.func" and has_tile_ops(op)):
-            units.append(op)
-    if len(units) <= 1:
-        return
-    with module.context:  # symbol names printed as MLIR prints them (quoted and escaped if need be)
-        names = ", ".join(str(ir.FlatSymbolRefAttr.get(ir.StringAttr(op.attributes["sym_name"]).value))
-                          for op in units)
-    file, line, col = file_position(units[1].location)
-    if source is not None:
-        file, line, col = source.map_position(file, line, col)
-    raise CompileError([Diag(
-        "error",
-        f"{target.family} compiles one kernel function per module into one artefact, and this module "
-        f"has {len(units)} ({names}); put each in a file of its own",
-        file, line, col)], source)
-
-
 def compile_module(
     module: ir.Operation,
     target: Target,
@@ -131,7 +96,8 @@ def compile_module(
     for `target`, up to the stage `emit` (None: the backend's `default_emit`).
     `seconds` carries stage times measured before (the parse); `dump_pipeline`
     receives every stage's pipeline or command line, one line at a time
-    (`backends/stages.run_stages`).
+    (`backends/driver.run_stages`, which checks the input first:
+    `check_input`).
 
     When the cost model chose every kernel's configuration (no --tiling, no
     tuning database entry) and the compiled kernel spills registers (the only
@@ -142,12 +108,6 @@ def compile_module(
     configuration someone gave that spills stays an error."""
     options = options or CompileOptions()
     emit = emit or default_emit(target.family)
-    check_emit(target, emit)
-    too_deep = region_nesting_error(module, MAX_REGION_NESTING, source)
-    if too_deep is not None:
-        raise CompileError([too_deep], source)
-    if any(stage.one_kernel_function for stage in stages_to_run(target, emit, options)):
-        _require_one_kernel_function(module, target, source)  # the IR stages hold any number
     start = time.perf_counter() - sum((seconds or {}).values())
     pristine = None
     if _may_fall_back(module, options):
@@ -297,7 +257,7 @@ def _remark(module: ir.Operation, location: ir.Location, message: str, source) -
 
 
 def _resolve(target: str | Target | None, module: ir.Operation) -> Target:
-    from tilemlir.target.selection import select_target
+    from tilemlir.targets.selection import select_target
 
     return select_target(target, module)  # tile-compile's rule, the same function
 
@@ -313,7 +273,7 @@ def compile(
     """Compiles tile IR or GPU-level IR for a target.
 
     `target` and `emit` default as tile-compile's --target and --emit do
-    (README.md, "Which target, which artefact"; `target.selection`):
+    (README.md, "Which target, which artefact"; `targets.selection`):
     `target` is "amdgpu:gfx942", a chip one family ships ("gfx942"), a family
     ("cuda"), a descriptor path or a Target; None takes the module's
     `tile.target`, else $TILEMLIR_TARGET, else this machine's GPU, else raises

@@ -5,7 +5,7 @@
 
 // The default tiling sees the size of the machine (issue 20): on gfx942's 304
 // CUs a 256x256x256 f16 GEMM in 128x128 blocks was 4 workgroups, 300 CUs idle.
-// The cost model (tilemlir.tune.model) spreads it over 64 workgroups of 32x32;
+// The cost model (tilemlir.cost.model) spreads it over 64 workgroups of 32x32;
 // its remark gives the choice, its prediction and the runner-up, and why the
 // 240 CUs left idle are not filled by split-K (C is f16); the kernel
 // records who chose (tile.tiling) and --report says it.

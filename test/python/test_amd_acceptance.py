@@ -22,7 +22,7 @@ from tilemlir.runtime import run
 from tilemlir.runtime.arguments import parameters, random_arguments
 from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.reference import Program
-from tilemlir.target import get_target
+from tilemlir.targets import get_target
 
 CHIPS = ("gfx90a", "gfx942", "gfx950")
 

@@ -9,6 +9,7 @@ bench/device_check.py's.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import maca_programs
@@ -25,12 +26,28 @@ EMULATED_TARGETS = ("amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx950", "metax:xc
 IDS = [variant.name for variant in VARIANTS]
 
 
+@functools.cache
+def compiled(kernel: Attention, target: str) -> tilemlir.compiler.CompileResult:
+    """One compile per kernel and target, shared by the tests below (make test
+    keeps this module on one worker: conftest.xdist_scope): its report and
+    remarks, the GPU-level IR the emulator runs, MetaX's MACA C++."""
+    return tilemlir.compile(kernel_text(kernel), target=target, remarks="all")
+
+
+@functools.cache
+def emulated(kernel: Attention, target: str) -> np.ndarray:
+    """O, in float64, from running `kernel` in the emulator on its inputs."""
+    args = inputs(kernel)
+    run(compiled(kernel, target).artifacts["gpu"], kernel.name, args, engine="emulator", target=target)
+    return convert(args[3], np.float64)
+
+
 @pytest.mark.parametrize("target", COMPILE_TARGETS)
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_compiles_without_spills(variant, target):
-    compiled = tilemlir.compile(kernel_text(variant), target=target, remarks="all")
+    compiled_kernel = compiled(variant, target)
     if target.startswith("amdgpu"):
-        (kernel,) = compiled.report["kernels"]
+        (kernel,) = compiled_kernel.report["kernels"]
         assert kernel["spills"] == 0 and kernel["scratch_bytes"] == 0, kernel
     # P reaches the second gemm from registers where the family reads them as its
     # A (NVIDIA's mma.sync), else through shared memory; the compiler says which.
@@ -38,20 +55,18 @@ def test_compiles_without_spills(variant, target):
     # m16 tiles each or more: 4 warps need a 128-row block.)
     in_registers = target.startswith("nvidia") and variant.block_m % (variant.threads // 32 * 32) == 0
     said = "stays in registers" if in_registers else "is held in registers"
-    assert any(f"tile-stage-operands: gemm operand A {said}" in r.message for r in compiled.remarks), \
-        [r.message for r in compiled.remarks]
+    assert any(f"tile-stage-operands: gemm operand A {said}" in r.message for r in compiled_kernel.remarks), \
+        [r.message for r in compiled_kernel.remarks]
 
 
 def emulated_error(kernel: Attention, target: str, modelled: Attention | None = None):
     """(|error|, bound) of `kernel` run in the emulator against the float64
-    model of `modelled` (default: the kernel's own) on its inputs."""
+    model of `modelled` (default: the kernel's own) on the same inputs."""
     modelled = modelled or kernel
-    compiled = tilemlir.compile(kernel_text(kernel), target=target, emit="gpu")
-    args = inputs(modelled)
-    originals = [np.copy(a) for a in args]
-    run(compiled.artifacts["gpu"], kernel.name, args, engine="emulator", target=target)
-    expected, bound = model(modelled, originals)[3]
-    return np.abs(convert(args[3], np.float64) - expected), bound
+    if modelled != kernel:  # the emulator ran `kernel` on its own inputs
+        assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(inputs(kernel), inputs(modelled)))
+    expected, bound = model(modelled, inputs(modelled))[3]
+    return np.abs(emulated(kernel, target) - expected), bound
 
 
 @pytest.mark.parametrize("target", EMULATED_TARGETS)
@@ -87,9 +102,7 @@ MACA_KERNELS = VARIANTS + (Attention(dtype=FP8["metax:xcore1000"], causal=True),
 def maca_program(tmp_path_factory):
     """MACA_KERNELS as MetaX compiles them to MACA C++, built into one CPU
     program (maca_programs.build: g++ against test/metax/maca_host.h)."""
-    sources = {kernel.name: tilemlir.compile(kernel_text(kernel), target="metax:xcore1000",
-                                             emit="maca").artifact
-               for kernel in MACA_KERNELS}
+    sources = {kernel.name: compiled(kernel, "metax:xcore1000").artifacts["maca"] for kernel in MACA_KERNELS}
     return maca_programs.build(sources, tmp_path_factory.mktemp("attention_maca"))
 
 

@@ -16,9 +16,9 @@ import pytest
 from conftest import REPO, run_tool
 from mlir import ir
 
-from tilemlir import target as target_layer
+from tilemlir import targets as target_layer
 from tilemlir.passes.base import TilePass
-from tilemlir.target import (
+from tilemlir.targets import (
     UNKNOWN,
     DescriptorError,
     TargetError,
@@ -27,7 +27,7 @@ from tilemlir.target import (
     registry,
     resolve_target,
 )
-from tilemlir.target.cli import describe_json
+from tilemlir.targets.cli import describe_json
 
 MINIMAL = REPO / "test/Backends/Inputs/minimal.toml"
 
@@ -238,7 +238,7 @@ def test_target_flags_reach_the_passes_option(sees_target, tmp_path, capsys):
 
 _TOY_INIT = """
 from pathlib import Path
-from tilemlir.target.model import Backend
+from tilemlir.targets.model import Backend
 
 BACKEND = Backend(
     family="toy",
@@ -324,15 +324,54 @@ def test_broken_plugin_is_reported_not_a_traceback(tmp_path):
 
 def test_builtin_backends_without_metadata(monkeypatch):
     monkeypatch.setattr(metadata, "entry_points", lambda **_: [])
-    for cached in (registry._registrations, registry.backend, registry._load_cached):
+    for cached in (registry._registrations, registry.resolve_backend, registry._load_cached):
         cached.cache_clear()
     try:
         assert registry.families() == ("amdgpu", "metax", "nvidia")
         assert str(get_target("metax:xcore1000")) == "metax:xcore1000"
     finally:
         monkeypatch.undo()
-        for cached in (registry._registrations, registry.backend, registry._load_cached):
+        for cached in (registry._registrations, registry.resolve_backend, registry._load_cached):
             cached.cache_clear()
+
+
+def test_a_family_is_resolved_once_into_one_object():
+    """The manifest and every part it names are imported once and kept on one
+    object, which the stages, the lowering and the pass registry all read."""
+    from tilemlir.backends.driver import backend_stages
+    from tilemlir.passes.lower_to_gpu.api import lowering_hooks_for, matrix_core_for
+    from tilemlir.passes.registry import pass_class
+
+    resolved = registry.resolve_backend("amdgpu")
+    assert registry.resolve_backend("amdgpu") is resolved and registry.backend("amdgpu") is resolved.manifest
+    assert backend_stages("amdgpu") == tuple(resolved.part("stages"))
+    assert type(matrix_core_for("amdgpu")) is resolved.part("matrix_core")
+    assert lowering_hooks_for("amdgpu") is resolved.part("lowering_hooks")
+    assert pass_class("amdgpu-order-lds-dma") is resolved.part("passes", "amdgpu-order-lds-dma")
+    assert resolved.part("passes", "no-such-pass") is None and resolved.errors == {}
+    with pytest.raises(ValueError, match="'summary' is not a manifest field naming a part"):
+        resolved.part("summary")
+
+
+def test_a_part_that_fails_to_load_is_kept_as_its_error(monkeypatch):
+    """A broken part is a TargetError naming the family, the field and why
+    (not the import's own exception), the same each time it is asked for."""
+    from tilemlir.passes.lower_to_gpu.api import matrix_core_for
+
+    manifest = dataclasses.replace(registry.backend("metax"), matrix_core="no_such_module:Core")
+    resolved = registry.ResolvedBackend("metax", "test:BACKEND", "test 0.1", manifest)
+    monkeypatch.setattr(registry, "resolve_backend", lambda family: resolved)
+    expected = ("the metax backend's matrix_core 'no_such_module:Core' (from test 0.1) failed to load: "
+                "ModuleNotFoundError: No module named 'no_such_module'")
+    for _ in range(2):
+        with pytest.raises(TargetError) as raised:
+            matrix_core_for("metax")
+        assert str(raised.value) == expected
+    assert list(resolved.errors) == ["matrix_core"]
+    broken = registry.ResolvedBackend("ghost", "ghost:BACKEND", "test 0.1", error=TargetError("no ghost"))
+    with pytest.raises(TargetError, match="no ghost"):
+        broken.part("stages")
+    assert list(broken.errors) == ["manifest"]
 
 
 def test_builtins_are_registered_as_entry_points():

@@ -13,7 +13,7 @@ from tilemlir.backends.report_schema import kernel_entry, module_report
 from tilemlir.compiler import CompileError
 from tilemlir.diagnostics import UserError
 from tilemlir.dialects import tile
-from tilemlir.target import get_target
+from tilemlir.targets import get_target
 
 EXAMPLE = REPO / "examples" / "gpu" / "mfma_fp8_gfx942.mlir"
 SEED = REPO / "examples" / "seed_fp8_gemm.mlir"
@@ -317,6 +317,23 @@ def test_several_kernel_functions_are_refused_before_compiling(target):
     assert "@second_kernels" in tilemlir.compile(text, target=target, emit="gpu").artifact
 
 
+def test_the_nvidia_toolchain_compiles_through_the_drivers_checks():
+    """compile_to_ptx (the device engine's and the benches' way to PTX) runs
+    the driver's stages, whose input checks refuse before any work, as
+    tilemlir.compile's do: several kernel functions, a target without ptx."""
+    from tilemlir.backends.nvidia.toolchain import compile_to_ptx
+
+    seed = SEED.read_text().replace("f8E4M3FNUZ", "f16")
+    context = tile.make_context()
+    # Broken past the verifier (an unknown tiling option): the refusal comes first.
+    two = ir.Module.parse(_two_kernel_functions(seed), context)
+    with pytest.raises(CompileError, match=r"has 2 \(@mixed_precision_gemm, @second\); put each in a file"):
+        compile_to_ptx(two.operation, get_target("nvidia:sm_90a"), tiling="bogus=1")
+    one = ir.Module.parse(seed, context)
+    with pytest.raises(UserError, match="--emit ptx is not a stage of the amdgpu backend"):
+        compile_to_ptx(one.operation, get_target("amdgpu:gfx942"))
+
+
 def test_an_op_printed_into_a_diagnostic_is_cut_short():
     from tilemlir.diagnostics import OP_DUMP_LINES, Diag, format_diag
 
@@ -349,20 +366,18 @@ def test_report_from_the_tile_stage_goes_on_to_the_report_stage():
 def test_a_backend_without_stages_is_refused(monkeypatch):
     from dataclasses import replace
 
-    from tilemlir.backends import stages
-    from tilemlir.target import registry
+    from tilemlir.targets import registry
 
     metax = registry.backend("metax")
-    monkeypatch.setattr(registry, "backend", lambda family: replace(metax, stages=""))
-    stages.backend_stages.cache_clear()
-    try:
-        with pytest.raises(UserError, match="the metax backend declares no compile stages"):
-            tilemlir.compile(F16_GEMM, target="metax:xcore1000")
-        monkeypatch.setattr(registry, "backend",
-                            lambda family: replace(metax, stages="tilemlir.compiler:__all__"))
-        stages.backend_stages.cache_clear()
-        with pytest.raises(UserError, match=r"the metax backend's stages \(tilemlir.compiler:__all__\) "
-                                            "are not distinct Stages"):
-            tilemlir.compile(F16_GEMM, target="metax:xcore1000")
-    finally:
-        stages.backend_stages.cache_clear()
+
+    def manifest_with(**changes):
+        resolved = registry.ResolvedBackend("metax", "test:BACKEND", "test", replace(metax, **changes))
+        monkeypatch.setattr(registry, "resolve_backend", lambda family: resolved)
+
+    manifest_with(stages="")
+    with pytest.raises(UserError, match="the metax backend declares no compile stages"):
+        tilemlir.compile(F16_GEMM, target="metax:xcore1000")
+    manifest_with(stages="tilemlir.compiler:__all__")
+    with pytest.raises(UserError, match=r"the metax backend's stages \(tilemlir.compiler:__all__\) "
+                                        "are not distinct Stages"):
+        tilemlir.compile(F16_GEMM, target="metax:xcore1000")

@@ -1,4 +1,4 @@
-"""The cost model (tilemlir.tune), the configurations tile-tiling chooses among
+"""The cost model (tilemlir.cost), the configurations tile-tiling chooses among
 (tilemlir.passes.gemm_configs), and what tile-compile --report says of them."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import tilemlir
+from tilemlir.cost import facts as facts_module
+from tilemlir.cost.facts import RULES, least_favourable, model_facts
+from tilemlir.cost.model import DoesNotFit, GemmProblem, KernelConfig, kernel_figures, predict
 from tilemlir.passes.gemm_configs import Fixed, candidate_configs, instruction_for, misfit
 from tilemlir.runtime import run
-from tilemlir.target import get_target, load_target_file
-from tilemlir.target.model import UNKNOWN, UnknownFactError
-from tilemlir.tune import facts as facts_module
-from tilemlir.tune.facts import RULES, least_favourable, model_facts
-from tilemlir.tune.model import DoesNotFit, GemmProblem, KernelConfig, kernel_figures, predict
+from tilemlir.targets import get_target, load_target_file
+from tilemlir.targets.model import UNKNOWN, UnknownFactError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernel_text import whole_problem_gemm
@@ -226,7 +226,7 @@ def test_candidates_fit_and_respect_fixed_options():
 
 def test_assumptions_are_the_least_favourable_shipped_values():
     """Each rule's value is the smallest (or largest) a shipped descriptor states."""
-    from tilemlir.target import shipped_targets
+    from tilemlir.targets import shipped_targets
 
     shipped = shipped_targets()
     for rule in RULES:
@@ -319,7 +319,7 @@ def test_device_reach_counts_the_tiles_the_running_workgroups_share():
     workgroups cover ceil(264 / 32) = 9 block rows by 32 block columns, so per
     K step device memory serves 9 A tiles and 32 B tiles of the 528 asked
     for. Operands that fit in the L2 come once in all."""
-    from tilemlir.tune.model import device_reach
+    from tilemlir.cost.model import device_reach
 
     facts = model_facts(SM90)
     big = GemmProblem(4096, 4096, 4096, "f16", "f16", "f16", "f32")
@@ -337,7 +337,9 @@ def test_device_reach_counts_the_tiles_the_running_workgroups_share():
 def test_hopper_registers_per_sm_and_accumulator_copies():
     """sm_90a's 65536 registers per SM are a file of 512 per lane of each
     sub-partition: a 128-thread block holding a 128x128 f32 accumulator
-    (128 + 26 address registers per thread) fits three times by registers.
+    (128 + 26 address registers per thread) fits three times by registers,
+    twice once its wgmma K loop gets a producer warpgroup of 128 threads at 40
+    registers (Backend.producer_prefix): 65536 / (128 x 160 + 128 x 40) = 2.56.
     8-bit wgmma keeps each block K's partial sums beside the sum: two
     accumulators (Backend.partial_sums_prefix)."""
     facts = model_facts(SM90)
@@ -345,9 +347,59 @@ def test_hopper_registers_per_sm_and_accumulator_copies():
     f16 = GemmProblem(4096, 4096, 4096, "f16", "f16", "f16", "f32")
     figures = kernel_figures(f16, wgmma_config(f16, (128, 128, 64), 128, 2), facts)
     assert figures.registers == 128 + 26
-    from tilemlir.tune.model import occupancy
+    from tilemlir.cost.model import occupancy
 
-    assert occupancy(figures, facts)["registers"] == 3
+    assert figures.producer_waves == 4 and figures.producer_registers == 40
+    assert occupancy(figures, facts)["registers"] == 2
+    assert occupancy(figures, facts)["waves"] == 64 // (4 + 4)
+    one_stage = kernel_figures(f16, wgmma_config(f16, (128, 128, 64), 128, 1), facts)
+    assert one_stage.producer_waves == 0 and occupancy(one_stage, facts)["registers"] == 3
     fp8 = GemmProblem(4096, 4096, 4096, "f8E4M3FN", "f8E4M3FN", "f16", "f32", transpose_b=True)
     assert kernel_figures(fp8, wgmma_config(fp8, (128, 128, 128), 256, 2), facts).registers == 2 * 64 + 26
     assert misfit(fp8, wgmma_config(fp8, (128, 256, 128), 256, 2), SM90).startswith("needs about 282 registers")
+
+
+def test_hopper_pipelines_cover_a_tiles_transfer_from_the_l2():
+    """Measured on the H200 (bench/results/gemm-defaults-h200.md): a
+    warp-specialized 128x256x64 f16 kernel at 4096^3 runs at 0.61 of its speed
+    with 2 stages instead of 4. One stage in flight must hide a 48 KiB tile's
+    latency and its transfer at the SM's share of the L2 (40 bytes a clock):
+    the model ranks 4 stages first, and 2 stages bound by that latency."""
+    f16 = GemmProblem(4096, 4096, 4096, "f16", "f16", "f16", "f32")
+    two, four = (predict(f16, wgmma_config(f16, (128, 256, 64), 256, stages), SM90) for stages in (2, 4))
+    assert two.bound == "latency" and four.bound == "matrix"
+    assert four.seconds < 0.75 * two.seconds
+
+
+def test_kernels_loading_their_own_operands_are_weighed_where_a_producer_could():
+    """The model does not cost mma.sync's operand loads. Measured on the H200:
+    fp8 4096x4096x1024, the best mma.sync and wgmma blocks predicted 34.1 and
+    34.2 us, measured 121 and 48 us at best; f16 512x512x8192, 32x64 mma.sync
+    blocks predicted 28.6 us against 31.0 for 64x64 wgmma ones, measured 38
+    and 19 us. Weighed by OWN_OPERAND_LOADS, the warp-specialized wgmma kernel
+    ranks first in both; AMD's order, which has no producer kernels, is the
+    predicted time's."""
+    from tilemlir.tune.search import candidates
+
+    def first(problem, target):  # tile-compile's default: tile-tiling's order
+        return candidates(problem, target)[0].config
+
+    fp8 = GemmProblem(4096, 4096, 1024, "f8E4M3FN", "f8E4M3FN", "f16", "f32", transpose_b=True)
+    assert first(fp8, SM90).instruction.name.startswith("wgmma.")
+    long_k = GemmProblem(512, 512, 8192, "f16", "f16", "f16", "f32")
+    assert first(long_k, SM90).instruction.name.startswith("wgmma.")
+    assert predict(long_k, first(long_k, SM90), SM90).own_operand_loads is False
+    gfx942 = get_target("amdgpu:gfx942")
+    f16 = GemmProblem(1024, 1024, 1024, "f16", "f16", "f16", "f32")
+    chosen = first(f16, gfx942)
+    fastest = min(predict(f16, c, gfx942).seconds for c in candidate_configs(f16, gfx942)
+                  if not _does_not_fit(f16, c, gfx942))
+    assert predict(f16, chosen, gfx942).seconds == fastest
+
+
+def _does_not_fit(problem, config, target) -> bool:
+    try:
+        predict(problem, config, target)
+    except DoesNotFit:
+        return True
+    return False

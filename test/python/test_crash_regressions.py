@@ -88,11 +88,19 @@ CRASHES = {
 }
 
 
+# One crash of each kind (an MLIR assertion, a stack overflow) goes through the
+# installed scripts in a fresh process; the others call the same main() in this
+# one (conftest.run_in_process), as the fuzzer's workers do.
+THROUGH_THE_SCRIPTS = ("op named 'tile'", "10000 nested regions")
+assert set(THROUGH_THE_SCRIPTS) <= set(CRASHES)
+
+
 @pytest.mark.parametrize("tool", ["tile-opt", "tile-compile"])
 @pytest.mark.parametrize("case", sorted(CRASHES))
-def test_crash_class_is_a_located_error(tool, case):
+def test_crash_class_is_a_located_error(tool, case, run_in_process):
     text, message = CRASHES[case]
-    result = run_tool(tool, "-", "--target", "amdgpu:gfx942", stdin=text)
+    runner = run_tool if case in THROUGH_THE_SCRIPTS else run_in_process
+    result = runner(tool, "-", "--target", "amdgpu:gfx942", stdin=text)
     assert result.returncode == 1, (result.returncode, result.stderr[-2000:])
     assert message in result.stderr, result.stderr[-2000:]
     assert LOCATED.search(result.stderr)
@@ -105,36 +113,36 @@ def test_crash_class_is_a_located_error(tool, case):
     'func.func @f() {\n  return loc("tile"("x.mlir":1:2))\n}\n',  # a location named like a dialect
     in_func("array<i64: 1>", "!i = index\n"),  # an index alias not used in an array
 ])
-def test_lookalikes_still_parse(text):
-    result = run_tool("tile-opt", "-", stdin=text)
+def test_lookalikes_still_parse(text, run_in_process):
+    result = run_in_process("tile-opt", "-", stdin=text)
     assert result.returncode == 0, result.stderr
 
 
-def test_dialect_named_op_with_unregistered_dialects_allowed():
+def test_dialect_named_op_with_unregistered_dialects_allowed(run_in_process):
     """As stock mlir-opt --allow-unregistered-dialect: accepted and printed."""
-    result = run_tool("tile-opt", "-", "--allow-unregistered-dialect", stdin=generic_op("arith"))
+    result = run_in_process("tile-opt", "-", "--allow-unregistered-dialect", stdin=generic_op("arith"))
     assert result.returncode == 0, result.stderr
     assert '"arith"() : () -> ()' in result.stdout
 
 
 @pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
-def test_two_thousand_nested_regions_work(generic):
+def test_two_thousand_nested_regions_work(generic, run_in_process):
     """Stock mlir-opt reads 2000 nested regions; tile-opt (parse, tile-verify,
     print) does too, within the bracket limit in generic form."""
-    result = run_tool("tile-opt", "-", "--tile-verify", "--mlir-print-op-generic",
+    result = run_in_process("tile-opt", "-", "--tile-verify", "--mlir-print-op-generic",
                       stdin=nested_regions(2000, generic=generic))
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.count('"scf.execute_region"') == 2000
 
 
-def test_deep_loops_are_refused_before_code_generation():
+def test_deep_loops_are_refused_before_code_generation(run_in_process):
     """LLVM's loop passes grow faster than linearly with depth (2000 nested loops
     exhausted 24 GB): tile-compile refuses depth beyond 256 regions at once."""
-    result = run_tool("tile-compile", "-", "--emit", "isa", stdin=nested_loops(2000))
+    result = run_in_process("tile-compile", "-", "--emit", "isa", stdin=nested_loops(2000))
     assert result.returncode == 1
     assert re.search(r"^<stdin>:262:7: error: 'scf.for' is nested in more than 256 regions", result.stderr,
                      re.MULTILINE), result.stderr
-    shallow = run_tool("tile-compile", "-", "--emit", "gpu", stdin=nested_loops(30))
+    shallow = run_in_process("tile-compile", "-", "--emit", "gpu", stdin=nested_loops(30))
     assert shallow.returncode == 0, shallow.stderr[-2000:]
 
 
@@ -156,8 +164,8 @@ AMDGPU_BAD_LAYOUT = METAX_FOREIGN_LAYOUT.replace("32, 32, 8>", "32, 359, 8>").re
 
 @pytest.mark.parametrize("target,text", [("metax:xcore1000", METAX_FOREIGN_LAYOUT),
                                          ("amdgpu:gfx942", AMDGPU_BAD_LAYOUT)], ids=["metax", "amdgpu"])
-def test_hand_written_fragment_layout(target, text):
-    result = run_tool("tile-compile", "-", "--target", target, "--emit", "gpu", stdin=text)
+def test_hand_written_fragment_layout(target, text, run_in_process):
+    result = run_in_process("tile-compile", "-", "--target", target, "--emit", "gpu", stdin=text)
     assert result.returncode == 1
     assert LOCATED.search(result.stderr)
     assert "internal error" not in result.stderr
@@ -165,7 +173,7 @@ def test_hand_written_fragment_layout(target, text):
     assert "tile-infer-layout: tile.layout {" in result.stderr, result.stderr
 
 
-def test_scalar_host_argument_on_nvidia_compiles():
+def test_scalar_host_argument_on_nvidia_compiles(run_in_process):
     # A scalar f32 argument reached the nvidia launch metadata, which read
     # every argument as a memref (found by the fuzzer through a new test file);
     # scalars are now passed by value (test_kernel_arguments.py runs them).
@@ -174,12 +182,12 @@ def test_scalar_host_argument_on_nvidia_compiles():
     text = text.replace("%out = arith.truncf %acc : f32 to f16",
                         "%scaled = arith.mulf %acc, %scale : f32\n        %out = arith.truncf %scaled : f32 to f16")
     assert "%scaled" in text
-    result = run_tool("tile-compile", "-", "--target", "nvidia:sm_90a", "--emit", "ptx", stdin=text)
+    result = run_in_process("tile-compile", "-", "--target", "nvidia:sm_90a", "--emit", "ptx", stdin=text)
     assert result.returncode == 0, result.stderr
     assert ".param .f32" in result.stdout
 
 
-def test_hand_written_shared_layout_over_the_lds():
+def test_hand_written_shared_layout_over_the_lds(run_in_process):
     """A hand-written tile.smem_layout whose padding overflows the LDS and
     that has none of the bank model's entries (found by the fuzzer, seed
     20261201, case 2996): the padding is dropped as for a computed one and
@@ -193,7 +201,7 @@ def test_hand_written_shared_layout_over_the_lds():
   return
 }
 """
-    result = run_tool("tile-compile", "-", "--target", "amdgpu:gfx942", "--emit", "tile", stdin=text)
+    result = run_in_process("tile-compile", "-", "--target", "amdgpu:gfx942", "--emit", "tile", stdin=text)
     assert result.returncode == 0, result.stderr
     assert "remark: tile-infer-layout: row padding of 1024 elements dropped" in result.stderr
     assert "dropped_pad = 1024 : i64, pad = 0 : i64" in result.stdout

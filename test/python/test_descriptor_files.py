@@ -14,11 +14,17 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from tilemlir.target import DescriptorError, TargetError, get_target, load_target_file, target_names
-from tilemlir.target.descriptor import load_descriptor
-from tilemlir.target.model import Target, Unknown
-from tilemlir.target.registry import backend, packaged_target
-from tilemlir.target.toml_writer import descriptor_data, descriptor_toml
+from tilemlir.targets import (
+    DescriptorError,
+    TargetError,
+    get_target,
+    load_target_file,
+    target_names,
+)
+from tilemlir.targets.descriptor import load_descriptor
+from tilemlir.targets.model import Target, Unknown
+from tilemlir.targets.registry import backend, packaged_target
+from tilemlir.targets.toml_writer import descriptor_data, descriptor_toml
 
 INPUTS = REPO / "test/Backends/Inputs"
 GFX942 = REPO / "tilemlir/backends/amdgpu/targets/gfx942.toml"

@@ -142,7 +142,7 @@ def test_descriptor_lists_exactly_the_loads_into_lds_llvm_mc_accepts(chip, tmp_p
     import subprocess
 
     from tilemlir.backends.amdgpu.lowering import BUFFER_LOAD_LDS
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     listed = set(get_target(f"amdgpu:{chip}").memory.buffer_load_lds)
     for mnemonic in BUFFER_LOAD_LDS.values():

@@ -45,7 +45,7 @@ def test_kinds_follow_the_dtypes():
 
 def test_dialect_and_runtime_read_the_table():
     from tilemlir.runtime import dtypes
-    from tilemlir.target.model import ELEMENT_BITS
+    from tilemlir.targets.model import ELEMENT_BITS
 
     assert tile.ELEMENT_TYPES == element_types.TILE_BUFFER_TYPES
     assert list(dtypes.ELEMENT_TYPES) == list(ELEMENT_TYPES)

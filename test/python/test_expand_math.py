@@ -20,7 +20,7 @@ from mlir import ir
 
 import tilemlir
 from tilemlir.backends.amdgpu.pass_lists import EXPAND_MATH
-from tilemlir.backends.stages import CompileError
+from tilemlir.backends.driver import CompileError
 from tilemlir.dialects import make_context
 from tilemlir.passes import build_pipeline
 from tilemlir.passes.expand_math import MAX_ERROR_ULPS

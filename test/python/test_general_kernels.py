@@ -8,6 +8,8 @@ derived from the dtypes and the length of the f32 computation.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from general_kernel_cases import CASES, COMPILE_TARGETS, EMULATED_TARGETS, as_f64, inputs_for
@@ -16,25 +18,31 @@ import tilemlir
 from tilemlir.runtime import run
 
 
+@pytest.fixture(scope="module")
+def compiled():
+    """compiled(name, target): one compile per case and target, shared by the
+    tests below (a module-scoped fixture: make test keeps the module on one
+    worker, conftest.xdist_scope); the emulator runs its GPU-level IR."""
+    return functools.cache(lambda name, target: tilemlir.compile(CASES[name].text(target), target=target))
+
+
 @pytest.mark.parametrize("target", COMPILE_TARGETS)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_compiles_without_spills(name, target):
-    case = CASES[name]
-    compiled = tilemlir.compile(case.text(target), target=target)
+def test_compiles_without_spills(name, target, compiled):
+    result = compiled(name, target)
     if target.startswith("amdgpu"):
-        for kernel in compiled.report["kernels"]:
+        for kernel in result.report["kernels"]:
             assert kernel["spills"] == 0 and kernel["scratch_bytes"] == 0, kernel
 
 
 @pytest.mark.parametrize("target", EMULATED_TARGETS)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_emulated_matches_float64(name, target):
+def test_emulated_matches_float64(name, target, compiled):
     case = CASES[name]
-    compiled = tilemlir.compile(case.text(target), target=target, emit="gpu")
     args = inputs_for(case, target)
     originals = [np.copy(a) for a in args]
     # The emulator runs under its sanitizer: LDS bounds and initialisation, data races.
-    run(compiled.artifacts["gpu"], case.entry, args, engine="emulator", target=target)
+    run(compiled(name, target).artifacts["gpu"], case.entry, args, engine="emulator", target=target)
     for index, (expected, bound) in case.model(originals).items():
         got = as_f64(args[index])
         error = np.abs(got - expected)

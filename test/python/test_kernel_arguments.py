@@ -108,7 +108,7 @@ def test_dynamic_memref_pass_keeps_the_results(tmp_path):
     from tilemlir.dialects import tile
     from tilemlir.passes import build_pipeline
     from tilemlir.runtime.emulator import emulate
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     context = tile.make_context()
     module = ir.Module.parse(scaled_gemm(ROWS, dynamic=True), context)
@@ -264,10 +264,8 @@ REFUSED = [
 
 @needs_mlir
 @pytest.mark.parametrize(("target", "text", "message"), REFUSED)
-def test_what_a_launcher_cannot_pass_is_refused_where_it_is(target, text, message):
-    from conftest import run_tool
-
-    result = run_tool("tile-compile", "-", "--target", target, "-o", os.devnull, stdin=text)
+def test_what_a_launcher_cannot_pass_is_refused_where_it_is(target, text, message, run_in_process):
+    result = run_in_process("tile-compile", "-", "--target", target, "-o", os.devnull, stdin=text)
     assert result.returncode == 1 and "Traceback" not in result.stderr and "internal" not in result.stderr
     assert f"<stdin>:{message}" in result.stderr, result.stderr
 

@@ -156,7 +156,7 @@ def test_a_gpu_this_process_cannot_use_leaves_the_jit_on_the_emulator(monkeypatc
     monkeypatch.setenv("TILEMLIR_GPU", "nvidia:sm_90a")
     assert str(kernel_module.resolve_target(None)) == "amdgpu:gfx942"
     assert str(kernel_module.resolve_target("nvidia:sm_90a")) == "nvidia:sm_90a"
-    monkeypatch.setattr("tilemlir.target.selection.probed_gpus", lambda: (("nvidia", "sm_80"),))
+    monkeypatch.setattr("tilemlir.targets.selection.probed_gpus", lambda: (("nvidia", "sm_80"),))
     monkeypatch.delenv("TILEMLIR_GPU")
     assert str(kernel_module.resolve_target(None)) == "amdgpu:gfx942"
     with pytest.raises(Exception, match="sm_80"):

@@ -97,10 +97,11 @@ def test_every_family_names_its_core_and_hooks(family):
 
 
 def test_a_family_without_a_matrix_core_is_refused(monkeypatch):
-    import tilemlir.target
+    from tilemlir.targets import registry
 
-    manifest = dataclasses.replace(tilemlir.target.backend("metax"), matrix_core="")
-    monkeypatch.setattr(tilemlir.target, "backend", lambda family: manifest)
+    manifest = dataclasses.replace(registry.backend("metax"), matrix_core="")
+    monkeypatch.setattr(registry, "resolve_backend",
+                        lambda family: registry.ResolvedBackend(family, "test:BACKEND", "test", manifest))
     with pytest.raises(tilemlir.diagnostics.UserError, match="has no lane-level matrix lowering"):
         api.matrix_core_for("metax")
 
@@ -111,7 +112,8 @@ def test_backend_options_are_pass_options_marked_with_their_families():
     cls = pass_class("tile-lower-to-gpu")
     read_by = {f.name: f.metadata.get("families") for f in dataclasses.fields(cls)}
     assert read_by == {"target": None, "direct_lds_loads": ("amdgpu",), "sched_hints": ("amdgpu",),
-                       "tma_copies": ("nvidia",)}
+                       "tma_copies": ("nvidia",), "warp_specialize": ("nvidia",),
+                       "persistent": ("nvidia",)}
     parsed = cls.from_option_text("sched-hints=false tma-copies")
     assert str(parsed) == "tile-lower-to-gpu{sched-hints=false tma-copies=true}"
 

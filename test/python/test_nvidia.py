@@ -42,7 +42,7 @@ needs_gpu = pytest.mark.skipif(not _gpu() or not PREPARED,
 
 @needs_mlir
 def test_descriptor_facts():
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     target = get_target("nvidia:sm_90a")
     assert (target.compute.wave_size, target.compute.compute_units) == (32, 132)
@@ -56,7 +56,7 @@ def test_descriptor_facts():
 def test_select_mma_ranks_wgmma_only_when_preferred():
     from tilemlir.passes.gemm_facts import GemmShape
     from tilemlir.passes.select_mma import select_mma_for
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     target = get_target("nvidia:sm_90a")
     shape = GemmShape(128, 128, 64, "f16", "f16", "f32", "f32", False, False)
@@ -119,7 +119,7 @@ def test_wgmma_kernel_takes_tensor_maps():
 
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
     from tilemlir.dialects import tile
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     bench = _load(REPO / "bench" / "gemm.py", "bench_gemm")
     context = tile.make_context()
@@ -163,10 +163,17 @@ def test_compile_ptx_and_metadata():
     # the launch, the report and the PTX agree on what it chose.
     assert decision["instruction"] in result.artifact
     block = decision["block"]
-    assert launch["grid"] == [256 // block["n"], 256 // block["m"], 1]
-    assert launch["block"] == [decision["threads"], 1, 1]
+    tiles = (256 // block["n"]) * (256 // block["m"])
+    if decision["instruction"].startswith("wgmma"):
+        # Warp-specialized and persistent: a producer warpgroup more, at most
+        # one workgroup per tile, in a 1-D grid.
+        assert launch["block"] == [decision["threads"] + 128, 1, 1]
+        assert launch["grid"][1:] == [1, 1] and 1 <= launch["grid"][0] <= tiles
+    else:
+        assert launch["block"] == [decision["threads"], 1, 1]
+        assert launch["grid"] == [256 // block["n"], 256 // block["m"], 1]
     (kernel,) = result.report["kernels"]
-    assert kernel["workgroups"] == (256 // block["n"]) * (256 // block["m"])
+    assert kernel["workgroups"] == tiles
     assert kernel["config_source"] == "model"
     assert launch["arguments"][:3] == [0, 1, 2] and launch["dynamic_shared_bytes"] > 0
 
@@ -291,3 +298,65 @@ def test_tma_tiles_take_128_and_64_byte_rows_only():
         .replace("%c32 = arith.constant 32", "%c32 = arith.constant 16").replace("%c8 = arith.constant 8", "%c8 = arith.constant 16")
     ptx = tilemlir.compile(narrow, target="nvidia:sm_90a", emit="ptx").artifact
     assert "mma.sync.aligned.m16n8k16" in ptx and "wgmma" not in ptx
+
+
+@needs_mlir
+@pytest.mark.parametrize("consumers, shared, need, instruction, expected", [
+    # One consumer warpgroup of a 128x128 block (128 accumulator registers), 64 KiB
+    # of slots: three blocks fit by shared memory, but 3 x 256 threads leave 80
+    # registers at launch; two blocks give the consumers 216 (2 x (128 x 216 + 128 x 40) = 65536).
+    (128, 65536 + 1024, 154, 90, (2, 128, 40, 216)),
+    # CUTLASS's cooperative shape: 384 threads, 168 at launch, 40 / 232.
+    (256, 196608 + 1024, 154, 154, (1, 168, 40, 232)),
+    # The launch count must hold one instruction's operands (ptxas's C7602):
+    # 3 blocks would give the consumers enough (120) but only 80 at launch.
+    (128, 49152 + 1024, 90, 90, (2, 128, 40, 216)),
+    # One block of 256 threads: every thread has the most already, no setmaxnreg.
+    (128, 200000, 60, 50, (1, 248, 0, 0)),
+    # Four consumer warpgroups of m64n256 (154 registers for one instruction):
+    # 640 threads get 96 at launch, too few; the kernel keeps one role.
+    (512, 100000, 154, 154, None),
+])
+def test_warp_specialized_register_split(consumers, shared, need, instruction, expected):
+    from tilemlir.backends.nvidia.warp_specialize import RegisterSplit, register_split
+    from tilemlir.targets import get_target
+
+    split = register_split(get_target("nvidia:sm_90a"), consumers, shared, need, instruction)
+    assert split == (RegisterSplit(*expected) if expected else None)
+    if split and split.consumer:
+        # Within the SM's 65536 registers, the producer's warpgroup at its count.
+        assert split.blocks_per_sm * (consumers * split.consumer + 128 * split.producer) <= 65536
+
+
+@needs_mlir
+@pytest.mark.parametrize("grid", [[5, 11], [16, 16], [7, 1], [9]])
+def test_persistent_tile_order_visits_every_tile_once(grid):
+    """tile_order's arithmetic, folded by the canonicalizer for every t, is a
+    bijection of the grid, and walks 8 rows of tiles column by column."""
+    import math
+
+    from mlir import ir
+    from mlir.dialects import arith, func
+    from mlir.passmanager import PassManager
+
+    from tilemlir.backends.nvidia.warp_specialize import GROUP_ROWS, tile_order
+
+    tiles = math.prod(grid)
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.create()
+        index = ir.IndexType.get()
+        with ir.InsertionPoint(module.body):
+            function = func.FuncOp("order", ([], [index] * len(grid) * tiles))
+            with ir.InsertionPoint(function.add_entry_block()):
+                ids = [v for t in range(tiles) for v in tile_order(arith.ConstantOp(index, t).result, grid)]
+                func.ReturnOp(ids)
+        PassManager.parse("builtin.module(canonicalize)").run(module.operation)
+        returned = list(function.entry_block.operations)[-1].operands
+        values = [ir.IntegerAttr(v.owner.attributes["value"]).value for v in returned]
+    visited = [tuple(values[i:i + len(grid)]) for i in range(0, len(values), len(grid))]
+    if len(grid) == 1:
+        assert visited == [(t,) for t in range(tiles)]
+        return
+    assert sorted(visited) == sorted((x, y) for x in range(grid[0]) for y in range(grid[1]))
+    if grid[1] >= GROUP_ROWS:
+        assert visited[:GROUP_ROWS] == [(0, y) for y in range(GROUP_ROWS)]

@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from conftest import REPO, run_tool
+from conftest import REPO
 from mlir import ir
 
 from tilemlir.backends.amdgpu import toolchain as amdgpu_toolchain
 from tilemlir.backends.nvidia import toolchain as nvidia_toolchain
 from tilemlir.compiler import CompileOptions, compile_module
 from tilemlir.dialects import tile
-from tilemlir.target import get_target
+from tilemlir.targets import get_target
 
 SEED = (REPO / "examples" / "seed_fp8_gemm.mlir").read_text()
 F16_GEMM = (REPO / "test" / "Backends" / "metax" / "maca-f16.mlir").read_text()
@@ -61,8 +61,9 @@ def compiled(case: Case):
     return result, printed
 
 
-def tile_opt(pipeline: str, text: str) -> str:
-    done = run_tool("tile-opt", "-", "-p", pipeline, stdin=text)
+def tile_opt(run_in_process, pipeline: str, text: str) -> str:
+    """`tile-opt -p PIPELINE` on `text` (its main(), in this process: conftest.run_in_process)."""
+    done = run_in_process("tile-opt", "-", "-p", pipeline, stdin=text)
     assert done.returncode == 0, f"tile-opt -p '{pipeline}' failed:\n{done.stderr}"
     return done.stdout
 
@@ -73,15 +74,15 @@ def same_ir(printed: str, artifact: str) -> bool:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
-def test_printed_pipelines_reproduce_the_artefacts(case):
+def test_printed_pipelines_reproduce_the_artefacts(case, run_in_process):
     result, printed = compiled(case)
     family = case.target.split(":")[0]
-    tile_ir = tile_opt(printed["tile"], case.text)
+    tile_ir = tile_opt(run_in_process, printed["tile"], case.text)
     assert same_ir(tile_ir, result.artifacts["tile"])
-    gpu_ir = tile_opt(printed["gpu"], result.artifacts["tile"])
+    gpu_ir = tile_opt(run_in_process, printed["gpu"], result.artifacts["tile"])
     assert same_ir(gpu_ir, result.artifacts["gpu"])
     if family == "amdgpu":
-        lowered = tile_opt(printed["gpu-to-llvm"], result.artifacts["gpu"])
+        lowered = tile_opt(run_in_process, printed["gpu-to-llvm"], result.artifacts["gpu"])
         assert case.expect_in_lowered in lowered
         module = ir.Module.parse(lowered, tile.make_context())
         device = amdgpu_toolchain.extract_device_module(module.operation)
@@ -89,9 +90,9 @@ def test_printed_pipelines_reproduce_the_artefacts(case):
                                                    case.target.split(":")[1])
         assert llvm_ir == result.artifacts["llvm"]
     elif family == "nvidia":
-        lowered = tile_opt(printed["gpu-to-nvvm"], result.artifacts["gpu"])
+        lowered = tile_opt(run_in_process, printed["gpu-to-nvvm"], result.artifacts["gpu"])
         assert case.expect_in_lowered in lowered
-        binary = tile_opt(printed["ptx"], lowered)
+        binary = tile_opt(run_in_process, printed["ptx"], lowered)
         module = ir.Module.parse(binary, tile.make_context())
         assert nvidia_toolchain.binary_assembly(module.operation) == result.artifacts["ptx"]
     else:

@@ -11,8 +11,8 @@ from conftest import REPO
 
 import tilemlir
 from tilemlir.backends.amdgpu import report
-from tilemlir.target import get_target
-from tilemlir.target.model import ELEMENT_BITS
+from tilemlir.targets import get_target
+from tilemlir.targets.model import ELEMENT_BITS
 
 
 def function(body: list[str]) -> str:

@@ -23,7 +23,7 @@ from tilemlir.backends.report_schema import (
     kernel_entry,
     module_report,
 )
-from tilemlir.target import get_target
+from tilemlir.targets import get_target
 
 DOC = REPO / "docs" / "report.md"
 TARGETS = {"amdgpu": ("amdgpu:gfx942", "isa"), "nvidia": ("nvidia:sm_90a", "ptx"),

@@ -95,7 +95,7 @@ def test_engines_that_do_not_exist(engine, message):
 
 def test_emulator_without_a_target_runs_for_its_own_chip(monkeypatch):
     """No target=, tile.target or TILEMLIR_TARGET: the emulator compiles for its
-    own chip (EMULATOR_TARGET, gfx942), not this machine's GPU. The GEMM's FNUZ
+    own chip (emulator.emulator_target(), gfx942), not this machine's GPU. The GEMM's FNUZ
     fp8 is gfx942's alone: gfx950 and sm_90a refuse it."""
     monkeypatch.setenv("TILEMLIR_GPU", "nvidia:sm_90a")
     args = gemm_args()

@@ -16,14 +16,14 @@ import pytest
 from mlir import ir
 
 import tilemlir
+from tilemlir.cost.facts import model_facts
+from tilemlir.cost.model import GemmProblem, KernelConfig, predict
 from tilemlir.dialects.tile import make_context
 from tilemlir.passes.gemm_configs import Fixed, candidate_configs, split_k_refusal
 from tilemlir.runtime import run
 from tilemlir.runtime.emulator import UnsupportedOp, emulate
-from tilemlir.target import get_target
+from tilemlir.targets import get_target
 from tilemlir.tune.db import TunedConfig
-from tilemlir.tune.facts import model_facts
-from tilemlir.tune.model import GemmProblem, KernelConfig, predict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernel_text import whole_problem_gemm

@@ -25,9 +25,9 @@ from tilemlir.passes.symbols import (
     is_taken_name,
     kernel_symbol,
 )
-from tilemlir.target import TargetError, get_target, llvm_processors
-from tilemlir.target.descriptor import DescriptorError, load_descriptor
-from tilemlir.target.registry import backend, target_from_attribute
+from tilemlir.targets import TargetError, get_target, llvm_processors
+from tilemlir.targets.descriptor import DescriptorError, load_descriptor
+from tilemlir.targets.registry import backend, target_from_attribute
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL = ROOT / "test" / "Backends" / "Inputs" / "minimal.toml"

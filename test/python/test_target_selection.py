@@ -1,4 +1,4 @@
-"""Which target a compile is for (tilemlir.target.selection): the same rule for
+"""Which target a compile is for (tilemlir.targets.selection): the same rule for
 tile-compile, tile-run, tile-tune, tilemlir.compile, tilemlir.runtime.run and
 @tilemlir.jit, and the same default stage for tile-compile and
 tilemlir.compile. The GPU probe is stubbed through TILEMLIR_GPU (conftest sets
@@ -21,8 +21,8 @@ from tilemlir import compiler, runtime
 from tilemlir.backends.amdgpu.detect import chips_in_topology, gfx_name
 from tilemlir.backends.nvidia import detect as nvidia_detect
 from tilemlir.diagnostics import UserError
-from tilemlir.target import get_target, registry, selection
-from tilemlir.target.selection import NoTargetError, select_target
+from tilemlir.targets import get_target, registry, selection
+from tilemlir.targets.selection import NoTargetError, select_target
 from tilemlir.tools import tile_compile, tile_run, tile_tune
 
 KERNEL = """\
@@ -191,12 +191,12 @@ def test_the_probe_runs_when_nothing_names_a_target(monkeypatch):
 
 def test_the_emulator_takes_its_own_chip_instead_of_the_gpu(tmp_path, monkeypatch, capsys,
                                                              stop_before_compiling):
-    from tilemlir.runtime.emulator import EMULATOR_TARGET
+    from tilemlir.runtime.emulator import emulator_target
 
     monkeypatch.setenv("TILEMLIR_GPU", "nvidia:sm_90a")  # a GPU the emulator does not model
     path = tmp_path / "kernel.mlir"
     path.write_text(KERNEL)
-    assert EMULATOR_TARGET == "amdgpu:gfx942"
+    assert emulator_target() == "amdgpu:gfx942"
     run_said = tool(tile_run.main, [str(path), "--engine", "emulator"], capsys)
     assert said(run_said) == ("amdgpu:gfx942", "gpu")
     with pytest.raises(UserError, match="would compile for amdgpu:gfx942 to gpu"):
@@ -206,6 +206,37 @@ def test_the_emulator_takes_its_own_chip_instead_of_the_gpu(tmp_path, monkeypatc
     assert said(tool(tile_run.main, [str(path), "--engine", "emulator"], capsys)) == ("amdgpu:gfx950", "gpu")
     assert said(tool(tile_run.main, [str(path), "--engine", "emulator", "--target", "gfx90a"], capsys)) \
         == ("amdgpu:gfx90a", "gpu")
+
+
+def test_the_emulators_own_target_is_asked_of_the_backends(monkeypatch):
+    """No chip is written in the runtime: the emulator's own target is the
+    first family (by name) whose manifest's default chip it models."""
+    import dataclasses
+
+    from tilemlir.runtime import emulator
+    from tilemlir.targets import registry
+
+    real = registry.resolve_backend
+
+    def with_default_chips(chips: dict[str, str]):
+        def resolve(family):
+            resolved = real(family)
+            manifest = dataclasses.replace(resolved.manifest, default_chip=chips.get(family, "none"))
+            return registry.ResolvedBackend(family, resolved.entry_point, resolved.provider, manifest)
+        monkeypatch.setattr(registry, "resolve_backend", resolve)
+        emulator.emulator_target.cache_clear()
+
+    try:
+        with_default_chips({"amdgpu": "gfx950", "metax": "xcore1500"})
+        assert emulator.emulator_target() == "amdgpu:gfx950"
+        with_default_chips({"metax": "xcore1500", "nvidia": "sm_90a"})
+        assert emulator.emulator_target() == "metax:xcore1500"
+        with_default_chips({"nvidia": "sm_90a"})
+        with pytest.raises(UserError, match="no registered family's default chip is one of them"):
+            emulator.emulator_target()
+    finally:
+        monkeypatch.undo()
+        emulator.emulator_target.cache_clear()
 
 
 @pytest.mark.parametrize(("target", "engine", "gpu", "cuda", "expected"), [

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from tilemlir.target import MmaInstr, Target, family_targets, load_target_file
-from tilemlir.target.model import FP8_KIND
+from tilemlir.targets import MmaInstr, Target, family_targets, load_target_file
+from tilemlir.targets.model import FP8_KIND
 
 LLVM_BIN = Path("/usr/lib/llvm-22/bin")
 

@@ -16,7 +16,7 @@ from tilemlir.runtime.arguments import bind, parameters, random_arguments
 from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.oracle import compare_engines
 from tilemlir.runtime.reference import Program
-from tilemlir.target import get_target
+from tilemlir.targets import get_target
 from tilemlir.tools.tile_run import NOT_CHECKED, main
 from tilemlir.tune.db import TunedConfig, TuningEntry, record_entry
 from tilemlir.tune.search import tuning_key

@@ -278,7 +278,7 @@ def test_wgmma_candidates_are_ones_the_lowering_takes():
 
     from tilemlir.diagnostics import SourceBuffer
     from tilemlir.dialects import tile
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
     from tilemlir.tune.search import candidates, compile_candidate, compile_job, tune_problem
 
     target = get_target(SM90)

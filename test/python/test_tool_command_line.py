@@ -97,7 +97,7 @@ def test_remarks_spec_reaches_configure_remarks(monkeypatch):
 
 
 def test_every_stage_names_its_file_as_clang_would():
-    from tilemlir.backends.stages import registered_stages
+    from tilemlir.backends.driver import registered_stages
 
     suffixes = {name: stage.suffix for name, stage in registered_stages().items()}
     assert suffixes == {"tile": ".tile.mlir", "gpu": ".gpu.mlir", "llvm": ".ll", "isa": ".s",
@@ -105,7 +105,7 @@ def test_every_stage_names_its_file_as_clang_would():
 
 
 def test_files_named_after_the_input(tmp_path):
-    from tilemlir.backends.stages import registered_stages
+    from tilemlir.backends.driver import registered_stages
     from tilemlir.tools.tile_compile import _named_after_input
 
     stages = registered_stages()

@@ -229,7 +229,7 @@ def tuned_gemm(tmp_path_factory):
     from mlir import ir
 
     from tilemlir.dialects import tile
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
     from tilemlir.tune.db import entry_json
     from tilemlir.tune.search import tuning_key
 
@@ -263,7 +263,7 @@ def tile_passes_applied(path: Path, module, target, database=None) -> list:
     """The tile stage's pipeline tile-compile builds with the database at
     `path` (its TuningLookup, then the backend's tile stage), as pass objects
     and upstream element texts; `database`: the file's, already read."""
-    from tilemlir.backends.stages import (
+    from tilemlir.backends.driver import (
         EMIT_TILE_BEFORE,
         CompileOptions,
         spelled_out,
@@ -285,7 +285,7 @@ def tile_passes_applied(path: Path, module, target, database=None) -> list:
 def clean_passes(config: TunedConfig | None, target) -> list:
     """The same pipeline built from typed values: the passes' own dataclasses
     with `config`'s values (the defaults without one); no text involved."""
-    from tilemlir.backends.stages import EMIT_TILE_BEFORE, TILE_PIPELINE, target_spec
+    from tilemlir.backends.driver import EMIT_TILE_BEFORE, TILE_PIPELINE, target_spec
     from tilemlir.passes import is_tile_pass, make_pass
     from tilemlir.passes.select_mma import TileSelectMma
     from tilemlir.passes.tiling import TileTiling
@@ -485,7 +485,7 @@ def test_a_near_match_is_a_remark_and_the_model_decides(tmp_path, tuned_gemm):
 def test_descriptors_with_the_same_facts_share_entries(tmp_path, tuned_gemm):
     """A chip variant that only renames gfx942 has its facts, so its key is
     gfx942's; one with other facts misses, and is gfx942's near match."""
-    from tilemlir.target import load_target_file
+    from tilemlir.targets import load_target_file
     from tilemlir.tune.db import TuningDatabase, entry_from_json
 
     module, target, _, record = tuned_gemm

@@ -2,7 +2,7 @@
 IR: the `decisions` of `tile-compile --report` and the data `--plot-layout` draws.
 
 Nothing here chooses anything; it reads what the passes wrote, at two points
-of the shared stages (`backends/stages.py`):
+of the shared stages (`backends/driver.py`):
 
 * when the `tile` stage ends (the tile IR just before tile-lower-to-gpu), per
   `tile.kernel`: its `grid` and `threads`; the stages of its loops
@@ -90,7 +90,7 @@ from tilemlir.passes.shared_memory import (
     transpose_read_elements,
     use_reads_transposed,
 )
-from tilemlir.target.model import Target, is_unknown
+from tilemlir.targets.model import Target, is_unknown
 
 # --------------------------------------------------------------------------
 # What was decided

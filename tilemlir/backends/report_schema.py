@@ -21,7 +21,7 @@ adding a key keeps it.
 
 from __future__ import annotations
 
-from tilemlir.target.model import Target
+from tilemlir.targets.model import Target
 
 SCHEMA_VERSION = 1
 

@@ -232,7 +232,7 @@ class StringArrayAttribute(TileAttribute):
 TARGET = StringAttribute(
     "tile.target", ("builtin.module", "func.func"),
     producer="the input (or tile-compile's caller)",
-    consumers=("every target-dependent pass (tilemlir.target.resolve_target)", "tile-compile", "tile-run"),
+    consumers=("every target-dependent pass (tilemlir.targets.resolve_target)", "tile-compile", "tile-run"),
     form='a string such as "amdgpu:gfx942"', check=of_kind(ir.StringAttr))
 
 NUM_STAGES = IntegerAttribute(

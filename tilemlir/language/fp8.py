@@ -20,7 +20,7 @@ def determine_fp8_type(fp8_format: str = "e4m3", target=None) -> str:
     """`T.float8_e4m3fn`/`T.float8_e5m2`, or their FNUZ forms where the
     target's matrix unit reads FNUZ (its descriptor's `matrix.fp8_formats`)."""
     from tilemlir.language.kernel import resolve_target
-    from tilemlir.target.model import is_unknown
+    from tilemlir.targets.model import is_unknown
 
     if fp8_format not in ("e4m3", "e5m2"):
         raise TileLangError(f"determine_fp8_type: fp8_format {fp8_format!r} is not 'e4m3' or 'e5m2'")

@@ -15,7 +15,7 @@ Two styles, as in TileLang:
 A kernel runs on numpy arrays (or torch tensors) on one engine: `engine=` or
 `TILEMLIR_ENGINE` (`reference`, `emulator`, `device`; default: the device when
 the target is NVIDIA and a GPU is present, else the emulator) for the target
-tile-compile's rule picks (`tilemlir.target.selection`; README.md, "Which
+tile-compile's rule picks (`tilemlir.targets.selection`; README.md, "Which
 target, which artefact"): `target=`, else `TILEMLIR_TARGET`, else this
 machine's GPU; with none of them the kernel runs in the emulator, compiled for
 the emulator's own chip (unless the device engine is asked for: then it is an
@@ -112,7 +112,7 @@ def verify(built: BuiltFunction) -> None:
     """tile-verify on the built IR: its errors name the user's Python lines."""
     from mlir import ir
 
-    from tilemlir.backends.stages import CompileError
+    from tilemlir.backends.driver import CompileError
     from tilemlir.diagnostics import collect_diagnostics, mlir_error_diags
     from tilemlir.passes import build_pipeline
 
@@ -146,28 +146,28 @@ def resolve_target(target, engine=None):
     when this machine's GPU cannot run it: no GPU, a GPU no shipped descriptor
     describes, or an NVIDIA GPU the CUDA driver does not give this process
     (CUDA_VISIBLE_DEVICES=); the device engine takes no such default."""
-    from tilemlir.runtime.engine_target import EMULATOR_TARGET
-    from tilemlir.target import get_target
-    from tilemlir.target.model import TargetError
-    from tilemlir.target.selection import TARGET_ENVIRONMENT, select_target
+    from tilemlir.runtime.emulator import emulator_target
+    from tilemlir.targets import get_target
+    from tilemlir.targets.model import TargetError
+    from tilemlir.targets.selection import TARGET_ENVIRONMENT, select_target
 
     engine = engine or os.environ.get(ENGINE_ENV)
     if engine and engine != "device":
-        return select_target(target, engine_default=EMULATOR_TARGET)
+        return select_target(target, engine_default=emulator_target())
     named = target not in (None, "auto") or bool(os.environ.get(TARGET_ENVIRONMENT))
     try:
         chosen = select_target(target)
     except TargetError:
         if named or engine == "device":
             raise
-        return get_target(EMULATOR_TARGET)
+        return get_target(emulator_target())
     if named or engine == "device":
         return chosen
-    from tilemlir.backends.stages import backend_stages
+    from tilemlir.backends.driver import backend_stages
     from tilemlir.runtime import cuda_launch
 
     if "ptx" in [stage.name for stage in backend_stages(chosen.family)] and not cuda_launch.gpu_available():
-        return get_target(EMULATOR_TARGET)
+        return get_target(emulator_target())
     return chosen
 
 
@@ -245,7 +245,7 @@ class JITKernel:
         return "emulator"
 
     def stage_names(self) -> list[str]:
-        from tilemlir.backends.stages import backend_stages
+        from tilemlir.backends.driver import backend_stages
 
         return [stage.name for stage in backend_stages(self.target.family)]
 
@@ -253,7 +253,7 @@ class JITKernel:
         """A gemm on an fp8 encoding the chip's matrix unit does not read is
         computed exactly in f16 (every fp8 value is an f16 value), unless the
         user set tile-legalize-precision's fp8 options."""
-        from tilemlir.target.model import is_unknown
+        from tilemlir.targets.model import is_unknown
 
         formats = self.target.matrix.fp8_formats
         legalize = options.setdefault("tile-legalize-precision", {})

@@ -42,8 +42,8 @@ from mlir import ir
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.symbols import is_emitted_symbol, is_identifier, is_library_name, kernel_symbol
-from tilemlir.target.model import is_unknown
-from tilemlir.target.registry import resolve_target
+from tilemlir.targets.model import is_unknown
+from tilemlir.targets.registry import resolve_target
 
 # Ops whose names become C++ function names (MetaX) or kernel symbols.
 _KERNEL_OPS = ("gpu.module", "gpu.func")

@@ -55,7 +55,6 @@ Example (amdgpu:gfx942):
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -67,8 +66,8 @@ from mlir.dialects import math as math_d
 
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
-from tilemlir.target.model import Target
-from tilemlir.target.registry import backend, resolve_target
+from tilemlir.targets.model import Target
+from tilemlir.targets.registry import resolve_backend, resolve_target
 
 # The ops the expansions are built from, on f32: a target must lower all of
 # them for any expansion to apply.
@@ -98,11 +97,7 @@ PI_HI, PI_LO = 3.1415927410125732, -8.742278000372485e-08
 
 def native_math_table(target: Target) -> Mapping[str, frozenset[str]] | None:
     """The family's table of lowered math ops (None: it lowers them all)."""
-    where = backend(target.family).native_math
-    if not where:
-        return None
-    module_name, _, attribute = where.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
+    return resolve_backend(target.family).part("native_math")
 
 
 class _Build:

@@ -3,7 +3,7 @@ chooses among.
 
     problem = gemm_problem(gemm_shape(op), target, zero_init=True)
     for config in candidate_configs(problem, target):
-        predict(problem, config, target)          # tilemlir.tune.model
+        predict(problem, config, target)          # tilemlir.cost.model
 
 `candidate_configs` enumerates block tiles, waves, stages and split-K, each with the instruction and
 wave split tile-select-mma would choose for it (`select_mma_for`), and with
@@ -28,7 +28,7 @@ the stages its loop needs), and keeps those that fit:
   block over the waves (tile-select-mma's rule; its lane layout known).
 
 Options the user fixed (tile-tiling's `block`, `threads`, `stages`) take only
-their given value. Unknown descriptor facts are assumed (tilemlir.tune.facts).
+their given value. Unknown descriptor facts are assumed (tilemlir.cost.facts).
 """
 
 from __future__ import annotations
@@ -37,15 +37,15 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from tilemlir.cost.facts import ModelFacts, model_facts
+from tilemlir.cost.model import GemmProblem, KernelConfig, element_bytes, kernel_figures, occupancy
 from tilemlir.dialects.attributes import ATOMIC_ADD_TYPES
 from tilemlir.passes.gemm_facts import GemmShape
 from tilemlir.passes.kernel_facts import grid_problem
 from tilemlir.passes.legalize_precision import Rejected, TileLegalizePrecision
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 from tilemlir.passes.select_mma import select_mma_for
-from tilemlir.target.model import FP8_KIND, MmaInstr, Target, is_unknown
-from tilemlir.tune.facts import ModelFacts, model_facts
-from tilemlir.tune.model import GemmProblem, KernelConfig, element_bytes, kernel_figures, occupancy
+from tilemlir.targets.model import FP8_KIND, MmaInstr, Target, is_unknown
 
 BLOCK_EXTENTS = (32, 64, 128, 256)
 WAVE_COUNTS = (1, 2, 4, 8)
@@ -284,6 +284,11 @@ def candidate_configs(problem: GemmProblem, target: Target, fixed: Fixed = Fixed
                         continue
                     for split_k in split_k_counts(problem, block, facts, fixed):
                         if split_k_misfit(problem, block, split_k, stage_count) is not None:
+                            continue
+                        # A K loop of one iteration is no loop once tiled (the
+                        # canonicalizer folds it): nothing to feed stage by stage.
+                        iterations = math.ceil(math.ceil(problem.k / split_k) / block[2])
+                        if core.min_stages(row.name) > 1 and iterations < 2:
                             continue
                         config = KernelConfig(block, count, stage_count, row, split, group, split_k, prefer)
                         if misfit(problem, config, target) is None:

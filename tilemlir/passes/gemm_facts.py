@@ -8,10 +8,9 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from tilemlir.dialects import attributes
-
 # Defined with the cost model, whose GemmProblem extends it.
-from tilemlir.tune.model import GemmShape
+from tilemlir.cost.model import GemmShape
+from tilemlir.dialects import attributes
 
 
 def memref_of(value: ir.Value) -> ir.MemRefType:

@@ -135,9 +135,9 @@ from tilemlir.passes.shared_memory import (
     transpose_read_elements,
 )
 from tilemlir.passes.stage_operands import register_a_from
-from tilemlir.target import resolve_target
-from tilemlir.target.model import is_unknown
-from tilemlir.target.registry import shipped_targets
+from tilemlir.targets import resolve_target
+from tilemlir.targets.model import is_unknown
+from tilemlir.targets.registry import shipped_targets
 
 
 def transpose_reads_pay(gemm: ir.Operation, target) -> bool:

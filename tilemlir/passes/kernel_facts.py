@@ -7,7 +7,7 @@ from __future__ import annotations
 from mlir import ir
 
 from tilemlir.irutil import enclosing
-from tilemlir.target.model import is_unknown
+from tilemlir.targets.model import is_unknown
 
 # Assumed where a descriptor's compute.max_grid is unknown: CUDA's limits (CUDA
 # C++ Programming Guide, compute capabilities table: grid x 2^31-1, y and z 65535).

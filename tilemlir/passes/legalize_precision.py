@@ -66,8 +66,8 @@ from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassOptionError, PassState, TilePass
 from tilemlir.passes.kernel_facts import enclosing_kernel
-from tilemlir.target import resolve_target
-from tilemlir.target.model import FP8_KIND, is_unknown
+from tilemlir.targets import resolve_target
+from tilemlir.targets.model import FP8_KIND, is_unknown
 
 FNUZ_TO_OCP = {"f8E4M3FNUZ": "f8E4M3FN", "f8E5M2FNUZ": "f8E5M2"}
 OCP_TO_FNUZ = {v: k for k, v in FNUZ_TO_OCP.items()}

@@ -31,7 +31,7 @@ _REGISTRY: dict[str, str] = {
 def _backend_passes() -> dict[str, tuple[str, str]]:
     """name -> (family, "module:Class") of the passes the registered backends
     declare (`Backend.passes`); a backend that fails to load contributes none."""
-    from tilemlir.target.registry import backend, usable_families
+    from tilemlir.targets.registry import backend, usable_families
 
     found: dict[str, tuple[str, str]] = {}
     for family in usable_families():  # a broken one is reported there and skipped
@@ -55,8 +55,13 @@ def pass_family(name: str) -> str | None:
 
 
 def pass_class(name: str) -> type[TilePass]:
-    where = _REGISTRY[name] if name in _REGISTRY else _backend_passes()[name][1]
-    module_name, _, class_name = where.partition(":")
+    """The class of pass `name`: a core pass's, or the one a family's resolved
+    backend imported (`resolve_backend(family).part("passes", name)`)."""
+    if name not in _REGISTRY:
+        from tilemlir.targets.registry import resolve_backend
+
+        return resolve_backend(_backend_passes()[name][0]).part("passes", name)
+    module_name, _, class_name = _REGISTRY[name].partition(":")
     return getattr(importlib.import_module(module_name), class_name)
 
 

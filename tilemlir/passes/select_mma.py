@@ -66,8 +66,8 @@ from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.gemm_facts import MmaChoice, gemm_shape, register_a_source, split_waves
 from tilemlir.passes.kernel_facts import enclosing_kernel, kernel_threads
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
-from tilemlir.target import resolve_target
-from tilemlir.target.model import FP8_KIND, is_unknown
+from tilemlir.targets import resolve_target
+from tilemlir.targets.model import FP8_KIND, is_unknown
 
 
 def select_mma_for(target, shape, threads: int, prefer: str = "", rows_only: bool = False,

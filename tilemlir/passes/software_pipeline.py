@@ -71,7 +71,7 @@ from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.shared_memory import lds_breakdown, position_text, shared_buffer_text
-from tilemlir.target import resolve_target
+from tilemlir.targets import resolve_target
 
 
 class NotPipelinable(Exception):

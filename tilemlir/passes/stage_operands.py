@@ -47,7 +47,7 @@ from tilemlir.passes.gemm_facts import MmaChoice, register_a_source, warp_grid_o
 from tilemlir.passes.kernel_facts import enclosing_kernel
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 from tilemlir.passes.shared_memory import position_text
-from tilemlir.target import resolve_target
+from tilemlir.targets import resolve_target
 
 WORKGROUP = "#gpu.address_space<workgroup>"
 

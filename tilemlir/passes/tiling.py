@@ -21,7 +21,7 @@ Choosing the configuration (block M, N, K; threads; stages):
 * every configuration that fits the target (`gemm_configs.candidate_configs`:
   block extents 32 to 256, 1 to 8 waves, 1 to 4 stages, within the LDS, the
   register budgets, the launch limits, with an instruction tile-select-mma can
-  split the block with) is costed by `tilemlir.tune.model.predict`; the
+  split the block with) is costed by `tilemlir.cost.model.predict`; the
   fastest wins (`rank_key` breaks ties). So a small problem is spread over
   the chip's CUs and a large one takes large tiles. The instruction and wave
   split are tile-select-mma's rule for that block, which the model evaluates
@@ -47,7 +47,7 @@ Choosing the configuration (block M, N, K; threads; stages):
   lane within half the register file (the file minus 64 where accumulators
   share it), the grid within the launch limits.
 * facts the descriptor leaves unknown (MetaX's registers, cycles, ...) are
-  assumed as `tilemlir.tune.facts` documents (the least favourable value a
+  assumed as `tilemlir.cost.facts` documents (the least favourable value a
   shipped descriptor states), one remark per fact naming it and the value.
   Whether fp8 computes in fp8 or f16 is tile-legalize-precision's decision
   (and its remark); the model costs what it will decide.
@@ -96,6 +96,15 @@ from typing import ClassVar, Literal
 from mlir import ir
 from mlir.dialects import arith, gpu, scf
 
+from tilemlir.cost.facts import model_facts
+from tilemlir.cost.model import (
+    DoesNotFit,
+    GemmProblem,
+    KernelConfig,
+    Prediction,
+    element_bytes,
+    predict,
+)
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
@@ -113,16 +122,7 @@ from tilemlir.passes.gemm_configs import (
 )
 from tilemlir.passes.gemm_facts import gemm_shape
 from tilemlir.passes.kernel_facts import grid_problem, int_attr
-from tilemlir.target import resolve_target
-from tilemlir.tune.facts import model_facts
-from tilemlir.tune.model import (
-    DoesNotFit,
-    GemmProblem,
-    KernelConfig,
-    Prediction,
-    element_bytes,
-    predict,
-)
+from tilemlir.targets import resolve_target
 
 # The rule the model replaced, used when no configuration passes its checks.
 RULE_STAGES = 2
@@ -162,14 +162,28 @@ class TilingChoice:
     split_k: int = 1  # K slices, each a workgroup adding its partial sums into C
 
 
+# How much slower than predicted a kernel whose own warps load the matrix
+# operands is taken to be, beside one fed by a producer warpgroup, where the
+# family has both (Prediction.own_operand_loads): the model does not cost
+# ldmatrix and address work. Measured on the H200 (bench/results/
+# gemm-defaults-h200.md), measured / predicted time: mma.sync kernels 1.33
+# (f16 512x512x8192, 32x64 blocks) and 3.5 (fp8 4096x4096x1024, the best of
+# them), warp-specialized wgmma 0.62 and 1.4; 1.5 is below every ratio of
+# the two.
+OWN_OPERAND_LOADS = 1.5
+
+
 def rank_key(prediction: Prediction, config: KernelConfig) -> tuple:
-    """Fastest first; on a tie, fewer K iterations (per-iteration costs the
-    descriptor does not give: latency, barriers), the larger block, more
-    stages, then the wave count nearest the fixed rule's (the most exercised
-    lowering), fewer waves first."""
+    """Fastest first, a kernel whose own warps load its operands weighed by
+    OWN_OPERAND_LOADS where producer-fed kernels are the alternative; on a
+    tie, fewer K iterations (per-iteration costs the descriptor does not
+    give: latency, barriers), the larger block, more stages, then the wave
+    count nearest the fixed rule's (the most exercised lowering), fewer
+    waves first."""
     bm, bn, _ = config.block
     waves = prediction.figures.waves
-    return (prediction.seconds, prediction.figures.iterations, -bm * bn, -config.stages,
+    weighed = prediction.seconds * (OWN_OPERAND_LOADS if prediction.own_operand_loads else 1.0)
+    return (weighed, prediction.figures.iterations, -bm * bn, -config.stages,
             abs(waves - RULE_WAVES), waves)
 
 
@@ -293,7 +307,7 @@ class TileTiling(TilePass):
                      f"{runner_up[0].describe()}")
         which = (f"ranked {place + 1} (rank={place}) of {len(ranked)} configurations that fit (the "
                  f"{place} ranked ahead of it passed over)" if place else f"the fastest of {len(ranked)} configurations that fit")
-        state.remark(op, f"{text}; {which} (cost model: tilemlir.tune.model)", kind="info")
+        state.remark(op, f"{text}; {which} (cost model: tilemlir.cost.model)", kind="info")
         if not self.split_k and best.workgroups < facts.compute_units \
                 and (refusal := split_k_refusal(problem)) is not None:
             state.remark(op, f"tile-tiling: {best.workgroups} workgroups leave CUs of {target.name} idle, "

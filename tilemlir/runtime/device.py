@@ -58,7 +58,7 @@ def load(module: ir.Operation, target=None, options=None, cache_key: str | None 
 
 def compile_ptx(module: ir.Operation, target=None, options=None) -> tuple[str, dict]:
     """(PTX, launch metadata) of the module compiled for an NVIDIA `target`."""
-    from tilemlir.backends.stages import backend_stages
+    from tilemlir.backends.driver import backend_stages
     from tilemlir.compiler import CompileOptions, compile_module
     from tilemlir.runtime.engine_target import resolve_engine_target
 

@@ -431,7 +431,7 @@ def _permlane_swap(compiler, op):
 
 
 def _cross_lane_moves(chip: str) -> tuple[str, ...]:
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     return get_target(f"amdgpu:{chip}").compute.cross_lane_moves
 

@@ -132,6 +132,6 @@ def _builtin_call(compiler, op):
 
 @cache
 def _descriptor_builtins(chip: str) -> frozenset[str]:
-    from tilemlir.target import get_target
+    from tilemlir.targets import get_target
 
     return frozenset(row.builtin for row in get_target(f"metax:{chip}").matrix.instructions)

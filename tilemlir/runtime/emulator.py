@@ -28,10 +28,10 @@ Which chip: the emulator models CHIPS (AMD's MFMA chips, MetaX's) and runs on
 no GPU, so a kernel compiled for it (tile-run --engine emulator,
 `runtime.run(engine="emulator")`, `@tilemlir.jit`'s emulator runs) whose
 target nobody names (no target=/--target, tile.target or TILEMLIR_TARGET) is
-compiled for EMULATOR_TARGET (amdgpu:gfx942, one of CHIPS, the one whose
-MFMA layouts the emulator was first checked on), the emulator's own default,
-in place of this machine's GPU (`tilemlir.target.selection`'s rule, step 4;
-defined in `engine_target`, which the tools read without importing this).
+compiled for the emulator's own target (`emulator_target()`:
+the first family whose manifest's `default_chip` is one of CHIPS, amdgpu's
+gfx942, the chip whose MFMA layouts the emulator was first checked on) in
+place of this machine's GPU (`tilemlir.targets.selection`'s rule, step 4).
 
 Memory safety (always: bounds; with `sanitize=True` also LDS shadows and
 the data-race check on global memory, within a workgroup and between the
@@ -40,6 +40,8 @@ workgroups of a launch): see emu_memory. Every violation is a
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from mlir import ir
@@ -59,12 +61,30 @@ from tilemlir.runtime.emu_core import (
     scalar_dtype,
 )
 from tilemlir.runtime.emu_memory import allocate, host_memref
-from tilemlir.runtime.engine_target import EMULATOR_TARGET
 from tilemlir.runtime.mfma_layouts import INSTRUCTIONS
 
-__all__ = ["CHIPS", "EMULATOR_TARGET", "EmulatorError", "SanitizerError", "UnsupportedOp", "emulate"]
+__all__ = ["CHIPS", "EmulatorError", "SanitizerError", "UnsupportedOp", "emulate", "emulator_target"]
 
 CHIPS = tuple(INSTRUCTIONS) + emu_metax.CHIPS  # AMD MFMA chips, MetaX (MMA built-ins)
+
+
+@functools.cache
+def emulator_target() -> str:
+    """The emulator's own target, `family:chip`: what a kernel is compiled for
+    when it runs in the emulator and nothing names a target (the module
+    docstring says why it has one). Asked of the backends, so the code
+    names no family or chip: the first family, in name order, whose
+    manifest's `default_chip` is one the emulator models (CHIPS); with
+    tilemlir's own families, amdgpu's gfx942."""
+    from tilemlir.targets.model import TargetError
+    from tilemlir.targets.registry import backend, usable_families
+
+    for family in usable_families():
+        chip = backend(family).default_chip
+        if chip in CHIPS:
+            return f"{family}:{chip}"
+    raise TargetError(f"the emulator models {', '.join(CHIPS)}, and no registered family's default chip is "
+                      "one of them; name a target (--target, target=, $TILEMLIR_TARGET)")
 
 
 def _module_op(module) -> ir.Operation:
@@ -198,10 +218,14 @@ def _bind(value: ir.Value, arg, position: int, entry: str):
 
 
 def emulate(module, entry: str, args: list, *, wave_size: int = 64, sanitize: bool = True,
-            chip: str = EMULATOR_TARGET.partition(":")[2]) -> None:
+            chip: str | None = None) -> None:
     """Runs host function `entry` of a GPU-level module on `args` (arrays are
-    written in place). Raises `EmulatorError` (a `UserError`) for unsupported
-    ops, bad arguments and, as `SanitizerError`, memory-safety violations."""
+    written in place), as `chip` (one of CHIPS; None: the emulator's own
+    target's, `emulator_target()`) executes it. Raises `EmulatorError` (a
+    `UserError`) for unsupported ops, bad arguments and, as
+    `SanitizerError`, memory-safety violations."""
+    if chip is None:
+        chip = emulator_target().partition(":")[2]
     if chip not in CHIPS:
         raise EmulatorError(f"unknown chip '{chip}' (known: {', '.join(CHIPS)})")
     if wave_size not in (32, 64):

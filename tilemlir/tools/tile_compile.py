@@ -10,7 +10,7 @@ The target's backend names its stages (tile and gpu, shared, then amdgpu's
 llvm, isa, hsaco; metax's maca; nvidia's ptx); `--emit` stops after any of
 them, by default at the backend's default (amdgpu: isa; else its last stage),
 as `tilemlir.compile` does; without --target, README.md's "Which target, which
-artefact" says which target (`tilemlir.target.selection`).
+artefact" says which target (`tilemlir.targets.selection`).
 Input already at GPU level (a gpu.module, no tile ops) skips the tile passes.
 `--report` prints the backend's report as JSON on stdout, with the `decisions`
 the tile passes recorded per kernel (`tilemlir.backends.decisions`); stdout
@@ -49,9 +49,9 @@ PROG = "tile-compile"
 
 
 def _defaults() -> str:
-    from tilemlir.backends.stages import default_emit
+    from tilemlir.backends.driver import default_emit
     from tilemlir.diagnostics import UserError
-    from tilemlir.target.registry import report_broken_family, usable_families
+    from tilemlir.targets.registry import report_broken_family, usable_families
 
     shown = []
     for family in usable_families():
@@ -64,7 +64,7 @@ def _defaults() -> str:
 
 def _description() -> str:
     """What the tool does, with the installed backends (entry points included)."""
-    from tilemlir.target.registry import backend, usable_families
+    from tilemlir.targets.registry import backend, usable_families
 
     installed = "; ".join(f"{family}: {backend(family).summary}" for family in usable_families())
     return (f"Compile tile IR or GPU-level IR for a target, through its backend's stages. "
@@ -73,7 +73,7 @@ def _description() -> str:
 
 def _epilog() -> str:
     """The stages of the installed backends, each with what it prints."""
-    from tilemlir.backends.stages import registered_stages
+    from tilemlir.backends.driver import registered_stages
 
     lines = [f"emit (default: the backend's own: {_defaults()}):"]
     for name, stage in registered_stages().items():
@@ -111,9 +111,9 @@ class Options:
 
 
 def _parser():
-    from tilemlir.backends.stages import emits
-    from tilemlir.target.cli import add_target_query_flags
-    from tilemlir.target.selection import TARGET_HELP
+    from tilemlir.backends.driver import emits
+    from tilemlir.targets.cli import add_target_query_flags
+    from tilemlir.targets.selection import TARGET_HELP
 
     stages = emits()
     from tilemlir.tools.common import ToolParser
@@ -181,7 +181,7 @@ def _parser():
 
 
 def parse_args(argv: list[str]) -> Options:
-    from tilemlir.backends.stages import registered_stages
+    from tilemlir.backends.driver import registered_stages
     from tilemlir.diagnostics import UserError
 
     options = Options(**vars(_parser().parse_command_line(argv)))
@@ -264,7 +264,7 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str],
         collect_diagnostics,
         parse_chunk,
     )
-    from tilemlir.target import select_target
+    from tilemlir.targets import select_target
     from tilemlir.tune.db import TuningDatabaseError
 
     diags: list = []
@@ -310,7 +310,7 @@ def _compile_chunk(chunk, options: Options, context, stderr_lines: list[str],
 def run(argv: list[str]) -> int:
     from tilemlir.diagnostics import UserError, format_diag, split_input, verify_expectations
     from tilemlir.dialects import tile
-    from tilemlir.target.cli import handle_target_flags
+    from tilemlir.targets.cli import handle_target_flags
     from tilemlir.tools.common import read_input, write_output
 
     options = parse_args(argv)
@@ -362,7 +362,7 @@ def run(argv: list[str]) -> int:
 
 
 def _emitted_stage(result):
-    from tilemlir.backends.stages import backend_stages
+    from tilemlir.backends.driver import backend_stages
 
     return next(stage for stage in backend_stages(result.target.family) if stage.name == result.emit)
 
@@ -382,7 +382,7 @@ def _named_after_input(input_path: str, stage, folder: str) -> str:
 
 def _save_temps(result, input_path: str, folder: str) -> None:
     """--save-temps: every stage's artefact the compile produced, named after the input."""
-    from tilemlir.backends.stages import backend_stages
+    from tilemlir.backends.driver import backend_stages
     from tilemlir.diagnostics import UserError
     from tilemlir.tools.common import write_output
 

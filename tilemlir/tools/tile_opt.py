@@ -79,7 +79,7 @@ class Options:
 
 def _parser():
     from tilemlir.dialects import attributes
-    from tilemlir.target.cli import add_target_query_flags
+    from tilemlir.targets.cli import add_target_query_flags
     from tilemlir.tools.common import ToolParser
 
     parser = ToolParser(
@@ -340,7 +340,7 @@ def run(argv: list[str]) -> int:
     from tilemlir.tools.common import read_input, write_output
 
     options = parse_args(argv)
-    from tilemlir.target.cli import handle_target_flags
+    from tilemlir.targets.cli import handle_target_flags
 
     target_override, target_report = handle_target_flags(
         options.target, options.target_desc, options.list_targets, options.describe_target,

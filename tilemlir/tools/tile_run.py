@@ -54,13 +54,26 @@ def _epilog() -> str:
     from tilemlir.runtime.arguments import DIM_TEXT, INPUTS_TEXT
     from tilemlir.runtime.oracle import ENGINE_TOLERANCE_TEXT, TOLERANCE_TEXT
 
-    return "\n\n".join([_EPILOG_HEAD + INPUTS_TEXT, DIM_TEXT, TOLERANCE_TEXT, ENGINE_TOLERANCE_TEXT])
+    return "\n\n".join([_EPILOG_HEAD + INPUTS_TEXT, DIM_TEXT, TOLERANCE_TEXT, ENGINE_TOLERANCE_TEXT,
+                        _emulator_default()])
+
+
+def _emulator_default() -> str:
+    """The emulator's own target, for the help's epilog (`emulator_target`)."""
+    from tilemlir.diagnostics import UserError
+    from tilemlir.runtime.emulator import emulator_target
+
+    try:
+        chosen = emulator_target()
+    except UserError as error:
+        chosen = f"none ({error})"
+    return ("the emulator's own target (the first family, by name, whose default chip the emulator "
+            f"models):\n  {chosen}")
 
 
 def _parser():
     from tilemlir.dialects import attributes
     from tilemlir.runtime import ENGINES
-    from tilemlir.runtime.engine_target import EMULATOR_TARGET
     from tilemlir.tools.common import ToolParser
 
     parser = ToolParser(
@@ -90,7 +103,7 @@ def _parser():
                         help="the target the emulator or the device compiles for, named as "
                              "tile-compile's --target; default: the input's "
                              f"{attributes.TARGET.name}, else "
-                             f"$TILEMLIR_TARGET, else for the emulator its own {EMULATOR_TARGET}, for the "
+                             f"$TILEMLIR_TARGET, else for the emulator its own (below), for the "
                              "device this machine's GPU (README.md, 'Which target, which artefact'); "
                              "the reference engine does not depend on it")
     parser.add_argument("--tuning-db", metavar="PATH",

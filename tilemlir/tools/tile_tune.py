@@ -61,7 +61,7 @@ class Options:
 
 
 def _parser():
-    from tilemlir.target.selection import TARGET_HELP
+    from tilemlir.targets.selection import TARGET_HELP
     from tilemlir.tools.common import ToolParser
 
     parser = ToolParser(
@@ -99,7 +99,7 @@ def _parser():
 
 _EPILOG = """\
 measure:
-  model   the cost model (tilemlir.tune.model) fed with each compiled kernel's
+  model   the cost model (tilemlir.cost.model) fed with each compiled kernel's
           figures: llvm-mca's matrix busy ratio and the compiler's occupancy
           where the report has them, else the kernel's real shared memory
   device  the median of timed launches on an NVIDIA GPU, after one launch
@@ -217,10 +217,10 @@ def summary(ranking, started: float, database: Path | None, jobs: int | None = N
 
 def _load(options: Options):
     """(module, source, target) of the input; parse errors as a CompileError."""
-    from tilemlir.backends.stages import CompileError
+    from tilemlir.backends.driver import CompileError
     from tilemlir.diagnostics import ParseFailure, collect_diagnostics, parse_chunk, split_input
     from tilemlir.dialects import tile
-    from tilemlir.target import select_target
+    from tilemlir.targets import select_target
     from tilemlir.tools.common import read_input
 
     source = read_input(options.input)
@@ -250,9 +250,9 @@ def _compile_all(options: Options, jobs_list: list, jobs: int, on_outcome) -> No
 
 
 def _tune_by_model(options, module, source, target, tuned, chosen, jobs: int) -> int:
-    from tilemlir.backends.stages import default_emit
+    from tilemlir.backends.driver import default_emit
+    from tilemlir.cost.model import DoesNotFit
     from tilemlir.tune.db import database_path, load_database, record_entry, writing
-    from tilemlir.tune.model import DoesNotFit
     from tilemlir.tune.ranking import Ranking, Result
     from tilemlir.tune.search import compile_job, model_seconds
 
@@ -306,7 +306,7 @@ def _finish(ranking, started: float, path: Path, jobs: int | None) -> int:
 # -- measuring on a device ---------------------------------------------------
 
 def _require_ptx(target) -> None:
-    from tilemlir.backends.stages import stage_names
+    from tilemlir.backends.driver import stage_names
     from tilemlir.diagnostics import UserError
 
     if "ptx" not in stage_names(target.family):
@@ -451,7 +451,7 @@ def _tune_on_device(options, module, source, target, tuned, chosen, jobs: int) -
 
 
 def run(argv: list[str]) -> int:
-    from tilemlir.backends.stages import CompileError
+    from tilemlir.backends.driver import CompileError
     from tilemlir.diagnostics import UserError
     from tilemlir.tune.db import TuningDatabaseError
     from tilemlir.tune.search import candidates, tune_problem

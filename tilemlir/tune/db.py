@@ -76,12 +76,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tilemlir.cost.model import GemmShape
 from tilemlir.diagnostics import Diag, ToolWarning, UserError, format_diag
 from tilemlir.files import UnreadableFile, read_regular_file
-from tilemlir.target.descriptor import ROW_SYMBOL, TARGET_NAME
-from tilemlir.target.model import Target
-from tilemlir.target.toml_writer import descriptor_data
-from tilemlir.tune.model import GemmShape
+from tilemlir.targets.descriptor import ROW_SYMBOL, TARGET_NAME
+from tilemlir.targets.model import Target
+from tilemlir.targets.toml_writer import descriptor_data
 
 FORMAT = "tilemlir-tuning-db"
 VERSION = 2
@@ -666,8 +666,8 @@ class _Unconvertible(Exception):
 def _v1_key_of(record: Mapping, name: str) -> TuningKey:
     """A version 1 key as version 2 keys it: its packaged target's processor
     and facts (_Unconvertible for a descriptor file's target)."""
-    from tilemlir.target.model import TargetError
-    from tilemlir.target.registry import packaged_target
+    from tilemlir.targets.model import TargetError
+    from tilemlir.targets.registry import packaged_target
 
     target_name, op = _v1_key_from(record, name)
     try:

@@ -44,22 +44,9 @@ from pathlib import Path
 
 from mlir import ir
 
-from tilemlir.backends.stages import CompileError
-from tilemlir.diagnostics import Diag, SourceBuffer, UserError, emit_remark, file_position
-from tilemlir.passes.gemm_configs import candidate_configs, gemm_problem
-from tilemlir.passes.gemm_facts import gemm_shape, memref_of
-from tilemlir.passes.tiling import rank_key, whole_problem_gemms
-from tilemlir.target.model import Target
-from tilemlir.tune.db import (
-    OpSignature,
-    TunedConfig,
-    TuningDatabase,
-    TuningEntry,
-    TuningKey,
-    memory_layout,
-)
-from tilemlir.tune.facts import model_facts
-from tilemlir.tune.model import (
+from tilemlir.backends.driver import CompileError
+from tilemlir.cost.facts import model_facts
+from tilemlir.cost.model import (
     DoesNotFit,
     GemmProblem,
     GemmShape,
@@ -67,6 +54,19 @@ from tilemlir.tune.model import (
     kernel_figures,
     occupancy,
     predict,
+)
+from tilemlir.diagnostics import Diag, SourceBuffer, UserError, emit_remark, file_position
+from tilemlir.passes.gemm_configs import candidate_configs, gemm_problem
+from tilemlir.passes.gemm_facts import gemm_shape, memref_of
+from tilemlir.passes.tiling import rank_key, whole_problem_gemms
+from tilemlir.targets.model import Target
+from tilemlir.tune.db import (
+    OpSignature,
+    TunedConfig,
+    TuningDatabase,
+    TuningEntry,
+    TuningKey,
+    memory_layout,
 )
 
 RAY_HINT = "pip install tilemlir[ray]"
@@ -214,7 +214,7 @@ class CompileJob:
     index: int
     text: str  # the module
     name: str  # the input's name, for messages
-    target: str  # a target name or descriptor path (backends.stages.target_spec)
+    target: str  # a target name or descriptor path (backends.driver.target_spec)
     emit: str
     tiling: str = ""
     select: str = ""
@@ -231,7 +231,7 @@ class CompileOutcome:
 
 def compile_job(candidate: Candidate, index: int, text: str, name: str, target: Target, emit: str,
                 save_as: str = "") -> CompileJob:
-    from tilemlir.backends.stages import target_spec
+    from tilemlir.backends.driver import target_spec
 
     return CompileJob(index, text, name, target_spec(target), emit, candidate.tiling_options(),
                       candidate.select, save_as)
@@ -242,7 +242,7 @@ def compile_candidate(job: CompileJob) -> CompileOutcome:
     from tilemlir.compiler import CompileOptions, compile_module
     from tilemlir.diagnostics import Chunk, ParseFailure, parse_chunk
     from tilemlir.dialects import tile
-    from tilemlir.target import resolve_target
+    from tilemlir.targets import resolve_target
 
     start = time.perf_counter()
     source = SourceBuffer(job.name, job.text)

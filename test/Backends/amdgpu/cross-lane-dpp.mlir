@@ -4,9 +4,11 @@
 // reduces over lane bits 1 to 32: within rows of 16 lanes by quad_perm,
 // row_half_mirror and row_ror:8; across rows by row_bcast:15/31 and a readlane
 // of lane 63 on gfx942, by permlane swaps on gfx950.
-// RUN: tile-compile %s --target amdgpu:gfx942 --emit gpu | filecheck %s --check-prefixes=CHECK,GFX942
+// (gfx942: one compile, its GPU-level IR kept by --save-temps=DIR.)
+// RUN: rm -rf %t && tile-compile %s --target amdgpu:gfx942 --emit isa --save-temps=%t -o %t.s
+// RUN: filecheck %s --check-prefixes=CHECK,GFX942 --input-file %t/cross-lane-dpp.gpu.mlir
 // RUN: tile-compile %s --target amdgpu:gfx950 --emit gpu | filecheck %s --check-prefixes=CHECK,GFX950
-// RUN: tile-compile %s --target amdgpu:gfx942 --emit isa | filecheck %s --check-prefix=ISA
+// RUN: filecheck %s --check-prefix=ISA --input-file %t.s
 
 #F = #gpu.address_space<private>
 // CHECK-LABEL: gpu.func @row_sum_kernel0

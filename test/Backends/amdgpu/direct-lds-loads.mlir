@@ -3,9 +3,11 @@
 // The loop waits for its own loads (vmcnt) before its barrier; LDS reads are
 // outside the loads' alias scope, so LLVM adds no vmcnt wait in front of them.
 //
-// RUN: tile-compile %s --emit gpu --tiling "block=128,128,128 threads=256 stages=2" --pass-options 'tile-infer-layout{transpose-reads=true},tile-lower-to-gpu{direct-lds-loads=true}' | filecheck %s --check-prefix=GPU
-// RUN: tile-compile %s --emit llvm --tiling "block=128,128,128 threads=256 stages=2" --pass-options 'tile-infer-layout{transpose-reads=true},tile-lower-to-gpu{direct-lds-loads=true}' | filecheck %s --check-prefix=LLVM
-// RUN: tile-compile %s --emit isa --tiling "block=128,128,128 threads=256 stages=2" --pass-options 'tile-infer-layout{transpose-reads=true},tile-lower-to-gpu{direct-lds-loads=true}' | filecheck %s --check-prefix=ISA
+// One compile, its GPU-level IR and LLVM IR kept by --save-temps=DIR:
+// RUN: rm -rf %t && tile-compile %s --emit isa --tiling "block=128,128,128 threads=256 stages=2" --pass-options 'tile-infer-layout{transpose-reads=true},tile-lower-to-gpu{direct-lds-loads=true}' --save-temps=%t -o %t.s
+// RUN: filecheck %s --check-prefix=GPU --input-file %t/direct-lds-loads.gpu.mlir
+// RUN: filecheck %s --check-prefix=LLVM --input-file %t/direct-lds-loads.ll
+// RUN: filecheck %s --check-prefix=ISA --input-file %t.s
 // Unknown passes in --pass-options are refused:
 // RUN: not tile-compile %s --pass-options 'tile-bogus{x=1}' 2>&1 | filecheck %s --check-prefix=BAD
 

@@ -1,12 +1,13 @@
 // One wave, one fp8 MFMA per K step, from GPU-level IR through every stage.
 // The same kernel with OCP fp8 compiles for gfx950 (sed swaps the encoding).
 //
-// RUN: tile-compile %s --target amdgpu:gfx942 --emit llvm | filecheck %s --check-prefix=LLVM
-// RUN: tile-compile %s --target amdgpu:gfx942 --emit isa | filecheck %s --check-prefix=GFX942
+// One compile for gfx942, every stage kept (--save-temps=DIR: DIR/mfma-fp8.gpu.mlir, .ll, .s).
+// RUN: rm -rf %t && tile-compile %s --target amdgpu:gfx942 --emit hsaco -o %t.hsaco --save-temps=%t
+// RUN: filecheck %s --check-prefix=LLVM --input-file %t/mfma-fp8.ll
+// RUN: filecheck %s --check-prefix=GFX942 --input-file %t/mfma-fp8.s
 // RUN: sed 's/f8E4M3FNUZ/f8E4M3FN/g' %s | tile-compile - --target amdgpu:gfx950 --emit isa | filecheck %s --check-prefix=GFX950
-// RUN: tile-compile %s --target amdgpu:gfx942 --emit hsaco -o %t.hsaco
 // RUN: llvm-readelf --notes %t.hsaco | filecheck %s --check-prefix=NOTES
-// RUN: tile-compile %s --target amdgpu:gfx942 --emit gpu | filecheck %s --check-prefix=GPU
+// RUN: filecheck %s --check-prefix=GPU --input-file %t/mfma-fp8.gpu.mlir
 
 // LLVM: target triple = "amdgcn-amd-amdhsa"
 // LLVM-LABEL: define amdgpu_kernel void @mfma_loop(

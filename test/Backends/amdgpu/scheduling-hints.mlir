@@ -14,11 +14,16 @@
 // a comment at the end of the loop; a single-stage loop (prefetch through
 // registers) gets it too. Not with 8 waves (two per SIMD), not when turned off.
 //
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=2" --emit gpu | filecheck %s --check-prefix=HINT
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=2" --emit isa | filecheck %s --check-prefix=HINT-ISA
+// Each configuration compiles once; --save-temps=DIR keeps its GPU-level IR
+// (DIR/gemm_whole_problem.gpu.mlir) and LLVM IR (.ll) next to the ISA.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=2" --emit isa --save-temps=%t/256s2 -o %t/256s2.s
+// RUN: filecheck %s --check-prefix=HINT --input-file %t/256s2/gemm_whole_problem.gpu.mlir
+// RUN: filecheck %s --check-prefix=HINT-ISA --input-file %t/256s2.s
 // RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=2" --emit gpu --pass-options 'tile-lower-to-gpu{sched-hints=false}' | filecheck %s --check-prefix=NO-HINT
 // RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=512 stages=2" --emit gpu | filecheck %s --check-prefix=NO-HINT
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=1" --emit gpu | filecheck %s --check-prefix=HINT
+// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=1" --emit isa --save-temps=%t/256s1 -o %t/256s1.s
+// RUN: filecheck %s --check-prefix=HINT --input-file %t/256s1/gemm_whole_problem.gpu.mlir
 // HINT: scf.for
 // HINT: amdgpu.mfma
 // HINT: rocdl.sched.group.barrier 8, 16, 0
@@ -29,10 +34,11 @@
 // NO-HINT: scf.for
 // NO-HINT-NOT: rocdl.sched.group.barrier
 //
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=1" --emit llvm | filecheck %s --check-prefix=LLVM
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=512 stages=1" --emit llvm | filecheck %s --check-prefix=LLVM512
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=256 stages=1" --emit isa | filecheck %s --check-prefix=ISA
-// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=512 stages=1" --emit isa | filecheck %s --check-prefix=ISA512
+// RUN: filecheck %s --check-prefix=LLVM --input-file %t/256s1/gemm_whole_problem.ll
+// RUN: filecheck %s --check-prefix=ISA --input-file %t/256s1.s
+// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=512 stages=1" --emit isa --save-temps=%t/512s1 -o %t/512s1.s
+// RUN: filecheck %s --check-prefix=LLVM512 --input-file %t/512s1/gemm_whole_problem.ll
+// RUN: filecheck %s --check-prefix=ISA512 --input-file %t/512s1.s
 
 // LLVM: define amdgpu_kernel void @gemm_kernel0({{.*}}) #[[ATTRS:[0-9]+]]
 // LLVM: attributes #[[ATTRS]] = { "amdgpu-flat-work-group-size"="256,256"

@@ -2,11 +2,12 @@
 // gfx942, OCP on gfx950 (its inputs re-typed OCP: FNUZ does not convert exactly),
 // no scratch, no spills.
 //
-// RUN: tile-compile %examples/seed_fp8_gemm.mlir --target amdgpu:gfx942 --emit hsaco -o %t.942.hsaco --report | filecheck %s
+// (--save-temps=DIR keeps the gfx942 compile's LLVM IR: DIR/seed_fp8_gemm.ll.)
+// RUN: rm -rf %t && tile-compile %examples/seed_fp8_gemm.mlir --target amdgpu:gfx942 --emit hsaco -o %t.942.hsaco --report --save-temps=%t | filecheck %s
 // RUN: llvm-readelf --notes %t.942.hsaco | filecheck %s --check-prefix=NOTES
 // RUN: sed s/f8E4M3FNUZ/f8E4M3FN/g %examples/seed_fp8_gemm.mlir | tile-compile - --target amdgpu:gfx950 --report | filecheck %s
 // RUN: tile-compile %examples/gemm_whole_problem.mlir --target amdgpu:gfx942 --report | filecheck %s
-// RUN: tile-compile %examples/seed_fp8_gemm.mlir --target amdgpu:gfx942 --emit llvm | filecheck %s --check-prefix=LLVM
+// RUN: filecheck %s --check-prefix=LLVM --input-file %t/seed_fp8_gemm.ll
 
 // CHECK: "scratch_bytes": 0,
 // CHECK-NEXT: "spills": 0,

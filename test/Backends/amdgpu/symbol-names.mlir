@@ -4,17 +4,18 @@
 // names the gpu.module and gpu.func through kernel_symbol (passes/symbols.py):
 // plain names are kept, others become `tm_` + an escaped spelling.
 //
-// The injection attempt compiles to an HSACO (llvm-mc accepts the assembly):
-// RUN: tile-compile %s --target amdgpu:gfx942 --emit hsaco -o %t.hsaco
-// RUN: tile-compile %s --target amdgpu:gfx942 --emit isa | filecheck %s
+// The injection attempt compiles to an HSACO (llvm-mc accepts the assembly),
+// its ISA kept by --save-temps=DIR (DIR/symbol-names.s; stdin.s for '-'):
+// RUN: rm -rf %t %t.space && tile-compile %s --target amdgpu:gfx942 --emit hsaco -o %t.hsaco --save-temps=%t
+// RUN: filecheck %s --input-file %t/symbol-names.s
 // CHECK-NOT: injected_global = 1
 // CHECK: .amdhsa_kernel tm_k_28_29_7b_7d_0aint_20injected__global_20_3d_201_3b_0avoid_20z__kernel0
 // CHECK-NOT: injected_global = 1
 // CHECK: .name: tm_k_28_29_7b_7d_0aint_20injected__global_20_3d_201_3b_0avoid_20z__kernel0
 //
 // A name with a space:
-// RUN: sed 's/k(){}\\0Aint injected_global = 1;\\0Avoid z/my kernel/' %s | tile-compile - --target amdgpu:gfx942 --emit hsaco -o %t.space.hsaco
-// RUN: sed 's/k(){}\\0Aint injected_global = 1;\\0Avoid z/my kernel/' %s | tile-compile - --target amdgpu:gfx942 --emit isa | filecheck %s --check-prefix=SPACE
+// RUN: sed 's/k(){}\\0Aint injected_global = 1;\\0Avoid z/my kernel/' %s | tile-compile - --target amdgpu:gfx942 --emit hsaco -o %t.space.hsaco --save-temps=%t.space
+// RUN: filecheck %s --check-prefix=SPACE --input-file %t.space/stdin.s
 // SPACE: .amdhsa_kernel tm_my_20kernel__kernel0
 //
 // A plain name is kept:

@@ -3,8 +3,8 @@
 // an i8 view of the shared tiles; B stored N x K (transpose_b) needs no transpose.
 // With B stored K x N the bytes of a B register are not contiguous: plain loads.
 //
-// RUN: tile-compile %s --emit ptx | filecheck %s
-// RUN: sed 's/transpose_b = true/transpose_b = false/' %s | tile-compile --emit ptx | filecheck %s --check-prefix=KN
+// RUN: tile-compile %s --emit ptx --select prefer=mma.sync | filecheck %s
+// RUN: sed 's/transpose_b = true/transpose_b = false/' %s | tile-compile --emit ptx --select prefer=mma.sync | filecheck %s --check-prefix=KN
 
 module attributes {tile.target = "nvidia:sm_90a"} {
   func.func @gemm(%A: memref<256x256xf8E4M3FN>, %B: memref<256x256xf8E4M3FN>, %C: memref<256x256xf16>) {

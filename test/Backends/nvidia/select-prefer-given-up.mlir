@@ -24,7 +24,7 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // CHECK:          "instruction": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
 // CHECK:          "lds_bank_conflicts_per_iteration": null,
 // CHECK:          "shared_buffers": [
-// CHECK:              "stages": 3,
+// CHECK:              "stages": 4,
 // CHECK:              "padding": 8,
 // CHECK:              "swizzle": null,
 // CHECK:              "bank_conflicts_per_iteration": null,

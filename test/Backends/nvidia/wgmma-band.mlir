@@ -54,15 +54,26 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // (2 << 62, negative as an i64), 8-line groups 512 bytes apart (32 << 32).
 // GPU-DAG: arith.constant 4611686293322072064 : i64
 // GPU-DAG: arith.constant -9223371899415756800 : i64
-// 8 KiB of A and 8 KiB of B per slot.
-// GPU: nvgpu.mbarrier.arrive.expect_tx %{{.*}}[%c0], %c16384
+// Warp-specialized (backends/nvidia/warp_specialize.py): the kernel's 128
+// threads consume, a producer warpgroup after them loads. 48 KiB of slots let
+// 2 blocks share an SM when the consumers get 216 registers (128 for the
+// accumulator): 2 x (128 x 216 + 128 x 40) = 65536.
+// GPU: scf.if
+// GPU: nvvm.setmaxregister increase 216
 // GPU: scf.for
 // Two K steps of 16, each a band of two instructions (rows 0-63 and 64-127).
 // GPU: nvvm.wgmma.fence.aligned
 // GPU-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
 // GPU: nvvm.wgmma.commit.group.sync.aligned
 // GPU: nvvm.wgmma.wait.group.sync.aligned 1
+// GPU: } else {
+// GPU: nvvm.setmaxregister decrease 40
+// 8 KiB of A and 8 KiB of B per slot.
+// GPU: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c16384
 
-// PTX: cp.async.bulk.tensor.2d
+// PTX: .maxntid 256, 1, 1
+// PTX: .minnctapersm 2
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // PTX-NOT: mma.sync
+// PTX: setmaxnreg.dec.sync.aligned.u32 40
+// PTX: cp.async.bulk.tensor.2d

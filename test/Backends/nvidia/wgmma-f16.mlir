@@ -5,7 +5,8 @@
 // kernel arguments the launcher fills.
 //
 // RUN: tile-compile %s --emit tile --tiling "block=128,128,64 threads=256 stages=3" --select prefer=wgmma | filecheck %s --check-prefix=TILE
-// RUN: tile-compile %s --emit gpu --tiling "block=128,128,64 threads=256 stages=3" --select prefer=wgmma | filecheck %s --check-prefix=GPU
+// One role (tile-lower-to-gpu{warp-specialize=false}): thread 0 also loads.
+// RUN: tile-compile %s --emit gpu --tiling "block=128,128,64 threads=256 stages=3" --select prefer=wgmma --pass-options 'tile-lower-to-gpu{warp-specialize=false}' | filecheck %s --check-prefix=GPU
 // RUN: tile-compile %s --emit ptx --tiling "block=128,128,64 threads=256 stages=3" --select prefer=wgmma | filecheck %s --check-prefix=PTX
 // Without the preference the warp-level path stays the default:
 // RUN: tile-compile %s --emit tile --tiling "block=128,128,64 threads=256 stages=3" | filecheck %s --check-prefix=DEFAULT
@@ -66,10 +67,11 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // GPU: nvvm.wgmma.wait.group.sync.aligned 0
 
 // PTX: .extern .shared .align 1024 .b8 __dynamic_shmem__0[];
-// PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX: mbarrier.try_wait.parity.shared.b64
 // PTX: wgmma.fence.sync.aligned;
 // B N-major: imm-trans-a 0, imm-trans-b 1.
 // PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, p, 1, 1, 0, 1;
 // PTX: wgmma.commit_group.sync.aligned;
 // PTX: wgmma.wait_group.sync.aligned 1;
+// The producer warpgroup's loads come after the consumers' code.
+// PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes

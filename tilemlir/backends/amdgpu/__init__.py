@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 
 from tilemlir.backends.amdgpu.mma_rows import check_mma_row
-from tilemlir.target.llvm_processors import processor_problem
-from tilemlir.target.model import Backend, Target
+from tilemlir.targets.llvm_processors import processor_problem
+from tilemlir.targets.model import Backend, Target
 
 # The LLVM architecture whose processors the chips are (llc -march), and the
 # shape of their names (checked when llc is not there to list them).

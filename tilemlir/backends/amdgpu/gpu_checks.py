@@ -35,8 +35,8 @@ from mlir import ir
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.check_gpu_input import gpu_input_problems
-from tilemlir.target.model import FP8_KIND, is_unknown
-from tilemlir.target.registry import resolve_target
+from tilemlir.targets.model import FP8_KIND, is_unknown
+from tilemlir.targets.registry import resolve_target
 
 _WORKGROUP_SPACES = ("#gpu.address_space<workgroup>", "3", "3 : i32", "3 : i64")
 

@@ -47,7 +47,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     urem,
 )
 from tilemlir.passes.shared_memory import shared_alloc_of, shared_buffer_text, shared_layout
-from tilemlir.target.model import is_unknown
+from tilemlir.targets.model import is_unknown
 
 # Loads into LDS by bytes per lane (memory.buffer_load_lds).
 BUFFER_LOAD_LDS = {4: "buffer_load_dword", 12: "buffer_load_dwordx3", 16: "buffer_load_dwordx4"}

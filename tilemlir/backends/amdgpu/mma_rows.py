@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from tilemlir.target.model import MmaInstr, Target, is_unknown
+from tilemlir.targets.model import MmaInstr, Target, is_unknown
 
 MNEMONIC_PREFIX = "v_mfma_"
 INTRINSIC_PREFIX = "llvm.amdgcn.mfma."

@@ -1,6 +1,6 @@
 """The amdgpu compile pipeline as data: every pass and tool flag, in order.
 
-    tile IR --TILE_PIPELINE (backends/stages.py)--> GPU-level IR
+    tile IR --TILE_PIPELINE (backends/driver.py)--> GPU-level IR
         --amdgpu-check-resources, GPU_TO_LLVM, amdgpu-order-lds-dma,
           amdgpu-scope-atomics--> LLVM dialect
         --(in-process translation)--> LLVM IR --LLVM_IR_PASSES (opt)--> LLVM IR

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from tilemlir.backends.amdgpu.toolchain import parse_amdhsa_metadata, run_tool
 from tilemlir.backends.report_schema import kernel_entry, module_report
 from tilemlir.diagnostics import UserError
-from tilemlir.target.model import Target, is_unknown
+from tilemlir.targets.model import Target, is_unknown
 
 
 class ResourceError(UserError):

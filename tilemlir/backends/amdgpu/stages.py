@@ -24,7 +24,7 @@ from mlir import ir
 from tilemlir.backends.amdgpu import toolchain
 from tilemlir.backends.amdgpu.gpu_checks import AmdgpuCheckResources
 from tilemlir.backends.amdgpu.pass_lists import gpu_to_llvm_pipeline
-from tilemlir.backends.stages import Compilation, GpuStage, Stage, TileStage
+from tilemlir.backends.driver import Compilation, GpuStage, Stage, TileStage
 from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 

@@ -8,7 +8,7 @@ prints GPU-level IR as MACA C++ for mxcc (`stages.py`, `emitter.py`).
 from pathlib import Path
 
 from tilemlir.backends.metax.mma_rows import check_mma_row
-from tilemlir.target.model import Backend, Target
+from tilemlir.targets.model import Backend, Target
 
 # The architectures mxcc takes as --offload-arch (shared/reference/hardware_facts.md
 # C.1): xcore1000 (C500: tilelang-metax mxcc.py's default, mcFlashMLA's

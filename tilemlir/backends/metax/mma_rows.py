@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from tilemlir.target.model import MmaInstr, Target, is_unknown
+from tilemlir.targets.model import MmaInstr, Target, is_unknown
 
 BUILTIN_PREFIX = "__builtin_mxc_"  # matrix.builtin_name puts it before the row's name
 ROW_NAME = re.compile(r"mma_(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)[a-z0-9]+")

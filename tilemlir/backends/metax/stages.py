@@ -1,6 +1,6 @@
 """The metax stages: tile, gpu (shared), then maca.
 
-    tile IR --TILE_PIPELINE (backends/stages.py)--> GPU-level IR
+    tile IR --TILE_PIPELINE (backends/driver.py)--> GPU-level IR
         --NARROW_INDICES (on a copy)--> --emitter.print_maca--> MACA C++ (.maca)
         --mxcc (not run here)--> mcbin
 
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 from mlir import ir, passmanager
 
+from tilemlir.backends.driver import Compilation, GpuStage, Stage, TileStage
 from tilemlir.backends.metax.emitter import EmitError, MacaSource, mxcc_command, print_maca
 from tilemlir.backends.report_schema import kernel_entry, module_report
-from tilemlir.backends.stages import Compilation, GpuStage, Stage, TileStage
 from tilemlir.irutil import walk
 from tilemlir.passes.lower_to_gpu.api import constant_int
 

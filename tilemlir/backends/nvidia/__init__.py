@@ -15,8 +15,8 @@ from pathlib import Path
 
 from tilemlir.backends.nvidia.chips import LLVM_ARCH, NVPTX_NAME, nvptx_fatal_error
 from tilemlir.backends.nvidia.mma_rows import check_mma_row
-from tilemlir.target.llvm_processors import processor_problem
-from tilemlir.target.model import Backend, Target
+from tilemlir.targets.llvm_processors import processor_problem
+from tilemlir.targets.model import Backend, Target
 
 # cp.async, ldmatrix and mma.sync.m16n8k16, which every kernel uses (PTX ISA:
 # "cp.async" and "mma" need sm_80), are selected by NVPTX, which aborts on an
@@ -75,4 +75,8 @@ BACKEND = Backend(
     # 2026-12-03): 154 registers for a 128-register accumulator, 90 for 64.
     address_registers=26,
     partial_sums_prefix="wgmma.",  # backends/nvidia/wgmma.py: 8-bit gemms promote per block K
+    # backends/nvidia/warp_specialize.py: a producer warpgroup at 40 registers
+    producer_prefix="wgmma.",
+    producer_threads=128,
+    producer_registers=40,
 )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import re
 
-from tilemlir.target.llvm_processors import run_llc
+from tilemlir.targets.llvm_processors import run_llc
 
 LLVM_ARCH = "nvptx64"
 NVPTX_NAME = re.compile(r"sm_[0-9]+a?")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from tilemlir.target.model import MmaInstr, Target
+from tilemlir.targets.model import MmaInstr, Target
 
 # PTX ISA 8.5, "Warp Level Matrix Multiply-Accumulate Instructions" and
 # "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions".

@@ -12,7 +12,7 @@ and `{features}` come from the target.
 
 from __future__ import annotations
 
-from tilemlir.backends.stages import TILE_PIPELINE as SHARED_TILE_PIPELINE
+from tilemlir.backends.driver import TILE_PIPELINE as SHARED_TILE_PIPELINE
 
 # Tile level -> GPU level: the shared list without tile-pipeline, because loops
 # marked tile.num_stages are software-pipelined while lowering, with cp.async

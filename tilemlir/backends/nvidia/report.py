@@ -19,7 +19,7 @@ import math
 import re
 
 from tilemlir.backends.report_schema import kernel_entry, module_report
-from tilemlir.target.model import Target
+from tilemlir.targets.model import Target
 
 # PTX instructions counted in the report.
 COUNTED_INSTRUCTIONS = ("mma.sync", "ldmatrix", "cp.async.cg", "cp.async.wait_group", "bar.sync",

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilemlir.backends.driver import Compilation, GpuStage, Stage, TileStage
 from tilemlir.backends.nvidia import pass_lists, toolchain
 from tilemlir.backends.nvidia.report import build_report
-from tilemlir.backends.stages import Compilation, GpuStage, Stage, TileStage
 from tilemlir.passes.check_gpu_input import GpuCheckInput
 
 

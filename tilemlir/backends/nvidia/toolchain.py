@@ -27,7 +27,7 @@ from tilemlir.backends.nvidia.dynamic_arguments import dynamic_extents, has_iden
 from tilemlir.diagnostics import UserError
 from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
-from tilemlir.target.model import Target
+from tilemlir.targets.model import Target
 
 
 @dataclass
@@ -335,7 +335,7 @@ def compile_to_ptx(module: ir.Operation, target: Target, tiling: str = "",
     threads=256 stages=3"); `select`: tile-select-mma options ("prefer=wgmma"
     for the Hopper path); `passes`: any tile pass's options
     ("tile-lower-to-gpu{tma-copies=true}")."""
-    from tilemlir.backends.stages import Compilation, CompileOptions, run_stages
+    from tilemlir.backends.driver import Compilation, CompileOptions, run_stages
 
     options = CompileOptions(tiling=tiling, select=select, passes=passes)
     job = run_stages(Compilation(module, target, "ptx", options))

@@ -55,6 +55,14 @@ kernel's metadata (`tile.kernel_arguments` on the gpu.func, see
 `KernelLowering.add_kernel_argument`) and reach the kernel as pointers to 128
 bytes of global memory, one extra argument each.
 
+By default (tile-lower-to-gpu{warp-specialize=true}) a kernel whose one K
+loop this is, directly in its body, is warp-specialized instead
+(warp_specialize.py): a producer warpgroup after the kernel's threads issues
+every refill (`TmaLoop.emit_producer`, waiting on empty[i % S] for iteration
+i-S), the kernel's threads run `TmaLoop.emit_consumer` (the loop above less
+the leader's refill), and with {persistent=true} the workgroups loop over
+tiles, the slots' phases counted over the launch (`TmaLoop.base`).
+
 With tile-lower-to-gpu{tma-copies=true} the same slots and barriers feed
 mma.sync gemms: their ldmatrix addresses undo the swizzle
 (`matrix.swizzled_index`), and only operands every read of which is an
@@ -89,9 +97,17 @@ from tilemlir.backends.nvidia.cp_async_pipelining import (
     unflatten,
 )
 from tilemlir.backends.nvidia.matrix import MmaSyncAccumulator, MmaSyncCore
+from tilemlir.backends.nvidia.warp_specialize import (
+    PRODUCER_THREADS,
+    WarpSpecializedKernel,
+    consumer_registers,
+    producer_values,
+    register_split,
+)
 from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 from tilemlir.passes.gemm_facts import MmaChoice
+from tilemlir.passes.kernel_facts import kernel_grid
 from tilemlir.passes.lower_to_gpu.api import (
     KernelLowering,
     LoweringError,
@@ -108,6 +124,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     urem,
 )
 from tilemlir.passes.shared_memory import SharedLayout
+from tilemlir.targets import backend
 
 WARPGROUP_WARPS = 4
 SWIZZLE_BYTES = 128  # the widest swizzle mode: 128-byte rows
@@ -251,6 +268,15 @@ class NvidiaLoweringHooks(LoweringHooks):
                        "the global -> shared copies of pipelined loops go through TMA with "
                        "mbarriers (128-byte-swizzled tiles) for mma.sync gemms too, not only "
                        "for wgmma, which always uses them"),
+        LoweringOption("warp_specialize", bool, True,
+                       "a kernel whose K loop is TMA + wgmma gets a producer warpgroup that "
+                       "issues the loads, and its own threads only wait, multiply and release "
+                       "(backends/nvidia/warp_specialize.py); false: its own threads issue "
+                       "the loads too"),
+        LoweringOption("persistent", bool, True,
+                       "a warp-specialized kernel launches at most as many workgroups as the "
+                       "SMs hold at once, each looping over tiles of the grid in grouped order; "
+                       "false: one workgroup per tile"),
     )
 
 
@@ -265,6 +291,8 @@ class NvidiaMatrixCore(MmaSyncCore):
         self.tma_operands: set = set()  # shared values filled by TMA (wgmma operands, ...)
         self.swizzled_views: set = set()  # slot views of them, as the gemms see them
         self.tma_copies = False  # tile-lower-to-gpu{tma-copies}: mma.sync operands by TMA too
+        self.shared_bytes = 0  # the dynamic shared memory placed (`place_shared`)
+        self.specialized: dict = {}  # the K loop of a warp-specialized kernel -> its TmaLoop
 
     # -- selection -----------------------------------------------------------
 
@@ -409,7 +437,65 @@ class NvidiaMatrixCore(MmaSyncCore):
 
     # -- the K loop ----------------------------------------------------------
 
+    def place_shared(self, lowering: KernelLowering, shared_ops: list) -> int:
+        placed = super().place_shared(lowering, shared_ops)
+        self.shared_bytes = placed + self.reserved_shared_bytes()  # the block's, for its blocks per SM
+        return placed
+
+    # -- warp specialization -------------------------------------------------
+
+    def emit_kernel_body(self, lowering: KernelLowering, emit_body) -> int:
+        specialized = self.warp_specialized(lowering)
+        if specialized is None:
+            emit_body()
+            return lowering.threads
+        return specialized.emit(emit_body)
+
+    def warp_specialized(self, lowering: KernelLowering) -> WarpSpecializedKernel | None:
+        """The producer/consumer split of the kernel (warp_specialize.py), or
+        None where the kernel keeps one role: the option is off, the kernel has
+        not exactly one TMA + wgmma K loop directly in its body, the producer
+        could not compute the copies' coordinates, the threads do not fit, or
+        no register split gives the consumers what they hold (`register_split`)."""
+        if not lowering.option("warp_specialize"):
+            return None
+        kernel, threads = lowering.kernel, lowering.threads
+        loops = [op for op in walk(kernel)
+                 if op.name == "scf.for" and plan_tma_pipeline(op, threads, self.tma_copies) is not None]
+        if len(loops) != 1 or loops[0].parent != kernel:
+            return None
+        plan = plan_tma_pipeline(loops[0], threads, False)  # wgmma gemms only
+        if plan is None or any(b not in self.swizzled for b in plan.buffers):
+            return None
+        most = lowering.target.compute.max_threads_per_workgroup
+        if threads % PRODUCER_THREADS or threads + PRODUCER_THREADS > most:
+            return None
+        before = producer_values(kernel, loops[0], plan)
+        if before is None:
+            return None
+        overhead = backend(lowering.target.family).address_registers
+        choices = [MmaChoice.of(gemm) for gemm in plan.gemms]
+        doubled = {gemm.operands[2] for gemm in plan.gemms
+                   if bit_width(ir.MemRefType(gemm.operands[0].type).element_type) == 8}
+        need = consumer_registers(kernel, threads, overhead, doubled)
+        # One m64nN instruction's f32 accumulator: N / 2 registers per thread.
+        instruction = max(choice.n // 2 for choice in choices) + overhead
+        split = register_split(lowering.target, threads, self.shared_bytes, need, instruction)
+        if split is None:
+            return None
+        tma_loop = TmaLoop(self, lowering, loops[0], plan)
+        self.specialized[loops[0]] = tma_loop
+        slots = 0
+        if lowering.option("persistent") and len(kernel_grid(kernel)) <= 2:
+            slots = lowering.target.compute.compute_units * split.blocks_per_sm
+        others = any(op.name == "tile.alloc_shared" and op.results[0] not in plan.buffers
+                     for op in walk(kernel))
+        return WarpSpecializedKernel(lowering, tma_loop, before, split, slots, others)
+
     def lower_loop(self, lowering: KernelLowering, op) -> bool:
+        if op in self.specialized:
+            self.specialized[op].emit_consumer()
+            return True
         plan = plan_tma_pipeline(op, lowering.threads, self.tma_copies)
         if plan is None or any(b not in self.swizzled for b in plan.buffers):
             return super().lower_loop(lowering, op)
@@ -565,6 +651,10 @@ class TmaLoop:
         self.iv = for_loop_parts(op).induction_variable  # the tile-level loop's, bound per iteration emitted
         self.maps = [self.tensor_map(copy) for copy in plan.copies]
         self.bytes_per_stage = sum(core.swizzled[c.operands[1]].slot_bytes for c in plan.copies)
+        # Iterations of this loop run before the current one's first, in a
+        # persistent kernel (warp_specialize.py: the tiles done by this
+        # workgroup so far x the trip count); None: the loop runs once.
+        self.base: ir.Value | None = None
 
     def tensor_map(self, copy: ir.Operation) -> ir.Value:
         """The tensor map of a copy's global source: a kernel argument (a pointer
@@ -583,22 +673,27 @@ class TmaLoop:
                            "box": [buffer.rows, buffer.box_cols], "swizzle": buffer.swizzle}})
         return builtin.UnrealizedConversionCastOp([desc_type], [pointer]).result
 
-    def emit(self) -> None:
-        lowering, plan, stages = self.lowering, self.plan, self.stages
-        trips = plan.trip_count
-        warps = lowering.threads // lowering.wave_size
+    def create_barriers(self) -> None:
+        """The slots' mbarriers, initialized by thread 0, then a CTA barrier."""
+        lowering = self.lowering
+        warps = lowering.threads // lowering.wave_size  # the warps reading the slots
         self.leader = arith.CmpIOp(arith.CmpIPredicate.eq, lowering.ids.thread, const_index(0)).result
-        self.lane0 = arith.CmpIOp(arith.CmpIPredicate.eq, lowering.ids.lane, const_index(0)).result
         # full[s]: slot s's TMA bytes arrived (the leader's expect_tx + the copies);
         # empty[s]: every warp is done reading slot s (one arrival per warp).
         self.full = nvgpu.MBarrierCreateOp(self.barrier_type).result
         self.empty = nvgpu.MBarrierCreateOp(self.barrier_type).result
-        for s in range(stages):
+        for s in range(self.stages):
             nvgpu.MBarrierInitOp(self.full, const_index(1), const_index(s), predicate=self.leader)
             nvgpu.MBarrierInitOp(self.empty, const_index(warps), const_index(s), predicate=self.leader)
         for tensor_map in self.maps:
             nvgpu.TmaPrefetchOp(tensor_map, predicate=self.leader)
         gpu.BarrierOp()
+
+    def emit(self) -> None:
+        lowering, plan, stages = self.lowering, self.plan, self.stages
+        trips = plan.trip_count
+        self.create_barriers()
+        self.lane0 = arith.CmpIOp(arith.CmpIPredicate.eq, lowering.ids.lane, const_index(0)).result
         prologue = scf.IfOp(self.leader)
         with ir.InsertionPoint(prologue.then_block):
             for s in range(min(stages - 1, trips)):
@@ -664,22 +759,58 @@ class TmaLoop:
         self.lowering.bind_shared(buffer, self.core.slot_base(self.core.swizzled[buffer], slot),
                                   SharedLayout())
 
-    def wgmma_loop(self, carried: list, flat: list) -> None:
+    def emit_consumer(self) -> None:
+        """The loop of a warp-specialized kernel's consumer warps (the
+        barriers made before the split, `create_barriers`): wait for a slot,
+        its wgmmas, release the previous one; the producer refills."""
+        self.lane0 = arith.CmpIOp(arith.CmpIPredicate.eq, self.lowering.ids.lane, const_index(0)).result
+        carried = self.lowering.fragments()
+        self.wgmma_loop(carried, fragment_values(carried), refill=False)
+        if self.base is not None:  # the next tile's loads reuse the last slot too
+            self.release(self.counted(const_index(self.plan.trip_count - 1)))
+        for buffer in self.plan.buffers:
+            self.bind_slot(buffer, const_index(0))
+
+    def counted(self, i: ir.Value) -> ir.Value:
+        """Iteration i of this loop counted over the whole launch: a persistent
+        kernel's earlier tiles (`base` iterations) used the slots before it."""
+        return i if self.base is None else add(self.base, i)
+
+    def emit_producer(self) -> None:
+        """The loop of a warp-specialized kernel's producer thread: iteration
+        i's boxes into slot i % S once the consumers released iteration i-S
+        there (the first S slots are fresh)."""
+        stages = self.stages
+        loop = scf.ForOp(const_index(0), const_index(self.plan.trip_count), const_index(1), [])
+        with ir.InsertionPoint(loop.body):
+            i = loop.induction_variable
+            g = self.counted(i)
+            reused = arith.CmpIOp(arith.CmpIPredicate.uge, g, const_index(stages)).result
+            branch = scf.IfOp(reused)
+            with ir.InsertionPoint(branch.then_block):
+                self.wait(self.empty, arith.SubIOp(g, const_index(stages)).result)
+                scf.YieldOp([])
+            self.issue(i, urem(g, stages))
+            scf.YieldOp([])
+
+    def wgmma_loop(self, carried: list, flat: list, refill: bool = True) -> None:
         lowering = self.lowering
         loop = scf.ForOp(const_index(0), const_index(self.plan.trip_count), const_index(1), flat)
         rebind_fragments(carried, list(loop.inner_iter_args))
         with ir.InsertionPoint(loop.body):
             i = loop.induction_variable
-            self.wait(self.full, i)
-            self.bind(urem(i, self.stages))
+            g = self.counted(i)
+            self.wait(self.full, g)
+            self.bind(urem(g, self.stages))
             lowering.bind(self.iv, i)
             for gemm in self.plan.gemms:
                 lowering.lower_op(gemm)
             # The gemms end in wgmma.wait_group 1 (0 for 8-bit): this warp's
             # wgmmas of iteration i-1 are done, so it releases their slot.
-            previous = arith.SubIOp(i, const_index(1)).result
+            previous = arith.SubIOp(g, const_index(1)).result
             self.release(previous, arith.CmpIOp(arith.CmpIPredicate.uge, i, const_index(1)).result)
-            self.refill(i)
+            if refill:
+                self.refill(i)
             scf.YieldOp(fragment_values(carried))
         rebind_fragments(carried, list(loop.results))
         nvvm.WgmmaWaitGroupSyncOp(0)

@@ -31,7 +31,6 @@ fragments, emitting nested ops), never the emitter itself.
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -387,6 +386,16 @@ class KernelLowering(Protocol):
         (JSON-able; lowered values in it become their argument positions) is
         what a launcher must pass, recorded in `attributes.KERNEL_ARGUMENTS`."""
 
+    def set_launch_grid(self, grid: list[int]) -> None:
+        """Launches the kernel with `grid` workgroups instead of the
+        tile.kernel's grid, for a core that maps the kernel's grid onto fewer
+        workgroups itself (a persistent kernel whose workgroups loop over the
+        grid's tiles, rebinding the block ids: `bind`)."""
+
+    def set_function_attribute(self, name: str, value: ir.Attribute) -> None:
+        """Sets an attribute of the gpu.func being emitted (e.g. NVVM's
+        `nvvm.minctasm`, which the NVPTX backend prints as `.minnctapersm`)."""
+
 
 # --------------------------------------------------------------------------
 # What a family provides
@@ -478,6 +487,18 @@ class MatrixCore(ABC):
         False leaves it to the generic lowering."""
         return False
 
+    def emit_kernel_body(self, lowering: KernelLowering, emit_body: Callable[[], None]) -> int:
+        """Emits the kernel's body at the insertion point (after the lane ids
+        and the shared-memory placement): `emit_body()` lowers the tile.kernel's
+        block, once. Returns the threads per workgroup to launch. The default
+        emits the body as it is: `lowering.threads`. A core may wrap it, e.g.
+        NVIDIA's warp-specialized kernels run the body in the kernel's own
+        threads and add a producer warpgroup after them, which issues the TMA
+        loads of the K loop (backends/nvidia/warp_specialize.py); the lane ids
+        of the body's threads stay as they were."""
+        emit_body()
+        return lowering.threads
+
 
 @dataclass(frozen=True)
 class LoweringOption:
@@ -539,29 +560,25 @@ class LoweringHooks:
 # Finding a family's core and hooks
 # --------------------------------------------------------------------------
 
-def _import_object(spec: str) -> Any:
-    module_name, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module_name), name)
-
-
 def matrix_core_for(family: str) -> MatrixCore:
-    """A new instance of the family's matrix core (`Backend.matrix_core`)."""
-    from tilemlir.target import backend
+    """A new instance of the family's matrix core (`Backend.matrix_core`, as
+    the family's resolved backend imported it: `resolve_backend`)."""
+    from tilemlir.targets.registry import resolve_backend
 
-    spec = backend(family).matrix_core
-    if not spec:
+    core = resolve_backend(family).part("matrix_core")
+    if core is None:
         raise UserError(f"the '{family}' family has no lane-level matrix lowering "
                         "(its Backend names no matrix_core)")
-    return _import_object(spec)()
+    return core()
 
 
 def lowering_hooks_for(family: str) -> type[LoweringHooks]:
-    """The family's lowering hooks class (`Backend.lowering_hooks`), or the
-    base class, which adds nothing, when it names none."""
-    from tilemlir.target import backend
+    """The family's lowering hooks class (`Backend.lowering_hooks`, as its
+    resolved backend imported it), or the base class, which adds nothing,
+    when it names none."""
+    from tilemlir.targets.registry import resolve_backend
 
-    spec = backend(family).lowering_hooks
-    return _import_object(spec) if spec else LoweringHooks
+    return resolve_backend(family).part("lowering_hooks") or LoweringHooks
 
 
 # --------------------------------------------------------------------------

@@ -68,7 +68,7 @@ from tilemlir.passes.shared_memory import (
     use_reads_transposed,
 )
 from tilemlir.passes.stage_operands import register_a_from
-from tilemlir.target import backend
+from tilemlir.targets import backend
 
 
 def check_cast(copy: ir.Operation) -> None:
@@ -95,6 +95,12 @@ class LoweredKernel:
     gpu_func: ir.Operation
     arguments: list[ir.Value]  # host values passed, in order
     dynamic_shared_bytes: int = 0
+    # Threads per workgroup at launch: the kernel's own, or more where the core
+    # added some (`MatrixCore.emit_kernel_body`).
+    threads: int = 0
+    # The launch grid where the core chose its own (`set_launch_grid`); empty:
+    # the tile.kernel's.
+    grid: list[int] = field(default_factory=list)
     # Arguments a core added (e.g. TMA tensor maps), each with what a launcher
     # must pass for it: (type, metadata).
     extra_arguments: list[tuple[ir.Type, dict]] = field(default_factory=list)
@@ -302,6 +308,12 @@ class KernelEmitter(FragmentOps):
         self._lowered.extra_arguments.append((arg_type, metadata))
         return argument
 
+    def set_launch_grid(self, grid: list[int]) -> None:
+        self._lowered.grid = list(grid)
+
+    def set_function_attribute(self, name: str, value: ir.Attribute) -> None:
+        self._lowered.gpu_func.attributes[name] = value
+
     # -- the gpu.func ---------------------------------------------------------
 
     def captured_values(self) -> list[ir.Value]:
@@ -352,8 +364,12 @@ class KernelEmitter(FragmentOps):
                 if attributes.SCRATCH.is_on(op):
                     element = ir.MemRefType(op.results[0].type).element_type
                     self._scratch[element] = self.shared_buffer(op.results[0])
-            self.emit_block(self._kernel.regions[0].blocks[0])
+            body = self._kernel.regions[0].blocks[0]
+            launched = self.core.emit_kernel_body(self, lambda: self.emit_block(body))
             gpu.ReturnOp([])
+        self._lowered.threads = launched
+        if launched != self._threads:
+            gpu_func.attributes["known_block_size"] = ir.DenseI32ArrayAttr.get([launched, 1, 1])
         attributes.LDS_BANK_CONFLICTS_PER_ITERATION.write(gpu_func, self._lds_conflicts)
         notes = [json.dumps({"buffer": position, **self._shared_notes[op]})
                  for position, op in enumerate(shared_ops) if op in self._shared_notes]

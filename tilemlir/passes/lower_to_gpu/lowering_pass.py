@@ -64,6 +64,10 @@ Options:
     sched-hints (amdgpu, bool): a scheduling-region hint in pipelined loops.
     tma-copies (nvidia, bool): mma.sync operands fed by TMA too; see
       backends/nvidia/wgmma.py.
+    warp-specialize (nvidia, bool, default true): a producer warpgroup issues
+      the TMA loads of a wgmma K loop; see backends/nvidia/warp_specialize.py.
+    persistent (nvidia, bool, default true): such a kernel launches as many
+      workgroups as the SMs hold, each looping over tiles in grouped order.
 
 Example (the seed's kernel, abridged):
 
@@ -104,9 +108,9 @@ from tilemlir.passes.lower_to_gpu.api import (
 from tilemlir.passes.lower_to_gpu.emitter import KernelEmitter, LoweredKernel
 from tilemlir.passes.shared_memory import lds_breakdown
 from tilemlir.passes.symbols import kernel_symbol
-from tilemlir.target import resolve_target
-from tilemlir.target.model import is_unknown
-from tilemlir.target.registry import report_broken_family, usable_families
+from tilemlir.targets import resolve_target
+from tilemlir.targets.model import is_unknown
+from tilemlir.targets.registry import report_broken_family, usable_families
 
 
 @dataclass(frozen=True)
@@ -204,8 +208,9 @@ class LowerToGpu(TilePass):
         (`KernelLowering.add_kernel_argument`) get a null pointer here and their
         metadata in the gpu.func's `tile.kernel_arguments` (a launcher supplies
         them: e.g. TMA tensor maps of the kernel's memref arguments)."""
-        grid = kernel_grid(kernel) + [1] * (3 - len(kernel_grid(kernel)))
-        threads = kernel_threads(kernel)
+        grid = lowered.grid or kernel_grid(kernel)
+        grid = grid + [1] * (3 - len(grid))
+        threads = lowered.threads or kernel_threads(kernel)
         extra = lowered.extra_arguments
         with ir.InsertionPoint(kernel), kernel.location:
             sizes = [const_index(v) for v in grid]

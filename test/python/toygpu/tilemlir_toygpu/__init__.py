@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tilemlir.target.model import Backend, MmaInstr, Target, is_unknown
+from tilemlir.targets.model import Backend, MmaInstr, Target, is_unknown
 
 # A row's name says its shape and operand type; it is the function the
 # lowering calls (matrix.py).

@@ -1,6 +1,6 @@
 """toygpu's stages: tilemlir's tile and gpu, then its own `toyasm`.
 
-    tile IR --tile, gpu (tilemlir.backends.stages)--> GPU-level IR
+    tile IR --tile, gpu (tilemlir.backends.driver)--> GPU-level IR
         --toyasm-prepare: gpu-check-input, toygpu-count-mma--> annotated GPU-level IR
         --toyasm: print_toyasm--> toy assembly (text)
 
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from tilemlir.backends.driver import Compilation, GpuStage, Stage, TileStage
 from tilemlir.backends.report_schema import kernel_entry, module_report
-from tilemlir.backends.stages import Compilation, GpuStage, Stage, TileStage
 from tilemlir.irutil import walk
 from tilemlir.passes.check_gpu_input import GpuCheckInput
 from tilemlir_toygpu.matrix import BANNER_ATTR

@@ -7,6 +7,13 @@ tilemlir/backends/) are registered the same way in pyproject.toml, and are found
 as those packages when the package's metadata is missing (a source checkout on
 `sys.path`); this module imports none of them until it is asked for it.
 
+A family is resolved once per process into one `ResolvedBackend`
+(`resolve_backend`): its registration, its manifest (or why that failed to
+load), and each part the manifest names as "module:OBJECT" (its stages,
+matrix core, lowering hooks, native-math table, passes, GPU probe), imported
+on first use and kept, with why any of them failed to load. Everything that
+reaches into a family goes through it.
+
 A family whose entry point cannot be loaded (a missing module, an import
 error, an object that is no Backend, a `stages` string naming nothing) does
 not break the others: whatever walks every family (`usable_families`: target
@@ -34,14 +41,14 @@ import os
 import pkgutil
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
 from tilemlir.diagnostics import ToolWarning
 from tilemlir.dialects import attributes
-from tilemlir.target.descriptor import load_descriptor
-from tilemlir.target.model import Backend, Target, TargetError
+from tilemlir.targets.descriptor import load_descriptor
+from tilemlir.targets.model import Backend, Target, TargetError
 
 ENTRY_POINT_GROUP = "tilemlir.backends"
 
@@ -128,13 +135,87 @@ def usable_families() -> tuple[str, ...]:
     return tuple(usable)
 
 
+# The manifest fields that name a part of the family as "module:OBJECT"
+# (`passes`: a dict of them, by pass name).
+PART_FIELDS = ("stages", "matrix_core", "lowering_hooks", "native_math", "detect_gpu", "passes")
+
+
+@dataclass
+class ResolvedBackend:
+    """A family's backend, resolved once (`resolve_backend`): where it was
+    registered, its manifest or why that failed to load (`manifest`,
+    `error`), and the parts the manifest names (`part`), each imported on
+    first use and kept, or its load error kept (`errors`)."""
+
+    family: str
+    entry_point: str  # "module:OBJECT"
+    provider: str  # the distribution that registered it
+    manifest: Backend | None = None
+    error: TargetError | None = None  # why the manifest failed to load
+    _parts: dict[tuple[str, str], object] = field(default_factory=dict, repr=False)
+    _errors: dict[tuple[str, str], TargetError] = field(default_factory=dict, repr=False)
+
+    def require(self) -> Backend:
+        """The manifest; its load error when it has none."""
+        if self.manifest is None:
+            raise self.error.with_traceback(None)
+        return self.manifest
+
+    def part(self, name: str, key: str = "") -> object | None:
+        """The object the manifest's field `name` (one of PART_FIELDS; for
+        `passes`, its entry `key`) names, imported on first use; None when
+        the field is empty. A part that fails to load is a TargetError
+        naming the family, the field, what it names and why, the same on
+        every call."""
+        if name not in PART_FIELDS:
+            raise ValueError(f"'{name}' is not a manifest field naming a part ({', '.join(PART_FIELDS)})")
+        where = getattr(self.require(), name)
+        where = where.get(key, "") if isinstance(where, dict) else where
+        if not where:
+            return None
+        slot = (name, key)
+        if slot in self._errors:
+            raise self._errors[slot].with_traceback(None)
+        if slot not in self._parts:
+            module_name, _, attribute = where.partition(":")
+            try:
+                self._parts[slot] = getattr(importlib.import_module(module_name), attribute)
+            except Exception as error:  # noqa: BLE001 - a broken plug-in must not crash the tools
+                what = f"{name} '{key}'" if key else name
+                self._errors[slot] = TargetError(
+                    f"the {self.family} backend's {what} '{where}' (from {self.provider}) "
+                    f"failed to load: {type(error).__name__}: {error}")
+                raise self._errors[slot] from None
+        return self._parts[slot]
+
+    @property
+    def errors(self) -> dict[str, TargetError]:
+        """What failed to load so far: "manifest", or a part's field name
+        ("passes.NAME" for a pass)."""
+        found = {"manifest": self.error} if self.error is not None else {}
+        found.update({f"{name}.{key}" if key else name: error
+                      for (name, key), error in self._errors.items()})
+        return found
+
+
 @functools.cache
-def backend(family: str) -> Backend:
-    """The `Backend` manifest of `family`, imported on first use."""
+def resolve_backend(family: str) -> ResolvedBackend:
+    """`family` resolved: its manifest imported (or why not, kept), once per
+    process. Only an unregistered family raises (a TargetError)."""
     registration = _registrations().get(family)
     if registration is None:
         known = ", ".join(families())
         raise TargetError(f"no backend family '{family}' (known families: {known})")
+    resolved = ResolvedBackend(family, registration.value, registration.provider)
+    try:
+        resolved.manifest = _load_manifest(registration)
+    except TargetError as error:
+        resolved.error = error
+    return resolved
+
+
+def _load_manifest(registration: _Registration) -> Backend:
+    family = registration.family
     module_name, _, attribute = registration.value.partition(":")
     try:
         obj = importlib.import_module(module_name)
@@ -156,6 +237,12 @@ def backend(family: str) -> Backend:
             f"family '{family}'"
         )
     return obj
+
+
+def backend(family: str) -> Backend:
+    """The `Backend` manifest of `family`, imported on first use
+    (`resolve_backend(family).require()`)."""
+    return resolve_backend(family).require()
 
 
 @functools.cache

@@ -482,7 +482,7 @@ class Backend:
     `matrix_core` and `lowering_hooks` ("module:Class", imported on first use)
     are the family's part of tile-lower-to-gpu (passes/lower_to_gpu/api.py).
 
-    Compiling (`backends/stages.py`): `stages` names the family's stage list
+    Compiling (`backends/driver.py`): `stages` names the family's stage list
     ("module:OBJECT", the shared tile and gpu stages first), whose names are
     what --emit takes; `default_emit` is tile-compile's default (else the last
     stage); `report_stage` builds the --report; `passes` are the family's own
@@ -503,7 +503,7 @@ class Backend:
     family in TileLang's spelling ("hip", "cuda"), and the chip it then means
     when neither TILEMLIR_TARGET nor this machine's GPU is of the family.
     `detect_gpu`: the family's probe for its GPUs on this machine, which picks
-    the target when none is named (`tilemlir.target.selection`)."""
+    the target when none is named (`tilemlir.targets.selection`)."""
 
     family: str
     summary: str
@@ -527,7 +527,7 @@ class Backend:
     default_chip: str = ""
     # "module:function" returning the chip names of this family's GPUs on this
     # machine (empty: none), imported only when no target is named
-    # (target/selection.py); it must be cheap, and whatever it raises means none.
+    # (targets/selection.py); it must be cheap, and whatever it raises means none.
     detect_gpu: str = ""
     # Whether a K loop of one stage still loads its next tiles while its gemms
     # run (tile-pipeline prefetches through registers); False where only loops
@@ -547,6 +547,13 @@ class Backend:
     # accumulator of its own, added to the f32 sum with FADDs (nvidia: wgmma,
     # which keeps fewer bits than f32); the cost model counts its registers.
     partial_sums_prefix: str = ""
+    # The name prefix of instructions whose pipelined K loops get a producer
+    # warpgroup that issues their loads (nvidia: wgmma, backends/nvidia/
+    # warp_specialize.py), the threads it adds and the registers each of them
+    # keeps; the cost model counts them in a workgroup's waves and registers.
+    producer_prefix: str = ""
+    producer_threads: int = 0
+    producer_registers: int = 0
 
     def target_files(self) -> tuple[Path, ...]:
         return tuple(sorted(Path(self.targets_dir).glob("*.toml")))

@@ -1,7 +1,7 @@
 """The cost model: predicted time of a GEMM kernel configuration on a target.
 
 `predict(problem, config, target)` estimates how long one launch takes, from
-the target's descriptor (`tilemlir.tune.facts`, unknown facts assumed) and the
+the target's descriptor (`tilemlir.cost.facts`, unknown facts assumed) and the
 kernel's static figures (`kernel_figures`). It is a roofline per compute unit
 with wave quantisation, in clocks of the descriptor's `compute.clock_mhz`:
 
@@ -12,7 +12,7 @@ Figures of one workgroup (block bm x bn x bk, `waves` waves, `stages` buffers):
     matrix       C = 2*bm*bn*bk / (waves * rate)       clocks of one wave's matrix
                  instructions per iteration; rate = FLOP per SIMD-clock of the
                  instruction (its `cycles`, else the published peak, else
-                 assumed: tilemlir.tune.facts)
+                 assumed: tilemlir.cost.facts)
     global       G = bm*bk*|A| + bk*bn*|B|             bytes per iteration, as stored
     shared       S = stages * (bm*bk + bk*bn) elements LDS the workgroup holds
     LDS traffic  L = the tiles written, plus each wave's (each instruction
@@ -23,7 +23,10 @@ Figures of one workgroup (block bm x bn x bk, `waves` waves, `stages` buffers):
 
 Occupancy: workgroups resident per CU, r = min(waves: floor(max_waves_per_simd
 * simds / waves), LDS: floor(shared_bytes_per_cu / S), registers:
-floor(register file per SIMD lane / registers) * simds / waves). A tuner that compiled the
+floor(register file per SIMD lane / registers) * simds / waves). A K loop of
+the family's producer instructions (Backend.producer_prefix, 2 stages or
+more: NVIDIA's warp-specialized wgmma) adds the producer's waves, at their own
+register count (Backend.producer_registers), the consumers' rounded up to 8. A tuner that compiled the
 kernel passes its own r (`resident`: what the compiled registers and LDS allow).
 
 Wave quantisation: the busiest CU runs q = ceil(W / CUs) workgroups, in rounds
@@ -42,7 +45,10 @@ of r at once. A round of b workgroups takes
             loop of one stage (nvidia), C / busy + L / lds + latency;
     in flight = max(1, stages - 1) tiles a workgroup has requested and not
             yet used: a load issued that many iterations ahead hides that
-            many iterations' worth of latency;
+            many iterations' worth of latency; where the L2's bandwidth is
+            known (memory.l2_bandwidth_gbps), the latency a tile waits out
+            includes its transfer, b * G bytes at one CU's share of that
+            bandwidth;
     fill = max(1, stages - 1) tiles loaded before the loop plus one latency,
     epilogue = the C tile written (and read when C accumulates) at the memory
     share; active CUs = min(CUs, W), `busy` = the llvm-mca busy ratio when
@@ -60,9 +66,10 @@ what makes deep pipelines win on large GEMMs (measured: bench/results/
 tune-model-h200.md), while a small GEMM whose operands sit in the L2 is
 still spread over the chip.
 
-Not modelled (no descriptor fact gives them): L2 bandwidth and the latency
-of L2 hits under load (device-memory bandwidth is the bound, so operands
-re-read by many workgroups count each time: an upper bound), launch
+Not modelled (no descriptor fact gives them): the L2's bandwidth as a bound
+of its own (it only lengthens a tile's arrival, above) and the latency of L2
+hits under load (device-memory bandwidth is the bound, so operands re-read by
+many workgroups count each time: an upper bound), launch
 overhead, barriers, operand-load instructions beside the matrix ones
 (mma.sync's ldmatrix), and register allocation granules.
 
@@ -77,8 +84,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tilemlir.target.model import ELEMENT_BITS, MmaInstr, Target
-from tilemlir.tune.facts import Assumption, ModelFacts, model_facts
+from tilemlir.cost.facts import Assumption, ModelFacts, model_facts
+from tilemlir.targets.model import ELEMENT_BITS, MmaInstr, Target
 
 
 def element_bytes(type_name: str) -> int:
@@ -169,6 +176,10 @@ class KernelFigures:
     epilogue_bytes: int  # C tile written (and read), or partial sums, once per workgroup
     registers: int  # per lane, estimated
     accumulator_registers: int  # per lane
+    # A producer warpgroup's waves and their registers per lane
+    # (Backend.producer_prefix: NVIDIA's warp-specialized wgmma loops); 0: none.
+    producer_waves: int = 0
+    producer_registers: int = 0
 
 
 def kernel_figures(problem: GemmProblem, config: KernelConfig, facts: ModelFacts) -> KernelFigures:
@@ -202,6 +213,8 @@ def kernel_figures(problem: GemmProblem, config: KernelConfig, facts: ModelFacts
     # accumulator (Backend.partial_sums_prefix: NVIDIA's wgmma).
     partial = facts.partial_sums_prefix and config.instruction.name.startswith(facts.partial_sums_prefix)
     copies = 2 if partial and sa == 1 else 1
+    producer = (facts.producer_prefix and config.instruction.name.startswith(facts.producer_prefix)
+                and config.stages >= 2)
     operands = math.ceil((panel_a + panel_b) / (4 * facts.wave_size)) if group == 1 else 0
     staged = math.ceil((bm * bk * a + bk * bn * b) / (4 * config.threads)) if facts.copies_through_registers else 0
     return KernelFigures(
@@ -216,6 +229,8 @@ def kernel_figures(problem: GemmProblem, config: KernelConfig, facts: ModelFacts
         epilogue_bytes=epilogue,
         registers=accumulator * copies + operands + staged + facts.address_registers,
         accumulator_registers=accumulator,
+        producer_waves=facts.producer_threads // facts.wave_size if producer else 0,
+        producer_registers=facts.producer_registers if producer else 0,
     )
 
 
@@ -233,6 +248,11 @@ class Prediction:
     bound: str  # what sets the iteration time: matrix, shared memory, device memory, ...
     figures: KernelFigures
     assumed: tuple[Assumption, ...] = field(default=())
+    # The kernel's own warps load their matrix operands (ldmatrix and address
+    # work the model does not cost) on a target whose family feeds other
+    # instructions from a producer warpgroup (Backend.producer_prefix); a
+    # ranking weighs such predictions (passes/tiling.py: rank_key).
+    own_operand_loads: bool = False
 
     def describe(self) -> str:
         return (f"{self.workgroups} workgroups on {self.compute_units} CUs, up to {self.resident} at once "
@@ -251,6 +271,15 @@ class DoesNotFit(ValueError):
 def occupancy(figures: KernelFigures, facts: ModelFacts) -> dict[str, int]:
     """Workgroups one CU holds at once, as bounded by each resource."""
     waves, simds = figures.waves, facts.simds_per_cu
+    if figures.producer_waves:
+        # The producer's waves keep their own (smaller) register count, the
+        # consumers' counts are whole allocation units of 8 (setmaxnreg).
+        per_workgroup = waves * -(-figures.registers // 8) * 8 + figures.producer_waves * figures.producer_registers
+        return {
+            "waves": facts.max_waves_per_simd * simds // (waves + figures.producer_waves),
+            "lds": facts.shared_bytes_per_cu // max(1, figures.shared_bytes),
+            "registers": facts.register_file * simds // per_workgroup,
+        }
     return {
         "waves": facts.max_waves_per_simd * simds // waves,
         "lds": facts.shared_bytes_per_cu // max(1, figures.shared_bytes),
@@ -340,6 +369,17 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
     memory = figures.global_bytes * reach / share
     idle, loaded = facts.memory_latency_clocks, facts.loaded_latency_clocks
     in_flight = max(1, config.stages - 1)
+    # Where the L2's bandwidth is known, a tile arrives its latency plus its
+    # bytes' transfer at one CU's share of it (a CU's own port: idle CUs do
+    # not lend theirs) after it is requested: a
+    # pipeline must hold that much in flight (measured on the H200 with
+    # warp-specialized wgmma kernels, bench/results/gemm-defaults-h200.md:
+    # 2 stages of 128x256x64 reach 0.61 of the 4-stage kernel's speed, which
+    # the latency alone, 891 clocks under load against 1024 of matrix work,
+    # does not explain; the 48 KiB at 40 B per clock do).
+    l2_share = facts.l2_bytes_per_second / (facts.clock_mhz * 1e6) / cus
+    transfer = figures.global_bytes / l2_share \
+        if facts.l2_bytes_per_second > facts.memory_bytes_per_second else 0.0
 
     def iteration_terms(size: int, latency: float) -> dict[str, float]:
         terms = {
@@ -352,7 +392,7 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
         # wait out the latency the tiles in flight do not cover.
         if config.stages >= 2:
             terms["issue"] = one_wave
-            terms["latency"] = latency / in_flight
+            terms["latency"] = (latency + size * transfer) / in_flight
         elif facts.single_stage_prefetch:
             terms["single-buffer"] = one_wave + lds
             terms["latency"] = latency
@@ -393,4 +433,5 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
         bound=first[1],
         figures=figures,
         assumed=facts.assumed + tuple(a for a in (facts.instruction_rate(config.instruction)[1],) if a),
+        own_operand_loads=bool(facts.producer_prefix) and not figures.producer_waves,
     )

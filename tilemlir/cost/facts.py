@@ -1,6 +1,6 @@
 """The descriptor facts the cost model and tile-tiling read, with unknown ones assumed.
 
-`model_facts(target)` gathers, per logical device, what `tilemlir.tune.model`
+`model_facts(target)` gathers, per logical device, what `tilemlir.cost.model`
 needs: CUs, SIMDs per CU, clock, occupancy ceilings (waves per SIMD, threads
 per workgroup, registers per lane, LDS per CU), LDS bandwidth (banks x bank
 width per clock), device-memory bandwidth, latency (idle and under load) and
@@ -35,7 +35,7 @@ import functools
 from dataclasses import dataclass
 from typing import Literal
 
-from tilemlir.target.model import (
+from tilemlir.targets.model import (
     ELEMENT_BITS,
     MmaInstr,
     Target,
@@ -91,7 +91,7 @@ RULE_BY_FIELD = {rule.field: rule for rule in RULES}
 
 
 def _shipped() -> tuple[Target, ...]:
-    from tilemlir.target.registry import shipped_targets
+    from tilemlir.targets.registry import shipped_targets
 
     return shipped_targets()
 
@@ -145,6 +145,9 @@ class ModelFacts:
     copies_through_registers: bool  # the loop's global -> shared tiles are staged in registers (the manifest)
     address_registers: int  # per lane, besides the tiles (the manifest)
     partial_sums_prefix: str  # instructions whose 8-bit gemms keep a second accumulator (the manifest)
+    producer_prefix: str  # instructions whose K loops get a producer warpgroup (the manifest)
+    producer_threads: int  # the threads it adds (the manifest)
+    producer_registers: int  # per lane, after it gives the rest back (the manifest)
     assumed: tuple[Assumption, ...]
 
     @property
@@ -216,7 +219,7 @@ def model_facts(target: Target) -> ModelFacts:
 
 
 def _model_facts(target: Target) -> ModelFacts:
-    from tilemlir.target.registry import backend
+    from tilemlir.targets.registry import backend
 
     wave = target.require("compute.wave_size", "choosing the thread count")
     shared_per_workgroup = target.require("memory.shared_bytes_per_workgroup", "the LDS budget")
@@ -267,5 +270,8 @@ def _model_facts(target: Target) -> ModelFacts:
         copies_through_registers=backend(target.family).copies_through_registers,
         address_registers=backend(target.family).address_registers,
         partial_sums_prefix=backend(target.family).partial_sums_prefix,
+        producer_prefix=backend(target.family).producer_prefix,
+        producer_threads=backend(target.family).producer_threads,
+        producer_registers=backend(target.family).producer_registers,
         assumed=tuple(assumed),
     )

@@ -1,4 +1,4 @@
-"""Compile stages: what every backend's stage list is made of, and the loop that runs it.
+"""The driver: the loop that runs a backend's stages, and what every stage list is made of.
 
 A backend declares its stages on its manifest (`Backend.stages`, "module:OBJECT"
 naming a sequence of `Stage`s): first the shared `TileStage` and `GpuStage`
@@ -11,17 +11,17 @@ key of its artefact. Each stage
   - runs on a `Compilation` (`run`): the module in place, the options, the
     artefacts of the stages before, timing each step under its label.
 
-`run_stages` is the whole driver: tile-verify, then every stage up to the one
-asked for, each described just before it runs (so a described pipeline is the
-one that ran, on the IR it ran on). `tilemlir.compiler` adds parsing, target
+`run_stages` is the whole driver, and every path to code generation goes
+through it: the input checks (`check_input`: the stage is the backend's, the
+nesting depth, one kernel function where the artefact holds one), tile-verify,
+then every stage up to the one asked for, each described just before it runs
+(so a described pipeline is the one that ran, on the IR it ran on). `tilemlir.compiler` adds parsing, target
 resolution and the result; `emits()` is the union of the registered stage lists.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
@@ -35,12 +35,14 @@ from tilemlir.diagnostics import (
     SourceBuffer,
     UserError,
     collect_diagnostics,
+    file_position,
     format_diag,
     mlir_error_diags,
+    region_nesting_error,
 )
 from tilemlir.irutil import walk
 from tilemlir.passes.kernel_facts import configuration_of
-from tilemlir.target.model import Backend, Target
+from tilemlir.targets.model import Backend, Target
 
 
 class CompileError(UserError):
@@ -79,7 +81,7 @@ def has_gpu_module(module: ir.Operation) -> bool:
 def target_spec(target: Target) -> str:
     """Text that names `target` in a pass option: `family:name` when the
     registry gives back this very descriptor, else the file it came from."""
-    from tilemlir.target.registry import get_target
+    from tilemlir.targets.registry import get_target
 
     try:
         if get_target(str(target)) == target:
@@ -337,23 +339,20 @@ class GpuStage(Stage):
 # --------------------------------------------------------------------------
 
 
-@functools.cache
 def backend_stages(family: str) -> tuple[Stage, ...]:
-    """The stages `family`'s manifest names (imported on first use)."""
-    from tilemlir.target.registry import backend, provider
+    """The stages `family`'s manifest names: its resolved backend's `stages`
+    part (`tilemlir.targets.registry.resolve_backend`, imported once), checked
+    to be distinct `Stage`s."""
+    from tilemlir.targets.registry import resolve_backend
 
-    manifest: Backend = backend(family)
-    if not manifest.stages:
+    resolved = resolve_backend(family)
+    manifest: Backend = resolved.require()
+    listed = resolved.part("stages")  # a TargetError (a UserError) saying why it did not load
+    if listed is None:
         raise UserError(f"the {family} backend declares no compile stages")
-    module_name, _, attribute = manifest.stages.partition(":")
-    try:
-        stages = tuple(getattr(importlib.import_module(module_name), attribute))
-    except Exception as error:  # noqa: BLE001 - a broken plug-in must not crash the tools
-        raise UserError(f"the {family} backend's stages '{manifest.stages}' "
-                        f"(from {provider(family)}) failed to load: "
-                        f"{type(error).__name__}: {error}") from None
+    stages = tuple(listed) if isinstance(listed, (tuple, list)) else ()
     names = [getattr(stage, "name", None) for stage in stages]
-    if len(set(names)) != len(names) or not all(isinstance(s, Stage) for s in stages):
+    if not stages or len(set(names)) != len(names) or not all(isinstance(s, Stage) for s in stages):
         raise UserError(f"the {family} backend's stages ({manifest.stages}) are not distinct Stages")
     return stages
 
@@ -365,7 +364,7 @@ def stage_names(family: str) -> tuple[str, ...]:
 def registered_stages() -> dict[str, Stage]:
     """Every stage name of every registered backend, in stage-list order,
     with the first stage of that name."""
-    from tilemlir.target.registry import report_broken_family, usable_families
+    from tilemlir.targets.registry import report_broken_family, usable_families
 
     found: dict[str, Stage] = {}
     for family in usable_families():
@@ -388,7 +387,7 @@ def default_emit(family: str) -> str:
     """The stage compiled to when none is asked for (tile-compile without
     --emit, `tilemlir.compile` without emit=): the backend's declared
     `default_emit`, else its last stage."""
-    from tilemlir.target.registry import backend
+    from tilemlir.targets.registry import backend
 
     return backend(family).default_emit or stage_names(family)[-1]
 
@@ -401,7 +400,7 @@ def check_emit(target: Target, emit: str) -> None:
     if emit not in known:
         raise UserError(f"unknown --emit '{emit}' (choose from {', '.join(known)})")
     if emit not in names:
-        from tilemlir.target.registry import usable_families
+        from tilemlir.targets.registry import usable_families
 
         owners = [f for f in usable_families()
                   if f != target.family and emit in _stage_names_or_none(f)]
@@ -420,7 +419,7 @@ def _stage_names_or_none(family: str) -> tuple[str, ...]:
 def stages_to_run(target: Target, emit: str, options: CompileOptions) -> tuple[Stage, ...]:
     """The stages up to `emit`, or up to the backend's report stage when a
     report is asked for and comes later."""
-    from tilemlir.target.registry import backend
+    from tilemlir.targets.registry import backend
 
     stages = backend_stages(target.family)
     names = [stage.name for stage in stages]
@@ -431,11 +430,59 @@ def stages_to_run(target: Target, emit: str, options: CompileOptions) -> tuple[S
     return stages[:last + 1]
 
 
+# LLVM's loop passes and llc grow faster than linearly with loop depth (measured
+# on gfx942: 256 nested loops 3.5 s and 0.25 GB; 400 nested loops 8 s and 0.45 GB;
+# 2000 exhausted 24 GB), so deeper input is refused before compiling.
+MAX_REGION_NESTING = 256
+
+
+def _require_one_kernel_function(module: ir.Operation, target: Target,
+                                 source: SourceBuffer | None) -> None:
+    """Refuses, before anything is compiled, a module whose functions would
+    lower to several gpu.modules: each function holding tile ops becomes one,
+    and hand-written gpu.modules count as they are."""
+    units = []
+    for op in module.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name == "gpu.module" or (op.name == "func.func" and has_tile_ops(op)):
+            units.append(op)
+    if len(units) <= 1:
+        return
+    with module.context:  # symbol names printed as MLIR prints them (quoted and escaped if need be)
+        names = ", ".join(str(ir.FlatSymbolRefAttr.get(ir.StringAttr(op.attributes["sym_name"]).value))
+                          for op in units)
+    file, line, col = file_position(units[1].location)
+    if source is not None:
+        file, line, col = source.map_position(file, line, col)
+    raise CompileError([Diag(
+        "error",
+        f"{target.family} compiles one kernel function per module into one artefact, and this module "
+        f"has {len(units)} ({names}); put each in a file of its own",
+        file, line, col)], source)
+
+
+def check_input(job: Compilation) -> None:
+    """The driver's checks of what it is asked to compile, before anything
+    runs: `job.emit` is a stage of the target's backend (`check_emit`), no op
+    is nested in more than MAX_REGION_NESTING regions, and a module compiled
+    to a stage whose artefact holds one kernel function has one (the IR
+    stages hold any number)."""
+    check_emit(job.target, job.emit)
+    too_deep = region_nesting_error(job.module, MAX_REGION_NESTING, job.source)
+    if too_deep is not None:
+        raise CompileError([too_deep], job.source)
+    if any(stage.one_kernel_function for stage in stages_to_run(job.target, job.emit, job.options)):
+        _require_one_kernel_function(job.module, job.target, job.source)
+
+
 def run_stages(job: Compilation, *, dump: Callable[[str], None] | None = None) -> Compilation:
-    """tile-verify, then the stages up to `job.emit` (`stages_to_run`). With
-    `dump`, every stage of the backend is described through it, each just
-    before it runs; the stages that do not run (after the last one asked for,
-    or after a failure) are described on the IR as it is then."""
+    """The input checks (`check_input`), tile-verify, then the stages up to
+    `job.emit` (`stages_to_run`): every compile, whoever asks for it, goes
+    through here. With `dump`, every stage of the backend is described
+    through it, each just before it runs; the stages that do not run (after
+    the last one asked for, or after a failure) are described on the IR as
+    it is then."""
+    check_input(job)
     stages = backend_stages(job.target.family)
     running = {stage.name for stage in stages_to_run(job.target, job.emit, job.options)}
     failure: UserError | None = None

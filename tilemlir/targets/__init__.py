@@ -1,6 +1,6 @@
 """The hardware model: targets as validated data, backend families as plug-ins.
 
-    from tilemlir.target import get_target, resolve_target
+    from tilemlir.targets import get_target, resolve_target
     target = get_target("amdgpu:gfx942")             # or a descriptor path
     target.mma_candidates("f8E4M3FNUZ", "f8E4M3FNUZ", "f32")
     target = resolve_target(module_op, pass_option)  # option wins over tile.target
@@ -15,8 +15,8 @@ the target flags every tool shares, llvm_processors.py which processors LLVM
 knows (for the families' own checks).
 """
 
-from tilemlir.target.descriptor import DescriptorError, load_descriptor
-from tilemlir.target.model import (
+from tilemlir.targets.descriptor import DescriptorError, load_descriptor
+from tilemlir.targets.model import (
     UNKNOWN,
     Backend,
     Compute,
@@ -30,7 +30,7 @@ from tilemlir.target.model import (
     UnknownFactError,
     is_unknown,
 )
-from tilemlir.target.registry import (
+from tilemlir.targets.registry import (
     ENTRY_POINT_GROUP,
     all_targets,
     backend,
@@ -42,7 +42,7 @@ from tilemlir.target.registry import (
     shipped_targets,
     target_names,
 )
-from tilemlir.target.selection import select_target
+from tilemlir.targets.selection import select_target
 
 __all__ = [
     "ENTRY_POINT_GROUP",

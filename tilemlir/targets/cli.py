@@ -14,8 +14,8 @@ import argparse
 import json
 from pathlib import Path
 
-from tilemlir.target.model import Target, TargetError
-from tilemlir.target.registry import (
+from tilemlir.targets.model import Target, TargetError
+from tilemlir.targets.registry import (
     backend,
     family_targets,
     get_target,
@@ -24,7 +24,7 @@ from tilemlir.target.registry import (
     report_broken_family,
     usable_families,
 )
-from tilemlir.target.toml_writer import descriptor_toml
+from tilemlir.targets.toml_writer import descriptor_toml
 
 _ROWS_PLACEHOLDER = "@@instructions@@"
 

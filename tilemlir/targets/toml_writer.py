@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tilemlir.target.model import UNKNOWN_SPELLING, MmaInstr, Target, is_unknown
+from tilemlir.targets.model import UNKNOWN_SPELLING, MmaInstr, Target, is_unknown
 
 # TOML's bare keys (toml.io, "Keys"); anything else is written quoted.
 _BARE_KEY_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")

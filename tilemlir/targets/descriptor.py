@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from tilemlir.files import UnreadableFile, read_regular_file
-from tilemlir.target.model import (
+from tilemlir.targets.model import (
     FP8_KIND,
     PEAK_KEYS,
     UNKNOWN,
@@ -74,7 +74,7 @@ from tilemlir.target.model import (
     Unknown,
     is_unknown,
 )
-from tilemlir.target.toml_writer import descriptor_data
+from tilemlir.targets.toml_writer import descriptor_data
 
 SCHEMA_VERSION = 1
 # A target name reaches command lines, pass pipelines and file names, and a

@@ -1,6 +1,6 @@
 """Which target to compile for: one rule for every entry point.
 
-    from tilemlir.target.selection import select_target
+    from tilemlir.targets.selection import select_target
     select_target("gfx942")                  # amdgpu:gfx942: a chip only one family ships
     select_target(None, module)              # tile.target, else $TILEMLIR_TARGET, else this machine's GPU
     select_target(None, module, engine_default="amdgpu:gfx942")   # an engine that runs on no GPU
@@ -37,16 +37,16 @@ users read the rule; this module is where it is decided.
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 from collections.abc import Mapping
 
 from tilemlir.dialects.attributes import TARGET as TARGET_ATTRIBUTE
-from tilemlir.target.model import Target, TargetError
-from tilemlir.target.registry import (
+from tilemlir.targets.model import Target, TargetError
+from tilemlir.targets.registry import (
     backend,
     family_targets,
     get_target,
+    resolve_backend,
     target_by_name,
     target_from_attribute,
     target_names,
@@ -186,12 +186,10 @@ def probed_gpus() -> tuple[tuple[str, str], ...]:
     process. A probe that fails in any way found nothing."""
     found: list[tuple[str, str]] = []
     for family in usable_families():
-        probe = backend(family).detect_gpu
-        if not probe:
+        if not backend(family).detect_gpu:
             continue
-        module_name, _, function = probe.partition(":")
         try:
-            chips = tuple(getattr(importlib.import_module(module_name), function)())
+            chips = tuple(resolve_backend(family).part("detect_gpu")())
         except Exception:  # noqa: BLE001 - no driver, no tool, odd output: no GPU of this family
             chips = ()
         found.extend((family, chip) for chip in dict.fromkeys(chips))

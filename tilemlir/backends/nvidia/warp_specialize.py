@@ -1,0 +1,308 @@
+"""Warp-specialized sm_90a kernels: a producer warpgroup feeds the K loop.
+
+A kernel whose one pipelined K loop is a TMA + wgmma loop (`wgmma.TmaLoop`),
+directly in the kernel's body, is launched with one warpgroup (128 threads)
+more than it asks for. Its own T threads (the consumers, lane ids unchanged)
+run the body as written, but wait for each slot's data and release it with
+no TMA work of their own; the added warpgroup (the producer) issues the
+loop's TMA loads:
+
+    thread 0: init full[s], empty[s]; all threads: bar.sync 0
+    if tid < T:    [setmaxnreg.inc C]   the body; its K loop:
+                       wait full[i % S]; wgmmas; wait_group 1; release empty[(i-1) % S]
+                   (the body's CTA barriers become named barrier 1 of T threads)
+    else:          [setmaxnreg.dec P]   thread T only, for each iteration i:
+                       if i >= S: wait empty[i % S] (iteration i-S released)
+                       expect_tx(full[i % S]); TMA boxes of iteration i
+
+This is the producer/consumer structure of CUTLASS's sm90 warp-specialized
+GEMMs and FlashAttention-3 (shared/reference/speed_techniques.md 1.2-1.3:
+with `setmaxnreg`, 488 -> 635 TFLOP/s in a published bf16 8192^3 kernel).
+The consumers' warps never diverge to issue copies or wait for a slot to
+drain, and the producer runs ahead by S slots.
+
+Registers (`RegisterSplit`): the launch gives every thread the kernel's
+register count, which ptxas fixes from `.maxntid` (the launched threads) and
+`.minnctapersm` (the blocks per SM that the shared memory allows). Where the
+consumers could use more than that share, the producer gives registers back
+(`setmaxnreg.dec` to 40, CUTLASS's producer count) and the consumers take
+them (`setmaxnreg.inc`), within the 65536 of an SM (PTX ISA, "setmaxnreg":
+multiples of 8 in [24, 256], every warp of a warpgroup executes it; sm_90a).
+
+The producer computes the copies' coordinates itself: every value they use
+must come from the block ids, the loop's induction variable, kernel
+arguments, constants, or scalar arithmetic on those (the ops are lowered
+again in the producer's branch). A kernel that does not fit (several
+pipelined loops, a loop inside another, coordinates read from memory) keeps
+the single-role loop of `TmaLoop.emit`, as does any kernel with
+tile-lower-to-gpu{warp-specialize=false}.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, gpu, nvvm, scf
+
+from tilemlir.backends.nvidia.cp_async_pipelining import PipelinePlan
+from tilemlir.irutil import walk
+from tilemlir.passes.kernel_facts import kernel_grid
+from tilemlir.passes.lower_to_gpu.api import (
+    KernelLowering,
+    add,
+    bit_width,
+    const_index,
+    for_loop_parts,
+    mul,
+    udiv,
+    urem,
+)
+
+PRODUCER_THREADS = 128  # one warpgroup: setmaxnreg acts on whole warpgroups
+PRODUCER_REGISTERS = 40  # CUTLASS's producer count (speed_techniques.md 1.3)
+CONSUMER_REGISTERS_MAX = 240  # the most any published kernel raises to (FA3: 240)
+BLOCKS_PER_SM_MAX = 32  # CUDA C++ Programming Guide, compute capability 9.0
+# Shared memory the system takes per block (CUDA C++ Programming Guide,
+# "Shared Memory" of compute capability 8.x/9.0: 1 KB reserved per block).
+SYSTEM_SHARED_PER_BLOCK = 1024
+GROUP_ROWS = 8  # rows of tiles walked together by a persistent kernel (Triton's GROUP_M)
+CONSUMER_BARRIER = 1  # the named barrier of the consumer threads (0 is bar.sync's CTA barrier)
+
+# Scalar ops the producer may lower again to compute copy coordinates.
+_SCALAR_DIALECTS = ("arith.", "index.", "affine.apply", "math.")
+
+
+@dataclass(frozen=True)
+class RegisterSplit:
+    """The registers per thread at entry, and after `setmaxnreg` (0: none)."""
+
+    blocks_per_sm: int
+    entry: int
+    producer: int = 0
+    consumer: int = 0
+
+
+def register_split(target, consumers: int, shared_bytes: int, need: int,
+                   instruction: int) -> RegisterSplit | None:
+    """How the registers of the SM divide between roles: the most blocks per
+    SM that shared memory and threads allow and that still give each consumer
+    thread `need` registers (after `setmaxnreg`, where raising the consumers
+    gains anything), the count each thread gets at launch, and the
+    setmaxnreg counts. None when not even one block does: the kernel keeps
+    one role, whose threads all get the most registers.
+
+    The count at launch must also hold the operands of the widest single
+    instruction (`instruction` registers): ptxas checks every instruction
+    against the kernel's cap, whatever setmaxnreg raised (seen on the H200's
+    ptxas 13.0: "C7602 Insufficient registers (80) to compile instruction",
+    for an m64n128 wgmma whose consumers had been raised to 120)."""
+    compute, registers = target.compute, target.registers
+    threads = consumers + PRODUCER_THREADS
+    per_sm_threads = compute.max_waves_per_simd * compute.simds_per_cu * compute.wave_size
+    most = min(BLOCKS_PER_SM_MAX, per_sm_threads // threads,
+               target.memory.shared_bytes_per_cu // (shared_bytes + SYSTEM_SHARED_PER_BLOCK))
+    file = registers.file_per_lane * compute.wave_size * compute.simds_per_cu  # 65536
+    for blocks in range(max(1, most), 0, -1):
+        entry = min(registers.vgprs_per_lane, file // (threads * blocks)) // 8 * 8
+        consumer = min(CONSUMER_REGISTERS_MAX,
+                       (entry * threads - PRODUCER_REGISTERS * PRODUCER_THREADS) // consumers // 8 * 8)
+        if max(entry, consumer) >= need and entry >= instruction:
+            if consumer <= entry:
+                return RegisterSplit(blocks, entry)
+            return RegisterSplit(blocks, entry, PRODUCER_REGISTERS, consumer)
+    return None
+
+
+def consumer_registers(kernel: ir.Operation, threads: int, overhead: int, doubled: set) -> int:
+    """The registers a consumer thread needs: its share of every register
+    fragment (32-bit registers; those in `doubled` twice: accumulators of
+    8-bit wgmma, whose partial sums take a second one), plus `overhead`
+    (addresses, loop state)."""
+    words = 0
+    for op in walk(kernel):
+        if op.name == "tile.alloc_fragment":
+            fragment = ir.MemRefType(op.results[0].type)
+            elements = 1
+            for size in fragment.shape:
+                elements *= size
+            share = -(-elements * max(32, bit_width(fragment.element_type)) // 32 // threads)
+            words += share * (2 if op.results[0] in doubled else 1)
+    return words + overhead
+
+
+def producer_values(kernel: ir.Operation, loop: ir.Operation, plan: PipelinePlan) -> list | None:
+    """The kernel-body ops (before the loop) the producer must lower again to
+    compute the copies' coordinates, in order; None when some coordinate
+    depends on anything but block ids, the induction variable, values from
+    outside the kernel and scalar arithmetic on them."""
+    body = kernel.regions[0].blocks[0]
+    iv = for_loop_parts(loop).induction_variable
+    prefix = set(plan.prefix)
+    top = {}
+    for op in body.operations:
+        if op == loop:
+            break
+        for result in op.results:
+            top[result] = op
+    needed, pending, seen = set(), [], set()
+    for op in list(plan.copies) + list(plan.prefix):
+        pending.extend(list(op.operands)[2:4] if op in plan.copies else list(op.operands))
+    while pending:
+        value = pending.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if value == iv:
+            continue
+        if isinstance(value, ir.BlockArgument):
+            if value.owner == body:
+                continue  # a block id
+            return None
+        owner = value.owner
+        if owner in prefix:
+            pending.extend(owner.operands)
+            continue
+        if value in top:
+            op = top[value]
+            if op.regions or not op.name.startswith(_SCALAR_DIALECTS):
+                return None
+            needed.add(op)
+            pending.extend(op.operands)
+            continue
+        if not _defined_inside(owner, kernel):
+            continue  # captured from the host function: a kernel argument
+        return None
+    if any(not op.name.startswith(_SCALAR_DIALECTS) or op.regions for op in plan.prefix):
+        return None
+    return [op for op in body.operations if op in needed]
+
+
+def _defined_inside(op, kernel: ir.Operation) -> bool:
+    while op is not None:
+        if op == kernel:
+            return True
+        op = op.parent if hasattr(op, "parent") else None
+    return False
+
+
+class WarpSpecializedKernel:
+    """Emits a kernel body split into consumer and producer roles (module
+    docstring); `tma_loop` is the TmaLoop of the kernel's pipelined K loop.
+    With `persistent_slots` > 0 the kernel is persistent: that many
+    workgroups at most (the SMs x the blocks each holds) loop over the
+    grid's tiles in grouped order (`tile_order`), and the slots' barriers
+    count on across tiles, so the producer loads a tile's first slots while
+    the consumers still run the previous tile's epilogue."""
+
+    def __init__(self, lowering: KernelLowering, tma_loop, before: list, split: RegisterSplit,
+                 persistent_slots: int = 0, stages_shared: bool = False):
+        self.lowering, self.tma_loop = lowering, tma_loop
+        self.before, self.split = before, split
+        self.grid = kernel_grid(lowering.kernel)
+        self.tiles = math.prod(self.grid)
+        self.launched = min(self.tiles, persistent_slots) if persistent_slots else 0
+        # The body has shared buffers besides the loop's slots: a tile's first
+        # writes to them wait until every consumer is done with the last tile's.
+        self.stages_shared = stages_shared
+
+    def emit(self, emit_body) -> int:
+        lowering = self.lowering
+        consumers = lowering.threads
+        self.tma_loop.create_barriers()
+        thread = lowering.ids.thread
+        is_consumer = arith.CmpIOp(arith.CmpIPredicate.ult, thread, const_index(consumers)).result
+        roles = scf.IfOp(is_consumer, has_else=True)
+        with ir.InsertionPoint(roles.then_block):
+            if self.split.consumer:
+                nvvm.SetMaxRegisterOp(self.split.consumer, nvvm.SetMaxRegisterAction.increase)
+
+            def consume() -> None:
+                emit_body()
+                if self.launched and self.stages_shared:
+                    gpu.BarrierOp()  # made a named barrier of the consumers below
+            self.over_tiles(consume)
+            scf.YieldOp([])
+        with ir.InsertionPoint(roles.else_block):
+            if self.split.producer:
+                nvvm.SetMaxRegisterOp(self.split.producer, nvvm.SetMaxRegisterAction.decrease)
+            leader = arith.CmpIOp(arith.CmpIPredicate.eq, thread, const_index(consumers)).result
+            issuing = scf.IfOp(leader)
+            with ir.InsertionPoint(issuing.then_block):
+
+                def produce() -> None:
+                    for op in self.before:
+                        lowering.lower_op(op)
+                    self.tma_loop.emit_producer()
+                self.over_tiles(produce)
+                scf.YieldOp([])
+            scf.YieldOp([])
+        named_consumer_barriers(roles.then_block, consumers)
+        if self.split.consumer:
+            lowering.set_function_attribute(
+                "nvvm.minctasm", ir.IntegerAttr.get(ir.IntegerType.get_signless(32), self.split.blocks_per_sm))
+        if self.launched:
+            lowering.set_launch_grid([self.launched])
+        return consumers + PRODUCER_THREADS
+
+    def over_tiles(self, emit_tile) -> None:
+        """`emit_tile()` once (not persistent), or in a loop over this
+        workgroup's tiles: t = block id, + launched, ... below the tile count,
+        the block ids rebound to tile t's and the K loop's count of earlier
+        iterations carried along."""
+        if not self.launched:
+            emit_tile()
+            return
+        lowering = self.lowering
+        start = gpu.BlockIdOp(gpu.Dimension.x).result
+        loop = scf.ForOp(start, const_index(self.tiles), const_index(self.launched), [const_index(0)])
+        with ir.InsertionPoint(loop.body):
+            base = loop.inner_iter_args[0]
+            ids = tile_order(loop.induction_variable, self.grid)
+            for argument, value in zip(lowering.kernel.regions[0].blocks[0].arguments, ids):
+                lowering.bind(argument, value)
+            self.tma_loop.base = base
+            emit_tile()
+            scf.YieldOp([add(base, self.tma_loop.plan.trip_count)])
+        self.tma_loop.base = None
+
+
+def tile_order(t: ir.Value, grid: list[int]) -> list[ir.Value]:
+    """Block ids (x, y, ...) of the t-th tile in grouped order: GROUP_ROWS
+    consecutive rows of the grid (y) are walked column by column (x), so the
+    tiles running at once share fewer rows of A and columns of B than whole
+    rows of the grid would (the L2-friendly order of CUTLASS's and Triton's
+    GEMMs, speed_techniques.md 1.4). A bijection of the grid: every tile once."""
+    if len(grid) == 1:
+        return [t]
+    gx, gy = grid[0], grid[1]
+    per_group = GROUP_ROWS * gx
+    within = urem(t, per_group)
+    first = mul(udiv(t, per_group), GROUP_ROWS)
+    rows = arith.MinUIOp(arith.SubIOp(const_index(gy), first).result, const_index(GROUP_ROWS)).result
+    return [arith.DivUIOp(within, rows).result, add(first, arith.RemUIOp(within, rows).result)]
+
+
+def named_consumer_barriers(block: ir.Block, threads: int) -> None:
+    """Every CTA barrier (gpu.barrier) emitted in `block` becomes named barrier
+    CONSUMER_BARRIER of `threads` threads: the producer warpgroup never reaches
+    them (PTX ISA, "bar.sync": a barrier with a thread count waits for that
+    many threads, in whole warps)."""
+    barriers = []
+
+    def collect(b: ir.Block) -> None:
+        for op in b.operations:
+            if op.name == "gpu.barrier":
+                barriers.append(op)
+            for region in op.regions:
+                for inner in region.blocks:
+                    collect(inner)
+    collect(block)
+    i32 = ir.IntegerType.get_signless(32)
+    for barrier in barriers:
+        with ir.InsertionPoint(barrier), barrier.location:
+            nvvm.BarrierOp(None, barrierId=arith.ConstantOp(i32, CONSUMER_BARRIER).result,
+                           numberOfThreads=arith.ConstantOp(i32, threads).result)
+        barrier.erase()
+
