@@ -49,7 +49,8 @@ of r at once. A round of b workgroups takes
             known (memory.l2_bandwidth_gbps), the latency a tile waits out
             includes its transfer, b * G bytes at one CU's share of that
             bandwidth;
-    fill = max(1, stages - 1) tiles loaded before the loop plus one latency,
+    fill = max(1, stages - 1) tiles loaded before the loop plus one latency
+    (and one tile's transfer, where the L2's bandwidth is known),
     epilogue = the C tile written (and read when C accumulates) at the memory
     share; active CUs = min(CUs, W), `busy` = the llvm-mca busy ratio when
     given, else 1.
@@ -180,6 +181,9 @@ class KernelFigures:
     # (Backend.producer_prefix: NVIDIA's warp-specialized wgmma loops); 0: none.
     producer_waves: int = 0
     producer_registers: int = 0
+    # Per lane, one instruction's accumulator and the address registers: what
+    # a warp-specialized kernel's count at launch must hold (0: no producer).
+    instruction_registers: int = 0
 
 
 def kernel_figures(problem: GemmProblem, config: KernelConfig, facts: ModelFacts) -> KernelFigures:
@@ -231,6 +235,9 @@ def kernel_figures(problem: GemmProblem, config: KernelConfig, facts: ModelFacts
         accumulator_registers=accumulator,
         producer_waves=facts.producer_threads // facts.wave_size if producer else 0,
         producer_registers=facts.producer_registers if producer else 0,
+        instruction_registers=(math.ceil(config.instruction.m * config.instruction.n * element_bytes(problem.accum)
+                                         / (4 * facts.wave_size * group)) + facts.address_registers
+                               if producer else 0),
     )
 
 
@@ -249,9 +256,11 @@ class Prediction:
     figures: KernelFigures
     assumed: tuple[Assumption, ...] = field(default=())
     # The kernel's own warps load their matrix operands (ldmatrix and address
-    # work the model does not cost) on a target whose family feeds other
-    # instructions from a producer warpgroup (Backend.producer_prefix); a
-    # ranking weighs such predictions (passes/tiling.py: rank_key).
+    # work the model does not cost), on a target whose family has a producer
+    # warpgroup for some instructions (Backend.producer_prefix), whichever
+    # instruction was asked for; a ranking weighs such predictions
+    # (passes/tiling.py: rank_key). The model assumes the lowering's
+    # defaults: tile-lower-to-gpu{warp-specialize=true}.
     own_operand_loads: bool = False
 
     def describe(self) -> str:
@@ -274,11 +283,15 @@ def occupancy(figures: KernelFigures, facts: ModelFacts) -> dict[str, int]:
     if figures.producer_waves:
         # The producer's waves keep their own (smaller) register count, the
         # consumers' counts are whole allocation units of 8 (setmaxnreg).
+        # Every thread's count at launch must also hold one instruction's
+        # operands (ptxas checks each instruction against it, whatever
+        # setmaxnreg raises later: backends/nvidia/warp_specialize.py).
         per_workgroup = waves * -(-figures.registers // 8) * 8 + figures.producer_waves * figures.producer_registers
+        at_launch = (waves + figures.producer_waves) * -(-figures.instruction_registers // 8) * 8
         return {
             "waves": facts.max_waves_per_simd * simds // (waves + figures.producer_waves),
             "lds": facts.shared_bytes_per_cu // max(1, figures.shared_bytes),
-            "registers": facts.register_file * simds // per_workgroup,
+            "registers": facts.register_file * simds // max(per_workgroup, at_launch),
         }
     return {
         "waves": facts.max_waves_per_simd * simds // waves,
@@ -390,14 +403,15 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
         # One workgroup's own iteration: with one buffer, its LDS stores
         # wait for the reads of the gemm (tile-pipeline, N = 1); its loads
         # wait out the latency the tiles in flight do not cover.
+        arrival = latency + size * transfer  # a tile's, from its request
         if config.stages >= 2:
             terms["issue"] = one_wave
-            terms["latency"] = (latency + size * transfer) / in_flight
+            terms["latency"] = arrival / in_flight
         elif facts.single_stage_prefetch:
             terms["single-buffer"] = one_wave + lds
-            terms["latency"] = latency
+            terms["latency"] = arrival
         else:
-            terms["unpipelined"] = one_wave + lds + latency
+            terms["unpipelined"] = one_wave + lds + arrival
         return terms
 
     def total(latency: float) -> tuple[float, tuple[float, str]]:
@@ -406,7 +420,7 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
             terms = iteration_terms(size, latency)
             bound = max(terms, key=terms.get)  # on a tie, the first: matrix
             iteration = terms[bound]
-            fill = in_flight * size * memory + latency
+            fill = in_flight * size * memory + latency + size * transfer
             epilogue = size * figures.epilogue_bytes / share
             clocks += figures.iterations * iteration + fill + epilogue
             first = first or (iteration, bound)

@@ -168,14 +168,15 @@ class TilingChoice:
 # ldmatrix and address work. Measured on the H200 (bench/results/
 # gemm-defaults-h200.md), measured / predicted time: mma.sync kernels 1.33
 # (f16 512x512x8192, 32x64 blocks) and 3.5 (fp8 4096x4096x1024, the best of
-# them), warp-specialized wgmma 0.62 and 1.4; 1.5 is below every ratio of
-# the two.
+# them), warp-specialized wgmma 0.62 and 1.4 (two measurements, no more);
+# 1.5 is below every ratio of the two.
 OWN_OPERAND_LOADS = 1.5
 
 
 def rank_key(prediction: Prediction, config: KernelConfig) -> tuple:
     """Fastest first, a kernel whose own warps load its operands weighed by
-    OWN_OPERAND_LOADS where producer-fed kernels are the alternative; on a
+    OWN_OPERAND_LOADS on a target whose family has producer-fed kernels (all
+    such candidates alike where none is producer-fed); on a
     tie, fewer K iterations (per-iteration costs the descriptor does not
     give: latency, barriers), the larger block, more stages, then the wave
     count nearest the fixed rule's (the most exercised lowering), fewer

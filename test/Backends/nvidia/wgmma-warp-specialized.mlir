@@ -12,7 +12,7 @@
 // A 128x128x64 block of one warpgroup whose C goes through shared memory: the
 // epilogue's CTA barriers become named barrier 1 of the 128 consumer threads.
 module attributes {tile.target = "nvidia:sm_90a"} {
-  func.func @staged(%A: memref<512x512xf16>, %B: memref<512x512xf16>, %C: memref<512x512xf16>) {
+  func.func @staged(%A: memref<2048x512xf16>, %B: memref<512x2048xf16>, %C: memref<2048x2048xf16>) {
     "tile.kernel"() ({
     ^bb0(%bx: index, %by: index):
       %a = "tile.alloc_shared"() : () -> memref<128x64xf16, #gpu.address_space<workgroup>>
@@ -30,24 +30,24 @@ module attributes {tile.target = "nvidia:sm_90a"} {
       %col = arith.muli %bx, %c128 : index
       scf.for %k = %c0 to %c8 step %c1 {
         %kk = arith.muli %k, %c64 : index
-        "tile.copy"(%A, %a, %row, %kk) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<512x512xf16>, memref<128x64xf16, #gpu.address_space<workgroup>>, index, index) -> ()
-        "tile.copy"(%B, %b, %kk, %col) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<512x512xf16>, memref<64x128xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+        "tile.copy"(%A, %a, %row, %kk) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<2048x512xf16>, memref<128x64xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+        "tile.copy"(%B, %b, %kk, %col) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<512x2048xf16>, memref<64x128xf16, #gpu.address_space<workgroup>>, index, index) -> ()
         "tile.gemm"(%a, %b, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<128x64xf16, #gpu.address_space<workgroup>>, memref<64x128xf16, #gpu.address_space<workgroup>>, memref<128x128xf32, #gpu.address_space<private>>) -> ()
       } {tile.num_stages = 4 : i64}
       "tile.copy"(%c, %cs) {operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<128x128xf32, #gpu.address_space<private>>, memref<128x128xf16, #gpu.address_space<workgroup>>) -> ()
-      "tile.copy"(%cs, %C, %row, %col) {operandSegmentSizes = array<i32: 1, 1, 0, 2>} : (memref<128x128xf16, #gpu.address_space<workgroup>>, memref<512x512xf16>, index, index) -> ()
+      "tile.copy"(%cs, %C, %row, %col) {operandSegmentSizes = array<i32: 1, 1, 0, 2>} : (memref<128x128xf16, #gpu.address_space<workgroup>>, memref<2048x2048xf16>, index, index) -> ()
       gpu.yield
-    }) {grid = array<i64: 4, 4>, threads = 128 : i64} : () -> ()
+    }) {grid = array<i64: 16, 16>, threads = 128 : i64} : () -> ()
     return
   }
 }
 
 // 128 + 128 threads. Four 32 KiB slots and the 32 KiB C tile: one block per SM
 // (2 x 161 KiB > 228 KiB), so every thread already gets the most registers
-// (65536 / 256 > 255): no setmaxnreg. Persistent: min(16 tiles, 132 SMs x 1)
+// (65536 / 256 > 255): no setmaxnreg. Persistent: min(256 tiles, 132 SMs x 1)
 // workgroups, each looping over tiles.
 // GPU-LABEL: func.func @staged
-// GPU: gpu.launch_func @staged_kernels::@staged_kernel0 blocks in (%c16, %c1, %c1) threads in (%c256, %c1, %c1)
+// GPU: gpu.launch_func @staged_kernels::@staged_kernel0 blocks in (%c132, %c1, %c1) threads in (%c256, %c1, %c1)
 // GPU: gpu.func @staged_kernel0
 // GPU-SAME: known_block_size = array<i32: 256, 1, 1>
 // GPU-NOT: nvvm.minctasm
@@ -58,12 +58,16 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // GPU: %[[CONSUMER:.*]] = arith.cmpi ult, %{{.*}}, %c128
 // GPU: scf.if %[[CONSUMER]] {
 // GPU-NOT: nvvm.setmaxregister
-// The consumers' tiles: t = block id, + 16, ...; 8 rows of tiles at a time.
+// The consumers' tiles: t = block id, + 132, ...; 8 rows of tiles at a time.
 // GPU: %[[BID:.*]] = gpu.block_id x
-// GPU: scf.for %{{.*}} = %[[BID]] to %c16 step %c16 iter_args(%{{.*}} = %c0) -> (index) {
+// GPU: scf.for %{{.*}} = %[[BID]] to %c256 step %c132 iter_args(%[[CBASE:.*]] = %c0) -> (index) {
 // GPU: arith.minui %{{.*}}, %c8
-// The consumers wait for each slot and release it; they issue no copies.
-// GPU: scf.for
+// The consumers wait for each slot and release it; they issue no copies. The
+// slot and phase count the iterations of the workgroup's earlier tiles too.
+// GPU: scf.for %[[CI:.*]] = %c0 to %c8 step %c1
+// GPU: %[[CG:.*]] = arith.addi %[[CBASE]], %[[CI]]
+// GPU: arith.divui %[[CG]], %c4
+// GPU: arith.remui %[[CG]], %c4
 // GPU: nvgpu.mbarrier.try_wait.parity
 // GPU-NOT: nvgpu.tma.async.load
 // GPU: nvvm.wgmma.wait.group.sync.aligned 1
@@ -86,7 +90,7 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // fifth iteration on it first waits until the consumers released the slot.
 // GPU: %[[LEADER:.*]] = arith.cmpi eq, %{{.*}}, %c128
 // GPU: scf.if %[[LEADER]] {
-// GPU: scf.for %{{.*}} = %{{.*}} to %c16 step %c16 iter_args(%[[BASE:.*]] = %c0) -> (index) {
+// GPU: scf.for %{{.*}} = %{{.*}} to %c256 step %c132 iter_args(%[[BASE:.*]] = %c0) -> (index) {
 // GPU: scf.for %[[I:.*]] = %c0 to %c8 step %c1 {
 // GPU: %[[G:.*]] = arith.addi %[[BASE]], %[[I]]
 // GPU: %[[REUSED:.*]] = arith.cmpi uge, %[[G]], %c4
@@ -98,7 +102,7 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // GPU: scf.yield %{{.*}} : index
 // GPU: gpu.return
 
-// TILES: gpu.launch_func @staged_kernels::@staged_kernel0 blocks in (%c4, %c4, %c1) threads in (%c256, %c1, %c1)
+// TILES: gpu.launch_func @staged_kernels::@staged_kernel0 blocks in (%c16, %c16, %c1) threads in (%c256, %c1, %c1)
 // TILES-NOT: arith.minui
 // TILES-NOT: -> (index)
 
@@ -106,8 +110,8 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // PTX: .maxntid 256, 1, 1
 // PTX-NOT: setmaxnreg
 // PTX: bar.sync {{\s*}}0;
-// PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
-// PTX: bar.sync {{\s*}}1, 128;
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// PTX-DAG: bar.sync {{\s*}}1, 128;
 
 // OFF-LABEL: func.func @staged
 // OFF: threads in (%c128, %c1, %c1)

@@ -75,7 +75,8 @@ BACKEND = Backend(
     # 2026-12-03): 154 registers for a 128-register accumulator, 90 for 64.
     address_registers=26,
     partial_sums_prefix="wgmma.",  # backends/nvidia/wgmma.py: 8-bit gemms promote per block K
-    # backends/nvidia/warp_specialize.py: a producer warpgroup at 40 registers
+    # backends/nvidia/warp_specialize.py reads these: one producer warpgroup,
+    # 40 registers per thread (CUTLASS's count, speed_techniques.md 1.3)
     producer_prefix="wgmma.",
     producer_threads=128,
     producer_registers=40,

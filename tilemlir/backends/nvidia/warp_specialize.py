@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, gpu, nvvm, scf
 
+from tilemlir.backends.nvidia import BACKEND
 from tilemlir.backends.nvidia.cp_async_pipelining import PipelinePlan
 from tilemlir.irutil import walk
 from tilemlir.passes.kernel_facts import kernel_grid
@@ -60,8 +61,11 @@ from tilemlir.passes.lower_to_gpu.api import (
     urem,
 )
 
-PRODUCER_THREADS = 128  # one warpgroup: setmaxnreg acts on whole warpgroups
-PRODUCER_REGISTERS = 40  # CUTLASS's producer count (speed_techniques.md 1.3)
+# The producer: one warpgroup (setmaxnreg acts on whole warpgroups) at
+# CUTLASS's producer count (speed_techniques.md 1.3), as the family's manifest
+# states them for the cost model (Backend.producer_threads/registers).
+PRODUCER_THREADS = BACKEND.producer_threads
+PRODUCER_REGISTERS = BACKEND.producer_registers
 CONSUMER_REGISTERS_MAX = 240  # the most any published kernel raises to (FA3: 240)
 BLOCKS_PER_SM_MAX = 32  # CUDA C++ Programming Guide, compute capability 9.0
 # Shared memory the system takes per block (CUDA C++ Programming Guide,
@@ -72,11 +76,21 @@ CONSUMER_BARRIER = 1  # the named barrier of the consumer threads (0 is bar.sync
 
 # Scalar ops the producer may lower again to compute copy coordinates.
 _SCALAR_DIALECTS = ("arith.", "index.", "affine.apply", "math.")
+# Ops that read the launch's shape or the block's place in it, which a
+# warp-specialized kernel changes (more threads per block) and a persistent
+# one too (a 1-D grid of fewer blocks, each several tiles): a kernel whose body
+# reads them keeps one role, one block per tile. Its block ids, the
+# tile.kernel's arguments, are rebound per tile instead.
+LAUNCH_QUERIES = frozenset({
+    "gpu.block_id", "gpu.grid_dim", "gpu.block_dim", "gpu.global_id", "gpu.num_subgroups",
+    "gpu.cluster_id", "gpu.cluster_dim", "gpu.cluster_block_id", "gpu.cluster_dim_blocks",
+})
 
 
 @dataclass(frozen=True)
 class RegisterSplit:
-    """The registers per thread at entry, and after `setmaxnreg` (0: none)."""
+    """The blocks one SM holds, the registers per thread at launch (`entry`),
+    and after `setmaxnreg` in each role (0: none)."""
 
     blocks_per_sm: int
     entry: int
@@ -189,25 +203,32 @@ def _defined_inside(op, kernel: ir.Operation) -> bool:
 
 class WarpSpecializedKernel:
     """Emits a kernel body split into consumer and producer roles (module
-    docstring); `tma_loop` is the TmaLoop of the kernel's pipelined K loop.
-    With `persistent_slots` > 0 the kernel is persistent: that many
-    workgroups at most (the SMs x the blocks each holds) loop over the
+    docstring); `tma_loop` is the TmaLoop of the kernel's pipelined K loop,
+    `coordinate_ops` the body's ops before it that the producer lowers again
+    (`producer_values`). With `resident_workgroups` > 0 the kernel is
+    persistent: that many workgroups at most (the descriptor's SMs x the
+    blocks each holds: on a part with fewer SMs, a MIG slice say, the last
+    round of tiles runs on fewer SMs, correct but slower) loop over the
     grid's tiles in grouped order (`tile_order`), and the slots' barriers
     count on across tiles, so the producer loads a tile's first slots while
-    the consumers still run the previous tile's epilogue."""
+    the consumers still run the previous tile's epilogue.
+    `barrier_between_tiles`: the body has shared buffers besides the slots,
+    so the consumers meet at the end of each tile before the next rewrites
+    them."""
 
-    def __init__(self, lowering: KernelLowering, tma_loop, before: list, split: RegisterSplit,
-                 persistent_slots: int = 0, stages_shared: bool = False):
+    def __init__(self, lowering: KernelLowering, tma_loop, coordinate_ops: list, split: RegisterSplit,
+                 resident_workgroups: int = 0, barrier_between_tiles: bool = False):
         self.lowering, self.tma_loop = lowering, tma_loop
-        self.before, self.split = before, split
+        self.coordinate_ops, self.split = coordinate_ops, split
         self.grid = kernel_grid(lowering.kernel)
         self.tiles = math.prod(self.grid)
-        self.launched = min(self.tiles, persistent_slots) if persistent_slots else 0
+        self.launched = min(self.tiles, resident_workgroups) if resident_workgroups else 0
         # The body has shared buffers besides the loop's slots: a tile's first
         # writes to them wait until every consumer is done with the last tile's.
-        self.stages_shared = stages_shared
+        self.barrier_between_tiles = barrier_between_tiles
 
     def emit(self, emit_body) -> int:
+        """Emits both roles; returns the threads per block to launch."""
         lowering = self.lowering
         consumers = lowering.threads
         self.tma_loop.create_barriers()
@@ -220,7 +241,7 @@ class WarpSpecializedKernel:
 
             def consume() -> None:
                 emit_body()
-                if self.launched and self.stages_shared:
+                if self.launched and self.barrier_between_tiles:
                     gpu.BarrierOp()  # made a named barrier of the consumers below
             self.over_tiles(consume)
             scf.YieldOp([])
@@ -232,7 +253,7 @@ class WarpSpecializedKernel:
             with ir.InsertionPoint(issuing.then_block):
 
                 def produce() -> None:
-                    for op in self.before:
+                    for op in self.coordinate_ops:
                         lowering.lower_op(op)
                     self.tma_loop.emit_producer()
                 self.over_tiles(produce)

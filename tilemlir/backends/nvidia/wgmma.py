@@ -98,6 +98,7 @@ from tilemlir.backends.nvidia.cp_async_pipelining import (
 )
 from tilemlir.backends.nvidia.matrix import MmaSyncAccumulator, MmaSyncCore
 from tilemlir.backends.nvidia.warp_specialize import (
+    LAUNCH_QUERIES,
     PRODUCER_THREADS,
     WarpSpecializedKernel,
     consumer_registers,
@@ -455,8 +456,9 @@ class NvidiaMatrixCore(MmaSyncCore):
         """The producer/consumer split of the kernel (warp_specialize.py), or
         None where the kernel keeps one role: the option is off, the kernel has
         not exactly one TMA + wgmma K loop directly in its body, the producer
-        could not compute the copies' coordinates, the threads do not fit, or
-        no register split gives the consumers what they hold (`register_split`)."""
+        could not compute the copies' coordinates, the body reads the launch's
+        shape (`LAUNCH_QUERIES`), the threads do not fit, or no register split
+        gives the consumers what they hold (`register_split`)."""
         if not lowering.option("warp_specialize"):
             return None
         kernel, threads = lowering.kernel, lowering.threads
@@ -470,8 +472,10 @@ class NvidiaMatrixCore(MmaSyncCore):
         most = lowering.target.compute.max_threads_per_workgroup
         if threads % PRODUCER_THREADS or threads + PRODUCER_THREADS > most:
             return None
-        before = producer_values(kernel, loops[0], plan)
-        if before is None:
+        if any(op.name in LAUNCH_QUERIES for op in walk(kernel)):
+            return None
+        coordinate_ops = producer_values(kernel, loops[0], plan)
+        if coordinate_ops is None:
             return None
         overhead = backend(lowering.target.family).address_registers
         choices = [MmaChoice.of(gemm) for gemm in plan.gemms]
@@ -485,12 +489,12 @@ class NvidiaMatrixCore(MmaSyncCore):
             return None
         tma_loop = TmaLoop(self, lowering, loops[0], plan)
         self.specialized[loops[0]] = tma_loop
-        slots = 0
+        resident = 0
         if lowering.option("persistent") and len(kernel_grid(kernel)) <= 2:
-            slots = lowering.target.compute.compute_units * split.blocks_per_sm
+            resident = lowering.target.compute.compute_units * split.blocks_per_sm
         others = any(op.name == "tile.alloc_shared" and op.results[0] not in plan.buffers
                      for op in walk(kernel))
-        return WarpSpecializedKernel(lowering, tma_loop, before, split, slots, others)
+        return WarpSpecializedKernel(lowering, tma_loop, coordinate_ops, split, resident, others)
 
     def lower_loop(self, lowering: KernelLowering, op) -> bool:
         if op in self.specialized:

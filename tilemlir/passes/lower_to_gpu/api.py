@@ -495,7 +495,9 @@ class MatrixCore(ABC):
         NVIDIA's warp-specialized kernels run the body in the kernel's own
         threads and add a producer warpgroup after them, which issues the TMA
         loads of the K loop (backends/nvidia/warp_specialize.py); the lane ids
-        of the body's threads stay as they were."""
+        of the body's threads stay as they were. A core may lower some of the
+        body's ops again elsewhere (the producer's copy coordinates), which
+        rebinds them in the value map: nothing may read the map after this."""
         emit_body()
         return lowering.threads
 
