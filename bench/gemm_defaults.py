@@ -15,8 +15,9 @@ variant against float64 (bench/gemm.py's `check`: sampled rows, dtype-derived
 tolerances, NaN-poisoned output), then times the default, each variant,
 cuBLAS (`torch.matmul`; fp8: `torch._scaled_mm`) and Triton (bench/gemm.py's
 `tl.dot` kernel with grouped launch order, the best of its eight
-configurations, each checked first) interleaved in rounds, with CUDA graphs
-of GRAPH_LAUNCHES launches, the median replay.
+configurations, each checked first) interleaved in rounds, as
+bench/tune_model.py times its finalists (`Timed`: CUDA graphs of back-to-back
+launches; `interleaved_ms`; `best_triton`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gemm as nvbench  # the bench folder's GEMM harness: shapes, inputs, checks, Triton
+import tune_model  # its timing (CUDA graphs, interleaved rounds) and its tuned Triton peer
 from bench_device import RunLog, load_launcher
 
 # Lowering options of the variants: (name, tile-lower-to-gpu options).
@@ -38,8 +40,6 @@ VARIANTS = [("tiles", "tile-lower-to-gpu{persistent=false}"),
 EXTRA_CONFIGS = {"f16": [((128, 256, 64), 256, 4), ((128, 128, 64), 128, 4), ((64, 64, 64), 128, 4)],
                  "bf16": [((128, 256, 64), 256, 4), ((128, 128, 64), 128, 4)],
                  "fp8": [((128, 128, 128), 256, 4), ((128, 256, 128), 256, 3)]}
-GRAPH_LAUNCHES = 10
-ROUNDS, REPLAYS = 8, 5
 
 
 def variant_name(dtype, m, n, k, label) -> str:
@@ -89,46 +89,6 @@ def prepare(out: Path, only: str | None, shape: str | None = None) -> None:
     (out / "manifest.json").write_text(json.dumps({"variants": entries}, indent=2) + "\n")
 
 
-def graph_of(fn, launches: int = GRAPH_LAUNCHES):
-    """A CUDA graph of `launches` calls of fn (captured after a warm call)."""
-    import torch
-
-    fn()
-    torch.cuda.synchronize()
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        for _ in range(launches):
-            fn()
-    return graph
-
-
-def interleaved_graph_ms(fns: dict) -> dict:
-    """Per-launch milliseconds of each variant: graphs of GRAPH_LAUNCHES
-    launches replayed REPLAYS times in each of ROUNDS rounds that visit every
-    variant in turn; the median replay."""
-    import torch
-
-    graphs = {name: graph_of(fn) for name, fn in fns.items()}
-    for graph in graphs.values():
-        graph.replay()
-    torch.cuda.synchronize()
-    times = {name: [] for name in graphs}
-    for _ in range(ROUNDS):
-        for name, graph in graphs.items():
-            for _ in range(REPLAYS):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                graph.replay()
-                end.record()
-                end.synchronize()
-                times[name].append(start.elapsed_time(end) / GRAPH_LAUNCHES)
-    return {name: sorted(t)[len(t) // 2] for name, t in times.items()}
-
-
 def run(directory: Path, out: Path | None, only: str | None) -> int:
     import torch
 
@@ -137,7 +97,6 @@ def run(directory: Path, out: Path | None, only: str | None) -> int:
     say = RunLog(out, "gemm_defaults_log.txt")
     props = torch.cuda.get_device_properties(0)
     say(f"device: {props.name}, {props.multi_processor_count} SMs; torch {torch.__version__}")
-    triton_run = nvbench.triton_kernel()
     failures, results = 0, []
     cases = sorted({(e["dtype"], e["m"], e["n"], e["k"]) for e in manifest["variants"]},
                    key=lambda c: (nvbench.DTYPES.index(c[0]), c[1:]))
@@ -170,37 +129,23 @@ def run(directory: Path, out: Path | None, only: str | None) -> int:
                 failures += 1
                 continue
             fns[entry["label"]] = lambda module=module, a=a, b=b, c=c: module.launch("gemm", [a, b, c])
-        b_kn = b.t() if transpose_b else b
-        best = None
-        for config in nvbench.triton_configs(m, dtype, wide=True):
-            try:
-                c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
-                triton_run(a, b_kn, c, config)
-                torch.cuda.synchronize()
-                ok, _, _ = nvbench.check(c, a, b, transpose_b, 11, nvbench.sum_bits_of(dtype))
-                if not ok:
-                    say(f"  triton {config}: WRONG")
-                    continue
-                ms = nvbench.median_ms(lambda config=config, a=a, b_kn=b_kn, c=c: triton_run(a, b_kn, c, config))
-            except Exception as error:  # noqa: BLE001 - a config Triton cannot build here
-                say(f"  triton {config}: {type(error).__name__}: {str(error)[:160]}")
-                continue
-            if best is None or ms < best[0]:
-                best = (ms, config)
-        if best is not None:
-            c_tri = torch.empty((m, n), device="cuda", dtype=torch.float16)
-            fns["triton"] = lambda config=best[1], a=a, b_kn=b_kn, c=c_tri: triton_run(a, b_kn, c, config)
-        ms = interleaved_graph_ms(fns)
+        c_tri = torch.empty((m, n), device="cuda", dtype=torch.float16)
+        triton_record: dict = {}
+        triton = tune_model.best_triton(m, dtype, a, b, c_tri, transpose_b, say, triton_record)
+        timed = {name: tune_model.Timed(fn) for name, fn in fns.items()}
+        if triton is not None:
+            timed["triton"] = triton
+        ms = tune_model.interleaved_ms(timed)
         tf = {name: flops / t / 1e9 for name, t in ms.items()}
-        record = {"dtype": dtype, "shape": [m, n, k], "tflops": tf,
-                  "triton_config": list(best[1]) if best else None}
+        record = {"dtype": dtype, "shape": [m, n, k], "tflops": tf, "triton_ms": triton_record.get("triton")}
         results.append(record)
         cub = tf["cublas"]
         line = ", ".join(f"{name} {value:.1f} ({value / cub:.2f})" for name, value in tf.items())
         say(f"  TFLOP/s (ratio to cuBLAS): {line}")
     say("")
-    say(f"TFLOP/s; CUDA graphs of {GRAPH_LAUNCHES} launches, {ROUNDS} interleaved rounds of {REPLAYS} "
-        "replays, the median; every kernel checked against float64 first; ratio to cuBLAS")
+    say(f"TFLOP/s; CUDA graphs of up to {tune_model.GRAPH_LAUNCHES} launches, {tune_model.ROUNDS} interleaved "
+        f"rounds of {tune_model.SAMPLES_PER_ROUND} replays, the median; every kernel checked against float64 "
+        "first; ratio to cuBLAS")
     labels = []
     for record in results:
         labels += [name for name in record["tflops"] if name not in labels]

@@ -49,7 +49,7 @@ from mlir.dialects import arith, gpu, nvvm, scf
 from tilemlir.backends.nvidia import BACKEND
 from tilemlir.backends.nvidia.cp_async_pipelining import PipelinePlan
 from tilemlir.irutil import walk
-from tilemlir.passes.kernel_facts import kernel_grid
+from tilemlir.passes.kernel_facts import enclosing_kernel, kernel_grid
 from tilemlir.passes.lower_to_gpu.api import (
     KernelLowering,
     add,
@@ -138,9 +138,7 @@ def consumer_registers(kernel: ir.Operation, threads: int, overhead: int, double
     for op in walk(kernel):
         if op.name == "tile.alloc_fragment":
             fragment = ir.MemRefType(op.results[0].type)
-            elements = 1
-            for size in fragment.shape:
-                elements *= size
+            elements = math.prod(fragment.shape)
             share = -(-elements * max(32, bit_width(fragment.element_type)) // 32 // threads)
             words += share * (2 if op.results[0] in doubled else 1)
     return words + overhead
@@ -185,20 +183,12 @@ def producer_values(kernel: ir.Operation, loop: ir.Operation, plan: PipelinePlan
             needed.add(op)
             pending.extend(op.operands)
             continue
-        if not _defined_inside(owner, kernel):
+        if enclosing_kernel(owner) is None:
             continue  # captured from the host function: a kernel argument
         return None
     if any(not op.name.startswith(_SCALAR_DIALECTS) or op.regions for op in plan.prefix):
         return None
     return [op for op in body.operations if op in needed]
-
-
-def _defined_inside(op, kernel: ir.Operation) -> bool:
-    while op is not None:
-        if op == kernel:
-            return True
-        op = op.parent if hasattr(op, "parent") else None
-    return False
 
 
 class WarpSpecializedKernel:
