@@ -50,6 +50,17 @@ class CapturedText:
         return self._text
 
 
+def approximate_function(op: ir.Operation | ir.OpView) -> bool:
+    """Whether a math op carries `fastmath<afn>` (approximate functions), alone
+    or with other flags, or `fast` (all of them): the tile dialect's way of
+    asking for the hardware's function unit (docs/dialect.md, "Math")."""
+    if "fastmath" not in op.attributes:
+        return False
+    text = str(op.attributes["fastmath"])  # #arith.fastmath<afn>, <contract,afn>, <fast>, <none>
+    flags = text[text.index("<") + 1:text.rindex(">")].split(",")
+    return "afn" in flags or "fast" in flags
+
+
 @contextlib.contextmanager
 def capture_native_stderr() -> Iterator[CapturedText]:
     """Captures what native code (LLVM's errs()) writes to file descriptor 2,

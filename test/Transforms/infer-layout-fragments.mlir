@@ -62,12 +62,11 @@ func.func @accumulator_rows(%A: memref<64x64xf16>, %Y: memref<64x64xf32>) {
 
 #S = #gpu.address_space<workgroup>
 #F = #gpu.address_space<private>
-// A kernel that reduces (here the accumulator's rows) keeps the instruction's
-// own accumulator layout: transposed, attention's per-element masks spill
-// SGPRs on gfx950 (infer_layout.transposed_accumulators).
+// A kernel that reduces the accumulator's rows lays it out transposed too (a
+// lane holds one row of each instruction tile), and the row vector follows it.
 // CHECK-LABEL: func.func @accumulator_reduced
-// CHECK: "tile.alloc_fragment"() {tile.layout = {instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", warps = array<i64: 2, 2>}}
-// CHECK: "tile.alloc_fragment"() {tile.layout = {base_shape = array<i64: 64, 64>, dims = array<i64: 0>, instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", warps = array<i64: 2, 2>}} : () -> memref<64xf32
+// CHECK: "tile.alloc_fragment"() {tile.layout = {instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", transposed = true, warps = array<i64: 2, 2>}}
+// CHECK: "tile.alloc_fragment"() {tile.layout = {base_shape = array<i64: 64, 64>, dims = array<i64: 0>, instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", transposed = true, warps = array<i64: 2, 2>}} : () -> memref<64xf32
 func.func @accumulator_reduced(%A: memref<64x64xf16>, %Y: memref<64xf32>) {
   "tile.kernel"() ({
   ^bb0(%bx: index):

@@ -50,10 +50,12 @@ def test_compiles_without_spills(variant, target):
         (kernel,) = compiled_kernel.report["kernels"]
         assert kernel["spills"] == 0 and kernel["scratch_bytes"] == 0, kernel
     # P reaches the second gemm from registers where the family reads them as its
-    # A (NVIDIA's mma.sync), else through shared memory; the compiler says which.
-    # (NVIDIA reads P from registers when the waves split along M only with two
-    # m16 tiles each or more: 4 warps need a 128-row block.)
-    in_registers = target.startswith("nvidia") and variant.block_m % (variant.threads // 32 * 32) == 0
+    # A (AMD's MFMAs, NVIDIA's mma.sync), else through shared memory; the
+    # compiler says which. Both read P from registers when the waves split
+    # along M only with two 16-row tiles each or more: 4 warps of 32 lanes, or
+    # 2 waves of 64, need a 128- or 64-row block.
+    wave = 32 if target.startswith("nvidia") else 64
+    in_registers = not target.startswith("metax") and variant.block_m % (variant.threads // wave * 32) == 0
     said = "stays in registers" if in_registers else "is held in registers"
     assert any(f"tile-stage-operands: gemm operand A {said}" in r.message for r in compiled_kernel.remarks), \
         [r.message for r in compiled_kernel.remarks]
@@ -139,6 +141,21 @@ def test_p_from_registers_on_nvidia():
     assert tile_ir.count('"tile.alloc_shared"() : () -> memref<128x64xf16') == 1
     ptx = tilemlir.compile(kernel_text(REGISTER_P), target="nvidia:sm_90a").artifacts["ptx"]
     assert ptx.count("mma.sync") > 0
+
+
+@pytest.mark.parametrize("target,instruction", [("amdgpu:gfx942", "v_mfma_f32_32x32x8_f16"),
+                                                ("amdgpu:gfx950", "v_mfma_f32_32x32x16_f16")])
+def test_p_from_registers_on_amd_32x32(target, instruction):
+    """Two waves of 64 rows take 32x32 MFMAs, whose P registers the next
+    MFMA reads as they are (gfx942) or with K permuted in A and B alike
+    (gfx950: two runs of four per lane); the variants above cover the 16x16
+    ones. The output matches float64 in the emulator."""
+    compiled_kernel = compiled(REGISTER_P, target)
+    said = [r.message for r in compiled_kernel.remarks]
+    assert any("gemm operand A stays in registers: it is the accumulator of the gemm at" in m
+               and instruction in m for m in said), said
+    error, bound = emulated_error(REGISTER_P, target)
+    assert np.all(error <= bound), f"worst error/bound {(error / bound).max():.3f}"
 
 
 def test_nvidia_prefetches_k_and_v_one_place_ahead():

@@ -590,3 +590,18 @@ def test_float_semantics(expr, out_type, expected):
         assert np.isnan(out[0].astype(np.float32))
     else:
         assert out[0].astype(np.float64) == np.float64(expected)
+
+
+@pytest.mark.parametrize("flags,x,expected", [
+    ("", -130.0, 2.0**-130),                   # a subnormal result, kept
+    (" fastmath<afn>", -130.0, 0.0),           # the exp2 unit flushes it (v_exp_f32)
+    (" fastmath<fast>", -130.0, 0.0),
+    (" fastmath<contract>", -130.0, 2.0**-130),  # no afn: exact
+    (" fastmath<afn>", -126.0, 2.0**-126),     # the smallest normal stays
+    (" fastmath<afn>", 3.0, 8.0),
+])
+def test_exp2_on_the_function_unit(flags, x, expected):
+    """math.exp2 with fastmath<afn> is the hardware's exp2 unit (docs/kernels.md):
+    the emulator models its flush of subnormal results to zero."""
+    out = _evaluate(f"  %x = arith.constant {x} : f32", f"math.exp2 %x{flags} : f32", "f32", np.float32)
+    assert out[0] == np.float32(expected)

@@ -160,17 +160,17 @@ def test_a_rank_0_memref_next_to_a_scalar(tmp_path, capsys):
 
 def test_compiler_remarks_are_printed():
     """tile-run compiles for the emulator: what the passes say (here: P staged
-    through shared memory for flash attention's second gemm) reaches stderr,
-    located, as tile-compile prints it."""
+    through MetaX's shared memory for flash attention's second gemm) reaches
+    stderr, located, as tile-compile prints it."""
     import subprocess
     import sys
     from pathlib import Path
 
     kernel = Path(__file__).resolve().parents[2] / "examples" / "kernels" / "flash_attention.mlir"
     result = subprocess.run([sys.executable, "-m", "tilemlir.tools.tile_run", str(kernel), "--engine", "emulator",
-                             "--target", "amdgpu:gfx942"], capture_output=True, text=True, check=False)
+                             "--target", "metax:xcore1000"], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
-    assert "flash_attention.mlir:88:7: remark: tile-stage-operands: gemm operand A is held in registers" \
+    assert "flash_attention.mlir:90:7: remark: tile-stage-operands: gemm operand A is held in registers" \
         in result.stderr
 
 

@@ -11,8 +11,8 @@ over the waves of `tile.warp_grid`. It is recorded on the fragment's
 
 with `transposed = true` added where the family's core issues the
 instruction on the transposed problem, C^T += B^T A^T, so that a lane holds
-runs along C's rows (`transposed_accumulators`: every accumulator of a
-kernel without tile.reduce, on families whose core can). All gemms
+runs along C's rows (every accumulator, on families whose core can:
+`MatrixCore.transposes_accumulator`). All gemms
 accumulating into one fragment must agree; otherwise the diagnostic names
 the conflicting uses.
 
@@ -127,6 +127,7 @@ from tilemlir.passes.kernel_facts import enclosing_kernel, i64_array, int_attr, 
 from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 from tilemlir.passes.shared_memory import (
     TRANSPOSE_READS,
+    logical_shared_bytes,
     operand_conflicts,
     operand_read,
     operand_reads_of,
@@ -163,33 +164,6 @@ def transpose_reads_pay(gemm: ir.Operation, target) -> bool:
     bits = math.prod(accumulator.shape) * max(32, bit_width(accumulator.element_type))
     per_lane = bits // 32 // kernel_threads(kernel)
     return per_lane * 4 <= registers
-
-
-def transposed_accumulators(kernel: ir.Operation, core) -> bool:
-    """Whether a kernel's gemm accumulators are laid out transposed
-    (tile.layout `transposed`, `api.TransposedAccumulator`): where the
-    family's core can issue them so (`MatrixCore.transposes_accumulator`),
-    no gemm reads A from registers (laid out as another accumulator) and the
-    kernel has no tile.reduce.
-
-    Measured on amdgpu (tile-compile --report and the ISA, default tilings):
-    the whole-problem GEMM stores C with global_store_dwordx2 (f16, bf16)
-    and global_store_dwordx4 (f32) instead of global_store_short and
-    global_store_dword, at the same VGPRs (+2 at most) and busy ratio
-    (gfx950 f16 4096^3: 0.660 -> 0.684). Flash attention (rows reduced in
-    registers) would need half the registers (gfx942 causal: 256 VGPRs and
-    146 AGPRs -> 182 VGPRs), but its per-element masks then take more SGPR
-    pairs than gfx950's 102 SGPRs: its causal variants of
-    test/python/attention_cases.py spill 2 and 9 SGPRs; so kernels with
-    reductions keep the instruction's own layout."""
-    if not core.transposes_accumulator:
-        return False
-    for op in walk(kernel):
-        if op.name == "tile.reduce":
-            return False
-        if op.name == "tile.gemm" and tile.memory_level(op.operands[0].type) == tile.FRAGMENT:
-            return False
-    return True
 
 
 def fragment_registers(layout: FragmentLayout, element: ir.Type) -> int:
@@ -303,10 +277,9 @@ class TileInferLayout(TilePass):
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         chosen: dict = {}  # fragment value -> (layout key, the gemm that set it)
-        transposed: dict = {}  # tile.kernel -> whether its accumulators are (`transposed_accumulators`)
         for op in walk(module):
             if op.name == "tile.gemm" and enclosing_kernel(op) is not None:
-                self.layout_from_gemm(op, chosen, transposed, state)
+                self.layout_from_gemm(op, chosen, state)
             elif op.name == "tile.copy" and enclosing_kernel(op) is not None:
                 self.copy_width(op)
         if not state.failed:
@@ -399,9 +372,14 @@ class TileInferLayout(TilePass):
     def fit_padding(self, kernel: ir.Operation, state: PassState) -> None:
         """Row padding must not push a kernel over its LDS: if the kernel's
         shared buffers, padded and times the stages of the loop filling them,
-        exceed the workgroup's LDS, the padding goes (conflicts stay as
-        computed for the unpadded rows and are reported), the padding given up
-        is recorded (`dropped_pad`) and a remark says what it costs."""
+        exceed the workgroup's LDS and dropping the padding makes them fit,
+        the padding goes (conflicts stay as computed for the unpadded rows and
+        are reported), the padding given up is recorded (`dropped_pad`) and a
+        remark says what it costs. Where they would not fit unpadded either,
+        tile-pipeline must give up stages anyway: the padding stays if one
+        stage of everything fits with it (flash attention's K and V at
+        d = 128 on gfx942: one padded stage, not one unpadded stage with 1920
+        bank-conflict clocks per iteration)."""
         target = resolve_target(kernel, self.target)
         limit = target.memory.shared_bytes_per_workgroup
         if is_unknown(limit):
@@ -409,11 +387,16 @@ class TileInferLayout(TilePass):
         allocs = [op for op in walk(kernel) if op.name == "tile.alloc_shared"]
         gemms = [op for op in walk(kernel) if op.name == "tile.gemm"]
 
-        def total() -> int:
-            return sum(physical_shared_bytes(op) * _stages_of(op) for op in allocs)
+        def total(staged: bool = True) -> int:
+            return sum(physical_shared_bytes(op) * (_stages_of(op) if staged else 1) for op in allocs)
 
         padded = total()
         if padded <= limit:
+            return
+        unpadded = sum(logical_shared_bytes(op) * _stages_of(op) for op in allocs)
+        if unpadded > limit and total(staged=False) <= limit:
+            # Unpadded, the stages would not fit either: tile-pipeline steps them
+            # down to the most that fit (a remark says so), padding and all.
             return
         dropped = {}
         for op in allocs:
@@ -446,7 +429,7 @@ class TileInferLayout(TilePass):
                 f"to fit the kernel into {target.name}'s {limit} bytes of LDS ({padded} bytes with "
                 f"padding){cost}"), kind="speed")
 
-    def layout_from_gemm(self, op: ir.Operation, chosen: dict, transposed: dict, state: PassState) -> None:
+    def layout_from_gemm(self, op: ir.Operation, chosen: dict, state: PassState) -> None:
         choice, warps = MmaChoice.of(op), warp_grid_of(op)
         if choice is None or warps is None:
             state.error(op, "tile-infer-layout: tile.gemm has no chosen instruction; run "
@@ -484,11 +467,7 @@ class TileInferLayout(TilePass):
             "instruction": i64_array([choice.m, choice.n, choice.k]),
             "warps": i64_array(list(warps)),
         }
-        kernel = enclosing_kernel(op)
-        if kernel not in transposed:  # once per kernel: it walks the whole kernel
-            core = matrix_core_for(resolve_target(op, self.target).family)
-            transposed[kernel] = transposed_accumulators(kernel, core)
-        if transposed[kernel]:
+        if matrix_core_for(resolve_target(op, self.target).family).transposes_accumulator:
             entries["transposed"] = ir.BoolAttr.get(True)
         attributes.LAYOUT.write(owner, entries)
 

@@ -6,6 +6,7 @@ how a buffer is named in messages."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -176,13 +177,18 @@ def physical_shared_shape(alloc: ir.Operation) -> list[int]:
 
 def physical_shared_bytes(alloc: ir.Operation) -> int:
     """LDS bytes of a tile.alloc_shared as stored, padding included."""
-    memref_type = ir.MemRefType(alloc.results[0].type)
-    count = 1
-    for extent in physical_shared_shape(alloc):
-        count *= extent
-    element = memref_type.element_type
+    return _shared_bytes(alloc, physical_shared_shape(alloc))
+
+
+def logical_shared_bytes(alloc: ir.Operation) -> int:
+    """LDS bytes of a tile.alloc_shared without padding."""
+    return _shared_bytes(alloc, ir.MemRefType(alloc.results[0].type).shape)
+
+
+def _shared_bytes(alloc: ir.Operation, shape) -> int:
+    element = ir.MemRefType(alloc.results[0].type).element_type
     bits = element.width if hasattr(element, "width") else 32
-    return count * max(1, bits // 8)
+    return math.prod(shape) * max(1, bits // 8)
 
 
 def position_text(op: ir.Operation) -> str:

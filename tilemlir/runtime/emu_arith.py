@@ -16,6 +16,7 @@ import math
 import numpy as np
 from mlir import ir
 
+from tilemlir.irutil import approximate_function
 from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.emu_core import (
     Compiler,
@@ -93,9 +94,19 @@ _FLOAT_UNARY = {
 }
 
 
+def _unit_exp2(x):
+    """exp2 on a GPU's function unit (`fastmath<afn>`, docs/dialect.md "Math"):
+    results below the smallest normal f32 are flushed to zero (v_exp_f32;
+    ex2.approx.ftz), which the emulator models as the least favourable case."""
+    result = np.exp2(x)
+    return np.where(np.abs(result) < np.finfo(np.float32).tiny, np.zeros_like(result), result)
+
+
 @handles(*_FLOAT_BINARY, *_FLOAT_UNARY)
 def _float_op(compiler, op):
     fn = _FLOAT_BINARY.get(op.name) or _FLOAT_UNARY[op.name]
+    if op.name == "math.exp2" and approximate_function(op) and _result_dtype(op) == np.float32:
+        fn = _unit_exp2
     return _nary(compiler, op, _float_fn(_result_dtype(op), fn))
 
 

@@ -12,9 +12,14 @@
 // RUN: tile-compile %s --target amdgpu:gfx950 --no-tuning-db | filecheck %s --check-prefix=SINGLE
 // RUN: tile-compile %s --target amdgpu:gfx942 --no-tuning-db --emit tile | filecheck %s --check-prefix=LAYOUT
 //
-// A kernel that reduces rows (attention's softmax) keeps the instruction's own
-// layout: transposed, its per-element masks spill SGPRs on gfx950.
-// RUN: tile-compile %examples/kernels/flash_attention.mlir --target amdgpu:gfx942 --emit tile | filecheck %s --check-prefix=KEPT
+// A kernel that reduces rows (attention's softmax) is laid out transposed too:
+// a lane holds one row of S, reduced mostly in its own registers, and P
+// reaches the second gemm from registers, never through LDS element by
+// element (ds_write_b16), with no spill on any chip.
+// RUN: tile-compile %examples/kernels/flash_attention.mlir --target amdgpu:gfx942 --emit tile | filecheck %s --check-prefix=ATTN
+// RUN: tile-compile %examples/kernels/flash_attention.mlir --target amdgpu:gfx942 --remarks=all 2>&1 | filecheck %s --check-prefix=ATTN-ISA
+// RUN: tile-compile %examples/kernels/flash_attention.mlir --target amdgpu:gfx950 --remarks=all 2>&1 | filecheck %s --check-prefix=ATTN-ISA
+// RUN: tile-compile %examples/kernels/flash_attention.mlir --target amdgpu:gfx90a --remarks=all 2>&1 | filecheck %s --check-prefix=ATTN-ISA
 
 // HALF-NOT: global_store_short
 // HALF: global_store_dwordx2
@@ -28,9 +33,14 @@
 
 // LAYOUT: tile.layout = {instruction = array<i64: {{[0-9]+}}, {{[0-9]+}}, {{[0-9]+}}>, kind = "mma_accumulator", transposed = true, warps
 
-// KEPT-NOT: kind = "mma_accumulator", transposed
-// KEPT: kind = "mma_accumulator", warps
-// KEPT-NOT: kind = "mma_accumulator", transposed
+// ATTN-NOT: kind = "mma_accumulator", warps
+// ATTN: kind = "mma_accumulator", transposed = true, warps
+// ATTN-NOT: kind = "mma_accumulator", warps
+
+// ATTN-ISA: tile-stage-operands: gemm operand A stays in registers
+// ATTN-ISA-NOT: ds_write_b16
+// ATTN-ISA: .sgpr_spill_count: 0
+// ATTN-ISA: .vgpr_spill_count: 0
 
 module {
   func.func @gemm(%A: memref<4096x4096xf16>, %B: memref<4096x4096xf16>,

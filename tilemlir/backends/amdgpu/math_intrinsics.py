@@ -8,13 +8,25 @@ legalize"), although llc-22 lowers them to instructions (v_floor_f32,
 v_sin_f32 after scaling by 1/2π, v_exp_f32, v_log_f32). `llvm.call_intrinsic`
 is legal there and translates to the same intrinsic call.
 
+An f32 `math.exp2` marked `fastmath<afn>` (approximate functions: the
+tile dialect's spelling of "the hardware's exp2 unit will do", docs/dialect.md)
+becomes `rocdl.exp2`, llvm.amdgcn.exp2.f32: one v_exp_f32. llc expands the
+plain llvm.exp2.f32 around it into a range fix-up (a compare against -126, a
+select of +64, the v_exp_f32, a v_ldexp_f32 by -64: v_exp_f32 flushes results
+below 2^-126 to zero), five instructions per element in a softmax. (Triton's
+AMD backend makes the same choice under its ftz option:
+triton-lang/triton test/Conversion/amd/math-denorm-handling.mlir.)
+
 Input invariant: GPU-level IR after tile-expand-math (every float math op is
 one of NATIVE_MATH's). Output: the ops of INTRINSICS on f32/f64 (scalars or
-vectors) are `llvm.call_intrinsic`s; every other op is unchanged. No options.
+vectors) are `llvm.call_intrinsic`s, but scalar f32 `math.exp2` with `afn`
+is `rocdl.exp2`; every other op is unchanged. No options.
 
     %y = math.floor %x : f32
+    %z = math.exp2 %x fastmath<afn> : f32
     // becomes
     %y = llvm.call_intrinsic "llvm.floor.f32"(%x) : (f32) -> f32
+    %z = rocdl.exp2 %x : f32
 """
 
 from __future__ import annotations
@@ -23,9 +35,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from mlir import ir
-from mlir.dialects import llvm
+from mlir.dialects import llvm, rocdl
 
-from tilemlir.irutil import walk
+from tilemlir.irutil import approximate_function, walk
 from tilemlir.passes.base import PassState, TilePass
 
 # math op -> the LLVM intrinsic's name, for the ops convert-gpu-to-rocdl sends to
@@ -56,7 +68,11 @@ class AmdgpuMathToIntrinsics(TilePass):
             if suffix is None:
                 continue
             with ir.InsertionPoint(op), op.location:
-                call = llvm.call_intrinsic(op.results[0].type, f"llvm.{INTRINSICS[op.name]}.{suffix}",
-                                           list(op.operands), [], [])
+                if op.name == "math.exp2" and suffix == "f32" and approximate_function(op):
+                    call = rocdl.exp2(op.results[0].type, op.operands[0])
+                else:
+                    call = llvm.call_intrinsic(op.results[0].type, f"llvm.{INTRINSICS[op.name]}.{suffix}",
+                                               list(op.operands), [], [])
             op.results[0].replace_all_uses_with(call)
             op.erase()
+

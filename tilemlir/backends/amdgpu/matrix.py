@@ -6,8 +6,8 @@ contiguous, element loads where it is not, or, for buffers tile-infer-layout
 marked `transpose_read` (gfx950), LDS transpose reads (`ds_read_b64_tr_b*`),
 the only reads of XOR-swizzled rows.
 
-An accumulator tile-infer-layout lays out transposed (`api.TransposedAccumulator`,
-where its kernel has no tile.reduce) is computed as C^T += B^T A^T: B's operand
+Every accumulator is laid out transposed (`api.TransposedAccumulator`,
+tile-infer-layout) and computed as C^T += B^T A^T: B's operand
 in the instruction's A slot, A's in its B slot. The MFMA's D layout gives a
 lane one column and runs of four consecutive rows (`mma_layouts`); transposed,
 a lane holds one row of C and runs of four consecutive columns, so a row-major
@@ -18,11 +18,22 @@ so transposed its columns are 4 apart too: no vector stores there.) The operand 
 lane's A operand (`MfmaLayout.a_coord`) and B operand (`b_coord`) have the
 same form, so the rows of A a lane reads are what the B slot wants, and
 vice versa.
+
+A gemm whose A is the copy of another gemm's accumulator (flash attention's
+P = softmax(S) in O += P V) reads it from registers (`register_a`) where a
+lane already holds the A elements of its rows: the source issued transposed
+gives a lane one row of S and runs of four columns, and an instruction of the
+same rows reads a lane's row with a K run of its lane group. Where the runs
+a lane holds are not the instruction's K order (gfx950's doubled-K
+instructions take 8 consecutive K per lane, the source holds two runs of 4),
+K is permuted alike in A and B (`RegisterAPlan`): B is read with the same
+runs, which leaves the sum unchanged (mma_layouts' docstring).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 from mlir import ir
@@ -77,10 +88,101 @@ class MfmaAccumulator(AccumulatorLayout):
         return ((n, self.layout.wave_size // n, self.layout.c_row_terms(0)[1]),), ((1, n, 1),)
 
 
+# The narrowest run of K a lane's B operand is read in (`RegisterAPlan.runs`):
+# one 64-bit LDS read, and a whole LDS transpose read of 16-bit elements.
+MIN_RUN_BITS = 64
+
+
+@dataclass(frozen=True)
+class RegisterAPlan:
+    """How an instruction (`layout`) takes its A operand from registers laid
+    out as a transposed accumulator of the same rows (`source`, the issued
+    instruction's layout). K steps repeat every `period` columns of the
+    source (the least common multiple of the step's K and the source's tile
+    width); step q of a period reads, for its element i, the source's tile
+    `slots[q][i][0]` of the period and element `slots[q][i][1]` of that tile.
+    A lane of lane group g (lane // m) then holds K offsets `base + g *
+    group_stride` of the step for the step's bases, in `runs` of consecutive
+    offsets (offset for group 0, length): where B must be read."""
+
+    period: int
+    slots: tuple[tuple[tuple[int, int], ...], ...]
+    runs: tuple[tuple[tuple[int, int], ...], ...]
+    group_stride: int
+
+    @property
+    def steps_per_period(self) -> int:
+        return len(self.slots)
+
+
+def register_a_plan(layout: mma_layouts.MfmaLayout, source: mma_layouts.MfmaLayout) -> RegisterAPlan | None:
+    """The plan for `layout`'s A from a transposed `source` accumulator, or
+    None where a lane does not hold its rows' A elements: every (lane,
+    element) is checked against both layouts."""
+    if layout.m != source.n or source.m != source.n or layout.wave_size != source.wave_size \
+            or source.c_bits != 32:
+        return None
+    k, width, wave = layout.k, source.n, layout.wave_size
+    period = math.lcm(k, width)
+
+    def source_column(lane: int, tile: int, j: int) -> int:
+        # Transposed: the issued instruction's row is the column of S.
+        return tile * width + source.c_coord(lane, j)[0]
+
+    slots, runs, stride = [], [], None
+    for q in range(period // k):
+        low = q * k
+        chosen = [(t, j) for t in range(period // width) for j in range(source.c_per_lane)
+                  if low <= source_column(0, t, j) < low + k]
+        if len(chosen) != layout.a_per_lane:
+            return None
+        bases = [source_column(0, t, j) - low for t, j in chosen]
+        offsets = set()
+        for lane in range(wave):
+            group = lane // layout.m
+            for i, (t, j) in enumerate(chosen):
+                if source.c_coord(lane, j)[1] != layout.a_coord(lane, i)[0]:
+                    return None  # the lane holds another row
+                offset = source_column(lane, t, j) - low
+                if group and stride is None:
+                    stride = (offset - bases[i]) // group
+                if offset != bases[i] + group * (stride or 0) or not 0 <= offset < k:
+                    return None
+                offsets.add((group, offset))
+        if len({offset for _, offset in offsets}) != k:
+            return None  # not every K of the step once: no permutation
+        step_runs = []
+        for base in bases:
+            if step_runs and step_runs[-1][0] + step_runs[-1][1] == base:
+                step_runs[-1] = (step_runs[-1][0], step_runs[-1][1] + 1)
+            else:
+                step_runs.append((base, 1))
+        slots.append(tuple(chosen))
+        runs.append(tuple(step_runs))
+    return RegisterAPlan(period, tuple(slots), tuple(runs), stride or 0)
+
+
 class MfmaCore(MatrixCore):
     """AMD CDNA matrix cores through `amdgpu.mfma` (layouts: `tilemlir.mma_layouts`)."""
 
     transposes_accumulator = True
+    reads_register_a = True
+
+    def register_a(self, choice, warps, source, source_warps, a_bits: int) -> bool:
+        """A from registers (module docstring): both gemms' waves split along
+        M alike (a wave holds whole rows of the source), square single-block
+        instructions of the same rows, a `register_a_plan`, and B's runs of
+        at least MIN_RUN_BITS (an 8-bit operand's runs of 4 would be 32-bit
+        LDS reads, and no LDS transpose read)."""
+        if tuple(warps) != tuple(source_warps) or warps[1] != 1:
+            return False
+        if not (mma_layouts.supported(choice.m, choice.n, choice.k, choice.blocks)
+                and mma_layouts.supported(source.m, source.n, source.k, source.blocks)):
+            return False
+        plan = register_a_plan(mma_layouts.layout_for(choice.m, choice.n, choice.k),
+                               mma_layouts.layout_for(source.m, source.n, source.k))
+        return plan is not None and all(length * a_bits >= MIN_RUN_BITS
+                                        for step in plan.runs for _, length in step)
 
     def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
         return mma_layouts.supported(m, n, k, blocks, wave_size)
@@ -109,27 +211,77 @@ class MfmaCore(MatrixCore):
         b_group = mul(udiv(gemm.lane, layout.n), layout.b_per_lane)
         a_row0 = add(mul(gemm.wave_m, wtm), urem(gemm.lane, layout.m))
         b_col0 = add(mul(gemm.wave_n, wtn), urem(gemm.lane, layout.n))
-        a_element = ir.MemRefType(gemm.a_smem.type).element_type
         b_element = ir.MemRefType(gemm.b_smem.type).element_type
+        plan = register_a_operand_plan(gemm, layout)
+
+        def b_operand(column: ir.Value, k: ir.Value, count: int) -> ir.Value:
+            return mfma_operand(gemm.b_smem, column, k, count, b_element, k_contiguous=gemm.transpose_b,
+                                transpose_read_lane=gemm.lane if gemm.transpose_read_b else None,
+                                swizzle=gemm.swizzle_b)
+
         for k_step in range(gemm.block_k // layout.k):
-            ka = add(a_group, k_step * layout.k)
-            kb = add(b_group, k_step * layout.k)
-            a_values = [mfma_operand(gemm.a_smem, add(a_row0, tm * layout.m), ka, layout.a_per_lane,
-                                     a_element, k_contiguous=not gemm.transpose_a,
-                                     transpose_read_lane=gemm.lane if gemm.transpose_read_a else None,
-                                     swizzle=gemm.swizzle_a)
-                        for tm in range(tiles_m)]
-            b_values = [mfma_operand(gemm.b_smem, add(b_col0, tn * layout.n), kb, layout.b_per_lane,
-                                     b_element, k_contiguous=gemm.transpose_b,
-                                     transpose_read_lane=gemm.lane if gemm.transpose_read_b else None,
-                                     swizzle=gemm.swizzle_b)
-                        for tn in range(tiles_n)]
+            k0 = k_step * layout.k
+            if plan is None:
+                ka, kb = add(a_group, k0), add(b_group, k0)
+                a_element = ir.MemRefType(gemm.a_smem.type).element_type
+                a_values = [mfma_operand(gemm.a_smem, add(a_row0, tm * layout.m), ka, layout.a_per_lane,
+                                         a_element, k_contiguous=not gemm.transpose_a,
+                                         transpose_read_lane=gemm.lane if gemm.transpose_read_a else None,
+                                         swizzle=gemm.swizzle_a)
+                            for tm in range(tiles_m)]
+                b_values = [b_operand(add(b_col0, tn * layout.n), kb, layout.b_per_lane) for tn in range(tiles_n)]
+            else:
+                a_values = [registers_a(gemm, plan, tm, k_step) for tm in range(tiles_m)]
+                group = mul(udiv(gemm.lane, layout.n), plan.group_stride)
+                runs = plan.runs[k_step % plan.steps_per_period]
+                b_values = [concatenated([b_operand(add(b_col0, tn * layout.n), add(group, k0 + base), length)
+                                          for base, length in runs])
+                            for tn in range(tiles_n)]
             for tm, tn in itertools.product(range(tiles_m), range(tiles_n)):
                 index = fragment.tile_index(tm, tn)
                 a, b = (b_values[tn], a_values[tm]) if transposed else (a_values[tm], b_values[tn])
                 fragment.values[index] = amdgpu.MFMAOp(
                     layout.m, layout.n, layout.k, a, b, fragment.values[index],
                     blocks=gemm.choice.blocks).result
+
+
+def register_a_operand_plan(gemm: GemmOperands, layout: mma_layouts.MfmaLayout) -> RegisterAPlan | None:
+    """The plan for a gemm whose A is in registers (`MfmaCore.register_a`
+    accepted it), None for A in LDS."""
+    if gemm.a_fragment is None:
+        return None
+    source = gemm.a_source_layout
+    issued = source.transposed() if source is not None and source.issued_transposed else None
+    plan = None if issued is None else register_a_plan(layout, issued.layout)
+    if plan is None:
+        raise ValueError("amdgpu: a gemm's A in registers must be a transposed accumulator of the "
+                         "instruction's rows (MfmaCore.register_a)")
+    return plan
+
+
+def registers_a(gemm: GemmOperands, plan: RegisterAPlan, tm: int, k_step: int) -> ir.Value:
+    """The A operand of row tile `tm` and K step `k_step` from the fragment's
+    registers (slot = source tile index * c_per_lane + element, the source's
+    tiles row-major over the wave's rows by all of its columns)."""
+    fragment = gemm.a_fragment
+    issued = gemm.a_source_layout.transposed()
+    width, per_lane = issued.n, issued.c_per_lane
+    tiles_n = fragment.placement.shape[1] // width  # waves split along M only: a wave holds every column
+    period, q = divmod(k_step, plan.steps_per_period)
+    first_tile = period * (plan.period // width)
+    scalars = [fragment.read(((tm * tiles_n) + first_tile + t) * per_lane + j) for t, j in plan.slots[q]]
+    return vector.FromElementsOp(ir.VectorType.get([len(scalars)], fragment.element), scalars).result
+
+
+def concatenated(vectors: list[ir.Value]) -> ir.Value:
+    """One vector of `vectors` end to end (1-D, one element type)."""
+    while len(vectors) > 1:
+        pairs = []
+        for i in range(0, len(vectors) - 1, 2):
+            left, right = (ir.VectorType(v.type).shape[0] for v in vectors[i:i + 2])
+            pairs.append(vector.shuffle(vectors[i], vectors[i + 1], list(range(left + right))))
+        vectors = pairs + vectors[len(vectors) - len(vectors) % 2:]
+    return vectors[0]
 
 
 def mfma_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, element: ir.Type,
@@ -165,8 +317,4 @@ def transpose_read_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: 
         row = add(add(k, c * per_lane), udiv(in_group, per_row))
         chunks.append(amdgpu.transpose_load(
             chunk_type, smem, [row, swizzled_column(row, column, swizzle, row_elements, element)]))
-    while len(chunks) > 1:  # concatenate pairwise
-        size = ir.VectorType(chunks[0].type).shape[0]
-        chunks = [vector.shuffle(chunks[i], chunks[i + 1], list(range(2 * size)))
-                  for i in range(0, len(chunks), 2)]
-    return chunks[0]
+    return concatenated(chunks)

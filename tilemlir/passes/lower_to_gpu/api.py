@@ -305,6 +305,9 @@ class GemmOperands:
     # the accumulator of another gemm whose layout `MatrixCore.register_a`
     # accepted (flash attention's P = softmax(Q K^T) in O += P V).
     a_fragment: RegisterFragment | None = None
+    # The accumulator layout of the gemm `a_fragment` was copied from (its
+    # instruction tile: which register of a lane holds which element).
+    a_source_layout: AccumulatorLayout | None = None
 
 
 # --------------------------------------------------------------------------
@@ -446,8 +449,7 @@ class MatrixCore(ABC):
 
     # True: `emit_k_steps` issues an accumulator laid out `TransposedAccumulator`
     # (tile.layout's `transposed`) as C^T += B^T A^T; tile-infer-layout then
-    # chooses that layout for the accumulators of kernels with no tile.reduce
-    # (`infer_layout.transposed_accumulators`).
+    # chooses that layout for every accumulator.
     transposes_accumulator: ClassVar[bool] = False
 
     # True: `register_a` may accept some gemm; tile-select-mma then splits the

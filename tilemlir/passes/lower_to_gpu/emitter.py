@@ -42,6 +42,7 @@ from tilemlir.passes.gpu_builders import (
 from tilemlir.passes.kernel_facts import kernel_threads
 from tilemlir.passes.lower_to_gpu.api import (
     AccumulatorFragment,
+    AccumulatorLayout,
     GemmOperands,
     LaneIds,
     LoweringError,
@@ -221,7 +222,7 @@ class KernelEmitter(FragmentOps):
 
     def gemm_operands(self, gemm: ir.Operation) -> GemmOperands:
         a, b, c = gemm.operands[0], gemm.operands[1], gemm.operands[2]
-        a_fragment = self.register_a_operand(gemm)
+        a_fragment, a_source_layout = self.register_a_operand(gemm)
         if (a not in self._shared and a_fragment is None) or b not in self._shared:
             raise LoweringError(gemm, "tile-lower-to-gpu: gemm operands A and B must be shared "
                                       "buffers, or A the copy of an accumulator the family's matrix "
@@ -266,16 +267,19 @@ class KernelEmitter(FragmentOps):
         return GemmOperands(fragment, choice, a_smem, b_smem,
                             transpose_a != layout_a.transposed, transpose_b != layout_b.transposed,
                             block_k, self._ids.lane, wave_m, wave_n, read_a, read_b,
-                            layout_a.swizzle, layout_b.swizzle, a_fragment)
+                            layout_a.swizzle, layout_b.swizzle, a_fragment, a_source_layout)
 
-    def register_a_operand(self, gemm: ir.Operation) -> RegisterFragment | None:
+    def register_a_operand(self, gemm: ir.Operation) -> tuple[RegisterFragment | None,
+                                                              AccumulatorLayout | None]:
         """A gemm's A held in registers, where tile-stage-operands left it
-        there (`register_a_from`): it must be laid out exactly as the
-        accumulator of its source gemm, which is what the core reads."""
+        there (`register_a_from`), and the instruction layout of the
+        accumulator it was copied from: it must be laid out exactly as that
+        accumulator, which is what the core reads. (None, None): A is in
+        shared memory."""
         a = gemm.operands[0]
         fragment = self.fragment_of(a)
         if fragment is None:
-            return None
+            return None, None
         source = register_a_from(gemm, self._target)
         if source is None or ir.BoolAttr(gemm.attributes["transpose_a"]).value:
             raise LoweringError(gemm, "tile-lower-to-gpu: this gemm's A is held in registers the "
@@ -285,7 +289,7 @@ class KernelEmitter(FragmentOps):
                 fragment.placement != accumulator.placement:
             raise LoweringError(gemm, "tile-lower-to-gpu: this gemm's A in registers is not laid out "
                                       "as the accumulator it was copied from (run tile-infer-layout)")
-        return fragment
+        return fragment, accumulator.layout
 
     def record_lds_conflicts(self, gemm: ir.Operation) -> None:
         conflicts = attributes.LDS_CONFLICTS.read(gemm)
