@@ -53,7 +53,7 @@ class CapturedText:
 def approximate_function(op: ir.Operation | ir.OpView) -> bool:
     """Whether a math op carries `fastmath<afn>` (approximate functions), alone
     or with other flags, or `fast` (all of them): the tile dialect's way of
-    asking for the hardware's function unit (docs/dialect.md, "Math")."""
+    asking for the hardware's function unit (docs/kernels.md, the `math` ops)."""
     if "fastmath" not in op.attributes:
         return False
     text = str(op.attributes["fastmath"])  # #arith.fastmath<afn>, <contract,afn>, <fast>, <none>

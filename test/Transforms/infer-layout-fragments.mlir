@@ -27,9 +27,9 @@ func.func @row_reduction(%X: memref<64x1024xf16>) {
 #S = #gpu.address_space<workgroup>
 #F = #gpu.address_space<private>
 // A row vector read in a T.Parallel over a gemm accumulator takes the
-// accumulator's rows (its projection onto dim 0); no scratch is needed. With
-// no tile.reduce in the kernel the accumulator is laid out transposed (its
-// MFMAs issued as C^T += B^T A^T), and the row vector with it.
+// accumulator's rows (its projection onto dim 0); no scratch is needed. The
+// accumulator is laid out transposed (its MFMAs issued as C^T += B^T A^T),
+// and the row vector with it.
 // CHECK-LABEL: func.func @accumulator_rows
 // CHECK-NOT: tile.scratch
 // CHECK: "tile.alloc_fragment"() {tile.layout = {instruction = array<i64: 32, 32, 8>, kind = "mma_accumulator", transposed = true, warps = array<i64: 2, 2>}}

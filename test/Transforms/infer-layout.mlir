@@ -3,7 +3,7 @@
 #S = #gpu.address_space<workgroup>
 #F = #gpu.address_space<private>
 // The accumulator takes the chosen instruction's layout over the wave grid,
-// transposed (no tile.reduce: the MFMAs compute C^T += B^T A^T); copies into
+// transposed (the MFMAs compute C^T += B^T A^T); copies into
 // LDS get 128-bit accesses (16 fp8 or 8 f16 elements per lane).
 // CHECK-LABEL: func.func @accumulator
 // CHECK: "tile.alloc_fragment"() {tile.layout = {instruction = array<i64: 32, 32, 16>, kind = "mma_accumulator", transposed = true, warps = array<i64: 2, 2>}}

@@ -1,10 +1,12 @@
 """AMD's A operand from registers (`amdgpu.matrix.register_a_plan`): for every
 dense square MFMA shape the shipped chips have, a plan either exists and
-computes S @ V exactly when simulated lane by lane from the documented
-layouts (`tilemlir.mma_layouts`), or is refused. The simulation builds each
-lane's A from where the transposed source accumulator puts S's elements and
-B from the plan's runs, so a wrong slot, run or stride changes the product.
-Flash attention compiled this way runs in the emulator in test_attention.py."""
+computes S @ V exactly when simulated lane by lane with the emulator's own
+lane maps (`tilemlir.runtime.mfma_layouts`, independent of the
+`tilemlir.mma_layouts` tables the plan is made from), or is refused. The
+simulation builds each lane's A from where the transposed source accumulator
+puts S's elements and B from the plan's runs, so a wrong slot, run or stride
+changes the product. Flash attention compiled this way runs in the emulator
+in test_attention.py."""
 
 from __future__ import annotations
 
@@ -23,30 +25,41 @@ SHAPES = sorted({(i.m, i.k) for instrs in mfma_layouts.INSTRUCTIONS.values() for
 PAIRS = [(shape, source) for shape, source in itertools.product(SHAPES, SHAPES)]
 
 
+def _inverse(lanes: np.ndarray, items: np.ndarray) -> dict:
+    """(lane, item) -> matrix position, from the emulator's (lane, item) arrays."""
+    return {(int(lane), int(item)): position[1:]
+            for position, lane, item in zip(np.ndindex(lanes.shape), lanes.flat, items.flat)}
+
+
 def simulated(layout, source, plan, s: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """D = S V over S's columns, one K step at a time, as the MFMA sums its
-    lanes' products: D[r, c] adds, for each lane group g, lane g m + r's A
-    elements (S's row r at the columns the transposed source gives that lane
-    in the plan's slots) times lane g n + c's B elements (V's column c at the
-    rows of the plan's runs, shifted by g times its stride)."""
+    """D = S V over S's columns, one K step at a time, from the emulator's own
+    lane maps (tilemlir.runtime.mfma_layouts, not the tables the plan was made
+    from): the source's C map says which element of S each (lane, item) of
+    the transposed accumulator holds; the registers the plan picks are the
+    instruction's A items, B's items are V's rows at the plan's runs (shifted
+    by the lane group's stride); the instruction's A and B maps place them in
+    its K order, and the step adds A @ B."""
     m, n, k, wave = layout.m, layout.n, layout.k, layout.wave_size
     width = source.n
+    issued = _inverse(*mfma_layouts.output_layout(source.m, source.n, 1, False))
+    a_at = _inverse(*mfma_layouts.input_layout(m, k, 1))
+    b_at = _inverse(*mfma_layouts.input_layout(n, k, 1))  # B^T: (column, K)
     d = np.zeros((m, n))
     for step in range(s.shape[1] // k):
         period, q = divmod(step, plan.steps_per_period)
         first = period * plan.period
         runs = [step * k + base + offset for base, length in plan.runs[q] for offset in range(length)]
-        for group in range(wave // m):
-            for row in range(m):
-                lane = group * m + row
-                a = []
-                for t, j in plan.slots[q]:
-                    issued_row, issued_col = source.c_coord(lane, j)
-                    assert issued_col == row  # transposed: the issued column is S's row
-                    a.append(s[row, first + t * width + issued_row])
-                for column in range(n):
-                    b = [v[r + group * plan.group_stride, column] for r in runs]
-                    d[row, column] += np.dot(a, b)
+        a, b = np.full((m, k), np.nan), np.full((k, n), np.nan)
+        for lane in range(wave):
+            group = lane // m
+            for item, (t, j) in enumerate(plan.slots[q]):
+                issued_row, issued_col = issued[(lane, j)]
+                row, kk = a_at[(lane, item)]
+                a[row, kk] = s[issued_col, first + t * width + issued_row]  # transposed: S[col, row]
+                column, kk = b_at[(lane, item)]
+                b[kk, column] = v[runs[item] + group * plan.group_stride, column]
+        assert not np.isnan(a).any() and not np.isnan(b).any()
+        d += a @ b
     return d
 
 

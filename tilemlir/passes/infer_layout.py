@@ -67,8 +67,10 @@ core describes its operand reads):
   each use's vector reads; an XOR swizzle only when every use is a
   transpose read; `conflicts` is the costliest use's;
 * when the kernel's padded buffers (times their stages) do not fit the
-  workgroup's LDS, the padding goes: `pad = 0`, `conflicts` those of the
-  unpadded rows, `dropped_pad` the padding given up.
+  workgroup's LDS and unpadded ones would fit more stages, the padding goes:
+  `pad = 0`, `conflicts` those of the unpadded rows, `dropped_pad` the
+  padding given up (otherwise tile-pipeline steps the stages down, padding
+  and all: `fit_padding`).
 
 Whatever is given up is said in a remark at the buffer, with its cost: row
 padding dropped to fit the LDS (bank-conflict clocks per iteration with and
@@ -99,7 +101,7 @@ Example:
     %c = "tile.alloc_fragment"() : () -> memref<128x128xf32, #gpu.address_space<private>>
     // becomes
     %c = "tile.alloc_fragment"() {tile.layout = {instruction = array<i64: 32, 32, 16>,
-        kind = "mma_accumulator", warps = array<i64: 2, 2>}} : () -> memref<128x128xf32, ...>
+        kind = "mma_accumulator", transposed = true, warps = array<i64: 2, 2>}} : () -> memref<128x128xf32, ...>
 """
 
 from __future__ import annotations
@@ -372,14 +374,13 @@ class TileInferLayout(TilePass):
     def fit_padding(self, kernel: ir.Operation, state: PassState) -> None:
         """Row padding must not push a kernel over its LDS: if the kernel's
         shared buffers, padded and times the stages of the loop filling them,
-        exceed the workgroup's LDS and dropping the padding makes them fit,
-        the padding goes (conflicts stay as computed for the unpadded rows and
-        are reported), the padding given up is recorded (`dropped_pad`) and a
-        remark says what it costs. Where they would not fit unpadded either,
-        tile-pipeline must give up stages anyway: the padding stays if one
-        stage of everything fits with it (flash attention's K and V at
-        d = 128 on gfx942: one padded stage, not one unpadded stage with 1920
-        bank-conflict clocks per iteration)."""
+        exceed the workgroup's LDS, the padding goes (conflicts stay as
+        computed for the unpadded rows and are reported), the padding given
+        up is recorded (`dropped_pad`) and a remark says what it costs --
+        unless dropping it would fit no more stages than keeping it: then
+        tile-pipeline steps the stages down to what fits, padding and all
+        (flash attention's K and V at d = 128 on gfx942: one padded stage,
+        not one unpadded stage with 1920 bank-conflict clocks per iteration)."""
         target = resolve_target(kernel, self.target)
         limit = target.memory.shared_bytes_per_workgroup
         if is_unknown(limit):
@@ -387,16 +388,20 @@ class TileInferLayout(TilePass):
         allocs = [op for op in walk(kernel) if op.name == "tile.alloc_shared"]
         gemms = [op for op in walk(kernel) if op.name == "tile.gemm"]
 
-        def total(staged: bool = True) -> int:
-            return sum(physical_shared_bytes(op) * (_stages_of(op) if staged else 1) for op in allocs)
+        def total(bytes_of, stages: int) -> int:
+            return sum(bytes_of(op) * min(_stages_of(op), stages) for op in allocs)
 
-        padded = total()
+        def most_stages(bytes_of) -> int:
+            """The most stages (each loop's own, capped) that fit; 0 if one does not."""
+            return next((s for s in range(requested, 0, -1) if total(bytes_of, s) <= limit), 0)
+
+        requested = max((_stages_of(op) for op in allocs), default=1)
+        padded = total(physical_shared_bytes, requested)
         if padded <= limit:
             return
-        unpadded = sum(logical_shared_bytes(op) * _stages_of(op) for op in allocs)
-        if unpadded > limit and total(staged=False) <= limit:
-            # Unpadded, the stages would not fit either: tile-pipeline steps them
-            # down to the most that fit (a remark says so), padding and all.
+        if most_stages(physical_shared_bytes) >= max(1, most_stages(logical_shared_bytes)):
+            # Unpadded, no more stages would fit: tile-pipeline steps them down
+            # to the most that fit (a remark says so), padding and all.
             return
         dropped = {}
         for op in allocs:

@@ -29,7 +29,7 @@ Output invariant: every in-kernel tile.gemm carries tile.mma and tile.warp_grid.
 
 4. gemms chained through registers (one's accumulator, copied to a fragment,
    is the next one's A, as in flash attention), where the family's core reads
-   such an A from registers (`MatrixCore.reads_register_a`), split their
+   such an A from registers (`MatrixCore.register_a_bits`), split their
    waves along M only when that fits (a wave holds whole rows);
 5. instructions a group of waves executes together (NVIDIA's warpgroup
    `wgmma`, four warps) split the block along M into bands of one or more
@@ -61,6 +61,7 @@ from typing import ClassVar
 from mlir import ir
 
 from tilemlir.dialects import attributes
+from tilemlir.dialects.element_types import bit_width
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.gemm_facts import MmaChoice, gemm_shape, register_a_source, split_waves
@@ -201,11 +202,11 @@ class TileSelectMma(TilePass):
         # one's A) split their waves along M only where the core can read that A
         # from registers: a wave must hold whole rows of it.
         chained = set()
-        if matrix_core_for(target.family).reads_register_a:
-            for op in gemms:
-                source = register_a_source(op)
-                if source is not None:
-                    chained.update((op, source))
+        widths = matrix_core_for(target.family).register_a_bits
+        for op in gemms:
+            source = register_a_source(op)
+            if source is not None and bit_width(ir.MemRefType(op.operands[0].type).element_type) in widths:
+                chained.update((op, source))
         for op in gemms:
             kernel = enclosing_kernel(op)
             if kernel is None:

@@ -95,7 +95,7 @@ _FLOAT_UNARY = {
 
 
 def _unit_exp2(x):
-    """exp2 on a GPU's function unit (`fastmath<afn>`, docs/dialect.md "Math"):
+    """exp2 on a GPU's function unit (`fastmath<afn>`, docs/kernels.md):
     results below the smallest normal f32 are flushed to zero (v_exp_f32;
     ex2.approx.ftz), which the emulator models as the least favourable case."""
     result = np.exp2(x)

@@ -1,12 +1,12 @@
-// An error makes the remarks before it moot: no row padding makes the
-// operand reads conflict-free (remarks), and then three stages do not fit the
-// C500's LDS (the error, with tile-pipeline{over-budget=error}): no remark is
-// printed, even with --remarks=all; --verify-diagnostics still checks them.
+// An error makes the remarks before it moot: row padding is dropped to fit
+// the C500's LDS (remarks), and then three stages do not fit either (the
+// error, with tile-pipeline{over-budget=error}): no remark is printed, even
+// with --remarks=all; --verify-diagnostics still checks them.
 // RUN: not tile-compile %s --emit tile --pass-options 'tile-pipeline{over-budget=error}' 2>&1 | filecheck %s
 // RUN: not tile-compile %s --emit tile --pass-options 'tile-pipeline{over-budget=error}' --remarks=all 2>&1 | filecheck %s
 // RUN: tile-compile %s --emit tile --pass-options 'tile-pipeline{over-budget=error}' --verify-diagnostics
 // CHECK-NOT: remark:
-// CHECK: error: tile-pipeline: 3 stages need 104448 bytes of LDS, xcore1000 allows 65536
+// CHECK: error: tile-pipeline: 3 stages need 98304 bytes of LDS, xcore1000 allows 65536
 // CHECK-NOT: remark:
 
 // Three stages of 128x64 + 64x128 f16 tiles: 96 KiB, over the C500's 64 KiB (the C600's 128 KiB would do).
@@ -22,12 +22,13 @@ module attributes {tile.target = "metax:xcore1000"} {
       %num_k = arith.constant 4 : index
       %zero = arith.constant 0.0 : f32
       // The operands are stored for vector reads with rows padded (its shared banks are
-      // unknown: no padding is conflict-free for both 32 and 64). Unpadded, three stages
-      // would not fit either, so the padding stays and the stages are what must give.
-      // expected-error@+2 {{3 stages need 104448 bytes of LDS, xcore1000 allows 65536}}
-      // expected-remark@+1 {{no row padding up to 64 elements makes the reads of the 128x64xf16}}
+      // unknown: no padding is conflict-free for both 32 and 64), the padding given up first.
+      // expected-error@+3 {{3 stages need 98304 bytes of LDS, xcore1000 allows 65536}}
+      // expected-remark@+2 {{no row padding up to 64 elements makes the reads of the 128x64xf16}}
+      // expected-remark@+1 {{row padding of 4 elements dropped from the 128x64xf16}}
       %A_s = "tile.alloc_shared"() : () -> memref<128x64xf16, #gpu.address_space<workgroup>>
-      // expected-remark@+1 {{no row padding up to 64 elements makes the reads of the 64x128xf16}}
+      // expected-remark@+2 {{no row padding up to 64 elements makes the reads of the 64x128xf16}}
+      // expected-remark@+1 {{row padding of 4 elements dropped from the 64x128xf16}}
       %B_s = "tile.alloc_shared"() : () -> memref<64x128xf16, #gpu.address_space<workgroup>>
       %C_l = "tile.alloc_fragment"() : () -> memref<128x128xf32, #gpu.address_space<private>>
       "tile.fill"(%C_l, %zero) : (memref<128x128xf32, #gpu.address_space<private>>, f32) -> ()

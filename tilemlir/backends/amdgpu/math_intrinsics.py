@@ -9,7 +9,7 @@ v_sin_f32 after scaling by 1/2π, v_exp_f32, v_log_f32). `llvm.call_intrinsic`
 is legal there and translates to the same intrinsic call.
 
 An f32 `math.exp2` marked `fastmath<afn>` (approximate functions: the
-tile dialect's spelling of "the hardware's exp2 unit will do", docs/dialect.md)
+tile dialect's spelling of "the hardware's exp2 unit will do", docs/kernels.md)
 becomes `rocdl.exp2`, llvm.amdgcn.exp2.f32: one v_exp_f32. llc expands the
 plain llvm.exp2.f32 around it into a range fix-up (a compare against -126, a
 select of +64, the v_exp_f32, a v_ldexp_f32 by -64: v_exp_f32 flushes results
@@ -75,4 +75,3 @@ class AmdgpuMathToIntrinsics(TilePass):
                                                list(op.operands), [], [])
             op.results[0].replace_all_uses_with(call)
             op.erase()
-

@@ -40,6 +40,7 @@ from mlir import ir
 from mlir.dialects import amdgpu, vector
 
 from tilemlir import mma_layouts
+from tilemlir.passes.gemm_facts import MmaChoice
 from tilemlir.passes.lower_to_gpu.api import (
     AccumulatorLayout,
     GemmOperands,
@@ -166,9 +167,10 @@ class MfmaCore(MatrixCore):
     """AMD CDNA matrix cores through `amdgpu.mfma` (layouts: `tilemlir.mma_layouts`)."""
 
     transposes_accumulator = True
-    reads_register_a = True
+    register_a_bits = frozenset({16})  # 8-bit runs of four would be 32-bit reads of B
 
-    def register_a(self, choice, warps, source, source_warps, a_bits: int) -> bool:
+    def register_a(self, choice: MmaChoice, warps: tuple[int, int], source: MmaChoice,
+                   source_warps: tuple[int, int], a_bits: int) -> bool:
         """A from registers (module docstring): both gemms' waves split along
         M alike (a wave holds whole rows of the source), square single-block
         instructions of the same rows, a `register_a_plan`, and B's runs of
@@ -179,8 +181,9 @@ class MfmaCore(MatrixCore):
         if not (mma_layouts.supported(choice.m, choice.n, choice.k, choice.blocks)
                 and mma_layouts.supported(source.m, source.n, source.k, source.blocks)):
             return False
+        source_bits = 64 if source.c == "f64" else 32
         plan = register_a_plan(mma_layouts.layout_for(choice.m, choice.n, choice.k),
-                               mma_layouts.layout_for(source.m, source.n, source.k))
+                               mma_layouts.layout_for(source.m, source.n, source.k, c_bits=source_bits))
         return plan is not None and all(length * a_bits >= MIN_RUN_BITS
                                         for step in plan.runs for _, length in step)
 
@@ -213,6 +216,8 @@ class MfmaCore(MatrixCore):
         b_col0 = add(mul(gemm.wave_n, wtn), urem(gemm.lane, layout.n))
         b_element = ir.MemRefType(gemm.b_smem.type).element_type
         plan = register_a_operand_plan(gemm, layout)
+        # K offset of the lane's group in B's runs (`RegisterAPlan.group_stride`).
+        group = None if plan is None else mul(udiv(gemm.lane, layout.n), plan.group_stride)
 
         def b_operand(column: ir.Value, k: ir.Value, count: int) -> ir.Value:
             return mfma_operand(gemm.b_smem, column, k, count, b_element, k_contiguous=gemm.transpose_b,
@@ -232,7 +237,6 @@ class MfmaCore(MatrixCore):
                 b_values = [b_operand(add(b_col0, tn * layout.n), kb, layout.b_per_lane) for tn in range(tiles_n)]
             else:
                 a_values = [registers_a(gemm, plan, tm, k_step) for tm in range(tiles_m)]
-                group = mul(udiv(gemm.lane, layout.n), plan.group_stride)
                 runs = plan.runs[k_step % plan.steps_per_period]
                 b_values = [concatenated([b_operand(add(b_col0, tn * layout.n), add(group, k0 + base), length)
                                           for base, length in runs])
@@ -307,6 +311,7 @@ def transpose_read_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: 
     its sources are in the descriptor's memory.shared_transpose_reads). In
     XOR-swizzled rows the column is the one the lane's row stores it at."""
     per_lane = TRANSPOSE_READS[element.width][1]
+    assert count % per_lane == 0, f"{count} elements are not whole transpose reads of {per_lane}"
     per_row = TRANSPOSE_READ_GROUP // per_lane
     in_group = urem(lane, TRANSPOSE_READ_GROUP)
     column = add(sub(outer, in_group), mul(urem(in_group, per_row), per_lane))

@@ -108,7 +108,7 @@ class MmaSyncCore(MatrixCore):
     """`mma.sync` m16n8k16 (f16, bf16) and m16n8k32 (e4m3, e5m2, s8) per warp."""
 
     places_shared_memory: ClassVar[bool] = True
-    reads_register_a: ClassVar[bool] = True
+    register_a_bits: ClassVar[frozenset[int]] = frozenset({16})
 
     def __init__(self):
         self.stage_views: dict = {}  # tile-level shared value -> memref<S x R x C> view

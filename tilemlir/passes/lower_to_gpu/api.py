@@ -452,9 +452,10 @@ class MatrixCore(ABC):
     # chooses that layout for every accumulator.
     transposes_accumulator: ClassVar[bool] = False
 
-    # True: `register_a` may accept some gemm; tile-select-mma then splits the
-    # waves of such gemm chains along M only (a wave holds whole rows of P).
-    reads_register_a: ClassVar[bool] = False
+    # The bit widths of A elements `register_a` may accept; tile-select-mma
+    # splits the waves of gemm chains with such an A along M only (a wave holds
+    # whole rows of P). Empty: A is always staged.
+    register_a_bits: ClassVar[frozenset[int]] = frozenset()
 
     def register_a(self, choice: MmaChoice, warps: tuple[int, int], source: MmaChoice,
                    source_warps: tuple[int, int], a_bits: int) -> bool:
