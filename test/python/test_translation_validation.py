@@ -66,6 +66,7 @@ T = "target=amdgpu:gfx942"
 VALIDATED = {
     "tile-verify": ("tile-verify,canonicalize,tile-verify", ALL),
     "tile-tiling": (f"tile-tiling{{{T}}}", ALL),
+    "tile-prove-bounds": (f"tile-tiling{{{T}}},tile-prove-bounds", ALL),
     "tile-legalize-precision": (f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}}", ALL),
     "tile-select-mma": (f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}},tile-select-mma{{{T}}}", ALL),
     "tile-stage-operands": ((f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}},tile-select-mma{{{T}}},"
@@ -161,6 +162,30 @@ def test_a_broken_pass_is_caught_and_named():
     assert message.startswith("pass 'test-drop-last-k-tile' (step 4 of 5: tile-verify, test-mark, cse, "
                               "test-drop-last-k-tile, canonicalize) changed the results of @gemm:")
     assert "argument 2 (%C):" in message and "elements differ" in message
+
+
+@dataclass(frozen=True)
+class ClaimInBounds(TilePass):
+    """A deliberately wrong pass: every copy of a kernel is claimed in bounds."""
+
+    name: ClassVar[str] = "test-claim-in-bounds"
+    summary: ClassVar[str] = "marks every copy in bounds (for testing the validator)"
+
+    def run(self, module: ir.Operation, state: PassState) -> None:
+        from tilemlir.irutil import walk
+
+        for op in walk(module):
+            if op.name == "tile.copy":
+                attributes.IN_BOUNDS.mark(op)
+
+
+def test_a_wrong_in_bounds_claim_is_caught():
+    """The reference engine refuses a copy marked in bounds whose window leaves
+    the memref (200 columns in 64-wide blocks): what tile-prove-bounds is
+    validated against."""
+    text, entry = INPUTS["gemm-fp8-edges"]
+    with pytest.raises(TranslationValidationError, match="leaves the memref"):
+        validate_pipeline(text, [f"tile-tiling{{{T}}}", ClaimInBounds()], entry)
 
 
 def test_upstream_passes_are_checked_on_request():

@@ -194,6 +194,10 @@ TILE_PIPELINE: tuple[str, ...] = (
     "canonicalize",
     # Casts and accumulator types must be final before an instruction is chosen by dtype.
     "tile-legalize-precision",
+    # Copies of kernels written with their own sizes whose windows provably stay
+    # inside memory lose their bounds checks (tile-tiling marks its own); after
+    # the casts, which it leaves checked.
+    "tile-prove-bounds",
     "tile-select-mma",
     # A gemm operand in registers goes through shared memory; before layouts,
     # which then place that buffer as the instruction reads it.

@@ -254,7 +254,7 @@ TILING = DictionaryAttribute(
 
 IN_BOUNDS = UnitAttribute(
     "tile.in_bounds", ("tile.copy",),
-    producer="tile-tiling (every window of the copy lies inside the global memref)",
+    producer="tile-tiling, tile-prove-bounds (every window of the copy lies inside the global memref)",
     consumers=("tile-lower-to-gpu", "amdgpu lowering hooks (LDS DMA)",
                "the nvidia matrix core (cp.async pipelining)"),
     form="a unit attribute", check=of_kind(ir.UnitAttr))

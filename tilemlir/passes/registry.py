@@ -16,6 +16,7 @@ from tilemlir.passes.base import TilePass
 _REGISTRY: dict[str, str] = {
     "tile-verify": "tilemlir.passes.verify:TileVerify",
     "tile-tiling": "tilemlir.passes.tiling:TileTiling",
+    "tile-prove-bounds": "tilemlir.passes.prove_bounds:TileProveBounds",
     "tile-legalize-precision": "tilemlir.passes.legalize_precision:TileLegalizePrecision",
     "tile-select-mma": "tilemlir.passes.select_mma:TileSelectMma",
     "tile-stage-operands": "tilemlir.passes.stage_operands:TileStageOperands",

@@ -847,7 +847,7 @@ def _memory_counter_wait(compiler, op):
     return lambda frame: None
 
 
-@handles("rocdl.sched.group.barrier")
+@handles("rocdl.sched.group.barrier", "rocdl.sched.barrier")
 def _sched_group_barrier(compiler, op):
     """A hint to llc's instruction scheduler: nothing happens at run time."""
     return lambda frame: None

@@ -24,7 +24,8 @@ Semantics (DESIGN.md section 3, made precise):
   indices of the indexed side. When the indexed side has the higher rank r
   and the un-indexed side rank q < r, the window spans q of its dims (the last
   q, or those `tile.window` names) and has extent 1 in the others. Out-of-bounds reads give 0, out-of-bounds
-  writes are dropped. The element type converts with `dtypes.convert` (round
+  writes are dropped, except that a copy marked in bounds (`tile.in_bounds`)
+  whose window leaves the memref is an error. The element type converts with `dtypes.convert` (round
   to nearest even, exact; overflow and NaN rules per format in `dtypes`).
 * `tile.gemm`: C += op(A) . op(B) with op = transpose when asked. With `acc`
   the accumulator type, every element is computed as
@@ -919,6 +920,15 @@ class _FunctionCompiler:
         spanned = attributes.WINDOW.dims(op, indexed_rank, window_rank)
         fixed = tuple(d for d in range(indexed_rank) if d not in spanned)
         adds = attributes.ATOMIC_ADD.is_on(op)  # dst += src (tile-verify: no conversion)
+        claimed_inside = attributes.IN_BOUNDS.is_on(op)
+
+        def check_claim(start: list[int], window, shape) -> None:
+            """A copy marked in bounds (tile-tiling, tile-prove-bounds) whose
+            window leaves the memref is a wrong claim, which the lowering would
+            turn into unguarded out-of-bounds accesses."""
+            if claimed_inside and any(w.stop - w.start != d for w, d in zip(window, shape)):
+                raise _Fail(f"tile.copy: marked {attributes.IN_BOUNDS.name}, but its window at "
+                            f"{_shape_str(start)} of extent {_shape_str(shape)} leaves the memref")
 
         def written(old: np.ndarray, new: np.ndarray) -> np.ndarray:
             return convert(old + new, dtype) if adds else convert(new, dtype)
@@ -934,6 +944,7 @@ class _FunctionCompiler:
                 start = [int(env[i]) for i in source_indices]
                 tile = as_window(dst)
                 inside, window = _window(start, tile.shape, src.shape)
+                check_claim(start, window, tile.shape)
                 if any(w.stop - w.start != d for w, d in zip(window, tile.shape)):
                     tile[...] = 0  # out-of-bounds reads give 0
                 if inside is not None:
@@ -942,6 +953,7 @@ class _FunctionCompiler:
                 start = [int(env[i]) for i in target_indices]
                 tile = as_window(src)
                 inside, window = _window(start, tile.shape, dst.shape)
+                check_claim(start, window, tile.shape)
                 if inside is not None:  # out-of-bounds writes are dropped
                     dst[inside] = written(dst[inside], tile[window])
             else:

@@ -14,7 +14,7 @@
 // CHECK: ld.lld: ld.lld -shared
 
 // The flag's target reaches every tile pass that takes one.
-// TILE: tile: builtin.module(tile-tiling{target=amdgpu:gfx950},canonicalize,tile-legalize-precision{target=amdgpu:gfx950},tile-select-mma{target=amdgpu:gfx950},
+// TILE: tile: builtin.module(tile-tiling{target=amdgpu:gfx950},canonicalize,tile-legalize-precision{target=amdgpu:gfx950},tile-prove-bounds,tile-select-mma{target=amdgpu:gfx950},
 // TILE: gpu: builtin.module(tile-lower-to-gpu{target=amdgpu:gfx950},canonicalize,cse)
 // TILE: gpu-to-llvm: builtin.module(amdgpu-check-resources{target=amdgpu:gfx950},
 // TILE: llc: llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx950 -O3

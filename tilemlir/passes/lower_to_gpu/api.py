@@ -546,6 +546,11 @@ class LoweringHooks:
     def end_pipelined_iteration(self, body: ir.Block) -> None:
         """At the end of a pipelined loop's lowered body, before its yield."""
 
+    def prefetch_issued(self, op: ir.Operation) -> None:
+        """Right after the global loads of a pipelined loop's prefetch copy
+        `op` (emitted through registers; its LDS stores wait for the end of
+        the iteration)."""
+
     def reduce_across_lanes(self, value: ir.Value, bits: Sequence[int],
                             combine: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
         """`value` combined over the lanes of a wave whose ids differ from this

@@ -532,6 +532,7 @@ class KernelEmitter(FragmentOps):
             if attributes.PREFETCH.is_on(op):
                 # Software-pipelined: the loop's one barrier per iteration orders it.
                 self.copy_global_to_shared(op, source, src_indices, dst, defer=self._deferred_stores)
+                self._hooks.prefetch_issued(op)
                 return
             # tile-insert-barriers counts on these two (`fenced_by_lowering`).
             gpu.BarrierOp()
