@@ -107,3 +107,134 @@ func.func @converting(%A: memref<256x64xf8E4M3FN>, %C: memref<256x64xf16>) {
   }) {grid = array<i64: 4>, threads = 128 : i64} : () -> ()
   return
 }
+
+// -----
+
+// What could wrap proves nothing (each marked by an earlier version, found by
+// a review): a cast through i8 that truncates block indices past 127, an i32
+// product past 2^31, index_castui of a value that can be negative, an index
+// product past 2^31 (nvidia lowers index to 32 bits), an unsigned loop, and a
+// loop whose last increment wraps.
+// CHECK-LABEL: func.func @trunc_i8
+// CHECK-NOT: tile.in_bounds
+// CHECK-LABEL: func.func @wrap_i32
+// CHECK-NOT: tile.in_bounds
+// CHECK-LABEL: func.func @castui
+// CHECK-NOT: tile.in_bounds
+// CHECK-LABEL: func.func @index32
+// CHECK-NOT: tile.in_bounds
+// CHECK-LABEL: func.func @unsigned_loop
+// CHECK-NOT: tile.in_bounds
+// CHECK-LABEL: func.func @iv_wrap
+// CHECK-NOT: tile.in_bounds
+// CHECK: return
+func.func @trunc_i8(%A: memref<12800x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %a_s = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    %b8 = arith.index_cast %bx : index to i8
+    %bi = arith.index_cast %b8 : i8 to index
+    %row = arith.muli %bi, %c64 : index
+    "tile.copy"(%A, %a_s, %row, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<12800x64xf16>, memref<64x64xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 200>, threads = 128 : i64} : () -> ()
+  return
+}
+
+// -----
+
+func.func @wrap_i32(%A: memref<16384x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %s = arith.constant 16777216 : i32
+    %a_s = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    %b32 = arith.index_cast %bx : index to i32
+    %big = arith.muli %b32, %s : i32
+    %q = arith.divsi %big, %s : i32
+    %qi = arith.index_cast %q : i32 to index
+    %row = arith.muli %qi, %c64 : index
+    "tile.copy"(%A, %a_s, %row, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<16384x64xf16>, memref<64x64xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 256>, threads = 128 : i64} : () -> ()
+  return
+}
+
+// -----
+
+func.func @castui(%A: memref<4096x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %one = arith.constant 1 : i32
+    %a_s = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    %b32 = arith.index_cast %bx : index to i32
+    %x = arith.subi %b32, %one : i32
+    %xu = arith.index_castui %x : i32 to index
+    %m = arith.maxsi %xu, %c0 : index
+    %row = arith.muli %m, %c64 : index
+    "tile.copy"(%A, %a_s, %row, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<4096x64xf16>, memref<64x64xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 64>, threads = 128 : i64} : () -> ()
+  return
+}
+
+// -----
+
+func.func @index32(%A: memref<16384x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %s = arith.constant 67108864 : index
+    %a_s = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    %big = arith.muli %bx, %s : index
+    %q = arith.divsi %big, %s : index
+    %row = arith.muli %q, %c64 : index
+    "tile.copy"(%A, %a_s, %row, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<16384x64xf16>, memref<64x64xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 256>, threads = 128 : i64} : () -> ()
+  return
+}
+
+// -----
+
+func.func @unsigned_loop(%A: memref<4096x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %cm1 = arith.constant -1 : index
+    %c64 = arith.constant 64 : index
+    %a_s = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    scf.for unsigned %i = %c0 to %cm1 step %c1 {
+      %row = arith.muli %i, %c64 : index
+      "tile.copy"(%A, %a_s, %row, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<4096x64xf16>, memref<64x64xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+    }
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
+  return
+}
+
+// -----
+
+func.func @iv_wrap(%A: memref<4096x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %cmax = arith.constant 9223372036854775807 : index
+    %cstep = arith.constant 4611686018427387904 : index
+    %c4032 = arith.constant 4032 : index
+    %a_s = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    scf.for %i = %c0 to %cmax step %cstep {
+      %row = arith.minsi %i, %c4032 : index
+      "tile.copy"(%A, %a_s, %row, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<4096x64xf16>, memref<64x64xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+    }
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
+  return
+}

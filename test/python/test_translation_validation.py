@@ -66,7 +66,7 @@ T = "target=amdgpu:gfx942"
 VALIDATED = {
     "tile-verify": ("tile-verify,canonicalize,tile-verify", ALL),
     "tile-tiling": (f"tile-tiling{{{T}}}", ALL),
-    "tile-prove-bounds": (f"tile-tiling{{{T}}},tile-prove-bounds", ALL),
+    "tile-prove-bounds": (f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}},tile-prove-bounds", ALL),
     "tile-legalize-precision": (f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}}", ALL),
     "tile-select-mma": (f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}},tile-select-mma{{{T}}}", ALL),
     "tile-stage-operands": ((f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}},tile-select-mma{{{T}}},"

@@ -13,9 +13,17 @@ integer ops that compute it, from what the program states:
 * constants;
 * a `tile.kernel` block index: 0 .. grid extent - 1;
 * an `scf.for` or `scf.parallel` induction variable: lower bound's least ..
-  upper bound's greatest - 1 (a loop that runs no iteration runs no copy);
+  upper bound's greatest - 1 (a loop that runs no iteration runs no copy),
+  for a step of at least 1 whose last increment cannot wrap, and not for
+  `scf.for unsigned`;
 * `arith` add, sub, mul, divui/divsi, remui/remsi, floordivsi, ceildivsi,
-  min/max (signed and unsigned), select, index_cast, and nothing else.
+  min/max (signed and unsigned), select, index_cast, index_castui (of a
+  non-negative value), and nothing else.
+
+Every bound must be representable in its value's type, signed, with `index`
+taken as 32 bits (the narrowest any backend lowers it to: nvidia's, where
+every memref is static and small): an operation that could wrap, or a
+narrowing cast that could truncate, proves nothing.
 
 A copy is marked when, along every dim of the global memref, the offset's
 least value is at least 0 and its greatest value plus the window's extent
@@ -53,9 +61,10 @@ from tilemlir.passes.kernel_facts import enclosing_kernel
 
 Interval = tuple[int, int]
 
-# Past this magnitude a bound is treated as unknown (index arithmetic is 64-bit
-# and wraps; no copy window is that far out).
-LIMIT = 1 << 62
+# Bits of `index` as the bounds are checked: the least any lowering gives it
+# (nvidia lowers index to 32 bits where every memref is static and small:
+# backends/nvidia/toolchain.py index_bitwidth), so no wrap the proof ignores.
+INDEX_BITS = 32
 
 
 def _constant(value: ir.Value) -> int | None:
@@ -67,8 +76,20 @@ def _constant(value: ir.Value) -> int | None:
     return None
 
 
-def _checked(low: int, high: int) -> Interval | None:
-    return (low, high) if -LIMIT < low <= high < LIMIT else None
+def _fits(value_type: ir.Type, bounds: Interval | None) -> Interval | None:
+    """`bounds` where every value in it is representable in `value_type`
+    (signed; index as INDEX_BITS), else None: arithmetic that could wrap
+    proves nothing."""
+    if bounds is None:
+        return None
+    if isinstance(value_type, ir.IndexType):
+        bits = INDEX_BITS
+    elif isinstance(value_type, ir.IntegerType) and ir.IntegerType(value_type).width > 1:
+        bits = ir.IntegerType(value_type).width
+    else:
+        return None
+    low, high = bounds
+    return bounds if -(1 << (bits - 1)) <= low <= high < (1 << (bits - 1)) else None
 
 
 class Ranges:
@@ -80,7 +101,7 @@ class Ranges:
     def of(self, value: ir.Value, depth: int = 0) -> Interval | None:
         if value in self._known:
             return self._known[value]
-        result = None if depth > 64 else self._compute(value, depth + 1)
+        result = None if depth > 64 else _fits(value.type, self._compute(value, depth + 1))
         self._known[value] = result
         return result
 
@@ -98,18 +119,20 @@ class Ranges:
                 return None
             (a_low, a_high), (b_low, b_high) = operands[1], operands[2]
             return (min(a_low, b_low), max(a_high, b_high))
-        if name in ("arith.index_cast", "arith.index_castui"):
-            return operands[0]
+        if name == "arith.index_cast":
+            return operands[0]  # the result's own width is checked by _fits
+        if name == "arith.index_castui":
+            return operands[0] if operands[0] is not None and operands[0][0] >= 0 else None
         if len(operands) != 2 or None in operands:
             return None
         (a_low, a_high), (b_low, b_high) = operands
         if name == "arith.addi":
-            return _checked(a_low + b_low, a_high + b_high)
+            return (a_low + b_low, a_high + b_high)
         if name == "arith.subi":
-            return _checked(a_low - b_high, a_high - b_low)
+            return (a_low - b_high, a_high - b_low)
         if name == "arith.muli":
             products = [a_low * b_low, a_low * b_high, a_high * b_low, a_high * b_high]
-            return _checked(min(products), max(products))
+            return (min(products), max(products))
         if name in ("arith.minui", "arith.minsi"):
             if name == "arith.minui" and min(a_low, b_low) < 0:
                 return None
@@ -138,15 +161,27 @@ class Ranges:
             index = argument.arg_number
             return (0, grid[index] - 1) if index < len(grid) else None
         if name == "scf.for" and argument.arg_number == 0:
-            lower, upper = (self.of(parent.operands[i], depth) for i in (0, 1))
-            return None if lower is None or upper is None else (lower[0], max(lower[0], upper[1] - 1))
+            if "unsignedCmp" in parent.attributes:
+                return None
+            lower, upper, step = (self.of(parent.operands[i], depth) for i in (0, 1, 2))
+            if lower is None or upper is None or step is None or step[0] < 1:
+                return None
+            # The last value the IV takes is below the upper bound, and the one
+            # after it must not wrap (checked by _fits on this interval's end).
+            if _fits(argument.type, (lower[0], upper[1] - 1 + step[1])) is None:
+                return None
+            return (lower[0], max(lower[0], upper[1] - 1))
         if name == "scf.parallel":
             rank = len(block.arguments)
             if argument.arg_number >= rank:
                 return None
             lower = self.of(parent.operands[argument.arg_number], depth)
             upper = self.of(parent.operands[rank + argument.arg_number], depth)
-            return None if lower is None or upper is None else (lower[0], max(lower[0], upper[1] - 1))
+            step = self.of(parent.operands[2 * rank + argument.arg_number], depth)
+            if lower is None or upper is None or step is None or step[0] < 1 \
+                    or _fits(argument.type, (lower[0], upper[1] - 1 + step[1])) is None:
+                return None
+            return (lower[0], max(lower[0], upper[1] - 1))
         return None
 
 
