@@ -160,29 +160,23 @@ class Ranges:
             grid = list(ir.DenseI64ArrayAttr(parent.attributes["grid"]))
             index = argument.arg_number
             return (0, grid[index] - 1) if index < len(grid) else None
-        if name == "scf.for" and argument.arg_number == 0:
-            if "unsignedCmp" in parent.attributes:
-                return None
-            lower, upper, step = (self.of(parent.operands[i], depth) for i in (0, 1, 2))
-            if lower is None or upper is None or step is None or step[0] < 1:
-                return None
-            # The last value the IV takes is below the upper bound, and the one
-            # after it must not wrap (checked by _fits on this interval's end).
-            if _fits(argument.type, (lower[0], upper[1] - 1 + step[1])) is None:
-                return None
-            return (lower[0], max(lower[0], upper[1] - 1))
-        if name == "scf.parallel":
-            rank = len(block.arguments)
-            if argument.arg_number >= rank:
-                return None
-            lower = self.of(parent.operands[argument.arg_number], depth)
-            upper = self.of(parent.operands[rank + argument.arg_number], depth)
-            step = self.of(parent.operands[2 * rank + argument.arg_number], depth)
-            if lower is None or upper is None or step is None or step[0] < 1 \
-                    or _fits(argument.type, (lower[0], upper[1] - 1 + step[1])) is None:
-                return None
-            return (lower[0], max(lower[0], upper[1] - 1))
+        if name == "scf.for" and argument.arg_number == 0 and "unsignedCmp" not in parent.attributes:
+            return self._induction(argument, parent.operands[0], parent.operands[1], parent.operands[2], depth)
+        if name == "scf.parallel" and argument.arg_number < len(block.arguments):
+            rank, d = len(block.arguments), argument.arg_number
+            return self._induction(argument, parent.operands[d], parent.operands[rank + d],
+                                   parent.operands[2 * rank + d], depth)
         return None
+
+    def _induction(self, argument: ir.BlockArgument, lower: ir.Value, upper: ir.Value, step: ir.Value,
+                   depth: int) -> Interval | None:
+        """A loop variable's bounds: lower's least .. upper's greatest - 1, for a
+        step of at least 1 whose increment past the last value cannot wrap."""
+        lower, upper, step = (self.of(v, depth) for v in (lower, upper, step))
+        if lower is None or upper is None or step is None or step[0] < 1 \
+                or _fits(argument.type, (lower[0], upper[1] - 1 + step[1])) is None:
+            return None
+        return (lower[0], max(lower[0], upper[1] - 1))
 
 
 def window_in_bounds(copy: ir.Operation, ranges: Ranges) -> bool:

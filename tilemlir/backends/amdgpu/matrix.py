@@ -215,6 +215,7 @@ class MfmaCore(MatrixCore):
         a_row0 = add(mul(gemm.wave_m, wtm), urem(gemm.lane, layout.m))
         b_col0 = add(mul(gemm.wave_n, wtn), urem(gemm.lane, layout.n))
         b_element = ir.MemRefType(gemm.b_smem.type).element_type
+        a_element = None if gemm.a_smem is None else ir.MemRefType(gemm.a_smem.type).element_type
         plan = register_a_operand_plan(gemm, layout)
         # K offset of the lane's group in B's runs (`RegisterAPlan.group_stride`).
         group = None if plan is None else mul(udiv(gemm.lane, layout.n), plan.group_stride)
@@ -228,7 +229,6 @@ class MfmaCore(MatrixCore):
             k0 = k_step * layout.k
             if plan is None:
                 ka, kb = add(a_group, k0), add(b_group, k0)
-                a_element = ir.MemRefType(gemm.a_smem.type).element_type
                 a_values = [mfma_operand(gemm.a_smem, add(a_row0, tm * layout.m), ka, layout.a_per_lane,
                                          a_element, k_contiguous=not gemm.transpose_a,
                                          transpose_read_lane=gemm.lane if gemm.transpose_read_a else None,
