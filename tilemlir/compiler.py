@@ -110,14 +110,18 @@ def compile_module(
     emit = emit or default_emit(target.family)
     start = time.perf_counter() - sum((seconds or {}).values())
     pristine = None
-    if _may_fall_back(module, options):
+    other_tilings = _may_fall_back(module, options)
+    if other_tilings or _may_unsplit(module, options):
         with module.context:
             pristine = module.clone()
     mark = remark_mark()
     job, error, dumped = _attempt(module, target, emit, options, source, seconds, dump_pipeline, pristine)
+    if error is not None and pristine is not None and job.notes.get("spills") and _split_loops(job):
+        job, error, dumped = _unsplit(job, error, dumped, pristine, target, emit, options, source, seconds,
+                                      dump_pipeline, mark)
     if error is not None:
         spilled = _spilled(job)
-        if pristine is None or spilled is None:
+        if not other_tilings or spilled is None:
             _replay(dumped, dump_pipeline)
             raise error
         job = _fall_back(job, error, spilled, dumped, pristine, target, emit, options, source, seconds,
@@ -152,6 +156,50 @@ def _may_fall_back(module: ir.Operation, options: CompileOptions) -> bool:
 
     return (not options.allow_spills and not options.tiling and "tile-tiling" not in options.passes
             and bool(whole_problem_gemms(module)))
+
+
+SPLIT_LOOPS = "tile-split-loops"
+
+
+def _may_unsplit(module: ir.Operation, options: CompileOptions) -> bool:
+    """Whether a compile that spills may be retried without tile-split-loops:
+    spills are refused, the pass has no options given, and some loop of a
+    kernel selects (what the pass may split)."""
+    from tilemlir.irutil import parent_ops, walk
+
+    if options.allow_spills or SPLIT_LOOPS in options.passes:
+        return False
+    return any(op.name == "arith.select" and any(p.name == "scf.for" for p in parent_ops(op))
+               for op in walk(module))
+
+
+def _split_loops(job: Compilation) -> list[Diag]:
+    """The remarks of the loops tile-split-loops split in `job`."""
+    return [d for d in job.diags if d.severity == "remark" and d.origin == SPLIT_LOOPS]
+
+
+def _unsplit(first: Compilation, first_error: CompileError, first_dumped: list[str], pristine: ir.Operation,
+             target, emit, options, source, seconds, dump_pipeline, mark):
+    """The loops tile-split-loops split spill registers: compiles `pristine`
+    again without the split; (job, error, dumped) of that compile when it does
+    not fail, with a remark at the first split loop, else the first's."""
+    first_remarks = withdraw_remarks(mark)
+    with pristine.context:
+        module = pristine.clone()
+    passes = ",".join(p for p in (options.passes, f"{SPLIT_LOOPS}{{enabled=false}}") if p)
+    job, error, dumped = _attempt(module, target, emit, dataclasses.replace(options, passes=passes), source,
+                                  seconds, dump_pipeline, pristine)
+    if error is not None:
+        withdraw_remarks(mark)
+        restore_remarks(first_remarks)
+        return first, first_error, first_dumped
+    split = _split_loops(first)[0]
+    message = (f"tile-compile: splitting this loop at the first iteration its masks may act "
+               f"({SPLIT_LOOPS}) spills registers on {target.name} ({_spill_words(first.notes['spills'])}); "
+               "compiled without the split, which does not spill")
+    location = ir.Location.file(split.file, split.line, split.col, context=pristine.context)
+    job.notes["fallback_remarks"] = _remark(pristine, location, message, source)
+    return job, None, dumped
 
 
 def _attempt(module, target, emit, options, source, seconds, dump_pipeline, pristine):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from attention_cases import Attention, kernel_text
 from kernel_text import Gemm, gemm_kernel, pv_kernel, softmax_kernel
 from mlir import ir
 from mlir.dialects import arith
@@ -32,6 +33,7 @@ def _kernel(name: str, *replacements: tuple[str, str]) -> str:
     return text
 
 
+RAGGED_CAUSAL = Attention(seq=200, dim=32, causal=True)
 # Small inputs the pipelines below run on: name -> (text, entry).
 INPUTS = {
     "gemm-fp8-edges": (gemm_kernel(Gemm(64, 200, 96)), "gemm"),
@@ -57,6 +59,12 @@ INPUTS = {
     # P from registers into the second gemm (staged through shared memory).
     "flash-attention": (_kernel("flash_attention.mlir", ("array<i64: 4>", "array<i64: 1>")),
                         "flash_attention"),
+    # Causal, and 200 keys in blocks of 64: two masks, ORed (tile-split-loops);
+    # then over every key block, the diagonal's and those after it masked.
+    "attention-causal-ragged": (kernel_text(RAGGED_CAUSAL), RAGGED_CAUSAL.name),
+    "attention-causal-all-blocks": (kernel_text(RAGGED_CAUSAL).replace(
+        "%upper = arith.minui %upper_diag, %blocks : index", "%upper = arith.addi %blocks, %c0 : index"),
+        RAGGED_CAUSAL.name),
 }
 ALL = list(INPUTS)
 T = "target=amdgpu:gfx942"
@@ -76,6 +84,11 @@ VALIDATED = {
     "tile-pipeline": ((f"tile-tiling{{{T} stages=3}},tile-legalize-precision{{{T}}},"
                        f"tile-select-mma{{{T}}},tile-stage-operands{{{T}}},tile-infer-layout{{{T}}},"
                        f"tile-pipeline{{{T}}}"), ALL),
+    # In production order: after tile-pipeline, whose stages the two loops share.
+    "tile-split-loops": ((f"tile-tiling{{{T}}},tile-legalize-precision{{{T}}},tile-prove-bounds,"
+                          f"tile-select-mma{{{T}}},tile-stage-operands{{{T}}},tile-infer-layout{{{T}}},"
+                          f"tile-pipeline{{{T}}},tile-split-loops"),
+                         ["attention-causal-ragged", "attention-causal-all-blocks"]),
     "tile-insert-barriers": ((f"tile-tiling{{{T} stages=3}},tile-legalize-precision{{{T}}},"
                               f"tile-select-mma{{{T}}},tile-stage-operands{{{T}}},tile-infer-layout{{{T}}},"
                               f"tile-pipeline{{{T}}},"
@@ -186,6 +199,24 @@ def test_a_wrong_in_bounds_claim_is_caught():
     text, entry = INPUTS["gemm-fp8-edges"]
     with pytest.raises(TranslationValidationError, match="leaves the memref"):
         validate_pipeline(text, [f"tile-tiling{{{T}}}", ClaimInBounds()], entry)
+
+
+def test_a_loop_split_one_block_late_is_caught(monkeypatch):
+    """tile-split-loops with every bound one iteration too late runs the
+    diagonal block unmasked where the loop goes past it: the validator sees
+    the future keys."""
+    from tilemlir.passes import split_loops
+
+    right = split_loops.Candidate.boundary
+
+    def late(candidate):
+        return arith.AddIOp(right(candidate), arith.ConstantOp(ir.IndexType.get(), 1).result).result
+
+    monkeypatch.setattr(split_loops.Candidate, "boundary", late)
+    pipeline, _ = VALIDATED["tile-split-loops"]
+    text, entry = INPUTS["attention-causal-all-blocks"]
+    with pytest.raises(TranslationValidationError, match="pass 'tile-split-loops'"):
+        validate_pipeline(text, pipeline, entry)
 
 
 def test_upstream_passes_are_checked_on_request():

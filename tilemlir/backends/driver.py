@@ -207,6 +207,10 @@ TILE_PIPELINE: tuple[str, ...] = (
     # Multi-buffers shared tiles and prefetches ahead; after layouts (it keeps
     # the copies' vector widths) and before lowering (which emits its barriers).
     "tile-pipeline",
+    # Loops whose masks have one value over their leading iterations (causal
+    # attention's) run those in a copy without them; after tile-pipeline, so
+    # that the two loops share the pipeline's stages.
+    "tile-split-loops",
     # Orders the program's own shared-memory accesses; after tile-pipeline
     # (its prefetch copies are the pipelined loop's to order) and before
     # lowering, whose own barriers it counts.

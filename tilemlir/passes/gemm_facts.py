@@ -107,7 +107,10 @@ def split_waves(waves: int, rows: int, cols: int, quantum_m: int,
 def register_a_source(gemm: ir.Operation) -> ir.Operation | None:
     """The gemm whose accumulator a gemm's fragment A was copied from (flash
     attention's P = cast(S) into O += P V), or None: A is not a fragment, or
-    not the plain copy of one gemm's accumulator."""
+    not the plain copy of one gemm's accumulator. Copies of one loop body
+    (tile-split-loops) count as one: every writer of A is a copy of the same
+    accumulator, and every gemm producing it has the same operand types and
+    attributes (so the same instruction and warp grid); the first is returned."""
     from tilemlir.dialects import tile
 
     operand = gemm.operands[0]
@@ -121,9 +124,17 @@ def register_a_source(gemm: ir.Operation) -> ir.Operation | None:
                 or (owner.name == "tile.gemm" and position == 2))
 
     writers = [use.owner for use in operand.uses if writes(use)]
-    if len(writers) != 1 or writers[0].name != "tile.copy":
+    if not writers or any(w.name != "tile.copy" or w.operands[0] != writers[0].operands[0] for w in writers):
         return None  # written otherwise too: its layout is not the accumulator's alone
     source = writers[0].operands[0]
     producers = [use.owner for use in source.uses
                  if use.owner.name == "tile.gemm" and use.operand_number == 2]
-    return producers[0] if len(producers) == 1 else None
+    if not producers or any(_signature(p) != _signature(producers[0]) for p in producers):
+        return None
+    return producers[0]
+
+
+def _signature(gemm: ir.Operation) -> tuple:
+    """What makes two gemms lower alike: operand types and attributes."""
+    return (tuple(str(v.type) for v in gemm.operands),
+            tuple(sorted((name, str(gemm.attributes[name])) for name in gemm.attributes)))

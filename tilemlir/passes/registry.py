@@ -17,6 +17,7 @@ _REGISTRY: dict[str, str] = {
     "tile-verify": "tilemlir.passes.verify:TileVerify",
     "tile-tiling": "tilemlir.passes.tiling:TileTiling",
     "tile-prove-bounds": "tilemlir.passes.prove_bounds:TileProveBounds",
+    "tile-split-loops": "tilemlir.passes.split_loops:TileSplitLoops",
     "tile-legalize-precision": "tilemlir.passes.legalize_precision:TileLegalizePrecision",
     "tile-select-mma": "tilemlir.passes.select_mma:TileSelectMma",
     "tile-stage-operands": "tilemlir.passes.stage_operands:TileStageOperands",

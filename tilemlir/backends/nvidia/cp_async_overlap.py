@@ -6,7 +6,7 @@ from global memory (c_1 .. c_n, in body order; K and V), each read only by
 gemms after its copy, c_1's before c_n, is lowered as FlashAttention-2's
 loop is written:
 
-    prologue:  issue c_1 of the first iteration
+    prologue:  issue c_1 of the first iteration (if the loop runs)
     loop i:    at c_j's place: cp.async.wait_group 0; barrier;
                                issue c_(j+1) of iteration i (c_1 of i+1 after c_n)
                every other op as the generic lowering emits it
@@ -18,8 +18,10 @@ previous round). So each tile loads while the work between two places runs
 (the first gemm and the softmax hide V's load, the second gemm K's), in the
 buffers the kernel already has. The issue after the last iteration is clamped
 to the last iteration's tile (read, never used); everything is waited for
-after the loop. Copies are 16-byte cp.async chunks of a 2-D window of a
-global tensor of any rank (`tile.window`), zero-filled past its end.
+after the loop. The buffers may also be read by twin loops (`_twin_loops`:
+tile-split-loops' copy of this loop), each of which does the same. Copies
+are 16-byte cp.async chunks of a 2-D window of a global tensor of any rank
+(`tile.window`), zero-filled past its end.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from tilemlir.backends.nvidia.cp_async_pipelining import (
     window_dims,
 )
 from tilemlir.dialects import attributes, tile
+from tilemlir.irutil import parent_ops
 from tilemlir.passes.lower_to_gpu.api import (
     KernelLowering,
     const_index,
@@ -44,6 +47,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     fragment_values,
     rebind_fragments,
 )
+from tilemlir.passes.prove_bounds import Ranges
 
 
 @dataclass
@@ -93,14 +97,20 @@ def plan_overlap(op: ir.Operation, threads: int) -> OverlapPlan | None:
     copies = [inner for inner in body if inner.name == "tile.copy" and _window_copyable(inner, threads)]
     if len(copies) < 2:
         return None
+    twins = None  # the loops sharing the buffers (tile-split-loops' copies of this loop)
     for number, copy in enumerate(copies):
         buffer = copy.operands[1]
         for use in buffer.uses:
             user = use.owner
             if id_of(user) == id_of(copy):
                 continue
-            if user.name != "tile.gemm" or id_of(user) not in position:
-                return None  # read by something else, or from another block
+            if id_of(user) not in position:
+                twins = twins if twins is not None else _twin_loops(op)
+                if not any(_within(user, twin) for twin in twins):
+                    return None  # read by something else, or from another block
+                continue
+            if user.name != "tile.gemm":
+                return None
             at = position[id_of(user)]
             if at < position[id_of(copy)] or (number == 0 and at > position[id_of(copies[-1])]):
                 return None
@@ -111,6 +121,29 @@ def plan_overlap(op: ir.Operation, threads: int) -> OverlapPlan | None:
             return None
         slices[id_of(copy)] = [body[i] for i in sorted(needed)]
     return OverlapPlan(copies, slices)
+
+
+def _skeleton(loop: ir.Operation) -> list:
+    """A loop body's copies and gemms in order: (op name, the memrefs it
+    copies between or multiplies)."""
+    return [(inner.name, list(inner.operands)[:2 if inner.name == "tile.copy" else 3])
+            for inner in loop.regions[0].blocks[0].operations if inner.name in ("tile.copy", "tile.gemm")]
+
+
+def _twin_loops(op: ir.Operation) -> list:
+    """The other scf.for loops of op's block that copy into the same buffers
+    and multiply the same tiles in the same order (tile-split-loops splits a
+    loop into two such). Each prefetches for itself and waits for all its
+    copies after it; a copied buffer is no longer read once the next copy's
+    place (a barrier) is passed, so the second's prologue, which fills the
+    first copy's buffer, never overwrites what the first still reads."""
+    mine = _skeleton(op)
+    return [sibling.operation for sibling in op.operation.block.operations
+            if sibling.name == "scf.for" and id_of(sibling) != id_of(op) and _skeleton(sibling) == mine]
+
+
+def _within(op: ir.Operation, loop: ir.Operation) -> bool:
+    return any(id_of(parent) == id_of(loop) for parent in parent_ops(op))
 
 
 def id_of(op) -> int:
@@ -160,7 +193,23 @@ def lower_overlapped_loop(core, lowering: KernelLowering, op: ir.Operation) -> b
             lowering.bind(iv, saved_iv)
         return nvgpu.DeviceAsyncCreateGroupOp(tokens).result
 
-    group = issue(plan.copies[0], lower)
+    ranges = Ranges()
+    bounds = [ranges.of(v) for v in (loop.lower, loop.upper)]
+    if None in bounds or bounds[1][0] <= bounds[0][1]:
+        # A loop that may run no iteration (tile-split-loops' split point)
+        # copies nothing: the first iteration's window may lie outside what
+        # the copy may read. (Where the bounds prove it runs, no branch: at
+        # 255 registers, its phis cost a flash attention kernel 24 bytes of
+        # spills.)
+        runs = arith.CmpIOp(arith.CmpIPredicate.slt, lower, upper).result
+        prologue = scf.IfOp(runs, [ir.Type.parse("!nvgpu.device.async.token")], has_else=True)
+        with ir.InsertionPoint(prologue.then_block):
+            scf.YieldOp([issue(plan.copies[0], lower)])
+        with ir.InsertionPoint(prologue.else_block):
+            scf.YieldOp([nvgpu.DeviceAsyncCreateGroupOp([]).result])  # an empty group
+        group = prologue.results[0]
+    else:
+        group = issue(plan.copies[0], lower)
     carried = lowering.fragments()
     flat = fragment_values(carried)
     # The last iteration: where the clamped issue after it reads (never used).
