@@ -4,6 +4,7 @@ the frontend refuses, with its message and the user's Python line."""
 
 from __future__ import annotations
 
+import math
 import re
 import traceback
 import warnings
@@ -198,6 +199,59 @@ def test_elementwise_functions_and_compile_time_python():
     for op in ("math.exp ", "math.exp2", "math.log2", "math.sqrt", "math.rsqrt", "math.tanh", "math.log ",
                "arith.minnumf", "arith.maxnumf", "arith.select", "arith.fptosi"):
         assert op in source, op
+
+
+@pytest.mark.parametrize("engine", ["reference", "emulator"])
+def test_tir_math_functions(engine):
+    """sin, cos, tan, erf, sigmoid, floor, ceil, trunc, round (halves away
+    from zero, as CUDA's roundf), log10, log1p, exp10, pow, fmod, clamp and
+    isnan / isinf / isfinite, against float64."""
+    n = 256
+    x = np.linspace(-3, 3, n).astype(np.float32)
+    x[:4] = (-2.5, -0.5, 0.5, 2.5)  # halves: round goes away from zero
+    z = np.linspace(-1, 1, n).astype(np.float32)
+    z[:3] = (np.nan, np.inf, -np.inf)
+    kernel = tilemlir.language.compile(K.math_functions.function(n), out_idx=[2], engine=engine)
+    got = kernel(x, z)
+    x64 = x.astype(np.float64)
+    rounded = np.sign(x64) * np.floor(np.abs(x64) + 0.5)
+    erf = np.vectorize(math.erf)(x64)
+    expected = np.stack([
+        np.sin(x64) + np.cos(x64) * 2, np.tan(x64 * 0.4), erf, 1 / (1 + np.exp(-x64)),
+        np.floor(x64) + np.ceil(x64) * 10, np.trunc(x64) + rounded * 10,
+        np.log10(np.abs(x64) + 1) + np.log1p(np.abs(x64)), 10.0 ** (x64 * 0.5), (np.abs(x64) + 0.5) ** 1.5,
+        np.fmod(x64, 0.75), np.clip(x64, -0.5, 1.0),
+        np.isnan(z) * 1.0 + np.isinf(z) * 2.0 + np.isfinite(z) * 4.0,
+    ], axis=1)
+    bound = 64 * U32 * (np.abs(expected) + 1)
+    bound[:, 9] = 4 * U32 * 0.75  # fmod is exact; its divisor 0.75 is exact too
+    assert_within(got, expected, bound)
+    assert list(got[:3, 11]) == [1.0, 2.0, 2.0] and (got[3:, 11] == 4.0).all()
+    source = kernel.get_kernel_source()
+    for op in ("math.sin", "math.cos", "math.tan", "math.erf", "math.floor", "math.ceil", "math.trunc",
+               "math.round", "math.log10", "math.log1p", "math.exp2", "math.powf", "arith.remf", "arith.cmpf uno"):
+        assert op in source, op
+
+
+def test_tir_math_functions_in_maca_cpp_on_the_cpu(tmp_path):
+    """The same functions as MetaX prints them (C's tan, round, fmod, ...),
+    built with g++ against test/metax/maca_host.h and run on the CPU."""
+    import maca_programs
+
+    n = 256
+    x = np.linspace(-3, 3, n).astype(np.float32)
+    z = np.linspace(-1, 1, n).astype(np.float32)
+    z[:3] = (np.nan, np.inf, -np.inf)
+    source = tilemlir.language.compile(K.math_functions.function(n), out_idx=[2],
+                                       engine="reference").get_kernel_source()
+    name = re.search(r"func\.func @(\w+)", source).group(1)
+    binary = maca_programs.build({name: tilemlir.compile(source, target="metax:xcore1000").artifacts["maca"]},
+                                 tmp_path)
+    reference = tilemlir.language.compile(K.math_functions.function(n), out_idx=[2], engine="reference")
+    expected = reference(x, z).astype(np.float64)
+    got = np.zeros((n, 12), np.float32)
+    maca_programs.run(binary, name, [x, z, got], tmp_path)
+    assert_within(got, expected, 64 * U32 * (np.abs(expected) + 1))
 
 
 @pytest.mark.parametrize("engine", ["reference", "emulator"])

@@ -5,6 +5,7 @@ tilemlir does not build, in a kernel body and in ordinary Python."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -127,7 +128,7 @@ def test_profiler_checks_the_kernel_against_a_reference():
 
 # -- TileLang constructs tilemlir does not build -------------------------------------
 
-@pytest.mark.parametrize("factory", [dropin.thread_indexed, dropin.clamped, dropin.misspelt])
+@pytest.mark.parametrize("factory", [dropin.thread_indexed, dropin.warp_reduced, dropin.misspelt])
 def test_unsupported_in_a_kernel_body_names_the_line(factory):
     line, expected = expected_line(factory)
     with pytest.raises(UserError) as raised:
@@ -145,11 +146,18 @@ def load(tmp_path, text: str):
     return path
 
 
+def test_math_names_in_plain_python_are_their_values():
+    """A factory's own arithmetic on Python numbers (TIR's math names)."""
+    assert T.clamp(5, 0, 3) == 3 and T.clamp(-1.5, 0.0, 1.0) == 0.0
+    assert T.erf(0.5) == math.erf(0.5) and T.floor(-2.5) == -3.0 and T.round(-2.5) == -3.0
+    assert T.pow(2, 10) == 1024.0 and T.fmod(-7.5, 2.0) == -1.5 and T.isnan(math.nan)
+
+
 @pytest.mark.parametrize("text, position, expected", [
     ("import tilemlir.language as T\n\n@T.macro\ndef helper(x):\n    return x\n", "3:2",
      "T.macro is not supported by tilemlir: write a Python helper"),
-    ("import tilemlir.language as T\nlimit = T.clamp(5, 0, 3)\n", "2:9", "T.clamp is not supported by tilemlir"),
-    ("import tilemlir.language as T\nvalue = T.erf(0.5)\n", "2:9", "T.erf is not supported by tilemlir"),
+    ("import tilemlir.language as T\nlimit = T.cumsum(5)\n", "2:9", "T.cumsum is not supported by tilemlir"),
+    ("import tilemlir.language as T\nvalue = T.popcount(5)\n", "2:9", "T.popcount is not supported by tilemlir"),
 ])
 def test_unsupported_in_plain_python_names_the_users_line(tmp_path, text, position, expected):
     with pytest.raises(UserError) as raised:

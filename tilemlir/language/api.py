@@ -161,6 +161,25 @@ rsqrt = _intrinsic("rsqrt")
 sqrt = _intrinsic("sqrt")
 abs = _intrinsic("abs")
 tanh = _intrinsic("tanh")
+# TIR's math names; on Python numbers (a factory's own arithmetic) their value.
+log10 = _intrinsic("log10", math.log10)
+log1p = _intrinsic("log1p", math.log1p)
+exp10 = _intrinsic("exp10", lambda x: 10.0 ** x)
+sin = _intrinsic("sin", math.sin)
+cos = _intrinsic("cos", math.cos)
+tan = _intrinsic("tan", math.tan)
+erf = _intrinsic("erf", math.erf)
+sigmoid = _intrinsic("sigmoid", lambda x: 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0)
+floor = _intrinsic("floor", lambda x: float(math.floor(x)))
+ceil = _intrinsic("ceil", lambda x: float(math.ceil(x)))
+trunc = _intrinsic("trunc", lambda x: float(math.trunc(x)))
+round = _intrinsic("round", lambda x: math.copysign(math.floor(builtins.abs(x) + 0.5), x))  # C's roundf
+pow = _intrinsic("pow", lambda x, y: float(x) ** y)
+fmod = _intrinsic("fmod", math.fmod)
+isnan = _intrinsic("isnan", math.isnan)
+isinf = _intrinsic("isinf", math.isinf)
+isfinite = _intrinsic("isfinite", math.isfinite)
+clamp = _intrinsic("clamp", lambda x, lo, hi: builtins.max(builtins.min(x, hi), lo))
 if_then_else = _intrinsic("if_then_else")
 infinity = _intrinsic("infinity", _infinity)
 cast = _intrinsic("cast", aliases=("Cast",))
@@ -207,7 +226,6 @@ UNSUPPORTED: dict[str, str] = {
     "warp_reduce_min": "use T.reduce_min on a fragment",
     "warp_reduce_bitand": "only sum, max and min reductions are built",
     "warp_reduce_bitor": "only sum, max and min reductions are built",
-    "clamp": "use T.max(lo, T.min(x, hi))",
     "atomic_max": "only T.atomic_add of a whole tile is built",
     "atomic_min": "only T.atomic_add of a whole tile is built",
     "atomic_addx2": "use T.atomic_add of a whole tile",
@@ -257,8 +275,7 @@ UNSUPPORTED: dict[str, str] = {
 
 # Other TileLang names (TIR math, hardware intrinsics) that tilemlir builds nothing for.
 UNSUPPORTED_PLAIN = (
-    "sigmoid", "sin", "cos", "tan", "erf", "floor", "ceil", "round", "trunc", "pow", "fmod", "exp10", "log10",
-    "log1p", "isnan", "isinf", "isfinite", "popcount", "clz", "shift_left", "shift_right", "bitwise_and",
+    "popcount", "clz", "shift_left", "shift_right", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "floordiv", "floormod", "truncdiv", "truncmod", "Select",
     "max_value", "min_value", "reinterpret", "address_of", "access_ptr", "evaluate", "ptx_ldmatrix",
     "ptx_mma", "ptx_wgmma_ss", "ptx_wgmma_rs", "tma_load", "tma_store", "create_tma_descriptor",

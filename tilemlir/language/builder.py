@@ -175,10 +175,23 @@ _PY_CMPS: dict[type, Callable] = {
     ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
 }
 # T.<name> -> the math dialect op it builds, and its value on a Python number.
-_UNARY_MATH = {"exp": "ExpOp", "exp2": "Exp2Op", "log": "LogOp", "log2": "Log2Op", "rsqrt": "RsqrtOp",
-               "sqrt": "SqrtOp", "tanh": "TanhOp"}
+_UNARY_MATH = {"exp": "ExpOp", "exp2": "Exp2Op", "log": "LogOp", "log2": "Log2Op", "log10": "Log10Op",
+               "log1p": "Log1pOp", "rsqrt": "RsqrtOp", "sqrt": "SqrtOp", "tanh": "TanhOp", "sin": "SinOp",
+               "cos": "CosOp", "tan": "TanOp", "erf": "ErfOp", "floor": "FloorOp", "ceil": "CeilOp",
+               "trunc": "TruncOp", "round": "RoundOp"}
+
+
+def _round_half_away(x: float) -> float:
+    """C's round (TileLang's T.round on CUDA: roundf): halves away from zero."""
+    return math.copysign(math.floor(builtins.abs(x) + 0.5), x)
+
+
 _PY_MATH = {"exp": math.exp, "exp2": lambda x: 2.0 ** x, "log": math.log, "log2": math.log2,
-            "rsqrt": lambda x: 1.0 / math.sqrt(x), "sqrt": math.sqrt, "tanh": math.tanh}
+            "log10": math.log10, "log1p": math.log1p, "rsqrt": lambda x: 1.0 / math.sqrt(x),
+            "sqrt": math.sqrt, "tanh": math.tanh, "sin": math.sin, "cos": math.cos, "tan": math.tan,
+            "erf": math.erf, "floor": lambda x: float(math.floor(x)), "ceil": lambda x: float(math.ceil(x)),
+            "trunc": lambda x: float(math.trunc(x)), "round": _round_half_away}
+LOG2_10 = math.log2(10.0)
 
 
 def _compile_time(value) -> bool:
@@ -1432,11 +1445,84 @@ class Builder:
         fminf / fmaxf, what TileLang's T.min / T.max become), the same rule as
         T.reduce_min / T.reduce_max; integers compare signed."""
         a, b = self.two_args(node, f"T.{which}")
+        return self.extremum_of(node, which, a, b)
+
+    def extremum_of(self, node: ast.Call, which: str, a, b):
         if _compile_time(a) and _compile_time(b):
             return getattr(builtins, which)(a, b)
         x, y = self.promote(node, a, b)
         ops = {"min": (arith.MinNumFOp, arith.MinSIOp), "max": (arith.MaxNumFOp, arith.MaxSIOp)}[which]
         return Scalar(ops[0 if _is_float(x.type) else 1](x.value, y.value).result)
+
+    def call_clamp(self, node: ast.Call):
+        """T.clamp(x, lo, hi): T.max(T.min(x, hi), lo), as TileLang defines it."""
+        if len(node.args) != 3 or node.keywords:
+            raise self.error(node, "T.clamp takes a value, a lower and an upper bound")
+        x, lo, hi = (self.eval(a) for a in node.args)
+        return self.extremum_of(node, "max", self.extremum_of(node, "min", x, hi), lo)
+
+    def float_operand(self, node: ast.Call, x) -> Scalar:
+        """A runtime operand of a float function: integers convert to f32."""
+        x = self.scalar(node, x)
+        return x if _is_float(x.type) else self.convert(node, x, ir.F32Type.get())
+
+    def call_sigmoid(self, node: ast.Call):
+        """T.sigmoid(x) = 1 / (1 + exp(-x))."""
+        x = self.one_arg(node, "T.sigmoid")
+        if _compile_time(x):
+            return 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
+        x = self.float_operand(node, x)
+        one = self.constant(1.0, x.type)
+        exp = mathd.ExpOp(arith.NegFOp(x.value).result).result
+        return Scalar(arith.DivFOp(one, arith.AddFOp(one, exp).result).result)
+
+    def call_exp10(self, node: ast.Call):
+        """T.exp10(x) = exp2(x * log2(10)) (the product's rounding grows the
+        relative error with |x * log2(10)|, as CUDA's exp10f fast path)."""
+        x = self.one_arg(node, "T.exp10")
+        if _compile_time(x):
+            return 10.0 ** x
+        x = self.float_operand(node, x)
+        scaled = arith.MulFOp(x.value, self.constant(LOG2_10, x.type)).result
+        return Scalar(mathd.Exp2Op(scaled).result)
+
+    def binary_float(self, node: ast.Call, name: str, python, build):
+        a, b = self.two_args(node, f"T.{name}")
+        if _compile_time(a) and _compile_time(b):
+            return python(a, b)
+        x, y = self.promote(node, a, b)
+        if not _is_float(x.type):
+            x, y = (self.convert(node, v, ir.F32Type.get()) for v in (x, y))
+        return Scalar(build(x.value, y.value).result)
+
+    def call_pow(self, node: ast.Call):
+        """T.pow(x, y): x ** y in floats (math.powf, C's powf)."""
+        return self.binary_float(node, "pow", lambda a, b: float(a) ** b, mathd.PowFOp)
+
+    def call_fmod(self, node: ast.Call):
+        """T.fmod(x, y): C's fmodf, the remainder with x's sign (arith.remf)."""
+        return self.binary_float(node, "fmod", math.fmod, arith.RemFOp)
+
+    def classify(self, node: ast.Call, name: str, python, predicate: str, against_infinity: bool):
+        """T.isnan / T.isinf / T.isfinite: a bool of a float."""
+        x = self.one_arg(node, f"T.{name}")
+        if _compile_time(x):
+            return python(x)
+        x = self.float_operand(node, x)
+        if not against_infinity:
+            return Scalar(arith.CmpFOp(getattr(arith.CmpFPredicate, predicate), x.value, x.value).result)
+        magnitude = mathd.AbsFOp(x.value).result
+        return Scalar(arith.CmpFOp(getattr(arith.CmpFPredicate, predicate), magnitude,
+                                   self.constant(math.inf, x.type)).result)
+
+    def call_isnan(self, node: ast.Call):
+        return self.classify(node, "isnan", math.isnan, "UNO", False)
+
+    def call_isinf(self, node: ast.Call):
+        return self.classify(node, "isinf", math.isinf, "OEQ", True)
+
+    def call_isfinite(self, node: ast.Call):
+        return self.classify(node, "isfinite", math.isfinite, "OLT", True)
 
     def call_min(self, node: ast.Call):
         return self.extremum(node, "min")

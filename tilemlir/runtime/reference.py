@@ -64,6 +64,7 @@ precision execution `tile-run` compares against.
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -230,13 +231,16 @@ def _rsqrt(x):
     return 1.0 / np.sqrt(x)
 
 
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
 _MATH_UNARY: dict[str, Callable] = {
     "math.exp": np.exp, "math.exp2": np.exp2, "math.expm1": np.expm1,
     "math.log": np.log, "math.log2": np.log2, "math.log10": np.log10, "math.log1p": np.log1p,
     "math.sqrt": np.sqrt, "math.rsqrt": _rsqrt, "math.cbrt": np.cbrt,
     "math.tanh": np.tanh, "math.sinh": np.sinh, "math.cosh": np.cosh,
     "math.sin": np.sin, "math.cos": np.cos, "math.tan": np.tan,
-    "math.asin": np.arcsin, "math.acos": np.arccos, "math.atan": np.arctan,
+    "math.asin": np.arcsin, "math.acos": np.arccos, "math.atan": np.arctan, "math.erf": _erf,
     "math.absf": np.abs, "math.floor": np.floor, "math.ceil": np.ceil, "math.trunc": np.trunc,
     "math.round": _round_half_away, "math.roundeven": np.rint,
 }

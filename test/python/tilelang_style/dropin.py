@@ -3,7 +3,7 @@
 import tilemlir as tilelang
 import tilemlir.language as T
 from tilemlir.autotuner import autotune
-from tilemlir.language import clamp
+from tilemlir.language import warp_reduce_sum
 from tilemlir.profiler import do_bench  # noqa: F401 - the import is what is tested
 from tilemlir.utils.tensor import map_torch_type, torch_assert_close  # noqa: F401
 
@@ -43,12 +43,12 @@ def thread_indexed(N):
 
 
 @tilelang.jit(out_idx=[-1])
-def clamped(N):
+def warp_reduced(N):
     @T.prim_func
     def main(A: T.Tensor((N,), T.float32), B: T.Tensor((N,), T.float32)):
         with T.Kernel(1, threads=64):
             for i in T.Parallel(N):
-                B[i] = clamp(A[i], 0.0, 1.0)  # expect: T.clamp is not supported by tilemlir: use T.max(lo, T.min(x, hi))
+                B[i] = warp_reduce_sum(A[i])  # expect: T.warp_reduce_sum is not supported by tilemlir: use T.reduce_sum on a fragment
 
     return main
 

@@ -106,6 +106,34 @@ def elementwise(N, block=128, square=True, dtype="float32"):
     return main
 
 
+@tilemlir.jit(out_idx=[2])
+def math_functions(N, block=128):
+    """TileLang's TIR math names on runtime values (and one on Python numbers)."""
+    half = T.floor(2.5) / 4  # a Python number: 0.5
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float32"), Z: T.Tensor((N,), "float32"), Y: T.Tensor((N, 12), "float32")):
+        with T.Kernel(T.ceildiv(N, block)) as bx:
+            for i in T.Parallel(block):
+                x = X[bx * block + i]
+                z = Z[bx * block + i]
+                Y[bx * block + i, 0] = T.sin(x) + T.cos(x) * 2
+                Y[bx * block + i, 1] = T.tan(x * 0.4)
+                Y[bx * block + i, 2] = T.erf(x)
+                Y[bx * block + i, 3] = T.sigmoid(x)
+                Y[bx * block + i, 4] = T.floor(x) + T.ceil(x) * 10
+                Y[bx * block + i, 5] = T.trunc(x) + T.round(x) * 10
+                Y[bx * block + i, 6] = T.log10(T.abs(x) + 1) + T.log1p(T.abs(x))
+                Y[bx * block + i, 7] = T.exp10(x * half)
+                Y[bx * block + i, 8] = T.pow(T.abs(x) + 0.5, 1.5)
+                Y[bx * block + i, 9] = T.fmod(x, 0.75)
+                Y[bx * block + i, 10] = T.clamp(x, -0.5, 1.0)
+                Y[bx * block + i, 11] = (T.if_then_else(T.isnan(z), 1.0, 0.0) + T.if_then_else(T.isinf(z), 2.0, 0.0)
+                                         + T.if_then_else(T.isfinite(z), 4.0, 0.0))
+
+    return main
+
+
 @tilemlir.jit(out_idx=[1])
 def running_sum(N, steps=4):
     @T.prim_func

@@ -105,7 +105,7 @@ _FLOAT_CALLS = {"arith.maximumf": "tm_maximumf", "arith.minimumf": "tm_minimumf"
                 "math.log10": "log10", "math.log1p": "log1p", "math.expm1": "expm1", "math.erf": "erf",
                 "math.powf": "pow", "math.sin": "sin", "math.cos": "cos", "math.floor": "floor",
                 "math.ceil": "ceil", "math.trunc": "trunc", "math.roundeven": "rint", "math.copysign": "copysign",
-                "math.atan2": "atan2"}
+                "math.atan2": "atan2", "math.tan": "tan", "math.round": "round", "arith.remf": "fmod"}
 # gpu.shuffle modes -> the MACA wave shuffles and tm_shuffle_valid's mode code.
 # MACA spells them as CUDA does, with a 64-bit lane mask for its 64-lane waves:
 # `__shfl_xor_sync(0xffffffffffffffff, value, offset, 64)` (a MetaX-modified
