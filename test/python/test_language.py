@@ -233,6 +233,26 @@ def test_tir_math_functions(engine):
         assert op in source, op
 
 
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "amdgpu:gfx950"), ("emulator", "metax:xcore1000")])
+def test_reduce_absmax_and_abssum(engine, target, monkeypatch):
+    """max |x| and 1 + sum |x| per row (the destination's 1 kept as it is, not
+    made absolute), with the rows spread over lanes and waves."""
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    kernel = tilemlir.language.compile(K.magnitudes.function(16, 64), out_idx=[1], engine=engine)
+    x = RNG.uniform(-2, 1, (16, 64)).astype(np.float32)
+    x[3, 5] = -7.5  # the row's magnitude comes from a negative element
+    got = kernel(x)
+    x64 = np.abs(x.astype(np.float64))
+    expected = np.stack([x64.max(axis=1), 1 + x64.sum(axis=1)], axis=1)
+    bound = np.zeros_like(expected)
+    bound[:, 1] = 64 * U32 * (x64.sum(axis=1) + 1)
+    assert_within(got, expected, bound)
+    assert got[3, 0] == 7.5
+    source = kernel.get_kernel_source()
+    assert 'kind = "absmax"' in source and 'kind = "abssum"' in source
+
+
 def test_tir_math_functions_in_maca_cpp_on_the_cpu(tmp_path):
     """The same functions as MetaX prints them (C's tan, round, fmod, ...),
     built with g++ against test/metax/maca_host.h and run on the CPU."""

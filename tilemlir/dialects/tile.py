@@ -44,7 +44,12 @@ ELEMENT_TYPES: tuple[str, ...] = TILE_BUFFER_TYPES
 # Triton's tl.max (propagate_nan=NONE); `maximum`/`minimum` propagate NaN
 # (arith.maximumf/minimumf, Triton's propagate_nan=ALL), which costs a
 # compare and select per step on AMD. On integers all four compare signed.
-REDUCE_KINDS: tuple[str, ...] = ("sum", "max", "min", "maximum", "minimum")
+# `absmax`/`abssum` reduce the elements' magnitudes (TileLang's
+# T.reduce_absmax / T.reduce_abssum): max / sum of |x|; with clear = false the
+# destination's value is combined as it is.
+REDUCE_KINDS: tuple[str, ...] = ("sum", "max", "min", "maximum", "minimum", "absmax", "abssum")
+# The kind each magnitude reduction combines |x| with.
+MAGNITUDE_KINDS: dict[str, str] = {"absmax": "max", "abssum": "sum"}
 
 # The discardable `tile.*` attributes (tile.num_stages, tile.target, ...) are
 # defined in tilemlir/dialects/attributes.py.

@@ -150,6 +150,8 @@ unroll = _intrinsic("unroll")
 reduce_max = _intrinsic("reduce_max")
 reduce_sum = _intrinsic("reduce_sum")
 reduce_min = _intrinsic("reduce_min")
+reduce_absmax = _intrinsic("reduce_absmax")
+reduce_abssum = _intrinsic("reduce_abssum")
 ceildiv = _intrinsic("ceildiv", _ceildiv)
 min = _intrinsic("min", _python_pair(builtins.min))
 max = _intrinsic("max", _python_pair(builtins.max))
@@ -215,17 +217,15 @@ UNSUPPORTED: dict[str, str] = {
     "Unroll": "use T.unroll",
     "macro": "write a Python helper that returns a value, or inline the code in the kernel body",
     "cumsum": "use T.reduce_sum for a total; prefix sums are not built",
-    "reduce": "use T.reduce_sum, T.reduce_max or T.reduce_min",
-    "reduce_absmax": "use T.abs in a T.Parallel loop, then T.reduce_max",
-    "reduce_abssum": "use T.abs in a T.Parallel loop, then T.reduce_sum",
-    "reduce_bitand": "only sum, max and min reductions are built",
-    "reduce_bitor": "only sum, max and min reductions are built",
-    "reduce_bitxor": "only sum, max and min reductions are built",
+    "reduce": "use T.reduce_sum, T.reduce_max, T.reduce_min, T.reduce_absmax or T.reduce_abssum",
+    "reduce_bitand": "only sum, max, min, absmax and abssum reductions are built",
+    "reduce_bitor": "only sum, max, min, absmax and abssum reductions are built",
+    "reduce_bitxor": "only sum, max, min, absmax and abssum reductions are built",
     "warp_reduce_sum": "use T.reduce_sum on a fragment",
     "warp_reduce_max": "use T.reduce_max on a fragment",
     "warp_reduce_min": "use T.reduce_min on a fragment",
-    "warp_reduce_bitand": "only sum, max and min reductions are built",
-    "warp_reduce_bitor": "only sum, max and min reductions are built",
+    "warp_reduce_bitand": "only sum, max, min, absmax and abssum reductions are built",
+    "warp_reduce_bitor": "only sum, max, min, absmax and abssum reductions are built",
     "atomic_max": "only T.atomic_add of a whole tile is built",
     "atomic_min": "only T.atomic_add of a whole tile is built",
     "atomic_addx2": "use T.atomic_add of a whole tile",

@@ -1416,6 +1416,12 @@ class Builder:
     def call_reduce_min(self, node):
         return self.reduce(node, "min")
 
+    def call_reduce_absmax(self, node):
+        return self.reduce(node, "absmax")
+
+    def call_reduce_abssum(self, node):
+        return self.reduce(node, "abssum")
+
     def call_use_swizzle(self, node: ast.Call):
         for a in node.args:
             self.eval(a)

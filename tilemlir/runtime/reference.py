@@ -74,6 +74,7 @@ from mlir import ir
 
 from tilemlir.diagnostics import Diag, SourceBuffer, UserError, collect_diagnostics, format_diag
 from tilemlir.dialects import attributes
+from tilemlir.dialects.tile import MAGNITUDE_KINDS
 from tilemlir.passes.verify import FRESH_BUFFER_OPS, VIEW_OPS
 from tilemlir.runtime import dtypes
 from tilemlir.runtime.dtypes import convert
@@ -1348,6 +1349,8 @@ _EXTREMA = {"max": np.fmax, "min": np.fmin, "maximum": np.maximum, "minimum": np
 def reduce_along(src: np.ndarray, dim: int, kind: str, initial: np.ndarray | None, *,
                  ideal: bool = False) -> np.ndarray:
     """tile.reduce: `initial` is the destination's value when clear = false."""
+    if kind in MAGNITUDE_KINDS:  # max / sum of |x|; the destination as it is
+        src, kind = np.abs(src), MAGNITUDE_KINDS[kind]
     moved = np.moveaxis(src, dim, 0)
     dtype = src.dtype
     if kind in _EXTREMA:

@@ -232,6 +232,26 @@ def row_stats(M, N, dtype=T.float32):
     return main
 
 
+@tilemlir.jit(out_idx=[1])
+def magnitudes(M, N, dtype=T.float32):
+    """T.reduce_absmax and T.reduce_abssum, one onto a destination's value."""
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, 2), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_fragment((M, N), dtype)
+            peak = T.alloc_fragment((M,), dtype)
+            total = T.alloc_fragment((M,), dtype)
+            T.copy(X[0:M, 0:N], x)
+            T.reduce_absmax(x, peak, dim=1)
+            T.fill(total, 1.0)
+            T.reduce_abssum(x, total, dim=1, clear=False)
+            for i in T.Parallel(M):
+                Y[i, 0] = peak[i]
+                Y[i, 1] = total[i]
+
+    return main
+
+
 @tilemlir.jit(out_idx=[2], target="cuda")
 def copies_then_gemm_then_epilogue(stages=2):
     """Both tiles are read by the gemm after the second copy, and the loop does

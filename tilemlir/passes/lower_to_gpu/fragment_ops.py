@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
+from mlir.dialects import math as mathd
 
-from tilemlir.dialects import attributes
+from tilemlir.dialects import attributes, tile
 from tilemlir.passes.fragment_inference import (
     access_layout,
     conversions,
@@ -530,6 +531,11 @@ class FragmentOps:
         dim = ir.IntegerAttr(op.attributes["dim"]).value
         clear = ir.BoolAttr(op.attributes["clear"]).value
         element = src.element
+        if kind in tile.MAGNITUDE_KINDS:  # max / sum of |x|: the magnitudes first
+            absolute = mathd.AbsFOp if isinstance(element, ir.FloatType) else mathd.AbsIOp
+            src = RegisterFragment(src.placement, element, [absolute(src.read(slot)).result
+                                                            for slot in range(len(src.placement.slots))])
+            kind = tile.MAGNITUDE_KINDS[kind]
         plan = reduce_plan(src.placement, dim, self._wave_size)
         try:
             if plan.through_memory:
