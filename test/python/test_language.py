@@ -253,6 +253,45 @@ def test_reduce_absmax_and_abssum(engine, target, monkeypatch):
     assert 'kind = "absmax"' in source and 'kind = "abssum"' in source
 
 
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "metax:xcore1000")])
+@pytest.mark.parametrize("dim,reverse", [(1, False), (0, True)])
+def test_cumsum(engine, target, dim, reverse, monkeypatch):
+    """Inclusive prefix sums along either dim, forward or reversed, of a
+    shared tile in place and of a 1-D tile into another."""
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    kernel = tilemlir.language.compile(K.prefix_sums.function(8, 32, dim, reverse), out_idx=[1, 2],
+                                       engine=engine)
+    x = RNG.uniform(-1, 1, (8, 32)).astype(np.float32)
+    y, z = kernel(x)
+    x64 = x.astype(np.float64)
+
+    def cumulative(a, axis):
+        return np.flip(np.cumsum(np.flip(a, axis), axis), axis) if reverse else np.cumsum(a, axis)
+
+    expected_y, expected_z = cumulative(x64, dim), cumulative(x64[0], 0)
+    assert_within(y, expected_y, 40 * U32 * (np.abs(x64).sum(axis=dim, keepdims=True) + 1))
+    assert_within(z, expected_z, 40 * U32 * (np.abs(x64[0]).sum() + 1))
+
+
+def test_cumsum_of_a_fragment_is_refused_at_its_line():
+    @tilemlir.jit(out_idx=[1])
+    def fragment_sums(N):
+        @T.prim_func
+        def main(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=64):
+                x = T.alloc_fragment((N,), "float32")
+                T.copy(X, x)
+                T.cumsum(x)
+                T.copy(x, Y)
+
+        return main
+
+    with pytest.raises(UserError, match=r"test_language\.py:\d+:\d+: error: T\.cumsum: x is a fragment buffer; "
+                                        r"prefix sums are built on shared and global buffers"):
+        fragment_sums(64)
+
+
 def test_tir_math_functions_in_maca_cpp_on_the_cpu(tmp_path):
     """The same functions as MetaX prints them (C's tan, round, fmod, ...),
     built with g++ against test/metax/maca_host.h and run on the CPU."""

@@ -151,6 +151,7 @@ reduce_max = _intrinsic("reduce_max")
 reduce_sum = _intrinsic("reduce_sum")
 reduce_min = _intrinsic("reduce_min")
 reduce_absmax = _intrinsic("reduce_absmax")
+cumsum = _intrinsic("cumsum")
 reduce_abssum = _intrinsic("reduce_abssum")
 ceildiv = _intrinsic("ceildiv", _ceildiv)
 min = _intrinsic("min", _python_pair(builtins.min))
@@ -216,7 +217,6 @@ UNSUPPORTED: dict[str, str] = {
     "Persistent": "use T.Kernel's grid (one block per tile)",
     "Unroll": "use T.unroll",
     "macro": "write a Python helper that returns a value, or inline the code in the kernel body",
-    "cumsum": "use T.reduce_sum for a total; prefix sums are not built",
     "reduce": "use T.reduce_sum, T.reduce_max, T.reduce_min, T.reduce_absmax or T.reduce_abssum",
     "reduce_bitand": "only sum, max, min, absmax and abssum reductions are built",
     "reduce_bitor": "only sum, max, min, absmax and abssum reductions are built",

@@ -1416,6 +1416,72 @@ class Builder:
     def call_reduce_min(self, node):
         return self.reduce(node, "min")
 
+    def call_cumsum(self, node: ast.Call):
+        """T.cumsum(src, dst=None, dim=0, reverse=False): inclusive prefix sums
+        of a shared or global buffer of 1 or 2 dims along `dim` (into `dst`,
+        else in place), as a program would write them: a T.Parallel over the
+        other dim (one element for 1 dim; with fewer rows than threads, one
+        thread per row), in it a serial loop carrying the sum (in the element
+        type; f32 for 16- and 8-bit floats, rounded at each store). In place, the source is first copied into a shared
+        buffer of its shape (the scan's reads then never race with its
+        writes: a T.Parallel of fewer elements than threads has replicas)."""
+        what = "T.cumsum"
+        self.kernel_only(node, what)
+        args = self.arguments_of(node, ("src", "dst", "dim", "reverse"), 1, what=what)
+        src = self.buffer_arg(args["src"], what)
+        dst = self.buffer_arg(args["dst"], what) if "dst" in args else src
+        dim = self.eval(args["dim"]) if "dim" in args else 0
+        reverse = self.eval(args["reverse"]) if "reverse" in args else False
+        for buffer in (src, dst):
+            if buffer.scope not in (SHARED, GLOBAL):
+                raise self.error(node, f"{what}: {buffer.name} is a {buffer.scope} buffer; prefix sums are "
+                                       "built on shared and global buffers (T.copy a fragment into "
+                                       "T.alloc_shared first)")
+        if src.shape != dst.shape or len(src.shape) not in (1, 2):
+            raise self.error(node, f"{what}: src and dst must have one shape of 1 or 2 dims, got "
+                                   f"{list(src.shape)} and {list(dst.shape)}")
+        if not isinstance(dim, int) or not -len(src.shape) <= dim < len(src.shape):
+            raise self.error(node, f"{what}: dim must be a compile-time integer within the buffer's "
+                                   f"{len(src.shape)} dims")
+        if not isinstance(reverse, bool):
+            raise self.error(node, f"{what}: reverse must be a compile-time bool")
+        dim %= len(src.shape)
+        extent = src.shape[dim]
+        rows = 1 if len(src.shape) == 1 else src.shape[1 - dim]
+        accumulate = "float32" if src.dtype.is_float and src.dtype.bits < 32 else src.dtype.name
+        position = f"{extent - 1} - _k" if reverse else "_k"
+        index = "_j" if len(src.shape) == 1 else ("_j, _i" if dim == 0 else "_i, _j")
+        lines = []
+        source = src
+        if dst.value == src.value:
+            with ir.InsertionPoint.at_block_begin(self.kernel_op.regions[0].blocks[0]), self.loc(node):
+                element = ir.Type.parse(src.dtype.mlir)
+                copy = tile.alloc_shared(tile.shared_memref_type(list(src.shape), element))
+            source = Buffer(copy, src.shape, src.dtype, SHARED, f"{src.name} (T.cumsum's copy)")
+            names = ", ".join(f"_c{d}" for d in range(len(src.shape)))
+            lines += [f"for {names} in _Parallel({', '.join(str(e) for e in src.shape)}):",
+                      f"    _copy[{names}] = _src[{names}]"]
+        threads = ir.IntegerAttr(self.kernel_op.attributes["threads"]).value
+        scan = [f"_sum = _alloc_var({accumulate!r}, init=0)",
+                f"for _k in _serial({extent}):",
+                f"    _j = {position}",
+                f"    _sum = _sum + _copy[{index}]",
+                f"    _dst[{index}] = _sum"]
+        if rows < threads and threads % rows == 0:
+            # One thread per row: the other threads of the loop skip it.
+            lines += [f"for _i, _t in _Parallel({rows}, {threads // rows}):", "    if _t == 0:"]
+            lines += ["        " + line for line in scan]
+        else:
+            lines += [f"for _i in _Parallel({rows}):"] + ["    " + line for line in scan]
+        body = ast.parse("\n".join(lines)).body
+        for statement in body:
+            for inner in ast.walk(statement):
+                ast.copy_location(inner, node)
+                if hasattr(inner, "end_lineno"):
+                    inner.end_lineno, inner.end_col_offset = node.end_lineno, node.end_col_offset
+        self.region(body, {"_Parallel": api.Parallel, "_serial": api.serial, "_alloc_var": api.alloc_var,
+                           "_src": src, "_copy": source, "_dst": dst})
+
     def call_reduce_absmax(self, node):
         return self.reduce(node, "absmax")
 

@@ -252,6 +252,25 @@ def magnitudes(M, N, dtype=T.float32):
     return main
 
 
+@tilemlir.jit(out_idx=[1, 2])
+def prefix_sums(M, N, dim=1, reverse=False, dtype="float32"):
+    """T.cumsum in place along `dim` of a 2-D shared tile, and of a 1-D one into another."""
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype), Z: T.Tensor((N,), dtype)):
+        with T.Kernel(1, threads=128) as bx:
+            tile = T.alloc_shared((M, N), dtype)
+            row = T.alloc_shared((N,), dtype)
+            sums = T.alloc_shared((N,), dtype)
+            T.copy(X, tile)
+            T.copy(X[0, 0:N], row)
+            T.cumsum(tile, dim=dim, reverse=reverse)
+            T.cumsum(row, sums, reverse=reverse)
+            T.copy(tile, Y)
+            T.copy(sums, Z)
+
+    return main
+
+
 @tilemlir.jit(out_idx=[2], target="cuda")
 def copies_then_gemm_then_epilogue(stages=2):
     """Both tiles are read by the gemm after the second copy, and the loop does
