@@ -52,6 +52,7 @@ from tilemlir.diagnostics import (
     parse_chunk,
     remark_mark,
     remarks_configured,
+    remarks_since,
     restore_remarks,
     shown_remarks,
     withdraw_remarks,
@@ -111,12 +112,13 @@ def compile_module(
     start = time.perf_counter() - sum((seconds or {}).values())
     pristine = None
     other_tilings = _may_fall_back(module, options)
-    if other_tilings or _may_unsplit(module, options):
+    unsplit = _may_unsplit(module, options)
+    if other_tilings or unsplit:
         with module.context:
             pristine = module.clone()
     mark = remark_mark()
     job, error, dumped = _attempt(module, target, emit, options, source, seconds, dump_pipeline, pristine)
-    if error is not None and pristine is not None and job.notes.get("spills") and _split_loops(job):
+    if error is not None and unsplit and job.notes.get("spills") and _split_loops(job, mark):
         job, error, dumped = _unsplit(job, error, dumped, pristine, target, emit, options, source, seconds,
                                       dump_pipeline, mark)
     if error is not None:
@@ -161,21 +163,33 @@ def _may_fall_back(module: ir.Operation, options: CompileOptions) -> bool:
 SPLIT_LOOPS = "tile-split-loops"
 
 
-def _may_unsplit(module: ir.Operation, options: CompileOptions) -> bool:
-    """Whether a compile that spills may be retried without tile-split-loops:
-    spills are refused, the pass has no options given, and some loop of a
-    kernel selects (what the pass may split)."""
+def _split_candidate(module: ir.Operation) -> ir.Operation | None:
+    """The first scf.for of the module with an arith.select in it (what
+    tile-split-loops may split), or None."""
     from tilemlir.irutil import parent_ops, walk
 
+    for op in walk(module):
+        if op.name == "arith.select":
+            loops = [p for p in parent_ops(op) if p.name == "scf.for"]
+            if loops:
+                return loops[-1]
+    return None
+
+
+def _may_unsplit(module: ir.Operation, options: CompileOptions) -> bool:
+    """Whether a compile that spills may be retried without tile-split-loops:
+    spills are refused, the pass has no options given, and some loop of the
+    module selects (what the pass may split)."""
     if options.allow_spills or SPLIT_LOOPS in options.passes:
         return False
-    return any(op.name == "arith.select" and any(p.name == "scf.for" for p in parent_ops(op))
-               for op in walk(module))
+    return _split_candidate(module) is not None
 
 
-def _split_loops(job: Compilation) -> list[Diag]:
-    """The remarks of the loops tile-split-loops split in `job`."""
-    return [d for d in job.diags if d.severity == "remark" and d.origin == SPLIT_LOOPS]
+def _split_loops(job: Compilation, mark: int | None) -> list[Diag]:
+    """The remarks of the loops tile-split-loops split in `job`: in its own
+    diagnostics, or, under a tool's collector (the outermost, which receives
+    every remark), in what that received since `mark`."""
+    return [d for d in job.diags + remarks_since(mark) if d.severity == "remark" and d.origin == SPLIT_LOOPS]
 
 
 def _unsplit(first: Compilation, first_error: CompileError, first_dumped: list[str], pristine: ir.Operation,
@@ -193,12 +207,10 @@ def _unsplit(first: Compilation, first_error: CompileError, first_dumped: list[s
         withdraw_remarks(mark)
         restore_remarks(first_remarks)
         return first, first_error, first_dumped
-    split = _split_loops(first)[0]
     message = (f"tile-compile: splitting this loop at the first iteration its masks may act "
                f"({SPLIT_LOOPS}) spills registers on {target.name} ({_spill_words(first.notes['spills'])}); "
                "compiled without the split, which does not spill")
-    location = ir.Location.file(split.file, split.line, split.col, context=pristine.context)
-    job.notes["fallback_remarks"] = _remark(pristine, location, message, source)
+    job.notes["fallback_remarks"] = _remark(pristine, _split_candidate(pristine).location, message, source)
     return job, None, dumped
 
 

@@ -644,6 +644,14 @@ def remark_mark() -> int | None:
     return len(_REMARK_SINKS[0].sink) if _REMARK_SINKS else None
 
 
+def remarks_since(mark: int | None) -> list[Diag]:
+    """The remarks the outermost collector received after `mark`
+    (`remark_mark`), left where they are."""
+    if mark is None or not _REMARK_SINKS:
+        return []
+    return [d for d in _REMARK_SINKS[0].sink[mark:] if d.severity == "remark"]
+
+
 def withdraw_remarks(mark: int | None) -> list[Diag]:
     """Removes from the outermost collector the remarks it received after
     `mark` (`remark_mark`), and returns them (e.g. those of a compile attempt

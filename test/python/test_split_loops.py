@@ -6,6 +6,11 @@ H200: test_attention.py, bench/device_check.py)."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from attention_cases import Attention, kernel_text
 
@@ -47,12 +52,51 @@ def test_a_split_that_fits_stays():
     assert said and all(m.startswith("tile-split-loops:") for m in said), said
 
 
-def test_a_kernel_that_spills_either_way_keeps_the_first_error():
-    """128 rows of d = 128 in one wave spill split or not: the error is the
-    split compile's, and no remark claims a fallback."""
+def test_a_kernel_that_spills_either_way_keeps_the_first_error(monkeypatch):
+    """128 rows of d = 128 in one wave spill split or not: the compile without
+    the split is tried, and the error is the split compile's."""
+    attempts = []
+    attempt = tilemlir.compiler._attempt
+
+    def counted(module, target, emit, options, *rest):
+        attempts.append(options.passes)
+        return attempt(module, target, emit, options, *rest)
+
+    monkeypatch.setattr(tilemlir.compiler, "_attempt", counted)
     kernel = Attention(seq=1000, dim=128, causal=True, block_m=128, threads=64, stages=1)
     with pytest.raises(tilemlir.compiler.CompileError) as caught:
         tilemlir.compile(kernel_text(kernel), target=TARGET, emit="isa")
+    assert attempts == ["", "tile-split-loops{enabled=false}"]
     message = str(caught.value)
     assert "spills" in message and "VGPRs" in message and "--allow-spills" in message
-    assert "compiled without the split" not in message
+
+
+def test_the_options_given_to_the_pass_are_kept(monkeypatch):
+    """tile-split-loops{enabled=true} given by the user: no retry without it."""
+    attempts = []
+    attempt = tilemlir.compiler._attempt
+
+    def counted(module, target, emit, options, *rest):
+        attempts.append(options.passes)
+        return attempt(module, target, emit, options, *rest)
+
+    monkeypatch.setattr(tilemlir.compiler, "_attempt", counted)
+    with pytest.raises(tilemlir.compiler.CompileError, match="spills"):
+        tilemlir.compile(kernel_text(SPILLING), target=TARGET, emit="isa",
+                         options={"passes": "tile-split-loops{enabled=true}"})
+    assert attempts == ["tile-split-loops{enabled=true}"]
+
+
+def test_tile_compile_says_it_dropped_the_split(tmp_path):
+    """The same through the command line, whose collector receives the
+    remarks: the loop's line, and an ISA without spills."""
+    source = tmp_path / "attention.mlir"
+    text = kernel_text(SPILLING)
+    source.write_text(text)
+    loop_line = next(n for n, line in enumerate(text.splitlines(), 1) if line.lstrip().startswith("scf.for"))
+    tool = Path(sys.executable).parent / "tile-compile"
+    done = subprocess.run([str(tool), str(source), "--target", TARGET, "-o", str(tmp_path / "out.s")],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert re.search(rf"attention\.mlir:{loop_line}:\d+: remark: tile-compile: splitting this loop .* "
+                     r"compiled without the split", done.stderr), done.stderr

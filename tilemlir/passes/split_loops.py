@@ -77,7 +77,7 @@ from mlir.dialects import arith
 from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.kernel_facts import enclosing_kernel
-from tilemlir.passes.prove_bounds import Ranges, _constant
+from tilemlir.passes.prove_bounds import INDEX_BITS, Ranges, _constant
 
 # arith.cmpi predicates (MLIR's arith::CmpIPredicate values) as (sign, k, unsigned):
 # lhs P rhs  <=>  sign * (lhs - rhs) >= k.
@@ -211,9 +211,21 @@ def _candidate(compare: ir.Operation, loop: ir.Operation, ranges: Ranges) -> Can
         ends = (coefficient * bounds[0], coefficient * bounds[1])
         inner_low, inner_high = inner_low + min(ends), inner_high + max(ends)
     if c > 0:  # false on every element while c * v + inner_high + outer < k
-        return Candidate(False, c, k - inner_high, [(atom, -co) for atom, co in outer])
-    # true on every element while c * v + inner_low + outer >= k, i.e. -c * v <= inner_low + outer - k
-    return Candidate(True, c, inner_low - k, outer)
+        candidate = Candidate(False, c, k - inner_high, [(atom, -co) for atom, co in outer])
+    else:  # true on every element while c * v + inner_low + outer >= k, i.e. -c * v <= inner_low + outer - k
+        candidate = Candidate(True, c, inner_low - k, outer)
+    # The bound's numerator, computed in index arithmetic before the loop,
+    # must not wrap either (index taken as 32 bits, as tile-prove-bounds does).
+    low = high = candidate.constant + abs(c)
+    for atom, coefficient in candidate.outer:
+        bounds = ranges.of(atom)
+        if bounds is None:
+            return None
+        ends = (coefficient * bounds[0], coefficient * bounds[1])
+        low, high = low + min(ends), high + max(ends)
+    if not -(1 << (INDEX_BITS - 1)) <= low <= high < (1 << (INDEX_BITS - 1)):
+        return None
+    return candidate
 
 
 def _evaluate(value: ir.Value, known: dict) -> bool | None:
@@ -305,7 +317,7 @@ def _fold(copy: ir.Operation, values: dict, original_ops: list) -> None:
                 op.results[0].replace_all_uses_with(constant)
                 op.erase()
     for op in list(walk(copy)):
-        if op.name == "arith.select":
+        if op.name == "arith.select" and _is_i1(op.operands[0]):
             value = _evaluate(op.operands[0], {})
             if value is not None:
                 op.results[0].replace_all_uses_with(op.operands[1] if value else op.operands[2])

@@ -85,8 +85,10 @@ def _window_copyable(copy: ir.Operation, threads: int) -> bool:
     return (cols * size) % CHUNK_BYTES == 0 and (rows * cols * size // CHUNK_BYTES) % threads == 0
 
 
-def plan_overlap(op: ir.Operation, threads: int) -> OverlapPlan | None:
-    """The plan for an scf.for (module docstring), or None when it does not match."""
+def plan_overlap(op: ir.Operation, threads: int, twin_of: ir.Operation | None = None) -> OverlapPlan | None:
+    """The plan for an scf.for (module docstring), or None when it does not
+    match. `twin_of`: the loop this one is checked as a twin of (its uses of
+    the buffers are allowed, no other twin is looked for)."""
     if op.name != "scf.for" or (attributes.NUM_STAGES.read(op) or 0) < 2:
         return None
     loop = for_loop_parts(op)
@@ -105,7 +107,8 @@ def plan_overlap(op: ir.Operation, threads: int) -> OverlapPlan | None:
             if id_of(user) == id_of(copy):
                 continue
             if id_of(user) not in position:
-                twins = twins if twins is not None else _twin_loops(op)
+                if twins is None:
+                    twins = [twin_of] if twin_of is not None else _twin_loops(op, threads)
                 if not any(_within(user, twin) for twin in twins):
                     return None  # read by something else, or from another block
                 continue
@@ -130,16 +133,21 @@ def _skeleton(loop: ir.Operation) -> list:
             for inner in loop.regions[0].blocks[0].operations if inner.name in ("tile.copy", "tile.gemm")]
 
 
-def _twin_loops(op: ir.Operation) -> list:
+def _twin_loops(op: ir.Operation, threads: int) -> list:
     """The other scf.for loops of op's block that copy into the same buffers
     and multiply the same tiles in the same order (tile-split-loops splits a
-    loop into two such). Each prefetches for itself and waits for all its
-    copies after it; a copied buffer is no longer read once the next copy's
-    place (a barrier) is passed, so the second's prologue, which fills the
-    first copy's buffer, never overwrites what the first still reads."""
+    loop into two such) and are prefetched as this one is (`plan_overlap`,
+    with this loop's uses allowed). Each prefetches for itself and waits for
+    all its copies after it. A copied buffer is read by nothing but the
+    gemms between its copy's place and the next's (a barrier), so the
+    second's prologue, which fills the first copy's buffer, never overwrites
+    what the first still reads; and that prologue's cp.async writes the same
+    chunks from the same threads as the first loop's last (clamped) one,
+    which each thread waited for."""
     mine = _skeleton(op)
     return [sibling.operation for sibling in op.operation.block.operations
-            if sibling.name == "scf.for" and id_of(sibling) != id_of(op) and _skeleton(sibling) == mine]
+            if sibling.name == "scf.for" and id_of(sibling) != id_of(op) and _skeleton(sibling) == mine
+            and plan_overlap(sibling.operation, threads, twin_of=op) is not None]
 
 
 def _within(op: ir.Operation, loop: ir.Operation) -> bool:
