@@ -52,17 +52,23 @@ def test_a_split_that_fits_stays():
     assert said and all(m.startswith("tile-split-loops:") for m in said), said
 
 
-def test_a_kernel_that_spills_either_way_keeps_the_first_error(monkeypatch):
-    """128 rows of d = 128 in one wave spill split or not: the compile without
-    the split is tried, and the error is the split compile's."""
-    attempts = []
+@pytest.fixture
+def attempts(monkeypatch) -> list[str]:
+    """The pass options of each compile attempt tilemlir.compile makes."""
+    seen: list[str] = []
     attempt = tilemlir.compiler._attempt
 
     def counted(module, target, emit, options, *rest):
-        attempts.append(options.passes)
+        seen.append(options.passes)
         return attempt(module, target, emit, options, *rest)
 
     monkeypatch.setattr(tilemlir.compiler, "_attempt", counted)
+    return seen
+
+
+def test_a_kernel_that_spills_either_way_keeps_the_first_error(attempts):
+    """128 rows of d = 128 in one wave spill split or not: the compile without
+    the split is tried, and the error is the split compile's."""
     kernel = Attention(seq=1000, dim=128, causal=True, block_m=128, threads=64, stages=1)
     with pytest.raises(tilemlir.compiler.CompileError) as caught:
         tilemlir.compile(kernel_text(kernel), target=TARGET, emit="isa")
@@ -71,16 +77,8 @@ def test_a_kernel_that_spills_either_way_keeps_the_first_error(monkeypatch):
     assert "spills" in message and "VGPRs" in message and "--allow-spills" in message
 
 
-def test_the_options_given_to_the_pass_are_kept(monkeypatch):
+def test_the_options_given_to_the_pass_are_kept(attempts):
     """tile-split-loops{enabled=true} given by the user: no retry without it."""
-    attempts = []
-    attempt = tilemlir.compiler._attempt
-
-    def counted(module, target, emit, options, *rest):
-        attempts.append(options.passes)
-        return attempt(module, target, emit, options, *rest)
-
-    monkeypatch.setattr(tilemlir.compiler, "_attempt", counted)
     with pytest.raises(tilemlir.compiler.CompileError, match="spills"):
         tilemlir.compile(kernel_text(SPILLING), target=TARGET, emit="isa",
                          options={"passes": "tile-split-loops{enabled=true}"})
