@@ -15,6 +15,7 @@ import pytest
 from attention_cases import Attention, kernel_text
 
 import tilemlir
+import tilemlir.compiler
 
 # Causal over 1000 keys, d = 128, in one wave of 64 rows: on gfx942 the split
 # kernel spills VGPRs (173 with LLVM 22), the loop as written none.
