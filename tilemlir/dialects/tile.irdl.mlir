@@ -52,12 +52,14 @@ module {
       %4 = irdl.is "min" 
       %5 = irdl.is "maximum" 
       %6 = irdl.is "minimum" 
-      %7 = irdl.any_of(%2, %3, %4, %5, %6) 
-      %8 = irdl.base "#builtin.integer" 
-      %9 = irdl.is true 
-      %10 = irdl.is false 
-      %11 = irdl.any_of(%9, %10) 
-      irdl.attributes {"kind" = %7, "dim" = %8, "clear" = %11}
+      %7 = irdl.is "absmax" 
+      %8 = irdl.is "abssum" 
+      %9 = irdl.any_of(%2, %3, %4, %5, %6, %7, %8) 
+      %10 = irdl.base "#builtin.integer" 
+      %11 = irdl.is true 
+      %12 = irdl.is false 
+      %13 = irdl.any_of(%11, %12) 
+      irdl.attributes {"kind" = %9, "dim" = %10, "clear" = %13}
     }
   }
 }
