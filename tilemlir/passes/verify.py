@@ -448,13 +448,16 @@ class TileVerify(TilePass):
         - only inside a `tile.kernel`, from and into shared or fragment buffers;
         - `dim` is within the source's rank; the destination's shape is the
           source's without `dim`, and the element types are equal;
-        - `kind` is one of sum, max, min, maximum, minimum (IRDL checks the
-          spelling). On floats `max`/`min` are IEEE 754-2008 maxNum/minNum: a
-          NaN operand loses to a number, the result is NaN only when every
-          operand is (TileLang's and Triton's default; v_max_f32 on AMD);
-          `maximum`/`minimum` propagate NaN (arith.maximumf, Triton's
-          `propagate_nan=ALL`). Signed zeros are unordered in both. On integers
-          all four compare signed.
+        - `kind` is one of sum, max, min, maximum, minimum, absmax, abssum
+          (IRDL checks the spelling). On floats `max`/`min` are IEEE 754-2008
+          maxNum/minNum: a NaN operand loses to a number, the result is NaN
+          only when every operand is (TileLang's and Triton's default;
+          v_max_f32 on AMD); `maximum`/`minimum` propagate NaN (arith.maximumf,
+          Triton's `propagate_nan=ALL`). Signed zeros are unordered in both. On
+          integers all four compare signed. `absmax`/`abssum` are `max`/`sum`
+          of the elements' magnitudes |x| (TileLang's `T.reduce_absmax` /
+          `T.reduce_abssum`); with clear = false the destination's value is
+          combined as it is, not made absolute.
         """
         buffers = self._kernel_source_destination(op, state)
         if buffers is None:
