@@ -123,6 +123,8 @@ template <class V, class T> inline void tm_vstore(T* p, V v) { std::memcpy(p, &v
 inline float tm_maximumf(float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::fmax(a, b); }
 inline float tm_minimumf(float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::fmin(a, b); }
 inline float tm_rsqrt(float a) { return 1.0f / std::sqrt(a); }
+inline int64_t tm_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+inline int64_t tm_ceildiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q; }
 
 namespace tm_host {
 

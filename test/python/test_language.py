@@ -292,6 +292,50 @@ def test_cumsum_of_a_fragment_is_refused_at_its_line():
         fragment_sums(64)
 
 
+def _integer_inputs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    a = RNG.integers(-1000, 1000, n).astype(np.int32)
+    b = RNG.integers(1, 10, n).astype(np.int32) * RNG.choice([-1, 1], n).astype(np.int32)
+    a[:4], b[:4] = (-7, 7, -7, 7), (2, -2, -2, 2)  # every sign pair
+    return a, b
+
+
+def _integer_model(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    trunc = np.array([abs(int(x)) // abs(int(y)) * (1 if (x < 0) == (y < 0) else -1) for x, y in zip(a, b)])
+    return np.stack([a // b, np.mod(a, b), trunc, a - b * trunc, a & 0xF0F, a | b, a ^ b, ~a, a << 3, a >> 2,
+                     np.minimum(a * 100, 12700 - 128), a // b], axis=1)
+
+
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "metax:xcore1000")])
+def test_tir_integer_functions(engine, target, monkeypatch):
+    """floordiv / floormod round toward minus infinity (Python's // and %),
+    truncdiv / truncmod toward zero (C's), bitwise operations, shifts
+    (arithmetic right), T.max_value / T.min_value as typed constants."""
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    n = 128
+    a, b = _integer_inputs(n)
+    kernel = tilemlir.language.compile(K.integer_functions.function(n), out_idx=[2], engine=engine)
+    np.testing.assert_array_equal(kernel(a, b), _integer_model(a, b))
+
+
+def test_tir_integer_functions_in_maca_cpp_on_the_cpu(tmp_path):
+    """The same as MetaX prints them: arith.floordivsi as its prelude's
+    tm_floordiv (C's / truncates), built with g++ and run on the CPU."""
+    import maca_programs
+
+    n = 128
+    a, b = _integer_inputs(n)
+    source = tilemlir.language.compile(K.integer_functions.function(n), out_idx=[2],
+                                       engine="reference").get_kernel_source()
+    name = re.search(r"func\.func @(\w+)", source).group(1)
+    maca = tilemlir.compile(source, target="metax:xcore1000").artifacts["maca"]
+    assert "tm_floordiv(" in maca
+    binary = maca_programs.build({name: maca}, tmp_path)
+    got = np.zeros((n, 12), np.int32)
+    maca_programs.run(binary, name, [a, b, got], tmp_path)
+    np.testing.assert_array_equal(got, _integer_model(a, b))
+
+
 def test_tir_math_functions_in_maca_cpp_on_the_cpu(tmp_path):
     """The same functions as MetaX prints them (C's tan, round, fmod, ...),
     built with g++ against test/metax/maca_host.h and run on the CPU."""

@@ -151,6 +151,9 @@ def test_math_names_in_plain_python_are_their_values():
     assert T.clamp(5, 0, 3) == 3 and T.clamp(-1.5, 0.0, 1.0) == 0.0
     assert T.erf(0.5) == math.erf(0.5) and T.floor(-2.5) == -3.0 and T.round(-2.5) == -3.0
     assert T.pow(2, 10) == 1024.0 and T.fmod(-7.5, 2.0) == -1.5 and T.isnan(math.nan)
+    assert T.floordiv(-7, 2) == -4 and T.floormod(-7, 2) == 1 and T.truncdiv(-7, 2) == -3
+    assert T.truncmod(-7, 2) == -1 and T.shift_right(-8, 1) == -4 and T.bitwise_not(0) == -1
+    assert T.max_value("float16") == 65504.0 and T.min_value("int8") == -128
 
 
 @pytest.mark.parametrize("text, position, expected", [

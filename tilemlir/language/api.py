@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import enum
 import math
+import operator
 import sys
 from dataclasses import dataclass
 
@@ -183,6 +184,40 @@ isnan = _intrinsic("isnan", math.isnan)
 isinf = _intrinsic("isinf", math.isinf)
 isfinite = _intrinsic("isfinite", math.isfinite)
 clamp = _intrinsic("clamp", lambda x, lo, hi: builtins.max(builtins.min(x, hi), lo))
+# TIR's integer arithmetic: floor (Python's) and truncating (C's) division and
+# remainder, bitwise operations and shifts.
+floordiv = _intrinsic("floordiv", operator.floordiv)
+floormod = _intrinsic("floormod", operator.mod)
+truncdiv = _intrinsic("truncdiv", lambda a, b: builtins.abs(a) // builtins.abs(b) * (1 if (a < 0) == (b < 0) else -1))
+truncmod = _intrinsic("truncmod", lambda a, b: a - b * (builtins.abs(a) // builtins.abs(b) * (1 if (a < 0) == (b < 0) else -1)))
+bitwise_and = _intrinsic("bitwise_and", operator.and_)
+bitwise_or = _intrinsic("bitwise_or", operator.or_)
+bitwise_xor = _intrinsic("bitwise_xor", operator.xor)
+bitwise_not = _intrinsic("bitwise_not", operator.invert)
+shift_left = _intrinsic("shift_left", operator.lshift)
+shift_right = _intrinsic("shift_right", operator.rshift)
+
+
+def _limit(largest: bool):
+    """T.max_value(dtype) / T.min_value(dtype): the type's largest / least
+    finite value, as a typed constant (`DType.constant`)."""
+    def value(dtype):
+        import numpy as np
+
+        from tilemlir.dialects.element_types import ELEMENT_TYPES
+        from tilemlir.language.dtypes import dtype as as_dtype
+
+        resolved = as_dtype(dtype)
+        if resolved.is_float:
+            finite = float(ELEMENT_TYPES[resolved.mlir].finite_max)
+            return resolved.constant(finite if largest else -finite)
+        info = np.iinfo(resolved.numpy)
+        return resolved.constant(int(info.max if largest else info.min))
+    return value
+
+
+max_value = _intrinsic("max_value", _limit(True))
+min_value = _intrinsic("min_value", _limit(False))
 if_then_else = _intrinsic("if_then_else")
 infinity = _intrinsic("infinity", _infinity)
 cast = _intrinsic("cast", aliases=("Cast",))
@@ -275,9 +310,8 @@ UNSUPPORTED: dict[str, str] = {
 
 # Other TileLang names (TIR math, hardware intrinsics) that tilemlir builds nothing for.
 UNSUPPORTED_PLAIN = (
-    "popcount", "clz", "shift_left", "shift_right", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "bitwise_not", "floordiv", "floormod", "truncdiv", "truncmod", "Select",
-    "max_value", "min_value", "reinterpret", "address_of", "access_ptr", "evaluate", "ptx_ldmatrix",
+    "popcount", "clz", "Select",
+    "reinterpret", "address_of", "access_ptr", "evaluate", "ptx_ldmatrix",
     "ptx_mma", "ptx_wgmma_ss", "ptx_wgmma_rs", "tma_load", "tma_store", "create_tma_descriptor",
     "fence_proxy_async", "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive",
     "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "no_set_max_nreg", "warpgroup_arrive", "warpgroup_commit_batch",

@@ -1587,6 +1587,90 @@ class Builder:
         return Scalar(arith.CmpFOp(getattr(arith.CmpFPredicate, predicate), magnitude,
                                    self.constant(math.inf, x.type)).result)
 
+    def integers(self, node: ast.Call, name: str):
+        """The two integer operands of T.floordiv and its kin, in one type."""
+        a, b = self.two_args(node, f"T.{name}")
+        if _compile_time(a) and _compile_time(b):
+            return a, b
+        x, y = self.promote(node, a, b)
+        if _is_float(x.type) or _is_float(y.type):
+            raise self.error(node, f"T.{name} takes integers")
+        return x, y
+
+    def integer_call(self, node: ast.Call, name: str, ast_op: ast.operator):
+        """T.floordiv, T.bitwise_and, T.shift_left, ...: the operator's meaning."""
+        a, b = self.integers(node, name)
+        if _compile_time(a) and _compile_time(b):
+            return getattr(api, name)(a, b)
+        return self.binary(node, ast_op, a, b)
+
+    def call_floordiv(self, node):
+        return self.integer_call(node, "floordiv", ast.FloorDiv())
+
+    def call_bitwise_and(self, node):
+        return self.integer_call(node, "bitwise_and", ast.BitAnd())
+
+    def call_bitwise_or(self, node):
+        return self.integer_call(node, "bitwise_or", ast.BitOr())
+
+    def call_bitwise_xor(self, node):
+        return self.integer_call(node, "bitwise_xor", ast.BitXor())
+
+    def call_shift_left(self, node):
+        return self.integer_call(node, "shift_left", ast.LShift())
+
+    def call_shift_right(self, node):
+        """Arithmetic on signed integers, as TIR's shift_right."""
+        return self.integer_call(node, "shift_right", ast.RShift())
+
+    def call_bitwise_not(self, node):
+        x = self.one_arg(node, "T.bitwise_not")
+        if _compile_time(x):
+            return api.bitwise_not(x)
+        x = self.scalar(node, x)
+        if _is_float(x.type):
+            raise self.error(node, "T.bitwise_not takes an integer")
+        return Scalar(arith.XOrIOp(x.value, self.constant(-1, x.type)).result)
+
+    def call_truncdiv(self, node):
+        """C's division: the quotient rounded toward zero."""
+        a, b = self.integers(node, "truncdiv")
+        if _compile_time(a) and _compile_time(b):
+            return api.truncdiv(a, b)
+        return Scalar(arith.DivSIOp(a.value, b.value).result)
+
+    def call_truncmod(self, node):
+        """C's remainder: the sign of the dividend."""
+        a, b = self.integers(node, "truncmod")
+        if _compile_time(a) and _compile_time(b):
+            return api.truncmod(a, b)
+        return Scalar(arith.RemSIOp(a.value, b.value).result)
+
+    def call_floormod(self, node):
+        """Python's remainder: the sign of the divisor (C's remainder, plus the
+        divisor where the two signs differ)."""
+        a, b = self.integers(node, "floormod")
+        if _compile_time(a) and _compile_time(b):
+            return api.floormod(a, b)
+        zero = self.constant(0, a.type)
+        remainder = arith.RemSIOp(a.value, b.value).result
+        nonzero = arith.CmpIOp(arith.CmpIPredicate.ne, remainder, zero).result
+        signs = arith.XOrIOp(arith.CmpIOp(arith.CmpIPredicate.slt, remainder, zero).result,
+                             arith.CmpIOp(arith.CmpIPredicate.slt, b.value, zero).result).result
+        adjust = arith.SelectOp(arith.AndIOp(nonzero, signs).result, b.value, zero).result
+        return Scalar(arith.AddIOp(remainder, adjust).result)
+
+    def limit(self, node: ast.Call, name: str, largest: bool):
+        """T.max_value(dtype) / T.min_value(dtype): a typed constant."""
+        dtype = self.to_dtype(node, self.one_arg(node, f"T.{name}"))
+        return getattr(api, name)(dtype)
+
+    def call_max_value(self, node):
+        return self.limit(node, "max_value", True)
+
+    def call_min_value(self, node):
+        return self.limit(node, "min_value", False)
+
     def call_isnan(self, node: ast.Call):
         return self.classify(node, "isnan", math.isnan, "UNO", False)
 

@@ -134,6 +134,33 @@ def math_functions(N, block=128):
     return main
 
 
+@tilemlir.jit(out_idx=[2])
+def integer_functions(N, block=64):
+    """TIR's integer names on runtime int32 values, negative ones included."""
+    cap = int(T.max_value("int8")) * 100 + int(T.min_value("int8"))  # Python numbers: 12700 - 128
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "int32"), B: T.Tensor((N,), "int32"), Y: T.Tensor((N, 12), "int32")):
+        with T.Kernel(T.ceildiv(N, block), threads=64) as bx:
+            for i in T.Parallel(block):
+                a = A[bx * block + i]
+                b = B[bx * block + i]
+                Y[bx * block + i, 0] = T.floordiv(a, b)
+                Y[bx * block + i, 1] = T.floormod(a, b)
+                Y[bx * block + i, 2] = T.truncdiv(a, b)
+                Y[bx * block + i, 3] = T.truncmod(a, b)
+                Y[bx * block + i, 4] = T.bitwise_and(a, 0xF0F)
+                Y[bx * block + i, 5] = T.bitwise_or(a, b)
+                Y[bx * block + i, 6] = T.bitwise_xor(a, b)
+                Y[bx * block + i, 7] = T.bitwise_not(a)
+                Y[bx * block + i, 8] = T.shift_left(a, 3)
+                Y[bx * block + i, 9] = T.shift_right(a, 2)
+                Y[bx * block + i, 10] = T.min(a * 100, cap)
+                Y[bx * block + i, 11] = a // b
+
+    return main
+
+
 @tilemlir.jit(out_idx=[1])
 def running_sum(N, steps=4):
     @T.prim_func

@@ -94,6 +94,8 @@ _INT_BINARY = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.a
                "arith.ori": "|", "arith.xori": "^", "arith.divsi": "/", "arith.remsi": "%",
                "arith.shli": "<<", "arith.shrsi": ">>"}
 _UNSIGNED_BINARY = {"arith.divui": "/", "arith.remui": "%", "arith.shrui": ">>"}
+# Signed division rounded down / up (the prelude's helpers).
+_SIGNED_ROUNDED_DIVISION = {"arith.floordivsi": "tm_floordiv", "arith.ceildivsi": "tm_ceildiv"}
 # (comparison picking the first operand, signed?)
 _INT_MIN_MAX = {"arith.minui": ("<", False), "arith.maxui": (">", False),
                 "arith.minsi": ("<", True), "arith.maxsi": (">", True)}
@@ -451,7 +453,7 @@ class MacaPrinter:
             handler(fn, op)
             return
         if name in _INT_BINARY or name in _UNSIGNED_BINARY or name in _FLOAT_BINARY \
-                or name in _INT_MIN_MAX \
+                or name in _INT_MIN_MAX or name in _SIGNED_ROUNDED_DIVISION \
                 or name in _FLOAT_CALLS or name in ("arith.negf", "arith.cmpi", "arith.cmpf",
                                                     "arith.select", "arith.extf", "arith.truncf",
                                                     "arith.extsi", "arith.extui", "arith.trunci",
@@ -500,6 +502,9 @@ class MacaPrinter:
             if res == "i1":
                 return f"(bool)({a} {_INT_BINARY[name]} {b})"
             return f"({self.scalar(result, op)})({a} {_INT_BINARY[name]} {b})"
+        if name in _SIGNED_ROUNDED_DIVISION:
+            a, b = operands
+            return f"({self.scalar(result, op)}){_SIGNED_ROUNDED_DIVISION[name]}((int64_t){a}, (int64_t){b})"
         if name in _INT_MIN_MAX:
             a, b = operands
             compare, signed = _INT_MIN_MAX[name]
@@ -1169,6 +1174,10 @@ template <class V, class T> TM_INLINE void tm_vstore(T* p, V v) { __builtin_memc
 TM_INLINE float tm_maximumf(float a, float b) { return (a != a || b != b) ? NAN : fmaxf(a, b); }
 TM_INLINE float tm_minimumf(float a, float b) { return (a != a || b != b) ? NAN : fminf(a, b); }
 TM_INLINE float tm_rsqrt(float a) { return 1.0f / sqrtf(a); }
+// arith.floordivsi / ceildivsi: C's division truncates; a remainder of the
+// other sign than the quotient's direction moves it one step.
+TM_INLINE int64_t tm_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+TM_INLINE int64_t tm_ceildiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q; }
 TM_INLINE float tm_cvt_f16_f32(tm_f16 x) { return (float)x; }
 TM_INLINE tm_f16 tm_cvt_f32_f16(float x) { return (tm_f16)x; }
 TM_INLINE float tm_cvt_bf16_f32(tm_bf16 x) { return tm_bitcast<float>((uint32_t)x << 16); }
