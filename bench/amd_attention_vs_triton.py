@@ -6,8 +6,8 @@ No GPU is needed: both compilers stop at the ISA. The sibling of
 bench/amd_vs_triton.py (GEMM), whose Triton venv (build/triton-venv, Triton
 TRITON_VERSION, made on first use), report rows and table this script reuses.
 
-For every case of CASES ([B, S, H, D] f16 tensors, multi-head, causal or
-not, on gfx942 and gfx950): ours is the tile-dialect kernel of
+For every case of CASES ([B, S, H, D] f16 and bf16 tensors, multi-head,
+causal or not, on gfx942 and gfx950): ours is the tile-dialect kernel of
 test/python/attention_cases.py (TileLang's example_mha_fwd) compiled with
 `tilemlir.compile(..., target="amdgpu:CHIP", emit="isa", options={"report": True})`
 for every tiling of OUR_TILINGS (block_m, block_n, threads, stages); the
@@ -76,7 +76,8 @@ class Case:
         return f"{kind}_b{self.batch}h{self.heads}s{self.seq}d{self.dim}_{self.dtype}_{self.chip}"
 
 
-CASES = [Case(chip, dim, causal) for chip in ("gfx942", "gfx950") for dim in (128, 64) for causal in (False, True)]
+CASES = [Case(chip, dim, causal, dtype=dtype) for dtype in ("f16", "bf16") for chip in ("gfx942", "gfx950")
+         for dim in (128, 64) for causal in (False, True)]
 # (block_m, block_n, threads, stages)
 OUR_TILINGS = [(64, 64, 256, 1), (64, 64, 256, 2), (128, 64, 256, 1), (128, 64, 256, 2),
                (128, 32, 256, 2), (64, 32, 256, 2)]
@@ -253,7 +254,7 @@ def main() -> int:
             results[case.name][f"triton {tiling_text(other)}"] = entry
             rows.append(cells(case, f"triton {gemm_bench.TRITON_VERSION}", other, entry))
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
-    print(f"FlashAttention forward, [B, S, H, D] f16, B = 1, H = 32, S = 4096; tiling: block_m x block_n, "
+    print(f"FlashAttention forward, [B, S, H, D] f16 and bf16, B = 1, H = 32, S = 4096; tiling: block_m x block_n, "
           f"w = waves, s = stages; tilemlir: the best mfma_busy_ratio without spills of {len(OUR_TILINGS)} "
           f"tilings; Triton {gemm_bench.TRITON_VERSION}: flash_forward with ours' tiling and with "
           f"{tiling_text(TRITON_OWN)}")
