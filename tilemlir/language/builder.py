@@ -1634,17 +1634,17 @@ class Builder:
 
     def call_truncdiv(self, node):
         """C's division: the quotient rounded toward zero."""
-        a, b = self.integers(node, "truncdiv")
-        if _compile_time(a) and _compile_time(b):
-            return api.truncdiv(a, b)
-        return Scalar(arith.DivSIOp(a.value, b.value).result)
+        return self.c_division(node, "truncdiv", arith.DivSIOp)
 
     def call_truncmod(self, node):
         """C's remainder: the sign of the dividend."""
-        a, b = self.integers(node, "truncmod")
+        return self.c_division(node, "truncmod", arith.RemSIOp)
+
+    def c_division(self, node: ast.Call, name: str, build):
+        a, b = self.integers(node, name)
         if _compile_time(a) and _compile_time(b):
-            return api.truncmod(a, b)
-        return Scalar(arith.RemSIOp(a.value, b.value).result)
+            return getattr(api, name)(a, b)
+        return Scalar(build(a.value, b.value).result)
 
     def call_floormod(self, node):
         """Python's remainder: the sign of the divisor (C's remainder, plus the

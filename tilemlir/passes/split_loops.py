@@ -74,7 +74,7 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith
 
-from tilemlir.irutil import walk
+from tilemlir.irutil import parent_ops, walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.kernel_facts import enclosing_kernel
 from tilemlir.passes.prove_bounds import INDEX_BITS, Ranges, _constant
@@ -98,11 +98,7 @@ def _inside(value: ir.Value, loop: ir.Operation) -> bool:
         op = ir.BlockArgument(value).owner.owner
     else:
         op = value.owner
-    while op is not None:
-        if _same(op, loop):
-            return True
-        op = op.parent
-    return False
+    return _same(op, loop) or any(_same(parent, loop) for parent in parent_ops(op))
 
 
 def _is_induction(value: ir.Value) -> bool:
@@ -338,7 +334,7 @@ def _stores_what_it_loaded(store: ir.Operation) -> bool:
     if list(load.operands) != list(store.operands)[1:] or not _same(load.parent, store.parent):
         return False
     between, inside = False, []
-    for op in _block_ops(store):
+    for op in store.operation.block.operations:
         if _same(op, load):
             between = True
             continue
@@ -347,17 +343,6 @@ def _stores_what_it_loaded(store: ir.Operation) -> bool:
         if between:
             inside.append(op)
     return between and all(op.name.startswith(_PURE_PREFIXES) and not op.regions for op in inside)
-
-
-def _block_ops(op: ir.Operation) -> list:
-    """The ops of the block holding `op`."""
-    parent = op.parent
-    for region in parent.regions:
-        for block in region.blocks:
-            ops = list(block.operations)
-            if any(_same(o, op) for o in ops):
-                return ops
-    return []
 
 
 def _erase_unused(root: ir.Operation) -> None:
