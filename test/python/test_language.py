@@ -292,6 +292,51 @@ def test_cumsum_of_a_fragment_is_refused_at_its_line():
         fragment_sums(64)
 
 
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "amdgpu:gfx950"), ("emulator", "metax:xcore1000")])
+def test_block_sparse_matmul_with_a_bool_mask(engine, target, monkeypatch):
+    """TileLang's block-sparse GEMM as written: a bool tensor's element as an
+    `if` condition around copies and a gemm in a pipelined loop (the copies
+    move out of the condition to be prefetched, and the gemm stays under it)."""
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    m, n, k, bm, bn, bk = 64, 64, 64, 32, 32, 16
+    kernel = tilemlir.language.compile(K.block_sparse_matmul(m, n, k, bm, bn, bk), out_idx=[-1], engine=engine)
+    a, b = (RNG.uniform(-1, 1, shape).astype(np.float16) for shape in ((m, k), (k, n)))
+    mask = RNG.random((m // bm, n // bn, k // bk)) > 0.5
+    mask[0, 0] = False  # one block of zeros, one of every product
+    mask[1, 1] = True
+    c = kernel(a, b, mask)
+    expected, magnitude = np.zeros((m, n)), np.zeros((m, n))
+    for i, j, step in zip(*np.nonzero(mask)):
+        rows, cols, ks = (slice(x * size, (x + 1) * size) for x, size in ((i, bm), (j, bn), (step, bk)))
+        a64, b64 = a[rows, ks].astype(np.float64), b[ks, cols].astype(np.float64)
+        expected[rows, cols] += a64 @ b64
+        magnitude[rows, cols] += np.abs(a64) @ np.abs(b64)
+    assert_within(c, expected, gemm_bound(expected, magnitude, k, 2.0 ** -11))
+
+
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "metax:xcore1000")])
+def test_bool_and_uint8_tensors(engine, target, monkeypatch):
+    """bool and uint8 are bytes in memory: a bool loads as `!= 0`, a uint8
+    zero-extends to i32 (C's promotion) and a store keeps its low byte."""
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    n = 64
+    kernel = tilemlir.language.compile(K.byte_types(n), out_idx=[3, 4, 5, 6], engine=engine)
+    x = RNG.uniform(-1, 1, n).astype(np.float32)
+    x[:3] = (0.0, 0.5, -0.0)
+    packed = RNG.integers(0, 256, n).astype(np.uint8)
+    packed[:2] = (200, 255)
+    keep = RNG.random(n) > 0.3
+    positive, nibbles, total, masked = kernel(x, packed, keep)
+    assert positive.dtype == np.bool_ and total.dtype == np.uint8
+    np.testing.assert_array_equal(positive, x > 0)
+    np.testing.assert_array_equal(nibbles[:, 0], packed & 0xF)
+    np.testing.assert_array_equal(nibbles[:, 1], (packed >> 4) + 16.0 * 200)
+    np.testing.assert_array_equal(total, ((2 * packed.astype(np.int64) + 100) & 0xFF).astype(np.uint8))
+    np.testing.assert_array_equal(masked, np.where((x != 0) & keep, packed.astype(np.float32), -1.0))
+
+
 def _integer_inputs(n: int) -> tuple[np.ndarray, np.ndarray]:
     a = RNG.integers(-1000, 1000, n).astype(np.int32)
     b = RNG.integers(1, 10, n).astype(np.int32) * RNG.choice([-1, 1], n).astype(np.int32)

@@ -453,7 +453,7 @@ class Builder:
                         output: bool = False) -> Buffer:
         if not dtype.tile_buffer:
             raise self.error(node, f"tensor '{name}': {dtype} is not an element type of tile buffers")
-        element = ir.Type.parse(dtype.mlir)
+        element = ir.Type.parse(dtype.storage)
         value = self.entry_block.add_argument(ir.MemRefType.get(list(shape), element), self.loc(node))
         self.params.append(Parameter(name, "tensor", shape, dtype, output))
         return Buffer(value, shape, dtype, GLOBAL, name, param=len(self.params) - 1, provisional=output)
@@ -990,7 +990,36 @@ class Builder:
         if not self.in_kernel:
             raise self.error(node, "buffer elements are read inside the kernel")
         indices = [self.index_value(node, region.buffer, d, s) for d, s in enumerate(region.starts)]
-        return Scalar(memref.LoadOp(region.buffer.value, indices).result)
+        return self.loaded(region.buffer.dtype, memref.LoadOp(region.buffer.value, indices).result)
+
+    def loaded(self, dtype: DType, stored: ir.Value) -> Scalar:
+        """A value read from a buffer of `dtype` as the kernel sees it: a
+        bool byte compared with 0, a uint8 byte zero-extended to i32."""
+        if not dtype.is_byte:
+            return Scalar(stored)
+        value = ir.Type.parse(dtype.value)
+        if value == _i1():
+            return Scalar(arith.CmpIOp(arith.CmpIPredicate.ne, stored, self.constant(0, stored.type)).result)
+        return Scalar(arith.ExtUIOp(value, stored).result)
+
+    def to_value(self, node, value, dtype: DType) -> Scalar:
+        """`value` converted to `dtype` (`T.cast`): a uint8 is an i32 in
+        [0, 255], the value's low byte."""
+        converted = self.convert(node, value, ir.Type.parse(dtype.value))
+        if dtype.is_byte and converted.type != _i1():
+            return Scalar(arith.AndIOp(converted.value, self.constant(0xFF, converted.type)).result)
+        return converted
+
+    def to_storage(self, node, value, dtype: DType) -> Scalar:
+        """`value` as a buffer of `dtype` stores it: converted to the type's
+        values, then a bool as the byte 0 or 1, a uint8 as its low byte."""
+        converted = self.convert(node, value, ir.Type.parse(dtype.value))
+        if not dtype.is_byte:
+            return converted
+        storage = ir.Type.parse(dtype.storage)
+        if converted.type == _i1():
+            return Scalar(arith.ExtUIOp(storage, converted.value).result)
+        return Scalar(arith.TruncIOp(storage, converted.value).result)
 
     def store(self, target: ast.Subscript, value) -> None:
         if isinstance(target.value, ast.Name) and self.is_var(target.value):
@@ -1005,7 +1034,7 @@ class Builder:
         region = self.region_of(target, base)
         if any(e is not None for e in region.extents):
             raise self.error(target, "assigning to a slice: use T.copy, T.fill or a T.Parallel loop")
-        converted = self.convert(target, value, ir.Type.parse(base.dtype.mlir))
+        converted = self.to_storage(target, value, base.dtype)
         indices = [self.index_value(target, base, d, s) for d, s in enumerate(region.starts)]
         memref.StoreOp(converted.value, base.value, indices)
 
@@ -1021,7 +1050,7 @@ class Builder:
         if self.parallel_depth > var.depth:
             raise self.error(node, f"'{var.name}' (T.alloc_var) is assigned in a T.Parallel, whose iterations "
                                    f"run in any order; keep per-element values in a fragment")
-        var.value = self.convert(node, value, ir.Type.parse(var.dtype.mlir))
+        var.value = self.to_value(node, value, var.dtype)
 
     def expr_BinOp(self, node: ast.BinOp):
         return self.binary(node, node.op, self.eval(node.left), self.eval(node.right))
@@ -1235,7 +1264,7 @@ class Builder:
             raise self.error(node, f"{what} at the kernel's top level, not inside a loop or branch")
         if not dtype.tile_buffer:
             raise self.error(node, f"{what}: {dtype} is not an element type of tile buffers")
-        element = ir.Type.parse(dtype.mlir)
+        element = ir.Type.parse(dtype.storage)
         if scope == SHARED:
             value = tile.alloc_shared(tile.shared_memref_type(shape, element))
         else:
@@ -1259,8 +1288,16 @@ class Builder:
             raise self.error(node, "T.alloc_var belongs inside the kernel (under T.Kernel)")
         var = Var("T.alloc_var", dtype, depth=self.parallel_depth)
         if "init" in args:
-            var.value = self.convert(node, self.eval(args["init"]), ir.Type.parse(dtype.mlir))
+            var.value = self.to_value(node, self.eval(args["init"]), dtype)
         return var
+
+    def arithmetic_buffers(self, node, what: str, *buffers: Buffer) -> None:
+        """Refuses bool and uint8 buffers where a tile op would compute on
+        their bytes as signed integers."""
+        for buffer in buffers:
+            if buffer.dtype.is_byte:
+                raise self.error(node, f"{what} of a {buffer.dtype} buffer is not supported: copy it into a "
+                                       f"buffer of a number type in a T.Parallel loop first")
 
     def buffer_arg(self, node: ast.expr, what: str) -> Buffer:
         value = self.eval(node)
@@ -1282,14 +1319,14 @@ class Builder:
         self.kernel_only(node, "T.fill")
         args = self.arguments_of(node, ("buffer", "value"), 2, what="T.fill")
         buffer = self.buffer_arg(args["buffer"], "T.fill")
-        value = self.convert(node, self.eval(args["value"]), ir.Type.parse(buffer.dtype.mlir))
+        value = self.to_storage(node, self.eval(args["value"]), buffer.dtype)
         tile.fill(buffer.value, value.value)
 
     def call_clear(self, node: ast.Call):
         self.kernel_only(node, "T.clear")
         args = self.arguments_of(node, ("buffer",), 1, what="T.clear")
         buffer = self.buffer_arg(args["buffer"], "T.clear")
-        tile.fill(buffer.value, self.constant(0, ir.Type.parse(buffer.dtype.mlir)))
+        tile.fill(buffer.value, self.constant(0, ir.Type.parse(buffer.dtype.storage)))
 
     def call_copy(self, node: ast.Call):
         self.kernel_only(node, "T.copy")
@@ -1298,6 +1335,10 @@ class Builder:
         src, dst = self.copy_operand(args["src"]), self.copy_operand(args["dst"])
         if isinstance(src, Region) and isinstance(dst, Region):
             raise self.error(node, "T.copy indexes one side; the other is copied whole (its shape is the window)")
+        src_type, dst_type = (x.buffer.dtype if isinstance(x, Region) else x.dtype for x in (src, dst))
+        if src_type != dst_type and (src_type.is_byte or dst_type.is_byte) and src_type != "bool":
+            raise self.error(node, f"T.copy from {src_type} to {dst_type}: a tile copy converts {src_type} as "
+                                   f"a signed type; convert element by element in a T.Parallel loop")
         if isinstance(src, Buffer) and isinstance(dst, Buffer):
             tile.copy(src.value, dst.value)
             return
@@ -1326,6 +1367,7 @@ class Builder:
         dst, value = self.copy_operand(args["dst"], refusal), self.copy_operand(args["value"], refusal)
         if not isinstance(value, Buffer):
             raise self.error(node, refusal)
+        self.arithmetic_buffers(node, "T.atomic_add", value, dst if isinstance(dst, Buffer) else dst.buffer)
         if isinstance(dst, Buffer):
             op = tile.copy(value.value, dst.value)
         else:
@@ -1375,6 +1417,7 @@ class Builder:
             node, ("A", "B", "C", "transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait",
                    "accum_dtype"), 3, what="T.gemm")
         a, b, c = (self.buffer_arg(args[n], f"T.gemm's {n}") for n in ("A", "B", "C"))
+        self.arithmetic_buffers(node, "T.gemm", a, b, c)
         flags = {n: self.eval(args[n]) if n in args else False for n in ("transpose_A", "transpose_B", "clear_accum")}
         for name, flag in flags.items():
             if not isinstance(flag, bool):
@@ -1398,6 +1441,7 @@ class Builder:
         self.kernel_only(node, what)
         args = self.arguments_of(node, ("buffer", "out", "dim", "clear"), 2, what=what)
         src, dst = self.buffer_arg(args["buffer"], what), self.buffer_arg(args["out"], what)
+        self.arithmetic_buffers(node, what, src, dst)
         dim = self.eval(args["dim"]) if "dim" in args else -1
         clear = self.eval(args["clear"]) if "clear" in args else True
         if not isinstance(dim, int) or not -len(src.shape) <= dim < len(src.shape):
@@ -1430,6 +1474,7 @@ class Builder:
         args = self.arguments_of(node, ("src", "dst", "dim", "reverse"), 1, what=what)
         src = self.buffer_arg(args["src"], what)
         dst = self.buffer_arg(args["dst"], what) if "dst" in args else src
+        self.arithmetic_buffers(node, what, src, dst)
         dim = self.eval(args["dim"]) if "dim" in args else 0
         reverse = self.eval(args["reverse"]) if "reverse" in args else False
         for buffer in (src, dst):
@@ -1719,7 +1764,7 @@ class Builder:
         first, second = self.eval(node.args[0]), self.eval(node.args[1])
         value, dtype = (second, first) if _compile_time(first) and is_dtype(first) and not (
             _compile_time(second) and is_dtype(second)) and isinstance(first, (str, DType)) else (first, second)
-        return self.convert(node, value, ir.Type.parse(self.to_dtype(node, dtype).mlir))
+        return self.to_value(node, value, self.to_dtype(node, dtype))
 
     def construct(self, node: ast.Call, dtype: DType):
         """`T.float32(x)`: of a number, a constant of that type (a typed
@@ -1734,7 +1779,7 @@ class Builder:
                 return dtype.constant(value)
             except UserError as error:
                 raise self.error(node, str(error)) from None
-        return self.convert(node, value, ir.Type.parse(dtype.mlir))
+        return self.to_value(node, value, dtype)
 
     def call_if_then_else(self, node: ast.Call):
         if len(node.args) != 3 or node.keywords:
@@ -1753,6 +1798,7 @@ class Builder:
         args = self.arguments_of(node, ("img", "col", "nhw_step", "c_step", "kernel", "stride", "dilation",
                                         "pad"), 8, what="T.im2col")
         img, col = self.buffer_arg(args["img"], "T.im2col"), self.buffer_arg(args["col"], "T.im2col")
+        self.arithmetic_buffers(node, "T.im2col", img, col)
         if img.scope != GLOBAL or len(img.shape) != 4 or len(col.shape) != 2:
             raise self.error(node, "T.im2col reads a 4-D NHWC tensor into a 2-D tile")
         kernel, stride, dilation, pad = (self.static_int(node, self.eval(args[n]), f"T.im2col's {n}",
@@ -1846,9 +1892,9 @@ class Builder:
             return value
         typed = _typed_constant(value)
         if typed is not None:
-            type_ = ir.Type.parse(typed.mlir)
+            type_ = ir.Type.parse(typed.value)
             number = value.item() if not typed.is_float else float(value)
-            affine = _literal_affine(number) if not typed.is_float and typed.mlir != "i1" else None
+            affine = _literal_affine(number) if not typed.is_float and typed.value != "i1" else None
             return Scalar(self.constant(number, type_), affine)
         if isinstance(value, Var):
             return value.value
@@ -1884,10 +1930,13 @@ class Builder:
 
     def convert(self, node, value, to: ir.Type) -> Scalar:
         """`value` as type `to`: floats round to nearest even, floats to
-        integers truncate toward zero, integers sign-extend."""
+        integers truncate toward zero, integers sign-extend; to a bool (i1),
+        whether the value is not zero."""
         if _compile_time(value) and _typed_constant(value) is None:
             if isinstance(value, (DType, str)) or not isinstance(value, (int, float)):
                 raise self.error(node, f"{value!r} is not a number")
+            if to == _i1():
+                return Scalar(self.constant(value != 0, to))
             if isinstance(to, ir.IntegerType) and isinstance(value, float) and not value.is_integer():
                 raise self.error(node, f"{value} is not an integer")
             return Scalar(self.constant(value, to), _literal_affine(value) if isinstance(to, ir.IndexType) else None)
@@ -1895,6 +1944,8 @@ class Builder:
         source = scalar.type
         if source == to:
             return scalar
+        if to == _i1():
+            return self.to_bool(node, scalar)
         if _is_float(source) and _is_float(to):
             wider = _float_bits(to) > _float_bits(source)
             op = arith.ExtFOp if wider else arith.TruncFOp

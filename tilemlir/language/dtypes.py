@@ -4,7 +4,10 @@ MLIR element types they name.
 A `DType` compares equal to its TileLang name, so `dtype == "float16"` and
 `T.float16 == "float16"` both hold, as they do in TileLang. Every name maps to
 one row of `tilemlir.dialects.element_types` (the one table of element types);
-`bool`, `int64` and `index` are scalars only (no tile buffer holds them).
+`bool` and `uint8` live in memory as bytes (MLIR's signless `i8`: the tile
+dialect has no unsigned or 1-bit buffers): a bool buffer holds 0 or 1 and its
+loads compare with 0; a uint8 load is zero-extended to i32, as C promotes it,
+and a store truncates. `int64` and `index` are scalars only.
 
 Called on a number, a DType makes a typed constant, as TileLang's
 `T.float32(1.0)` makes a `FloatImm`: the NumPy (or ml_dtypes) scalar of that
@@ -90,20 +93,57 @@ class DType:
 
     @property
     def numpy(self) -> np.dtype:
-        return ELEMENT_TYPES[self.mlir].dtype
+        """The NumPy dtype of a host array of this type."""
+        byte = _BYTE_TYPES.get(self.mlir)
+        return byte.numpy if byte is not None else ELEMENT_TYPES[self.mlir].dtype
+
+    @property
+    def value(self) -> str:
+        """The MLIR type of this type's values in a kernel (a load, a variable, a cast)."""
+        byte = _BYTE_TYPES.get(self.mlir)
+        return byte.value if byte is not None else self.mlir
+
+    @property
+    def storage(self) -> str:
+        """The MLIR element type of a buffer holding this type."""
+        return "i8" if self.mlir in _BYTE_TYPES else self.mlir
+
+    @property
+    def storage_numpy(self) -> np.dtype:
+        """The NumPy dtype the engines read a buffer of this type as."""
+        return ELEMENT_TYPES[self.storage].dtype
+
+    @property
+    def is_byte(self) -> bool:
+        """bool or uint8: stored as i8, loaded and stored through a conversion."""
+        return self.mlir in _BYTE_TYPES
 
     @property
     def bits(self) -> int:
-        return ELEMENT_TYPES[self.mlir].bit_width
+        return ELEMENT_TYPES[self.storage].bit_width
 
     @property
     def is_float(self) -> bool:
-        return ELEMENT_TYPES[self.mlir].kind == "float"
+        return ELEMENT_TYPES[self.value].kind == "float"
 
     @property
     def tile_buffer(self) -> bool:
         """May a tile buffer (tensor, shared or fragment) hold this type?"""
-        return ELEMENT_TYPES[self.mlir].tile_buffer
+        return ELEMENT_TYPES[self.storage].tile_buffer
+
+
+@dataclass(frozen=True)
+class _ByteType:
+    value: str        # the MLIR type a load gives
+    numpy: np.dtype   # the host arrays' dtype
+
+
+# The types a buffer holds as i8 bytes, by their DType.mlir spelling ("ui8" is
+# MLIR's unsigned 8-bit type, which no IR of ours contains: the name only).
+_BYTE_TYPES: dict[str, _ByteType] = {
+    "i1": _ByteType("i1", np.dtype(np.bool_)),
+    "ui8": _ByteType("i32", np.dtype(np.uint8)),
+}
 
 
 # TileLang's names (and the aliases its examples use) -> MLIR element types.
@@ -117,6 +157,7 @@ _NAMES: dict[str, str] = {
     "float8_e4m3fnuz": "f8E4M3FNUZ",
     "float8_e5m2fnuz": "f8E5M2FNUZ",
     "int8": "i8",
+    "uint8": "ui8",
     "int32": "i32", "int": "i32",
     "int64": "i64",
     "bool": "i1",

@@ -359,7 +359,7 @@ class JITKernel:
         converted, writeback = self.to_numpy(full)
         self.launch(converted)
         for position, original in writeback:
-            _copy_into(original, converted[position])
+            _copy_into(original, converted[position].view(params[position].dtype.numpy))
         wanted = self.built.returns or self.outputs
         results = [full[position] for position in wanted]
         if not results:
@@ -388,6 +388,8 @@ class JITKernel:
             if params[position].kind != "scalar" and not value.is_contiguous():
                 arguments[position] = value.contiguous()
                 staged.append((value, arguments[position]))
+            if params[position].kind != "scalar" and params[position].dtype.is_byte:
+                arguments[position] = arguments[position].view(torch.int8)  # the kernel's i8 bytes
         from tilemlir.runtime import device
 
         device.launch_tensors(self.loaded_device(), self.built.name, arguments, stream=_raw_stream(torch, gpu))
@@ -415,7 +417,7 @@ class JITKernel:
             contiguous = np.ascontiguousarray(array)
             if contiguous is not value:  # a torch tensor, or a strided array: written back after the run
                 writeback.append((position, value))
-            converted.append(contiguous)
+            converted.append(contiguous.view(p.dtype.storage_numpy))  # bool, uint8: the i8 bytes
         return converted, writeback
 
     def launch(self, args: list) -> None:
@@ -520,7 +522,7 @@ def _torch_dtype(dtype):
 
     from tilemlir.runtime.cuda_launch import TORCH_DTYPES
 
-    name = TORCH_DTYPES.get(dtype.mlir)
+    name = dtype.name if dtype.is_byte else TORCH_DTYPES.get(dtype.mlir)  # bool, uint8: torch's names
     if name is None or not hasattr(torch, name):
         raise TileLangError(f"torch has no tensor type for {dtype}: call the kernel on NumPy arrays")
     return getattr(torch, name)

@@ -30,6 +30,12 @@ the copies N-1 iterations ahead:
   top of the iteration and stores them into the stage at its end, after a
   second barrier (every wave's reads of tile(i) are done), so the loads
   still overlap the gemm.
+* a copy under a condition (`if BlockMask[by, bx, k]: T.copy(...); T.gemm(...)`,
+  block-sparse kernels) moves out of its `scf.if` first, with the index
+  arithmetic it needs, where the buffer it fills is used only under that
+  condition and not before the copy: it then runs on every iteration (a
+  tile the condition skips is loaded and never read; out-of-bounds reads give
+  0), so it can be prefetched; a remark says so;
 * a loop whose trip count is not known to be positive (bounds computed at run
   time, e.g. a causal loop stopping at the diagonal) runs its prologue under
   `scf.if lower < upper`: a loop of zero iterations copies nothing.
@@ -123,12 +129,17 @@ class TilePipeline(TilePass):
             stages = attributes.NUM_STAGES.read(loop)
             if stages < 1:
                 continue
+            hoisted = _hoist_conditional_copies(loop)
             try:
                 copies, buffers = self.analyze(loop)
             except NotPipelinable as reason:
                 if stages > 1:  # one stage asks for nothing more than the loop as written
                     state.error(loop, f"tile-pipeline: cannot pipeline this loop: {reason}")
                 continue
+            for condition in hoisted:
+                state.remark(condition, "tile-pipeline: the copies under this condition run on every "
+                                        "iteration, so that they can be prefetched (a tile the condition "
+                                        "skips is loaded and not used)", kind="speed")
             stages = self.stages_within_budget(module, loop, buffers, stages, state)
             if stages is not None:
                 self.pipeline(loop, copies, buffers, stages)
@@ -320,6 +331,67 @@ class TilePipeline(TilePass):
             clone.operands[i] = mapping.get(operand, operand)
         for old, new in zip(owner.results, clone.results):
             mapping[old] = new
+
+
+def _hoist_conditional_copies(loop: ir.Operation) -> list[ir.Operation]:
+    """Moves the global-to-shared copies at the top of an `scf.if`'s then
+    block, directly in `loop`'s body, to just before the `scf.if`, with the
+    pure arithmetic their indices come from (see the module docstring), where
+    that keeps the program's meaning: every other use of the buffer a copy
+    fills lies in that then block, after the copy. Returns the `scf.if`s
+    that lost copies."""
+    body = loop.regions[0].blocks[0]
+    changed = []
+    for op in list(body.operations):
+        op = op.operation
+        if op.name != "scf.if":
+            continue
+        then = op.regions[0].blocks[0]
+        ops = [o.operation for o in then.operations]
+        movable = []
+        for position, candidate in enumerate(ops):
+            if candidate.name != "tile.copy" or tile.memory_level(candidate.operands[1].type) != tile.SHARED \
+                    or tile.memory_level(candidate.operands[0].type) != tile.GLOBAL:
+                continue
+            buffer = candidate.operands[1]
+            owner = buffer.owner
+            if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "tile.alloc_shared":
+                continue
+            later = set(ops[position + 1:])
+            if not all(use.owner == candidate or _at_or_under(use.owner, later) for use in buffer.uses):
+                continue
+            try:
+                for operand in list(candidate.operands)[2:]:
+                    _check_recomputable(operand, then)
+            except NotPipelinable:
+                continue
+            movable.append(candidate)
+        for copy in movable:
+            for operand in list(copy.operands)[2:]:
+                _move_before(operand, then, op)
+            copy.move_before(op)
+        if movable:
+            changed.append(op)
+    return changed
+
+
+def _at_or_under(op, ops: set) -> bool:
+    from tilemlir.irutil import parent_ops
+
+    return op in ops or any(parent in ops for parent in parent_ops(op))
+
+
+def _move_before(value: ir.Value, block: ir.Block, anchor: ir.Operation) -> None:
+    """Moves the pure ops of `block` computing `value` before `anchor` (their
+    operands first). An op other ops of the block still use stays valid: it
+    now dominates them."""
+    owner = value.owner
+    if not isinstance(owner, ir.OpView | ir.Operation) or owner.operation.block != block:
+        return
+    owner = owner.operation
+    for operand in owner.operands:
+        _move_before(operand, block, anchor)
+    owner.move_before(anchor)
 
 
 def _check_recomputable(value: ir.Value, body: ir.Block) -> None:

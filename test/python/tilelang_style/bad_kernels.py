@@ -207,3 +207,22 @@ def bad_atomic_add_f16():
             T.clear(acc)
             T.atomic_add(A[0, 0], acc)  # expect: tile.atomic_add of f16 is not supported
     return main
+
+
+def bad_uint8_converting_copy():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "uint8"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            T.copy(A, B)  # expect: T.copy from uint8 to float32: a tile copy converts uint8 as a signed type
+    return main
+
+
+def bad_gemm_of_bool():
+    @T.prim_func
+    def main(A: T.Tensor((16, 16), "bool"), C: T.Tensor((16, 16), "float32")):
+        with T.Kernel(1) as bx:
+            a = T.alloc_shared((16, 16), "bool")
+            c = T.alloc_fragment((16, 16), "float32")
+            T.copy(A, a)
+            T.gemm(a, a, c)  # expect: T.gemm of a bool buffer is not supported
+    return main

@@ -319,3 +319,50 @@ def copies_then_gemm_then_epilogue(stages=2):
             T.copy(acc, C[0, 0])
 
     return main
+
+
+def block_sparse_matmul(M, N, K, block_M=32, block_N=32, block_K=16, num_stages=2, dtype="float16"):
+    """TileLang's block-sparse GEMM: a bool mask per (row block, column block,
+    K step) says which products count; the copies and the gemm sit under the
+    condition inside the pipelined loop."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+             BlockMask: T.Tensor((M // block_M, N // block_N, K // block_K), "bool"),
+             C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), "float")
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                if BlockMask[by, bx, k]:
+                    T.copy(A[by * block_M, k * block_K], A_shared)
+                    T.copy(B[k * block_K, bx * block_N], B_shared)
+                    T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def byte_types(N):
+    """bool and uint8 tensors, fragments and variables: a mask from a
+    comparison, nibbles of packed bytes, uint8 to float (200 is 200.0), a
+    store that keeps the low byte, T.cast to bool of a float (0.5 is True)."""
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float32"), Packed: T.Tensor((N,), "uint8"), Keep: T.Tensor((N,), "bool"),
+             Positive: T.Tensor((N,), "bool"), Nibbles: T.Tensor((N, 2), "float32"),
+             Sum: T.Tensor((N,), "uint8"), Masked: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            flags = T.alloc_fragment((N,), "bool")
+            low = T.alloc_shared((N,), "uint8")
+            T.copy(Packed, low)
+            for i in T.Parallel(N):
+                flags[i] = T.cast(X[i], "bool") and Keep[i]
+                Positive[i] = X[i] > 0
+                Nibbles[i, 0] = T.cast(low[i] & 0xF, "float32")
+                Nibbles[i, 1] = T.cast(low[i] >> 4, "float32") + 16.0 * T.cast(T.uint8(200), "float32")
+                Sum[i] = low[i] + Packed[i] + 100
+            for i in T.Parallel(N):
+                Masked[i] = T.if_then_else(flags[i], T.cast(Packed[i], "float32"), -1.0)
+
+    return main
