@@ -381,9 +381,26 @@ inline mcError_t mcMemset(void* to, int value, size_t bytes) {
 }
 inline mcError_t mcDeviceSynchronize() { return mcSuccess; }
 
-// MACA's atomicAdd (the old value), atomic among the block's std::threads.
+// MACA's atomicAdd, atomicMax, atomicMin and atomicCAS (the old value),
+// atomic among the block's std::threads.
 template <class T> inline T atomicAdd(T* address, T value) {
   return std::atomic_ref<T>(*address).fetch_add(value);
+}
+template <class T> inline T atomicMax(T* address, T value) {
+  std::atomic_ref<T> ref(*address);
+  T old = ref.load();
+  while (old < value && !ref.compare_exchange_weak(old, value)) {}
+  return old;
+}
+template <class T> inline T atomicMin(T* address, T value) {
+  std::atomic_ref<T> ref(*address);
+  T old = ref.load();
+  while (value < old && !ref.compare_exchange_weak(old, value)) {}
+  return old;
+}
+inline int atomicCAS(int* address, int compare, int value) {
+  std::atomic_ref<int>(*address).compare_exchange_strong(compare, value);
+  return compare;
 }
 
 namespace tm_host {

@@ -337,6 +337,50 @@ def test_bool_and_uint8_tensors(engine, target, monkeypatch):
     np.testing.assert_array_equal(masked, np.where((x != 0) & keep, packed.astype(np.float32), -1.0))
 
 
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "metax:xcore1000")])
+def test_element_atomics(engine, target, monkeypatch):
+    """Element-wise atomics in a T.Parallel run once per iteration, a
+    block-level one once per block; float max/min ignore NaN."""
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    n, bins, blocks = 96, 8, 3
+    kernel = tilemlir.language.compile(K.element_atomics(n, bins, blocks), engine=engine)
+    x = RNG.uniform(-4, 4, (blocks, n)).astype(np.float32)
+    x[1, 5] = np.nan
+    index = RNG.integers(0, 1000, (blocks, n)).astype(np.int32)
+    hist, extremes = np.zeros(bins, np.int32), np.array([-np.inf, np.inf], np.float32)
+    least, count = np.array([1 << 30], np.int32), np.array([1.0], np.float32)
+    kernel(x, index, hist, extremes, least, count)
+    np.testing.assert_array_equal(hist, np.bincount((index % bins).reshape(-1), minlength=bins))
+    np.testing.assert_array_equal(extremes, [np.nanmax(x), np.nanmin(x)])
+    assert least[0] == (index - np.arange(blocks)[:, None]).min()
+    assert count[0] == 1.0 + 0.5 * blocks
+
+
+def test_element_atomics_in_maca_cpp_on_the_cpu(tmp_path):
+    """The same as MetaX prints them (atomicAdd, atomicMin of int, the
+    prelude's compare-and-swap loops for float max/min), built with g++ and
+    run on the CPU, the block's threads as std::threads."""
+    import maca_programs
+
+    n, bins, blocks = 96, 8, 3
+    source = tilemlir.language.compile(K.element_atomics(n, bins, blocks), engine="reference").get_kernel_source()
+    name = re.search(r"func\.func @(\w+)", source).group(1)
+    maca = tilemlir.compile(source, target="metax:xcore1000").artifacts["maca"]
+    assert "tm_atomic_extremum_f32(" in maca and "atomicMin(" in maca
+    binary = maca_programs.build({name: maca}, tmp_path)
+    x = RNG.uniform(-4, 4, (blocks, n)).astype(np.float32)
+    x[0, 3] = np.nan
+    index = RNG.integers(0, 1000, (blocks, n)).astype(np.int32)
+    hist, extremes = np.zeros(bins, np.int32), np.array([-np.inf, np.inf], np.float32)
+    least, count = np.array([1 << 30], np.int32), np.array([1.0], np.float32)
+    maca_programs.run(binary, name, [x, index, hist, extremes, least, count], tmp_path)
+    np.testing.assert_array_equal(hist, np.bincount((index % bins).reshape(-1), minlength=bins))
+    np.testing.assert_array_equal(extremes, [np.nanmax(x), np.nanmin(x)])
+    assert least[0] == (index - np.arange(blocks)[:, None]).min()
+    assert count[0] == 1.0 + 0.5 * blocks
+
+
 def _integer_inputs(n: int) -> tuple[np.ndarray, np.ndarray]:
     a = RNG.integers(-1000, 1000, n).astype(np.int32)
     b = RNG.integers(1, 10, n).astype(np.int32) * RNG.choice([-1, 1], n).astype(np.int32)

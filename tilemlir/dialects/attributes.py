@@ -265,6 +265,14 @@ ATOMIC_ADD_TYPES = ("f32", "i32")
 # The memref.atomic_rmw kinds tile-lower-to-gpu lowers it to (the emulator and
 # the MACA emitter take these, and refuse any other).
 ATOMIC_ADD_KINDS = frozenset({int(arith.AtomicRMWKind.addf), int(arith.AtomicRMWKind.addi)})
+# Every memref.atomic_rmw kind a kernel may hold (T.atomic_add/max/min of one
+# element, on ATOMIC_ADD_TYPES), by the update it makes: the engines, the
+# emulator and the MACA emitter take these. Float max/min ignore a NaN operand.
+ATOMIC_RMW_KINDS: dict[int, str] = {
+    int(arith.AtomicRMWKind.addf): "add", int(arith.AtomicRMWKind.addi): "add",
+    int(arith.AtomicRMWKind.maxnumf): "max", int(arith.AtomicRMWKind.maxs): "max",
+    int(arith.AtomicRMWKind.minnumf): "min", int(arith.AtomicRMWKind.mins): "min",
+}
 
 ATOMIC_ADD = UnitAttribute(
     "tile.atomic_add", ("tile.copy",),

@@ -142,6 +142,8 @@ fill = _intrinsic("fill")
 clear = _intrinsic("clear")
 copy = _intrinsic("copy")
 atomic_add = _intrinsic("atomic_add")
+atomic_max = _intrinsic("atomic_max")
+atomic_min = _intrinsic("atomic_min")
 gemm = _intrinsic("gemm")
 Pipelined = _intrinsic("Pipelined")
 Parallel = _intrinsic("Parallel")
@@ -261,12 +263,10 @@ UNSUPPORTED: dict[str, str] = {
     "warp_reduce_min": "use T.reduce_min on a fragment",
     "warp_reduce_bitand": "only sum, max, min, absmax and abssum reductions are built",
     "warp_reduce_bitor": "only sum, max, min, absmax and abssum reductions are built",
-    "atomic_max": "only T.atomic_add of a whole tile is built",
-    "atomic_min": "only T.atomic_add of a whole tile is built",
     "atomic_addx2": "use T.atomic_add of a whole tile",
     "atomic_addx4": "use T.atomic_add of a whole tile",
-    "atomic_load": "only T.atomic_add of a whole tile is built",
-    "atomic_store": "only T.atomic_add of a whole tile is built",
+    "atomic_load": "T.atomic_add, T.atomic_max and T.atomic_min are built",
+    "atomic_store": "T.atomic_add, T.atomic_max and T.atomic_min are built",
     "annotate_layout": "tilemlir chooses shared-memory layouts itself (tile-select-mma, the LDS bank model)",
     "annotate_safe_value": "out-of-bounds copies are masked with zeros",
     "annotate_l2_hit_ratio": "NVIDIA-only cache hint",

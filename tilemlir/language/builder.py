@@ -1353,21 +1353,61 @@ class Builder:
             attributes.WINDOW.write(op, window_dims)
 
     def call_atomic_add(self, node: ast.Call):
-        """`T.atomic_add(C[i, j], tile)`: the tile (a fragment or shared
-        buffer) added into the global region, each element atomically (the
-        split-K epilogue); `tile.copy` marked `tile.atomic_add`, which
-        tile-verify checks (global destination, f32 or i32, no conversion)."""
-        self.kernel_only(node, "T.atomic_add")
-        args = self.arguments_of(node, ("dst", "value", "memory_order"), 2, what="T.atomic_add")
+        return self.atomic(node, "add")
+
+    def call_atomic_max(self, node: ast.Call):
+        return self.atomic(node, "max")
+
+    def call_atomic_min(self, node: ast.Call):
+        return self.atomic(node, "min")
+
+    def atomic(self, node: ast.Call, kind: str) -> None:
+        """`T.atomic_add/max/min(dst, value)`. With `value` a buffer (a
+        fragment or shared tile; add only): the tile added into the global
+        region at dst, each element atomically (the split-K epilogue), a
+        `tile.copy` marked `tile.atomic_add` (tile-verify: global destination,
+        f32 or i32, no conversion). With `value` a scalar expression and dst
+        one element of a global tensor: one `memref.atomic_rmw`, run once per
+        iteration of a T.Parallel, or once per block outside one."""
+        what = f"T.atomic_{kind}"
+        self.kernel_only(node, what)
+        args = self.arguments_of(node, ("dst", "value", "memory_order", "return_prev", "use_tma"), 2, what=what)
         if "memory_order" in args and self.eval(args["memory_order"]) not in (None, "relaxed"):
-            raise self.error(args["memory_order"], "T.atomic_add is relaxed (atomic, ordered with nothing); "
+            raise self.error(args["memory_order"], f"{what} is relaxed (atomic, ordered with nothing); "
                                                    "other memory orders are not supported")
-        refusal = ("T.atomic_add adds a whole buffer (a fragment or shared tile) into a region of dst; an "
-                   "element-wise atomic add is not supported")
-        dst, value = self.copy_operand(args["dst"], refusal), self.copy_operand(args["value"], refusal)
-        if not isinstance(value, Buffer):
-            raise self.error(node, refusal)
-        self.arithmetic_buffers(node, "T.atomic_add", value, dst if isinstance(dst, Buffer) else dst.buffer)
+        if "return_prev" in args and self.eval(args["return_prev"]) is not False:
+            raise self.error(args["return_prev"], f"{what}: return_prev is not supported (the old value "
+                                                  f"is not returned)")
+        refusal = f"{what} takes an element or a region of a tensor"
+        dst = self.copy_operand(args["dst"], refusal)
+        value_node = args["value"]
+        value = self.copy_operand(value_node) if isinstance(value_node, ast.Name | ast.Subscript) else None
+        if isinstance(value, Region) and all(e is None for e in value.extents):
+            value = None  # an element read: the element-wise form
+        if value is not None:
+            self.atomic_tile(node, kind, dst, value)
+            return
+        if not isinstance(dst, Region) or any(e is not None for e in dst.extents):
+            raise self.error(node, f"{what} of a scalar value updates one element: index every dim of dst")
+        buffer = dst.buffer
+        if buffer.scope != GLOBAL:
+            raise self.error(node, f"{what} updates global memory; {buffer.name} is a {buffer.scope} buffer")
+        self.arithmetic_buffers(node, what, buffer)
+        element = ir.Type.parse(buffer.dtype.storage)
+        if str(element) not in attributes.ATOMIC_ADD_TYPES:
+            raise self.error(node, f"{what} on {buffer.dtype}: the element-wise atomics every backend has are "
+                                   f"float32 and int32")
+        converted = self.convert(node, self.eval(value_node), element)
+        rmw_kind = _ATOMIC_KINDS[kind, _is_float(element)]
+        indices = [self.index_value(node, buffer, d, s) for d, s in enumerate(dst.starts)]
+        memref.AtomicRMWOp(rmw_kind, converted.value, buffer.value, indices)
+
+    def atomic_tile(self, node: ast.Call, kind: str, dst, value) -> None:
+        what = f"T.atomic_{kind}"
+        if kind != "add" or not isinstance(value, Buffer):
+            raise self.error(node, f"{what} of a tile: only T.atomic_add adds a whole buffer (a fragment or "
+                                   f"shared tile) into a region of dst")
+        self.arithmetic_buffers(node, what, value, dst if isinstance(dst, Buffer) else dst.buffer)
         if isinstance(dst, Buffer):
             op = tile.copy(value.value, dst.value)
         else:
@@ -2060,6 +2100,15 @@ def _annotated_dims(annotation: ast.expr) -> list[ast.expr] | None:
     else:
         return None
     return list(shape.elts) if isinstance(shape, (ast.List, ast.Tuple)) else [shape]
+
+
+# T.atomic_* of one element: (kind, float?) -> memref.atomic_rmw's kind. max
+# and min of floats ignore a NaN operand, as T.max and T.min do.
+_ATOMIC_KINDS = {
+    ("add", True): arith.AtomicRMWKind.addf, ("add", False): arith.AtomicRMWKind.addi,
+    ("max", True): arith.AtomicRMWKind.maxnumf, ("max", False): arith.AtomicRMWKind.maxs,
+    ("min", True): arith.AtomicRMWKind.minnumf, ("min", False): arith.AtomicRMWKind.mins,
+}
 
 
 def _typed_constant(value) -> DType | None:

@@ -409,3 +409,14 @@ def convert(values, dtype, *, rounding: str = "nearest"):
             result = _to_float(array.reshape(shape or (1,)), dtype)
     result = result.reshape(shape)
     return result[()] if scalar else result
+
+
+def atomic_update(kind: str, is_float: bool) -> np.ufunc:
+    """The NumPy ufunc an atomic update of `kind` ("add", "max", "min":
+    `attributes.ATOMIC_RMW_KINDS`) applies with `ufunc.at`; float max and
+    min ignore a NaN operand (fmax, fmin), as maxnumf / minnumf do."""
+    if kind == "add":
+        return np.add
+    if kind == "max":
+        return np.fmax if is_float else np.maximum
+    return np.fmin if is_float else np.minimum

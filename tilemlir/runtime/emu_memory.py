@@ -26,7 +26,7 @@ byte that another workgroup of the same launch wrote or read, or a read of
 a byte another workgroup wrote: workgroups of one launch are not ordered
 (the emulator runs them one after another, the hardware does not). A lane
 re-writing or re-reading its own bytes, and reads nobody conflicts with, are
-fine; launches are ordered. Atomic adds (`memref.atomic_rmw` addf/addi) are
+fine; launches are ordered. Atomics (`memref.atomic_rmw` add, max, min) are
 applied lane by lane and not race-checked: the hardware orders them among
 themselves (a plain access racing an atomic one goes unreported). The state (`GlobalRaces`) is a few stamps per unit of
 the buffer (its element size until an access needs bytes), compared with
@@ -41,8 +41,8 @@ from itertools import pairwise
 import numpy as np
 from mlir import ir
 
-from tilemlir.dialects.attributes import ATOMIC_ADD_KINDS
-from tilemlir.runtime.dtypes import convert, is_narrow_float
+from tilemlir.dialects.attributes import ATOMIC_RMW_KINDS
+from tilemlir.runtime.dtypes import atomic_update, convert, is_narrow_float
 from tilemlir.runtime.emu_core import (
     DYNAMIC,
     INDEX,
@@ -266,15 +266,16 @@ def access(frame: Frame, op: ir.Operation, memref: MemRef, indices: list, kind: 
             f"in {frame.wg.describe_lane(lane)}", op)
     if mask is not None:
         flat = np.where(mask, flat, 0)
-    if kind == "atomic add":
-        # Not race-checked: atomics are ordered by the hardware; lanes adding
-        # to one element all count (np.add.at), in lane order.
+    if kind.startswith("atomic "):
+        # Not race-checked: atomics are ordered by the hardware; lanes updating
+        # one element all count (ufunc.at), in lane order.
+        update = atomic_update(kind.removeprefix("atomic "), memref.dtype.kind == "f")
         loaded = typed[flat]
         values = np.broadcast_to(np.asarray(values, dtype=memref.dtype), shape)
         if mask is None:
-            np.add.at(typed, flat.reshape(-1), values.reshape(-1))
+            update.at(typed, flat.reshape(-1), values.reshape(-1))
         else:
-            np.add.at(typed, flat[mask], values[mask])
+            update.at(typed, flat[mask], values[mask])
             loaded = np.where(mask, loaded, np.zeros((), loaded.dtype))
         return loaded
     if memref.buffer.shadow is not None:
@@ -514,15 +515,15 @@ def _store(compiler, op):
 
 @handles("memref.atomic_rmw")
 def _atomic_rmw(compiler, op):
-    kind = ir.IntegerAttr(op.attributes["kind"]).value
-    if kind not in ATOMIC_ADD_KINDS:
-        raise UnsupportedOp(f"memref.atomic_rmw of kind {op.attributes['kind']} (only addf, addi)", op)
+    kind = ATOMIC_RMW_KINDS.get(ir.IntegerAttr(op.attributes["kind"]).value)
+    if kind is None:
+        raise UnsupportedOp(f"memref.atomic_rmw of kind {op.attributes['kind']} (only add, max and min)", op)
     value, target, *indices = compiler.slots_of(op.operands)
     out = compiler.slot(op.results[0])
 
     def step(frame):
         vals = frame.vals
-        vals[out] = access(frame, op, vals[target], [vals[i] for i in indices], "atomic add",
+        vals[out] = access(frame, op, vals[target], [vals[i] for i in indices], f"atomic {kind}",
                            values=vals[value])
     return step
 

@@ -14,7 +14,7 @@ threads run in lockstep with lanes vectorized by NumPy (emu_core). Waves are
 with AMD's documented lane layouts (mfma_layouts, which also states the
 rounding model). Divergent `scf.if`/`scf.for`/`scf.while` run under per-lane
 masks. Supported ops: gpu ids/dims, lane_id, barrier, shuffle; scf for/if/
-while; arith; math; memref load/store/atomic_rmw (addf, addi)/alloca/alloc/dim/
+while; arith; math; memref load/store/atomic_rmw (add, max, min)/alloca/alloc/dim/
 subview/view/cast/reinterpret_cast/expand_shape/collapse_shape; on the host,
 gpu.memset; vector load/store/maskedload/
 maskedstore/transfer_read/transfer_write (permutation maps, in_bounds,

@@ -761,6 +761,33 @@ class _FunctionCompiler:
 
         return run
 
+    def atomic_rmw(self, op: ir.Operation) -> Instr:
+        """memref.atomic_rmw (T.atomic_add/max/min of one element): the
+        update applied once per active iteration, iterations that name one
+        element all counting (NumPy's unbuffered `ufunc.at`), in iteration order.
+        The result is the element's value before this op's updates."""
+        value, buffer, *indices = self.uses(op.operands)
+        result = self.define(op.results[0])
+        kind = attributes.ATOMIC_RMW_KINDS.get(ir.IntegerAttr(op.attributes["kind"]).value)
+        is_float = isinstance(op.operands[0].type, ir.FloatType)
+        update = None if kind is None else dtypes.atomic_update(kind, is_float)
+        if update is None:
+            raise self.fail(op, f"memref.atomic_rmw of kind {op.attributes['kind']} is not supported by the "
+                                f"reference engine")
+
+        def run(frame: Frame) -> None:
+            env = frame.env
+            array = env[buffer]
+            where = _checked_indices(array, [env[i] for i in indices], frame.mask, "memref.atomic_rmw")
+            env[result] = array[where].copy() if isinstance(array[where], np.ndarray) else array[where]
+            data = np.asarray(env[value], array.dtype)
+            mask = np.ones((), bool) if frame.mask is None else frame.mask
+            *idx, data_full, mask = np.broadcast_arrays(*where, data, mask)
+            with np.errstate(over="ignore", invalid="ignore"):
+                update.at(array, tuple(i[mask] for i in idx), data_full[mask])
+
+        return run
+
     def dim(self, op: ir.Operation) -> Instr:
         buffer, index = self.uses(op.operands)
         result = self.define(op.results[0])
@@ -1426,6 +1453,7 @@ _OP_COMPILERS: dict[str, Callable[[_FunctionCompiler, ir.Operation], Instr | Non
     "memref.alloca": _FunctionCompiler.alloc,
     "memref.load": _FunctionCompiler.load,
     "memref.store": _FunctionCompiler.store,
+    "memref.atomic_rmw": _FunctionCompiler.atomic_rmw,
     "memref.dim": _FunctionCompiler.dim,
     "memref.copy": _FunctionCompiler.memref_copy,
     "memref.cast": _FunctionCompiler.identity,

@@ -41,7 +41,7 @@ def bad_unknown_intrinsic():
     @T.prim_func
     def main(A: T.Tensor((N,), "float32")):
         with T.Kernel(1) as bx:
-            T.atomic_max(A[0], 1.0)  # expect: T.atomic_max is not supported by tilemlir: only T.atomic_add of a whole tile
+            T.atomic_load(A[0])  # expect: T.atomic_load is not supported by tilemlir: T.atomic_add, T.atomic_max and T.atomic_min are built
     return main
 
 
@@ -183,9 +183,7 @@ def bad_atomic_add_element():
     @T.prim_func
     def main(A: T.Tensor((N, N), "float32")):
         with T.Kernel(1) as bx:
-            acc = T.alloc_fragment((N, N), "float32")
-            T.clear(acc)
-            T.atomic_add(A[0, 0], acc[0, 0])  # expect: T.atomic_add adds a whole buffer
+            T.atomic_add(A[0:4, 0], 1.0)  # expect: T.atomic_add of a scalar value updates one element: index every dim of dst
     return main
 
 
@@ -225,4 +223,32 @@ def bad_gemm_of_bool():
             c = T.alloc_fragment((16, 16), "float32")
             T.copy(A, a)
             T.gemm(a, a, c)  # expect: T.gemm of a bool buffer is not supported
+    return main
+
+
+def bad_atomic_max_of_a_tile():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            a = T.alloc_fragment((N,), "float32")
+            T.fill(a, 1.0)
+            T.atomic_max(A[0], a)  # expect: T.atomic_max of a tile: only T.atomic_add adds a whole buffer
+    return main
+
+
+def bad_atomic_add_of_f16():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float16")):
+        with T.Kernel(1) as bx:
+            for i in T.Parallel(N):
+                T.atomic_add(A[i], 1.0)  # expect: T.atomic_add on float16: the element-wise atomics every backend has are float32 and int32
+    return main
+
+
+def bad_atomic_return_prev():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            for i in T.Parallel(N):
+                T.atomic_add(A[i], 1.0, return_prev=True)  # expect: return_prev is not supported
     return main

@@ -366,3 +366,22 @@ def byte_types(N):
                 Masked[i] = T.if_then_else(flags[i], T.cast(Packed[i], "float32"), -1.0)
 
     return main
+
+
+def element_atomics(N, bins, blocks):
+    """T.atomic_add/max/min of single elements: a histogram (many iterations
+    on one bin, across blocks), a global max and min of floats (NaN inputs
+    lose), an integer min, and a block-level add (once per block)."""
+    @T.prim_func
+    def main(X: T.Tensor((blocks, N), "float32"), Index: T.Tensor((blocks, N), "int32"),
+             Hist: T.Tensor((bins,), "int32"), Extremes: T.Tensor((2,), "float32"),
+             Least: T.Tensor((1,), "int32"), Count: T.Tensor((1,), "float32")):
+        with T.Kernel(blocks, threads=64) as bx:
+            for i in T.Parallel(N):
+                T.atomic_add(Hist[Index[bx, i] % bins], 1)
+                T.atomic_max(Extremes[0], X[bx, i])
+                T.atomic_min(Extremes[1], X[bx, i], memory_order="relaxed")
+                T.atomic_min(Least[0], Index[bx, i] - bx)
+            T.atomic_add(Count[0], 0.5)
+
+    return main

@@ -51,7 +51,7 @@ import numpy as np
 from mlir import ir
 
 from tilemlir.diagnostics import UserError
-from tilemlir.dialects.attributes import ATOMIC_ADD_KINDS, ATOMIC_ADD_TYPES
+from tilemlir.dialects.attributes import ATOMIC_ADD_TYPES, ATOMIC_RMW_KINDS
 from tilemlir.dialects.element_types import dtype_of
 from tilemlir.passes.check_gpu_input import gpu_input_problems
 from tilemlir.passes.lower_to_gpu.api import constant_int
@@ -823,13 +823,19 @@ class MacaPrinter:
         fn.line(f"{target} = {self.use(fn, op.operands[0], op)};")
 
     def op_memref_atomic_rmw(self, fn, op) -> None:
-        kind = ir.IntegerAttr(op.attributes["kind"]).value
+        kind = ATOMIC_RMW_KINDS.get(ir.IntegerAttr(op.attributes["kind"]).value)
         element = str(ir.MemRefType(op.operands[1].type).element_type)
-        if kind not in ATOMIC_ADD_KINDS or element not in ATOMIC_ADD_TYPES:
+        if kind is None or element not in ATOMIC_ADD_TYPES:
             raise EmitError(op, f"MACA emitter: memref.atomic_rmw {op.attributes['kind']} of {element} is "
-                                "not supported (addf of f32, addi of i32: MACA's atomicAdd)")
+                                f"not supported (add, max and min of {' and '.join(ATOMIC_ADD_TYPES)})")
+        # MACA's atomicAdd/Max/Min (int); float max/min: the prelude's CAS loops.
         target = self.element_pointer(fn, op.operands[1], list(op.operands)[2:], op)
-        self.define(fn, op.results[0], f"atomicAdd(&{target}, {self.use(fn, op.operands[0], op)})", op)
+        value = self.use(fn, op.operands[0], op)
+        if element == "f32" and kind != "add":
+            call = f"tm_atomic_extremum_f32(&{target}, {value}, {'true' if kind == 'max' else 'false'})"
+        else:
+            call = f"{ {'add': 'atomicAdd', 'max': 'atomicMax', 'min': 'atomicMin'}[kind]}(&{target}, {value})"
+        self.define(fn, op.results[0], call, op)
 
     def op_memref_dim(self, fn, op) -> None:
         memref, index = op.operands
@@ -1234,6 +1240,20 @@ static inline __device__ __host__ bool tm_shuffle_valid(int mode, int lane, int 
   int first = lane / width * width, own = lane - first;
   int source = mode == 0 ? (own ^ offset) : mode == 1 ? offset : mode == 2 ? own + offset : own - offset;
   return source >= 0 && source < width;
+}
+// memref.atomic_rmw maxnumf / minnumf of f32 (MACA's atomicMax/Min take
+// integers): a compare-and-swap loop on the bits; a NaN operand loses (fmax).
+static inline __device__ __host__ float tm_atomic_extremum_f32(float* address, float value, bool largest) {
+  int* bits = (int*)address;
+  int old = *bits, seen;
+  do {
+    seen = old;
+    float current = tm_bitcast<float>(seen);
+    float wanted = largest ? fmaxf(current, value) : fminf(current, value);
+    if (tm_bitcast<int>(wanted) == seen) break;
+    old = atomicCAS(bits, seen, tm_bitcast<int>(wanted));
+  } while (old != seen);
+  return tm_bitcast<float>(seen);
 }
 #endif
 #define TM_CHECK(call) do { mcError_t tm_status = (call); if (tm_status != mcSuccess) { \

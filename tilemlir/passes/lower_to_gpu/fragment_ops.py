@@ -496,6 +496,23 @@ class FragmentOps:
         slot = self.fragment_slot(op, fragment, list(op.operands)[2:])
         fragment.write(slot, self._values[op.operands[0]])
 
+    def op_memref_atomic_rmw(self, op) -> None:
+        """An atomic read-modify-write of one element of memory (T.atomic_add/
+        max/min of a scalar): in a T.Parallel, once per iteration (by the
+        first replica of its element); outside one, once per block (by
+        thread 0), as the block-level program reads."""
+        if self.fragment_of(op.operands[1]) is not None:
+            raise LoweringError(op, "tile-lower-to-gpu: memref.atomic_rmw of a register fragment: atomics "
+                                    "update memory")
+        if list(op.results[0].uses):
+            raise LoweringError(op, "tile-lower-to-gpu: the old value of a memref.atomic_rmw is not supported "
+                                    "(it is read by one thread only)")
+        if self._parallel is not None:
+            guard = self._parallel.owner
+        else:
+            guard = _eq_zero(self._ids.thread)
+        guarded(guard, lambda: self.clone_op(op))
+
     def op_vector_store(self, op) -> None:
         owner = self._parallel.owner if self._parallel is not None else None
         guarded(owner, lambda: self.clone_op(op))
