@@ -357,6 +357,50 @@ def test_element_atomics(engine, target, monkeypatch):
     assert count[0] == 1.0 + 0.5 * blocks
 
 
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "metax:xcore1000")])
+def test_two_kernels_and_a_global_workspace(engine, target, monkeypatch):
+    """Kernels of one prim_func run in order and share a T.alloc_global
+    workspace, which the call neither takes nor returns (out_idx does not
+    count it); a block-level store is made once and read back by the block."""
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    b, s, d, splits = 2, 32, 16, 4
+    kernel = K.split_sum_then_combine.function(b, s, d, splits)
+    kernel = tilemlir.language.compile(kernel, out_idx=[-1], engine=engine)
+    x = RNG.uniform(-1, 1, (b, s, d)).astype(np.float32)
+    totals = np.zeros((b, splits), np.float32)
+    out = kernel(x, totals)
+    x64 = x.astype(np.float64)
+    assert_within(out, x64.sum(axis=1), 40 * U32 * (np.abs(x64).sum(axis=1) + 1))
+    chunked = x64.reshape(b, splits, s // splits, d)
+    assert_within(totals, 2 * chunked.sum(axis=(2, 3)), 80 * U32 * (np.abs(chunked).sum(axis=(2, 3)) + 1))
+
+
+def test_only_the_returned_prim_func_is_built():
+    """A factory's prim_funcs are built when first needed: one it defines
+    but does not return (a variant for other sizes) may hold constructs
+    tilemlir refuses."""
+    @tilemlir.jit(out_idx=[-1], engine="reference")
+    def variants(n, split):
+        @T.prim_func
+        def unused(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+            with T.Kernel(1):
+                T.not_a_tilelang_name(A)
+
+        @T.prim_func
+        def used(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+            with T.Kernel(1):
+                for i in T.Parallel(n):
+                    B[i] = A[i] + 1.0
+
+        return unused if split else used
+
+    a = RNG.uniform(-1, 1, 64).astype(np.float32)
+    np.testing.assert_array_equal(variants(64, False)(a), a + 1.0)
+    with pytest.raises(UserError, match=r"test_language\.py:\d+:\d+: error: .*not_a_tilelang_name"):
+        variants(64, True)
+
+
 def test_element_atomics_in_maca_cpp_on_the_cpu(tmp_path):
     """The same as MetaX prints them (atomicAdd, atomicMin of int, the
     prelude's compare-and-swap loops for float max/min), built with g++ and
@@ -569,14 +613,14 @@ def test_refused_constructs_name_the_python_line(name):
     start = function.__code__.co_firstlineno
     line = min(n for n in EXPECTED if n > start)
     with pytest.raises(UserError) as raised:
-        function()
+        function().built  # noqa: B018 - a prim_func is built when first needed
     message = str(raised.value)
     assert f"{BAD_FILE}:{line}:" in message, message
     assert EXPECTED[line] in message, message
     assert "error:" in message
     # Only the API boundary's frames (the decorator, the re-raise) are tilemlir's own.
     own = [f for f in traceback.extract_tb(raised.tb) if "/tilemlir/" in f.filename]
-    assert {f.name for f in own} <= {"prim_func", "wrapper"}, own
+    assert {f.name for f in own} <= {"prim_func", "built", "wrapper"}, own
 
 
 def test_every_refusal_is_tested():

@@ -138,6 +138,7 @@ alloc_shared = _intrinsic("alloc_shared")
 alloc_fragment = _intrinsic("alloc_fragment")
 alloc_var = _intrinsic("alloc_var")
 alloc_local = _intrinsic("alloc_local")
+alloc_global = _intrinsic("alloc_global")
 fill = _intrinsic("fill")
 clear = _intrinsic("clear")
 copy = _intrinsic("copy")
@@ -248,7 +249,6 @@ UNSUPPORTED: dict[str, str] = {
     "alloc_wgmma_desc": "NVIDIA-only (wgmma descriptors); T.gemm picks the instruction",
     "alloc_tcgen05_smem_desc": "NVIDIA-only (tcgen05 descriptors)",
     "alloc_tcgen05_instr_desc": "NVIDIA-only (tcgen05 descriptors)",
-    "alloc_global": "pass global tensors as kernel parameters (T.Tensor)",
     "vectorized": "use T.Parallel (tilemlir vectorises element-wise loops itself)",
     "Vectorized": "use T.Parallel (tilemlir vectorises element-wise loops itself)",
     "Persistent": "use T.Kernel's grid (one block per tile)",

@@ -269,6 +269,7 @@ class Parameter:
     shape: tuple[int, ...] = ()
     dtype: DType | None = None
     output: bool = False  # created by T.empty (direct style): the call allocates and returns it
+    workspace: bool = False  # created by T.alloc_global: the call allocates it and drops it
 
 
 @dataclass
@@ -450,13 +451,14 @@ class Builder:
         self.bind(name, self.tensor_argument(arg, name, tuple(shape), self.to_dtype(arg, dtype)), arg)
 
     def tensor_argument(self, node, name: str, shape: tuple[int, ...], dtype: DType, *,
-                        output: bool = False) -> Buffer:
+                        output: bool = False, workspace: bool = False) -> Buffer:
         if not dtype.tile_buffer:
             raise self.error(node, f"tensor '{name}': {dtype} is not an element type of tile buffers")
         element = ir.Type.parse(dtype.storage)
         value = self.entry_block.add_argument(ir.MemRefType.get(list(shape), element), self.loc(node))
-        self.params.append(Parameter(name, "tensor", shape, dtype, output))
-        return Buffer(value, shape, dtype, GLOBAL, name, param=len(self.params) - 1, provisional=output)
+        self.params.append(Parameter(name, "tensor", shape, dtype, output, workspace))
+        return Buffer(value, shape, dtype, GLOBAL, name, param=len(self.params) - 1,
+                      provisional=output or workspace)
 
     def scalar_argument(self, node, name: str, dtype: DType) -> Scalar:
         if dtype.mlir not in ("f32", "i32"):
@@ -657,8 +659,6 @@ class Builder:
     def stmt_With(self, node: ast.With) -> None:
         if not self.is_kernel_with(node):
             raise self.error(node, "the only `with` in a kernel is `with T.Kernel(...) as ...:`")
-        if self.kernel_op is not None:
-            raise self.error(node, "one T.Kernel per function: the compiler builds one kernel per module")
         if self.in_kernel or self.region_depth:
             raise self.error(node, "T.Kernel opens the kernel at the function's top level")
         item = node.items[0]
@@ -1252,6 +1252,20 @@ class Builder:
         dtype = self.to_dtype(node, self.eval(args["dtype"])) if "dtype" in args else to_dtype("float32")
         name = f"output{sum(p.output for p in self.params)}"
         return self.tensor_argument(node, name, shape, dtype, output=True)
+
+    def call_alloc_global(self, node: ast.Call):
+        """`T.alloc_global(shape, dtype)` before the kernels: a workspace in
+        global memory the function's kernels share (split-KV's partial
+        results for its combine kernel). It becomes a parameter of the built
+        function that each call allocates (zeros; the GPU: uninitialised) and
+        drops; `out_idx` does not count it."""
+        if self.in_kernel:
+            raise self.error(node, "T.alloc_global allocates a workspace before the kernels, outside T.Kernel")
+        args = self.arguments_of(node, ("shape", "dtype", "scope"), 2, what="T.alloc_global")
+        shape = self.static_shape(node, self.eval(args["shape"]), "T.alloc_global's shape")
+        dtype = self.to_dtype(node, self.eval(args["dtype"]))
+        name = f"workspace{sum(p.workspace for p in self.params)}"
+        return self.tensor_argument(node, name, shape, dtype, workspace=True)
 
     def alloc(self, node: ast.Call, scope: str) -> Buffer:
         what = f"T.alloc_{scope}"

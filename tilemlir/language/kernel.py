@@ -34,6 +34,7 @@ import inspect
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,13 +68,24 @@ def _user_errors(function):
 
 
 class PrimFunc:
-    """A `@T.prim_func`: the tile IR built from the function's source."""
+    """A `@T.prim_func`: the tile IR built from the function's source when
+    first needed (a factory may define prim_funcs it does not return, as
+    TileLang's split and non-split variants: those are never built)."""
 
     __tilemlir_prim_func__ = True
 
-    def __init__(self, built: BuiltFunction):
-        self.built = built
-        self.__name__ = built.name
+    def __init__(self, build: Callable[[], BuiltFunction], name: str):
+        self._build = build
+        self._built: BuiltFunction | None = None
+        self.__name__ = name
+
+    @property
+    def built(self) -> BuiltFunction:
+        """The tile IR (built and verified on first access; errors name the
+        Python lines)."""
+        if self._built is None:
+            self._built = _build_prim_func(self._build)
+        return self._built
 
     def script(self) -> str:
         return self.built.text()
@@ -103,9 +115,19 @@ def _prim_func(function, caller_locals: dict) -> PrimFunc:
     if caller_locals is not function.__globals__:
         namespace.update({k: v for k, v in caller_locals.items() if k not in namespace or
                           k not in function.__globals__})
-    built = Builder(PythonSource.of(function), namespace).build(direct=False)
-    verify(built)
-    return PrimFunc(built)
+    source = PythonSource.of(function)  # read now: the file may change before the build
+
+    def build() -> BuiltFunction:
+        built = Builder(source, namespace).build(direct=False)
+        verify(built)
+        return built
+
+    return PrimFunc(build, function.__name__)
+
+
+@_user_errors
+def _build_prim_func(build: Callable[[], BuiltFunction]) -> BuiltFunction:
+    return build()
 
 
 def verify(built: BuiltFunction) -> None:
@@ -224,6 +246,8 @@ class JITKernel:
             self.warn(note)
         self.options = CompileOptions(passes=options_text(options))
         self.outputs = self.output_positions(out_idx)
+        # T.alloc_global workspaces: made by each call, neither passed nor returned.
+        self.workspaces = [i for i, p in enumerate(built.params) if p.workspace]
         self._lowered = None
         self._device = None
         self._compiled: dict = {}
@@ -277,12 +301,13 @@ class JITKernel:
         if out_idx is None:
             return []
         indices = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+        declared = [i for i, p in enumerate(params) if not p.workspace]  # what out_idx counts
         positions = []
         for index in indices:
-            if not isinstance(index, int) or not -len(params) <= index < len(params):
+            if not isinstance(index, int) or not -len(declared) <= index < len(declared):
                 raise TileLangError(f"out_idx {index!r} is not a parameter position of '{self.built.name}' "
-                                    f"({len(params)} parameters)")
-            position = index % len(params)
+                                    f"({len(declared)} parameters)")
+            position = declared[index % len(declared)]
             if params[position].kind != "tensor":
                 raise TileLangError(f"out_idx {index}: parameter '{params[position].name}' is not a tensor")
             positions.append(position)
@@ -341,7 +366,7 @@ class JITKernel:
     @_user_errors
     def __call__(self, *args):
         params = self.built.params
-        inputs = [i for i in range(len(params)) if i not in self.outputs]
+        inputs = self.input_positions()
         if len(args) != len(inputs):
             names = ", ".join(params[i].name for i in inputs)
             raise TileLangError(f"kernel '{self.built.name}' takes {len(inputs)} arguments ({names}), "
@@ -353,7 +378,7 @@ class JITKernel:
             gpu = _cuda_device(full, params)
             if gpu is not None:
                 return self.call_on_gpu(full, gpu)
-        for position in self.outputs:
+        for position in self.outputs + self.workspaces:
             p = params[position]
             full[position] = np.zeros(p.shape, p.dtype.numpy)
         converted, writeback = self.to_numpy(full)
@@ -369,6 +394,10 @@ class JITKernel:
     def run(self, *args):
         return self(*args)
 
+    def input_positions(self) -> list[int]:
+        """The parameters a call passes, in order: neither outputs nor workspaces."""
+        return [i for i in range(len(self.built.params)) if i not in self.outputs and i not in self.workspaces]
+
     def call_on_gpu(self, full: list, gpu) -> object:
         """A call whose tensor arguments are all torch CUDA tensors: they reach
         the kernel as they are (a non-contiguous one through a contiguous copy,
@@ -379,7 +408,7 @@ class JITKernel:
         import torch
 
         params = self.built.params
-        for position in self.outputs:
+        for position in self.outputs + self.workspaces:
             p = params[position]
             full[position] = torch.empty(p.shape, dtype=_torch_dtype(p.dtype), device=gpu)
         staged = []

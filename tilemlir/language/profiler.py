@@ -101,8 +101,9 @@ class Profiler:
         when the kernel runs on the device, else NumPy arrays."""
         params = self.kernel.built.params
         values = []
+        inputs = self.kernel.input_positions()
         for position, p in enumerate(params):
-            if position in self.kernel.outputs:
+            if position not in inputs:
                 continue
             if p.kind == "scalar":
                 raise TileLangError(f"the profiler cannot make scalar argument '{p.name}': pass input_tensors=")
@@ -110,9 +111,8 @@ class Profiler:
         if self.kernel.engine == "device" and _cuda_torch() is not None:
             import torch
 
-            inputs = [p for i, p in enumerate(params) if i not in self.kernel.outputs]
             values = [torch.from_numpy(v if v.dtype in _TORCH_READS else v.astype(np.float32))
-                      .to(map_torch_type(p.dtype)).cuda() for v, p in zip(values, inputs)]
+                      .to(map_torch_type(params[i].dtype)).cuda() for v, i in zip(values, inputs)]
         return values
 
     def _tensor(self, shape: tuple, dtype: np.dtype) -> np.ndarray:

@@ -528,7 +528,7 @@ VIEW_OPS = ("memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.
 SHIFTING_VIEW_OPS = ("memref.view",)
 
 
-def _root_of(value: ir.Value) -> tuple[ir.Value, bool]:
+def root_of(value: ir.Value) -> tuple[ir.Value, bool]:
     """The buffer `value` is a view of, and whether the view's layout offsets
     count from that buffer's base."""
     same_base = True
@@ -568,7 +568,7 @@ def may_overlap(x: ir.Value, y: ir.Value) -> bool:
     """Whether two memref values can share an element: views (VIEW_OPS) of
     one buffer whose element sets meet, or of roots that may be the same
     memory (`_distinct_roots`)."""
-    (root_x, same_base_x), (root_y, same_base_y) = _root_of(x), _root_of(y)
+    (root_x, same_base_x), (root_y, same_base_y) = root_of(x), root_of(y)
     if root_x != root_y:
         return not _distinct_roots(root_x, root_y)
     if x == y:

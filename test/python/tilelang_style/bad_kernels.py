@@ -53,13 +53,20 @@ def bad_alloc_local():
     return main
 
 
-def bad_two_kernels():
+def bad_nested_kernels():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:  # noqa: SIM117 - the nesting is the error
+            with T.Kernel(1) as by:  # expect: T.Kernel opens the kernel at the function's top level
+                T.fill(A[0:N], 1.0)
+    return main
+
+
+def bad_alloc_global_in_a_kernel():
     @T.prim_func
     def main(A: T.Tensor((N,), "float32")):
         with T.Kernel(1) as bx:
-            T.fill(A[0:N], 0.0)
-        with T.Kernel(1) as bx:  # expect: one T.Kernel per function
-            T.fill(A[0:N], 1.0)
+            W = T.alloc_global((N,), "float32")  # expect: T.alloc_global allocates a workspace before the kernels
     return main
 
 

@@ -385,3 +385,35 @@ def element_atomics(N, bins, blocks):
             T.atomic_add(Count[0], 0.5)
 
     return main
+
+
+@tilemlir.jit(out_idx=[-1])
+def split_sum_then_combine(B, S, D, splits):
+    """Two kernels in one prim_func, run in order, sharing a T.alloc_global
+    workspace (split-KV decode's shape): the first sums each split's rows
+    into Partial, the second sums the splits. Block-level stores write each
+    block's total, which the same block then reads back."""
+    chunk = S // splits
+
+    @T.prim_func
+    def main(X: T.Tensor((B, S, D), "float32"), Totals: T.Tensor((B, splits), "float32"),
+             Out: T.Tensor((B, D), "float32")):
+        Partial = T.alloc_global((B, splits, D), "float32")
+        with T.Kernel(B, splits, threads=64) as (b, s):
+            rows = T.alloc_fragment((chunk, D), "float32")
+            sums = T.alloc_fragment((D,), "float32")
+            total = T.alloc_fragment((), "float32")
+            T.copy(X[b, s * chunk:(s + 1) * chunk, :], rows)
+            T.reduce_sum(rows, sums, dim=0)
+            T.reduce_sum(sums, total, dim=0)
+            T.copy(sums, Partial[b, s, :])
+            Totals[b, s] = total[()]
+            Totals[b, s] = Totals[b, s] * 2.0
+        with T.Kernel(B, threads=64) as b:
+            parts = T.alloc_fragment((splits, D), "float32")
+            combined = T.alloc_fragment((D,), "float32")
+            T.copy(Partial[b, :, :], parts)
+            T.reduce_sum(parts, combined, dim=0)
+            T.copy(combined, Out[b, :])
+
+    return main

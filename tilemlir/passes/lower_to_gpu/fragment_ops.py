@@ -72,6 +72,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     constant_int,
     guarded,
 )
+from tilemlir.passes.verify import SHIFTING_VIEW_OPS, VIEW_OPS, root_of
 
 
 @dataclass
@@ -88,6 +89,20 @@ class ParallelContext:
     # placement, checked against the loop's layout once per loop, not per
     # element (the check is linear in the thread's registers).
     checked: dict = field(default_factory=dict)
+
+
+def _read_anywhere(buffer: ir.Value) -> bool:
+    """Whether anything but a memref.store uses the memory `buffer` views
+    (its root buffer, through every view of it)."""
+    pending = [root_of(buffer)[0]]
+    while pending:
+        for use in pending.pop().uses:
+            owner = use.owner
+            if owner.name in VIEW_OPS or owner.name in SHIFTING_VIEW_OPS:
+                pending.append(owner.results[0])
+            elif owner.name != "memref.store" or use.operand_number != 1:
+                return True
+    return False
 
 
 def _eq_zero(value: ir.Value) -> ir.Value:
@@ -486,6 +501,10 @@ class FragmentOps:
 
     def op_memref_store(self, op) -> None:
         fragment = self.fragment_of(op.operands[1])
+        if fragment is None and self._parallel is None \
+                and tile.memory_level(op.operands[1].type) == tile.GLOBAL:
+            self.block_level_global_store(op)
+            return
         if fragment is None:
             owner = self._parallel.owner if self._parallel is not None else None
             guarded(owner, lambda: self.clone_op(op))
@@ -495,6 +514,19 @@ class FragmentOps:
                                     "otherwise than its loop (run tile-infer-layout)")
         slot = self.fragment_slot(op, fragment, list(op.operands)[2:])
         fragment.write(slot, self._values[op.operands[0]])
+
+    def block_level_global_store(self, op) -> None:
+        """A store to global memory outside any T.Parallel: the block-level
+        program stores once, so thread 0 stores (every thread storing the same
+        value would be a race). Where the kernel reads that buffer too, a
+        barrier before it lets every thread's earlier reads finish, and one
+        after it makes the store visible to the block's threads."""
+        read = _read_anywhere(op.operands[1])
+        if read:
+            gpu.BarrierOp()
+        guarded(_eq_zero(self._ids.thread), lambda: self.clone_op(op))
+        if read:
+            gpu.BarrierOp()
 
     def op_memref_atomic_rmw(self, op) -> None:
         """An atomic read-modify-write of one element of memory (T.atomic_add/
