@@ -22,7 +22,7 @@ _TILELANG = {
     "JITKernel": ("tilemlir.language.kernel", "JITKernel"),
     "TensorSupplyType": ("tilemlir.language.tensor_utils", "TensorSupplyType"),
 }
-_SUBMODULES = ("language", "autotuner", "profiler", "utils")
+_SUBMODULES = ("language", "autotuner", "profiler", "utils", "layout")
 
 
 def compile(source, *args, **kwargs):

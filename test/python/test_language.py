@@ -376,6 +376,42 @@ def test_two_kernels_and_a_global_workspace(engine, target, monkeypatch):
     assert_within(totals, 2 * chunked.sum(axis=(2, 3)), 80 * U32 * (np.abs(chunked).sum(axis=(2, 3)) + 1))
 
 
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "amdgpu:gfx950"), ("emulator", "metax:xcore1000")])
+def test_split_kv_decode_with_macros(engine, target, monkeypatch):
+    """T.macro bodies that open kernels, two kernels sharing T.alloc_global
+    workspaces, T.alloc_local scalars and a layout annotation (a hint)."""
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    batch, heads, seq, dim = 1, 64, 128, 64
+    with pytest.warns(tilemlir.language.TileLangWarning, match="T.annotate_layout is accepted and not followed"):
+        kernel = tilemlir.language.compile(K.split_kv_decode.function(batch, heads, seq, dim), out_idx=[-1],
+                                           engine=engine)
+    q = RNG.standard_normal((batch, heads, dim)).astype(np.float16)
+    k, v = (RNG.standard_normal((batch, seq, dim)).astype(np.float16) for _ in range(2))
+    out = kernel(q, k, v)
+    scores = np.einsum("bhd,bsd->bhs", q.astype(np.float64), k.astype(np.float64)) / np.sqrt(dim)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    expected = np.einsum("bhs,bsd->bhd", p, v.astype(np.float64))
+    # P is rounded to f16 before the second gemm (2^-11 relative), as flash attention does.
+    assert_within(out, expected, 2.0 ** -10 * np.einsum("bhs,bsd->bhd", p, np.abs(v.astype(np.float64))) + 1e-5)
+
+
+def test_macros_return_values_and_take_keywords():
+    kernel = K.macro_values(64)
+    a = RNG.uniform(-1, 1, 64).astype(np.float32)
+    np.testing.assert_array_equal(kernel(a), a * 2.0 + 0.5)
+
+
+def test_a_macro_called_from_python_names_the_line():
+    with pytest.raises(UserError, match=r"test_language\.py:\d+:\d+: error: T\.macro 'helper' is built where"):
+        @T.macro
+        def helper(x):
+            return x
+
+        helper(1.0)
+
+
 def test_only_the_returned_prim_func_is_built():
     """A factory's prim_funcs are built when first needed: one it defines
     but does not return (a variant for other sizes) may hold constructs

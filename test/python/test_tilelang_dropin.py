@@ -157,8 +157,8 @@ def test_math_names_in_plain_python_are_their_values():
 
 
 @pytest.mark.parametrize("text, position, expected", [
-    ("import tilemlir.language as T\n\n@T.macro\ndef helper(x):\n    return x\n", "3:2",
-     "T.macro is not supported by tilemlir: write a Python helper"),
+    ("import tilemlir.language as T\n\n@T.ws\ndef helper(x):\n    return x\n", "3:2",
+     "T.ws is not supported by tilemlir: warp specialisation is NVIDIA-only"),
     ("import tilemlir.language as T\nlimit = T.reduce_bitand(5)\n", "2:9", "T.reduce_bitand is not supported by tilemlir"),
     ("import tilemlir.language as T\nvalue = T.popcount(5)\n", "2:9", "T.popcount is not supported by tilemlir"),
 ])

@@ -41,6 +41,7 @@ from tilemlir.language.kernel import (
     TileLangWarning,
     compile,
     jit,
+    macro,
     prim_func,
 )
 
@@ -50,7 +51,7 @@ globals().update(DTYPES)
 
 __all__ = [
     "Buffer", "DType", "GemmWarpPolicy", "JITFunction", "JITKernel", "Launch", "PrimFunc", "Tensor",
-    "TensorSpec", "TileLangError", "TileLangWarning", "Unsupported", "compile", "dtype", "jit", "prim_func",
+    "TensorSpec", "TileLangError", "TileLangWarning", "Unsupported", "compile", "dtype", "jit", "macro", "prim_func",
 ]
 __all__ += list(INTRINSICS) + list(DTYPES)
 

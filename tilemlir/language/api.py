@@ -139,6 +139,7 @@ alloc_fragment = _intrinsic("alloc_fragment")
 alloc_var = _intrinsic("alloc_var")
 alloc_local = _intrinsic("alloc_local")
 alloc_global = _intrinsic("alloc_global")
+annotate_layout = _intrinsic("annotate_layout")
 fill = _intrinsic("fill")
 clear = _intrinsic("clear")
 copy = _intrinsic("copy")
@@ -253,7 +254,6 @@ UNSUPPORTED: dict[str, str] = {
     "Vectorized": "use T.Parallel (tilemlir vectorises element-wise loops itself)",
     "Persistent": "use T.Kernel's grid (one block per tile)",
     "Unroll": "use T.unroll",
-    "macro": "write a Python helper that returns a value, or inline the code in the kernel body",
     "reduce": "use T.reduce_sum, T.reduce_max, T.reduce_min, T.reduce_absmax or T.reduce_abssum",
     "reduce_bitand": "only sum, max, min, absmax and abssum reductions are built",
     "reduce_bitor": "only sum, max, min, absmax and abssum reductions are built",
@@ -267,7 +267,6 @@ UNSUPPORTED: dict[str, str] = {
     "atomic_addx4": "use T.atomic_add of a whole tile",
     "atomic_load": "T.atomic_add, T.atomic_max and T.atomic_min are built",
     "atomic_store": "T.atomic_add, T.atomic_max and T.atomic_min are built",
-    "annotate_layout": "tilemlir chooses shared-memory layouts itself (tile-select-mma, the LDS bank model)",
     "annotate_safe_value": "out-of-bounds copies are masked with zeros",
     "annotate_l2_hit_ratio": "NVIDIA-only cache hint",
     "annotate_restrict_buffers": "parameters are already assumed not to alias",
@@ -321,6 +320,37 @@ UNSUPPORTED_PLAIN = (
     "cp_async_barrier_noinc", "sync_global", "sync_grid", "stmatrix", "ldmatrix", "tcgen05_mma",
     "fast_exp", "fast_log", "ieee_add", "ieee_mul", "ieee_fmaf", "ieee_rsqrt", "ieee_sqrt", "ieee_frcp",
 )
+
+
+class Macro:
+    """`@T.macro`: a function whose body is built in place wherever a
+    prim_func or kernel body calls it, its parameters bound to the call's
+    arguments (buffers, runtime values, Python values); it may open kernels
+    (`with T.Kernel`) when called at a prim_func's top level, and may
+    `return` a value as its last statement. Names in its body are its own
+    module's globals, its closure and the locals of the function that defined
+    it, as for a prim_func."""
+
+    def __init__(self, function, caller_locals: dict):
+        self.function = function
+        self.caller_locals = caller_locals
+        self.__name__ = function.__name__
+        self.__doc__ = function.__doc__
+
+    def namespace(self) -> dict:
+        """The names its body sees, read when it is built (a macro it calls
+        may be defined after it)."""
+        from tilemlir.language.builder import namespace_of
+
+        names = namespace_of(self.function)
+        if self.caller_locals is not self.function.__globals__:
+            names.update({k: v for k, v in self.caller_locals.items()
+                          if k not in names or k not in self.function.__globals__})
+        return names
+
+    def __call__(self, *args, **kwargs):
+        raise TileLangError(f"{caller_position(2)}: error: T.macro '{self.__name__}' is built where a prim_func "
+                            f"or kernel body calls it, not called from Python")
 
 
 class Unsupported:

@@ -312,6 +312,8 @@ class Builder:
         self.region_depth = 0
         self.grid_uses: dict[str, set[int]] = {}  # implicit kernel: block index -> grid extents seen
         self.keep_syms = False  # while reading a direct-style annotation, T.const names stay names
+        self.macro_result = None  # inside a T.macro: _NO_RESULT, or what its `return` gave
+        self.macro_depth = 0  # the loop and branch depth where the T.macro being built was called
         self.context = tile.make_context()
         self.func_op = None
         self.entry_block = None
@@ -396,7 +398,7 @@ class Builder:
             self.declare_parameters(fn, direct=direct)
             with ir.InsertionPoint(self.entry_block):
                 body = [s for s in fn.body if not _is_docstring(s)]
-                if not any(self.is_kernel_with(s) for s in _walk_statements(body)):
+                if not any(self.is_kernel_with(s) or self.opens_kernel_by_macro(s) for s in _walk_statements(body)):
                     self.implicit_kernel(body)
                 else:
                     self.statements(body)
@@ -589,6 +591,11 @@ class Builder:
         self.assign(target, value, node)
 
     def stmt_Return(self, node: ast.Return) -> None:
+        if self.macro_result is not None:  # a T.macro's value (inline_macro)
+            if self.macro_result is not _NO_RESULT or self.region_depth != self.macro_depth:
+                raise self.error(node, "a T.macro returns at its end only")
+            self.macro_result = None if node.value is None else self.eval(node.value)
+            return
         if node.value is None:
             return
         value = self.eval(node.value)
@@ -754,6 +761,21 @@ class Builder:
             return self.eval_static(call.func) is api.Kernel
         except TileLangError:
             return False
+
+    def opens_kernel_by_macro(self, node: ast.stmt) -> bool:
+        """A statement calling a T.macro whose body opens a kernel."""
+        if not isinstance(node, ast.Expr) or not isinstance(node.value, ast.Call):
+            return False
+        try:
+            callee = self.eval_static(node.value.func)
+        except TileLangError:
+            return False
+        if not isinstance(callee, api.Macro):
+            return False
+        tree = PythonSource.of(callee.function).tree
+        return any(isinstance(n, ast.With) and any(
+            isinstance(item.context_expr, ast.Call) and _called_name(item.context_expr.func) == "Kernel"
+            for item in n.items) for n in ast.walk(tree))
 
     def eval_static(self, node: ast.expr):
         """A name or attribute chain evaluated without building IR."""
@@ -942,8 +964,17 @@ class Builder:
 
     def check_var_index(self, node: ast.Subscript) -> None:
         index = self.eval(node.slice)
-        if index != 0:
+        if not all(isinstance(i, int) and i == 0 for i in (index if isinstance(index, tuple) else (index,))):
             raise self.error(node, "a T.alloc_var holds one value: index it with [0], or not at all")
+
+    def var_named(self, node: ast.expr) -> Var | None:
+        """The T.alloc_var (or one-element T.alloc_local) a bare name or `x[0]`
+        names, without reading it; else None."""
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        if isinstance(node, ast.Name) and self.is_var(node):
+            return self.lookup(node.id, node)
+        return None
 
     def is_var(self, node: ast.Name) -> bool:
         for scope in reversed(self.scopes):
@@ -1167,6 +1198,8 @@ class Builder:
             return self.construct(node, callee)
         if getattr(callee, "__tilemlir_prim_func__", False):
             raise self.error(node, "a prim_func is not called inside a kernel")
+        if isinstance(callee, api.Macro):
+            return self.inline_macro(node, callee)
         args = [self.eval(a) for a in node.args]
         keywords = {k.arg: self.eval(k.value) for k in node.keywords}
         if all(_compile_time(v) for v in (*args, *keywords.values())):
@@ -1183,6 +1216,42 @@ class Builder:
             return getattr(self, f"call_{callee.__name__}")(node)
         raise self.error(node, f"{getattr(callee, '__name__', callee)!r} is called on runtime values; only T.* "
                                f"functions build IR")
+
+    def inline_macro(self, node: ast.Call, macro: api.Macro):
+        """A `T.macro` call: its body built here, in its own source and names,
+        its parameters bound to the evaluated arguments; the value of its
+        `return` (None without one)."""
+        if any(k.arg is None for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.error(node, f"T.macro '{macro.__name__}' is called with explicit arguments (no * or **)")
+        args = [self.eval(a) for a in node.args]
+        keywords = {k.arg: self.eval(k.value) for k in node.keywords}
+        try:
+            bound = inspect.signature(macro.function).bind(*args, **keywords)
+        except TypeError as error:
+            raise self.error(node, f"T.macro '{macro.__name__}': {error}") from None
+        bound.apply_defaults()
+        source = PythonSource.of(macro.function)
+        body = [s for s in source.tree.body if not _is_docstring(s)]
+        if self.region_depth:
+            assigned = {n.id for n in ast.walk(ast.Module(body, [])) if isinstance(n, ast.Name)
+                        and isinstance(n.ctx, ast.Store)}
+            for name, value in bound.arguments.items():
+                if isinstance(value, Var) and name in assigned:
+                    raise self.error(node, f"T.macro '{macro.__name__}' assigns the T.alloc_var passed as "
+                                           f"'{name}' inside a loop or branch: assign it in the caller")
+        for position, statement in enumerate(body):
+            if isinstance(statement, ast.Return) and position != len(body) - 1:
+                raise source.error(statement, "a T.macro returns at its end only")
+        saved = (self.src, self.namespace, self.scopes, self.macro_result, self.macro_depth)
+        self.src, self.namespace = source, macro.namespace()
+        self.scopes = [{name: (value, 1) for name, value in bound.arguments.items()}]
+        self.macro_result, self.macro_depth = _NO_RESULT, self.region_depth
+        try:
+            self.statements(body)
+            result = None if self.macro_result is _NO_RESULT else self.macro_result
+        finally:
+            self.src, self.namespace, self.scopes, self.macro_result, self.macro_depth = saved
+        return result
 
     def arguments_of(self, node: ast.Call, names: tuple[str, ...], required: int, *,
                      ignored: tuple[str, ...] = (), what: str) -> dict:
@@ -1292,8 +1361,39 @@ class Builder:
         return self.alloc(node, FRAGMENT)
 
     def call_alloc_local(self, node: ast.Call):
-        raise self.error(node, "T.alloc_local (storage private to each thread) is not supported: use "
-                               "T.alloc_fragment (a tile spread over the block's threads) or T.alloc_var")
+        """`T.alloc_local([1], dtype)` (TileLang's per-thread scalar, which
+        every thread computes alike in block-level code): a T.alloc_var,
+        indexed `[0]`, starting at 0. Larger local arrays hold per-thread data, which a
+        kernel written per tile keeps in fragments."""
+        args = self.arguments_of(node, ("shape", "dtype", "scope"), 2, what="T.alloc_local")
+        shape = self.static_shape(node, self.eval(args["shape"]), "T.alloc_local's shape")
+        dtype = self.to_dtype(node, self.eval(args["dtype"]))
+        if math.prod(shape) != 1:
+            raise self.error(node, f"T.alloc_local of {math.prod(shape)} elements (storage private to each "
+                                   f"thread) is not supported: use T.alloc_fragment (a tile spread over the "
+                                   f"block's threads); T.alloc_local([1], dtype) is a T.alloc_var")
+        self.kernel_only(node, "T.alloc_local")
+        var = Var("T.alloc_local", dtype, depth=self.parallel_depth)
+        var.value = self.to_value(node, 0, dtype)  # TileLang leaves it undefined; a loop may carry it
+        return var
+
+    def call_annotate_layout(self, node: ast.Call):
+        """`T.annotate_layout({buffer: layout, ...})`: accepted and not
+        followed (the layouts are not even evaluated): tilemlir lays out
+        shared buffers by its bank model and fragments by tile-infer-layout,
+        which the program's results do not depend on. One note says so."""
+        self.kernel_only(node, "T.annotate_layout")
+        args = self.arguments_of(node, ("layout_map",), 1, what="T.annotate_layout")
+        mapping = args["layout_map"]
+        if not isinstance(mapping, ast.Dict) or any(key is None for key in mapping.keys):
+            raise self.error(node, "T.annotate_layout takes a dict literal {buffer: layout, ...}")
+        for key in mapping.keys:
+            if self.var_named(key) is None and not isinstance(self.eval(key), Buffer):
+                raise self.error(key, "T.annotate_layout's keys are buffers")
+        note = ("T.annotate_layout is accepted and not followed: tilemlir lays out shared memory by its bank "
+                "model and fragments by tile-infer-layout")
+        if note not in self.notes:
+            self.notes.append(note)
 
     def call_alloc_var(self, node: ast.Call):
         args = self.arguments_of(node, ("dtype", "init", "scope"), 1, what="T.alloc_var")
@@ -1332,6 +1432,10 @@ class Builder:
     def call_fill(self, node: ast.Call):
         self.kernel_only(node, "T.fill")
         args = self.arguments_of(node, ("buffer", "value"), 2, what="T.fill")
+        var = self.var_named(args["buffer"])
+        if var is not None:  # a T.alloc_local([1], ...)
+            self.assign_var(var, self.eval(args["value"]), node)
+            return
         buffer = self.buffer_arg(args["buffer"], "T.fill")
         value = self.to_storage(node, self.eval(args["value"]), buffer.dtype)
         tile.fill(buffer.value, value.value)
@@ -1339,6 +1443,10 @@ class Builder:
     def call_clear(self, node: ast.Call):
         self.kernel_only(node, "T.clear")
         args = self.arguments_of(node, ("buffer",), 1, what="T.clear")
+        var = self.var_named(args["buffer"])
+        if var is not None:  # a T.alloc_local([1], ...)
+            self.assign_var(var, 0, node)
+            return
         buffer = self.buffer_arg(args["buffer"], "T.clear")
         tile.fill(buffer.value, self.constant(0, ir.Type.parse(buffer.dtype.storage)))
 
@@ -2179,6 +2287,17 @@ def _array_shape_dtype(value):
 
 def _is_docstring(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _called_name(node: ast.expr) -> str | None:
+    """`Kernel` for `T.Kernel` or `Kernel`."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
+
+
+# What a T.macro being built has returned so far: nothing.
+_NO_RESULT = object()
 
 
 def _walk_statements(body: list[ast.stmt]):

@@ -125,6 +125,21 @@ def _prim_func(function, caller_locals: dict) -> PrimFunc:
     return PrimFunc(build, function.__name__)
 
 
+def macro(function=None, **_options):
+    """`@T.macro`: the function's body is built in place at each call in a
+    prim_func or kernel body (`tilemlir.language.api.Macro`)."""
+    caller = sys._getframe(1).f_locals
+    if function is None:
+        return lambda f: _macro(f, sys._getframe(1).f_locals)
+    return _macro(function, caller)
+
+
+def _macro(function, caller_locals: dict):
+    from tilemlir.language.api import Macro
+
+    return Macro(function, caller_locals)
+
+
 @_user_errors
 def _build_prim_func(build: Callable[[], BuiltFunction]) -> BuiltFunction:
     return build()

@@ -49,7 +49,7 @@ def bad_alloc_local():
     @T.prim_func
     def main(A: T.Tensor((N,), "float32")):
         with T.Kernel(1) as bx:
-            x = T.alloc_local((4,), "float32")  # expect: T.alloc_local (storage private to each thread)
+            x = T.alloc_local((4,), "float32")  # expect: T.alloc_local of 4 elements (storage private to each thread) is not supported
     return main
 
 
@@ -259,3 +259,28 @@ def bad_atomic_return_prev():
             for i in T.Parallel(N):
                 T.atomic_add(A[i], 1.0, return_prev=True)  # expect: return_prev is not supported
     return main
+
+
+def bad_macro_body():
+    @T.macro
+    def body(A):
+        A[0] = undefined_in_macro  # expect: name 'undefined_in_macro' is not defined
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            body(A)
+    return main
+
+
+def bad_macro_arguments():
+    @T.macro
+    def body(A, B):
+        A[0] = B[0]
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            body(A)  # expect: T.macro 'body': missing a required argument: 'B'
+    return main
+

@@ -417,3 +417,108 @@ def split_sum_then_combine(B, S, D, splits):
             T.copy(combined, Out[b, :])
 
     return main
+
+
+@tilemlir.jit(out_idx=[-1])
+def split_kv_decode(batch, heads, seq, dim, block_N=32, splits=2):
+    """Decoding attention split over the keys: a T.macro opens each kernel
+    (the partial attention of every split, then their merge), the partial
+    results live in T.alloc_global workspaces, the merge keeps its running
+    values in T.alloc_local([1]) scalars, and a layout annotation is given
+    (and not followed). One K/V head shared by `heads` query heads."""
+    scale = dim ** -0.5 * 1.4426950408889634  # 1/sqrt(d), in log2 units
+    chunk = seq // splits
+
+    @T.macro
+    def partial_attention(Q, K, V, lse, partial):
+        with T.Kernel(batch, splits, threads=128) as (b, s):
+            q = T.alloc_shared((heads, dim), "float16")
+            k = T.alloc_shared((block_N, dim), "float16")
+            v = T.alloc_shared((block_N, dim), "float16")
+            scores = T.alloc_fragment((heads, block_N), "float32")
+            probs = T.alloc_fragment((heads, block_N), "float16")
+            acc = T.alloc_fragment((heads, dim), "float32")
+            top = T.alloc_fragment((heads,), "float32")
+            top_before = T.alloc_fragment((heads,), "float32")
+            rescale = T.alloc_fragment((heads,), "float32")
+            row = T.alloc_fragment((heads,), "float32")
+            total = T.alloc_fragment((heads,), "float32")
+            T.annotate_layout({q: tilemlir.layout.make_swizzled_layout(q)})
+            T.copy(Q[b, :, :], q)
+            T.fill(acc, 0.0)
+            T.fill(total, 0.0)
+            T.fill(top, -T.infinity("float32"))
+            for t in T.Pipelined(chunk // block_N, num_stages=2):
+                T.copy(K[b, s * chunk + t * block_N:s * chunk + (t + 1) * block_N, :], k)
+                T.copy(V[b, s * chunk + t * block_N:s * chunk + (t + 1) * block_N, :], v)
+                T.gemm(q, k, scores, transpose_B=True, clear_accum=True)
+                T.copy(top, top_before)
+                T.reduce_max(scores, top, dim=1, clear=False)
+                for i in T.Parallel(heads):
+                    rescale[i] = T.exp2((top_before[i] - top[i]) * scale)
+                for i, j in T.Parallel(heads, block_N):
+                    scores[i, j] = T.exp2((scores[i, j] - top[i]) * scale)
+                T.reduce_sum(scores, row, dim=1)
+                for i in T.Parallel(heads):
+                    total[i] = total[i] * rescale[i] + row[i]
+                for i, j in T.Parallel(heads, dim):
+                    acc[i, j] *= rescale[i]
+                T.copy(scores, probs)
+                T.gemm(probs, v, acc)
+            for i, j in T.Parallel(heads, dim):
+                acc[i, j] /= total[i]
+            for i in T.Parallel(heads):
+                total[i] = T.log2(total[i]) + top[i] * scale
+            T.copy(total, lse[b, :, s])
+            T.copy(acc, partial[b, :, s, :])
+
+    @T.macro
+    def merge(lse, partial, Out):
+        with T.Kernel(heads, batch, threads=64) as (h, b):
+            out = T.alloc_fragment((dim,), "float32")
+            largest = T.alloc_local([1], "float32")
+            weights = T.alloc_local([1], "float32")
+            weight = T.alloc_local([1], "float32")
+            T.clear(out)
+            T.clear(weights)
+            largest[0] = -T.infinity("float32")
+            for s in T.serial(splits):
+                largest[0] = T.max(largest[0], lse[b, h, s])
+            for s in T.serial(splits):
+                weights[0] += T.exp2(lse[b, h, s] - largest[0])
+            for s in T.serial(splits):
+                weight[0] = T.exp2(lse[b, h, s] - largest[0]) / weights[0]
+                for d in T.Parallel(dim):
+                    out[d] += weight[0] * partial[b, h, s, d]
+            T.copy(out, Out[b, h, :])
+
+    @T.prim_func
+    def main(Q: T.Tensor((batch, heads, dim), "float16"), K: T.Tensor((batch, seq, dim), "float16"),
+             V: T.Tensor((batch, seq, dim), "float16"), Out: T.Tensor((batch, heads, dim), "float32")):
+        lse = T.alloc_global((batch, heads, splits), "float32")
+        partial = T.alloc_global((batch, heads, splits, dim), "float32")
+        partial_attention(Q, K, V, lse, partial)
+        merge(lse, partial, Out)
+
+    return main
+
+
+@tilemlir.jit(out_idx=[-1])
+def macro_values(N):
+    """A T.macro that returns a value, called in a T.Parallel body, and one
+    that takes a keyword argument and its default."""
+    @T.macro
+    def scaled(x, factor=2.0):
+        return x * factor
+
+    @T.macro
+    def store_sum(dst, i, a, b=0.0):
+        dst[i] = a + b
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(N):
+                store_sum(B, i, scaled(A[i]), b=scaled(1.0, factor=0.5))
+
+    return main
