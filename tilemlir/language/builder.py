@@ -896,6 +896,24 @@ class Builder:
         for var, result in zip(carried, for_op.results):
             var.value = Scalar(result)
 
+    def stmt_Assert(self, node: ast.Assert) -> None:
+        """`assert cond[, message]` on compile-time values (shape checks, in
+        the direct style after T.const sizes are bound): checked while
+        building, a located error when false. A condition on runtime values
+        is refused: no backend checks it on the device."""
+        condition = self.eval(node.test)
+        if not _compile_time(condition):
+            raise self.error(node, "`assert` on a runtime value is not supported (it would not be checked on "
+                                   "the device); assert on compile-time values, or check the outputs")
+        if not condition:
+            message = None
+            if node.msg is not None:
+                try:
+                    message = self.eval(node.msg)
+                except TileLangError:  # an f-string, say: its text
+                    message = ast.unparse(node.msg)
+            raise self.error(node, "assertion failed" + (f": {message}" if message is not None else ""))
+
     def stmt_While(self, node: ast.While) -> None:
         raise self.error(node, "`while` loops are not supported in a kernel: use T.serial / T.Pipelined with "
                                "a bound")

@@ -284,3 +284,20 @@ def bad_macro_arguments():
             body(A)  # expect: T.macro 'body': missing a required argument: 'B'
     return main
 
+
+
+def bad_compile_time_assert():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        assert N % 3 == 0, "N must be a multiple of 3"  # expect: assertion failed: N must be a multiple of 3
+        with T.Kernel(1) as bx:
+            A[0] = 1.0
+    return main
+
+
+def bad_runtime_assert():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as bx:
+            assert A[0] > 0.0  # expect: `assert` on a runtime value is not supported
+    return main

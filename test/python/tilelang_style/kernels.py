@@ -517,6 +517,7 @@ def macro_values(N):
 
     @T.prim_func
     def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        assert N % 2 == 0, f"N = {N} is odd"
         with T.Kernel(1, threads=64):
             for i in T.Parallel(N):
                 store_sum(B, i, scaled(A[i]), b=scaled(1.0, factor=0.5))
