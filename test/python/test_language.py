@@ -412,6 +412,21 @@ def test_a_macro_called_from_python_names_the_line():
         helper(1.0)
 
 
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "metax:xcore1000")])
+def test_unit_dims_and_shared_windows(engine, target, monkeypatch):
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    m, n = 8, 64
+    kernel = tilemlir.language.compile(K.unit_dim_buffers.function(m, n), out_idx=[1, 3], engine=engine)
+    a = RNG.uniform(-1, 1, (m, n)).astype(np.float32)
+    maxes = np.zeros((m, 1), np.float32)
+    sums, halves = kernel(a, maxes)
+    a64 = a.astype(np.float64)
+    assert_within(sums, a64.sum(axis=1), 40 * U32 * (np.abs(a64).sum(axis=1) + 1))
+    np.testing.assert_array_equal(maxes[m // 2:, 0], a[m // 2:].max(axis=1))
+    np.testing.assert_array_equal(halves, np.concatenate([2 * a[m // 2:], a[m // 2:]]))
+
+
 def test_only_the_returned_prim_func_is_built():
     """A factory's prim_funcs are built when first needed: one it defines
     but does not return (a variant for other sizes) may hold constructs
@@ -435,6 +450,25 @@ def test_only_the_returned_prim_func_is_built():
     np.testing.assert_array_equal(variants(64, False)(a), a + 1.0)
     with pytest.raises(UserError, match=r"test_language\.py:\d+:\d+: error: .*not_a_tilelang_name"):
         variants(64, True)
+
+
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "metax:xcore1000")])
+def test_bools_block_stores_and_atomic_values(engine, target, monkeypatch):
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    n = 64
+    kernel = tilemlir.language.compile(K.scalar_forms(n), engine=engine)
+    flags = RNG.random(n) > 0.5
+    a = np.array([10.0, 20.0], np.float32)
+    ints, picked, out = np.zeros((n, 2), np.int32), np.zeros(n, np.float32), np.zeros(n, np.float32)
+    acc = np.array([1.0, 2.0, 5000.0], np.float32)
+    kernel(flags, a, ints, picked, out, acc)
+    np.testing.assert_array_equal(ints, np.stack([flags + 1, 2 * flags.astype(np.int32)], axis=1))
+    np.testing.assert_array_equal(picked, a[flags.astype(int)])
+    np.testing.assert_array_equal(out, np.append(np.arange(n - 1, dtype=np.float32), -5.0))
+    total = n * (n - 1) / 2
+    np.testing.assert_array_equal(acc, [1.0 + 2 * total, 3.0, total])
+    assert T.bool(0.5) and not T.bool(0.0)
 
 
 def test_element_atomics_in_maca_cpp_on_the_cpu(tmp_path):

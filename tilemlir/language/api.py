@@ -322,6 +322,18 @@ UNSUPPORTED_PLAIN = (
 )
 
 
+def namespace_of(function) -> dict:
+    """The names a function's body sees: its globals, then its closure."""
+    names = dict(function.__globals__)
+    if function.__closure__:
+        for name, cell in zip(function.__code__.co_freevars, function.__closure__):
+            try:
+                names[name] = cell.cell_contents
+            except ValueError:
+                pass
+    return names
+
+
 class Macro:
     """`@T.macro`: a function whose body is built in place wherever a
     prim_func or kernel body calls it, its parameters bound to the call's
@@ -340,8 +352,6 @@ class Macro:
     def namespace(self) -> dict:
         """The names its body sees, read when it is built (a macro it calls
         may be defined after it)."""
-        from tilemlir.language.builder import namespace_of
-
         names = namespace_of(self.function)
         if self.caller_locals is not self.function.__globals__:
             names.update({k: v for k, v in self.caller_locals.items()

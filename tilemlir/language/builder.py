@@ -244,18 +244,6 @@ class PythonSource:
         return TileLangError(f"{self.filename}:{line}:{col}: error: {message}")
 
 
-def namespace_of(function: Callable) -> dict:
-    """The names a function's body sees: its globals, then its closure."""
-    names = dict(function.__globals__)
-    if function.__closure__:
-        for name, cell in zip(function.__code__.co_freevars, function.__closure__):
-            try:
-                names[name] = cell.cell_contents
-            except ValueError:
-                pass
-    return names
-
-
 # --------------------------------------------------------------------------
 # The built function
 # --------------------------------------------------------------------------
@@ -1154,6 +1142,8 @@ class Builder:
     def compare(self, node, op: ast.cmpop, left, right) -> Scalar:
         if type(op) not in _CMP_F:
             raise self.error(node, f"'{type(op).__name__}' on runtime values is not supported")
+        if not (_is_bool(left) and _is_bool(right)):
+            left, right = self.widened_bool(left), self.widened_bool(right)
         a, b = self.promote(node, left, right)
         if _is_float(a.type):
             predicate = _CMP_F[type(op)]
@@ -1309,7 +1299,7 @@ class Builder:
             raise self.error(node, f"a view of {math.prod(shape)} elements of '{source.name}', which has "
                                    f"{math.prod(source.shape)}")
         strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
-        result = ir.MemRefType.get(list(shape), ir.Type.parse(dtype.mlir))
+        result = ir.MemRefType.get(list(shape), ir.Type.parse(dtype.storage))
         op = memref.ReinterpretCastOp(result, source.value, [], [], [], static_offsets=[0],
                                       static_sizes=list(shape), static_strides=strides)
         return Buffer(op.result, shape, dtype, GLOBAL, f"view of {source.name}")
@@ -1521,9 +1511,7 @@ class Builder:
         refusal = f"{what} takes an element or a region of a tensor"
         dst = self.copy_operand(args["dst"], refusal)
         value_node = args["value"]
-        value = self.copy_operand(value_node) if isinstance(value_node, ast.Name | ast.Subscript) else None
-        if isinstance(value, Region) and all(e is None for e in value.extents):
-            value = None  # an element read: the element-wise form
+        value = self.tile_operand(value_node)
         if value is not None:
             self.atomic_tile(node, kind, dst, value)
             return
@@ -1541,6 +1529,20 @@ class Builder:
         rmw_kind = _ATOMIC_KINDS[kind, _is_float(element)]
         indices = [self.index_value(node, buffer, d, s) for d, s in enumerate(dst.starts)]
         memref.AtomicRMWOp(rmw_kind, converted.value, buffer.value, indices)
+
+    def tile_operand(self, node: ast.expr):
+        """A whole buffer (`acc`) or a slice of one (`S[0:16, :]`) that `node`
+        names; None for anything else (an element, a variable, an expression:
+        a scalar value)."""
+        if isinstance(node, ast.Name) and not self.is_var(node):
+            value = self.lookup(node.id, node)
+            return value if isinstance(value, Buffer) else None
+        if isinstance(node, ast.Subscript) and self.var_named(node) is None:
+            base = self.eval(node.value)
+            if isinstance(base, Buffer):
+                region = self.region_of(node, base)
+                return region if any(e is not None for e in region.extents) else None
+        return None
 
     def atomic_tile(self, node: ast.Call, kind: str, dst, value) -> None:
         what = f"T.atomic_{kind}"
@@ -1629,7 +1631,31 @@ class Builder:
                                    f"{len(src.shape)} dims")
         if not isinstance(clear, bool):
             raise self.error(node, f"{what}: clear must be a compile-time bool")
-        tile.reduce(src.value, dst.value, kind=kind, dim=dim % len(src.shape), clear=clear)
+        dim %= len(src.shape)
+        reduced = tuple(extent for d, extent in enumerate(src.shape) if d != dim)
+        window = _unit_padded(reduced, dst.shape)
+        if window is None or dst.scope == GLOBAL:
+            tile.reduce(src.value, dst.value, kind=kind, dim=dim, clear=clear)  # tile-verify judges the shapes
+            return
+        # TileLang's destinations with extra unit dims ((1,) for a 1-D source):
+        # the reduction goes through a buffer of the reduced shape.
+        with ir.InsertionPoint.at_block_begin(self.kernel_op.regions[0].blocks[0]), self.loc(node):
+            element = ir.Type.parse(dst.dtype.storage)
+            exact = (tile.alloc_shared(tile.shared_memref_type(list(reduced), element)) if dst.scope == SHARED
+                     else tile.alloc_fragment(tile.fragment_memref_type(list(reduced), element)))
+        zeros = [self.index(0)] * len(dst.shape)
+        if not clear:
+            self.windowed_copy(dst.value, exact, zeros, [], window)
+        tile.reduce(src.value, exact, kind=kind, dim=dim, clear=clear)
+        self.windowed_copy(exact, dst.value, [], zeros, window)
+
+    def windowed_copy(self, src: ir.Value, dst: ir.Value, src_indices, dst_indices, window: tuple[int, ...]):
+        """tile.copy between a buffer and a window (dims `window`) of another
+        one, indexed at the given starts."""
+        op = tile.copy(src, dst, src_indices, dst_indices)
+        rank = len(ir.MemRefType((src if src_indices else dst).type).shape)
+        if window != tuple(range(rank - len(window), rank)):
+            attributes.WINDOW.write(op, window)
 
     def call_reduce_max(self, node):
         return self.reduce(node, "max")
@@ -2054,7 +2080,7 @@ class Builder:
         if _is_float(scalar.type):
             raise self.error(node, "an index must be an integer, not a float value")
         if not isinstance(scalar.type, ir.IndexType):
-            return Scalar(arith.IndexCastOp(ir.IndexType.get(), scalar.value).result)
+            return self.convert(node, scalar, ir.IndexType.get())  # a bool is 0 or 1
         return scalar
 
     def index_operand(self, node, value) -> ir.Value:
@@ -2089,6 +2115,15 @@ class Builder:
         if isinstance(value, Buffer):
             raise self.error(node, f"'{value.name}' is a buffer; index it to read an element")
         raise self.error(node, f"{value!r} is not a number")
+
+    def widened_bool(self, value):
+        """A runtime bool (i1) as the i32 0 or 1 (C's promotion); anything else
+        as it is."""
+        if isinstance(value, Var):
+            value = value.value
+        if isinstance(value, Scalar) and value.type == _i1():
+            return Scalar(arith.ExtUIOp(ir.IntegerType.get_signless(32), value.value).result)
+        return value
 
     def promote(self, node, a, b) -> tuple[Scalar, Scalar]:
         """Both operands in one type, TVM's rule: a Python number takes the other
@@ -2144,6 +2179,9 @@ class Builder:
                 wide = arith.FPToSIOp(ir.IntegerType.get_signless(64), scalar.value).result
                 return Scalar(arith.IndexCastOp(to, wide).result)
             return Scalar(arith.FPToSIOp(to, scalar.value).result)
+        if source == _i1():  # a bool is 0 or 1
+            return Scalar(arith.IndexCastUIOp(to, scalar.value).result if isinstance(to, ir.IndexType)
+                          else arith.ExtUIOp(to, scalar.value).result)
         if isinstance(source, ir.IndexType) or isinstance(to, ir.IndexType):
             return Scalar(arith.IndexCastOp(to, scalar.value).result, scalar.affine)
         width_from, width_to = source.width, to.width
@@ -2166,6 +2204,9 @@ class Builder:
                 raise self.error(node, f"{type(error).__name__}: {error}") from None
         if isinstance(op, ast.Pow):
             return self.power(node, left, right)
+        logical = isinstance(op, ast.BitAnd | ast.BitOr | ast.BitXor)
+        if not (logical and _is_bool(left) and _is_bool(right)):  # bools count as 0 and 1, as in C
+            left, right = self.widened_bool(left), self.widened_bool(right)
         a, b = self.promote(node, left, right)
         is_float = _is_float(a.type)
         name = type(op).__name__
@@ -2312,6 +2353,30 @@ def _called_name(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else None
+
+
+def _unit_padded(shape: tuple[int, ...], padded: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Where `padded` is `shape` with unit dims inserted (and is not `shape`):
+    the dims of `padded` that hold `shape`'s, in order; else None."""
+    if len(padded) <= len(shape) or math.prod(padded) != math.prod(shape):
+        return None
+    dims, position = [], 0
+    for d, extent in enumerate(padded):
+        if position < len(shape) and extent == shape[position]:
+            dims.append(d)
+            position += 1
+        elif extent != 1:
+            return None
+    return tuple(dims) if position == len(shape) else None
+
+
+def _is_bool(value) -> bool:
+    """A runtime bool value (a Scalar or T.alloc_var of type i1), or a Python bool."""
+    if isinstance(value, Var):
+        value = value.value
+    if isinstance(value, Scalar):
+        return value.type == _i1()
+    return isinstance(value, bool | np.bool_)
 
 
 # What a T.macro being built has returned so far: nothing.

@@ -66,11 +66,11 @@ class DType:
         if not isinstance(value, (int, float)):
             raise UserError(f"T.{self.name}({value!r}): a constant is made from a number")
         if not self.is_float:
+            if self.mlir == "i1":  # a bool: whether the number is not zero (NaN is)
+                return np.bool_(value != 0)
             if isinstance(value, float) and not math.isfinite(value):
                 raise UserError(f"T.{self.name}({value!r}): {value} is not an integer value")
             value = math.trunc(value)
-            if self.mlir == "i1":
-                return np.bool_(value != 0)
             info = np.iinfo(self.numpy)
             if not info.min <= value <= info.max:
                 raise UserError(f"T.{self.name}({value!r}): out of {self.name}'s range [{info.min}, {info.max}]")

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilemlir.diagnostics import SourceBuffer, UserError
-from tilemlir.language.api import TileLangError
-from tilemlir.language.builder import Builder, BuiltFunction, PythonSource, namespace_of
+from tilemlir.language.api import TileLangError, namespace_of
+from tilemlir.language.builder import Builder, BuiltFunction, PythonSource
 
 ENGINE_ENV = "TILEMLIR_ENGINE"
 
@@ -433,6 +433,9 @@ class JITKernel:
                 arguments[position] = value.contiguous()
                 staged.append((value, arguments[position]))
             if params[position].kind != "scalar" and params[position].dtype.is_byte:
+                if value.dtype != _torch_dtype(params[position].dtype):  # checked here: the view hides it
+                    raise TileLangError(f"argument '{params[position].name}': expected a tensor of "
+                                        f"{params[position].dtype}, got {value.dtype}")
                 arguments[position] = arguments[position].view(torch.int8)  # the kernel's i8 bytes
         from tilemlir.runtime import device
 

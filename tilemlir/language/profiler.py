@@ -120,6 +120,10 @@ class Profiler:
         integer = np.dtype(dtype).kind in "iu"
         if kind in (TensorSupplyType.Zero, TensorSupplyType.One):
             return np.full(shape, 0 if kind is TensorSupplyType.Zero else 1).astype(dtype)
+        if np.dtype(dtype) == np.bool_:  # masks: both values
+            return self.rng.integers(0, 2, shape).astype(dtype)
+        if np.dtype(dtype) == np.uint8:  # packed bytes: every value
+            return self.rng.integers(0, 256, shape).astype(dtype)
         if kind in (TensorSupplyType.Normal, TensorSupplyType.Randn) and not integer:
             return self.rng.standard_normal(shape).astype(dtype)
         if integer or kind is TensorSupplyType.Integer:

@@ -360,9 +360,10 @@ def _hoist_conditional_copies(loop: ir.Operation) -> list[ir.Operation]:
             later = set(ops[position + 1:])
             if not all(use.owner == candidate or _at_or_under(use.owner, later) for use in buffer.uses):
                 continue
-            try:
+            try:  # its indices: pure arithmetic in the branch, of values the loop can recompute
                 for operand in list(candidate.operands)[2:]:
                     _check_recomputable(operand, then)
+                    _check_recomputable_in_loop(operand, then, body)
             except NotPipelinable:
                 continue
             movable.append(candidate)
@@ -373,6 +374,20 @@ def _hoist_conditional_copies(loop: ir.Operation) -> list[ir.Operation]:
         if movable:
             changed.append(op)
     return changed
+
+
+def _check_recomputable_in_loop(value: ir.Value, then: ir.Block, body: ir.Block) -> None:
+    """The values of the loop body that `value` (computed in the branch block
+    `then`) depends on are recomputable for another iteration."""
+    owner = value.owner
+    if not isinstance(owner, ir.OpView | ir.Operation):
+        return
+    owner = owner.operation
+    if owner.block == body:
+        _check_recomputable(value, body)
+    elif owner.block == then:
+        for operand in owner.operands:
+            _check_recomputable_in_loop(operand, then, body)
 
 
 def _at_or_under(op, ops: set) -> bool:

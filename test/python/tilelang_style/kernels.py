@@ -523,3 +523,67 @@ def macro_values(N):
                 store_sum(B, i, scaled(A[i]), b=scaled(1.0, factor=0.5))
 
     return main
+
+
+@tilemlir.jit(out_idx=[1, 3])
+def unit_dim_buffers(M, N):
+    """TileLang's unit-dim habits: a (1, N) shared row read as a 1-D
+    fragment, a 1-D sum into a (1,) fragment (kept across two halves with
+    clear=False), a row max into an (M, 1) fragment, and a fragment read from
+    and written to windows of a shared tile."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), Sums: T.Tensor((M,), "float32"),
+             Maxes: T.Tensor((M, 1), "float32"), Halves: T.Tensor((M, N), "float32")):
+        with T.Kernel(M, threads=64) as bx:
+            row = T.alloc_shared((1, N), "float32")
+            tile = T.alloc_shared((M, N), "float32")
+            half = T.alloc_fragment((N // 2,), "float32")
+            total = T.alloc_fragment((1,), "float32")
+            block = T.alloc_fragment((M // 2, N), "float32")
+            top = T.alloc_fragment((M // 2, 1), "float32")
+            T.copy(A[bx, :], row)
+            T.copy(row[0, 0:N // 2], half)
+            T.reduce_sum(half, total, dim=0)
+            T.copy(row[0, N // 2:N], half)
+            T.reduce_sum(half, total, dim=0, clear=False)
+            Sums[bx] = total[0]
+            T.copy(A, tile)
+            T.copy(tile[M // 2:M, :], block)
+            T.reduce_max(block, top, dim=1)
+            for i, j in T.Parallel(M // 2, N):
+                block[i, j] = block[i, j] * 2.0
+            T.copy(block, tile[0:M // 2, :])
+            if bx == 0:
+                T.copy(top, Maxes[M // 2:M, :])
+                T.copy(tile, Halves)
+
+    return main
+
+
+def scalar_forms(N):
+    """Bools in arithmetic and as an index (0 or 1, as in C), a block-level
+    store after a T.Parallel wrote the same tensor, and the scalar values an
+    atomic takes: a named value, a T.alloc_var, an element of a rank-0
+    fragment."""
+    @T.prim_func
+    def main(F: T.Tensor((N,), "bool"), A: T.Tensor((2,), "float32"), Ints: T.Tensor((N, 2), "int32"),
+             Picked: T.Tensor((N,), "float32"), Out: T.Tensor((N,), "float32"), Acc: T.Tensor((3,), "float32")):
+        with T.Kernel(1, threads=64):
+            x = T.alloc_fragment((N,), "float32")
+            total = T.alloc_fragment((), "float32")
+            best = T.alloc_var("float32", init=-1.0)
+            for i in T.Parallel(N):
+                Ints[i, 0] = F[i] + 1
+                Ints[i, 1] = F[i] + F[i]
+                Picked[i] = A[F[i]]
+                Out[i] = T.cast(i, "float32")
+                x[i] = T.cast(i, "float32")
+            Out[N - 1] = -5.0
+            T.reduce_sum(x, total, dim=0)
+            best = T.max(best, 3.0)
+            doubled = total[()] * 2.0
+            T.atomic_add(Acc[0], doubled)
+            T.atomic_max(Acc[1], best)
+            T.atomic_min(Acc[2], total[()])
+
+    return main

@@ -91,17 +91,29 @@ class ParallelContext:
     checked: dict = field(default_factory=dict)
 
 
-def _read_anywhere(buffer: ir.Value) -> bool:
-    """Whether anything but a memref.store uses the memory `buffer` views
-    (its root buffer, through every view of it)."""
-    pending = [root_of(buffer)[0]]
+def _accessed_elsewhere(store: ir.Operation) -> bool:
+    """Whether any op but `store` uses the memory it stores to (its root
+    buffer, through every view of it)."""
+    pending = [root_of(store.operands[1])[0]]
     while pending:
         for use in pending.pop().uses:
             owner = use.owner
             if owner.name in VIEW_OPS or owner.name in SHIFTING_VIEW_OPS:
                 pending.append(owner.results[0])
-            elif owner.name != "memref.store" or use.operand_number != 1:
+            elif owner.operation != store.operation:
                 return True
+    return False
+
+
+def _under_branch(op: ir.Operation) -> bool:
+    """Whether `op` lies under an scf.if (or a while's condition) inside its tile.kernel."""
+    from tilemlir.irutil import parent_ops
+
+    for parent in parent_ops(op):
+        if parent.name == "tile.kernel":
+            return False
+        if parent.name in ("scf.if", "scf.while", "scf.index_switch"):
+            return True
     return False
 
 
@@ -518,14 +530,20 @@ class FragmentOps:
     def block_level_global_store(self, op) -> None:
         """A store to global memory outside any T.Parallel: the block-level
         program stores once, so thread 0 stores (every thread storing the same
-        value would be a race). Where the kernel reads that buffer too, a
-        barrier before it lets every thread's earlier reads finish, and one
-        after it makes the store visible to the block's threads."""
-        read = _read_anywhere(op.operands[1])
-        if read:
+        value is a race). Where the kernel also reads or writes that tensor
+        elsewhere, a barrier before the store lets every thread's earlier
+        accesses finish and one after it makes the store visible, unless the
+        store sits under a branch, whose condition may differ between threads
+        (a value read from memory another block changes): there every thread
+        stores, as the program reads, which its own later reads then see."""
+        shared_with_others = _accessed_elsewhere(op)
+        if shared_with_others and _under_branch(op):
+            self.clone_op(op)
+            return
+        if shared_with_others:
             gpu.BarrierOp()
         guarded(_eq_zero(self._ids.thread), lambda: self.clone_op(op))
-        if read:
+        if shared_with_others:
             gpu.BarrierOp()
 
     def op_memref_atomic_rmw(self, op) -> None:
@@ -733,10 +751,12 @@ class FragmentOps:
         extents of the window dims (None: shared memory, always inside)."""
         if value in self._shared:
             buffer, layout = self._shared[value]
-            logical_rank = ir.MemRefType(value.type).rank
-            if logical_rank != rank or (rank != 2 and layout.transposed):
-                raise LoweringError(op, "tile-lower-to-gpu: a copy between a fragment and a shared "
-                                        "buffer of another rank is not supported")
+            logical = ir.MemRefType(value.type)
+            if logical.rank != rank or any(constant_int(offset) != 0 for offset in offsets):
+                return self.shared_window_access(op, value, offsets, rank)
+            if rank != 2 and layout.transposed:
+                raise LoweringError(op, "tile-lower-to-gpu: a copy between a fragment and a transposed "
+                                        f"shared buffer of {rank} dims is not supported")
             row_elements = ir.MemRefType(buffer.type).shape[-1]
             element = ir.MemRefType(buffer.type).element_type
 
@@ -764,6 +784,32 @@ class FragmentOps:
         bounds = None if attributes.IN_BOUNDS.is_on(op) else (window, extents)
         contiguous = bool(window) and window[-1] == memref_type.rank - 1
         return buffer, memref_type.element_type, global_index, bounds, contiguous
+
+    def shared_window_access(self, op, value: ir.Value, offsets: list[ir.Value], rank: int):
+        """The memory side of a copy between a fragment and a window of a
+        shared buffer (`row[0, :]` of a (1, N) tile, `S[16:32, :]`): the
+        window's dims (tile.window, else the trailing ones) offset by the
+        copy's indices, bounds-checked like a global window (reads outside
+        give 0, writes outside are dropped). The buffer must be stored as
+        written (no transpose or swizzle; padding only widens its rows)."""
+        buffer, layout = self._shared[value]
+        logical = ir.MemRefType(value.type)
+        if layout.transposed or layout.swizzle:
+            raise LoweringError(op, "tile-lower-to-gpu: a copy between a fragment and a window of a shared "
+                                    "buffer stored transposed or swizzled is not supported")
+        window = window_dims(op, logical.rank, rank)
+        if not offsets:
+            offsets = [const_index(0)] * logical.rank
+
+        def shared_index(indices: list[ir.Value]) -> list[ir.Value]:
+            full = list(offsets)
+            for d, index in zip(window, indices):
+                full[d] = add(offsets[d], index)
+            return full
+
+        extents = [const_index(extent) for extent in logical.shape]
+        contiguous = bool(window) and window[-1] == logical.rank - 1
+        return buffer, ir.MemRefType(buffer.type).element_type, shared_index, (window, extents), contiguous
 
     @staticmethod
     def inside(full: list[ir.Value], bounds, last_extra: int = 0) -> ir.Value | None:
