@@ -6,8 +6,9 @@ Two steps, because the device machine has the GPU but not our MLIR wheels:
     python3 bench/device_check.py --run build/devcheck                # there: launch, compare
 
 `--prepare` compiles every kernel of examples/kernels (the cases of
-test/python/general_kernel_cases.py) and the flash-attention variants of
-test/python/attention_cases.py (DEVICE_VARIANTS) for nvidia:sm_90a, draws its inputs, and
+test/python/general_kernel_cases.py), the flash-attention variants of
+test/python/attention_cases.py (DEVICE_VARIANTS) and the TileLang-style kernels of
+test/python/language_device_cases.py for nvidia:sm_90a, draws its inputs, and
 computes what each output must be with the case's float64 NumPy model and the
 bound allowed around it (derived from the dtypes); it saves the PTX with its
 launch metadata, and the inputs, expectations and bounds as raw bytes.
@@ -44,16 +45,25 @@ def prepare(out: Path, only: str | None = None) -> int:
     import numpy as np
 
     sys.path.insert(0, str(ROOT / "test" / "python"))
+    import re
+
     import attention_cases
+    import language_device_cases
     from general_kernel_cases import CASES, inputs_for
 
-    # (name, kernel text, entry, inputs, {output index: (float64 expectation, bound)})
+    # (name, kernel text, entry, inputs, {output index: (float64 expectation, bound)}, outputs kept)
     jobs = [(name, case.text(TARGET), case.entry, (lambda case=case: inputs_for(case, TARGET)),
-             case.model) for name, case in sorted(CASES.items())]
+             case.model, set()) for name, case in sorted(CASES.items())]
     for variant in attention_cases.DEVICE_VARIANTS:
         jobs.append((variant.name, attention_cases.kernel_text(variant), variant.name,
                      (lambda variant=variant: attention_cases.inputs(variant)),
-                     (lambda args, variant=variant: attention_cases.model(variant, args))))
+                     (lambda args, variant=variant: attention_cases.model(variant, args)), set()))
+    for case in language_device_cases.CASES:
+        if only and case.name != only:
+            continue
+        text = case.text()
+        jobs.append((case.name, text, re.search(r"func\.func @(\w+)", text).group(1),
+                     (lambda case=case: case.inputs(np.random.default_rng(0))), case.model, case.keep))
 
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
     from tilemlir.diagnostics import UserError
@@ -62,7 +72,7 @@ def prepare(out: Path, only: str | None = None) -> int:
 
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"target": TARGET, "kernels": [], "refused": []}
-    for name, text, entry_name, make_inputs, expect in jobs:
+    for name, text, entry_name, make_inputs, expect, kept in jobs:
         if only and name != only:
             continue
         from mlir import ir
@@ -97,6 +107,7 @@ def prepare(out: Path, only: str | None = None) -> int:
                 np.asarray(want, np.float32).tofile(out / f"{name}.want{index}.bin")
                 np.nextafter(np.asarray(bound, np.float32), np.float32(0)).tofile(out / f"{name}.bound{index}.bin")
                 item["output"] = True
+                item["keep"] = index in kept  # updated in place: not poisoned before the launch
             entry["arguments"].append(item)
         manifest["kernels"].append(entry)
         print(f"prepared {name}")
@@ -141,7 +152,7 @@ def run(directory: Path) -> int:
                 continue
             raw = np.fromfile(directory / f"{name}.arg{item['index']}.bin", dtype=item["storage"])
             raw = raw.reshape(item["shape"])
-            if item.get("output"):  # poisoned: an element the kernel does not write fails
+            if item.get("output") and not item.get("keep"):  # poisoned: an element the kernel does not write fails
                 raw[...] = NAN_BITS.get(item["dtype"], 0) if item["storage"] != "float32" else np.nan
             arrays[item["index"]] = (raw, item)
             buffer = launcher.DeviceArray(raw)
@@ -163,7 +174,8 @@ def run(directory: Path) -> int:
             want = np.fromfile(directory / f"{name}.want{index}.bin", dtype=np.float32).astype(np.float64)
             bound = np.fromfile(directory / f"{name}.bound{index}.bin", dtype=np.float32).astype(np.float64)
             error = np.abs(got - want)
-            ratio = np.where(np.isfinite(error), error / bound, np.inf)
+            with np.errstate(divide="ignore", invalid="ignore"):  # exact outputs: a bound of 0
+                ratio = np.where(error == 0, 0.0, np.where(np.isfinite(error), error / bound, np.inf))
             worst = max(worst, float(ratio.max()))
             ok &= bool(np.all(error <= bound))
         failures += not ok
