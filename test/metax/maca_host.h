@@ -398,8 +398,8 @@ template <class T> inline T atomicMin(T* address, T value) {
   while (value < old && !ref.compare_exchange_weak(old, value)) {}
   return old;
 }
-inline int atomicCAS(int* address, int compare, int value) {
-  std::atomic_ref<int>(*address).compare_exchange_strong(compare, value);
+template <class T> inline T atomicCAS(T* address, T compare, T value) {
+  std::atomic_ref<T>(*address).compare_exchange_strong(compare, value);
   return compare;
 }
 

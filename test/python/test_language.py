@@ -471,6 +471,82 @@ def test_bools_block_stores_and_atomic_values(engine, target, monkeypatch):
     assert T.bool(0.5) and not T.bool(0.0)
 
 
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "amdgpu:gfx950"), ("emulator", "metax:xcore1000")])
+def test_stream_k_gemm(engine, target, monkeypatch):
+    """A `while` loop carrying scalars and the accumulator, a runtime-length
+    pipelined loop inside it, f16 element atomics, macro parameter
+    annotations and "local" fragments of one element."""
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    m, n, k = 32, 128, 128
+    kernel = tilemlir.language.compile(K.stream_k_gemm.function(m, n, k), out_idx=[], engine=engine)
+    a, b = RNG.uniform(-1, 1, (m, k)).astype(np.float16), RNG.uniform(-1, 1, (k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float16)
+    kernel(a, b, c)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    exact = a64 @ b64
+    # A tile split over up to 3 blocks: each partial sum rounded to f16 when it is added.
+    assert_within(c, exact, 3 * 2.0 ** -11 * (np.abs(a64) @ np.abs(b64)) + 2.0 ** -24)
+
+
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "metax:xcore1000")])
+def test_pipelined_loop_run_again_by_an_outer_loop(engine, target, monkeypatch):
+    """The prologue of the next run waits for the last run's reads (the
+    emulator reports the race otherwise)."""
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    kernel = tilemlir.language.compile(K.repeated_pipelined_loop.function(96), out_idx=[-1], engine=engine)
+    a, b = RNG.uniform(-1, 1, (16, 96)).astype(np.float16), RNG.uniform(-1, 1, (96, 64)).astype(np.float16)
+    c = kernel(a, b)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    for r, depth in enumerate((96, 64)):
+        want = a64[:, :depth] @ b64[:depth]
+        assert_within(c[r], want, gemm_bound(want, np.abs(a64[:, :depth]) @ np.abs(b64[:depth]), depth, U32))
+
+
+def test_a_while_condition_on_shared_memory_is_refused_at_its_line():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            s = T.alloc_shared((64,), "float32")
+            T.copy(A, s)
+            while s[0] > 0.0:
+                s[0] = s[0] - 1.0
+            T.copy(s, A)
+
+    with pytest.raises(UserError, match=r"test_language\.py:\d+:\d+: error: tile-insert-barriers: a `while` "
+                                        r"condition that reads or writes shared memory is not supported"):
+        tilemlir.language.compile(main, engine="emulator")(np.ones(64, np.float32))
+
+
+def test_half_atomics_in_maca_cpp_on_the_cpu_and_the_engines(tmp_path):
+    """f16/bf16 element atomic adds: the prelude's CAS loop on the 32-bit
+    word (MetaX, run on the CPU), the reference engine and the emulator agree
+    with adds rounded one at a time."""
+    import maca_programs
+
+    n = 64
+    x = RNG.uniform(-1, 1, n).astype(np.float32)
+    source = tilemlir.language.compile(K.half_atomics(n), engine="reference").get_kernel_source()
+    name = re.search(r"func\.func @(\w+)", source).group(1)
+    maca = tilemlir.compile(source, target="metax:xcore1000").artifacts["maca"]
+    assert "tm_atomic_add_16<tm_f16" in maca and "tm_atomic_add_16<tm_bf16" in maca
+    binary = maca_programs.build({name: maca}, tmp_path)
+    results = {}
+    for engine in ("maca", "reference", "emulator"):
+        h, g = np.zeros(4, np.float16), np.zeros(4, ml_dtypes.bfloat16)
+        if engine == "maca":
+            maca_programs.run(binary, name, [x, h, g], tmp_path)
+        else:
+            tilemlir.language.compile(K.half_atomics(n), engine=engine)(x, h, g)
+        results[engine] = (h.astype(np.float64), g.astype(np.float64))
+    exact = np.array([x[i::4].astype(np.float64).sum() for i in range(4)])
+    magnitude = np.array([np.abs(x[i::4]).astype(np.float64).sum() for i in range(4)])
+    for h, g in results.values():  # 16 adds, each rounded (the order is the threads')
+        assert_within(h, exact, 16 * 2.0 ** -11 * magnitude)
+        assert_within(g, exact, 16 * 2.0 ** -8 * magnitude)
+
+
 def test_element_atomics_in_maca_cpp_on_the_cpu(tmp_path):
     """The same as MetaX prints them (atomicAdd, atomicMin of int, the
     prelude's compare-and-swap loops for float max/min), built with g++ and

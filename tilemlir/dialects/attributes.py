@@ -265,9 +265,13 @@ ATOMIC_ADD_TYPES = ("f32", "i32")
 # The memref.atomic_rmw kinds tile-lower-to-gpu lowers it to (the emulator and
 # the MACA emitter take these, and refuse any other).
 ATOMIC_ADD_KINDS = frozenset({int(arith.AtomicRMWKind.addf), int(arith.AtomicRMWKind.addi)})
+# The element types of T.atomic_add/max/min of one element (memref.atomic_rmw):
+# 16-bit float additions too (PTX atom.add.noftz.f16/bf16; AMD and MetaX: a
+# compare-and-swap loop on the 32-bit word, llc's and the MACA prelude's).
+ATOMIC_ELEMENT_TYPES = {"add": ("f32", "i32", "f16", "bf16"), "max": ("f32", "i32"), "min": ("f32", "i32")}
 # Every memref.atomic_rmw kind a kernel may hold (T.atomic_add/max/min of one
-# element, on ATOMIC_ADD_TYPES), by the update it makes: the engines, the
-# emulator and the MACA emitter take these. Float max/min ignore a NaN operand.
+# element), by the update it makes: the engines, the emulator and the MACA
+# emitter take these. Float max/min ignore a NaN operand.
 ATOMIC_RMW_KINDS: dict[int, str] = {
     int(arith.AtomicRMWKind.addf): "add", int(arith.AtomicRMWKind.addi): "add",
     int(arith.AtomicRMWKind.maxnumf): "max", int(arith.AtomicRMWKind.maxs): "max",

@@ -24,7 +24,13 @@ and what is not.
 from tilemlir.language.api import (
     INTRINSICS,
     Buffer,
+    FragmentBuffer,
+    FragmentTensor,
     GemmWarpPolicy,
+    LocalBuffer,
+    LocalTensor,
+    SharedBuffer,
+    SharedTensor,
     Tensor,
     TensorSpec,
     TileLangError,
@@ -50,8 +56,29 @@ globals().update(INTRINSICS)
 globals().update(DTYPES)
 
 __all__ = [
-    "Buffer", "DType", "GemmWarpPolicy", "JITFunction", "JITKernel", "Launch", "PrimFunc", "Tensor",
-    "TensorSpec", "TileLangError", "TileLangWarning", "Unsupported", "compile", "dtype", "jit", "macro", "prim_func",
+    "Buffer",
+    "DType",
+    "FragmentBuffer",
+    "FragmentTensor",
+    "GemmWarpPolicy",
+    "JITFunction",
+    "JITKernel",
+    "Launch",
+    "LocalBuffer",
+    "LocalTensor",
+    "PrimFunc",
+    "SharedBuffer",
+    "SharedTensor",
+    "Tensor",
+    "TensorSpec",
+    "TileLangError",
+    "TileLangWarning",
+    "Unsupported",
+    "compile",
+    "dtype",
+    "jit",
+    "macro",
+    "prim_func",
 ]
 __all__ += list(INTRINSICS) + list(DTYPES)
 

@@ -90,6 +90,30 @@ Tensor = _TensorType("Tensor")
 Buffer = _TensorType("Buffer")
 
 
+class MacroAnnotation:
+    """`T.SharedTensor`, `T.LocalTensor`, `T.SharedBuffer`, ...: annotations
+    of T.macro parameters (the macro binds whatever buffer it is called with),
+    bare or called with a shape and dtype. A prim_func's parameters are
+    T.Tensor; there the builder refuses these."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"T.{self.name}"
+
+    def __call__(self, *_shape_and_dtype, **_options) -> MacroAnnotation:
+        return self
+
+
+SharedTensor = MacroAnnotation("SharedTensor")
+LocalTensor = MacroAnnotation("LocalTensor")
+FragmentTensor = MacroAnnotation("FragmentTensor")
+SharedBuffer = MacroAnnotation("SharedBuffer")
+LocalBuffer = MacroAnnotation("LocalBuffer")
+FragmentBuffer = MacroAnnotation("FragmentBuffer")
+
+
 class GemmWarpPolicy(enum.Enum):
     """How T.gemm spreads its warps; tile-select-mma chooses the warp grid from
     the target, so every policy is accepted and the choice stays the compiler's."""
@@ -275,9 +299,6 @@ UNSUPPORTED: dict[str, str] = {
     "make_tensor": "use T.Tensor(shape, dtype, X.data) to view a parameter's memory",
     "ptr": "pass tensors as T.Tensor parameters",
     "StridedTensor": "tensors are contiguous: pass T.Tensor parameters",
-    "FragmentBuffer": "use T.alloc_fragment",
-    "SharedBuffer": "use T.alloc_shared",
-    "LocalBuffer": "use T.alloc_fragment or T.alloc_var",
     "reshape": "copy into a tile of the new shape with T.copy / T.Parallel",
     "view": "use T.Tensor(shape, dtype, X.data) to view a parameter's memory",
     "dynamic": "shapes are compile-time values: the factory's arguments",

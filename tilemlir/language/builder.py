@@ -903,8 +903,41 @@ class Builder:
             raise self.error(node, "assertion failed" + (f": {message}" if message is not None else ""))
 
     def stmt_While(self, node: ast.While) -> None:
-        raise self.error(node, "`while` loops are not supported in a kernel: use T.serial / T.Pipelined with "
-                               "a bound")
+        """`while cond:` on runtime values (stream-K's `while start < last`):
+        an scf.while whose condition is evaluated before each iteration from
+        the T.alloc_var values the body assigns, which the loop carries. The
+        condition must be the same for the whole block (it is block-level
+        code); a condition known while building runs the body that many times
+        only if it is false (`while False`: never); `while True` is refused."""
+        if node.orelse:
+            raise self.error(node, "`while ... else` is not supported in a kernel")
+        if not self.in_kernel:
+            raise self.error(node, "a `while` loop on runtime values belongs inside the kernel")
+        carried = self.vars_assigned(node.body)
+        for var in carried:
+            if var.value is None:
+                raise self.error(node, f"'{var.name}' is updated in the loop before any value: give it one "
+                                       f"before the loop")
+        initial = [var.value for var in carried]
+        types = [value.type for value in initial]
+        while_op = scf.WhileOp(types, [value.value for value in initial])
+        before = while_op.before.blocks.append(*types)
+        with ir.InsertionPoint(before):
+            for var, argument in zip(carried, before.arguments):
+                var.value = Scalar(argument)
+            condition = self.eval(node.test)
+            if _compile_time(condition):
+                raise self.error(node.test, "a `while` condition known while building: a runtime condition "
+                                            "ends the loop (for a fixed count, use T.serial)")
+            scf.ConditionOp(self.to_bool(node.test, condition).value, list(before.arguments))
+        after = while_op.after.blocks.append(*types)
+        with ir.InsertionPoint(after):
+            for var, argument in zip(carried, after.arguments):
+                var.value = Scalar(argument)
+            self.region(node.body)
+            scf.YieldOp([var.value.value for var in carried])
+        for var, result in zip(carried, while_op.results):
+            var.value = Scalar(result)
 
     # ---- expressions ------------------------------------------------------
     def eval(self, node: ast.expr):
@@ -1347,6 +1380,8 @@ class Builder:
     def alloc(self, node: ast.Call, scope: str) -> Buffer:
         what = f"T.alloc_{scope}"
         args = self.arguments_of(node, ("shape", "dtype", "scope"), 2, what=what)
+        if "scope" in args and self.eval(args["scope"]) == "local":  # T.alloc_fragment((1,), t, "local")
+            return self.call_alloc_local(node)
         shape = self.static_shape(node, self.eval(args["shape"]), f"{what}'s shape")
         dtype = self.to_dtype(node, self.eval(args["dtype"]))
         if not self.in_kernel:
@@ -1522,9 +1557,11 @@ class Builder:
             raise self.error(node, f"{what} updates global memory; {buffer.name} is a {buffer.scope} buffer")
         self.arithmetic_buffers(node, what, buffer)
         element = ir.Type.parse(buffer.dtype.storage)
-        if str(element) not in attributes.ATOMIC_ADD_TYPES:
-            raise self.error(node, f"{what} on {buffer.dtype}: the element-wise atomics every backend has are "
-                                   f"float32 and int32")
+        allowed = attributes.ATOMIC_ELEMENT_TYPES[kind]
+        if str(element) not in allowed:
+            names = [to_dtype(name).name for name in allowed]
+            raise self.error(node, f"{what} on {buffer.dtype}: element-wise atomic {kind} is built for "
+                                   f"{', '.join(names[:-1])} and {names[-1]}")
         converted = self.convert(node, self.eval(value_node), element)
         rmw_kind = _ATOMIC_KINDS[kind, _is_float(element)]
         indices = [self.index_value(node, buffer, d, s) for d, s in enumerate(dst.starts)]

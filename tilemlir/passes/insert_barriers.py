@@ -20,16 +20,21 @@ Accesses, per shared buffer (a `tile.alloc_shared`, seen through the
   between a barrier before and one after (emitter.py `op_tile_copy`,
   `distributed_fill`): a `tile.copy` from global memory into shared memory and
   a `tile.fill` of a shared buffer;
-* not counted: `tile.prefetch` copies (tile-pipeline), which the pipelined
-  loop's own barrier scheme orders (software_pipeline.py); the buffers they
-  fill are used by that loop only.
+* not counted: `tile.prefetch` copies in a pipelined loop's body
+  (tile-pipeline), which the loop's own barrier scheme orders
+  (software_pipeline.py); the buffers they fill are used by that loop only.
+  The prologue's prefetch copies before the loop must follow every read of
+  the stages still pending (where the loop runs again, inside an outer loop
+  or a `while`, they overwrite stages its previous run read); nothing waits
+  on them but their loop, whose first iteration starts with a barrier.
 
 An op with regions other than `scf.for` (an `scf.parallel`, whose iterations
 are independent by definition; an `scf.if`) counts as one access of everything
 its body touches, and the barrier goes before it: a barrier inside a branch
 would be divergent. A body of such an op that writes and then reads (or reads
 and then writes) one shared buffer with no barrier between, outside an
-`scf.parallel`, would need one inside it and is refused. An `scf.for` is ordered in its own body; what one
+`scf.parallel`, would need one inside it and is refused. An `scf.for` (or the
+body of an `scf.while`, whose condition may not touch shared memory) is ordered in its own body; what one
 iteration leaves pending is checked against the start of the next (the
 loop's back edge): a conflict there puts a barrier at the end of the body.
 Where what precedes the loop conflicts with the start of its body, the
@@ -72,6 +77,7 @@ from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState, TilePass
 
 READ, WRITE = "read", "write"
+PROLOGUE_WRITE = "prologue write"  # a pipeline prologue's prefetch copy (own_accesses)
 
 # Ops that take a shared buffer without touching its elements.
 _VIEWS = ("memref.subview", "memref.dim", "memref.cast", "memref.reinterpret_cast",
@@ -112,8 +118,11 @@ def fenced_by_lowering(op: ir.Operation) -> bool:
 def own_accesses(op: ir.Operation) -> list[tuple[ir.Value, str]]:
     """(buffer, kind) of the shared accesses `op` itself makes (not its regions')."""
     name = op.name
-    if name in _VIEWS or (name == "tile.copy" and attributes.PREFETCH.is_on(op)):
+    if name in _VIEWS or (name == "tile.copy" and attributes.PREFETCH.is_on(op) and _in_pipelined_loop(op)):
         return []
+    if name == "tile.copy" and attributes.PREFETCH.is_on(op):  # the prologue's: it overwrites a stage
+        root = shared_root(op.operands[1])
+        return [] if root is None else [(root, PROLOGUE_WRITE)]
     operands = list(op.operands)
     if name in ("memref.load", "vector.load", "tile.gemm"):
         read, written = operands[:2] if name == "tile.gemm" else operands[:1], []
@@ -134,14 +143,24 @@ def own_accesses(op: ir.Operation) -> list[tuple[ir.Value, str]]:
     return found
 
 
+def _in_pipelined_loop(op: ir.Operation) -> bool:
+    """A prefetch copy in its pipelined loop's body (ordered by the loop's own
+    barriers), not one of the prologue's before it."""
+    from tilemlir.irutil import parent_ops
+
+    return any(parent.name == "scf.for" and attributes.PIPELINED.is_on(parent) for parent in parent_ops(op))
+
+
 def conflicts(pending: Pending, accesses) -> bool:
-    return any(WRITE in pending.get(root, ()) or (kind == WRITE and pending.get(root))
+    return any(READ in pending.get(root, ()) if kind == PROLOGUE_WRITE else
+               WRITE in pending.get(root, ()) or (kind == WRITE and pending.get(root))
                for root, kind in accesses)
 
 
 def add(pending: Pending, accesses) -> None:
     for root, kind in accesses:
-        pending.setdefault(root, set()).add(kind)
+        if kind != PROLOGUE_WRITE:  # only its pipelined loop reads it, after a barrier of its own
+            pending.setdefault(root, set()).add(kind)
 
 
 def union(a: Pending, b: Pending) -> Pending:
@@ -200,7 +219,7 @@ class KernelOrder:
         """Inserts the barriers `block` needs, entered with `pending`; returns
         what is pending at its end."""
         for op in [o.operation for o in block.operations]:
-            if op.name == "scf.for":
+            if op.name in LOOPS:
                 pending = self.order_loop(op, pending)
             elif op.name == "gpu.barrier" or fenced_by_lowering(op):
                 pending = {}
@@ -213,7 +232,7 @@ class KernelOrder:
         return pending
 
     def order_loop(self, loop: ir.Operation, pending: Pending) -> Pending:
-        body = loop.regions[0].blocks[0]
+        body = loop_body(loop)
         head = self.head(loop)
         if conflicts(pending, head):
             insert_barrier_before(loop)  # once, not in every iteration
@@ -236,10 +255,10 @@ class KernelOrder:
             return self._heads[loop]
         own: Pending = {}
         found: list = []
-        for op in [o.operation for o in loop.regions[0].blocks[0].operations]:
+        for op in [o.operation for o in loop_body(loop).operations]:
             if op.name == "gpu.barrier" or fenced_by_lowering(op):
                 break
-            if op.name == "scf.for":
+            if op.name in LOOPS:
                 inner_head = self.head(op)
                 if conflicts(own, inner_head):
                     break  # a barrier goes before this loop
@@ -254,6 +273,24 @@ class KernelOrder:
             add(own, accesses)
         self._heads[loop] = found
         return found
+
+
+# Loops ordered in their own bodies: scf.for, and scf.while (a `while` of
+# block-level code), whose condition region must not touch shared memory.
+LOOPS = ("scf.for", "scf.while")
+
+
+def loop_body(loop: ir.Operation) -> ir.Block:
+    """The block a loop repeats (an scf.while's after region); refuses an
+    scf.while whose condition touches shared memory."""
+    if loop.name != "scf.while":
+        return loop.regions[0].blocks[0]
+    for op in loop.regions[0].blocks[0].operations:
+        for inner in walk(op.operation):
+            if own_accesses(inner):
+                raise Unordered(inner, "tile-insert-barriers: a `while` condition that reads or writes shared "
+                                       "memory is not supported: compute the condition from a T.alloc_var")
+    return loop.regions[1].blocks[0]
 
 
 def insert_barrier_before(op: ir.Operation) -> None:

@@ -587,3 +587,87 @@ def scalar_forms(N):
             T.atomic_min(Acc[2], total[()])
 
     return main
+
+
+@tilemlir.jit(out_idx=[])
+def stream_k_gemm(M, N, K, block_M=16, block_N=64, block_K=32, programs=6, dtype="float16"):
+    """Stream-K: `programs` blocks split the K steps of all output tiles
+    evenly; a `while` walks one block's share tile by tile (a runtime-length
+    pipelined loop per tile), storing a tile it covers whole and adding the
+    partial sums of one it covers in part with element-wise f16 atomics (C
+    starts at zero). The walk is a T.macro with annotated parameters, its
+    counters `T.alloc_fragment((1,), "int32", "local")` scalars."""
+    tiles_n = N // block_N
+    per_tile = K // block_K
+    total = (M // block_M) * tiles_n * per_tile
+    share = -(-total // programs)
+
+    @T.macro
+    def walk(pid: T.int32, A: T.Tensor, B: T.Tensor, C: T.Tensor, a: T.SharedTensor, b: T.SharedTensor,
+             acc: T.LocalTensor):
+        step = T.alloc_fragment((1,), "int32", "local")
+        stop = T.alloc_fragment((1,), "int32", "local")
+        step[0] = pid * share
+        last = T.min((pid + 1) * share, total)
+        while step[0] < last:
+            stop[0] = T.min(step[0] - step[0] % per_tile + per_tile, last)
+            tile = step[0] // per_tile
+            tm = tile // tiles_n
+            tn = tile % tiles_n
+            first = step[0] % per_tile
+            T.clear(acc)
+            for k in T.Pipelined(stop[0] - step[0], num_stages=2):
+                T.copy(A[tm * block_M, (first + k) * block_K], a)
+                T.copy(B[(first + k) * block_K, tn * block_N], b)
+                T.gemm(a, b, acc)
+            if first == 0 and stop[0] % per_tile == 0:
+                T.copy(acc, C[tm * block_M, tn * block_N])
+            else:
+                for i, j in T.Parallel(block_M, block_N):
+                    T.atomic_add(C[tm * block_M + i, tn * block_N + j], acc[i, j])
+            step[0] = stop[0]
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(programs, threads=64) as pid:
+            a = T.alloc_shared((block_M, block_K), dtype)
+            b = T.alloc_shared((block_K, block_N), dtype)
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            walk(pid, A, B, C, a, b, acc)
+
+    return main
+
+
+def half_atomics(N):
+    """Element-wise atomic adds into f16 and bf16 tensors, many iterations
+    on each element (each add rounds to the element's type)."""
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float32"), H: T.Tensor((4,), "float16"), G: T.Tensor((4,), "bfloat16")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(N):
+                T.atomic_add(H[i % 4], X[i])
+                T.atomic_add(G[i % 4], X[i])
+
+    return main
+
+
+@tilemlir.jit(out_idx=[-1])
+def repeated_pipelined_loop(K, rounds=2):
+    """A pipelined loop run again by an outer loop, with an odd trip count:
+    the next run's prologue overwrites the stage the last iteration read."""
+    @T.prim_func
+    def main(A: T.Tensor((16, K), "float16"), B: T.Tensor((K, 64), "float16"),
+             C: T.Tensor((rounds, 16, 64), "float32")):
+        with T.Kernel(1, threads=64):
+            a = T.alloc_shared((16, 32), "float16")
+            b = T.alloc_shared((32, 64), "float16")
+            acc = T.alloc_fragment((16, 64), "float32")
+            for r in T.serial(rounds):
+                T.clear(acc)
+                for k in T.Pipelined(K // 32 - r, num_stages=2):
+                    T.copy(A[0, k * 32], a)
+                    T.copy(B[k * 32, 0], b)
+                    T.gemm(a, b, acc)
+                T.copy(acc, C[r, :, :])
+
+    return main

@@ -51,7 +51,7 @@ import numpy as np
 from mlir import ir
 
 from tilemlir.diagnostics import UserError
-from tilemlir.dialects.attributes import ATOMIC_ADD_TYPES, ATOMIC_RMW_KINDS
+from tilemlir.dialects.attributes import ATOMIC_ELEMENT_TYPES, ATOMIC_RMW_KINDS
 from tilemlir.dialects.element_types import dtype_of
 from tilemlir.passes.check_gpu_input import gpu_input_problems
 from tilemlir.passes.lower_to_gpu.api import constant_int
@@ -825,13 +825,16 @@ class MacaPrinter:
     def op_memref_atomic_rmw(self, fn, op) -> None:
         kind = ATOMIC_RMW_KINDS.get(ir.IntegerAttr(op.attributes["kind"]).value)
         element = str(ir.MemRefType(op.operands[1].type).element_type)
-        if kind is None or element not in ATOMIC_ADD_TYPES:
+        if kind is None or element not in ATOMIC_ELEMENT_TYPES[kind]:
             raise EmitError(op, f"MACA emitter: memref.atomic_rmw {op.attributes['kind']} of {element} is "
-                                f"not supported (add, max and min of {' and '.join(ATOMIC_ADD_TYPES)})")
-        # MACA's atomicAdd/Max/Min (int); float max/min: the prelude's CAS loops.
+                                "not supported (add of f32, i32, f16, bf16; max and min of f32, i32)")
+        # MACA's atomicAdd/Max/Min (int, f32 add); float max/min and 16-bit
+        # float adds: the prelude's CAS loops.
         target = self.element_pointer(fn, op.operands[1], list(op.operands)[2:], op)
         value = self.use(fn, op.operands[0], op)
-        if element == "f32" and kind != "add":
+        if element in ("f16", "bf16"):
+            call = f"tm_atomic_add_16<tm_{element}, tm_cvt_{element}_f32, tm_cvt_f32_{element}>(&{target}, {value})"
+        elif element == "f32" and kind != "add":
             call = f"tm_atomic_extremum_f32(&{target}, {value}, {'true' if kind == 'max' else 'false'})"
         else:
             call = f"{ {'add': 'atomicAdd', 'max': 'atomicMax', 'min': 'atomicMin'}[kind]}(&{target}, {value})"
@@ -972,6 +975,39 @@ class MacaPrinter:
             temporaries.append(name)
         for target, temporary in zip(targets, temporaries):
             fn.line(f"{target} = {temporary};")
+
+    def op_scf_while(self, fn, op) -> None:
+        """`while (true) { condition region; if (!c) break; body }`: the carried
+        values in variables the body's yield assigns, the forwarded ones in
+        variables that are the loop's results and the body's arguments."""
+        before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        carried = []
+        for init, argument in zip(op.operands, before.arguments):
+            name = fn.fresh("w")
+            fn.line(f"{self.type(argument.type, op)} {name} = {self.use(fn, init, op)};")
+            fn.names[argument] = name
+            carried.append(name)
+        forwarded = []
+        for argument, result in zip(after.arguments, op.results):
+            name = fn.fresh("wr")
+            fn.line(f"{self.type(argument.type, op)} {name};")
+            fn.names[argument] = name
+            fn.names[result] = name
+            forwarded.append(name)
+        fn.line("while (true) {")
+        fn.depth += 1
+        operations = [o.operation for o in before.operations]
+        for inner in operations[:-1]:
+            self.statement(fn, inner)
+        condition = operations[-1]
+        if condition.name != "scf.condition":
+            raise EmitError(condition, f"MACA emitter: unexpected terminator {condition.name}")
+        for target, value in zip(forwarded, list(condition.operands)[1:]):
+            fn.line(f"{target} = {self.use(fn, value, condition)};")
+        fn.line(f"if (!({self.use(fn, condition.operands[0], condition)})) break;")
+        self.body_with_yield(fn, after, carried, op)
+        fn.depth -= 1
+        fn.line("}")
 
     def op_scf_if(self, fn, op) -> None:
         condition = self.use(fn, op.operands[0], op)
@@ -1254,6 +1290,21 @@ static inline __device__ __host__ float tm_atomic_extremum_f32(float* address, f
     old = atomicCAS(bits, seen, tm_bitcast<int>(wanted));
   } while (old != seen);
   return tm_bitcast<float>(seen);
+}
+// memref.atomic_rmw addf of f16 / bf16: a compare-and-swap loop on the
+// aligned 32-bit word holding the element, the sum rounded once per add.
+template <class T, float (*Decode)(T), T (*Encode)(float)>
+static inline __device__ __host__ T tm_atomic_add_16(T* address, T value) {
+  unsigned int* word = (unsigned int*)((uintptr_t)address & ~(uintptr_t)3);
+  unsigned int shift = (unsigned int)((uintptr_t)address & 2) * 8;
+  unsigned int old = *word, seen;
+  do {
+    seen = old;
+    T current = tm_bitcast<T>((uint16_t)(seen >> shift));
+    uint16_t sum = tm_bitcast<uint16_t>(Encode(Decode(current) + Decode(value)));
+    old = atomicCAS(word, seen, (seen & ~(0xFFFFu << shift)) | ((unsigned int)sum << shift));
+  } while (old != seen);
+  return tm_bitcast<T>((uint16_t)(seen >> shift));
 }
 #endif
 #define TM_CHECK(call) do { mcError_t tm_status = (call); if (tm_status != mcSuccess) { \

@@ -592,6 +592,42 @@ class KernelEmitter(FragmentOps):
             self._values[old] = new
         rebind_fragments(carried, results[len(iter_inits):])
 
+    def op_scf_while(self, op) -> None:
+        """scf.while (a `while` loop of block-level code): its own values and,
+        as scf.for carries them, every register fragment, through the
+        condition region and the body."""
+        carried = self.fragments()
+        inits = [self._values[v] for v in op.operands] + fragment_values(carried)
+        old_before, old_after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        own = len(old_after.arguments)
+        result_types = [a.type for a in old_after.arguments] + [v.type for v in inits[len(op.operands):]]
+        new = scf.WhileOp(result_types, inits)
+        before = new.before.blocks.append(*[v.type for v in inits])
+        with ir.InsertionPoint(before):
+            for old, value in zip(old_before.arguments, before.arguments):
+                self._values[old] = value
+            rebind_fragments(carried, list(before.arguments)[len(op.operands):])
+            for inner in [o.operation for o in old_before.operations]:
+                if inner.name == "scf.condition":
+                    forwarded = [self._values[v] for v in list(inner.operands)[1:]]
+                    scf.ConditionOp(self._values[inner.operands[0]], forwarded + fragment_values(carried))
+                else:
+                    self.lower_op(inner)
+        after = new.after.blocks.append(*result_types)
+        with ir.InsertionPoint(after):
+            for old, value in zip(old_after.arguments, after.arguments):
+                self._values[old] = value
+            rebind_fragments(carried, list(after.arguments)[own:])
+            for inner in [o.operation for o in old_after.operations]:
+                if inner.name == "scf.yield":
+                    scf.YieldOp([self._values[v] for v in inner.operands] + fragment_values(carried))
+                else:
+                    self.lower_op(inner)
+        results = list(new.results)
+        for old, value in zip(op.results, results[:own]):
+            self._values[old] = value
+        rebind_fragments(carried, results[own:])
+
     # -- fragments <-> lanes -------------------------------------------------
 
     def wave_position(self, fragment: AccumulatorFragment) -> tuple[ir.Value, ir.Value]:
