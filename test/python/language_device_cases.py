@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 from tilelang_style import kernels as K
 
@@ -155,6 +156,40 @@ def _split_sum_model(args):
             2: (x.sum(axis=1), 40 * U32 * (np.abs(x).sum(axis=1) + 1))}
 
 
+def _stream_k_inputs(rng):
+    m, n, k = 32, 128, 128
+    return [rng.uniform(-1, 1, (m, k)).astype(np.float16), rng.uniform(-1, 1, (k, n)).astype(np.float16),
+            np.zeros((m, n), np.float16)]
+
+
+def _stream_k_model(args):
+    a, b = args[0].astype(np.float64), args[1].astype(np.float64)
+    return {2: (a @ b, 3 * 2.0 ** -11 * (np.abs(a) @ np.abs(b)) + 2.0 ** -24)}
+
+
+def _repeated_inputs(rng):
+    return [rng.uniform(-1, 1, (16, 96)).astype(np.float16), rng.uniform(-1, 1, (96, 64)).astype(np.float16),
+            np.zeros((2, 16, 64), np.float32)]
+
+
+def _repeated_model(args):
+    a, b = args[0].astype(np.float64), args[1].astype(np.float64)
+    want = np.stack([a[:, :depth] @ b[:depth] for depth in (96, 64)])
+    magnitude = np.stack([np.abs(a[:, :depth]) @ np.abs(b[:depth]) for depth in (96, 64)])
+    return {2: (want, _sums_bound(want, magnitude, 96) + 2.0 ** -24)}
+
+
+def _half_atomic_inputs(rng):
+    return [rng.uniform(-1, 1, 64).astype(np.float32), np.zeros(4, np.float16), np.zeros(4, ml_dtypes.bfloat16)]
+
+
+def _half_atomic_model(args):
+    x = args[0].astype(np.float64)
+    exact = np.array([x[i::4].sum() for i in range(4)])
+    magnitude = np.array([np.abs(x[i::4]).sum() for i in range(4)])
+    return {1: (exact, 16 * 2.0 ** -11 * magnitude), 2: (exact, 16 * 2.0 ** -8 * magnitude)}
+
+
 CASES = [
     LanguageCase("lang_block_sparse_matmul", lambda: K.block_sparse_matmul(64, 64, 64, 32, 32, 16),
                  _block_sparse_inputs, _block_sparse_model),
@@ -165,6 +200,12 @@ CASES = [
                  _decode_model),
     LanguageCase("lang_scalar_forms", lambda: K.scalar_forms(64), _scalar_inputs, _scalar_model, keep={5}),
     LanguageCase("lang_unit_dim_buffers", lambda: K.unit_dim_buffers.function(8, 64), _unit_inputs, _unit_model),
+    LanguageCase("lang_stream_k_gemm", lambda: K.stream_k_gemm.function(32, 128, 128), _stream_k_inputs,
+                 _stream_k_model, keep={2}),
+    LanguageCase("lang_repeated_pipelined_loop", lambda: K.repeated_pipelined_loop.function(96), _repeated_inputs,
+                 _repeated_model),
+    LanguageCase("lang_half_atomics", lambda: K.half_atomics(64), _half_atomic_inputs, _half_atomic_model,
+                 keep={1, 2}),
     LanguageCase("lang_split_sum_then_combine", lambda: K.split_sum_then_combine.function(2, 32, 16, 4),
                  _split_sum_inputs, _split_sum_model),
 ]
