@@ -155,24 +155,6 @@ func.func @parallel_reduction(%X: memref<64xf32>) {
 // -----
 
 #F = #gpu.address_space<private>
-// Shuffles move 32-bit values.
-func.func @f64_across_lanes(%X: memref<4x64xf64>) {
-  "tile.kernel"() ({
-  ^bb0(%bx: index):
-    %c0 = arith.constant 0 : index
-    %x = "tile.alloc_fragment"() {tile.layout = {kind = "blocked", base_shape = array<i64: 4, 64>, threads_per_row = 16, vector = 4, rows_per_pass = 4}} : () -> memref<4x64xf64, #F>
-    %m = "tile.alloc_fragment"() {tile.layout = {kind = "blocked", base_shape = array<i64: 4, 64>, threads_per_row = 16, vector = 4, rows_per_pass = 4, dims = array<i64: 0>}} : () -> memref<4xf64, #F>
-    "tile.copy"(%X, %x, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<4x64xf64>, memref<4x64xf64, #F>, index, index) -> ()
-    // expected-error@below {{cross-lane reductions of f64 (wider than 32 bits) are not supported}}
-    "tile.reduce"(%x, %m) {clear = true, dim = 1 : i64, kind = "sum"} : (memref<4x64xf64, #F>, memref<4xf64, #F>) -> ()
-    gpu.yield
-  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
-  return
-}
-
-// -----
-
-#F = #gpu.address_space<private>
 // Across waves a reduction goes through the scratch tile-infer-layout sizes.
 func.func @no_scratch(%X: memref<1x1024xf32>) {
   "tile.kernel"() ({

@@ -427,6 +427,69 @@ def test_unit_dims_and_shared_windows(engine, target, monkeypatch):
     np.testing.assert_array_equal(halves, np.concatenate([2 * a[m // 2:], a[m // 2:]]))
 
 
+@T.macro
+def _add_into(total, value):
+    total += value
+
+
+def _variables_through_macros_and_fills():
+    @T.prim_func
+    def main(A: T.Tensor((4,), "int32"), B: T.Tensor((4, 2), "int32"), C: T.Tensor((4,), "float32")):
+        with T.Kernel(4, threads=32) as bx:
+            s = T.alloc_var("int32", 0)
+            t = T.alloc_local([1], "int32")
+            _add_into(s, A[bx])
+            for k in T.serial(3):
+                T.fill(t, k + A[bx])
+            B[bx, 0] = s
+            B[bx, 1] = t[0]
+            v = C[bx]
+            if A[bx] > 11:
+                C[bx] = v + 1.0
+
+    return main
+
+
+@pytest.mark.parametrize("engine", ["reference", "emulator"])
+def test_variables_through_macros_fills_and_a_block_level_update(engine):
+    """A variable handed to a T.macro is assigned by it; T.fill of a
+    T.alloc_local in a loop is carried; a block-level read-modify-write
+    under a branch is made once (thread 0, between barriers)."""
+    kernel = tilemlir.language.compile(_variables_through_macros_and_fills(), engine=engine)
+    a = np.array([10, 11, 12, 13], np.int32)
+    b, c = np.zeros((4, 2), np.int32), np.zeros(4, np.float32)
+    kernel(a, b, c)
+    np.testing.assert_array_equal(b, np.stack([a, a + 2], axis=1))
+    np.testing.assert_array_equal(c, [0.0, 0.0, 1.0, 1.0])
+
+
+def test_a_recursive_macro_and_an_early_return_are_refused_at_their_lines():
+    @T.macro
+    def forever(x):
+        forever(x)
+
+    @T.macro
+    def early(x, flag):
+        if flag:
+            return x * 2.0
+        return x
+
+    @T.prim_func
+    def recursive(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0] = forever(A[1])
+
+    @T.prim_func
+    def returning_early(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0] = early(A[1], True)
+
+    with pytest.raises(UserError, match=r"test_language\.py:\d+:\d+: error: T\.macro calls nest more than 32"):
+        recursive.built  # noqa: B018 - built when first needed
+    with pytest.raises(UserError, match=r"test_language\.py:\d+:\d+: error: a T\.macro returns at its end only"):
+        returning_early.built  # noqa: B018
+
+
 def test_only_the_returned_prim_func_is_built():
     """A factory's prim_funcs are built when first needed: one it defines
     but does not return (a variant for other sizes) may hold constructs
@@ -545,6 +608,27 @@ def test_half_atomics_in_maca_cpp_on_the_cpu_and_the_engines(tmp_path):
     for h, g in results.values():  # 16 adds, each rounded (the order is the threads')
         assert_within(h, exact, 16 * 2.0 ** -11 * magnitude)
         assert_within(g, exact, 16 * 2.0 ** -8 * magnitude)
+
+
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "amdgpu:gfx950"), ("emulator", "metax:xcore1000")])
+@pytest.mark.parametrize("dtype", ["int64", "int16", "float64"])
+def test_int64_int16_and_float64_tensors(engine, target, dtype, monkeypatch):
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    kernel = tilemlir.language.compile(K.row_sums_of.function(8, 64, dtype), out_idx=[-2, -1], engine=engine)
+    if dtype == "int64":
+        x = RNG.integers(-(1 << 40), 1 << 40, (8, 64)).astype(np.int64)
+    elif dtype == "int16":
+        x = RNG.integers(-100, 100, (8, 64)).astype(np.int16)
+    else:
+        x = RNG.uniform(-1, 1, (8, 64))
+    sums, y = kernel(x)
+    if dtype == "float64":
+        assert_within(sums, x.sum(axis=1), 64 * 2.0 ** -53 * np.abs(x).sum(axis=1))
+        np.testing.assert_array_equal(y, x * 3 + 1)
+    else:
+        np.testing.assert_array_equal(sums, x.sum(axis=1, dtype=x.dtype))
+        np.testing.assert_array_equal(y, (x * 3 + 1).astype(x.dtype))
 
 
 def test_element_atomics_in_maca_cpp_on_the_cpu(tmp_path):

@@ -56,9 +56,9 @@ ELEMENT_TYPES: dict[str, ElementTypeRow] = {
         _row("f8E5M2FNUZ", ml_dtypes.float8_e5m2fnuz, 8, "float"),
         _row("i1", np.bool_, 1, "int", tile_buffer=False),
         _row("i8", np.int8, 8, "int"),
-        _row("i16", np.int16, 16, "int", tile_buffer=False),
+        _row("i16", np.int16, 16, "int"),
         _row("i32", np.int32, 32, "int"),
-        _row("i64", np.int64, 64, "int", tile_buffer=False),
+        _row("i64", np.int64, 64, "int"),
         _row("index", np.int64, 64, "index", tile_buffer=False),
     )
 }

@@ -302,6 +302,7 @@ class Builder:
         self.keep_syms = False  # while reading a direct-style annotation, T.const names stay names
         self.macro_result = None  # inside a T.macro: _NO_RESULT, or what its `return` gave
         self.macro_depth = 0  # the loop and branch depth where the T.macro being built was called
+        self.macro_stack: list = []  # the T.macros being built, outermost first
         self.context = tile.make_context()
         self.func_op = None
         self.entry_block = None
@@ -640,6 +641,13 @@ class Builder:
                 targets = statement.targets
             elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
                 targets = [statement.target]
+            if isinstance(statement, ast.Expr | ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Return):
+                for call in ast.walk(statement):
+                    # T.fill / T.clear of a variable, and a variable handed to a
+                    # T.macro (which may assign it), assign it too.
+                    if isinstance(call, ast.Call) and (_called_name(call.func) in ("fill", "clear") or isinstance(
+                            self.static_or_none(call.func), api.Macro)):
+                        targets = [*targets, *call.args, *(k.value for k in call.keywords)]
             for target in targets:
                 for name_node in ast.walk(target):
                     if isinstance(name_node, ast.Name):
@@ -749,6 +757,13 @@ class Builder:
             return self.eval_static(call.func) is api.Kernel
         except TileLangError:
             return False
+
+    def static_or_none(self, node: ast.expr):
+        """`eval_static(node)`, or None where it is not a compile-time name."""
+        try:
+            return self.eval_static(node)
+        except (TileLangError, AttributeError):
+            return None
 
     def opens_kernel_by_macro(self, node: ast.stmt) -> bool:
         """A statement calling a T.macro whose body opens a kernel."""
@@ -907,8 +922,8 @@ class Builder:
         an scf.while whose condition is evaluated before each iteration from
         the T.alloc_var values the body assigns, which the loop carries. The
         condition must be the same for the whole block (it is block-level
-        code); a condition known while building runs the body that many times
-        only if it is false (`while False`: never); `while True` is refused."""
+        code); a condition known while building (`while True`) is refused:
+        a fixed count is a T.serial."""
         if node.orelse:
             raise self.error(node, "`while ... else` is not supported in a kernel")
         if not self.in_kernel:
@@ -1264,8 +1279,14 @@ class Builder:
         `return` (None without one)."""
         if any(k.arg is None for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
             raise self.error(node, f"T.macro '{macro.__name__}' is called with explicit arguments (no * or **)")
-        args = [self.eval(a) for a in node.args]
-        keywords = {k.arg: self.eval(k.value) for k in node.keywords}
+        # A variable is passed as itself, so that the macro may assign it.
+        args = [self.var_named(a) if isinstance(a, ast.Name) and self.is_var(a) else self.eval(a)
+                for a in node.args]
+        keywords = {k.arg: self.var_named(k.value) if isinstance(k.value, ast.Name) and self.is_var(k.value)
+                    else self.eval(k.value) for k in node.keywords}
+        if len(self.macro_stack) >= MACRO_DEPTH:
+            raise self.error(node, f"T.macro calls nest more than {MACRO_DEPTH} deep (a macro that calls "
+                                   f"itself?)")
         try:
             bound = inspect.signature(macro.function).bind(*args, **keywords)
         except TypeError as error:
@@ -1280,17 +1301,19 @@ class Builder:
                 if isinstance(value, Var) and name in assigned:
                     raise self.error(node, f"T.macro '{macro.__name__}' assigns the T.alloc_var passed as "
                                            f"'{name}' inside a loop or branch: assign it in the caller")
-        for position, statement in enumerate(body):
-            if isinstance(statement, ast.Return) and position != len(body) - 1:
-                raise source.error(statement, "a T.macro returns at its end only")
+        for statement in _walk_statements(body):
+            if isinstance(statement, ast.Return) and statement is not body[-1]:
+                raise source.error(statement, "a T.macro returns at its end only (its last statement)")
         saved = (self.src, self.namespace, self.scopes, self.macro_result, self.macro_depth)
         self.src, self.namespace = source, macro.namespace()
         self.scopes = [{name: (value, 1) for name, value in bound.arguments.items()}]
         self.macro_result, self.macro_depth = _NO_RESULT, self.region_depth
+        self.macro_stack.append(macro)
         try:
             self.statements(body)
             result = None if self.macro_result is _NO_RESULT else self.macro_result
         finally:
+            self.macro_stack.pop()
             self.src, self.namespace, self.scopes, self.macro_result, self.macro_depth = saved
         return result
 
@@ -1380,8 +1403,9 @@ class Builder:
     def alloc(self, node: ast.Call, scope: str) -> Buffer:
         what = f"T.alloc_{scope}"
         args = self.arguments_of(node, ("shape", "dtype", "scope"), 2, what=what)
-        if "scope" in args and self.eval(args["scope"]) == "local":  # T.alloc_fragment((1,), t, "local")
-            return self.call_alloc_local(node)
+        if "scope" in args and self.eval(args["scope"]) == "local" and \
+                math.prod(self.static_shape(node, self.eval(args["shape"]), f"{what}'s shape")) == 1:
+            return self.call_alloc_local(node)  # T.alloc_fragment((1,), t, "local"): a scalar
         shape = self.static_shape(node, self.eval(args["shape"]), f"{what}'s shape")
         dtype = self.to_dtype(node, self.eval(args["dtype"]))
         if not self.in_kernel:
@@ -1671,15 +1695,14 @@ class Builder:
         dim %= len(src.shape)
         reduced = tuple(extent for d, extent in enumerate(src.shape) if d != dim)
         window = _unit_padded(reduced, dst.shape)
-        if window is None or dst.scope == GLOBAL:
+        if window is None or dst.scope != FRAGMENT:
             tile.reduce(src.value, dst.value, kind=kind, dim=dim, clear=clear)  # tile-verify judges the shapes
             return
         # TileLang's destinations with extra unit dims ((1,) for a 1-D source):
         # the reduction goes through a buffer of the reduced shape.
         with ir.InsertionPoint.at_block_begin(self.kernel_op.regions[0].blocks[0]), self.loc(node):
             element = ir.Type.parse(dst.dtype.storage)
-            exact = (tile.alloc_shared(tile.shared_memref_type(list(reduced), element)) if dst.scope == SHARED
-                     else tile.alloc_fragment(tile.fragment_memref_type(list(reduced), element)))
+            exact = tile.alloc_fragment(tile.fragment_memref_type(list(reduced), element))
         zeros = [self.index(0)] * len(dst.shape)
         if not clear:
             self.windowed_copy(dst.value, exact, zeros, [], window)
@@ -2415,6 +2438,9 @@ def _is_bool(value) -> bool:
         return value.type == _i1()
     return isinstance(value, bool | np.bool_)
 
+
+# How deep T.macro calls may nest (a macro calling itself is refused there).
+MACRO_DEPTH = 32
 
 # What a T.macro being built has returned so far: nothing.
 _NO_RESULT = object()

@@ -157,6 +157,7 @@ _NAMES: dict[str, str] = {
     "float8_e4m3fnuz": "f8E4M3FNUZ",
     "float8_e5m2fnuz": "f8E5M2FNUZ",
     "int8": "i8",
+    "int16": "i16",
     "uint8": "ui8",
     "int32": "i32", "int": "i32",
     "int64": "i64",

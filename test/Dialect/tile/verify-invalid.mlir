@@ -48,12 +48,12 @@ func.func @alloc_dynamic_shape() {
 
 // -----
 
-// i16 is not one of the supported element types.
+// i4 is not one of the supported element types.
 func.func @unsupported_element_type() {
   "tile.kernel"() ({
   ^bb0(%b: index):
-    // expected-error@below {{the result has element type i16, which tile buffers cannot hold}}
-    %f = "tile.alloc_fragment"() : () -> memref<16xi16, #gpu.address_space<private>>
+    // expected-error@below {{the result has element type i4, which tile buffers cannot hold}}
+    %f = "tile.alloc_fragment"() : () -> memref<16xi4, #gpu.address_space<private>>
     gpu.yield
   }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
   return

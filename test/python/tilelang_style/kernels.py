@@ -671,3 +671,23 @@ def repeated_pipelined_loop(K, rounds=2):
                 T.copy(acc, C[r, :, :])
 
     return main
+
+
+@tilemlir.jit(out_idx=[-2, -1])
+def row_sums_of(M, N, dtype):
+    """Row sums across lanes (64-bit values exchanged as two 32-bit halves)
+    and an element-wise update, in `dtype` (int64, int16, float64)."""
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), S: T.Tensor((M,), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((M, N), dtype)
+            rows = T.alloc_fragment((M, N), dtype)
+            sums = T.alloc_fragment((M,), dtype)
+            T.copy(X, tile)
+            T.copy(tile, rows)
+            T.reduce_sum(rows, sums, dim=1)
+            T.copy(sums, S)
+            for i, j in T.Parallel(M, N):
+                Y[i, j] = rows[i, j] * 3 + 1
+
+    return main

@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from mlir import ir
 from mlir.dialects import amdgpu, arith, rocdl
 
-from tilemlir.passes.lower_to_gpu.api import KernelLowering, shuffle_xor, widened_to_32_bits
+from tilemlir.passes.lower_to_gpu.api import KernelLowering, moved_by_words, shuffle_xor
 
 Combine = Callable[[ir.Value, ir.Value], ir.Value]
 
@@ -119,22 +119,21 @@ def reduce_across_lanes(lowering: KernelLowering, value: ir.Value, bits: Sequenc
     remaining = sorted(bits)
     while remaining:
         bit = remaining.pop(0)
-        wide, narrow = widened_to_32_bits(value)
         if bit < ROW_LANES:
-            value = combine(value, narrow(_within_row(wide, bit, reduced)))
+            value = combine(value, moved_by_words(value, lambda word, bit=bit, done=reduced: _within_row(word, bit, done)))
         elif "permlane_swap" in moves:
-            value = combine(value, narrow(amdgpu.PermlaneSwapOp(wide, bit).result))
+            value = combine(value, moved_by_words(value, lambda word, bit=bit: amdgpu.PermlaneSwapOp(word, bit).result))
         elif "dpp_row_bcast" in moves and remaining == [32] and reduced & ROW_BITS == ROW_BITS:
             # The whole wave, every row holding one value: rows 1 and 3 combine
             # with rows 0 and 2, rows 2 and 3 with lane 31 (rows the masks leave
             # out combine with themselves: only lane 63 is read at the end).
             remaining.pop(0)
             bit |= 32
-            value = combine(value, narrow(_dpp(wide, amdgpu.DPPPerm.row_bcast_15, row_mask=0b1010)))
-            wide, narrow = widened_to_32_bits(value)
-            value = combine(value, narrow(_dpp(wide, amdgpu.DPPPerm.row_bcast_31, row_mask=0b1100)))
-            wide, narrow = widened_to_32_bits(value)
-            value = narrow(_readlane(wide, WAVE_LANES - 1))
+            value = combine(value, moved_by_words(
+                value, lambda word: _dpp(word, amdgpu.DPPPerm.row_bcast_15, row_mask=0b1010)))
+            value = combine(value, moved_by_words(
+                value, lambda word: _dpp(word, amdgpu.DPPPerm.row_bcast_31, row_mask=0b1100)))
+            value = moved_by_words(value, lambda word: _readlane(word, WAVE_LANES - 1))
         else:
             value = combine(value, shuffle_xor(value, bit, wave_size))
         reduced |= bit

@@ -650,13 +650,33 @@ def widened_to_32_bits(value: ir.Value) -> tuple[ir.Value, Callable[[ir.Value], 
             lambda moved: arith.TruncIOp(original, moved).result)
 
 
+def moved_by_words(value: ir.Value, move: Callable[[ir.Value], ir.Value]) -> ir.Value:
+    """`move`, a lane exchange of one 32-bit register, applied to `value` of
+    up to 64 bits: a narrower one widened exactly and narrowed back
+    (`widened_to_32_bits`), a 64-bit one (i64, f64) moved as its two 32-bit
+    halves. Wider types are refused (ValueError)."""
+    original = value.type
+    if bit_width(original) != 64:
+        wide, narrow = widened_to_32_bits(value)
+        return narrow(move(wide))
+    i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
+    is_float = isinstance(original, ir.FloatType)
+    whole = arith.BitcastOp(i64, value).result if is_float else value
+    shift = arith.ConstantOp(i64, 32).result
+    low = move(arith.TruncIOp(i32, whole).result)
+    high = move(arith.TruncIOp(i32, arith.ShRUIOp(whole, shift).result).result)
+    joined = arith.OrIOp(arith.ExtUIOp(i64, low).result,
+                         arith.ShLIOp(arith.ExtUIOp(i64, high).result, shift).result).result
+    return arith.BitcastOp(original, joined).result if is_float else joined
+
+
 def shuffle_xor(value: ir.Value, offset: int, width: int) -> ir.Value:
     """`value` of the lane whose id differs in the bits of `offset`, by a
-    `gpu.shuffle xor` over segments of `width` lanes (`widened_to_32_bits`)."""
-    wide, narrow = widened_to_32_bits(value)
+    `gpu.shuffle xor` over segments of `width` lanes (`moved_by_words`)."""
     i32 = ir.IntegerType.get_signless(32)
-    return narrow(gpu.ShuffleOp(wide, arith.ConstantOp(i32, offset).result,
-                                arith.ConstantOp(i32, width).result, gpu.ShuffleMode.XOR).results[0])
+    return moved_by_words(value, lambda word: gpu.ShuffleOp(
+        word, arith.ConstantOp(i32, offset).result, arith.ConstantOp(i32, width).result,
+        gpu.ShuffleMode.XOR).results[0])
 
 
 def guarded(guard: ir.Value | None, body: Callable[[], object]) -> None:
@@ -712,6 +732,7 @@ __all__ = [
     "lane_operand",
     "lowering_hooks_for",
     "matrix_core_for",
+    "moved_by_words",
     "mul",
     "rebind_fragments",
     "shuffle_xor",

@@ -602,6 +602,7 @@ class KernelEmitter(FragmentOps):
         own = len(old_after.arguments)
         result_types = [a.type for a in old_after.arguments] + [v.type for v in inits[len(op.operands):]]
         new = scf.WhileOp(result_types, inits)
+        outer_deferred, self._deferred_stores = self._deferred_stores, None  # as an unpipelined scf.for
         before = new.before.blocks.append(*[v.type for v in inits])
         with ir.InsertionPoint(before):
             for old, value in zip(old_before.arguments, before.arguments):
@@ -623,6 +624,7 @@ class KernelEmitter(FragmentOps):
                     scf.YieldOp([self._values[v] for v in inner.operands] + fragment_values(carried))
                 else:
                     self.lower_op(inner)
+        self._deferred_stores = outer_deferred
         results = list(new.results)
         for old, value in zip(op.results, results[:own]):
             self._values[old] = value

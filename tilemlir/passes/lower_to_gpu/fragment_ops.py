@@ -105,15 +105,68 @@ def _accessed_elsewhere(store: ir.Operation) -> bool:
     return False
 
 
-def _under_branch(op: ir.Operation) -> bool:
-    """Whether `op` lies under an scf.if (or a while's condition) inside its tile.kernel."""
+def _under_divergent_branch(op: ir.Operation) -> bool:
+    """Whether `op` lies under a branch (scf.if, scf.while) of its tile.kernel
+    whose condition reads memory the kernel writes (`_reads_written_memory`):
+    threads reading it at different times may take different ways."""
     from tilemlir.irutil import parent_ops
 
     for parent in parent_ops(op):
         if parent.name == "tile.kernel":
             return False
-        if parent.name in ("scf.if", "scf.while", "scf.index_switch"):
+        if parent.name == "scf.if" and _reads_written_memory(parent.operands[0], set()):
             return True
+        if parent.name == "scf.while":
+            condition = [o.operation for o in parent.regions[0].blocks[0].operations][-1]
+            if _reads_written_memory(condition.operands[0], set()):
+                return True
+        if parent.name == "scf.index_switch":
+            return True
+    return False
+
+
+_WRITERS = ("memref.store", "memref.atomic_rmw", "vector.store", "tile.copy", "tile.fill", "tile.reduce")
+
+
+def _reads_written_memory(value: ir.Value, seen: set) -> bool:
+    """Whether `value` depends on a load of memory some op of the program
+    writes (a loop's carried value through its initial and yielded values)."""
+    key = value
+    if key in seen:
+        return False
+    seen.add(key)
+    owner = value.owner
+    if isinstance(owner, ir.Block):  # a block argument: a loop's carried value, or an index
+        parent = owner.owner
+        if parent.name in ("scf.for", "scf.while"):
+            number = value.arg_number - (1 if parent.name == "scf.for" else 0)
+            if number < 0:
+                return False
+            inits = list(parent.operands)[3:] if parent.name == "scf.for" else list(parent.operands)
+            terminators = [[o.operation for o in block.operations][-1]
+                           for region in parent.regions for block in region.blocks]
+            candidates = [inits[number]] if number < len(inits) else []
+            candidates += [t.operands[number + (1 if t.name == "scf.condition" else 0)] for t in terminators
+                           if len(t.operands) > number + (1 if t.name == "scf.condition" else 0)]
+            return any(_reads_written_memory(c, seen) for c in candidates)
+        return False
+    op = owner.operation
+    if op.name in ("memref.load", "vector.load"):
+        root = root_of(op.operands[0])[0]
+        return _written(root)
+    return any(_reads_written_memory(operand, seen) for operand in op.operands)
+
+
+def _written(root: ir.Value) -> bool:
+    """Whether any op writes the memory `root` (through every view of it)."""
+    pending = [root]
+    while pending:
+        for use in pending.pop().uses:
+            owner = use.owner
+            if owner.name in VIEW_OPS or owner.name in SHIFTING_VIEW_OPS:
+                pending.append(owner.results[0])
+            elif owner.name in _WRITERS and not (owner.name == "tile.copy" and use.operand_number == 0):
+                return True
     return False
 
 
@@ -533,11 +586,12 @@ class FragmentOps:
         value is a race). Where the kernel also reads or writes that tensor
         elsewhere, a barrier before the store lets every thread's earlier
         accesses finish and one after it makes the store visible, unless the
-        store sits under a branch, whose condition may differ between threads
-        (a value read from memory another block changes): there every thread
-        stores, as the program reads, which its own later reads then see."""
+        store sits under a branch whose condition may differ between threads
+        (it reads memory the kernel writes: a counter other blocks update):
+        there every thread stores, as the program reads, which its own later
+        reads then see."""
         shared_with_others = _accessed_elsewhere(op)
-        if shared_with_others and _under_branch(op):
+        if shared_with_others and _under_divergent_branch(op):
             self.clone_op(op)
             return
         if shared_with_others:
