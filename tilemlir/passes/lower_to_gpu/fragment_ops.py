@@ -91,6 +91,19 @@ class ParallelContext:
     checked: dict = field(default_factory=dict)
 
 
+def _window_index(window: tuple[int, ...], offsets: list[ir.Value], rank: int):
+    """The map from a window's element indices (its dims `window` of a buffer
+    of `rank` dims) to the buffer's, at `offsets` (zeros when none)."""
+    offsets = list(offsets) or [const_index(0)] * rank
+
+    def index(indices: list[ir.Value]) -> list[ir.Value]:
+        full = list(offsets)
+        for d, position in zip(window, indices):
+            full[d] = add(offsets[d], position)
+        return full
+    return index
+
+
 def _accessed_elsewhere(store: ir.Operation) -> bool:
     """Whether any op but `store` uses the memory it stores to (its root
     buffer, through every view of it)."""
@@ -826,15 +839,7 @@ class FragmentOps:
         memref_type = ir.MemRefType(buffer.type)
         window = window_dims(op, memref_type.rank, rank)
         extents = memref_dims(buffer)
-        if not offsets:
-            offsets = [const_index(0)] * memref_type.rank
-
-        def global_index(indices: list[ir.Value]) -> list[ir.Value]:
-            full = list(offsets)
-            for d, index in zip(window, indices):
-                full[d] = add(offsets[d], index)
-            return full
-
+        global_index = _window_index(window, offsets, memref_type.rank)
         bounds = None if attributes.IN_BOUNDS.is_on(op) else (window, extents)
         contiguous = bool(window) and window[-1] == memref_type.rank - 1
         return buffer, memref_type.element_type, global_index, bounds, contiguous
@@ -852,15 +857,7 @@ class FragmentOps:
             raise LoweringError(op, "tile-lower-to-gpu: a copy between a fragment and a window of a shared "
                                     "buffer stored transposed or swizzled is not supported")
         window = window_dims(op, logical.rank, rank)
-        if not offsets:
-            offsets = [const_index(0)] * logical.rank
-
-        def shared_index(indices: list[ir.Value]) -> list[ir.Value]:
-            full = list(offsets)
-            for d, index in zip(window, indices):
-                full[d] = add(offsets[d], index)
-            return full
-
+        shared_index = _window_index(window, offsets, logical.rank)
         extents = [const_index(extent) for extent in logical.shape]
         contiguous = bool(window) and window[-1] == logical.rank - 1
         return buffer, ir.MemRefType(buffer.type).element_type, shared_index, (window, extents), contiguous
