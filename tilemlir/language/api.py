@@ -343,8 +343,11 @@ UNSUPPORTED_PLAIN = (
 )
 
 
-def namespace_of(function) -> dict:
-    """The names a function's body sees: its globals, then its closure."""
+def namespace_of(function, caller_locals: dict | None = None) -> dict:
+    """The names a function's body sees: its globals, then its closure, then
+    (given) the locals of the function that defined it, where its globals do
+    not already name them (a factory's arguments, also those only its
+    annotations use)."""
     names = dict(function.__globals__)
     if function.__closure__:
         for name, cell in zip(function.__code__.co_freevars, function.__closure__):
@@ -352,6 +355,8 @@ def namespace_of(function) -> dict:
                 names[name] = cell.cell_contents
             except ValueError:
                 pass
+    if caller_locals is not None and caller_locals is not function.__globals__:
+        names.update({k: v for k, v in caller_locals.items() if k not in names or k not in function.__globals__})
     return names
 
 
@@ -367,17 +372,14 @@ class Macro:
     def __init__(self, function, caller_locals: dict):
         self.function = function
         self.caller_locals = caller_locals
+        self.source = None  # its PythonSource, read by the builder when first built
         self.__name__ = function.__name__
         self.__doc__ = function.__doc__
 
     def namespace(self) -> dict:
         """The names its body sees, read when it is built (a macro it calls
         may be defined after it)."""
-        names = namespace_of(self.function)
-        if self.caller_locals is not self.function.__globals__:
-            names.update({k: v for k, v in self.caller_locals.items()
-                          if k not in names or k not in self.function.__globals__})
-        return names
+        return namespace_of(self.function, self.caller_locals)
 
     def __call__(self, *args, **kwargs):
         raise TileLangError(f"{caller_position(2)}: error: T.macro '{self.__name__}' is built where a prim_func "

@@ -769,13 +769,10 @@ class Builder:
         """A statement calling a T.macro whose body opens a kernel."""
         if not isinstance(node, ast.Expr) or not isinstance(node.value, ast.Call):
             return False
-        try:
-            callee = self.eval_static(node.value.func)
-        except TileLangError:
-            return False
+        callee = self.static_or_none(node.value.func)
         if not isinstance(callee, api.Macro):
             return False
-        tree = PythonSource.of(callee.function).tree
+        tree = _macro_source(callee).tree
         return any(isinstance(n, ast.With) and any(
             isinstance(item.context_expr, ast.Call) and _called_name(item.context_expr.func) == "Kernel"
             for item in n.items) for n in ast.walk(tree))
@@ -1098,7 +1095,7 @@ class Builder:
     def to_storage(self, node, value, dtype: DType) -> Scalar:
         """`value` as a buffer of `dtype` stores it: converted to the type's
         values, then a bool as the byte 0 or 1, a uint8 as its low byte."""
-        converted = self.convert(node, value, ir.Type.parse(dtype.value))
+        converted = self.to_value(node, value, dtype)
         if not dtype.is_byte:
             return converted
         storage = ir.Type.parse(dtype.storage)
@@ -1279,11 +1276,8 @@ class Builder:
         `return` (None without one)."""
         if any(k.arg is None for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
             raise self.error(node, f"T.macro '{macro.__name__}' is called with explicit arguments (no * or **)")
-        # A variable is passed as itself, so that the macro may assign it.
-        args = [self.var_named(a) if isinstance(a, ast.Name) and self.is_var(a) else self.eval(a)
-                for a in node.args]
-        keywords = {k.arg: self.var_named(k.value) if isinstance(k.value, ast.Name) and self.is_var(k.value)
-                    else self.eval(k.value) for k in node.keywords}
+        args = [self.macro_argument(a) for a in node.args]
+        keywords = {k.arg: self.macro_argument(k.value) for k in node.keywords}
         if len(self.macro_stack) >= MACRO_DEPTH:
             raise self.error(node, f"T.macro calls nest more than {MACRO_DEPTH} deep (a macro that calls "
                                    f"itself?)")
@@ -1292,7 +1286,7 @@ class Builder:
         except TypeError as error:
             raise self.error(node, f"T.macro '{macro.__name__}': {error}") from None
         bound.apply_defaults()
-        source = PythonSource.of(macro.function)
+        source = _macro_source(macro)
         body = [s for s in source.tree.body if not _is_docstring(s)]
         if self.region_depth:
             assigned = {n.id for n in ast.walk(ast.Module(body, [])) if isinstance(n, ast.Name)
@@ -1316,6 +1310,12 @@ class Builder:
             self.macro_stack.pop()
             self.src, self.namespace, self.scopes, self.macro_result, self.macro_depth = saved
         return result
+
+    def macro_argument(self, node: ast.expr):
+        """A T.macro's argument: a variable named bare is passed as itself,
+        so that the macro may assign it; anything else as its value."""
+        var = self.var_named(node) if isinstance(node, ast.Name) else None
+        return var if var is not None else self.eval(node)
 
     def arguments_of(self, node: ast.Call, names: tuple[str, ...], required: int, *,
                      ignored: tuple[str, ...] = (), what: str) -> dict:
@@ -2437,6 +2437,13 @@ def _is_bool(value) -> bool:
     if isinstance(value, Scalar):
         return value.type == _i1()
     return isinstance(value, bool | np.bool_)
+
+
+def _macro_source(macro: api.Macro) -> PythonSource:
+    """The macro's source, read once (kept on the macro)."""
+    if macro.source is None:
+        macro.source = PythonSource.of(macro.function)
+    return macro.source
 
 
 # How deep T.macro calls may nest (a macro calling itself is refused there).

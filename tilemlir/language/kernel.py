@@ -111,10 +111,7 @@ def prim_func(function=None, **_options):
 
 @_user_errors
 def _prim_func(function, caller_locals: dict) -> PrimFunc:
-    namespace = namespace_of(function)
-    if caller_locals is not function.__globals__:
-        namespace.update({k: v for k, v in caller_locals.items() if k not in namespace or
-                          k not in function.__globals__})
+    namespace = namespace_of(function, caller_locals)
     source = PythonSource.of(function)  # read now: the file may change before the build
 
     def build() -> BuiltFunction:

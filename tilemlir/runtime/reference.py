@@ -779,7 +779,8 @@ class _FunctionCompiler:
             env = frame.env
             array = env[buffer]
             where = _checked_indices(array, [env[i] for i in indices], frame.mask, "memref.atomic_rmw")
-            env[result] = array[where].copy() if isinstance(array[where], np.ndarray) else array[where]
+            old = array[where]  # a copy (index arrays) or a scalar, before the updates below
+            env[result] = old
             data = np.asarray(env[value], array.dtype)
             mask = np.ones((), bool) if frame.mask is None else frame.mask
             *idx, data_full, mask = np.broadcast_arrays(*where, data, mask)

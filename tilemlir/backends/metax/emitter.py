@@ -930,16 +930,9 @@ class MacaPrinter:
 
     def op_scf_for(self, fn, op) -> None:
         lb, ub, step = (self.use(fn, v, op) for v in list(op.operands)[:3])
-        inits = list(op.operands)[3:]
         body = op.regions[0].blocks[0]
         iv, iter_args = body.arguments[0], list(body.arguments)[1:]
-        carried = []
-        for init, argument, result in zip(inits, iter_args, op.results):
-            name = fn.fresh("acc")
-            fn.line(f"{self.type(argument.type, op)} {name} = {self.use(fn, init, op)};")
-            fn.names[argument] = name
-            fn.names[result] = name
-            carried.append(name)
+        carried = self.loop_variables(fn, "acc", iter_args, op.results, op, inits=list(op.operands)[3:])
         index = fn.fresh("i")
         fn.names[iv] = index
         lower, upper, increment = (constant_int(v) for v in list(op.operands)[:3])
@@ -956,6 +949,21 @@ class MacaPrinter:
         self.body_with_yield(fn, body, carried, op)
         fn.depth -= 1
         fn.line("}")
+
+    def loop_variables(self, fn, prefix: str, arguments, results, op, inits=None) -> list[str]:
+        """One C++ variable per block argument of a loop region (initialised
+        from `inits` where given), named for the argument and the matching
+        result alike; the names."""
+        names = []
+        for position, argument in enumerate(arguments):
+            name = fn.fresh(prefix)
+            initial = f" = {self.use(fn, inits[position], op)}" if inits is not None else ""
+            fn.line(f"{self.type(argument.type, op)} {name}{initial};")
+            fn.names[argument] = name
+            if position < len(results):
+                fn.names[results[position]] = name
+            names.append(name)
+        return names
 
     def body_with_yield(self, fn, block: ir.Block, targets: list[str], op) -> None:
         operations = [o.operation for o in block.operations]
@@ -981,19 +989,8 @@ class MacaPrinter:
         values in variables the body's yield assigns, the forwarded ones in
         variables that are the loop's results and the body's arguments."""
         before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
-        carried = []
-        for init, argument in zip(op.operands, before.arguments):
-            name = fn.fresh("w")
-            fn.line(f"{self.type(argument.type, op)} {name} = {self.use(fn, init, op)};")
-            fn.names[argument] = name
-            carried.append(name)
-        forwarded = []
-        for argument, result in zip(after.arguments, op.results):
-            name = fn.fresh("wr")
-            fn.line(f"{self.type(argument.type, op)} {name};")
-            fn.names[argument] = name
-            fn.names[result] = name
-            forwarded.append(name)
+        carried = self.loop_variables(fn, "w", before.arguments, [], op, inits=list(op.operands))
+        forwarded = self.loop_variables(fn, "wr", after.arguments, op.results, op)
         fn.line("while (true) {")
         fn.depth += 1
         operations = [o.operation for o in before.operations]

@@ -104,18 +104,21 @@ def _window_index(window: tuple[int, ...], offsets: list[ir.Value], rank: int):
     return index
 
 
-def _accessed_elsewhere(store: ir.Operation) -> bool:
-    """Whether any op but `store` uses the memory it stores to (its root
-    buffer, through every view of it)."""
-    pending = [root_of(store.operands[1])[0]]
+def _memory_uses(buffer: ir.Value):
+    """The uses of the memory `buffer` views: of its root buffer and of every
+    view of it (the views themselves left out)."""
+    pending = [root_of(buffer)[0]]
     while pending:
         for use in pending.pop().uses:
-            owner = use.owner
-            if owner.name in VIEW_OPS or owner.name in SHIFTING_VIEW_OPS:
-                pending.append(owner.results[0])
-            elif owner.operation != store.operation:
-                return True
-    return False
+            if use.owner.name in VIEW_OPS or use.owner.name in SHIFTING_VIEW_OPS:
+                pending.append(use.owner.results[0])
+            else:
+                yield use
+
+
+def _accessed_elsewhere(store: ir.Operation) -> bool:
+    """Whether any op but `store` uses the memory it stores to."""
+    return any(use.owner.operation != store.operation for use in _memory_uses(store.operands[1]))
 
 
 def _under_divergent_branch(op: ir.Operation) -> bool:
@@ -165,22 +168,14 @@ def _reads_written_memory(value: ir.Value, seen: set) -> bool:
         return False
     op = owner.operation
     if op.name in ("memref.load", "vector.load"):
-        root = root_of(op.operands[0])[0]
-        return _written(root)
+        return _written(op.operands[0])
     return any(_reads_written_memory(operand, seen) for operand in op.operands)
 
 
-def _written(root: ir.Value) -> bool:
-    """Whether any op writes the memory `root` (through every view of it)."""
-    pending = [root]
-    while pending:
-        for use in pending.pop().uses:
-            owner = use.owner
-            if owner.name in VIEW_OPS or owner.name in SHIFTING_VIEW_OPS:
-                pending.append(owner.results[0])
-            elif owner.name in _WRITERS and not (owner.name == "tile.copy" and use.operand_number == 0):
-                return True
-    return False
+def _written(buffer: ir.Value) -> bool:
+    """Whether any op writes the memory `buffer` views."""
+    return any(use.owner.name in _WRITERS and not (use.owner.name == "tile.copy" and use.operand_number == 0)
+               for use in _memory_uses(buffer))
 
 
 def _eq_zero(value: ir.Value) -> ir.Value:
