@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 
 from mlir import ir
@@ -61,19 +62,48 @@ def approximate_function(op: ir.Operation | ir.OpView) -> bool:
     return "afn" in flags or "fast" in flags
 
 
+# While any capture is active, file descriptor 2 is its file; the process's
+# own stderr is kept here (a duplicate) for what must reach the user then
+# (another thread's line, e.g. tile-tune's "interrupted").
+_CAPTURES = {"depth": 0, "stderr": -1}
+_CAPTURES_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def capture_native_stderr() -> Iterator[CapturedText]:
     """Captures what native code (LLVM's errs()) writes to file descriptor 2,
-    so it can be turned into a proper diagnostic instead of leaking out."""
+    so it can be turned into a proper diagnostic instead of leaking out.
+    Descriptor 2 is the process's: a line another thread must show the user
+    meanwhile goes through `write_user_stderr`."""
     captured = CapturedText()
     sys.stderr.flush()
-    saved = os.dup(2)
     with tempfile.TemporaryFile(mode="w+b") as sink:
-        os.dup2(sink.fileno(), 2)
+        with _CAPTURES_LOCK:
+            saved = os.dup(2)
+            if _CAPTURES["depth"] == 0:
+                _CAPTURES["stderr"] = os.dup(2)
+            _CAPTURES["depth"] += 1
+            os.dup2(sink.fileno(), 2)
         try:
             yield captured
         finally:
-            os.dup2(saved, 2)
-            os.close(saved)
+            with _CAPTURES_LOCK:
+                os.dup2(saved, 2)
+                os.close(saved)
+                _CAPTURES["depth"] -= 1
+                if _CAPTURES["depth"] == 0:
+                    os.close(_CAPTURES["stderr"])
+                    _CAPTURES["stderr"] = -1
             sink.seek(0)
             captured._text = sink.read().decode("utf-8", errors="replace")
+
+
+def write_user_stderr(text: str) -> None:
+    """Writes `text` to the process's stderr even while a thread captures
+    descriptor 2 (`capture_native_stderr`)."""
+    sys.stderr.flush()
+    data = text.encode("utf-8", errors="replace")
+    with _CAPTURES_LOCK:
+        fd = _CAPTURES["stderr"] if _CAPTURES["depth"] else 2
+        while data:
+            data = data[os.write(fd, data):]

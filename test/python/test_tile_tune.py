@@ -219,6 +219,24 @@ def test_an_interrupted_run_keeps_what_it_ranked(tmp_path):
     assert f"recorded in {database}" in stderr
 
 
+def test_the_interrupted_line_passes_a_native_stderr_capture():
+    """The line a signal prints comes from the main thread while the run's
+    thread may be compiling with descriptor 2 captured (the CI failure where
+    the line went into the capture): it reaches the process's stderr, and the
+    capture keeps only what native code wrote."""
+    script = ("import os, threading; from tilemlir.irutil import capture_native_stderr, write_user_stderr\n"
+              "with capture_native_stderr() as outer, capture_native_stderr() as inner:\n"
+              "    os.write(2, b'native\\n')\n"
+              "    thread = threading.Thread(target=write_user_stderr, args=('to the user\\n',))\n"
+              "    thread.start(); thread.join()\n"
+              "print(repr(inner.text()), repr(outer.text()))\n"
+              "write_user_stderr('after\\n')\n")
+    done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "to the user\nafter\n"
+    assert done.stdout == "'native\\n' ''\n"
+
+
 def test_device_measurement_in_two_steps(tmp_path):
     """--prepare writes PTX per candidate, the inputs, their float64 reference
     and bound, and a measuring script that needs only NumPy and the CUDA

@@ -488,10 +488,12 @@ def main(argv: list[str] | None = None) -> int:
         status = 130
     if _RUN["signal"] or status == 130:
         status = 128 + (_RUN["signal"] or signal.SIGINT)  # 130 for SIGINT, 143 for SIGTERM
+        from tilemlir.irutil import write_user_stderr
         from tilemlir.tune.db import stop_writing
 
         stop_writing()  # the update under way ends first, with the line that says what it recorded
-        sys.stderr.write(f"{PROG}: interrupted; {_STATUS[0] if _STATUS else 'nothing was ranked'}\n")
+        # The run's thread may be compiling, its native stderr captured.
+        write_user_stderr(f"{PROG}: interrupted; {_STATUS[0] if _STATUS else 'nothing was ranked'}\n")
         _stop_now(status)
     restore()
     return status
