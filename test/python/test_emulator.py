@@ -120,9 +120,21 @@ module attributes {{gpu.container_module}} {{
 
 
 @pytest.mark.parametrize("body,message", [
-    # every lane writes the same LDS word in one store
-    ("      memref.store %f, %lds[%c0] : memref<64xf32, #wg>",
-     "data race: lanes 0 and 1 write the same byte 0 of LDS"),
+    # every lane writes its own value into the same LDS word in one store
+    (("      %ti = arith.index_cast %t : index to i32\n"
+      "      %g = arith.sitofp %ti : i32 to f32\n"
+      "      memref.store %g, %lds[%c0] : memref<64xf32, #wg>"),
+     "data race: lanes 0 and 1 write the same byte 2 of LDS"),  # 0.0 and 1.0 differ in bytes 2 and 3
+    # each lane overwrites its neighbour's element with another value, no barrier between
+    (("      %ti = arith.index_cast %t : index to i32\n"
+      "      %g = arith.sitofp %ti : i32 to f32\n"
+      "      memref.store %g, %lds[%t] : memref<64xf32, #wg>\n"
+      "      %c1 = arith.constant 1 : index\n"
+      "      %c64 = arith.constant 64 : index\n"
+      "      %t1 = arith.addi %t, %c1 : index\n"
+      "      %n = arith.remui %t1, %c64 : index\n"
+      "      memref.store %f, %lds[%n] : memref<64xf32, #wg>"),
+     "wrote the same byte with no gpu.barrier between (write-write)"),
     # lane 63 reads what lane 0 wrote before the barrier was reached
     (("      memref.store %f, %lds[%t] : memref<64xf32, #wg>\n"
       "      %r = arith.subi %c63, %t : index\n"
@@ -216,14 +228,18 @@ def _run_global(body: str, grid: int = 1, launches: int = 1, **options) -> np.nd
 
 
 @pytest.mark.parametrize("body,grid,message", [
-    # lanes 2i and 2i+1 store to element i in one op
-    (("      %h = arith.divui %t, %c2 : index\n"
-      "      memref.store %f, %out[%h] : memref<64xf32>"), 1,
-     ("data race: lanes 0 and 1 both write in one op at element 0 (byte 0) of global memory "
-      "(argument 0 of @entry), in workgroup (0, 0, 0), lane 0 (thread (0, 0, 0), wave 0)")),
-    # every lane stores the same (lane-uniform) element
-    ("      memref.store %f, %out[%c0] : memref<64xf32>", 1,
-     "data race: lanes 0 and 1 both write in one op at element 0 (byte 0) of global memory"),
+    # lanes 2i and 2i+1 store their own values to element i in one op
+    (("      %ti = arith.index_cast %t : index to i32\n"
+      "      %g = arith.sitofp %ti : i32 to f32\n"
+      "      %h = arith.divui %t, %c2 : index\n"
+      "      memref.store %g, %out[%h] : memref<64xf32>"), 1,
+     ("data race: lanes 0 and 1 write different values in one op at element 0 (byte 0) of global "
+      "memory (argument 0 of @entry), in workgroup (0, 0, 0), lane 0 (thread (0, 0, 0), wave 0)")),
+    # every lane stores its own value into the same (lane-uniform) element
+    (("      %ti = arith.index_cast %t : index to i32\n"
+      "      %g = arith.sitofp %ti : i32 to f32\n"
+      "      memref.store %g, %out[%c0] : memref<64xf32>"), 1,
+     "write different values in one op at element 0 (byte 0) of global memory"),
     # lane 0 reads element 63 that lane 63 stored, with no barrier between
     (("      memref.store %f, %out[%t] : memref<64xf32>\n"
       "      %x = memref.load %out[%r] : memref<64xf32>"), 1,
@@ -237,7 +253,9 @@ def _run_global(body: str, grid: int = 1, launches: int = 1, **options) -> np.nd
       "read) at element 0 (byte 0) of global memory (argument 0 of @entry), in workgroup "
       "(0, 0, 0), lane 0")),
     # a vector store overlapping the next lane's: lane 1 writes what lane 0 wrote
-    (("      %v = vector.broadcast %f : f32 to vector<2xf32>\n"
+    (("      %ti = arith.index_cast %t : index to i32\n"
+      "      %g = arith.sitofp %ti : i32 to f32\n"
+      "      %v = vector.broadcast %g : f32 to vector<2xf32>\n"
       "      %c62 = arith.constant 62 : index\n"
       "      %i = arith.minui %t, %c62 : index\n"
       "      vector.store %v, %out[%i] : memref<64xf32>, vector<2xf32>"), 1,
@@ -275,6 +293,28 @@ def test_global_memory_races(body, grid, message):
         _run_global(body, grid)
     assert message in str(caught.value)
     assert str(caught.value).startswith("kernel.mlir:")
+
+
+def test_lanes_storing_the_same_value_are_not_races():
+    """Every lane storing the value the others store (TileLang's per-thread
+    code stages shared data so), in one op or over a value already there, in
+    LDS and in global memory: what any GPU leaves is that value."""
+    lds = ("      memref.store %f, %lds[%c0] : memref<64xf32, #wg>\n"
+           "      memref.store %f, %lds[%c0] : memref<64xf32, #wg>\n"
+           "      gpu.barrier\n"
+           "      %x = memref.load %lds[%c0] : memref<64xf32, #wg>\n"
+           "      memref.store %x, %out[%t] : memref<64xf32>")
+    out = np.zeros(64, np.float32)
+    _run(LDS_KERNEL.format(body=lds), [out])
+    np.testing.assert_array_equal(out, 1.0)
+    body = ("      memref.store %f, %out[%c0] : memref<64xf32>\n"
+            "      %h = arith.divui %t, %c2 : index\n"
+            "      %c1 = arith.constant 1 : index\n"
+            "      %h1 = arith.addi %h, %c1 : index\n"
+            "      memref.store %f, %out[%h1] : memref<64xf32>")
+    expected = np.zeros(64, np.float32)
+    expected[:33] = 1.0
+    np.testing.assert_array_equal(_run_global(body), expected)
 
 
 def test_ordered_global_accesses_are_not_races():

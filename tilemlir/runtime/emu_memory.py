@@ -15,7 +15,9 @@ byte-granular shadows: initialized or not, the last writer lane since the
 last `gpu.barrier`, and the lanes that read it since then (one lane, or
 "several"). A read of an uninitialized byte, a write to a byte that another
 lane wrote or read, and a read of a byte another lane wrote, with no barrier
-in between, are errors. Accesses by lanes of the same wave count too: the
+in between, are errors, except a write of the value the byte already holds or
+that the other lanes of the op write with it (every GPU keeps that value;
+TileLang's per-thread code has all threads stage the same data so). Accesses by lanes of the same wave count too: the
 LLVM memory model gives two threads' unsynchronized conflicting accesses no
 order, whatever the hardware's lockstep.
 
@@ -23,7 +25,8 @@ Global memory gets the same race check inside a launch (as compute-sanitizer's
 racecheck): two lanes of one workgroup writing the same byte, or one writing
 and another reading it, with no `gpu.barrier` between; and any write of a
 byte that another workgroup of the same launch wrote or read, or a read of
-a byte another workgroup wrote: workgroups of one launch are not ordered
+a byte another workgroup wrote (lanes of one workgroup writing the same value
+are not reported, as in LDS): workgroups of one launch are not ordered
 (the emulator runs them one after another, the hardware does not). A lane
 re-writing or re-reading its own bytes, and reads nobody conflicts with, are
 fine; launches are ordered. Atomics (`memref.atomic_rmw` add, max, min) are
@@ -278,19 +281,20 @@ def access(frame: Frame, op: ir.Operation, memref: MemRef, indices: list, kind: 
             update.at(typed, flat[mask], values[mask])
             loaded = np.where(mask, loaded, np.zeros((), loaded.dtype))
         return loaded
+    if values is not None:
+        values = np.asarray(values)
+        if values.dtype != memref.dtype and is_narrow_float(memref.dtype):
+            values = convert(values, memref.dtype)  # rounds as every other conversion does
+        values = np.broadcast_to(np.asarray(values, dtype=memref.dtype), shape)
     if memref.buffer.shadow is not None:
-        _track(frame, op, memref, flat, mask, kind)
+        _track(frame, op, memref, flat, mask, kind, values)
     elif frame.wg.clock is not None and memref.buffer.space == "global":
-        _track_global(frame, op, memref, flat, mask, kind)
+        _track_global(frame, op, memref, flat, mask, kind, values)
     if values is None:
         loaded = typed[flat]
         if mask is not None:
             loaded = np.where(mask, loaded, np.zeros((), loaded.dtype))
         return loaded
-    values = np.asarray(values)
-    if values.dtype != memref.dtype and is_narrow_float(memref.dtype):
-        values = convert(values, memref.dtype)  # rounds as every other conversion does
-    values = np.broadcast_to(np.asarray(values, dtype=memref.dtype), shape)
     if mask is None:
         typed[flat] = values
     else:
@@ -306,11 +310,18 @@ def _accessed(flat: np.ndarray, lanes: np.ndarray, mask) -> tuple[np.ndarray, np
     return flat.reshape(-1), lanes.reshape(-1)
 
 
-def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str) -> None:
-    """Sanitizer bookkeeping for one LDS access (see the module docstring)."""
+def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str,
+           values: np.ndarray | None = None) -> None:
+    """Sanitizer bookkeeping for one LDS access (see the module docstring).
+    Lanes writing the value a byte already holds, or that another lane of the
+    same op writes, are not reported: every GPU leaves that value (TileLang's
+    per-thread code has every thread store what they all computed)."""
     shadow = memref.buffer.shadow
     itemsize = memref.dtype.itemsize
     lanes = np.broadcast_to(lane_axis(frame.wg.lanes, flat.ndim), flat.shape)
+    data = None
+    if values is not None:
+        data = np.ascontiguousarray(values if mask is None else values[mask]).reshape(-1).view(np.uint8)
     flat, lanes = _accessed(flat, lanes, mask)
     if flat.size == 0:
         return
@@ -344,6 +355,9 @@ def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str) 
         shadow.reader[unique] = np.where(previous >= 0, previous, low)
         return
     same = (sorted_bytes[1:] == sorted_bytes[:-1]) & (sorted_lanes[1:] != sorted_lanes[:-1])
+    if data is not None:
+        sorted_data = data[order]
+        same &= sorted_data[1:] != sorted_data[:-1]
     if same.any():
         i = int(np.argmax(same))
         raise SanitizerError(
@@ -352,6 +366,8 @@ def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str) 
             f"{frame.wg.describe_lane(int(sorted_lanes[i + 1]))}", op)
     writer = shadow.writer[byte]
     race = (writer >= 0) & (writer != lane)
+    if data is not None:
+        race &= memref.buffer.raw[byte] != data
     if race.any():
         i = int(np.argmax(race))
         fail(f"data race: lane {int(writer[i])} wrote the same byte with no gpu.barrier between "
@@ -367,10 +383,17 @@ def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str) 
     shadow.initialized[byte] = True
 
 
-def _track_global(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str) -> None:
+def _track_global(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str,
+                  values: np.ndarray | None = None) -> None:
     """Race-check bookkeeping for one global access (see the module docstring).
-    `flat` is (1, ...) when every lane accesses the same elements."""
+    `flat` is (1, ...) when every lane accesses the same elements. Lanes
+    of a workgroup writing the value an element already holds, or that
+    another lane of the same op writes, are not reported (as in LDS)."""
     wg, buffer, itemsize = frame.wg, memref.buffer, memref.dtype.itemsize
+    if values is not None:
+        if flat.shape[0] == 1 and np.ndim(values) and np.shape(values)[0] > 1:
+            flat = np.broadcast_to(flat, np.broadcast_shapes(flat.shape, np.shape(values)))  # lane by lane
+        values = np.broadcast_to(values, flat.shape)
     clock = wg.clock
     races = buffer.races
     if races is None:
@@ -391,6 +414,12 @@ def _track_global(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind
     else:
         units = (first[:, None] + np.arange(per_element)).reshape(-1)
         lane = np.repeat(lanes, per_element)
+    new_data = old_data = None
+    if values is not None:  # each unit's bytes, written and held (rows)
+        written = np.ascontiguousarray(values if mask is None else values[mask]).reshape(-1)
+        new_data = written.view(np.uint8).reshape(-1, races.granule)
+        byte = ((memref.byte_shift + flat * itemsize)[:, None] + np.arange(itemsize)).reshape(-1)
+        old_data = buffer.raw[byte].reshape(-1, races.granule)
     epoch = clock.epoch
     stamp = (epoch << _LANE_BITS) | lane
     other_groups = (clock.launch_first, wg.first_epoch)  # [low, high): earlier workgroups
@@ -408,6 +437,8 @@ def _track_global(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind
     writer = races.writer[units]
     same_interval = (writer >> _LANE_BITS) == epoch
     race = same_interval & ((writer & _LANE_MASK) != lane)
+    if new_data is not None:
+        race &= (new_data != old_data).any(axis=1)
     if race.any():
         i = int(np.argmax(race))
         fail(f"lane {int(writer[i]) & _LANE_MASK} wrote and another lane "
@@ -445,6 +476,20 @@ def _track_global(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind
             i = int(np.argmax(race))
             fail(f"workgroup {clock.workgroup_at(int(groups[i]))} read and workgroup {_group(wg)} "
                  f"writes {between}", i)
+    if new_data is not None:  # lanes of this op that write one unit the same bytes
+        order = np.lexsort(new_data.T[::-1].tolist() + [units]) if new_data.size else np.arange(0)
+        same_unit = units[order][1:] == units[order][:-1]
+        differ = same_unit & (new_data[order][1:] != new_data[order][:-1]).any(axis=1)
+        if differ.any():
+            j = int(np.argmax(differ))
+            first, second = int(order[j]), int(order[j + 1])
+            fail(f"lanes {int(lane[first])} and {int(lane[second])} write different values in one op", first)
+        if every_lane:
+            every_lane = False
+            lane = np.zeros_like(lane)
+        units, keep = np.unique(units, return_index=True)
+        lane = lane[keep]
+        stamp = (epoch << _LANE_BITS) | lane
     if every_lane:
         fail("lanes 0 and 1 both write in one op", 0)
     races.writer[units] = stamp
