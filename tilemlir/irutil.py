@@ -39,6 +39,14 @@ def parent_ops(op: ir.Operation | ir.OpView) -> Iterator[ir.Operation]:
         yield current
 
 
+def constant_int(value: ir.Value) -> int | None:
+    """The integer of an `arith.constant`, None for any other value."""
+    owner = value.owner
+    if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant":
+        return ir.IntegerAttr(owner.attributes["value"]).value
+    return None
+
+
 def enclosing(op: ir.Operation | ir.OpView, name: str) -> ir.Operation | None:
     return next((p for p in parent_ops(op) if p.name == name), None)
 

@@ -190,6 +190,28 @@ def _half_atomic_model(args):
     return {1: (exact, 16 * 2.0 ** -11 * magnitude), 2: (exact, 16 * 2.0 ** -8 * magnitude)}
 
 
+def _gemv_inputs(n, k):
+    def make(rng):
+        return [rng.uniform(-1, 1, k).astype(np.float16), rng.uniform(-1, 1, (n, k)).astype(np.float16),
+                np.zeros(n, np.float16)]
+    return make
+
+
+def _gemv_model(args):
+    a, b = args[0].astype(np.float64), args[1].astype(np.float64)
+    want = b @ a
+    return {2: (want, len(a) * U32 * (np.abs(b) @ np.abs(a)) + 2.0 ** -11 * np.abs(want))}
+
+
+def _scan_inputs(rng):
+    return [rng.uniform(-1, 1, (3, 128)).astype(np.float32), np.zeros((3, 128), np.float32)]
+
+
+def _scan_model(args):
+    x = args[0].astype(np.float64)
+    return {1: (np.cumsum(x, axis=1) - x, x.shape[1] * U32 * np.cumsum(np.abs(x), axis=1))}
+
+
 CASES = [
     LanguageCase("lang_block_sparse_matmul", lambda: K.block_sparse_matmul(64, 64, 64, 32, 32, 16),
                  _block_sparse_inputs, _block_sparse_model),
@@ -208,4 +230,10 @@ CASES = [
                  keep={1, 2}),
     LanguageCase("lang_split_sum_then_combine", lambda: K.split_sum_then_combine.function(2, 32, 16, 4),
                  _split_sum_inputs, _split_sum_model),
+    LanguageCase("lang_gemv_per_thread", lambda: K.gemv_per_thread(256, 1024, 128, 128), _gemv_inputs(256, 1024),
+                 _gemv_model),
+    LanguageCase("lang_gemv_split_threads", lambda: K.gemv_split_threads(256, 1024, 2, 32, 8),
+                 _gemv_inputs(256, 1024), _gemv_model),
+    LanguageCase("lang_prefix_sums_per_thread", lambda: K.prefix_sums_per_thread(3, 128), _scan_inputs,
+                 _scan_model),
 ]

@@ -387,6 +387,18 @@ WINDOW = CopyWindowAttribute(
     form="array<i64: d0, d1, ...> (strictly increasing dims >= 0 of the indexed side)",
     check=increasing_dims())
 
+PER_THREAD = UnitAttribute(
+    "tile.per_thread", ("scf.parallel",),
+    producer="the input (TileLang's per-thread code, in a kernel that calls T.get_thread_binding)",
+    consumers=("tile-verify (its bounds are the kernel's threads; no tile op inside)",
+               "tile-insert-barriers (orders the per-thread accesses inside)",
+               "tile-lower-to-gpu (the body once, its induction variables the thread's indices)",
+               "the reference engine (every thread in lockstep)"),
+    form="a unit attribute: the loop runs one iteration per thread of the block, all at once, from 0 to "
+         "the kernel's threads along x, y, z (whose product is the kernel's `threads`); its body may hold "
+         "gpu.barrier where every thread reaches it, and memref.alloca private to each thread",
+    check=of_kind(ir.UnitAttr))
+
 PIPELINED = IntegerAttribute(
     "tile.pipelined", ("scf.for",),
     producer="tile-pipeline (the loop's stages, once pipelined)",
@@ -425,7 +437,7 @@ SHARED_STORAGE = StringArrayAttribute(
 
 ALL: tuple[TileAttribute, ...] = (
     TARGET, NUM_STAGES, TILING, IN_BOUNDS, ATOMIC_ADD, CAST, MMA, WARP_GRID, LDS_CONFLICTS, LAYOUT, SCRATCH, SMEM_LAYOUT,
-    VECTOR_WIDTH, PREFETCH, WINDOW, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
+    VECTOR_WIDTH, PREFETCH, WINDOW, PER_THREAD, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
     KERNEL_ARGUMENTS, SHARED_STORAGE,
 )
 BY_NAME: dict[str, TileAttribute] = {attribute.name: attribute for attribute in ALL}

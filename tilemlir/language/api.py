@@ -176,6 +176,11 @@ Parallel = _intrinsic("Parallel")
 serial = _intrinsic("serial", aliases=("Serial",))
 Serial = serial
 unroll = _intrinsic("unroll")
+vectorized = _intrinsic("vectorized", aliases=("Vectorized",))  # a serial loop: the backends vectorise
+Vectorized = vectorized
+get_thread_binding = _intrinsic("get_thread_binding")
+get_thread_bindings = _intrinsic("get_thread_bindings")
+sync_threads = _intrinsic("sync_threads")
 reduce_max = _intrinsic("reduce_max")
 reduce_sum = _intrinsic("reduce_sum")
 reduce_min = _intrinsic("reduce_min")
@@ -262,8 +267,6 @@ use_swizzle = _intrinsic("use_swizzle")
 # TileLang's `tilelang.language` names tilemlir refuses, with what to use
 # instead where there is something (the names: tilelang/language/__init__.py).
 UNSUPPORTED: dict[str, str] = {
-    "get_thread_binding": "kernels are written per tile; T.Parallel spreads element-wise work over the threads",
-    "get_thread_bindings": "kernels are written per tile; T.Parallel spreads element-wise work over the threads",
     "get_block_binding": "use the block indices `T.Kernel(...) as (bx, by)` names",
     "get_block_bindings": "use the block indices `T.Kernel(...) as (bx, by)` names",
     "alloc_reducer": "use T.alloc_fragment and T.reduce_sum / T.reduce_max / T.reduce_min",
@@ -274,8 +277,6 @@ UNSUPPORTED: dict[str, str] = {
     "alloc_wgmma_desc": "NVIDIA-only (wgmma descriptors); T.gemm picks the instruction",
     "alloc_tcgen05_smem_desc": "NVIDIA-only (tcgen05 descriptors)",
     "alloc_tcgen05_instr_desc": "NVIDIA-only (tcgen05 descriptors)",
-    "vectorized": "use T.Parallel (tilemlir vectorises element-wise loops itself)",
-    "Vectorized": "use T.Parallel (tilemlir vectorises element-wise loops itself)",
     "Persistent": "use T.Kernel's grid (one block per tile)",
     "Unroll": "use T.unroll",
     "reduce": "use T.reduce_sum, T.reduce_max, T.reduce_min, T.reduce_absmax or T.reduce_abssum",
@@ -318,7 +319,6 @@ UNSUPPORTED: dict[str, str] = {
     "rng_rand_float": "generate random inputs outside the kernel",
     "pdl_trigger": "NVIDIA-only (programmatic dependent launch)",
     "pdl_sync": "NVIDIA-only (programmatic dependent launch)",
-    "sync_threads": "shared memory is synchronised by the compiler",
     "call_extern": "tilemlir emits no C: write the computation with T.* functions",
     "import_source": "tilemlir emits no C: write the computation with T.* functions",
     "alloc_buffer": "use T.alloc_shared, T.alloc_fragment or T.alloc_var",
@@ -326,6 +326,9 @@ UNSUPPORTED: dict[str, str] = {
     "grid": "use T.Parallel or nested T.serial loops",
     "thread_binding": "use T.Kernel(..., threads=n) and T.Parallel",
     "launch_thread": "use T.Kernel(..., threads=n)",
+    **{name: "warp shuffles are not built: in per-thread code pass values through a T.alloc_shared buffer "
+             "(the compiler places the barriers); in tile code use T.reduce_sum / T.reduce_max"
+       for name in ("shfl_sync", "shfl_xor", "shfl_down", "shfl_up")},
 }
 
 # Other TileLang names (TIR math, hardware intrinsics) that tilemlir builds nothing for.
@@ -335,7 +338,7 @@ UNSUPPORTED_PLAIN = (
     "ptx_mma", "ptx_wgmma_ss", "ptx_wgmma_rs", "tma_load", "tma_store", "create_tma_descriptor",
     "fence_proxy_async", "mbarrier_wait_parity", "mbarrier_arrive", "barrier_wait", "barrier_arrive",
     "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "no_set_max_nreg", "warpgroup_arrive", "warpgroup_commit_batch",
-    "warpgroup_wait", "wait_wgmma", "shuffle_elect", "shfl_sync", "shfl_xor", "shfl_down", "shfl_up", "__ldg",
+    "warpgroup_wait", "wait_wgmma", "shuffle_elect", "__ldg",
     "ldg32", "ldg64", "ldg128", "ldg256", "stg32", "stg64", "stg128", "stg256", "index_to_coordinates",
     "has_let_value", "get_let_value", "KernelLaunchFrame", "allocate", "tvm_thread_allreduce",
     "cp_async_barrier_noinc", "sync_global", "sync_grid", "stmatrix", "ldmatrix", "tcgen05_mma",

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import inspect
 import math
 import operator
@@ -43,17 +44,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, func, memref, scf
+from mlir.dialects import arith, func, gpu, memref, scf
 from mlir.dialects import math as mathd
 
 from tilemlir.diagnostics import UserError
 from tilemlir.dialects import attributes, tile
+from tilemlir.irutil import parent_ops
 from tilemlir.language import api
 from tilemlir.language.api import TensorSpec, TileLangError
 from tilemlir.language.dtypes import DType, is_dtype
 from tilemlir.language.dtypes import dtype as to_dtype
 
-GLOBAL, SHARED, FRAGMENT = "global", "shared", "fragment"
+GLOBAL, SHARED, FRAGMENT, LOCAL = "global", "shared", "fragment", "local"
 BLOCK_NAMES = ("bx", "by", "bz")  # block indices a kernel without T.Kernel may use
 DEFAULT_THREADS = 128  # TileLang's T.Kernel default
 
@@ -152,6 +154,23 @@ class Sym:
     name: str
 
 
+@dataclass(frozen=True)
+class ThreadIndex:
+    """`T.get_thread_binding(dim)`: the thread's index along `dim` (x, y, z),
+    a value only inside per-thread code (a `tile.per_thread` region)."""
+
+    dim: int
+
+
+@dataclass
+class ThreadRegion:
+    """An open per-thread region: its scf.parallel (one iteration per thread)
+    and the thread indices, x first (None along a dim of one thread)."""
+
+    op: ir.Operation
+    indices: list
+
+
 @dataclass
 class _Loop:
     """What `for` iterates over, from T.Parallel / T.Pipelined / T.serial / range."""
@@ -195,7 +214,7 @@ LOG2_10 = math.log2(10.0)
 
 
 def _compile_time(value) -> bool:
-    return not isinstance(value, (Scalar, Buffer, Region, Var))
+    return not isinstance(value, (Scalar, Buffer, Region, Var, ThreadIndex))
 
 
 # --------------------------------------------------------------------------
@@ -297,6 +316,10 @@ class Builder:
         self.kernel_op: ir.Operation | None = None
         self.in_kernel = False
         self.parallel_depth = 0
+        self.thread_dims: list[int] = [DEFAULT_THREADS]  # the kernel's threads=, x first
+        self.per_thread_code = False  # the kernel calls T.get_thread_binding: it has per-thread code
+        self.thread_region: ThreadRegion | None = None
+        self.closed_thread_regions: list[ir.Operation] = []
         self.region_depth = 0
         self.grid_uses: dict[str, set[int]] = {}  # implicit kernel: block index -> grid extents seen
         self.keep_syms = False  # while reading a direct-style annotation, T.const names stay names
@@ -477,8 +500,119 @@ class Builder:
 
     # ---- statements -------------------------------------------------------
     def statements(self, body: list[ast.stmt]) -> None:
-        for statement in body:
-            self.statement(statement)
+        if not (self.per_thread_code and self.in_kernel and self.thread_region is None and not self.parallel_depth):
+            for statement in body:
+                self.statement(statement)
+            return
+        # A kernel with per-thread code: runs of per-thread statements go into
+        # per-thread regions, block-level ones (tile ops) between them.
+        with contextlib.ExitStack() as region:
+            for statement in body:
+                kind = self.statement_kind(statement)
+                if kind == "block" and self.thread_region is not None:
+                    region.close()
+                    self.close_thread_region()
+                elif kind == "thread" and self.thread_region is None:
+                    region.enter_context(self.open_thread_region(statement))
+                self.statement(statement)
+            if self.thread_region is not None:
+                region.close()
+                self.close_thread_region()
+
+    def statement_kind(self, node: ast.stmt) -> str:
+        """In a kernel with per-thread code: "block" for a statement with tile
+        ops (T.copy, T.gemm, T.Parallel, ...), which the block runs together;
+        "neutral" for one that builds nothing per thread (a thread index
+        named, a shared or fragment buffer allocated); "thread" for the rest,
+        which each thread runs for itself."""
+        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Call) and \
+                _called_name(node.value.func) in _NEUTRAL_CALLS:
+            return "neutral"
+        if isinstance(node, ast.Pass) or _is_docstring(node):
+            return "neutral"
+        return "block" if self.has_block_ops(node, 0) else "thread"
+
+    def has_block_ops(self, node: ast.AST, depth: int) -> bool:
+        for call in ast.walk(node):
+            if not isinstance(call, ast.Call):
+                continue
+            name = _called_name(call.func)
+            if name in _BLOCK_CALLS:
+                return True
+            if name in ("fill", "clear") and call.args:
+                target = call.args[0].value if isinstance(call.args[0], ast.Subscript) else call.args[0]
+                try:
+                    value = self.lookup(target.id, target) if isinstance(target, ast.Name) else None
+                except TileLangError:
+                    value = None
+                if not isinstance(value, Var) and not (isinstance(value, Buffer) and value.scope == LOCAL):
+                    return True
+            if name in ("atomic_add", "atomic_max", "atomic_min") and len(call.args) > 1 and \
+                    self.tile_operand(call.args[1]) is not None:
+                return True
+            callee = self.static_or_none(call.func)
+            if isinstance(callee, api.Macro) and depth < MACRO_DEPTH:
+                body = _macro_source(callee).tree.body
+                if any(self.has_block_ops(statement, depth + 1) for statement in body):
+                    return True
+        return False
+
+    @contextlib.contextmanager
+    def open_thread_region(self, node: ast.stmt):
+        """A `tile.per_thread` scf.parallel, one iteration per thread (its
+        induction variables are the thread's x, y, z indices), where the
+        statements that follow are built until `close_thread_region`."""
+        # Over the dims of more than one thread (the canonicalizer folds unit
+        # dims away, and with them the marker): an index along a unit dim is 0.
+        extents = [d for d in self.thread_dims if d > 1] or [1]
+        n = len(extents)
+        zero, one = self.index(0), self.index(1)
+        op = ir.Operation.create(
+            "scf.parallel", results=[], operands=[zero] * n + [self.index(d) for d in extents] + [one] * n,
+            attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([n, n, n, 0])}, regions=1,
+            loc=self.loc(node))
+        attributes.PER_THREAD.mark(op)
+        block = op.regions[0].blocks.append(*([ir.IndexType.get()] * n))
+        with ir.InsertionPoint(block):
+            reduce = ir.Operation.create("scf.reduce", results=[], operands=[], regions=0)
+        ivs = iter(block.arguments)
+        self.thread_region = ThreadRegion(op, [next(ivs) if d > 1 else None for d in self.thread_dims])
+        with ir.InsertionPoint(reduce):
+            yield
+
+    def close_thread_region(self) -> None:
+        self.closed_thread_regions.append(self.thread_region.op)
+        self.thread_region = None
+
+    def thread_index(self, node: ast.AST, index: ThreadIndex) -> Scalar:
+        """A thread index's value in the per-thread code being built."""
+        if self.parallel_depth or self.thread_region is None:
+            raise self.error(node, "a thread index (T.get_thread_binding) is used by block-level code here: "
+                                   "T.Parallel, T.copy, T.gemm and the other tile ops are run by the block "
+                                   "together, under no condition on the thread, and index no thread")
+        if index.dim >= len(self.thread_region.indices) or self.thread_region.indices[index.dim] is None:
+            return Scalar(self.index(0), Affine.of({}, 0))
+        return Scalar(self.thread_region.indices[index.dim],
+                      Affine.of({f"thread{index.dim}@{id(self.thread_region.op)}": 1}, 0))
+
+    def check_not_escaped(self, node: ast.AST, name: str, value) -> None:
+        """Refuses a value per-thread code computed, used after that code ended
+        (a tile op ended it): each thread's copy is gone."""
+        if not self.closed_thread_regions:
+            return
+        if isinstance(value, Var):
+            value = value.value
+        if isinstance(value, Scalar | Buffer):
+            defined = value.value.owner
+            operation = defined.owner if isinstance(defined, ir.Block) else defined
+            if operation is None:
+                return
+            operation = operation.operation
+            inside = [operation, *parent_ops(operation)]
+            if any(op in self.closed_thread_regions for op in inside):
+                raise self.error(node, f"'{name}' is per-thread (computed after T.get_thread_binding) and "
+                                       f"the per-thread code that made it ended at a tile op (T.copy, "
+                                       f"T.Parallel, ...): compute it again after that op")
 
     def statement(self, node: ast.stmt) -> None:
         with self.loc(node):
@@ -675,10 +809,16 @@ class Builder:
             value = self.eval(keyword.value)
             if keyword.arg == "threads":
                 threads = self.threads(keyword.value, value)
+                self.thread_dims = [self.static_int(keyword.value, v, "threads") for v in value] \
+                    if isinstance(value, (list, tuple)) else [threads]
             elif keyword.arg in ("is_cpu", "prelude") and not value:
                 continue
             else:
                 raise self.error(keyword, f"T.Kernel: '{keyword.arg}' is not supported (grid extents and threads=)")
+        if "threads" not in [k.arg for k in call.keywords]:
+            self.thread_dims = [threads]
+        if not 1 <= len(self.thread_dims) <= 3:
+            raise self.error(call, f"T.Kernel's threads= has 1 to 3 dims, got {len(self.thread_dims)}")
         names = self.kernel_names(item.optional_vars, len(grid))
         self.open_kernel(grid, threads, names, node.body)
 
@@ -714,6 +854,8 @@ class Builder:
                     raise self.error(self.src.tree, f"tensor '{name}' has no shape: pass an array for it, or "
                                                     f"annotate it (`{name}: T.Tensor[[dims], dtype]`)")
         self.in_kernel = True
+        self.per_thread_code = self.calls_thread_binding(body, 0)
+        self.thread_region, self.closed_thread_regions = None, []
         with ir.InsertionPoint.at_block_terminator(block):
             self.scopes.append({name: (value, len(self.scopes) + 1) for name, value in bindings.items()})
             try:
@@ -721,6 +863,21 @@ class Builder:
             finally:
                 self.scopes.pop()
         self.in_kernel = False
+        self.per_thread_code = False
+
+    def calls_thread_binding(self, body: list[ast.stmt], depth: int) -> bool:
+        """Whether a kernel body (or a T.macro it calls) asks for its thread's
+        index: then it holds per-thread code."""
+        for call in ast.walk(ast.Module(body, [])):
+            if not isinstance(call, ast.Call):
+                continue
+            if _called_name(call.func) in _THREAD_BINDING_CALLS:
+                return True
+            callee = self.static_or_none(call.func)
+            if isinstance(callee, api.Macro) and depth < MACRO_DEPTH and \
+                    self.calls_thread_binding(_macro_source(callee).tree.body, depth + 1):
+                return True
+        return False
 
     def implicit_kernel(self, body: list[ast.stmt]) -> None:
         """A body with no T.Kernel (as the seed article writes it): the whole body
@@ -821,8 +978,9 @@ class Builder:
                 raise self.error(node, "T.Parallel takes one extent per loop variable")
             self.ignore_keywords(node, ("coalesced_width", "loop_layout", "prefer_async"))
             return _Loop("parallel", [(0, self.static_int(node, e, "T.Parallel extents"), 1) for e in extents])
-        if callee in (api.Pipelined, api.serial, api.unroll, builtins.range):
-            what = {api.Pipelined: "T.Pipelined", api.serial: "T.serial", api.unroll: "T.unroll"}.get(callee, "range")
+        if callee in (api.Pipelined, api.serial, api.unroll, api.vectorized, builtins.range):
+            what = {api.Pipelined: "T.Pipelined", api.serial: "T.serial", api.unroll: "T.unroll",
+                    api.vectorized: "T.vectorized"}.get(callee, "range")
             args = [self.eval(a) for a in node.args]
             keywords = {k.arg: self.eval(k.value) for k in node.keywords}
             stages = keywords.pop("num_stages", None) if callee is api.Pipelined else None
@@ -859,6 +1017,9 @@ class Builder:
             raise self.error(node, "T.Parallel belongs inside the kernel (under T.Kernel)")
         if self.parallel_depth:
             raise self.error(node, "T.Parallel loops do not nest: give one T.Parallel all the dims")
+        if self.thread_region is not None:
+            raise self.error(node, "T.Parallel in per-thread code (under a condition or loop on a thread index): "
+                                   "the block runs a T.Parallel together; write it at the kernel's level")
         n = len(loop.bounds)
         zero, one = self.index(0), self.index(1)
         uppers = [self.index(upper) for _, upper, _ in loop.bounds]
@@ -964,6 +1125,9 @@ class Builder:
 
     def expr_Name(self, node: ast.Name):
         value = self.lookup(node.id, node)
+        if isinstance(value, ThreadIndex):
+            return self.thread_index(node, value)
+        self.check_not_escaped(node, node.id, value)
         if isinstance(value, Var):
             if value.value is None:
                 raise self.error(node, f"'{node.id}' (T.alloc_var) is read before any value is assigned")
@@ -1235,6 +1399,10 @@ class Builder:
 
     # ---- calls ------------------------------------------------------------
     def expr_Call(self, node: ast.Call):
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "astype":
+            base = self.eval(node.func.value)
+            if not _compile_time(base) and not isinstance(base, Buffer):
+                return self.call_astype(node, base)  # `A_local[k].astype(accum_dtype)`
         callee = self.eval(node.func)
         if isinstance(callee, api.Unsupported):  # `from tilemlir.language import macro`
             raise self.error(node, callee.message)
@@ -1415,10 +1583,13 @@ class Builder:
         if not dtype.tile_buffer:
             raise self.error(node, f"{what}: {dtype} is not an element type of tile buffers")
         element = ir.Type.parse(dtype.storage)
-        if scope == SHARED:
-            value = tile.alloc_shared(tile.shared_memref_type(shape, element))
-        else:
-            value = tile.alloc_fragment(tile.fragment_memref_type(shape, element))
+        # In per-thread code the block's buffers are still the block's: made before its region.
+        with ir.InsertionPoint(self.thread_region.op) if self.thread_region is not None else \
+                contextlib.nullcontext():
+            if scope == SHARED:
+                value = tile.alloc_shared(tile.shared_memref_type(shape, element))
+            else:
+                value = tile.alloc_fragment(tile.fragment_memref_type(shape, element))
         return Buffer(value, shape, dtype, scope, what, provisional=True)
 
     def call_alloc_shared(self, node: ast.Call):
@@ -1435,14 +1606,65 @@ class Builder:
         args = self.arguments_of(node, ("shape", "dtype", "scope"), 2, what="T.alloc_local")
         shape = self.static_shape(node, self.eval(args["shape"]), "T.alloc_local's shape")
         dtype = self.to_dtype(node, self.eval(args["dtype"]))
+        if math.prod(shape) != 1 and self.thread_region is not None and not self.region_depth:
+            return self.local_array(node, shape, dtype)
         if math.prod(shape) != 1:
             raise self.error(node, f"T.alloc_local of {math.prod(shape)} elements (storage private to each "
-                                   f"thread) is not supported: use T.alloc_fragment (a tile spread over the "
-                                   f"block's threads); T.alloc_local([1], dtype) is a T.alloc_var")
+                                   f"thread) is built in per-thread code (a kernel that calls "
+                                   f"T.get_thread_binding), at the kernel's level; in a kernel written per "
+                                   f"tile use T.alloc_fragment (a tile spread over the block's threads)")
         self.kernel_only(node, "T.alloc_local")
         var = Var("T.alloc_local", dtype, depth=self.parallel_depth)
         var.value = self.to_value(node, 0, dtype)  # TileLang leaves it undefined; a loop may carry it
         return var
+
+    def local_array(self, node: ast.Call, shape: tuple[int, ...], dtype: DType) -> Buffer:
+        """`T.alloc_local(shape, dtype)` in per-thread code: an array each
+        thread has for itself (a memref.alloca in private memory, in the
+        thread's iteration of its per-thread region), undefined until written."""
+        if not dtype.tile_buffer:
+            raise self.error(node, f"T.alloc_local: {dtype} is not an element type of tile buffers")
+        element = ir.Type.parse(dtype.storage)
+        memref_type = ir.MemRefType.get(list(shape), element, memory_space=ir.Attribute.parse(
+            "#gpu.address_space<private>"))
+        return Buffer(memref.AllocaOp(memref_type, [], []).result, shape, dtype, LOCAL, "T.alloc_local",
+                      provisional=True)
+
+    def fill_local(self, node: ast.Call, buffer: Buffer, value) -> None:
+        """T.fill / T.clear of a per-thread array: each thread stores every element."""
+        stored = self.to_storage(node, value, buffer.dtype)
+        for point in np.ndindex(*buffer.shape):
+            memref.StoreOp(stored.value, buffer.value, [self.index(i) for i in point])
+
+    def call_get_thread_binding(self, node: ast.Call):
+        """`T.get_thread_binding(dim=0)`: the thread's index along x, y or z."""
+        args = self.arguments_of(node, ("dim",), 0, what="T.get_thread_binding")
+        dim = self.static_int(node, self.eval(args["dim"]), "T.get_thread_binding's dim", allow_zero=True) \
+            if "dim" in args else 0
+        if dim > 2:
+            raise self.error(node, f"T.get_thread_binding({dim}): threads have dims 0 (x), 1 (y) and 2 (z)")
+        self.kernel_only(node, "T.get_thread_binding")
+        index = ThreadIndex(dim)
+        return self.thread_index(node, index) if self.thread_region is not None else index
+
+    def call_get_thread_bindings(self, node: ast.Call):
+        """`T.get_thread_bindings()`: the thread's (x, y, z) indices."""
+        self.arguments_of(node, (), 0, what="T.get_thread_bindings")
+        self.kernel_only(node, "T.get_thread_bindings")
+        indices = [ThreadIndex(dim) for dim in range(3)]
+        if self.thread_region is not None:
+            return [self.thread_index(node, index) for index in indices]
+        return indices
+
+    def call_sync_threads(self, node: ast.Call):
+        """`T.sync_threads()`: a workgroup barrier. In per-thread code it must
+        be reached by every thread (not under a condition on a thread index);
+        elsewhere the compiler orders shared memory itself and it is kept."""
+        self.arguments_of(node, ("barrier_id", "arrive_count"), 0, what="T.sync_threads")
+        self.kernel_only(node, "T.sync_threads")
+        if self.parallel_depth:
+            raise self.error(node, "T.sync_threads in a T.Parallel: the barrier goes between loops")
+        gpu.BarrierOp()
 
     def call_annotate_layout(self, node: ast.Call):
         """`T.annotate_layout({buffer: layout, ...})`: accepted and not
@@ -1504,6 +1726,9 @@ class Builder:
             self.assign_var(var, self.eval(args["value"]), node)
             return
         buffer = self.buffer_arg(args["buffer"], "T.fill")
+        if buffer.scope == LOCAL:
+            self.fill_local(node, buffer, self.eval(args["value"]))
+            return
         value = self.to_storage(node, self.eval(args["value"]), buffer.dtype)
         tile.fill(buffer.value, value.value)
 
@@ -1515,6 +1740,9 @@ class Builder:
             self.assign_var(var, 0, node)
             return
         buffer = self.buffer_arg(args["buffer"], "T.clear")
+        if buffer.scope == LOCAL:
+            self.fill_local(node, buffer, 0)
+            return
         tile.fill(buffer.value, self.constant(0, ir.Type.parse(buffer.dtype.storage)))
 
     def call_copy(self, node: ast.Call):
@@ -1577,8 +1805,9 @@ class Builder:
         if not isinstance(dst, Region) or any(e is not None for e in dst.extents):
             raise self.error(node, f"{what} of a scalar value updates one element: index every dim of dst")
         buffer = dst.buffer
-        if buffer.scope != GLOBAL:
-            raise self.error(node, f"{what} updates global memory; {buffer.name} is a {buffer.scope} buffer")
+        if buffer.scope not in (GLOBAL, SHARED):
+            raise self.error(node, f"{what} updates global or shared memory; {buffer.name} is a {buffer.scope} "
+                                   f"buffer, private to each thread (add to it with +=)")
         self.arithmetic_buffers(node, what, buffer)
         element = ir.Type.parse(buffer.dtype.storage)
         allowed = attributes.ATOMIC_ELEMENT_TYPES[kind]
@@ -2032,6 +2261,12 @@ class Builder:
             _compile_time(second) and is_dtype(second)) and isinstance(first, (str, DType)) else (first, second)
         return self.to_value(node, value, self.to_dtype(node, dtype))
 
+    def call_astype(self, node: ast.Call, value):
+        """`x.astype(dtype)` of a runtime value: T.cast(x, dtype)."""
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(node, "astype takes one dtype")
+        return self.to_value(node, value, self.to_dtype(node, self.eval(node.args[0])))
+
     def construct(self, node: ast.Call, dtype: DType):
         """`T.float32(x)`: of a number, a constant of that type (a typed
         constant, `DType.constant`); of a runtime value, a cast (`convert`)."""
@@ -2406,6 +2641,17 @@ def _array_shape_dtype(value):
 
 def _is_docstring(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+# Per-thread code (kernels that call T.get_thread_binding): the calls whose
+# statements the block runs together (tile ops), the ones that build nothing
+# per thread, and the ones that ask for the thread's index.
+_BLOCK_CALLS = frozenset({"copy", "gemm", "reduce_max", "reduce_sum", "reduce_min", "reduce_absmax",
+                          "reduce_abssum", "cumsum", "Parallel", "Pipelined", "im2col", "c2d_im2col",
+                          "use_swizzle", "annotate_layout", "Kernel"})
+_NEUTRAL_CALLS = frozenset({"get_thread_binding", "get_thread_bindings", "alloc_shared", "alloc_fragment",
+                            "alloc_global"})
+_THREAD_BINDING_CALLS = frozenset({"get_thread_binding", "get_thread_bindings"})
 
 
 def _called_name(node: ast.expr) -> str | None:

@@ -170,12 +170,14 @@ def union(a: Pending, b: Pending) -> Pending:
     return merged
 
 
-def compound_accesses(op: ir.Operation) -> list[tuple[ir.Value, str]]:
+def compound_accesses(op: ir.Operation, refuse: bool = True) -> list[tuple[ir.Value, str]]:
     """Every shared access inside `op` (an op with regions other than scf.for),
-    refused where its body would need a barrier inside: a write and a later
-    read or write of one buffer (or a read and a later write) on one thread's
-    path with no barrier between, outside an scf.parallel (whose iterations
-    are independent)."""
+    refused (with `refuse`) where its body would need a barrier inside: a
+    write and a later read or write of one buffer (or a read and a later
+    write) on one thread's path with no barrier between, outside an
+    scf.parallel (whose iterations are independent). In per-thread code a
+    branch is not refused: a thread that reads and writes what it owns under
+    `if tx < n` is that code's everyday case, and no barrier can go inside."""
     found: list = []
     pending: Pending = {}
     for inner in walk(op):
@@ -184,7 +186,7 @@ def compound_accesses(op: ir.Operation) -> list[tuple[ir.Value, str]]:
         if inner.name == "gpu.barrier" or fenced_by_lowering(inner):
             pending = {}
             continue
-        if op.name != "scf.parallel" and conflicts(pending, accesses):
+        if refuse and op.name != "scf.parallel" and conflicts(pending, accesses):
             raise Unordered(inner, f"tile-insert-barriers: this access of a shared buffer "
                                    f"conflicts with an earlier one in the same {op.name} (other "
                                    "threads may touch what one touched) and a barrier there "
@@ -214,22 +216,68 @@ class KernelOrder:
 
     def __init__(self):
         self._heads: dict = {}
+        self._varying: set | None = None  # in a tile.per_thread region: the values that vary by thread
 
     def order_block(self, block: ir.Block, pending: Pending) -> Pending:
         """Inserts the barriers `block` needs, entered with `pending`; returns
         what is pending at its end."""
         for op in [o.operation for o in block.operations]:
-            if op.name in LOOPS:
+            if attributes.PER_THREAD.is_on(op):
+                pending = self.order_per_thread(op, pending)
+            elif op.name in LOOPS and not self.divergent(op):
                 pending = self.order_loop(op, pending)
             elif op.name == "gpu.barrier" or fenced_by_lowering(op):
                 pending = {}
             else:
-                accesses = compound_accesses(op) if op.regions else own_accesses(op)
+                accesses = self.compound(op) if op.regions else own_accesses(op)
                 if conflicts(pending, accesses):
                     insert_barrier_before(op)
                     pending = {}
                 add(pending, accesses)
         return pending
+
+    def compound(self, op: ir.Operation) -> list[tuple[ir.Value, str]]:
+        """Every shared access of `op`, an op with regions the barriers do not
+        enter; refused where it needs one inside, except per-thread branches
+        (see compound_accesses); a divergent loop that does is refused."""
+        if self._varying is None:
+            return compound_accesses(op)
+        accesses = compound_accesses(op, refuse=False)
+        if op.name in LOOPS:
+            head, pending = [], {}
+            for inner in walk(op):
+                if inner.name == "gpu.barrier":
+                    raise Unordered(inner, "tile-insert-barriers: T.sync_threads in a loop whose trip count "
+                                           "varies by thread: not every thread would reach it")
+                head.extend(own_accesses(inner))
+            add(pending, accesses)
+            if conflicts(pending, head):
+                raise Unordered(op, "tile-insert-barriers: this loop's trip count varies by thread and one "
+                                    "iteration's shared-memory accesses conflict with the next's; the barrier "
+                                    "between them would not be reached by every thread: make the trip count "
+                                    "the same for every thread and skip the work under an `if`")
+        return accesses
+
+    def divergent(self, loop: ir.Operation) -> bool:
+        """In per-thread code: whether `loop`'s trip count (or a `while`'s
+        condition) may vary by thread."""
+        if self._varying is None:
+            return False
+        if loop.name == "scf.while":
+            return any(v in self._varying for v in loop.regions[0].blocks[0].operations[
+                len(loop.regions[0].blocks[0].operations) - 1].operands) or \
+                any(v in self._varying for v in loop.operands)
+        return any(v in self._varying for v in list(loop.operands)[:3])
+
+    def order_per_thread(self, region: ir.Operation, pending: Pending) -> Pending:
+        """A tile.per_thread region: its body is ordered as a block, barriers
+        at the points every thread reaches (not in branches or loops whose
+        trip count varies by thread); the region counts as its accesses."""
+        self._varying = varying_values(region)
+        try:
+            return self.order_block(region.regions[0].blocks[0], pending)
+        finally:
+            self._varying = None
 
     def order_loop(self, loop: ir.Operation, pending: Pending) -> Pending:
         body = loop_body(loop)
@@ -258,7 +306,7 @@ class KernelOrder:
         for op in [o.operation for o in loop_body(loop).operations]:
             if op.name == "gpu.barrier" or fenced_by_lowering(op):
                 break
-            if op.name in LOOPS:
+            if op.name in LOOPS and not self.divergent(op):
                 inner_head = self.head(op)
                 if conflicts(own, inner_head):
                     break  # a barrier goes before this loop
@@ -266,7 +314,7 @@ class KernelOrder:
                 accesses = [access for inner in walk(op) if not fenced_by_lowering(inner)
                             for access in own_accesses(inner)]
             else:
-                accesses = compound_accesses(op) if op.regions else own_accesses(op)
+                accesses = self.compound(op) if op.regions else own_accesses(op)
                 if conflicts(own, accesses):
                     break
                 found.extend(accesses)
@@ -291,6 +339,52 @@ def loop_body(loop: ir.Operation) -> ir.Block:
                 raise Unordered(inner, "tile-insert-barriers: a `while` condition that reads or writes shared "
                                        "memory is not supported: compute the condition from a T.alloc_var")
     return loop.regions[1].blocks[0]
+
+
+def varying_values(region: ir.Operation) -> set:
+    """The values of a tile.per_thread region that may differ between threads:
+    its induction variables (the thread's indices), what is loaded from each
+    thread's own memory (memref.alloca), and what is computed from them: a
+    loop's induction variable where its bounds vary, a loop's or branch's
+    results where its bounds, condition or yielded values vary (an
+    `scf.while`'s wherever anything in it varies)."""
+    varying = set(region.regions[0].blocks[0].arguments)
+
+    def yielded(block: ir.Block, i: int) -> ir.Value:
+        return block.operations[len(block.operations) - 1].operands[i]
+
+    changed = True
+    while changed:
+        changed = False
+        for op in walk(region):
+            if op == region:
+                continue
+            operands = list(op.operands)
+            new: list = []
+            if op.name == "scf.for":
+                body = op.regions[0].blocks[0]
+                bounds = any(v in varying for v in operands[:3])
+                if bounds:
+                    new.append(body.arguments[0])
+                for i, (init, arg, result) in enumerate(zip(operands[3:], list(body.arguments)[1:], op.results)):
+                    if bounds or init in varying or yielded(body, i) in varying:
+                        new += [arg, result]
+            elif op.name == "scf.if":
+                condition = operands[0] in varying
+                for i, result in enumerate(op.results):
+                    if condition or any(yielded(b, i) in varying for r in op.regions for b in r.blocks):
+                        new.append(result)
+            elif op.regions:
+                if any(v in varying for inner in walk(op) for v in inner.operands):
+                    new = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.arguments)]
+            elif any(v in varying for v in operands) or (
+                    op.name == "memref.load" and tile.memory_level(operands[0].type) == tile.FRAGMENT):
+                new = list(op.results)
+            new = [v for v in new if v not in varying]
+            if new:
+                varying.update(new)
+                changed = True
+    return varying
 
 
 def insert_barrier_before(op: ir.Operation) -> None:

@@ -37,7 +37,7 @@ from mlir import ir
 
 from tilemlir.dialects import attributes, tile
 from tilemlir.dialects.element_types import FLOAT_TYPES, bit_width_of
-from tilemlir.irutil import enclosing, walk
+from tilemlir.irutil import constant_int, enclosing, walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.kernel_facts import element_span
 
@@ -144,6 +144,41 @@ class TileVerify(TilePass):
         return kernel
 
     # -- per-op checks -----------------------------------------------------
+
+    def _check_per_thread(self, op: ir.Operation, state: PassState) -> None:
+        """scf.parallel marked `attributes.PER_THREAD` (per-thread code):
+
+        - inside a `tile.kernel` and no other scf.parallel, with no
+          scf.parallel inside it;
+        - from 0 to constant extents, step 1, whose product is the kernel's
+          threads (one iteration per thread), and no reductions;
+        - no tile op inside: tile ops run on the block together.
+        """
+        if not attributes.PER_THREAD.is_on(op):
+            return
+        kernel = self._kernel_of(op)
+        rank = len(op.regions[0].blocks[0].arguments)
+        operands = list(op.operands)
+        if kernel is None or enclosing(op, "scf.parallel") is not None:
+            state.error(op, f"{attributes.PER_THREAD.name}: per-thread code sits in a tile.kernel, outside any scf.parallel")
+            return
+        if len(operands) != 3 * rank or op.results:
+            state.error(op, f"{attributes.PER_THREAD.name}: per-thread code has no reductions")
+            return
+        constants = [constant_int(v) for v in operands]
+        lowers, extents, steps = constants[:rank], constants[rank:2 * rank], constants[2 * rank:]
+        threads = ir.IntegerAttr(kernel.attributes["threads"]).value
+        product = 1
+        for extent in extents:
+            product *= extent if extent is not None else 0
+        if any(v != 0 for v in lowers) or any(v != 1 for v in steps) or product != threads:
+            state.error(op, f"{attributes.PER_THREAD.name}: the loop runs once per thread: from 0 to constant extents, step "
+                            f"1, whose product is the kernel's {threads} threads")
+        for inner in walk(op):
+            if inner != op and (inner.name.startswith("tile.") or inner.name == "scf.parallel"):
+                state.error(inner, f"{attributes.PER_THREAD.name}: {inner.name} in per-thread code; tile ops and T.Parallel "
+                                   "run on the block together, outside it")
+                return
 
     def _check_kernel(self, op: ir.Operation, state: PassState) -> None:
         """tile.kernel:
@@ -605,6 +640,7 @@ def _box(memref: ir.MemRefType) -> tuple[tuple[int, ...], list[tuple[int, int]]]
 
 
 _CHECKS = {
+    "scf.parallel": TileVerify._check_per_thread,
     "tile.kernel": TileVerify._check_kernel,
     "tile.alloc_shared": TileVerify._check_alloc,
     "tile.alloc_fragment": TileVerify._check_alloc,

@@ -106,6 +106,26 @@ class Frame:
     env: list
     # Vectorized scf.parallel inside masked scf.if branches: lanes that execute.
     mask: np.ndarray | None = None
+    # In a tile.per_thread region: the thread indices (broadcast arrays), which
+    # index each thread's own memref.alloca.
+    lanes: tuple | None = None
+
+
+@dataclass
+class _PerLane:
+    """A memref.alloca in per-thread code: one array per thread (the leading
+    dims are the thread's indices); loads and stores index it by `lanes`."""
+
+    data: np.ndarray
+    lanes: tuple
+
+
+def _lane_view(array, indices: list) -> tuple[np.ndarray, list]:
+    """The array an access indexes and its full indices (a thread's own
+    memory: the thread's indices first)."""
+    if isinstance(array, _PerLane):
+        return array.data, [*array.lanes, *indices]
+    return array, indices
 
 
 Instr = Callable[[Frame], None]
@@ -199,6 +219,8 @@ _DYNAMIC = ir.ShapedType.get_dynamic_size()
 _VECTOR_SAFE_PREFIXES = ("arith.", "math.")
 _VECTOR_SAFE = {"memref.load", "memref.store", "memref.dim", "scf.if", "scf.yield", "scf.for",
                 "scf.reduce", "scf.reduce.return"}
+
+_PER_THREAD_SAFE = {"memref.alloca", "memref.atomic_rmw", "gpu.barrier"}
 
 _CMPI = {
     0: operator.eq, 1: operator.ne, 2: operator.lt, 3: operator.le, 4: operator.gt, 5: operator.ge,
@@ -709,7 +731,13 @@ class _FunctionCompiler:
         poison = np.nan if dtypes.is_float_dtype(dtype) else 0
         template = None if dynamic else np.full(static, poison, dtype)
 
+        per_thread = op.name == "memref.alloca"
+
         def run(frame: Frame) -> None:
+            if per_thread and frame.lanes is not None:  # each thread's own
+                shape = np.broadcast_shapes(*(np.shape(lane) for lane in frame.lanes))
+                frame.env[result] = _PerLane(np.full(shape + tuple(static), poison, dtype), frame.lanes)
+                return
             if template is not None:
                 frame.env[result] = template.copy()
                 return
@@ -728,8 +756,8 @@ class _FunctionCompiler:
 
         def run(frame: Frame) -> None:
             env = frame.env
-            array = env[buffer]
-            where = _checked_indices(array, [env[i] for i in indices], frame.mask, "memref.load")
+            array, full = _lane_view(env[buffer], [env[i] for i in indices])
+            where = _checked_indices(array, full, frame.mask, "memref.load")
             value = array[where]
             if is_bool:
                 value = _bool_value(value)
@@ -744,8 +772,7 @@ class _FunctionCompiler:
 
         def run(frame: Frame) -> None:
             env = frame.env
-            array = env[buffer]
-            index_values = [env[i] for i in indices]
+            array, index_values = _lane_view(env[buffer], [env[i] for i in indices])
             where = _checked_indices(array, index_values, frame.mask, "memref.store")
             data = env[value]
             if frame.mask is None:
@@ -777,8 +804,8 @@ class _FunctionCompiler:
 
         def run(frame: Frame) -> None:
             env = frame.env
-            array = env[buffer]
-            where = _checked_indices(array, [env[i] for i in indices], frame.mask, "memref.atomic_rmw")
+            array, full = _lane_view(env[buffer], [env[i] for i in indices])
+            where = _checked_indices(array, full, frame.mask, "memref.atomic_rmw")
             old = array[where]  # a copy (index arrays) or a scalar, before the updates below
             env[result] = old
             data = np.asarray(env[value], array.dtype)
@@ -1160,7 +1187,13 @@ class _FunctionCompiler:
         combiners = [self.block(reduce_op, region, terminator="scf.reduce.return")
                      for region in (reduce_op.regions if reduce_op is not None else [])]
         results = [self.define(r) for r in op.results]
-        vectorized = self.program.vectorize and _vectorizable(op)
+        per_thread = attributes.PER_THREAD.is_on(op)
+        vectorized = (self.program.vectorize or per_thread) and _vectorizable(op, per_thread)
+        if per_thread and not vectorized:
+            raise self.fail(op, "the reference engine runs per-thread code with every thread in step, which "
+                                "it does for loops whose trip count is the same for every thread and for "
+                                "arith, math, memref and scf.if; this region has something else (a loop over "
+                                "a per-thread bound?): run it on the emulator (engine='emulator')")
         program = self.program
 
         def combine(code: BlockCode, frame: Frame, lhs, rhs):
@@ -1179,7 +1212,12 @@ class _FunctionCompiler:
             elif vectorized:
                 ivs = [np.arange(lo, hi, st, dtype=np.int64).reshape(
                     [-1 if d == i else 1 for d in range(rank)]) for i, (lo, hi, st) in enumerate(bounds)]
-                execute_block(program, body, frame, ivs)
+                outer_lanes = frame.lanes
+                frame.lanes = tuple(ivs) if per_thread else outer_lanes
+                try:
+                    execute_block(program, body, frame, ivs)
+                finally:
+                    frame.lanes = outer_lanes
                 shape = tuple(len(r) for r in ranges)
                 for i, code in enumerate(combiners):
                     lanes = np.broadcast_to(np.asarray(env[reduced[i]]), shape).reshape(-1)
@@ -1206,11 +1244,17 @@ def _tree_reduce(combine: Callable, lanes: np.ndarray):
     return _scalar_or_array(lanes[0]) if lanes.dtype.kind != "i" else int(lanes[0])
 
 
-def _vectorizable(op: ir.Operation) -> bool:
-    """True when an scf.parallel body can run once over all indices at once."""
+def _vectorizable(op: ir.Operation, per_thread: bool = False) -> bool:
+    """True when an scf.parallel body can run once over all indices at once
+    (a tile.per_thread one may also hold barriers, atomics and each thread's
+    own allocas)."""
     from tilemlir.irutil import walk
 
     inside: set = set()
+    if per_thread:  # a loop runs in step where its trip count is the same for every thread
+        from tilemlir.passes.insert_barriers import varying_values
+
+        varying = varying_values(op)
     for inner in walk(op):
         if inner is not op:
             inside.update(inner.results)
@@ -1221,9 +1265,10 @@ def _vectorizable(op: ir.Operation) -> bool:
         if inner is op or inner == op:
             continue
         name = inner.name
-        if not (name.startswith(_VECTOR_SAFE_PREFIXES) or name in _VECTOR_SAFE):
+        if not (name.startswith(_VECTOR_SAFE_PREFIXES) or name in _VECTOR_SAFE
+                or per_thread and name in _PER_THREAD_SAFE):
             return False
-        if name == "scf.for" and any(v in inside for v in list(inner.operands)[:3]):
+        if name == "scf.for" and any(v in (varying if per_thread else inside) for v in list(inner.operands)[:3]):
             return False
     return True
 

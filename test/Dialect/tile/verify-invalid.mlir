@@ -1093,3 +1093,43 @@ func.func @atomic_add_not_unit(%g: memref<64x64xf32>) {
   }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
   return
 }
+
+// -----
+
+// Per-thread code runs once per thread: its extents multiply to the kernel's threads.
+func.func @per_thread_extents(%g: memref<64xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %f = arith.constant 1.0 : f32
+    // expected-error@below {{tile.per_thread: the loop runs once per thread: from 0 to constant extents, step 1, whose product is the kernel's 64 threads}}
+    scf.parallel (%t) = (%c0) to (%c32) step (%c1) {
+      memref.store %f, %g[%t] : memref<64xf32>
+      scf.reduce
+    } {tile.per_thread}
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}
+
+// -----
+
+// Tile ops run on the block together, not inside per-thread code.
+func.func @per_thread_tile_op(%g: memref<64xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%i: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %s = "tile.alloc_shared"() : () -> memref<64xf32, #gpu.address_space<workgroup>>
+    scf.parallel (%t) = (%c0) to (%c64) step (%c1) {
+      // expected-error@below {{tile.per_thread: tile.copy in per-thread code; tile ops and T.Parallel run on the block together, outside it}}
+      "tile.copy"(%g, %s) {operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<64xf32>, memref<64xf32, #gpu.address_space<workgroup>>) -> ()
+      scf.reduce
+    } {tile.per_thread}
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()
+  return
+}

@@ -36,8 +36,8 @@ def thread_indexed(N):
     @T.prim_func
     def main(A: T.Tensor((N,), T.float32), B: T.Tensor((N,), T.float32)):
         with T.Kernel(1, threads=64):
-            tx = T.get_thread_binding()  # expect: T.get_thread_binding is not supported by tilemlir
-            B[tx] = A[tx]
+            tx = T.get_thread_binding()
+            B[tx] = T.shfl_xor(A[tx], 1)  # expect: T.shfl_xor is not supported by tilemlir: warp shuffles
 
     return main
 

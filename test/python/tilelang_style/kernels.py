@@ -691,3 +691,89 @@ def row_sums_of(M, N, dtype):
                 Y[i, j] = rows[i, j] * 3 + 1
 
     return main
+
+
+# -- per-thread (SIMT) code: kernels that call T.get_thread_binding ------------
+
+def gemv_per_thread(N, K, block_n, block_k, dtype="float16"):
+    """y = B @ a, one thread per output row: every thread stages the block's
+    slice of `a` into shared memory (all storing the same values) and its own
+    row of B, then reads both; the barriers are the compiler's."""
+    @T.prim_func
+    def main(a: T.Tensor((K,), dtype), B: T.Tensor((N, K), dtype), y: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, block_n), threads=block_n) as bn:
+            row = T.get_thread_binding(0)
+            a_s = T.alloc_shared((block_k,), dtype)
+            b_s = T.alloc_shared((block_n, block_k), dtype)
+            total = T.alloc_local((1,), "float32")
+            T.clear(total)
+            for kb in T.serial(T.ceildiv(K, block_k)):
+                for k in T.serial(block_k):
+                    a_s[k] = a[kb * block_k + k]
+                    b_s[row, k] = B[bn * block_n + row, kb * block_k + k]
+                for k in T.serial(block_k):
+                    total[0] += a_s[k].astype("float32") * b_s[row, k].astype("float32")
+            y[bn * block_n + row] = total[0]
+
+    return main
+
+
+def gemv_split_threads(N, K, block_n, lanes, width, dtype="float16"):
+    """y = B @ a with threads (block_n, lanes): each thread loads `width`
+    elements into its own arrays (T.alloc_local, T.vectorized), sums their
+    products, and the `lanes` threads of a row add into shared memory
+    atomically; the row's threads then all store the same total."""
+    step = lanes * width
+
+    @T.prim_func
+    def main(a: T.Tensor((K,), dtype), B: T.Tensor((N, K), dtype), y: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, block_n), threads=(block_n, lanes)) as bn:
+            tn, tk, _ = T.get_thread_bindings()
+            a_local = T.alloc_local((width,), dtype)
+            b_local = T.alloc_local((width,), dtype)
+            row_sums = T.alloc_shared((block_n,), "float32")
+            partial = T.alloc_local((1,), "float32")
+            if tk == 0:
+                row_sums[tn] = 0
+            T.clear(partial)
+            for kb in T.serial(T.ceildiv(K, step)):
+                for k in T.vectorized(width):
+                    a_local[k] = a[kb * step + tk * width + k]
+                    b_local[k] = B[bn * block_n + tn, kb * step + tk * width + k]
+                for k in T.serial(width):
+                    partial[0] += a_local[k].astype("float32") * b_local[k].astype("float32")
+            T.atomic_add(row_sums[tn], partial[0])
+            y[bn * block_n + tn] = row_sums[tn]
+
+    return main
+
+
+def prefix_sums_per_thread(M, N):
+    """Exclusive prefix sums of each row (N a power of two) by the
+    work-efficient scan over shared memory: tile ops (T.copy in and out)
+    around per-thread sweeps whose steps the compiler separates by barriers."""
+    levels = N.bit_length() - 1
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(M, threads=N // 2) as bx:
+            tid = T.get_thread_binding()
+            s = T.alloc_shared((N,), "float32")
+            T.copy(A[bx, 0:N], s)
+            for level in T.serial(levels):
+                offset = T.shift_left(1, level)
+                i = tid * offset * 2 + offset - 1
+                if i + offset < N:
+                    s[i + offset] += s[i]
+            if tid == 0:
+                s[N - 1] = 0
+            for step in T.serial(levels):
+                offset = T.shift_left(1, levels - 1 - step)
+                i = tid * offset * 2 + offset - 1
+                if i + offset < N:
+                    left = s[i]
+                    s[i] = s[i + offset]
+                    s[i + offset] += left
+            T.copy(s, B[bx, 0:N])
+
+    return main

@@ -815,6 +815,19 @@ class MacaPrinter:
         sizes = self.sizes_of(fn, op.results[0], [self.use(fn, v, op) for v in list(op.operands)[2:]])
         fn.memrefs[op.results[0]] = View.row_major(name, sizes)
 
+    def op_memref_alloca(self, fn, op) -> None:
+        """A thread's own array (per-thread code's T.alloc_local): a local C
+        array of the static shape, row-major."""
+        memref_type = ir.MemRefType(op.results[0].type)
+        shape = list(memref_type.shape)
+        if op.operands or any(d == DYNAMIC for d in shape):
+            raise EmitError(op, "MACA emitter: memref.alloca of a dynamic shape is not supported")
+        element = self.scalar(memref_type.element_type, op)
+        name = fn.fresh("own")
+        fn.line(f"{element} {name}[{max(1, math.prod(shape))}];")
+        fn.memrefs[op.results[0]] = View.row_major(name, [str(d) for d in shape])
+        fn.elements[name] = math.prod(shape)
+
     def op_memref_load(self, fn, op) -> None:
         self.define(fn, op.results[0], self.element_pointer(fn, op.operands[0], list(op.operands)[1:], op), op)
 

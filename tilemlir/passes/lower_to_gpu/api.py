@@ -41,6 +41,7 @@ from mlir.dialects import arith, gpu, memref, scf, vector
 
 from tilemlir.diagnostics import UserError
 from tilemlir.dialects import attributes
+from tilemlir.irutil import constant_int  # the lowering's helpers read it from here too
 from tilemlir.passes.fragment_layout import FragmentLayout
 from tilemlir.passes.gemm_facts import copy_vector_width
 
@@ -594,14 +595,6 @@ def lowering_hooks_for(family: str) -> type[LoweringHooks]:
 # --------------------------------------------------------------------------
 # Helpers for reading tile IR
 # --------------------------------------------------------------------------
-
-def constant_int(value: ir.Value) -> int | None:
-    """The integer of an `arith.constant`, None for any other value."""
-    owner = value.owner
-    if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant":
-        return ir.IntegerAttr(owner.attributes["value"]).value
-    return None
-
 
 @dataclass(frozen=True)
 class ForLoopParts:

@@ -153,6 +153,7 @@ class KernelEmitter(FragmentOps):
         self._hooks: LoweringHooks | None = None
         self._scratch: dict = {}  # element type -> the kernel's tile.scratch buffer
         self._parallel: ParallelContext | None = None  # the T.Parallel being emitted
+        self._per_thread = False  # emitting a tile.per_thread region: every thread runs each op
 
     # -- api.KernelLowering ----------------------------------------------------
 

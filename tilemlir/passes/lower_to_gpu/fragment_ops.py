@@ -430,6 +430,11 @@ class FragmentOps:
     # -- T.Parallel -----------------------------------------------------------
 
     def op_scf_parallel(self, op) -> None:
+        if attributes.PER_THREAD.is_on(op):
+            self.per_thread_region(op)
+            return
+        if self._per_thread:
+            raise LoweringError(op, "tile-lower-to-gpu: a T.Parallel inside per-thread code is not supported")
         if self._parallel is not None:
             raise LoweringError(op, "tile-lower-to-gpu: a T.Parallel (scf.parallel) inside another is "
                                     "not supported; write one loop over all the dims")
@@ -464,6 +469,32 @@ class FragmentOps:
                         self.lower_op(inner)
         finally:
             self._parallel = None
+
+    def per_thread_region(self, op) -> None:
+        """A per-thread region (an scf.parallel marked `attributes.PER_THREAD`): its body once, by every thread,
+        its induction variables the thread's x, y and z indices (x fastest in
+        the thread's linear index). Memory ops run on every thread as written;
+        its allocas are each thread's own."""
+        if self._parallel is not None or self._per_thread:
+            raise LoweringError(op, f"tile-lower-to-gpu: a {attributes.PER_THREAD.name} region inside a T.Parallel or "
+                                    "another per-thread region")
+        rank = len(op.regions[0].blocks[0].arguments)
+        extents = [constant_int(v) for v in list(op.operands)[rank:2 * rank]]
+        if any(e is None for e in extents) or math.prod(extents) != self._threads:
+            raise LoweringError(op, f"tile-lower-to-gpu: a {attributes.PER_THREAD.name} region runs over the kernel's "
+                                    f"{self._threads} threads (constant extents whose product that is)")
+        linear, stride = self._ids.thread, 1
+        for iv, extent in zip(op.regions[0].blocks[0].arguments, extents):
+            index = udiv(linear, stride)
+            self._values[iv] = urem(index, extent) if stride * extent < self._threads else index
+            stride *= extent
+        self._per_thread = True
+        try:
+            for inner in op.regions[0].blocks[0].operations:
+                if inner.name != "scf.reduce":
+                    self.lower_op(inner.operation)
+        finally:
+            self._per_thread = False
 
     def bind_slot(self, context: ParallelContext, parts: list[ir.Value], slot: int) -> None:
         context.offsets = context.layout.slots[slot]
@@ -564,8 +595,15 @@ class FragmentOps:
         offsets = tuple(0 if d == UNIT_DIM else context.offsets[d] for d in dims)
         return placement.slot_index[offsets]
 
+    def refuse_fragment_per_thread(self, op, fragment) -> None:
+        if fragment is not None and self._per_thread:
+            raise LoweringError(op, "tile-lower-to-gpu: per-thread code (after T.get_thread_binding) reads or "
+                                    "writes a fragment, whose elements tile-infer-layout spreads over the "
+                                    "threads: use T.alloc_local for each thread's own values")
+
     def op_memref_load(self, op) -> None:
         fragment = self.fragment_of(op.operands[0])
+        self.refuse_fragment_per_thread(op, fragment)
         if fragment is None:
             self.clone_op(op)
             return
@@ -574,6 +612,10 @@ class FragmentOps:
 
     def op_memref_store(self, op) -> None:
         fragment = self.fragment_of(op.operands[1])
+        self.refuse_fragment_per_thread(op, fragment)
+        if fragment is None and self._per_thread:
+            self.clone_op(op)
+            return
         if fragment is None and self._parallel is None \
                 and tile.memory_level(op.operands[1].type) == tile.GLOBAL:
             self.block_level_global_store(op)
@@ -619,7 +661,9 @@ class FragmentOps:
         if list(op.results[0].uses):
             raise LoweringError(op, "tile-lower-to-gpu: the old value of a memref.atomic_rmw is not supported "
                                     "(it is read by one thread only)")
-        if self._parallel is not None:
+        if self._per_thread:
+            guard = None
+        elif self._parallel is not None:
             guard = self._parallel.owner
         else:
             guard = _eq_zero(self._ids.thread)

@@ -1,0 +1,190 @@
+"""Per-thread (SIMT) code in TileLang kernels (issue 30): kernels that call
+T.get_thread_binding, with T.alloc_local arrays, T.vectorized loops,
+shared-memory atomics, T.sync_threads and block-level tile ops around the
+per-thread parts. Each runs on the reference engine (every thread in step)
+and the gfx90a/gfx942/gfx950/MetaX emulators against float64, compiles for
+sm_90a, and MetaX's C++ runs on the CPU; each refusal names the user's line."""
+
+from __future__ import annotations
+
+import re
+import runpy
+import textwrap
+
+import numpy as np
+import pytest
+from test_language import assert_within
+from tilelang_style import kernels as K
+
+import tilemlir
+from tilemlir.language.api import TileLangError
+
+RNG = np.random.default_rng(7)
+ENGINES = [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx950"),
+           ("emulator", "amdgpu:gfx90a"), ("emulator", "metax:xcore1000")]
+U32 = 2.0 ** -24
+
+
+def gemv_inputs(n: int, k: int):
+    a = RNG.uniform(-1, 1, k).astype(np.float16)
+    b = RNG.uniform(-1, 1, (n, k)).astype(np.float16)
+    exact = b.astype(np.float64) @ a.astype(np.float64)
+    # Products exact in f32, k sums rounded in f32, the total rounded to f16.
+    bound = k * U32 * (np.abs(b.astype(np.float64)) @ np.abs(a.astype(np.float64))) + 2.0 ** -11 * np.abs(exact)
+    return a, b, exact, bound
+
+
+def scan_expected(x: np.ndarray):
+    exclusive = np.cumsum(x.astype(np.float64), axis=1) - x
+    return exclusive, x.shape[1] * U32 * np.cumsum(np.abs(x.astype(np.float64)), axis=1)
+
+
+# name -> (factory, N, K): 3 blocks of rows; K a few of each kernel's steps.
+GEMVS = {
+    "gemv_per_thread": (lambda: K.gemv_per_thread(96, 320, 32, 64), 96, 320),
+    "gemv_split_threads": (lambda: K.gemv_split_threads(96, 384, 4, 16, 8), 96, 384),
+}
+
+
+@pytest.mark.parametrize("engine,target", ENGINES)
+@pytest.mark.parametrize("name", sorted(GEMVS))
+def test_per_thread_gemv_matches_float64(name, engine, target):
+    factory, n, k = GEMVS[name]
+    kernel = tilemlir.compile(factory(), out_idx=[-1], engine=engine, target=target)
+    a, b, exact, bound = gemv_inputs(n, k)
+    assert_within(kernel(a, b), exact, bound)
+
+
+@pytest.mark.parametrize("engine,target", ENGINES)
+def test_prefix_sums_mix_tile_ops_and_per_thread_sweeps(engine, target):
+    x = RNG.uniform(-1, 1, (3, 128)).astype(np.float32)
+    kernel = tilemlir.compile(K.prefix_sums_per_thread(3, 128), out_idx=[-1], engine=engine, target=target)
+    exclusive, bound = scan_expected(x)
+    assert_within(kernel(x), exclusive, bound)
+
+
+@pytest.mark.parametrize("factory", [lambda: K.gemv_per_thread(64, 128, 32, 64),
+                                     lambda: K.gemv_split_threads(64, 128, 4, 16, 8),
+                                     lambda: K.prefix_sums_per_thread(2, 64)])
+def test_per_thread_kernels_compile_for_the_h200(factory):
+    source = tilemlir.language.compile(factory(), engine="reference").get_kernel_source()
+    ptx = tilemlir.compile(source, target="nvidia:sm_90a").artifacts["ptx"]
+    assert ".entry" in ptx and "bar.sync" in ptx
+
+
+def test_per_thread_tile_ir_barriers_and_regions():
+    """The per-thread statements sit in tile.per_thread scf.parallel regions
+    over the threads (x, y); tile-insert-barriers separates the zeroing of the
+    row sums from the atomic adds and the adds from the reads."""
+    kernel = tilemlir.compile(K.gemv_split_threads(8, 128, 4, 16, 8), out_idx=[-1], engine="reference")
+    text = kernel.get_kernel_source()
+    assert text.count("tile.per_thread") == 1 and "memref.alloca() : memref<8xf16, #gpu.address_space<private>>" \
+        in text
+    lowered = tilemlir.compile(text, target="amdgpu:gfx942").artifacts["gpu"]
+    body = lowered[lowered.index("memref.atomic_rmw") - 2000:]
+    atomic = body.index("memref.atomic_rmw")
+    assert "gpu.barrier" in body[:atomic] and "gpu.barrier" in body[atomic:]
+
+
+def test_per_thread_maca_cpp_runs_on_the_cpu(tmp_path):
+    """MetaX's C++ of the split-thread GEMV (thread-own arrays, shared atomicAdd,
+    every thread of a row storing its total), built with g++ and run."""
+    import maca_programs
+
+    source = tilemlir.language.compile(K.gemv_split_threads(32, 256, 4, 16, 8), engine="reference") \
+        .get_kernel_source()
+    name = re.search(r"func\.func @(\w+)", source).group(1)
+    maca = tilemlir.compile(source, target="metax:xcore1000").artifacts["maca"]
+    assert "atomicAdd(" in maca and re.search(r"tm_f16 own\d*\[8\];", maca)
+    binary = maca_programs.build({name: maca}, tmp_path)
+    a, b, exact, bound = gemv_inputs(32, 256)
+    y = np.zeros(32, np.float16)
+    maca_programs.run(binary, name, [a, b, y], tmp_path)
+    assert_within(y, exact, bound)
+
+
+def _kernel(directory, body: str, threads: str = "64"):
+    """A one-block kernel over A and B (64 floats) whose body is `body`,
+    written to per_thread.py in `directory` (kernels are read from files)."""
+    text = textwrap.dedent("""
+        import tilemlir.language as T
+
+
+        def factory():
+            @T.prim_func
+            def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+                with T.Kernel(1, threads=THREADS) as bx:
+                    tx = T.get_thread_binding()
+                    s = T.alloc_shared((64,), "float32")
+        BODY
+            return main
+        """).replace("THREADS", threads).replace("BODY", textwrap.indent(textwrap.dedent(body), " " * 12))
+    path = directory / "per_thread.py"
+    path.write_text(text)
+    return runpy.run_path(str(path))["factory"]()
+
+
+def test_sync_threads_and_thread_indexed_shared_memory(tmp_path):
+    """A rotation through shared memory with an explicit T.sync_threads (kept)
+    and y-threads unused: (64, 1) threads."""
+    kernel = tilemlir.compile(_kernel(tmp_path, """
+        s[tx] = A[tx] * 2.0
+        T.sync_threads()
+        B[tx] = s[(tx + 1) % 64]
+        """, threads="(64, 1)"), out_idx=[-1], engine="emulator", target="amdgpu:gfx942")
+    x = RNG.uniform(-1, 1, 64).astype(np.float32)
+    np.testing.assert_array_equal(kernel(x), np.roll(x * 2, -1))
+
+
+@pytest.mark.parametrize("body, message", [
+    ("""
+     if tx == 0:
+         T.copy(A, s)
+     """, "a thread index (T.get_thread_binding) is used by block-level code here"),
+    ("""
+     t = tx * 2
+     T.copy(A, s)
+     B[t // 2] = s[t // 2]
+     """, ("'t' is per-thread (computed after T.get_thread_binding) and the per-thread code that made it "
+           "ended at a tile op")),
+    ("""
+     for i in T.Parallel(64):
+         B[i] = A[i] + tx
+     """, "a thread index (T.get_thread_binding) is used by block-level code here"),
+    ("""
+     own = T.alloc_local((4,), "float32")
+     T.copy(A, s)
+     own[0] = s[tx]
+     B[tx] = own[0]
+     """, "'own' is per-thread"),
+])
+def test_per_thread_refusals_name_the_line(tmp_path, body, message):
+    with pytest.raises(TileLangError) as raised:
+        tilemlir.compile(_kernel(tmp_path, body), out_idx=[-1], engine="reference")
+    assert message in str(raised.value) and f"{tmp_path / 'per_thread.py'}:" in str(raised.value)
+
+
+def test_a_barrier_in_a_loop_whose_trip_count_varies_by_thread_is_refused(tmp_path):
+    kernel = _kernel(tmp_path, """
+        for i in T.serial(tx):
+            s[i] = A[i]
+            T.sync_threads()
+        B[tx] = s[0]
+        """)
+    with pytest.raises(Exception, match="T.sync_threads in a loop whose trip count varies by thread"):
+        tilemlir.compile(kernel, out_idx=[-1], engine="emulator", target="amdgpu:gfx942")(np.ones(64, np.float32))
+
+
+def test_the_reference_engine_refuses_a_per_thread_trip_count_the_emulator_runs(tmp_path):
+    kernel = _kernel(tmp_path, """
+        total = T.alloc_local((1,), "float32")
+        T.clear(total)
+        for i in T.serial(tx + 1):
+            total[0] += A[i]
+        B[tx] = total[0]
+        """)
+    with pytest.raises(Exception, match="the reference engine runs per-thread code with every thread in step"):
+        tilemlir.compile(kernel, out_idx=[-1], engine="reference")(np.ones(64, np.float32))
+    x = RNG.uniform(-1, 1, 64).astype(np.float32)
+    got = tilemlir.compile(kernel, out_idx=[-1], engine="emulator", target="amdgpu:gfx942")(x)
+    assert_within(got, np.cumsum(x.astype(np.float64)), 64 * U32 * np.cumsum(np.abs(x.astype(np.float64))))
