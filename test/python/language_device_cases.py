@@ -203,6 +203,16 @@ def _gemv_model(args):
     return {2: (want, len(a) * U32 * (np.abs(b) @ np.abs(a)) + 2.0 ** -11 * np.abs(want))}
 
 
+def _reducer_inputs(rng):
+    return [rng.uniform(-1, 1, (256, 512)).astype(np.float16), rng.uniform(-1, 1, 512).astype(np.float16),
+            np.zeros(256, np.float32)]
+
+
+def _reducer_model(args):
+    a, x = args[0].astype(np.float64), args[1].astype(np.float64)
+    return {2: (a @ x, 2 * a.shape[1] * U32 * (np.abs(a) @ np.abs(x)))}
+
+
 def _scan_inputs(rng):
     return [rng.uniform(-1, 1, (3, 128)).astype(np.float32), np.zeros((3, 128), np.float32)]
 
@@ -234,6 +244,7 @@ CASES = [
                  _gemv_model),
     LanguageCase("lang_gemv_split_threads", lambda: K.gemv_split_threads(256, 1024, 2, 32, 8),
                  _gemv_inputs(256, 1024), _gemv_model),
+    LanguageCase("lang_gemv_reducer", lambda: K.gemv_reducer(256, 512, 64, 128), _reducer_inputs, _reducer_model),
     LanguageCase("lang_prefix_sums_per_thread", lambda: K.prefix_sums_per_thread(3, 128), _scan_inputs,
                  _scan_model),
 ]

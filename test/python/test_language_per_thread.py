@@ -188,3 +188,62 @@ def test_the_reference_engine_refuses_a_per_thread_trip_count_the_emulator_runs(
     x = RNG.uniform(-1, 1, 64).astype(np.float32)
     got = tilemlir.compile(kernel, out_idx=[-1], engine="emulator", target="amdgpu:gfx942")(x)
     assert_within(got, np.cumsum(x.astype(np.float64)), 64 * U32 * np.cumsum(np.abs(x.astype(np.float64))))
+
+
+# -- T.alloc_reducer ------------------------------------------------------------
+
+@pytest.mark.parametrize("engine,target", ENGINES)
+def test_reducer_gemv_matches_float64(engine, target):
+    m, n = 96, 256
+    a = RNG.uniform(-1, 1, (m, n)).astype(np.float16)
+    x = RNG.uniform(-1, 1, n).astype(np.float16)
+    kernel = tilemlir.compile(K.gemv_reducer(m, n, 32, 64), out_idx=[-1], engine=engine, target=target)
+    exact = a.astype(np.float64) @ x.astype(np.float64)
+    assert_within(kernel(a, x), exact, 2 * n * U32 * (np.abs(a.astype(np.float64)) @ np.abs(x.astype(np.float64))))
+
+
+@pytest.mark.parametrize("engine,target", ENGINES)
+def test_reducer_statistics_and_masked_updates(engine, target):
+    a = RNG.uniform(-1, 1, (16, 32)).astype(np.float32)
+    a[:, 3] = -np.abs(a[:, 3])  # a column with no positive element keeps its initial -1
+    kernel = tilemlir.compile(K.reducer_statistics(16, 32), out_idx=[-2, -1], engine=engine, target=target)
+    stats, cols = kernel(a)
+    wide = a.astype(np.float64)
+    assert stats[0] == np.abs(a).max()
+    assert_within(stats[1:], np.array([(wide ** 2).sum()]), np.array([2 * a.size * U32 * (wide ** 2).sum()]))
+    np.testing.assert_array_equal(cols, np.where((a > 0).any(axis=0), np.where(a > 0, a, -1).max(axis=0), -1))
+
+
+@pytest.mark.parametrize("body, message", [
+    ("""
+     r = T.alloc_reducer((64,), "float32", op="max")
+     for i in T.Parallel(64):
+         r[i] += A[i]
+     """, "a max reducer is updated as R[i] = T.max(R[i], v)"),
+    ("""
+     r = T.alloc_reducer((64,), "float32")
+     r[tx] += A[tx]
+     """, "'r' (T.alloc_reducer) is updated in a T.Parallel"),
+    ("""
+     r = T.alloc_reducer((1,), "float32")
+     for i in T.Parallel(64):
+         r[0] += A[i]
+         r[0] += B[i]
+     """, "'r' (T.alloc_reducer) is updated once per T.Parallel"),
+    ("""
+     r = T.alloc_reducer((32,), "float32")
+     for i in T.Parallel(64):
+         r[i // 2] += A[i]
+     """, "a reducer is indexed by the T.Parallel's own variables over their whole extent"),
+    ("""
+     r = T.alloc_reducer((4,), "float32", op="mean")
+     """, "T.alloc_reducer: op is 'sum', 'max' or 'min', got 'mean'"),
+    ("""
+     s2 = T.alloc_shared((64,), "float32")
+     T.finalize_reducer(s2)
+     """, "T.finalize_reducer of 's2', which is not a T.alloc_reducer"),
+])
+def test_reducer_refusals_name_the_line(tmp_path, body, message):
+    with pytest.raises(TileLangError) as raised:
+        tilemlir.compile(_kernel(tmp_path, body), out_idx=[-1], engine="reference")
+    assert message in str(raised.value) and f"{tmp_path / 'per_thread.py'}:" in str(raised.value)

@@ -179,6 +179,8 @@ unroll = _intrinsic("unroll")
 vectorized = _intrinsic("vectorized", aliases=("Vectorized",))  # a serial loop: the backends vectorise
 Vectorized = vectorized
 get_thread_binding = _intrinsic("get_thread_binding")
+alloc_reducer = _intrinsic("alloc_reducer")
+finalize_reducer = _intrinsic("finalize_reducer")
 get_thread_bindings = _intrinsic("get_thread_bindings")
 sync_threads = _intrinsic("sync_threads")
 reduce_max = _intrinsic("reduce_max")
@@ -269,8 +271,6 @@ use_swizzle = _intrinsic("use_swizzle")
 UNSUPPORTED: dict[str, str] = {
     "get_block_binding": "use the block indices `T.Kernel(...) as (bx, by)` names",
     "get_block_bindings": "use the block indices `T.Kernel(...) as (bx, by)` names",
-    "alloc_reducer": "use T.alloc_fragment and T.reduce_sum / T.reduce_max / T.reduce_min",
-    "finalize_reducer": "use T.alloc_fragment and T.reduce_sum / T.reduce_max / T.reduce_min",
     "alloc_barrier": "NVIDIA-only (mbarriers); tilemlir's pipelining synchronises for you",
     "alloc_tmem": "NVIDIA-only (Blackwell tensor memory)",
     "alloc_descriptor": "NVIDIA-only (wgmma/tcgen05 descriptors); T.gemm picks the instruction",

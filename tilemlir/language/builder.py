@@ -112,6 +112,7 @@ class Buffer:
     name: str
     param: int | None = None  # its position among the function's parameters (tensors)
     provisional: bool = False  # named after the variable it is first assigned to
+    reducer: str | None = None  # T.alloc_reducer: its reduction ("sum", "max", "min")
 
     @property
     def data(self) -> Buffer:
@@ -169,6 +170,19 @@ class ThreadRegion:
 
     op: ir.Operation
     indices: list
+
+
+@dataclass
+class _ParallelBody:
+    """The T.Parallel being built: its loop, induction variables and extents,
+    and the reducer updates its body made (T.alloc_reducer: by the reducer's
+    id, the reducer, the fragment of the loop's shape each iteration's value
+    went into, and the loop dims the reducer is indexed by)."""
+
+    op: ir.Operation
+    ivs: list
+    extents: list[int]
+    updates: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -319,6 +333,7 @@ class Builder:
         self.thread_dims: list[int] = [DEFAULT_THREADS]  # the kernel's threads=, x first
         self.per_thread_code = False  # the kernel calls T.get_thread_binding: it has per-thread code
         self.thread_region: ThreadRegion | None = None
+        self.parallel_body: _ParallelBody | None = None
         self.closed_thread_regions: list[ir.Operation] = []
         self.region_depth = 0
         self.grid_uses: dict[str, set[int]] = {}  # implicit kernel: block index -> grid extents seen
@@ -636,6 +651,9 @@ class Builder:
         self.eval(node.value)
 
     def stmt_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) == 1 and self.reducer_target(node.targets[0]) is not None:
+            self.reducer_assign(node, node.targets[0], node.value)
+            return
         value = self.eval(node.value)
         for target in node.targets:
             self.assign(target, value, node)
@@ -703,6 +721,13 @@ class Builder:
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         target = node.target
+        reducer = self.reducer_target(target)
+        if reducer is not None:
+            if not isinstance(node.op, ast.Add) or reducer.reducer != "sum":
+                raise self.error(node, f"a {reducer.reducer} reducer is updated as "
+                                       f"{_REDUCER_FORMS[reducer.reducer]}")
+            self.reducer_update(node, reducer, target, node.value)
+            return
         if isinstance(target, ast.Subscript):
             load = ast.Subscript(target.value, target.slice, ast.Load())
         elif isinstance(target, ast.Name):
@@ -1030,12 +1055,16 @@ class Builder:
         bindings = {name: Scalar(arg, Affine.of({f"{name}@{id(op)}": 1}, 0))
                     for name, arg in zip(names, block.arguments)}
         self.parallel_depth += 1
+        self.parallel_body = body = _ParallelBody(op, list(block.arguments), [upper for _, upper, _ in loop.bounds])
         try:
             with ir.InsertionPoint(block):
                 self.region(node.body, bindings)
                 ir.Operation.create("scf.reduce", results=[], operands=[], regions=0)
         finally:
             self.parallel_depth -= 1
+            self.parallel_body = None
+        for reducer, partial, kept in body.updates.values():
+            self.reduce_partials(node, reducer, partial, kept)
 
     def serial_loop(self, node: ast.For, loop: _Loop, name: str) -> None:
         lower, upper, step = loop.bounds[0]
@@ -1578,19 +1607,28 @@ class Builder:
         dtype = self.to_dtype(node, self.eval(args["dtype"]))
         if not self.in_kernel:
             raise self.error(node, f"{what} belongs inside the kernel (under T.Kernel)")
-        if self.region_depth:
-            raise self.error(node, f"{what} at the kernel's top level, not inside a loop or branch")
+        if self.parallel_depth:
+            raise self.error(node, f"{what} in a T.Parallel: allocate buffers outside it")
         if not dtype.tile_buffer:
             raise self.error(node, f"{what}: {dtype} is not an element type of tile buffers")
         element = ir.Type.parse(dtype.storage)
-        # In per-thread code the block's buffers are still the block's: made before its region.
-        with ir.InsertionPoint(self.thread_region.op) if self.thread_region is not None else \
-                contextlib.nullcontext():
+        with self.block_buffer_insertion():
             if scope == SHARED:
                 value = tile.alloc_shared(tile.shared_memref_type(shape, element))
             else:
                 value = tile.alloc_fragment(tile.fragment_memref_type(shape, element))
         return Buffer(value, shape, dtype, scope, what, provisional=True)
+
+    def block_buffer_insertion(self):
+        """Where the block's buffers are made: in place at the kernel's top
+        level; at the kernel's start for one written in a loop or branch
+        (TileLang allows it; it holds nothing on entry anyway); before the
+        per-thread region for one written in per-thread code."""
+        if self.region_depth:
+            return ir.InsertionPoint.at_block_begin(self.kernel_op.regions[0].blocks[0])
+        if self.thread_region is not None:
+            return ir.InsertionPoint(self.thread_region.op)
+        return contextlib.nullcontext()
 
     def call_alloc_shared(self, node: ast.Call):
         return self.alloc(node, SHARED)
@@ -1665,6 +1703,135 @@ class Builder:
         if self.parallel_depth:
             raise self.error(node, "T.sync_threads in a T.Parallel: the barrier goes between loops")
         gpu.BarrierOp()
+
+    # ---- T.alloc_reducer ------------------------------------------------------
+
+    def call_alloc_reducer(self, node: ast.Call):
+        """`T.alloc_reducer(shape, dtype, op="sum", replication=...)`: a fragment
+        that T.Parallel loops update as `R[i] += v` (sum) or
+        `R[i] = T.max(R[i], v)` / `T.min` (max, min), every iteration
+        counting, and that is read after `T.finalize_reducer(R)`. Each loop's
+        values go into a fragment of the loop's shape (the reduction's
+        identity where an iteration makes none), which tile.reduce combines
+        into R after the loop; `replication` (how TileLang spreads the
+        partial results over threads) does not change the result."""
+        args = self.arguments_of(node, ("shape", "dtype", "op", "replication"), 2, what="T.alloc_reducer")
+        shape = self.eval(args["shape"])
+        shape = self.static_shape(node, (shape,) if isinstance(shape, int) else shape, "T.alloc_reducer's shape")
+        dtype = self.to_dtype(node, self.eval(args["dtype"]))
+        kind = self.eval(args["op"]) if "op" in args else "sum"
+        if kind not in _REDUCER_FORMS:
+            raise self.error(node, f"T.alloc_reducer: op is 'sum', 'max' or 'min', got {kind!r}")
+        if "replication" in args and self.eval(args["replication"]) not in ("all", "none"):
+            raise self.error(node, "T.alloc_reducer: replication is 'all' or 'none'")
+        if not self.in_kernel or self.parallel_depth:
+            raise self.error(node, "T.alloc_reducer belongs inside the kernel (under T.Kernel), outside T.Parallel")
+        if not (dtype.is_float or dtype.mlir in ("i32", "i64")) or dtype.is_byte:
+            raise self.error(node, f"T.alloc_reducer of {dtype}: a float or int32/int64 reducer")
+        with self.block_buffer_insertion():
+            value = tile.alloc_fragment(tile.fragment_memref_type(shape, ir.Type.parse(dtype.storage)))
+        return Buffer(value, shape, dtype, FRAGMENT, "T.alloc_reducer", provisional=True, reducer=kind)
+
+    def call_finalize_reducer(self, node: ast.Call):
+        """`T.finalize_reducer(R)`: R holds every update already (each loop's
+        are combined after it); with a second buffer, R is copied into it."""
+        args = self.arguments_of(node, ("reducer", "dst"), 1, what="T.finalize_reducer")
+        reducer = self.buffer_arg(args["reducer"], "T.finalize_reducer")
+        if reducer.reducer is None:
+            raise self.error(node, f"T.finalize_reducer of '{reducer.name}', which is not a T.alloc_reducer")
+        if "dst" in args:
+            tile.copy(reducer.value, self.buffer_arg(args["dst"], "T.finalize_reducer").value)
+
+    def reducer_target(self, target: ast.expr) -> Buffer | None:
+        """The reducer `target` (`R[i]`) updates in a T.Parallel, else None."""
+        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
+            return None
+        try:
+            base = self.lookup(target.value.id, target.value)
+        except TileLangError:
+            return None
+        return base if isinstance(base, Buffer) and base.reducer is not None else None
+
+    def reducer_assign(self, node: ast.Assign, target: ast.Subscript, value: ast.expr) -> None:
+        """`R[i] = T.max(R[i], v)` (either order), `T.min`, or `R[i] = R[i] + v`."""
+        reducer = self.reducer_target(target)
+        same = ast.dump(ast.Subscript(target.value, target.slice, ast.Load()))
+        other = None
+        if isinstance(value, ast.Call) and len(value.args) == 2 and not value.keywords:
+            callee = self.static_or_none(value.func)
+            kind = {api.INTRINSICS.get("max"): "max", api.INTRINSICS.get("min"): "min",
+                    builtins.max: "max", builtins.min: "min"}.get(callee)
+            dumps = [ast.dump(a) for a in value.args]
+            if kind == reducer.reducer and same in dumps:
+                other = value.args[1 - dumps.index(same)]
+        elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and reducer.reducer == "sum":
+            dumps = [ast.dump(value.left), ast.dump(value.right)]
+            if same in dumps:
+                other = (value.left, value.right)[1 - dumps.index(same)]
+        if other is None:
+            raise self.error(node, f"a {reducer.reducer} reducer is updated as {_REDUCER_FORMS[reducer.reducer]}")
+        self.reducer_update(node, reducer, target, other)
+
+    def reducer_update(self, node: ast.AST, reducer: Buffer, target: ast.Subscript, value_node: ast.expr) -> None:
+        """One update `R[idx] op= v` in a T.Parallel: v goes into the loop's
+        partial fragment at the iteration's indices; the loop's dims R is not
+        indexed by are reduced after the loop (parallel_loop)."""
+        body = self.parallel_body
+        if body is None or self.parallel_depth != 1:
+            raise self.error(node, f"'{reducer.name}' (T.alloc_reducer) is updated in a T.Parallel; elsewhere "
+                                   f"write it as a fragment after T.finalize_reducer")
+        if id(reducer) in body.updates:
+            raise self.error(node, f"'{reducer.name}' (T.alloc_reducer) is updated once per T.Parallel "
+                                   f"(add the values first)")
+        items = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        if len(items) != len(reducer.shape):
+            raise self.error(target, f"'{reducer.name}' has {len(reducer.shape)} dims, indexed with {len(items)}")
+        kept = []
+        for item, extent in zip(items, reducer.shape):
+            index = self.eval(item)
+            position = next((p for p, iv in enumerate(body.ivs) if isinstance(index, Scalar)
+                             and index.value == iv), None)
+            if position is not None and body.extents[position] == extent:
+                kept.append(position)
+            elif not (_compile_time(index) and index == 0 and extent == 1):
+                raise self.error(item, f"a reducer is indexed by the T.Parallel's own variables over their whole "
+                                       f"extent (or 0 along a unit dim): '{reducer.name}' along this dim is not")
+        if kept != sorted(set(kept)):
+            raise self.error(target, "a reducer's indices are the T.Parallel's variables in their loop order")
+        value = self.to_storage(node, self.eval(value_node), reducer.dtype)
+        element = ir.Type.parse(reducer.dtype.storage)
+        # One iteration per element of R: a trailing unit dim to reduce, so
+        # that the values still combine with what R holds.
+        shape, indices = list(body.extents), list(body.ivs)
+        if len(kept) == len(shape):
+            shape, indices = [*shape, 1], [*indices, self.index(0)]
+        with ir.InsertionPoint.at_block_begin(self.kernel_op.regions[0].blocks[0]), self.loc(node):
+            partial = tile.alloc_fragment(tile.fragment_memref_type(shape, element))
+        with ir.InsertionPoint(body.op), self.loc(node):  # every element starts at the identity
+            tile.fill(partial, self.constant(_reducer_identity(reducer.reducer, reducer.dtype), element))
+        memref.StoreOp(value.value, partial, indices)
+        body.updates[id(reducer)] = (reducer, Buffer(partial, tuple(shape), reducer.dtype, FRAGMENT, "partial"),
+                                     kept)
+
+    def reduce_partials(self, node: ast.AST, reducer: Buffer, partial: Buffer, kept: list[int]) -> None:
+        """After a T.Parallel: its partial values combined into the reducer,
+        one tile.reduce per dim the reducer is not indexed by (innermost
+        first), the last one keeping what the reducer held."""
+        current, positions = partial, list(range(len(partial.shape)))
+        element = ir.Type.parse(reducer.dtype.storage)
+        dropped = [p for p in positions if p not in kept]
+        for count, position in enumerate(reversed(dropped)):
+            dim = positions.index(position)
+            positions.pop(dim)
+            if count == len(dropped) - 1:
+                self.emit_reduce(node, current, reducer, reducer.reducer, dim, False)
+                return
+            shape = tuple(e for d, e in enumerate(current.shape) if d != dim)
+            with ir.InsertionPoint.at_block_begin(self.kernel_op.regions[0].blocks[0]), self.loc(node):
+                value = tile.alloc_fragment(tile.fragment_memref_type(shape, element))
+            step = Buffer(value, shape, reducer.dtype, FRAGMENT, "partial")
+            self.emit_reduce(node, current, step, reducer.reducer, dim, True)
+            current = step
 
     def call_annotate_layout(self, node: ast.Call):
         """`T.annotate_layout({buffer: layout, ...})`: accepted and not
@@ -1921,7 +2088,11 @@ class Builder:
                                    f"{len(src.shape)} dims")
         if not isinstance(clear, bool):
             raise self.error(node, f"{what}: clear must be a compile-time bool")
-        dim %= len(src.shape)
+        self.emit_reduce(node, src, dst, kind, dim % len(src.shape), clear)
+
+    def emit_reduce(self, node: ast.AST, src: Buffer, dst: Buffer, kind: str, dim: int, clear: bool) -> None:
+        """tile.reduce of `src` along `dim` into `dst`, whose shape may carry
+        extra unit dims as TileLang writes them."""
         reduced = tuple(extent for d, extent in enumerate(src.shape) if d != dim)
         window = _unit_padded(reduced, dst.shape)
         if window is None or dst.scope != FRAGMENT:
@@ -2643,6 +2814,20 @@ def _is_docstring(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
+# T.alloc_reducer: how each kind is updated in a T.Parallel.
+_REDUCER_FORMS = {"sum": "R[i] += v", "max": "R[i] = T.max(R[i], v)", "min": "R[i] = T.min(R[i], v)"}
+
+
+def _reducer_identity(kind: str, dtype: DType):
+    """The value an iteration that makes no update leaves in a reducer's partials."""
+    if kind == "sum":
+        return 0.0 if dtype.is_float else 0
+    if dtype.is_float:
+        return -math.inf if kind == "max" else math.inf
+    info = np.iinfo(dtype.numpy)
+    return int(info.min if kind == "max" else info.max)
+
+
 # Per-thread code (kernels that call T.get_thread_binding): the calls whose
 # statements the block runs together (tile ops), the ones that build nothing
 # per thread, and the ones that ask for the thread's index.
@@ -2650,7 +2835,7 @@ _BLOCK_CALLS = frozenset({"copy", "gemm", "reduce_max", "reduce_sum", "reduce_mi
                           "reduce_abssum", "cumsum", "Parallel", "Pipelined", "im2col", "c2d_im2col",
                           "use_swizzle", "annotate_layout", "Kernel"})
 _NEUTRAL_CALLS = frozenset({"get_thread_binding", "get_thread_bindings", "alloc_shared", "alloc_fragment",
-                            "alloc_global"})
+                            "alloc_global", "alloc_reducer"})
 _THREAD_BINDING_CALLS = frozenset({"get_thread_binding", "get_thread_bindings"})
 
 

@@ -777,3 +777,58 @@ def prefix_sums_per_thread(M, N):
             T.copy(s, B[bx, 0:N])
 
     return main
+
+
+# -- T.alloc_reducer ------------------------------------------------------------
+
+def gemv_reducer(M, N, block_m, block_n):
+    """o = A @ x with a reducer per block of rows, updated by a T.Parallel
+    over a (rows, columns) tile in each step of a pipelined loop; the shared
+    tile is allocated inside the loop (as TileLang's GEMV example does)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), x: T.Tensor((N,), "float16"), o: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, block_m), threads=128) as bm:
+            acc = T.alloc_reducer(block_m, "float32", replication="all")
+            T.clear(acc)
+            for kb in T.Pipelined(T.ceildiv(N, block_n), num_stages=2):
+                a_s = T.alloc_shared((block_m, block_n), "float16")
+                T.copy(A[bm * block_m, kb * block_n], a_s)
+                x_f = T.alloc_fragment((block_n,), "float16")
+                T.copy(x[kb * block_n], x_f)
+                for i, j in T.Parallel(block_m, block_n):
+                    acc[i] += a_s[i, j].astype("float32") * x_f[j].astype("float32")
+            T.finalize_reducer(acc)
+            T.copy(acc, o[bm * block_m])
+
+    return main
+
+
+def reducer_statistics(M, N):
+    """Largest magnitude and sum of squares of a tile (two (1,) reducers in one
+    loop), and each column's largest positive element (updates under an `if`:
+    untouched columns keep the initial value)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), stats: T.Tensor((2,), "float32"), cols: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_fragment((M, N), "float32")
+            T.copy(A, a)
+            largest = T.alloc_reducer((1,), "float32", op="max", replication="all")
+            squares = T.alloc_reducer((1,), "float32")
+            column = T.alloc_reducer((N,), "float32", op="max", replication="none")
+            T.fill(largest, 0)
+            T.fill(squares, 0)
+            T.fill(column, -1.0)
+            for i, j in T.Parallel(M, N):
+                v = T.abs(a[i, j])
+                largest[0] = T.max(v, largest[0])
+                squares[0] = squares[0] + v * v
+                if a[i, j] > 0:
+                    column[j] = T.max(column[j], a[i, j])
+            T.finalize_reducer(largest)
+            T.finalize_reducer(squares)
+            T.finalize_reducer(column)
+            stats[0] = largest[0]
+            stats[1] = squares[0]
+            T.copy(column, cols)
+
+    return main
