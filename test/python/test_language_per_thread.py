@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import runpy
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -247,3 +248,49 @@ def test_reducer_refusals_name_the_line(tmp_path, body, message):
     with pytest.raises(TileLangError) as raised:
         tilemlir.compile(_kernel(tmp_path, body), out_idx=[-1], engine="reference")
     assert message in str(raised.value) and f"{tmp_path / 'per_thread.py'}:" in str(raised.value)
+
+
+# -- device asserts and block bindings ------------------------------------------
+
+@pytest.mark.parametrize("engine,target", ENGINES)
+def test_device_assert_stops_the_run_at_the_users_line(engine, target):
+    kernel = tilemlir.compile(K.checked_double(64, 10.0), out_idx=[-1], engine=engine, target=target)
+    x = RNG.uniform(-1, 1, 64).astype(np.float32)
+    np.testing.assert_array_equal(kernel(x), x * 2)
+    x[17] = 11.0
+    with pytest.raises(Exception) as raised:
+        kernel(x)
+    lines = Path(K.__file__).read_text().splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if "A is below the limit" in text)
+    assert f"kernels.py:{line}:" in str(raised.value)
+    assert ("device assertion failed: A is below the limit" if engine == "reference" else
+            "device assert failed") in str(raised.value)
+
+
+def test_device_asserts_trap_on_every_target():
+    source = tilemlir.language.compile(K.checked_double(64, 10.0), engine="reference").get_kernel_source()
+    assert 'cf.assert' in source
+    assert "trap;" in tilemlir.compile(source, target="nvidia:sm_90a").artifacts["ptx"]
+    assert "s_trap" in tilemlir.compile(source, target="amdgpu:gfx942").artifacts["isa"]
+    assert "__builtin_trap();" in tilemlir.compile(source, target="metax:xcore1000").artifacts["maca"]
+
+
+def test_device_assert_in_per_thread_code_and_a_false_constant(tmp_path):
+    kernel = tilemlir.compile(_kernel(tmp_path, """
+        T.device_assert(A[tx] >= 0, "negative input")
+        B[tx] = A[tx] + 1.0
+        """), out_idx=[-1], engine="emulator", target="amdgpu:gfx942")
+    np.testing.assert_array_equal(kernel(np.zeros(64, np.float32)), 1.0)
+    with pytest.raises(Exception, match="device assert failed"):
+        kernel(-np.ones(64, np.float32))
+    with pytest.raises(TileLangError, match="T.device_assert: the condition is false"):
+        tilemlir.compile(_kernel(tmp_path, """
+            T.device_assert(1 > 2)
+            """), out_idx=[-1], engine="reference")
+
+
+@pytest.mark.parametrize("engine,target", ENGINES[:2])
+def test_block_bindings_name_the_grid(engine, target):
+    kernel = tilemlir.compile(K.block_bound_copy(3, 4, 32), out_idx=[-1], engine=engine, target=target)
+    x = RNG.uniform(-1, 1, (3, 128)).astype(np.float32)
+    np.testing.assert_array_equal(kernel(x), x)

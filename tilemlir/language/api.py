@@ -182,7 +182,10 @@ get_thread_binding = _intrinsic("get_thread_binding")
 alloc_reducer = _intrinsic("alloc_reducer")
 finalize_reducer = _intrinsic("finalize_reducer")
 get_thread_bindings = _intrinsic("get_thread_bindings")
+get_block_binding = _intrinsic("get_block_binding")
+get_block_bindings = _intrinsic("get_block_bindings")
 sync_threads = _intrinsic("sync_threads")
+device_assert = _intrinsic("device_assert")
 reduce_max = _intrinsic("reduce_max")
 reduce_sum = _intrinsic("reduce_sum")
 reduce_min = _intrinsic("reduce_min")
@@ -269,8 +272,6 @@ use_swizzle = _intrinsic("use_swizzle")
 # TileLang's `tilelang.language` names tilemlir refuses, with what to use
 # instead where there is something (the names: tilelang/language/__init__.py).
 UNSUPPORTED: dict[str, str] = {
-    "get_block_binding": "use the block indices `T.Kernel(...) as (bx, by)` names",
-    "get_block_bindings": "use the block indices `T.Kernel(...) as (bx, by)` names",
     "alloc_barrier": "NVIDIA-only (mbarriers); tilemlir's pipelining synchronises for you",
     "alloc_tmem": "NVIDIA-only (Blackwell tensor memory)",
     "alloc_descriptor": "NVIDIA-only (wgmma/tcgen05 descriptors); T.gemm picks the instruction",
@@ -306,7 +307,6 @@ UNSUPPORTED: dict[str, str] = {
     "symbolic": "shapes are compile-time values: the factory's arguments",
     "ws": "warp specialisation is NVIDIA-only and chosen by the compiler",
     "print": "run the kernel in the reference engine (engine='reference') and inspect its outputs",
-    "device_assert": "check the outputs after the run",
     "gemm_sp": "sparse gemm is not built; use T.gemm",
     "gemm_v1": "use T.gemm",
     "gemm_v2": "use T.gemm",

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, func, gpu, memref, scf
+from mlir.dialects import arith, cf, func, gpu, memref, scf
 from mlir.dialects import math as mathd
 
 from tilemlir.diagnostics import UserError
@@ -1089,12 +1089,12 @@ class Builder:
     def stmt_Assert(self, node: ast.Assert) -> None:
         """`assert cond[, message]` on compile-time values (shape checks, in
         the direct style after T.const sizes are bound): checked while
-        building, a located error when false. A condition on runtime values
-        is refused: no backend checks it on the device."""
+        building, a located error when false. On runtime values: a device
+        assert (`device_assert`)."""
         condition = self.eval(node.test)
         if not _compile_time(condition):
-            raise self.error(node, "`assert` on a runtime value is not supported (it would not be checked on "
-                                   "the device); assert on compile-time values, or check the outputs")
+            self.device_assert(node, condition, node.msg)
+            return
         if not condition:
             message = None
             if node.msg is not None:
@@ -1693,6 +1693,53 @@ class Builder:
         if self.thread_region is not None:
             return [self.thread_index(node, index) for index in indices]
         return indices
+
+    def call_device_assert(self, node: ast.Call):
+        """`T.device_assert(cond, msg="")`: as `assert cond, msg` on a runtime
+        value; a compile-time false condition is an error here."""
+        args = self.arguments_of(node, ("condition", "msg"), 1, what="T.device_assert")
+        condition = self.eval(args["condition"])
+        if _compile_time(condition):
+            if not condition:
+                raise self.error(node, "T.device_assert: the condition is false")
+            return
+        self.device_assert(node, condition, args.get("msg"))
+
+    def device_assert(self, node: ast.AST, condition, message_node: ast.expr | None) -> None:
+        """A check on the device (`cf.assert`): the reference engine and the
+        emulator stop with the user's line where a thread finds it false; the
+        GPU traps (llvm.intr.trap: the launch fails)."""
+        self.kernel_only(node, "assert on a runtime value")
+        message = "assertion failed"
+        if message_node is not None:
+            try:
+                text = self.eval(message_node)
+            except TileLangError:  # an f-string of runtime values, say: its source
+                text = ast.unparse(message_node)
+            message = f"assertion failed: {text}" if text else message
+        cf.AssertOp(self.to_bool(node, condition).value, message)
+
+    def call_get_block_binding(self, node: ast.Call):
+        """`T.get_block_binding(dim=0)`: the block's index along x, y or z (0
+        along a dim the grid does not have)."""
+        args = self.arguments_of(node, ("dim",), 0, what="T.get_block_binding")
+        dim = self.static_int(node, self.eval(args["dim"]), "T.get_block_binding's dim", allow_zero=True) \
+            if "dim" in args else 0
+        if dim > 2:
+            raise self.error(node, f"T.get_block_binding({dim}): blocks have dims 0 (x), 1 (y) and 2 (z)")
+        return self.block_index(node, dim)
+
+    def call_get_block_bindings(self, node: ast.Call):
+        """`T.get_block_bindings()`: the block's (x, y, z) indices."""
+        self.arguments_of(node, (), 0, what="T.get_block_bindings")
+        return [self.block_index(node, dim) for dim in range(3)]
+
+    def block_index(self, node: ast.Call, dim: int) -> Scalar:
+        self.kernel_only(node, "T.get_block_binding")
+        arguments = list(self.kernel_op.regions[0].blocks[0].arguments)
+        if dim >= len(arguments):
+            return Scalar(self.index(0), Affine.of({}, 0))
+        return Scalar(arguments[dim], Affine.of({BLOCK_NAMES[dim]: 1}, 0))
 
     def call_sync_threads(self, node: ast.Call):
         """`T.sync_threads()`: a workgroup barrier. In per-thread code it must

@@ -263,6 +263,17 @@ def _barrier(compiler, op):
     return step
 
 
+@handles("llvm.intr.trap")
+def _trap(compiler, op):
+    """A trap (tile-lower-to-gpu's form of a kernel's `assert`): the launch
+    fails where an active lane reaches it, naming the assert's line."""
+    def step(frame):
+        if frame.mask is None or frame.mask.any():
+            lane = 0 if frame.mask is None else int(np.argmax(frame.mask))
+            raise SanitizerError(f"device assert failed (llvm.intr.trap) in {frame.wg.describe_lane(lane)}", op)
+    return step
+
+
 @handles("gpu.return", "func.return")
 def _return(compiler, op):
     if op.parent is not None and op.parent.name not in ("gpu.func", "func.func"):

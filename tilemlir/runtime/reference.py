@@ -218,7 +218,7 @@ _DYNAMIC = ir.ShapedType.get_dynamic_size()
 # Ops a vectorized scf.parallel body may contain.
 _VECTOR_SAFE_PREFIXES = ("arith.", "math.")
 _VECTOR_SAFE = {"memref.load", "memref.store", "memref.dim", "scf.if", "scf.yield", "scf.for",
-                "scf.reduce", "scf.reduce.return"}
+                "scf.reduce", "scf.reduce.return", "cf.assert"}
 
 _PER_THREAD_SAFE = {"memref.alloca", "memref.atomic_rmw", "gpu.barrier"}
 
@@ -813,6 +813,21 @@ class _FunctionCompiler:
             *idx, data_full, mask = np.broadcast_arrays(*where, data, mask)
             with np.errstate(over="ignore", invalid="ignore"):
                 update.at(array, tuple(i[mask] for i in idx), data_full[mask])
+
+        return run
+
+    def assert_(self, op: ir.Operation) -> Instr:
+        """cf.assert (a kernel's `assert` on runtime values): stops the run
+        with the user's line where an active iteration finds it false."""
+        (condition,) = self.uses(op.operands)
+        message = ir.StringAttr(op.attributes["msg"]).value
+
+        def run(frame: Frame) -> None:
+            value = np.asarray(frame.env[condition], bool)
+            if frame.mask is not None:
+                value = value | ~np.broadcast_to(frame.mask, np.broadcast_shapes(value.shape, frame.mask.shape))
+            if not value.all():
+                raise _Fail(f"device {message}")
 
         return run
 
@@ -1501,6 +1516,7 @@ _OP_COMPILERS: dict[str, Callable[[_FunctionCompiler, ir.Operation], Instr | Non
     "memref.store": _FunctionCompiler.store,
     "memref.atomic_rmw": _FunctionCompiler.atomic_rmw,
     "memref.dim": _FunctionCompiler.dim,
+    "cf.assert": _FunctionCompiler.assert_,
     "memref.copy": _FunctionCompiler.memref_copy,
     "memref.cast": _FunctionCompiler.identity,
     "memref.subview": _FunctionCompiler.subview,

@@ -295,9 +295,9 @@ def bad_compile_time_assert():
     return main
 
 
-def bad_runtime_assert():
+def bad_false_device_assert():
     @T.prim_func
     def main(A: T.Tensor((N,), "float32")):
         with T.Kernel(1) as bx:
-            assert A[0] > 0.0  # expect: `assert` on a runtime value is not supported
+            T.device_assert(N < 0, "N is negative")  # expect: T.device_assert: the condition is false
     return main

@@ -832,3 +832,30 @@ def reducer_statistics(M, N):
             T.copy(column, cols)
 
     return main
+
+
+# -- device asserts and block bindings ------------------------------------------
+
+def checked_double(N, limit):
+    """B = 2 A, asserting on the device that every element is below `limit`."""
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(N):
+                assert A[i] < limit, "A is below the limit"
+                B[i] = A[i] * 2.0
+
+    return main
+
+
+def block_bound_copy(rows, blocks, width):
+    """B = A over a (blocks, rows) grid whose indices come from
+    T.get_block_bindings (z, which the grid lacks, is 0)."""
+    @T.prim_func
+    def main(A: T.Tensor((rows, blocks * width), "float32"), B: T.Tensor((rows, blocks * width), "float32")):
+        with T.Kernel(blocks, rows, threads=width):
+            bx, by, bz = T.get_block_bindings()
+            for i in T.Parallel(width):
+                B[by, bx * width + i] = A[by, T.get_block_binding(0) * width + i] + bz
+
+    return main

@@ -815,6 +815,10 @@ class MacaPrinter:
         sizes = self.sizes_of(fn, op.results[0], [self.use(fn, v, op) for v in list(op.operands)[2:]])
         fn.memrefs[op.results[0]] = View.row_major(name, sizes)
 
+    def op_llvm_intr_trap(self, fn, op) -> None:
+        """A kernel's failed `assert` (tile-lower-to-gpu's trap)."""
+        fn.line("__builtin_trap();")
+
     def op_memref_alloca(self, fn, op) -> None:
         """A thread's own array (per-thread code's T.alloc_local): a local C
         array of the static shape, row-major."""

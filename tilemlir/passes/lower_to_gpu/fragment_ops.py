@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.dialects import arith, gpu, memref, scf, vector
+from mlir.dialects import arith, gpu, llvm, memref, scf, vector
 from mlir.dialects import math as mathd
 
 from tilemlir.dialects import attributes, tile
@@ -668,6 +668,17 @@ class FragmentOps:
         else:
             guard = _eq_zero(self._ids.thread)
         guarded(guard, lambda: self.clone_op(op))
+
+    def op_cf_assert(self, op) -> None:
+        """cf.assert (a kernel's `assert` on runtime values): a thread that
+        finds it false traps (llvm.intr.trap, at the assert's location: the
+        launch fails; the emulator names the line)."""
+        condition = self._values[op.operands[0]]
+        failed = arith.XOrIOp(condition, arith.ConstantOp(condition.type, 1).result).result
+        branch = scf.IfOp(failed)
+        with ir.InsertionPoint(branch.then_block):
+            llvm.intr_trap()
+            scf.YieldOp([])
 
     def op_vector_store(self, op) -> None:
         owner = self._parallel.owner if self._parallel is not None else None
