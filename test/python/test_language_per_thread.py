@@ -294,3 +294,17 @@ def test_block_bindings_name_the_grid(engine, target):
     kernel = tilemlir.compile(K.block_bound_copy(3, 4, 32), out_idx=[-1], engine=engine, target=target)
     x = RNG.uniform(-1, 1, (3, 128)).astype(np.float32)
     np.testing.assert_array_equal(kernel(x), x)
+
+
+@pytest.mark.parametrize("engine,target", ENGINES)
+def test_uint32_words_are_unsigned(engine, target):
+    words = RNG.integers(0, 2 ** 32, 64, dtype=np.uint64).astype(np.uint32)
+    words[:4] = [0, 1, 2 ** 31, 2 ** 32 - 1]
+    kernel = tilemlir.compile(K.uint32_bits(64), out_idx=[-5, -4, -3, -2, -1], engine=engine, target=target)
+    nibble, big, half, as_float, wrapped = kernel(words)
+    wide = words.astype(np.int64)
+    np.testing.assert_array_equal(nibble, wide >> 28)
+    np.testing.assert_array_equal(big, wide > 2 ** 31)
+    np.testing.assert_array_equal(half, (wide // 2).astype(np.uint32))
+    np.testing.assert_array_equal(as_float, words.astype(np.float32))
+    np.testing.assert_array_equal(wrapped, ((wide + 2 ** 32 - 1) % 2 ** 32).astype(np.uint32))

@@ -1269,8 +1269,9 @@ class Builder:
 
     def loaded(self, dtype: DType, stored: ir.Value) -> Scalar:
         """A value read from a buffer of `dtype` as the kernel sees it: a
-        bool byte compared with 0, a uint8 byte zero-extended to i32."""
-        if not dtype.is_byte:
+        bool byte compared with 0, a uint8 byte zero-extended to i32, a
+        uint32 zero-extended to i64."""
+        if not dtype.is_converted:
             return Scalar(stored)
         value = ir.Type.parse(dtype.value)
         if value == _i1():
@@ -1279,17 +1280,20 @@ class Builder:
 
     def to_value(self, node, value, dtype: DType) -> Scalar:
         """`value` converted to `dtype` (`T.cast`): a uint8 is an i32 in
-        [0, 255], the value's low byte."""
+        [0, 255], the value's low byte; a uint32 an i64 in [0, 2^32), its
+        low 32 bits."""
         converted = self.convert(node, value, ir.Type.parse(dtype.value))
-        if dtype.is_byte and converted.type != _i1():
-            return Scalar(arith.AndIOp(converted.value, self.constant(0xFF, converted.type)).result)
+        if dtype.is_converted and converted.type != _i1():
+            low = (1 << dtype.bits) - 1
+            return Scalar(arith.AndIOp(converted.value, self.constant(low, converted.type)).result)
         return converted
 
     def to_storage(self, node, value, dtype: DType) -> Scalar:
         """`value` as a buffer of `dtype` stores it: converted to the type's
-        values, then a bool as the byte 0 or 1, a uint8 as its low byte."""
+        values, then a bool as the byte 0 or 1, a uint8 or uint32 as its low
+        bits."""
         converted = self.to_value(node, value, dtype)
-        if not dtype.is_byte:
+        if not dtype.is_converted:
             return converted
         storage = ir.Type.parse(dtype.storage)
         if converted.type == _i1():
@@ -1773,7 +1777,7 @@ class Builder:
             raise self.error(node, "T.alloc_reducer: replication is 'all' or 'none'")
         if not self.in_kernel or self.parallel_depth:
             raise self.error(node, "T.alloc_reducer belongs inside the kernel (under T.Kernel), outside T.Parallel")
-        if not (dtype.is_float or dtype.mlir in ("i32", "i64")) or dtype.is_byte:
+        if not (dtype.is_float or dtype.mlir in ("i32", "i64")) or dtype.is_converted:
             raise self.error(node, f"T.alloc_reducer of {dtype}: a float or int32/int64 reducer")
         with self.block_buffer_insertion():
             value = tile.alloc_fragment(tile.fragment_memref_type(shape, ir.Type.parse(dtype.storage)))
@@ -1909,10 +1913,10 @@ class Builder:
         return var
 
     def arithmetic_buffers(self, node, what: str, *buffers: Buffer) -> None:
-        """Refuses bool and uint8 buffers where a tile op would compute on
-        their bytes as signed integers."""
+        """Refuses bool, uint8 and uint32 buffers where a tile op would
+        compute on their contents as signed integers."""
         for buffer in buffers:
-            if buffer.dtype.is_byte:
+            if buffer.dtype.is_converted:
                 raise self.error(node, f"{what} of a {buffer.dtype} buffer is not supported: copy it into a "
                                        f"buffer of a number type in a T.Parallel loop first")
 
@@ -1967,7 +1971,7 @@ class Builder:
         if isinstance(src, Region) and isinstance(dst, Region):
             raise self.error(node, "T.copy indexes one side; the other is copied whole (its shape is the window)")
         src_type, dst_type = (x.buffer.dtype if isinstance(x, Region) else x.dtype for x in (src, dst))
-        if src_type != dst_type and (src_type.is_byte or dst_type.is_byte) and src_type != "bool":
+        if src_type != dst_type and (src_type.is_converted or dst_type.is_converted) and src_type != "bool":
             raise self.error(node, f"T.copy from {src_type} to {dst_type}: a tile copy converts {src_type} as "
                                    f"a signed type; convert element by element in a T.Parallel loop")
         if isinstance(src, Buffer) and isinstance(dst, Buffer):

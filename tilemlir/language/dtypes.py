@@ -4,10 +4,11 @@ MLIR element types they name.
 A `DType` compares equal to its TileLang name, so `dtype == "float16"` and
 `T.float16 == "float16"` both hold, as they do in TileLang. Every name maps to
 one row of `tilemlir.dialects.element_types` (the one table of element types);
-`bool` and `uint8` live in memory as bytes (MLIR's signless `i8`: the tile
-dialect has no unsigned or 1-bit buffers): a bool buffer holds 0 or 1 and its
-loads compare with 0; a uint8 load is zero-extended to i32, as C promotes it,
-and a store truncates. `int64` and `index` are scalars only.
+`bool`, `uint8` and `uint32` live in memory as signless integers (the tile
+dialect has no unsigned or 1-bit buffers): a bool buffer holds the bytes 0
+or 1 and its loads compare with 0; a uint8 load is zero-extended to i32, as
+C promotes it, a uint32 load to i64 (so that comparisons, division, right
+shifts and conversions see 0 .. 2^32 - 1), and a store keeps the low bits.
 
 Called on a number, a DType makes a typed constant, as TileLang's
 `T.float32(1.0)` makes a `FloatImm`: the NumPy (or ml_dtypes) scalar of that
@@ -94,19 +95,20 @@ class DType:
     @property
     def numpy(self) -> np.dtype:
         """The NumPy dtype of a host array of this type."""
-        byte = _BYTE_TYPES.get(self.mlir)
-        return byte.numpy if byte is not None else ELEMENT_TYPES[self.mlir].dtype
+        converted = _CONVERTED.get(self.mlir)
+        return converted.numpy if converted is not None else ELEMENT_TYPES[self.mlir].dtype
 
     @property
     def value(self) -> str:
         """The MLIR type of this type's values in a kernel (a load, a variable, a cast)."""
-        byte = _BYTE_TYPES.get(self.mlir)
-        return byte.value if byte is not None else self.mlir
+        converted = _CONVERTED.get(self.mlir)
+        return converted.value if converted is not None else self.mlir
 
     @property
     def storage(self) -> str:
         """The MLIR element type of a buffer holding this type."""
-        return "i8" if self.mlir in _BYTE_TYPES else self.mlir
+        converted = _CONVERTED.get(self.mlir)
+        return converted.storage if converted is not None else self.mlir
 
     @property
     def storage_numpy(self) -> np.dtype:
@@ -114,9 +116,10 @@ class DType:
         return ELEMENT_TYPES[self.storage].dtype
 
     @property
-    def is_byte(self) -> bool:
-        """bool or uint8: stored as i8, loaded and stored through a conversion."""
-        return self.mlir in _BYTE_TYPES
+    def is_converted(self) -> bool:
+        """bool, uint8 or uint32: stored as a signless integer, loaded and
+        stored through a conversion."""
+        return self.mlir in _CONVERTED
 
     @property
     def bits(self) -> int:
@@ -133,16 +136,19 @@ class DType:
 
 
 @dataclass(frozen=True)
-class _ByteType:
+class _Converted:
+    storage: str      # the MLIR element type of its buffers
     value: str        # the MLIR type a load gives
     numpy: np.dtype   # the host arrays' dtype
 
 
-# The types a buffer holds as i8 bytes, by their DType.mlir spelling ("ui8" is
-# MLIR's unsigned 8-bit type, which no IR of ours contains: the name only).
-_BYTE_TYPES: dict[str, _ByteType] = {
-    "i1": _ByteType("i1", np.dtype(np.bool_)),
-    "ui8": _ByteType("i32", np.dtype(np.uint8)),
+# The types a buffer holds as signless integers, by their DType.mlir spelling
+# ("ui8", "ui32": MLIR's unsigned types, which no IR of ours contains: the
+# names only).
+_CONVERTED: dict[str, _Converted] = {
+    "i1": _Converted("i8", "i1", np.dtype(np.bool_)),
+    "ui8": _Converted("i8", "i32", np.dtype(np.uint8)),
+    "ui32": _Converted("i32", "i64", np.dtype(np.uint32)),
 }
 
 
@@ -159,6 +165,7 @@ _NAMES: dict[str, str] = {
     "int8": "i8",
     "int16": "i16",
     "uint8": "ui8",
+    "uint32": "ui32",
     "int32": "i32", "int": "i32",
     "int64": "i64",
     "bool": "i1",

@@ -429,11 +429,12 @@ class JITKernel:
             if params[position].kind != "scalar" and not value.is_contiguous():
                 arguments[position] = value.contiguous()
                 staged.append((value, arguments[position]))
-            if params[position].kind != "scalar" and params[position].dtype.is_byte:
+            if params[position].kind != "scalar" and params[position].dtype.is_converted:
                 if value.dtype != _torch_dtype(params[position].dtype):  # checked here: the view hides it
                     raise TileLangError(f"argument '{params[position].name}': expected a tensor of "
                                         f"{params[position].dtype}, got {value.dtype}")
-                arguments[position] = arguments[position].view(torch.int8)  # the kernel's i8 bytes
+                signless = torch.int8 if params[position].dtype.storage == "i8" else torch.int32
+                arguments[position] = arguments[position].view(signless)  # the kernel's signless integers
         from tilemlir.runtime import device
 
         device.launch_tensors(self.loaded_device(), self.built.name, arguments, stream=_raw_stream(torch, gpu))
@@ -461,7 +462,7 @@ class JITKernel:
             contiguous = np.ascontiguousarray(array)
             if contiguous is not value:  # a torch tensor, or a strided array: written back after the run
                 writeback.append((position, value))
-            converted.append(contiguous.view(p.dtype.storage_numpy))  # bool, uint8: the i8 bytes
+            converted.append(contiguous.view(p.dtype.storage_numpy))  # bool, uint8, uint32: signless
         return converted, writeback
 
     def launch(self, args: list) -> None:
@@ -566,7 +567,7 @@ def _torch_dtype(dtype):
 
     from tilemlir.runtime.cuda_launch import TORCH_DTYPES
 
-    name = dtype.name if dtype.is_byte else TORCH_DTYPES.get(dtype.mlir)  # bool, uint8: torch's names
+    name = dtype.name if dtype.is_converted else TORCH_DTYPES.get(dtype.mlir)  # bool, uint8, uint32
     if name is None or not hasattr(torch, name):
         raise TileLangError(f"torch has no tensor type for {dtype}: call the kernel on NumPy arrays")
     return getattr(torch, name)

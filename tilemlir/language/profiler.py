@@ -25,7 +25,7 @@ _MAX_WARMUP_CALLS, _MAX_TIMED_CALLS = 100, 1000
 
 # NumPy dtypes torch.from_numpy takes; the narrow floats (bf16, fp8: ml_dtypes) go through f32.
 _TORCH_READS = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32,
-                                           np.int64, np.uint8, np.bool_))
+                                           np.int64, np.uint8, np.uint32, np.bool_))
 
 
 def _cuda_torch():
@@ -122,8 +122,8 @@ class Profiler:
             return np.full(shape, 0 if kind is TensorSupplyType.Zero else 1).astype(dtype)
         if np.dtype(dtype) == np.bool_:  # masks: both values
             return self.rng.integers(0, 2, shape).astype(dtype)
-        if np.dtype(dtype) == np.uint8:  # packed bytes: every value
-            return self.rng.integers(0, 256, shape).astype(dtype)
+        if np.dtype(dtype) in (np.uint8, np.uint32):  # packed bits: every value
+            return self.rng.integers(0, np.iinfo(dtype).max, shape, endpoint=True).astype(dtype)
         if kind in (TensorSupplyType.Normal, TensorSupplyType.Randn) and not integer:
             return self.rng.standard_normal(shape).astype(dtype)
         if integer or kind is TensorSupplyType.Integer:

@@ -859,3 +859,21 @@ def block_bound_copy(rows, blocks, width):
                 B[by, bx * width + i] = A[by, T.get_block_binding(0) * width + i] + bz
 
     return main
+
+
+def uint32_bits(N):
+    """Unsigned 32-bit words: nibbles by shift and mask, a comparison and a
+    division above 2^31, a conversion to float, and wrapping stores."""
+    @T.prim_func
+    def main(W: T.Tensor((N,), "uint32"), nibble: T.Tensor((N,), "int32"), big: T.Tensor((N,), "bool"),
+             half: T.Tensor((N,), "uint32"), as_float: T.Tensor((N,), "float32"), wrapped: T.Tensor((N,), "uint32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(N):
+                w = W[i]
+                nibble[i] = T.cast((w >> 28) & 0xF, "int32")
+                big[i] = w > 2147483648
+                half[i] = w // 2
+                as_float[i] = T.cast(w, "float32")
+                wrapped[i] = w + T.uint32(4294967295)
+
+    return main
