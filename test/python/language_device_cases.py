@@ -81,6 +81,20 @@ def _byte_model(args):
             6: _exact(np.where((x != 0) & keep, packed.astype(np.float64), -1.0))}
 
 
+def _uint32_inputs(rng):
+    words = rng.integers(0, 2 ** 32, 64, dtype=np.uint64).astype(np.uint32)
+    words[:4] = (0, 1, 2 ** 31, 2 ** 32 - 1)
+    return [words.view(np.int32), np.zeros(64, np.int32), np.zeros(64, np.int8), np.zeros(64, np.int32),
+            np.zeros(64, np.float32), np.zeros(64, np.int32)]
+
+
+def _uint32_model(args):
+    wide = args[0].view(np.uint32).astype(np.int64)
+    return {1: _exact(wide >> 28), 2: _exact(wide > 2 ** 31), 3: _exact((wide // 2).astype(np.uint32).view(np.int32)),
+            4: _exact(wide.astype(np.uint32).astype(np.float32)),
+            5: _exact(((wide + 2 ** 32 - 1) % 2 ** 32).astype(np.uint32).view(np.int32))}
+
+
 def _atomic_inputs(rng):
     n, bins, blocks = 96, 8, 3
     x = rng.uniform(-4, 4, (blocks, n)).astype(np.float32)
@@ -213,6 +227,22 @@ def _reducer_model(args):
     return {2: (a @ x, 2 * a.shape[1] * U32 * (np.abs(a) @ np.abs(x)))}
 
 
+def _shuffle_inputs(rng):
+    return [rng.uniform(-1, 1, 128).astype(np.float32), np.zeros(4, np.float32), np.zeros(128, np.float32),
+            np.zeros(128, np.float32), np.zeros(128, np.int32)]
+
+
+def _shuffle_model(args):
+    a = args[0]
+    thread = np.arange(a.size)
+    lane = thread % 32
+    wide = a.astype(np.float64)
+    return {1: (wide.reshape(-1, 32).sum(axis=1), 32 * U32 * np.abs(wide).reshape(-1, 32).sum(axis=1)),
+            2: _exact(np.where(lane + 3 < 32, a[np.minimum(thread + 3, a.size - 1)], a)),
+            3: _exact(np.where(lane >= 2, a[np.maximum(thread - 2, 0)], a)),
+            4: _exact((thread - lane + 5) * 10)}
+
+
 def _scan_inputs(rng):
     return [rng.uniform(-1, 1, (3, 128)).astype(np.float32), np.zeros((3, 128), np.float32)]
 
@@ -226,6 +256,7 @@ CASES = [
     LanguageCase("lang_block_sparse_matmul", lambda: K.block_sparse_matmul(64, 64, 64, 32, 32, 16),
                  _block_sparse_inputs, _block_sparse_model),
     LanguageCase("lang_byte_types", lambda: K.byte_types(64), _byte_inputs, _byte_model),
+    LanguageCase("lang_uint32_bits", lambda: K.uint32_bits(64), _uint32_inputs, _uint32_model),
     LanguageCase("lang_element_atomics", lambda: K.element_atomics(96, 8, 3), _atomic_inputs, _atomic_model,
                  keep={2, 3, 4, 5}),
     LanguageCase("lang_split_kv_decode", lambda: K.split_kv_decode.function(1, 64, 128, 64), _decode_inputs,
@@ -245,6 +276,7 @@ CASES = [
     LanguageCase("lang_gemv_split_threads", lambda: K.gemv_split_threads(256, 1024, 2, 32, 8),
                  _gemv_inputs(256, 1024), _gemv_model),
     LanguageCase("lang_gemv_reducer", lambda: K.gemv_reducer(256, 512, 64, 128), _reducer_inputs, _reducer_model),
+    LanguageCase("lang_warp_shuffles", lambda: K.warp_shuffles(128), _shuffle_inputs, _shuffle_model),
     LanguageCase("lang_prefix_sums_per_thread", lambda: K.prefix_sums_per_thread(3, 128), _scan_inputs,
                  _scan_model),
 ]

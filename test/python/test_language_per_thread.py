@@ -308,3 +308,54 @@ def test_uint32_words_are_unsigned(engine, target):
     np.testing.assert_array_equal(half, (wide // 2).astype(np.uint32))
     np.testing.assert_array_equal(as_float, words.astype(np.float32))
     np.testing.assert_array_equal(wrapped, ((wide + 2 ** 32 - 1) % 2 ** 32).astype(np.uint32))
+
+
+def shuffle_expectations(a: np.ndarray):
+    n = a.size
+    thread = np.arange(n)
+    lane = thread % 32
+    sums = a.astype(np.float64).reshape(-1, 32).sum(axis=1)
+    down = np.where(lane + 3 < 32, a[np.minimum(thread + 3, n - 1)], a)
+    up = np.where(lane >= 2, a[np.maximum(thread - 2, 0)], a)
+    return sums, down, up, (thread - lane + 37 % 32) * 10
+
+
+@pytest.mark.parametrize("engine,target", ENGINES)
+def test_warp_shuffles_in_per_thread_code(engine, target):
+    a = RNG.uniform(-1, 1, 128).astype(np.float32)
+    kernel = tilemlir.compile(K.warp_shuffles(128), out_idx=[-4, -3, -2, -1], engine=engine, target=target)
+    sums, down, up, picked = kernel(a)
+    want_sums, want_down, want_up, want_picked = shuffle_expectations(a)
+    assert_within(sums, want_sums, 32 * U32 * np.abs(a.astype(np.float64)).reshape(-1, 32).sum(axis=1))
+    np.testing.assert_array_equal(down, want_down)
+    np.testing.assert_array_equal(up, want_up)
+    np.testing.assert_array_equal(picked, want_picked)
+
+
+def test_warp_shuffles_in_maca_cpp_and_ptx(tmp_path):
+    import maca_programs
+
+    source = tilemlir.language.compile(K.warp_shuffles(128), engine="reference").get_kernel_source()
+    assert "shfl.sync.bfly.b32" in tilemlir.compile(source, target="nvidia:sm_90a").artifacts["ptx"]
+    name = re.search(r"func\.func @(\w+)", source).group(1)
+    maca = tilemlir.compile(source, target="metax:xcore1000").artifacts["maca"]
+    binary = maca_programs.build({name: maca}, tmp_path)
+    a = RNG.uniform(-1, 1, 128).astype(np.float32)
+    outputs = [np.zeros(4, np.float32), np.zeros(128, np.float32), np.zeros(128, np.float32), np.zeros(128, np.int32)]
+    maca_programs.run(binary, name, [a, *outputs], tmp_path)
+    want_sums, want_down, want_up, want_picked = shuffle_expectations(a)
+    assert_within(outputs[0], want_sums, 32 * U32 * np.abs(a.astype(np.float64)).reshape(-1, 32).sum(axis=1))
+    for got, want in zip(outputs[1:], (want_down, want_up, want_picked)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_shuffles_outside_per_thread_code_are_refused(tmp_path):
+    with pytest.raises(TileLangError, match="T.shfl_xor exchanges values between the threads of a warp"):
+        tilemlir.compile(_kernel(tmp_path, """
+            for i in T.Parallel(64):
+                B[i] = T.shfl_xor(A[i], 1)
+            """), out_idx=[-1], engine="reference")
+    with pytest.raises(TileLangError, match="T.shfl_down: shuffles run over warps of 32 lanes"):
+        tilemlir.compile(_kernel(tmp_path, """
+            B[tx] = T.shfl_down(A[tx], 1, 64)
+            """), out_idx=[-1], engine="reference")

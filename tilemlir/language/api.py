@@ -186,6 +186,10 @@ get_block_binding = _intrinsic("get_block_binding")
 get_block_bindings = _intrinsic("get_block_bindings")
 sync_threads = _intrinsic("sync_threads")
 device_assert = _intrinsic("device_assert")
+shfl_xor = _intrinsic("shfl_xor")
+shfl_down = _intrinsic("shfl_down")
+shfl_up = _intrinsic("shfl_up")
+shfl_sync = _intrinsic("shfl_sync")
 reduce_max = _intrinsic("reduce_max")
 reduce_sum = _intrinsic("reduce_sum")
 reduce_min = _intrinsic("reduce_min")
@@ -326,9 +330,6 @@ UNSUPPORTED: dict[str, str] = {
     "grid": "use T.Parallel or nested T.serial loops",
     "thread_binding": "use T.Kernel(..., threads=n) and T.Parallel",
     "launch_thread": "use T.Kernel(..., threads=n)",
-    **{name: "warp shuffles are not built: in per-thread code pass values through a T.alloc_shared buffer "
-             "(the compiler places the barriers); in tile code use T.reduce_sum / T.reduce_max"
-       for name in ("shfl_sync", "shfl_xor", "shfl_down", "shfl_up")},
 }
 
 # Other TileLang names (TIR math, hardware intrinsics) that tilemlir builds nothing for.

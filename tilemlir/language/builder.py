@@ -54,6 +54,8 @@ from tilemlir.language import api
 from tilemlir.language.api import TensorSpec, TileLangError
 from tilemlir.language.dtypes import DType, is_dtype
 from tilemlir.language.dtypes import dtype as to_dtype
+from tilemlir.passes.gpu_builders import bit_width
+from tilemlir.passes.lower_to_gpu.api import moved_by_words
 
 GLOBAL, SHARED, FRAGMENT, LOCAL = "global", "shared", "fragment", "local"
 BLOCK_NAMES = ("bx", "by", "bz")  # block indices a kernel without T.Kernel may use
@@ -1745,6 +1747,58 @@ class Builder:
             return Scalar(self.index(0), Affine.of({}, 0))
         return Scalar(arguments[dim], Affine.of({BLOCK_NAMES[dim]: 1}, 0))
 
+    def call_shfl_xor(self, node: ast.Call):
+        return self.shuffle(node, "shfl_xor", gpu.ShuffleMode.XOR)
+
+    def call_shfl_down(self, node: ast.Call):
+        return self.shuffle(node, "shfl_down", gpu.ShuffleMode.DOWN)
+
+    def call_shfl_up(self, node: ast.Call):
+        return self.shuffle(node, "shfl_up", gpu.ShuffleMode.UP)
+
+    def call_shfl_sync(self, node: ast.Call):
+        return self.shuffle(node, "shfl_sync", gpu.ShuffleMode.IDX)
+
+    def shuffle(self, node: ast.Call, name: str, mode) -> Scalar:
+        """`T.shfl_xor(v, mask)`, `T.shfl_down(v, delta)`, `T.shfl_up(v, delta)`,
+        `T.shfl_sync(v, lane)` in per-thread code: `v` as another lane of the
+        thread's warp of 32 holds it (CUDA's `__shfl_*_sync` over all 32
+        lanes; on AMD's 64-lane waves each half is such a warp): lane ^ mask,
+        lane + delta, lane - delta, or `lane` (mod 32); a lane whose source
+        falls outside its warp keeps its own value. A `gpu.shuffle` of width
+        32 per 32-bit word of `v`."""
+        what = f"T.{name}"
+        second = "src_lane" if name == "shfl_sync" else ("lane_mask" if name == "shfl_xor" else "delta")
+        args = self.arguments_of(node, ("value", second, "width", "mask"), 2, what=what)
+        if self.thread_region is None or self.parallel_depth:
+            raise self.error(node, f"{what} exchanges values between the threads of a warp: it belongs in "
+                                   f"per-thread code (a kernel that calls T.get_thread_binding), outside tile "
+                                   f"ops and T.Parallel; in tile code use T.reduce_sum / T.reduce_max")
+        if "width" in args and self.eval(args["width"]) != WARP_LANES:
+            raise self.error(args["width"], f"{what}: shuffles run over warps of {WARP_LANES} lanes")
+        value = self.scalar(node, self.eval(args["value"]))
+        if isinstance(value.type, ir.IndexType):  # moved as the i64 it holds
+            i64 = ir.IntegerType.get_signless(64)
+            moved = self.shuffled(node, what, Scalar(arith.IndexCastOp(i64, value.value).result), second, args,
+                                  mode)
+            return Scalar(arith.IndexCastOp(ir.IndexType.get(), moved.value).result)
+        return self.shuffled(node, what, value, second, args, mode)
+
+    def shuffled(self, node: ast.Call, what: str, value: Scalar, second: str, args: dict, mode) -> Scalar:
+        if bit_width(value.type) > 64:
+            raise self.error(node, f"{what} of {value.type}: values of up to 64 bits move between lanes")
+        i32 = ir.IntegerType.get_signless(32)
+        offset = self.convert(node, self.eval(args[second]), i32).value
+        if mode == gpu.ShuffleMode.IDX:  # CUDA takes the source lane modulo the width
+            offset = arith.AndIOp(offset, self.constant(WARP_LANES - 1, i32)).result
+        width = self.constant(WARP_LANES, i32)
+
+        def move(word: ir.Value) -> ir.Value:
+            moved, valid = gpu.ShuffleOp(word, offset, width, mode).results
+            return arith.SelectOp(valid, moved, word).result
+
+        return Scalar(moved_by_words(value.value, move))
+
     def call_sync_threads(self, node: ast.Call):
         """`T.sync_threads()`: a workgroup barrier. In per-thread code it must
         be reached by every thread (not under a condition on a thread index);
@@ -2864,6 +2918,9 @@ def _array_shape_dtype(value):
 def _is_docstring(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
+
+# The lanes T.shfl_* exchange values among (CUDA's warp, TileLang's default width).
+WARP_LANES = 32
 
 # T.alloc_reducer: how each kind is updated in a T.Parallel.
 _REDUCER_FORMS = {"sum": "R[i] += v", "max": "R[i] = T.max(R[i], v)", "min": "R[i] = T.min(R[i], v)"}

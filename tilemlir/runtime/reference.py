@@ -220,7 +220,14 @@ _VECTOR_SAFE_PREFIXES = ("arith.", "math.")
 _VECTOR_SAFE = {"memref.load", "memref.store", "memref.dim", "scf.if", "scf.yield", "scf.for",
                 "scf.reduce", "scf.reduce.return", "cf.assert"}
 
-_PER_THREAD_SAFE = {"memref.alloca", "memref.atomic_rmw", "gpu.barrier"}
+_PER_THREAD_SAFE = {"memref.alloca", "memref.atomic_rmw", "gpu.barrier", "gpu.shuffle"}
+# gpu.shuffle modes: the source lane, counted from the segment's first lane.
+_SHUFFLE_SOURCE = {
+    "xor": lambda lane, offset: lane ^ offset,
+    "up": lambda lane, offset: lane - offset,
+    "down": lambda lane, offset: lane + offset,
+    "idx": lambda lane, offset: offset,
+}
 
 _CMPI = {
     0: operator.eq, 1: operator.ne, 2: operator.lt, 3: operator.le, 4: operator.gt, 5: operator.ge,
@@ -828,6 +835,37 @@ class _FunctionCompiler:
                 value = value | ~np.broadcast_to(frame.mask, np.broadcast_shapes(value.shape, frame.mask.shape))
             if not value.all():
                 raise _Fail(f"device {message}")
+
+        return run
+
+    def gpu_shuffle(self, op: ir.Operation) -> Instr:
+        """gpu.shuffle in per-thread code (T.shfl_*): threads numbered x
+        fastest, cut into segments of `width`; a thread reads the value of
+        the source its mode names in its segment, or keeps its own with
+        `valid` false (the emulator's definition, emu_control._shuffle)."""
+        value, offset, width = self.uses(op.operands)
+        out, valid_out = (self.define(r) for r in op.results)
+        text = str(op.attributes["mode"])
+        source_of = _SHUFFLE_SOURCE[text[text.rindex(" ") + 1:-1]]
+
+        def run(frame: Frame) -> None:
+            if frame.lanes is None:
+                raise _Fail("gpu.shuffle outside per-thread code (a tile.per_thread region)")
+            env, lanes = frame.env, frame.lanes
+            shape = np.broadcast_shapes(*(np.shape(lane) for lane in lanes))
+            linear, stride = np.zeros(shape, np.int64), 1
+            for lane in lanes:
+                linear += np.broadcast_to(lane, shape) * stride
+                stride *= int(np.size(lane))
+            w = int(env[width])
+            segment = linear // w * w
+            source = source_of(linear - segment, np.broadcast_to(np.asarray(env[offset], np.int64), shape)) + segment
+            valid = (source >= segment) & (source < segment + w) & (source < stride)
+            source = np.where(valid, source, linear)
+            by_thread = np.empty(stride, np.asarray(env[value]).dtype)
+            by_thread[linear.reshape(-1)] = np.broadcast_to(env[value], shape).reshape(-1)
+            env[out] = by_thread[source]
+            env[valid_out] = valid
 
         return run
 
@@ -1517,6 +1555,7 @@ _OP_COMPILERS: dict[str, Callable[[_FunctionCompiler, ir.Operation], Instr | Non
     "memref.atomic_rmw": _FunctionCompiler.atomic_rmw,
     "memref.dim": _FunctionCompiler.dim,
     "cf.assert": _FunctionCompiler.assert_,
+    "gpu.shuffle": _FunctionCompiler.gpu_shuffle,
     "memref.copy": _FunctionCompiler.memref_copy,
     "memref.cast": _FunctionCompiler.identity,
     "memref.subview": _FunctionCompiler.subview,

@@ -877,3 +877,25 @@ def uint32_bits(N):
                 wrapped[i] = w + T.uint32(4294967295)
 
     return main
+
+
+def warp_shuffles(N):
+    """Warp shuffles in per-thread code: a butterfly sum over each warp of 32
+    (T.shfl_xor, carried by a variable through T.unroll), and one step of
+    T.shfl_down, T.shfl_up and T.shfl_sync each."""
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), sums: T.Tensor((N // 32,), "float32"), down: T.Tensor((N,), "float32"),
+             up: T.Tensor((N,), "float32"), picked: T.Tensor((N,), "int32")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            v = T.alloc_var("float32")
+            v = A[tx]
+            for k in T.unroll(5):
+                v = v + T.shfl_xor(v, 16 >> k)
+            if tx % 32 == 0:
+                sums[tx // 32] = v
+            down[tx] = T.shfl_down(A[tx], 3)
+            up[tx] = T.shfl_up(A[tx], 2)
+            picked[tx] = T.shfl_sync(tx * 10, 37)
+
+    return main
