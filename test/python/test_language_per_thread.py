@@ -176,19 +176,35 @@ def test_a_barrier_in_a_loop_whose_trip_count_varies_by_thread_is_refused(tmp_pa
         tilemlir.compile(kernel, out_idx=[-1], engine="emulator", target="amdgpu:gfx942")(np.ones(64, np.float32))
 
 
-def test_the_reference_engine_refuses_a_per_thread_trip_count_the_emulator_runs(tmp_path):
-    kernel = _kernel(tmp_path, """
+@pytest.mark.parametrize("engine,target", ENGINES[:2] + ENGINES[-1:])
+def test_loops_whose_trip_count_varies_by_thread(tmp_path, engine, target):
+    """A prefix sum by a loop to the thread's own index, and a `while` that
+    halves each thread's value until it is below 1: each thread loops its
+    own number of times (the reference engine masks the finished ones)."""
+    scan = _kernel(tmp_path, """
         total = T.alloc_local((1,), "float32")
         T.clear(total)
         for i in T.serial(tx + 1):
             total[0] += A[i]
         B[tx] = total[0]
         """)
-    with pytest.raises(Exception, match="the reference engine runs per-thread code with every thread in step"):
-        tilemlir.compile(kernel, out_idx=[-1], engine="reference")(np.ones(64, np.float32))
-    x = RNG.uniform(-1, 1, 64).astype(np.float32)
-    got = tilemlir.compile(kernel, out_idx=[-1], engine="emulator", target="amdgpu:gfx942")(x)
-    assert_within(got, np.cumsum(x.astype(np.float64)), 64 * U32 * np.cumsum(np.abs(x.astype(np.float64))))
+    a = RNG.uniform(-1, 1, 64).astype(np.float32)
+    wide = a.astype(np.float64)
+    got = tilemlir.compile(scan, out_idx=[-1], engine=engine, target=target)(a)
+    assert_within(got, np.cumsum(wide), 64 * U32 * np.cumsum(np.abs(wide)))
+    halving = _kernel(tmp_path, """
+        count = T.alloc_var("int32")
+        count = 0
+        x = T.alloc_var("float32")
+        x = T.abs(A[tx]) * 64.0
+        while x >= 1.0:
+            x = x * 0.5
+            count = count + 1
+        B[tx] = T.cast(count, "float32")
+        """)
+    got = tilemlir.compile(halving, out_idx=[-1], engine=engine, target=target)(a)
+    want = [0 if v < 1 else int(np.floor(np.log2(v))) + 1 for v in np.abs(a) * np.float32(64)]
+    np.testing.assert_array_equal(got, want)
 
 
 # -- T.alloc_reducer ------------------------------------------------------------

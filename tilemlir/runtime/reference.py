@@ -220,7 +220,8 @@ _VECTOR_SAFE_PREFIXES = ("arith.", "math.")
 _VECTOR_SAFE = {"memref.load", "memref.store", "memref.dim", "scf.if", "scf.yield", "scf.for",
                 "scf.reduce", "scf.reduce.return", "cf.assert"}
 
-_PER_THREAD_SAFE = {"memref.alloca", "memref.atomic_rmw", "gpu.barrier", "gpu.shuffle"}
+_PER_THREAD_SAFE = {"memref.alloca", "memref.atomic_rmw", "gpu.barrier", "gpu.shuffle", "scf.while",
+                    "scf.condition"}
 # gpu.shuffle modes: the source lane, counted from the segment's first lane.
 _SHUFFLE_SOURCE = {
     "xor": lambda lane, offset: lane ^ offset,
@@ -1153,12 +1154,16 @@ class _FunctionCompiler:
 
         def run(frame: Frame) -> None:
             env = frame.env
-            lo, hi, st = int(env[lower]), int(env[upper]), int(env[step])
-            if st <= 0:
-                raise _Fail(f"scf.for: step must be positive, got {st}")
-            carried = [env[s] for s in inits]
-            for iv in range(lo, hi, st):
-                carried = execute_block(program, body, frame, [iv, *carried])
+            if any(_is_array(env[s]) for s in (lower, upper, step)):
+                carried = _lanes_for(program, body, frame, env[lower], env[upper], env[step],
+                                     [env[s] for s in inits])
+            else:
+                lo, hi, st = int(env[lower]), int(env[upper]), int(env[step])
+                if st <= 0:
+                    raise _Fail(f"scf.for: step must be positive, got {st}")
+                carried = [env[s] for s in inits]
+                for iv in range(lo, hi, st):
+                    carried = execute_block(program, body, frame, [iv, *carried])
             for slot, value in zip(results, carried):
                 env[slot] = value
 
@@ -1204,13 +1209,16 @@ class _FunctionCompiler:
         def run(frame: Frame) -> None:
             env = frame.env
             values = [env[s] for s in inits]
-            while True:
-                cond, *forwarded = execute_block(program, before, frame, values)
-                if _is_array(cond):
-                    raise _Fail("scf.while: the condition differs between lanes of a vectorized loop")
-                if not cond:
-                    break
-                values = execute_block(program, after, frame, forwarded)
+            if frame.lanes is not None:  # per-thread code: each lane loops until its own condition fails
+                forwarded = _lanes_while(program, before, after, frame, values)
+            else:
+                while True:
+                    cond, *forwarded = execute_block(program, before, frame, values)
+                    if _is_array(cond):
+                        raise _Fail("scf.while: the condition differs between lanes of a vectorized loop")
+                    if not cond:
+                        break
+                    values = execute_block(program, after, frame, forwarded)
             for slot, value in zip(results, forwarded):
                 env[slot] = value
 
@@ -1243,10 +1251,8 @@ class _FunctionCompiler:
         per_thread = attributes.PER_THREAD.is_on(op)
         vectorized = (self.program.vectorize or per_thread) and _vectorizable(op, per_thread)
         if per_thread and not vectorized:
-            raise self.fail(op, "the reference engine runs per-thread code with every thread in step, which "
-                                "it does for loops whose trip count is the same for every thread and for "
-                                "arith, math, memref and scf.if; this region has something else (a loop over "
-                                "a per-thread bound?): run it on the emulator (engine='emulator')")
+            raise self.fail(op, "the reference engine runs per-thread code with every thread in step: arith, "
+                                "math, memref, scf and gpu.barrier/gpu.shuffle; this region holds another op")
         program = self.program
 
         def combine(code: BlockCode, frame: Frame, lhs, rhs):
@@ -1287,6 +1293,53 @@ class _FunctionCompiler:
         return run
 
 
+def _lanes_for(program: Program, body: BlockCode, frame: Frame, lower, upper, step, carried: list) -> list:
+    """scf.for in per-thread code whose bounds differ between threads: each
+    iteration runs for the lanes still inside their own range (the others
+    masked off, keeping their carried values)."""
+    if frame.lanes is None:
+        raise _Fail("scf.for: bounds that differ between lanes of a vectorized loop")
+    lo, hi, st = (np.asarray(v, np.int64) for v in (lower, upper, step))
+    if (st <= 0).any():
+        raise _Fail(f"scf.for: step must be positive, got {int(st[st <= 0].flat[0])}")
+    trips = np.maximum((hi - lo + st - 1) // st, 0)
+    outer = frame.mask
+    try:
+        for k in range(int(trips.max(initial=0))):
+            active = k < trips if outer is None else (k < trips) & outer
+            if not active.any():
+                continue
+            frame.mask = active
+            stepped = execute_block(program, body, frame, [lo + k * st, *carried])
+            carried = [np.where(active, new, old) for new, old in zip(stepped, carried)]
+    finally:
+        frame.mask = outer
+    return carried
+
+
+def _lanes_while(program: Program, before: BlockCode, after: BlockCode, frame: Frame, values: list) -> list:
+    """scf.while in per-thread code: every lane runs the condition region
+    while it is still looping, leaves with the values it forwarded when its
+    condition fails, and runs the body while it holds (the others masked)."""
+    outer = frame.mask
+    shape = np.broadcast_shapes(*(np.shape(lane) for lane in frame.lanes))
+    running = np.ones(shape, bool) if outer is None else np.broadcast_to(outer, shape).copy()
+    exits = None
+    try:
+        while True:
+            frame.mask = running
+            cond, *forwarded = execute_block(program, before, frame, values)
+            exits = forwarded if exits is None else [np.where(running, f, e) for f, e in zip(forwarded, exits)]
+            running = running & np.asarray(cond, bool)
+            if not running.any():
+                return exits
+            frame.mask = running
+            stepped = execute_block(program, after, frame, forwarded)
+            values = [np.where(running, new, old) for new, old in zip(stepped, forwarded)]
+    finally:
+        frame.mask = outer
+
+
 def _tree_reduce(combine: Callable, lanes: np.ndarray):
     """Pairwise combination of a 1-d array of lanes, each level vectorized."""
     while lanes.shape[0] > 1:
@@ -1304,10 +1357,6 @@ def _vectorizable(op: ir.Operation, per_thread: bool = False) -> bool:
     from tilemlir.irutil import walk
 
     inside: set = set()
-    if per_thread:  # a loop runs in step where its trip count is the same for every thread
-        from tilemlir.passes.insert_barriers import varying_values
-
-        varying = varying_values(op)
     for inner in walk(op):
         if inner is not op:
             inside.update(inner.results)
@@ -1321,7 +1370,7 @@ def _vectorizable(op: ir.Operation, per_thread: bool = False) -> bool:
         if not (name.startswith(_VECTOR_SAFE_PREFIXES) or name in _VECTOR_SAFE
                 or per_thread and name in _PER_THREAD_SAFE):
             return False
-        if name == "scf.for" and any(v in (varying if per_thread else inside) for v in list(inner.operands)[:3]):
+        if name == "scf.for" and not per_thread and any(v in inside for v in list(inner.operands)[:3]):
             return False
     return True
 
