@@ -851,7 +851,7 @@ class _FunctionCompiler:
 
         def run(frame: Frame) -> None:
             if frame.lanes is None:
-                raise _Fail("gpu.shuffle outside per-thread code (a tile.per_thread region)")
+                raise _Fail(f"gpu.shuffle outside per-thread code (a {attributes.PER_THREAD.name} region)")
             env, lanes = frame.env, frame.lanes
             shape = np.broadcast_shapes(*(np.shape(lane) for lane in lanes))
             linear, stride = np.zeros(shape, np.int64), 1
