@@ -375,3 +375,80 @@ def test_shuffles_outside_per_thread_code_are_refused(tmp_path):
         tilemlir.compile(_kernel(tmp_path, """
             B[tx] = T.shfl_down(A[tx], 1, 64)
             """), out_idx=[-1], engine="reference")
+
+
+# -- second reading: the cases a review found -----------------------------------
+
+@pytest.mark.parametrize("engine,target", ENGINES)
+def test_uint32_arithmetic_wraps_as_c_does(engine, target):
+    words = np.array([1, 2463534242, 2 ** 32 - 1, 123456789, 0, 2 ** 31 + 1, 5, 6] * 8, np.uint32)
+    kernel = tilemlir.compile(K.uint32_wrapping(64), out_idx=[-4, -3, -2, -1], engine=engine, target=target)
+    shuffled, less, flags, low = kernel(words)
+    x = words.astype(np.uint64)
+    x ^= (x << 13) & 0xFFFFFFFF
+    x ^= x >> 17
+    x ^= (x << 5) & 0xFFFFFFFF
+    np.testing.assert_array_equal(shuffled, x.astype(np.uint32))
+    np.testing.assert_array_equal(less, (words - np.uint32(1)).astype(np.float32))
+    np.testing.assert_array_equal(flags, (words * np.uint32(2) > 10) + 2 * (~words > 5))  # w > -1: never
+    np.testing.assert_array_equal(low, (words << np.uint32(4)) >> np.uint32(4))
+
+
+@pytest.mark.parametrize("engine,target", ENGINES)
+def test_reducers_with_unit_dims_and_one_update_per_element(engine, target):
+    a = RNG.uniform(-1, 1, (8, 16)).astype(np.float32)
+    kernel = tilemlir.compile(K.reducer_edge_forms(8, 16), out_idx=[-2, -1], engine=engine, target=target)
+    cols, least = kernel(a)
+    wide = a.astype(np.float64)
+    assert_within(cols[0], wide.sum(axis=0) + 1, 9 * U32 * (np.abs(wide).sum(axis=0) + 1))
+    np.testing.assert_array_equal(least, np.minimum(a, 0.25))
+
+
+def test_reading_a_reducer_in_the_loop_that_updates_it_is_refused(tmp_path):
+    with pytest.raises(TileLangError, match=r"'r' \(T.alloc_reducer\) is read in the T.Parallel that updates it"):
+        tilemlir.compile(_kernel(tmp_path, """
+            r = T.alloc_reducer((64,), "float32")
+            T.clear(r)
+            for i in T.Parallel(64):
+                B[i] = r[i]
+                r[i] += A[i]
+            """), out_idx=[-1], engine="reference")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("""
+     v = T.alloc_var("float32")
+     v = A[tx]
+     for k in T.serial(tx % 4):
+         s[tx] = v
+         T.sync_threads()
+         v = v + s[(tx + 1) % 64]
+     B[tx] = v
+     """, "gpu.barrier (T.sync_threads) in divergent control flow"),
+    ("""
+     B[tx] = -1.0
+     if tx % 32 < 20:
+         B[tx] = T.shfl_down(A[tx], 8)
+     """, "gpu.shuffle in divergent control flow"),
+])
+def test_the_reference_engine_refuses_what_a_gpu_cannot_run(tmp_path, body, message):
+    """What the emulator refuses (a barrier some threads skip, a shuffle
+    reading a thread a branch left out), the reference engine refuses too."""
+    kernel = tilemlir.compile(_kernel(tmp_path, body), out_idx=[-1], engine="reference")
+    with pytest.raises(Exception, match=re.escape(message)):
+        kernel(np.ones(64, np.float32))
+
+
+def test_assert_messages_of_runtime_values_name_the_source(tmp_path):
+    kernel = tilemlir.compile(_kernel(tmp_path, """
+        for i in T.Parallel(64):
+            assert A[i] < 10.0, A[i]
+            B[i] = A[i]
+            if A[i] < 0.0:
+                T.device_assert(False, "unreachable")
+        """), out_idx=[-1], engine="reference")
+    np.testing.assert_array_equal(kernel(np.ones(64, np.float32)), 1.0)
+    with pytest.raises(Exception, match=re.escape("device assertion failed: A[i]")):
+        kernel(np.full(64, 20.0, np.float32))
+    with pytest.raises(Exception, match="device assertion failed: unreachable"):
+        kernel(np.full(64, -5.0, np.float32))

@@ -92,11 +92,14 @@ class Affine:
 class Scalar:
     """An SSA scalar (index, integer or float), with its affine form when known."""
 
-    __slots__ = ("affine", "value")
+    __slots__ = ("affine", "unsigned", "value")
 
-    def __init__(self, value: ir.Value, affine: Affine | None = None):
+    def __init__(self, value: ir.Value, affine: Affine | None = None, unsigned: bool = False):
         self.value = value
         self.affine = affine
+        # A uint32 value: an i64 in [0, 2^32) that arithmetic keeps there
+        # (Builder.unsigned_binary), as C's unsigned int wraps.
+        self.unsigned = unsigned
 
     @property
     def type(self) -> ir.Type:
@@ -140,6 +143,13 @@ class Var:
     value: Scalar | None = None
     depth: int = 0  # T.Parallel nesting where it was declared
     provisional: bool = True
+
+    def __setattr__(self, name: str, value) -> None:
+        # A uint32 variable's values are unsigned wherever they come from (a
+        # loop's carried value, a branch's result).
+        if name == "value" and isinstance(value, Scalar) and self.dtype == "uint32" and not value.unsigned:
+            value = Scalar(value.value, value.affine, unsigned=True)
+        object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True)
@@ -185,6 +195,7 @@ class _ParallelBody:
     ivs: list
     extents: list[int]
     updates: dict = field(default_factory=dict)
+    reads: dict = field(default_factory=dict)  # reducers read in the body: id -> the first read's node
 
 
 @dataclass
@@ -1065,8 +1076,14 @@ class Builder:
         finally:
             self.parallel_depth -= 1
             self.parallel_body = None
+        for key, read in body.reads.items():
+            if key in body.updates:
+                raise self.error(read, f"'{body.updates[key][0].name}' (T.alloc_reducer) is read in the "
+                                       f"T.Parallel that updates it: every iteration's update counts only "
+                                       f"after the loop; read it after T.finalize_reducer")
         for reducer, partial, kept in body.updates.values():
-            self.reduce_partials(node, reducer, partial, kept)
+            if partial is not None:
+                self.reduce_partials(node, reducer, partial, kept)
 
     def serial_loop(self, node: ast.For, loop: _Loop, name: str) -> None:
         lower, upper, step = loop.bounds[0]
@@ -1266,6 +1283,8 @@ class Builder:
     def load(self, node, region: Region) -> Scalar:
         if not self.in_kernel:
             raise self.error(node, "buffer elements are read inside the kernel")
+        if region.buffer.reducer is not None and self.parallel_body is not None:
+            self.parallel_body.reads.setdefault(id(region.buffer), node)
         indices = [self.index_value(node, region.buffer, d, s) for d, s in enumerate(region.starts)]
         return self.loaded(region.buffer.dtype, memref.LoadOp(region.buffer.value, indices).result)
 
@@ -1278,17 +1297,42 @@ class Builder:
         value = ir.Type.parse(dtype.value)
         if value == _i1():
             return Scalar(arith.CmpIOp(arith.CmpIPredicate.ne, stored, self.constant(0, stored.type)).result)
-        return Scalar(arith.ExtUIOp(value, stored).result)
+        return Scalar(arith.ExtUIOp(value, stored).result, unsigned=dtype == "uint32")
 
     def to_value(self, node, value, dtype: DType) -> Scalar:
         """`value` converted to `dtype` (`T.cast`): a uint8 is an i32 in
         [0, 255], the value's low byte; a uint32 an i64 in [0, 2^32), its
         low 32 bits."""
+        if dtype == "uint32":
+            return self.as_unsigned(node, value)
         converted = self.convert(node, value, ir.Type.parse(dtype.value))
         if dtype.is_converted and converted.type != _i1():
             low = (1 << dtype.bits) - 1
             return Scalar(arith.AndIOp(converted.value, self.constant(low, converted.type)).result)
         return converted
+
+    def as_unsigned(self, node, value) -> Scalar:
+        """`value` as a uint32: an i64 holding its low 32 bits (a number
+        modulo 2^32; a float truncated first, as T.cast does)."""
+        if isinstance(value, Scalar) and value.unsigned:
+            return value
+        if _compile_time(value) and _typed_constant(value) is None and isinstance(value, int):
+            return Scalar(self.constant(value % (1 << 32), _i64()), unsigned=True)
+        wide = self.convert(node, value, _i64())
+        return Scalar(arith.AndIOp(wide.value, self.constant(0xFFFFFFFF, _i64())).result, unsigned=True)
+
+    def unsigned_operands(self, left, right) -> bool:
+        """Whether C would compute `left op right` in unsigned int: one side
+        a uint32, the other no float and no wider integer."""
+        sides = (left, right)
+        if not any(isinstance(v, Scalar) and v.unsigned for v in sides):
+            return False
+        for v in sides:
+            if isinstance(v, (float, np.floating)):
+                return False
+            if isinstance(v, Scalar) and not v.unsigned and (_is_float(v.type) or v.type == _i64()):
+                return False
+        return True
 
     def to_storage(self, node, value, dtype: DType) -> Scalar:
         """`value` as a buffer of `dtype` stores it: converted to the type's
@@ -1350,6 +1394,8 @@ class Builder:
             return self.binary(node, ast.Sub(), 0, scalar)
         if isinstance(node.op, ast.Not):
             return Scalar(arith.XOrIOp(self.to_bool(node, scalar).value, self.constant(True, _i1())).result)
+        if scalar.unsigned:
+            return Scalar(arith.XOrIOp(scalar.value, self.constant(0xFFFFFFFF, _i64())).result, unsigned=True)
         return Scalar(arith.XOrIOp(scalar.value, self.constant(-1, scalar.type)).result)
 
     def expr_BoolOp(self, node: ast.BoolOp):
@@ -1388,6 +1434,8 @@ class Builder:
             raise self.error(node, f"'{type(op).__name__}' on runtime values is not supported")
         if not (_is_bool(left) and _is_bool(right)):
             left, right = self.widened_bool(left), self.widened_bool(right)
+        if self.unsigned_operands(left, right):  # C compares as unsigned: -1 is the largest
+            left, right = self.as_unsigned(node, left), self.as_unsigned(node, right)
         a, b = self.promote(node, left, right)
         if _is_float(a.type):
             predicate = _CMP_F[type(op)]
@@ -1406,7 +1454,11 @@ class Builder:
         (an scf.if: a masked load must not read out of bounds); others are
         computed and selected (arith.select)."""
         if not any(isinstance(n, ast.Subscript) for n in (*ast.walk(then_node), *ast.walk(else_node))):
-            a, b = self.promote(node, self.eval(then_node), self.eval(else_node))
+            then_value, else_value = self.eval(then_node), self.eval(else_node)
+            if self.unsigned_operands(then_value, else_value):
+                a, b = self.as_unsigned(node, then_value), self.as_unsigned(node, else_value)
+                return Scalar(arith.SelectOp(condition.value, a.value, b.value).result, unsigned=True)
+            a, b = self.promote(node, then_value, else_value)
             return Scalar(arith.SelectOp(condition.value, a.value, b.value).result)
         # Build both branches first (their types decide the result's), then
         # move them into an scf.if that yields the common type.
@@ -1706,9 +1758,11 @@ class Builder:
         args = self.arguments_of(node, ("condition", "msg"), 1, what="T.device_assert")
         condition = self.eval(args["condition"])
         if _compile_time(condition):
-            if not condition:
+            if condition:
+                return
+            if not self.region_depth:  # reached whenever the kernel runs
                 raise self.error(node, "T.device_assert: the condition is false")
-            return
+            condition = Scalar(self.constant(0, _i1()))  # false where reached: under a branch, an `unreachable`
         self.device_assert(node, condition, args.get("msg"))
 
     def device_assert(self, node: ast.AST, condition, message_node: ast.expr | None) -> None:
@@ -1721,6 +1775,8 @@ class Builder:
             try:
                 text = self.eval(message_node)
             except TileLangError:  # an f-string of runtime values, say: its source
+                text = ast.unparse(message_node)
+            if not _compile_time(text):  # a runtime value: the message names it as written
                 text = ast.unparse(message_node)
             message = f"assertion failed: {text}" if text else message
         cf.AssertOp(self.to_bool(node, condition).value, message)
@@ -1791,6 +1847,9 @@ class Builder:
         offset = self.convert(node, self.eval(args[second]), i32).value
         if mode == gpu.ShuffleMode.IDX:  # CUDA takes the source lane modulo the width
             offset = arith.AndIOp(offset, self.constant(WARP_LANES - 1, i32)).result
+        elif mode in (gpu.ShuffleMode.UP, gpu.ShuffleMode.DOWN):  # CUDA's delta is unsigned: a negative
+            negative = arith.CmpIOp(arith.CmpIPredicate.slt, offset, self.constant(0, i32)).result  # one is far
+            offset = arith.SelectOp(negative, self.constant(WARP_LANES, i32), offset).result
         width = self.constant(WARP_LANES, i32)
 
         def move(word: ir.Value) -> ir.Value:
@@ -1905,8 +1964,16 @@ class Builder:
             raise self.error(target, "a reducer's indices are the T.Parallel's variables in their loop order")
         value = self.to_storage(node, self.eval(value_node), reducer.dtype)
         element = ir.Type.parse(reducer.dtype.storage)
-        # One iteration per element of R: a trailing unit dim to reduce, so
-        # that the values still combine with what R holds.
+        if tuple(reducer.shape) == tuple(body.extents) and kept == list(range(len(kept))):
+            # One iteration per element of R, indexed as the loop runs: each
+            # combines its value with its own element.
+            old = memref.LoadOp(reducer.value, body.ivs).result
+            combined = _REDUCER_COMBINE[reducer.reducer, _is_float(element)](old, value.value).result
+            memref.StoreOp(combined, reducer.value, body.ivs)
+            body.updates[id(reducer)] = (reducer, None, kept)
+            return
+        # One iteration per element of R (with unit dims): a trailing unit dim
+        # to reduce, so that the values still combine with what R holds.
         shape, indices = list(body.extents), list(body.ivs)
         if len(kept) == len(shape):
             shape, indices = [*shape, 1], [*indices, self.index(0)]
@@ -2775,6 +2842,8 @@ class Builder:
                 raise self.error(node, f"{type(error).__name__}: {error}") from None
         if isinstance(op, ast.Pow):
             return self.power(node, left, right)
+        if self.unsigned_operands(left, right):
+            return self.unsigned_binary(node, op, left, right)
         logical = isinstance(op, ast.BitAnd | ast.BitOr | ast.BitXor)
         if not (logical and _is_bool(left) and _is_bool(right)):  # bools count as 0 and 1, as in C
             left, right = self.widened_bool(left), self.widened_bool(right)
@@ -2794,6 +2863,23 @@ class Builder:
             result.affine = _affine_binary(name, a.affine, b.affine)
         return result
 
+    def unsigned_binary(self, node, op: ast.operator, left, right) -> Scalar:
+        """uint32 arithmetic on the i64 values in [0, 2^32): both sides
+        unsigned (a negative number wraps), the result of +, -, *, << kept to
+        its low 32 bits; /, //, %, >>, &, |, ^ of two such values stay in
+        range, and signed i64 ops give the unsigned results."""
+        a, b = self.as_unsigned(node, left), self.as_unsigned(node, right)
+        ops = {"Add": arith.AddIOp, "Sub": arith.SubIOp, "Mult": arith.MulIOp, "Div": arith.DivSIOp,
+               "FloorDiv": arith.DivSIOp, "Mod": arith.RemSIOp, "BitAnd": arith.AndIOp, "BitOr": arith.OrIOp,
+               "BitXor": arith.XOrIOp, "LShift": arith.ShLIOp, "RShift": arith.ShRSIOp}
+        name = type(op).__name__
+        if name not in ops:
+            raise self.error(node, f"'{name}' on uint32 values is not supported")
+        result = ops[name](a.value, b.value).result
+        if name in ("Add", "Sub", "Mult", "LShift"):
+            result = arith.AndIOp(result, self.constant(0xFFFFFFFF, _i64())).result
+        return Scalar(result, unsigned=True)
+
     def power(self, node, base, exponent):
         if isinstance(exponent, int) and 0 < exponent <= 4:
             result = base
@@ -2809,6 +2895,10 @@ class Builder:
 # --------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------
+
+def _i64() -> ir.Type:
+    return ir.IntegerType.get_signless(64)
+
 
 def _i1() -> ir.Type:
     return ir.IntegerType.get_signless(1)
@@ -2924,6 +3014,12 @@ WARP_LANES = 32
 
 # T.alloc_reducer: how each kind is updated in a T.Parallel.
 _REDUCER_FORMS = {"sum": "R[i] += v", "max": "R[i] = T.max(R[i], v)", "min": "R[i] = T.min(R[i], v)"}
+
+
+# How a reducer's element and one iteration's value combine, by (kind, is float).
+_REDUCER_COMBINE = {("sum", True): arith.AddFOp, ("sum", False): arith.AddIOp,
+                    ("max", True): arith.MaxNumFOp, ("max", False): arith.MaxSIOp,
+                    ("min", True): arith.MinNumFOp, ("min", False): arith.MinSIOp}
 
 
 def _reducer_identity(kind: str, dtype: DType):

@@ -863,6 +863,14 @@ class _FunctionCompiler:
             source = source_of(linear - segment, np.broadcast_to(np.asarray(env[offset], np.int64), shape)) + segment
             valid = (source >= segment) & (source < segment + w) & (source < stride)
             source = np.where(valid, source, linear)
+            if frame.mask is not None:  # a thread reading one a branch or loop left out: undefined
+                active = np.broadcast_to(frame.mask, shape)
+                by_thread_active = np.zeros(stride, bool)
+                by_thread_active[linear.reshape(-1)] = active.reshape(-1)
+                reads_inactive = active & valid & ~by_thread_active[source]
+                if reads_inactive.any():
+                    raise _Fail("gpu.shuffle in divergent control flow: a thread reads the value of one that a "
+                                "branch or a loop left out")
             by_thread = np.empty(stride, np.asarray(env[value]).dtype)
             by_thread[linear.reshape(-1)] = np.broadcast_to(env[value], shape).reshape(-1)
             env[out] = by_thread[source]
@@ -902,6 +910,18 @@ class _FunctionCompiler:
 
     def no_op(self, op: ir.Operation) -> None:
         return None
+
+    def barrier(self, op: ir.Operation) -> Instr:
+        """gpu.barrier: nothing to order with every thread in step; in
+        per-thread code, an error where a branch or a loop leaves some
+        thread out (on a GPU that thread would never arrive)."""
+
+        def run(frame: Frame) -> None:
+            if frame.lanes is not None and frame.mask is not None and not np.all(frame.mask):
+                raise _Fail("gpu.barrier (T.sync_threads) in divergent control flow: not every thread reaches "
+                            "it (a branch or a loop whose trip count varies by thread leaves some out)")
+
+        return run
 
     def offsets_sizes_strides(self, op: ir.Operation) -> Callable[[list], tuple[list, list, list]]:
         """For subview and reinterpret_cast: reads their offsets, sizes and
@@ -1613,7 +1633,7 @@ _OP_COMPILERS: dict[str, Callable[[_FunctionCompiler, ir.Operation], Instr | Non
     "memref.reinterpret_cast": _FunctionCompiler.reinterpret_cast,
     "memref.dealloc": _FunctionCompiler.no_op,
     "memref.assume_alignment": _FunctionCompiler.identity,
-    "gpu.barrier": _FunctionCompiler.no_op,
+    "gpu.barrier": _FunctionCompiler.barrier,
     "gpu.memset": _FunctionCompiler.gpu_memset,
     "tile.alloc_shared": _FunctionCompiler.tile_alloc,
     "tile.alloc_fragment": _FunctionCompiler.tile_alloc,

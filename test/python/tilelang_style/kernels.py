@@ -899,3 +899,48 @@ def warp_shuffles(N):
             picked[tx] = T.shfl_sync(tx * 10, 37)
 
     return main
+
+
+def uint32_wrapping(N):
+    """uint32 arithmetic wrapping at every step, as C's unsigned int does: a
+    xorshift step, 0 - 1, a doubling past 2^32 compared, ~w, a comparison
+    with -1 (the largest uint32), and (w << 4) >> 4."""
+    @T.prim_func
+    def main(W: T.Tensor((N,), "uint32"), shuffled: T.Tensor((N,), "uint32"), less: T.Tensor((N,), "float32"),
+             flags: T.Tensor((N,), "int32"), low: T.Tensor((N,), "uint32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(N):
+                x = W[i]
+                x = x ^ (x << 13)
+                x = x ^ (x >> 17)
+                x = x ^ (x << 5)
+                shuffled[i] = x
+                less[i] = T.cast(W[i] - T.uint32(1), "float32")
+                flags[i] = (T.cast(W[i] * T.uint32(2) > 10, "int32") + 2 * T.cast(~W[i] > T.uint32(5), "int32")
+                            + 4 * T.cast(W[i] > -1, "int32"))
+                low[i] = (W[i] << 4) >> 4
+
+    return main
+
+
+def reducer_edge_forms(M, N):
+    """A (1, N) column-sum reducer, and an (M, N) min reducer indexed by all of
+    the loop's variables (one update per element)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), cols: T.Tensor((1, N), "float32"), least: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=64):
+            a = T.alloc_fragment((M, N), "float32")
+            T.copy(A, a)
+            colsum = T.alloc_reducer((1, N), "float32")
+            smallest = T.alloc_reducer((M, N), "float32", op="min")
+            T.fill(colsum, 1.0)
+            T.fill(smallest, 0.25)
+            for i, j in T.Parallel(M, N):
+                colsum[0, j] += a[i, j]
+                smallest[i, j] = T.min(smallest[i, j], a[i, j])
+            T.finalize_reducer(colsum)
+            T.finalize_reducer(smallest)
+            T.copy(colsum, cols)
+            T.copy(smallest, least)
+
+    return main

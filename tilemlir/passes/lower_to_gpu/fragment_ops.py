@@ -420,8 +420,19 @@ class FragmentOps:
         return scratch, linear
 
     def convert_layout(self, op, fragment: Fragment, target: FragmentLayout) -> RegisterFragment:
-        """`fragment`'s elements in `target`'s registers, through the scratch."""
+        """`fragment`'s elements in `target`'s registers, through the scratch.
+        A target of another shape with the same elements in row-major order
+        (unit dims added or dropped: a (1, N) tile and an (N,) one) reads
+        them by its own row-major index."""
         scratch, linear = self.stage(op, fragment)
+        if tuple(target.shape) != tuple(fragment.placement.shape):
+            strides = [math.prod(target.shape[d + 1:]) for d in range(len(target.shape))]
+
+            def linear(indices: list[ir.Value]) -> ir.Value:
+                total = const_index(0)
+                for index, stride in zip(indices, strides):
+                    total = add(total, mul(index, stride))
+                return total
         parts = self.thread_indices(target)
         values = [memref.LoadOp(scratch, [linear(self.element_indices(target, parts, slot))]).result
                   for slot in range(len(target.slots))]
@@ -856,6 +867,15 @@ class FragmentOps:
                             atomic_add=attributes.ATOMIC_ADD.is_on(op))
 
     def copy_fragment_to_fragment(self, op, src: Fragment, dst: Fragment) -> None:
+        """A copy between register fragments: their elements in row-major
+        order, so the shapes must be equal up to unit dims and the copy
+        unoffset (`r[0, :]` of a (1, N) fragment into an (N,) one)."""
+        squeezed = [tuple(e for e in f.placement.shape if e != 1) for f in (src, dst)]
+        if squeezed[0] != squeezed[1] or any(constant_int(v) != 0 for v in list(op.operands)[2:]):
+            raise LoweringError(op, "tile-lower-to-gpu: a copy between fragments of "
+                                    f"{list(src.placement.shape)} and {list(dst.placement.shape)} elements "
+                                    "copies all of them, at offset 0 (shapes equal up to unit dims); copy a part "
+                                    "in a T.Parallel loop")
         if src.placement != dst.placement:
             src = self.convert_layout(op, src, dst.placement)
         for slot in range(len(dst.placement.slots)):
