@@ -31,11 +31,11 @@ func.func @neighbour(%g: memref<64xf32>) {
 
 // -----
 
-// A branch on the thread reads and writes shared memory (a scan's step) in a
-// loop every thread runs alike: nothing inside the branch (it would be
-// divergent), one barrier after it, at the end of the loop's body (its back
-// edge); the zeroing under `t == 0` is ordered before the atomics by one
-// before them.
+// A branch on the thread reads and writes the thread's own element (t + 32,
+// one-to-one in t) in a loop every thread runs alike: nothing inside the
+// branch (it would be divergent; the two accesses are one thread's), one
+// barrier after it, at the end of the loop's body (its back edge); the
+// zeroing under `t == 0` is ordered before the atomics by one before them.
 // CHECK-LABEL: func.func @scan_step
 // CHECK: scf.for
 // CHECK: scf.if
@@ -62,11 +62,11 @@ func.func @scan_step(%g: memref<64xf32>) {
       scf.for %level = %c0 to %c6 step %c1 {
         %lt = arith.cmpi ult, %t, %level : index
         scf.if %lt {
-          %a = memref.load %s[%t] : memref<64xf32, #gpu.address_space<workgroup>>
           %i = arith.addi %t, %c32 : index
-          %b = memref.load %s[%i] : memref<64xf32, #gpu.address_space<workgroup>>
-          %sum = arith.addf %a, %b : f32
-          memref.store %sum, %s[%i] : memref<64xf32, #gpu.address_space<workgroup>>
+          %a = memref.load %s[%i] : memref<64xf32, #gpu.address_space<workgroup>>
+          %sum = arith.addf %a, %a : f32
+          %j = arith.addi %t, %c32 : index
+          memref.store %sum, %s[%j] : memref<64xf32, #gpu.address_space<workgroup>>
         }
       }
       %first = arith.cmpi eq, %t, %c0 : index

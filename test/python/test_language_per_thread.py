@@ -172,7 +172,8 @@ def test_a_barrier_in_a_loop_whose_trip_count_varies_by_thread_is_refused(tmp_pa
             T.sync_threads()
         B[tx] = s[0]
         """)
-    with pytest.raises(Exception, match="T.sync_threads in a loop whose trip count varies by thread"):
+    with pytest.raises(Exception, match="T.sync_threads under a condition on the thread .or in a loop whose trip "
+                                        "count varies by thread.: not every thread would reach it"):
         tilemlir.compile(kernel, out_idx=[-1], engine="emulator", target="amdgpu:gfx942")(np.ones(64, np.float32))
 
 
@@ -452,3 +453,62 @@ def test_assert_messages_of_runtime_values_name_the_source(tmp_path):
         kernel(np.full(64, 20.0, np.float32))
     with pytest.raises(Exception, match="device assertion failed: unreachable"):
         kernel(np.full(64, -5.0, np.float32))
+
+
+@pytest.mark.parametrize("body, message", [
+    ("""
+     if tx >= 32:
+         return
+     B[tx] = A[tx]
+     """, "an early `return` in a kernel is not supported"),
+    ("""
+     if tx < 64:
+         s[tx] = A[tx]
+         B[tx] = s[63 - tx]
+     """, "under a condition on the thread, this access of memory conflicts with an earlier one"),
+    ("""
+     if tx < 32:
+         T.sync_threads()
+     B[tx] = A[tx]
+     """, "T.sync_threads under a condition on the thread"),
+    ("""
+     acc = T.alloc_local((1,), "float32")
+     T.clear(acc)
+     for k in T.serial(2):
+         T.copy(A, s)
+         acc[0] += s[tx]
+     B[tx] = acc[0]
+     """, "is per-thread (computed after T.get_thread_binding) and the per-thread code that made it ended"),
+    ("""
+     f = T.alloc_fragment((64,), "float32")
+     T.copy(A, f)
+     B[tx] = f[tx]
+     """, "'f' is a fragment, whose elements tile-infer-layout spreads over the threads"),
+])
+def test_per_thread_code_a_gpu_could_not_run_as_written_is_refused(tmp_path, body, message):
+    with pytest.raises(Exception, match=re.escape(message)):
+        tilemlir.compile(_kernel(tmp_path, body), out_idx=[-1], engine="emulator",
+                         target="amdgpu:gfx942")(np.ones(64, np.float32))
+
+
+@pytest.mark.parametrize("engine,target", ENGINES)
+def test_per_thread_branches_global_memory_and_uniform_conditions(tmp_path, engine, target):
+    """A thread's own element read and written under a branch (no barrier
+    needed), a global element one thread writes and all then read (a
+    barrier, global memory being ordered in per-thread code), and a branch
+    every thread decides alike holding a shared exchange (a barrier inside)."""
+    kernel = tilemlir.compile(_kernel(tmp_path, """
+        if tx < 48:
+            s[tx] = A[tx] * 2.0
+            s[tx] = s[tx] + 1.0
+        if tx == 0:
+            A[0] = 7.0
+        if bx == 0:
+            s[tx] = A[tx]
+            B[tx] = s[63 - tx] + A[0]
+        """), out_idx=[-1], engine=engine, target=target)
+    a = RNG.uniform(-1, 1, 64).astype(np.float32)
+    got = kernel(a.copy())
+    expected = a.copy()
+    expected[0] = 7.0
+    np.testing.assert_array_equal(got, expected[::-1] + np.float32(7.0))

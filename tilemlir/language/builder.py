@@ -347,6 +347,7 @@ class Builder:
         self.per_thread_code = False  # the kernel calls T.get_thread_binding: it has per-thread code
         self.thread_region: ThreadRegion | None = None
         self.parallel_body: _ParallelBody | None = None
+        self.kernel_last: ast.stmt | None = None
         self.closed_thread_regions: list[ir.Operation] = []
         self.region_depth = 0
         self.grid_uses: dict[str, set[int]] = {}  # implicit kernel: block index -> grid extents seen
@@ -612,6 +613,14 @@ class Builder:
         self.closed_thread_regions.append(self.thread_region.op)
         self.thread_region = None
 
+    def refuse_fragment_per_thread(self, node: ast.AST, buffer: Buffer) -> None:
+        """A fragment's elements are spread over the threads by a layout the
+        compiler picks: per-thread code cannot name the ones it holds."""
+        if self.thread_region is not None and not self.parallel_depth and buffer.scope == FRAGMENT:
+            raise self.error(node, f"'{buffer.name}' is a fragment, whose elements tile-infer-layout spreads over "
+                                   f"the threads: per-thread code (after T.get_thread_binding) reads and writes "
+                                   f"T.alloc_local arrays and shared buffers instead")
+
     def thread_index(self, node: ast.AST, index: ThreadIndex) -> Scalar:
         """A thread index's value in the per-thread code being built."""
         if self.parallel_depth or self.thread_region is None:
@@ -758,6 +767,9 @@ class Builder:
             self.macro_result = None if node.value is None else self.eval(node.value)
             return
         if node.value is None:
+            if self.in_kernel and node is not self.kernel_last:
+                raise self.error(node, "an early `return` in a kernel is not supported (the rest of the kernel "
+                                       "would still run): put the rest under an `if` on the opposite condition")
             return
         value = self.eval(node.value)
         values = list(value) if isinstance(value, (tuple, list)) else [value]
@@ -777,6 +789,8 @@ class Builder:
         if not self.in_kernel:
             raise self.error(node, "a condition on a runtime value is only meaningful inside the kernel")
         changed = self.vars_assigned(node.body + node.orelse)
+        for var in changed:
+            self.check_not_escaped(node, var.name, var)
         before = {id(v): v.value for v in changed}
         for var in changed:
             if var.value is None:
@@ -892,6 +906,7 @@ class Builder:
                     raise self.error(self.src.tree, f"tensor '{name}' has no shape: pass an array for it, or "
                                                     f"annotate it (`{name}: T.Tensor[[dims], dtype]`)")
         self.in_kernel = True
+        self.kernel_last = body[-1] if body else None  # a bare `return` there ends the kernel as written
         self.per_thread_code = self.calls_thread_binding(body, 0)
         self.thread_region, self.closed_thread_regions = None, []
         with ir.InsertionPoint.at_block_terminator(block):
@@ -1090,6 +1105,7 @@ class Builder:
         lower_v, upper_v, step_v = (self.index_operand(node, v) for v in (lower, upper, step))
         carried = self.vars_assigned(node.body)
         for var in carried:
+            self.check_not_escaped(node, var.name, var)
             if var.value is None:
                 raise self.error(node, f"'{var.name}' is updated in the loop before any value: give it one "
                                        f"before the loop")
@@ -1136,6 +1152,7 @@ class Builder:
             raise self.error(node, "a `while` loop on runtime values belongs inside the kernel")
         carried = self.vars_assigned(node.body)
         for var in carried:
+            self.check_not_escaped(node, var.name, var)
             if var.value is None:
                 raise self.error(node, f"'{var.name}' is updated in the loop before any value: give it one "
                                        f"before the loop")
@@ -1285,6 +1302,7 @@ class Builder:
             raise self.error(node, "buffer elements are read inside the kernel")
         if region.buffer.reducer is not None and self.parallel_body is not None:
             self.parallel_body.reads.setdefault(id(region.buffer), node)
+        self.refuse_fragment_per_thread(node, region.buffer)
         indices = [self.index_value(node, region.buffer, d, s) for d, s in enumerate(region.starts)]
         return self.loaded(region.buffer.dtype, memref.LoadOp(region.buffer.value, indices).result)
 
@@ -1359,6 +1377,7 @@ class Builder:
         region = self.region_of(target, base)
         if any(e is not None for e in region.extents):
             raise self.error(target, "assigning to a slice: use T.copy, T.fill or a T.Parallel loop")
+        self.refuse_fragment_per_thread(target, base)
         converted = self.to_storage(target, value, base.dtype)
         indices = [self.index_value(target, base, d, s) for d, s in enumerate(region.starts)]
         memref.StoreOp(converted.value, base.value, indices)

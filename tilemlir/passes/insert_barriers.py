@@ -95,9 +95,15 @@ class Unordered(Exception):
         self.op = op
 
 
+# In a kernel with per-thread code, global memory is ordered too: its threads
+# exchange values through it as through shared memory (set by KernelOrder).
+_ORDERED_LEVELS = {"levels": (tile.SHARED,)}
+
+
 def shared_root(value: ir.Value) -> ir.Value | None:
-    """The buffer a shared value views (through memref.subview); None when not shared."""
-    if not isinstance(value.type, ir.MemRefType) or tile.memory_level(value.type) != tile.SHARED:
+    """The buffer a shared value views (through memref.subview); None when not
+    shared (or, in a kernel with per-thread code, global)."""
+    if not isinstance(value.type, ir.MemRefType) or tile.memory_level(value.type) not in _ORDERED_LEVELS["levels"]:
         return None
     owner = value.owner
     while isinstance(owner, ir.OpView | ir.Operation) and owner.name == "memref.subview":
@@ -203,10 +209,14 @@ class TileInsertBarriers(TilePass):
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         for kernel in [op for op in walk(module) if op.name == "tile.kernel"]:
+            per_thread = any(attributes.PER_THREAD.is_on(op) for op in walk(kernel))
+            _ORDERED_LEVELS["levels"] = (tile.SHARED, tile.GLOBAL) if per_thread else (tile.SHARED,)
             try:
                 KernelOrder().order_block(kernel.regions[0].blocks[0], {})
             except Unordered as error:
                 state.error(error.op, str(error))
+            finally:
+                _ORDERED_LEVELS["levels"] = (tile.SHARED,)
 
 
 class KernelOrder:
@@ -217,6 +227,7 @@ class KernelOrder:
     def __init__(self):
         self._heads: dict = {}
         self._varying: set | None = None  # in a tile.per_thread region: the values that vary by thread
+        self._thread = None  # and its thread index, when it has one dim
 
     def order_block(self, block: ir.Block, pending: Pending) -> Pending:
         """Inserts the barriers `block` needs, entered with `pending`; returns
@@ -224,6 +235,8 @@ class KernelOrder:
         for op in [o.operation for o in block.operations]:
             if attributes.PER_THREAD.is_on(op):
                 pending = self.order_per_thread(op, pending)
+            elif op.name == "scf.if" and self._varying is not None and op.operands[0] not in self._varying:
+                pending = self.order_uniform_branch(op, pending)
             elif op.name in LOOPS and not self.divergent(op):
                 pending = self.order_loop(op, pending)
             elif op.name == "gpu.barrier" or fenced_by_lowering(op):
@@ -236,13 +249,26 @@ class KernelOrder:
                 add(pending, accesses)
         return pending
 
+    def order_uniform_branch(self, branch: ir.Operation, pending: Pending) -> Pending:
+        """In per-thread code, an `if` every thread decides alike: its
+        branches are ordered as blocks (a barrier inside is reached by all)."""
+        ends = [self.order_block(region.blocks[0], union(pending, {}))
+                for region in branch.regions if len(region.blocks)]
+        if len(ends) == 1:  # no else: the condition may be false
+            ends.append(pending)
+        return union(*ends)
+
     def compound(self, op: ir.Operation) -> list[tuple[ir.Value, str]]:
         """Every shared access of `op`, an op with regions the barriers do not
-        enter; refused where it needs one inside, except per-thread branches
-        (see compound_accesses); a divergent loop that does is refused."""
+        enter; refused where it needs one inside. In per-thread code such an
+        op is a branch on the thread or a loop whose trip count varies by
+        thread: a barrier inside it, or two conflicting accesses in it other
+        than a thread's own element (an index one-to-one in the thread),
+        are refused."""
         if self._varying is None:
             return compound_accesses(op)
         accesses = compound_accesses(op, refuse=False)
+        self.refuse_divergent_conflicts(op)
         if op.name in LOOPS:
             head, pending = [], {}
             for inner in walk(op):
@@ -257,6 +283,35 @@ class KernelOrder:
                                     "between them would not be reached by every thread: make the trip count "
                                     "the same for every thread and skip the work under an `if`")
         return accesses
+
+    def refuse_divergent_conflicts(self, op: ir.Operation) -> None:
+        """Under a branch on the thread (or in a divergent loop), no barrier
+        can separate two accesses: refused unless each pair that conflicts
+        touches the thread's own element (both indexed alike, one-to-one in
+        the thread: `s[tx] = ...; ... s[tx]`)."""
+        seen: list = []
+        for inner in walk(op):
+            if inner.name == "gpu.barrier":
+                raise Unordered(inner, "tile-insert-barriers: T.sync_threads under a condition on the thread (or in "
+                                       "a loop whose trip count varies by thread): not every thread would reach it")
+            for root, kind in own_accesses(inner):
+                index = _element_index(inner)
+                for other_root, other_kind, other_index, other_op in seen:
+                    if other_root != root or (kind == READ and other_kind == READ):
+                        continue
+                    if index is not None and index == other_index and self.own_element(index):
+                        continue
+                    raise Unordered(inner, "tile-insert-barriers: under a condition on the thread, this access "
+                                           "of memory conflicts with an earlier one in the same branch that may be "
+                                           "another thread's (no barrier can go between them there); move the "
+                                           "write out of the `if`, or index both by the thread alike (s[tx])")
+                seen.append((root, kind, index, inner))
+
+    def own_element(self, index: tuple) -> bool:
+        """Whether an element index is one-to-one in the thread: one of its
+        dims is the thread's index (the region's only one), times a nonzero
+        constant, plus or minus a value the same for every thread."""
+        return any(_one_to_one(value, self._thread, self._varying) for value in index)
 
     def divergent(self, loop: ir.Operation) -> bool:
         """In per-thread code: whether `loop`'s trip count (or a `while`'s
@@ -274,6 +329,8 @@ class KernelOrder:
         at the points every thread reaches (not in branches or loops whose
         trip count varies by thread); the region counts as its accesses."""
         self._varying = varying_values(region)
+        arguments = list(region.regions[0].blocks[0].arguments)
+        self._thread = arguments[0] if len(arguments) == 1 else None
         try:
             return self.order_block(region.regions[0].blocks[0], pending)
         finally:
@@ -339,6 +396,57 @@ def loop_body(loop: ir.Operation) -> ir.Block:
                 raise Unordered(inner, "tile-insert-barriers: a `while` condition that reads or writes shared "
                                        "memory is not supported: compute the condition from a T.alloc_var")
     return loop.regions[1].blocks[0]
+
+
+def _element_index(op: ir.Operation) -> tuple | None:
+    """The indices of a memref.load / store / atomic_rmw (structural keys, so
+    that two computations of `tx + 1` compare equal); None for other ops."""
+    operands = list(op.operands)
+    if op.name == "memref.load":
+        return tuple(_key(v) for v in operands[1:])
+    if op.name in ("memref.store", "memref.atomic_rmw"):
+        return tuple(_key(v) for v in operands[2:])
+    return None
+
+
+def _key(value: ir.Value):
+    """A value's computation as a nested tuple (constants by value, other
+    producers by name and operands; block arguments and the rest by identity)."""
+    owner = value.owner
+    if isinstance(owner, ir.OpView | ir.Operation):
+        if owner.name == "arith.constant":
+            return ("const", str(owner.attributes["value"]))
+        if owner.name.startswith("arith.") and len(owner.results) == 1:
+            return (owner.name, *(_key(v) for v in owner.operands))
+    return ("value", value)
+
+
+def _one_to_one(key, thread, varying: set) -> bool:
+    """Whether `key` (`_key`) is thread * c + u: c a nonzero constant, u the
+    same for every thread."""
+    if thread is None:
+        return False
+    if key == ("value", thread):
+        return True
+    if key[0] in ("arith.addi", "arith.subi"):
+        a, b = key[1], key[2]
+        return (_one_to_one(a, thread, varying) and _uniform(b, varying)) or \
+            (key[0] == "arith.addi" and _one_to_one(b, thread, varying) and _uniform(a, varying))
+    if key[0] == "arith.muli":
+        a, b = key[1], key[2]
+        nonzero = [k for k in (a, b) if k[0] == "const" and not k[1].startswith("0 ")]
+        return any(_one_to_one(x, thread, varying) for x in (a, b)) and bool(nonzero)
+    if key[0] in ("arith.index_cast", "arith.index_castui"):
+        return _one_to_one(key[1], thread, varying)
+    return False
+
+
+def _uniform(key, varying: set) -> bool:
+    if key[0] == "const":
+        return True
+    if key[0] == "value":
+        return key[1] not in varying
+    return all(_uniform(k, varying) for k in key[1:])
 
 
 def varying_values(region: ir.Operation) -> set:

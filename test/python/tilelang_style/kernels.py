@@ -751,7 +751,11 @@ def gemv_split_threads(N, K, block_n, lanes, width, dtype="float16"):
 def prefix_sums_per_thread(M, N):
     """Exclusive prefix sums of each row (N a power of two) by the
     work-efficient scan over shared memory: tile ops (T.copy in and out)
-    around per-thread sweeps whose steps the compiler separates by barriers."""
+    around per-thread sweeps. Each step reads its pair under the thread's
+    condition, waits (T.sync_threads: every thread reaches it), then writes:
+    a branch on the thread may not both read another thread's element and
+    write one (no barrier could separate them); the compiler adds the
+    barriers between steps."""
     levels = N.bit_length() - 1
 
     @T.prim_func
@@ -760,20 +764,32 @@ def prefix_sums_per_thread(M, N):
             tid = T.get_thread_binding()
             s = T.alloc_shared((N,), "float32")
             T.copy(A[bx, 0:N], s)
+            left = T.alloc_var("float32", 0.0)
+            right = T.alloc_var("float32", 0.0)
             for level in T.serial(levels):
                 offset = T.shift_left(1, level)
                 i = tid * offset * 2 + offset - 1
+                left = 0.0
                 if i + offset < N:
-                    s[i + offset] += s[i]
+                    left = s[i] + s[i + offset]
+                T.sync_threads()
+                if i + offset < N:
+                    s[i + offset] = left
             if tid == 0:
                 s[N - 1] = 0
             for step in T.serial(levels):
                 offset = T.shift_left(1, levels - 1 - step)
                 i = tid * offset * 2 + offset - 1
+                left = 0.0
+                right = 0.0
                 if i + offset < N:
                     left = s[i]
-                    s[i] = s[i + offset]
-                    s[i + offset] += left
+                    right = s[i + offset]
+                T.sync_threads()
+                if i + offset < N:
+                    s[i] = right
+                if i + offset < N:
+                    s[i + offset] = right + left
             T.copy(s, B[bx, 0:N])
 
     return main
