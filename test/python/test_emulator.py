@@ -246,6 +246,11 @@ def _run_global(body: str, grid: int = 1, launches: int = 1, **options) -> np.nd
      ("data race: lane 63 wrote and another lane reads with no gpu.barrier between (read after "
       "write) at element 63 (byte 252) of global memory (argument 0 of @entry), in workgroup "
       "(0, 0, 0), lane 0")),
+    # lane 0 stores element 0 and every lane then loads it (one uniform address), no barrier between
+    (("      %z = arith.cmpi eq, %t, %c0 : index\n"
+      "      scf.if %z {\n        memref.store %f, %out[%c0] : memref<64xf32>\n      }\n"
+      "      %x = memref.load %out[%c0] : memref<64xf32>"), 1,
+     "data race: lane 0 wrote and another lane reads with no gpu.barrier between (read after write)"),
     # lane 0 overwrites element 0 that lane 63 read, with no barrier between
     (("      %x = memref.load %out[%r] : memref<64xf32>\n"
       "      memref.store %x, %out[%t] : memref<64xf32>"), 1,

@@ -437,6 +437,8 @@ def _track_global(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind
     writer = races.writer[units]
     same_interval = (writer >> _LANE_BITS) == epoch
     race = same_interval & ((writer & _LANE_MASK) != lane)
+    if every_lane and kind == "load" and mask is None:  # all lanes read it: some lane is not the writer
+        race = same_interval & (writer >= 0)
     if new_data is not None:
         race &= (new_data != old_data).any(axis=1)
     if race.any():
