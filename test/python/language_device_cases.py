@@ -251,6 +251,20 @@ def _shuffle_model(args):
             4: _exact((thread - lane + 5) * 10)}
 
 
+def _vote_inputs(rng):
+    a = rng.uniform(-1, 1, 128).astype(np.float32)
+    a[0:32] = np.abs(a[0:32]) + 0.5
+    a[32:64] = -np.abs(a[32:64]) - 0.5
+    return [a, np.zeros(128, np.int32), np.zeros(128, np.int32), np.zeros(128, np.int32)]
+
+
+def _vote_model(args):
+    positive = (args[0] > 0).reshape(-1, 32)
+    bits = (positive * (1 << np.arange(32, dtype=np.uint64))).sum(axis=1).astype(np.uint32).view(np.int32)
+    return {1: _exact(np.repeat(positive.any(axis=1), 32)), 2: _exact(np.repeat(positive.all(axis=1), 32)),
+            3: _as_stored(np.repeat(bits, 32))}
+
+
 def _scan_inputs(rng):
     return [rng.uniform(-1, 1, (3, 128)).astype(np.float32), np.zeros((3, 128), np.float32)]
 
@@ -285,6 +299,7 @@ CASES = [
                  _gemv_inputs(256, 1024), _gemv_model),
     LanguageCase("lang_gemv_reducer", lambda: K.gemv_reducer(256, 512, 64, 128), _reducer_inputs, _reducer_model),
     LanguageCase("lang_warp_shuffles", lambda: K.warp_shuffles(128), _shuffle_inputs, _shuffle_model),
+    LanguageCase("lang_warp_votes", lambda: K.warp_votes(128), _vote_inputs, _vote_model),
     LanguageCase("lang_prefix_sums_per_thread", lambda: K.prefix_sums_per_thread(3, 128), _scan_inputs,
                  _scan_model),
 ]

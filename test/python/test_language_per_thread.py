@@ -64,13 +64,14 @@ def test_prefix_sums_mix_tile_ops_and_per_thread_sweeps(engine, target):
     assert_within(kernel(x), exclusive, bound)
 
 
-@pytest.mark.parametrize("factory", [lambda: K.gemv_per_thread(64, 128, 32, 64),
-                                     lambda: K.gemv_split_threads(64, 128, 4, 16, 8),
-                                     lambda: K.prefix_sums_per_thread(2, 64)])
-def test_per_thread_kernels_compile_for_the_h200(factory):
+@pytest.mark.parametrize("factory, expected", [(lambda: K.gemv_per_thread(64, 128, 32, 64), "bar.sync"),
+                                               (lambda: K.gemv_split_threads(64, 128, 4, 16, 8), "bar.sync"),
+                                               (lambda: K.prefix_sums_per_thread(2, 64), "bar.sync"),
+                                               (lambda: K.warp_votes(64), "shfl.sync.bfly")])
+def test_per_thread_kernels_compile_for_the_h200(factory, expected):
     source = tilemlir.language.compile(factory(), engine="reference").get_kernel_source()
     ptx = tilemlir.compile(source, target="nvidia:sm_90a").artifacts["ptx"]
-    assert ".entry" in ptx and "bar.sync" in ptx
+    assert ".entry" in ptx and expected in ptx
 
 
 def test_per_thread_tile_ir_barriers_and_regions():
@@ -512,3 +513,17 @@ def test_per_thread_branches_global_memory_and_uniform_conditions(tmp_path, engi
     expected = a.copy()
     expected[0] = 7.0
     np.testing.assert_array_equal(got, expected[::-1] + np.float32(7.0))
+
+
+@pytest.mark.parametrize("engine,target", ENGINES)
+def test_warp_votes_in_per_thread_code(engine, target):
+    a = RNG.uniform(-1, 1, 128).astype(np.float32)
+    a[0:32] = np.abs(a[0:32]) + 0.5  # a warp all positive
+    a[32:64] = -np.abs(a[32:64]) - 0.5  # a warp none positive
+    kernel = tilemlir.compile(K.warp_votes(128), out_idx=[-3, -2, -1], engine=engine, target=target)
+    some, every, ballot = kernel(a)
+    positive = (a > 0).reshape(-1, 32)
+    bits = (positive * (1 << np.arange(32, dtype=np.uint64))).sum(axis=1).astype(np.uint32)
+    np.testing.assert_array_equal(some, np.repeat(positive.any(axis=1), 32))
+    np.testing.assert_array_equal(every, np.repeat(positive.all(axis=1), 32))
+    np.testing.assert_array_equal(ballot, np.repeat(bits, 32))

@@ -1877,6 +1877,53 @@ class Builder:
 
         return Scalar(moved_by_words(value.value, move))
 
+    def call_any_sync(self, node: ast.Call):
+        return self.vote(node, "any_sync")
+
+    def call_all_sync(self, node: ast.Call):
+        return self.vote(node, "all_sync")
+
+    def call_ballot_sync(self, node: ast.Call):
+        return self.vote(node, "ballot_sync")
+
+    def vote(self, node: ast.Call, name: str) -> Scalar:
+        """`T.any_sync(p)`, `T.all_sync(p)` (int32 1 or 0) and
+        `T.ballot_sync(p)` (a uint32, bit i set where lane i's p holds) over
+        the thread's warp of 32 lanes, every lane taking part (the full
+        mask): an or/and of the predicates by xor shuffles (T.shfl_xor)."""
+        what = f"T.{name}"
+        args = self.arguments_of(node, ("predicate", "mask"), 1, what=what)
+        if "mask" in args and self.eval(args["mask"]) not in (0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF, -1):
+            raise self.error(args["mask"], f"{what}: only the full mask (every lane of the warp) is supported")
+        if self.thread_region is None or self.parallel_depth:
+            raise self.error(node, f"{what} votes across the threads of a warp: it belongs in per-thread code "
+                                   f"(a kernel that calls T.get_thread_binding), outside tile ops and T.Parallel")
+        i32 = ir.IntegerType.get_signless(32)
+        bit = arith.ExtUIOp(i32, self.to_bool(node, self.eval(args["predicate"])).value).result
+        if name == "ballot_sync":
+            lane = arith.IndexCastOp(i32, self.warp_lane()).result
+            bit = arith.ShLIOp(bit, lane).result
+        combine = arith.AndIOp if name == "all_sync" else arith.OrIOp
+        width = self.constant(WARP_LANES, i32)
+        offset = WARP_LANES // 2
+        while offset:
+            moved = gpu.ShuffleOp(bit, self.constant(offset, i32), width, gpu.ShuffleMode.XOR).results[0]
+            bit = combine(bit, moved).result
+            offset //= 2
+        if name == "ballot_sync":
+            return self.as_unsigned(node, Scalar(bit))
+        return Scalar(bit)
+
+    def warp_lane(self) -> ir.Value:
+        """The thread's lane in its warp of 32: its linear index (x fastest) mod 32."""
+        linear, stride = self.index(0), 1
+        for index, extent in zip(self.thread_region.indices, self.thread_dims):
+            if index is not None:
+                scaled = arith.MulIOp(index, self.index(stride)).result if stride > 1 else index
+                linear = arith.AddIOp(linear, scaled).result
+            stride *= extent
+        return arith.RemUIOp(linear, self.index(WARP_LANES)).result
+
     def call_sync_threads(self, node: ast.Call):
         """`T.sync_threads()`: a workgroup barrier. In per-thread code it must
         be reached by every thread (not under a condition on a thread index);

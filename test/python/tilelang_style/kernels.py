@@ -960,3 +960,19 @@ def reducer_edge_forms(M, N):
             T.copy(smallest, least)
 
     return main
+
+
+def warp_votes(N):
+    """Warp votes in per-thread code: whether any / every lane of the
+    thread's warp of 32 holds a positive value, and the ballot of them."""
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), some: T.Tensor((N,), "int32"), every: T.Tensor((N,), "int32"),
+             ballot: T.Tensor((N,), "uint32")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            positive = A[tx] > 0
+            some[tx] = T.any_sync(positive)
+            every[tx] = T.all_sync(positive)
+            ballot[tx] = T.ballot_sync(positive)
+
+    return main
