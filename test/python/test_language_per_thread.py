@@ -527,3 +527,73 @@ def test_warp_votes_in_per_thread_code(engine, target):
     np.testing.assert_array_equal(some, np.repeat(positive.any(axis=1), 32))
     np.testing.assert_array_equal(every, np.repeat(positive.all(axis=1), 32))
     np.testing.assert_array_equal(ballot, np.repeat(bits, 32))
+
+
+# -- third reading ------------------------------------------------------------------
+
+@pytest.mark.parametrize("engine,target", ENGINES[:2] + ENGINES[-1:])
+def test_uint32_through_builtins_stays_unsigned(engine, target):
+    words = np.array([2 ** 32 - 1, 0, 5, 2 ** 31, 7, 2 ** 32 - 2, 1, 3] * 8, np.uint32)
+    got = tilemlir.compile(K.uint32_builtins(64), out_idx=[-1], engine=engine, target=target)(words)
+    w = words.astype(np.uint64)
+    picked = np.where(np.arange(64) % 2 == 0, w, w[0])
+    want = np.stack([(~words > 5).astype(np.uint64), ((w << 4) & 0xFFFFFFFF) >> 4, ((w + 1) & 0xFFFFFFFF) >> 1,
+                     ((w + 1) & 0xFFFFFFFF) >> 1, ((picked + 1) & 0xFFFFFFFF) >> 1], axis=1).astype(np.uint32)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("engine,target", ENGINES[:2] + ENGINES[-1:])
+def test_per_thread_atomics_views_and_uniform_branches(tmp_path, engine, target):
+    """A shared-memory histogram by atomics under a branch on the thread
+    (atomics are ordered among themselves), a global tensor written and read
+    back by other threads (a barrier between), and a branch every thread
+    decides alike in a loop holding a T.sync_threads."""
+    kernel = tilemlir.compile(_kernel(tmp_path, """
+        h = T.alloc_shared((8,), "float32")
+        if tx < 8:
+            h[tx] = 0.0
+        if A[tx] > 0.0:
+            T.atomic_add(h[tx % 8], A[tx])
+        B[tx] = A[tx] * 2.0
+        total = T.alloc_var("float32", 0.0)
+        total = B[(tx + 1) % 64]
+        s[tx] = A[tx]
+        for i in T.serial(2):
+            if A[0] > -10.0:
+                v = T.alloc_var("float32", 0.0)
+                v = s[(tx + 1) % 64]
+                T.sync_threads()
+                s[tx] = v + 1.0
+        if tx < 8:
+            B[tx] = h[tx]
+        if tx >= 8:
+            B[tx] = total
+        """), out_idx=[-1], engine=engine, target=target)
+    a = RNG.uniform(-1, 1, 64).astype(np.float32)
+    got = kernel(a)
+    wide = a.astype(np.float64)
+    histogram = np.array([np.where(a[k::8] > 0, wide[k::8], 0).sum() for k in range(8)])
+    assert_within(got[:8], histogram, 8 * U32 * np.abs(wide).reshape(8, 8).sum(axis=0) + 1e-7)
+    np.testing.assert_array_equal(got[8:], (a * 2)[np.arange(9, 65) % 64])
+
+
+def test_a_loop_variable_is_no_thread_offset_under_a_branch(tmp_path):
+    """`s[tx + i]` in a loop under a branch on the thread: thread t's second
+    iteration is thread t + 1's first element, a race no barrier can fix."""
+    with pytest.raises(Exception, match="under a condition on the thread, this access of memory conflicts"):
+        tilemlir.compile(_kernel(tmp_path, """
+            s[tx] = A[tx]
+            T.sync_threads()
+            if tx < 32:
+                for i in T.serial(2):
+                    s[tx + i] = s[tx + i] + 1.0
+            T.sync_threads()
+            B[tx] = s[tx]
+            """), out_idx=[-1], engine="emulator", target="amdgpu:gfx942")(np.ones(64, np.float32))
+
+
+@pytest.mark.parametrize("engine,target", ENGINES[:2] + ENGINES[-1:])
+def test_a_write_through_a_tensor_view_is_ordered_before_other_threads_read(engine, target):
+    a = RNG.uniform(-1, 1, 64).astype(np.float32)
+    kernel = tilemlir.compile(K.view_exchange(64), out_idx=[-1], engine=engine, target=target)
+    np.testing.assert_array_equal(kernel(a, np.zeros(64, np.float32)), np.roll(a * 2, -1))

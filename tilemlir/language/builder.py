@@ -1489,6 +1489,12 @@ class Builder:
         runtime = [v for v in values if not _compile_time(v)]
         if not runtime:
             raise self.error(node, "this conditional value has no runtime branch")
+        unsigned = self.unsigned_operands(*values)
+        if unsigned:  # both as uint32 values, each converted in its own branch
+            for index, block in enumerate((probe.then_block, probe.else_block)):
+                with ir.InsertionPoint(block):
+                    values[index] = self.as_unsigned(node, values[index])
+            runtime = values
         types = [self.scalar(node, v).type for v in runtime]
         common = types[0] if len(types) == 1 else _common_type(*types)
         chosen = scf.IfOp(condition.value, [common], has_else=True)
@@ -1501,7 +1507,7 @@ class Builder:
             with point:
                 scf.YieldOp([self.convert(node, value, common).value])
         probe.operation.erase()
-        return Scalar(chosen.results[0])
+        return Scalar(chosen.results[0], unsigned=unsigned)
 
     # ---- calls ------------------------------------------------------------
     def expr_Call(self, node: ast.Call):
@@ -1875,7 +1881,7 @@ class Builder:
             moved, valid = gpu.ShuffleOp(word, offset, width, mode).results
             return arith.SelectOp(valid, moved, word).result
 
-        return Scalar(moved_by_words(value.value, move))
+        return Scalar(moved_by_words(value.value, move), unsigned=value.unsigned)
 
     def call_any_sync(self, node: ast.Call):
         return self.vote(node, "any_sync")
@@ -2471,9 +2477,12 @@ class Builder:
     def extremum_of(self, node: ast.Call, which: str, a, b):
         if _compile_time(a) and _compile_time(b):
             return getattr(builtins, which)(a, b)
+        unsigned = self.unsigned_operands(a, b)
+        if unsigned:  # two values in [0, 2^32): the signed i64 extremum is the unsigned one
+            a, b = self.as_unsigned(node, a), self.as_unsigned(node, b)
         x, y = self.promote(node, a, b)
         ops = {"min": (arith.MinNumFOp, arith.MinSIOp), "max": (arith.MaxNumFOp, arith.MaxSIOp)}[which]
-        return Scalar(ops[0 if _is_float(x.type) else 1](x.value, y.value).result)
+        return Scalar(ops[0 if _is_float(x.type) else 1](x.value, y.value).result, unsigned=unsigned)
 
     def call_clamp(self, node: ast.Call):
         """T.clamp(x, lo, hi): T.max(T.min(x, hi), lo), as TileLang defines it."""
@@ -2541,6 +2550,8 @@ class Builder:
         a, b = self.two_args(node, f"T.{name}")
         if _compile_time(a) and _compile_time(b):
             return a, b
+        if self.unsigned_operands(a, b):  # binary computes them as uint32
+            return a, b
         x, y = self.promote(node, a, b)
         if _is_float(x.type) or _is_float(y.type):
             raise self.error(node, f"T.{name} takes integers")
@@ -2579,6 +2590,8 @@ class Builder:
         x = self.scalar(node, x)
         if _is_float(x.type):
             raise self.error(node, "T.bitwise_not takes an integer")
+        if x.unsigned:
+            return Scalar(arith.XOrIOp(x.value, self.constant(0xFFFFFFFF, _i64())).result, unsigned=True)
         return Scalar(arith.XOrIOp(x.value, self.constant(-1, x.type)).result)
 
     def call_truncdiv(self, node):

@@ -106,10 +106,15 @@ def shared_root(value: ir.Value) -> ir.Value | None:
     if not isinstance(value.type, ir.MemRefType) or tile.memory_level(value.type) not in _ORDERED_LEVELS["levels"]:
         return None
     owner = value.owner
-    while isinstance(owner, ir.OpView | ir.Operation) and owner.name == "memref.subview":
+    while isinstance(owner, ir.OpView | ir.Operation) and owner.name in _VIEWED_THROUGH:
         value = owner.operands[0]
         owner = value.owner
     return value
+
+
+# Ops whose result is a view of their first operand's memory.
+_VIEWED_THROUGH = ("memref.subview", "memref.reinterpret_cast", "memref.cast", "memref.collapse_shape",
+                   "memref.expand_shape", "memref.view", "memref.transpose", "memref.assume_alignment")
 
 
 def fenced_by_lowering(op: ir.Operation) -> bool:
@@ -193,7 +198,8 @@ def compound_accesses(op: ir.Operation, refuse: bool = True) -> list[tuple[ir.Va
             pending = {}
             continue
         if refuse and op.name != "scf.parallel" and conflicts(pending, accesses):
-            raise Unordered(inner, f"tile-insert-barriers: this access of a shared buffer "
+            shared = any(tile.memory_level(root.type) == tile.SHARED for root, _ in accesses)
+            raise Unordered(inner, f"tile-insert-barriers: this access of {'a shared buffer' if shared else 'global memory'} "
                                    f"conflicts with an earlier one in the same {op.name} (other "
                                    "threads may touch what one touched) and a barrier there "
                                    f"would be divergent; move one of them out of the {op.name}")
@@ -268,6 +274,8 @@ class KernelOrder:
         if self._varying is None:
             return compound_accesses(op)
         accesses = compound_accesses(op, refuse=False)
+        if op.name == "scf.if" and op.operands[0] not in self._varying:
+            return accesses  # every thread decides alike (a loop's head: order_uniform_branch orders it)
         self.refuse_divergent_conflicts(op)
         if op.name in LOOPS:
             head, pending = [], {}
@@ -290,6 +298,10 @@ class KernelOrder:
         touches the thread's own element (both indexed alike, one-to-one in
         the thread: `s[tx] = ...; ... s[tx]`)."""
         seen: list = []
+        # Values made inside `op` (a loop's variable, what an iteration
+        # computes) differ between its iterations: not an index's offset.
+        inside = {v for inner in walk(op) if inner != op for v in inner.results} | {
+            a for inner in walk(op) for r in inner.regions for b in r.blocks for a in b.arguments}
         for inner in walk(op):
             if inner.name == "gpu.barrier":
                 raise Unordered(inner, "tile-insert-barriers: T.sync_threads under a condition on the thread (or in "
@@ -297,9 +309,11 @@ class KernelOrder:
             for root, kind in own_accesses(inner):
                 index = _element_index(inner)
                 for other_root, other_kind, other_index, other_op in seen:
-                    if other_root != root or (kind == READ and other_kind == READ):
+                    if other_root != root or (kind == READ and other_kind == READ) or other_op == inner:
                         continue
-                    if index is not None and index == other_index and self.own_element(index):
+                    if inner.name == other_op.name == "memref.atomic_rmw":  # atomics are ordered among themselves
+                        continue
+                    if index is not None and index == other_index and self.own_element(index, inside):
                         continue
                     raise Unordered(inner, "tile-insert-barriers: under a condition on the thread, this access "
                                            "of memory conflicts with an earlier one in the same branch that may be "
@@ -307,11 +321,12 @@ class KernelOrder:
                                            "write out of the `if`, or index both by the thread alike (s[tx])")
                 seen.append((root, kind, index, inner))
 
-    def own_element(self, index: tuple) -> bool:
+    def own_element(self, index: tuple, inside: set) -> bool:
         """Whether an element index is one-to-one in the thread: one of its
         dims is the thread's index (the region's only one), times a nonzero
-        constant, plus or minus a value the same for every thread."""
-        return any(_one_to_one(value, self._thread, self._varying) for value in index)
+        constant, plus or minus a value the same for every thread and every
+        iteration of the branch or loop checked (nothing made inside it)."""
+        return any(_one_to_one(value, self._thread, self._varying | inside) for value in index)
 
     def divergent(self, loop: ir.Operation) -> bool:
         """In per-thread code: whether `loop`'s trip count (or a `while`'s
@@ -416,6 +431,10 @@ def _key(value: ir.Value):
     if isinstance(owner, ir.OpView | ir.Operation):
         if owner.name == "arith.constant":
             return ("const", str(owner.attributes["value"]))
+        if owner.name in ("arith.index_cast", "arith.index_castui"):  # narrowing casts wrap: not one-to-one
+            narrow = any(isinstance(t, ir.IntegerType) and t.width < 32
+                         for t in (owner.operands[0].type, owner.results[0].type))
+            return (owner.name, _key(owner.operands[0]), "narrow" if narrow else "wide")
         if owner.name.startswith("arith.") and len(owner.results) == 1:
             return (owner.name, *(_key(v) for v in owner.operands))
     return ("value", value)
@@ -436,8 +455,8 @@ def _one_to_one(key, thread, varying: set) -> bool:
         a, b = key[1], key[2]
         nonzero = [k for k in (a, b) if k[0] == "const" and not k[1].startswith("0 ")]
         return any(_one_to_one(x, thread, varying) for x in (a, b)) and bool(nonzero)
-    if key[0] in ("arith.index_cast", "arith.index_castui"):
-        return _one_to_one(key[1], thread, varying)
+    if key[0] in ("arith.index_cast", "arith.index_castui"):  # to index or from i32/i64: no truncation
+        return key[-1] == "wide" and _one_to_one(key[1], thread, varying)
     return False
 
 

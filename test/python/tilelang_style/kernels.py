@@ -976,3 +976,34 @@ def warp_votes(N):
             ballot[tx] = T.ballot_sync(positive)
 
     return main
+
+
+def uint32_builtins(N):
+    """uint32 values through TIR's builtins and selections: T.bitwise_not,
+    T.shift_left, T.max, T.floordiv, T.if_then_else of loads, stay unsigned."""
+    @T.prim_func
+    def main(W: T.Tensor((N,), "uint32"), out: T.Tensor((N, 5), "uint32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(N):
+                w = W[i]
+                out[i, 0] = T.cast(T.bitwise_not(w) > T.uint32(5), "uint32")
+                out[i, 1] = T.shift_left(w, 4) >> 4
+                out[i, 2] = (T.max(w, w) + T.uint32(1)) >> 1
+                out[i, 3] = (T.floordiv(w, 1) + T.uint32(1)) >> 1
+                out[i, 4] = (T.if_then_else(i % 2 == 0, W[i], W[0]) + T.uint32(1)) >> 1
+
+    return main
+
+
+def view_exchange(N):
+    """Per-thread code writing a global tensor through a 2-D view of it and
+    reading another thread's element through the tensor itself."""
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+        grid = T.Tensor((2, N // 2), "float32", B.data)
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            grid[tx // (N // 2), tx % (N // 2)] = A[tx] * 2.0
+            C[tx] = B[(tx + 1) % N]
+
+    return main
