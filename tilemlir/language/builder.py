@@ -24,6 +24,9 @@ What each construct becomes (DESIGN.md section 3 is the dialect):
 | `if` / `for` over compile-time values, arithmetic on them | evaluated here, in Python |
 | `T.float32(1.0)`, `T.float16(x)`, ... (every dtype) | a typed constant (a NumPy scalar, `DType.constant`); of a runtime value, `arith` casts |
 | `1.0 * bx`: a Python float with an index or integer | f32, the index through `arith.index_cast` to i64 and `arith.sitofp` (TVM's rule) |
+| per-thread code (a kernel that calls `T.get_thread_binding`) | its statements without tile ops in `scf.parallel {tile.per_thread}` regions over the threads; `T.alloc_local` arrays `memref.alloca`; shuffles and votes `gpu.shuffle` |
+| `T.alloc_reducer` updates in a `T.Parallel` | a fragment of the loop's shape, `tile.reduce`d into the reducer after the loop |
+| `assert` / `T.device_assert` on runtime values | `cf.assert` |
 
 A construct outside this table is refused with the file and line of the
 Python source (`TileLangError`), never a traceback.
