@@ -597,3 +597,14 @@ def test_a_write_through_a_tensor_view_is_ordered_before_other_threads_read(engi
     a = RNG.uniform(-1, 1, 64).astype(np.float32)
     kernel = tilemlir.compile(K.view_exchange(64), out_idx=[-1], engine=engine, target=target)
     np.testing.assert_array_equal(kernel(a, np.zeros(64, np.float32)), np.roll(a * 2, -1))
+
+
+def test_a_fragment_copy_at_an_offset_is_refused_at_its_line(tmp_path):
+    """The engines agree: the builder refuses what tile-lower-to-gpu cannot
+    copy (a part of one fragment into another)."""
+    with pytest.raises(TileLangError, match=re.escape("T.copy between fragments ([2, 32] and [32]) copies all")):
+        tilemlir.compile(_kernel(tmp_path, """
+            a = T.alloc_fragment((2, 32), "float32")
+            b = T.alloc_fragment((32,), "float32")
+            T.copy(a[1, :], b)
+            """), out_idx=[-1], engine="reference")

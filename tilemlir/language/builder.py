@@ -2166,6 +2166,7 @@ class Builder:
         src, dst = self.copy_operand(args["src"]), self.copy_operand(args["dst"])
         if isinstance(src, Region) and isinstance(dst, Region):
             raise self.error(node, "T.copy indexes one side; the other is copied whole (its shape is the window)")
+        self.fragment_copy_whole(node, src, dst)
         src_type, dst_type = (x.buffer.dtype if isinstance(x, Region) else x.dtype for x in (src, dst))
         if src_type != dst_type and (src_type.is_converted or dst_type.is_converted) and src_type != "bool":
             raise self.error(node, f"T.copy from {src_type} to {dst_type}: a tile copy converts {src_type} as "
@@ -2182,6 +2183,23 @@ class Builder:
         rank = len(region.buffer.shape)
         if window_dims != tuple(range(rank - len(window.shape), rank)):
             attributes.WINDOW.write(op, window_dims)
+
+    def fragment_copy_whole(self, node: ast.Call, src, dst) -> None:
+        """A copy between two fragments moves all of one into the other, in
+        row-major order: their shapes equal up to unit dims, at offset 0 (a
+        part goes through a T.Parallel loop)."""
+        buffers = [x.buffer if isinstance(x, Region) else x for x in (src, dst)]
+        if not all(b.scope == FRAGMENT for b in buffers):
+            return
+        starts = [start for x in (src, dst) if isinstance(x, Region) for start in x.starts]
+        at_zero = all((_compile_time(st) and st == 0) or (isinstance(st, Scalar) and st.affine is not None
+                                                         and not st.affine.terms and st.affine.const == 0)
+                      for st in starts)
+        squeezed = [tuple(e for e in b.shape if e != 1) for b in buffers]
+        if not at_zero or squeezed[0] != squeezed[1]:
+            raise self.error(node, f"T.copy between fragments ({list(buffers[0].shape)} and "
+                                   f"{list(buffers[1].shape)}) copies all of one into the other, at offset 0, "
+                                   f"their shapes equal up to unit dims; copy a part in a T.Parallel loop")
 
     def call_atomic_add(self, node: ast.Call):
         return self.atomic(node, "add")
