@@ -597,14 +597,9 @@ class Builder:
         # Over the dims of more than one thread (the canonicalizer folds unit
         # dims away, and with them the marker): an index along a unit dim is 0.
         extents = [d for d in self.thread_dims if d > 1] or [1]
-        n = len(extents)
-        zero, one = self.index(0), self.index(1)
-        op = ir.Operation.create(
-            "scf.parallel", results=[], operands=[zero] * n + [self.index(d) for d in extents] + [one] * n,
-            attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([n, n, n, 0])}, regions=1,
-            loc=self.loc(node))
+        with self.loc(node):
+            op, block = self.parallel_op(extents)
         attributes.PER_THREAD.mark(op)
-        block = op.regions[0].blocks.append(*([ir.IndexType.get()] * n))
         with ir.InsertionPoint(block):
             reduce = ir.Operation.create("scf.reduce", results=[], operands=[], regions=0)
         ivs = iter(block.arguments)
@@ -1076,13 +1071,7 @@ class Builder:
         if self.thread_region is not None:
             raise self.error(node, "T.Parallel in per-thread code (under a condition or loop on a thread index): "
                                    "the block runs a T.Parallel together; write it at the kernel's level")
-        n = len(loop.bounds)
-        zero, one = self.index(0), self.index(1)
-        uppers = [self.index(upper) for _, upper, _ in loop.bounds]
-        op = ir.Operation.create(
-            "scf.parallel", results=[], operands=[zero] * n + uppers + [one] * n,
-            attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([n, n, n, 0])}, regions=1)
-        block = op.regions[0].blocks.append(*([ir.IndexType.get()] * n))
+        op, block = self.parallel_op([upper for _, upper, _ in loop.bounds])
         bindings = {name: Scalar(arg, Affine.of({f"{name}@{id(op)}": 1}, 0))
                     for name, arg in zip(names, block.arguments)}
         self.parallel_depth += 1
@@ -1102,6 +1091,16 @@ class Builder:
         for reducer, partial, kept in body.updates.values():
             if partial is not None:
                 self.reduce_partials(node, reducer, partial, kept)
+
+    def parallel_op(self, extents: list[int]) -> tuple[ir.Operation, ir.Block]:
+        """An scf.parallel from 0 to `extents`, step 1, at the insertion point,
+        and its body (one index argument per dim, no terminator yet)."""
+        n = len(extents)
+        zero, one = self.index(0), self.index(1)
+        op = ir.Operation.create(
+            "scf.parallel", results=[], operands=[zero] * n + [self.index(e) for e in extents] + [one] * n,
+            attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([n, n, n, 0])}, regions=1)
+        return op, op.regions[0].blocks.append(*([ir.IndexType.get()] * n))
 
     def serial_loop(self, node: ast.For, loop: _Loop, name: str) -> None:
         lower, upper, step = loop.bounds[0]
@@ -1762,11 +1761,7 @@ class Builder:
 
     def call_get_thread_binding(self, node: ast.Call):
         """`T.get_thread_binding(dim=0)`: the thread's index along x, y or z."""
-        args = self.arguments_of(node, ("dim",), 0, what="T.get_thread_binding")
-        dim = self.static_int(node, self.eval(args["dim"]), "T.get_thread_binding's dim", allow_zero=True) \
-            if "dim" in args else 0
-        if dim > 2:
-            raise self.error(node, f"T.get_thread_binding({dim}): threads have dims 0 (x), 1 (y) and 2 (z)")
+        dim = self.binding_dim(node, "T.get_thread_binding", "threads")
         self.kernel_only(node, "T.get_thread_binding")
         index = ThreadIndex(dim)
         return self.thread_index(node, index) if self.thread_region is not None else index
@@ -1812,12 +1807,15 @@ class Builder:
     def call_get_block_binding(self, node: ast.Call):
         """`T.get_block_binding(dim=0)`: the block's index along x, y or z (0
         along a dim the grid does not have)."""
-        args = self.arguments_of(node, ("dim",), 0, what="T.get_block_binding")
-        dim = self.static_int(node, self.eval(args["dim"]), "T.get_block_binding's dim", allow_zero=True) \
-            if "dim" in args else 0
+        return self.block_index(node, self.binding_dim(node, "T.get_block_binding", "blocks"))
+
+    def binding_dim(self, node: ast.Call, what: str, whose: str) -> int:
+        """The `dim` (0 when not given) of T.get_thread_binding / T.get_block_binding."""
+        args = self.arguments_of(node, ("dim",), 0, what=what)
+        dim = self.static_int(node, self.eval(args["dim"]), f"{what}'s dim", allow_zero=True) if "dim" in args else 0
         if dim > 2:
-            raise self.error(node, f"T.get_block_binding({dim}): blocks have dims 0 (x), 1 (y) and 2 (z)")
-        return self.block_index(node, dim)
+            raise self.error(node, f"{what}({dim}): {whose} have dims 0 (x), 1 (y) and 2 (z)")
+        return dim
 
     def call_get_block_bindings(self, node: ast.Call):
         """`T.get_block_bindings()`: the block's (x, y, z) indices."""
@@ -2754,12 +2752,7 @@ class Builder:
         block_m, block_k = col.shape
         row0 = self.scalar(node, self.binary(node, ast.Mult(), self.eval(args["nhw_step"]), block_m))
         k0 = self.scalar(node, self.binary(node, ast.Mult(), self.eval(args["c_step"]), block_k))
-        zero, one = self.index(0), self.index(1)
-        op = ir.Operation.create("scf.parallel", results=[],
-                                 operands=[zero, zero, self.index(block_m), self.index(block_k), one, one],
-                                 attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([2, 2, 2, 0])},
-                                 regions=1)
-        block = op.regions[0].blocks.append(ir.IndexType.get(), ir.IndexType.get())
+        _, block = self.parallel_op([block_m, block_k])
         i, j = (Scalar(a) for a in block.arguments)
         with ir.InsertionPoint(block):
             m, k = self.binary(node, ast.Add(), row0, i), self.binary(node, ast.Add(), k0, j)

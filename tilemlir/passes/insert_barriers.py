@@ -277,12 +277,9 @@ class KernelOrder:
         if op.name == "scf.if" and op.operands[0] not in self._varying:
             return accesses  # every thread decides alike (a loop's head: order_uniform_branch orders it)
         self.refuse_divergent_conflicts(op)
-        if op.name in LOOPS:
+        if op.name in LOOPS:  # (a barrier in it was refused above)
             head, pending = [], {}
             for inner in walk(op):
-                if inner.name == "gpu.barrier":
-                    raise Unordered(inner, "tile-insert-barriers: T.sync_threads in a loop whose trip count "
-                                           "varies by thread: not every thread would reach it")
                 head.extend(own_accesses(inner))
             add(pending, accesses)
             if conflicts(pending, head):

@@ -280,7 +280,7 @@ def _return(compiler, op):
         raise UnsupportedOp(f"'{op.name}' inside a nested region (early return)", op)
 
 
-_SHUFFLE_SOURCE = {
+SHUFFLE_SOURCE = {  # gpu.shuffle modes: the source lane, counted from the segment's first (reference.py too)
     "xor": lambda lane, offset: lane ^ offset,
     "up": lambda lane, offset: lane - offset,
     "down": lambda lane, offset: lane + offset,
@@ -299,7 +299,7 @@ def _shuffle(compiler, op):
     With the sanitizer, reading a lane that divergent control flow left
     inactive is an error."""
     text = str(op.attributes["mode"])  # #gpu<shuffle_mode xor>
-    source_of = _SHUFFLE_SOURCE[text[text.rindex(" ") + 1:-1]]
+    source_of = SHUFFLE_SOURCE[text[text.rindex(" ") + 1:-1]]
     value, offset, width = compiler.slots_of(op.operands)
     out, valid_out = compiler.slots_of(op.results)
 

@@ -222,13 +222,7 @@ _VECTOR_SAFE = {"memref.load", "memref.store", "memref.dim", "scf.if", "scf.yiel
 
 _PER_THREAD_SAFE = {"memref.alloca", "memref.atomic_rmw", "gpu.barrier", "gpu.shuffle", "scf.while",
                     "scf.condition"}
-# gpu.shuffle modes: the source lane, counted from the segment's first lane.
-_SHUFFLE_SOURCE = {
-    "xor": lambda lane, offset: lane ^ offset,
-    "up": lambda lane, offset: lane - offset,
-    "down": lambda lane, offset: lane + offset,
-    "idx": lambda lane, offset: offset,
-}
+
 
 _CMPI = {
     0: operator.eq, 1: operator.ne, 2: operator.lt, 3: operator.le, 4: operator.gt, 5: operator.ge,
@@ -846,8 +840,10 @@ class _FunctionCompiler:
         `valid` false (the emulator's definition, emu_control._shuffle)."""
         value, offset, width = self.uses(op.operands)
         out, valid_out = (self.define(r) for r in op.results)
+        from tilemlir.runtime.emu_control import SHUFFLE_SOURCE  # the emulator's definition, shared
+
         text = str(op.attributes["mode"])
-        source_of = _SHUFFLE_SOURCE[text[text.rindex(" ") + 1:-1]]
+        source_of = SHUFFLE_SOURCE[text[text.rindex(" ") + 1:-1]]
 
         def run(frame: Frame) -> None:
             if frame.lanes is None:
