@@ -52,7 +52,7 @@ $(VENV)/.installed: $(LOCK) pyproject.toml | system
 lock:
 	test -x build/uv/bin/uv || { python3 -m venv build/uv && build/uv/bin/pip install -q uv==$(UV_VERSION); }
 	build/uv/bin/uv pip compile pyproject.toml requirements-setup.in --extra test \
-	  --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+	  --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 --find-links /opt/wheels \
 	  --custom-compile-command 'make lock' -o $(LOCK)
 
 demo: setup

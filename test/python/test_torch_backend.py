@@ -1,0 +1,207 @@
+"""torch.compile(model, backend="tilemlir") on small fp16 models in eval mode:
+each compiled with TILEMLIR_TORCH_STRICT=1 (no node that computes values falls
+back to torch), run on the reference engine (and the gfx942 emulator) for
+amdgpu:gfx942, and compared with the model run in float64 by torch."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tilemlir.torch_backend import TilemlirTorchError, backend, partition
+
+RELATIVE = 2e-2  # of the largest magnitude of the float64 result
+
+
+@pytest.fixture(autouse=True)
+def _engine(monkeypatch):
+    monkeypatch.setenv("TILEMLIR_TARGET", "amdgpu:gfx942")
+    monkeypatch.setenv("TILEMLIR_ENGINE", "reference")
+    monkeypatch.setenv("TILEMLIR_TORCH_STRICT", "1")
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(dim) + 0.5)
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+
+class SwiGLU(nn.Module):
+    """LLaMA's MLP block: RMSNorm, gate and up projections, SiLU(gate) * up, down, residual."""
+
+    def __init__(self, dim=64, hidden=96):
+        super().__init__()
+        self.norm = RMSNorm(dim)
+        self.gate, self.up = nn.Linear(dim, hidden, bias=False), nn.Linear(dim, hidden, bias=False)
+        self.down = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        y = self.norm(x)
+        return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+
+class CausalGQA(nn.Module):
+    """Causal grouped-query attention, K and V repeated to the query heads explicitly."""
+
+    def __init__(self, dim=64, heads=4, kv_heads=2):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, 2 * kv_heads * self.head_dim)
+        self.o = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q = self.q(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        k, v = self.kv(x).view(b, s, 2, self.kv_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        repeat = self.heads // self.kv_heads
+        k, v = k.repeat_interleave(repeat, dim=1), v.repeat_interleave(repeat, dim=1)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.o(out.transpose(1, 2).reshape(b, s, d))
+
+
+class TinyBert(nn.Module):
+    """Word, position and token-type embeddings, LayerNorm, an encoder layer, the pooler."""
+
+    def __init__(self, vocab=50, dim=64, seq=40):
+        super().__init__()
+        self.words, self.positions, self.types = nn.Embedding(vocab, dim), nn.Embedding(seq, dim), nn.Embedding(2, dim)
+        self.norm = nn.LayerNorm(dim)
+        self.layer = nn.TransformerEncoderLayer(dim, 4, 128, dropout=0.0, batch_first=True, activation="gelu")
+        self.pooler = nn.Linear(dim, dim)
+
+    def forward(self, ids):
+        positions = torch.arange(ids.shape[1]).expand_as(ids)
+        x = self.norm(self.words(ids) + self.positions(positions) + self.types(torch.zeros_like(ids)))
+        return torch.tanh(self.pooler(self.layer(x)[:, 0]))
+
+
+def check(model: nn.Module, *inputs, backend_name=backend):
+    """The compiled fp16 model against the float64 one; a second call's result is identical."""
+    model = model.eval()
+    with torch.no_grad():
+        expected = model.double()(*[x.double() if x.is_floating_point() else x for x in inputs])
+        compiled = torch.compile(model.half(), backend=backend_name)
+        half = [x.half() if x.is_floating_point() else x for x in inputs]
+        first = compiled(*half)
+        second = compiled(*half)
+    assert first.dtype == torch.float16
+    error = (first.double() - expected).abs().max() / expected.abs().max()
+    assert error <= RELATIVE, error
+    assert torch.equal(first, second)
+
+
+def test_transformer_encoder_layer():
+    # nn.TransformerEncoderLayer in eval takes torch's fused fast path, which the backend decomposes.
+    check(nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True), torch.randn(2, 24, 64))
+
+
+def test_norm_first_encoder_layer_with_gelu():
+    layer = nn.TransformerEncoderLayer(64, 4, 96, dropout=0.0, batch_first=True, norm_first=True, activation="gelu")
+    check(layer, torch.randn(3, 20, 64))
+
+
+def test_swiglu_mlp():
+    check(SwiGLU(), torch.randn(2, 17, 64))
+
+
+def test_causal_grouped_query_attention():
+    check(CausalGQA(), torch.randn(2, 37, 64))
+
+
+def test_tiny_bert_by_its_registered_name():
+    check(TinyBert(), torch.randint(0, 50, (2, 40)), backend_name="tilemlir")
+
+
+@pytest.mark.parametrize("model,shape", [(SwiGLU(), (2, 8, 64)), (CausalGQA(), (1, 20, 64))], ids=["mlp", "gqa"])
+def test_in_the_gfx942_emulator(monkeypatch, model, shape):
+    monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
+    check(model, torch.randn(*shape))
+
+
+def test_strided_broadcast_and_boolean_values():
+    # Permuted and expanded operands are read in place; comparisons, where and
+    # casts fuse into one kernel with the reduction after them.
+    def f(x, y, bias):
+        t = x.transpose(0, 1) * 2.0 + bias
+        masked = torch.where(t > 0.5, t, torch.zeros_like(t)) - y.expand(37, 5)
+        return masked.float().softmax(-1).half(), (t < 0).half().sum(-1)
+
+    x, y, bias = torch.randn(5, 37).half(), torch.randn(1, 5).half(), torch.randn(5).half()
+    with torch.no_grad():
+        got, count = torch.compile(f, backend=backend)(x, y, bias)
+    t = x.double().transpose(0, 1) * 2.0 + bias.double()
+    expected = (torch.where(t > 0.5, t, 0.0) - y.double().expand(37, 5)).softmax(-1)
+    assert (got.double() - expected).abs().max() <= 2e-3
+    assert torch.equal(count, (t < 0).half().sum(-1))
+
+
+def test_one_kernel_for_layer_norm_then_softmax():
+    captured = {}
+
+    def spy(gm, inputs):
+        captured["groups"], captured["fallbacks"] = partition.partition(gm.graph)
+        return gm
+
+    from torch._dynamo.backends.common import aot_autograd
+
+    from tilemlir.torch_backend.dynamo import decompositions
+
+    def f(x, w, b):
+        return F.layer_norm(x, (64,), w, b).softmax(-1)
+
+    with torch.no_grad():
+        torch.compile(f, backend=aot_autograd(fw_compiler=spy, decompositions=decompositions()))(
+            torch.randn(8, 64), torch.randn(64), torch.randn(64))
+    kinds = [(g.kind, g.reduces) for g in captured["groups"]]
+    assert kinds == [("pointwise", True)]
+    assert captured["fallbacks"] == []
+
+
+def test_second_call_compiles_nothing(monkeypatch):
+    from tilemlir.torch_backend import dynamo as module
+
+    built = []
+    original = module.GroupKernel.build
+    monkeypatch.setattr(module.GroupKernel, "build", lambda self, specs: built.append(1) or original(self, specs))
+    compiled = torch.compile(SwiGLU().eval().half(), backend=backend)
+    x = torch.randn(2, 8, 64).half()
+    with torch.no_grad():
+        compiled(x)
+        count = len(built)
+        compiled(x)
+    assert count > 0 and len(built) == count
+
+
+def f_with_cumsum(x):
+    return torch.cumsum(x, dim=-1) * 2.0
+
+
+def test_a_fallback_is_listed_with_its_line(monkeypatch, caplog):
+    monkeypatch.delenv("TILEMLIR_TORCH_STRICT")
+    x = torch.randn(4, 8)
+    with caplog.at_level(logging.WARNING, logger="tilemlir.torch"), torch.no_grad():
+        got = torch.compile(f_with_cumsum, backend=backend)(x)
+    assert torch.allclose(got, torch.cumsum(x, -1) * 2.0)
+    line = f_with_cumsum.__code__.co_firstlineno + 1
+    assert "1 node(s) run in torch: aten.cumsum (" in caplog.text
+    assert f"test_torch_backend.py:{line} (f_with_cumsum)" in caplog.text
+
+
+def test_strict_mode_names_the_node_and_line():
+    line = f_with_cumsum.__code__.co_firstlineno + 1
+    with pytest.raises(Exception) as raised, torch.no_grad():
+        torch.compile(f_with_cumsum, backend=backend)(torch.randn(4, 8))
+    error = getattr(raised.value, "inner_exception", raised.value)  # torch wraps a backend's error
+    assert isinstance(error, TilemlirTorchError), raised.value
+    assert "aten.cumsum" in str(error) and f"test_torch_backend.py:{line}" in str(error)
+    assert "TILEMLIR_TORCH_STRICT=1" in str(error)

@@ -1,0 +1,572 @@
+"""A fusion group as a `tilemlir.language` kernel (Python source).
+
+The kernel is written as a TileLang user would write it, then built, checked
+and compiled by the same path as any `@tilemlir.jit` kernel, so its errors
+and its IR (`kernel.get_kernel_source()`) read like a hand-written one's.
+
+Inputs are passed as 1-D views of the memory they span, read at offsets made
+from the domain's coordinates and the tensor's own strides (0 where torch
+broadcasts or expands): views, permutes and expands before a group cost no
+copy. Outputs are new contiguous tensors, written with `T.copy`.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+
+import torch
+from torch import fx
+
+from tilemlir.torch_backend import partition, pointwise
+from tilemlir.torch_backend.partition import Group, dtype_of, shape_of
+from tilemlir.torch_backend.pointwise import DTYPES, Unsupported, convert, kind_of, literal
+
+THREADS = 128
+ELEMENTS_PER_BLOCK = 2048  # element-wise groups: 16 per thread
+ROW_ELEMENTS = 4096  # reducing groups: values per fragment in a block
+MAX_COLUMNS = 16384  # a reducing group's row is one block's
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """An input as a call passes it: shape, strides, dtype."""
+
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: torch.dtype
+
+    @staticmethod
+    def of(tensor: torch.Tensor) -> TensorSpec:
+        return TensorSpec(tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+
+    @property
+    def span(self) -> int:
+        """Elements from the first to the last one the tensor reaches."""
+        if any(d == 0 for d in self.shape):
+            return 0
+        return 1 + sum((d - 1) * s for d, s in zip(self.shape, self.stride))
+
+
+@dataclass(frozen=True)
+class GemmOperand:
+    """How a GEMM operand reaches the kernel: as it is, or transposed (the
+    tensor passed is the operand's transpose, contiguous)."""
+
+    transposed: bool
+    shape: tuple[int, ...]  # of the tensor passed
+
+
+def gemm_layout(spec: TensorSpec) -> GemmOperand | None:
+    """None when the operand must be made contiguous first."""
+    *batch, rows, cols = spec.shape
+    *batch_stride, row_stride, col_stride = spec.stride
+    dense = (not batch) or (batch_stride[0] == rows * cols or batch[0] == 1)
+    if dense and (col_stride == 1 or cols == 1) and (row_stride == cols or rows == 1):
+        return GemmOperand(False, spec.shape)
+    if dense and (row_stride == 1 or rows == 1) and (col_stride == rows or cols == 1):
+        return GemmOperand(True, (*batch, cols, rows))
+    return None
+
+
+def _next_power_of_two(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+class Source:
+    """Lines of Python at an indentation."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+class KernelWriter:
+    """The kernel of one group for the inputs a call passes."""
+
+    def __init__(self, group: Group, specs: list[TensorSpec], name: str):
+        self.group = group
+        self.specs = dict(zip(group.inputs, specs))
+        self.name = name
+        self.operand_params: list[str] = []  # a GEMM's A and B
+        self.input_params: list[str] = []
+        self.output_params: list[str] = []
+        self.param_of: dict[fx.Node, str] = {}  # inputs read at offsets, in parameter order
+        self.anchor_value = None  # a GEMM group's: coords -> the product's value
+        self.fragment: dict[fx.Node, str] = {}
+        self.counter = 0
+        members = set(group.nodes)
+        self.uses = {n: sum(1 for u in n.users if u in members) for n in group.nodes}
+        self.body = Source()
+
+    # -- values --------------------------------------------------------------
+    def new_name(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def input_param(self, node: fx.Node) -> str:
+        if node not in self.param_of:
+            name = f"I{len(self.param_of)}"
+            spec = self.specs[node]
+            if spec.dtype not in DTYPES:
+                raise Unsupported(f"tensors of {spec.dtype}")
+            self.input_params.append(f"{name}: T.Tensor(({max(spec.span, 1)},), '{DTYPES[spec.dtype]}')")
+            self.param_of[node] = name
+        return self.param_of[node]
+
+    def load(self, node: fx.Node, coords: list[str]) -> str:
+        """An input's element at the domain coordinates, in its kind (floats in f32)."""
+        spec = self.specs[node]
+        rank = len(coords)
+        if len(spec.shape) > rank:
+            raise Unsupported("an operand of more dims than its group")
+        terms = []
+        for t, (size, stride) in enumerate(zip(spec.shape, spec.stride)):
+            if size == 1 or stride == 0:
+                continue
+            coord = coords[rank - len(spec.shape) + t]
+            terms.append(coord if stride == 1 else f"{coord} * {stride}")
+        value = f"{self.input_param(node)}[{' + '.join(terms) or '0'}]"
+        if spec.dtype in pointwise.FLOATS and spec.dtype != torch.float32:
+            return f"T.cast({value}, 'float32')"
+        return value
+
+    def value(self, node, coords: list[str], level: str) -> str:
+        """`node`'s value at the coordinates of a loop of `level`."""
+        if not isinstance(node, fx.Node):
+            return literal(node)
+        if node in self.fragment:
+            frag = self.fragment[node]
+            return f"{frag}[i, j]" if self.group.level(node) == "full" else f"{frag}[i]"
+        if node not in self.group.nodes:
+            return self.load(node, coords)
+        return self.expression(node, coords, level)
+
+    def expression(self, node: fx.Node, coords: list[str], level: str) -> str:
+        """An in-group node's value, rendered from its operands."""
+        if node is self.group.anchor:
+            return self.anchor_value(coords)
+        if node.target is torch.ops.aten.embedding.default:
+            return self.gather(node, coords, level)
+        if node.target in pointwise.CREATION:
+            if node.kwargs.get("device") not in (None, node.meta["val"].device):
+                raise Unsupported("a tensor made on another device")
+            return pointwise.created(node.target, node.args, coords[-1] if coords else "0", dtype_of(node))
+        result = dtype_of(node)
+        if node.target in pointwise.CONVERSIONS:
+            source = node.args[0]
+            if node.kwargs.get("device") not in (None, source.meta["val"].device) or \
+                    node.kwargs.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
+                raise Unsupported("a copy to another device or layout")
+            target = node.kwargs.get("dtype", node.args[1] if len(node.args) > 1 else None) or dtype_of(source)
+            return convert(self.value(source, coords, level), dtype_of(source), target)
+        render = pointwise.POINTWISE[node.target]
+        operands = [a for a in node.args if isinstance(a, fx.Node)]
+        kinds = {kind_of(dtype_of(a)) for a in operands}
+        out = kind_of(result)
+        if node.target in (torch.ops.aten.logical_and.default, torch.ops.aten.logical_or.default,
+                           torch.ops.aten.logical_not.default):
+            work = torch.bool
+        elif out == "b" and node.target is not torch.ops.aten.where.self:  # a comparison
+            work = torch.float32 if "f" in kinds or any(isinstance(a, float) for a in node.args) else \
+                (dtype_of(operands[0]) if operands else torch.int64)
+        else:
+            work = result
+        args = []
+        for position, a in enumerate(node.args):
+            if isinstance(a, fx.Node):
+                if node.target is torch.ops.aten.where.self and position == 0:
+                    args.append(convert(self.value(a, coords, level), dtype_of(a), torch.bool))
+                else:
+                    args.append(convert(self.value(a, coords, level), dtype_of(a), work)
+                                if kind_of(dtype_of(a)) != kind_of(work) else self.value(a, coords, level))
+            elif isinstance(a, (bool, int, float)):
+                args.append(literal(float(a)) if kind_of(work) == "f" and not isinstance(a, bool) else literal(a))
+            elif a is None:
+                args.append(None)
+            else:
+                raise Unsupported(f"an argument {a!r}")
+        keywords = {}
+        for key, a in node.kwargs.items():
+            if isinstance(a, fx.Node):
+                raise Unsupported(f"a tensor keyword '{key}'")
+            keywords[key] = a
+        try:
+            return render(*args, **keywords)
+        except TypeError as error:
+            raise Unsupported(f"its arguments ({error})") from None
+
+    def gather(self, node: fx.Node, coords: list[str], level: str) -> str:
+        """aten.embedding: the weight's row an index names (indices outside
+        the table read row 0 or the last, where torch would raise)."""
+        weight, indices = node.args[0], node.args[1]
+        if weight in self.group.nodes or len(shape_of(weight)) != 2 or len(coords) != len(shape_of(indices)) + 1:
+            raise Unsupported("an embedding of a computed table, or of another rank")
+        rows = shape_of(weight)[0]
+        index = self.value(indices, coords[:-1], level)
+        row = f"T.max(T.min(T.cast({index}, 'int32'), {rows - 1}), 0)"
+        return self.load(weight, [row, coords[-1]])
+
+    # -- loops ---------------------------------------------------------------
+    def materialized(self, node: fx.Node) -> bool:
+        group = self.group
+        if node in group.outputs or partition.is_reduction(node) or node.target == operator.getitem:
+            return True
+        if any(partition.is_reduction(u) for u in node.users if u in group.nodes):
+            return True
+        return self.uses[node] > 1 and node is not group.anchor
+
+    def emit_value(self, node: fx.Node, dims: tuple[str, str], coords_full, coords_row, kind_name) -> None:
+        """A fragment for `node`, filled by its loop."""
+        level = self.group.level(node)
+        frag = self.new_name("F" if level == "full" else "R")
+        block = dims if level == "full" else dims[:1]
+        dtype = kind_name(node)
+        self.body(f"{frag} = T.alloc_fragment(({', '.join(block)},), '{dtype}')")
+        if level == "full":
+            self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
+            expression = self.expression(node, coords_full, "full")
+            self.body.depth += 1
+            self.body(f"{frag}[i, j] = {expression}")
+        else:
+            self.body(f"for i in T.Parallel({dims[0]}):")
+            expression = self.expression(node, coords_row, "row")
+            self.body.depth += 1
+            self.body(f"{frag}[i] = {expression}")
+        self.body.depth -= 1
+        self.fragment[node] = frag
+
+    def emit_reduction(self, node: fx.Node, dims, columns: int, coords_full) -> None:
+        if node.args[0] not in self.fragment:  # an input: loaded into registers first
+            loaded = self.new_name("F")
+            self.body(f"{loaded} = T.alloc_fragment(({dims[0]}, {dims[1]}), 'float32')")
+            self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
+            self.body(f"    {loaded}[i, j] = {self.load(node.args[0], coords_full)}")
+            self.fragment[node.args[0]] = loaded
+        source = self.fragment[node.args[0]]
+        block = dims[0]
+        if node.target in pointwise.VARIANCES:
+            mean, squares, var = self.new_name("R"), self.new_name("F"), self.new_name("R")
+            self.body(f"{mean} = T.alloc_fragment(({block},), 'float32')")
+            self.body(f"T.reduce_sum({source}, {mean}, dim=1)")
+            self.body(f"for i in T.Parallel({block}):")
+            self.body(f"    {mean}[i] = {mean}[i] / {float(columns)!r}")
+            self.body(f"{squares} = T.alloc_fragment(({dims[0]}, {dims[1]}), 'float32')")
+            self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
+            self.body(f"    {squares}[i, j] = ({source}[i, j] - {mean}[i]) * ({source}[i, j] - {mean}[i])")
+            self.body(f"{var} = T.alloc_fragment(({block},), 'float32')")
+            self.body(f"T.reduce_sum({squares}, {var}, dim=1)")
+            correction = node.kwargs.get("correction", 1)
+            correction = 1 if correction is None else correction
+            self.body(f"for i in T.Parallel({block}):")
+            self.body(f"    {var}[i] = {var}[i] / {float(max(columns - correction, 0))!r}")
+            self.fragment[node] = var
+            for user in node.users:
+                if user.target == operator.getitem and user in self.group.nodes:
+                    self.fragment[user] = var if user.args[1] == 0 else mean
+            return
+        kind, divides = pointwise.REDUCTIONS[node.target]
+        frag = self.new_name("R")
+        self.body(f"{frag} = T.alloc_fragment(({block},), 'float32')")
+        self.body(f"T.reduce_{kind}({source}, {frag}, dim=1)")
+        if divides:
+            self.body(f"for i in T.Parallel({block}):")
+            self.body(f"    {frag}[i] = {frag}[i] / {float(columns)!r}")
+        self.fragment[node] = frag
+
+    def emit_group_values(self, dims, coords_full, coords_row, columns: int) -> None:
+        def kind_name(node):
+            dtype = dtype_of(node)
+            return "float32" if dtype in pointwise.FLOATS else DTYPES[dtype]
+
+        for node in self.group.nodes:
+            if node in self.fragment or not self.materialized(node):
+                continue
+            if partition.is_reduction(node):
+                self.emit_reduction(node, dims, columns, coords_full)
+            elif node.target == operator.getitem:
+                raise Unsupported("an item of an op that is not a variance")
+            else:
+                self.emit_value(node, dims, coords_full, coords_row, kind_name)
+
+    def outputs(self, shape_of_output) -> list[tuple[fx.Node, str]]:
+        named = []
+        for index, node in enumerate(self.group.outputs):
+            name = f"O{index}"
+            dtype = dtype_of(node)
+            if dtype not in DTYPES:
+                raise Unsupported(f"an output of {dtype}")
+            shape = shape_of_output(node)
+            self.output_params.append(f"{name}: T.Tensor(({', '.join(map(str, shape))},), '{DTYPES[dtype]}')")
+            named.append((node, name))
+        return named
+
+    def source(self, grid: str, body: list[str]) -> str:
+        text = Source()
+        text("import tilemlir.language as T")
+        text("")
+        text("")
+        text("@T.prim_func")
+        params = self.operand_params + self.input_params + self.output_params
+        text(f"def {self.name}({', '.join(params)}):")
+        text.depth += 1
+        text(f"with T.Kernel({grid}, threads={THREADS}) as (bx, by{', bz' if grid.count(',') == 2 else ''}):")
+        text.depth += 1
+        for line in body:
+            text(line)
+        return text.text()
+
+
+def _coordinates(extents: tuple[int, ...], flat: str) -> list[str]:
+    """Each dim's coordinate of a flat row-major index over `extents`."""
+    coords = []
+    for d, size in enumerate(extents):
+        suffix = math.prod(extents[d + 1:])
+        expression = flat if suffix == 1 else f"({flat}) // {suffix}"
+        if d > 0 and size > 1:
+            expression = f"({expression}) % {size}"
+        coords.append(expression if size > 1 else "0")
+    return coords
+
+
+def pointwise_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[str, list]:
+    """(source, output views: (node, (R, C) or (R,) shape), inputs read at
+    offsets in parameter order) of a pointwise or reducing group."""
+    writer = KernelWriter(group, specs, name)
+    shape, columns = group.shape, group.columns
+    lead, red = shape[:len(shape) - columns], shape[len(shape) - columns:]
+    rows, cols = math.prod(lead), math.prod(red)
+    if group.reduces:
+        if cols > MAX_COLUMNS:
+            raise Unsupported(f"a reduction over {cols} values (at most {MAX_COLUMNS} in one block)")
+        block_cols = cols
+        block_rows = max(1, min(_next_power_of_two(rows), _floor_power_of_two(max(1, ROW_ELEMENTS // cols))))
+    else:
+        block_cols = min(_next_power_of_two(cols), 512)
+        block_rows = max(1, min(_next_power_of_two(rows), ELEMENTS_PER_BLOCK // block_cols))
+    row = f"(by * {block_rows} + i)" if rows % block_rows == 0 else \
+        f"T.min(by * {block_rows} + i, {rows - 1})"
+    col = f"(bx * {block_cols} + j)" if cols % block_cols == 0 else \
+        f"T.min(bx * {block_cols} + j, {cols - 1})"
+    coords_full = _coordinates(lead, row) + _coordinates(red, col)
+    coords_row = _coordinates(lead, row) + ["0"] * len(red)
+    dims = (str(block_rows), str(block_cols))
+    outputs = writer.outputs(lambda n: (rows, cols) if group.level(n) == "full" else (rows,))
+    writer.emit_group_values(dims, coords_full, coords_row, cols)
+    for node, param in outputs:
+        if group.level(node) == "full":
+            writer.body(f"T.copy({writer.fragment[node]}, {param}[by * {block_rows}, bx * {block_cols}])")
+        else:
+            writer.body(f"T.copy({writer.fragment[node]}, {param}[by * {block_rows}])")
+    grid = f"{-(-cols // block_cols)}, {-(-rows // block_rows)}"
+    views = [(node, (rows, cols) if group.level(node) == "full" else (rows,)) for node, _ in outputs]
+    return writer.source(grid, writer.body.lines), views, list(writer.param_of)
+
+
+def _floor_power_of_two(n: int) -> int:
+    return 1 << (n.bit_length() - 1)
+
+
+def gemm_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[GemmOperand, GemmOperand],
+                name: str) -> tuple[str, list]:
+    """(source, output views, inputs read at offsets) of a GEMM group: the anchor's product into a
+    register fragment, the group's element-wise epilogue on it, the outputs
+    stored from fragments."""
+    anchor = group.anchor
+    a_node, b_node = (anchor.args[1], anchor.args[2]) if anchor.target is torch.ops.aten.addmm.default \
+        else (anchor.args[0], anchor.args[1])
+    a_spec, b_spec = specs[group.inputs.index(a_node)], specs[group.inputs.index(b_node)]
+    if a_spec.dtype != b_spec.dtype or a_spec.dtype not in pointwise.FLOATS:
+        raise Unsupported(f"a product of {a_spec.dtype} and {b_spec.dtype}")
+    batched = len(group.shape) == 3
+    *_, m, n = group.shape
+    k = a_spec.shape[-1]
+    writer = KernelWriter(group, specs, name)
+    dtype = DTYPES[a_spec.dtype]
+    a_layout, b_layout = layouts
+    writer.operand_params += [f"A: T.Tensor({a_layout.shape}, '{dtype}')", f"B: T.Tensor({b_layout.shape}, '{dtype}')"]
+    block_m = 64 if m <= 64 else 128
+    block_n = 64 if n <= 64 else 128
+    block_k = 32
+    rows = f"(by * {block_m} + i)" if m % block_m == 0 else f"T.min(by * {block_m} + i, {m - 1})"
+    cols = f"(bx * {block_n} + j)" if n % block_n == 0 else f"T.min(bx * {block_n} + j, {n - 1})"
+    coords = (["bz"] if batched else []) + [rows, cols]
+
+    def anchor_value(c):
+        if anchor.target is torch.ops.aten.addmm.default:
+            bias, beta, alpha = anchor.args[0], anchor.kwargs.get("beta", 1), anchor.kwargs.get("alpha", 1)
+            product = "C_l[i, j]" if alpha == 1 else f"(C_l[i, j] * {float(alpha)!r})"
+            added = writer.value(bias, c, "full")
+            return f"({product} + {added if beta == 1 else f'({added} * {float(beta)!r})'})"
+        return "C_l[i, j]"
+    writer.anchor_value = anchor_value
+    outputs = writer.outputs(lambda node: group.shape)
+    batch = "bz, " if batched else ""
+    a_tile = f"({block_k}, {block_m})" if a_layout.transposed else f"({block_m}, {block_k})"
+    b_tile = f"({block_n}, {block_k})" if b_layout.transposed else f"({block_k}, {block_n})"
+    a_at = f"A[{batch}k * {block_k}, by * {block_m}]" if a_layout.transposed else f"A[{batch}by * {block_m}, k * {block_k}]"
+    b_at = f"B[{batch}bx * {block_n}, k * {block_k}]" if b_layout.transposed else f"B[{batch}k * {block_k}, bx * {block_n}]"
+    body = writer.body
+    body(f"A_s = T.alloc_shared({a_tile}, '{dtype}')")
+    body(f"B_s = T.alloc_shared({b_tile}, '{dtype}')")
+    body(f"C_l = T.alloc_fragment(({block_m}, {block_n}), 'float32')")
+    body("T.clear(C_l)")
+    body(f"for k in T.Pipelined({-(-k // block_k)}, num_stages=2):")
+    body(f"    T.copy({a_at}, A_s)")
+    body(f"    T.copy({b_at}, B_s)")
+    body(f"    T.gemm(A_s, B_s, C_l, transpose_A={a_layout.transposed}, transpose_B={b_layout.transposed})")
+    if anchor.target is not torch.ops.aten.addmm.default:
+        writer.fragment[anchor] = "C_l"
+    writer.emit_group_values((str(block_m), str(block_n)), coords, coords, n)
+    for node, param in outputs:
+        body(f"T.copy({writer.fragment[node]}, {param}[{batch}by * {block_m}, bx * {block_n}])")
+    grid = f"{-(-n // block_n)}, {-(-m // block_m)}" + (f", {group.shape[0]}" if batched else "")
+    return writer.source(grid, body.lines), [(node, group.shape) for node, _ in outputs], list(writer.param_of)
+
+
+LOG2E = 1.4426950408889634
+
+
+@dataclass(frozen=True)
+class AttentionCall:
+    """What a scaled-dot-product-attention node asks for."""
+
+    query: fx.Node
+    key: fx.Node
+    value: fx.Node
+    mask: fx.Node | None
+    causal: bool
+    scale: float | None
+
+
+def attention_call(node: fx.Node) -> AttentionCall:
+    """The operands of any of ATen's attention ops (each orders them its own way)."""
+    aten = torch.ops.aten
+    args, kwargs = list(node.args), dict(node.kwargs)
+
+    def arg(position, name, default=None):
+        return args[position] if len(args) > position else kwargs.get(name, default)
+
+    q, k, v = args[:3]
+    if node.target in (aten._scaled_dot_product_efficient_attention.default,
+                       aten._scaled_dot_product_cudnn_attention.default):
+        mask, dropout, causal = arg(3, "attn_bias"), arg(5, "dropout_p", 0.0), arg(6, "is_causal", False)
+    elif node.target is aten.scaled_dot_product_attention.default:
+        mask, dropout, causal = arg(3, "attn_mask"), arg(4, "dropout_p", 0.0), arg(5, "is_causal", False)
+    else:  # the flash variants
+        mask, dropout, causal = kwargs.get("attn_mask"), arg(3, "dropout_p", 0.0), arg(4, "is_causal", False)
+    if dropout:
+        raise Unsupported(f"attention with dropout_p={dropout}")
+    return AttentionCall(q, k, v, mask, bool(causal), kwargs.get("scale"))
+
+
+def head_layout(spec: TensorSpec) -> str | None:
+    """'bhsd' or 'bshd' when the [B, H, S, D] tensor is dense in that order, else None."""
+    b, h, s, d = spec.shape
+    sb, sh, ss, sd = spec.stride
+    if (sd == 1 or d == 1) and (ss == d or s == 1) and (sh == s * d or h == 1) and (sb == h * s * d or b == 1):
+        return "bhsd"
+    if (sd == 1 or d == 1) and (sh == d or h == 1) and (ss == h * d or s == 1) and (sb == h * s * d or b == 1):
+        return "bshd"
+    return None
+
+
+def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, str, str, str],
+                     name: str) -> tuple[str, list]:
+    """(source, inputs read at offsets) of flash attention over [B, H, S, D]
+    tensors in the given memory orders (query, key, value, output): the
+    scores of a 64x64 block in registers, online softmax in exp2 with the
+    scale folded in, masks (causal, an additive or boolean mask, ragged
+    key blocks) applied to the scores, P from registers into the second gemm."""
+    call = attention_call(group.anchor)
+    q_spec = specs[group.inputs.index(call.query)]
+    k_spec = specs[group.inputs.index(call.key)]
+    if q_spec.dtype not in (torch.float16, torch.bfloat16) or k_spec.dtype != q_spec.dtype:
+        raise Unsupported(f"attention on {q_spec.dtype}")
+    batch, heads, sq, dim = q_spec.shape
+    kv_heads, sk = k_spec.shape[1], k_spec.shape[2]
+    if heads % kv_heads:
+        raise Unsupported(f"{heads} query heads over {kv_heads} key heads")
+    group_size = heads // kv_heads
+    writer = KernelWriter(group, specs, name)
+    dtype = DTYPES[q_spec.dtype]
+    scale = (call.scale if call.scale is not None else 1.0 / math.sqrt(dim)) * LOG2E
+    block_m, block_n = 64, 64
+    shapes = []
+    for layout, (b, h, s, d) in zip(layouts, (q_spec.shape, k_spec.shape, k_spec.shape, q_spec.shape)):
+        shapes.append((b, h, s, d) if layout == "bhsd" else (b, s, h, d))
+    writer.operand_params += [f"{n}: T.Tensor({shape}, '{dtype}')" for n, shape in zip("QKV", shapes[:3])]
+    writer.output_params.append(f"O: T.Tensor({shapes[3]}, '{dtype}')")
+
+    def tile(tensor: str, layout: str, head: str, start: str, block: int) -> str:
+        rows = f"{start}:{start} + {block}"
+        return f"{tensor}[bz, {head}, {rows}, :]" if layout == "bhsd" else f"{tensor}[bz, {rows}, {head}, :]"
+
+    kv_head = "by" if group_size == 1 else f"by // {group_size}"
+    blocks = -(-sk // block_n)
+    valid = []
+    if call.causal:
+        valid.append(f"bx * {block_m} + i >= k * {block_n} + j")
+    if sk % block_n:
+        valid.append(f"k * {block_n} + j < {sk}")
+    score = f"acc_s[i, j] * {scale!r}"
+    if call.mask is not None:
+        mask_spec = specs[group.inputs.index(call.mask)]
+        row = f"T.min(bx * {block_m} + i, {sq - 1})" if sq % block_m else f"(bx * {block_m} + i)"
+        col = f"T.min(k * {block_n} + j, {sk - 1})" if sk % block_n else f"(k * {block_n} + j)"
+        loaded = writer.load(call.mask, ["bz", "by", row, col])  # broadcast against the scores
+        if mask_spec.dtype == torch.bool:
+            valid.append(loaded)
+        else:
+            score = f"({score} + {loaded} * {LOG2E!r})"
+    if valid:
+        score = f"T.if_then_else({' and '.join(f'({c})' for c in valid)}, {score}, -T.infinity('float32'))"
+    loop = f"T.min(T.ceildiv((bx + 1) * {block_m}, {block_n}), {blocks})" if call.causal else str(blocks)
+    q_layout, k_layout, v_layout, o_layout = layouts
+    body = writer.body
+    body(f"Q_s = T.alloc_shared(({block_m}, {dim}), '{dtype}')")
+    body(f"K_s = T.alloc_shared(({block_n}, {dim}), '{dtype}')")
+    body(f"V_s = T.alloc_shared(({block_n}, {dim}), '{dtype}')")
+    body(f"acc_s = T.alloc_fragment(({block_m}, {block_n}), 'float32')")
+    body(f"acc_s_cast = T.alloc_fragment(({block_m}, {block_n}), '{dtype}')")
+    body(f"acc_o = T.alloc_fragment(({block_m}, {dim}), 'float32')")
+    for fragment in ("scores_max", "scores_max_prev", "scores_scale", "scores_sum", "logsum"):
+        body(f"{fragment} = T.alloc_fragment(({block_m},), 'float32')")
+    body(f"T.copy({tile('Q', q_layout, 'by', f'bx * {block_m}', block_m)}, Q_s)")
+    body("T.fill(acc_o, 0)")
+    body("T.fill(logsum, 0)")
+    body("T.fill(scores_max, -T.infinity('float32'))")
+    body(f"for k in T.Pipelined({loop}, num_stages=2):")
+    body.depth += 1
+    body(f"T.copy({tile('K', k_layout, kv_head, f'k * {block_n}', block_n)}, K_s)")
+    body("T.clear(acc_s)")
+    body("T.gemm(Q_s, K_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)")
+    body(f"for i, j in T.Parallel({block_m}, {block_n}):")
+    body(f"    acc_s[i, j] = {score}")
+    body("T.copy(scores_max, scores_max_prev)")
+    body("T.reduce_max(acc_s, scores_max, dim=1, clear=False)")
+    body(f"for i in T.Parallel({block_m}):")
+    body("    scores_scale[i] = T.exp2(scores_max_prev[i] - scores_max[i])")
+    body(f"for i, j in T.Parallel({block_m}, {block_n}):")
+    body("    acc_s[i, j] = T.exp2(acc_s[i, j] - scores_max[i])")
+    body("T.reduce_sum(acc_s, scores_sum, dim=1)")
+    body(f"for i in T.Parallel({block_m}):")
+    body("    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]")
+    body("T.copy(acc_s, acc_s_cast)")
+    body(f"for i, j in T.Parallel({block_m}, {dim}):")
+    body("    acc_o[i, j] *= scores_scale[i]")
+    body(f"T.copy({tile('V', v_layout, kv_head, f'k * {block_n}', block_n)}, V_s)")
+    body("T.gemm(acc_s_cast, V_s, acc_o, policy=T.GemmWarpPolicy.FullRow)")
+    body.depth -= 1
+    body(f"for i, j in T.Parallel({block_m}, {dim}):")
+    body("    acc_o[i, j] /= logsum[i]")
+    body(f"T.copy(acc_o, {tile('O', o_layout, 'by', f'bx * {block_m}', block_m)})")
+    grid = f"{-(-sq // block_m)}, {heads}, {batch}"
+    return writer.source(grid, body.lines), list(writer.param_of)

@@ -1,0 +1,337 @@
+"""The torch.compile backend: AOT autograd to core ATen, fusion groups, kernels."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+import torch
+from torch import fx
+
+from tilemlir.diagnostics import UserError
+from tilemlir.torch_backend import codegen, partition
+from tilemlir.torch_backend.codegen import TensorSpec
+from tilemlir.torch_backend.partition import Group
+from tilemlir.torch_backend.pointwise import Unsupported
+
+LOG = logging.getLogger("tilemlir.torch")
+STRICT_ENV = "TILEMLIR_TORCH_STRICT"
+aten = torch.ops.aten
+
+
+class TilemlirTorchError(UserError):
+    """A node the backend cannot compile, under TILEMLIR_TORCH_STRICT=1."""
+
+
+def strict() -> bool:
+    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def where(node: fx.Node) -> str:
+    """The model source line a node came from (the last frame of its trace)."""
+    trace = node.meta.get("stack_trace") or ""
+    lines = [line.strip() for line in trace.strip().splitlines() if line.strip().startswith("File ")]
+    if not lines:
+        return "no source line recorded"
+    # 'File "x.py", line 12, in forward' -> 'x.py:12 (forward)'
+    text = lines[-1]
+    try:
+        path = text.split('"')[1]
+        line = text.split("line ")[1].split(",")[0]
+        function = text.rsplit(" in ", 1)[1]
+        return f"{path}:{line} ({function})"
+    except IndexError:
+        return text
+
+
+def describe(node: fx.Node) -> str:
+    target = node.target
+    name = getattr(target, "__name__", str(target))
+    if hasattr(target, "_schema"):
+        name = f"aten.{target._schema.name.split('::')[-1]}"
+        overload = getattr(target, "_overloadname", "default")
+        if overload != "default":
+            name += f".{overload}"
+    return name
+
+
+def decompositions() -> dict:
+    """Core ATen, with softmax, log-softmax and layer norm decomposed (their
+    reductions fuse with what surrounds them) and attention kept whole."""
+    from torch._decomp import core_aten_decompositions, get_decompositions
+
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions([aten._softmax, aten._log_softmax, aten.native_layer_norm]))
+    for op in list(table):
+        if "scaled_dot_product" in str(op):
+            del table[op]
+    table[aten._transformer_encoder_layer_fwd.default] = _encoder_layer
+    return table
+
+
+def _encoder_layer(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu, norm_first,
+                   eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1,
+                   ffn_weight_2, ffn_bias_2, mask=None, mask_type=None):
+    """nn.TransformerEncoderLayer's inference fast path (batch first) in the
+    ops it is made of, so that its GEMMs, attention and norms fuse like any
+    model's. With a mask the fast path pads through nested tensors: kept whole."""
+    if mask is not None:
+        return NotImplemented
+    functional = torch.nn.functional
+
+    def attention(x):
+        batch, seq, _ = x.shape
+        qkv = functional.linear(x, qkv_weight, qkv_bias).view(batch, seq, 3, num_heads, embed_dim // num_heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        out = functional.scaled_dot_product_attention(q, k, v)
+        return functional.linear(out.transpose(1, 2).reshape(batch, seq, embed_dim), proj_weight, proj_bias)
+
+    def feed_forward(x):
+        hidden = functional.linear(x, ffn_weight_1, ffn_bias_1)
+        hidden = functional.gelu(hidden) if use_gelu else functional.relu(hidden)
+        return functional.linear(hidden, ffn_weight_2, ffn_bias_2)
+
+    def norm(x, weight, bias):
+        return functional.layer_norm(x, (embed_dim,), weight, bias, eps)
+
+    if norm_first:
+        x = src + attention(norm(src, norm_weight_1, norm_bias_1))
+        return x + feed_forward(norm(x, norm_weight_2, norm_bias_2))
+    x = norm(src + attention(src), norm_weight_1, norm_bias_1)
+    return norm(x + feed_forward(x), norm_weight_2, norm_bias_2)
+
+
+# --------------------------------------------------------------------------
+# Kernels of groups
+# --------------------------------------------------------------------------
+
+def _source_dir() -> Path:
+    """Where generated kernel sources are written (read back by the kernel builder)."""
+    from tilemlir.runtime import cache
+
+    base = cache.cache_dir()
+    folder = base / "torch" if base is not None else Path(tempfile.gettempdir()) / f"tilemlir-torch-{os.getuid()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        folder = Path(tempfile.mkdtemp(prefix="tilemlir-torch-"))
+    return folder
+
+
+def load_prim_func(source: str, name: str):
+    """The prim_func `name` of generated `source` (written to a file, so that
+    errors and the kernel's locations name a real line)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
+    path = _source_dir() / f"{name}_{digest}.py"
+    if not path.exists() or path.read_text() != source:
+        partial = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        partial.write_text(source)
+        os.replace(partial, path)
+    spec = importlib.util.spec_from_file_location(f"tilemlir_torch_{name}_{digest}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+class GroupKernel:
+    """One group's kernel: made for each distinct (shape, stride, dtype) of
+    its inputs at their first call, then reused."""
+
+    def __init__(self, group: Group, name: str, target=None, engine=None):
+        self.group = group
+        self.name = self.__name__ = self.__qualname__ = name  # FX names the call by it
+        self.target, self.engine = target, engine
+        self.variants: dict = {}
+        self.sources: list[str] = []
+        # What a call needs, kept apart from the graph's nodes (erased once replaced).
+        self.operands: tuple[int, ...] = ()  # a GEMM's A and B, attention's Q, K, V: positions in group.inputs
+        anchor = group.anchor
+        if group.kind == "gemm":
+            pair = (anchor.args[1], anchor.args[2]) if anchor.target is aten.addmm.default \
+                else (anchor.args[0], anchor.args[1])
+            self.operands = tuple(group.inputs.index(o) for o in pair)
+        elif group.kind == "attention":
+            call = codegen.attention_call(anchor)
+            self.operands = tuple(group.inputs.index(o) for o in (call.query, call.key, call.value))
+        self.results = [TensorSpec.of(n.meta["val"]) for n in group.outputs]
+
+    def variant(self, specs: list[TensorSpec]):
+        key = tuple(specs)
+        found = self.variants.get(key)
+        if found is None:
+            found = self.variants[key] = self.build(specs)
+        return found
+
+    def build(self, specs: list[TensorSpec]):
+        """(kernel, output views, operand layouts, positions of the inputs read at offsets)."""
+        import tilemlir
+
+        group = self.group
+        layouts = None
+        if group.kind == "gemm":
+            # An operand of no dense layout is made contiguous first.
+            layouts = tuple(codegen.gemm_layout(specs[i]) or codegen.GemmOperand(False, specs[i].shape)
+                            for i in self.operands)
+            source, views, loaded = codegen.gemm_kernel(group, specs, layouts, self.name)
+            views = [shape for _, shape in views]
+        elif group.kind == "attention":
+            layouts = tuple(codegen.head_layout(specs[i]) or "bhsd" for i in self.operands)
+            layouts += (codegen.head_layout(self.results[0]) or "bhsd",)
+            source, loaded = codegen.attention_kernel(group, specs, layouts, self.name)
+            views = [None]
+        else:
+            source, views, loaded = codegen.pointwise_kernel(group, specs, self.name)
+            views = [shape for _, shape in views]
+        self.sources.append(source)
+        prim = load_prim_func(source, self.name)
+        kernel = tilemlir.compile(prim, target=self.target, engine=self.engine)
+        return kernel, views, layouts, [group.inputs.index(node) for node in loaded]
+
+    def operand(self, tensor: torch.Tensor, layout) -> torch.Tensor:
+        """A GEMM or attention operand as the kernel reads it: dense, in its memory order."""
+        if layout == "bshd":
+            return tensor.transpose(1, 2).contiguous()
+        if layout == "bhsd":
+            return tensor.contiguous()
+        if layout.transposed:
+            tensor = tensor.transpose(-1, -2)
+        return tensor.contiguous()
+
+    def __call__(self, *tensors):
+        specs = [TensorSpec.of(t) for t in tensors]
+        kernel, views, layouts, loaded = self.variant(specs)
+        args = [self.operand(tensors[position], layout) for position, layout in zip(self.operands, layouts or ())]
+        for index in loaded:
+            tensor, spec = tensors[index], specs[index]
+            args.append(torch.as_strided(tensor, (max(spec.span, 1),), (1,), tensor.storage_offset()))
+        device = tensors[0].device if tensors else torch.device("cpu")
+        results, restride = [], []
+        for result, view in zip(self.results, views):
+            if view is None:  # attention: written in the output's own [B, H, S, D] order
+                out = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
+                args.append(out.transpose(1, 2) if layouts[3] == "bshd" else out)
+                results.append(out)
+                continue
+            out = torch.empty(result.shape, dtype=result.dtype, device=device)
+            args.append(out.view(view))
+            results.append(out)
+            if out.stride() != result.stride and out.numel() > 1:
+                restride.append(len(results) - 1)
+        kernel(*args)
+        for index in restride:  # the layout the graph was traced with (a later view may need it)
+            result = self.results[index]
+            strided = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
+            results[index] = strided.copy_(results[index])
+        return tuple(results)
+
+
+# --------------------------------------------------------------------------
+# The graph
+# --------------------------------------------------------------------------
+
+def compile_graph(gm: fx.GraphModule, example_inputs, *, target=None, engine=None) -> fx.GraphModule:
+    """The ATen graph with each fusion group replaced by a call of its kernel."""
+    graph = gm.graph
+    groups, fallbacks = partition.partition(graph)
+    kept: list[tuple[Group, GroupKernel]] = []
+    for index, group in enumerate(groups):
+        kernel = GroupKernel(group, f"fused_{index}_{group.kind}", target, engine)
+        try:
+            prepare(group, kernel)
+        except Unsupported as reason:
+            fallbacks.extend(group.nodes)
+            LOG.debug("group %d refused: %s", index, reason)
+            for node in group.nodes:
+                node.meta["tilemlir_refused"] = str(reason)
+            continue
+        kept.append((group, kernel))
+    computing = [n for n in fallbacks if n.target not in partition.METADATA]
+    if computing:
+        listed = ", ".join(f"{describe(n)} ({where(n)}"
+                           + (f"; {n.meta['tilemlir_refused']}" if "tilemlir_refused" in n.meta else "") + ")"
+                           for n in computing)
+        if strict():
+            raise TilemlirTorchError(f"{len(computing)} node(s) have no tile kernel ({STRICT_ENV}=1): {listed}")
+        LOG.warning("tilemlir: %d node(s) run in torch: %s", len(computing), listed)
+    replaced: dict[fx.Node, fx.Node] = {}
+    for group, kernel in kept:
+        rewrite(graph, group, kernel, replaced)
+    topological_order(graph)
+    graph.eliminate_dead_code()
+    graph.lint()
+    gm.recompile()
+    return gm
+
+
+def prepare(group: Group, kernel: GroupKernel) -> None:
+    """Writes the group's kernel for the traced inputs (so that an op no
+    kernel can express is refused now, and the fallback decided per graph)."""
+    specs = []
+    for node in group.inputs:
+        value = node.meta.get("val")
+        specs.append(TensorSpec(tuple(value.shape), tuple(value.stride()), value.dtype))
+    try:
+        kernel.variant(specs)
+    except UserError as error:
+        raise Unsupported(f"its kernel did not compile: {error}") from None
+
+
+def rewrite(graph: fx.Graph, group: Group, kernel: GroupKernel, replaced: dict) -> None:
+    """The group's nodes replaced by one call of its kernel and an item per output."""
+    with graph.inserting_after(group.nodes[-1]):
+        call = graph.call_function(kernel, tuple(replaced.get(n, n) for n in group.inputs))
+    cursor = call
+    for index, node in enumerate(group.outputs):
+        with graph.inserting_after(cursor):
+            item = cursor = graph.call_function(_item, (call, index))
+        item.meta["val"] = node.meta.get("val")
+        node.replace_all_uses_with(item, delete_user_cb=lambda user, members=set(group.nodes): user not in members)
+        replaced[node] = item
+    for node in reversed(group.nodes):
+        if not node.users:
+            graph.erase_node(node)
+
+
+def topological_order(graph: fx.Graph) -> None:
+    """Moves nodes after what they use (a group's call sits after its last
+    node, and a user of an earlier output may precede it), keeping the order
+    otherwise."""
+    order, placed = [], set()
+    for root in list(graph.nodes):
+        stack = [(root, False)]
+        while stack:
+            node, ready = stack.pop()
+            if node in placed:
+                continue
+            if ready:
+                placed.add(node)
+                order.append(node)
+                continue
+            stack.append((node, True))
+            stack.extend((source, False) for source in reversed(node.all_input_nodes) if source not in placed)
+    cursor = None
+    for node in order:
+        if cursor is not None and cursor.next is not node:
+            cursor.append(node)
+        cursor = node
+
+
+def _item(values, index):
+    return values[index]
+
+
+def backend(gm: fx.GraphModule, example_inputs, **options):
+    """The entry point torch.compile calls (`backend="tilemlir"`)."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    target, engine = options.get("target"), options.get("engine")
+
+    def forward(module, inputs):
+        return compile_graph(module, inputs, target=target, engine=engine)
+
+    return aot_autograd(fw_compiler=forward, decompositions=decompositions())(gm, example_inputs)

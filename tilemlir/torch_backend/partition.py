@@ -1,0 +1,227 @@
+"""Fusion groups of an ATen FX graph, as Inductor forms them.
+
+Nodes are visited in order. A matrix product (`mm`, `bmm`, `addmm`) anchors a
+GEMM group; an element-wise op or a reduction over the trailing dims joins the
+group of one of its operands when the group's domain takes it and the join
+makes no cycle (an operand from outside the group that depends on the group),
+else it starts a group of its own. A value some node outside its group uses is
+an output of the group. Every other node runs in torch: views and metadata
+(`pointwise.VIEWS`) cost nothing; the rest are fallbacks, listed by the backend.
+
+A group's domain is the shape of its widest values, split into leading dims
+(rows) and the trailing dims a reduction folds (columns). Every value in a
+group has the domain's shape ("full") or the domain's shape with every column
+dim 1 ("row"); a reduction that drops its dims may only be an output.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+
+import torch
+from torch import fx
+
+from tilemlir.torch_backend import pointwise
+
+aten = torch.ops.aten
+GEMMS = {aten.mm.default, aten.bmm.default, aten.addmm.default}
+ATTENTION = {
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
+    aten._scaled_dot_product_flash_attention.default,
+    aten._scaled_dot_product_efficient_attention.default,
+    aten._scaled_dot_product_cudnn_attention.default,
+    aten.scaled_dot_product_attention.default,
+}
+# Ops that only take or make views and metadata; operator.getitem of a node
+# outside any group too.
+METADATA = pointwise.VIEWS | {operator.getitem}
+
+
+def shape_of(node) -> tuple[int, ...] | None:
+    value = node.meta.get("val") if isinstance(node, fx.Node) else None
+    if isinstance(value, torch.Tensor):
+        return tuple(int(d) for d in value.shape)
+    return None
+
+
+def dtype_of(node) -> torch.dtype | None:
+    value = node.meta.get("val") if isinstance(node, fx.Node) else None
+    return value.dtype if isinstance(value, torch.Tensor) else None
+
+
+def tensor_inputs(node: fx.Node) -> list[fx.Node]:
+    return [a for a in node.all_input_nodes if shape_of(a) is not None]
+
+
+def trailing_dims(dims, rank: int) -> int | None:
+    """How many trailing dims `dims` names (all of them for None or []), or
+    None when they are not the trailing ones."""
+    if dims is None or len(dims) == 0:
+        return rank
+    normal = sorted(d % rank for d in dims) if rank else []
+    return len(normal) if normal == list(range(rank - len(normal), rank)) else None
+
+
+def is_reduction(node: fx.Node) -> bool:
+    return node.target in pointwise.REDUCTIONS or node.target in pointwise.VARIANCES
+
+
+def reduction_dims(node: fx.Node):
+    if node.target in pointwise.VARIANCES:
+        return node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
+    return node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+
+
+def keeps_dims(node: fx.Node) -> bool:
+    if node.target in pointwise.VARIANCES:
+        return bool(node.kwargs.get("keepdim", False))
+    return bool(node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False))
+
+
+def is_pointwise(node: fx.Node) -> bool:
+    """An op whose every output element is computed from the inputs at its
+    coordinates (embedding: from the row an index names)."""
+    if node.target in pointwise.POINTWISE or node.target in pointwise.CONVERSIONS or \
+            node.target in pointwise.CREATION or node.target is aten.embedding.default:
+        return shape_of(node) is not None
+    return False
+
+
+@dataclass
+class Group:
+    """Nodes computed by one kernel."""
+
+    kind: str  # "pointwise", "gemm" or "attention"
+    shape: tuple[int, ...]  # the domain
+    columns: int  # how many trailing dims of the domain are columns
+    nodes: list[fx.Node] = field(default_factory=list)
+    anchor: fx.Node | None = None  # the GEMM of a GEMM group, the attention op of an attention group
+    reduces: bool = False
+    outputs: list[fx.Node] = field(default_factory=list)  # set by `partition`
+    inputs: list[fx.Node] = field(default_factory=list)
+
+    @property
+    def row_shape(self) -> tuple[int, ...]:
+        return self.shape[:len(self.shape) - self.columns] + (1,) * self.columns
+
+    def level(self, node: fx.Node) -> str:
+        """'row' for a value constant along the columns (a reduction's, or one
+        of the row shape), else 'full'."""
+        if is_reduction(node) or node.target == operator.getitem:
+            return "row"
+        shape = shape_of(node)
+        return "row" if self.reduces and shape == self.row_shape and shape != self.shape else "full"
+
+    def takes(self, node: fx.Node) -> bool:
+        """Whether `node` may join: its operands in the group are values it
+        can read at the domain's coordinates, and its shape fits the domain."""
+        if node.target == operator.getitem:
+            if self.kind == "attention":
+                return node.args[0] is self.anchor and node.args[1] == 0
+            return node.args[0] in self.nodes and node.args[0].target in pointwise.VARIANCES
+        if self.kind == "attention":
+            return False
+        inside = [a for a in tensor_inputs(node) if a in self.nodes]
+        if any(shape_of(a) not in (self.shape, self.row_shape) for a in inside):
+            return False  # a dropped-dims reduction is an output only
+        if is_reduction(node):
+            if self.kind != "pointwise" or dtype_of(node.args[0]) not in pointwise.FLOATS:
+                return False
+            source = shape_of(node.args[0])
+            count = trailing_dims(reduction_dims(node), len(source))
+            if source != self.shape or count is None or count == 0 or node.args[0] not in self.nodes:
+                return False
+            if self.reduces:
+                return count == self.columns
+            return True
+        shape = shape_of(node)
+        return shape == self.shape or (self.reduces and shape == self.row_shape)
+
+    def add(self, node: fx.Node) -> None:
+        if is_reduction(node) and not self.reduces:
+            self.columns = trailing_dims(reduction_dims(node), len(self.shape))
+            self.reduces = True
+        self.nodes.append(node)
+
+
+def depends_on(node: fx.Node, group: Group, memo: dict) -> bool:
+    """Whether `node` (outside `group`) is computed from a value of `group`."""
+    members = set(group.nodes)
+    stack, seen = [node], set()
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for source in current.all_input_nodes:
+            if source in members:
+                return True
+            stack.append(source)
+    return False
+
+
+def partition(graph: fx.Graph) -> tuple[list[Group], list[fx.Node]]:
+    """(groups in graph order, nodes that fall back to torch)."""
+    groups: list[Group] = []
+    group_of: dict[fx.Node, Group] = {}
+    fallbacks: list[fx.Node] = []
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target in GEMMS and shape_of(node) is not None:
+            shape = shape_of(node)
+            group = Group("gemm", shape, 1, [node], anchor=node)
+        elif node.target in ATTENTION:
+            query = shape_of(node.args[0])
+            if query is None or len(query) != 4:
+                fallbacks.append(node)
+                continue
+            group = Group("attention", query, 1, [node], anchor=node)
+        elif is_pointwise(node) or is_reduction(node) or node.target == operator.getitem:
+            group = None
+            for source in tensor_inputs(node) if node.target != operator.getitem else [node.args[0]]:
+                candidate = group_of.get(source)
+                if candidate is None or candidate is group or not candidate.takes(node):
+                    continue
+                outside = [a for a in node.all_input_nodes if a not in candidate.nodes]
+                if any(depends_on(a, candidate, {}) for a in outside):
+                    continue
+                candidate.add(node)
+                group = candidate
+                break
+            if group is not None:
+                group_of[node] = group
+                continue
+            if node.target == operator.getitem:
+                continue  # of a node torch runs
+            shape = shape_of(node) if not is_reduction(node) else shape_of(node.args[0])
+            if shape is None or any(d == 0 for d in shape):
+                fallbacks.append(node)
+                continue
+            group = Group("pointwise", shape, 1 if shape else 0)
+            if is_reduction(node):
+                count = trailing_dims(reduction_dims(node), len(shape))
+                if count is None or dtype_of(node.args[0]) not in pointwise.FLOATS:
+                    fallbacks.append(node)
+                    continue
+                group.columns, group.reduces = count, True
+            group.nodes.append(node)
+        else:
+            if node.target not in METADATA:
+                fallbacks.append(node)
+            continue
+        groups.append(group)
+        group_of[node] = group
+    for group in groups:
+        members = set(group.nodes)
+        group.outputs = [n for n in group.nodes
+                         if n.target not in pointwise.VARIANCES and any(u not in members for u in n.users)
+                         and shape_of(n) is not None]
+        seen = []
+        for n in group.nodes:
+            for a in tensor_inputs(n):
+                if a not in members and a not in seen:
+                    seen.append(a)
+        group.inputs = seen
+    return groups, fallbacks
