@@ -85,13 +85,41 @@ class TinyBert(nn.Module):
         return torch.tanh(self.pooler(self.layer(x)[:, 0]))
 
 
-def check(model: nn.Module, *inputs, backend_name=backend):
+class ResNetStem(nn.Module):
+    """A ResNet stem (7x7 stride-2 convolution, batch norm, ReLU, 3x3 max pool) and a
+    bottleneck-style block with a strided 1x1 projection, average pool, classifier."""
+
+    def __init__(self, c=16):
+        super().__init__()
+        self.stem, self.bn0 = nn.Conv2d(3, c, 7, 2, 3, bias=False), nn.BatchNorm2d(c)
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        self.conv1, self.bn1 = nn.Conv2d(c, c, 3, 1, 1, bias=False), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, 2 * c, 1, stride=2), nn.BatchNorm2d(2 * c)
+        self.down = nn.Conv2d(c, 2 * c, 1, stride=2, bias=False)
+        self.fc = nn.Linear(2 * c, 10)
+        for norm in (self.bn0, self.bn1, self.bn2):  # statistics a trained model would have
+            norm.running_mean.uniform_(-0.5, 0.5)
+            norm.running_var.uniform_(0.5, 2.0)
+            norm.weight.data.uniform_(0.5, 1.5)
+            norm.bias.data.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.bn0(self.stem(x))))
+        y = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(F.relu(self.down(x) + y), 1), 1))
+
+
+def check(model: nn.Module, *inputs, backend_name=backend, channels_last=False):
     """The compiled fp16 model against the float64 one; a second call's result is identical."""
     model = model.eval()
     with torch.no_grad():
         expected = model.double()(*[x.double() if x.is_floating_point() else x for x in inputs])
-        compiled = torch.compile(model.half(), backend=backend_name)
+        model = model.half()
         half = [x.half() if x.is_floating_point() else x for x in inputs]
+        if channels_last:
+            model = model.to(memory_format=torch.channels_last)
+            half = [x.to(memory_format=torch.channels_last) for x in half]
+        compiled = torch.compile(model, backend=backend_name)
         first = compiled(*half)
         second = compiled(*half)
     assert first.dtype == torch.float16
@@ -122,10 +150,29 @@ def test_tiny_bert_by_its_registered_name():
     check(TinyBert(), torch.randint(0, 50, (2, 40)), backend_name="tilemlir")
 
 
-@pytest.mark.parametrize("model,shape", [(SwiGLU(), (2, 8, 64)), (CausalGQA(), (1, 20, 64))], ids=["mlp", "gqa"])
-def test_in_the_gfx942_emulator(monkeypatch, model, shape):
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels-last"])
+def test_resnet_stem_and_block(channels_last):
+    # Convolutions as implicit GEMMs with batch norm, ReLU and the residual add
+    # in their epilogues; pooling as reductions over strided windows.
+    check(ResNetStem(), torch.randn(2, 3, 32, 29), channels_last=channels_last)
+
+
+def test_pooling_with_padding():
+    def f(x):
+        return F.avg_pool2d(x, 3, 2, 1)[..., :4, :4] + F.max_pool2d(x, 2)
+
+    x = torch.randn(2, 3, 9, 8)
+    with torch.no_grad():
+        got = torch.compile(f, backend=backend)(x.half())
+    assert (got.double() - f(x.double())).abs().max() <= 1e-2
+
+
+@pytest.mark.parametrize("model,shape,channels_last", [
+    (SwiGLU(), (2, 8, 64), False), (CausalGQA(), (1, 20, 64), False), (ResNetStem(8), (1, 3, 16, 16), True),
+], ids=["mlp", "gqa", "resnet"])
+def test_in_the_gfx942_emulator(monkeypatch, model, shape, channels_last):
     monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
-    check(model, torch.randn(*shape))
+    check(model, torch.randn(*shape), channels_last=channels_last)
 
 
 def test_strided_broadcast_and_boolean_values():

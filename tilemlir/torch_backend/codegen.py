@@ -155,6 +155,8 @@ class KernelWriter:
             return self.anchor_value(coords)
         if node.target is torch.ops.aten.embedding.default:
             return self.gather(node, coords, level)
+        if node.target is torch.ops.aten.constant_pad_nd.default:
+            return self.padded(node, coords)
         if node.target in pointwise.CREATION:
             if node.kwargs.get("device") not in (None, node.meta["val"].device):
                 raise Unsupported("a tensor made on another device")
@@ -213,6 +215,29 @@ class KernelWriter:
         index = self.value(indices, coords[:-1], level)
         row = f"T.max(T.min(T.cast({index}, 'int32'), {rows - 1}), 0)"
         return self.load(weight, [row, coords[-1]])
+
+    def padded(self, node: fx.Node, coords: list[str]) -> str:
+        """aten.constant_pad_nd: the source's element at the shifted coordinates, or the fill."""
+        source, pads = node.args[0], list(node.args[1])
+        fill = node.args[2] if len(node.args) > 2 else node.kwargs.get("value", 0)
+        shape = shape_of(source)
+        if source in self.group.nodes or len(shape) != len(coords):
+            raise Unsupported("a pad of a computed value")
+        shifted, conditions = list(coords), []
+        for k in range(len(pads) // 2):
+            d = len(shape) - 1 - k
+            before = pads[2 * k]
+            if before == 0 and pads[2 * k + 1] == 0:
+                continue
+            position = f"({coords[d]} - {before})" if before else coords[d]
+            conditions += [f"{position} >= 0", f"{position} < {shape[d]}"]
+            shifted[d] = f"T.max(T.min({position}, {shape[d] - 1}), 0)"
+        value = self.load(source, shifted)
+        if not conditions:
+            return value
+        kind = kind_of(dtype_of(node))
+        fill = literal(float(fill)) if kind == "f" else literal(bool(fill) if kind == "b" else int(fill))
+        return f"T.if_then_else({' and '.join(f'({c})' for c in conditions)}, {value}, {fill})"
 
     # -- loops ---------------------------------------------------------------
     def materialized(self, node: fx.Node) -> bool:
@@ -569,4 +594,75 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     body("    acc_o[i, j] /= logsum[i]")
     body(f"T.copy(acc_o, {tile('O', o_layout, 'by', f'bx * {block_m}', block_m)})")
     grid = f"{-(-sq // block_m)}, {heads}, {batch}"
+    return writer.source(grid, body.lines), list(writer.param_of)
+
+
+def conv_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[str, list]:
+    """(source, inputs read at offsets) of a 2-D convolution as an implicit
+    GEMM: rows are output pixels (n, ho, wo), columns output channels, K the
+    taps (kh, kw, c), channels fastest. Each K step gathers the image's tile
+    (zeros in the padding) and the weight's into shared memory through their
+    strides (NCHW, channels-last or any other), the products accumulate in
+    registers, and the epilogue (bias, batch norm, activation, residual) is
+    stored through the outputs' own strides."""
+    anchor = group.anchor
+    image, weight, bias, stride, padding, dilation, transposed, _, groups = anchor.args[:9]
+    x_spec, w_spec = specs[group.inputs.index(image)], specs[group.inputs.index(weight)]
+    if transposed or groups != 1 or len(x_spec.shape) != 4:
+        raise Unsupported("a transposed, grouped or non-2-D convolution")
+    if x_spec.dtype != w_spec.dtype or x_spec.dtype not in pointwise.FLOATS:
+        raise Unsupported(f"a convolution of {x_spec.dtype} by {w_spec.dtype}")
+    batch, channels, height, width = x_spec.shape
+    out_channels, _, kh, kw = w_spec.shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    _, _, out_h, out_w = group.shape
+    m_total, k_total = batch * out_h * out_w, channels * kh * kw
+    writer = KernelWriter(group, specs, name)
+    dtype = DTYPES[x_spec.dtype]
+    writer.operand_params += [f"X: T.Tensor(({x_spec.span},), '{dtype}')", f"W: T.Tensor(({w_spec.span},), '{dtype}')"]
+    block_m, block_n, block_k = 64, (32 if out_channels <= 32 else 64), 32
+    m = f"T.min(by * {block_m} + i, {m_total - 1})"
+    co = f"T.min(bx * {block_n} + j, {out_channels - 1})"
+    coords = [f"({m}) // {out_h * out_w}", co, f"(({m}) // {out_w}) % {out_h}", f"({m}) % {out_w}"]
+
+    def anchor_value(_coords):
+        return "C_l[i, j]" if bias is None else f"(C_l[i, j] + {writer.load(bias, [co])})"
+    writer.anchor_value = anchor_value
+    xs, ws = x_spec.stride, w_spec.stride
+    row, tap = f"by * {block_m} + i", f"k * {block_k} + kk"
+    n, ho, wo = f"(({row}) // {out_h * out_w})", f"((({row}) // {out_w}) % {out_h})", f"(({row}) % {out_w})"
+    c, r, s = f"(({tap}) % {channels})", f"((({tap}) // {channels}) // {kw})", f"((({tap}) // {channels}) % {kw})"
+    ih, iw = f"({ho} * {sh} - {ph} + {r} * {dh})", f"({wo} * {sw} - {pw} + {s} * {dw})"
+    inside = f"({row} < {m_total}) and ({tap} < {k_total}) and ({ih} >= 0) and ({ih} < {height}) and " \
+             f"({iw} >= 0) and ({iw} < {width})"
+    x_at = f"T.max(T.min({n} * {xs[0]} + {c} * {xs[1]} + {ih} * {xs[2]} + {iw} * {xs[3]}, {x_spec.span - 1}), 0)"
+    column = f"bx * {block_n} + j"
+    w_at = f"T.min(({column}) * {ws[0]} + {c} * {ws[1]} + {r} * {ws[2]} + {s} * {ws[3]}, {w_spec.span - 1})"
+    body = writer.body
+    body(f"A_s = T.alloc_shared(({block_m}, {block_k}), '{dtype}')")
+    body(f"B_s = T.alloc_shared(({block_k}, {block_n}), '{dtype}')")
+    body(f"C_l = T.alloc_fragment(({block_m}, {block_n}), 'float32')")
+    body("T.clear(C_l)")
+    body(f"for k in T.serial({-(-k_total // block_k)}):")
+    body(f"    for i, kk in T.Parallel({block_m}, {block_k}):")
+    body(f"        A_s[i, kk] = T.if_then_else({inside}, X[{x_at}], T.cast(0, '{dtype}'))")
+    body(f"    for kk, j in T.Parallel({block_k}, {block_n}):")
+    body(f"        B_s[kk, j] = T.if_then_else(({tap} < {k_total}) and ({column} < {out_channels}), W[{w_at}], "
+         f"T.cast(0, '{dtype}'))")
+    body("    T.gemm(A_s, B_s, C_l)")
+    if bias is None:
+        writer.fragment[anchor] = "C_l"
+    writer.emit_group_values((str(block_m), str(block_n)), coords, coords, out_channels)
+    for index, node in enumerate(group.outputs):
+        spec = TensorSpec.of(node.meta["val"])
+        dtype_out = DTYPES[spec.dtype]
+        value = writer.value(node, coords, "full")
+        if spec.dtype != torch.float32 and spec.dtype in pointwise.FLOATS:
+            value = f"T.cast({value}, '{dtype_out}')"
+        offset = " + ".join(f"{coord} * {st}" for coord, st, size in zip(coords, spec.stride, spec.shape) if size > 1)
+        writer.output_params.append(f"O{index}: T.Tensor(({spec.span},), '{dtype_out}')")
+        body(f"for i, j in T.Parallel({block_m}, {block_n}):")
+        body(f"    if by * {block_m} + i < {m_total} and bx * {block_n} + j < {out_channels}:")
+        body(f"        O{index}[{offset or '0'}] = {value}")
+    grid = f"{-(-out_channels // block_n)}, {-(-m_total // block_m)}"
     return writer.source(grid, body.lines), list(writer.param_of)

@@ -71,7 +71,61 @@ def decompositions() -> dict:
         if "scaled_dot_product" in str(op):
             del table[op]
     table[aten._transformer_encoder_layer_fwd.default] = _encoder_layer
+    table[aten._native_batch_norm_legit_no_training.default] = _batch_norm_inference
+    table[aten.max_pool2d_with_indices.default] = _max_pool2d
+    table[aten.avg_pool2d.default] = _avg_pool2d
+    table[aten._adaptive_avg_pool2d.default] = _adaptive_avg_pool2d
     return table
+
+
+def _batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, eps):
+    """Eval-mode batch norm as element-wise ops on per-channel vectors: they
+    fuse into the epilogue of the convolution before them."""
+    shape = [1, x.shape[1]] + [1] * (x.dim() - 2)
+    y = (x - running_mean.view(shape)) * torch.rsqrt(running_var.view(shape) + eps)
+    if weight is not None:
+        y = y * weight.view(shape)
+    if bias is not None:
+        y = y + bias.view(shape)
+    return y, x.new_empty(0), x.new_empty(0)
+
+
+def _pool_windows(x, kernel, stride, padding, fill):
+    """[N, C, Ho, Wo, kh, kw] windows of `x` padded with `fill` (a view of the padded tensor)."""
+    kh, kw = (kernel * 2)[:2] if len(kernel) == 1 else kernel
+    sh, sw = ((stride or kernel) * 2)[:2] if len(stride or kernel) == 1 else (stride or kernel)
+    ph, pw = (padding * 2)[:2] if len(padding) == 1 else padding
+    padded = torch.nn.functional.pad(x, (pw, pw, ph, ph), value=fill) if ph or pw else x
+    n, c, h, w = padded.shape
+    out_h, out_w = (h - kh) // sh + 1, (w - kw) // sw + 1
+    sn, sc, s_h, s_w = padded.stride()
+    return padded.as_strided((n, c, out_h, out_w, kh, kw), (sn, sc, s_h * sh, s_w * sw, s_h, s_w)), (kh, kw)
+
+
+def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    """Max pooling as the max over a strided view of windows (no indices: inference)."""
+    if ceil_mode or any(d != 1 for d in dilation) or x.dim() != 4:
+        return NotImplemented
+    windows, _ = _pool_windows(x, list(kernel_size), list(stride), list(padding), float("-inf"))
+    return windows.amax((-2, -1)), x.new_empty(0, dtype=torch.int64)
+
+
+def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+    padding = list(padding)
+    if ceil_mode or divisor_override is not None or x.dim() != 4 or (any(padding) and not count_include_pad):
+        return NotImplemented
+    windows, _ = _pool_windows(x, list(kernel_size), list(stride), padding, 0.0)
+    return windows.mean((-2, -1))
+
+
+def _adaptive_avg_pool2d(x, output_size):
+    """Adaptive average pooling where the output divides the input (ResNet's 1x1)."""
+    n, c, h, w = x.shape
+    oh, ow = output_size
+    if x.dim() != 4 or h % oh or w % ow:
+        return NotImplemented
+    return x.view(n, c, oh, h // oh, ow, w // ow).permute(0, 1, 2, 4, 3, 5).mean((-2, -1))
 
 
 def _encoder_layer(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu, norm_first,
@@ -138,6 +192,11 @@ def load_prim_func(source: str, name: str):
     return getattr(module, name)
 
 
+# Kernels compiled in this process, by source, target and engine: the twelve
+# layers of a BERT share theirs.
+_COMPILED: dict = {}
+
+
 class GroupKernel:
     """One group's kernel: made for each distinct (shape, stride, dtype) of
     its inputs at their first call, then reused."""
@@ -145,6 +204,7 @@ class GroupKernel:
     def __init__(self, group: Group, name: str, target=None, engine=None):
         self.group = group
         self.name = self.__name__ = self.__qualname__ = name  # FX names the call by it
+        self.kernel_name = f"fused_{group.kind}"  # the same group in another layer is the same kernel
         self.target, self.engine = target, engine
         self.variants: dict = {}
         self.sources: list[str] = []
@@ -155,6 +215,8 @@ class GroupKernel:
             pair = (anchor.args[1], anchor.args[2]) if anchor.target is aten.addmm.default \
                 else (anchor.args[0], anchor.args[1])
             self.operands = tuple(group.inputs.index(o) for o in pair)
+        elif group.kind == "conv":
+            self.operands = tuple(group.inputs.index(o) for o in anchor.args[:2])
         elif group.kind == "attention":
             call = codegen.attention_call(anchor)
             self.operands = tuple(group.inputs.index(o) for o in (call.query, call.key, call.value))
@@ -177,23 +239,32 @@ class GroupKernel:
             # An operand of no dense layout is made contiguous first.
             layouts = tuple(codegen.gemm_layout(specs[i]) or codegen.GemmOperand(False, specs[i].shape)
                             for i in self.operands)
-            source, views, loaded = codegen.gemm_kernel(group, specs, layouts, self.name)
+            source, views, loaded = codegen.gemm_kernel(group, specs, layouts, self.kernel_name)
             views = [shape for _, shape in views]
+        elif group.kind == "conv":
+            source, loaded = codegen.conv_kernel(group, specs, self.kernel_name)
+            views = ["span"] * len(self.results)
         elif group.kind == "attention":
             layouts = tuple(codegen.head_layout(specs[i]) or "bhsd" for i in self.operands)
             layouts += (codegen.head_layout(self.results[0]) or "bhsd",)
-            source, loaded = codegen.attention_kernel(group, specs, layouts, self.name)
+            source, loaded = codegen.attention_kernel(group, specs, layouts, self.kernel_name)
             views = [None]
         else:
-            source, views, loaded = codegen.pointwise_kernel(group, specs, self.name)
+            source, views, loaded = codegen.pointwise_kernel(group, specs, self.kernel_name)
             views = [shape for _, shape in views]
         self.sources.append(source)
-        prim = load_prim_func(source, self.name)
-        kernel = tilemlir.compile(prim, target=self.target, engine=self.engine)
+        key = (source, str(self.target), self.engine)
+        kernel = _COMPILED.get(key)
+        if kernel is None:
+            prim = load_prim_func(source, self.kernel_name)
+            kernel = _COMPILED[key] = tilemlir.compile(prim, target=self.target, engine=self.engine)
         return kernel, views, layouts, [group.inputs.index(node) for node in loaded]
 
     def operand(self, tensor: torch.Tensor, layout) -> torch.Tensor:
-        """A GEMM or attention operand as the kernel reads it: dense, in its memory order."""
+        """A GEMM or attention operand as the kernel reads it: dense, in its
+        memory order; a convolution's, the memory it spans."""
+        if layout is None:
+            return _span(tensor)
         if layout == "bshd":
             return tensor.transpose(1, 2).contiguous()
         if layout == "bhsd":
@@ -205,13 +276,17 @@ class GroupKernel:
     def __call__(self, *tensors):
         specs = [TensorSpec.of(t) for t in tensors]
         kernel, views, layouts, loaded = self.variant(specs)
-        args = [self.operand(tensors[position], layout) for position, layout in zip(self.operands, layouts or ())]
-        for index in loaded:
-            tensor, spec = tensors[index], specs[index]
-            args.append(torch.as_strided(tensor, (max(spec.span, 1),), (1,), tensor.storage_offset()))
+        operand_layouts = layouts if layouts is not None else (None,) * len(self.operands)
+        args = [self.operand(tensors[position], layout) for position, layout in zip(self.operands, operand_layouts)]
+        args += [_span(tensors[index]) for index in loaded]
         device = tensors[0].device if tensors else torch.device("cpu")
         results, restride = [], []
         for result, view in zip(self.results, views):
+            if view == "span":  # written through the output's own strides
+                out = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
+                args.append(_span(out))
+                results.append(out)
+                continue
             if view is None:  # attention: written in the output's own [B, H, S, D] order
                 out = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
                 args.append(out.transpose(1, 2) if layouts[3] == "bshd" else out)
@@ -228,6 +303,12 @@ class GroupKernel:
             strided = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
             results[index] = strided.copy_(results[index])
         return tuple(results)
+
+
+def _span(tensor: torch.Tensor) -> torch.Tensor:
+    """A 1-D view of the memory a tensor reaches, from its first element."""
+    span = max(TensorSpec.of(tensor).span, 1)
+    return torch.as_strided(tensor, (span,), (1,), tensor.storage_offset())
 
 
 # --------------------------------------------------------------------------

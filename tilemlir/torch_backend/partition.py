@@ -26,6 +26,7 @@ from tilemlir.torch_backend import pointwise
 
 aten = torch.ops.aten
 GEMMS = {aten.mm.default, aten.bmm.default, aten.addmm.default}
+CONVOLUTIONS = {aten.convolution.default}
 ATTENTION = {
     aten._scaled_dot_product_flash_attention_for_cpu.default,
     aten._scaled_dot_product_flash_attention.default,
@@ -83,7 +84,7 @@ def is_pointwise(node: fx.Node) -> bool:
     """An op whose every output element is computed from the inputs at its
     coordinates (embedding: from the row an index names)."""
     if node.target in pointwise.POINTWISE or node.target in pointwise.CONVERSIONS or \
-            node.target in pointwise.CREATION or node.target is aten.embedding.default:
+            node.target in pointwise.CREATION or node.target in (aten.embedding.default, aten.constant_pad_nd.default):
         return shape_of(node) is not None
     return False
 
@@ -92,7 +93,7 @@ def is_pointwise(node: fx.Node) -> bool:
 class Group:
     """Nodes computed by one kernel."""
 
-    kind: str  # "pointwise", "gemm" or "attention"
+    kind: str  # "pointwise", "gemm", "conv" or "attention"
     shape: tuple[int, ...]  # the domain
     columns: int  # how many trailing dims of the domain are columns
     nodes: list[fx.Node] = field(default_factory=list)
@@ -111,7 +112,13 @@ class Group:
         if is_reduction(node) or node.target == operator.getitem:
             return "row"
         shape = shape_of(node)
-        return "row" if self.reduces and shape == self.row_shape and shape != self.shape else "full"
+        columns = shape[len(shape) - self.columns:] if self.columns else ()
+        return "row" if self.reduces and shape != self.shape and all(d == 1 for d in columns) else "full"
+
+    def broadcasts(self, shape) -> bool:
+        """Whether a value of `shape` reads at the domain's coordinates (its rank, each dim equal or 1)."""
+        return shape is not None and len(shape) == len(self.shape) and \
+            all(d in (1, e) for d, e in zip(shape, self.shape))
 
     def takes(self, node: fx.Node) -> bool:
         """Whether `node` may join: its operands in the group are values it
@@ -123,7 +130,7 @@ class Group:
         if self.kind == "attention":
             return False
         inside = [a for a in tensor_inputs(node) if a in self.nodes]
-        if any(shape_of(a) not in (self.shape, self.row_shape) for a in inside):
+        if not all(self.broadcasts(shape_of(a)) for a in inside):
             return False  # a dropped-dims reduction is an output only
         if is_reduction(node):
             if self.kind != "pointwise" or dtype_of(node.args[0]) not in pointwise.FLOATS:
@@ -143,6 +150,25 @@ class Group:
             self.columns = trailing_dims(reduction_dims(node), len(self.shape))
             self.reduces = True
         self.nodes.append(node)
+
+
+def absorb(group: Group, node: fx.Node, group_of: dict, groups: list, position: dict) -> None:
+    """Merges into `group` the element-wise groups of `node`'s other operands
+    that only `node` and `group` use and whose values broadcast to its domain
+    (a batch norm's rsqrt(var + eps) of shape [1, C, 1, 1], recomputed per
+    element rather than stored by a kernel of its own)."""
+    for source in tensor_inputs(node):
+        other = group_of.get(source)
+        if other is None or other is group or other.kind != "pointwise" or other.reduces:
+            continue
+        members = set(group.nodes) | set(other.nodes)
+        if not all(group.broadcasts(shape_of(n)) for n in other.nodes) or \
+                any(u not in members for n in other.nodes for u in n.users):
+            continue
+        group.nodes = sorted(group.nodes + other.nodes, key=position.__getitem__)
+        for n in other.nodes:
+            group_of[n] = group
+        groups.remove(other)
 
 
 def depends_on(node: fx.Node, group: Group, memo: dict) -> bool:
@@ -166,12 +192,15 @@ def partition(graph: fx.Graph) -> tuple[list[Group], list[fx.Node]]:
     groups: list[Group] = []
     group_of: dict[fx.Node, Group] = {}
     fallbacks: list[fx.Node] = []
+    position = {node: index for index, node in enumerate(graph.nodes)}
     for node in graph.nodes:
         if node.op != "call_function":
             continue
         if node.target in GEMMS and shape_of(node) is not None:
             shape = shape_of(node)
             group = Group("gemm", shape, 1, [node], anchor=node)
+        elif node.target in CONVOLUTIONS and shape_of(node) is not None and len(shape_of(node)) == 4:
+            group = Group("conv", shape_of(node), 1, [node], anchor=node)
         elif node.target in ATTENTION:
             query = shape_of(node.args[0])
             if query is None or len(query) != 4:
@@ -189,6 +218,7 @@ def partition(graph: fx.Graph) -> tuple[list[Group], list[fx.Node]]:
                     continue
                 candidate.add(node)
                 group = candidate
+                absorb(group, node, group_of, groups, position)
                 break
             if group is not None:
                 group_of[node] = group
