@@ -1,0 +1,176 @@
+"""Whole models on the GPU: eager torch, torch.compile with Inductor, and
+torch.compile with tilemlir's backend, in one interleaved run.
+
+    python bench/models.py [--out DIR] [--models bert-8x128,resnet50-b32,...] [--autotune]
+
+Run on a machine with an NVIDIA GPU, torch, transformers and torchvision, and
+tilemlir importable (the MLIR bindings with it): tilemlir's kernels compile
+there, through the backend, as a user's would.
+
+Models (random weights, eval mode, fp16): BERT-base (transformers' BertModel
+from BertConfig(), input ids at batch x sequence) and ResNet-50 (torchvision,
+weights=None, channels-last). For each model and configuration:
+
+* every variant's output is compared with the model run eagerly in fp32 on the
+  same weights and inputs (the largest error relative to the largest
+  magnitude of the fp32 result);
+* the variants are timed interleaved: ROUNDS rounds, in each round each
+  variant runs WARMUP forwards then TIMED forwards between CUDA events; a
+  variant's time is the median over rounds of its mean time per forward;
+* tilemlir's row also says how many fusion groups (kernels) a forward runs
+  and how many ATen nodes fell back to torch.
+
+Variants: eager; Inductor (`torch.compile(m)`); with `--autotune`, Inductor
+`mode="max-autotune-no-cudagraphs"`; tilemlir (`backend=tilemlir.torch_backend.backend`).
+Results: DIR/models.json and a Markdown table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+ROUNDS, WARMUP, TIMED = 3, 3, 10
+CONFIGS = {
+    "bert-8x128": ("bert", 8, 128),
+    "bert-32x512": ("bert", 32, 512),
+    "resnet50-b32": ("resnet50", 32, 224),
+    "resnet50-b128": ("resnet50", 128, 224),
+}
+
+
+def make_model(torch, kind: str, batch: int, size: int):
+    """(fp32 model, its input) on the GPU."""
+    torch.manual_seed(0)
+    if kind == "bert":
+        from transformers import BertConfig, BertModel
+
+        model = BertModel(BertConfig()).eval().cuda()
+        inputs = torch.randint(0, BertConfig().vocab_size, (batch, size), device="cuda")
+        return model, inputs
+    import torchvision
+
+    model = torchvision.models.resnet50(weights=None).eval().cuda()
+    return model, torch.randn(batch, 3, size, size, device="cuda")
+
+
+def output_of(result):
+    """The tensor a forward returns (BERT: the last hidden state)."""
+    if hasattr(result, "last_hidden_state"):
+        return result.last_hidden_state
+    if isinstance(result, (tuple, list)):
+        return result[0]
+    return result
+
+
+def time_forward(torch, forward, inputs) -> float:
+    for _ in range(WARMUP):
+        forward(inputs)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(TIMED):
+        forward(inputs)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / TIMED
+
+
+class Counter(logging.Handler):
+    """Collects the backend's fallback lines."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("."))
+    parser.add_argument("--models", default="bert-8x128,resnet50-b32")
+    parser.add_argument("--autotune", action="store_true")
+    args = parser.parse_args()
+
+    import torch
+
+    from tilemlir.torch_backend import dynamo
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    counter = Counter()
+    logging.getLogger("tilemlir.torch").addHandler(counter)
+    rows = []
+    for name in args.models.split(","):
+        kind, batch, size = CONFIGS[name]
+        model, inputs = make_model(torch, kind, batch, size)
+        with torch.no_grad():
+            reference = output_of(model(inputs)).float()
+            half = model.half()
+            if kind == "resnet50":
+                half = half.to(memory_format=torch.channels_last)
+                inputs = inputs.half().to(memory_format=torch.channels_last)
+            variants = {"eager": half, "inductor": torch.compile(half)}
+            if args.autotune:
+                variants["inductor max-autotune"] = torch.compile(half, mode="max-autotune-no-cudagraphs")
+            calls = []
+            original_call = dynamo.GroupKernel.__call__
+
+            def counted(self, *tensors, _original=original_call, _calls=calls):
+                _calls.append(self.name)
+                return _original(self, *tensors)
+
+            dynamo.GroupKernel.__call__ = counted
+            variants["tilemlir"] = torch.compile(half, backend=dynamo.backend)
+            row = {"model": name, "errors": {}, "compile_s": {}, "ms": {}}
+            for variant, forward in variants.items():
+                counter.lines.clear()
+                start = time.perf_counter()
+                try:
+                    out = output_of(forward(inputs)).float()
+                except Exception as error:  # noqa: BLE001 - reported in the table
+                    row["errors"][variant] = f"failed: {type(error).__name__}: {str(error)[:300]}"
+                    continue
+                torch.cuda.synchronize()
+                row["compile_s"][variant] = time.perf_counter() - start
+                row["errors"][variant] = ((out - reference).abs().max() / reference.abs().max()).item()
+                if variant == "tilemlir":
+                    calls.clear()
+                    forward(inputs)
+                    row["kernels_per_forward"] = len(calls)
+                    row["fallback_lines"] = list(counter.lines)
+            timings = {v: [] for v in variants if not isinstance(row["errors"].get(v), str)}
+            for _ in range(ROUNDS):
+                for variant, samples in timings.items():
+                    samples.append(time_forward(torch, variants[variant], inputs))
+            row["ms"] = {v: statistics.median(t) for v, t in timings.items()}
+            dynamo.GroupKernel.__call__ = original_call
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del model, half, variants
+        torch.cuda.empty_cache()
+    (args.out / "models.json").write_text(json.dumps(rows, indent=1))
+    names = ["eager", "inductor"] + (["inductor max-autotune"] if args.autotune else []) + ["tilemlir"]
+    print("\n| model | " + " | ".join(f"{n} (ms)" for n in names) + " | tilemlir / eager | max rel. error "
+          "(tilemlir) | kernels per forward |")
+    print("|---|" + "---:|" * (len(names) + 3))
+    for row in rows:
+        times = [f"{row['ms'][n]:.2f}" if n in row["ms"] else "failed" for n in names]
+        speed = (f"{row['ms']['eager'] / row['ms']['tilemlir']:.2f}x" if "tilemlir" in row["ms"] else "-")
+        error = row["errors"].get("tilemlir")
+        shown = f"{error:.1e}" if isinstance(error, float) else str(error)
+        print(f"| {row['model']} | " + " | ".join(times) + f" | {speed} | {shown} | {row.get('kernels_per_forward', '-')} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
