@@ -252,3 +252,67 @@ def test_strict_mode_names_the_node_and_line():
     assert isinstance(error, TilemlirTorchError), raised.value
     assert "aten.cumsum" in str(error) and f"test_torch_backend.py:{line}" in str(error)
     assert "TILEMLIR_TORCH_STRICT=1" in str(error)
+
+
+def compiled_matches(f, *inputs, exact=False):
+    """f compiled (strict) against f in float64 (integer and bool outputs exactly)."""
+    with torch.no_grad():
+        got = torch.compile(f, backend=backend)(*inputs)
+        want = f(*[x.double() if x.is_floating_point() else x for x in inputs])
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        if exact or not w.is_floating_point():
+            assert torch.equal(g.to(w.dtype), w), (g, w)
+        else:
+            assert torch.allclose(g.double(), w, atol=2e-3, rtol=2e-3, equal_nan=True), (g, w)
+
+
+def test_two_groups_that_read_each_other_stay_apart():
+    # sigmoid's group takes a * b and tanh's group b + a: one kernel each would
+    # need the other's output first (a cycle); the partition refuses the second join.
+    compiled_matches(lambda x, y: (x.sigmoid() * y.tanh(), y.tanh() + x.sigmoid()),
+                     torch.randn(4, 8).half(), torch.randn(4, 8).half())
+    compiled_matches(lambda x, w, z: ((x @ w) * z.sigmoid(), z.sigmoid() + x @ w),
+                     torch.randn(8, 16).half(), torch.randn(16, 8).half(), torch.randn(8, 8).half())
+
+
+def test_integer_division_rounds_as_torch():
+    a = torch.tensor([-7, -3, -4, -5, 7, 5], dtype=torch.int64)
+    compiled_matches(lambda a: (torch.div(a, 2, rounding_mode="floor"), a // 3, torch.div(a, 2, rounding_mode="trunc")),
+                     a)
+
+
+def test_nan_propagates_as_in_torch():
+    x = torch.tensor([[float("nan"), 1.5, -1.0, 0.25], [0.5, -2.0, 3.0, 1.0]]).half()
+    compiled_matches(lambda x: (F.relu(x), x.clamp(0.0, 1.0), torch.maximum(x, torch.zeros_like(x)),
+                                x.amax(-1, keepdim=True), x.amin(-1)), x)
+
+
+def test_integer_and_boolean_ops():
+    x = torch.randn(6, 10).half()
+    compiled_matches(lambda x: ((x > 0).long() + 2, F.leaky_relu(x, 0.2), torch.tensor(3) - (x < 0).int().abs()),
+                     x)
+
+
+def test_a_variance_used_outside_its_group_is_written():
+    compiled_matches(lambda x: ((x * 2).var(-1, keepdim=True), (x * 2).var(-1, keepdim=True) + x),
+                     torch.randn(5, 33).half())
+
+
+def test_attention_rows_whose_first_keys_are_masked():
+    # Left padding: the first key block of batch 1 is all masked; a fully masked row is 0, as torch's.
+    q, k, v = torch.randn(2, 2, 40, 32).half(), torch.randn(2, 2, 130, 32).half(), torch.randn(2, 2, 130, 32).half()
+    mask = torch.ones(2, 1, 1, 130, dtype=torch.bool)
+    mask[1, ..., :70] = False
+    additive = torch.zeros(2, 1, 1, 130).half().masked_fill(~mask, float("-inf"))
+    attend = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    compiled_matches(attend, q, k, v, mask)
+    compiled_matches(attend, q, k, v, additive)
+    compiled_matches(attend, q[:, :, :3], k, v, torch.zeros(1, 1, 1, 130, dtype=torch.bool))
+
+
+def test_a_new_shape_recompiles():
+    f = torch.compile(lambda a: torch.softmax(a * 2, -1), backend=backend)
+    with torch.no_grad():
+        for shape in ((4, 8), (6, 8), (3, 20)):
+            x = torch.randn(*shape).half()
+            assert torch.allclose(f(x).double(), torch.softmax(x.double() * 2, -1), atol=2e-3)

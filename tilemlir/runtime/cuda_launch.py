@@ -37,7 +37,7 @@ LOG_BYTES = 16384
 # MLIR element types -> torch dtype names (checked when torch tensors are passed).
 TORCH_DTYPES = {
     "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
-    "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2", "i8": "int8", "i32": "int32",
+    "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2", "i8": "int8", "i32": "int32", "i64": "int64",
 }
 
 

@@ -195,6 +195,11 @@ class KernelWriter:
                 args.append(None)
             else:
                 raise Unsupported(f"an argument {a!r}")
+        if node.target in (torch.ops.aten.div.Tensor_mode, torch.ops.aten.div.Scalar_mode) and \
+                kind_of(work) == "i" and node.kwargs.get("rounding_mode") in ("floor", "trunc"):
+            # Integers: Python's rounding (floor) or C's (trunc), never through a float.
+            mode = "floordiv" if node.kwargs["rounding_mode"] == "floor" else "truncdiv"
+            return f"T.{mode}({args[0]}, {args[1]})"
         keywords = {}
         for key, a in node.kwargs.items():
             if isinstance(a, fx.Node):
@@ -301,6 +306,15 @@ class KernelWriter:
         frag = self.new_name("R")
         self.body(f"{frag} = T.alloc_fragment(({block},), 'float32')")
         self.body(f"T.reduce_{kind}({source}, {frag}, dim=1)")
+        if kind in ("max", "min"):  # torch's amax/amin give NaN where a row holds one (T.reduce_max drops it)
+            flags, count = self.new_name("F"), self.new_name("R")
+            self.body(f"{flags} = T.alloc_fragment(({dims[0]}, {dims[1]}), 'float32')")
+            self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
+            self.body(f"    {flags}[i, j] = T.if_then_else({source}[i, j] != {source}[i, j], 1.0, 0.0)")
+            self.body(f"{count} = T.alloc_fragment(({block},), 'float32')")
+            self.body(f"T.reduce_sum({flags}, {count}, dim=1)")
+            self.body(f"for i in T.Parallel({block}):")
+            self.body(f"    {frag}[i] = T.if_then_else({count}[i] > 0.0, float('nan'), {frag}[i])")
         if divides:
             self.body(f"for i in T.Parallel({block}):")
             self.body(f"    {frag}[i] = {frag}[i] / {float(columns)!r}")
@@ -376,10 +390,10 @@ def pointwise_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[
     else:
         block_cols = min(_next_power_of_two(cols), 512)
         block_rows = max(1, min(_next_power_of_two(rows), ELEMENTS_PER_BLOCK // block_cols))
-    row = f"(by * {block_rows} + i)" if rows % block_rows == 0 else \
-        f"T.min(by * {block_rows} + i, {rows - 1})"
-    col = f"(bx * {block_cols} + j)" if cols % block_cols == 0 else \
-        f"T.min(bx * {block_cols} + j, {cols - 1})"
+    row = f"(bx * {block_rows} + i)" if rows % block_rows == 0 else \
+        f"T.min(bx * {block_rows} + i, {rows - 1})"
+    col = f"(by * {block_cols} + j)" if cols % block_cols == 0 else \
+        f"T.min(by * {block_cols} + j, {cols - 1})"
     coords_full = _coordinates(lead, row) + _coordinates(red, col)
     coords_row = _coordinates(lead, row) + ["0"] * len(red)
     dims = (str(block_rows), str(block_cols))
@@ -387,10 +401,10 @@ def pointwise_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[
     writer.emit_group_values(dims, coords_full, coords_row, cols)
     for node, param in outputs:
         if group.level(node) == "full":
-            writer.body(f"T.copy({writer.fragment[node]}, {param}[by * {block_rows}, bx * {block_cols}])")
+            writer.body(f"T.copy({writer.fragment[node]}, {param}[bx * {block_rows}, by * {block_cols}])")
         else:
-            writer.body(f"T.copy({writer.fragment[node]}, {param}[by * {block_rows}])")
-    grid = f"{-(-cols // block_cols)}, {-(-rows // block_rows)}"
+            writer.body(f"T.copy({writer.fragment[node]}, {param}[bx * {block_rows}])")
+    grid = f"{-(-rows // block_rows)}, {-(-cols // block_cols)}"  # rows on x: up to 2^31 - 1 blocks
     views = [(node, (rows, cols) if group.level(node) == "full" else (rows,)) for node, _ in outputs]
     return writer.source(grid, writer.body.lines), views, list(writer.param_of)
 
@@ -577,10 +591,14 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     body(f"    acc_s[i, j] = {score}")
     body("T.copy(scores_max, scores_max_prev)")
     body("T.reduce_max(acc_s, scores_max, dim=1, clear=False)")
+    # A row whose keys so far are all masked has max -inf: its scale is 1 and
+    # its probabilities 0 (exp2 of -inf), never exp2(-inf - -inf).
     body(f"for i in T.Parallel({block_m}):")
-    body("    scores_scale[i] = T.exp2(scores_max_prev[i] - scores_max[i])")
+    body("    scores_scale[i] = T.if_then_else(scores_max[i] == -T.infinity('float32'), 1.0, "
+         "T.exp2(scores_max_prev[i] - scores_max[i]))")
     body(f"for i, j in T.Parallel({block_m}, {block_n}):")
-    body("    acc_s[i, j] = T.exp2(acc_s[i, j] - scores_max[i])")
+    body("    acc_s[i, j] = T.exp2(acc_s[i, j] - T.if_then_else(scores_max[i] == -T.infinity('float32'), 0.0, "
+         "scores_max[i]))")
     body("T.reduce_sum(acc_s, scores_sum, dim=1)")
     body(f"for i in T.Parallel({block_m}):")
     body("    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]")
@@ -590,8 +608,8 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     body(f"T.copy({tile('V', v_layout, kv_head, f'k * {block_n}', block_n)}, V_s)")
     body("T.gemm(acc_s_cast, V_s, acc_o, policy=T.GemmWarpPolicy.FullRow)")
     body.depth -= 1
-    body(f"for i, j in T.Parallel({block_m}, {dim}):")
-    body("    acc_o[i, j] /= logsum[i]")
+    body(f"for i, j in T.Parallel({block_m}, {dim}):")  # a row with every key masked is 0, as torch's
+    body("    acc_o[i, j] = T.if_then_else(logsum[i] == 0.0, 0.0, acc_o[i, j] / logsum[i])")
     body(f"T.copy(acc_o, {tile('O', o_layout, 'by', f'bx * {block_m}', block_m)})")
     grid = f"{-(-sq // block_m)}, {heads}, {batch}"
     return writer.source(grid, body.lines), list(writer.param_of)
@@ -621,22 +639,22 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[str, 
     dtype = DTYPES[x_spec.dtype]
     writer.operand_params += [f"X: T.Tensor(({x_spec.span},), '{dtype}')", f"W: T.Tensor(({w_spec.span},), '{dtype}')"]
     block_m, block_n, block_k = 64, (32 if out_channels <= 32 else 64), 32
-    m = f"T.min(by * {block_m} + i, {m_total - 1})"
-    co = f"T.min(bx * {block_n} + j, {out_channels - 1})"
+    m = f"T.min(bx * {block_m} + i, {m_total - 1})"
+    co = f"T.min(by * {block_n} + j, {out_channels - 1})"
     coords = [f"({m}) // {out_h * out_w}", co, f"(({m}) // {out_w}) % {out_h}", f"({m}) % {out_w}"]
 
     def anchor_value(_coords):
         return "C_l[i, j]" if bias is None else f"(C_l[i, j] + {writer.load(bias, [co])})"
     writer.anchor_value = anchor_value
     xs, ws = x_spec.stride, w_spec.stride
-    row, tap = f"by * {block_m} + i", f"k * {block_k} + kk"
+    row, tap = f"bx * {block_m} + i", f"k * {block_k} + kk"
     n, ho, wo = f"(({row}) // {out_h * out_w})", f"((({row}) // {out_w}) % {out_h})", f"(({row}) % {out_w})"
     c, r, s = f"(({tap}) % {channels})", f"((({tap}) // {channels}) // {kw})", f"((({tap}) // {channels}) % {kw})"
     ih, iw = f"({ho} * {sh} - {ph} + {r} * {dh})", f"({wo} * {sw} - {pw} + {s} * {dw})"
     inside = f"({row} < {m_total}) and ({tap} < {k_total}) and ({ih} >= 0) and ({ih} < {height}) and " \
              f"({iw} >= 0) and ({iw} < {width})"
     x_at = f"T.max(T.min({n} * {xs[0]} + {c} * {xs[1]} + {ih} * {xs[2]} + {iw} * {xs[3]}, {x_spec.span - 1}), 0)"
-    column = f"bx * {block_n} + j"
+    column = f"by * {block_n} + j"
     w_at = f"T.min(({column}) * {ws[0]} + {c} * {ws[1]} + {r} * {ws[2]} + {s} * {ws[3]}, {w_spec.span - 1})"
     body = writer.body
     body(f"A_s = T.alloc_shared(({block_m}, {block_k}), '{dtype}')")
@@ -662,7 +680,7 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[str, 
         offset = " + ".join(f"{coord} * {st}" for coord, st, size in zip(coords, spec.stride, spec.shape) if size > 1)
         writer.output_params.append(f"O{index}: T.Tensor(({spec.span},), '{dtype_out}')")
         body(f"for i, j in T.Parallel({block_m}, {block_n}):")
-        body(f"    if by * {block_m} + i < {m_total} and bx * {block_n} + j < {out_channels}:")
+        body(f"    if bx * {block_m} + i < {m_total} and by * {block_n} + j < {out_channels}:")
         body(f"        O{index}[{offset or '0'}] = {value}")
-    grid = f"{-(-out_channels // block_n)}, {-(-m_total // block_m)}"
+    grid = f"{-(-m_total // block_m)}, {-(-out_channels // block_n)}"  # pixels on x: up to 2^31 - 1 blocks
     return writer.source(grid, body.lines), list(writer.param_of)

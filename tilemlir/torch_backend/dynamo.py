@@ -332,8 +332,11 @@ def compile_graph(gm: fx.GraphModule, example_inputs, *, target=None, engine=Non
             continue
         kept.append((group, kernel))
     computing = [n for n in fallbacks if n.target not in partition.METADATA]
+    symbolic = any(isinstance(n.meta.get("val"), torch.Tensor) and partition.shape_of(n) is None
+                   for n in graph.nodes if n.op == "placeholder")
     if computing:
-        listed = ", ".join(f"{describe(n)} ({where(n)}"
+        listed = ("the graph has symbolic shapes, which no kernel takes (compile with dynamic=False); "
+                  if symbolic else "") + ", ".join(f"{describe(n)} ({where(n)}"
                            + (f"; {n.meta['tilemlir_refused']}" if "tilemlir_refused" in n.meta else "") + ")"
                            for n in computing)
         if strict():
@@ -357,7 +360,12 @@ def prepare(group: Group, kernel: GroupKernel) -> None:
         value = node.meta.get("val")
         specs.append(TensorSpec(tuple(value.shape), tuple(value.stride()), value.dtype))
     try:
-        kernel.variant(specs)
+        compiled = kernel.variant(specs)[0]
+        # Compiled now, not at the first call: a kernel the compiler refuses falls back.
+        if compiled.engine == "device":
+            compiled.loaded_device()
+        elif compiled.engine == "emulator":
+            compiled.lowered_for_emulator()
     except UserError as error:
         raise Unsupported(f"its kernel did not compile: {error}") from None
 
@@ -382,7 +390,7 @@ def topological_order(graph: fx.Graph) -> None:
     """Moves nodes after what they use (a group's call sits after its last
     node, and a user of an earlier output may precede it), keeping the order
     otherwise."""
-    order, placed = [], set()
+    order, placed, entered = [], set(), set()
     for root in list(graph.nodes):
         stack = [(root, False)]
         while stack:
@@ -393,6 +401,9 @@ def topological_order(graph: fx.Graph) -> None:
                 placed.add(node)
                 order.append(node)
                 continue
+            if node in entered:  # partition never makes one; never loop on one
+                raise TilemlirTorchError(f"internal error: the fused graph has a cycle through {node.name}")
+            entered.add(node)
             stack.append((node, True))
             stack.extend((source, False) for source in reversed(node.all_input_nodes) if source not in placed)
     cursor = None
@@ -411,6 +422,9 @@ def backend(gm: fx.GraphModule, example_inputs, **options):
     from torch._dynamo.backends.common import aot_autograd
 
     target, engine = options.get("target"), options.get("engine")
+    # Kernels are made per shape: a new shape recompiles the graph rather
+    # than making it symbolic (which no kernel here takes).
+    torch._dynamo.config.automatic_dynamic_shapes = False
 
     def forward(module, inputs):
         return compile_graph(module, inputs, target=target, engine=engine)

@@ -40,9 +40,11 @@ METADATA = pointwise.VIEWS | {operator.getitem}
 
 
 def shape_of(node) -> tuple[int, ...] | None:
+    """A node's static shape; None for a non-tensor or a symbolic shape (no kernel takes it)."""
     value = node.meta.get("val") if isinstance(node, fx.Node) else None
-    if isinstance(value, torch.Tensor):
-        return tuple(int(d) for d in value.shape)
+    if isinstance(value, torch.Tensor) and all(type(d) is int for d in value.shape) and \
+            all(type(s) is int for s in value.stride()):
+        return tuple(value.shape)
     return None
 
 
@@ -171,19 +173,24 @@ def absorb(group: Group, node: fx.Node, group_of: dict, groups: list, position: 
         groups.remove(other)
 
 
-def depends_on(node: fx.Node, group: Group, memo: dict) -> bool:
-    """Whether `node` (outside `group`) is computed from a value of `group`."""
+def depends_on(node: fx.Node, group: Group, group_of: dict) -> bool:
+    """Whether `node` (outside `group`) is computed from a value of `group`,
+    each group taken as one kernel: a node depends on everything its group's
+    nodes read (two groups that each read the other's value would be a cycle)."""
     members = set(group.nodes)
-    stack, seen = [node], set()
+    stack, seen, expanded = [node], set(), set()
     while stack:
         current = stack.pop()
         if current in seen:
             continue
         seen.add(current)
-        for source in current.all_input_nodes:
-            if source in members:
-                return True
-            stack.append(source)
+        if current in members:
+            return True
+        stack.extend(current.all_input_nodes)
+        other = group_of.get(current)
+        if other is not None and other is not group and id(other) not in expanded:
+            expanded.add(id(other))
+            stack.extend(other.nodes)
     return False
 
 
@@ -214,7 +221,7 @@ def partition(graph: fx.Graph) -> tuple[list[Group], list[fx.Node]]:
                 if candidate is None or candidate is group or not candidate.takes(node):
                     continue
                 outside = [a for a in node.all_input_nodes if a not in candidate.nodes]
-                if any(depends_on(a, candidate, {}) for a in outside):
+                if any(depends_on(a, candidate, group_of) for a in outside):
                     continue
                 candidate.add(node)
                 group = candidate
@@ -245,8 +252,8 @@ def partition(graph: fx.Graph) -> tuple[list[Group], list[fx.Node]]:
         group_of[node] = group
     for group in groups:
         members = set(group.nodes)
-        group.outputs = [n for n in group.nodes
-                         if n.target not in pointwise.VARIANCES and any(u not in members for u in n.users)
+        group.outputs = [n for n in group.nodes  # var_mean's pair leaves through its items
+                         if n.target is not aten.var_mean.correction and any(u not in members for u in n.users)
                          and shape_of(n) is not None]
         seen = []
         for n in group.nodes:

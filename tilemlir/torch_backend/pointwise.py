@@ -73,7 +73,7 @@ def convert(expression: str, source: torch.dtype, target: torch.dtype) -> str:
         zero = "0.0" if src == "f" else "0"
         return expression if src == "b" else f"({expression} != {zero})"
     if src == "b":
-        return f"T.if_then_else({expression}, T.{DTYPES[target]}(1), T.{DTYPES[target]}(0))"
+        return f"T.cast(T.if_then_else({expression}, 1, 0), '{DTYPES[target]}')"
     return f"T.cast({expression}, '{DTYPES[target]}')"
 
 
@@ -125,11 +125,21 @@ def _gelu(a, approximate="none"):
     raise Unsupported(f"gelu approximate={approximate!r}")
 
 
+def _maximum(a, b):
+    """torch's max: NaN in either operand gives NaN (T.max is IEEE maxNum: NaN loses)."""
+    return f"T.if_then_else(({a} > {b}) or ({a} != {a}), {a}, {b})"
+
+
+def _minimum(a, b):
+    return f"T.if_then_else(({a} < {b}) or ({a} != {a}), {a}, {b})"
+
+
 def _clamp(a, low=None, high=None):
+    """torch's clamp: a NaN input stays NaN."""
     if low is not None:
-        a = f"T.max({a}, {_float_const(low)})"
+        a = f"T.if_then_else({a} < {_float_const(low)}, {_float_const(low)}, {a})"
     if high is not None:
-        a = f"T.min({a}, {_float_const(high)})"
+        a = f"T.if_then_else({a} > {_float_const(high)}, {_float_const(high)}, {a})"
     return a
 
 
@@ -160,7 +170,7 @@ _register([aten.rsub.Scalar, aten.rsub.Tensor], lambda a, b, alpha=1: _binary("-
 _register([aten.mul.Tensor, aten.mul.Scalar], _binary("*"))
 _register([aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode], _div)
 _register([aten.neg.default], lambda a: f"(-{a})")
-_register([aten.relu.default], lambda a: f"T.max({a}, 0.0)")
+_register([aten.relu.default], lambda a: f"T.if_then_else({a} < 0.0, 0.0, {a})")  # relu(NaN) is NaN
 _register([aten.gelu.default], _gelu)
 _register([aten.silu.default], lambda a: f"({a} * T.sigmoid({a}))")
 _register([aten.sigmoid.default], _unary("sigmoid"))
@@ -176,18 +186,18 @@ _register([aten.rsqrt.default], _unary("rsqrt"))
 _register([aten.erf.default], _unary("erf"))
 _register([aten.sin.default], _unary("sin"))
 _register([aten.cos.default], _unary("cos"))
-_register([aten.abs.default], _unary("abs"))
+_register([aten.abs.default], lambda a: f"T.if_then_else({a} < 0, -{a}, {a})")  # of floats and integers
 _register([aten.floor.default], _unary("floor"))
 _register([aten.ceil.default], _unary("ceil"))
 _register([aten.reciprocal.default], lambda a: f"(1.0 / {a})")
 _register([aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor], _pow)
-_register([aten.maximum.default], lambda a, b: f"T.max({a}, {b})")
-_register([aten.minimum.default], lambda a, b: f"T.min({a}, {b})")
+_register([aten.maximum.default], _maximum)
+_register([aten.minimum.default], _minimum)
 _register([aten.clamp.default], _clamp)
 _register([aten.clamp_min.default], lambda a, low: _clamp(a, low=low))
 _register([aten.clamp_max.default], lambda a, high: _clamp(a, high=high))
 _register([aten.hardtanh.default], lambda a, low=-1.0, high=1.0: _clamp(a, low, high))
-_register([aten.leaky_relu.default], lambda a, slope=0.01: f"T.if_then_else({a} > 0.0, {a}, {a} * {literal(slope)})")
+_register([aten.leaky_relu.default], lambda a, slope="0.01": f"T.if_then_else({a} < 0.0, {a} * {slope}, {a})")
 _register([aten.where.self], lambda c, a, b: f"T.if_then_else({c}, {a}, {b})")
 for _name, _symbol in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
     _op = getattr(aten, _name)
