@@ -100,6 +100,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("."))
     parser.add_argument("--models", default="bert-8x128,resnet50-b32")
     parser.add_argument("--autotune", action="store_true")
+    parser.add_argument("--profile", action="store_true",
+                        help="only tilemlir: each kernel call of one forward timed alone (synchronised), the slowest listed")
     args = parser.parse_args()
 
     import torch
@@ -109,6 +111,8 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     counter = Counter()
     logging.getLogger("tilemlir.torch").addHandler(counter)
+    if args.profile:
+        return profile(torch, dynamo, args.models.split(","))
     rows = []
     for name in args.models.split(","):
         kind, batch, size = CONFIGS[name]
@@ -169,6 +173,43 @@ def main() -> int:
         error = row["errors"].get("tilemlir")
         shown = f"{error:.1e}" if isinstance(error, float) else str(error)
         print(f"| {row['model']} | " + " | ".join(times) + f" | {speed} | {shown} | {row.get('kernels_per_forward', '-')} |")
+    return 0
+
+
+def profile(torch, dynamo, names) -> int:
+    """The slowest kernel calls of one forward of each model through tilemlir."""
+    original = dynamo.GroupKernel.__call__
+    for name in names:
+        kind, batch, size = CONFIGS[name]
+        model, inputs = make_model(torch, kind, batch, size)
+        half = model.half()
+        if kind == "resnet50":
+            half, inputs = half.to(memory_format=torch.channels_last), inputs.half().to(memory_format=torch.channels_last)
+        compiled = torch.compile(half, backend=dynamo.backend)
+        with torch.no_grad():
+            compiled(inputs)
+            compiled(inputs)
+            calls = []
+
+            def timed(self, *tensors, _calls=calls):
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                result = original(self, *tensors)
+                torch.cuda.synchronize()
+                _calls.append((time.perf_counter() - start, self.name, [tuple(t.shape) for t in tensors]))
+                return result
+
+            dynamo.GroupKernel.__call__ = timed
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            compiled(inputs)
+            torch.cuda.synchronize()
+            total = time.perf_counter() - start
+            dynamo.GroupKernel.__call__ = original
+        print(f"{name}: forward {total * 1e3:.2f} ms (synchronised per kernel), kernels {sum(c[0] for c in calls) * 1e3:.2f} ms "
+              f"in {len(calls)} calls")
+        for seconds, group, shapes in sorted(calls, reverse=True)[:12]:
+            print(f"  {seconds * 1e3:8.3f} ms  {group}  {shapes}")
     return 0
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
-from tilemlir.torch_backend import partition, pointwise
+from tilemlir.torch_backend import ops, partition, pointwise
 from tilemlir.torch_backend.partition import Group, dtype_of, shape_of
 from tilemlir.torch_backend.pointwise import DTYPES, Unsupported, convert, kind_of, literal
 
@@ -497,13 +497,18 @@ def attention_call(node: fx.Node) -> AttentionCall:
     if node.target in (aten._scaled_dot_product_efficient_attention.default,
                        aten._scaled_dot_product_cudnn_attention.default):
         mask, dropout, causal = arg(3, "attn_bias"), arg(5, "dropout_p", 0.0), arg(6, "is_causal", False)
-    elif node.target is aten.scaled_dot_product_attention.default:
+    elif node.target in (aten.scaled_dot_product_attention.default, ops.attention_op()):
         mask, dropout, causal = arg(3, "attn_mask"), arg(4, "dropout_p", 0.0), arg(5, "is_causal", False)
+        return _attention(node, q, k, v, mask, dropout, causal, arg(6, "scale"))
     else:  # the flash variants
         mask, dropout, causal = kwargs.get("attn_mask"), arg(3, "dropout_p", 0.0), arg(4, "is_causal", False)
+    return _attention(node, q, k, v, mask, dropout, causal, kwargs.get("scale"))
+
+
+def _attention(node, q, k, v, mask, dropout, causal, scale) -> AttentionCall:
     if dropout:
         raise Unsupported(f"attention with dropout_p={dropout}")
-    return AttentionCall(q, k, v, mask, bool(causal), kwargs.get("scale"))
+    return AttentionCall(q, k, v, mask, bool(causal), scale)
 
 
 def head_layout(spec: TensorSpec) -> str | None:

@@ -14,7 +14,7 @@ import torch
 from torch import fx
 
 from tilemlir.diagnostics import UserError
-from tilemlir.torch_backend import codegen, partition
+from tilemlir.torch_backend import codegen, ops, partition
 from tilemlir.torch_backend.codegen import TensorSpec
 from tilemlir.torch_backend.partition import Group
 from tilemlir.torch_backend.pointwise import Unsupported
@@ -53,7 +53,7 @@ def describe(node: fx.Node) -> str:
     target = node.target
     name = getattr(target, "__name__", str(target))
     if hasattr(target, "_schema"):
-        name = f"aten.{target._schema.name.split('::')[-1]}"
+        name = target._schema.name.replace("::", ".")
         overload = getattr(target, "_overloadname", "default")
         if overload != "default":
             name += f".{overload}"
@@ -274,6 +274,10 @@ class GroupKernel:
         return tensor.contiguous()
 
     def __call__(self, *tensors):
+        devices = {t.device for t in tensors}
+        if len(devices) > 1:  # a CPU scalar beside GPU tensors, as torch allows: the kernel runs on the GPU
+            device = next(d for d in devices if d.type != "cpu")
+            tensors = tuple(t.to(device) for t in tensors)
         specs = [TensorSpec.of(t) for t in tensors]
         kernel, views, layouts, loaded = self.variant(specs)
         operand_layouts = layouts if layouts is not None else (None,) * len(self.operands)
@@ -417,9 +421,20 @@ def _item(values, index):
     return values[index]
 
 
+def keep_attention_whole(gm: fx.GraphModule) -> None:
+    """Dynamo's calls of scaled_dot_product_attention, as tilemlir::attention."""
+    functional = torch.nn.functional.scaled_dot_product_attention
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target in (functional, torch._C._nn.scaled_dot_product_attention):
+            node.target = ops.attention_op()
+    gm.recompile()
+
+
 def backend(gm: fx.GraphModule, example_inputs, **options):
     """The entry point torch.compile calls (`backend="tilemlir"`)."""
     from torch._dynamo.backends.common import aot_autograd
+
+    keep_attention_whole(gm)
 
     target, engine = options.get("target"), options.get("engine")
     # Kernels are made per shape: a new shape recompiles the graph rather

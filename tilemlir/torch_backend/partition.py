@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import fx
 
-from tilemlir.torch_backend import pointwise
+from tilemlir.torch_backend import ops, pointwise
 
 aten = torch.ops.aten
 GEMMS = {aten.mm.default, aten.bmm.default, aten.addmm.default}
@@ -33,6 +33,7 @@ ATTENTION = {
     aten._scaled_dot_product_efficient_attention.default,
     aten._scaled_dot_product_cudnn_attention.default,
     aten.scaled_dot_product_attention.default,
+    ops.attention_op(),  # what the backend makes of dynamo's scaled_dot_product_attention
 }
 # Ops that only take or make views and metadata; operator.getitem of a node
 # outside any group too.
