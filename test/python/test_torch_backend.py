@@ -316,3 +316,23 @@ def test_a_new_shape_recompiles():
         for shape in ((4, 8), (6, 8), (3, 20)):
             x = torch.randn(*shape).half()
             assert torch.allclose(f(x).double(), torch.softmax(x.double() * 2, -1), atol=2e-3)
+
+
+@pytest.mark.parametrize("masks", ["padding", "causal"])
+def test_encoder_layer_with_masks(masks):
+    layer = nn.TransformerEncoderLayer(64, 4, 96, dropout=0.0, batch_first=True).eval()
+    x = torch.randn(2, 20, 64)
+    padding = torch.zeros(2, 20, dtype=torch.bool)
+    padding[1, 14:] = True
+
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = layer
+
+        def forward(self, x):
+            if masks == "padding":
+                return self.layer(x, src_key_padding_mask=padding)
+            return self.layer(x, src_mask=nn.Transformer.generate_square_subsequent_mask(20), is_causal=True)
+
+    check(Masked(), x)

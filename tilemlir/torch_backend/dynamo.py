@@ -133,16 +133,23 @@ def _encoder_layer(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
                    ffn_weight_2, ffn_bias_2, mask=None, mask_type=None):
     """nn.TransformerEncoderLayer's inference fast path (batch first) in the
     ops it is made of, so that its GEMMs, attention and norms fuse like any
-    model's. With a mask the fast path pads through nested tensors: kept whole."""
-    if mask is not None:
-        return NotImplemented
+    model's. Its mask (merged by nn.MultiheadAttention.merge_masks) is True or
+    -inf where a key is hidden: [L, L] (type 0), a key padding [B, L] (type 1),
+    or [B, H, L, L] (type 2)."""
     functional = torch.nn.functional
 
     def attention(x):
         batch, seq, _ = x.shape
         qkv = functional.linear(x, qkv_weight, qkv_bias).view(batch, seq, 3, num_heads, embed_dim // num_heads)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
-        out = functional.scaled_dot_product_attention(q, k, v)
+        additive = None
+        if mask is not None:
+            additive = mask if mask.dtype != torch.bool else \
+                torch.zeros(mask.shape, dtype=x.dtype, device=x.device).masked_fill(mask, float("-inf"))
+            additive = additive.to(x.dtype)
+            if mask_type == 1 or (mask_type is None and additive.shape == (batch, seq)):
+                additive = additive.view(batch, 1, 1, seq)
+        out = ops.attention(q, k, v, additive)
         return functional.linear(out.transpose(1, 2).reshape(batch, seq, embed_dim), proj_weight, proj_bias)
 
     def feed_forward(x):
