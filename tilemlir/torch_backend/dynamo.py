@@ -228,6 +228,9 @@ class GroupKernel:
             call = codegen.attention_call(anchor)
             self.operands = tuple(group.inputs.index(o) for o in (call.query, call.key, call.value))
         self.results = [TensorSpec.of(n.meta["val"]) for n in group.outputs]
+        # Where the graph was traced to put the outputs: a group with no tensor
+        # input (arange, full) makes them on the model's device too.
+        self.device = group.outputs[0].meta["val"].device if group.outputs else torch.device("cpu")
 
     def variant(self, specs: list[TensorSpec]):
         key = tuple(specs)
@@ -281,16 +284,14 @@ class GroupKernel:
         return tensor.contiguous()
 
     def __call__(self, *tensors):
-        devices = {t.device for t in tensors}
-        if len(devices) > 1:  # a CPU scalar beside GPU tensors, as torch allows: the kernel runs on the GPU
-            device = next(d for d in devices if d.type != "cpu")
+        device = self.device
+        if any(t.device != device for t in tensors):  # a CPU scalar beside GPU tensors, as torch allows
             tensors = tuple(t.to(device) for t in tensors)
         specs = [TensorSpec.of(t) for t in tensors]
         kernel, views, layouts, loaded = self.variant(specs)
         operand_layouts = layouts if layouts is not None else (None,) * len(self.operands)
         args = [self.operand(tensors[position], layout) for position, layout in zip(self.operands, operand_layouts)]
         args += [_span(tensors[index]) for index in loaded]
-        device = tensors[0].device if tensors else torch.device("cpu")
         results, restride = [], []
         for result, view in zip(self.results, views):
             if view == "span":  # written through the output's own strides
