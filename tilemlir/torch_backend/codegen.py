@@ -241,7 +241,10 @@ class KernelWriter:
         if not conditions:
             return value
         kind = kind_of(dtype_of(node))
-        fill = literal(float(fill)) if kind == "f" else literal(bool(fill) if kind == "b" else int(fill))
+        try:
+            fill = literal(float(fill)) if kind == "f" else literal(bool(fill) if kind == "b" else int(fill))
+        except (OverflowError, ValueError):
+            raise Unsupported(f"a pad of {dtype_of(node)} with {fill}") from None
         return f"T.if_then_else({' and '.join(f'({c})' for c in conditions)}, {value}, {fill})"
 
     # -- loops ---------------------------------------------------------------
@@ -534,10 +537,14 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     k_spec = specs[group.inputs.index(call.key)]
     if q_spec.dtype not in (torch.float16, torch.bfloat16) or k_spec.dtype != q_spec.dtype:
         raise Unsupported(f"attention on {q_spec.dtype}")
+    v_spec = specs[group.inputs.index(call.value)]
     batch, heads, sq, dim = q_spec.shape
     kv_heads, sk = k_spec.shape[1], k_spec.shape[2]
     if heads % kv_heads:
         raise Unsupported(f"{heads} query heads over {kv_heads} key heads")
+    if k_spec.shape[0] != batch or v_spec.shape != k_spec.shape or k_spec.shape[3] != dim:
+        raise Unsupported(f"attention of query {q_spec.shape}, key {k_spec.shape}, value {v_spec.shape} "
+                          "(a broadcast batch or another head size)")
     group_size = heads // kv_heads
     writer = KernelWriter(group, specs, name)
     dtype = DTYPES[q_spec.dtype]

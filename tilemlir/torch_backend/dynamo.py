@@ -87,14 +87,12 @@ def _batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, 
         y = y * weight.view(shape)
     if bias is not None:
         y = y + bias.view(shape)
-    return y, x.new_empty(0), x.new_empty(0)
+    return y.to(x.dtype), x.new_empty(0), x.new_empty(0)  # an fp16 input keeps fp16 beside fp32 statistics
 
 
 def _pool_windows(x, kernel, stride, padding, fill):
     """[N, C, Ho, Wo, kh, kw] windows of `x` padded with `fill` (a view of the padded tensor)."""
-    kh, kw = (kernel * 2)[:2] if len(kernel) == 1 else kernel
-    sh, sw = ((stride or kernel) * 2)[:2] if len(stride or kernel) == 1 else (stride or kernel)
-    ph, pw = (padding * 2)[:2] if len(padding) == 1 else padding
+    (kh, kw), (sh, sw), (ph, pw) = _pair(kernel), _pair(stride or kernel), _pair(padding)
     padded = torch.nn.functional.pad(x, (pw, pw, ph, ph), value=fill) if ph or pw else x
     n, c, h, w = padded.shape
     out_h, out_w = (h - kh) // sh + 1, (w - kw) // sw + 1
@@ -103,11 +101,24 @@ def _pool_windows(x, kernel, stride, padding, fill):
 
 
 def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
-    """Max pooling as the max over a strided view of windows (no indices: inference)."""
-    if ceil_mode or any(d != 1 for d in dilation) or x.dim() != 4:
+    """Max pooling as the max over a strided view of windows of the input
+    padded with -inf. The indices (the first maximum's place in its input
+    plane, as torch's) are an argmax, which runs in torch; the graph drops
+    them where nothing uses them, as in a model's forward."""
+    if ceil_mode or any(d != 1 for d in dilation) or x.dim() != 4 or not x.is_floating_point():
         return NotImplemented
-    windows, _ = _pool_windows(x, list(kernel_size), list(stride), list(padding), float("-inf"))
-    return windows.amax((-2, -1)), x.new_empty(0, dtype=torch.int64)
+    windows, (kh, kw) = _pool_windows(x, list(kernel_size), list(stride), list(padding), float("-inf"))
+    n, c, out_h, out_w = windows.shape[:4]
+    sh, sw = _pair(list(stride) or list(kernel_size))
+    ph, pw = _pair(list(padding))
+    tap = windows.reshape(n, c, out_h, out_w, kh * kw).argmax(-1)
+    rows = torch.arange(out_h, device=x.device).view(1, 1, out_h, 1) * sh - ph + tap // kw
+    cols = torch.arange(out_w, device=x.device).view(1, 1, 1, out_w) * sw - pw + tap % kw
+    return windows.amax((-2, -1)), rows * x.shape[3] + cols
+
+
+def _pair(values: list) -> tuple:
+    return (values[0], values[0]) if len(values) == 1 else tuple(values)
 
 
 def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
@@ -121,9 +132,11 @@ def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_
 
 def _adaptive_avg_pool2d(x, output_size):
     """Adaptive average pooling where the output divides the input (ResNet's 1x1)."""
+    if x.dim() != 4:
+        return NotImplemented
     n, c, h, w = x.shape
     oh, ow = output_size
-    if x.dim() != 4 or h % oh or w % ow:
+    if h % oh or w % ow:
         return NotImplemented
     return x.view(n, c, oh, h // oh, ow, w // ow).permute(0, 1, 2, 4, 3, 5).mean((-2, -1))
 
@@ -429,8 +442,11 @@ def _item(values, index):
     return values[index]
 
 
-def keep_attention_whole(gm: fx.GraphModule) -> None:
-    """Dynamo's calls of scaled_dot_product_attention, as tilemlir::attention."""
+def keep_attention_whole(gm: fx.GraphModule, example_inputs) -> None:
+    """Dynamo's calls of scaled_dot_product_attention, as tilemlir::attention
+    (an inference graph only: the op has no backward)."""
+    if torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in example_inputs):
+        return
     functional = torch.nn.functional.scaled_dot_product_attention
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target in (functional, torch._C._nn.scaled_dot_product_attention):
@@ -442,7 +458,7 @@ def backend(gm: fx.GraphModule, example_inputs, **options):
     """The entry point torch.compile calls (`backend="tilemlir"`)."""
     from torch._dynamo.backends.common import aot_autograd
 
-    keep_attention_whole(gm)
+    keep_attention_whole(gm, example_inputs)
 
     target, engine = options.get("target"), options.get("engine")
     # Kernels are made per shape: a new shape recompiles the graph rather
