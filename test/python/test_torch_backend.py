@@ -376,3 +376,51 @@ def test_attention_compiles_with_parameters_that_require_grad(monkeypatch):
     x = torch.randn(1, 8, 32).half()
     got = torch.compile(f, backend=backend)(x)
     assert torch.allclose(got.float(), f(x).float(), atol=2e-3)
+
+
+def test_a_refused_kernel_for_new_strides_runs_the_groups_ops_in_torch(monkeypatch, caplog):
+    # The graph is traced for contiguous inputs; a kernel for the transposed
+    # strides of a later call is refused (here, by a patched writer): the
+    # group's own copy of its ops runs in torch, once listed, and strict mode refuses.
+    from tilemlir.torch_backend import codegen
+    from tilemlir.torch_backend import dynamo as module
+
+    monkeypatch.delenv("TILEMLIR_TORCH_STRICT")
+    kernel = {}
+    original = module.GroupKernel.__init__
+
+    def keep(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        kernel["it"] = self
+    monkeypatch.setattr(module.GroupKernel, "__init__", keep)
+
+    def f(x):
+        return (x * 2.0).sigmoid()
+
+    x = torch.randn(6, 10).half()
+    with torch.no_grad():
+        torch.compile(f, backend=backend)(x)
+    group_kernel = kernel["it"]
+    written = codegen.pointwise_kernel
+
+    def refuse(group, specs, name):
+        if specs[0].stride != (10, 1):
+            raise codegen.Unsupported("not these strides")
+        return written(group, specs, name)
+    monkeypatch.setattr(codegen, "pointwise_kernel", refuse)
+    transposed = torch.randn(10, 6).half().t()
+    with caplog.at_level(logging.WARNING, logger="tilemlir.torch"):
+        (got,) = group_kernel(transposed)
+        group_kernel(transposed)
+    assert torch.allclose(got.float(), f(transposed.float()), atol=2e-3)
+    assert caplog.text.count("its ops run in torch") == 1
+    monkeypatch.setenv("TILEMLIR_TORCH_STRICT", "1")
+    with pytest.raises(TilemlirTorchError, match="not these strides"):
+        group_kernel(torch.randn(10, 6).half()[::2].t())
+
+
+def test_reductions_over_leading_and_middle_dims():
+    # A permuted view puts the reduced dims last; a kept dim is permuted back.
+    x = torch.randn(3, 5, 7).half()
+    compiled_matches(lambda x: (x.mean(1), x.sum((0, 2), keepdim=True), x.amax(0), (x * 2).var(1, keepdim=True),
+                                x.softmax(1)), x)

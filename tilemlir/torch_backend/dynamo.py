@@ -222,6 +222,7 @@ class GroupKernel:
     its inputs at their first call, then reused."""
 
     def __init__(self, group: Group, name: str, target=None, engine=None):
+        group = group.detached()  # the model's graph loses these nodes when the call replaces them
         self.group = group
         self.name = self.__name__ = self.__qualname__ = name  # FX names the call by it
         self.kernel_name = f"fused_{group.kind}"  # the same group in another layer is the same kernel
@@ -247,6 +248,8 @@ class GroupKernel:
 
     def variant(self, specs: list[TensorSpec]):
         key = tuple(specs)
+        if key in self.variants and self.variants[key] is None:
+            raise Unsupported("refused before")
         found = self.variants.get(key)
         if found is None:
             found = self.variants[key] = self.build(specs)
@@ -283,6 +286,18 @@ class GroupKernel:
             kernel = _COMPILED[key] = tilemlir.compile(prim, target=self.target, engine=self.engine)
         return kernel, views, layouts, [group.inputs.index(node) for node in loaded]
 
+    def in_torch(self, tensors, error) -> tuple:
+        """The group's ops run by torch (its own copy of them), listed as a
+        fallback; an error under TILEMLIR_TORCH_STRICT=1."""
+        specs = [TensorSpec.of(t) for t in tensors]
+        message = f"{self.name}: no kernel for inputs {[(s.shape, s.stride) for s in specs]}: {error}"
+        if strict():
+            raise TilemlirTorchError(f"{message} ({STRICT_ENV}=1)")
+        if tuple(specs) not in self.variants:
+            LOG.warning("tilemlir: %s; its ops run in torch", message)
+            self.variants[tuple(specs)] = None
+        return tuple(fx.GraphModule(torch.nn.Module(), self.group.nodes[0].graph)(*tensors))
+
     def operand(self, tensor: torch.Tensor, layout) -> torch.Tensor:
         """A GEMM or attention operand as the kernel reads it: dense, in its
         memory order; a convolution's, the memory it spans."""
@@ -301,7 +316,11 @@ class GroupKernel:
         if any(t.device != device for t in tensors):  # a CPU scalar beside GPU tensors, as torch allows
             tensors = tuple(t.to(device) for t in tensors)
         specs = [TensorSpec.of(t) for t in tensors]
-        kernel, views, layouts, loaded = self.variant(specs)
+        try:
+            kernel, views, layouts, loaded = self.variant(specs)
+        except (UserError, Unsupported) as error:
+            # Strides the graph was not traced with, and a kernel for them refused.
+            return self.in_torch(tensors, error)
         operand_layouts = layouts if layouts is not None else (None,) * len(self.operands)
         args = [self.operand(tensors[position], layout) for position, layout in zip(self.operands, operand_layouts)]
         args += [_span(tensors[index]) for index in loaded]
@@ -343,6 +362,7 @@ def _span(tensor: torch.Tensor) -> torch.Tensor:
 def compile_graph(gm: fx.GraphModule, example_inputs, *, target=None, engine=None) -> fx.GraphModule:
     """The ATen graph with each fusion group replaced by a call of its kernel."""
     graph = gm.graph
+    partition.reductions_to_trailing_dims(graph)
     groups, fallbacks = partition.partition(graph)
     kept: list[tuple[Group, GroupKernel]] = []
     for index, group in enumerate(groups):

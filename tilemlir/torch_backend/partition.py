@@ -148,6 +148,22 @@ class Group:
         shape = shape_of(node)
         return shape == self.shape or (self.reduces and shape == self.row_shape)
 
+    def detached(self) -> Group:
+        """The group over copies of its nodes in a graph of its own (inputs as
+        placeholders, outputs returned), so that its kernel can be written again
+        for other strides after the model's graph replaced these nodes."""
+        graph = fx.Graph()
+        copies: dict[fx.Node, fx.Node] = {}
+        for node in self.inputs:
+            copies[node] = graph.placeholder(node.name)
+            copies[node].meta = dict(node.meta)
+        for node in self.nodes:
+            copies[node] = graph.node_copy(node, lambda n: copies[n])
+        graph.output(tuple(copies[n] for n in self.outputs))
+        return Group(self.kind, self.shape, self.columns, [copies[n] for n in self.nodes],
+                     copies.get(self.anchor), self.reduces, [copies[n] for n in self.outputs],
+                     [copies[n] for n in self.inputs])
+
     def add(self, node: fx.Node) -> None:
         if is_reduction(node) and not self.reduces:
             self.columns = trailing_dims(reduction_dims(node), len(self.shape))
@@ -193,6 +209,49 @@ def depends_on(node: fx.Node, group: Group, group_of: dict) -> bool:
             expanded.add(id(other))
             stack.extend(other.nodes)
     return False
+
+
+def reductions_to_trailing_dims(graph: fx.Graph) -> None:
+    """A reduction over dims that are not the trailing ones (`x.mean(1)` of a
+    [B, S, D] tensor) becomes the same reduction of a permuted view that puts
+    them last, and a permute of its result back where it keeps its dims:
+    views cost nothing, and a group reduces trailing dims only."""
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in pointwise.REDUCTIONS and \
+                node.target is not aten.var.correction:
+            continue
+        source = shape_of(node.args[0])
+        if source is None or shape_of(node) is None or not source:
+            continue
+        rank = len(source)
+        dims = reduction_dims(node)
+        if trailing_dims(dims, rank) is not None:
+            continue
+        reduced = sorted({d % rank for d in dims})
+        kept = [d for d in range(rank) if d not in reduced]
+        order = kept + reduced
+        value = node.args[0].meta["val"]
+        with graph.inserting_before(node):
+            permuted = graph.call_function(aten.permute.default, (node.args[0], order))
+        with value.fake_mode:
+            permuted.meta["val"] = value.permute(order)
+        trailing = list(range(len(kept), rank))
+        if node.target is aten.var.correction:
+            node.kwargs = {**node.kwargs, "dim": trailing}
+            node.args = (permuted, *node.args[1:])
+        else:
+            node.args = (permuted, trailing, *node.args[2:])
+        if keeps_dims(node):  # its result is [kept..., 1...]: back to the source's order
+            back = [0] * rank
+            for position, d in enumerate(order):
+                back[d] = position
+            result = node.meta["val"]
+            with result.fake_mode:
+                node.meta["val"] = value.permute(order).sum(trailing, keepdim=True).to(result.dtype)
+            with graph.inserting_after(node):
+                restored = graph.call_function(aten.permute.default, (node, back))
+            restored.meta["val"] = result
+            node.replace_all_uses_with(restored, delete_user_cb=lambda user, r=restored: user is not r)
 
 
 def partition(graph: fx.Graph) -> tuple[list[Group], list[fx.Node]]:
