@@ -70,6 +70,12 @@ def gemm_layout(spec: TensorSpec) -> GemmOperand | None:
     return None
 
 
+def gemm_operands(anchor: fx.Node) -> tuple[fx.Node, fx.Node]:
+    """A GEMM node's A and B (addmm's follow its bias)."""
+    return (anchor.args[1], anchor.args[2]) if anchor.target is torch.ops.aten.addmm.default \
+        else (anchor.args[0], anchor.args[1])
+
+
 def _next_power_of_two(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
@@ -138,8 +144,8 @@ class KernelWriter:
             return f"T.cast({value}, 'float32')"
         return value
 
-    def value(self, node, coords: list[str], level: str) -> str:
-        """`node`'s value at the coordinates of a loop of `level`."""
+    def value(self, node, coords: list[str]) -> str:
+        """`node`'s value at the coordinates (of a full or a row loop)."""
         if not isinstance(node, fx.Node):
             return literal(node)
         if node in self.fragment:
@@ -147,14 +153,14 @@ class KernelWriter:
             return f"{frag}[i, j]" if self.group.level(node) == "full" else f"{frag}[i]"
         if node not in self.group.nodes:
             return self.load(node, coords)
-        return self.expression(node, coords, level)
+        return self.expression(node, coords)
 
-    def expression(self, node: fx.Node, coords: list[str], level: str) -> str:
+    def expression(self, node: fx.Node, coords: list[str]) -> str:
         """An in-group node's value, rendered from its operands."""
         if node is self.group.anchor:
             return self.anchor_value(coords)
         if node.target is torch.ops.aten.embedding.default:
-            return self.gather(node, coords, level)
+            return self.gather(node, coords)
         if node.target is torch.ops.aten.constant_pad_nd.default:
             return self.padded(node, coords)
         if node.target in pointwise.CREATION:
@@ -168,7 +174,7 @@ class KernelWriter:
                     node.kwargs.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
                 raise Unsupported("a copy to another device or layout")
             target = node.kwargs.get("dtype", node.args[1] if len(node.args) > 1 else None) or dtype_of(source)
-            return convert(self.value(source, coords, level), dtype_of(source), target)
+            return convert(self.value(source, coords), dtype_of(source), target)
         render = pointwise.POINTWISE[node.target]
         operands = [a for a in node.args if isinstance(a, fx.Node)]
         kinds = {kind_of(dtype_of(a)) for a in operands}
@@ -185,10 +191,10 @@ class KernelWriter:
         for position, a in enumerate(node.args):
             if isinstance(a, fx.Node):
                 if node.target is torch.ops.aten.where.self and position == 0:
-                    args.append(convert(self.value(a, coords, level), dtype_of(a), torch.bool))
+                    args.append(convert(self.value(a, coords), dtype_of(a), torch.bool))
                 else:
-                    args.append(convert(self.value(a, coords, level), dtype_of(a), work)
-                                if kind_of(dtype_of(a)) != kind_of(work) else self.value(a, coords, level))
+                    args.append(convert(self.value(a, coords), dtype_of(a), work)
+                                if kind_of(dtype_of(a)) != kind_of(work) else self.value(a, coords))
             elif isinstance(a, (bool, int, float)):
                 args.append(literal(float(a)) if kind_of(work) == "f" and not isinstance(a, bool) else literal(a))
             elif a is None:
@@ -210,14 +216,14 @@ class KernelWriter:
         except TypeError as error:
             raise Unsupported(f"its arguments ({error})") from None
 
-    def gather(self, node: fx.Node, coords: list[str], level: str) -> str:
+    def gather(self, node: fx.Node, coords: list[str]) -> str:
         """aten.embedding: the weight's row an index names (indices outside
         the table read row 0 or the last, where torch would raise)."""
         weight, indices = node.args[0], node.args[1]
         if weight in self.group.nodes or len(shape_of(weight)) != 2 or len(coords) != len(shape_of(indices)) + 1:
             raise Unsupported("an embedding of a computed table, or of another rank")
         rows = shape_of(weight)[0]
-        index = self.value(indices, coords[:-1], level)
+        index = self.value(indices, coords[:-1])
         row = f"T.max(T.min(T.cast({index}, 'int32'), {rows - 1}), 0)"
         return self.load(weight, [row, coords[-1]])
 
@@ -265,12 +271,12 @@ class KernelWriter:
         self.body(f"{frag} = T.alloc_fragment(({', '.join(block)},), '{dtype}')")
         if level == "full":
             self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
-            expression = self.expression(node, coords_full, "full")
+            expression = self.expression(node, coords_full)
             self.body.depth += 1
             self.body(f"{frag}[i, j] = {expression}")
         else:
             self.body(f"for i in T.Parallel({dims[0]}):")
-            expression = self.expression(node, coords_row, "row")
+            expression = self.expression(node, coords_row)
             self.body.depth += 1
             self.body(f"{frag}[i] = {expression}")
         self.body.depth -= 1
@@ -379,8 +385,8 @@ def _coordinates(extents: tuple[int, ...], flat: str) -> list[str]:
 
 
 def pointwise_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[str, list]:
-    """(source, output views: (node, (R, C) or (R,) shape), inputs read at
-    offsets in parameter order) of a pointwise or reducing group."""
+    """(source, each output's view as the kernel writes it: (R, C) or (R,),
+    inputs read at offsets in parameter order) of a pointwise or reducing group."""
     writer = KernelWriter(group, specs, name)
     shape, columns = group.shape, group.columns
     lead, red = shape[:len(shape) - columns], shape[len(shape) - columns:]
@@ -408,7 +414,7 @@ def pointwise_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[
         else:
             writer.body(f"T.copy({writer.fragment[node]}, {param}[bx * {block_rows}])")
     grid = f"{-(-rows // block_rows)}, {-(-cols // block_cols)}"  # rows on x: up to 2^31 - 1 blocks
-    views = [(node, (rows, cols) if group.level(node) == "full" else (rows,)) for node, _ in outputs]
+    views = [(rows, cols) if group.level(node) == "full" else (rows,) for node, _ in outputs]
     return writer.source(grid, writer.body.lines), views, list(writer.param_of)
 
 
@@ -422,8 +428,7 @@ def gemm_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[GemmOperan
     register fragment, the group's element-wise epilogue on it, the outputs
     stored from fragments."""
     anchor = group.anchor
-    a_node, b_node = (anchor.args[1], anchor.args[2]) if anchor.target is torch.ops.aten.addmm.default \
-        else (anchor.args[0], anchor.args[1])
+    a_node, b_node = gemm_operands(anchor)
     a_spec, b_spec = specs[group.inputs.index(a_node)], specs[group.inputs.index(b_node)]
     if a_spec.dtype != b_spec.dtype or a_spec.dtype not in pointwise.FLOATS:
         raise Unsupported(f"a product of {a_spec.dtype} and {b_spec.dtype}")
@@ -445,7 +450,7 @@ def gemm_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[GemmOperan
         if anchor.target is torch.ops.aten.addmm.default:
             bias, beta, alpha = anchor.args[0], anchor.kwargs.get("beta", 1), anchor.kwargs.get("alpha", 1)
             product = "C_l[i, j]" if alpha == 1 else f"(C_l[i, j] * {float(alpha)!r})"
-            added = writer.value(bias, c, "full")
+            added = writer.value(bias, c)
             return f"({product} + {added if beta == 1 else f'({added} * {float(beta)!r})'})"
         return "C_l[i, j]"
     writer.anchor_value = anchor_value
@@ -470,7 +475,7 @@ def gemm_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[GemmOperan
     for node, param in outputs:
         body(f"T.copy({writer.fragment[node]}, {param}[{batch}by * {block_m}, bx * {block_n}])")
     grid = f"{-(-n // block_n)}, {-(-m // block_m)}" + (f", {group.shape[0]}" if batched else "")
-    return writer.source(grid, body.lines), [(node, group.shape) for node, _ in outputs], list(writer.param_of)
+    return writer.source(grid, body.lines), [group.shape] * len(outputs), list(writer.param_of)
 
 
 LOG2E = 1.4426950408889634
@@ -686,7 +691,7 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[str, 
     for index, node in enumerate(group.outputs):
         spec = TensorSpec.of(node.meta["val"])
         dtype_out = DTYPES[spec.dtype]
-        value = writer.value(node, coords, "full")
+        value = writer.value(node, coords)
         if spec.dtype != torch.float32 and spec.dtype in pointwise.FLOATS:
             value = f"T.cast({value}, '{dtype_out}')"
         offset = " + ".join(f"{coord} * {st}" for coord, st, size in zip(coords, spec.stride, spec.shape) if size > 1)

@@ -91,13 +91,14 @@ def _batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, 
 
 
 def _pool_windows(x, kernel, stride, padding, fill):
-    """[N, C, Ho, Wo, kh, kw] windows of `x` padded with `fill` (a view of the padded tensor)."""
-    (kh, kw), (sh, sw), (ph, pw) = _pair(kernel), _pair(stride or kernel), _pair(padding)
+    """[N, C, Ho, Wo, kh, kw] windows of `x` padded with `fill` (a view of the
+    padded tensor), and the (kernel, stride, padding) pairs."""
+    (kh, kw), (sh, sw), (ph, pw) = geometry = _pair(kernel), _pair(stride or kernel), _pair(padding)
     padded = torch.nn.functional.pad(x, (pw, pw, ph, ph), value=fill) if ph or pw else x
     n, c, h, w = padded.shape
     out_h, out_w = (h - kh) // sh + 1, (w - kw) // sw + 1
     sn, sc, s_h, s_w = padded.stride()
-    return padded.as_strided((n, c, out_h, out_w, kh, kw), (sn, sc, s_h * sh, s_w * sw, s_h, s_w)), (kh, kw)
+    return padded.as_strided((n, c, out_h, out_w, kh, kw), (sn, sc, s_h * sh, s_w * sw, s_h, s_w)), geometry
 
 
 def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
@@ -107,10 +108,9 @@ def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mod
     them where nothing uses them, as in a model's forward."""
     if ceil_mode or any(d != 1 for d in dilation) or x.dim() != 4 or not x.is_floating_point():
         return NotImplemented
-    windows, (kh, kw) = _pool_windows(x, list(kernel_size), list(stride), list(padding), float("-inf"))
+    windows, ((kh, kw), (sh, sw), (ph, pw)) = _pool_windows(x, list(kernel_size), list(stride), list(padding),
+                                                             float("-inf"))
     n, c, out_h, out_w = windows.shape[:4]
-    sh, sw = _pair(list(stride) or list(kernel_size))
-    ph, pw = _pair(list(padding))
     tap = windows.reshape(n, c, out_h, out_w, kh * kw).argmax(-1)
     rows = torch.arange(out_h, device=x.device).view(1, 1, out_h, 1) * sh - ph + tap // kw
     cols = torch.arange(out_w, device=x.device).view(1, 1, 1, out_w) * sw - pw + tap % kw
@@ -227,15 +227,13 @@ class GroupKernel:
         self.name = self.__name__ = self.__qualname__ = name  # FX names the call by it
         self.kernel_name = f"fused_{group.kind}"  # the same group in another layer is the same kernel
         self.target, self.engine = target, engine
-        self.variants: dict = {}
-        self.sources: list[str] = []
-        # What a call needs, kept apart from the graph's nodes (erased once replaced).
-        self.operands: tuple[int, ...] = ()  # a GEMM's A and B, attention's Q, K, V: positions in group.inputs
+        self.variants: dict = {}  # by input specs: (kernel, views, layouts, loaded), or None where refused
+        self.in_torch_module = None  # the group's own copy of its ops, made where a kernel is refused
+        # What a call passes as a kernel's operands: positions in group.inputs.
+        self.operands: tuple[int, ...] = ()  # a GEMM's A and B, a convolution's image and weight, Q, K, V
         anchor = group.anchor
         if group.kind == "gemm":
-            pair = (anchor.args[1], anchor.args[2]) if anchor.target is aten.addmm.default \
-                else (anchor.args[0], anchor.args[1])
-            self.operands = tuple(group.inputs.index(o) for o in pair)
+            self.operands = tuple(group.inputs.index(o) for o in codegen.gemm_operands(anchor))
         elif group.kind == "conv":
             self.operands = tuple(group.inputs.index(o) for o in anchor.args[:2])
         elif group.kind == "attention":
@@ -266,7 +264,6 @@ class GroupKernel:
             layouts = tuple(codegen.gemm_layout(specs[i]) or codegen.GemmOperand(False, specs[i].shape)
                             for i in self.operands)
             source, views, loaded = codegen.gemm_kernel(group, specs, layouts, self.kernel_name)
-            views = [shape for _, shape in views]
         elif group.kind == "conv":
             source, loaded = codegen.conv_kernel(group, specs, self.kernel_name)
             views = ["span"] * len(self.results)
@@ -277,8 +274,6 @@ class GroupKernel:
             views = [None]
         else:
             source, views, loaded = codegen.pointwise_kernel(group, specs, self.kernel_name)
-            views = [shape for _, shape in views]
-        self.sources.append(source)
         key = (source, str(self.target), self.engine)
         kernel = _COMPILED.get(key)
         if kernel is None:
@@ -286,23 +281,24 @@ class GroupKernel:
             kernel = _COMPILED[key] = tilemlir.compile(prim, target=self.target, engine=self.engine)
         return kernel, views, layouts, [group.inputs.index(node) for node in loaded]
 
-    def in_torch(self, tensors, error) -> tuple:
+    def in_torch(self, tensors, specs, error) -> tuple:
         """The group's ops run by torch (its own copy of them), listed as a
         fallback; an error under TILEMLIR_TORCH_STRICT=1."""
-        specs = [TensorSpec.of(t) for t in tensors]
         message = f"{self.name}: no kernel for inputs {[(s.shape, s.stride) for s in specs]}: {error}"
         if strict():
             raise TilemlirTorchError(f"{message} ({STRICT_ENV}=1)")
         if tuple(specs) not in self.variants:
             LOG.warning("tilemlir: %s; its ops run in torch", message)
             self.variants[tuple(specs)] = None
-        return tuple(fx.GraphModule(torch.nn.Module(), self.group.nodes[0].graph)(*tensors))
+        if self.in_torch_module is None:
+            self.in_torch_module = fx.GraphModule(torch.nn.Module(), self.group.nodes[0].graph)
+        return tuple(self.in_torch_module(*tensors))
 
-    def operand(self, tensor: torch.Tensor, layout) -> torch.Tensor:
+    def operand(self, tensor: torch.Tensor, spec: TensorSpec, layout) -> torch.Tensor:
         """A GEMM or attention operand as the kernel reads it: dense, in its
         memory order; a convolution's, the memory it spans."""
         if layout is None:
-            return _span(tensor)
+            return _span(tensor, spec)
         if layout == "bshd":
             return tensor.transpose(1, 2).contiguous()
         if layout == "bhsd":
@@ -320,21 +316,20 @@ class GroupKernel:
             kernel, views, layouts, loaded = self.variant(specs)
         except (UserError, Unsupported) as error:
             # Strides the graph was not traced with, and a kernel for them refused.
-            return self.in_torch(tensors, error)
+            return self.in_torch(tensors, specs, error)
         operand_layouts = layouts if layouts is not None else (None,) * len(self.operands)
-        args = [self.operand(tensors[position], layout) for position, layout in zip(self.operands, operand_layouts)]
-        args += [_span(tensors[index]) for index in loaded]
+        args = [self.operand(tensors[position], specs[position], layout)
+                for position, layout in zip(self.operands, operand_layouts)]
+        args += [_span(tensors[index], specs[index]) for index in loaded]
         results, restride = [], []
         for result, view in zip(self.results, views):
-            if view == "span":  # written through the output's own strides
+            if view in ("span", None):  # written in the traced strides: a convolution's through its
                 out = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
-                args.append(_span(out))
                 results.append(out)
-                continue
-            if view is None:  # attention: written in the output's own [B, H, S, D] order
-                out = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
-                args.append(out.transpose(1, 2) if layouts[3] == "bshd" else out)
-                results.append(out)
+                if view == "span":  # span, attention's in its [B, H, S, D] memory order
+                    args.append(_span(out, result))
+                else:
+                    args.append(out.transpose(1, 2) if layouts[3] == "bshd" else out)
                 continue
             out = torch.empty(result.shape, dtype=result.dtype, device=device)
             args.append(out.view(view))
@@ -349,10 +344,9 @@ class GroupKernel:
         return tuple(results)
 
 
-def _span(tensor: torch.Tensor) -> torch.Tensor:
-    """A 1-D view of the memory a tensor reaches, from its first element."""
-    span = max(TensorSpec.of(tensor).span, 1)
-    return torch.as_strided(tensor, (span,), (1,), tensor.storage_offset())
+def _span(tensor: torch.Tensor, spec: TensorSpec) -> torch.Tensor:
+    """A 1-D view of the memory a tensor (of `spec`) reaches, from its first element."""
+    return torch.as_strided(tensor, (max(spec.span, 1),), (1,), tensor.storage_offset())
 
 
 # --------------------------------------------------------------------------
@@ -377,9 +371,9 @@ def compile_graph(gm: fx.GraphModule, example_inputs, *, target=None, engine=Non
             continue
         kept.append((group, kernel))
     computing = [n for n in fallbacks if n.target not in partition.METADATA]
-    symbolic = any(isinstance(n.meta.get("val"), torch.Tensor) and partition.shape_of(n) is None
-                   for n in graph.nodes if n.op == "placeholder")
     if computing:
+        symbolic = any(isinstance(n.meta.get("val"), torch.Tensor) and partition.shape_of(n) is None
+                       for n in graph.nodes if n.op == "placeholder")
         listed = ("the graph has symbolic shapes, which no kernel takes (compile with dynamic=False); "
                   if symbolic else "") + ", ".join(f"{describe(n)} ({where(n)}"
                            + (f"; {n.meta['tilemlir_refused']}" if "tilemlir_refused" in n.meta else "") + ")"
@@ -400,10 +394,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, *, target=None, engine=Non
 def prepare(group: Group, kernel: GroupKernel) -> None:
     """Writes the group's kernel for the traced inputs (so that an op no
     kernel can express is refused now, and the fallback decided per graph)."""
-    specs = []
-    for node in group.inputs:
-        value = node.meta.get("val")
-        specs.append(TensorSpec(tuple(value.shape), tuple(value.stride()), value.dtype))
+    specs = [TensorSpec.of(node.meta["val"]) for node in group.inputs]
     try:
         compiled = kernel.variant(specs)[0]
         # Compiled now, not at the first call: a kernel the compiler refuses falls back.
@@ -468,10 +459,12 @@ def keep_attention_whole(gm: fx.GraphModule, example_inputs) -> None:
     if torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in example_inputs):
         return
     functional = torch.nn.functional.scaled_dot_product_attention
-    for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target in (functional, torch._C._nn.scaled_dot_product_attention):
-            node.target = ops.attention_op()
-    gm.recompile()
+    calls = [node for node in gm.graph.nodes if node.op == "call_function"
+             and node.target in (functional, torch._C._nn.scaled_dot_product_attention)]
+    for node in calls:
+        node.target = ops.attention_op()
+    if calls:
+        gm.recompile()
 
 
 def backend(gm: fx.GraphModule, example_inputs, **options):
