@@ -1,21 +1,21 @@
 // RUN: tile-opt %s --split-input-file --verify-diagnostics --target=amdgpu:gfx942 --tile-tiling
 // RUN: tile-opt %s --split-input-file --target=amdgpu:gfx942 --tile-tiling 2>/dev/null | filecheck %s
 
-// Split-K (issue 20): a 64x128 C is 4 tiles of 32x64 on gfx942's 304 CUs; with
+// Split-K (issue 20): a 64x128 C is 4 tiles of 32x64 (2 waves each) on gfx942's 304 CUs; with
 // C in the accumulator type (f32), K = 4096 is cut into 16 slices, one
 // workgroup each (grid z), whose partial sums tile.atomic_add adds into C.
 // The zero fill of C becomes a host gpu.memset before the kernel; each slice
-// runs 8 of K's 128 blocks of 32, from block 8z.
+// runs 4 of K's 64 blocks of 64, from block 4z.
 // CHECK-LABEL: func.func @clears_then_adds
 // CHECK: gpu.memset %arg2, %{{.+}} : memref<64x128xf32>, f32
 // CHECK-NEXT: "tile.kernel"
 // CHECK-NEXT: ^bb0(%{{.+}}: index, %{{.+}}: index, %[[Z:.+]]: index):
 // CHECK: "tile.fill"
-// CHECK: scf.for %{{.+}} = %c0 to %c8 step %c1
+// CHECK: scf.for %{{.+}} = %c0 to %c4 step %c1
 // CHECK: %[[START:.+]] = arith.muli %[[Z]], %c256
 // CHECK: arith.addi %[[START]],
 // CHECK: "tile.copy"({{.+}}) {operandSegmentSizes = array<i32: 1, 1, 0, 2>, tile.atomic_add, tile.in_bounds}
-// CHECK: {grid = array<i64: 2, 2, 16>, threads = 256 : i64, tile.tiling = {predicted_seconds = {{.+}}, source = "model", split_k = 16 : i64}}
+// CHECK: {grid = array<i64: 2, 2, 16>, threads = 128 : i64, tile.tiling = {predicted_seconds = {{.+}}, source = "model", split_k = 16 : i64}}
 func.func @clears_then_adds(%A: memref<64x4096xf16>, %B: memref<4096x128xf16>, %C: memref<64x128xf32>) {
   %zero = arith.constant 0.0 : f32
   "tile.fill"(%C, %zero) : (memref<64x128xf32>, f32) -> ()
@@ -33,10 +33,10 @@ func.func @clears_then_adds(%A: memref<64x4096xf16>, %B: memref<4096x128xf16>, %
 // CHECK-NOT: gpu.memset
 // CHECK: "tile.fill"
 // CHECK: tile.atomic_add
-// CHECK: split_k = 8 : i64
+// CHECK: split_k = 16 : i64
 func.func @adds_onto_c(%A: memref<64x4096xi8>, %B: memref<4096x128xi8>, %C: memref<64x128xi32>) {
   // expected-remark@+3 {{'memory.loaded_latency_clocks' is not publicly known}}
-  // expected-remark@+2 {{split-K 8 for this 64x128x4096 i8 x i8 -> i32 (sum in i32) gemm}}
+  // expected-remark@+2 {{split-K 16 for this 64x128x4096 i8 x i8 -> i32 (sum in i32) gemm}}
   // expected-remark@+1 {{'memory.latency_clocks' is not publicly known}}
   "tile.gemm"(%A, %B, %C) {accum_dtype = i32, transpose_a = false, transpose_b = false} : (memref<64x4096xi8>, memref<4096x128xi8>, memref<64x128xi32>) -> ()
   return

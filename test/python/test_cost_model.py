@@ -16,6 +16,7 @@ from tilemlir.cost import facts as facts_module
 from tilemlir.cost.facts import RULES, least_favourable, model_facts
 from tilemlir.cost.model import DoesNotFit, GemmProblem, KernelConfig, kernel_figures, predict
 from tilemlir.passes.gemm_configs import Fixed, candidate_configs, instruction_for, misfit
+from tilemlir.passes.tiling import NEAR, rank_configs, rank_key, wave_share
 from tilemlir.runtime import run
 from tilemlir.targets import get_target, load_target_file
 from tilemlir.targets.model import UNKNOWN, UnknownFactError
@@ -40,14 +41,19 @@ def config(problem: GemmProblem, block, threads=256, stages=2, target=GFX942, sp
 
 def test_256_cubed_on_gfx942_fills_the_chip_and_the_report_says_why():
     """A 256x256x256 f16 GEMM on gfx942 (304 CUs) was 4 workgroups of 128x128;
-    the cost model spreads it over at least 64 (or splits K), the report says
-    the model chose it and what it predicts, the remark gives the runner-up,
-    and the kernel it chose computes the GEMM (emulator against float64)."""
+    the cost model spreads it over many more, with waves of 32x32 (the
+    fastest prediction, 64 workgroups of 32x32 in 4 waves of 16x16, kept its
+    matrix unit 0.106 busy per iteration), the report says the model chose it
+    and what it predicts, the remark gives the runner-up, and the kernel it
+    chose computes the GEMM (emulator against float64)."""
     text = whole_problem_gemm(256, 256, 256, "f16", "f16")
     result = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa", options={"report": True},
                               remarks="tile-tiling")
     (kernel,) = result.report["kernels"]
-    assert kernel["workgroups"] >= 64 or kernel["split_k"] > 1
+    assert kernel["workgroups"] >= 32 or kernel["split_k"] > 1
+    (decision,) = result.report["decisions"]
+    assert decision["block"]["m"] * decision["block"]["n"] // decision["waves"] >= 32 * 32
+    assert kernel["amdgpu"]["mfma_busy_ratio"] >= 0.2
     assert kernel["config_source"] == "model" and kernel["split_k"] == 1
     assert 0 < kernel["predicted_seconds"] < predict(F16, config(F16, (128, 128, 32)), GFX942).seconds
     (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block")]
@@ -59,6 +65,40 @@ def test_256_cubed_on_gfx942_fills_the_chip_and_the_report_says_why():
     exact = a.astype(np.float64) @ b.astype(np.float64)
     # f16 output rounding plus f32 sums of 256 products of values below ~5.
     assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -10 + 256 * 25 * 2.0 ** -23
+
+
+@pytest.mark.parametrize("target, shape", [("amdgpu:gfx942", (256, 256, 256)), ("amdgpu:gfx90a", (256, 256, 256)),
+                                           ("amdgpu:gfx950", (200, 96, 136)), ("metax:xcore1000", (256, 256, 256))])
+def test_near_ties_go_to_the_fullest_waves(target, shape):
+    """Among the configurations predicted within NEAR of the fastest, the
+    default gives each wave the largest share of the block, is one wave only
+    where no wider one is that close (gfx950's 200x96x136: the fastest is a
+    single wave) and loops over K where one that close does; the rest keep
+    rank_key's order."""
+    chip = get_target(target)
+    problem = GemmProblem(*shape, "f16", "f16", "f16", "f32")
+    predicted = [(predict(problem, c, chip), c) for c in candidate_configs(problem, chip)]
+    by_key = sorted(predicted, key=lambda pair: rank_key(*pair))
+    ranked = rank_configs(predicted, model_facts(chip))
+    limit = by_key[0][0].seconds * (1 + NEAR)
+    near = [pair for pair in by_key if pair[0].seconds <= limit and pair[0].figures.waves > 1
+            and pair[0].figures.iterations > 1]
+    (chosen, config) = ranked[0]
+    assert chosen.figures.waves > 1 and chosen.figures.iterations > 1 and chosen.seconds <= limit
+    assert wave_share(chosen, config) == max(wave_share(*pair) for pair in near)
+    assert ranked[1:] == [pair for pair in by_key if pair is not ranked[0]]
+    if target == "amdgpu:gfx950":
+        assert by_key[0][0].figures.waves == 1
+
+
+def test_near_ties_keep_the_order_where_own_loads_are_weighed():
+    """Where the family has producer-fed kernels (sm_90a) the ranking already
+    weighs the waves' own operand loads (OWN_OPERAND_LOADS): rank_key's order
+    stands (the H200's measured skinny fp8 GEMM lost 17% to the fuller waves)."""
+    chip = get_target("nvidia:sm_90a")
+    problem = GemmProblem(16, 8192, 8192, "f16", "f16", "f16", "f32")
+    predicted = [(predict(problem, c, chip), c) for c in candidate_configs(problem, chip)]
+    assert rank_configs(predicted, model_facts(chip)) == sorted(predicted, key=lambda pair: rank_key(*pair))
 
 
 def test_report_fields_for_user_choices():
@@ -378,7 +418,7 @@ def test_kernels_loading_their_own_operands_are_weighed_where_a_producer_could()
     blocks predicted 28.6 us against 31.0 for 64x64 wgmma ones, measured 38
     and 19 us. Weighed by OWN_OPERAND_LOADS, the warp-specialized wgmma kernel
     ranks first in both; AMD's order, which has no producer kernels, is the
-    predicted time's."""
+    predicted time's, to within NEAR (rank_configs)."""
     from tilemlir.tune.search import candidates
 
     def first(problem, target):  # tile-compile's default: tile-tiling's order
@@ -394,7 +434,7 @@ def test_kernels_loading_their_own_operands_are_weighed_where_a_producer_could()
     chosen = first(f16, gfx942)
     fastest = min(predict(f16, c, gfx942).seconds for c in candidate_configs(f16, gfx942)
                   if not _does_not_fit(f16, c, gfx942))
-    assert predict(f16, chosen, gfx942).seconds == fastest
+    assert fastest <= predict(f16, chosen, gfx942).seconds <= fastest * (1 + NEAR)
 
 
 def _does_not_fit(problem, config, target) -> bool:
@@ -403,3 +443,14 @@ def _does_not_fit(problem, config, target) -> bool:
     except DoesNotFit:
         return True
     return False
+
+
+def test_the_remark_says_why_a_faster_prediction_ranks_second():
+    """When the near-tie rule passes over a faster prediction, tile-tiling's
+    remark gives the reason: here gfx950's single-wave favourite for
+    200x96x136 (`rank_configs`)."""
+    result = tilemlir.compile(whole_problem_gemm(200, 96, 136, "f16", "f16"), target="amdgpu:gfx950", emit="tile",
+                              remarks="tile-tiling")
+    (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block")]
+    assert "(2 waves" in remark
+    assert "predicted faster by less than 10%, but it is a workgroup of one wave" in remark

@@ -117,7 +117,7 @@ def test_split_k_onto_c_is_checked_against_c_in_plus_the_product(tmp_path, capsy
     """Both engines run the split-K kernel of a program that accumulates into
     an f32 C, and its oracle, derived from the kernel (atomic adds onto a C no
     memset cleared), is C's initial value plus the product: both PASS."""
-    tiled = _tiled(ONTO_C)
+    tiled = _tiled(ONTO_C, "split-k=2")
     assert "tile.atomic_add" in tiled and "split_k = 2" in tiled and "gpu.memset" not in tiled
     path = tmp_path / "split_k.mlir"
     path.write_text(tiled)
@@ -133,7 +133,7 @@ def test_a_kernel_that_drops_c_in_fails_the_programs_oracle(tmp_path, monkeypatc
     alike, is C's initial value plus the product; a kernel that drops C's
     initial value (the one tile-tiling makes of C = A @ B with split-K 2: C
     cleared, then the same atomic adds), standing for a compiler that lost C-in, fails it."""
-    tiled, dropping = _tiled(ONTO_C), _tiled(CLEARED, "split-k=2")
+    tiled, dropping = _tiled(ONTO_C, "split-k=2"), _tiled(CLEARED, "split-k=2")
     assert "gpu.memset" in dropping and "gpu.memset" not in tiled
     for text in (ONTO_C, tiled):
         gemm = _gemm_outputs(text)[2]
@@ -176,6 +176,6 @@ SPLIT_K_VARIANTS = {
 
 @pytest.mark.parametrize("name", SPLIT_K_VARIANTS)
 def test_split_k_outputs_the_oracle_cannot_state_have_none(name):
-    tiled = _tiled(ONTO_C)
+    tiled = _tiled(ONTO_C, "split-k=2")
     edited = SPLIT_K_VARIANTS[name](tiled)
     assert edited != tiled and _gemm_outputs(tiled) and _gemm_outputs(edited) == {}

@@ -181,12 +181,13 @@ def test_compiles_a_gemm_to_its_own_stage(site):
     asm = result.stdout
     assert asm.startswith(".module gemm_kernels\n.kernel gemm_kernel0\n")
     # The cost model, from toy1's descriptor, gives each of its 4 CUs a 32x32
-    # block (its remark says so); 4 waves of 64 lanes: each wave's 16x16 share
-    # is 2x2 tiles of 8x8, times K/4 = 8 steps: 32 instructions.
-    assert "tile-tiling: block 32x32x32, 256 threads" in result.stderr
-    assert "  .threads 256\n" in asm and "  .mma 32\n" in asm
+    # block (its remark says so), in 2 waves of 64 lanes (4 waves are predicted
+    # as fast, and hold half as much each: tiling.rank_configs): each wave's
+    # 32x16 share is 4x2 tiles of 8x8, times K/4 = 8 steps: 64 instructions.
+    assert "tile-tiling: block 32x32x32, 128 threads" in result.stderr
+    assert "  .threads 128\n" in asm and "  .mma 64\n" in asm
     assert asm.count("  .shared ") == 2
-    assert len(MMA_LINE.findall(asm)) == 32
+    assert len(MMA_LINE.findall(asm)) == 64
     assert "func.call" not in asm and asm.endswith(".end kernel\n.end module\n")
     # Without --emit: the backend's default_emit, toyasm.
     assert ok(tool(site, "tile-compile", "-", "--target", TARGET,
@@ -237,7 +238,7 @@ def test_dumped_pipelines_reproduce_the_compile(site, tmp_path):
     gpu_level = ok(tool(site, "tile-compile", str(source), "--target", TARGET, "--emit", "gpu")).stdout
     assert text == gpu_level
     prepared = ok(tool(site, "tile-opt", "-", "-p", pipelines["toyasm-prepare"], stdin=text)).stdout
-    assert "toygpu.mma_count = 32 : i64" in prepared
+    assert "toygpu.mma_count = 64 : i64" in prepared
 
 
 def test_its_pass_and_option_are_listed(site):
@@ -271,7 +272,7 @@ def test_its_descriptor_rules(site, tmp_path):
     assert described["compute"]["clock_mhz"] == 2000
     asm = ok(tool(site, "tile-compile", "-", "--target-desc", str(faster),
                   stdin=WHOLE_PROBLEM_GEMM)).stdout
-    assert len(MMA_LINE.findall(asm)) == 32
+    assert len(MMA_LINE.findall(asm)) == 64
 
     wrong_shape = tmp_path / "toy1_wrong_shape.toml"
     wrong_shape.write_text(

@@ -22,10 +22,14 @@ Choosing the configuration (block M, N, K; threads; stages):
   block extents 32 to 256, 1 to 8 waves, 1 to 4 stages, within the LDS, the
   register budgets, the launch limits, with an instruction tile-select-mma can
   split the block with) is costed by `tilemlir.cost.model.predict`; the
-  fastest wins (`rank_key` breaks ties). So a small problem is spread over
-  the chip's CUs and a large one takes large tiles. The instruction and wave
-  split are tile-select-mma's rule for that block, which the model evaluates
-  (it does not override it).
+  fastest wins (`rank_key` breaks ties), except that on families without
+  producer-fed kernels the configurations predicted within NEAR (10%) of it
+  count as equal and the one whose waves hold the most of the block wins,
+  a single wave only where no wider one is that close (`rank_configs`: the
+  model does not cost a wave's loads and address work). So a small problem
+  is spread over the chip's CUs in full waves and a large one takes large
+  tiles. The instruction and wave split are tile-select-mma's rule for that
+  block, which the model evaluates (it does not override it).
 * split-K, where the C tiles are fewer than the CUs and C holds the
   accumulator type (f32, i32): the grid gains a z extent of S slices, slice z
   runs K blocks [z * I, (z + 1) * I) (I = K blocks / S; only S that divide
@@ -96,7 +100,7 @@ from typing import ClassVar, Literal
 from mlir import ir
 from mlir.dialects import arith, gpu, scf
 
-from tilemlir.cost.facts import model_facts
+from tilemlir.cost.facts import ModelFacts, model_facts
 from tilemlir.cost.model import (
     DoesNotFit,
     GemmProblem,
@@ -183,9 +187,90 @@ def rank_key(prediction: Prediction, config: KernelConfig) -> tuple:
     waves first."""
     bm, bn, _ = config.block
     waves = prediction.figures.waves
-    weighed = prediction.seconds * (OWN_OPERAND_LOADS if prediction.own_operand_loads else 1.0)
-    return (weighed, prediction.figures.iterations, -bm * bn, -config.stages,
+    return (weighed_seconds(prediction), prediction.figures.iterations, -bm * bn, -config.stages,
             abs(waves - RULE_WAVES), waves)
+
+
+def weighed_seconds(prediction: Prediction) -> float:
+    return prediction.seconds * (OWN_OPERAND_LOADS if prediction.own_operand_loads else 1.0)
+
+
+# Predictions this close to the fastest are taken as equal (`rank_configs`).
+# The model does not cost the instructions a wave issues besides its matrix
+# ones: global loads, LDS stores and reads, address work, waits and the
+# barrier, a hundred clocks and more per iteration whatever the wave's share of
+# the block, so a wave with a small share spends most of its loop on them.
+# On gfx942, llvm-mca's busy ratio (the matrix unit's share of one main-loop
+# iteration, `--report`'s mfma_busy_ratio) of f16 256^3 is 0.106 with 32x32
+# blocks of 4 waves (predicted 0.787 us) and 0.32 with 2 waves of 32x32 and
+# longer K steps (0.83 us); gfx90a's rises from 0.274 to 0.582 for 9% more
+# predicted time, and f16 1024^3 on gfx950 from 0.577 to 0.643 for 2%.
+# 10% is the margin at which the small AMD shapes of bench/amd_vs_triton.py
+# --defaults stop changing (5%: gfx950 256^3 stays at 0.128).
+NEAR = 0.10
+
+
+def wave_share(prediction: Prediction, config: KernelConfig) -> int:
+    """Elements of the block's C tile each wave holds."""
+    return config.block[0] * config.block[1] // prediction.figures.waves
+
+
+# Bytes of row padding tile-infer-layout adds per stored row of a shared tile
+# where 8 bytes make its reads conflict-free, the least it adds (4 f16 or 8
+# fp8 elements; some tiles take 16), for `leaves_room_to_pad`.
+ROW_PADDING_BYTES = 8
+
+
+def leaves_room_to_pad(prediction: Prediction, config: KernelConfig, facts: ModelFacts) -> bool:
+    """Whether the workgroup's LDS holds the tiles with their rows padded:
+    tile-infer-layout drops the padding that keeps operand reads free of bank
+    conflicts where it does not fit (f16 1024^3 on gfx942 in 128x128x64 blocks
+    of 2 stages fills the 64 KiB exactly: 1920 conflict clocks per
+    iteration), which the model does not cost."""
+    bm, bn, bk = config.block
+    # A stored as its bm rows, B as its bk rows or transposed as its bn.
+    padding = config.stages * (bm + max(bn, bk)) * ROW_PADDING_BYTES
+    return prediction.figures.shared_bytes + padding <= facts.shared_bytes_per_workgroup
+
+
+def near_tie_reason(chosen: tuple[Prediction, KernelConfig], other: tuple[Prediction, KernelConfig],
+                    facts: ModelFacts) -> str:
+    """Why `rank_configs` put `chosen` before `other`, predicted faster."""
+    if other[0].figures.waves == 1 < chosen[0].figures.waves:
+        return "it is a workgroup of one wave"
+    if other[0].figures.iterations == 1 < chosen[0].figures.iterations:
+        return "it has one K iteration"
+    if not leaves_room_to_pad(*other, facts) and leaves_room_to_pad(*chosen, facts):
+        return "its tiles leave no LDS to pad their rows (bank conflicts)"
+    if wave_share(*other) < wave_share(*chosen):
+        return (f"its waves hold {wave_share(*other)} elements of C each, this one's {wave_share(*chosen)} "
+                f"(with more, a wave's loads and address work weigh less)")
+    return "this one has more stages or longer K steps (fewer iterations to pay for)"
+
+
+def rank_configs(predicted: list[tuple[Prediction, KernelConfig]], facts: ModelFacts) \
+        -> list[tuple[Prediction, KernelConfig]]:
+    """`predicted` in the order tile-tiling ranks it (its first is the
+    default): by `rank_key`, except that, where the ranking does not already
+    weigh the waves' own operand loads (a family without producer-fed kernels:
+    OWN_OPERAND_LOADS), the configurations within NEAR of the fastest count
+    as equal and one of them comes first: of those with more than one wave,
+    more than one K iteration and LDS to pad their rows in (where there are
+    such), the one whose waves hold the largest share of the block (the most
+    matrix work for a wave's loads and address work), then with two stages
+    or more, then with the most matrix work per wave and iteration (longer K
+    steps: fewer iterations to pay for); the first of equals. The rest keep
+    rank_key's order."""
+    ranked = sorted(predicted, key=lambda pair: rank_key(*pair))
+    if not ranked or facts.producer_prefix:
+        return ranked
+    limit = weighed_seconds(ranked[0][0]) * (1 + NEAR)
+    near = [pair for pair in ranked if weighed_seconds(pair[0]) <= limit]
+    wide = [pair for pair in near if pair[0].figures.waves > 1] or near
+    looped = [pair for pair in wide if pair[0].figures.iterations > 1] or wide
+    roomy = [pair for pair in looped if leaves_room_to_pad(*pair, facts)] or looped
+    best = max(roomy, key=lambda pair: (wave_share(*pair), min(pair[1].stages, 2), pair[0].figures.matrix_clocks))
+    return [best] + [pair for pair in ranked if pair is not best]
 
 
 @dataclass(frozen=True)
@@ -272,9 +357,8 @@ class TileTiling(TilePass):
                                  kind="info")
             return tiling
         fixed = Fixed(tuple(self.block), self.threads, self.stages, self.split_k)
-        ranked = sorted(((predict(problem, config, target), config)
-                         for config in candidate_configs(problem, target, fixed)),
-                        key=lambda pair: rank_key(*pair))
+        ranked = rank_configs([(predict(problem, config, target), config)
+                               for config in candidate_configs(problem, target, fixed)], facts)
         if self.rank and self.rank >= len(ranked):
             state.error(op, f"tile-tiling: rank={self.rank}, but the model ranks {len(ranked)} "
                             f"configuration{'s' if len(ranked) != 1 else ''} for this {problem} gemm")
@@ -306,8 +390,11 @@ class TileTiling(TilePass):
         if runner_up is not None:
             text += (f"; runner-up: {runner_up[1].describe(facts.wave_size)}: "
                      f"{runner_up[0].describe()}")
+            if weighed_seconds(runner_up[0]) < weighed_seconds(best):
+                text += (f" (predicted faster by less than {NEAR:.0%}, but "
+                         f"{near_tie_reason((best, config), runner_up, facts)})")
         which = (f"ranked {place + 1} (rank={place}) of {len(ranked)} configurations that fit (the "
-                 f"{place} ranked ahead of it passed over)" if place else f"the fastest of {len(ranked)} configurations that fit")
+                 f"{place} ranked ahead of it passed over)" if place else f"ranked first of {len(ranked)} configurations that fit")
         state.remark(op, f"{text}; {which} (cost model: tilemlir.cost.model)", kind="info")
         if not self.split_k and best.workgroups < facts.compute_units \
                 and (refusal := split_k_refusal(problem)) is not None:

@@ -13,7 +13,7 @@ with the instruction and wave split tile-select-mma gives it, and with each
 instruction it takes only when preferred, such as a warpgroup's wgmma:
 `select = "prefer=..."`), and split-K where C can take the slices' atomic
 adds. They are ordered by the cost model's prediction from the
-configuration alone, tile-tiling's own order (`passes.tiling.rank_key`), so
+configuration alone, tile-tiling's own order (`passes.tiling.rank_configs`), so
 the first is tile-compile's default; a budget of N takes the first N. The
 default is compiled without options, exactly as tile-compile compiles it; the
 others with their options.
@@ -58,7 +58,7 @@ from tilemlir.cost.model import (
 from tilemlir.diagnostics import Diag, SourceBuffer, UserError, emit_remark, file_position
 from tilemlir.passes.gemm_configs import candidate_configs, gemm_problem
 from tilemlir.passes.gemm_facts import gemm_shape, memref_of
-from tilemlir.passes.tiling import rank_key, whole_problem_gemms
+from tilemlir.passes.tiling import rank_configs, whole_problem_gemms
 from tilemlir.targets.model import Target
 from tilemlir.tune.db import (
     OpSignature,
@@ -193,13 +193,13 @@ class Candidate:
 def candidates(problem: GemmProblem, target: Target) -> list[Candidate]:
     """Every candidate, fastest by the cost model first (tile-tiling's order:
     the first is tile-compile's default); empty when no configuration fits."""
-    ranked = []
+    predicted = []
     for config in candidate_configs(problem, target):
         try:
-            ranked.append((rank_key(predict(problem, config, target), config), config))
+            predicted.append((predict(problem, config, target), config))
         except DoesNotFit:
             continue
-    ranked.sort(key=lambda pair: pair[0])
+    ranked = rank_configs(predicted, model_facts(target))
     return [Candidate(config, default=index == 0) for index, (_, config) in enumerate(ranked)]
 
 

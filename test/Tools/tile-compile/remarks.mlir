@@ -19,25 +19,25 @@
 // (shown only when asked for), and the CUs it leaves idle (a cost).
 // DEFAULT: remark: tile-tiling: 2 facts of amdgpu:gfx942 are not publicly known and are assumed at their least favourable stated values: memory.latency_clocks, memory.loaded_latency_clocks (--remarks=all says each and why
 // DEFAULT-NOT: tile-tiling: block
-// DEFAULT: remark: tile-tiling: 64 workgroups leave CUs of gfx942 idle
+// DEFAULT: remark: tile-tiling: 32 workgroups leave CUs of gfx942 idle
 // DEFAULT-NOT: remark:
 // ALL: remark: tile-tiling: 'memory.latency_clocks' is not publicly known for amdgpu:gfx942
 // ALL: remark: tile-tiling: 'memory.loaded_latency_clocks' is not publicly known for amdgpu:gfx942
-// ALL: remark: tile-tiling: block 32x32x64
-// ALL: remark: tile-tiling: 64 workgroups leave CUs of gfx942 idle
+// ALL: remark: tile-tiling: block 32x64x64
+// ALL: remark: tile-tiling: 32 workgroups leave CUs of gfx942 idle
 // REGEX: remark: tile-tiling: 'memory.latency_clocks'
-// REGEX: remark: tile-tiling: block 32x32x64
-// REGEX: remark: tile-tiling: 64 workgroups
+// REGEX: remark: tile-tiling: block 32x64x64
+// REGEX: remark: tile-tiling: 32 workgroups
 // NONE-NOT: remark:
 module attributes {tile.target = "amdgpu:gfx942"} {
   func.func @gemm(%A: memref<256x256xf16>, %B: memref<256x256xf16>, %C: memref<256x256xf16>) {
     %zero = arith.constant 0.0 : f16
     "tile.fill"(%C, %zero) : (memref<256x256xf16>, f16) -> ()
     "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<256x256xf16>, memref<256x256xf16>, memref<256x256xf16>) -> ()
-    // expected-remark@-1 {{tile-tiling: block 32x32x64}}
+    // expected-remark@-1 {{tile-tiling: block 32x64x64}}
     // expected-remark@-2 {{'memory.latency_clocks' is not publicly known for amdgpu:gfx942}}
     // expected-remark@-3 {{'memory.loaded_latency_clocks' is not publicly known for amdgpu:gfx942}}
-    // expected-remark@-4 {{64 workgroups leave CUs of gfx942 idle}}
+    // expected-remark@-4 {{32 workgroups leave CUs of gfx942 idle}}
     return
   }
 }
