@@ -49,6 +49,13 @@ CASES = [
     ("gfx950", 200, 136, 72, "f16", "f16", "f32"),
     ("gfx950", 100, 72, 128, "f8E4M3FN", "f32", "f32"),
     ("gfx90a", 200, 138, 72, "f16", "f16", "f32"),
+    # Edge copies loaded in pieces with no branch (emitter.load_pieces_or_zeros):
+    # fp8 rows of 136 (8-byte pieces), f16 rows of 138 and 137 (2 and 1
+    # elements), at the defaults of the small shapes of bench/amd_vs_triton.py.
+    ("gfx942", 200, 96, 136, "f8E4M3FNUZ", "f16", "f32"),
+    ("gfx950", 200, 96, 136, "f8E4M3FN", "f16", "f32"),
+    ("gfx942", 72, 137, 138, "f16", "f32", "f32"),
+    ("gfx90a", 256, 256, 256, "f16", "f16", "f32"),
 ]
 
 

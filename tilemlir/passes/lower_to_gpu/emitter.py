@@ -9,6 +9,7 @@ this emitter only as an `api.KernelLowering`.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 from mlir import ir
@@ -27,6 +28,7 @@ from tilemlir.passes.gpu_builders import (
     columns_of,
     const_index,
     convert,
+    known_multiple,
     load_or_zero,
     load_vector_guarded,
     loads_or_zeros,
@@ -38,6 +40,7 @@ from tilemlir.passes.gpu_builders import (
     ult,
     urem,
     zero_of,
+    zeros,
 )
 from tilemlir.passes.kernel_facts import kernel_threads
 from tilemlir.passes.lower_to_gpu.api import (
@@ -764,12 +767,17 @@ def window_view(op, buffer: ir.Value, indices: list[ir.Value], rank: int) -> tup
 
 def load_vector_or_zeros(src, indices, rows, cols, vector_type) -> ir.Value:
     """`width` consecutive elements of a row; elements outside the memref
-    read as 0. Fast path: the whole vector is inside -> one vector.load;
-    with no bounds (rows is None) that is all there is."""
+    read as 0. With no bounds (rows is None) one vector.load; where the
+    vector splits into pieces each wholly inside or outside the memref, the
+    pieces loaded branch-free (`load_pieces_or_zeros`); else one vector.load
+    where the whole vector is inside, element by element where it is not."""
     width = vector_type.shape[0]
     align = vector_alignment(src, indices, width)
     if rows is None:
         return load_vector_guarded(src, indices, vector_type, None, None, align)
+    pieces = load_pieces_or_zeros(src, indices, vector_type)
+    if pieces is not None:
+        return pieces
     row, col = indices
 
     def element_at(i: int) -> ir.Value:
@@ -779,6 +787,48 @@ def load_vector_or_zeros(src, indices, rows, cols, vector_type) -> ir.Value:
 
     inside = and_(ult(row, rows), ult(add(col, width - 1), cols))
     return load_vector_guarded(src, indices, vector_type, inside, element_at, align)
+
+
+def load_pieces_or_zeros(src, indices, vector_type) -> ir.Value | None:
+    """The vector at `indices` of a 2-D memref of static extents, elements
+    outside it read as 0, with no branch: in pieces of gcd(width, columns)
+    elements, where the row stride and the column index are multiples of
+    that (provably, `known_multiple`), so that each piece lies wholly inside
+    the memref or wholly outside. Each piece is loaded at its indices
+    clamped into the memref (a valid address whatever the thread's) and
+    replaced by zeros where it lies outside. A guarded whole-vector load
+    needs a branch, and an element-by-element path in it, that every
+    iteration of a loop over an edge carries (gfx942 fp8 200x96x136, llvm-mca
+    busy ratio of the main loop: 0.057 with it, see bench/amd_vs_triton.py
+    --defaults). None where the pieces cannot be proved whole."""
+    memref_type = ir.MemRefType(src.type)
+    if memref_type.rank != 2:
+        return None
+    rows, cols = memref_type.shape
+    if ir.ShapedType.get_dynamic_size() in (rows, cols) or min(rows, cols) < 1:
+        return None
+    width = vector_type.shape[0]
+    piece = math.gcd(width, cols)
+    (row_stride, _), _ = memref_type.get_strides_and_offset()
+    row, col = indices
+    if row_stride == ir.ShapedType.get_dynamic_stride_or_offset() or row_stride % piece \
+            or known_multiple(col) % piece:
+        return None
+    piece_type = ir.VectorType.get([piece], vector_type.element_type)
+    row_inside = ult(row, const_index(rows))
+    safe_row = arith.MinUIOp(row, const_index(rows - 1)).result
+    loaded = None
+    for start in range(0, width, piece):
+        column = add(col, start)
+        safe_column = arith.MinUIOp(column, const_index(cols - piece)).result
+        # Aligned as the unclamped piece would be: the clamped indices are
+        # the same multiples.
+        value = vector.LoadOp(piece_type, src, [safe_row, safe_column],
+                              alignment=vector_alignment(src, [row, column], piece)).result
+        value = arith.SelectOp(and_(row_inside, ult(column, const_index(cols))), value,
+                               zeros(piece_type)).result
+        loaded = value if loaded is None else vector.shuffle(loaded, value, list(range(start + piece)))
+    return loaded
 
 
 def physical_shared_type(alloc: ir.Operation) -> ir.MemRefType:
