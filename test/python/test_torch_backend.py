@@ -424,3 +424,84 @@ def test_reductions_over_leading_and_middle_dims():
     x = torch.randn(3, 5, 7).half()
     compiled_matches(lambda x: (x.mean(1), x.sum((0, 2), keepdim=True), x.amax(0), (x * 2).var(1, keepdim=True),
                                 x.softmax(1)), x)
+
+
+def test_options_and_modes_reach_the_backend():
+    """torch.compile passes `options=` and `mode=` on: CUDA graphs follow the
+    option, else the mode (reduce-overhead on, max-autotune-no-cudagraphs
+    off); unknown options and modes are errors naming the known ones, through
+    torch.compile too."""
+    from tilemlir.torch_backend.dynamo import TilemlirTorchError, settings
+
+    assert settings({"options": {"cudagraphs": False}, "mode": "reduce-overhead"}) == {"cudagraphs": False}
+    assert settings({"mode": "reduce-overhead"}) == {"cudagraphs": True}
+    assert settings({"mode": "max-autotune-no-cudagraphs"}) == {"cudagraphs": False}
+    assert settings({"target": "amdgpu:gfx942"}) == {"target": "amdgpu:gfx942"}
+    with pytest.raises(TilemlirTorchError, match=r"unknown option\(s\) 'graphs' .*known: target, engine, cudagraphs"):
+        settings({"options": {"graphs": True}})
+    with pytest.raises(TilemlirTorchError, match="unknown mode 'fast'"):
+        settings({"mode": "fast"})
+    compiled = torch.compile(SwiGLU().eval().half(), backend=backend, options={"graphs": True})
+    with torch.no_grad(), pytest.raises(Exception, match="unknown option"):
+        compiled(torch.randn(2, 8, 64).half())
+
+
+def test_graph_replay_passes_cpu_calls_through():
+    """A forward whose tensors are not on one CUDA device runs as compiled,
+    each call (graphs.GraphedForward)."""
+    from tilemlir.torch_backend.graphs import GraphedForward, wanted
+
+    seen = []
+    graphed = GraphedForward(lambda *args: seen.append(args) or (args[0] * 2,))
+    x = torch.ones(3)
+    for _ in range(3):
+        assert torch.equal(graphed(x, 4)[0], x * 2)
+    assert len(seen) == 3 and graphed.graph is None
+    assert wanted({}) and not wanted({"cudagraphs": False})
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_graph_replay_on_the_gpu(monkeypatch, caplog):
+    """On a GPU the third call replays the captured graph: no kernel is
+    called, new input values are read, outputs of earlier calls keep their
+    values, and the results are the compiled forward's."""
+    from tilemlir.torch_backend import dynamo as module
+
+    calls = []
+    original = module.GroupKernel.__call__
+    monkeypatch.setattr(module.GroupKernel, "__call__", lambda self, *t: calls.append(1) or original(self, *t))
+    model = SwiGLU().eval().half().cuda()
+    on_gpu = {"target": "nvidia:sm_90a", "engine": "device"}  # the suite hides the GPU from target detection
+    compiled = torch.compile(model, backend=backend, options=on_gpu)
+    unreplayed = torch.compile(model, backend=backend, options={**on_gpu, "cudagraphs": False})
+    with torch.no_grad():
+        x, y = (torch.randn(2, 8, 64, device="cuda").half() for _ in range(2))
+        first, second = compiled(x), compiled(x)
+        calls.clear()
+        third = compiled(y)
+        assert not calls, [r.getMessage()[-300:] for r in caplog.records if r.name == "tilemlir.torch"]
+        assert torch.equal(first, second) and torch.equal(third, unreplayed(y))
+        assert torch.equal(first, unreplayed(x))
+
+
+class TokenTypes(nn.Module):
+    """transformers' BertEmbeddings with no token type ids: a buffer of
+    zeros gathered at the position ids, then embedded."""
+
+    def __init__(self):
+        super().__init__()
+        self.types = nn.Embedding(2, 16)
+        self.register_buffer("token_type_ids", torch.zeros(1, 32, dtype=torch.long))
+
+    def forward(self, x):
+        positions = torch.arange(x.shape[1]).unsqueeze(0)
+        buffered = torch.gather(self.token_type_ids.expand(positions.shape[0], -1), dim=1, index=positions)
+        return x + self.types(buffered.expand(x.shape[0], x.shape[1]))
+
+
+def test_gather_along_a_dim():
+    x = torch.randn(4, 6).half()
+    along_rows, along_columns = torch.randint(0, 6, (4, 3)), torch.randint(0, 4, (2, 6))
+    compiled_matches(lambda x, i, j: (torch.gather(x, 1, i) * 2 + 1, torch.gather(x, 0, j), torch.gather(x, -1, i)),
+                     x, along_rows, along_columns)
+    check(TokenTypes(), torch.randn(3, 10, 16))

@@ -161,6 +161,8 @@ class KernelWriter:
             return self.anchor_value(coords)
         if node.target is torch.ops.aten.embedding.default:
             return self.gather(node, coords)
+        if node.target is torch.ops.aten.gather.default:
+            return self.gather_along(node, coords)
         if node.target is torch.ops.aten.constant_pad_nd.default:
             return self.padded(node, coords)
         if node.target in pointwise.CREATION:
@@ -226,6 +228,18 @@ class KernelWriter:
         index = self.value(indices, coords[:-1])
         row = f"T.max(T.min(T.cast({index}, 'int32'), {rows - 1}), 0)"
         return self.load(weight, [row, coords[-1]])
+
+    def gather_along(self, node: fx.Node, coords: list[str]) -> str:
+        """aten.gather: the source's element with the coordinate along `dim`
+        taken from the index tensor (of the output's shape; indices outside
+        the source read its first or last element, where torch would raise)."""
+        source, dim, index = node.args[:3]
+        shape = shape_of(source)
+        if source in self.group.nodes or shape is None or len(shape) != len(coords) or not shape:
+            raise Unsupported("a gather from a computed value")
+        dim %= len(shape)
+        position = f"T.max(T.min(T.cast({self.value(index, coords)}, 'int32'), {shape[dim] - 1}), 0)"
+        return self.load(source, [position if d == dim else c for d, c in enumerate(coords)])
 
     def padded(self, node: fx.Node, coords: list[str]) -> str:
         """aten.constant_pad_nd: the source's element at the shifted coordinates, or the fill."""

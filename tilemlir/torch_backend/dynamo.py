@@ -14,7 +14,7 @@ import torch
 from torch import fx
 
 from tilemlir.diagnostics import UserError
-from tilemlir.torch_backend import codegen, ops, partition
+from tilemlir.torch_backend import codegen, graphs, ops, partition
 from tilemlir.torch_backend.codegen import TensorSpec
 from tilemlir.torch_backend.partition import Group
 from tilemlir.torch_backend.pointwise import Unsupported
@@ -243,6 +243,22 @@ class GroupKernel:
         # Where the graph was traced to put the outputs: a group with no tensor
         # input (arange, full) makes them on the model's device too.
         self.device = group.outputs[0].meta["val"].device if group.outputs else torch.device("cpu")
+        self.moved_tensors: dict[tuple, tuple] = {}  # `moved`: key -> (the tensor, its copy)
+
+    def moved(self, tensor: torch.Tensor) -> torch.Tensor:
+        """`tensor` (a CPU scalar beside GPU tensors, as torch allows) on the
+        kernel's device, moved once per value and kept, so that a call copies
+        nothing from the host (which a CUDA graph capture refuses: graphs.py).
+        A scalar a graph makes afresh at each call has the same value each
+        time; a larger tensor is kept while it is the same, unchanged one."""
+        if tensor.numel() == 1:
+            key = ("value", tensor.dtype, tuple(tensor.shape), tensor.item())
+        else:
+            key = ("tensor", id(tensor), tensor._version)
+        entry = self.moved_tensors.get(key)
+        if entry is None or (key[0] == "tensor" and entry[0] is not tensor):
+            entry = self.moved_tensors[key] = (tensor, tensor.to(self.device))
+        return entry[1]
 
     def variant(self, specs: list[TensorSpec]):
         key = tuple(specs)
@@ -274,7 +290,10 @@ class GroupKernel:
             views = [None]
         else:
             source, views, loaded = codegen.pointwise_kernel(group, specs, self.kernel_name)
-        key = (source, str(self.target), self.engine)
+        # The target and engine as the jit resolves them now (the environment
+        # may name others than when a kernel of the same source was made).
+        key = (source, str(self.target or os.environ.get("TILEMLIR_TARGET")),
+               self.engine or os.environ.get("TILEMLIR_ENGINE"))
         kernel = _COMPILED.get(key)
         if kernel is None:
             prim = load_prim_func(source, self.kernel_name)
@@ -310,7 +329,7 @@ class GroupKernel:
     def __call__(self, *tensors):
         device = self.device
         if any(t.device != device for t in tensors):  # a CPU scalar beside GPU tensors, as torch allows
-            tensors = tuple(t.to(device) for t in tensors)
+            tensors = tuple(t if t.device == device else self.moved(t) for t in tensors)
         specs = [TensorSpec.of(t) for t in tensors]
         try:
             kernel, views, layouts, loaded = self.variant(specs)
@@ -467,18 +486,52 @@ def keep_attention_whole(gm: fx.GraphModule, example_inputs) -> None:
         gm.recompile()
 
 
+# torch.compile's modes, as they set CUDA graph replay (graphs.py): the
+# others leave it at its default.
+MODES = {"default": None, "reduce-overhead": True, "max-autotune": None, "max-autotune-no-cudagraphs": False}
+OPTIONS = ("target", "engine", "cudagraphs")
+
+
+def settings(keywords: dict) -> dict:
+    """The backend's settings from what torch.compile passes it:
+    `options={...}` (as `options`) and `mode=`; also accepted as keywords
+    of their own (`functools.partial(backend, target=...)`). Unknown ones
+    are errors, as Inductor's are."""
+    keywords = dict(keywords)
+    given = dict(keywords.pop("options", None) or {})
+    mode = keywords.pop("mode", "default")
+    given.update(keywords)
+    unknown = sorted(set(given) - set(OPTIONS))
+    if unknown:
+        raise TilemlirTorchError(f"unknown option(s) {', '.join(map(repr, unknown))} of the tilemlir backend "
+                                 f"(known: {', '.join(OPTIONS)})")
+    if mode not in MODES:
+        raise TilemlirTorchError(f"unknown mode {mode!r} (torch.compile's modes: {', '.join(MODES)})")
+    if MODES[mode] is not None:
+        given.setdefault("cudagraphs", MODES[mode])
+    return given
+
+
 def backend(gm: fx.GraphModule, example_inputs, **options):
     """The entry point torch.compile calls (`backend="tilemlir"`)."""
     from torch._dynamo.backends.common import aot_autograd
 
+    given = settings(options)
     keep_attention_whole(gm, example_inputs)
 
-    target, engine = options.get("target"), options.get("engine")
+    target, engine = given.get("target"), given.get("engine")
+    replay = graphs.wanted(given)
     # Kernels are made per shape: a new shape recompiles the graph rather
     # than making it symbolic (which no kernel here takes).
     torch._dynamo.config.automatic_dynamic_shapes = False
 
     def forward(module, inputs):
-        return compile_graph(module, inputs, target=target, engine=engine)
+        compiled = compile_graph(module, inputs, target=target, engine=engine)
+        if replay and any(isinstance(t, torch.Tensor) and t.is_cuda for t in inputs):
+            # The parameters and buffers among the inputs, as AOT autograd knows them.
+            context = torch._guards.TracingContext.try_get()
+            metadata = getattr(context, "fw_metadata", None)
+            return graphs.GraphedForward(compiled, getattr(metadata, "static_input_indices", None))
+        return compiled
 
     return aot_autograd(fw_compiler=forward, decompositions=decompositions())(gm, example_inputs)

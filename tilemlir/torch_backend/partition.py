@@ -85,9 +85,10 @@ def keeps_dims(node: fx.Node) -> bool:
 
 def is_pointwise(node: fx.Node) -> bool:
     """An op whose every output element is computed from the inputs at its
-    coordinates (embedding: from the row an index names)."""
+    coordinates (embedding, gather: from the element an index names)."""
     if node.target in pointwise.POINTWISE or node.target in pointwise.CONVERSIONS or \
-            node.target in pointwise.CREATION or node.target in (aten.embedding.default, aten.constant_pad_nd.default):
+            node.target in pointwise.CREATION or node.target in (aten.embedding.default, aten.gather.default,
+                                                                 aten.constant_pad_nd.default):
         return shape_of(node) is not None
     return False
 
