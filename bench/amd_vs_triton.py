@@ -1,6 +1,19 @@
 """The same GEMM compiled offline by tilemlir and by Triton for AMD chips, side by side.
 
     .venv/bin/python bench/amd_vs_triton.py [--out build/amd_vs_triton]
+    .venv/bin/python bench/amd_vs_triton.py --defaults [--out build/amd_defaults]
+
+`--defaults` compares what each compiler gives a user who names no
+configuration, on issue 28's table: {f16, bf16, fp8} x {gfx942, gfx950} x
+{4096^3, 1024^3}, f16 on gfx90a, and 256^3, 16x8192x8192 and 200x96x136 (f16
+on the three chips, fp8 on gfx942). Ours is tile-compile's default (no
+--tiling); Triton has no default, so its row is the best by busy ratio of the
+configurations `triton_configs` lists for the shape, the usual choices of
+Triton's AMD matmul tutorial and autotune lists, with masked loads and
+stores where the shape is not a multiple of the block. Besides the busy ratio
+each row gives the model's predicted time (tilemlir.cost.model.predict with
+the compiled kernel's busy ratio, for Triton's block, waves and stages too)
+and, for ours, the LDS bank conflicts per iteration the report gives.
 
 No GPU is needed: both compilers stop at the ISA. Triton (TRITON_VERSION) lives in
 its own throwaway venv, build/triton-venv, created with this Python and filled
@@ -58,11 +71,18 @@ class Case:
     block: tuple[int, int, int]
     stages: int = 2
     threads: int = 256
+    shape: tuple[int, int, int] = (PROBLEM, PROBLEM, PROBLEM)  # M, N, K
 
     @property
     def name(self) -> str:
         bm, bn, bk = self.block
-        return f"{self.dtype}_{bm}x{bn}x{bk}_{self.chip}_w{self.threads // WAVE}_s{self.stages}"
+        size = "" if self.shape == (PROBLEM,) * 3 else "{}x{}x{}_".format(*self.shape)
+        return f"{self.dtype}_{size}{bm}x{bn}x{bk}_{self.chip}_w{self.threads // WAVE}_s{self.stages}"
+
+    @property
+    def masked(self) -> bool:
+        """Whether the shape is not a multiple of the block (Triton masks)."""
+        return any(extent % block for extent, block in zip(self.shape, self.block, strict=True))
 
 
 CASES = [
@@ -115,6 +135,22 @@ if triton is not None:
             b_tile += BLOCK_K * stride_bk
         tl.store(C + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc.to(tl.float16))
 
+    @triton.jit
+    def gemm_masked(A, B, C, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        rows = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        ks = tl.arange(0, BLOCK_K)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, K, BLOCK_K):
+            a = tl.load(A + rows[:, None] * stride_am + (k + ks)[None, :] * stride_ak,
+                        mask=(rows[:, None] < M) & ((k + ks)[None, :] < K), other=0.0)
+            b = tl.load(B + (k + ks)[:, None] * stride_bk + cols[None, :] * stride_bn,
+                        mask=((k + ks)[:, None] < K) & (cols[None, :] < N), other=0.0)
+            acc += tl.dot(a, b)
+        tl.store(C + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc.to(tl.float16),
+                 mask=(rows[:, None] < M) & (cols[None, :] < N))
+
 
 def triton_compile(case: Case) -> tuple[str, int, float]:
     """(AMDGCN ISA, LDS bytes, seconds) of Triton's kernel for `case`."""
@@ -132,7 +168,12 @@ def triton_compile(case: Case) -> tuple[str, int, float]:
     attrs = {(names.index(name),): [["tt.divisibility", 16]] for name in divisible}
     bm, bn, bk = case.block
     constants = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
-    source = ASTSource(gemm, signature, constexprs=constants, attrs=attrs)
+    if case.masked:  # sizes as they are: only what is true of them is specialised
+        m, n, k = case.shape
+        divisible = [name for name, value in (("M", m), ("N", n), ("K", k), ("stride_am", k),
+                                              ("stride_bk", n), ("stride_cm", n)) if value % 16 == 0]
+        attrs = {(names.index(name),): [["tt.divisibility", 16]] for name in ("A", "B", "C", *divisible)}
+    source = ASTSource(gemm_masked if case.masked else gemm, signature, constexprs=constants, attrs=attrs)
     start = time.perf_counter()
     kernel = triton.compile(source, target=GPUTarget("hip", case.chip, WAVE),
                             options={"num_warps": case.threads // WAVE, "num_stages": case.stages})
@@ -141,7 +182,7 @@ def triton_compile(case: Case) -> tuple[str, int, float]:
 
 
 def triton_worker(cases_file: Path, out: Path) -> None:
-    cases = [Case(c["dtype"], c["chip"], tuple(c["block"]), c["stages"], c["threads"])
+    cases = [Case(c["dtype"], c["chip"], tuple(c["block"]), c["stages"], c["threads"], tuple(c["shape"]))
              for c in json.loads(cases_file.read_text())]
     triton_compile(Case("f16", "gfx942", (64, 64, 32)))  # one-time loading, untimed
     results = {}
@@ -186,14 +227,14 @@ def run_triton(cases: list[Case], out: Path) -> dict:
 
 
 def gemm_text(case: Case) -> str:
-    t, n = _type(MLIR_TYPES, case), PROBLEM
-    operand = f"memref<{n}x{n}x{t}>"
+    t, (m, n, k) = _type(MLIR_TYPES, case), case.shape
+    a, b, c = f"memref<{m}x{k}x{t}>", f"memref<{k}x{n}x{t}>", f"memref<{m}x{n}xf16>"
     return f"""module {{
-  func.func @gemm(%A: {operand}, %B: {operand}, %C: memref<{n}x{n}xf16>) {{
+  func.func @gemm(%A: {a}, %B: {b}, %C: {c}) {{
     %zero = arith.constant 0.0 : f16
-    "tile.fill"(%C, %zero) : (memref<{n}x{n}xf16>, f16) -> ()
+    "tile.fill"(%C, %zero) : ({c}, f16) -> ()
     "tile.gemm"(%A, %B, %C) {{accum_dtype = f32, transpose_a = false, transpose_b = false}}
-        : ({operand}, {operand}, memref<{n}x{n}xf16>) -> ()
+        : ({a}, {b}, {c}) -> ()
     return
   }}
 }}
@@ -288,10 +329,151 @@ def print_table(rows: list[list[str]]) -> None:
         print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |")
 
 
+# --------------------------------------------------------------------------
+# --defaults: what each compiler gives a user who names no configuration
+# --------------------------------------------------------------------------
+
+LARGE = ((4096, 4096, 4096), (1024, 1024, 1024))
+SMALL = ((256, 256, 256), (16, 8192, 8192), (200, 96, 136))
+DEFAULT_ROWS = ([(dtype, chip, shape) for chip in ("gfx942", "gfx950") for dtype in ("f16", "bf16", "fp8")
+                 for shape in LARGE]
+                + [("f16", "gfx90a", shape) for shape in LARGE]
+                + [(dtype, chip, shape) for chip, dtype in (("gfx942", "f16"), ("gfx942", "fp8"),
+                                                            ("gfx950", "f16"), ("gfx90a", "f16"))
+                   for shape in SMALL])
+
+
+def triton_configs(dtype: str, chip: str, shape: tuple[int, int, int]) -> list[Case]:
+    """Triton's candidates for a row (block, waves, stages): its AMD matmul
+    tutorial's and autotune lists' usual choices, K doubled for fp8."""
+    m, n, k = shape
+    scale = 2 if dtype == "fp8" else 1
+    if min(m, n) >= 1024:
+        blocks = [((128, 128, 64), 4, 2), ((256, 128, 64), 8, 2), ((128, 256, 64), 8, 2),
+                  ((256, 256, 64), 8, 2), ((128, 128, 32), 4, 2)]
+    elif m <= 32:
+        blocks = [((16, 128, 128), 4, 2), ((16, 64, 128), 4, 2), ((32, 64, 64), 4, 2), ((16, 256, 64), 4, 2)]
+    else:
+        blocks = [((64, 64, 64), 4, 2), ((32, 32, 64), 4, 2), ((64, 32, 64), 4, 2), ((32, 64, 32), 2, 2),
+                  ((64, 64, 32), 4, 2)]
+    cases = []
+    for (bm, bn, bk), waves, stages in blocks:
+        bk = min(bk * scale, 1 << (k - 1).bit_length()) if k < bk * scale else bk * scale
+        cases.append(Case(dtype, chip, (bm, bn, bk), stages, waves * WAVE, shape))
+    return cases
+
+
+def predicted_us(case: Case, busy: float | None) -> float | None:
+    """The model's time for `case`'s block, waves and stages with the busy
+    ratio its compiled kernel measured (None where it fits no instruction)."""
+    from tilemlir.cost.model import DoesNotFit, GemmShape, KernelConfig, predict
+    from tilemlir.passes.gemm_configs import gemm_problem, instruction_for
+    from tilemlir.targets import get_target
+
+    target = get_target(f"amdgpu:{case.chip}")
+    t = _type(MLIR_TYPES, case)
+    problem = gemm_problem(GemmShape(*case.shape, t, t, "f16", "f32"), target, True)
+    try:
+        row, split, group = instruction_for(problem, case.block, case.threads, target)
+        config = KernelConfig(case.block, case.threads, case.stages, row, split, group)
+        return predict(problem, config, target, busy_ratio=busy).seconds * 1e6
+    except (DoesNotFit, ValueError, TypeError):
+        return None
+
+
+def ours_default(dtype: str, chip: str, shape: tuple[int, int, int], out: Path) -> dict:
+    import tilemlir
+    from tilemlir.diagnostics import UserError
+
+    probe = Case(dtype, chip, (0, 0, 0), shape=shape)
+    try:
+        result = tilemlir.compile(gemm_text(probe), target=f"amdgpu:{chip}", emit="isa",
+                                  options={"report": True}, remarks="none")
+    except UserError as error:
+        return {"error": str(error).strip().splitlines()[0][:160]}
+    (decision,) = result.report["decisions"]
+    block = tuple(decision["block"][axis] for axis in "mnk")
+    case = Case(dtype, chip, block, decision["stages"], decision["threads"], shape)
+    (out / f"{case.name}.default.s").write_text(result.artifact)
+    (kernel,) = result.report["kernels"]
+    entry = row(result.report, kernel["shared_bytes"], 0.0)
+    return {**entry, "case": asdict(case), "config": case.name, "workgroups": kernel["workgroups"],
+            "predicted_us": predicted_us(case, entry["mfma_busy_ratio"]),
+            "bank_conflicts": decision["lds_bank_conflicts_per_iteration"]}
+
+
+def defaults_table(out: Path) -> int:
+    """The --defaults table (module docstring). A Triton configuration counts
+    only where its kernel does not spill and llvm-mca found its main loop
+    (else the model would cost it as if its matrix unit never waited)."""
+    mine = {row_key: ours_default(*row_key, out) for row_key in DEFAULT_ROWS}
+    same = {row_key: Case(**{**entry["case"], "block": tuple(entry["case"]["block"]),
+                             "shape": tuple(entry["case"]["shape"])})
+            for row_key, entry in mine.items() if "error" not in entry}
+    listed = {row_key: triton_configs(*row_key) for row_key in DEFAULT_ROWS}
+    wanted = {case.name: case for cases in listed.values() for case in cases} | {c.name: c for c in same.values()}
+    compiled = run_triton(list(wanted.values()), out)
+
+    def measured(case: Case) -> dict:
+        entry = theirs(case, compiled[case.name], out)
+        if "error" in entry:
+            return {**entry, "config": case.name}
+        return {**entry, "config": case.name, "predicted_us": predicted_us(case, entry["mfma_busy_ratio"])}
+
+    results, lines = {}, []
+    for row_key in DEFAULT_ROWS:
+        theirs_all = [measured(case) for case in listed[row_key]]
+        at_ours = measured(same[row_key]) if row_key in same else None
+        ok = [e for e in theirs_all if "error" not in e and e["mfma_busy_ratio"] is not None and e["spills"] == 0]
+        best = max(ok, key=lambda e: e["mfma_busy_ratio"], default=None)
+        fastest = min((e for e in ok if e["predicted_us"] is not None), key=lambda e: e["predicted_us"],
+                      default=None)
+        dtype, chip, shape = row_key
+        key = f"{dtype} {'x'.join(map(str, shape))} {chip}"
+        results[key] = {"tilemlir": mine[row_key], "triton_at_ours": at_ours, "triton": theirs_all}
+        lines.append(defaults_line(key, mine[row_key], at_ours, best, fastest))
+    (out / "defaults.json").write_text(json.dumps(results, indent=1))
+    print(f"Defaults: C (f16) = A x B, f32 sums, Triton {TRITON_VERSION}. busy: llvm-mca mfma_busy_ratio of the "
+          "main loop (n/a: no loop, one K step); us: the model's time with that busy ratio. Triton at ours: "
+          "Triton compiled with our default's block, waves and stages; Triton best: the highest busy ratio of "
+          "triton_configs' non-spilling kernels; Triton fastest: the lowest us of them.")
+    print("| case | ours: config (workgroups) | spills | bank conflicts | busy | us | Triton at ours: busy "
+          "| Triton best: config | busy | Triton fastest: us | busy >= at ours | busy >= best | us <= fastest |")
+    print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|---|")
+    for line in lines:
+        print(line)
+    return 0
+
+
+def defaults_line(key: str, mine: dict, at_ours: dict | None, best: dict | None, fastest: dict | None) -> str:
+    def number(value, digits=3):
+        return "n/a" if value is None else f"{value:.{digits}f}"
+
+    def at_least(a, b, more_is_better=True):
+        if a is None or b is None:
+            return "n/a"
+        return "yes" if (a >= b if more_is_better else a <= b) else "NO"
+
+    if "error" in mine:
+        return f"| {key} | error: {mine['error']} |" + " |" * 11
+    busy, us = mine["mfma_busy_ratio"], mine["predicted_us"]
+    same_busy = at_ours.get("mfma_busy_ratio") if at_ours and "error" not in at_ours else None
+    best_busy = best["mfma_busy_ratio"] if best else None
+    fastest_us = fastest["predicted_us"] if fastest else None
+    config = mine["config"].replace(f"{mine['case']['dtype']}_", "", 1)
+    return (f"| {key} | {config} ({mine['workgroups']}) | {mine['spills']} | {mine['bank_conflicts']} "
+            f"| {number(busy)} | {number(us, 2)} | {number(same_busy)} "
+            f"| {best['config'].replace(mine['case']['dtype'] + '_', '', 1) if best else 'n/a'} "
+            f"| {number(best_busy)} | {number(fastest_us, 2)} | {at_least(busy, same_busy)} "
+            f"| {at_least(busy, best_busy)} | {at_least(us, fastest_us, more_is_better=False)} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "build" / "amd_vs_triton",
                         help="where the ISAs and results.json go")
+    parser.add_argument("--defaults", action="store_true",
+                        help="each compiler's default on issue 28's shapes (the module docstring)")
     parser.add_argument("--triton-worker", nargs=2, type=Path, metavar=("CASES", "OUT"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -299,6 +481,8 @@ def main() -> int:
         triton_worker(*args.triton_worker)
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.defaults:
+        return defaults_table(args.out)
     triton_results = run_triton(CASES, args.out)
     ours(Case("f16", "gfx942", (64, 64, 32)), args.out)  # one-time loading, untimed
     rows, results = [], {}
