@@ -453,4 +453,4 @@ def test_the_remark_says_why_a_faster_prediction_ranks_second():
                               remarks="tile-tiling")
     (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block")]
     assert "(2 waves" in remark
-    assert "predicted faster by less than 10%, but it is a workgroup of one wave" in remark
+    assert "predicted faster by 10% or less, but it is a workgroup of one wave" in remark

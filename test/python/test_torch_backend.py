@@ -505,3 +505,43 @@ def test_gather_along_a_dim():
     compiled_matches(lambda x, i, j: (torch.gather(x, 1, i) * 2 + 1, torch.gather(x, 0, j), torch.gather(x, -1, i)),
                      x, along_rows, along_columns)
     check(TokenTypes(), torch.randn(3, 10, 16))
+
+
+def test_a_gather_of_a_computed_value_reads_it_from_memory():
+    """A gather (cross-entropy's pick of log-softmax) starts a group of its
+    own rather than joining the one that computes its source."""
+    x, t = torch.randn(6, 10).half(), torch.randint(0, 10, (6, 1))
+    compiled_matches(lambda x, t: (torch.gather(torch.log_softmax(x, -1), 1, t),
+                                   torch.gather(x * 2, 1, t)), x, t)
+
+
+def test_scalars_are_moved_once_per_value_and_position():
+    """GroupKernel.moved: a CPU scalar's device copy is reused while its bytes
+    are the same at that position (-0.0 is not 0.0; NaN is itself)."""
+    from types import SimpleNamespace
+
+    from tilemlir.torch_backend.dynamo import GroupKernel
+
+    kernel = SimpleNamespace(device=torch.device("cpu"), moved_tensors={})
+    zero, negative = torch.tensor(0.0), torch.tensor(-0.0)
+    first = GroupKernel.moved(kernel, 0, zero)
+    assert GroupKernel.moved(kernel, 0, torch.tensor(0.0)) is first
+    assert torch.copysign(torch.tensor(1.0), GroupKernel.moved(kernel, 0, negative)) == -1
+    nan = GroupKernel.moved(kernel, 1, torch.tensor(float("nan")))
+    assert GroupKernel.moved(kernel, 1, torch.tensor(float("nan"))) is nan and len(kernel.moved_tensors) == 2
+
+
+def test_replayed_inputs_copy_the_memory_their_views_span():
+    """graphs._span: an expanded bias spans its own elements only, and a copy
+    through the span reproduces the view."""
+    from tilemlir.torch_backend.graphs import _span, _span_view
+
+    bias = torch.randn(8, 1).expand(8, 128)
+    assert _span(bias) == 8 and _span(torch.empty(0, 3)) == 0
+    base = torch.empty(_span(bias))
+    base.copy_(_span_view(bias))
+    assert torch.equal(base.as_strided(bias.shape, bias.stride()), bias)
+    strided = torch.randn(6, 10)[::2, 1:9]
+    base = torch.empty(_span(strided))
+    base.copy_(_span_view(strided))
+    assert torch.equal(base.as_strided(strided.shape, strided.stride()), strided)

@@ -391,7 +391,7 @@ class TileTiling(TilePass):
             text += (f"; runner-up: {runner_up[1].describe(facts.wave_size)}: "
                      f"{runner_up[0].describe()}")
             if weighed_seconds(runner_up[0]) < weighed_seconds(best):
-                text += (f" (predicted faster by less than {NEAR:.0%}, but "
+                text += (f" (predicted faster by {NEAR:.0%} or less, but "
                          f"{near_tie_reason((best, config), runner_up, facts)})")
         which = (f"ranked {place + 1} (rank={place}) of {len(ranked)} configurations that fit (the "
                  f"{place} ranked ahead of it passed over)" if place else f"ranked first of {len(ranked)} configurations that fit")

@@ -243,21 +243,20 @@ class GroupKernel:
         # Where the graph was traced to put the outputs: a group with no tensor
         # input (arange, full) makes them on the model's device too.
         self.device = group.outputs[0].meta["val"].device if group.outputs else torch.device("cpu")
-        self.moved_tensors: dict[tuple, tuple] = {}  # `moved`: key -> (the tensor, its copy)
+        self.moved_tensors: dict[int, tuple] = {}  # `moved`: input position -> (dtype, shape, bytes), copy
 
-    def moved(self, tensor: torch.Tensor) -> torch.Tensor:
+    def moved(self, position: int, tensor: torch.Tensor) -> torch.Tensor:
         """`tensor` (a CPU scalar beside GPU tensors, as torch allows) on the
-        kernel's device, moved once per value and kept, so that a call copies
-        nothing from the host (which a CUDA graph capture refuses: graphs.py).
-        A scalar a graph makes afresh at each call has the same value each
-        time; a larger tensor is kept while it is the same, unchanged one."""
-        if tensor.numel() == 1:
-            key = ("value", tensor.dtype, tuple(tensor.shape), tensor.item())
-        else:
-            key = ("tensor", id(tensor), tensor._version)
-        entry = self.moved_tensors.get(key)
-        if entry is None or (key[0] == "tensor" and entry[0] is not tensor):
-            entry = self.moved_tensors[key] = (tensor, tensor.to(self.device))
+        kernel's device. The copy is kept per input position and reused while
+        the scalar's bytes are the same (a graph's constants, made afresh or
+        not at each call), so that such a call copies nothing from the host,
+        which a CUDA graph capture refuses (graphs.py)."""
+        if tensor.numel() != 1:
+            return tensor.to(self.device)
+        key = (tensor.dtype, tuple(tensor.shape), tensor.reshape(1).view(torch.uint8).tolist())
+        entry = self.moved_tensors.get(position)
+        if entry is None or entry[0] != key:
+            entry = self.moved_tensors[position] = (key, tensor.to(self.device))
         return entry[1]
 
     def variant(self, specs: list[TensorSpec]):
@@ -329,7 +328,7 @@ class GroupKernel:
     def __call__(self, *tensors):
         device = self.device
         if any(t.device != device for t in tensors):  # a CPU scalar beside GPU tensors, as torch allows
-            tensors = tuple(t if t.device == device else self.moved(t) for t in tensors)
+            tensors = tuple(t if t.device == device else self.moved(i, t) for i, t in enumerate(tensors))
         specs = [TensorSpec.of(t) for t in tensors]
         try:
             kernel, views, layouts, loaded = self.variant(specs)
@@ -534,4 +533,7 @@ def backend(gm: fx.GraphModule, example_inputs, **options):
             return graphs.GraphedForward(compiled, getattr(metadata, "static_input_indices", None))
         return compiled
 
-    return aot_autograd(fw_compiler=forward, decompositions=decompositions())(gm, example_inputs)
+    def backward(module, inputs):  # no graph replay: the forward's static inputs are not the backward's
+        return compile_graph(module, inputs, target=target, engine=engine)
+
+    return aot_autograd(fw_compiler=forward, bw_compiler=backward, decompositions=decompositions())(gm, example_inputs)

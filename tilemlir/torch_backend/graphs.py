@@ -11,7 +11,8 @@ forward is captured once into a CUDA graph and replayed:
 * the module's parameters and buffers, which AOT autograd passes as inputs
   (its static input indices; where it does not say, the inputs whose storage
   did not move between calls 1 and 2), are read in place; the others are
-  copied into buffers the graph reads, before each replay;
+  copied, the memory their views span, into buffers the graph reads, before
+  each replay;
 * the graph's outputs are cloned: a later replay overwrites its buffers, and
   a caller may keep the outputs of an earlier call;
 * a call whose non-tensor inputs or static inputs' storage differ from the
@@ -57,6 +58,7 @@ class GraphedForward:
         self.first: list | None = None  # call 1's inputs: data pointers of tensors, other values as they are
         self.static: list[bool] = []  # per input: read in place
         self.buffers: list = []  # per input: what the graph reads
+        self.bases: list = []  # per input: the buffer's memory, where the input is copied (else None)
         self.outputs = None
 
     def __call__(self, *args):
@@ -70,42 +72,52 @@ class GraphedForward:
             return self.capture(args)
         if not self.matches(args):
             return self.forward(*args)
-        for buffer, arg, static in zip(self.buffers, args, self.static, strict=True):
-            if not static:
-                buffer.copy_(arg)
+        for base, arg in zip(self.bases, args, strict=True):
+            if base is not None:
+                base.copy_(_span_view(arg))
         self.graph.replay()
         return _cloned(self.outputs)
 
     def matches(self, args) -> bool:
-        """Whether a call can replay the graph: the same static inputs (by
-        storage) and non-tensor values, tensors of the captured shapes."""
+        """Whether a call can replay the graph: as many inputs, the same
+        static inputs (by storage) and non-tensor values, tensors of the
+        captured shapes, strides and dtypes."""
+        if len(args) != len(self.buffers):
+            return False
         for arg, buffer, static in zip(args, self.buffers, self.static, strict=True):
             if isinstance(buffer, torch.Tensor):
-                if not isinstance(arg, torch.Tensor) or arg.shape != buffer.shape or arg.dtype != buffer.dtype:
+                if not isinstance(arg, torch.Tensor) or arg.shape != buffer.shape or arg.dtype != buffer.dtype \
+                        or arg.stride() != buffer.stride():
                     return False
                 if static and arg.data_ptr() != buffer.data_ptr():
                     return False
-            elif arg != buffer:
+            elif isinstance(arg, torch.Tensor) or arg != buffer:
                 return False
-        return len(args) == len(self.buffers)
+        return True
 
     def capture(self, args):
         identity = _identity(args)
         if len(identity) != len(self.first):
             return self.forward(*args)
-        self.static = [not isinstance(arg, torch.Tensor)
-                       or (now == then if self.static_inputs is None else index in self.static_inputs)
-                       for index, (arg, now, then) in enumerate(zip(args, identity, self.first, strict=True))]
-        self.buffers = [arg if static else torch.empty_strided(arg.shape, arg.stride(), dtype=arg.dtype,
-                                                               device=arg.device).copy_(arg)
-                        for arg, static in zip(args, self.static, strict=True)]
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            self.forward(*self.buffers)
-        torch.cuda.current_stream().wait_stream(side)
         graph, cause = torch.cuda.CUDAGraph(), None
         try:
+            self.static = [not isinstance(arg, torch.Tensor)
+                           or (now == then if self.static_inputs is None else index in self.static_inputs)
+                           for index, (arg, now, then) in enumerate(zip(args, identity, self.first, strict=True))]
+            # A copied input lives in a buffer of the memory its view spans, so
+            # that views whose elements share memory (an expanded bias) copy too.
+            self.bases = [None if static else torch.empty(_span(arg), dtype=arg.dtype, device=arg.device)
+                          for arg, static in zip(args, self.static, strict=True)]
+            self.buffers = [arg if base is None else base.as_strided(arg.shape, arg.stride())
+                            for arg, base in zip(args, self.bases, strict=True)]
+            for base, arg in zip(self.bases, args, strict=True):
+                if base is not None:
+                    base.copy_(_span_view(arg))
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self.forward(*self.buffers)
+            torch.cuda.current_stream().wait_stream(side)
             # Relaxed: a kernel's first launch with a new tensor map allocates and
             # fills it (runtime/cuda_launch.py) as the capture records the launch.
             with torch.cuda.graph(graph, capture_error_mode="relaxed"):
@@ -121,11 +133,23 @@ class GraphedForward:
                         "without one: %s: %s (at %s)", type(cause).__name__,
                         str(cause).splitlines()[0] if str(cause) else "",
                         " <- ".join(f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames)))
-            self.off, self.buffers, self.outputs = True, [], None
+            self.off, self.buffers, self.bases, self.outputs = True, [], [], None
             return self.forward(*args)
         self.graph = graph
         graph.replay()
         return _cloned(self.outputs)
+
+
+def _span(tensor: torch.Tensor) -> int:
+    """Elements from a tensor's first to its last, strides included."""
+    if tensor.numel() == 0:
+        return 0
+    return 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride(), strict=True))
+
+
+def _span_view(tensor: torch.Tensor) -> torch.Tensor:
+    """The memory a tensor's view spans, as a 1-D view."""
+    return torch.as_strided(tensor, (_span(tensor),), (1,))
 
 
 def _on_one_gpu(args) -> bool:

@@ -83,12 +83,15 @@ def keeps_dims(node: fx.Node) -> bool:
     return bool(node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False))
 
 
+# Ops that read their first operand at coordinates other than their own.
+INDEXED = (aten.embedding.default, aten.gather.default, aten.constant_pad_nd.default)
+
+
 def is_pointwise(node: fx.Node) -> bool:
     """An op whose every output element is computed from the inputs at its
     coordinates (embedding, gather: from the element an index names)."""
     if node.target in pointwise.POINTWISE or node.target in pointwise.CONVERSIONS or \
-            node.target in pointwise.CREATION or node.target in (aten.embedding.default, aten.gather.default,
-                                                                 aten.constant_pad_nd.default):
+            node.target in pointwise.CREATION or node.target in INDEXED:
         return shape_of(node) is not None
     return False
 
@@ -133,6 +136,8 @@ class Group:
             return node.args[0] in self.nodes and node.args[0].target in pointwise.VARIANCES
         if self.kind == "attention":
             return False
+        if node.target in INDEXED and node.args[0] in self.nodes:
+            return False  # it reads its source at other coordinates: from memory, in a group of its own
         inside = [a for a in tensor_inputs(node) if a in self.nodes]
         if not all(self.broadcasts(shape_of(a)) for a in inside):
             return False  # a dropped-dims reduction is an output only

@@ -799,8 +799,11 @@ def load_pieces_or_zeros(src, indices, vector_type) -> ir.Value | None:
     replaced by zeros where it lies outside. A guarded whole-vector load
     needs a branch, and an element-by-element path in it, that every
     iteration of a loop over an edge carries (gfx942 fp8 200x96x136, llvm-mca
-    busy ratio of the main loop: 0.057 with it, see bench/amd_vs_triton.py
-    --defaults). None where the pieces cannot be proved whole."""
+    busy ratio of the main loop at the default: 0.023-0.057 with it, 0.19
+    with pieces; bench/results/gemm-defaults-amd.md). None where the pieces
+    cannot be proved whole, or would be narrower than 32 bits (an odd row of
+    f16: one scalar load per element, where the guarded load has one vector
+    load inside the rows)."""
     memref_type = ir.MemRefType(src.type)
     if memref_type.rank != 2:
         return None
@@ -809,6 +812,8 @@ def load_pieces_or_zeros(src, indices, vector_type) -> ir.Value | None:
         return None
     width = vector_type.shape[0]
     piece = math.gcd(width, cols)
+    if piece * bit_width(vector_type.element_type) < 32 and piece < width:
+        return None
     (row_stride, _), _ = memref_type.get_strides_and_offset()
     row, col = indices
     if row_stride == ir.ShapedType.get_dynamic_stride_or_offset() or row_stride % piece \
