@@ -122,34 +122,28 @@ if triton is not None:
 
     @triton.jit
     def gemm(A, B, C, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-        rows = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
-        cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-        ks = tl.arange(0, BLOCK_K)
-        a_tile = A + rows[:, None] * stride_am + ks[None, :] * stride_ak
-        b_tile = B + ks[:, None] * stride_bk + cols[None, :] * stride_bn
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for _ in range(tl.cdiv(K, BLOCK_K)):
-            acc += tl.dot(tl.load(a_tile), tl.load(b_tile))
-            a_tile += BLOCK_K * stride_ak
-            b_tile += BLOCK_K * stride_bk
-        tl.store(C + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc.to(tl.float16))
-
-    @triton.jit
-    def gemm_masked(A, B, C, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, MASKED: tl.constexpr):
         rows = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
         cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         ks = tl.arange(0, BLOCK_K)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k in range(0, K, BLOCK_K):
-            a = tl.load(A + rows[:, None] * stride_am + (k + ks)[None, :] * stride_ak,
-                        mask=(rows[:, None] < M) & ((k + ks)[None, :] < K), other=0.0)
-            b = tl.load(B + (k + ks)[:, None] * stride_bk + cols[None, :] * stride_bn,
-                        mask=((k + ks)[:, None] < K) & (cols[None, :] < N), other=0.0)
-            acc += tl.dot(a, b)
-        tl.store(C + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc.to(tl.float16),
-                 mask=(rows[:, None] < M) & (cols[None, :] < N))
+        if MASKED:  # a shape that is no multiple of the block: loads and stores masked
+            for k in range(0, K, BLOCK_K):
+                a = tl.load(A + rows[:, None] * stride_am + (k + ks)[None, :] * stride_ak,
+                            mask=(rows[:, None] < M) & ((k + ks)[None, :] < K), other=0.0)
+                b = tl.load(B + (k + ks)[:, None] * stride_bk + cols[None, :] * stride_bn,
+                            mask=((k + ks)[:, None] < K) & (cols[None, :] < N), other=0.0)
+                acc += tl.dot(a, b)
+            tl.store(C + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc.to(tl.float16),
+                     mask=(rows[:, None] < M) & (cols[None, :] < N))
+        else:
+            a_tile = A + rows[:, None] * stride_am + ks[None, :] * stride_ak
+            b_tile = B + ks[:, None] * stride_bk + cols[None, :] * stride_bn
+            for _ in range(tl.cdiv(K, BLOCK_K)):
+                acc += tl.dot(tl.load(a_tile), tl.load(b_tile))
+                a_tile += BLOCK_K * stride_ak
+                b_tile += BLOCK_K * stride_bk
+            tl.store(C + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc.to(tl.float16))
 
 
 def triton_compile(case: Case) -> tuple[str, int, float]:
@@ -161,19 +155,20 @@ def triton_compile(case: Case) -> tuple[str, int, float]:
     signature = {"A": element, "B": element, "C": "*fp16", "M": "i32", "N": "i32", "K": "i32",
                  "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32",
                  "stride_bn": "constexpr", "stride_cm": "i32", "stride_cn": "constexpr",
-                 "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
+                 "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr", "MASKED": "constexpr"}
     names = list(signature)
     # What the launcher specialises for aligned tensors: divisible by 16, unit strides constant.
     divisible = ("A", "B", "C", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")
     attrs = {(names.index(name),): [["tt.divisibility", 16]] for name in divisible}
     bm, bn, bk = case.block
-    constants = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
+    constants = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
+                 "MASKED": case.masked}
     if case.masked:  # sizes as they are: only what is true of them is specialised
         m, n, k = case.shape
         divisible = [name for name, value in (("M", m), ("N", n), ("K", k), ("stride_am", k),
                                               ("stride_bk", n), ("stride_cm", n)) if value % 16 == 0]
         attrs = {(names.index(name),): [["tt.divisibility", 16]] for name in ("A", "B", "C", *divisible)}
-    source = ASTSource(gemm_masked if case.masked else gemm, signature, constexprs=constants, attrs=attrs)
+    source = ASTSource(gemm, signature, constexprs=constants, attrs=attrs)
     start = time.perf_counter()
     kernel = triton.compile(source, target=GPUTarget("hip", case.chip, WAVE),
                             options={"num_warps": case.threads // WAVE, "num_stages": case.stages})

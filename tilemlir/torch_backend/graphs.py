@@ -52,7 +52,6 @@ class GraphedForward:
     def __init__(self, forward, static_inputs: list[int] | None = None):
         self.forward = forward
         self.static_inputs = None if static_inputs is None else set(static_inputs)
-        self.calls = 0
         self.off = False
         self.graph: torch.cuda.CUDAGraph | None = None
         self.first: list | None = None  # call 1's inputs: data pointers of tensors, other values as they are
@@ -62,7 +61,6 @@ class GraphedForward:
         self.outputs = None
 
     def __call__(self, *args):
-        self.calls += 1
         if self.off or not _on_one_gpu(args):
             return self.forward(*args)
         if self.graph is None:
