@@ -129,14 +129,18 @@ def test_wgmma_kernel_takes_tensor_maps():
     (launch,) = kernel.metadata["functions"][0]["launches"]
     assert launch["arguments"][:3] == [0, 1, 2]
     maps = [argument["tensor_map"] for argument in launch["arguments"][3:]]
-    # A (200 x 160) and B (328 x 160, N x K): boxes of 128 rows x 128 bytes.
+    # A (200 x 160) and B (328 x 160, N x K): boxes of 128 rows x 128 bytes;
+    # C (200 x 328 f16), written by TMA: chunks of 128 rows x 64 columns.
     assert maps == [
         {"source": {"argument": 0}, "dtype": "f8E4M3FN", "shape": [200, 160], "box": [128, 128],
          "swizzle": 128},
         {"source": {"argument": 1}, "dtype": "f8E4M3FN", "shape": [328, 160], "box": [128, 128],
+         "swizzle": 128},
+        {"source": {"argument": 2}, "dtype": "f16", "shape": [200, 328], "box": [128, 64],
          "swizzle": 128}]
     assert kernel.ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") >= 4
     assert "cp.async.bulk.tensor.2d" in kernel.ptx and "mma.sync" not in kernel.ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in kernel.ptx and "st.global" not in kernel.ptx
 
 
 def test_bench_candidates_and_fp8_tolerance():

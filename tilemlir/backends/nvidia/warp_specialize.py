@@ -217,8 +217,9 @@ class WarpSpecializedKernel:
         # writes to them wait until every consumer is done with the last tile's.
         self.barrier_between_tiles = barrier_between_tiles
 
-    def emit(self, emit_body) -> int:
-        """Emits both roles; returns the threads per block to launch."""
+    def emit(self, emit_body, after=None) -> int:
+        """Emits both roles; returns the threads per block to launch.
+        `after()` is emitted where the consumers are done with every tile."""
         lowering = self.lowering
         consumers = lowering.threads
         self.tma_loop.create_barriers()
@@ -234,6 +235,8 @@ class WarpSpecializedKernel:
                 if self.launched and self.barrier_between_tiles:
                     gpu.BarrierOp()  # made a named barrier of the consumers below
             self.over_tiles(consume)
+            if after is not None:
+                after()
             scf.YieldOp([])
         with ir.InsertionPoint(roles.else_block):
             if self.split.producer:

@@ -97,9 +97,11 @@ from tilemlir.backends.nvidia.cp_async_pipelining import (
     unflatten,
 )
 from tilemlir.backends.nvidia.matrix import MmaSyncAccumulator, MmaSyncCore
+from tilemlir.backends.nvidia.tma_store import StoreStaging, TmaStore, plan_tma_store
 from tilemlir.backends.nvidia.warp_specialize import (
     LAUNCH_QUERIES,
     PRODUCER_THREADS,
+    SYSTEM_SHARED_PER_BLOCK,
     WarpSpecializedKernel,
     consumer_registers,
     producer_values,
@@ -294,6 +296,11 @@ class NvidiaMatrixCore(MmaSyncCore):
         self.tma_copies = False  # tile-lower-to-gpu{tma-copies}: mma.sync operands by TMA too
         self.shared_bytes = 0  # the dynamic shared memory placed (`place_shared`)
         self.specialized: dict = {}  # the K loop of a warp-specialized kernel -> its TmaLoop
+        # The epilogue copy written by TMA and where its chunk buffers start
+        # in dynamic shared memory (tma_store.py); None: stored from registers.
+        self.staging: StoreStaging | None = None
+        self.staging_offset = 0
+        self.stores: TmaStore | None = None  # the staged epilogue, once emitted
 
     # -- selection -----------------------------------------------------------
 
@@ -439,9 +446,52 @@ class NvidiaMatrixCore(MmaSyncCore):
     # -- the K loop ----------------------------------------------------------
 
     def place_shared(self, lowering: KernelLowering, shared_ops: list) -> int:
-        placed = super().place_shared(lowering, shared_ops)
+        placed = self.place_store_staging(lowering, super().place_shared(lowering, shared_ops))
         self.shared_bytes = placed + self.reserved_shared_bytes()  # the block's, for its blocks per SM
         return placed
+
+    def place_store_staging(self, lowering: KernelLowering, placed: int) -> int:
+        """The epilogue's chunk buffers after the `placed` bytes, where the
+        kernel's K loop is TMA-fed, its epilogue copy qualifies (tma_store.py)
+        and the buffers cost no block per SM; returns the bytes placed."""
+        staging = plan_tma_store(lowering.kernel) if self.base is not None else None
+        if staging is None:
+            return placed
+        offset = -(-placed // SWIZZLE_ATOM) * SWIZZLE_ATOM
+        limit = lowering.target.require("memory.shared_bytes_per_workgroup", "the shared memory budget")
+        reserved = self.reserved_shared_bytes()
+        if offset + staging.bytes + reserved > limit:
+            return placed
+        if self.blocks_per_sm(lowering, offset + staging.bytes + reserved) < \
+                self.blocks_per_sm(lowering, placed + reserved):
+            return placed
+        self.staging, self.staging_offset = staging, offset
+        return offset + staging.bytes
+
+    def blocks_per_sm(self, lowering: KernelLowering, shared_bytes: int) -> int:
+        """Blocks of this kernel one SM holds with `shared_bytes` of shared
+        memory each: the register split's count where it is warp-specialized
+        (0: it would not be), else what shared memory allows."""
+        specialization = self.specialization(lowering)
+        if specialization is None:
+            return lowering.target.memory.shared_bytes_per_cu // (shared_bytes + SYSTEM_SHARED_PER_BLOCK)
+        split = register_split(lowering.target, lowering.threads, shared_bytes, *specialization[3:])
+        return 0 if split is None else split.blocks_per_sm
+
+    def store_fragment(self, lowering: KernelLowering, op, fragment, indices) -> bool:
+        if self.staging is None or op.operation != self.staging.copy:
+            return False
+        stores = TmaStore(lowering, self.staging, self.base, self.staging_offset)
+        if not stores.emit(fragment, indices):
+            return False
+        self.stores = stores
+        return True
+
+    def drain_stores(self) -> None:
+        """After the kernel's last tile: the epilogue's copies have read their
+        buffers before the block's shared memory goes."""
+        if self.stores is not None:
+            self.stores.drain()
 
     # -- warp specialization -------------------------------------------------
 
@@ -449,16 +499,39 @@ class NvidiaMatrixCore(MmaSyncCore):
         specialized = self.warp_specialized(lowering)
         if specialized is None:
             emit_body()
+            self.drain_stores()
             return lowering.threads
-        return specialized.emit(emit_body)
+        return specialized.emit(emit_body, after=self.drain_stores)
 
     def warp_specialized(self, lowering: KernelLowering) -> WarpSpecializedKernel | None:
         """The producer/consumer split of the kernel (warp_specialize.py), or
-        None where the kernel keeps one role: the option is off, the kernel has
-        not exactly one TMA + wgmma K loop directly in its body, the producer
-        could not compute the copies' coordinates, the body reads the launch's
-        shape (`LAUNCH_QUERIES`), the threads do not fit, or no register split
-        gives the consumers what they hold (`register_split`)."""
+        None where the kernel keeps one role: `specialization` says no, or no
+        register split gives the consumers what they hold (`register_split`)."""
+        specialization = self.specialization(lowering)
+        if specialization is None:
+            return None
+        loop, plan, coordinate_ops, need, instruction = specialization
+        kernel, threads = lowering.kernel, lowering.threads
+        split = register_split(lowering.target, threads, self.shared_bytes, need, instruction)
+        if split is None:
+            return None
+        tma_loop = TmaLoop(self, lowering, loop, plan)
+        self.specialized[loop] = tma_loop
+        resident = 0
+        if lowering.option("persistent") and len(kernel_grid(kernel)) <= 2:
+            resident = lowering.target.compute.compute_units * split.blocks_per_sm
+        others = any(op.name == "tile.alloc_shared" and op.results[0] not in plan.buffers
+                     for op in walk(kernel))
+        return WarpSpecializedKernel(lowering, tma_loop, coordinate_ops, split, resident, others)
+
+    def specialization(self, lowering: KernelLowering) -> tuple | None:
+        """(K loop, its plan, the producer's coordinate ops, the registers a
+        consumer needs, the widest instruction's) of a kernel that can be
+        warp-specialized; None where it keeps one role: the option is off,
+        the kernel has not exactly one TMA + wgmma K loop directly in its
+        body, the producer could not compute the copies' coordinates, the
+        body reads the launch's shape (`LAUNCH_QUERIES`), or the threads do
+        not fit."""
         if not lowering.option("warp_specialize"):
             return None
         kernel, threads = lowering.kernel, lowering.threads
@@ -484,17 +557,7 @@ class NvidiaMatrixCore(MmaSyncCore):
         need = consumer_registers(kernel, threads, overhead, doubled)
         # One m64nN instruction's f32 accumulator: N / 2 registers per thread.
         instruction = max(choice.n // 2 for choice in choices) + overhead
-        split = register_split(lowering.target, threads, self.shared_bytes, need, instruction)
-        if split is None:
-            return None
-        tma_loop = TmaLoop(self, lowering, loops[0], plan)
-        self.specialized[loops[0]] = tma_loop
-        resident = 0
-        if lowering.option("persistent") and len(kernel_grid(kernel)) <= 2:
-            resident = lowering.target.compute.compute_units * split.blocks_per_sm
-        others = any(op.name == "tile.alloc_shared" and op.results[0] not in plan.buffers
-                     for op in walk(kernel))
-        return WarpSpecializedKernel(lowering, tma_loop, coordinate_ops, split, resident, others)
+        return loops[0], plan, coordinate_ops, need, instruction
 
     def lower_loop(self, lowering: KernelLowering, op) -> bool:
         if op in self.specialized:

@@ -315,6 +315,18 @@ class GemmOperands:
 # What cores and hooks receive
 # --------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class FragmentRun:
+    """Registers of a fragment that hold consecutive elements of one row:
+    `values` (in the type stored), the first one's index in each dim
+    (`indices`, fragment-relative: the thread's part plus `offsets`), and
+    the static part of those indices (`offsets`, the slot's)."""
+
+    values: tuple[ir.Value, ...]
+    indices: tuple[ir.Value, ...]
+    offsets: tuple[int, ...]
+
+
 @runtime_checkable
 class KernelLowering(Protocol):
     """One tile.kernel being lowered to a gpu.func, as a matrix core and a
@@ -399,6 +411,12 @@ class KernelLowering(Protocol):
     def set_function_attribute(self, name: str, value: ir.Attribute) -> None:
         """Sets an attribute of the gpu.func being emitted (e.g. NVVM's
         `nvvm.minctasm`, which the NVPTX backend prints as `.minnctapersm`)."""
+
+    def fragment_runs(self, fragment: Fragment, element: ir.Type, limit: int) -> tuple[ir.Value | None, list[FragmentRun]]:
+        """What a copy of `fragment` to memory of `element` stores: the guard
+        of the threads that store (i1, the first of each element's replicas;
+        None: all) and the thread's registers in runs of at most `limit`
+        consecutive columns of one row, converted to `element`."""
 
 
 # --------------------------------------------------------------------------
@@ -489,6 +507,14 @@ class MatrixCore(ABC):
     def lower_loop(self, lowering: KernelLowering, op: ir.Operation) -> bool:
         """A chance to lower an scf.for itself (e.g. software pipelining);
         False leaves it to the generic lowering."""
+        return False
+
+    def store_fragment(self, lowering: KernelLowering, op: ir.Operation, fragment: Fragment,
+                       indices: list[ir.Value]) -> bool:
+        """A chance to emit a tile.copy of a register fragment to global
+        memory (`indices`: the window's origin there) itself, e.g. through
+        shared memory and a bulk copy; False leaves it to the generic
+        lowering (each thread stores its registers)."""
         return False
 
     def emit_kernel_body(self, lowering: KernelLowering, emit_body: Callable[[], None]) -> int:
@@ -703,6 +729,7 @@ __all__ = [
     "AccumulatorLayout",
     "ForLoopParts",
     "Fragment",
+    "FragmentRun",
     "GemmOperands",
     "KernelLowering",
     "LaneIds",

@@ -67,6 +67,7 @@ from tilemlir.passes.gpu_builders import (
 )
 from tilemlir.passes.lower_to_gpu.api import (
     Fragment,
+    FragmentRun,
     LoweringError,
     RegisterFragment,
     constant_int,
@@ -843,6 +844,8 @@ class FragmentOps:
         fragment = dst if dst is not None else src
         memory_value = src_value if dst is not None else dst_value
         indices = src_indices if dst is not None else dst_indices
+        if dst is None and self.core.store_fragment(self, op, src, dst_indices):
+            return True
         access = self.memory_access(op, memory_value, indices, fragment.placement.rank)
         if dst is not None:
             self.load_fragment(op, dst, access)
@@ -1008,6 +1011,17 @@ class FragmentOps:
                                      vector_alignment(buffer, at[0], len(run)))
 
         guarded(self.owner_guard(layout), stores)
+
+    def fragment_runs(self, fragment: Fragment, element: ir.Type,
+                      limit: int) -> tuple[ir.Value | None, list[FragmentRun]]:
+        layout = fragment.placement
+        parts = self.thread_indices(layout)
+        runs = []
+        for run in layout.runs(limit):
+            values = tuple(convert(fragment.read(s), fragment.element, element, self._native_fp8) for s in run)
+            runs.append(FragmentRun(values, tuple(self.element_indices(layout, parts, run[0])),
+                                    tuple(layout.slots[run[0]])))
+        return self.owner_guard(layout), runs
 
     # -- scf.if -----------------------------------------------------------------
 
