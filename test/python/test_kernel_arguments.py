@@ -482,3 +482,14 @@ def test_tensor_launcher_packs_what_the_general_launch_packs():
     module._launchers.clear()
     module.metadata = METADATA
     assert module.tensor_launcher(None) is None
+
+
+def test_tensor_map_of_an_unaligned_address_is_refused_with_its_argument():
+    # TMA needs the tensor's address 16-byte aligned: a view starting 2 bytes
+    # in is refused before the driver is asked, naming the argument.
+    launcher = _launcher()
+    module = launcher.CudaModule.__new__(launcher.CudaModule)
+    module.tensor_maps = {}
+    spec = {"source": {"argument": 2}, "dtype": "f16", "shape": [256, 256], "box": [128, 64], "swizzle": 128}
+    with pytest.raises(launcher.CudaError, match=r"argument 2: .*TMA.*16-byte aligned \(it is 0x1002\)"):
+        module._tensor_map(spec, [0x1000, 0x2000, 0x1002])

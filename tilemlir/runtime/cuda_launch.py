@@ -48,6 +48,7 @@ TENSOR_MAP_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
 TENSOR_MAP_L2_PROMOTION_128B = 2
 TENSOR_MAP_OOB_ZEROS = 0
 TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN = 128, 64
+TENSOR_MAP_ADDRESS_ALIGN = 16  # cuTensorMapEncodeTiled: globalAddress 16-byte aligned (CUDA Driver API)
 # This module imports nothing of tilemlir (see above), so it keeps its own copy of
 # the widths of tilemlir.dialects.element_types; test_element_types checks they agree.
 ELEMENT_BYTES = {"f64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "f8E4M3FN": 1, "f8E5M2": 1, "i8": 1}
@@ -263,6 +264,10 @@ class CudaModule:
         row-major 2-D argument, see tilemlir.backends.nvidia.wgmma), made once
         per argument pointer."""
         pointer = pointers[spec["source"]["argument"]]
+        if pointer % TENSOR_MAP_ADDRESS_ALIGN:
+            raise CudaError(f"argument {spec['source']['argument']}: the kernel reads or writes it by TMA, "
+                            f"which needs its address {TENSOR_MAP_ADDRESS_ALIGN}-byte aligned (it is "
+                            f"{pointer:#x}); pass a tensor that starts on such an address (a fresh one does)")
         # The spec is the metadata's own dict, alive as long as this module.
         key = (id(spec), pointer)
         if key not in self.tensor_maps:

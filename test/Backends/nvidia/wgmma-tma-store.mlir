@@ -93,6 +93,66 @@ module attributes {tile.target = "nvidia:sm_90a"} {
       gpu.yield
     }) {grid = array<i64: 2, 2>, threads = 128 : i64} : () -> ()
     return
+  }
+  func.func @host_view(%A: memref<256x256xf16>, %B: memref<256x256xf16>, %C: memref<256x256xf16>) {
+    %v = memref.subview %C[0, 0] [128, 128] [1, 1] : memref<256x256xf16> to memref<128x128xf16, strided<[256, 1]>>
+    "tile.kernel"() ({
+    ^bb0(%bx: index, %by: index):
+      %a = "tile.alloc_shared"() : () -> memref<128x32xf16, #gpu.address_space<workgroup>>
+      %b = "tile.alloc_shared"() : () -> memref<32x128xf16, #gpu.address_space<workgroup>>
+      %c = "tile.alloc_fragment"() : () -> memref<128x128xf32, #gpu.address_space<private>>
+      %zero = arith.constant 0.000000e+00 : f32
+      "tile.fill"(%c, %zero) : (memref<128x128xf32, #gpu.address_space<private>>, f32) -> ()
+      %c0 = arith.constant 0 : index
+      %c8 = arith.constant 8 : index
+      %c1 = arith.constant 1 : index
+      %c32 = arith.constant 32 : index
+      %c128 = arith.constant 128 : index
+      scf.for %k = %c0 to %c8 step %c1 {
+        %row = arith.muli %by, %c128 : index
+        %kk = arith.muli %k, %c32 : index
+        "tile.copy"(%A, %a, %row, %kk) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<256x256xf16>, memref<128x32xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+        %col = arith.muli %bx, %c128 : index
+        "tile.copy"(%B, %b, %kk, %col) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<256x256xf16>, memref<32x128xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+        "tile.gemm"(%a, %b, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<128x32xf16, #gpu.address_space<workgroup>>, memref<32x128xf16, #gpu.address_space<workgroup>>, memref<128x128xf32, #gpu.address_space<private>>) -> ()
+      } {tile.num_stages = 3 : i64}
+      %r = arith.muli %by, %c128 : index
+      %q = arith.muli %bx, %c128 : index
+      "tile.copy"(%c, %C, %r, %q) {operandSegmentSizes = array<i32: 1, 1, 0, 2>} : (memref<128x128xf32, #gpu.address_space<private>>, memref<256x256xf16>, index, index) -> ()
+      "tile.copy"(%c, %v) {operandSegmentSizes = array<i32: 1, 1, 0, 0>} : (memref<128x128xf32, #gpu.address_space<private>>, memref<128x128xf16, strided<[256, 1]>>) -> ()
+      gpu.yield
+    }) {grid = array<i64: 2, 2>, threads = 128 : i64} : () -> ()
+    return
+  }
+  func.func @accumulate(%A: memref<256x256xf16>, %B: memref<256x256xf16>, %C: memref<256x256xf16>) {
+    "tile.kernel"() ({
+    ^bb0(%bx: index, %by: index):
+      %a = "tile.alloc_shared"() : () -> memref<128x32xf16, #gpu.address_space<workgroup>>
+      %b = "tile.alloc_shared"() : () -> memref<32x128xf16, #gpu.address_space<workgroup>>
+      %c = "tile.alloc_fragment"() : () -> memref<128x128xf32, #gpu.address_space<private>>
+      %c128_0 = arith.constant 128 : index
+      %r0 = arith.muli %by, %c128_0 : index
+      %q0 = arith.muli %bx, %c128_0 : index
+      "tile.copy"(%C, %c, %r0, %q0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<256x256xf16>, memref<128x128xf32, #gpu.address_space<private>>, index, index) -> ()
+      %c0 = arith.constant 0 : index
+      %c8 = arith.constant 8 : index
+      %c1 = arith.constant 1 : index
+      %c32 = arith.constant 32 : index
+      %c128 = arith.constant 128 : index
+      scf.for %k = %c0 to %c8 step %c1 {
+        %row = arith.muli %by, %c128 : index
+        %kk = arith.muli %k, %c32 : index
+        "tile.copy"(%A, %a, %row, %kk) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<256x256xf16>, memref<128x32xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+        %col = arith.muli %bx, %c128 : index
+        "tile.copy"(%B, %b, %kk, %col) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<256x256xf16>, memref<32x128xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+        "tile.gemm"(%a, %b, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<128x32xf16, #gpu.address_space<workgroup>>, memref<32x128xf16, #gpu.address_space<workgroup>>, memref<128x128xf32, #gpu.address_space<private>>) -> ()
+      } {tile.num_stages = 3 : i64}
+      %r = arith.muli %by, %c128 : index
+      %q = arith.muli %bx, %c128 : index
+      "tile.copy"(%c, %C, %r, %q) {operandSegmentSizes = array<i32: 1, 1, 0, 2>} : (memref<128x128xf32, #gpu.address_space<private>>, memref<256x256xf16>, index, index) -> ()
+      gpu.yield
+    }) {grid = array<i64: 2, 2>, threads = 128 : i64} : () -> ()
+    return
   }}
 
 // Two chunks of 64 columns, in two buffers used in turn; C gets a tensor map
@@ -146,4 +206,21 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // GPU: vector.store %{{.*}}, %arg2[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<256x256xf16>, vector<2xf16>
 // GPU-NOT: nvgpu.tma.async.store
 // GPU: gpu.return
+
+// A view of C made in the host function and written by the kernel too: the
+// TMA unit's writes would race with its stores, so none goes out by TMA.
+// GPU-LABEL: gpu.func @host_view_kernel0
+// GPU-NOT: nvgpu.tma.async.store
+// GPU: gpu.return
+
+// C += A B: the kernel reads C first, and each thread orders those reads
+// before the TMA unit's writes.
+// GPU-LABEL: gpu.func @accumulate_kernel0
+// GPU: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// GPU-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+// GPU: nvgpu.tma.async.store
+// GPU: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// GPU-NOT: async.global
+// GPU: nvgpu.tma.async.store
+
 // The PTX of such a kernel: test_nvidia.py's test_wgmma_kernel_takes_tensor_maps.

@@ -36,9 +36,13 @@ What takes this path (`plan_tma_store`): the one tile.copy of a kernel's body
 (not inside a loop or branch: every consumer thread runs it) from a 2-D
 register fragment to a 2-D argument of the host function (what the
 launcher's tensor maps describe: static shape, row-major, rows of 16-byte
-multiples, a TMA element type), with rows <= 256 and each row a whole number
-of 128-byte chunks; in a kernel whose K loop is TMA-fed. Boxes past the
-argument's edge are clipped by the TMA unit, so edge tiles need no code.
+multiples, a TMA element type), with 8 to 256 rows, a multiple of 8, and
+each row a whole number of 128-byte chunks, whose thread's columns fall in
+chunks the layout fixes; in a kernel whose K loop is TMA-fed. The argument
+has no other use, in the kernel or in the host function, but reads of it
+before the copy (C += A B), which the threads order before the TMA unit's
+writes with fence.proxy.async.global. Boxes past the argument's edge are
+clipped by the TMA unit, so edge tiles need no code.
 The chunk buffers must fit beside the K loop's slots without fewer blocks
 per SM (`NvidiaMatrixCore.place_store_staging`); otherwise each thread
 stores its registers as before.
@@ -46,6 +50,7 @@ stores its registers as before.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -53,7 +58,7 @@ from mlir import ir
 from mlir.dialects import arith, builtin, gpu, llvm, memref, nvgpu, nvvm, vector
 
 from tilemlir.dialects import attributes
-from tilemlir.irutil import walk
+from tilemlir.irutil import parent_ops, walk
 from tilemlir.passes.lower_to_gpu.api import (
     KernelLowering,
     add,
@@ -82,6 +87,9 @@ class StoreStaging:
     rows: int
     cols: int
     element: ir.Type
+    # The kernel reads the destination before the copy: the threads order
+    # those generic reads before the TMA unit's writes (fence.proxy.async.global).
+    read_first: bool = False
 
     @property
     def element_bytes(self) -> int:
@@ -114,24 +122,31 @@ def plan_tma_store(kernel: ir.Operation) -> StoreStaging | None:
     """The kernel's one epilogue copy that TMA can write (module docstring), or None."""
     found = [staging for op in kernel.regions[0].blocks[0].operations
              if (staging := _tma_storable(op)) is not None]
-    if len(found) != 1 or not _only_read_before(kernel, found[0].copy):
+    if len(found) != 1:
         return None
-    return found[0]
+    reads = _reads_before(kernel, found[0].copy)
+    return None if reads is None else dataclasses.replace(found[0], read_first=reads)
 
 
-def _only_read_before(kernel: ir.Operation, copy: ir.Operation) -> bool:
-    """Every other use of the copy's destination in the kernel reads it
-    (a tile.copy from it) before the copy: the TMA unit's writes, which land
-    after the kernel's own, then race with none of them."""
-    dst, before = copy.operands[1], True
+def _reads_before(kernel: ir.Operation, copy: ir.Operation) -> bool | None:
+    """Whether the kernel reads the copy's destination before it (a tile.copy
+    from it), where every other use of the destination is such a read: the
+    TMA unit's writes, which land after the kernel's own, then race with none
+    of them; None where another use exists, in the kernel or in the host
+    function (a view of it there could reach the kernel as another operand)."""
+    dst, before, reads = copy.operands[1], True, False
+    if any(all(parent != kernel for parent in parent_ops(use.owner)) for use in dst.uses):
+        return None
     for op in walk(kernel):
         if op == copy:
             before = False
             continue
-        reads_before = before and op.name == "tile.copy" and op.operands[0] == dst and op.operands[1] != dst
-        if any(operand == dst for operand in op.operands) and not reads_before:
-            return False
-    return True
+        if not any(operand == dst for operand in op.operands):
+            continue
+        if not (before and op.name == "tile.copy" and op.operands[0] == dst and op.operands[1] != dst):
+            return None
+        reads = True
+    return reads
 
 
 def _tma_storable(op: ir.Operation) -> StoreStaging | None:
@@ -154,7 +169,10 @@ def _tma_storable(op: ir.Operation) -> StoreStaging | None:
         return None
     rows, cols = src_type.shape
     size = bit_width(element) // 8
-    if rows > BOX_LIMIT or (cols * size) % CHUNK_BYTES or (dst_type.shape[1] * size) % GLOBAL_ROW_MULTIPLE:
+    # Rows in whole swizzle periods: every chunk buffer starts 1024-aligned,
+    # where TMA's swizzle pattern starts (its address bits pick the XOR).
+    if rows > BOX_LIMIT or rows % SWIZZLE_ROWS or (cols * size) % CHUNK_BYTES \
+            or (dst_type.shape[1] * size) % GLOBAL_ROW_MULTIPLE:
         return None
     return StoreStaging(op.operation, rows, cols, element)
 
@@ -169,31 +187,45 @@ def column_span(part) -> tuple[int, int] | None:
     return alignment, sum((mod - 1) * scale for mod, scale in live)
 
 
-def chunk_pieces(staging: StoreStaging, fragment, runs) -> list[list[tuple]] | None:
-    """Per chunk, the (values, row, column in the chunk, offset) pieces of
-    the thread's runs that fall in it, each at most 16 bytes at an aligned
-    column (one vector store); None where a run's chunk depends on the
-    thread (a column part wider than a chunk) or is unknown."""
-    span = column_span(fragment.placement.parts[1])
+def run_chunks(staging: StoreStaging, layout) -> list[int] | None:
+    """The chunk of each of the thread's runs (`layout.runs(chunk_cols)`,
+    the order `fragment_runs` gives them), decided by the layout alone; None
+    where a run's chunk depends on the thread (a column part that reaches
+    past a chunk) or is unknown."""
+    span = column_span(layout.parts[1])
     if span is None:
         return None
-    alignment, widest = span
+    widest = span[1]
+    width = staging.chunk_cols
+    chunks = []
+    for run in layout.runs(width):
+        first = layout.slots[run[0]][1]
+        if first // width != (first + widest + len(run) - 1) // width:
+            return None
+        chunks.append(first // width)
+    return chunks
+
+
+def chunk_pieces(staging: StoreStaging, layout, runs, chunks: list[int]) -> list[list[tuple]]:
+    """Per chunk, the (values, row, column in the chunk) pieces of the
+    thread's runs in it (`chunks`: `run_chunks`), each a power of two of
+    elements, at most 16 bytes, at a column aligned to its size: one vector
+    store inside one 16-byte piece of the swizzle."""
+    alignment = column_span(layout.parts[1])[0]
     width = staging.chunk_cols
     per_chunk: list[list[tuple]] = [[] for _ in range(staging.chunks)]
-    for run in runs:
+    for run, chunk in zip(runs, chunks, strict=True):
         row, col = run.indices
         first = run.offsets[1]
-        last = first + widest + len(run.values) - 1
-        if first // width != last // width:
-            return None
-        local = arith.SubIOp(col, const_index(first // width * width)).result
+        local = arith.SubIOp(col, const_index(chunk * width)).result
         start = 0
         while start < len(run.values):
-            count = min(len(run.values) - start, SWIZZLE_PIECE // staging.element_bytes)
+            most = min(len(run.values) - start, SWIZZLE_PIECE // staging.element_bytes)
+            count = 1 << (most.bit_length() - 1)
             while count > 1 and (alignment % count or (first + start) % count):
                 count //= 2
-            per_chunk[first // width].append((run.values[start:start + count], row,
-                                              add(local, start) if start else local))
+            per_chunk[chunk].append((run.values[start:start + count], row,
+                                     add(local, start) if start else local))
             start += count
     return per_chunk
 
@@ -241,10 +273,11 @@ class TmaStore:
         (nothing emitted) where the fragment's columns do not split into
         chunks per thread statically (`chunk_pieces`)."""
         staging = self.staging
-        guard, runs = self.lowering.fragment_runs(fragment, staging.element, staging.chunk_cols)
-        per_chunk = chunk_pieces(staging, fragment, runs)
-        if per_chunk is None:
+        chunks = run_chunks(staging, fragment.placement)
+        if chunks is None:
             return False
+        guard, runs = self.lowering.fragment_runs(fragment, staging.element, staging.chunk_cols)
+        per_chunk = chunk_pieces(staging, fragment.placement, runs, chunks)
         tensor_map = self.tensor_map()
         row0, col0 = indices
         for chunk, pieces in enumerate(per_chunk):
@@ -254,6 +287,8 @@ class TmaStore:
                 gpu.BarrierOp()
             self.write(pieces, buffer, guard)
             nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+            if staging.read_first and chunk == 0:
+                nvvm.FenceProxyOp(nvvm.ProxyKind.async_global)
             self.wait_reads()
             gpu.BarrierOp()
             column = add(col0, chunk * staging.chunk_cols)
