@@ -10,7 +10,9 @@ For every shape of bench/gemm.py's SHAPES and dtype of DTYPES, `--prepare`
 compiles the **default** (the whole-problem tile.gemm, no options: the cost
 model's choice and every default of the lowering) and VARIANTS of it: the same
 choice with one lowering option changed (so a row says what each default is
-worth), and the explicit configurations of EXTRA_CONFIGS. `--run` checks every
+worth), and the explicit configurations of EXTRA_CONFIGS (SKINNY_CONFIGS where
+M <= 64); without --only or --shape also the docs' Python matmul as printed
+(bench/tune_model.py's `prepare_docs`, run first). `--run` checks every
 variant against float64 (bench/gemm.py's `check`: sampled rows, dtype-derived
 tolerances, NaN-poisoned output), then times the default, each variant,
 cuBLAS (`torch.matmul`; fp8: `torch._scaled_mm`) and Triton (bench/gemm.py's
@@ -37,9 +39,16 @@ from bench_device import RunLog, load_launcher
 VARIANTS = [("tiles", "tile-lower-to-gpu{persistent=false}"),
             ("one-role", "tile-lower-to-gpu{warp-specialize=false}")]
 # Explicit configurations (block, threads, stages), wgmma, for shapes with M > 64.
-EXTRA_CONFIGS = {"f16": [((128, 256, 64), 256, 4), ((128, 128, 64), 128, 4), ((64, 64, 64), 128, 4)],
-                 "bf16": [((128, 256, 64), 256, 4), ((128, 128, 64), 128, 4)],
-                 "fp8": [((128, 128, 128), 256, 4), ((128, 256, 128), 256, 3)]}
+EXTRA_CONFIGS = {"f16": [((128, 256, 64), 256, 4), ((128, 256, 64), 256, 3), ((128, 256, 32), 256, 4),
+                         ((128, 128, 64), 128, 4), ((64, 64, 64), 128, 4)],
+                 "bf16": [((128, 256, 64), 256, 4), ((128, 256, 64), 256, 3), ((128, 256, 32), 256, 4),
+                          ((128, 128, 64), 128, 4)],
+                 "fp8": [((128, 128, 128), 256, 4), ((128, 256, 128), 256, 3), ((128, 128, 256), 256, 3)]}
+# For M <= 64: one warpgroup of 64-row wgmma blocks, the rows past M zero-filled
+# by TMA (and clipped from the TMA store), deep pipelines to stream B.
+SKINNY_CONFIGS = {"f16": [((64, 64, 64), 128, 8), ((64, 128, 64), 128, 6), ((64, 64, 128), 128, 6)],
+                  "bf16": [((64, 64, 64), 128, 8), ((64, 128, 64), 128, 6)],
+                  "fp8": [((64, 64, 128), 128, 8), ((64, 128, 128), 128, 6)]}
 
 
 def variant_name(dtype, m, n, k, label) -> str:
@@ -75,18 +84,18 @@ def prepare(out: Path, only: str | None, shape: str | None = None) -> None:
         for m, n, k in [tuple(int(v) for v in shape.split("x"))] if shape else nvbench.SHAPES:
             variants = [("default", "", "", "")]
             variants += [(label, "", "", passes) for label, passes in VARIANTS]
-            if m > 64:
-                for block, threads, stages in EXTRA_CONFIGS[dtype]:
-                    tiling = f"block={block[0]},{block[1]},{block[2]} threads={threads} stages={stages}"
-                    label = f"b{block[0]}x{block[1]}x{block[2]}_t{threads}_s{stages}"
-                    variants.append((label, tiling, "prefer=wgmma", ""))
+            for block, threads, stages in (EXTRA_CONFIGS if m > 64 else SKINNY_CONFIGS)[dtype]:
+                tiling = f"block={block[0]},{block[1]},{block[2]} threads={threads} stages={stages}"
+                label = f"b{block[0]}x{block[1]}x{block[2]}_t{threads}_s{stages}"
+                variants.append((label, tiling, "prefer=wgmma", ""))
             for label, tiling, select, passes in variants:
                 start = time.perf_counter()
                 entry = compile_variant(out, m, n, k, dtype, label, tiling, select, passes)
                 entries.append(entry)
                 print(f"{entry['name']}: block {entry['block']}, grid {entry['grid']}, "
                       f"{entry['wgmma']} wgmma, {time.perf_counter() - start:.1f} s", flush=True)
-    (out / "manifest.json").write_text(json.dumps({"variants": entries}, indent=2) + "\n")
+    docs = tune_model.prepare_docs(out) if not only and not shape else []
+    (out / "manifest.json").write_text(json.dumps({"variants": entries, "docs": docs}, indent=2) + "\n")
 
 
 def run(directory: Path, out: Path | None, only: str | None) -> int:
@@ -97,7 +106,7 @@ def run(directory: Path, out: Path | None, only: str | None) -> int:
     say = RunLog(out, "gemm_defaults_log.txt")
     props = torch.cuda.get_device_properties(0)
     say(f"device: {props.name}, {props.multi_processor_count} SMs; torch {torch.__version__}")
-    failures, results = 0, []
+    failures, results = tune_model.run_docs(launcher, directory, manifest.get("docs", []), say), []
     cases = sorted({(e["dtype"], e["m"], e["n"], e["k"]) for e in manifest["variants"]},
                    key=lambda c: (nvbench.DTYPES.index(c[0]), c[1:]))
     for dtype, m, n, k in cases:

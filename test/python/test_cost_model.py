@@ -411,6 +411,29 @@ def test_hopper_pipelines_cover_a_tiles_transfer_from_the_l2():
     assert four.seconds < 0.75 * two.seconds
 
 
+def test_producer_fed_loops_pay_a_sync_per_iteration_and_fill_once():
+    """Measured on the H200 (bench/gemm_defaults.py, 2026-12-04): f16 4096^3 in
+    warp-specialized 128x256 blocks runs best with block K 64 in 4 stages (682
+    TFLOP/s; K 32, 4 stages: 658; K 64, 3 stages: 634). Each iteration of a
+    producer-fed loop costs the matrix units Backend.producer_loop_sync_clocks
+    (fewer, longer iterations win); the producer loads a tile's first slots
+    while the consumers finish the last, so only the first round fills, and
+    the deeper pipeline, predicted within SAME, ranks first."""
+    from tilemlir.passes.tiling import SAME
+    from tilemlir.tune.search import candidates
+
+    facts = model_facts(SM90)
+    assert facts.producer_loop_sync_clocks > 0
+    f16 = GemmProblem(4096, 4096, 4096, "f16", "f16", "f16", "f32")
+    k32, k64, three = (predict(f16, wgmma_config(f16, (128, 256, bk), 256, stages), SM90)
+                       for bk, stages in ((32, 4), (64, 4), (64, 3)))
+    assert k32.iteration_clocks == 2 * k32.figures.matrix_clocks + facts.producer_loop_sync_clocks
+    assert k64.seconds < k32.seconds
+    assert three.seconds < k64.seconds < three.seconds * (1 + SAME)
+    config = candidates(f16, SM90)[0].config
+    assert (config.block, config.stages) == ((128, 256, 64), 4)
+
+
 def test_kernels_loading_their_own_operands_are_weighed_where_a_producer_could():
     """The model does not cost mma.sync's operand loads. Measured on the H200:
     fp8 4096x4096x1024, the best mma.sync and wgmma blocks predicted 34.1 and

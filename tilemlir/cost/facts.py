@@ -148,6 +148,7 @@ class ModelFacts:
     producer_prefix: str  # instructions whose K loops get a producer warpgroup (the manifest)
     producer_threads: int  # the threads it adds (the manifest)
     producer_registers: int  # per lane, after it gives the rest back (the manifest)
+    producer_loop_sync_clocks: int  # per iteration of such a loop, the matrix units idle (the manifest)
     assumed: tuple[Assumption, ...]
 
     @property
@@ -273,5 +274,6 @@ def _model_facts(target: Target) -> ModelFacts:
         producer_prefix=backend(target.family).producer_prefix,
         producer_threads=backend(target.family).producer_threads,
         producer_registers=backend(target.family).producer_registers,
+        producer_loop_sync_clocks=backend(target.family).producer_loop_sync_clocks,
         assumed=tuple(assumed),
     )

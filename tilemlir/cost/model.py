@@ -33,7 +33,9 @@ Wave quantisation: the busiest CU runs q = ceil(W / CUs) workgroups, in rounds
 of r at once. A round of b workgroups takes
 
     I * T + fill + epilogue, with, per iteration,
-    T = max(matrix: ceil(b*waves / simds) * C,        the SIMDs' matrix units
+    T = max(matrix: ceil(b*waves / simds) * C + sync, the SIMDs' matrix units
+            (sync: a producer-fed loop's per-iteration synchronization,
+            Backend.producer_loop_sync_clocks),
             shared: b * L / (banks * bank bytes),      the CU's LDS bandwidth
             memory: b * G / (bandwidth / active CUs),  the CU's share of device memory
             chain)                                      one workgroup's own iteration
@@ -50,7 +52,9 @@ of r at once. A round of b workgroups takes
             includes its transfer, b * G bytes at one CU's share of that
             bandwidth;
     fill = max(1, stages - 1) tiles loaded before the loop plus one latency
-    (and one tile's transfer, where the L2's bandwidth is known),
+    (and one tile's transfer, where the L2's bandwidth is known), in the
+    first round only where a producer feeds the loop (it loads the next
+    tile's slots while the consumers finish the last),
     epilogue = the C tile written (and read when C accumulates) at the memory
     share; active CUs = min(CUs, W), `busy` = the llvm-mca busy ratio when
     given, else 1.
@@ -393,10 +397,13 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
     l2_share = facts.l2_bytes_per_second / (facts.clock_mhz * 1e6) / cus
     transfer = figures.global_bytes / l2_share \
         if facts.l2_bytes_per_second > facts.memory_bytes_per_second else 0.0
+    # A producer-fed loop's consumers synchronize once per iteration, and the
+    # matrix units wait that long (Backend.producer_loop_sync_clocks).
+    sync = facts.producer_loop_sync_clocks if figures.producer_waves else 0
 
     def iteration_terms(size: int, latency: float) -> dict[str, float]:
         terms = {
-            "matrix": math.ceil(size * figures.waves / facts.simds_per_cu) * figures.matrix_clocks,
+            "matrix": math.ceil(size * figures.waves / facts.simds_per_cu) * figures.matrix_clocks + sync,
             "shared memory": size * lds,
             "device memory": size * memory,
         }
@@ -416,11 +423,16 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
 
     def total(latency: float) -> tuple[float, tuple[float, str]]:
         clocks, first = 0.0, None
-        for size in rounds:
+        for index, size in enumerate(rounds):
             terms = iteration_terms(size, latency)
             bound = max(terms, key=terms.get)  # on a tie, the first: matrix
             iteration = terms[bound]
             fill = in_flight * size * memory + latency + size * transfer
+            if index and figures.producer_waves:
+                # A producer loads the next tile's first slots while the
+                # consumers finish this one (persistent workgroups,
+                # backends/nvidia/warp_specialize.py): only the first round fills.
+                fill = 0.0
             epilogue = size * figures.epilogue_bytes / share
             clocks += figures.iterations * iteration + fill + epilogue
             first = first or (iteration, bound)

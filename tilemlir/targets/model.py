@@ -554,6 +554,11 @@ class Backend:
     producer_prefix: str = ""
     producer_threads: int = 0
     producer_registers: int = 0
+    # Clocks per iteration of such a loop in which the matrix units wait for
+    # its consumers' synchronization (the slot's barrier, the instructions'
+    # fence, commit and wait, the slot's release), as measured on the family's
+    # kernels; the cost model adds them to each iteration's matrix time.
+    producer_loop_sync_clocks: int = 0
 
     def target_files(self) -> tuple[Path, ...]:
         return tuple(sorted(Path(self.targets_dir).glob("*.toml")))

@@ -153,7 +153,8 @@ module attributes {tile.target = "nvidia:sm_90a"} {
       gpu.yield
     }) {grid = array<i64: 2, 2>, threads = 128 : i64} : () -> ()
     return
-  }}
+  }
+}
 
 // Two chunks of 64 columns, in two buffers used in turn; C gets a tensor map
 // of 128 x 64 boxes. The buffers (32 KiB after the 48 KiB

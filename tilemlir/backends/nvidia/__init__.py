@@ -80,4 +80,10 @@ BACKEND = Backend(
     producer_prefix="wgmma.",
     producer_threads=128,
     producer_registers=40,
+    # Measured on the H200 (bench/gemm_defaults.py, 2026-12-04, TMA-store
+    # epilogues): the same 128x256 warp-specialized f16/bf16 kernel at 4096^3
+    # with block K 32 (128 iterations a tile) against 64 (64): 21-61 ns more per
+    # extra iteration in three runs, 38-112 clocks at the descriptor's 1830 MHz;
+    # about the lower half.
+    producer_loop_sync_clocks=64,
 )
