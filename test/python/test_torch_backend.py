@@ -545,3 +545,15 @@ def test_replayed_inputs_copy_the_memory_their_views_span():
     base = torch.empty(_span(strided))
     base.copy_(_span_view(strided))
     assert torch.equal(base.as_strided(strided.shape, strided.stride()), strided)
+
+
+def test_gemm_groups_take_longer_deeper_k_loops_where_a_producer_feeds_them():
+    """On sm_90a a GEMM group's K loop is TMA-fed with a producer warpgroup:
+    block K 64 in 4 stages (codegen.PRODUCER_FED_STEPS, measured on the H200);
+    elsewhere 32 in 2, which every shipped chip's shared memory holds."""
+    from tilemlir.targets import get_target
+    from tilemlir.torch_backend import codegen
+
+    assert codegen.gemm_steps(get_target("nvidia:sm_90a")) == codegen.PRODUCER_FED_STEPS == codegen.GemmSteps(64, 4)
+    for chip in ("amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000"):
+        assert codegen.gemm_steps(get_target(chip)) == codegen.GemmSteps(32, 2)

@@ -436,11 +436,40 @@ def _floor_power_of_two(n: int) -> int:
     return 1 << (n.bit_length() - 1)
 
 
+@dataclass(frozen=True)
+class GemmSteps:
+    """The K loop of a GEMM group's kernel: block K and pipeline stages."""
+
+    block_k: int = 32
+    stages: int = 2
+
+
+# Chips whose K loops are fed by TMA with a producer warpgroup (NVIDIA's
+# wgmma, sm_90a): longer K steps, more of them in flight. Measured on the H200
+# (bench/results/gemm-defaults-h200.md, 2026-12-04): 128x128 blocks of one
+# warpgroup with block K 64 in 4 stages run at 0.91-0.98 of cuBLAS at 4096^3
+# and 8192^3; with the producer, 2-stage pipelines starve.
+PRODUCER_FED_STEPS = GemmSteps(block_k=64, stages=4)
+
+
+def gemm_steps(target) -> GemmSteps:
+    """The K loop for `target` (a Target): PRODUCER_FED_STEPS where its
+    family feeds wgmma K loops from a producer (Backend.producer_prefix) and
+    the chip has such instructions, else the default, which every shipped
+    chip's shared memory holds."""
+    from tilemlir.targets import backend
+
+    prefix = backend(target.family).producer_prefix
+    if prefix and any(row.name.startswith(prefix) for row in target.mma):
+        return PRODUCER_FED_STEPS
+    return GemmSteps()
+
+
 def gemm_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[GemmOperand, GemmOperand],
-                name: str) -> tuple[str, list]:
+                name: str, steps: GemmSteps = GemmSteps()) -> tuple[str, list]:
     """(source, output views, inputs read at offsets) of a GEMM group: the anchor's product into a
     register fragment, the group's element-wise epilogue on it, the outputs
-    stored from fragments."""
+    stored from fragments; its K loop as `steps` says."""
     anchor = group.anchor
     a_node, b_node = gemm_operands(anchor)
     a_spec, b_spec = specs[group.inputs.index(a_node)], specs[group.inputs.index(b_node)]
@@ -455,7 +484,7 @@ def gemm_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[GemmOperan
     writer.operand_params += [f"A: T.Tensor({a_layout.shape}, '{dtype}')", f"B: T.Tensor({b_layout.shape}, '{dtype}')"]
     block_m = 64 if m <= 64 else 128
     block_n = 64 if n <= 64 else 128
-    block_k = 32
+    block_k = steps.block_k
     rows = f"(by * {block_m} + i)" if m % block_m == 0 else f"T.min(by * {block_m} + i, {m - 1})"
     cols = f"(bx * {block_n} + j)" if n % block_n == 0 else f"T.min(bx * {block_n} + j, {n - 1})"
     coords = (["bz"] if batched else []) + [rows, cols]
@@ -479,7 +508,7 @@ def gemm_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[GemmOperan
     body(f"B_s = T.alloc_shared({b_tile}, '{dtype}')")
     body(f"C_l = T.alloc_fragment(({block_m}, {block_n}), 'float32')")
     body("T.clear(C_l)")
-    body(f"for k in T.Pipelined({-(-k // block_k)}, num_stages=2):")
+    body(f"for k in T.Pipelined({-(-k // block_k)}, num_stages={steps.stages}):")
     body(f"    T.copy({a_at}, A_s)")
     body(f"    T.copy({b_at}, B_s)")
     body(f"    T.gemm(A_s, B_s, C_l, transpose_A={a_layout.transposed}, transpose_B={b_layout.transposed})")

@@ -278,7 +278,10 @@ class GroupKernel:
             # An operand of no dense layout is made contiguous first.
             layouts = tuple(codegen.gemm_layout(specs[i]) or codegen.GemmOperand(False, specs[i].shape)
                             for i in self.operands)
-            source, views, loaded = codegen.gemm_kernel(group, specs, layouts, self.kernel_name)
+            from tilemlir.language.kernel import resolve_target
+
+            steps = codegen.gemm_steps(resolve_target(self.target, self.engine))
+            source, views, loaded = codegen.gemm_kernel(group, specs, layouts, self.kernel_name, steps)
         elif group.kind == "conv":
             source, loaded = codegen.conv_kernel(group, specs, self.kernel_name)
             views = ["span"] * len(self.results)
