@@ -129,18 +129,18 @@ def register_split(target, consumers: int, shared_bytes: int, need: int,
     return None
 
 
-def consumer_registers(kernel: ir.Operation, threads: int, overhead: int, doubled: set) -> int:
+def consumer_registers(kernel: ir.Operation, threads: int, overhead: int, copies: dict) -> int:
     """The registers a consumer thread needs: its share of every register
-    fragment (32-bit registers; those in `doubled` twice: accumulators of
-    8-bit wgmma, whose partial sums take a second one), plus `overhead`
-    (addresses, loop state)."""
+    fragment (32-bit registers; those in `copies` that many times:
+    accumulators of 8-bit wgmma, whose partial sums take one or two more),
+    plus `overhead` (addresses, loop state)."""
     words = 0
     for op in walk(kernel):
         if op.name == "tile.alloc_fragment":
             fragment = ir.MemRefType(op.results[0].type)
             elements = math.prod(fragment.shape)
             share = -(-elements * max(32, bit_width(fragment.element_type)) // 32 // threads)
-            words += share * (2 if op.results[0] in doubled else 1)
+            words += share * copies.get(op.results[0], 1)
     return words + overhead
 
 

@@ -83,6 +83,7 @@ at 3 slots (two blocks per SM) against 277 at 4 (one).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from mlir import ir
@@ -99,6 +100,7 @@ from tilemlir.backends.nvidia.cp_async_pipelining import (
 from tilemlir.backends.nvidia.matrix import MmaSyncAccumulator, MmaSyncCore
 from tilemlir.backends.nvidia.tma_store import StoreStaging, TmaStore, plan_tma_store
 from tilemlir.backends.nvidia.warp_specialize import (
+    CONSUMER_REGISTERS_MAX,
     LAUNCH_QUERIES,
     PRODUCER_THREADS,
     SYSTEM_SHARED_PER_BLOCK,
@@ -262,6 +264,36 @@ def ldmatrix_only(gemm: ir.Operation) -> bool:
     return bits == 16 or (not transpose_a and transpose_b)
 
 
+# An 8-bit wgmma accumulator's registers: the f32 sum and each block K's
+# partial sums (PROMOTED_COPIES: promoted after wgmma.wait_group 0), or two
+# sets of partial sums taking turns (DEFERRED_COPIES: promoted one iteration
+# late, the tensor cores busy meanwhile). Measured on the H200 (fp8 4096^3,
+# 128x128x128 blocks of two warpgroups): 1189 TFLOP/s promoting at once, 1388
+# with no promotion at all (which sums in 13 bits, bench/gemm.py's
+# FP8_WGMMA_SUM_BITS).
+PROMOTED_COPIES, DEFERRED_COPIES = 2, 3
+# Iterations of a deferred loop's trip (`TmaLoop.deferred_loop`): one
+# wgmma.wait_group 0 per trip.
+DEFERRED_RUN = 4
+
+
+def partial_sum_copies(plan: PipelinePlan, threads: int, overhead: int) -> int:
+    """The registers an 8-bit gemm's accumulator takes, in copies of it:
+    DEFERRED_COPIES where the loop is one wgmma gemm whose three copies, and
+    `overhead`, fit a consumer's most registers (CONSUMER_REGISTERS_MAX),
+    else PROMOTED_COPIES."""
+    if len(plan.gemms) != 1:
+        return PROMOTED_COPIES
+    (gemm,) = plan.gemms
+    choice = MmaChoice.of(gemm)
+    if choice is None or not is_wgmma(choice.name) or \
+            bit_width(ir.MemRefType(gemm.operands[0].type).element_type) != 8:
+        return PROMOTED_COPIES
+    fragment = ir.MemRefType(gemm.operands[2].type)
+    words = -(-math.prod(fragment.shape) // threads)
+    return DEFERRED_COPIES if DEFERRED_COPIES * words + overhead <= CONSUMER_REGISTERS_MAX else PROMOTED_COPIES
+
+
 class NvidiaLoweringHooks(LoweringHooks):
     """The nvidia family's tile-lower-to-gpu option; the code reading it is
     the matrix core's (`NvidiaMatrixCore.buffer_stages`)."""
@@ -296,6 +328,9 @@ class NvidiaMatrixCore(MmaSyncCore):
         self.tma_copies = False  # tile-lower-to-gpu{tma-copies}: mma.sync operands by TMA too
         self.shared_bytes = 0  # the dynamic shared memory placed (`place_shared`)
         self.specialized: dict = {}  # the K loop of a warp-specialized kernel -> its TmaLoop
+        # id() of an 8-bit accumulator fragment -> its partial sums still in
+        # flight, one m64nN struct per instruction of the band (TmaLoop.deferred).
+        self.pending: dict = {}
         # The epilogue copy written by TMA and where its chunk buffers start
         # in dynamic shared memory (tma_store.py); None: stored from registers.
         self.staging: StoreStaging | None = None
@@ -552,9 +587,9 @@ class NvidiaMatrixCore(MmaSyncCore):
             return None
         overhead = backend(lowering.target.family).address_registers
         choices = [MmaChoice.of(gemm) for gemm in plan.gemms]
-        doubled = {gemm.operands[2] for gemm in plan.gemms
-                   if bit_width(ir.MemRefType(gemm.operands[0].type).element_type) == 8}
-        need = consumer_registers(kernel, threads, overhead, doubled)
+        copies = {gemm.operands[2]: partial_sum_copies(plan, threads, overhead) for gemm in plan.gemms
+                  if bit_width(ir.MemRefType(gemm.operands[0].type).element_type) == 8}
+        need = consumer_registers(kernel, threads, overhead, copies)
         # One m64nN instruction's f32 accumulator: N / 2 registers per thread.
         instruction = max(choice.n // 2 for choice in choices) + overhead
         return loops[0], plan, coordinate_ops, need, instruction
@@ -591,6 +626,9 @@ class NvidiaMatrixCore(MmaSyncCore):
         # up to 1.9x the f32 summation bound at K=256), so 8-bit gemms sum each
         # block K in a fresh accumulator and add it to the f32 one with FADDs.
         promote = bits == 8
+        # Deferred (`TmaLoop.deferred_loop`): the last block K's partial sums,
+        # still in flight, are added once this block's wgmmas are issued.
+        deferred = promote and id(fragment) in self.pending
         tiles = [fragment.values[i * per_instruction:(i + 1) * per_instruction] for i in range(repeats)]
         accumulators = [llvm.PoisonOp(self.struct_type(n)).result if promote else self.pack(t, n)
                         for t in tiles]
@@ -601,11 +639,24 @@ class NvidiaMatrixCore(MmaSyncCore):
                                         b_mn_major=not step.transpose_b, a_mn_major=step.transpose_a,
                                         accumulate=not (promote and s == 0))
         nvvm.WgmmaGroupSyncAlignedOp()
-        nvvm.WgmmaWaitGroupSyncOp(0 if promote else 1)
+        nvvm.WgmmaWaitGroupSyncOp(0 if promote and not deferred else 1)
+        if deferred:
+            accumulators, self.pending[id(fragment)] = self.pending[id(fragment)], accumulators
+            if accumulators is None:  # the first of a run: nothing to add yet
+                return
         values = [v for acc in accumulators for v in self.unpack(acc, n, fragment.vector_type)]
         if promote:
             values = [arith.AddFOp(old, new).result for old, new in zip(fragment.values, values)]
         fragment.values = values
+
+    def add_pending(self, fragment) -> None:
+        """`wgmma.wait_group 0`, then the deferred partial sums into the sum;
+        the next gemm starts a new run."""
+        nvvm.WgmmaWaitGroupSyncOp(0)
+        n = fragment.layout.n * fragment.tiles[1]
+        in_flight, self.pending[id(fragment)] = self.pending[id(fragment)], None
+        values = [v for acc in in_flight for v in self.unpack(acc, n, fragment.vector_type)]
+        fragment.values = [arith.AddFOp(old, new).result for old, new in zip(fragment.values, values)]
 
     @staticmethod
     def struct_type(n: int) -> ir.Type:
@@ -722,6 +773,8 @@ class TmaLoop:
         # persistent kernel (warp_specialize.py: the tiles done by this
         # workgroup so far x the trip count); None: the loop runs once.
         self.base: ir.Value | None = None
+        overhead = backend(lowering.target.family).address_registers
+        self.deferred = partial_sum_copies(plan, lowering.threads, overhead) == DEFERRED_COPIES
 
     def tensor_map(self, copy: ir.Operation) -> ir.Value:
         """The tensor map of a copy's global source: a kernel argument (a pointer
@@ -861,26 +914,66 @@ class TmaLoop:
             scf.YieldOp([])
 
     def wgmma_loop(self, carried: list, flat: list, refill: bool = True) -> None:
-        lowering = self.lowering
+        if self.deferred:
+            self.deferred_loop(carried, refill)
+            return
         loop = scf.ForOp(const_index(0), const_index(self.plan.trip_count), const_index(1), flat)
         rebind_fragments(carried, list(loop.inner_iter_args))
         with ir.InsertionPoint(loop.body):
-            i = loop.induction_variable
-            g = self.counted(i)
-            self.wait(self.full, g)
-            self.bind(urem(g, self.stages))
-            lowering.bind(self.iv, i)
-            for gemm in self.plan.gemms:
-                lowering.lower_op(gemm)
-            # The gemms end in wgmma.wait_group 1 (0 for 8-bit): this warp's
-            # wgmmas of iteration i-1 are done, so it releases their slot.
-            previous = arith.SubIOp(g, const_index(1)).result
-            self.release(previous, arith.CmpIOp(arith.CmpIPredicate.uge, i, const_index(1)).result)
-            if refill:
-                self.refill(i)
+            self.iteration(loop.induction_variable, refill)
             scf.YieldOp(fragment_values(carried))
         rebind_fragments(carried, list(loop.results))
         nvvm.WgmmaWaitGroupSyncOp(0)
+
+    def iteration(self, i: ir.Value, refill: bool) -> None:
+        """One iteration of the K loop: wait for its slot, its gemms, release
+        the slot of the one before, and (`refill`) the leader's refill."""
+        lowering = self.lowering
+        g = self.counted(i)
+        self.wait(self.full, g)
+        self.bind(urem(g, self.stages))
+        lowering.bind(self.iv, i)
+        for gemm in self.plan.gemms:
+            lowering.lower_op(gemm)
+        # The gemms end in wgmma.wait_group 1 (0 for 8-bit sums promoted at
+        # once): this warp's wgmmas of iteration i-1 are done, so it releases
+        # their slot.
+        previous = arith.SubIOp(g, const_index(1)).result
+        self.release(previous, arith.CmpIOp(arith.CmpIPredicate.uge, i, const_index(1)).result)
+        if refill:
+            self.refill(i)
+
+    def deferred_loop(self, carried: list, refill: bool) -> None:
+        """The K loop of one 8-bit gemm whose block K's partial sums are added
+        one iteration late (`partial_sum_copies`): iteration i issues its
+        wgmmas into fresh registers, waits for iteration i-1's (wait_group
+        1) and adds those to the sum, so the tensor cores work while the
+        FADDs run. The loop runs DEFERRED_RUN iterations a trip and ends each
+        with wgmma.wait_group 0 and the last partial sums added: no partial
+        sums in flight cross from one trip to the next, where the loop would
+        copy them, and ptxas serializes wgmmas whose registers another
+        instruction reads in flight (C7514). The iterations left over run
+        after the loop in the same way."""
+        lowering, trips = self.lowering, self.plan.trip_count
+        (gemm,) = self.plan.gemms
+        fragment = lowering.gemm_operands(gemm).fragment
+        whole = trips - trips % DEFERRED_RUN
+        self.core.pending[id(fragment)] = None
+        if whole:
+            loop = scf.ForOp(const_index(0), const_index(whole), const_index(DEFERRED_RUN),
+                             fragment_values(carried))
+            rebind_fragments(carried, list(loop.inner_iter_args))
+            with ir.InsertionPoint(loop.body):
+                for step in range(DEFERRED_RUN):
+                    self.iteration(add(loop.induction_variable, step), refill)
+                self.core.add_pending(fragment)
+                scf.YieldOp(fragment_values(carried))
+            rebind_fragments(carried, list(loop.results))
+        for i in range(whole, trips):
+            self.iteration(const_index(i), refill)
+        if self.core.pending[id(fragment)] is not None:
+            self.core.add_pending(fragment)
+        del self.core.pending[id(fragment)]
 
     def read_ahead_loop(self, carried: list, flat: list) -> None:
         """One mma.sync gemm: its reads of a slot are ldmatrix, done within the
