@@ -157,6 +157,40 @@ def test_resnet_stem_and_block(channels_last):
     check(ResNetStem(), torch.randn(2, 3, 32, 29), channels_last=channels_last)
 
 
+class PointwiseBottleneck(nn.Module):
+    """1x1 convolutions of stride 1 (ResNet's bottleneck projections) with
+    batch norm, ReLU and the residual add after them."""
+
+    def __init__(self, c=16):
+        super().__init__()
+        self.expand, self.bn1 = nn.Conv2d(c, 3 * c, 1, bias=False), nn.BatchNorm2d(3 * c)
+        self.reduce, self.bn2 = nn.Conv2d(3 * c, c, 1), nn.BatchNorm2d(c)
+        for norm in (self.bn1, self.bn2):
+            norm.running_mean.uniform_(-0.5, 0.5)
+            norm.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        return F.relu(x + self.bn2(self.reduce(F.relu(self.bn1(self.expand(x))))))
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels-last"])
+def test_pointwise_convolutions_of_a_channels_last_image_are_gemms(monkeypatch, channels_last):
+    """Channels-last, a 1x1 stride-1 convolution reads the image as its pixels'
+    rows of channels and the weight as [out, in], tile by tile
+    (codegen.pointwise_conv), and writes its channels-last output as tiles of
+    those rows: 2 x 5 x 7 pixels, no multiple of the block. NCHW keeps the
+    gathering kernel."""
+    from tilemlir.torch_backend import dynamo
+
+    monkeypatch.setattr(dynamo, "_COMPILED", {})
+    check(PointwiseBottleneck(), torch.randn(2, 16, 5, 7), channels_last=channels_last)
+    sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    assert len(sources) == 2
+    as_gemm = ["T.gemm(A_s, B_s, C_l, transpose_B=True)" in source for source in sources]
+    by_tiles = ["T.copy(O0_l, O0[bx * " in source for source in sources]
+    assert as_gemm == by_tiles == [channels_last] * 2
+
+
 def test_pooling_with_padding():
     def f(x):
         return F.avg_pool2d(x, 3, 2, 1)[..., :4, :4] + F.max_pool2d(x, 2)
@@ -169,7 +203,8 @@ def test_pooling_with_padding():
 
 @pytest.mark.parametrize("model,shape,channels_last", [
     (SwiGLU(), (2, 8, 64), False), (CausalGQA(), (1, 20, 64), False), (ResNetStem(8), (1, 3, 16, 16), True),
-], ids=["mlp", "gqa", "resnet"])
+    (PointwiseBottleneck(8), (1, 8, 3, 5), True),
+], ids=["mlp", "gqa", "resnet", "pointwise-conv"])
 def test_in_the_gfx942_emulator(monkeypatch, model, shape, channels_last):
     monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
     check(model, torch.randn(*shape), channels_last=channels_last)

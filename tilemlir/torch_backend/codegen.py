@@ -675,14 +675,34 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     return writer.source(grid, body.lines), list(writer.param_of)
 
 
-def conv_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[str, list]:
-    """(source, inputs read at offsets) of a 2-D convolution as an implicit
-    GEMM: rows are output pixels (n, ho, wo), columns output channels, K the
-    taps (kh, kw, c), channels fastest. Each K step gathers the image's tile
-    (zeros in the padding) and the weight's into shared memory through their
-    strides (NCHW, channels-last or any other), the products accumulate in
-    registers, and the epilogue (bias, batch norm, activation, residual) is
-    stored through the outputs' own strides."""
+def pointwise_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding) -> bool:
+    """A 1x1 convolution, stride 1, no padding, of a channels-last image by a
+    weight dense as [out, in]: a GEMM of the image's pixels (N*H*W rows of C
+    channels, a view of it) by the weight's transpose (ResNet's bottleneck
+    projections)."""
+    _, channels, height, width = x_spec.shape
+    kh, kw = w_spec.shape[2:]
+    channels_last = tuple(x_spec.stride) == (height * width * channels, 1, width * channels, channels)
+    dense_weight = tuple(w_spec.stride[:2]) == (channels, 1)
+    return (kh, kw) == (1, 1) and tuple(stride) == (1, 1) and tuple(padding) == (0, 0) \
+        and channels_last and dense_weight
+
+
+def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
+                steps: GemmSteps = GemmSteps()) -> tuple[str, list, tuple | None, list]:
+    """(source, inputs read at offsets, operand layouts, output views) of a 2-D convolution
+    as an implicit GEMM: rows are output pixels (n, ho, wo), columns output
+    channels, K the taps (kh, kw, c), channels fastest. Each K step gathers the
+    image's tile (zeros in the padding) and the weight's into shared memory
+    through their strides (NCHW, channels-last or any other), the products
+    accumulate in registers, and the epilogue (bias, batch norm, activation,
+    residual) is stored through the outputs' own strides. A `pointwise_conv`
+    reads its operands as 2-D views instead (layouts "pixels" and "rows"),
+    tile by tile in a pipelined loop of `steps` (TMA and wgmma on sm_90a),
+    and writes a channels-last output as its pixels' rows too (view
+    "pixels", a tile copy a block); layouts None: both operands passed as the
+    memory they span; view "span": an output written element by element
+    through its strides."""
     anchor = group.anchor
     image, weight, bias, stride, padding, dilation, transposed, _, groups = anchor.args[:9]
     x_spec, w_spec = specs[group.inputs.index(image)], specs[group.inputs.index(weight)]
@@ -697,8 +717,15 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[str, 
     m_total, k_total = batch * out_h * out_w, channels * kh * kw
     writer = KernelWriter(group, specs, name)
     dtype = DTYPES[x_spec.dtype]
-    writer.operand_params += [f"X: T.Tensor(({x_spec.span},), '{dtype}')", f"W: T.Tensor(({w_spec.span},), '{dtype}')"]
-    block_m, block_n, block_k = 64, (32 if out_channels <= 32 else 64), 32
+    as_gemm = pointwise_conv(x_spec, w_spec, stride, padding)
+    if as_gemm:
+        writer.operand_params += [f"X: T.Tensor(({m_total}, {channels}), '{dtype}')",
+                                  f"W: T.Tensor(({out_channels}, {channels}), '{dtype}')"]
+        block_m, block_n, block_k = (64 if m_total <= 64 else 128), (64 if out_channels <= 64 else 128), steps.block_k
+    else:
+        writer.operand_params += [f"X: T.Tensor(({x_spec.span},), '{dtype}')",
+                                  f"W: T.Tensor(({w_spec.span},), '{dtype}')"]
+        block_m, block_n, block_k = 64, (32 if out_channels <= 32 else 64), 32
     m = f"T.min(bx * {block_m} + i, {m_total - 1})"
     co = f"T.min(by * {block_n} + j, {out_channels - 1})"
     coords = [f"({m}) // {out_h * out_w}", co, f"(({m}) // {out_w}) % {out_h}", f"({m}) % {out_w}"]
@@ -718,29 +745,48 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[str, 
     w_at = f"T.min(({column}) * {ws[0]} + {c} * {ws[1]} + {r} * {ws[2]} + {s} * {ws[3]}, {w_spec.span - 1})"
     body = writer.body
     body(f"A_s = T.alloc_shared(({block_m}, {block_k}), '{dtype}')")
-    body(f"B_s = T.alloc_shared(({block_k}, {block_n}), '{dtype}')")
+    body(f"B_s = T.alloc_shared(({block_n}, {block_k}), '{dtype}')" if as_gemm else
+         f"B_s = T.alloc_shared(({block_k}, {block_n}), '{dtype}')")
     body(f"C_l = T.alloc_fragment(({block_m}, {block_n}), 'float32')")
     body("T.clear(C_l)")
-    body(f"for k in T.serial({-(-k_total // block_k)}):")
-    body(f"    for i, kk in T.Parallel({block_m}, {block_k}):")
-    body(f"        A_s[i, kk] = T.if_then_else({inside}, X[{x_at}], T.cast(0, '{dtype}'))")
-    body(f"    for kk, j in T.Parallel({block_k}, {block_n}):")
-    body(f"        B_s[kk, j] = T.if_then_else(({tap} < {k_total}) and ({column} < {out_channels}), W[{w_at}], "
-         f"T.cast(0, '{dtype}'))")
-    body("    T.gemm(A_s, B_s, C_l)")
+    if as_gemm:
+        body(f"for k in T.Pipelined({-(-k_total // block_k)}, num_stages={steps.stages}):")
+        body(f"    T.copy(X[bx * {block_m}, k * {block_k}], A_s)")
+        body(f"    T.copy(W[by * {block_n}, k * {block_k}], B_s)")
+        body("    T.gemm(A_s, B_s, C_l, transpose_B=True)")
+    else:
+        body(f"for k in T.serial({-(-k_total // block_k)}):")
+        body(f"    for i, kk in T.Parallel({block_m}, {block_k}):")
+        body(f"        A_s[i, kk] = T.if_then_else({inside}, X[{x_at}], T.cast(0, '{dtype}'))")
+        body(f"    for kk, j in T.Parallel({block_k}, {block_n}):")
+        body(f"        B_s[kk, j] = T.if_then_else(({tap} < {k_total}) and ({column} < {out_channels}), "
+             f"W[{w_at}], T.cast(0, '{dtype}'))")
+        body("    T.gemm(A_s, B_s, C_l)")
     if bias is None:
         writer.fragment[anchor] = "C_l"
     writer.emit_group_values((str(block_m), str(block_n)), coords, coords, out_channels)
+    views = []
     for index, node in enumerate(group.outputs):
         spec = TensorSpec.of(node.meta["val"])
         dtype_out = DTYPES[spec.dtype]
         value = writer.value(node, coords)
         if spec.dtype != torch.float32 and spec.dtype in pointwise.FLOATS:
             value = f"T.cast({value}, '{dtype_out}')"
+        if as_gemm and tuple(spec.stride) == (out_h * out_w * out_channels, 1, out_w * out_channels, out_channels):
+            # Channels-last: the output is its pixels' rows of channels, a tile a block.
+            writer.output_params.append(f"O{index}: T.Tensor(({m_total}, {out_channels}), '{dtype_out}')")
+            body(f"O{index}_l = T.alloc_fragment(({block_m}, {block_n}), '{dtype_out}')")
+            body(f"for i, j in T.Parallel({block_m}, {block_n}):")
+            body(f"    O{index}_l[i, j] = {value}")
+            body(f"T.copy(O{index}_l, O{index}[bx * {block_m}, by * {block_n}])")
+            views.append("pixels")
+            continue
         offset = " + ".join(f"{coord} * {st}" for coord, st, size in zip(coords, spec.stride, spec.shape) if size > 1)
         writer.output_params.append(f"O{index}: T.Tensor(({spec.span},), '{dtype_out}')")
         body(f"for i, j in T.Parallel({block_m}, {block_n}):")
         body(f"    if bx * {block_m} + i < {m_total} and by * {block_n} + j < {out_channels}:")
         body(f"        O{index}[{offset or '0'}] = {value}")
+        views.append("span")
     grid = f"{-(-m_total // block_m)}, {-(-out_channels // block_n)}"  # pixels on x: up to 2^31 - 1 blocks
-    return writer.source(grid, body.lines), list(writer.param_of)
+    layouts = ("pixels", "rows") if as_gemm else None
+    return writer.source(grid, body.lines), list(writer.param_of), layouts, views

@@ -274,17 +274,17 @@ class GroupKernel:
 
         group = self.group
         layouts = None
+        from tilemlir.language.kernel import resolve_target
+
         if group.kind == "gemm":
             # An operand of no dense layout is made contiguous first.
             layouts = tuple(codegen.gemm_layout(specs[i]) or codegen.GemmOperand(False, specs[i].shape)
                             for i in self.operands)
-            from tilemlir.language.kernel import resolve_target
-
             steps = codegen.gemm_steps(resolve_target(self.target, self.engine))
             source, views, loaded = codegen.gemm_kernel(group, specs, layouts, self.kernel_name, steps)
         elif group.kind == "conv":
-            source, loaded = codegen.conv_kernel(group, specs, self.kernel_name)
-            views = ["span"] * len(self.results)
+            steps = codegen.gemm_steps(resolve_target(self.target, self.engine))
+            source, loaded, layouts, views = codegen.conv_kernel(group, specs, self.kernel_name, steps)
         elif group.kind == "attention":
             layouts = tuple(codegen.head_layout(specs[i]) or "bhsd" for i in self.operands)
             layouts += (codegen.head_layout(self.results[0]) or "bhsd",)
@@ -317,9 +317,14 @@ class GroupKernel:
 
     def operand(self, tensor: torch.Tensor, spec: TensorSpec, layout) -> torch.Tensor:
         """A GEMM or attention operand as the kernel reads it: dense, in its
-        memory order; a convolution's, the memory it spans."""
+        memory order; a convolution's, the memory it spans, or a 1x1 one's
+        as 2-D views (codegen.pointwise_conv)."""
         if layout is None:
             return _span(tensor, spec)
+        if layout == "pixels":  # a channels-last image as its pixels' rows of channels (a view)
+            return tensor.permute(0, 2, 3, 1).reshape(-1, tensor.shape[1])
+        if layout == "rows":  # a 1x1 convolution's weight as [out, in]
+            return tensor.reshape(tensor.shape[0], -1)
         if layout == "bshd":
             return tensor.transpose(1, 2).contiguous()
         if layout == "bhsd":
@@ -344,6 +349,11 @@ class GroupKernel:
         args += [_span(tensors[index], specs[index]) for index in loaded]
         results, restride = [], []
         for result, view in zip(self.results, views):
+            if view == "pixels":  # a channels-last convolution output as its pixels' rows (a view)
+                out = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
+                results.append(out)
+                args.append(out.permute(0, 2, 3, 1).view(-1, result.shape[1]))
+                continue
             if view in ("span", None):  # written in the traced strides: a convolution's through its
                 out = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
                 results.append(out)
