@@ -396,3 +396,31 @@ def test_fp8_kernels_keep_one_role_when_no_register_split_holds_them(block, laun
     assert launch["block"] == [launched, 1, 1]
     assert ("setmaxnreg" in result.artifact) == (launched == 384)
     assert "wgmma.mma_async" in result.artifact
+
+
+@needs_mlir
+def test_fp8_partial_sums_are_promoted_late_where_a_run_divides_the_loop_and_registers_allow():
+    """TmaLoop.deferred_loop: 12 iterations run as trips of 4 (wait_group 1 in
+    each iteration, wait_group 0 once a trip); 6 iterations, which 4 does not
+    divide, promote at once; a 64x128 block of one warpgroup would
+    need a third accumulator copy that halves its blocks per SM, and keeps
+    promoting at once with its register split."""
+    from mlir import ir
+
+    from tilemlir.backends.nvidia.toolchain import compile_to_ptx
+    from tilemlir.dialects import tile
+    from tilemlir.targets import get_target
+
+    bench = _load(REPO / "bench" / "gemm.py", "bench_gemm")
+
+    def ptx(m, n, k, tiling):
+        module = ir.Module.parse(bench.gemm_text(m, n, k, "fp8", True), tile.make_context())
+        return compile_to_ptx(module.operation, get_target("nvidia:sm_90a"), tiling, "prefer=wgmma").ptx
+
+    twelve = ptx(256, 256, 1536, "block=128,128,128 threads=256 stages=3")
+    assert twelve.count("wgmma.wait_group.sync.aligned 	1") == 4
+    assert twelve.count("wgmma.wait_group.sync.aligned 	0") == 1
+    six = ptx(256, 256, 768, "block=128,128,128 threads=256 stages=3")
+    assert "wgmma.wait_group.sync.aligned 	1" not in six
+    one_group = ptx(4096, 4096, 4096, "block=64,128,128 threads=128 stages=4")
+    assert "wgmma.wait_group.sync.aligned 	1" not in one_group and "setmaxnreg" in one_group

@@ -191,6 +191,31 @@ def test_pointwise_convolutions_of_a_channels_last_image_are_gemms(monkeypatch, 
     assert as_gemm == by_tiles == [channels_last] * 2
 
 
+@pytest.mark.parametrize("channels", [16, 24])
+def test_pointwise_convolutions_with_sm90_steps_on_the_reference_engine(monkeypatch, channels):
+    """The K loop an sm_90a kernel gets (block K 64 in 4 stages where K holds
+    two steps, else 32 in 2), run by the reference engine: C below block K,
+    and 200 output channels, no multiple of the block."""
+    monkeypatch.setenv("TILEMLIR_TARGET", "nvidia:sm_90a")
+    monkeypatch.setenv("TILEMLIR_ENGINE", "reference")
+    model = nn.Sequential(nn.Conv2d(channels, 200, 1), nn.BatchNorm2d(200), nn.ReLU(),
+                          nn.Conv2d(200, channels, 1))
+    check(model, torch.randn(2, channels, 3, 5), channels_last=True)
+
+
+def test_an_operand_at_an_unaligned_address_is_copied():
+    """TMA reads a GEMM's operands on sm_90a from 16-byte aligned addresses:
+    a view starting 2 bytes in is passed as a copy, the same values."""
+    from tilemlir.torch_backend import codegen, dynamo
+
+    flat = torch.arange(65, dtype=torch.float16)
+    view = flat[1:].view(8, 8)
+    kernel = dynamo.GroupKernel.__new__(dynamo.GroupKernel)
+    passed = kernel.operand(view, None, codegen.GemmOperand(False, (8, 8)))
+    assert passed.data_ptr() % 16 == 0 and torch.equal(passed, view)
+    assert kernel.operand(flat[:64].view(8, 8), None, codegen.GemmOperand(False, (8, 8))).data_ptr() == flat.data_ptr()
+
+
 def test_pooling_with_padding():
     def f(x):
         return F.avg_pool2d(x, 3, 2, 1)[..., :4, :4] + F.max_pool2d(x, 2)
@@ -584,11 +609,15 @@ def test_replayed_inputs_copy_the_memory_their_views_span():
 
 def test_gemm_groups_take_longer_deeper_k_loops_where_a_producer_feeds_them():
     """On sm_90a a GEMM group's K loop is TMA-fed with a producer warpgroup:
-    block K 64 in 4 stages (codegen.PRODUCER_FED_STEPS, measured on the H200);
-    elsewhere 32 in 2, which every shipped chip's shared memory holds."""
+    block K 64 in 4 stages (codegen.PRODUCER_FED_STEPS, measured on the H200)
+    where K holds two such steps (one step takes no TMA pipeline); elsewhere
+    32 in 2, which every shipped chip's shared memory holds."""
     from tilemlir.targets import get_target
     from tilemlir.torch_backend import codegen
 
-    assert codegen.gemm_steps(get_target("nvidia:sm_90a")) == codegen.PRODUCER_FED_STEPS == codegen.GemmSteps(64, 4)
+    hopper = get_target("nvidia:sm_90a")
+    assert codegen.gemm_steps(hopper, 768) == codegen.PRODUCER_FED_STEPS == codegen.GemmSteps(64, 4)
+    assert codegen.gemm_steps(hopper, 128) == codegen.PRODUCER_FED_STEPS
+    assert codegen.gemm_steps(hopper, 64) == codegen.GemmSteps(32, 2)
     for chip in ("amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000"):
-        assert codegen.gemm_steps(get_target(chip)) == codegen.GemmSteps(32, 2)
+        assert codegen.gemm_steps(get_target(chip), 768) == codegen.GemmSteps(32, 2)

@@ -428,7 +428,7 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
             bound = max(terms, key=terms.get)  # on a tie, the first: matrix
             iteration = terms[bound]
             fill = in_flight * size * memory + latency + size * transfer
-            if index and figures.producer_waves:
+            if index and figures.producer_waves and config.split_k == 1:
                 # A producer loads the next tile's first slots while the
                 # consumers finish this one (persistent workgroups,
                 # backends/nvidia/warp_specialize.py): only the first round fills.

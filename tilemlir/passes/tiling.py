@@ -195,8 +195,8 @@ def weighed_seconds(prediction: Prediction) -> float:
     return prediction.seconds * (OWN_OPERAND_LOADS if prediction.own_operand_loads else 1.0)
 
 
-# On a family with producer-fed kernels, the fastest prediction's block and
-# instruction with more stages, predicted this close, comes first
+# On a family with producer-fed kernels, the fastest prediction's
+# configuration with more stages, predicted this close, comes first
 # (`rank_configs`): what separates them is the first tile's fill, which a
 # deeper pipeline makes longer, while it runs better measured (H200,
 # bench/gemm_defaults.py, 2026-12-04: f16 4096^3 in 128x256x64 blocks, 4 stages
@@ -260,8 +260,8 @@ def rank_configs(predicted: list[tuple[Prediction, KernelConfig]], facts: ModelF
         -> list[tuple[Prediction, KernelConfig]]:
     """`predicted` in the order tile-tiling ranks it (its first is the
     default): by `rank_key` (on a family with producer-fed kernels, the
-    fastest's block and instruction with the most stages within SAME of it
-    first), except that, where the ranking does not already
+    fastest's configuration with the most stages within SAME of it first),
+    except that, where the ranking does not already
     weigh the waves' own operand loads (a family without producer-fed kernels:
     OWN_OPERAND_LOADS), the configurations within NEAR of the fastest count
     as equal and one of them comes first: of those with more than one wave,
@@ -276,7 +276,7 @@ def rank_configs(predicted: list[tuple[Prediction, KernelConfig]], facts: ModelF
         fastest = ranked[0]
         limit = weighed_seconds(fastest[0]) * (1 + SAME)
         deeper = [pair for pair in ranked if weighed_seconds(pair[0]) <= limit
-                  and (pair[1].block, pair[1].instruction) == (fastest[1].block, fastest[1].instruction)]
+                  and dataclasses.replace(pair[1], stages=fastest[1].stages) == fastest[1]]
         best = max(deeper, key=lambda pair: pair[1].stages)
         return [best] + [pair for pair in ranked if pair is not best]
     if not ranked:

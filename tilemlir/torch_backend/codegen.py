@@ -452,15 +452,17 @@ class GemmSteps:
 PRODUCER_FED_STEPS = GemmSteps(block_k=64, stages=4)
 
 
-def gemm_steps(target) -> GemmSteps:
-    """The K loop for `target` (a Target): PRODUCER_FED_STEPS where its
-    family feeds wgmma K loops from a producer (Backend.producer_prefix) and
-    the chip has such instructions, else the default, which every shipped
-    chip's shared memory holds."""
+def gemm_steps(target, k: int) -> GemmSteps:
+    """The K loop of `k` for `target` (a Target): PRODUCER_FED_STEPS where
+    its family feeds wgmma K loops from a producer (Backend.producer_prefix),
+    the chip has such instructions and K holds two of its steps (a loop of
+    one step takes no TMA pipeline, and so no wgmma), else the default, which
+    every shipped chip's shared memory holds."""
     from tilemlir.targets import backend
 
     prefix = backend(target.family).producer_prefix
-    if prefix and any(row.name.startswith(prefix) for row in target.mma):
+    if prefix and any(row.name.startswith(prefix) for row in target.mma) \
+            and k >= 2 * PRODUCER_FED_STEPS.block_k:
         return PRODUCER_FED_STEPS
     return GemmSteps()
 

@@ -212,6 +212,8 @@ def load_prim_func(source: str, name: str):
     return getattr(module, name)
 
 
+TMA_ALIGNMENT = 16  # bytes; cuTensorMapEncodeTiled's global address (runtime/cuda_launch.py)
+
 # Kernels compiled in this process, by source, target and engine: the twelve
 # layers of a BERT share theirs.
 _COMPILED: dict = {}
@@ -280,10 +282,10 @@ class GroupKernel:
             # An operand of no dense layout is made contiguous first.
             layouts = tuple(codegen.gemm_layout(specs[i]) or codegen.GemmOperand(False, specs[i].shape)
                             for i in self.operands)
-            steps = codegen.gemm_steps(resolve_target(self.target, self.engine))
+            steps = codegen.gemm_steps(resolve_target(self.target, self.engine), specs[self.operands[0]].shape[-1])
             source, views, loaded = codegen.gemm_kernel(group, specs, layouts, self.kernel_name, steps)
         elif group.kind == "conv":
-            steps = codegen.gemm_steps(resolve_target(self.target, self.engine))
+            steps = codegen.gemm_steps(resolve_target(self.target, self.engine), specs[self.operands[0]].shape[1])
             source, loaded, layouts, views = codegen.conv_kernel(group, specs, self.kernel_name, steps)
         elif group.kind == "attention":
             layouts = tuple(codegen.head_layout(specs[i]) or "bhsd" for i in self.operands)
@@ -322,16 +324,18 @@ class GroupKernel:
         if layout is None:
             return _span(tensor, spec)
         if layout == "pixels":  # a channels-last image as its pixels' rows of channels (a view)
-            return tensor.permute(0, 2, 3, 1).reshape(-1, tensor.shape[1])
-        if layout == "rows":  # a 1x1 convolution's weight as [out, in]
-            return tensor.reshape(tensor.shape[0], -1)
-        if layout == "bshd":
-            return tensor.transpose(1, 2).contiguous()
-        if layout == "bhsd":
-            return tensor.contiguous()
-        if layout.transposed:
-            tensor = tensor.transpose(-1, -2)
-        return tensor.contiguous()
+            dense = tensor.permute(0, 2, 3, 1).reshape(-1, tensor.shape[1])
+        elif layout == "rows":  # a 1x1 convolution's weight as [out, in]
+            dense = tensor.reshape(tensor.shape[0], -1)
+        elif layout == "bshd":
+            dense = tensor.transpose(1, 2).contiguous()
+        elif layout == "bhsd":
+            dense = tensor.contiguous()
+        else:
+            dense = (tensor.transpose(-1, -2) if layout.transposed else tensor).contiguous()
+        # Read by TMA on sm_90a, whose tensor maps need 16-byte aligned
+        # addresses: a view that starts elsewhere is copied.
+        return dense.clone() if dense.data_ptr() % TMA_ALIGNMENT else dense
 
     def __call__(self, *tensors):
         device = self.device

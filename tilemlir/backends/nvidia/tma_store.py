@@ -271,7 +271,7 @@ class TmaStore:
     def emit(self, fragment, indices: list[ir.Value]) -> bool:
         """The copy of `fragment` at `indices` of the global argument; False
         (nothing emitted) where the fragment's columns do not split into
-        chunks per thread statically (`chunk_pieces`)."""
+        chunks per thread statically (`run_chunks`)."""
         staging = self.staging
         chunks = run_chunks(staging, fragment.placement)
         if chunks is None:

@@ -83,7 +83,6 @@ at 3 slots (two blocks per SM) against 277 at 4 (one).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from mlir import ir
@@ -100,7 +99,6 @@ from tilemlir.backends.nvidia.cp_async_pipelining import (
 from tilemlir.backends.nvidia.matrix import MmaSyncAccumulator, MmaSyncCore
 from tilemlir.backends.nvidia.tma_store import StoreStaging, TmaStore, plan_tma_store
 from tilemlir.backends.nvidia.warp_specialize import (
-    CONSUMER_REGISTERS_MAX,
     LAUNCH_QUERIES,
     PRODUCER_THREADS,
     SYSTEM_SHARED_PER_BLOCK,
@@ -272,26 +270,37 @@ def ldmatrix_only(gemm: ir.Operation) -> bool:
 # with no promotion at all (which sums in 13 bits, bench/gemm.py's
 # FP8_WGMMA_SUM_BITS).
 PROMOTED_COPIES, DEFERRED_COPIES = 2, 3
-# Iterations of a deferred loop's trip (`TmaLoop.deferred_loop`): one
-# wgmma.wait_group 0 per trip.
-DEFERRED_RUN = 4
+# Iterations of a deferred loop's trip (`TmaLoop.deferred_loop`), the first
+# of these that divides the loop's count: one wgmma.wait_group 0 per trip. A
+# loop no run divides promotes at once: with the left-over iterations in a
+# loop of their own after it, ptxas 12.8 spilled 256-572 bytes (and
+# serialized the wgmmas at 7 iterations) in 128x128x128 fp8 kernels of 5-33
+# iterations, none where a run divides the count. Runs of 3 and 2 compile
+# without spills too, but were not run on the H200: 4 only until they are.
+DEFERRED_RUNS = (4,)
+DEFERRED_K_STEPS = 4  # the most wgmma K steps of an iteration that defers (block K 128 of fp8)
 
 
-def partial_sum_copies(plan: PipelinePlan, threads: int, overhead: int) -> int:
-    """The registers an 8-bit gemm's accumulator takes, in copies of it:
-    DEFERRED_COPIES where the loop is one wgmma gemm whose three copies, and
-    `overhead`, fit a consumer's most registers (CONSUMER_REGISTERS_MAX),
-    else PROMOTED_COPIES."""
-    if len(plan.gemms) != 1:
-        return PROMOTED_COPIES
+def deferred_run(trips: int) -> int | None:
+    return next((run for run in DEFERRED_RUNS if trips % run == 0), None)
+
+
+def defers_promotion(plan: PipelinePlan) -> bool:
+    """Whether the loop's partial sums may be promoted one iteration late
+    (`TmaLoop.deferred_loop`): its one gemm is an 8-bit wgmma of at most
+    DEFERRED_K_STEPS K steps an iteration, and a run of DEFERRED_RUNS
+    divides its iterations. The
+    warp-specialized kernel takes it where the register split holds the
+    third copy at the same blocks per SM (`warp_specialized`)."""
+    if len(plan.gemms) != 1 or deferred_run(plan.trip_count) is None:
+        return False
     (gemm,) = plan.gemms
     choice = MmaChoice.of(gemm)
-    if choice is None or not is_wgmma(choice.name) or \
-            bit_width(ir.MemRefType(gemm.operands[0].type).element_type) != 8:
-        return PROMOTED_COPIES
-    fragment = ir.MemRefType(gemm.operands[2].type)
-    words = -(-math.prod(fragment.shape) // threads)
-    return DEFERRED_COPIES if DEFERRED_COPIES * words + overhead <= CONSUMER_REGISTERS_MAX else PROMOTED_COPIES
+    if choice is None or not is_wgmma(choice.name):
+        return False
+    a = ir.MemRefType(gemm.operands[0].type)
+    block_k = a.shape[0] if ir.BoolAttr(gemm.attributes["transpose_a"]).value else a.shape[1]
+    return bit_width(a.element_type) == 8 and block_k // choice.k <= DEFERRED_K_STEPS
 
 
 class NvidiaLoweringHooks(LoweringHooks):
@@ -510,7 +519,7 @@ class NvidiaMatrixCore(MmaSyncCore):
         specialization = self.specialization(lowering)
         if specialization is None:
             return lowering.target.memory.shared_bytes_per_cu // (shared_bytes + SYSTEM_SHARED_PER_BLOCK)
-        split = register_split(lowering.target, lowering.threads, shared_bytes, *specialization[3:])
+        split = register_split(lowering.target, lowering.threads, shared_bytes, *specialization[3:5])
         return 0 if split is None else split.blocks_per_sm
 
     def store_fragment(self, lowering: KernelLowering, op, fragment, indices) -> bool:
@@ -545,15 +554,28 @@ class NvidiaMatrixCore(MmaSyncCore):
         specialization = self.specialization(lowering)
         if specialization is None:
             return None
-        loop, plan, coordinate_ops, need, instruction = specialization
+        loop, plan, coordinate_ops, need, instruction, deferred_need = specialization
         kernel, threads = lowering.kernel, lowering.threads
         split = register_split(lowering.target, threads, self.shared_bytes, need, instruction)
         if split is None:
             return None
-        tma_loop = TmaLoop(self, lowering, loop, plan)
+        persistent = lowering.option("persistent") and len(kernel_grid(kernel)) <= 2
+        # Deferred promotion where measured to hold its registers: persistent
+        # kernels whose split gives the third accumulator copy at the same
+        # blocks per SM. ptxas 12.8 spilled 20-44 bytes in the same kernels
+        # launched one workgroup per tile, and 256 (serializing the wgmmas:
+        # C7512) with block K 256, 8 wgmmas an iteration (DEFERRED_K_STEPS).
+        deferred = None
+        if deferred_need is not None and persistent:
+            deferred = register_split(lowering.target, threads, self.shared_bytes, deferred_need, instruction)
+        if deferred is not None and deferred.blocks_per_sm >= split.blocks_per_sm:
+            split = deferred
+        else:
+            deferred = None
+        tma_loop = TmaLoop(self, lowering, loop, plan, deferred=deferred is not None)
         self.specialized[loop] = tma_loop
         resident = 0
-        if lowering.option("persistent") and len(kernel_grid(kernel)) <= 2:
+        if persistent:
             resident = lowering.target.compute.compute_units * split.blocks_per_sm
         others = any(op.name == "tile.alloc_shared" and op.results[0] not in plan.buffers
                      for op in walk(kernel))
@@ -561,7 +583,9 @@ class NvidiaMatrixCore(MmaSyncCore):
 
     def specialization(self, lowering: KernelLowering) -> tuple | None:
         """(K loop, its plan, the producer's coordinate ops, the registers a
-        consumer needs, the widest instruction's) of a kernel that can be
+        consumer needs, the widest instruction's, and those it needs with its
+        8-bit partial sums promoted one iteration late, or None where they
+        are not: `defers_promotion`) of a kernel that can be
         warp-specialized; None where it keeps one role: the option is off,
         the kernel has not exactly one TMA + wgmma K loop directly in its
         body, the producer could not compute the copies' coordinates, the
@@ -587,12 +611,14 @@ class NvidiaMatrixCore(MmaSyncCore):
             return None
         overhead = backend(lowering.target.family).address_registers
         choices = [MmaChoice.of(gemm) for gemm in plan.gemms]
-        copies = {gemm.operands[2]: partial_sum_copies(plan, threads, overhead) for gemm in plan.gemms
-                  if bit_width(ir.MemRefType(gemm.operands[0].type).element_type) == 8}
-        need = consumer_registers(kernel, threads, overhead, copies)
+        eight_bit = [gemm.operands[2] for gemm in plan.gemms
+                     if bit_width(ir.MemRefType(gemm.operands[0].type).element_type) == 8]
+        need = consumer_registers(kernel, threads, overhead, dict.fromkeys(eight_bit, PROMOTED_COPIES))
+        deferred_need = consumer_registers(kernel, threads, overhead, dict.fromkeys(eight_bit, DEFERRED_COPIES)) \
+            if defers_promotion(plan) else None
         # One m64nN instruction's f32 accumulator: N / 2 registers per thread.
         instruction = max(choice.n // 2 for choice in choices) + overhead
-        return loops[0], plan, coordinate_ops, need, instruction
+        return loops[0], plan, coordinate_ops, need, instruction, deferred_need
 
     def lower_loop(self, lowering: KernelLowering, op) -> bool:
         if op in self.specialized:
@@ -761,7 +787,7 @@ class TmaLoop:
     """One pipelined K loop: TMA boxes into S slots, wgmma gemms on slot i % S."""
 
     def __init__(self, core: NvidiaMatrixCore, lowering: KernelLowering, op: ir.Operation,
-                 plan: PipelinePlan):
+                 plan: PipelinePlan, deferred: bool = False):
         self.core, self.lowering, self.op, self.plan = core, lowering, op, plan
         self.stages = plan.stages
         self.barrier_type = ir.Type.parse(f"!nvgpu.mbarrier.group<memorySpace = {WORKGROUP}, "
@@ -773,8 +799,9 @@ class TmaLoop:
         # persistent kernel (warp_specialize.py: the tiles done by this
         # workgroup so far x the trip count); None: the loop runs once.
         self.base: ir.Value | None = None
-        overhead = backend(lowering.target.family).address_registers
-        self.deferred = partial_sum_copies(plan, lowering.threads, overhead) == DEFERRED_COPIES
+        # 8-bit partial sums promoted one iteration late (`deferred_loop`):
+        # warp-specialized consumers whose register split holds them.
+        self.deferred = deferred
 
     def tensor_map(self, copy: ir.Operation) -> ir.Value:
         """The tensor map of a copy's global source: a kernel argument (a pointer
@@ -948,31 +975,24 @@ class TmaLoop:
         one iteration late (`partial_sum_copies`): iteration i issues its
         wgmmas into fresh registers, waits for iteration i-1's (wait_group
         1) and adds those to the sum, so the tensor cores work while the
-        FADDs run. The loop runs DEFERRED_RUN iterations a trip and ends each
-        with wgmma.wait_group 0 and the last partial sums added: no partial
-        sums in flight cross from one trip to the next, where the loop would
-        copy them, and ptxas serializes wgmmas whose registers another
-        instruction reads in flight (C7514). The iterations left over run
-        after the loop in the same way."""
+        FADDs run. The loop runs `deferred_run` iterations a trip (a divisor
+        of the count) and ends each with wgmma.wait_group 0 and the last
+        partial sums added: no partial sums in flight cross from one trip to
+        the next, where the loop would copy them, and ptxas serializes wgmmas
+        whose registers another instruction reads in flight (C7514)."""
         lowering, trips = self.lowering, self.plan.trip_count
         (gemm,) = self.plan.gemms
         fragment = lowering.gemm_operands(gemm).fragment
-        whole = trips - trips % DEFERRED_RUN
+        run = deferred_run(trips)
         self.core.pending[id(fragment)] = None
-        if whole:
-            loop = scf.ForOp(const_index(0), const_index(whole), const_index(DEFERRED_RUN),
-                             fragment_values(carried))
-            rebind_fragments(carried, list(loop.inner_iter_args))
-            with ir.InsertionPoint(loop.body):
-                for step in range(DEFERRED_RUN):
-                    self.iteration(add(loop.induction_variable, step), refill)
-                self.core.add_pending(fragment)
-                scf.YieldOp(fragment_values(carried))
-            rebind_fragments(carried, list(loop.results))
-        for i in range(whole, trips):
-            self.iteration(const_index(i), refill)
-        if self.core.pending[id(fragment)] is not None:
+        loop = scf.ForOp(const_index(0), const_index(trips), const_index(run), fragment_values(carried))
+        rebind_fragments(carried, list(loop.inner_iter_args))
+        with ir.InsertionPoint(loop.body):
+            for step in range(run):
+                self.iteration(add(loop.induction_variable, step), refill)
             self.core.add_pending(fragment)
+            scf.YieldOp(fragment_values(carried))
+        rebind_fragments(carried, list(loop.results))
         del self.core.pending[id(fragment)]
 
     def read_ahead_loop(self, carried: list, flat: list) -> None:
