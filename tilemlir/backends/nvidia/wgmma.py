@@ -289,9 +289,9 @@ def defers_promotion(plan: PipelinePlan) -> bool:
     """Whether the loop's partial sums may be promoted one iteration late
     (`TmaLoop.deferred_loop`): its one gemm is an 8-bit wgmma of at most
     DEFERRED_K_STEPS K steps an iteration, and a run of DEFERRED_RUNS
-    divides its iterations. The
-    warp-specialized kernel takes it where the register split holds the
-    third copy at the same blocks per SM (`warp_specialized`)."""
+    divides its iterations. A persistent warp-specialized kernel takes it
+    where the register split holds the third copy at the same blocks per SM
+    (`warp_specialized`)."""
     if len(plan.gemms) != 1 or deferred_run(plan.trip_count) is None:
         return False
     (gemm,) = plan.gemms
