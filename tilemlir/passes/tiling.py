@@ -272,15 +272,15 @@ def rank_configs(predicted: list[tuple[Prediction, KernelConfig]], facts: ModelF
     steps: fewer iterations to pay for); the first of equals. The rest keep
     rank_key's order."""
     ranked = sorted(predicted, key=lambda pair: rank_key(*pair))
-    if ranked and facts.producer_prefix:
+    if not ranked:
+        return ranked
+    if facts.producer_prefix:
         fastest = ranked[0]
         limit = weighed_seconds(fastest[0]) * (1 + SAME)
         deeper = [pair for pair in ranked if weighed_seconds(pair[0]) <= limit
                   and dataclasses.replace(pair[1], stages=fastest[1].stages) == fastest[1]]
         best = max(deeper, key=lambda pair: pair[1].stages)
         return [best] + [pair for pair in ranked if pair is not best]
-    if not ranked:
-        return ranked
     limit = weighed_seconds(ranked[0][0]) * (1 + NEAR)
     near = [pair for pair in ranked if weighed_seconds(pair[0]) <= limit]
     wide = [pair for pair in near if pair[0].figures.waves > 1] or near

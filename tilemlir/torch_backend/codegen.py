@@ -735,16 +735,6 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
     def anchor_value(_coords):
         return "C_l[i, j]" if bias is None else f"(C_l[i, j] + {writer.load(bias, [co])})"
     writer.anchor_value = anchor_value
-    xs, ws = x_spec.stride, w_spec.stride
-    row, tap = f"bx * {block_m} + i", f"k * {block_k} + kk"
-    n, ho, wo = f"(({row}) // {out_h * out_w})", f"((({row}) // {out_w}) % {out_h})", f"(({row}) % {out_w})"
-    c, r, s = f"(({tap}) % {channels})", f"((({tap}) // {channels}) // {kw})", f"((({tap}) // {channels}) % {kw})"
-    ih, iw = f"({ho} * {sh} - {ph} + {r} * {dh})", f"({wo} * {sw} - {pw} + {s} * {dw})"
-    inside = f"({row} < {m_total}) and ({tap} < {k_total}) and ({ih} >= 0) and ({ih} < {height}) and " \
-             f"({iw} >= 0) and ({iw} < {width})"
-    x_at = f"T.max(T.min({n} * {xs[0]} + {c} * {xs[1]} + {ih} * {xs[2]} + {iw} * {xs[3]}, {x_spec.span - 1}), 0)"
-    column = f"by * {block_n} + j"
-    w_at = f"T.min(({column}) * {ws[0]} + {c} * {ws[1]} + {r} * {ws[2]} + {s} * {ws[3]}, {w_spec.span - 1})"
     body = writer.body
     body(f"A_s = T.alloc_shared(({block_m}, {block_k}), '{dtype}')")
     body(f"B_s = T.alloc_shared(({block_n}, {block_k}), '{dtype}')" if as_gemm else
@@ -756,7 +746,19 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
         body(f"    T.copy(X[bx * {block_m}, k * {block_k}], A_s)")
         body(f"    T.copy(W[by * {block_n}, k * {block_k}], B_s)")
         body("    T.gemm(A_s, B_s, C_l, transpose_B=True)")
-    else:
+    else:  # each tap of the image and the weight gathered through their strides
+        xs, ws = x_spec.stride, w_spec.stride
+        row, tap = f"bx * {block_m} + i", f"k * {block_k} + kk"
+        n, ho, wo = f"(({row}) // {out_h * out_w})", f"((({row}) // {out_w}) % {out_h})", f"(({row}) % {out_w})"
+        c, r, s = f"(({tap}) % {channels})", f"((({tap}) // {channels}) // {kw})", \
+            f"((({tap}) // {channels}) % {kw})"
+        ih, iw = f"({ho} * {sh} - {ph} + {r} * {dh})", f"({wo} * {sw} - {pw} + {s} * {dw})"
+        inside = f"({row} < {m_total}) and ({tap} < {k_total}) and ({ih} >= 0) and ({ih} < {height}) and " \
+                 f"({iw} >= 0) and ({iw} < {width})"
+        x_at = f"T.max(T.min({n} * {xs[0]} + {c} * {xs[1]} + {ih} * {xs[2]} + {iw} * {xs[3]}, " \
+               f"{x_spec.span - 1}), 0)"
+        column = f"by * {block_n} + j"
+        w_at = f"T.min(({column}) * {ws[0]} + {c} * {ws[1]} + {r} * {ws[2]} + {s} * {ws[3]}, {w_spec.span - 1})"
         body(f"for k in T.serial({-(-k_total // block_k)}):")
         body(f"    for i, kk in T.Parallel({block_m}, {block_k}):")
         body(f"        A_s[i, kk] = T.if_then_else({inside}, X[{x_at}], T.cast(0, '{dtype}'))")

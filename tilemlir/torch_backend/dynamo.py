@@ -14,6 +14,7 @@ import torch
 from torch import fx
 
 from tilemlir.diagnostics import UserError
+from tilemlir.runtime.cuda_launch import TENSOR_MAP_ADDRESS_ALIGN
 from tilemlir.torch_backend import codegen, graphs, ops, partition
 from tilemlir.torch_backend.codegen import TensorSpec
 from tilemlir.torch_backend.partition import Group
@@ -212,8 +213,6 @@ def load_prim_func(source: str, name: str):
     return getattr(module, name)
 
 
-TMA_ALIGNMENT = 16  # bytes; cuTensorMapEncodeTiled's global address (runtime/cuda_launch.py)
-
 # Kernels compiled in this process, by source, target and engine: the twelve
 # layers of a BERT share theirs.
 _COMPILED: dict = {}
@@ -273,20 +272,22 @@ class GroupKernel:
     def build(self, specs: list[TensorSpec]):
         """(kernel, output views, operand layouts, positions of the inputs read at offsets)."""
         import tilemlir
+        from tilemlir.language.kernel import resolve_target
 
         group = self.group
         layouts = None
-        from tilemlir.language.kernel import resolve_target
 
+        def steps(k: int) -> codegen.GemmSteps:  # the K loop of K = k on the chip compiled for
+            return codegen.gemm_steps(resolve_target(self.target, self.engine), k)
         if group.kind == "gemm":
             # An operand of no dense layout is made contiguous first.
             layouts = tuple(codegen.gemm_layout(specs[i]) or codegen.GemmOperand(False, specs[i].shape)
                             for i in self.operands)
-            steps = codegen.gemm_steps(resolve_target(self.target, self.engine), specs[self.operands[0]].shape[-1])
-            source, views, loaded = codegen.gemm_kernel(group, specs, layouts, self.kernel_name, steps)
-        elif group.kind == "conv":
-            steps = codegen.gemm_steps(resolve_target(self.target, self.engine), specs[self.operands[0]].shape[1])
-            source, loaded, layouts, views = codegen.conv_kernel(group, specs, self.kernel_name, steps)
+            source, views, loaded = codegen.gemm_kernel(group, specs, layouts, self.kernel_name,
+                                                        steps(specs[self.operands[0]].shape[-1]))
+        elif group.kind == "conv":  # K of a 1x1 convolution: the image's channels
+            source, loaded, layouts, views = codegen.conv_kernel(group, specs, self.kernel_name,
+                                                                 steps(specs[self.operands[0]].shape[1]))
         elif group.kind == "attention":
             layouts = tuple(codegen.head_layout(specs[i]) or "bhsd" for i in self.operands)
             layouts += (codegen.head_layout(self.results[0]) or "bhsd",)
@@ -335,7 +336,7 @@ class GroupKernel:
             dense = (tensor.transpose(-1, -2) if layout.transposed else tensor).contiguous()
         # Read by TMA on sm_90a, whose tensor maps need 16-byte aligned
         # addresses: a view that starts elsewhere is copied.
-        return dense.clone() if dense.data_ptr() % TMA_ALIGNMENT else dense
+        return dense.clone() if dense.data_ptr() % TENSOR_MAP_ADDRESS_ALIGN else dense
 
     def __call__(self, *tensors):
         device = self.device

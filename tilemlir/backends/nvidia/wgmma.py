@@ -506,17 +506,18 @@ class NvidiaMatrixCore(MmaSyncCore):
         reserved = self.reserved_shared_bytes()
         if offset + staging.bytes + reserved > limit:
             return placed
-        if self.blocks_per_sm(lowering, offset + staging.bytes + reserved) < \
-                self.blocks_per_sm(lowering, placed + reserved):
+        specialization = self.specialization(lowering)
+        if self.blocks_per_sm(lowering, specialization, offset + staging.bytes + reserved) < \
+                self.blocks_per_sm(lowering, specialization, placed + reserved):
             return placed
         self.staging, self.staging_offset = staging, offset
         return offset + staging.bytes
 
-    def blocks_per_sm(self, lowering: KernelLowering, shared_bytes: int) -> int:
+    @staticmethod
+    def blocks_per_sm(lowering: KernelLowering, specialization: tuple | None, shared_bytes: int) -> int:
         """Blocks of this kernel one SM holds with `shared_bytes` of shared
         memory each: the register split's count where it is warp-specialized
-        (0: it would not be), else what shared memory allows."""
-        specialization = self.specialization(lowering)
+        (`specialization`; 0: it would not be), else what shared memory allows."""
         if specialization is None:
             return lowering.target.memory.shared_bytes_per_cu // (shared_bytes + SYSTEM_SHARED_PER_BLOCK)
         split = register_split(lowering.target, lowering.threads, shared_bytes, *specialization[3:5])
