@@ -11,7 +11,8 @@ compiles the **default** (the whole-problem tile.gemm, no options: the cost
 model's choice and every default of the lowering) and VARIANTS of it: the same
 choice with one lowering option changed (so a row says what each default is
 worth), and the explicit configurations of EXTRA_CONFIGS (SKINNY_CONFIGS where
-M <= 64); without --only or --shape also the docs' Python matmul as printed
+M <= 64; with --sweep also SKINNY_SWEEP's, mma.sync and wgmma); without --only
+or --shape also the docs' Python matmul as printed
 (bench/tune_model.py's `prepare_docs`, run first). `--run` checks every
 variant against float64 (bench/gemm.py's `check`: sampled rows, dtype-derived
 tolerances, NaN-poisoned output), then times the default, each variant,
@@ -49,6 +50,14 @@ EXTRA_CONFIGS = {"f16": [((128, 256, 64), 256, 4), ((128, 256, 64), 256, 3), ((1
 SKINNY_CONFIGS = {"f16": [((64, 64, 64), 128, 8), ((64, 128, 64), 128, 6), ((64, 64, 128), 128, 6)],
                   "bf16": [((64, 64, 64), 128, 8), ((64, 128, 64), 128, 6)],
                   "fp8": [((64, 64, 128), 128, 8), ((64, 128, 128), 128, 6)]}
+# --sweep, for M <= 64: (block, threads, stages, instruction preference) in
+# units of 16-bit elements of K (8-bit operands take twice the block K).
+SKINNY_SWEEP = [((32, 64, 64), 128, 8, "mma.sync"), ((32, 64, 128), 128, 4, "mma.sync"),
+                ((32, 64, 128), 128, 6, "mma.sync"), ((32, 64, 256), 128, 3, "mma.sync"),
+                ((32, 64, 256), 128, 4, "mma.sync"), ((32, 32, 128), 64, 6, "mma.sync"),
+                ((32, 32, 256), 64, 4, "mma.sync"), ((32, 128, 128), 128, 4, "mma.sync"),
+                ((64, 32, 128), 128, 8, "wgmma"), ((64, 64, 256), 128, 3, "wgmma"),
+                ((64, 32, 256), 128, 4, "wgmma"), ((64, 64, 128), 128, 4, "wgmma")]
 
 
 def variant_name(dtype, m, n, k, label) -> str:
@@ -75,7 +84,7 @@ def compile_variant(out: Path, m, n, k, dtype, label, tiling="", select="", pass
             "shared": launch.get("dynamic_shared_bytes")}
 
 
-def prepare(out: Path, only: str | None, shape: str | None = None) -> None:
+def prepare(out: Path, only: str | None, shape: str | None = None, sweep: bool = False) -> None:
     out.mkdir(parents=True, exist_ok=True)
     entries = []
     for dtype in nvbench.DTYPES:
@@ -88,9 +97,20 @@ def prepare(out: Path, only: str | None, shape: str | None = None) -> None:
                 tiling = f"block={block[0]},{block[1]},{block[2]} threads={threads} stages={stages}"
                 label = f"b{block[0]}x{block[1]}x{block[2]}_t{threads}_s{stages}"
                 variants.append((label, tiling, "prefer=wgmma", ""))
+            for block, threads, stages, prefer in SKINNY_SWEEP if sweep and m <= 64 else ():
+                bk = block[2] * (2 if dtype == "fp8" else 1)
+                tiling = f"block={block[0]},{block[1]},{bk} threads={threads} stages={stages}"
+                label = f"{prefer.replace('.', '')}_b{block[0]}x{block[1]}x{bk}_t{threads}_s{stages}"
+                variants.append((label, tiling, f"prefer={prefer}", ""))
             for label, tiling, select, passes in variants:
                 start = time.perf_counter()
-                entry = compile_variant(out, m, n, k, dtype, label, tiling, select, passes)
+                try:
+                    entry = compile_variant(out, m, n, k, dtype, label, tiling, select, passes)
+                except Exception as error:
+                    if not sweep:
+                        raise
+                    print(f"{label}: not compiled: {str(error).splitlines()[0][:300]}", flush=True)
+                    continue
                 entries.append(entry)
                 print(f"{entry['name']}: block {entry['block']}, grid {entry['grid']}, "
                       f"{entry['wgmma']} wgmma, {time.perf_counter() - start:.1f} s", flush=True)
@@ -182,9 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", metavar="DIR", help="with --run: write the log and JSON here")
     parser.add_argument("--only", choices=nvbench.DTYPES, help="one dtype only")
     parser.add_argument("--shape", metavar="MxNxK", help="with --prepare: this shape instead of SHAPES")
+    parser.add_argument("--sweep", action="store_true",
+                        help="with --prepare: also SKINNY_SWEEP's configurations where M <= 64")
     options = parser.parse_args(argv)
     if options.prepare:
-        prepare(Path(options.prepare), options.only, options.shape)
+        prepare(Path(options.prepare), options.only, options.shape, options.sweep)
         return 0
     return run(Path(options.run), Path(options.out) if options.out else None, options.only)
 

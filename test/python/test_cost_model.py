@@ -434,6 +434,39 @@ def test_producer_fed_loops_pay_a_sync_per_iteration_and_fill_once():
     assert (config.block, config.stages) == ((128, 256, 64), 4)
 
 
+def test_streaming_launches_hold_what_they_need_in_flight():
+    """Measured on the H200 (bench/gemm_defaults.py --sweep, 2026-12-04): f16
+    16x8192x8192 in 128 workgroups of 32x64 mma.sync blocks ran 44.0 TFLOP/s
+    with 36 KiB in flight per SM (block K 64, 4 stages, the model's fastest),
+    49.7-51.2 with 72-144 KiB; the model's latency under load asks for 18 KiB.
+    Where the fastest configuration of a launch of fewer workgroups than CUs
+    is bound by device memory and holds less than the family's
+    stream_bytes_in_flight, the candidates are searched again with deeper
+    pipelines and longer K steps, and the fastest one within NEAR that holds
+    it with the most workgroups comes first; every other launch keeps its
+    ranking (the large shapes' defaults are unchanged), and a family that
+    measured no such figure (AMD) is never searched again."""
+    from tilemlir.passes.tiling import bytes_in_flight, rank_configs, ranked_candidates, starved
+
+    facts = model_facts(SM90)
+    skinny = GemmProblem(16, 8192, 8192, "f16", "f16", "f16", "f32")
+    plain = rank_configs([(predict(skinny, c, SM90), c) for c in candidate_configs(skinny, SM90)], facts)
+    assert starved(plain[0], facts)
+    chosen, *_ = ranked_candidates(skinny, SM90)
+    assert (chosen[1].block, chosen[1].stages) == ((32, 64, 128), 4)
+    assert bytes_in_flight(*chosen) >= facts.stream_bytes_in_flight
+    assert chosen[0].workgroups == plain[0][0].workgroups
+    assert chosen[0].seconds <= plain[0][0].seconds * (1 + NEAR)
+    large = GemmProblem(4096, 4096, 4096, "f16", "f16", "f16", "f32")
+    assert ranked_candidates(large, SM90)[0][1] == rank_configs(
+        [(predict(large, c, SM90), c) for c in candidate_configs(large, SM90)], facts)[0][1]
+    gfx942 = model_facts(GFX942)
+    assert gfx942.stream_bytes_in_flight == 0
+    amd = ranked_candidates(skinny, GFX942)
+    assert not starved(amd[0], gfx942)
+    assert max(c.stages for _, c in amd) == 4
+
+
 def test_kernels_loading_their_own_operands_are_weighed_where_a_producer_could():
     """The model does not cost mma.sync's operand loads. Measured on the H200:
     fp8 4096x4096x1024, the best mma.sync and wgmma blocks predicted 34.1 and

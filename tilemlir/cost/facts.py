@@ -149,6 +149,7 @@ class ModelFacts:
     producer_threads: int  # the threads it adds (the manifest)
     producer_registers: int  # per lane, after it gives the rest back (the manifest)
     producer_loop_sync_clocks: int  # per iteration of such a loop, the matrix units idle (the manifest)
+    stream_bytes_in_flight: int  # per CU, for a launch of fewer tiles than CUs; 0: not measured
     assumed: tuple[Assumption, ...]
 
     @property
@@ -275,5 +276,6 @@ def _model_facts(target: Target) -> ModelFacts:
         producer_threads=backend(target.family).producer_threads,
         producer_registers=backend(target.family).producer_registers,
         producer_loop_sync_clocks=backend(target.family).producer_loop_sync_clocks,
+        stream_bytes_in_flight=backend(target.family).stream_bytes_in_flight,
         assumed=tuple(assumed),
     )

@@ -50,6 +50,13 @@ from tilemlir.targets.model import FP8_KIND, MmaInstr, Target, is_unknown
 BLOCK_EXTENTS = (32, 64, 128, 256)
 WAVE_COUNTS = (1, 2, 4, 8)
 STAGE_COUNTS = (1, 2, 3, 4)
+# A launch whose C tiles are fewer than the CUs streams its operands through
+# each CU once (skinny GEMMs: decoding's 16 rows): what it draws from device
+# memory is what it holds in flight, so where its fastest configuration holds
+# too little (tiling.ranked_candidates) the search also tries deeper
+# pipelines and longer K steps (`candidate_configs(stream=True)`).
+STREAM_STAGE_COUNTS = (6, 8)
+STREAM_K_FACTOR = 4
 SPLIT_K_COUNTS = (2, 4, 8, 16)
 # Bytes of A a block row reads at least per K step (tile-tiling's rule for
 # block_K since its first version; the model then also tries twice that).
@@ -260,9 +267,18 @@ def misfit(problem: GemmProblem, config: KernelConfig, target: Target) -> str | 
     return None
 
 
-def candidate_configs(problem: GemmProblem, target: Target, fixed: Fixed = Fixed()) -> tuple[KernelConfig, ...]:
+def streams(problem: GemmProblem, block: tuple[int, ...], facts: ModelFacts) -> bool:
+    """Whether blocks of this M x N leave C in fewer tiles than the CUs (each
+    CU streaming one tile's operands)."""
+    return math.ceil(problem.m / block[0]) * math.ceil(problem.n / block[1]) < facts.compute_units
+
+
+def candidate_configs(problem: GemmProblem, target: Target, fixed: Fixed = Fixed(),
+                      stream: bool = False) -> tuple[KernelConfig, ...]:
     """Every configuration of the search space (module docstring) that fits
-    `target`, in enumeration order (block M, N, K, waves, stages)."""
+    `target`, in enumeration order (block M, N, K, waves, stages); with
+    `stream`, blocks that leave C in fewer tiles than the CUs also in
+    STREAM_STAGE_COUNTS stages and with STREAM_K_FACTOR times the block K."""
     facts = model_facts(target)
     wave = facts.wave_size
     if fixed.block:
@@ -271,14 +287,17 @@ def candidate_configs(problem: GemmProblem, target: Target, fixed: Fixed = Fixed
         block_k = default_block_k(problem, target)
         ks = [block_k] + ([2 * block_k] if problem.k > block_k else [])
         blocks = [(bm, bn, bk) for bm in _extents(problem.m) for bn in _extents(problem.n) for bk in ks]
+        blocks += [(bm, bn, STREAM_K_FACTOR * block_k) for bm, bn, bk in blocks
+                   if stream and bk == block_k and problem.k > 2 * block_k and streams(problem, (bm, bn), facts)]
     threads = [fixed.threads] if fixed.threads else [w * wave for w in WAVE_COUNTS
                                                       if w * wave <= facts.max_threads_per_workgroup]
-    stages = [fixed.stages] if fixed.stages else list(STAGE_COUNTS)
     core = matrix_core_for(target.family)
     found = []
     for block in blocks:
         for count in threads:
             for row, split, group, prefer in instruction_choices(problem, block, count, target):
+                stages = [fixed.stages] if fixed.stages else list(STAGE_COUNTS) + (
+                    list(STREAM_STAGE_COUNTS) if stream and streams(problem, block, facts) else [])
                 for stage_count in stages:
                     if stage_count < core.min_stages(row.name):
                         continue

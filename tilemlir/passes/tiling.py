@@ -30,6 +30,13 @@ Choosing the configuration (block M, N, K; threads; stages):
   is spread over the chip's CUs in full waves and a large one takes large
   tiles. The instruction and wave split are tile-select-mma's rule for that
   block, which the model evaluates (it does not override it).
+* a launch of fewer workgroups than CUs whose fastest configuration is bound
+  by device memory yet holds less in flight per CU than the family measured
+  such a launch needs (Backend.stream_bytes_in_flight, `starved`: skinny
+  GEMMs, each CU streaming one tile's operands) is searched again with
+  deeper pipelines (6 and 8 stages) and 4x the block K, and the fastest
+  configuration within NEAR that holds that much, with the most workgroups,
+  wins (`ranked_candidates`).
 * split-K, where the C tiles are fewer than the CUs and C holds the
   accumulator type (f32, i32): the grid gains a z extent of S slices, slice z
   runs K blocks [z * I, (z + 1) * I) (I = K blocks / S; only S that divide
@@ -94,6 +101,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -256,6 +264,65 @@ def near_tie_reason(chosen: tuple[Prediction, KernelConfig], other: tuple[Predic
     return "this one has more stages or longer K steps (fewer iterations to pay for)"
 
 
+def bytes_in_flight(prediction: Prediction, config: KernelConfig) -> int:
+    """A and B tile bytes the busiest CU has requested and not yet used: the
+    stages loaded ahead of each of its workgroups running at once."""
+    running = min(prediction.resident, math.ceil(prediction.workgroups / prediction.compute_units))
+    return running * max(1, config.stages - 1) * prediction.figures.global_bytes
+
+
+def starved(fastest: tuple[Prediction, KernelConfig], facts: ModelFacts) -> bool:
+    """Whether the fastest configuration is a launch of fewer workgroups than
+    CUs bound by device memory that holds less in flight per CU than its
+    family measured such a launch needs (Backend.stream_bytes_in_flight; the
+    model's latency under load does not ask for it)."""
+    return bool(facts.stream_bytes_in_flight) and fastest[0].bound == "device memory" \
+        and fastest[0].workgroups < facts.compute_units \
+        and bytes_in_flight(*fastest) < facts.stream_bytes_in_flight
+
+
+def streaming_first(ranked: list[tuple[Prediction, KernelConfig]], facts: ModelFacts) \
+        -> tuple[Prediction, KernelConfig] | None:
+    """Of the configurations within NEAR of the fastest that launch fewer
+    workgroups than CUs and hold Backend.stream_bytes_in_flight per CU, the
+    fastest of those with the most workgroups; None if there is none."""
+    fastest = ranked[0]
+    limit = weighed_seconds(fastest[0]) * (1 + NEAR)
+    holding = [pair for pair in ranked if weighed_seconds(pair[0]) <= limit
+               and pair[0].workgroups < facts.compute_units
+               and bytes_in_flight(*pair) >= facts.stream_bytes_in_flight]
+    # Of those, the most CUs streaming (the model's device-memory share lets
+    # half the CUs draw the whole bandwidth; measured on the H200, f16
+    # 16x8192x8192: 64 workgroups of 32x128x128 blocks ran 0.93 of 128 of
+    # 32x64x128 with as much in flight, 120 KiB per SM).
+    return max(holding, key=lambda pair: pair[0].workgroups, default=None)
+
+
+def ranked_candidates(problem: GemmProblem, target, fixed: Fixed | None = None) \
+        -> list[tuple[Prediction, KernelConfig]]:
+    """Every candidate configuration with its prediction, in tile-tiling's
+    order (`rank_configs`); where the fastest is `starved`, the candidates
+    again with deeper pipelines and longer K steps (`candidate_configs`'s
+    stream), the `streaming_first` of them first, if any."""
+    facts = model_facts(target)
+
+    def predicted(stream: bool) -> list[tuple[Prediction, KernelConfig]]:
+        found = []
+        for config in candidate_configs(problem, target, fixed or Fixed(), stream):
+            try:
+                found.append((predict(problem, config, target), config))
+            except DoesNotFit:
+                continue
+        return found
+
+    ranked = rank_configs(predicted(False), facts)
+    if not ranked or not starved(ranked[0], facts):
+        return ranked
+    deeper = rank_configs(predicted(True), facts)
+    streaming = streaming_first(deeper, facts)
+    return ranked if streaming is None else [streaming] + [pair for pair in deeper if pair is not streaming]
+
+
 def rank_configs(predicted: list[tuple[Prediction, KernelConfig]], facts: ModelFacts) \
         -> list[tuple[Prediction, KernelConfig]]:
     """`predicted` in the order tile-tiling ranks it (its first is the
@@ -374,8 +441,7 @@ class TileTiling(TilePass):
                                  kind="info")
             return tiling
         fixed = Fixed(tuple(self.block), self.threads, self.stages, self.split_k)
-        ranked = rank_configs([(predict(problem, config, target), config)
-                               for config in candidate_configs(problem, target, fixed)], facts)
+        ranked = ranked_candidates(problem, target, fixed)
         if self.rank and self.rank >= len(ranked):
             state.error(op, f"tile-tiling: rank={self.rank}, but the model ranks {len(ranked)} "
                             f"configuration{'s' if len(ranked) != 1 else ''} for this {problem} gemm")

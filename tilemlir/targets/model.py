@@ -559,6 +559,12 @@ class Backend:
     # fence, commit and wait, the slot's release), as measured on the family's
     # kernels; the cost model adds them to each iteration's matrix time.
     producer_loop_sync_clocks: int = 0
+    # Bytes of A and B tiles a CU must hold in flight for a launch of fewer
+    # C tiles than CUs (each CU streaming its own tiles' operands) to draw
+    # device memory at its rate, as measured on the family's kernels; 0 where
+    # not measured (tile-tiling then tries no deeper pipelines for such
+    # launches than for any other: gemm_configs.streams).
+    stream_bytes_in_flight: int = 0
 
     def target_files(self) -> tuple[Path, ...]:
         return tuple(sorted(Path(self.targets_dir).glob("*.toml")))

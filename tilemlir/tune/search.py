@@ -47,7 +47,6 @@ from mlir import ir
 from tilemlir.backends.driver import CompileError
 from tilemlir.cost.facts import model_facts
 from tilemlir.cost.model import (
-    DoesNotFit,
     GemmProblem,
     GemmShape,
     KernelConfig,
@@ -56,9 +55,9 @@ from tilemlir.cost.model import (
     predict,
 )
 from tilemlir.diagnostics import Diag, SourceBuffer, UserError, emit_remark, file_position
-from tilemlir.passes.gemm_configs import candidate_configs, gemm_problem
+from tilemlir.passes.gemm_configs import gemm_problem
 from tilemlir.passes.gemm_facts import gemm_shape, memref_of
-from tilemlir.passes.tiling import rank_configs, whole_problem_gemms
+from tilemlir.passes.tiling import ranked_candidates, whole_problem_gemms
 from tilemlir.targets.model import Target
 from tilemlir.tune.db import (
     OpSignature,
@@ -193,13 +192,7 @@ class Candidate:
 def candidates(problem: GemmProblem, target: Target) -> list[Candidate]:
     """Every candidate, fastest by the cost model first (tile-tiling's order:
     the first is tile-compile's default); empty when no configuration fits."""
-    predicted = []
-    for config in candidate_configs(problem, target):
-        try:
-            predicted.append((predict(problem, config, target), config))
-        except DoesNotFit:
-            continue
-    ranked = rank_configs(predicted, model_facts(target))
+    ranked = ranked_candidates(problem, target)
     return [Candidate(config, default=index == 0) for index, (_, config) in enumerate(ranked)]
 
 

@@ -86,4 +86,11 @@ BACKEND = Backend(
     # extra iteration in three runs, 38-112 clocks at the descriptor's 1830 MHz;
     # about the lower half.
     producer_loop_sync_clocks=64,
+    # Measured on the H200 (bench/gemm_defaults.py --sweep, 2026-12-04, f16
+    # and bf16 16x8192x8192, 128 workgroups of mma.sync 32x64 blocks fed by
+    # cp.async): 36 KiB in flight per SM (block K 64, 4 stages) 44-45 TFLOP/s,
+    # 72-144 KiB (block K 64 in 8 stages, 128 in 4 or 6, 256 in 3 or 4)
+    # 49.7-52.5; fp8 36 KiB 73.2, 72-96 KiB 75.9-77.9. The memory latency
+    # under load (891 clocks) would have 18 KiB suffice.
+    stream_bytes_in_flight=64 * 1024,
 )
