@@ -424,3 +424,50 @@ def test_fp8_partial_sums_are_promoted_late_where_a_run_divides_the_loop_and_reg
     assert "wgmma.wait_group.sync.aligned 	1" not in six
     one_group = ptx(4096, 4096, 4096, "block=64,128,128 threads=128 stages=4")
     assert "wgmma.wait_group.sync.aligned 	1" not in one_group and "setmaxnreg" in one_group
+
+
+@needs_mlir
+def test_an_epilogue_fragment_counts_only_while_it_lives():
+    """A GEMM's element-wise epilogue (F[i, j] from C[i, j], the torch
+    backend's bias and activation) makes F as C's elements die: a 128x128
+    f32 accumulator and its 128x128 f32 epilogue are 128 registers a thread
+    at once, so the kernel keeps its producer warpgroup (256 threads, 26
+    registers of addresses: 154 of the consumers' at most 240). Where C is
+    stored after F is made, both live at once (282): one role, 128 threads."""
+    import tilemlir
+    import tilemlir.language as T
+
+    @T.macro
+    def relu_of_product(A, B, O, S, bx, by, keep_sum):
+        A_s = T.alloc_shared((128, 64), "float16")
+        B_s = T.alloc_shared((64, 128), "float16")
+        C_l = T.alloc_fragment((128, 128), "float32")
+        T.clear(C_l)
+        for k in T.Pipelined(4, num_stages=4):
+            T.copy(A[by * 128, k * 64], A_s)
+            T.copy(B[k * 64, bx * 128], B_s)
+            T.gemm(A_s, B_s, C_l)
+        F = T.alloc_fragment((128, 128), "float32")
+        for i, j in T.Parallel(128, 128):
+            F[i, j] = T.max(C_l[i, j], 0.0)
+        T.copy(F, O[by * 128, bx * 128])
+        if keep_sum:
+            T.copy(C_l, S[by * 128, bx * 128])
+
+    @T.prim_func
+    def relu_epilogue(A: T.Tensor((512, 256), "float16"), B: T.Tensor((256, 512), "float16"),
+                      O: T.Tensor((512, 512), "float16"), S: T.Tensor((512, 512), "float16")):
+        with T.Kernel(4, 4, threads=128) as (bx, by):
+            relu_of_product(A, B, O, S, bx, by, False)
+
+    @T.prim_func
+    def both_stored(A: T.Tensor((512, 256), "float16"), B: T.Tensor((256, 512), "float16"),
+                    O: T.Tensor((512, 512), "float16"), S: T.Tensor((512, 512), "float16")):
+        with T.Kernel(4, 4, threads=128) as (bx, by):
+            relu_of_product(A, B, O, S, bx, by, True)
+
+    for kernel, launched in ((relu_epilogue, 256), (both_stored, 128)):
+        result = tilemlir.compile(kernel.script(), target="nvidia:sm_90a", emit="ptx", options={"report": True})
+        (launch,) = result.report["functions"][0]["launches"]
+        assert launch["block"] == [launched, 1, 1], kernel
+        assert "wgmma.mma_async" in result.artifact

@@ -48,6 +48,7 @@ from mlir.dialects import arith, gpu, nvvm, scf
 
 from tilemlir.backends.nvidia import BACKEND
 from tilemlir.backends.nvidia.cp_async_pipelining import PipelinePlan
+from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 from tilemlir.passes.kernel_facts import enclosing_kernel, kernel_grid
 from tilemlir.passes.lower_to_gpu.api import (
@@ -130,18 +131,103 @@ def register_split(target, consumers: int, shared_bytes: int, need: int,
 
 
 def consumer_registers(kernel: ir.Operation, threads: int, overhead: int, copies: dict) -> int:
-    """The registers a consumer thread needs: its share of every register
-    fragment (32-bit registers; those in `copies` that many times:
-    accumulators of 8-bit wgmma, whose partial sums take one or two more),
-    plus `overhead` (addresses, loop state)."""
-    words = 0
+    """The registers a consumer thread needs: the most 32-bit words of
+    register fragments live at once (a thread's share of each; those in
+    `copies` that many times: accumulators of 8-bit wgmma, whose partial sums
+    take one or two more), plus `overhead` (addresses, loop state).
+
+    A fragment is live from the first to the last op of the kernel's body
+    that reads or writes it (the K loop counts whole). Where an op is an
+    element-wise map into a fragment (`elementwise_map`: an epilogue
+    computing F[i, j] from C[i, j]) that is the last use of the fragments it
+    reads and the first of the one it writes, each element read dies as the
+    one it makes is born: the op holds the larger of the two sides, not both
+    (ptxas allocates the unrolled elements that way: a 128x128 f32
+    accumulator and a 128x128 f32 epilogue fragment are 128 words at once,
+    not 256)."""
+    words = {}
     for op in walk(kernel):
         if op.name == "tile.alloc_fragment":
             fragment = ir.MemRefType(op.results[0].type)
             elements = math.prod(fragment.shape)
             share = -(-elements * max(32, bit_width(fragment.element_type)) // 32 // threads)
-            words += share * copies.get(op.results[0], 1)
-    return words + overhead
+            words[op.results[0]] = share * copies.get(op.results[0], 1)
+    body = list(kernel.regions[0].blocks[0].operations)
+    first, last = {}, {}
+    for index, top in enumerate(body):
+        for op in walk(top):
+            if op.name == "tile.alloc_fragment":
+                continue
+            for value in op.operands:
+                if value in words:
+                    first.setdefault(value, index)
+                    last[value] = index
+    peak = 0
+    for index, top in enumerate(body):
+        live = {value for value in first if first[value] <= index <= last[value]}
+        total = sum(words[value] for value in live)
+        mapped = elementwise_map(top)
+        if mapped is not None:
+            target, sources = mapped
+            dying = [value for value in sources if last[value] == index and value != target]
+            if first[target] == index and dying:
+                total -= min(words[target], sum(words[value] for value in dying))
+        peak = max(peak, total)
+    return peak + overhead
+
+
+def elementwise_map(op: ir.Operation) -> tuple[ir.Value, list[ir.Value]] | None:
+    """(F, [X, ...]) where `op` is an scf.parallel that stores only into the
+    fragment F and loads fragments X, ... of F's shape and layout
+    (tile.layout), each load and store at exactly the loop's induction
+    variables (element [i, j] from elements [i, j], in the same thread);
+    else None."""
+    if op.name != "scf.parallel":
+        return None
+    ivs = list(op.regions[0].blocks[0].arguments)
+    stored, loaded = set(), set()
+    for inner in walk(op):
+        if inner.name not in ("memref.load", "memref.store"):
+            continue
+        store = inner.name == "memref.store"
+        memref, indices = (inner.operands[1], list(inner.operands)[2:]) if store \
+            else (inner.operands[0], list(inner.operands)[1:])
+        if not _is_fragment(memref):
+            continue
+        if indices != ivs:
+            return None
+        (stored if store else loaded).add(memref)
+    if len(stored) != 1:
+        return None
+    (target,) = stored
+    layout = _layout_of(target)
+    if layout is None or any(ir.MemRefType(v.type).shape != ir.MemRefType(target.type).shape
+                             or _layout_of(v) != layout for v in loaded):
+        return None
+    return target, sorted(loaded, key=lambda v: str(v.get_name()))
+
+
+def _is_fragment(value: ir.Value) -> bool:
+    owner = value.owner
+    return isinstance(owner, ir.OpView | ir.Operation) and owner.name == "tile.alloc_fragment"
+
+
+def _layout_of(fragment: ir.Value) -> tuple | None:
+    """The fragment's tile.layout entries, comparable across fragments of one
+    shape: without `dims` where they are the identity, and an accumulator's
+    `base_shape` the fragment's shape where not given (as tile-infer-layout
+    reads them)."""
+    owner = fragment.owner
+    if not attributes.LAYOUT.is_on(owner):
+        return None
+    attr = attributes.LAYOUT.read(owner)
+    shape = list(ir.MemRefType(fragment.type).shape)
+    entries = {attr[i].name: str(attr[i].attr) for i in range(len(attr))}
+    if entries.get("dims") == str(ir.DenseI64ArrayAttr.get(list(range(len(shape))))):
+        del entries["dims"]
+    if entries.get("kind") == str(ir.StringAttr.get("mma_accumulator")):
+        entries.setdefault("base_shape", str(ir.DenseI64ArrayAttr.get(shape)))
+    return tuple(sorted(entries.items()))
 
 
 def producer_values(kernel: ir.Operation, loop: ir.Operation, plan: PipelinePlan) -> list | None:
