@@ -370,6 +370,30 @@ def test_attention_rows_whose_first_keys_are_masked():
     compiled_matches(attend, q[:, :, :3], k, v, torch.zeros(1, 1, 1, 130, dtype=torch.bool))
 
 
+def test_attention_takes_128_query_rows_where_waves_are_32_lanes(monkeypatch):
+    """On sm_90a the attention kernel's blocks are 128 query rows (4 warps of
+    32) by 128 keys for head size 64 without a causal mask, else by 64
+    (measured on the H200: codegen.WIDE_ATTENTION_BLOCKS); chips of 64-lane
+    waves keep 64x64. Run by the reference engine: ragged query and key
+    blocks, left padding, a causal mask."""
+    from tilemlir.targets import get_target
+    from tilemlir.torch_backend import codegen
+
+    hopper = get_target("nvidia:sm_90a")
+    assert codegen.attention_blocks(hopper, 64, False) == (128, 128)
+    assert codegen.attention_blocks(hopper, 64, True) == codegen.attention_blocks(hopper, 128, False) == (128, 64)
+    for chip in ("amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000"):
+        assert codegen.attention_blocks(get_target(chip), 64, False) == codegen.ATTENTION_BLOCKS
+    monkeypatch.setenv("TILEMLIR_TARGET", "nvidia:sm_90a")
+    monkeypatch.setenv("TILEMLIR_ENGINE", "reference")
+    q, k, v = torch.randn(1, 2, 150, 64).half(), torch.randn(1, 2, 200, 64).half(), torch.randn(1, 2, 200, 64).half()
+    mask = torch.ones(1, 1, 1, 200, dtype=torch.bool)
+    mask[..., :70] = False
+    compiled_matches(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, mask)
+    compiled_matches(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k[:, :, :150],
+                     v[:, :, :150])
+
+
 def test_a_new_shape_recompiles():
     f = torch.compile(lambda a: torch.softmax(a * 2, -1), backend=backend)
     with torch.no_grad():

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
+from tilemlir.targets.model import is_unknown
 from tilemlir.torch_backend import ops, partition, pointwise
 from tilemlir.torch_backend.partition import Group, dtype_of, shape_of
 from tilemlir.torch_backend.pointwise import DTYPES, Unsupported, convert, kind_of, literal
@@ -575,8 +576,31 @@ def head_layout(spec: TensorSpec) -> str | None:
     return None
 
 
+ATTENTION_BLOCKS = (64, 64)  # query rows x key columns of a block, every shipped chip's default
+# Where a wave is 32 lanes, 128 query rows give each of the kernel's 4 warps
+# 32 (FlashAttention-2's split). Measured on the H200 (the torch backend's
+# kernel alone, 2026-12-04, microseconds for 64x64 / 128x64 / 128x128
+# blocks): d 64, 8x16x2048: 767 / 611 / 566, causal 515 / 433 / 479; BERT's
+# 32x12x512 with its mask 278 / 250 / 250; d 128, 16x16x1024: 805 / 626
+# (64x128: 868), causal 4x32x4096: 3178 / 2486.
+WIDE_ATTENTION_BLOCKS = {"narrow": (128, 128), "wide": (128, 64)}  # d <= 64 and not causal / else
+
+
+def attention_blocks(target, dim: int, causal: bool) -> tuple[int, int]:
+    """The query and key block of the torch backend's attention kernel for
+    head size `dim` on `target` (a Target): WIDE_ATTENTION_BLOCKS where its
+    waves are 32 lanes and the blocks' Q, K and V tiles (K and V in two
+    stages) fit a workgroup's shared memory, else ATTENTION_BLOCKS."""
+    blocks = WIDE_ATTENTION_BLOCKS["narrow" if dim <= 64 and not causal else "wide"]
+    shared = (blocks[0] + 2 * 2 * blocks[1]) * dim * 2  # 16-bit elements
+    limit = target.memory.shared_bytes_per_workgroup
+    if target.compute.wave_size == 32 and not is_unknown(limit) and shared <= limit:
+        return blocks
+    return ATTENTION_BLOCKS
+
+
 def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, str, str, str],
-                     name: str) -> tuple[str, list]:
+                     name: str, blocks: tuple[int, int] = ATTENTION_BLOCKS) -> tuple[str, list]:
     """(source, inputs read at offsets) of flash attention over [B, H, S, D]
     tensors in the given memory orders (query, key, value, output): the
     scores of a 64x64 block in registers, online softmax in exp2 with the
@@ -599,7 +623,7 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     writer = KernelWriter(group, specs, name)
     dtype = DTYPES[q_spec.dtype]
     scale = (call.scale if call.scale is not None else 1.0 / math.sqrt(dim)) * LOG2E
-    block_m, block_n = 64, 64
+    block_m, block_n = blocks
     shapes = []
     for layout, (b, h, s, d) in zip(layouts, (q_spec.shape, k_spec.shape, k_spec.shape, q_spec.shape)):
         shapes.append((b, h, s, d) if layout == "bhsd" else (b, s, h, d))

@@ -291,7 +291,10 @@ class GroupKernel:
         elif group.kind == "attention":
             layouts = tuple(codegen.head_layout(specs[i]) or "bhsd" for i in self.operands)
             layouts += (codegen.head_layout(self.results[0]) or "bhsd",)
-            source, loaded = codegen.attention_kernel(group, specs, layouts, self.kernel_name)
+            query = specs[self.operands[0]]
+            blocks = codegen.attention_blocks(resolve_target(self.target, self.engine), query.shape[-1],
+                                              codegen.attention_call(group.anchor).causal)
+            source, loaded = codegen.attention_kernel(group, specs, layouts, self.kernel_name, blocks)
             views = [None]
         else:
             source, views, loaded = codegen.pointwise_kernel(group, specs, self.kernel_name)
