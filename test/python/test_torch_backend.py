@@ -5,6 +5,7 @@ amdgpu:gfx942, and compared with the model run in float64 by torch."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import pytest
@@ -631,17 +632,33 @@ def test_replayed_inputs_copy_the_memory_their_views_span():
     assert torch.equal(base.as_strided(strided.shape, strided.stride()), strided)
 
 
-def test_gemm_groups_take_longer_deeper_k_loops_where_a_producer_feeds_them():
+def test_gemm_groups_take_longer_deeper_k_loops_where_a_producer_feeds_them(monkeypatch):
     """On sm_90a a GEMM group's K loop is TMA-fed with a producer warpgroup:
-    block K 64 in 4 stages (codegen.PRODUCER_FED_STEPS, measured on the H200)
+    block K 64 in 4 stages and, where M and N allow, 128x256 blocks of two
+    consumer warpgroups (codegen.PRODUCER_FED_STEPS, measured on the H200)
     where K holds two such steps (one step takes no TMA pipeline); elsewhere
-    32 in 2, which every shipped chip's shared memory holds."""
+    32 in 2, which every shipped chip's shared memory holds. Run by the
+    reference engine: 130 rows and 520 columns, ragged 128x256 blocks."""
     from tilemlir.targets import get_target
     from tilemlir.torch_backend import codegen
 
     hopper = get_target("nvidia:sm_90a")
-    assert codegen.gemm_steps(hopper, 768) == codegen.PRODUCER_FED_STEPS == codegen.GemmSteps(64, 4)
-    assert codegen.gemm_steps(hopper, 128) == codegen.PRODUCER_FED_STEPS
+    assert codegen.gemm_steps(hopper, 768) == codegen.GemmSteps(64, 4, 256, 256, hopper.compute.compute_units)
+    assert codegen.PRODUCER_FED_STEPS == codegen.GemmSteps(64, 4, 256, 256)
+    assert codegen.gemm_steps(hopper, 128) == codegen.gemm_steps(hopper, 768)
     assert codegen.gemm_steps(hopper, 64) == codegen.GemmSteps(32, 2)
     for chip in ("amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000"):
         assert codegen.gemm_steps(get_target(chip), 768) == codegen.GemmSteps(32, 2)
+    monkeypatch.setenv("TILEMLIR_TARGET", "nvidia:sm_90a")
+    monkeypatch.setenv("TILEMLIR_ENGINE", "reference")
+    sources = []
+    original = codegen.gemm_kernel
+    monkeypatch.setattr(codegen, "gemm_kernel", lambda *a, **k: sources.append(original(*a, **k)) or sources[-1])
+    model = nn.Sequential(nn.Linear(128, 520), nn.GELU())
+    check(model, torch.randn(130, 128))  # 2 x 3 blocks of 128x256, fewer than the SMs: 128x128
+    assert "threads=128" in sources[-1][0] and "C_l = T.alloc_fragment((128, 128), 'float32')" in sources[-1][0]
+    steps = codegen.gemm_steps
+    monkeypatch.setattr(codegen, "gemm_steps", lambda target, k: dataclasses.replace(steps(target, k), wide_tiles=1))
+    torch._dynamo.reset()
+    check(model, torch.randn(130, 128))
+    assert "threads=256" in sources[-1][0] and "C_l = T.alloc_fragment((128, 256), 'float32')" in sources[-1][0]

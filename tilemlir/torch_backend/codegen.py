@@ -12,6 +12,7 @@ copy. Outputs are new contiguous tensors, written with `T.copy`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from dataclasses import dataclass
@@ -371,7 +372,7 @@ class KernelWriter:
             named.append((node, name))
         return named
 
-    def source(self, grid: str, body: list[str]) -> str:
+    def source(self, grid: str, body: list[str], threads: int = THREADS) -> str:
         text = Source()
         text("import tilemlir.language as T")
         text("")
@@ -380,7 +381,7 @@ class KernelWriter:
         params = self.operand_params + self.input_params + self.output_params
         text(f"def {self.name}({', '.join(params)}):")
         text.depth += 1
-        text(f"with T.Kernel({grid}, threads={THREADS}) as (bx, by{', bz' if grid.count(',') == 2 else ''}):")
+        text(f"with T.Kernel({grid}, threads={threads}) as (bx, by{', bz' if grid.count(',') == 2 else ''}):")
         text.depth += 1
         for line in body:
             text(line)
@@ -439,18 +440,29 @@ def _floor_power_of_two(n: int) -> int:
 
 @dataclass(frozen=True)
 class GemmSteps:
-    """The K loop of a GEMM group's kernel: block K and pipeline stages."""
+    """The K loop of a GEMM group's kernel: block K and pipeline stages; and
+    the wide block a GEMM of at least 128 rows and `wide_n` columns takes
+    (128 x wide_n, in `wide_threads` threads) where it still makes
+    `wide_tiles` blocks (the chip's CUs: fewer, wider blocks would leave
+    some idle)."""
 
     block_k: int = 32
     stages: int = 2
+    wide_n: int = 128
+    wide_threads: int = THREADS
+    wide_tiles: int = 0
 
 
 # Chips whose K loops are fed by TMA with a producer warpgroup (NVIDIA's
-# wgmma, sm_90a): longer K steps, more of them in flight. Measured on the H200
-# (bench/results/gemm-defaults-h200.md, 2026-12-04): 128x128 blocks of one
-# warpgroup with block K 64 in 4 stages run at 0.91-0.98 of cuBLAS at 4096^3
-# and 8192^3; with the producer, 2-stage pipelines starve.
-PRODUCER_FED_STEPS = GemmSteps(block_k=64, stages=4)
+# wgmma, sm_90a): longer K steps, more of them in flight, and 128x256 blocks
+# of two consumer warpgroups where N allows. Measured on the H200 (bench/
+# results/gemm-defaults-h200.md, 2026-12-04): 128x256x64 blocks in 4 stages
+# of 256 threads are tile-compile's default for large f16/bf16 GEMMs at
+# 0.97-1.02 of cuBLAS; 128x128 blocks of one warpgroup ran 0.91-0.98 at
+# 4096^3 and 8192^3; with the producer, 2-stage pipelines starve. BERT-base
+# at 8x128 (1024 rows: 24 blocks of 128x256 for 132 SMs against 48 of
+# 128x128) ran 1.48 ms against 1.08, at 32x512 (384 blocks) 7.98 against 8.30.
+PRODUCER_FED_STEPS = GemmSteps(block_k=64, stages=4, wide_n=256, wide_threads=256)
 
 
 def gemm_steps(target, k: int) -> GemmSteps:
@@ -464,7 +476,7 @@ def gemm_steps(target, k: int) -> GemmSteps:
     prefix = backend(target.family).producer_prefix
     if prefix and any(row.name.startswith(prefix) for row in target.mma) \
             and k >= 2 * PRODUCER_FED_STEPS.block_k:
-        return PRODUCER_FED_STEPS
+        return dataclasses.replace(PRODUCER_FED_STEPS, wide_tiles=target.compute.compute_units)
     return GemmSteps()
 
 
@@ -486,7 +498,10 @@ def gemm_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[GemmOperan
     a_layout, b_layout = layouts
     writer.operand_params += [f"A: T.Tensor({a_layout.shape}, '{dtype}')", f"B: T.Tensor({b_layout.shape}, '{dtype}')"]
     block_m = 64 if m <= 64 else 128
-    block_n = 64 if n <= 64 else 128
+    wide = block_m == 128 and n >= steps.wide_n \
+        and math.prod(group.shape[:-2]) * -(-m // block_m) * -(-n // steps.wide_n) >= steps.wide_tiles
+    block_n = 64 if n <= 64 else steps.wide_n if wide else 128
+    threads = steps.wide_threads if block_n == steps.wide_n else THREADS
     block_k = steps.block_k
     rows = f"(by * {block_m} + i)" if m % block_m == 0 else f"T.min(by * {block_m} + i, {m - 1})"
     cols = f"(bx * {block_n} + j)" if n % block_n == 0 else f"T.min(bx * {block_n} + j, {n - 1})"
@@ -521,7 +536,7 @@ def gemm_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[GemmOperan
     for node, param in outputs:
         body(f"T.copy({writer.fragment[node]}, {param}[{batch}by * {block_m}, bx * {block_n}])")
     grid = f"{-(-n // block_n)}, {-(-m // block_m)}" + (f", {group.shape[0]}" if batched else "")
-    return writer.source(grid, body.lines), [group.shape] * len(outputs), list(writer.param_of)
+    return writer.source(grid, body.lines, threads), [group.shape] * len(outputs), list(writer.param_of)
 
 
 LOG2E = 1.4426950408889634
