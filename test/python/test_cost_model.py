@@ -457,6 +457,10 @@ def test_streaming_launches_hold_what_they_need_in_flight():
     assert bytes_in_flight(*chosen) >= facts.stream_bytes_in_flight
     assert chosen[0].workgroups == plain[0][0].workgroups
     assert chosen[0].seconds <= plain[0][0].seconds * (1 + NEAR)
+    result = tilemlir.compile(whole_problem_gemm(16, 8192, 8192, "f16", "f16"), target="nvidia:sm_90a", emit="tile",
+                              remarks="tile-tiling")
+    (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block")]
+    assert remark.startswith("tile-tiling: block 32x64x128") and "72 KiB in flight per CU, that one 36" in remark
     large = GemmProblem(4096, 4096, 4096, "f16", "f16", "f16", "f32")
     assert ranked_candidates(large, SM90)[0][1] == rank_configs(
         [(predict(large, c, SM90), c) for c in candidate_configs(large, SM90)], facts)[0][1]

@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tilemlir.cost.facts import model_facts
+from tilemlir.targets.model import UNKNOWN
 from tilemlir.torch_backend import TilemlirTorchError, backend, partition
 
 RELATIVE = 2e-2  # of the largest magnitude of the float64 result
@@ -385,6 +387,9 @@ def test_attention_takes_128_query_rows_where_waves_are_32_lanes(monkeypatch):
     assert codegen.attention_blocks(hopper, 64, True) == codegen.attention_blocks(hopper, 128, False) == (128, 64)
     for chip in ("amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000"):
         assert codegen.attention_blocks(get_target(chip), 64, False) == codegen.ATTENTION_BLOCKS
+    # Beyond head size 128 the output rows alone fill a thread's registers.
+    assert codegen.attention_blocks(hopper, 192, False) == codegen.attention_blocks(hopper, 256, True) \
+        == codegen.ATTENTION_BLOCKS
     monkeypatch.setenv("TILEMLIR_TARGET", "nvidia:sm_90a")
     monkeypatch.setenv("TILEMLIR_ENGINE", "reference")
     q, k, v = torch.randn(1, 2, 150, 64).half(), torch.randn(1, 2, 200, 64).half(), torch.randn(1, 2, 200, 64).half()
@@ -647,6 +652,9 @@ def test_gemm_groups_take_longer_deeper_k_loops_where_a_producer_feeds_them(monk
     assert codegen.PRODUCER_FED_STEPS == codegen.GemmSteps(64, 4, 256, 256)
     assert codegen.gemm_steps(hopper, 128) == codegen.gemm_steps(hopper, 768)
     assert codegen.gemm_steps(hopper, 64) == codegen.GemmSteps(32, 2)
+    # A descriptor that does not state its SMs: the cost model's assumption.
+    unstated = dataclasses.replace(hopper, compute=dataclasses.replace(hopper.compute, compute_units=UNKNOWN))
+    assert codegen.gemm_steps(unstated, 768).wide_tiles == model_facts(unstated).compute_units > 0
     for chip in ("amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000"):
         assert codegen.gemm_steps(get_target(chip), 768) == codegen.GemmSteps(32, 2)
     monkeypatch.setenv("TILEMLIR_TARGET", "nvidia:sm_90a")

@@ -251,7 +251,13 @@ def leaves_room_to_pad(prediction: Prediction, config: KernelConfig, facts: Mode
 
 def near_tie_reason(chosen: tuple[Prediction, KernelConfig], other: tuple[Prediction, KernelConfig],
                     facts: ModelFacts) -> str:
-    """Why `rank_configs` put `chosen` before `other`, predicted faster."""
+    """Why `rank_configs` (or `ranked_candidates`) put `chosen` before
+    `other`, predicted faster."""
+    stream = facts.stream_bytes_in_flight
+    if stream and bytes_in_flight(*chosen) >= stream > bytes_in_flight(*other):
+        return (f"this one holds {bytes_in_flight(*chosen) // 1024} KiB in flight per CU, that one "
+                f"{bytes_in_flight(*other) // 1024}; a launch streaming device memory needs "
+                f"{stream // 1024} KiB (Backend.stream_bytes_in_flight)")
     if other[0].figures.waves == 1 < chosen[0].figures.waves:
         return "it is a workgroup of one wave"
     if other[0].figures.iterations == 1 < chosen[0].figures.iterations:

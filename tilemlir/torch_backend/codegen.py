@@ -471,12 +471,14 @@ def gemm_steps(target, k: int) -> GemmSteps:
     the chip has such instructions and K holds two of its steps (a loop of
     one step takes no TMA pipeline, and so no wgmma), else the default, which
     every shipped chip's shared memory holds."""
+    from tilemlir.cost.facts import model_facts
     from tilemlir.targets import backend
 
     prefix = backend(target.family).producer_prefix
     if prefix and any(row.name.startswith(prefix) for row in target.mma) \
             and k >= 2 * PRODUCER_FED_STEPS.block_k:
-        return dataclasses.replace(PRODUCER_FED_STEPS, wide_tiles=target.compute.compute_units)
+        # The CUs as the cost model takes them (an unknown count assumed: tilemlir.cost.facts).
+        return dataclasses.replace(PRODUCER_FED_STEPS, wide_tiles=model_facts(target).compute_units)
     return GemmSteps()
 
 
@@ -501,7 +503,7 @@ def gemm_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[GemmOperan
     wide = block_m == 128 and n >= steps.wide_n \
         and math.prod(group.shape[:-2]) * -(-m // block_m) * -(-n // steps.wide_n) >= steps.wide_tiles
     block_n = 64 if n <= 64 else steps.wide_n if wide else 128
-    threads = steps.wide_threads if block_n == steps.wide_n else THREADS
+    threads = steps.wide_threads if wide else THREADS
     block_k = steps.block_k
     rows = f"(by * {block_m} + i)" if m % block_m == 0 else f"T.min(by * {block_m} + i, {m - 1})"
     cols = f"(bx * {block_n} + j)" if n % block_n == 0 else f"T.min(bx * {block_n} + j, {n - 1})"
@@ -593,23 +595,29 @@ def head_layout(spec: TensorSpec) -> str | None:
 
 ATTENTION_BLOCKS = (64, 64)  # query rows x key columns of a block, every shipped chip's default
 # Where a wave is 32 lanes, 128 query rows give each of the kernel's 4 warps
-# 32 (FlashAttention-2's split). Measured on the H200 (the torch backend's
-# kernel alone, 2026-12-04, microseconds for 64x64 / 128x64 / 128x128
-# blocks): d 64, 8x16x2048: 767 / 611 / 566, causal 515 / 433 / 479; BERT's
-# 32x12x512 with its mask 278 / 250 / 250; d 128, 16x16x1024: 805 / 626
-# (64x128: 868), causal 4x32x4096: 3178 / 2486.
-WIDE_ATTENTION_BLOCKS = {"narrow": (128, 128), "wide": (128, 64)}  # d <= 64 and not causal / else
+# 32 (FlashAttention-2's split), for head sizes up to WIDE_ATTENTION_DIM
+# (beyond, the output rows alone take a thread's registers: d 192 spilled
+# and 256 did not compile in ptxas 13). Measured on the H200
+# (bench/torch_attention.py, 2026-12-04, microseconds for 64x64 / 128x64 /
+# 128x128 blocks): d 64, 8x16x2048: 767 / 611 / 566, causal 515 / 433 / 479;
+# BERT's 32x12x512 with its mask 278 / 250 / 250; d 128, 16x16x1024: 805 /
+# 626 (64x128: 868), causal 4x32x4096: 3178 / 2486.
+WIDE_ATTENTION_DIM = 128
+SHORT_HEAD_BLOCKS = (128, 128)  # head size <= 64, no causal mask
+WIDE_ATTENTION_BLOCKS = (128, 64)  # the others up to WIDE_ATTENTION_DIM
 
 
 def attention_blocks(target, dim: int, causal: bool) -> tuple[int, int]:
     """The query and key block of the torch backend's attention kernel for
-    head size `dim` on `target` (a Target): WIDE_ATTENTION_BLOCKS where its
-    waves are 32 lanes and the blocks' Q, K and V tiles (K and V in two
+    head size `dim` on `target` (a Target): SHORT_HEAD_BLOCKS or
+    WIDE_ATTENTION_BLOCKS where its waves are 32 lanes, the head size is at
+    most WIDE_ATTENTION_DIM and the blocks' Q, K and V tiles (K and V in two
     stages) fit a workgroup's shared memory, else ATTENTION_BLOCKS."""
-    blocks = WIDE_ATTENTION_BLOCKS["narrow" if dim <= 64 and not causal else "wide"]
+    blocks = SHORT_HEAD_BLOCKS if dim <= 64 and not causal else WIDE_ATTENTION_BLOCKS
     shared = (blocks[0] + 2 * 2 * blocks[1]) * dim * 2  # 16-bit elements
     limit = target.memory.shared_bytes_per_workgroup
-    if target.compute.wave_size == 32 and not is_unknown(limit) and shared <= limit:
+    if target.compute.wave_size == 32 and dim <= WIDE_ATTENTION_DIM and not is_unknown(limit) \
+            and shared <= limit:
         return blocks
     return ATTENTION_BLOCKS
 
@@ -618,7 +626,8 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
                      name: str, blocks: tuple[int, int] = ATTENTION_BLOCKS) -> tuple[str, list]:
     """(source, inputs read at offsets) of flash attention over [B, H, S, D]
     tensors in the given memory orders (query, key, value, output): the
-    scores of a 64x64 block in registers, online softmax in exp2 with the
+    scores of a block of `blocks` (query rows, keys; `attention_blocks`) in
+    registers, online softmax in exp2 with the
     scale folded in, masks (causal, an additive or boolean mask, ragged
     key blocks) applied to the scores, P from registers into the second gemm."""
     call = attention_call(group.anchor)
