@@ -14,7 +14,9 @@ the stages its loop needs), and keeps those that fit:
 * block M and N: 32, 64, 128, 256, up to the smallest that covers the
   problem's dimension; block K: the largest K among the usable instructions,
   at least 64 bytes of A per row, and twice that when K has room for it;
-* waves: 1, 2, 4 or 8, within the workgroup limit; stages: 1 to 4;
+* waves: 1, 2, 4 or 8, within the workgroup limit; stages: 1 to 4 (with
+  `stream`, for blocks that leave C in fewer tiles than the CUs, also 6 and
+  8, and 4 times the block K: tiling.ranked_candidates asks for them);
 * split-K: 1, and where the C tiles are fewer than the CUs and C holds the
   accumulator type (f32 or i32: the slices' partial sums are added into C
   atomically, `split_k_refusal`), 2, 4, 8 or 16 slices that divide the K

@@ -563,7 +563,7 @@ class Backend:
     # C tiles than CUs (each CU streaming its own tiles' operands) to draw
     # device memory at its rate, as measured on the family's kernels; 0 where
     # not measured (tile-tiling then tries no deeper pipelines for such
-    # launches than for any other: gemm_configs.streams).
+    # launches than for any other: tiling.starved).
     stream_bytes_in_flight: int = 0
 
     def target_files(self) -> tuple[Path, ...]:
