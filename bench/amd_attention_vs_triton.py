@@ -1,6 +1,6 @@
 """FlashAttention forward compiled offline by tilemlir and by Triton for AMD chips, side by side.
 
-    .venv/bin/python bench/amd_attention_vs_triton.py [--out build/amd_attention_vs_triton]
+    .venv/bin/python bench/amd_attention_vs_triton.py [--out build/amd_attention_vs_triton] [--ours-only]
 
 No GPU is needed: both compilers stop at the ISA. The sibling of
 bench/amd_vs_triton.py (GEMM), whose Triton venv (build/triton-venv, Triton
@@ -225,6 +225,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "build" / "amd_attention_vs_triton",
                         help="where the ISAs and results.json go")
+    parser.add_argument("--ours-only", action="store_true",
+                        help="compile and measure tilemlir's side only (no Triton venv needed)")
     parser.add_argument("--triton-worker", nargs=2, type=Path, metavar=("JOBS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.triton_worker:
@@ -240,15 +242,15 @@ def main() -> int:
         print(f"{case.name}: ours {tiling_text(chosen[case]) if chosen[case] else 'none compiled'}", flush=True)
     jobs = []
     for case in CASES:
-        for tiling in dict.fromkeys(t for t in (chosen[case], TRITON_OWN) if t):
+        for tiling in dict.fromkeys(t for t in (chosen[case], TRITON_OWN) if t and not args.ours_only):
             jobs.append((case, tiling))
-    triton_results = run_triton(jobs, args.out)
+    triton_results = run_triton(jobs, args.out) if jobs else {}
     rows = []
     for case in CASES:
         tiling = chosen[case]
         mine = results[case.name]["tilemlir"][tiling_text(tiling)] if tiling else {"error": "no tiling compiled"}
         rows.append(cells(case, "tilemlir", tiling, mine))
-        for other in dict.fromkeys(t for t in (tiling, TRITON_OWN) if t):
+        for other in dict.fromkeys(t for t in (tiling, TRITON_OWN) if t and not args.ours_only):
             key = f"{case.name}_{tiling_text(other).replace(' ', '_')}"
             entry = theirs(case, triton_results[key], args.out)
             results[case.name][f"triton {tiling_text(other)}"] = entry
@@ -256,8 +258,9 @@ def main() -> int:
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
     print(f"FlashAttention forward, [B, S, H, D] f16 and bf16, B = 1, H = 32, S = 4096; tiling: block_m x block_n, "
           f"w = waves, s = stages; tilemlir: the best mfma_busy_ratio without spills of {len(OUR_TILINGS)} "
-          f"tilings; Triton {gemm_bench.TRITON_VERSION}: flash_forward with ours' tiling and with "
-          f"{tiling_text(TRITON_OWN)}")
+          + ("tilings (ours only)" if args.ours_only else
+             f"tilings; Triton {gemm_bench.TRITON_VERSION}: flash_forward with ours' tiling and with "
+             f"{tiling_text(TRITON_OWN)}"))
     print_table(rows)
     return 0
 

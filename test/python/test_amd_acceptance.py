@@ -165,3 +165,18 @@ def test_pipeline_deeper_than_the_loop_stays_in_bounds():
     # read past the end of A and B (the sanitizer checks every access).
     emulate_against_reference(whole_problem_gemm(64, 64, 128, "f16", "f16"), "gfx942",
                               tiling="block=64,64,64 threads=256 stages=4")
+
+
+def test_a_multiply_feeding_an_add_is_fused_on_amd():
+    """docs/kernels.md: AMD's code may contract a product that only feeds an
+    add into one fused multiply-add (llc -fp-contract=fast), as Triton and
+    TileLang allow by default: the flash attention example's scaled scores
+    minus the row max are v_fma, where each op was rounded on its own (a
+    v_mul_f32 and a v_sub_f32 per score). The emulator, which runs the same
+    kernel against float64, rounds each op (test_general_kernels.py)."""
+    from tilemlir.backends.amdgpu.pass_lists import LLC_FLAGS
+
+    assert "-fp-contract=fast" in LLC_FLAGS
+    text = (EXAMPLES / "kernels" / "flash_attention.mlir").read_text()
+    isa = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa").artifact
+    assert len(re.findall(r"v_(?:pk_)?fmac?_f32", isa)) >= 32

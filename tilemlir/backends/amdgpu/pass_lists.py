@@ -114,6 +114,13 @@ LLC_FLAGS: tuple[str, ...] = (
     # fp8 gfx950 0.192 -> 0.401, f16 256x256x64 gfx950 318 spills -> 0; llc
     # still takes AGPRs where VGPRs run out.
     "-amdgpu-mfma-vgpr-form",
+    # A multiply feeding an add may be fused (docs/kernels.md: as Triton and
+    # TileLang allow by default). Measured with bench/
+    # amd_attention_vs_triton.py (mfma_busy_ratio, ours): flash attention d 128
+    # f16 gfx942 0.572 -> 0.590, gfx950 0.403 -> 0.430, d 64 gfx942 0.490 ->
+    # 0.528, gfx950 0.282 -> 0.303 (the scale and max subtraction of the
+    # scores one v_fma); every GEMM default of bench/amd_vs_triton.py unchanged.
+    "-fp-contract=fast",
 )
 
 
