@@ -167,16 +167,48 @@ def test_pipeline_deeper_than_the_loop_stays_in_bounds():
                               tiling="block=64,64,64 threads=256 stages=4")
 
 
-def test_a_multiply_feeding_an_add_is_fused_on_amd():
-    """docs/kernels.md: AMD's code may contract a product that only feeds an
-    add into one fused multiply-add (llc -fp-contract=fast), as Triton and
-    TileLang allow by default: the flash attention example's scaled scores
-    minus the row max are v_fma, where each op was rounded on its own (a
-    v_mul_f32 and a v_sub_f32 per score). The emulator, which runs the same
-    kernel against float64, rounds each op (test_general_kernels.py)."""
-    from tilemlir.backends.amdgpu.pass_lists import LLC_FLAGS
+def test_the_kernels_multiplies_fuse_into_their_adds_on_amd(monkeypatch):
+    """docs/kernels.md: AMD's kernels may contract a multiply and the add that
+    uses its product into one FMA (amdgpu-contract-float-ops): the flash
+    attention example's scaled scores minus the row max become v_fma, and
+    layernorm's normalisation too; the steps llc writes for exp keep their
+    own roundings (a global -fp-contract=fast fused those as well, and exp
+    lost its accuracy): the softmax example, whose own ops hold no product
+    feeding an add, compiles to the same FMAs either way."""
+    import tilemlir.backends.amdgpu.contract_float_ops as contract
 
-    assert "-fp-contract=fast" in LLC_FLAGS
-    text = (EXAMPLES / "kernels" / "flash_attention.mlir").read_text()
-    isa = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa").artifact
-    assert len(re.findall(r"v_(?:pk_)?fmac?_f32", isa)) >= 32
+    def fmas(name: str) -> int:
+        text = (EXAMPLES / "kernels" / f"{name}.mlir").read_text()
+        isa = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa").artifact
+        return len(re.findall(r"v_(?:pk_)?fmac?_f32", isa))
+
+    fused = {name: fmas(name) for name in ("flash_attention", "layernorm", "softmax")}
+    monkeypatch.setattr(contract, "contract_float_ops", lambda module: 0)
+    separate = {name: fmas(name) for name in fused}
+    assert fused["flash_attention"] >= separate["flash_attention"] + 32
+    assert fused["layernorm"] > separate["layernorm"]
+    assert fused["softmax"] == separate["softmax"]
+
+
+def test_contraction_keeps_the_flags_an_op_had():
+    """amdgpu-contract-float-ops adds `contract` to llvm.fmul/fadd/fsub and
+    keeps their other fast-math flags; other ops are left alone."""
+    from mlir import ir
+
+    from tilemlir.backends.amdgpu.contract_float_ops import contract_float_ops
+    from tilemlir.dialects import tile
+
+    text = """llvm.func @f(%a: f32, %b: f32) -> f32 {
+      %p = llvm.fmul %a, %b {fastmathFlags = #llvm.fastmath<afn>} : f32
+      %s = llvm.fsub %p, %a : f32
+      %d = llvm.fdiv %s, %b : f32
+      %t = llvm.fadd %d, %a {fastmathFlags = #llvm.fastmath<contract>} : f32
+      llvm.return %t : f32
+    }"""
+    module = ir.Module.parse(text, tile.make_context())
+    assert contract_float_ops(module.operation) == 2
+    flags = {op.name: str(op.attributes["fastmathFlags"]) for op in module.body.operations[0].regions[0].blocks[0]
+             if "fastmathFlags" in op.attributes}
+    assert flags["llvm.fmul"] == "#llvm.fastmath<contract, afn>"
+    assert flags["llvm.fsub"] == flags["llvm.fadd"] == "#llvm.fastmath<contract>"
+    assert flags["llvm.fdiv"] == "#llvm.fastmath<none>"

@@ -2,7 +2,7 @@
 
     tile IR --TILE_PIPELINE (backends/driver.py)--> GPU-level IR
         --amdgpu-check-resources, GPU_TO_LLVM, amdgpu-order-lds-dma,
-          amdgpu-scope-atomics--> LLVM dialect
+          amdgpu-scope-atomics, amdgpu-contract-float-ops--> LLVM dialect
         --(in-process translation)--> LLVM IR --LLVM_IR_PASSES (opt)--> LLVM IR
         --llc LLC_FLAGS--> ISA (.s) --llvm-mc--> object --ld.lld -shared--> HSACO
 
@@ -85,6 +85,14 @@ ORDER_LDS_DMA = "amdgpu-order-lds-dma"
 # memref.atomic_rmw's atomics relaxed at agent scope, as HIP's atomicAdd
 # (scope_atomics.py): one global_atomic_add_f32, not a compare-swap loop.
 SCOPE_ATOMICS = "amdgpu-scope-atomics"
+# The kernels' float multiplies may fuse into the adds that use them
+# (contract_float_ops.py; docs/kernels.md), llc's own expansions excepted.
+# Measured with bench/amd_attention_vs_triton.py (mfma_busy_ratio, ours):
+# flash attention d 128 f16 gfx942 0.572 -> 0.590, gfx950 0.403 -> 0.430,
+# d 64 gfx942 0.490 -> 0.528, gfx950 0.282 -> 0.303 (the scores' scale and
+# max subtraction one v_fma); every GEMM default of bench/amd_vs_triton.py
+# unchanged.
+CONTRACT_FLOAT_OPS = "amdgpu-contract-float-ops"
 
 # LLVM IR passes (opt-22 -passes=...) before llc, whose own IR pipeline lacks
 # these. Deliberately not -O3: its unrolling would change the main loop we report.
@@ -114,22 +122,17 @@ LLC_FLAGS: tuple[str, ...] = (
     # fp8 gfx950 0.192 -> 0.401, f16 256x256x64 gfx950 318 spills -> 0; llc
     # still takes AGPRs where VGPRs run out.
     "-amdgpu-mfma-vgpr-form",
-    # A multiply feeding an add may be fused (docs/kernels.md: as Triton and
-    # TileLang allow by default). Measured with bench/
-    # amd_attention_vs_triton.py (mfma_busy_ratio, ours): flash attention d 128
-    # f16 gfx942 0.572 -> 0.590, gfx950 0.403 -> 0.430, d 64 gfx942 0.490 ->
-    # 0.528, gfx950 0.282 -> 0.303 (the scale and max subtraction of the
-    # scores one v_fma); every GEMM default of bench/amd_vs_triton.py unchanged.
-    "-fp-contract=fast",
 )
 
 
 def gpu_to_llvm_pipeline(chip: str, check: str = "", spec: str = "") -> str:
     """GPU-level IR -> the LLVM dialect for `chip`, as one pipeline string:
     `check` first (amdgpu-check-resources with its target), GPU_TO_LLVM, then
-    the LDS-DMA ordering, which needs the LLVM dialect's loads. `spec` names
+    the LDS-DMA ordering, which needs the LLVM dialect's loads, the atomics'
+    scope and the float ops' contraction. `spec` names
     the target in tile-expand-math (default amdgpu:CHIP)."""
     nested = ",".join(step.format(chip=chip, spec=spec or f"amdgpu:{chip}") for step in GPU_TO_LLVM)
     steps = [check] if check else []
-    steps += [ATTACH_TARGET.format(chip=chip), f"gpu.module({nested})", ORDER_LDS_DMA, SCOPE_ATOMICS]
+    steps += [ATTACH_TARGET.format(chip=chip), f"gpu.module({nested})", ORDER_LDS_DMA, SCOPE_ATOMICS,
+              CONTRACT_FLOAT_OPS]
     return f"builtin.module({','.join(steps)})"
