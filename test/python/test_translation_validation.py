@@ -105,6 +105,10 @@ BEYOND_REFERENCE = {
     "amdgpu-scope-atomics": ("changes the ordering and scope of atomics in the LLVM dialect; "
                              "test/Backends/amdgpu/scope-atomics.mlir checks which, test_split_k.py the ISA, "
                              "the emulator the split-K kernels before it"),
+    "amdgpu-contract-float-ops": ("adds `contract` to the LLVM dialect's float multiplies and adds, which lets "
+                                  "llc fuse them (docs/kernels.md); test/Backends/amdgpu/contract-float-ops.mlir "
+                                  "checks the flags, test_amd_acceptance.py the ISA, the emulator the kernels "
+                                  "before it"),
     "tile-expand-math": ("replaces math ops by approximations, which change the last bits; "
                          "test_expand_math.py runs its output in the emulator against float64 NumPy "
                          "within each expansion's stated error"),
