@@ -59,14 +59,21 @@ class CapturedText:
         return self._text
 
 
+def fastmath_flags(op: ir.Operation | ir.OpView, name: str = "fastmath") -> set[str]:
+    """The fast-math flags in the op's attribute `name` (arith and math:
+    `fastmath`; the LLVM dialect: `fastmathFlags`), e.g. {"contract", "afn"};
+    empty without the attribute or for <none>."""
+    if name not in op.attributes:
+        return set()
+    text = str(op.attributes[name])  # #arith.fastmath<afn>, <contract,afn>, <fast>, <none>
+    return {flag.strip() for flag in text[text.index("<") + 1:text.rindex(">")].split(",")} - {"none"}
+
+
 def approximate_function(op: ir.Operation | ir.OpView) -> bool:
     """Whether a math op carries `fastmath<afn>` (approximate functions), alone
     or with other flags, or `fast` (all of them): the tile dialect's way of
     asking for the hardware's function unit (docs/kernels.md, the `math` ops)."""
-    if "fastmath" not in op.attributes:
-        return False
-    text = str(op.attributes["fastmath"])  # #arith.fastmath<afn>, <contract,afn>, <fast>, <none>
-    flags = text[text.index("<") + 1:text.rindex(">")].split(",")
+    flags = fastmath_flags(op)
     return "afn" in flags or "fast" in flags
 
 

@@ -312,19 +312,22 @@ def ranked_candidates(problem: GemmProblem, target, fixed: Fixed | None = None) 
     stream), the `streaming_first` of them first, if any."""
     facts = model_facts(target)
 
-    def predicted(stream: bool) -> list[tuple[Prediction, KernelConfig]]:
+    def predicted(configs) -> list[tuple[Prediction, KernelConfig]]:
         found = []
-        for config in candidate_configs(problem, target, fixed or Fixed(), stream):
+        for config in configs:
             try:
                 found.append((predict(problem, config, target), config))
             except DoesNotFit:
                 continue
         return found
 
-    ranked = rank_configs(predicted(False), facts)
+    ranked = rank_configs(predicted(candidate_configs(problem, target, fixed or Fixed())), facts)
     if not ranked or not starved(ranked[0], facts):
         return ranked
-    deeper = rank_configs(predicted(True), facts)
+    known = {config for _, config in ranked}
+    deeper = rank_configs(ranked + predicted(config for config in candidate_configs(problem, target, fixed or Fixed(),
+                                                                                    stream=True)
+                                             if config not in known), facts)
     streaming = streaming_first(deeper, facts)
     return ranked if streaming is None else [streaming] + [pair for pair in deeper if pair is not streaming]
 

@@ -31,7 +31,7 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.irutil import walk
+from tilemlir.irutil import fastmath_flags, walk
 from tilemlir.passes.base import PassState, TilePass
 
 CONTRACTED = ("llvm.fmul", "llvm.fadd", "llvm.fsub")
@@ -45,10 +45,7 @@ def contract_float_ops(module: ir.Operation) -> int:
     for op in walk(module):
         if op.name not in CONTRACTED:
             continue
-        flags = set()
-        if FLAGS in op.attributes:
-            text = str(op.attributes[FLAGS])  # #llvm.fastmath<afn, nnan> or #llvm.fastmath<none>
-            flags = {flag.strip() for flag in text[text.index("<") + 1:text.rindex(">")].split(",")} - {"none"}
+        flags = fastmath_flags(op, FLAGS)
         if "contract" in flags or "fast" in flags:
             continue
         flags.add("contract")

@@ -176,8 +176,8 @@ def consumer_registers(kernel: ir.Operation, threads: int, overhead: int, copies
     return peak + overhead
 
 
-def elementwise_map(op: ir.Operation) -> tuple[ir.Value, list[ir.Value]] | None:
-    """(F, [X, ...]) where `op` is an scf.parallel that stores only into the
+def elementwise_map(op: ir.Operation) -> tuple[ir.Value, set[ir.Value]] | None:
+    """(F, {X, ...}) where `op` is an scf.parallel that stores only into the
     fragment F and loads fragments X, ... of F's shape and layout
     (tile.layout), each load and store at exactly the loop's induction
     variables (element [i, j] from elements [i, j], in the same thread);
@@ -204,7 +204,7 @@ def elementwise_map(op: ir.Operation) -> tuple[ir.Value, list[ir.Value]] | None:
     if layout is None or any(ir.MemRefType(v.type).shape != ir.MemRefType(target.type).shape
                              or _layout_of(v) != layout for v in loaded):
         return None
-    return target, sorted(loaded, key=lambda v: str(v.get_name()))
+    return target, loaded
 
 
 def _is_fragment(value: ir.Value) -> bool:
