@@ -181,17 +181,17 @@ def test_pointwise_convolutions_of_a_channels_last_image_are_gemms(monkeypatch, 
     """Channels-last, a 1x1 stride-1 convolution reads the image as its pixels'
     rows of channels and the weight as [out, in], tile by tile
     (codegen.pointwise_conv), and writes its channels-last output as tiles of
-    those rows: 2 x 5 x 7 pixels, no multiple of the block. NCHW keeps the
-    gathering kernel."""
+    those rows: 2 x 5 x 7 pixels, no multiple of the block. NCHW is passed
+    as channels-last planes (a shifted convolution) and written element by
+    element in its own strides."""
     from tilemlir.torch_backend import dynamo
 
     monkeypatch.setattr(dynamo, "_COMPILED", {})
     check(PointwiseBottleneck(), torch.randn(2, 16, 5, 7), channels_last=channels_last)
     sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
     assert len(sources) == 2
-    as_gemm = ["T.gemm(A_s, B_s, C_l, transpose_B=True)" in source for source in sources]
-    by_tiles = ["T.copy(O0_l, O0[bx * " in source for source in sources]
-    assert as_gemm == by_tiles == [channels_last] * 2
+    assert ["T.copy(O0_l, O0[bx * " in source for source in sources] == [channels_last] * 2
+    assert all("T.Pipelined" in source and "transpose_B=True" in source for source in sources)
 
 
 @pytest.mark.parametrize("channels", [16, 24])
@@ -204,6 +204,47 @@ def test_pointwise_convolutions_with_sm90_steps_on_the_reference_engine(monkeypa
     model = nn.Sequential(nn.Conv2d(channels, 200, 1), nn.BatchNorm2d(200), nn.ReLU(),
                           nn.Conv2d(200, channels, 1))
     check(model, torch.randn(2, channels, 3, 5), channels_last=True)
+
+
+class ConvBlock(nn.Module):
+    """A convolution of any geometry, batch norm and ReLU after it."""
+
+    def __init__(self, channels, kernel, stride, padding, dilation, out=40):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, out, kernel, stride, padding, dilation=dilation)
+        self.norm = nn.BatchNorm2d(out)
+        self.norm.running_mean.uniform_(-0.5, 0.5)
+        self.norm.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        return F.relu(self.norm(self.conv(x)))
+
+
+@pytest.mark.parametrize("channels,kernel,stride,padding,dilation,channels_last", [
+    (32, 3, 1, 1, 1, True), (24, 3, 2, 1, 1, False), (3, 7, 2, 3, 1, True), (16, 1, 2, 0, 1, True),
+    (40, (3, 2), (2, 3), (2, 0), (1, 2), True), (32, 3, 1, 0, 2, False), (8, 2, 3, 1, 1, True),
+], ids=["3x3", "3x3-stride-2-nchw", "stem-7x7-3-channels", "1x1-stride-2", "rectangular-dilated",
+        "dilated-nchw", "stride-3"])
+def test_convolutions_as_shifted_gemms(monkeypatch, channels, kernel, stride, padding, dilation, channels_last):
+    """Every convolution of a 16-bit image is a pipelined loop of tile copies
+    (codegen.shifted_conv): the image zero-padded, split into the stride's
+    phase planes and its channels padded to a multiple of 16, each K step a
+    tap's tile of rows at a fixed offset; 11 x 10 images, so that border
+    rows of the planes are computed and not stored."""
+    from tilemlir.torch_backend import dynamo
+
+    monkeypatch.setattr(dynamo, "_COMPILED", {})
+    check(ConvBlock(channels, kernel, stride, padding, dilation), torch.randn(2, channels, 11, 10),
+          channels_last=channels_last)
+    (source,) = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    assert "T.Pipelined" in source and "T.Parallel(64, 32)" not in source
+
+
+@pytest.mark.parametrize("target", ["amdgpu:gfx942", "metax:xcore1000"])
+def test_shifted_convolution_in_the_emulator(monkeypatch, target):
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
+    check(ConvBlock(16, 3, 2, 1, 1), torch.randn(1, 16, 9, 7), channels_last=True)
 
 
 def test_an_operand_at_an_unaligned_address_is_copied():
@@ -219,14 +260,21 @@ def test_an_operand_at_an_unaligned_address_is_copied():
     assert kernel.operand(flat[:64].view(8, 8), None, codegen.GemmOperand(False, (8, 8))).data_ptr() == flat.data_ptr()
 
 
-def test_pooling_with_padding():
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels-last"])
+def test_pooling_with_padding(channels_last):
+    """Channels-last, the windows are reduced channels fastest and the result
+    is channels-last, as torch's."""
     def f(x):
         return F.avg_pool2d(x, 3, 2, 1)[..., :4, :4] + F.max_pool2d(x, 2)
 
     x = torch.randn(2, 3, 9, 8)
+    half = x.half().to(memory_format=torch.channels_last) if channels_last else x.half()
     with torch.no_grad():
-        got = torch.compile(f, backend=backend)(x.half())
+        got = torch.compile(f, backend=backend)(half)
+        pooled = torch.compile(lambda x: F.max_pool2d(x, 3, 2, 1), backend=backend)(half)
     assert (got.double() - f(x.double())).abs().max() <= 1e-2
+    assert torch.equal(pooled, F.max_pool2d(half.float(), 3, 2, 1).half())
+    assert pooled.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
 @pytest.mark.parametrize("model,shape,channels_last", [

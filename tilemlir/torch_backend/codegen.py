@@ -402,10 +402,19 @@ def _coordinates(extents: tuple[int, ...], flat: str) -> list[str]:
 
 def pointwise_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[str, list]:
     """(source, each output's view as the kernel writes it: (R, C) or (R,),
-    inputs read at offsets in parameter order) of a pointwise or reducing group."""
+    or InMemoryOrder of one, inputs read at offsets in parameter order) of a
+    pointwise or reducing group. Its rows run in the outputs' memory order
+    (`memory_order`: channels-last, channels fastest), so that their stores,
+    and the loads of inputs of the same layout, are coalesced; a pointwise
+    group's columns are then its fastest dim."""
     writer = KernelWriter(group, specs, name)
     shape, columns = group.shape, group.columns
-    lead, red = shape[:len(shape) - columns], shape[len(shape) - columns:]
+    lead_dims = list(range(len(shape) - columns))
+    red_dims = list(range(len(shape) - columns, len(shape)))
+    order = memory_order(group, len(shape) if not group.reduces and shape else len(lead_dims))
+    if order != sorted(order):
+        lead_dims, red_dims = (order[:-1], order[-1:]) if not group.reduces else (order, red_dims)
+    lead, red = [shape[d] for d in lead_dims], [shape[d] for d in red_dims]
     rows, cols = math.prod(lead), math.prod(red)
     if group.reduces:
         if cols > MAX_COLUMNS:
@@ -419,8 +428,11 @@ def pointwise_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[
         f"T.min(bx * {block_rows} + i, {rows - 1})"
     col = f"(by * {block_cols} + j)" if cols % block_cols == 0 else \
         f"T.min(by * {block_cols} + j, {cols - 1})"
-    coords_full = _coordinates(lead, row) + _coordinates(red, col)
-    coords_row = _coordinates(lead, row) + ["0"] * len(red)
+    coords_full, coords_row = [""] * len(shape), ["0"] * len(shape)
+    for d, coord in zip(lead_dims, _coordinates(tuple(lead), row)):
+        coords_full[d] = coords_row[d] = coord
+    for d, coord in zip(red_dims, _coordinates(tuple(red), col)):
+        coords_full[d] = coord
     dims = (str(block_rows), str(block_cols))
     outputs = writer.outputs(lambda n: (rows, cols) if group.level(n) == "full" else (rows,))
     writer.emit_group_values(dims, coords_full, coords_row, cols)
@@ -431,7 +443,38 @@ def pointwise_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[
             writer.body(f"T.copy({writer.fragment[node]}, {param}[bx * {block_rows}])")
     grid = f"{-(-rows // block_rows)}, {-(-cols // block_cols)}"  # rows on x: up to 2^31 - 1 blocks
     views = [(rows, cols) if group.level(node) == "full" else (rows,) for node, _ in outputs]
+    if order != sorted(order):
+        views = [InMemoryOrder(view) for view in views]
     return writer.source(grid, writer.body.lines), views, list(writer.param_of)
+
+
+@dataclass(frozen=True)
+class InMemoryOrder:
+    """An output a pointwise kernel writes in its traced layout's memory order
+    (`memory_order`), as the (rows, cols) or (rows,) view `shape` of its memory."""
+
+    shape: tuple[int, ...]
+
+
+def memory_order(group: Group, lead: int) -> list[int]:
+    """The order (slowest first) in which a pointwise or reducing group's kernel
+    runs over the first `lead` dims of its domain (a reducing group's: those
+    before the reduced dims): the one in which every output is dense as
+    traced (a channels-last image: N, H, W, C), else the logical order."""
+    logical = list(range(lead))
+    orders = set()
+    for node in group.outputs:
+        spec = TensorSpec.of(node.meta["val"])
+        if len(spec.shape) < lead or tuple(spec.shape[:lead]) != tuple(group.shape[:lead]):
+            return logical
+        order = sorted(logical, key=lambda d: -spec.stride[d])  # stable: ties keep the logical order
+        expected = 1
+        for d in reversed(order + list(range(lead, len(spec.shape)))):
+            if spec.shape[d] != 1 and spec.stride[d] != expected:
+                return logical
+            expected *= spec.shape[d]
+        orders.add(tuple(order))
+    return list(orders.pop()) if len(orders) == 1 else logical
 
 
 def _floor_power_of_two(n: int) -> int:
@@ -482,6 +525,15 @@ def gemm_steps(target, k: int) -> GemmSteps:
     return GemmSteps()
 
 
+def gemm_blocks(m: int, n: int, batches: int, steps: GemmSteps) -> tuple[int, int, int]:
+    """(block M, block N, threads) of an M x N product, `batches` of them:
+    64 rows or columns where the extent is that small, else 128, and
+    128 x `steps.wide_n` blocks where the grid still makes `steps.wide_tiles`."""
+    block_m = 64 if m <= 64 else 128
+    wide = block_m == 128 and n >= steps.wide_n and batches * -(-m // block_m) * -(-n // steps.wide_n) >= steps.wide_tiles
+    return block_m, (64 if n <= 64 else steps.wide_n if wide else 128), (steps.wide_threads if wide else THREADS)
+
+
 def gemm_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[GemmOperand, GemmOperand],
                 name: str, steps: GemmSteps = GemmSteps()) -> tuple[str, list]:
     """(source, output views, inputs read at offsets) of a GEMM group: the anchor's product into a
@@ -499,11 +551,7 @@ def gemm_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[GemmOperan
     dtype = DTYPES[a_spec.dtype]
     a_layout, b_layout = layouts
     writer.operand_params += [f"A: T.Tensor({a_layout.shape}, '{dtype}')", f"B: T.Tensor({b_layout.shape}, '{dtype}')"]
-    block_m = 64 if m <= 64 else 128
-    wide = block_m == 128 and n >= steps.wide_n \
-        and math.prod(group.shape[:-2]) * -(-m // block_m) * -(-n // steps.wide_n) >= steps.wide_tiles
-    block_n = 64 if n <= 64 else steps.wide_n if wide else 128
-    threads = steps.wide_threads if wide else THREADS
+    block_m, block_n, threads = gemm_blocks(m, n, math.prod(group.shape[:-2]), steps)
     block_k = steps.block_k
     rows = f"(by * {block_m} + i)" if m % block_m == 0 else f"T.min(by * {block_m} + i, {m - 1})"
     cols = f"(bx * {block_n} + j)" if n % block_n == 0 else f"T.min(bx * {block_n} + j, {n - 1})"
@@ -725,34 +773,125 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     return writer.source(grid, body.lines), list(writer.param_of)
 
 
+def channels_last(spec: TensorSpec) -> bool:
+    """Whether a 4-D tensor is dense in (N, H, W, C) order (torch's channels-last)."""
+    _, channels, height, width = spec.shape
+    return tuple(spec.stride) == (height * width * channels, 1, width * channels, channels)
+
+
 def pointwise_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding) -> bool:
     """A 1x1 convolution, stride 1, no padding, of a channels-last image by a
     weight dense as [out, in]: a GEMM of the image's pixels (N*H*W rows of C
     channels, a view of it) by the weight's transpose (ResNet's bottleneck
     projections)."""
-    _, channels, height, width = x_spec.shape
+    channels = x_spec.shape[1]
     kh, kw = w_spec.shape[2:]
-    channels_last = tuple(x_spec.stride) == (height * width * channels, 1, width * channels, channels)
     dense_weight = tuple(w_spec.stride[:2]) == (channels, 1)
     return (kh, kw) == (1, 1) and tuple(stride) == (1, 1) and tuple(padding) == (0, 0) \
-        and channels_last and dense_weight
+        and channels_last(x_spec) and dense_weight
+
+
+@dataclass(frozen=True)
+class PhaseImage:
+    """How a shifted convolution (`shifted_conv`) is passed its image: in
+    channels-last order, its channels zero-padded to `channels`, its pixels
+    zero-padded by `pad` (top, bottom, left, right) to whole cells of the
+    stride (sh x sw pixels), then split by phase: the pixels at (a, b) of
+    every cell, for a < planes[0] and b < planes[1] (the phases some tap
+    reads), each a plane of N x cells high x cells wide pixels; the planes
+    one after the other (a, then b), as rows of channels. A channels-last
+    image of stride 1 and no padding is passed as a view, any other as a copy."""
+
+    channels: int
+    pad: tuple[int, int, int, int]
+    stride: tuple[int, int]
+    planes: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Taps:
+    """How a shifted convolution is passed its weight: [out, (kh, kw, c)],
+    its in-channels zero-padded to `channels` (a view of a channels-last
+    weight whose channels need no padding, else a copy)."""
+
+    channels: int
+
+
+@dataclass(frozen=True)
+class ShiftedConv:
+    """A convolution computed as shifted GEMMs over a PhaseImage.
+
+    Output pixel (n, h, w) is row q = (n * cells_h + h) * cells_w + w of a
+    plane, and its tap (r, t) reads image row y = h * sh + r * dh, column
+    x = w * sw + t * dw of the padded image: phase (y % sh, x % sw), pixel
+    (h + r * dh // sh, w + t * dw // sw) of that phase's plane, which is
+    row q + `tap_offset` of the planes, the same for every pixel. So each K
+    step (one tap, a run of channels) is a plain 2-D tile of the planes'
+    rows, and the loop pipelines as a GEMM's does (TMA and wgmma on
+    sm_90a). A plane's rows with no output pixel (past the output's last
+    row or column) are computed and not stored."""
+
+    image: PhaseImage
+    cells: tuple[int, int]  # each image's height and width in cells
+    plane_rows: int  # N x cells high x cells wide
+    kernel: tuple[int, int]
+    dilation: tuple[int, int]
+    block_k: int
+
+    def tap_offset(self, tap: str) -> str:
+        """The row offset of the tap numbered `tap` (r * kw + t), as source."""
+        kw, (dh, dw), (sh, sw) = self.kernel[1], self.dilation, self.image.stride
+        y, x = f"({tap} // {kw} * {dh})", f"({tap} % {kw} * {dw})"
+        if (sh, sw) == (1, 1):
+            return f"{y} * {self.cells[1]} + {x}"
+        plane = f"(({y} % {sh}) * {self.image.planes[1]} + {x} % {sw})"
+        return f"{plane} * {self.plane_rows} + {y} // {sh} * {self.cells[1]} + {x} // {sw}"
+
+
+def shifted_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding, dilation,
+                 block_k: int) -> ShiftedConv | None:
+    """The convolution of a 16-bit float image as shifted GEMMs (None for
+    another type), of any layout, kernel, stride, padding and dilation. Its
+    channels are padded to a multiple of 16, so that a K step (one tap, a
+    run of channels) reads whole 32-byte rows and makes whole instruction
+    steps (3 channels, a ResNet stem's, become 16); block K is the largest
+    of `block_k`, 32 and 16 that divides them."""
+    if x_spec.dtype not in (torch.float16, torch.bfloat16):
+        return None
+    batch, channels, height, width = x_spec.shape
+    kh, kw = w_spec.shape[2:]
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    channels = -(-channels // 16) * 16
+    block = next(k for k in (block_k, 32, 16) if k <= max(block_k, 16) and channels % k == 0)
+    cells_h, cells_w = -(-(height + 2 * ph) // sh), -(-(width + 2 * pw) // sw)
+    pad = (ph, cells_h * sh - height - ph, pw, cells_w * sw - width - pw)
+    planes = (max(r * dh % sh for r in range(kh)) + 1, max(t * dw % sw for t in range(kw)) + 1)
+    return ShiftedConv(PhaseImage(channels, pad, (sh, sw), planes), (cells_h, cells_w),
+                       batch * cells_h * cells_w, (kh, kw), (dh, dw), block)
 
 
 def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
                 steps: GemmSteps = GemmSteps()) -> tuple[str, list, tuple | None, list]:
     """(source, inputs read at offsets, operand layouts, output views) of a 2-D convolution
     as an implicit GEMM: rows are output pixels (n, ho, wo), columns output
-    channels, K the taps (kh, kw, c), channels fastest. Each K step gathers the
-    image's tile (zeros in the padding) and the weight's into shared memory
-    through their strides (NCHW, channels-last or any other), the products
-    accumulate in registers, and the epilogue (bias, batch norm, activation,
-    residual) is stored through the outputs' own strides. A `pointwise_conv`
-    reads its operands as 2-D views instead (layouts "pixels" and "rows"),
-    tile by tile in a pipelined loop of `steps` (TMA and wgmma on sm_90a),
-    and writes a channels-last output as its pixels' rows too (view
-    "pixels", a tile copy a block); layouts None: both operands passed as the
-    memory they span; view "span": an output written element by element
-    through its strides."""
+    channels, K the taps (kh, kw, c), channels fastest. `steps` is the K
+    loop of K = kh * kw * C. Three forms:
+
+    * a `pointwise_conv` reads its operands as 2-D views (layouts "pixels"
+      and "rows"), tile by tile in a pipelined loop;
+    * a `shifted_conv` reads the zero-padded image split by the stride's
+      phases (layout PhaseImage) and the weight as [out, taps] (layout
+      "taps"), a tile of each per K step, in the same pipelined loop;
+    * any other gathers each K step's tile of the image (zeros in the
+      padding) and of the weight into shared memory through their strides
+      (NCHW, channels-last or any other); layouts None: both operands passed
+      as the memory they span.
+
+    The products accumulate in registers and the epilogue (bias, batch norm,
+    activation, residual) is stored through the outputs' own strides (view
+    "span", element by element); a channels-last output of the first two
+    forms as its pixels' rows (view "pixels"): by tiles, or for a shifted
+    convolution element by element where the grid's row is an output pixel's."""
     anchor = group.anchor
     image, weight, bias, stride, padding, dilation, transposed, _, groups = anchor.args[:9]
     x_spec, w_spec = specs[group.inputs.index(image)], specs[group.inputs.index(weight)]
@@ -768,7 +907,20 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
     writer = KernelWriter(group, specs, name)
     dtype = DTYPES[x_spec.dtype]
     as_gemm = pointwise_conv(x_spec, w_spec, stride, padding)
-    if as_gemm:
+    shifted = None if as_gemm else shifted_conv(x_spec, w_spec, stride, padding, dilation, steps.block_k)
+    threads = THREADS
+    if shifted:
+        channels = shifted.image.channels
+        k_total = channels * kh * kw
+        (cells_h, cells_w), (planes_h, planes_w) = shifted.cells, shifted.image.planes
+        # A plane's rows up to the last output pixel's.
+        grid_rows = ((batch - 1) * cells_h + out_h - 1) * cells_w + out_w
+        rows_in = planes_h * planes_w * shifted.plane_rows
+        writer.operand_params += [f"X: T.Tensor(({rows_in}, {channels}), '{dtype}')",
+                                  f"W: T.Tensor(({out_channels}, {k_total}), '{dtype}')"]
+        block_m, block_n, threads = gemm_blocks(grid_rows, out_channels, 1, steps)
+        block_k = shifted.block_k
+    elif as_gemm:
         writer.operand_params += [f"X: T.Tensor(({m_total}, {channels}), '{dtype}')",
                                   f"W: T.Tensor(({out_channels}, {channels}), '{dtype}')"]
         block_m, block_n, block_k = (64 if m_total <= 64 else 128), (64 if out_channels <= 64 else 128), steps.block_k
@@ -776,22 +928,36 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
         writer.operand_params += [f"X: T.Tensor(({x_spec.span},), '{dtype}')",
                                   f"W: T.Tensor(({w_spec.span},), '{dtype}')"]
         block_m, block_n, block_k = 64, (32 if out_channels <= 32 else 64), 32
-    m = f"T.min(bx * {block_m} + i, {m_total - 1})"
     co = f"T.min(by * {block_n} + j, {out_channels - 1})"
-    coords = [f"({m}) // {out_h * out_w}", co, f"(({m}) // {out_w}) % {out_h}", f"({m}) % {out_w}"]
+    if shifted:  # row q of a plane; its pixel clamped into the output (a row of none is not stored)
+        q = f"(bx * {block_m} + i)"
+        grid_h, grid_w = f"(({q} // {cells_w}) % {cells_h})", f"({q} % {cells_w})"
+        coords = [f"T.min({q} // {cells_h * cells_w}, {batch - 1})", co, f"T.min({grid_h}, {out_h - 1})",
+                  f"T.min({grid_w}, {out_w - 1})"]
+        stored = f"({q} < {grid_rows}) and ({grid_h} < {out_h}) and ({grid_w} < {out_w})"
+    else:
+        m = f"T.min(bx * {block_m} + i, {m_total - 1})"
+        coords = [f"({m}) // {out_h * out_w}", co, f"(({m}) // {out_w}) % {out_h}", f"({m}) % {out_w}"]
+        stored = f"bx * {block_m} + i < {m_total}"
 
     def anchor_value(_coords):
         return "C_l[i, j]" if bias is None else f"(C_l[i, j] + {writer.load(bias, [co])})"
     writer.anchor_value = anchor_value
     body = writer.body
     body(f"A_s = T.alloc_shared(({block_m}, {block_k}), '{dtype}')")
-    body(f"B_s = T.alloc_shared(({block_n}, {block_k}), '{dtype}')" if as_gemm else
+    body(f"B_s = T.alloc_shared(({block_n}, {block_k}), '{dtype}')" if as_gemm or shifted else
          f"B_s = T.alloc_shared(({block_k}, {block_n}), '{dtype}')")
     body(f"C_l = T.alloc_fragment(({block_m}, {block_n}), 'float32')")
     body("T.clear(C_l)")
-    if as_gemm:
+    if as_gemm or shifted:
+        a_row = f"bx * {block_m}"
+        if shifted:  # K step k: tap k // blocks, channels from (k % blocks) * block_k
+            blocks = channels // block_k
+            a_row += " + " + shifted.tap_offset(f"(k // {blocks})" if blocks > 1 else "k")
+        a_col = f"(k % {channels // block_k}) * {block_k}" if shifted and channels > block_k else \
+            "0" if shifted else f"k * {block_k}"
         body(f"for k in T.Pipelined({-(-k_total // block_k)}, num_stages={steps.stages}):")
-        body(f"    T.copy(X[bx * {block_m}, k * {block_k}], A_s)")
+        body(f"    T.copy(X[{a_row}, {a_col}], A_s)")
         body(f"    T.copy(W[by * {block_n}, k * {block_k}], B_s)")
         body("    T.gemm(A_s, B_s, C_l, transpose_B=True)")
     else:  # each tap of the image and the weight gathered through their strides
@@ -824,7 +990,7 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
         value = writer.value(node, coords)
         if spec.dtype != torch.float32 and spec.dtype in pointwise.FLOATS:
             value = f"T.cast({value}, '{dtype_out}')"
-        if as_gemm and tuple(spec.stride) == (out_h * out_w * out_channels, 1, out_w * out_channels, out_channels):
+        if as_gemm and channels_last(spec):
             # Channels-last: the output is its pixels' rows of channels, a tile a block.
             writer.output_params.append(f"O{index}: T.Tensor(({m_total}, {out_channels}), '{dtype_out}')")
             body(f"O{index}_l = T.alloc_fragment(({block_m}, {block_n}), '{dtype_out}')")
@@ -833,12 +999,22 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
             body(f"T.copy(O{index}_l, O{index}[bx * {block_m}, by * {block_n}])")
             views.append("pixels")
             continue
+        if shifted and channels_last(spec):
+            # Its pixels' rows of channels, each stored where the grid's row is an output pixel's.
+            writer.output_params.append(f"O{index}: T.Tensor(({m_total}, {out_channels}), '{dtype_out}')")
+            pixel = f"({coords[0]} * {out_h} + {coords[2]}) * {out_w} + {coords[3]}"
+            body(f"for i, j in T.Parallel({block_m}, {block_n}):")
+            body(f"    if {stored} and by * {block_n} + j < {out_channels}:")
+            body(f"        O{index}[{pixel}, by * {block_n} + j] = {value}")
+            views.append("pixels")
+            continue
         offset = " + ".join(f"{coord} * {st}" for coord, st, size in zip(coords, spec.stride, spec.shape) if size > 1)
         writer.output_params.append(f"O{index}: T.Tensor(({spec.span},), '{dtype_out}')")
         body(f"for i, j in T.Parallel({block_m}, {block_n}):")
-        body(f"    if bx * {block_m} + i < {m_total} and by * {block_n} + j < {out_channels}:")
+        body(f"    if {stored} and by * {block_n} + j < {out_channels}:")
         body(f"        O{index}[{offset or '0'}] = {value}")
         views.append("span")
-    grid = f"{-(-m_total // block_m)}, {-(-out_channels // block_n)}"  # pixels on x: up to 2^31 - 1 blocks
-    layouts = ("pixels", "rows") if as_gemm else None
-    return writer.source(grid, body.lines), list(writer.param_of), layouts, views
+    rows = grid_rows if shifted else m_total
+    grid = f"{-(-rows // block_m)}, {-(-out_channels // block_n)}"  # pixels on x: up to 2^31 - 1 blocks
+    layouts = ("pixels", "rows") if as_gemm else (shifted.image, Taps(channels)) if shifted else None
+    return writer.source(grid, body.lines, threads), list(writer.param_of), layouts, views

@@ -92,14 +92,20 @@ def _batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, 
 
 
 def _pool_windows(x, kernel, stride, padding, fill):
-    """[N, C, Ho, Wo, kh, kw] windows of `x` padded with `fill` (a view of the
-    padded tensor), and the (kernel, stride, padding) pairs."""
+    """The windows of `x` padded with `fill` (a view of the padded tensor),
+    whether they are channels-last, and the (kernel, stride, padding) pairs.
+    [N, C, Ho, Wo, kh, kw] windows; of a channels-last `x`, [N, Ho, Wo, C,
+    kh, kw] (reduced, then permuted back to N, C, Ho, Wo), so that the
+    reducing kernel runs over the channels fastest and writes a channels-last
+    result, as torch's pooling does."""
     (kh, kw), (sh, sw), (ph, pw) = geometry = _pair(kernel), _pair(stride or kernel), _pair(padding)
     padded = torch.nn.functional.pad(x, (pw, pw, ph, ph), value=fill) if ph or pw else x
     n, c, h, w = padded.shape
     out_h, out_w = (h - kh) // sh + 1, (w - kw) // sw + 1
     sn, sc, s_h, s_w = padded.stride()
-    return padded.as_strided((n, c, out_h, out_w, kh, kw), (sn, sc, s_h * sh, s_w * sw, s_h, s_w)), geometry
+    if x.is_contiguous(memory_format=torch.channels_last) and c > 1:
+        return padded.as_strided((n, out_h, out_w, c, kh, kw), (sn, s_h * sh, s_w * sw, sc, s_h, s_w)), True, geometry
+    return padded.as_strided((n, c, out_h, out_w, kh, kw), (sn, sc, s_h * sh, s_w * sw, s_h, s_w)), False, geometry
 
 
 def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
@@ -109,13 +115,15 @@ def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mod
     them where nothing uses them, as in a model's forward."""
     if ceil_mode or any(d != 1 for d in dilation) or x.dim() != 4 or not x.is_floating_point():
         return NotImplemented
-    windows, ((kh, kw), (sh, sw), (ph, pw)) = _pool_windows(x, list(kernel_size), list(stride), list(padding),
-                                                             float("-inf"))
-    n, c, out_h, out_w = windows.shape[:4]
-    tap = windows.reshape(n, c, out_h, out_w, kh * kw).argmax(-1)
+    windows, channels_last, ((kh, kw), (sh, sw), (ph, pw)) = _pool_windows(
+        x, list(kernel_size), list(stride), list(padding), float("-inf"))
+    pooled, tap = windows.amax((-2, -1)), windows.reshape(*windows.shape[:4], kh * kw).argmax(-1)
+    if channels_last:
+        pooled, tap = pooled.permute(0, 3, 1, 2), tap.permute(0, 3, 1, 2)
+    out_h, out_w = pooled.shape[2:]
     rows = torch.arange(out_h, device=x.device).view(1, 1, out_h, 1) * sh - ph + tap // kw
     cols = torch.arange(out_w, device=x.device).view(1, 1, 1, out_w) * sw - pw + tap % kw
-    return windows.amax((-2, -1)), rows * x.shape[3] + cols
+    return pooled, rows * x.shape[3] + cols
 
 
 def _pair(values: list) -> tuple:
@@ -127,8 +135,9 @@ def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_
     padding = list(padding)
     if ceil_mode or divisor_override is not None or x.dim() != 4 or (any(padding) and not count_include_pad):
         return NotImplemented
-    windows, _ = _pool_windows(x, list(kernel_size), list(stride), padding, 0.0)
-    return windows.mean((-2, -1))
+    windows, channels_last, _ = _pool_windows(x, list(kernel_size), list(stride), padding, 0.0)
+    pooled = windows.mean((-2, -1))
+    return pooled.permute(0, 3, 1, 2) if channels_last else pooled
 
 
 def _adaptive_avg_pool2d(x, output_size):
@@ -285,9 +294,10 @@ class GroupKernel:
                             for i in self.operands)
             source, views, loaded = codegen.gemm_kernel(group, specs, layouts, self.kernel_name,
                                                         steps(specs[self.operands[0]].shape[-1]))
-        elif group.kind == "conv":  # K of a 1x1 convolution: the image's channels
+        elif group.kind == "conv":  # K: the weight's taps (in channels x kernel height x width)
+            weight = specs[self.operands[1]].shape
             source, loaded, layouts, views = codegen.conv_kernel(group, specs, self.kernel_name,
-                                                                 steps(specs[self.operands[0]].shape[1]))
+                                                                 steps(weight[1] * weight[2] * weight[3]))
         elif group.kind == "attention":
             layouts = tuple(codegen.head_layout(specs[i]) or "bhsd" for i in self.operands)
             layouts += (codegen.head_layout(self.results[0]) or "bhsd",)
@@ -329,8 +339,15 @@ class GroupKernel:
             return _span(tensor, spec)
         if layout == "pixels":  # a channels-last image as its pixels' rows of channels (a view)
             dense = tensor.permute(0, 2, 3, 1).reshape(-1, tensor.shape[1])
+        elif isinstance(layout, codegen.PhaseImage):  # a copy where padded or strided
+            dense = phase_planes(tensor, layout)
         elif layout == "rows":  # a 1x1 convolution's weight as [out, in]
             dense = tensor.reshape(tensor.shape[0], -1)
+        elif isinstance(layout, codegen.Taps):  # a convolution's weight as [out, (kh, kw, in)]
+            taps = tensor.permute(0, 2, 3, 1)
+            if layout.channels != tensor.shape[1]:
+                taps = torch.nn.functional.pad(taps, (0, layout.channels - tensor.shape[1]))
+            dense = taps.reshape(tensor.shape[0], -1).contiguous()
         elif layout == "bshd":
             dense = tensor.transpose(1, 2).contiguous()
         elif layout == "bhsd":
@@ -370,6 +387,11 @@ class GroupKernel:
                 else:
                     args.append(out.transpose(1, 2) if layouts[3] == "bshd" else out)
                 continue
+            if isinstance(view, codegen.InMemoryOrder):  # dense as traced, written in its memory order
+                out = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
+                results.append(out)
+                args.append(torch.as_strided(out, view.shape, _row_major(view.shape)))
+                continue
             out = torch.empty(result.shape, dtype=result.dtype, device=device)
             args.append(out.view(view))
             results.append(out)
@@ -381,6 +403,30 @@ class GroupKernel:
             strided = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
             results[index] = strided.copy_(results[index])
         return tuple(results)
+
+
+def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
+    """A channels-last image as a shifted convolution reads it (codegen.PhaseImage):
+    zero-padded, split into the stride's phase planes, as rows of channels."""
+    batch, channels = image.shape[0], layout.channels
+    top, bottom, left, right = layout.pad
+    pixels = image.permute(0, 2, 3, 1)
+    if any(layout.pad) or channels != image.shape[1]:
+        pixels = torch.nn.functional.pad(pixels, (0, channels - image.shape[1], left, right, top, bottom))
+    (sh, sw), (planes_h, planes_w) = layout.stride, layout.planes
+    if (sh, sw) != (1, 1):
+        cells = pixels.reshape(batch, pixels.shape[1] // sh, sh, pixels.shape[2] // sw, sw, channels)
+        pixels = cells[:, :, :planes_h, :, :planes_w].permute(2, 4, 0, 1, 3, 5)
+    return pixels.reshape(-1, channels).contiguous()
+
+
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides of a dense row-major tensor of `shape`."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
 
 
 def _span(tensor: torch.Tensor, spec: TensorSpec) -> torch.Tensor:
