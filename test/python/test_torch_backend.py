@@ -714,7 +714,23 @@ def test_gemm_groups_take_longer_deeper_k_loops_where_a_producer_feeds_them(monk
     check(model, torch.randn(130, 128))  # 2 x 3 blocks of 128x256, fewer than the SMs: 128x128
     assert "threads=128" in sources[-1][0] and "C_l = T.alloc_fragment((128, 128), 'float32')" in sources[-1][0]
     steps = codegen.gemm_steps
-    monkeypatch.setattr(codegen, "gemm_steps", lambda target, k: dataclasses.replace(steps(target, k), wide_tiles=1))
+    # 6 CUs: the 6 wide blocks take one wave, 10 narrow ones two.
+    monkeypatch.setattr(codegen, "gemm_steps", lambda target, k: dataclasses.replace(steps(target, k), wide_tiles=6))
     torch._dynamo.reset()
     check(model, torch.randn(130, 128))
     assert "threads=256" in sources[-1][0] and "C_l = T.alloc_fragment((128, 256), 'float32')" in sources[-1][0]
+
+
+def test_wide_blocks_only_where_their_waves_are_no_slower():
+    """128x256 blocks take about 1.9 narrow blocks' time (codegen.WIDE_BLOCK_TIME):
+    ResNet-50's 3x3 convolutions at 7x7, b128 (81 x 2 wide blocks: two
+    waves of 132 CUs; 81 x 4 narrow: three) keep 128x128; BERT-base's
+    GEMMs at 32x512 take the wide blocks."""
+    from tilemlir.torch_backend import codegen
+
+    steps = dataclasses.replace(codegen.PRODUCER_FED_STEPS, wide_tiles=132)
+    assert codegen.gemm_blocks(128 * 81, 512, 1, steps) == (128, 128, 128)
+    for n in (768, 2304, 3072):
+        assert codegen.gemm_blocks(32 * 512, n, 1, steps) == (128, 256, 256)
+    assert codegen.gemm_blocks(32 * 512, 768, 1, codegen.GemmSteps()) == (128, 128, 128)
+    assert codegen.gemm_blocks(40, 48, 1, steps) == (64, 64, 128)

@@ -525,13 +525,29 @@ def gemm_steps(target, k: int) -> GemmSteps:
     return GemmSteps()
 
 
+# A 128 x 256 block of two consumer warpgroups does the work of two 128 x
+# 128 blocks in about 0.95 of their time (measured on the H200, bench/
+# results/gemm-defaults-h200.md: large GEMMs at 0.97-1.02 of cuBLAS against
+# 0.91-0.98).
+WIDE_BLOCK_TIME = 2 * 0.95
+
+
 def gemm_blocks(m: int, n: int, batches: int, steps: GemmSteps) -> tuple[int, int, int]:
     """(block M, block N, threads) of an M x N product, `batches` of them:
-    64 rows or columns where the extent is that small, else 128, and
-    128 x `steps.wide_n` blocks where the grid still makes `steps.wide_tiles`."""
+    64 rows or columns where the extent is that small, else 128; and
+    128 x `steps.wide_n` blocks where the grid still makes `steps.wide_tiles`
+    (the chip's CUs) and its waves take no longer than the narrow blocks'
+    (ResNet-50's 3 x 3 convolutions at 7 x 7, b128: 162 wide blocks take two
+    waves of 132 CUs, 1.9 narrow ones' time each; 324 narrow ones take three)."""
     block_m = 64 if m <= 64 else 128
-    wide = block_m == 128 and n >= steps.wide_n and batches * -(-m // block_m) * -(-n // steps.wide_n) >= steps.wide_tiles
-    return block_m, (64 if n <= 64 else steps.wide_n if wide else 128), (steps.wide_threads if wide else THREADS)
+    narrow_n = 64 if n <= 64 else 128
+
+    def waves(block_n: int) -> int:
+        return -(-(batches * -(-m // block_m) * -(-n // block_n)) // max(steps.wide_tiles, 1))
+    wide = block_m == 128 and n >= steps.wide_n and steps.wide_tiles \
+        and batches * -(-m // block_m) * -(-n // steps.wide_n) >= steps.wide_tiles \
+        and waves(steps.wide_n) * WIDE_BLOCK_TIME <= waves(narrow_n)
+    return block_m, (steps.wide_n if wide else narrow_n), (steps.wide_threads if wide else THREADS)
 
 
 def gemm_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[GemmOperand, GemmOperand],
@@ -793,28 +809,43 @@ def pointwise_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding) -> b
 
 @dataclass(frozen=True)
 class PhaseImage:
-    """How a shifted convolution (`shifted_conv`) is passed its image: in
-    channels-last order, its channels zero-padded to `channels`, its pixels
-    zero-padded by `pad` (top, bottom, left, right) to whole cells of the
-    stride (sh x sw pixels), then split by phase: the pixels at (a, b) of
-    every cell, for a < planes[0] and b < planes[1] (the phases some tap
-    reads), each a plane of N x cells high x cells wide pixels; the planes
-    one after the other (a, then b), as rows of channels. A channels-last
-    image of stride 1 and no padding is passed as a view, any other as a copy."""
+    """How a shifted convolution (`shifted_conv`) is passed its image, as
+    rows of channels-last pixels:
+
+    * zero-padded by `pad` (top, bottom, left, right) to whole cells of the
+      stride (sh x sw pixels);
+    * split by phase, the pixels at (a, b) of every cell: into planes
+      (a < planes[0], b < planes[1]: the phases some tap reads), each N x
+      cells high x cells wide pixels, one after the other (a, then b); or
+      with `depth`, into channels (space to depth: a cell becomes one pixel
+      of sh * sw * C channels, in (a, b, c) order), one plane;
+    * with `fold` > 1, each pixel followed by the fold - 1 pixels `fold_step`
+      apart to its right (zeros past the edge) as more channels, in (tap,
+      channel) order: that many column taps of the kernel in one K step;
+    * channels zero-padded to `channels`.
+
+    A channels-last image of stride 1 and no padding is passed as a view,
+    any other as a copy. Depth and fold serve images of few channels (a
+    ResNet stem's 3), whose K steps would otherwise be mostly padding."""
 
     channels: int
     pad: tuple[int, int, int, int]
     stride: tuple[int, int]
     planes: tuple[int, int]
+    depth: bool = False
+    fold: int = 1
+    fold_step: int = 1
 
 
 @dataclass(frozen=True)
 class Taps:
-    """How a shifted convolution is passed its weight: [out, (kh, kw, c)],
-    its in-channels zero-padded to `channels` (a view of a channels-last
-    weight whose channels need no padding, else a copy)."""
+    """How a shifted convolution is passed its weight: [out, (kh, kw, c)]
+    in the order of its image's channels (`image`: taps past the kernel,
+    where space to depth rounds it up to whole cells, are zeros; folded
+    column taps join the channels); a view of a channels-last weight that
+    needs no rearranging, else a copy."""
 
-    channels: int
+    image: PhaseImage
 
 
 @dataclass(frozen=True)
@@ -829,18 +860,21 @@ class ShiftedConv:
     step (one tap, a run of channels) is a plain 2-D tile of the planes'
     rows, and the loop pipelines as a GEMM's does (TMA and wgmma on
     sm_90a). A plane's rows with no output pixel (past the output's last
-    row or column) are computed and not stored."""
+    row or column) are computed and not stored. With the phases in depth,
+    or column taps folded, the kernel, stride and dilation here are those
+    of the convolution over the image as passed."""
 
     image: PhaseImage
     cells: tuple[int, int]  # each image's height and width in cells
     plane_rows: int  # N x cells high x cells wide
     kernel: tuple[int, int]
+    stride: tuple[int, int]
     dilation: tuple[int, int]
     block_k: int
 
     def tap_offset(self, tap: str) -> str:
         """The row offset of the tap numbered `tap` (r * kw + t), as source."""
-        kw, (dh, dw), (sh, sw) = self.kernel[1], self.dilation, self.image.stride
+        kw, (dh, dw), (sh, sw) = self.kernel[1], self.dilation, self.stride
         y, x = f"({tap} // {kw} * {dh})", f"({tap} % {kw} * {dw})"
         if (sh, sw) == (1, 1):
             return f"{y} * {self.cells[1]} + {x}"
@@ -848,26 +882,50 @@ class ShiftedConv:
         return f"{plane} * {self.plane_rows} + {y} // {sh} * {self.cells[1]} + {x} // {sw}"
 
 
+FEW_CHANNELS = 16  # images of at most this many channels a K step take space to depth and folded taps
+
+
 def shifted_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding, dilation,
                  block_k: int) -> ShiftedConv | None:
     """The convolution of a 16-bit float image as shifted GEMMs (None for
-    another type), of any layout, kernel, stride, padding and dilation. Its
-    channels are padded to a multiple of 16, so that a K step (one tap, a
-    run of channels) reads whole 32-byte rows and makes whole instruction
-    steps (3 channels, a ResNet stem's, become 16); block K is the largest
-    of `block_k`, 32 and 16 that divides them."""
+    another type), of any layout, kernel, stride, padding and dilation.
+
+    A strided convolution of few channels (C * sh * sw <= FEW_CHANNELS, no
+    dilation) takes its phases in depth: a stride-1 convolution of the
+    cells by a kernel of ceil(kh / sh) x ceil(kw / sw) cells. Where a pixel
+    then still has at most FEW_CHANNELS channels, the kernel's column taps
+    are folded into them (3 x 7 x 7 stride 2, ResNet's stem, becomes a 4 x 1
+    kernel over 48 channels). Channels are padded to a multiple of 16 (a
+    K step reads whole 32-byte rows and makes whole instruction steps),
+    and below `block_k` to a power of two; block K is the largest of
+    `block_k`, 32 and 16 that divides them."""
     if x_spec.dtype not in (torch.float16, torch.bfloat16):
         return None
     batch, channels, height, width = x_spec.shape
     kh, kw = w_spec.shape[2:]
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
-    channels = -(-channels // 16) * 16
-    block = next(k for k in (block_k, 32, 16) if k <= max(block_k, 16) and channels % k == 0)
+    depth = (sh, sw) != (1, 1) and (dh, dw) == (1, 1) and channels * sh * sw <= FEW_CHANNELS
+    if depth:  # a stride-1 convolution of the cells, its kernel rounded up to whole cells
+        channels, (kh, kw), (step_h, step_w) = channels * sh * sw, (-(-kh // sh), -(-kw // sw)), (1, 1)
+    else:
+        step_h, step_w = sh, sw
     cells_h, cells_w = -(-(height + 2 * ph) // sh), -(-(width + 2 * pw) // sw)
+    if depth:  # the rounded-up kernel's last taps must read padding, not the next image
+        out_h = (height + 2 * ph - dilation[0] * (w_spec.shape[2] - 1) - 1) // sh + 1
+        out_w = (width + 2 * pw - dilation[1] * (w_spec.shape[3] - 1) - 1) // sw + 1
+        cells_h, cells_w = max(cells_h, out_h + kh - 1), max(cells_w, out_w + kw - 1)
     pad = (ph, cells_h * sh - height - ph, pw, cells_w * sw - width - pw)
-    planes = (max(r * dh % sh for r in range(kh)) + 1, max(t * dw % sw for t in range(kw)) + 1)
-    return ShiftedConv(PhaseImage(channels, pad, (sh, sw), planes), (cells_h, cells_w),
-                       batch * cells_h * cells_w, (kh, kw), (dh, dw), block)
+    planes = (1, 1) if depth else (max(r * dh % sh for r in range(kh)) + 1, max(t * dw % sw for t in range(kw)) + 1)
+    fold = kw if kw > 1 and channels <= FEW_CHANNELS and (step_h, step_w) == (1, 1) else 1
+    if fold > 1:
+        channels, kw = channels * fold, 1
+    channels = -(-channels // 16) * 16
+    if channels < block_k:
+        channels = 1 << (channels - 1).bit_length()
+    block = next(k for k in (block_k, 32, 16) if k <= max(block_k, 16) and channels % k == 0)
+    image = PhaseImage(channels, pad, (sh, sw), planes, depth, fold, dw if fold > 1 else 1)
+    return ShiftedConv(image, (cells_h, cells_w), batch * cells_h * cells_w, (kh, kw), (step_h, step_w),
+                       (dh, dw) if not depth else (1, 1), block)
 
 
 def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
@@ -911,7 +969,7 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
     threads = THREADS
     if shifted:
         channels = shifted.image.channels
-        k_total = channels * kh * kw
+        k_total = channels * shifted.kernel[0] * shifted.kernel[1]
         (cells_h, cells_w), (planes_h, planes_w) = shifted.cells, shifted.image.planes
         # A plane's rows up to the last output pixel's.
         grid_rows = ((batch - 1) * cells_h + out_h - 1) * cells_w + out_w
@@ -990,8 +1048,9 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
         value = writer.value(node, coords)
         if spec.dtype != torch.float32 and spec.dtype in pointwise.FLOATS:
             value = f"T.cast({value}, '{dtype_out}')"
-        if as_gemm and channels_last(spec):
-            # Channels-last: the output is its pixels' rows of channels, a tile a block.
+        if (as_gemm or shifted and shifted.cells == (out_h, out_w)) and channels_last(spec):
+            # Channels-last: the output is its pixels' rows of channels, a tile a block (a
+            # shifted convolution's where its planes' rows are the output's pixels: no border).
             writer.output_params.append(f"O{index}: T.Tensor(({m_total}, {out_channels}), '{dtype_out}')")
             body(f"O{index}_l = T.alloc_fragment(({block_m}, {block_n}), '{dtype_out}')")
             body(f"for i, j in T.Parallel({block_m}, {block_n}):")
@@ -1016,5 +1075,5 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
         views.append("span")
     rows = grid_rows if shifted else m_total
     grid = f"{-(-rows // block_m)}, {-(-out_channels // block_n)}"  # pixels on x: up to 2^31 - 1 blocks
-    layouts = ("pixels", "rows") if as_gemm else (shifted.image, Taps(channels)) if shifted else None
+    layouts = ("pixels", "rows") if as_gemm else (shifted.image, Taps(shifted.image)) if shifted else None
     return writer.source(grid, body.lines, threads), list(writer.param_of), layouts, views
