@@ -228,9 +228,10 @@ class ConvBlock(nn.Module):
 def test_convolutions_as_shifted_gemms(monkeypatch, channels, kernel, stride, padding, dilation, channels_last):
     """Every convolution of a 16-bit image is a pipelined loop of tile copies
     (codegen.shifted_conv): the image zero-padded, split into the stride's
-    phase planes and its channels padded to a multiple of 16, each K step a
-    tap's tile of rows at a fixed offset; 11 x 10 images, so that border
-    rows of the planes are computed and not stored."""
+    phase planes (or, of few channels, with column taps or whole windows
+    folded into them) and its channels padded to a multiple of 16, each K
+    step a tap's tile of rows at a fixed offset; 11 x 10 images, so that
+    border rows of the planes are computed and not stored."""
     from tilemlir.torch_backend import dynamo
 
     monkeypatch.setattr(dynamo, "_COMPILED", {})
@@ -238,6 +239,28 @@ def test_convolutions_as_shifted_gemms(monkeypatch, channels, kernel, stride, pa
           channels_last=channels_last)
     (source,) = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
     assert "T.Pipelined" in source and "T.Parallel(64, 32)" not in source
+
+
+@pytest.mark.parametrize("channels,kernel,stride,padding", [
+    (4, 1, 2, 0), (3, 7, 2, 3), (16, 3, 2, 1), (8, 5, 1, 2), (24, 3, 1, 1)],
+    ids=["1x1-stride-2", "stem-im2col", "planes", "folded-columns", "padded-channels"])
+def test_a_pixel_no_tap_reads_never_reaches_an_output(channels, kernel, stride, padding):
+    """An inf the window of an output does not cover leaves it finite, as in
+    torch: the image as passed holds only pixels some tap reads or zeros, and
+    every zero weight (a padded channel) meets a zero (never 0 x inf = NaN)."""
+    x = torch.randn(1, channels, 11, 10).half()
+    x[0, 0, 1, 1] = float("inf")
+    x[0, -1, 6, 5] = float("nan")
+    w = torch.randn(8, channels, kernel, kernel).half()
+
+    def conv(x, w):
+        return F.conv2d(x, w, stride=stride, padding=padding)
+    expected = conv(x.float(), w.float())
+    with torch.no_grad():
+        got = torch.compile(conv, backend=backend)(x.to(memory_format=torch.channels_last), w).float()
+    assert torch.equal(got.isnan(), expected.isnan()) and torch.equal(got.isinf(), expected.isinf())
+    finite = expected.isfinite()
+    assert (got[finite] - expected[finite]).abs().max() <= RELATIVE * expected[finite].abs().max()
 
 
 @pytest.mark.parametrize("target", ["amdgpu:gfx942", "metax:xcore1000"])

@@ -814,36 +814,39 @@ class PhaseImage:
 
     * zero-padded by `pad` (top, bottom, left, right) to whole cells of the
       stride (sh x sw pixels);
-    * split by phase, the pixels at (a, b) of every cell: into planes
-      (a < planes[0], b < planes[1]: the phases some tap reads), each N x
-      cells high x cells wide pixels, one after the other (a, then b); or
-      with `depth`, into channels (space to depth: a cell becomes one pixel
-      of sh * sw * C channels, in (a, b, c) order), one plane;
+    * split by phase into planes, the pixels at (a, b) of every cell, for
+      a < planes[0] and b < planes[1] (the phases some tap reads), each N x
+      cells high x cells wide pixels, one after the other (a, then b);
     * with `fold` > 1, each pixel followed by the fold - 1 pixels `fold_step`
       apart to its right (zeros past the edge) as more channels, in (tap,
       channel) order: that many column taps of the kernel in one K step;
+      with `patches` (kh, kw, dh, dw), instead of phases and folds, each
+      output pixel's whole window as its channels, in (r, t, channel) order
+      (im2col: the rows are the output's pixels);
     * channels zero-padded to `channels`.
 
     A channels-last image of stride 1 and no padding is passed as a view,
-    any other as a copy. Depth and fold serve images of few channels (a
-    ResNet stem's 3), whose K steps would otherwise be mostly padding."""
+    any other as a copy. Folds and patches serve images of few channels (a
+    ResNet stem's 3), whose K steps would otherwise be mostly padding. Every
+    channel a K step reads is a tap of the kernel or a zero: a pixel no tap
+    reads is never multiplied (by a zero weight, which would turn an inf
+    there into NaN)."""
 
     channels: int
     pad: tuple[int, int, int, int]
     stride: tuple[int, int]
     planes: tuple[int, int]
-    depth: bool = False
     fold: int = 1
     fold_step: int = 1
+    patches: tuple[int, int, int, int] | None = None
 
 
 @dataclass(frozen=True)
 class Taps:
-    """How a shifted convolution is passed its weight: [out, (kh, kw, c)]
-    in the order of its image's channels (`image`: taps past the kernel,
-    where space to depth rounds it up to whole cells, are zeros; folded
-    column taps join the channels); a view of a channels-last weight that
-    needs no rearranging, else a copy."""
+    """How a shifted convolution is passed its weight: [out, (kh, kw, c)],
+    folded column taps or whole windows (`image`) joining the channels, the
+    channels zero-padded as the image's; a view of a channels-last weight
+    that needs no padding, else a copy."""
 
     image: PhaseImage
 
@@ -860,9 +863,9 @@ class ShiftedConv:
     step (one tap, a run of channels) is a plain 2-D tile of the planes'
     rows, and the loop pipelines as a GEMM's does (TMA and wgmma on
     sm_90a). A plane's rows with no output pixel (past the output's last
-    row or column) are computed and not stored. With the phases in depth,
-    or column taps folded, the kernel, stride and dilation here are those
-    of the convolution over the image as passed."""
+    row or column) are computed and not stored. With column taps folded, or
+    windows as channels, the kernel, stride and dilation here are those of
+    the convolution over the image as passed."""
 
     image: PhaseImage
     cells: tuple[int, int]  # each image's height and width in cells
@@ -882,7 +885,7 @@ class ShiftedConv:
         return f"{plane} * {self.plane_rows} + {y} // {sh} * {self.cells[1]} + {x} // {sw}"
 
 
-FEW_CHANNELS = 16  # images of at most this many channels a K step take space to depth and folded taps
+FEW_CHANNELS = 16  # images of at most this many channels fold their taps into a K step's channels
 
 
 def shifted_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding, dilation,
@@ -890,42 +893,47 @@ def shifted_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding, dilati
     """The convolution of a 16-bit float image as shifted GEMMs (None for
     another type), of any layout, kernel, stride, padding and dilation.
 
-    A strided convolution of few channels (C * sh * sw <= FEW_CHANNELS, no
-    dilation) takes its phases in depth: a stride-1 convolution of the
-    cells by a kernel of ceil(kh / sh) x ceil(kw / sw) cells. Where a pixel
-    then still has at most FEW_CHANNELS channels, the kernel's column taps
-    are folded into them (3 x 7 x 7 stride 2, ResNet's stem, becomes a 4 x 1
-    kernel over 48 channels). Channels are padded to a multiple of 16 (a
-    K step reads whole 32-byte rows and makes whole instruction steps),
-    and below `block_k` to a power of two; block K is the largest of
-    `block_k`, 32 and 16 that divides them."""
+    An image of few channels (at most FEW_CHANNELS) folds its taps into
+    them: with stride 1 the kernel's column taps (a kh x 1 kernel over kw x
+    C channels), strided its whole window (im2col; ResNet's 7x7 stride-2
+    stem over 3 channels becomes a 1x1 convolution over 147). Channels are
+    padded to a multiple of 16 (a K step reads whole 32-byte rows and makes
+    whole instruction steps), below `block_k` to a power of two, above it to
+    a multiple of it; block K is the largest of `block_k`, 32 and 16 that
+    divides them."""
     if x_spec.dtype not in (torch.float16, torch.bfloat16):
         return None
     batch, channels, height, width = x_spec.shape
     kh, kw = w_spec.shape[2:]
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
-    depth = (sh, sw) != (1, 1) and (dh, dw) == (1, 1) and channels * sh * sw <= FEW_CHANNELS
-    if depth:  # a stride-1 convolution of the cells, its kernel rounded up to whole cells
-        channels, (kh, kw), (step_h, step_w) = channels * sh * sw, (-(-kh // sh), -(-kw // sw)), (1, 1)
-    else:
-        step_h, step_w = sh, sw
+    few = channels <= FEW_CHANNELS
+    if few and (sh, sw) != (1, 1) and kh * kw > 1:  # im2col: rows are the output's pixels
+        out_h, out_w = (height + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (width + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+        image = PhaseImage(_padded_channels(channels * kh * kw, block_k), (ph, ph, pw, pw), (sh, sw), (1, 1),
+                           patches=(kh, kw, dh, dw))
+        return ShiftedConv(image, (out_h, out_w), batch * out_h * out_w, (1, 1), (1, 1), (1, 1),
+                           _block_k(image.channels, block_k))
     cells_h, cells_w = -(-(height + 2 * ph) // sh), -(-(width + 2 * pw) // sw)
-    if depth:  # the rounded-up kernel's last taps must read padding, not the next image
-        out_h = (height + 2 * ph - dilation[0] * (w_spec.shape[2] - 1) - 1) // sh + 1
-        out_w = (width + 2 * pw - dilation[1] * (w_spec.shape[3] - 1) - 1) // sw + 1
-        cells_h, cells_w = max(cells_h, out_h + kh - 1), max(cells_w, out_w + kw - 1)
     pad = (ph, cells_h * sh - height - ph, pw, cells_w * sw - width - pw)
-    planes = (1, 1) if depth else (max(r * dh % sh for r in range(kh)) + 1, max(t * dw % sw for t in range(kw)) + 1)
-    fold = kw if kw > 1 and channels <= FEW_CHANNELS and (step_h, step_w) == (1, 1) else 1
-    if fold > 1:
-        channels, kw = channels * fold, 1
-    channels = -(-channels // 16) * 16
-    if channels < block_k:
-        channels = 1 << (channels - 1).bit_length()
-    block = next(k for k in (block_k, 32, 16) if k <= max(block_k, 16) and channels % k == 0)
-    image = PhaseImage(channels, pad, (sh, sw), planes, depth, fold, dw if fold > 1 else 1)
-    return ShiftedConv(image, (cells_h, cells_w), batch * cells_h * cells_w, (kh, kw), (step_h, step_w),
-                       (dh, dw) if not depth else (1, 1), block)
+    planes = (max(r * dh % sh for r in range(kh)) + 1, max(t * dw % sw for t in range(kw)) + 1)
+    fold = kw if few and kw > 1 and (sh, sw) == (1, 1) else 1
+    image = PhaseImage(_padded_channels(channels * fold, block_k), pad, (sh, sw), planes, fold, dw if fold > 1 else 1)
+    return ShiftedConv(image, (cells_h, cells_w), batch * cells_h * cells_w, (kh, 1 if fold > 1 else kw),
+                       (sh, sw), (dh, dw), _block_k(image.channels, block_k))
+
+
+def _padded_channels(channels: int, block_k: int) -> int:
+    """`channels` padded to a multiple of 16; below `block_k` to a power of
+    two, above it to a multiple of `block_k` where that adds at most 1/8."""
+    padded = -(-channels // 16) * 16
+    if padded < block_k:
+        return 1 << (padded - 1).bit_length()
+    whole = -(-padded // block_k) * block_k
+    return whole if whole * 8 <= padded * 9 else padded
+
+
+def _block_k(channels: int, block_k: int) -> int:
+    return next(k for k in (block_k, 32, 16) if k <= max(block_k, 16) and channels % k == 0)
 
 
 def conv_kernel(group: Group, specs: list[TensorSpec], name: str,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
+import math
 import os
 import tempfile
 import threading
@@ -405,44 +406,47 @@ class GroupKernel:
 
 def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
     """A channels-last image as a shifted convolution reads it (codegen.PhaseImage):
-    zero-padded, split by the stride's phases, column taps folded in, as rows of channels."""
+    zero-padded, split by the stride's phases, taps folded in, as rows of channels."""
     batch = image.shape[0]
     top, bottom, left, right = layout.pad
     pixels = image.permute(0, 2, 3, 1)
     if any(layout.pad):
         pixels = F.pad(pixels, (0, 0, left, right, top, bottom))
     (sh, sw), (planes_h, planes_w) = layout.stride, layout.planes
-    cells = pixels.reshape(batch, pixels.shape[1] // sh, sh, pixels.shape[2] // sw, sw, pixels.shape[3])
-    if layout.depth:  # each cell one pixel of its phases' channels, (a, b, c)
-        pixels = cells.permute(0, 1, 3, 2, 4, 5).flatten(3)
-    elif (sh, sw) != (1, 1):  # the phases' planes one after the other, as if more images
+    if layout.patches:  # each output pixel's window (r, t, c), in one copy
+        kh, kw, dh, dw = layout.patches
+        windows = pixels.unfold(1, (kh - 1) * dh + 1, sh).unfold(2, (kw - 1) * dw + 1, sw)[..., ::dh, ::dw]
+        return _into_channels(windows.permute(0, 1, 2, 4, 5, 3), layout.channels)
+    if (sh, sw) != (1, 1):  # the phases' planes one after the other, as if more images
+        cells = pixels.reshape(batch, pixels.shape[1] // sh, sh, pixels.shape[2] // sw, sw, pixels.shape[3])
         pixels = cells[:, :, :planes_h, :, :planes_w].permute(2, 4, 0, 1, 3, 5).flatten(0, 2)
     if layout.fold > 1:  # each pixel then the fold - 1 to its right, fold_step apart: (tap, c), in one copy
         span = (layout.fold - 1) * layout.fold_step
         windows = F.pad(pixels, (0, 0, 0, span)).unfold(2, span + 1, 1)[..., ::layout.fold_step]
-        folded = pixels.new_empty(*pixels.shape[:3], layout.channels)
-        taps = layout.fold * pixels.shape[3]
-        folded[..., taps:].zero_()
-        folded[..., :taps].view(*pixels.shape[:3], layout.fold, pixels.shape[3]).copy_(windows.transpose(-1, -2))
-        return folded.view(-1, layout.channels)
+        return _into_channels(windows.transpose(-1, -2), layout.channels)
     pixels = F.pad(pixels, (0, layout.channels - pixels.shape[3]))
     return pixels.reshape(-1, layout.channels).contiguous()
+
+
+def _into_channels(taps: torch.Tensor, channels: int) -> torch.Tensor:
+    """[B, H, W, ...] values as rows of `channels` (the trailing dims flattened,
+    then zeros), one copy."""
+    rows = taps.new_empty(*taps.shape[:3], channels)
+    used = math.prod(taps.shape[3:])
+    rows[..., used:].zero_()
+    rows[..., :used].view(taps.shape).copy_(taps)
+    return rows.view(-1, channels)
 
 
 def conv_taps(weight: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
     """A convolution's weight as [out, taps x channels] in the order of its
     image's channels as phase_planes passes them (codegen.Taps)."""
-    out = weight.shape[0]
-    if layout.depth:  # the kernel rounded up to whole cells (zeros), each cell's taps as channels (a, b, c)
-        (sh, sw), (kh, kw) = layout.stride, weight.shape[2:]
-        cells_h, cells_w = -(-kh // sh), -(-kw // sw)
-        whole = F.pad(weight, (0, cells_w * sw - kw, 0, cells_h * sh - kh))
-        taps = whole.reshape(out, -1, cells_h, sh, cells_w, sw).permute(0, 2, 4, 3, 5, 1).flatten(3)
-    else:
-        taps = weight.permute(0, 2, 3, 1)
-    if layout.fold > 1:  # a row's column taps side by side: (tap, c)
+    taps = weight.permute(0, 2, 3, 1)
+    if layout.patches:  # the whole window: (r, t, c)
+        taps = taps.flatten(1).unsqueeze(1).unsqueeze(1)
+    elif layout.fold > 1:  # a row's column taps side by side: (t, c)
         taps = taps.flatten(2).unsqueeze(2)
-    return F.pad(taps, (0, layout.channels - taps.shape[3])).reshape(out, -1).contiguous()
+    return F.pad(taps, (0, layout.channels - taps.shape[3])).reshape(weight.shape[0], -1).contiguous()
 
 
 def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
