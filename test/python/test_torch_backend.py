@@ -72,6 +72,24 @@ class CausalGQA(nn.Module):
         return self.o(out.transpose(1, 2).reshape(b, s, d))
 
 
+class RotaryQuery(nn.Module):
+    """A query projection with rotary position embedding (rotate-half by
+    `cat`, as LLaMA writes it), the input concatenated after it, a stack and
+    a mean over every element."""
+
+    def __init__(self, dim=32):
+        super().__init__()
+        self.q = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        q = self.q(x)
+        x1, x2 = q.chunk(2, -1)
+        angles = torch.arange(x.shape[1], dtype=torch.float32)[:, None] * torch.arange(1, 33) * 0.01
+        y = q * angles.cos().to(q.dtype) + torch.cat((-x2, x1), dim=-1) * angles.sin().to(q.dtype)
+        z = torch.cat([y, x[:, :3], x], 1)
+        return torch.stack([z, 2 * z], dim=2).sum(2) + x.mean()
+
+
 class TinyBert(nn.Module):
     """Word, position and token-type embeddings, LayerNorm, an encoder layer, the pooler."""
 
@@ -147,6 +165,25 @@ def test_swiglu_mlp():
 
 def test_causal_grouped_query_attention():
     check(CausalGQA(), torch.randn(2, 37, 64))
+
+
+def test_concatenation_and_a_whole_mean():
+    check(RotaryQuery(), torch.randn(2, 7, 32))
+
+
+def test_concatenations_of_mixed_floats_and_of_integers():
+    """cat promotes fp16 beside fp32 to fp32, as torch; integers stay exact."""
+    a, b, i = torch.randn(3, 4).half(), torch.randn(3, 2), torch.arange(8, dtype=torch.int32).view(2, 4)
+
+    def floats(a, b):
+        return torch.cat([a, b], 1) * 2
+
+    def integers(a, i):
+        return torch.cat([a.int(), i], 0) + 1
+    with torch.no_grad():
+        got = torch.compile(floats, backend=backend)(a, b)
+        assert got.dtype == torch.float32 and torch.equal(got, floats(a, b))
+        assert torch.equal(torch.compile(integers, backend=backend)(a, i), integers(a, i))
 
 
 def test_tiny_bert_by_its_registered_name():
@@ -302,8 +339,8 @@ def test_pooling_with_padding(channels_last):
 
 @pytest.mark.parametrize("model,shape,channels_last", [
     (SwiGLU(), (2, 8, 64), False), (CausalGQA(), (1, 20, 64), False), (ResNetStem(8), (1, 3, 16, 16), True),
-    (PointwiseBottleneck(8), (1, 8, 3, 5), True),
-], ids=["mlp", "gqa", "resnet", "pointwise-conv"])
+    (PointwiseBottleneck(8), (1, 8, 3, 5), True), (RotaryQuery(), (1, 5, 32), False),
+], ids=["mlp", "gqa", "resnet", "pointwise-conv", "rotary-cat"])
 def test_in_the_gfx942_emulator(monkeypatch, model, shape, channels_last):
     monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
     check(model, torch.randn(*shape), channels_last=channels_last)

@@ -167,6 +167,8 @@ class KernelWriter:
             return self.gather_along(node, coords)
         if node.target is torch.ops.aten.constant_pad_nd.default:
             return self.padded(node, coords)
+        if node.target is torch.ops.aten.cat.default:
+            return self.concatenated(node, coords)
         if node.target in pointwise.CREATION:
             if node.kwargs.get("device") not in (None, node.meta["val"].device):
                 raise Unsupported("a tensor made on another device")
@@ -268,6 +270,33 @@ class KernelWriter:
         except (OverflowError, ValueError):
             raise Unsupported(f"a pad of {dtype_of(node)} with {fill}") from None
         return f"T.if_then_else({' and '.join(f'({c})' for c in conditions)}, {value}, {fill})"
+
+    def concatenated(self, node: fx.Node, coords: list[str]) -> str:
+        """aten.cat: the element of the operand whose run along `dim` holds the
+        coordinate, at the coordinate less the runs before it (each operand
+        read clamped into its own extent, selected by the coordinate)."""
+        sources, dim = node.args[0], node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
+        shape = shape_of(node)
+        # torch skips 1-D empty operands of any other shape (a legacy rule).
+        sources = [t for t in sources if shape_of(t) != (0,)]
+        floats = dtype_of(node) in pointwise.FLOATS and all(dtype_of(t) in pointwise.FLOATS for t in sources)
+        if any(not isinstance(t, fx.Node) or t in self.group.nodes or len(shape_of(t)) != len(coords)
+               or dtype_of(t) != dtype_of(node) and not floats for t in sources):
+            raise Unsupported("a concatenation of computed values, or of other ranks or kinds")
+        dim %= len(shape)
+        value, end = None, 0
+        for source in sources:
+            size = shape_of(source)[dim]
+            if size == 0:
+                continue
+            start, end = end, end + size
+            position = f"T.max(T.min({coords[dim]} - {start}, {size - 1}), 0)" if start else \
+                f"T.min({coords[dim]}, {size - 1})"
+            loaded = self.load(source, [position if d == dim else c for d, c in enumerate(coords)])
+            value = loaded if value is None else f"T.if_then_else({coords[dim]} < {start}, {value}, {loaded})"
+        if value is None:
+            raise Unsupported("a concatenation of empty tensors")
+        return value
 
     # -- loops ---------------------------------------------------------------
     def materialized(self, node: fx.Node) -> bool:

@@ -83,8 +83,8 @@ def keeps_dims(node: fx.Node) -> bool:
     return bool(node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False))
 
 
-# Ops that read their first operand at coordinates other than their own.
-INDEXED = (aten.embedding.default, aten.gather.default, aten.constant_pad_nd.default)
+# Ops that read their first operand (cat: each of its operands) at coordinates other than their own.
+INDEXED = (aten.embedding.default, aten.gather.default, aten.constant_pad_nd.default, aten.cat.default)
 
 
 def is_pointwise(node: fx.Node) -> bool:
@@ -136,7 +136,8 @@ class Group:
             return node.args[0] in self.nodes and node.args[0].target in pointwise.VARIANCES
         if self.kind == "attention":
             return False
-        if node.target in INDEXED and node.args[0] in self.nodes:
+        sources = node.args[0] if node.target is aten.cat.default else [node.args[0]]
+        if node.target in INDEXED and any(source in self.nodes for source in sources):
             return False  # it reads its source at other coordinates: from memory, in a group of its own
         inside = [a for a in tensor_inputs(node) if a in self.nodes]
         if not all(self.broadcasts(shape_of(a)) for a in inside):

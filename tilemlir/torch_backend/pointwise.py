@@ -242,7 +242,9 @@ CONVERSIONS = {aten._to_copy.default, prims.convert_element_type.default}
 # Reductions over dims: (kind, divides by the count).
 REDUCTIONS = {
     aten.sum.dim_IntList: ("sum", False),
+    aten.sum.default: ("sum", False),  # over every dim
     aten.mean.dim: ("sum", True),
+    aten.mean.default: ("sum", True),
     aten.amax.default: ("max", False),
     aten.amin.default: ("min", False),
 }
