@@ -186,6 +186,24 @@ def test_concatenations_of_mixed_floats_and_of_integers():
         assert torch.equal(torch.compile(integers, backend=backend)(a, i), integers(a, i))
 
 
+class GroupNormBlock(nn.Module):
+    """A convolution, GroupNorm and SiLU (a diffusion U-Net's block), and the
+    values of a max and a min along a dim."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.norm = nn.Conv2d(8, 16, 3, padding=1), nn.GroupNorm(4, 16)
+
+    def forward(self, x):
+        y = F.silu(self.norm(self.conv(x)))
+        return y + y.max(1, keepdim=True).values - y.min(-1).values.unsqueeze(-1)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels-last"])
+def test_group_norm_and_max_along_a_dim(channels_last):
+    check(GroupNormBlock(), torch.randn(2, 8, 6, 5), channels_last=channels_last)
+
+
 def test_tiny_bert_by_its_registered_name():
     check(TinyBert(), torch.randint(0, 50, (2, 40)), backend_name="tilemlir")
 

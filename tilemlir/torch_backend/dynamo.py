@@ -69,13 +69,16 @@ def decompositions() -> dict:
     from torch._decomp import core_aten_decompositions, get_decompositions
 
     table = dict(core_aten_decompositions())
-    table.update(get_decompositions([aten._softmax, aten._log_softmax, aten.native_layer_norm]))
+    table.update(get_decompositions([aten._softmax, aten._log_softmax, aten.native_layer_norm,
+                                     aten.native_group_norm]))
     for op in list(table):
         if "scaled_dot_product" in str(op):
             del table[op]
     table[aten._transformer_encoder_layer_fwd.default] = _encoder_layer
     table[aten._native_batch_norm_legit_no_training.default] = _batch_norm_inference
     table[aten.max_pool2d_with_indices.default] = _max_pool2d
+    table[aten.max.dim] = _max_along
+    table[aten.min.dim] = _min_along
     table[aten.avg_pool2d.default] = _avg_pool2d
     table[aten._adaptive_avg_pool2d.default] = _adaptive_avg_pool2d
     return table
@@ -126,6 +129,17 @@ def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mod
     rows = torch.arange(out_h, device=x.device).view(1, 1, out_h, 1) * sh - ph + tap // kw
     cols = torch.arange(out_w, device=x.device).view(1, 1, 1, out_w) * sw - pw + tap % kw
     return pooled, rows * x.shape[3] + cols
+
+
+def _max_along(x, dim, keepdim=False):
+    """max(dim): the values an amax, the indices (the first maximum's, as
+    torch's) an argmax, which runs in torch; the graph drops them where
+    nothing uses them."""
+    return torch.amax(x, dim, keepdim), torch.argmax(x, dim, keepdim)
+
+
+def _min_along(x, dim, keepdim=False):
+    return torch.amin(x, dim, keepdim), torch.argmin(x, dim, keepdim)
 
 
 def _pair(values: list) -> tuple:
