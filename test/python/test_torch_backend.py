@@ -186,6 +186,17 @@ def test_concatenations_of_mixed_floats_and_of_integers():
         assert torch.equal(torch.compile(integers, backend=backend)(a, i), integers(a, i))
 
 
+def test_a_computed_operand_of_cat_used_after_it_is_stored_first():
+    """z = 2w is both cat's operand and added after it: its group is not
+    merged into the cat's (cat reads its operands from memory)."""
+    def f(w, x):
+        z = w * 2
+        return torch.cat([z, x], 1) + z
+    w, x = torch.randn(4, 1).half(), torch.randn(4, 5).half()
+    with torch.no_grad():
+        assert torch.equal(torch.compile(f, backend=backend)(w, x), f(w.float(), x.float()).half())
+
+
 class GroupNormBlock(nn.Module):
     """A convolution, GroupNorm and SiLU (a diffusion U-Net's block), and the
     values of a max and a min along a dim."""
@@ -202,6 +213,14 @@ class GroupNormBlock(nn.Module):
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels-last"])
 def test_group_norm_and_max_along_a_dim(channels_last):
     check(GroupNormBlock(), torch.randn(2, 8, 6, 5), channels_last=channels_last)
+
+
+def test_max_of_booleans_with_its_indices_runs_in_torch(monkeypatch):
+    """argmax refuses booleans: max(dim) of them is not decomposed, and runs in torch whole."""
+    monkeypatch.setenv("TILEMLIR_TORCH_STRICT", "0")
+    x = torch.randn(3, 4, 5) > 0
+    got, expected = torch.compile(lambda y: torch.max(y, 1), backend=backend)(x), torch.max(x, 1)
+    assert torch.equal(got.values, expected.values) and torch.equal(got.indices, expected.indices)
 
 
 def test_tiny_bert_by_its_registered_name():

@@ -132,13 +132,18 @@ def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mod
 
 
 def _max_along(x, dim, keepdim=False):
-    """max(dim): the values an amax, the indices (the first maximum's, as
-    torch's) an argmax, which runs in torch; the graph drops them where
-    nothing uses them."""
+    """max(dim) of floats: the values an amax, the indices (the first
+    maximum's, as torch's) an argmax, which runs in torch; the graph drops
+    them where nothing uses them. Of other types (bool, which argmax
+    refuses) it stays whole, run by torch."""
+    if not x.is_floating_point():
+        return NotImplemented
     return torch.amax(x, dim, keepdim), torch.argmax(x, dim, keepdim)
 
 
 def _min_along(x, dim, keepdim=False):
+    if not x.is_floating_point():
+        return NotImplemented
     return torch.amin(x, dim, keepdim), torch.argmin(x, dim, keepdim)
 
 

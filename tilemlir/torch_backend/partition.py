@@ -87,6 +87,11 @@ def keeps_dims(node: fx.Node) -> bool:
 INDEXED = (aten.embedding.default, aten.gather.default, aten.constant_pad_nd.default, aten.cat.default)
 
 
+def indexed_sources(node: fx.Node) -> list:
+    """The operands an INDEXED node reads at other coordinates (cat: each of them)."""
+    return list(node.args[0]) if node.target is aten.cat.default else [node.args[0]]
+
+
 def is_pointwise(node: fx.Node) -> bool:
     """An op whose every output element is computed from the inputs at its
     coordinates (embedding, gather: from the element an index names)."""
@@ -136,8 +141,7 @@ class Group:
             return node.args[0] in self.nodes and node.args[0].target in pointwise.VARIANCES
         if self.kind == "attention":
             return False
-        sources = node.args[0] if node.target is aten.cat.default else [node.args[0]]
-        if node.target in INDEXED and any(source in self.nodes for source in sources):
+        if node.target in INDEXED and any(source in self.nodes for source in indexed_sources(node)):
             return False  # it reads its source at other coordinates: from memory, in a group of its own
         inside = [a for a in tensor_inputs(node) if a in self.nodes]
         if not all(self.broadcasts(shape_of(a)) for a in inside):
@@ -183,9 +187,12 @@ def absorb(group: Group, node: fx.Node, group_of: dict, groups: list, position: 
     that only `node` and `group` use and whose values broadcast to its domain
     (a batch norm's rsqrt(var + eps) of shape [1, C, 1, 1], recomputed per
     element rather than stored by a kernel of its own)."""
+    # An operand an INDEXED member reads at other coordinates stays in memory.
+    read_from_memory = {s for n in group.nodes if n.target in INDEXED for s in indexed_sources(n)}
     for source in tensor_inputs(node):
         other = group_of.get(source)
-        if other is None or other is group or other.kind != "pointwise" or other.reduces:
+        if other is None or other is group or other.kind != "pointwise" or other.reduces or \
+                any(n in read_from_memory for n in other.nodes):
             continue
         members = set(group.nodes) | set(other.nodes)
         if not all(group.broadcasts(shape_of(n)) for n in other.nodes) or \
