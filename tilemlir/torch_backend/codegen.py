@@ -974,10 +974,11 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
 
     * a `pointwise_conv` reads its operands as 2-D views (layouts "pixels"
       and "rows"), tile by tile in a pipelined loop;
-    * a `shifted_conv` reads the zero-padded image split by the stride's
-      phases (layout PhaseImage) and the weight as [out, taps] (layout
-      "taps"), a tile of each per K step, in the same pipelined loop;
-    * any other gathers each K step's tile of the image (zeros in the
+    * a `shifted_conv` (any other of a 16-bit image) reads the zero-padded
+      image split by the stride's phases (layout PhaseImage) and the weight
+      as [out, taps] (layout Taps), a tile of each per K step, in the same
+      pipelined loop;
+    * an f32 image's gathers each K step's tile of the image (zeros in the
       padding) and of the weight into shared memory through their strides
       (NCHW, channels-last or any other); layouts None: both operands passed
       as the memory they span.

@@ -354,8 +354,9 @@ class GroupKernel:
 
     def operand(self, tensor: torch.Tensor, spec: TensorSpec, layout) -> torch.Tensor:
         """A GEMM or attention operand as the kernel reads it: dense, in its
-        memory order; a convolution's, the memory it spans, or a 1x1 one's
-        as 2-D views (codegen.pointwise_conv)."""
+        memory order; a convolution's, the memory it spans, a 1x1 one's as
+        2-D views (codegen.pointwise_conv), a shifted one's as its image's
+        planes and its weight's taps (codegen.PhaseImage, codegen.Taps)."""
         if layout is None:
             return _span(tensor, spec)
         if layout == "pixels":  # a channels-last image as its pixels' rows of channels (a view)
@@ -424,8 +425,9 @@ class GroupKernel:
 
 
 def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
-    """A channels-last image as a shifted convolution reads it (codegen.PhaseImage):
-    zero-padded, split by the stride's phases, taps folded in, as rows of channels."""
+    """An image as a shifted convolution reads it (codegen.PhaseImage): in
+    channels-last order, zero-padded, split by the stride's phases, taps
+    folded in, as rows of channels."""
     batch = image.shape[0]
     top, bottom, left, right = layout.pad
     pixels = image.permute(0, 2, 3, 1)
