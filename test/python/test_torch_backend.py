@@ -223,6 +223,40 @@ def test_max_of_booleans_with_its_indices_runs_in_torch(monkeypatch):
     assert torch.equal(got.values, expected.values) and torch.equal(got.indices, expected.indices)
 
 
+@pytest.mark.parametrize("case", ["columns", "rows-negative", "adjacent-broadcast", "apart", "last-token",
+                                  "upsample-x2", "upsample-size", "upsample-uneven"])
+def test_indexing_by_tensors_and_nearest_upsampling(case):
+    """x[..., index tensors, ...] reads the source at the indices' values
+    (negative ones from the end; broadcast dims in place where the indexed
+    dims are adjacent, first where they are not); nearest upsampling is
+    such an index (or, by whole factors, a copy of an expanded view)."""
+    x = torch.randn(3, 5, 4, 6).half()
+    cases = {
+        "columns": lambda x: x[:, torch.tensor([2, 0, -1, 4])] * 2,
+        "rows-negative": lambda x: x[torch.tensor([2, 0, -1, 1])] + 1,
+        "adjacent-broadcast": lambda x: x[:, :, torch.tensor([[1], [3]]), torch.tensor([0, 5, -2])] - 1,
+        "apart": lambda x: x[torch.tensor([[1], [2]]), :, torch.tensor([0, 3, -2])] * 3,
+        "last-token": lambda x: x[torch.arange(3), torch.tensor([2, 5, 3]) - 1] + 0,
+        "upsample-x2": lambda x: F.interpolate(x, scale_factor=2, mode="nearest") * 1,
+        "upsample-size": lambda x: F.interpolate(x, size=(8, 18), mode="nearest") * 1,
+        "upsample-uneven": lambda x: F.interpolate(x, size=(7, 9), mode="nearest") * 1,
+    }
+    with torch.no_grad():
+        got = torch.compile(cases[case], backend=backend)(x)
+    assert torch.equal(got, cases[case](x.float()).half())
+
+
+def test_vector_norms():
+    def f(x):
+        return F.normalize(x, dim=-1) + torch.linalg.vector_norm(x, 1, dim=1, keepdim=True) \
+            + torch.linalg.vector_norm(x, float("inf"), dim=(1, 2), keepdim=True) + torch.linalg.vector_norm(x, 3.0)
+    x = torch.randn(2, 5, 8)
+    with torch.no_grad():
+        got = torch.compile(f, backend=backend)(x.half())
+    expected = f(x.double())
+    assert (got.double() - expected).abs().max() <= RELATIVE * expected.abs().max()
+
+
 def test_tiny_bert_by_its_registered_name():
     check(TinyBert(), torch.randint(0, 50, (2, 40)), backend_name="tilemlir")
 
@@ -377,7 +411,8 @@ def test_pooling_with_padding(channels_last):
 @pytest.mark.parametrize("model,shape,channels_last", [
     (SwiGLU(), (2, 8, 64), False), (CausalGQA(), (1, 20, 64), False), (ResNetStem(8), (1, 3, 16, 16), True),
     (PointwiseBottleneck(8), (1, 8, 3, 5), True), (RotaryQuery(), (1, 5, 32), False),
-], ids=["mlp", "gqa", "resnet", "pointwise-conv", "rotary-cat"])
+    (GroupNormBlock(), (1, 8, 3, 5), False), (nn.Upsample(size=(5, 7)), (1, 2, 3, 4), False),
+], ids=["mlp", "gqa", "resnet", "pointwise-conv", "rotary-cat", "group-norm", "upsample-index"])
 def test_in_the_gfx942_emulator(monkeypatch, model, shape, channels_last):
     monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
     check(model, torch.randn(*shape), channels_last=channels_last)

@@ -169,6 +169,8 @@ class KernelWriter:
             return self.padded(node, coords)
         if node.target is torch.ops.aten.cat.default:
             return self.concatenated(node, coords)
+        if node.target is torch.ops.aten.index.Tensor:
+            return self.indexed(node, coords)
         if node.target in pointwise.CREATION:
             if node.kwargs.get("device") not in (None, node.meta["val"].device):
                 raise Unsupported("a tensor made on another device")
@@ -297,6 +299,36 @@ class KernelWriter:
         if value is None:
             raise Unsupported("a concatenation of empty tensors")
         return value
+
+    def indexed(self, node: fx.Node, coords: list[str]) -> str:
+        """aten.index.Tensor (`x[:, rows, cols]`, nearest upsampling): the
+        source's element at the index tensors' values (broadcast together;
+        negative ones counted from the end, as torch's; values outside the
+        source read its first or last element, where torch would raise) in
+        the indexed dims, at the output's coordinates in the others. The
+        broadcast dims stand where the indexed dims were if those are
+        adjacent, else first, as torch orders them."""
+        source, indices = node.args[0], list(node.args[1])
+        shape = shape_of(source)
+        if source in self.group.nodes or shape is None:
+            raise Unsupported("an index of a computed value")
+        indexed = [d for d, t in enumerate(indices) if t is not None]
+        if any(dtype_of(indices[d]) not in (torch.int64, torch.int32) for d in indexed):
+            raise Unsupported("an index by a mask (a result of data-dependent shape)")
+        ranks = [len(shape_of(indices[d])) for d in indexed]
+        width = max(ranks)
+        adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
+        first = indexed[0] if adjacent else 0
+        broadcast = coords[first:first + width]
+        rest = iter(coords[:first] + coords[first + width:])
+        position = []
+        for d, size in enumerate(shape):
+            if d not in indexed:
+                position.append(next(rest))
+                continue
+            index = self.value(indices[d], broadcast)
+            position.append(f"T.max(T.min(T.if_then_else({index} < 0, {index} + {size}, {index}), {size - 1}), 0)")
+        return self.load(source, position)
 
     # -- loops ---------------------------------------------------------------
     def materialized(self, node: fx.Node) -> bool:

@@ -79,6 +79,9 @@ def decompositions() -> dict:
     table[aten.max_pool2d_with_indices.default] = _max_pool2d
     table[aten.max.dim] = _max_along
     table[aten.min.dim] = _min_along
+    table[aten.linalg_vector_norm.default] = _vector_norm
+    table[aten.upsample_nearest2d.default] = _upsample_nearest
+    table[aten.upsample_nearest2d.vec] = _upsample_nearest_scaled
     table[aten.avg_pool2d.default] = _avg_pool2d
     table[aten._adaptive_avg_pool2d.default] = _adaptive_avg_pool2d
     return table
@@ -145,6 +148,48 @@ def _min_along(x, dim, keepdim=False):
     if not x.is_floating_point():
         return NotImplemented
     return torch.amin(x, dim, keepdim), torch.argmin(x, dim, keepdim)
+
+
+def _vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """linalg.vector_norm (F.normalize's) of floats as its reduction: the
+    p-th root of the sum of |x|^p, or the largest or smallest |x| for
+    p = +-inf; p = 0 (a count) and a `dtype` stay whole, run by torch."""
+    if dtype is not None or not x.is_floating_point() or ord == 0:
+        return NotImplemented
+    dims = [] if dim is None else dim
+    magnitude = x.abs()
+    if ord in (float("inf"), float("-inf")):
+        reduce = torch.amax if ord > 0 else torch.amin
+        return reduce(magnitude, dims, keepdim)
+    if ord == 2:
+        return torch.sqrt(torch.sum(x * x, dims, keepdim))
+    if ord == 1:
+        return torch.sum(magnitude, dims, keepdim)
+    return torch.pow(torch.sum(torch.pow(magnitude, ord), dims, keepdim), 1.0 / ord)
+
+
+def _upsample_nearest(x, output_size, scales_h=None, scales_w=None):
+    """Nearest upsampling by whole factors (output a multiple of the input):
+    each pixel repeated, an expanded view copied. Other sizes stay whole,
+    run by torch."""
+    n, c, h, w = x.shape
+    out_h, out_w = output_size
+    if x.dim() != 4 or out_h % h or out_w % w or any(
+            s is not None and s * h != out_h for s in [scales_h]) or any(
+            s is not None and s * w != out_w for s in [scales_w]):
+        return NotImplemented
+    sh, sw = out_h // h, out_w // w
+    return x[:, :, :, None, :, None].expand(n, c, h, sh, w, sw).reshape(n, c, out_h, out_w)
+
+
+def _upsample_nearest_scaled(x, output_size, scale_factors):
+    """F.interpolate's spelling: an output size, or scale factors."""
+    if output_size is None:
+        if scale_factors is None or x.dim() != 4:
+            return NotImplemented
+        output_size = [int(x.shape[2] * scale_factors[0]), int(x.shape[3] * scale_factors[1])]
+        return _upsample_nearest(x, output_size, scale_factors[0], scale_factors[1])
+    return _upsample_nearest(x, output_size)
 
 
 def _pair(values: list) -> tuple:

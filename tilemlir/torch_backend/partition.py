@@ -84,7 +84,8 @@ def keeps_dims(node: fx.Node) -> bool:
 
 
 # Ops that read their first operand (cat: each of its operands) at coordinates other than their own.
-INDEXED = (aten.embedding.default, aten.gather.default, aten.constant_pad_nd.default, aten.cat.default)
+INDEXED = (aten.embedding.default, aten.gather.default, aten.constant_pad_nd.default, aten.cat.default,
+           aten.index.Tensor)
 
 
 def indexed_sources(node: fx.Node) -> list:
