@@ -157,24 +157,30 @@ def _vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None or not x.is_floating_point() or ord == 0:
         return NotImplemented
     dims = [] if dim is None else dim
-    magnitude = x.abs()
     if ord in (float("inf"), float("-inf")):
         reduce = torch.amax if ord > 0 else torch.amin
-        return reduce(magnitude, dims, keepdim)
+        return reduce(x.abs(), dims, keepdim)
+    # Summed in f32 at least, rounded once at the end, as torch does (an fp16
+    # sum of squares overflows where the norm does not).
+    wide = x.float() if x.element_size() < 4 else x
     if ord == 2:
-        return torch.sqrt(torch.sum(x * x, dims, keepdim))
-    if ord == 1:
-        return torch.sum(magnitude, dims, keepdim)
-    return torch.pow(torch.sum(torch.pow(magnitude, ord), dims, keepdim), 1.0 / ord)
+        norm = torch.sqrt(torch.sum(wide * wide, dims, keepdim))
+    elif ord == 1:
+        norm = torch.sum(wide.abs(), dims, keepdim)
+    else:
+        norm = torch.pow(torch.sum(torch.pow(wide.abs(), ord), dims, keepdim), 1.0 / ord)
+    return norm.to(x.dtype)
 
 
 def _upsample_nearest(x, output_size, scales_h=None, scales_w=None):
     """Nearest upsampling by whole factors (output a multiple of the input):
     each pixel repeated, an expanded view copied. Other sizes stay whole,
     run by torch."""
+    if x.dim() != 4:
+        return NotImplemented
     n, c, h, w = x.shape
     out_h, out_w = output_size
-    if x.dim() != 4 or out_h % h or out_w % w or any(
+    if out_h % h or out_w % w or any(
             s is not None and s * h != out_h for s in [scales_h]) or any(
             s is not None and s * w != out_w for s in [scales_w]):
         return NotImplemented
