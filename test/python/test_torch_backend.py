@@ -246,6 +246,24 @@ def test_indexing_by_tensors_and_nearest_upsampling(case):
     assert torch.equal(got, cases[case](x.float()).half())
 
 
+def test_remainders_and_index_select():
+    """remainder has the divisor's sign, as Python's and torch's, in integers
+    and floats; index_select is the index it is."""
+    a = torch.tensor([-7, -3, 0, 3, 7, 8]).repeat(2, 1)
+    b = torch.tensor([3, -3, 2, -2, 5, -4])
+    x = torch.randn(2, 6).half() * 5
+
+    def f(a, b, x):
+        return (a % b) * 2 + (a % -3), torch.remainder(x, 1.5) + torch.remainder(x, b.half()), \
+            x.index_select(1, torch.tensor([5, 0, 2])) + x[:, torch.arange(3) % 2]
+    with torch.no_grad():
+        got = torch.compile(f, backend=backend)(a, b, x)
+    expected = f(a, b, x.float())
+    assert torch.equal(got[0], expected[0])
+    for g, e in zip(got[1:], expected[1:]):
+        assert (g.float() - e).abs().max() <= 1e-2 * e.abs().max()
+
+
 def test_vector_norms():
     def f(x):
         return F.normalize(x, dim=-1) + torch.linalg.vector_norm(x, 1, dim=1, keepdim=True) \

@@ -214,6 +214,9 @@ class KernelWriter:
             # Integers: Python's rounding (floor) or C's (trunc), never through a float.
             mode = "floordiv" if node.kwargs["rounding_mode"] == "floor" else "truncdiv"
             return f"T.{mode}({args[0]}, {args[1]})"
+        if node.target in (torch.ops.aten.remainder.Tensor, torch.ops.aten.remainder.Scalar) and \
+                kind_of(work) == "i":  # Python's remainder (the divisor's sign), in integers
+            return f"({args[0]} - T.floordiv({args[0]}, {args[1]}) * {args[1]})"
         keywords = {}
         for key, a in node.kwargs.items():
             if isinstance(a, fx.Node):

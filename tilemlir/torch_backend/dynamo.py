@@ -80,6 +80,7 @@ def decompositions() -> dict:
     table[aten.max.dim] = _max_along
     table[aten.min.dim] = _min_along
     table[aten.linalg_vector_norm.default] = _vector_norm
+    table[aten.index_select.default] = _index_select
     table[aten.upsample_nearest2d.default] = _upsample_nearest
     table[aten.upsample_nearest2d.vec] = _upsample_nearest_scaled
     table[aten.avg_pool2d.default] = _avg_pool2d
@@ -196,6 +197,11 @@ def _upsample_nearest_scaled(x, output_size, scale_factors):
         output_size = [int(x.shape[2] * scale_factors[0]), int(x.shape[3] * scale_factors[1])]
         return _upsample_nearest(x, output_size, scale_factors[0], scale_factors[1])
     return _upsample_nearest(x, output_size)
+
+
+def _index_select(x, dim, index):
+    """index_select as the index it is (x[:, ..., index])."""
+    return aten.index.Tensor(x, [None] * (dim % max(x.dim(), 1)) + [index])
 
 
 def _pair(values: list) -> tuple:

@@ -169,6 +169,14 @@ _register([aten.rsub.Scalar, aten.rsub.Tensor], lambda a, b, alpha=1: _binary("-
                                                                                     f"({a} * {literal(alpha)})"))
 _register([aten.mul.Tensor, aten.mul.Scalar], _binary("*"))
 _register([aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode], _div)
+def _remainder(a, b):
+    """Python's remainder (the divisor's sign), as torch computes it: C's
+    fmod, moved by the divisor where the signs differ."""
+    r = f"T.fmod({a}, {b})"
+    return f"T.if_then_else(({r} != 0.0) and (({r} < 0.0) != ({b} < 0.0)), {r} + {b}, {r})"
+
+
+_register([aten.remainder.Tensor, aten.remainder.Scalar], _remainder)
 _register([aten.neg.default], lambda a: f"(-{a})")
 _register([aten.relu.default], lambda a: f"T.if_then_else({a} < 0.0, 0.0, {a})")  # relu(NaN) is NaN
 _register([aten.gelu.default], _gelu)
