@@ -475,7 +475,7 @@ def pointwise_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[
     shape, columns = group.shape, group.columns
     lead_dims = list(range(len(shape) - columns))
     red_dims = list(range(len(shape) - columns, len(shape)))
-    order = memory_order(group, len(shape) if not group.reduces and shape else len(lead_dims))
+    order = memory_order(group, len(lead_dims) if group.reduces else len(shape))
     if order != sorted(order):
         lead_dims, red_dims = (order[:-1], order[-1:]) if not group.reduces else (order, red_dims)
     lead, red = [shape[d] for d in lead_dims], [shape[d] for d in red_dims]
@@ -952,7 +952,7 @@ class ShiftedConv:
 FEW_CHANNELS = 16  # images of at most this many channels fold their taps into a K step's channels
 
 
-def shifted_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding, dilation,
+def shifted_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding, dilation, out_size: tuple[int, int],
                  block_k: int) -> ShiftedConv | None:
     """The convolution of a 16-bit float image as shifted GEMMs (None for
     another type), of any layout, kernel, stride, padding and dilation.
@@ -972,7 +972,7 @@ def shifted_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding, dilati
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     few = channels <= FEW_CHANNELS
     if few and (sh, sw) != (1, 1) and kh * kw > 1:  # im2col: rows are the output's pixels
-        out_h, out_w = (height + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (width + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+        out_h, out_w = out_size
         image = PhaseImage(_padded_channels(channels * kh * kw, block_k), (ph, ph, pw, pw), (sh, sw), (1, 1),
                            patches=(kh, kw, dh, dw))
         return ShiftedConv(image, (out_h, out_w), batch * out_h * out_w, (1, 1), (1, 1), (1, 1),
@@ -1038,7 +1038,8 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
     writer = KernelWriter(group, specs, name)
     dtype = DTYPES[x_spec.dtype]
     as_gemm = pointwise_conv(x_spec, w_spec, stride, padding)
-    shifted = None if as_gemm else shifted_conv(x_spec, w_spec, stride, padding, dilation, steps.block_k)
+    shifted = None if as_gemm else shifted_conv(x_spec, w_spec, stride, padding, dilation, (out_h, out_w),
+                                                steps.block_k)
     threads = THREADS
     if shifted:
         channels = shifted.image.channels
@@ -1054,7 +1055,8 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
     elif as_gemm:
         writer.operand_params += [f"X: T.Tensor(({m_total}, {channels}), '{dtype}')",
                                   f"W: T.Tensor(({out_channels}, {channels}), '{dtype}')"]
-        block_m, block_n, block_k = (64 if m_total <= 64 else 128), (64 if out_channels <= 64 else 128), steps.block_k
+        block_m, block_n, threads = gemm_blocks(m_total, out_channels, 1, dataclasses.replace(steps, wide_tiles=0))
+        block_k = steps.block_k
     else:
         writer.operand_params += [f"X: T.Tensor(({x_spec.span},), '{dtype}')",
                                   f"W: T.Tensor(({w_spec.span},), '{dtype}')"]
@@ -1082,11 +1084,11 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
     body("T.clear(C_l)")
     if as_gemm or shifted:
         a_row = f"bx * {block_m}"
+        a_col = f"k * {block_k}"
         if shifted:  # K step k: tap k // blocks, channels from (k % blocks) * block_k
             blocks = channels // block_k
             a_row += " + " + shifted.tap_offset(f"(k // {blocks})" if blocks > 1 else "k")
-        a_col = f"(k % {channels // block_k}) * {block_k}" if shifted and channels > block_k else \
-            "0" if shifted else f"k * {block_k}"
+            a_col = f"(k % {blocks}) * {block_k}" if blocks > 1 else "0"
         body(f"for k in T.Pipelined({-(-k_total // block_k)}, num_stages={steps.stages}):")
         body(f"    T.copy(X[{a_row}, {a_col}], A_s)")
         body(f"    T.copy(W[by * {block_n}, k * {block_k}], B_s)")

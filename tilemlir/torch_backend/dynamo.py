@@ -77,8 +77,8 @@ def decompositions() -> dict:
     table[aten._transformer_encoder_layer_fwd.default] = _encoder_layer
     table[aten._native_batch_norm_legit_no_training.default] = _batch_norm_inference
     table[aten.max_pool2d_with_indices.default] = _max_pool2d
-    table[aten.max.dim] = _max_along
-    table[aten.min.dim] = _min_along
+    table[aten.max.dim] = _extreme_along(torch.amax, torch.argmax)
+    table[aten.min.dim] = _extreme_along(torch.amin, torch.argmin)
     table[aten.linalg_vector_norm.default] = _vector_norm
     table[aten.index_select.default] = _index_select
     table[aten.upsample_nearest2d.default] = _upsample_nearest
@@ -135,20 +135,16 @@ def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mod
     return pooled, rows * x.shape[3] + cols
 
 
-def _max_along(x, dim, keepdim=False):
-    """max(dim) of floats: the values an amax, the indices (the first
-    maximum's, as torch's) an argmax, which runs in torch; the graph drops
-    them where nothing uses them. Of other types (bool, which argmax
-    refuses) it stays whole, run by torch."""
-    if not x.is_floating_point():
-        return NotImplemented
-    return torch.amax(x, dim, keepdim), torch.argmax(x, dim, keepdim)
-
-
-def _min_along(x, dim, keepdim=False):
-    if not x.is_floating_point():
-        return NotImplemented
-    return torch.amin(x, dim, keepdim), torch.argmin(x, dim, keepdim)
+def _extreme_along(values, indices):
+    """max(dim) or min(dim) of floats: the values an amax (amin), the indices
+    (the first extreme's, as torch's) an argmax (argmin), which runs in
+    torch; the graph drops them where nothing uses them. Of other types
+    (bool, which argmax refuses) it stays whole, run by torch."""
+    def decomposed(x, dim, keepdim=False):
+        if not x.is_floating_point():
+            return NotImplemented
+        return values(x, dim, keepdim), indices(x, dim, keepdim)
+    return decomposed
 
 
 def _vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
@@ -181,9 +177,7 @@ def _upsample_nearest(x, output_size, scales_h=None, scales_w=None):
         return NotImplemented
     n, c, h, w = x.shape
     out_h, out_w = output_size
-    if out_h % h or out_w % w or any(
-            s is not None and s * h != out_h for s in [scales_h]) or any(
-            s is not None and s * w != out_w for s in [scales_w]):
+    if out_h % h or out_w % w or scales_h not in (None, out_h / h) or scales_w not in (None, out_w / w):
         return NotImplemented
     sh, sw = out_h // h, out_w // w
     return x[:, :, :, None, :, None].expand(n, c, h, sh, w, sw).reshape(n, c, out_h, out_w)
