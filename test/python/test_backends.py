@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import textwrap
+import types
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -102,7 +103,7 @@ def test_metax_int8_k_and_unknown_fp8():
     assert [r.k for r in c500.mma_candidates("i8", "i8", "i32")] == [16]
     assert [r.k for r in c600.mma_candidates("i8", "i8", "i32")] == [32]
     assert (
-        c600.mma_candidates("f8E4M3FN", "f8E4M3FN", "f32")[0].builtin
+        c600.mma_candidates("f8E4M3FN", "f8E4M3FN", "f32")[0].key("builtin")
         == "__builtin_mxc_mma_16x16x32f8"
     )
     with pytest.raises(
@@ -256,7 +257,9 @@ def _install_toy(root: Path, entry_value: str = "toy_backend:BACKEND") -> Path:
     package = root / "toy_backend"
     (package / "targets").mkdir(parents=True)
     (package / "__init__.py").write_text(_TOY_INIT)
-    descriptor = MINIMAL.read_text().replace('family = "amdgpu"', 'family = "toy"')
+    # Without the [amdgpu] table: the toy family declares no facts of its own.
+    descriptor = MINIMAL.read_text().split("\n[amdgpu]\n")[0]
+    descriptor = descriptor.replace('family = "amdgpu"', 'family = "toy"')
     descriptor = descriptor.replace('name = "gfx908"', 'name = "toy1"')
     descriptor = descriptor.replace('fp8_formats = ["f8E4M3FN", "f8E5M2"]', "fp8_formats = []")
     descriptor = descriptor.replace(
@@ -301,10 +304,26 @@ def test_out_of_tree_backend_is_listed(tmp_path):
     assert json.loads(described.stdout)["matrix"]["instructions"][0]["builtin"] == "toy_mma"
     # The toy family's own rules apply to descriptors of that family.
     bad = tmp_path / "bad.toml"
-    bad.write_text(MINIMAL.read_text().replace('family = "amdgpu"', 'family = "toy"'))
+    amdgpu_rows = MINIMAL.read_text().replace('family = "amdgpu"', 'family = "toy"')
+    # A row key of another family's (amdgpu's intrinsic) is not one of the toy's.
+    bad.write_text(amdgpu_rows.split("\n[amdgpu]\n")[0])
+    rejected = _run_with_env(env, f"--target-desc={bad}", "--describe-target")
+    assert rejected.returncode == 1
+    assert ("unknown field 'matrix.instructions[0].intrinsic' (expected one of: name, m, n, k, blocks, "
+            "a, b, c, cycles, builtin)") in rejected.stderr
+    toy_text = amdgpu_rows.replace("intrinsic = ", "builtin = ")
+    bad.write_text(toy_text.split("\n[amdgpu]\n")[0])
     rejected = _run_with_env(env, f"--target-desc={bad}", "--describe-target")
     assert rejected.returncode == 1
     assert "field 'matrix.fp8_formats[0]': toy cannot take 'f8E4M3FN'" in rejected.stderr
+    # Another family's facts, and facts of its own the toy does not declare, are refused.
+    bad.write_text(toy_text)
+    rejected = _run_with_env(env, f"--target-desc={bad}", "--describe-target")
+    assert rejected.returncode == 1 and "unknown field 'amdgpu'" in rejected.stderr
+    bad.write_text(toy_text.replace("\n[amdgpu]\n", "\n[toy]\n"))
+    rejected = _run_with_env(env, f"--target-desc={bad}", "--describe-target")
+    assert rejected.returncode == 1
+    assert "field 'toy': the toy family has no facts of its own" in rejected.stderr
 
 
 def test_broken_plugin_is_reported_not_a_traceback(tmp_path):
@@ -345,7 +364,7 @@ def test_a_family_is_resolved_once_into_one_object():
     resolved = registry.resolve_backend("amdgpu")
     assert registry.resolve_backend("amdgpu") is resolved and registry.backend("amdgpu") is resolved.manifest
     assert backend_stages("amdgpu") == tuple(resolved.part("stages"))
-    assert type(matrix_core_for("amdgpu")) is resolved.part("matrix_core")
+    assert type(matrix_core_for(types.SimpleNamespace(family="amdgpu"))) is resolved.part("matrix_core")
     assert lowering_hooks_for("amdgpu") is resolved.part("lowering_hooks")
     assert pass_class("amdgpu-order-lds-dma") is resolved.part("passes", "amdgpu-order-lds-dma")
     assert resolved.part("passes", "no-such-pass") is None and resolved.errors == {}
@@ -365,7 +384,7 @@ def test_a_part_that_fails_to_load_is_kept_as_its_error(monkeypatch):
                 "ModuleNotFoundError: No module named 'no_such_module'")
     for _ in range(2):
         with pytest.raises(TargetError) as raised:
-            matrix_core_for("metax")
+            matrix_core_for(types.SimpleNamespace(family="metax"))
         assert str(raised.value) == expected
     assert list(resolved.errors) == ["matrix_core"]
     broken = registry.ResolvedBackend("ghost", "ghost:BACKEND", "test 0.1", error=TargetError("no ghost"))

@@ -277,6 +277,23 @@ def test_assumptions_are_the_least_favourable_shipped_values():
         assert basis.startswith(rule.meaning)
 
 
+def test_assumptions_come_from_chips_of_the_same_segment():
+    """A datacenter part's unknown L2 is assumed from datacenter parts (a
+    desktop card's 2 MiB would shrink every H200 prediction's reuse); a
+    target whose segment is unknown draws on every shipped chip, and a fact
+    no chip of the segment states falls back to them all."""
+    assert least_favourable("memory.l2_mib", segment="datacenter") == (
+        8, "the smallest L2 of the shipped descriptors (metax:xcore1000)")
+    assert least_favourable("memory.l2_mib", segment="client") == (
+        2, "the smallest L2 of the shipped descriptors (amdgpu:gfx1102)")
+    assert least_favourable("memory.l2_mib")[0] == 2
+    assert least_favourable("memory.latency_clocks", segment="client") == (
+        296, "the longest device-memory latency of the shipped descriptors (nvidia:sm_90a)")
+    unknown_segment = dataclasses.replace(get_target("nvidia:sm_90a"), segment=UNKNOWN)
+    (l2,) = model_facts(unknown_segment).assumed
+    assert (l2.field, l2.value) == ("memory.l2_mib", 2)
+
+
 def test_facts_known_facts_are_not_assumed_and_a_descriptor_replaces_assumptions():
     # sm_90a's L2: 50 MB in secondary H100 sources, 60 MB from torch on the H200: unresolved.
     (l2,) = model_facts(get_target("nvidia:sm_90a")).assumed
@@ -322,7 +339,7 @@ def test_unknown_facts_without_a_rule_or_a_stated_value_are_errors(monkeypatch):
     no_wave = dataclasses.replace(GFX942, compute=dataclasses.replace(GFX942.compute, wave_size=UNKNOWN))
     with pytest.raises(UnknownFactError, match="'compute.wave_size' is not publicly known"):
         model_facts(no_wave)
-    monkeypatch.setattr(facts_module, "_shipped", lambda: ())
+    monkeypatch.setattr(facts_module, "_shipped", lambda segment=None: ())
     c600 = dataclasses.replace(get_target("metax:xcore1500"))  # a fresh object: not cached
     with pytest.raises(UnknownFactError, match="'compute.compute_units' is not publicly known"):
         model_facts(c600)

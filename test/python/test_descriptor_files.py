@@ -260,7 +260,7 @@ def test_a_users_descriptor_is_named_by_its_file(tmp_path):
 
 
 @pytest.mark.parametrize("file, message", [
-    ("wmma_in_amdgpu.toml", "is not an MFMA; the amdgpu lowering emits amdgpu.mfma only"),
+    ("wmma_in_amdgpu.toml", "is a WMMA, but TEST1 in wave64 is not a WMMA target; the amdgpu lowering emits"),
     ("mfma_shape_mismatch.toml", "says 32x32x8, but m, n, k = 16, 16, 16"),
     ("hmma_in_nvidia.toml", "is not a PTX mma.sync or wgmma instruction"),
     ("metax_wrong_builtin.toml", "is not the one the lowering calls"),
@@ -302,3 +302,63 @@ def test_the_nvidia_check_knows_the_shapes_the_lowering_selects():
 
     for m, n, k in matrix.SHAPES.values():
         assert f"m{m}n{n}k{k}" in mma_rows.SUPPORTED
+
+
+# --------------------------------------------------------------------------
+# "none", a family's own table, its row keys
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, message", [
+    # RDNA compiles wave32 only
+    ('base = "amdgpu:gfx1100"\nname = "w64"\n[compute]\nwave_size = 64\n',
+     "field 'compute.wave_size': gfx1100 runs wave32 code from the amdgpu lowering"),
+    # no AGPRs but an offset for them (and the other way round)
+    ('base = "amdgpu:gfx942"\nname = "x"\n[amdgpu]\nacc_offset_granule = "none"\n',
+     "field 'amdgpu.acc_offset_granule': is none while registers.acc_vgprs_max is 256"),
+    ('base = "amdgpu:gfx1100"\nname = "x"\n[amdgpu]\nacc_offset_granule = 4\n',
+     "field 'amdgpu.acc_offset_granule': is 4 while registers.acc_vgprs_max is none"),
+    # "none" where every GPU has the thing
+    ('base = "amdgpu:gfx942"\nname = "x"\n[registers]\nvgprs_per_lane = "none"\n',
+     "field 'registers.vgprs_per_lane': expected a positive integer or \"unknown\", got \"none\""),
+    # a fact that moved to the family's table
+    ('base = "amdgpu:gfx942"\nname = "x"\n[memory]\nbuffer_load_lds = []\n',
+     "unknown field 'memory.buffer_load_lds'; it moved to 'amdgpu.buffer_load_lds'"),
+    # a family table's own field checked like any other
+    ('base = "amdgpu:gfx942"\nname = "x"\n[amdgpu]\nacc_offset_granul = 4\n',
+     "unknown field 'amdgpu.acc_offset_granul'; did you mean 'amdgpu.acc_offset_granule'?"),
+    # a row key of another family's
+    (('base = "amdgpu:gfx942"\nname = "x"\n[matrix]\ninstructions = [{ name = "v_mfma_f32_16x16x16_f16", '
+     'intrinsic = "llvm.amdgcn.mfma.f32.16x16x16f16", builtin = "b", m = 16, n = 16, k = 16, blocks = 1, '
+     'a = "f16", b = "f16", c = "f32", cycles = 16 }]\n'),
+     "unknown field 'matrix.instructions[0].builtin'"),
+])
+def test_none_family_tables_and_row_keys_are_checked(tmp_path, text, message):
+    path = _write(tmp_path, "bad.toml", text)
+    with pytest.raises(DescriptorError, match=re.escape(message)):
+        load_target_file(path)
+
+
+def test_none_and_the_family_table_read_write_and_inherit(tmp_path):
+    """`none` prints back as none; a derived file overrides one fact of the
+    family's table and keeps the rest, which names the file that wrote it."""
+    from tilemlir.targets.model import NONE, is_stated
+
+    rdna = get_target("amdgpu:gfx1100")
+    assert rdna.registers.acc_vgprs_max is NONE and not is_stated(NONE)
+    assert 'acc_vgprs_max = "none"' in descriptor_toml(rdna)
+    assert "[amdgpu]" in descriptor_toml(rdna)
+    derived = load_target_file(_write(tmp_path, "lds.toml", '''
+        base = "amdgpu:gfx942"
+        name = "gfx942-x3"
+        [amdgpu]
+        buffer_load_lds = ["buffer_load_dword", "buffer_load_dwordx3"]
+        '''))
+    gfx942 = get_target("amdgpu:gfx942")
+    assert derived.family_facts.buffer_load_lds == ("buffer_load_dword", "buffer_load_dwordx3")
+    assert derived.family_facts.acc_offset_granule == gfx942.family_facts.acc_offset_granule == 4
+    assert derived.file_of("amdgpu.buffer_load_lds").endswith("lds.toml")
+    assert derived.file_of("amdgpu.acc_offset_granule").endswith("gfx942.toml")
+    assert derived.require("amdgpu.acc_offset_granule") == 4
+    with pytest.raises(TargetError, match=r"has no 'registers.acc_vgprs_max' \(written as none"):
+        rdna.require("registers.acc_vgprs_max")

@@ -66,7 +66,7 @@ def test_only_in_bounds_copies_go_direct():
 
 def test_chips_without_16_byte_direct_loads_keep_registers():
     text = whole_problem_gemm(64, 64, 128, "f16", "f16")
-    for chip in ("gfx942", "gfx90a"):  # buffer_load_dword at most (memory.buffer_load_lds)
+    for chip in ("gfx942", "gfx90a"):  # buffer_load_dword at most (amdgpu.buffer_load_lds)
         assert "amdgpu.gather_to_lds" not in lowered(text, transpose_reads=False, chip=chip)
 
 
@@ -144,7 +144,7 @@ def test_descriptor_lists_exactly_the_loads_into_lds_llvm_mc_accepts(chip, tmp_p
     from tilemlir.backends.amdgpu.lowering import BUFFER_LOAD_LDS
     from tilemlir.targets import get_target
 
-    listed = set(get_target(f"amdgpu:{chip}").memory.buffer_load_lds)
+    listed = set(get_target(f"amdgpu:{chip}").family_facts.buffer_load_lds)
     for mnemonic in BUFFER_LOAD_LDS.values():
         source = tmp_path / f"{mnemonic}.s"
         source.write_text(f"{mnemonic} v1, s[0:3], 0 offen lds\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import types
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,8 @@ def test_passes_import_no_backend_package():
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_names_its_core_and_hooks(family):
-    assert isinstance(api.matrix_core_for(family), api.MatrixCore)
+    core = api.matrix_core_for(types.SimpleNamespace(family=family))
+    assert isinstance(core, api.MatrixCore) and core.target.family == family
     assert issubclass(api.lowering_hooks_for(family), api.LoweringHooks)
 
 
@@ -103,7 +105,7 @@ def test_a_family_without_a_matrix_core_is_refused(monkeypatch):
     monkeypatch.setattr(registry, "resolve_backend",
                         lambda family: registry.ResolvedBackend(family, "test:BACKEND", "test", manifest))
     with pytest.raises(tilemlir.diagnostics.UserError, match="has no lane-level matrix lowering"):
-        api.matrix_core_for("metax")
+        api.matrix_core_for(types.SimpleNamespace(family="metax"))
 
 
 def test_backend_options_are_pass_options_marked_with_their_families():

@@ -405,7 +405,7 @@ class _Reader:
         choice = MmaChoice.of(gemm)
         if choice is None:
             return model
-        lanes = matrix_core_for(self.target.family).operand_lanes(choice.m, choice.n, choice.k, self.wave)
+        lanes = matrix_core_for(self.target).operand_lanes(choice.m, choice.n, choice.k, self.wave)
         if lanes is None:
             return model
         operand_shape = list(ir.MemRefType(gemm.operands[0 if role == "A" else 1].type).shape)
@@ -420,7 +420,7 @@ class _Reader:
         attr = attributes.LAYOUT.read(op)
         placement = None
         if attr is not None and self.wave is not None:
-            core = matrix_core_for(self.target.family)
+            core = matrix_core_for(self.target)
             try:
                 placement = read_layout(attr, tuple(shape), threads, self.wave,
                                         lambda m, n, k: core.accumulator_layout(m, n, k, self.wave))

@@ -9,7 +9,8 @@ the L2 size, and each matrix instruction's rate.
 A descriptor may write a fact `unknown` (MetaX publishes few). Unknown facts
 must not stop a compile, so each fact the model reads has a rule for the
 value it assumes in its place (`RULES`): the *least favourable* value that a
-descriptor shipped with tilemlir states for it (fewest CUs, SIMDs and
+descriptor shipped with tilemlir states for it, among chips of the target's
+`segment` (datacenter or client) where one of those states it (fewest CUs, SIMDs and
 registers, lowest clock and bandwidth, longest latency, smallest LDS and
 L2, most logical devices per package). No number is invented: the assumption names the
 descriptors it comes from, and under it a configuration fits whatever the
@@ -35,11 +36,14 @@ import functools
 from dataclasses import dataclass
 from typing import Literal
 
+from tilemlir.mma_layouts import WMMA_GENERATIONS
 from tilemlir.targets.model import (
     ELEMENT_BITS,
+    UNKNOWN,
     MmaInstr,
     Target,
     UnknownFactError,
+    is_stated,
     is_unknown,
     peak_key,
 )
@@ -90,10 +94,16 @@ RULES: tuple[Rule, ...] = (
 RULE_BY_FIELD = {rule.field: rule for rule in RULES}
 
 
-def _shipped() -> tuple[Target, ...]:
+def _shipped(segment: object = UNKNOWN) -> tuple[Target, ...]:
+    """The shipped descriptors, those of `segment` where it is stated (a
+    target's unknown facts are assumed from chips made for the same market:
+    a datacenter part's from datacenter parts, not from a desktop card's)."""
     from tilemlir.targets.registry import shipped_targets
 
-    return shipped_targets()
+    shipped = shipped_targets()
+    if is_unknown(segment):
+        return shipped
+    return tuple(t for t in shipped if t.segment == segment)
 
 
 def _field(target: Target, path: str):
@@ -103,12 +113,18 @@ def _field(target: Target, path: str):
     return value
 
 
-def least_favourable(field: str, shipped: tuple[Target, ...] | None = None) -> tuple[int | float, str] | None:
-    """The least favourable value the shipped descriptors state for `field`
-    (its `Rule`), and which descriptors state it; None when none does."""
+def least_favourable(field: str, shipped: tuple[Target, ...] | None = None,
+                     segment: object = UNKNOWN) -> tuple[int | float, str] | None:
+    """The least favourable value the shipped descriptors (of `segment`, where
+    any of those states it) state for `field` (its `Rule`), and which
+    descriptors state it; None when none does."""
     rule = RULE_BY_FIELD[field]
-    stated = [(_field(t, field), t.qualified_name) for t in (shipped if shipped is not None else _shipped())
-              if not is_unknown(_field(t, field))]
+    pools = [shipped] if shipped is not None else [_shipped(segment), _shipped()]
+    stated = []
+    for pool in pools:
+        stated = [(_field(t, field), t.qualified_name) for t in pool if is_stated(_field(t, field))]
+        if stated:
+            break
     if not stated:
         return None
     pick = min if rule.least == "min" else max
@@ -132,7 +148,7 @@ class ModelFacts:
     vgprs_per_lane: int
     register_limit: int  # registers one lane may hold: arch_vgprs_max, else vgprs_per_lane
     register_file: int  # per SIMD lane, shared by its resident waves: file_per_lane, else vgprs_per_lane
-    has_accumulation_file: bool  # acc_vgprs_max is stated (AMD's AGPRs)
+    has_accumulation_file: bool  # acc_vgprs_max is stated, not unknown or none (AMD CDNA's AGPRs)
     shared_bytes_per_workgroup: int
     shared_bytes_per_cu: int  # at least one workgroup's
     shared_bytes_per_clock: int  # LDS bandwidth of a CU: banks x bank width
@@ -144,6 +160,10 @@ class ModelFacts:
     single_stage_prefetch: bool  # a loop of one stage still loads ahead (the backend's manifest)
     copies_through_registers: bool  # the loop's global -> shared tiles are staged in registers (the manifest)
     address_registers: int  # per lane, besides the tiles (the manifest)
+    # Copies of a wave's matrix operands its lanes hold: 2 where the lane
+    # layout repeats A and B in both halves of the wave (RDNA3's WMMAs,
+    # mma_layouts.WMMA_GENERATIONS by the descriptor's architecture), else 1.
+    operand_copies: int
     partial_sums_prefix: str  # instructions whose 8-bit gemms keep a second accumulator (the manifest)
     producer_prefix: str  # instructions whose K loops get a producer warpgroup (the manifest)
     producer_threads: int  # the threads it adds (the manifest)
@@ -183,7 +203,7 @@ def _instruction_rate(target: Target, row: MmaInstr) -> tuple[float, Assumption 
             and all(_known(target, path) for path in package):
         compute = target.compute
         return peak * 1e12 / (compute.compute_units * compute.simds_per_cu * compute.clock_mhz * 1e6), None
-    rate, basis = _slowest_shipped_rate(row)
+    rate, basis = _slowest_shipped_rate(row, target.segment)
     cycles = row.flops / rate
     assumption = Assumption(str(target), f"matrix.instructions[{row.name}].cycles", round(cycles, 2),
                             f"the slowest rate ({rate:g} FLOP per SIMD per clock) {basis}")
@@ -191,17 +211,19 @@ def _instruction_rate(target: Target, row: MmaInstr) -> tuple[float, Assumption 
 
 
 @functools.cache
-def _slowest_shipped_rate(row: MmaInstr) -> tuple[float, str]:
-    """The slowest FLOP per SIMD-clock of a shipped row with stated cycles, of
-    the same operand class as `row`, else of the same operand width."""
-    rows = [(r.flops / r.cycles, t.qualified_name, r.name, r) for t in _shipped() for r in t.mma
-            if not is_unknown(r.cycles)]
+def _slowest_shipped_rate(row: MmaInstr, segment: object = UNKNOWN) -> tuple[float, str]:
+    """The slowest FLOP per SIMD-clock of a shipped row (of `segment`'s chips
+    where they have one) with stated cycles, of the same operand class as
+    `row`, else of the same operand width."""
     key, bits = peak_key(row.a), ELEMENT_BITS[row.a]
-    for group, words in (([r for r in rows if peak_key(r[3].a) == key], f"{key} operands"),
-                         ([r for r in rows if ELEMENT_BITS[r[3].a] == bits], f"{bits}-bit operands")):
-        if group:
-            rate, chip, name, _ = min(group, key=lambda r: r[:3])
-            return rate, f"of the shipped rows with {words} ({chip}'s {name})"
+    for pool in (_shipped(segment), _shipped()):
+        rows = [(r.flops / r.cycles, t.qualified_name, r.name, r) for t in pool for r in t.mma
+                if not is_unknown(r.cycles)]
+        for group, words in (([r for r in rows if peak_key(r[3].a) == key], f"{key} operands"),
+                             ([r for r in rows if ELEMENT_BITS[r[3].a] == bits], f"{bits}-bit operands")):
+            if group:
+                rate, chip, name, _ = min(group, key=lambda r: r[:3])
+                return rate, f"of the shipped rows with {words} ({chip}'s {name})"
     raise UnknownFactError(row.name, "cycles", "the matrix rate, and no shipped row states cycles")
 
 
@@ -231,7 +253,7 @@ def _model_facts(target: Target) -> ModelFacts:
         value = _field(target, path)
         if not is_unknown(value):
             return value
-        found = least_favourable(path)
+        found = least_favourable(path, segment=target.segment)
         if found is None:
             raise UnknownFactError(str(target), path, needed_for, target.file_of(path))
         assumed.append(Assumption(str(target), path, found[0], found[1]))
@@ -258,7 +280,7 @@ def _model_facts(target: Target) -> ModelFacts:
         vgprs_per_lane=vgprs,
         register_limit=vgprs if is_unknown(arch) else min(arch, vgprs),
         register_file=vgprs if is_unknown(target.registers.file_per_lane) else target.registers.file_per_lane,
-        has_accumulation_file=not is_unknown(target.registers.acc_vgprs_max),
+        has_accumulation_file=is_stated(target.registers.acc_vgprs_max),
         shared_bytes_per_workgroup=shared_per_workgroup,
         # A CU holds at least one workgroup of the largest size the chip allows.
         shared_bytes_per_cu=max(shared_per_cu, shared_per_workgroup),
@@ -271,6 +293,7 @@ def _model_facts(target: Target) -> ModelFacts:
         single_stage_prefetch=backend(target.family).prefetches_single_stage,
         copies_through_registers=backend(target.family).copies_through_registers,
         address_registers=backend(target.family).address_registers,
+        operand_copies=2 if WMMA_GENERATIONS.get(target.architecture, (False,))[0] else 1,
         partial_sums_prefix=backend(target.family).partial_sums_prefix,
         producer_prefix=backend(target.family).producer_prefix,
         producer_threads=backend(target.family).producer_threads,

@@ -223,7 +223,7 @@ def kernel_figures(problem: GemmProblem, config: KernelConfig, facts: ModelFacts
     copies = 2 if partial and sa == 1 else 1
     producer = (facts.producer_prefix and config.instruction.name.startswith(facts.producer_prefix)
                 and config.stages >= 2)
-    operands = math.ceil((panel_a + panel_b) / (4 * facts.wave_size)) if group == 1 else 0
+    operands = math.ceil(facts.operand_copies * (panel_a + panel_b) / (4 * facts.wave_size)) if group == 1 else 0
     staged = math.ceil((bm * bk * a + bk * bn * b) / (4 * config.threads)) if facts.copies_through_registers else 0
     return KernelFigures(
         workgroups=tiles * config.split_k,

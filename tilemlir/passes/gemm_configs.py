@@ -113,7 +113,7 @@ def default_block_k(problem: GemmProblem, target: Target) -> int:
     """The largest K among the chip's usable instructions for these types, at
     least MIN_ROW_BYTES of A per row."""
     wave = target.require("compute.wave_size", "choosing the thread count")
-    core = matrix_core_for(target.family)
+    core = matrix_core_for(target)
     rows = [r for r in target.mma_candidates(problem.shared_a, problem.shared_b, problem.accum)
             if core.supported(r.m, r.n, r.k, r.blocks, wave)]
     instruction_k = max((r.k for r in rows), default=16)
@@ -185,21 +185,21 @@ def instruction_for(problem: GemmProblem, block: tuple[int, int, int], threads: 
         return "; ".join(result)
     choice, split = result
     row = next(r for r in target.mma if r.name == choice.name and r.types == (choice.a, choice.b, choice.c))
-    return row, split, matrix_core_for(target.family).waves_per_instruction(row.name)
+    return row, split, matrix_core_for(target).waves_per_instruction(row.name)
 
 
 def preferences(target: Target) -> tuple[str, ...]:
     """The instruction families tile-select-mma takes only when preferred:
     those the matrix core issues from a group of waves (sm_90a's warpgroup
     wgmma), named by the first dotted part of their names."""
-    core = matrix_core_for(target.family)
+    core = matrix_core_for(target)
     return tuple(sorted({row.name.split(".")[0] for row in target.mma if core.waves_per_instruction(row.name) > 1}))
 
 
 def operand_misfit(problem: GemmProblem, block: tuple[int, int, int], name: str, target: Target) -> str | None:
     """Why the matrix core's pipelined loop cannot fill this block's A or B
     tile for gemms of instruction `name` (None when it can)."""
-    core = matrix_core_for(target.family)
+    core = matrix_core_for(target)
     bm, bn, bk = block
     a = (bk, bm, problem.m) if problem.transpose_a else (bm, bk, problem.k)
     b = (bn, bk, problem.k) if problem.transpose_b else (bk, bn, problem.n)
@@ -293,7 +293,7 @@ def candidate_configs(problem: GemmProblem, target: Target, fixed: Fixed = Fixed
                    if stream and bk == block_k and problem.k > 2 * block_k and streams(problem, (bm, bn), facts)]
     threads = [fixed.threads] if fixed.threads else [w * wave for w in WAVE_COUNTS
                                                       if w * wave <= facts.max_threads_per_workgroup]
-    core = matrix_core_for(target.family)
+    core = matrix_core_for(target)
     found = []
     for block in blocks:
         for count in threads:

@@ -298,7 +298,7 @@ class TileInferLayout(TilePass):
         """Every fragment's lane layout (`fragment_inference`), and the shared
         scratch its reductions and layout conversions need."""
         target = resolve_target(kernel, self.target)
-        core = matrix_core_for(target.family)
+        core = matrix_core_for(target)
         wave = target.require("compute.wave_size", "fragment layouts")
 
         def lanes(m: int, n: int, k: int):
@@ -472,7 +472,7 @@ class TileInferLayout(TilePass):
             "instruction": i64_array([choice.m, choice.n, choice.k]),
             "warps": i64_array(list(warps)),
         }
-        if matrix_core_for(resolve_target(op, self.target).family).transposes_accumulator:
+        if matrix_core_for(resolve_target(op, self.target)).transposes_accumulator:
             entries["transposed"] = ir.BoolAttr.get(True)
         attributes.LAYOUT.write(owner, entries)
 
@@ -485,7 +485,7 @@ class TileInferLayout(TilePass):
             return
         target = resolve_target(kernel, self.target)
         wave = target.require("compute.wave_size", "LDS layouts")
-        core = matrix_core_for(target.family)
+        core = matrix_core_for(target)
         uses: dict = {}  # tile.alloc_shared -> [OperandUse], in program order
         counted = []
         for op in gemms:

@@ -83,7 +83,7 @@ def select_mma_for(target, shape, threads: int, prefer: str = "", rows_only: boo
         return [f"{threads} threads are not a whole number of {wave}-lane waves"]
     waves = threads // wave
     rows = target.mma_candidates(shape.a, shape.b, shape.accum)
-    core = matrix_core_for(target.family)
+    core = matrix_core_for(target)
     if not rows:
         return [f"{target} has no matrix instruction for {shape.a} x {shape.b} -> {shape.accum}"]
     # Without published cycle counts the table's order is the ranking: every row
@@ -160,7 +160,7 @@ def ways_out(target, shape, threads: int) -> str:
     if threads % wave:
         return (f"options: a thread count that is a multiple of {wave} (the kernel's threads, or "
                 "tile-tiling{threads=N})")
-    core = matrix_core_for(target.family)
+    core = matrix_core_for(target)
     tiles = sorted({(r.m, r.n, r.k) for r in target.mma_candidates(shape.a, shape.b, shape.accum)
                     if core.supported(r.m, r.n, r.k, r.blocks, wave)}, reverse=True)
     shown = ", ".join(f"{m}x{n}x{k}" for m, n, k in tiles)
@@ -202,7 +202,7 @@ class TileSelectMma(TilePass):
         # one's A) split their waves along M only where the core can read that A
         # from registers: a wave must hold whole rows of it.
         chained = set()
-        widths = matrix_core_for(target.family).register_a_bits
+        widths = matrix_core_for(target).register_a_bits
         for op in gemms:
             source = register_a_source(op)
             if source is not None and bit_width(ir.MemRefType(op.operands[0].type).element_type) in widths:
@@ -216,7 +216,7 @@ class TileSelectMma(TilePass):
             if not prefer and attributes.TILING.read(kernel) is None:
                 # A kernel written with its own sizes: the family's choice of
                 # what to try first (the cost model's choice stands otherwise).
-                prefer = matrix_core_for(target.family).preference(op, kernel_threads(kernel), target)
+                prefer = matrix_core_for(target).preference(op, kernel_threads(kernel), target)
             result, rejected = None, []
             if op in chained:
                 result = select_mma_for(target, shape, kernel_threads(kernel), prefer, rows_only=True)

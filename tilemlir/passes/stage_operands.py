@@ -64,7 +64,7 @@ def register_a_from(gemm: ir.Operation, target) -> ir.Operation | None:
     if None in (choice, source_choice, warps, source_warps):
         return None
     bits = bit_width(ir.MemRefType(gemm.operands[0].type).element_type)
-    core = matrix_core_for(target.family)
+    core = matrix_core_for(target)
     return source if core.register_a(choice, warps, source_choice, source_warps, bits) else None
 
 

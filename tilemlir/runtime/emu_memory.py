@@ -856,7 +856,7 @@ def _gather_to_lds(compiler, op):
     element i * width after dst[dstIndices] (the wave's base, which must be
     the same on all its active lanes), the LDS view's rows being contiguous.
     The copy happens at once; the program's explicit wait and barrier are what
-    order it (memory.buffer_load_lds in the descriptors has the sources)."""
+    order it (amdgpu.buffer_load_lds in the descriptors has the sources)."""
     slots = compiler.slots_of(op.operands)
     src_rank = len(ir.MemRefType(op.operands[0].type).shape)
     source, src_idx = slots[0], slots[1:1 + src_rank]

@@ -134,4 +134,4 @@ def _builtin_call(compiler, op):
 def _descriptor_builtins(chip: str) -> frozenset[str]:
     from tilemlir.targets import get_target
 
-    return frozenset(row.builtin for row in get_target(f"metax:{chip}").matrix.instructions)
+    return frozenset(row.key("builtin") for row in get_target(f"metax:{chip}").matrix.instructions)

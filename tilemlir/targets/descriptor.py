@@ -64,14 +64,19 @@ from typing import Any
 from tilemlir.files import UnreadableFile, read_regular_file
 from tilemlir.targets.model import (
     FP8_KIND,
+    NONE,
+    NONE_SPELLING,
     PEAK_KEYS,
+    SEGMENTS,
     UNKNOWN,
     UNKNOWN_SPELLING,
     Backend,
     MmaInstr,
+    NotPresent,
     Target,
     TargetError,
     Unknown,
+    is_stated,
     is_unknown,
 )
 from tilemlir.targets.toml_writer import descriptor_data
@@ -106,10 +111,19 @@ def _describe_value(value: Any) -> str:
     return repr(value)
 
 
+# Fields that left the neutral tables for a family's own (`Backend.target_facts`).
+MOVED = {"registers.acc_offset_granule": "amdgpu.acc_offset_granule",
+         "memory.buffer_load_lds": "amdgpu.buffer_load_lds"}
+
+
+def _public_field_names(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+
+
 def _split_unknown(hint: Any) -> tuple[Any, bool]:
-    """(`T`, True) for `T | Unknown`, (`T`, False) for `T`."""
+    """(`T`, True) for `T | Unknown` (and `T | Unknown | NotPresent`), (`T`, False) for `T`."""
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        args = [a for a in typing.get_args(hint) if a is not Unknown]
+        args = [a for a in typing.get_args(hint) if a is not Unknown and a is not NotPresent]
         allows_unknown = len(args) < len(typing.get_args(hint))
         return functools.reduce(operator.or_, args), allows_unknown
     return hint, False
@@ -138,6 +152,8 @@ def _expectation(hint: Any) -> str:
             text = "a list of strings"
     else:  # pragma: no cover - a field type the reader does not know
         text = str(base)
+    if allows_unknown and NotPresent in typing.get_args(hint):
+        return f'{text}, "{NONE_SPELLING}" or "{UNKNOWN_SPELLING}"'
     return f'{text} or "{UNKNOWN_SPELLING}"' if allows_unknown else text
 
 
@@ -151,6 +167,9 @@ class _Reader:
         # Where the target's processor came from: its own field, the name
         # (left out, no base) or the base's.
         self.processor_from = "processor"
+        # The family's own keys of a matrix-instruction row (Backend.mma_row_keys),
+        # known once the file's family is.
+        self.row_keys: tuple[str, ...] = ()
 
     def fail(self, where: str, message: str) -> DescriptorError:
         row = (
@@ -171,12 +190,17 @@ class _Reader:
         if not isinstance(raw, dict):
             raise self.fail(where, f"expected a table, got {_describe_value(raw)}")
         hints = typing.get_type_hints(cls)
-        fields = [f for f in dataclasses.fields(cls) if not f.metadata.get("internal")]
-        known = [f.name for f in fields]
+        fields = [f for f in dataclasses.fields(cls)
+                  if not f.metadata.get("internal") and not f.metadata.get("row_keys")]
+        row_keys = self.row_keys if cls is MmaInstr else ()
+        known = [f.name for f in fields] + list(row_keys)
         for key in raw:
             if key not in known:
                 near = difflib.get_close_matches(key, known, n=1)
                 hint = f"; did you mean '{_join(where, near[0])}'?" if near else ""
+                moved = MOVED.get(_join(where, key))
+                if moved:
+                    hint = f"; it moved to '{moved}' (the family's own table)"
                 raise DescriptorError(
                     f"{self.file}: unknown field '{_join(where, key)}'{hint} "
                     f"(expected one of: {', '.join(known)})"
@@ -192,12 +216,21 @@ class _Reader:
                     "", f"missing field '{path}' ({doc}): expected {_expectation(hints[f.name])}"
                 )
             values[f.name] = self.value(f, hints[f.name], raw[f.name], path)
+        if row_keys:
+            key_field = next(f for f in dataclasses.fields(cls) if f.name == "keys")
+            values["keys"] = tuple((key, self.value(key_field, str | Unknown, raw[key], _join(where, key)))
+                                   for key in row_keys if key in raw)
         return cls(**values)
 
     def value(self, f: dataclasses.Field, hint: Any, raw: Any, where: str) -> Any:
         base, allows_unknown = _split_unknown(hint)
         if allows_unknown and raw == UNKNOWN_SPELLING:
             return UNKNOWN
+        if raw == NONE_SPELLING:
+            if not f.metadata.get("none"):
+                raise self.fail(where, f'expected {_expectation(hint)}, got "{NONE_SPELLING}" '
+                                       "(only a field that a chip may lack takes it)")
+            return NONE
         mapping = f.metadata.get("mapping")
         if mapping:
             return self.mapping(raw, where, mapping)
@@ -320,6 +353,9 @@ def _check(target: Target, backend: Backend, reader: _Reader, expected_name: str
     if not TARGET_NAME.fullmatch(target.processor):
         raise reader.fail_located(_processor_field(reader), f"expected a processor name ({TARGET_NAME.pattern}), "
                                                             f"got {target.processor!r}")
+    if not is_unknown(target.segment) and target.segment not in SEGMENTS:
+        raise fail("segment", f"expected one of {', '.join(SEGMENTS)} (or \"{UNKNOWN_SPELLING}\"), "
+                              f"got {target.segment!r}")
     if target.describes not in target.products:
         raise fail(
             "describes", f"'{target.describes}' is not one of products {list(target.products)}"
@@ -338,7 +374,7 @@ def _check(target: Target, backend: Backend, reader: _Reader, expected_name: str
     regs = target.registers
     register_counts = (regs.vgprs_per_lane, regs.arch_vgprs_max, regs.acc_vgprs_max)
     if (
-        not any(is_unknown(v) for v in register_counts)
+        all(is_stated(v) for v in register_counts)
         and regs.arch_vgprs_max + regs.acc_vgprs_max > regs.vgprs_per_lane
     ):
         raise fail(
@@ -434,12 +470,11 @@ def _check_row(
             f"{family} matrix instructions cannot accumulate in '{row.c}' "
             f"(accumulator types: {', '.join(sorted(backend.mma_accumulator_types))})",
         )
-    for key in ("name", "intrinsic", "builtin"):
-        value = getattr(row, key)
+    for key, value in (("name", row.name), *row.keys):
         if isinstance(value, str) and value and not ROW_SYMBOL.fullmatch(value):
             raise fail(f"{where}.{key}", f"expected a symbol ({ROW_SYMBOL.pattern}), got {value!r}")
     for key in backend.mma_row_keys:
-        if getattr(row, key) == "":
+        if row.key(key) == "":
             raise fail(
                 "",
                 f"missing field '{where}.{key}' ({family} rows need it): "
@@ -540,7 +575,18 @@ def _load(
         backend = backend_for(family)
     except TargetError as error:
         raise reader.fail("family", str(error)) from None
+    reader.row_keys = backend.mma_row_keys
+    if backend.target_facts is not None and family in _public_field_names(Target):
+        raise reader.fail("family", f"the {family} family declares facts of its own, whose table would be "
+                                    f"named like the neutral '{family}'; a family needs another name")
+    own = data.pop(family, None) if family not in _public_field_names(Target) else None
     target = reader.table(Target, data, "")
+    if backend.target_facts is not None:
+        target = dataclasses.replace(target, family_facts=reader.table(
+            backend.target_facts, {} if own is None else own, family))
+    elif own is not None:
+        raise reader.fail(family, f"the {family} family has no facts of its own "
+                                  "(its Backend declares no target_facts)")
     if not target.processor:  # left out, and no base to take it from
         target = dataclasses.replace(target, processor=target.name)
     reader.processor_from = "processor" if writes_processor else "name" if base is None else "base"

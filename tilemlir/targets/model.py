@@ -64,6 +64,45 @@ def is_unknown(value: object) -> bool:
     return value is UNKNOWN
 
 
+class NotPresent:
+    """The type of `NONE`: the chip has no such thing (RDNA's accumulation
+    registers), as opposed to `UNKNOWN`, a fact no source gives. Only fields
+    whose metadata says `none` take it. Falsy, prints as `none` (the spelling
+    in descriptor files)."""
+
+    _instance: NotPresent | None = None
+
+    def __new__(cls) -> Self:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NONE"
+
+    def __str__(self) -> str:
+        return "none"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "NONE"
+
+
+NONE = NotPresent()
+NONE_SPELLING = "none"
+
+
+def is_none(value: object) -> bool:
+    return value is NONE
+
+
+def is_stated(value: object) -> bool:
+    """Neither unknown nor none: a value code can compute with."""
+    return value is not UNKNOWN and value is not NONE
+
+
 class TargetError(UserError):
     """A target could not be found or used."""
 
@@ -103,6 +142,9 @@ ELEMENT_BITS = {
     **{tag: 32 for tag in REDUCED_F32_TAGS},
 }
 
+# Values of `Target.segment`.
+SEGMENTS = ("datacenter", "client")
+
 # Keys of `peak_dense_tflops`: the dtype classes AMD and others publish peaks for.
 PEAK_KEYS = ("f64", "f32", "xf32", "tf32", "f16", "bf16", "fp8", "i8")
 
@@ -117,8 +159,15 @@ def peak_key(element_type: str) -> str:
 # --------------------------------------------------------------------------
 
 
-def _doc(text: str, **extra: Any) -> dict:
+def describe_field(text: str, **extra: Any) -> dict:
+    """A descriptor field's metadata: its `doc` (what --describe-target's
+    schema and the reader's messages say) and flags: `none=True` for a fact a
+    chip may lack (spelled "none"), `mapping`, `type_check`, `internal`. A
+    family's own facts (`Backend.target_facts`) describe their fields with it too."""
     return {"doc": text, **extra}
+
+
+_doc = describe_field
 
 
 @dataclass(frozen=True)
@@ -136,8 +185,14 @@ class MmaInstr:
     c: str = field(metadata=_doc("element type of C and D", type_check="accumulator"))
     cycles: float | Unknown = field(metadata=_doc(
         "issue cycles on one SIMD (passes x 4 on AMD; measured clocks per instruction on NVIDIA)"))
-    intrinsic: str | Unknown = field(default="", metadata=_doc("LLVM IR intrinsic", row_key=True))
-    builtin: str | Unknown = field(default="", metadata=_doc("C++ builtin", row_key=True))
+    keys: tuple[tuple[str, str | Unknown], ...] = field(default=(), metadata=_doc(
+        "the family's own per-row keys (`Backend.mma_row_keys`: the LLVM intrinsic for amdgpu, "
+        "the C++ built-in for metax), written in the row beside the others", row_keys=True))
+
+    def key(self, name: str) -> str | Unknown:
+        """The family's row key `name` (the intrinsic, the built-in), "" when
+        the row has none."""
+        return dict(self.keys).get(name, "")
 
     @property
     def flops(self) -> int:
@@ -176,11 +231,8 @@ class MmaInstr:
             "b": self.b,
             "c": self.c,
             "cycles": _jsonable(self.cycles),
+            **{key: _jsonable(value) for key, value in self.keys},
         }
-        for extra in ("intrinsic", "builtin"):
-            value = getattr(self, extra)
-            if value != "":
-                row[extra] = _jsonable(value)
         return row
 
 
@@ -217,12 +269,13 @@ class Registers:
         metadata=_doc("vector registers one wave may hold, total")
     )
     arch_vgprs_max: int | Unknown = field(metadata=_doc("of which ordinary (architected) at most"))
-    acc_vgprs_max: int | Unknown = field(metadata=_doc("of which accumulation (AGPR) at most"))
-    acc_offset_granule: int | Unknown = field(
-        metadata=_doc("the AGPR block starts at a multiple of this (accum_offset)")
-    )
-    vgpr_alloc_granule: int | Unknown = field(metadata=_doc("VGPRs are allocated in blocks of"))
-    sgprs_per_wave: int | Unknown = field(metadata=_doc("addressable scalar registers per wave"))
+    acc_vgprs_max: int | Unknown | NotPresent = field(metadata=_doc(
+        "of which accumulation (AGPR) at most; none: the chip has no accumulation registers (RDNA)",
+        none=True))
+    vgpr_alloc_granule: int | Unknown = field(default=UNKNOWN, metadata=_doc(
+        "vector registers are allocated to a wave in blocks of this many per lane"))
+    sgprs_per_wave: int | Unknown | NotPresent = field(default=UNKNOWN, metadata=_doc(
+        "addressable scalar registers per wave; none: no scalar register file", none=True))
     file_per_lane: int | Unknown = field(default=UNKNOWN, metadata=_doc(
         "vector registers per lane of one SIMD's register file, which the waves resident on it share "
         "(occupancy); unknown: vgprs_per_lane, the file one wave may fill alone"))
@@ -249,9 +302,6 @@ class Memory:
     shared_transpose_reads: tuple[str, ...] = field(default=(), metadata=_doc(
         "LDS transpose reads (64 bits per lane, exchanged within 16-lane groups), "
         "e.g. ds_read_b64_tr_b16; [] if none"))
-    buffer_load_lds: tuple[str, ...] = field(default=(), metadata=_doc(
-        "buffer loads that take the lds modifier (global memory straight into LDS, lane "
-        "i's data at the wave's LDS base + i x its size), e.g. buffer_load_dwordx4; [] if none"))
 
 
 @dataclass(frozen=True)
@@ -291,6 +341,10 @@ class Target:
     processor: str = field(default="", metadata=_doc(
         "the processor the toolchain compiles for (llc -mcpu, mxcc --offload-arch); "
         "default: the base's, else the name"))
+    segment: str | Unknown = field(default=UNKNOWN, metadata=_doc(
+        "the market the described product is made for: datacenter (AMD Instinct, NVIDIA's SXM "
+        "parts, MetaX's C series) or client (desktop and workstation GPUs); the cost model "
+        "assumes a fact a descriptor leaves unknown from shipped chips of the same segment"))
     path: str = field(
         default="", compare=False, metadata=_doc("file it was read from", internal=True)
     )
@@ -305,6 +359,13 @@ class Target:
     fact_files: tuple[tuple[str, str], ...] = field(
         default=(), compare=False,
         metadata=_doc("(field path, file) for the facts a base gave it", internal=True),
+    )
+    # The family's own facts: the table named after the family (`[amdgpu]`),
+    # read as its Backend's `target_facts` dataclass; None for a family that
+    # declares none.
+    family_facts: Any = field(
+        default=None,
+        metadata=_doc("the family's own facts (its Backend.target_facts)", internal=True),
     )
 
     def __str__(self) -> str:
@@ -340,7 +401,10 @@ class Target:
         """The value at `field_path` ("memory.l2_mib", "peak_dense_tflops.fp8");
         raises `UnknownFactError` when the descriptor says it is unknown."""
         value: Any = self
-        for part in field_path.split("."):
+        parts = field_path.split(".")
+        if parts[0] == self.family and self.family_facts is not None:  # the family's own table
+            value, parts = self.family_facts, parts[1:]
+        for part in parts:
             if isinstance(value, tuple):
                 value = dict(value).get(part)
                 if value is None:
@@ -349,6 +413,10 @@ class Target:
                 value = getattr(value, part)
         if is_unknown(value):
             raise UnknownFactError(str(self), field_path, needed_for, self.file_of(field_path))
+        if is_none(value):
+            purpose = f"; it is needed for {needed_for}" if needed_for else ""
+            raise TargetError(f"{self}: has no '{field_path}' (written as none in "
+                              f"{self.file_of(field_path)}){purpose}")
         return value
 
     def peak_tflops(self, dtype: str) -> float:
@@ -437,6 +505,8 @@ class Target:
                 out[f.name] = {k: _jsonable(v) for k, v in value}
             else:
                 out[f.name] = _jsonable(value)
+        if self.family_facts is not None:
+            out[self.family] = _jsonable(self.family_facts)
         return out
 
 
@@ -451,6 +521,8 @@ def _jsonable(value: Any) -> Any:
 
     if is_unknown(value):
         return UNKNOWN_SPELLING
+    if is_none(value):
+        return NONE_SPELLING
     if dataclasses.is_dataclass(value):
         return {f.name: _jsonable(getattr(value, f.name)) for f in _public_fields(type(value))}
     if isinstance(value, tuple):
@@ -470,8 +542,10 @@ class Backend:
 
     `mma_operand_types` / `mma_accumulator_types` are what the family's matrix
     instructions can take at all; a descriptor row outside them is rejected.
-    `mma_row_keys` are the per-row keys the family's lowering needs (the LLVM
-    intrinsic for amdgpu, the C++ builtin for metax). `check_target`, when
+    `mma_row_keys` are the family's own per-row keys, which its rows must
+    write and no other key (the LLVM intrinsic for amdgpu, the C++ builtin
+    and the intrinsic for metax; `MmaInstr.key`). `target_facts` is the
+    dataclass of the family's own facts (`[amdgpu]` in its files). `check_target`, when
     given, is the family's own check of a loaded descriptor (e.g. that LLVM
     knows its chip): None, or (field, message) for the first problem.
     `check_mma_row(row, target)`, when given, refuses a matrix-instruction row
@@ -511,6 +585,12 @@ class Backend:
     mma_operand_types: frozenset[str]
     mma_accumulator_types: frozenset[str]
     mma_row_keys: tuple[str, ...] = ("intrinsic",)
+    # The family's own facts, beside the neutral ones every GPU has: a frozen
+    # dataclass whose fields carry `doc` metadata like the neutral sections',
+    # read from the descriptor's table named after the family (`[amdgpu]`)
+    # into `Target.family_facts`. None: the family has no facts of its own,
+    # and a file with such a table is refused.
+    target_facts: type | None = None
     check_target: Callable[[Target], tuple[str, str] | None] | None = None
     check_mma_row: Callable[[MmaInstr, Target], str | None] | None = None
     matrix_core: str = ""

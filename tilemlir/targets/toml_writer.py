@@ -18,7 +18,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tilemlir.targets.model import UNKNOWN_SPELLING, MmaInstr, Target, is_unknown
+from tilemlir.targets.model import (
+    NONE_SPELLING,
+    UNKNOWN_SPELLING,
+    MmaInstr,
+    Target,
+    is_none,
+    is_unknown,
+)
 
 # TOML's bare keys (toml.io, "Keys"); anything else is written quoted.
 _BARE_KEY_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -33,6 +40,8 @@ def _plain(value: Any, f: dataclasses.Field | None = None) -> Any:
     `mapping` fields (pairs) -> tables, dataclasses -> tables."""
     if is_unknown(value):
         return UNKNOWN_SPELLING
+    if is_none(value):
+        return NONE_SPELLING
     if f is not None and f.metadata.get("mapping"):
         return {key: _plain(item) for key, item in value}
     if isinstance(value, MmaInstr):
@@ -48,26 +57,19 @@ def _row_data(row: MmaInstr) -> dict:
     """A matrix-instruction row in the order the packaged files write it: the
     name, the per-row keys a family needs, then shape, types and cycles. Row
     keys left empty are left out (the file leaves them out)."""
-    data: dict[str, Any] = {"name": row.name}
-    rest: dict[str, Any] = {}
+    data: dict[str, Any] = {"name": row.name, **{key: _plain(value) for key, value in row.keys}}
     for f in _fields(MmaInstr):
-        if f.name == "name":
-            continue
-        value = getattr(row, f.name)
-        if f.metadata.get("row_key"):
-            if value != "":
-                data[f.name] = _plain(value)
-        else:
-            rest[f.name] = _plain(value)
-    # builtin before intrinsic, as the metax files have it
-    ordered = {key: data[key] for key in ("name", "builtin", "intrinsic") if key in data}
-    return {**ordered, **rest}
+        if f.name not in ("name", "keys"):
+            data[f.name] = _plain(getattr(row, f.name))
+    return data
 
 
 def descriptor_data(target: Target) -> dict:
     """The target as the TOML data of a descriptor file that loads back to it
     (the processor written out, next to the name)."""
     data = {f.name: _plain(getattr(target, f.name), f) for f in _fields(Target)}
+    if target.family_facts is not None:
+        data[target.family] = _plain(target.family_facts)
     ordered = {}
     for key, value in data.items():
         if key != "processor":

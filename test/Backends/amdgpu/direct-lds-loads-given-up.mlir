@@ -16,7 +16,7 @@ module attributes {tile.target = "amdgpu:gfx942"} {
     // expected-remark@+5 {{'memory.loaded_latency_clocks' is not publicly known for amdgpu:gfx942: assumed 891, the longest device-memory latency under load of the shipped descriptors (nvidia:sm_90a)}}
     // expected-remark@+4 {{tile-tiling: block 128x128x32, 256 threads}}
     // expected-remark@+3 {{'memory.latency_clocks' is not publicly known for amdgpu:gfx942}}
-    // expected-remark@+2 {{not with loads into LDS (direct-lds-loads=true): gfx942 has no load into LDS of 16 bytes per lane (memory.buffer_load_lds: buffer_load_dword)}}
+    // expected-remark@+2 {{not with loads into LDS (direct-lds-loads=true): gfx942 has no load into LDS of 16 bytes per lane (amdgpu.buffer_load_lds: buffer_load_dword)}}
     // expected-remark@+1 {{through registers, not with loads into LDS (direct-lds-loads=true): the tile is stored transposed}}
     "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<512x512xf16>, memref<512x512xf16>, memref<512x512xf32>) -> ()
     return

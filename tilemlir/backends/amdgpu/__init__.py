@@ -1,19 +1,23 @@
-"""The AMD GPU backend (CDNA: gfx90a, gfx942, gfx950) — its manifest.
+"""The AMD GPU backend (CDNA: gfx90a, gfx942, gfx950; RDNA3: gfx1100, gfx1101,
+gfx1102; RDNA4: gfx1200, gfx1201) — its manifest.
 
 Targets are `targets/<chip>.toml`; a new chip of the family is a new file.
 tile-lower-to-gpu reaches the family through `matrix.py` (MFMA) and
 `lowering.py` (loads into LDS, scheduling hints). After the shared tile and gpu
 stages come the family's own (`stages.py`): `llvm` (ROCDL and the LLVM dialect,
 LLVM IR, opt), `isa` (llc, the resource report) and `hsaco` (llvm-mc, ld.lld);
-tile-compile prints `isa` by default.
+tile-compile prints `isa` by default. CDNA's matrix instructions are MFMAs
+(wave64), RDNA's WMMAs (wave32); `matrix.py` takes either by the target's
+`architecture` (`tilemlir.mma_layouts`).
 """
 
 import re
 from pathlib import Path
 
+from tilemlir.backends.amdgpu.facts import AmdgpuFacts
 from tilemlir.backends.amdgpu.mma_rows import check_mma_row
 from tilemlir.targets.llvm_processors import processor_problem
-from tilemlir.targets.model import Backend, Target
+from tilemlir.targets.model import Backend, Target, is_none, is_unknown
 
 # The LLVM architecture whose processors the chips are (llc -march), and the
 # shape of their names (checked when llc is not there to list them).
@@ -21,15 +25,34 @@ LLVM_ARCH = "amdgcn"
 AMDGPU_NAME = re.compile(r"gfx[0-9a-f]+")
 
 
+# GFX10 and later (four hex digits): llc compiles their kernels for wave32,
+# and the lowering asks for nothing else.
+WAVE32_NAME = re.compile(r"gfx1[0-9a-f]{3}")
+
+
 def check_target(target: Target) -> tuple[str, str] | None:
-    """The processor must be one LLVM knows: it becomes llc's -mcpu and ROCDL's chipset."""
+    """The processor must be one LLVM knows: it becomes llc's -mcpu and ROCDL's
+    chipset. A GFX10+ processor's waves are 32 lanes (llc's default there, what
+    the lowering compiles for); accumulation registers and their offset granule
+    are both stated or both none."""
     problem = processor_problem(target.processor, LLVM_ARCH, AMDGPU_NAME)
-    return ("processor", problem) if problem else None
+    if problem:
+        return ("processor", problem)
+    wave = target.compute.wave_size
+    if WAVE32_NAME.fullmatch(target.processor) and not is_unknown(wave) and wave != 32:
+        return ("compute.wave_size", (f"{target.processor} runs wave32 code from the amdgpu lowering (llc's "
+                                     f"default on GFX10 and later; wave64 is not compiled), not {wave} lanes"))
+    agprs, granule = target.registers.acc_vgprs_max, target.family_facts.acc_offset_granule
+    if is_none(agprs) != is_none(granule):
+        return ("amdgpu.acc_offset_granule", (f"is {granule} while registers.acc_vgprs_max is {agprs}: a chip "
+                                             "without accumulation registers has no offset for them, and one "
+                                             "with them has one (both none, or both stated)"))
+    return None
 
 
 BACKEND = Backend(
     family="amdgpu",
-    summary="AMD Instinct GPUs through ROCDL and LLVM's AMDGPU backend",
+    summary="AMD Instinct (CDNA) and Radeon (RDNA3, RDNA4) GPUs through ROCDL and LLVM's AMDGPU backend",
     targets_dir=Path(__file__).parent / "targets",
     # Every type some MFMA reads. fp8: FNUZ on gfx942, OCP on gfx950; which one a
     # chip takes is its descriptor's matrix.fp8_formats (MLIR Chipset.h hasOcpFp8).
@@ -41,6 +64,8 @@ BACKEND = Backend(
     mma_accumulator_types=frozenset({"f64", "f32", "i32"}),
     # The lowering emits LLVM intrinsics, so every row names its intrinsic.
     mma_row_keys=("intrinsic",),
+    # AGPR offsets and loads into LDS: the [amdgpu] table of its files.
+    target_facts=AmdgpuFacts,
     check_target=check_target,
     check_mma_row=check_mma_row,
     matrix_core="tilemlir.backends.amdgpu.matrix:MfmaCore",

@@ -7,7 +7,7 @@ Options (of tile-lower-to-gpu, read by amdgpu kernels only):
     loop that convert nothing, keep their rows as they are and stay inside the
     global memref become buffer loads into LDS (amdgpu.gather_to_lds from the
     memref's buffer resource, amdgpu.fat_raw_buffer_cast) where the chip has
-    one of the copy's vector size (memory.buffer_load_lds, e.g. gfx950's
+    one of the copy's vector size (amdgpu.buffer_load_lds, e.g. gfx950's
     16-byte buffer_load_dwordx4 ... lds): no VGPRs, no LDS stores, 32-bit lane
     offsets; each wave waits for its own (vmcnt) before the loop's barrier.
     "auto" (default): in kernels where tile-infer-layout chose LDS transpose
@@ -49,7 +49,7 @@ from tilemlir.passes.lower_to_gpu.api import (
 from tilemlir.passes.shared_memory import shared_alloc_of, shared_buffer_text, shared_layout
 from tilemlir.targets.model import is_unknown
 
-# Loads into LDS by bytes per lane (memory.buffer_load_lds).
+# Loads into LDS by bytes per lane (amdgpu.buffer_load_lds).
 BUFFER_LOAD_LDS = {4: "buffer_load_dword", 12: "buffer_load_dwordx3", 16: "buffer_load_dwordx4"}
 BUFFER_LOAD_LDS_BYTES = {name: size for size, name in BUFFER_LOAD_LDS.items()}
 
@@ -78,7 +78,7 @@ class AmdgpuLoweringHooks(LoweringHooks):
 
     def begin_kernel(self) -> None:
         lowering = self.lowering
-        if self.direct_lds_loads and lowering.target.memory.buffer_load_lds:
+        if self.direct_lds_loads and lowering.target.family_facts.buffer_load_lds:
             # Loads into LDS take the wave's LDS base in M0, a scalar: a wave id
             # LLVM knows is uniform (readfirstlane), made once here because
             # readfirstlane is convergent and LICM would not hoist it from loops.
@@ -169,7 +169,7 @@ class AmdgpuLoweringHooks(LoweringHooks):
     def direct_lds_load_or_why(self, op: ir.Operation) -> tuple[str | None, str]:
         """The load-into-LDS instruction a prefetch copy can use, or None and
         why not: the chip has one of width x element bytes
-        (memory.buffer_load_lds), this lowering was asked to use them, the
+        (amdgpu.buffer_load_lds), this lowering was asked to use them, the
         copy converts nothing, stores its rows as they are (not transposed)
         into a stage of a multi-buffered tile, and reads inside the global
         memref only (tile.in_bounds: the instruction cannot give zeros past
@@ -200,10 +200,10 @@ class AmdgpuLoweringHooks(LoweringHooks):
         width = copy_width(op, dst_type.shape[1], src_type.element_type)
         lane_bytes = width * bit_width(src_type.element_type) // 8
         name = BUFFER_LOAD_LDS.get(lane_bytes)
-        available = lowering.target.memory.buffer_load_lds
+        available = lowering.target.family_facts.buffer_load_lds
         if name not in available:
             return None, (f"{lowering.target.name} has no load into LDS of {lane_bytes} bytes per lane "
-                          f"(memory.buffer_load_lds: {', '.join(available) or 'none'})")
+                          f"(amdgpu.buffer_load_lds: {', '.join(available) or 'none'})")
         row_bytes = stored.shape[-1] * bit_width(stored.element_type) // 8
         if row_bytes % BUFFER_LOAD_LDS_BYTES[name]:
             return None, f"its stored rows of {row_bytes} bytes are not whole {name} loads"

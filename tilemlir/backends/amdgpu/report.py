@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from tilemlir.backends.amdgpu.toolchain import parse_amdhsa_metadata, run_tool
 from tilemlir.backends.report_schema import kernel_entry, module_report
 from tilemlir.diagnostics import UserError
-from tilemlir.targets.model import Target, is_unknown
+from tilemlir.targets.model import Target, is_stated, is_unknown
 
 
 class ResourceError(UserError):
@@ -130,8 +130,8 @@ def unified_vgprs(usage: KernelUsage, target: Target) -> int:
     granule. Source: LLVM AMDGPU getTotalNumVGPRs; the granule is the descriptor's."""
     if usage.agpr == 0:
         return usage.vgpr
-    granule = target.registers.acc_offset_granule
-    granule = 1 if is_unknown(granule) else granule
+    granule = target.family_facts.acc_offset_granule
+    granule = granule if is_stated(granule) else 1
     return _round_up(usage.vgpr, granule) + usage.agpr
 
 
@@ -144,13 +144,15 @@ def occupancy(usage: KernelUsage, target: Target) -> tuple[int | None, dict[str,
     descriptor leaves a fact unknown; "lds" only when the kernel uses LDS).
 
         waves = min(max_waves_per_simd, by VGPRs, by LDS)
-        by VGPRs = floor(vgprs_per_lane / round_up(unified VGPRs, vgpr_alloc_granule))
+        by VGPRs = floor(file / round_up(unified VGPRs, vgpr_alloc_granule))
         by LDS   = ceil(floor(shared_bytes_per_cu / lds_bytes) * waves_per_workgroup / simds_per_cu)
         waves_per_workgroup = ceil(workgroup_size / wave_size)
 
-    The VGPR bound reads `vgprs_per_lane` as the per-SIMD file, which it is on
-    CDNA (512 KiB of VGPRs per CU = 4 SIMDs x 512 registers x 64 lanes x 4 B,
-    AMD's GPU specs table). The LDS bound spreads a CU's resident waves over its
+    The file is `file_per_lane` (the SIMD's register file per lane, which RDNA's
+    waves share: 1536 wave32 registers on gfx1100 against 256 one wave may
+    address), else `vgprs_per_lane`, which is the per-SIMD file on CDNA (512
+    KiB of VGPRs per CU = 4 SIMDs x 512 registers x 64 lanes x 4 B, AMD's GPU
+    specs table). The LDS bound spreads a CU's resident waves over its
     SIMDs rounding up, as LLVM's getOccupancyWithWorkGroupSizes does. Not
     modelled: the SGPR bound (on gfx9 it only bites above 100 SGPRs, LLVM
     getOccupancyWithNumSGPRs) and the 16-workgroups-per-CU barrier limit; llc's
@@ -160,9 +162,10 @@ def occupancy(usage: KernelUsage, target: Target) -> tuple[int | None, dict[str,
     limits: dict[str, int | None] = {"waves": None, "vgpr": None}
     if not is_unknown(compute.max_waves_per_simd):
         limits["waves"] = compute.max_waves_per_simd
-    if not (is_unknown(registers.vgprs_per_lane) or is_unknown(registers.vgpr_alloc_granule)):
+    file = registers.vgprs_per_lane if is_unknown(registers.file_per_lane) else registers.file_per_lane
+    if not (is_unknown(file) or is_unknown(registers.vgpr_alloc_granule)):
         allocated = _round_up(max(unified_vgprs(usage, target), 1), registers.vgpr_alloc_granule)
-        limits["vgpr"] = registers.vgprs_per_lane // allocated
+        limits["vgpr"] = file // allocated
     if usage.lds_bytes:
         limits["lds"] = None
         facts = (memory.shared_bytes_per_cu, compute.wave_size, compute.simds_per_cu)
@@ -182,7 +185,7 @@ def occupancy(usage: KernelUsage, target: Target) -> tuple[int | None, dict[str,
 _INSTRUCTION = re.compile(r"^\s+([a-z_][a-z0-9_]*)\b")
 _LABEL = re.compile(r"^([.\w$]+):")
 _BRANCH = re.compile(r"^\s+s_(?:cbranch_\w+|branch)\s+([.\w$]+)")
-_MATRIX = re.compile(r"^v_s?mfma")
+_MATRIX = re.compile(r"^v_s?(?:mfma|wmma)")
 
 
 def _mnemonics(lines: list[str]) -> list[str | None]:
@@ -267,20 +270,32 @@ def main_loop_instructions(section: str) -> list[str]:
 # XDL pipe for its passes (Write8PassMAI ...), the descriptor's `cycles` are
 # passes x 4. test_report_mca checks every descriptor row against llvm-mca-22.
 CLOCKS_PER_MCA_CYCLE = 4
+
+
+def clocks_per_mca_cycle(target: Target) -> int:
+    """Clocks of one llvm-mca cycle on `target`: a wave64 instruction's pass
+    on CDNA's 16-lane SIMDs (CLOCKS_PER_MCA_CYCLE), a wave32 instruction's
+    single issue on RDNA's 32-lane SIMDs (1). llvm-mca-22 models RDNA's WMMAs
+    as one-cycle VALU instructions; the WMMA shares the SIMD's VALU, so
+    `matched_to_descriptor` repeats it for its descriptor cycles like an
+    MFMA that llvm-mca holds for too few passes."""
+    return CLOCKS_PER_MCA_CYCLE if target.compute.wave_size == 64 else 1
 # Iterations simulated; the estimate is the difference between 2N and N
 # iterations over N, so the pipeline's fill and drain cancel out.
 MCA_ITERATIONS = 50
 
 _MCA_TOTAL = re.compile(r"^Total Cycles:\s+(\d+)", flags=re.MULTILINE)
 # Instruction Info rows: "[#uOps] [Latency] [RThroughput] ... mnemonic operands".
-_MCA_INFO_ROW = re.compile(r"^\s*\d+\s+\d+\s+([\d.]+)\s.*?\b(v_s?mfma\w*)\b")
+_MCA_INFO_ROW = re.compile(r"^\s*\d+\s+\d+\s+([\d.]+)\s.*?\b(v_s?(?:mfma|wmma)\w*)\b")
 
 
 # llvm-mca takes well under a second on any loop here; past this it is hung.
 MCA_TIMEOUT_SECONDS = 20
 
-# VALU adds and subtracts with a carry out (and in): D, carry-out, X, Y[, carry-in].
-_CARRY_OP = re.compile(r"^\s*v_(?:add|sub|subrev|addc|subb|subbrev)_co_u32(_e32|_e64)?\s+([^,]+),\s*[^,]+,\s*([^,]+),\s*([^,\s]+)")
+# VALU adds and subtracts with a carry out (and in): D, carry-out, X, Y[, carry-in]
+# (GFX9 v_addc_co_u32, GFX10+ v_add_co_ci_u32 for the carry-in forms).
+_CARRY_OP = re.compile(r"^\s*v_(?:add|sub|subrev|addc|subb|subbrev)_co(?:_ci)?_u32(_e32|_e64)?"
+                       r"\s+([^,]+),\s*[^,]+,\s*([^,]+),\s*([^,\s]+)")
 
 
 def without_carries(instructions: list[str]) -> list[str]:
@@ -288,13 +303,16 @@ def without_carries(instructions: list[str]) -> list[str]:
     carry-writing VALU ops follow each other while an MFMA waits on an LDS read
     (a reduced case is in test_report_mca). Each carry op is fed as a plain
     v_add_u32 of the same destination and sources: the same VALU issue, minus
-    the carry dependency, which in-order issue already serialises."""
+    the carry dependency, which in-order issue already serialises. Without an
+    encoding suffix the assembler picks the form its operands need (an SGPR
+    second source takes VOP3), as it did for the carry op (GFX10+ spells the
+    plain add v_add_nc_u32, which takes v_add_u32 as its alias)."""
     out = []
     for line in instructions:
         match = _CARRY_OP.match(line)
         if match:
             encoding, dest, first, second = match.groups()
-            line = f"\tv_add_u32{encoding or '_e32'} {dest.strip()}, {first.strip()}, {second.strip()}"
+            line = f"\tv_add_u32{encoding or ''} {dest.strip()}, {first.strip()}, {second.strip()}"
         out.append(line)
     return out
 
@@ -327,7 +345,9 @@ def matched_to_descriptor(instructions: list[str], target: Target) -> list[str]:
     """`instructions` with every MFMA that llvm-mca holds for fewer passes than
     the descriptor says repeated until the two agree (gfx950's f8f6f4 with fp8
     operands: llvm-mca-22 models 4/8 passes, the chip takes 8/16, CDNA4's
-    fp8 peak). A repeat has the same operands, so it adds only pipe time."""
+    fp8 peak). A repeat has the same operands, so it adds only pipe time.
+    RDNA's WMMAs, which llvm-mca-22 models as one-cycle VALU instructions, are
+    followed by v_nops up to their cycles instead."""
     info = _llvm_mca(instructions, target.processor, 1, info=True)
     held = [(match.group(2), float(match.group(1)))
             for match in map(_MCA_INFO_ROW.match, info.splitlines()) if match]
@@ -339,8 +359,14 @@ def matched_to_descriptor(instructions: list[str], target: Target) -> list[str]:
             modelled, passes = next(next_mfma, (mnemonic, 0.0))
             cycles = mfma_cycles(mnemonic, target)
             if modelled == mnemonic and passes > 0 and cycles:
-                copies = max(1, round(cycles / (CLOCKS_PER_MCA_CYCLE * passes)))
-        out.extend([line] * copies)
+                copies = max(1, round(cycles / (clocks_per_mca_cycle(target) * passes)))
+        if mnemonic.startswith("v_wmma"):
+            # A WMMA holds the SIMD's VALU for its cycles: one issue, then
+            # v_nops, which occupy the VALU and depend on nothing (a repeated
+            # WMMA would chain on its own accumulator at VALU latency).
+            out.extend([line] + ["\tv_nop"] * (copies - 1))
+        else:
+            out.extend([line] * copies)
     return out
 
 
@@ -363,14 +389,14 @@ def main_loop_cycles(section: str, target: Target) -> dict | None:
     if not mfmas or None in cycles:
         return None
     estimate = mca_cycles_per_iteration(matched_to_descriptor(instructions, target), target.processor)
-    return {"mfma": sum(cycles), "llvm_mca": round(estimate * CLOCKS_PER_MCA_CYCLE, 1)}
+    return {"mfma": sum(cycles), "llvm_mca": round(estimate * clocks_per_mca_cycle(target), 1)}
 
 
 def mfma_busy_ratio(section: str, target: Target) -> float | None:
     """The fraction of one main-loop iteration the matrix core is busy:
 
         sum over the loop's MFMAs of the descriptor's cycles
-        / (CLOCKS_PER_MCA_CYCLE x llvm-mca-22 -mcpu=<chip> cycles per iteration)
+        / (clocks_per_mca_cycle x llvm-mca-22 -mcpu=<chip> cycles per iteration)
 
     The loop is `main_loop`'s span (label to back branch), fed to llvm-mca as
     straight-line code: every block of it counted once per iteration, branches
@@ -485,9 +511,9 @@ def _excess(kernel: dict, target: Target, allow_spills: bool) -> list[str]:
         (kernel["threads"], compute.max_threads_per_workgroup, "threads per workgroup"),
     ]
     problems = [
-        f"kernel '{name}' needs {used} {what}, {chip} allows {limit}"
+        f"kernel '{name}' needs {used} {what}, {chip} " + (f"allows {limit}" if limit else "has none")
         for used, limit, what in checks
-        if not is_unknown(limit) and used > limit
+        if not is_unknown(limit) and used > (limit or 0)
     ]
     if kernel["spills"] and not allow_spills:
         problems.append(

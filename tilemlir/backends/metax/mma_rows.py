@@ -40,8 +40,9 @@ def check_mma_row(row: MmaInstr, target: Target) -> str | None:
                 f"{row.m}, {row.n}, {row.k}; {SUPPORTED}")
     if (row.m, row.n) != (TILE, TILE):
         return f"a {row.m}x{row.n} instruction; {SUPPORTED}"
-    if row.builtin != BUILTIN_PREFIX + row.name:
-        return f"builtin '{row.builtin}' is not the one the lowering calls ({BUILTIN_PREFIX}{row.name}); {SUPPORTED}"
+    builtin = row.key("builtin")
+    if builtin != BUILTIN_PREFIX + row.name:
+        return f"builtin '{builtin}' is not the one the lowering calls ({BUILTIN_PREFIX}{row.name}); {SUPPORTED}"
     wave = target.compute.wave_size
     if not is_unknown(wave) and wave != WAVE:
         return f"MetaX MMAs run on a wave of {WAVE} lanes, not {wave}; {SUPPORTED}"

@@ -427,6 +427,11 @@ class MatrixCore(ABC):
     """A family's lane-level matrix instructions (see the module docstring);
     one instance per kernel, so a core may keep per-kernel state."""
 
+    # The target (`tilemlir.targets.model.Target`) being compiled for, set by
+    # `matrix_core_for` before any other member is used: a core whose lane
+    # layouts differ between its family's chips reads the descriptor here.
+    target: Any = None
+
     @abstractmethod
     def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
         """Whether the lane layout of such an instruction is known."""
@@ -597,16 +602,19 @@ class LoweringHooks:
 # Finding a family's core and hooks
 # --------------------------------------------------------------------------
 
-def matrix_core_for(family: str) -> MatrixCore:
-    """A new instance of the family's matrix core (`Backend.matrix_core`, as
-    the family's resolved backend imported it: `resolve_backend`)."""
+def matrix_core_for(target: Any) -> MatrixCore:
+    """A new instance of the target's family's matrix core (`Backend.matrix_core`,
+    as the family's resolved backend imported it: `resolve_backend`), its
+    `target` set to `target`."""
     from tilemlir.targets.registry import resolve_backend
 
-    core = resolve_backend(family).part("matrix_core")
+    core = resolve_backend(target.family).part("matrix_core")
     if core is None:
-        raise UserError(f"the '{family}' family has no lane-level matrix lowering "
+        raise UserError(f"the '{target.family}' family has no lane-level matrix lowering "
                         "(its Backend names no matrix_core)")
-    return core()
+    instance = core()
+    instance.target = target
+    return instance
 
 
 def lowering_hooks_for(family: str) -> type[LoweringHooks]:

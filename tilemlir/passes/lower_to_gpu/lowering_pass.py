@@ -165,7 +165,7 @@ class LowerToGpu(TilePass):
                 try:
                     hooks = lowering_hooks_for(target.family)
                     options = {option.name: getattr(self, option.name) for option in hooks.options}
-                    emitter = KernelEmitter(kernel, target, name, matrix_core_for(target.family),
+                    emitter = KernelEmitter(kernel, target, name, matrix_core_for(target),
                                             hooks, options)
                     lowered = emitter.lower(gpu_block)
                 except LoweringError as error:
