@@ -4,7 +4,8 @@
     .venv/bin/python bench/amd_vs_triton.py --defaults [--out build/amd_defaults]
 
 `--defaults` compares what each compiler gives a user who names no
-configuration, on issue 28's table: {f16, bf16, fp8} x {gfx942, gfx950} x
+configuration (`--defaults --rdna`: on RDNA3's gfx1100 and RDNA4's gfx1201,
+wave32 WMMA, f16/bf16/fp8 at the same sizes), on issue 28's table: {f16, bf16, fp8} x {gfx942, gfx950} x
 {4096^3, 1024^3}, f16 on gfx90a, and 256^3, 16x8192x8192 and 200x96x136 (f16
 on the three chips, fp8 on gfx942). Ours is tile-compile's default (no
 --tiling); Triton has no default, so its row is the best by busy ratio of the
@@ -61,7 +62,7 @@ REPO = Path(__file__).resolve().parents[1]
 TRITON_VERSION = "3.9.0"
 TRITON_VENV = REPO / "build" / "triton-venv"
 PROBLEM = 4096
-WAVE = 64
+WAVE = 64  # CDNA's; RDNA's chips run wave32 (Case.wave)
 
 
 @dataclass(frozen=True)
@@ -72,12 +73,13 @@ class Case:
     stages: int = 2
     threads: int = 256
     shape: tuple[int, int, int] = (PROBLEM, PROBLEM, PROBLEM)  # M, N, K
+    wave: int = WAVE  # lanes per wave of the chip (32 on RDNA)
 
     @property
     def name(self) -> str:
         bm, bn, bk = self.block
         size = "" if self.shape == (PROBLEM,) * 3 else "{}x{}x{}_".format(*self.shape)
-        return f"{self.dtype}_{size}{bm}x{bn}x{bk}_{self.chip}_w{self.threads // WAVE}_s{self.stages}"
+        return f"{self.dtype}_{size}{bm}x{bn}x{bk}_{self.chip}_w{self.threads // self.wave}_s{self.stages}"
 
     @property
     def masked(self) -> bool:
@@ -99,9 +101,11 @@ CASES = [
     Case("fp8", "gfx942", (128, 128, 128), stages=1),
 ]
 
-# fp8 e4m3: FNUZ on gfx942 (what its MFMAs read), OCP on gfx950.
-MLIR_TYPES = {"f16": "f16", "bf16": "bf16", ("fp8", "gfx942"): "f8E4M3FNUZ", ("fp8", "gfx950"): "f8E4M3FN"}
-TRITON_TYPES = {"f16": "fp16", "bf16": "bf16", ("fp8", "gfx942"): "fp8e4b8", ("fp8", "gfx950"): "fp8e4nv"}
+# fp8 e4m3: FNUZ on gfx942 (what its MFMAs read), OCP on gfx950 and RDNA4 (gfx1201).
+MLIR_TYPES = {"f16": "f16", "bf16": "bf16", ("fp8", "gfx942"): "f8E4M3FNUZ", ("fp8", "gfx950"): "f8E4M3FN",
+              ("fp8", "gfx1201"): "f8E4M3FN"}
+TRITON_TYPES = {"f16": "fp16", "bf16": "bf16", ("fp8", "gfx942"): "fp8e4b8", ("fp8", "gfx950"): "fp8e4nv",
+                ("fp8", "gfx1201"): "fp8e4nv"}
 
 
 def _type(table: dict, case: Case) -> str:
@@ -170,14 +174,14 @@ def triton_compile(case: Case) -> tuple[str, int, float]:
         attrs = {(names.index(name),): [["tt.divisibility", 16]] for name in ("A", "B", "C", *divisible)}
     source = ASTSource(gemm, signature, constexprs=constants, attrs=attrs)
     start = time.perf_counter()
-    kernel = triton.compile(source, target=GPUTarget("hip", case.chip, WAVE),
-                            options={"num_warps": case.threads // WAVE, "num_stages": case.stages})
+    kernel = triton.compile(source, target=GPUTarget("hip", case.chip, case.wave),
+                            options={"num_warps": case.threads // case.wave, "num_stages": case.stages})
     seconds = time.perf_counter() - start
     return kernel.asm["amdgcn"], int(kernel.metadata.shared), seconds
 
 
 def triton_worker(cases_file: Path, out: Path) -> None:
-    cases = [Case(c["dtype"], c["chip"], tuple(c["block"]), c["stages"], c["threads"], tuple(c["shape"]))
+    cases = [Case(c["dtype"], c["chip"], tuple(c["block"]), c["stages"], c["threads"], tuple(c["shape"]), c["wave"])
              for c in json.loads(cases_file.read_text())]
     triton_compile(Case("f16", "gfx942", (64, 64, 32)))  # one-time loading, untimed
     results = {}
@@ -253,8 +257,9 @@ ALTERNATIVE = {
 def direct_applies(case: Case) -> bool:
     from tilemlir.targets import get_target
 
-    memory = get_target(f"amdgpu:{case.chip}").memory
-    return "buffer_load_dwordx4" in memory.buffer_load_lds and bool(memory.shared_transpose_reads)
+    target = get_target(f"amdgpu:{case.chip}")
+    return ("buffer_load_dwordx4" in target.family_facts.buffer_load_lds
+            and bool(target.memory.shared_transpose_reads))
 
 
 def ours(case: Case, out: Path, passes: str = "") -> dict:
@@ -336,6 +341,16 @@ DEFAULT_ROWS = ([(dtype, chip, shape) for chip in ("gfx942", "gfx950") for dtype
                 + [(dtype, chip, shape) for chip, dtype in (("gfx942", "f16"), ("gfx942", "fp8"),
                                                             ("gfx950", "f16"), ("gfx90a", "f16"))
                    for shape in SMALL])
+# --rdna: f16 and bf16 on RDNA3 (gfx1100), f16 and OCP fp8 on RDNA4 (gfx1201), wave32 WMMAs.
+RDNA_ROWS = ([(dtype, "gfx1100", shape) for dtype in ("f16", "bf16") for shape in LARGE]
+             + [(dtype, "gfx1201", shape) for dtype in ("f16", "fp8") for shape in LARGE]
+             + [("f16", chip, shape) for chip in ("gfx1100", "gfx1201") for shape in SMALL])
+
+
+def wave_of(chip: str) -> int:
+    from tilemlir.targets import get_target
+
+    return get_target(f"amdgpu:{chip}").compute.wave_size
 
 
 def triton_configs(dtype: str, chip: str, shape: tuple[int, int, int]) -> list[Case]:
@@ -354,7 +369,8 @@ def triton_configs(dtype: str, chip: str, shape: tuple[int, int, int]) -> list[C
     cases = []
     for (bm, bn, bk), waves, stages in blocks:
         bk = min(bk * scale, 1 << (k - 1).bit_length()) if k < bk * scale else bk * scale
-        cases.append(Case(dtype, chip, (bm, bn, bk), stages, waves * WAVE, shape))
+        wave = wave_of(chip)
+        cases.append(Case(dtype, chip, (bm, bn, bk), stages, waves * wave, shape, wave))
     return cases
 
 
@@ -380,7 +396,7 @@ def ours_default(dtype: str, chip: str, shape: tuple[int, int, int], out: Path) 
     import tilemlir
     from tilemlir.diagnostics import UserError
 
-    probe = Case(dtype, chip, (0, 0, 0), shape=shape)
+    probe = Case(dtype, chip, (0, 0, 0), shape=shape, wave=wave_of(chip))
     try:
         result = tilemlir.compile(gemm_text(probe), target=f"amdgpu:{chip}", emit="isa",
                                   options={"report": True}, remarks="none")
@@ -388,7 +404,7 @@ def ours_default(dtype: str, chip: str, shape: tuple[int, int, int], out: Path) 
         return {"error": str(error).strip().splitlines()[0][:160]}
     (decision,) = result.report["decisions"]
     block = tuple(decision["block"][axis] for axis in "mnk")
-    case = Case(dtype, chip, block, decision["stages"], decision["threads"], shape)
+    case = Case(dtype, chip, block, decision["stages"], decision["threads"], shape, probe.wave)
     (out / f"{case.name}.default.s").write_text(result.artifact)
     (kernel,) = result.report["kernels"]
     entry = row(result.report, kernel["shared_bytes"], 0.0)
@@ -397,15 +413,15 @@ def ours_default(dtype: str, chip: str, shape: tuple[int, int, int], out: Path) 
             "bank_conflicts": decision["lds_bank_conflicts_per_iteration"]}
 
 
-def defaults_table(out: Path) -> int:
-    """The --defaults table (module docstring). A Triton configuration counts
+def defaults_table(out: Path, rows: list = DEFAULT_ROWS) -> int:
+    """The --defaults table (module docstring) of `rows`. A Triton configuration counts
     only where its kernel does not spill and llvm-mca found its main loop
     (else the model would cost it as if its matrix unit never waited)."""
-    mine = {row_key: ours_default(*row_key, out) for row_key in DEFAULT_ROWS}
+    mine = {row_key: ours_default(*row_key, out) for row_key in rows}
     same = {row_key: Case(**{**entry["case"], "block": tuple(entry["case"]["block"]),
                              "shape": tuple(entry["case"]["shape"])})
             for row_key, entry in mine.items() if "error" not in entry}
-    listed = {row_key: triton_configs(*row_key) for row_key in DEFAULT_ROWS}
+    listed = {row_key: triton_configs(*row_key) for row_key in rows}
     wanted = {case.name: case for cases in listed.values() for case in cases} | {c.name: c for c in same.values()}
     compiled = run_triton(list(wanted.values()), out)
 
@@ -416,7 +432,7 @@ def defaults_table(out: Path) -> int:
         return {**entry, "config": case.name, "predicted_us": predicted_us(case, entry["mfma_busy_ratio"])}
 
     results, lines = {}, []
-    for row_key in DEFAULT_ROWS:
+    for row_key in rows:
         theirs_all = [measured(case) for case in listed[row_key]]
         at_ours = measured(same[row_key]) if row_key in same else None
         ok = [e for e in theirs_all if "error" not in e and e["mfma_busy_ratio"] is not None and e["spills"] == 0]
@@ -469,6 +485,8 @@ def main() -> int:
                         help="where the ISAs and results.json go")
     parser.add_argument("--defaults", action="store_true",
                         help="each compiler's default on issue 28's shapes (the module docstring)")
+    parser.add_argument("--rdna", action="store_true",
+                        help="with --defaults: RDNA3's gfx1100 and RDNA4's gfx1201 (wave32 WMMA) instead")
     parser.add_argument("--triton-worker", nargs=2, type=Path, metavar=("CASES", "OUT"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -477,7 +495,7 @@ def main() -> int:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     if args.defaults:
-        return defaults_table(args.out)
+        return defaults_table(args.out, RDNA_ROWS if args.rdna else DEFAULT_ROWS)
     triton_results = run_triton(CASES, args.out)
     ours(Case("f16", "gfx942", (64, 64, 32)), args.out)  # one-time loading, untimed
     rows, results = [], {}

@@ -17,8 +17,11 @@ from tilemlir.runtime.dtypes import convert
 
 KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 U32, U16, U_BF16 = 2.0 ** -24, 2.0 ** -11, 2.0 ** -8
-COMPILE_TARGETS = ("amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000", "nvidia:sm_90a")
-EMULATED_TARGETS = ("amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000")
+# RDNA3 (gfx1100, wave32 WMMA of replicated operands, no fp8) and RDNA4 (gfx1201) too.
+COMPILE_TARGETS = ("amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx950", "amdgpu:gfx1100", "amdgpu:gfx1201",
+                   "metax:xcore1000", "nvidia:sm_90a")
+EMULATED_TARGETS = ("amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx950", "amdgpu:gfx1100", "amdgpu:gfx1201",
+                    "metax:xcore1000")
 FP8 = {"amdgpu:gfx90a": "f8E4M3FNUZ", "amdgpu:gfx942": "f8E4M3FNUZ"}  # else OCP f8E4M3FN
 NUMPY_FP8 = {"f8E4M3FNUZ": "float8_e4m3fnuz", "f8E4M3FN": "float8_e4m3fn"}
 

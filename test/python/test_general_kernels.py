@@ -1,8 +1,8 @@
 """Issue 17's acceptance kernels: what a TileLang user writes besides a plain
 GEMM (examples/kernels/*.mlir, written in the kernel form with fragments,
 T.Parallel and tile.reduce). Each compiles for every family's chips with no
-spills, and runs in the SIMT emulator (gfx90a, gfx942, gfx950 and MetaX's GPU-level
-IR) to match a float64 NumPy model (general_kernel_cases.py) within a bound
+spills, and runs in the SIMT emulator (gfx90a, gfx942, gfx950, RDNA's gfx1100 and
+gfx1201, and MetaX's GPU-level IR) to match a float64 NumPy model (general_kernel_cases.py) within a bound
 derived from the dtypes and the length of the f32 computation.
 """
 

@@ -126,7 +126,8 @@ def test_without_a_target_or_a_gpu_it_is_an_error_saying_how_to_name_one(tmp_pat
     path.write_text(KERNEL)
     expected = ("no target: name one with --target FAMILY:CHIP (Python: target=) or $TILEMLIR_TARGET, "
                 "or set tile.target on the module; no GPU was found on this machine to compile for "
-                "(known targets: amdgpu:gfx90a, amdgpu:gfx942, amdgpu:gfx950, metax:xcore1000")
+                "(known targets: amdgpu:gfx1100, amdgpu:gfx1101, amdgpu:gfx1102, amdgpu:gfx1200, amdgpu:gfx1201, "
+                "amdgpu:gfx90a, amdgpu:gfx942, amdgpu:gfx950, metax:xcore1000")
     assert f"tile-compile: error: {expected}" in tool(tile_compile.main, [str(path)], capsys)
     with pytest.raises(NoTargetError, match=re.escape(expected)):
         tilemlir.compile(KERNEL)
@@ -134,14 +135,14 @@ def test_without_a_target_or_a_gpu_it_is_an_error_saying_how_to_name_one(tmp_pat
 
 @pytest.mark.parametrize(("given", "environment", "gpu", "message"), [
     # a chip no family ships: the candidates it might have meant
-    ("gfx9", None, "none", "unknown target 'gfx9'; did you mean 'amdgpu:gfx90a'? (known targets: amdgpu:gfx90a"),
+    ("gfx9", None, "none", "unknown target 'gfx9'; did you mean 'amdgpu:gfx90a'? (known targets: amdgpu:gfx1100"),
     # a bad TILEMLIR_TARGET is named as the environment's
     (None, "gfx9", "none", "$TILEMLIR_TARGET: unknown target 'gfx9'; did you mean 'amdgpu:gfx90a'?"),
     # two kinds of GPU here: which one is not ours to guess
     (None, None, "gfx942,sm_90a",
      "this machine has GPUs of 2 targets (amdgpu:gfx942, nvidia:sm_90a); say which with --target"),
     # a stub naming no target
-    (None, None, "gfx1100", "$TILEMLIR_GPU: unknown target 'gfx1100'"),
+    (None, None, "gfx1030", "$TILEMLIR_GPU: unknown target 'gfx1030'"),
 ])
 def test_bad_names_are_the_same_error_everywhere(given, environment, gpu, message, tmp_path, monkeypatch,
                                                  capsys):
@@ -172,9 +173,9 @@ def test_an_ambiguous_bare_chip_lists_the_families_that_ship_it(tmp_path, monkey
 
 def test_a_gpu_no_target_describes_is_an_error(monkeypatch):
     monkeypatch.delenv("TILEMLIR_GPU")
-    monkeypatch.setattr(selection, "probed_gpus", lambda: (("amdgpu", "gfx1100"),))
+    monkeypatch.setattr(selection, "probed_gpus", lambda: (("amdgpu", "gfx1030"),))
     with pytest.raises(UserError, match=re.escape(
-            "this machine's GPU is amdgpu gfx1100, which no known target describes; name a target")):
+            "this machine's GPU is amdgpu gfx1030, which no known target describes; name a target")):
         select_target(None)
     # ... but a family's name still means its default chip then.
     assert str(select_target("hip")) == "amdgpu:gfx942"
@@ -184,6 +185,9 @@ def test_the_probe_runs_when_nothing_names_a_target(monkeypatch):
     monkeypatch.delenv("TILEMLIR_GPU")
     monkeypatch.setattr(selection, "probed_gpus", lambda: (("nvidia", "sm_90a"),))
     assert str(select_target(None)) == "nvidia:sm_90a"
+    monkeypatch.setattr(selection, "probed_gpus", lambda: (("amdgpu", "gfx1100"),))  # a Radeon RX 7900
+    assert str(select_target(None)) == "amdgpu:gfx1100"
+    monkeypatch.setattr(selection, "probed_gpus", lambda: (("nvidia", "sm_90a"),))
     assert str(select_target(None, engine_default="amdgpu:gfx942")) == "amdgpu:gfx942"
 
 

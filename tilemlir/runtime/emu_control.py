@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
-from tilemlir.runtime import mfma_layouts
+from tilemlir.runtime import mfma_layouts, wmma_layouts
 from tilemlir.runtime.emu_core import (
     INDEX,
     EmulatorError,
@@ -539,6 +539,14 @@ def _mfma_operand(t: ir.Type, op) -> tuple[np.dtype, int, bool]:
     return dtype, count, False
 
 
+def _lanes_of(value, count: int, packed: bool, threads: int) -> np.ndarray:
+    """A matrix operand as (threads, values per lane); packed i32/i64 words as their i8 values."""
+    value = np.broadcast_to(value, (threads,) + value.shape[1:])
+    if packed:
+        return np.ascontiguousarray(value).view(np.int8).reshape(threads, count)
+    return value.reshape(threads, count)
+
+
 @handles("amdgpu.mfma")
 def _mfma(compiler, op):
     m, n, k, blocks = (attr_int(op, name) for name in ("m", "n", "k", "blocks"))
@@ -549,7 +557,7 @@ def _mfma(compiler, op):
     reduce_precision = "reducePrecision" in op.attributes
     a_dtype, a_count, a_packed = _mfma_operand(op.operands[0].type, op)
     b_dtype, b_count, b_packed = _mfma_operand(op.operands[1].type, op)
-    c_dtype, c_shape = value_type(op.operands[2].type, op)
+    c_shape = value_type(op.operands[2].type, op)[1]
     chip = compiler.chip
     kinds = [mfma_layouts.operand_kind(d, chip, reduce_precision) for d in (a_dtype, b_dtype)]
     instr = None
@@ -571,20 +579,58 @@ def _mfma(compiler, op):
     a_slot, b_slot, c_slot = compiler.slots_of(op.operands)
     out = compiler.slot(op.results[0])
 
-    def lanes_of(value, dtype, count, packed, threads):
-        value = np.broadcast_to(value, (threads,) + value.shape[1:])
-        if packed:
-            return np.ascontiguousarray(value).view(np.int8).reshape(threads, count)
-        return value.reshape(threads, count)
-
     def step(frame):
         wg, vals = frame.wg, frame.vals
         require_whole_waves(frame, op, "amdgpu.mfma", mfma_layouts.WAVE)
         threads = wg.threads
-        a = lanes_of(vals[a_slot], a_dtype, a_count, a_packed, threads)
-        b = lanes_of(vals[b_slot], b_dtype, b_count, b_packed, threads)
-        c = lanes_of(vals[c_slot], c_dtype, c_count, False, threads)
+        a = _lanes_of(vals[a_slot], a_count, a_packed, threads)
+        b = _lanes_of(vals[b_slot], b_count, b_packed, threads)
+        c = _lanes_of(vals[c_slot], c_count, False, threads)
         d = mfma_layouts.execute(instr, a, b, c, cbsz=cbsz, abid=abid, blgp=blgp,
                                  negate=negate)
         vals[out] = d.reshape((threads,) + c_shape)
+    return step
+
+
+# --------------------------------------------------------------------------
+# amdgpu.wmma (RDNA, wave32)
+# --------------------------------------------------------------------------
+
+@handles("amdgpu.wmma")
+def _wmma(compiler, op):
+    m, n, k = (attr_int(op, name) for name in ("m", "n", "k"))
+    if ("subwordOffset" in op.attributes and attr_int(op, "subwordOffset")) or "clamp" in op.attributes:
+        raise EmulatorError("amdgpu.wmma with subwordOffset or clamp is not modelled", op)
+    unsigned = tuple(name in op.attributes for name in ("unsignedA", "unsignedB"))
+    a_dtype, a_count, a_packed = _mfma_operand(op.operands[0].type, op)
+    b_dtype, b_count, b_packed = _mfma_operand(op.operands[1].type, op)
+    c_dtype, c_shape = value_type(op.operands[2].type, op)
+    chip = compiler.chip
+    kinds = [wmma_layouts.operand_kind(d, chip) for d in (a_dtype, b_dtype)]
+    instr = None if None in kinds else wmma_layouts.find_instruction(chip, m, n, k, *kinds)
+    if instr is None:
+        raise EmulatorError(f"no WMMA instruction {m}x{n}x{k} with operands {op.operands[0].type}, "
+                            f"{op.operands[1].type} on {chip}", op)
+    c_count = int(np.prod(c_shape)) if c_shape else 1
+    if (a_count, b_count, c_count) != (instr.per_lane, instr.per_lane, 8):
+        raise EmulatorError(f"the {chip} WMMA takes {instr.per_lane} A/B and 8 C values per lane, "
+                            f"not {a_count}, {b_count}, {c_count}", op)
+    if str(c_dtype) != {"f32": "float32", "i32": "int32"}[instr.acc]:
+        raise EmulatorError(f"the {chip} WMMA of {instr.a} accumulates in {instr.acc}, not "
+                            f"{op.operands[2].type}", op)
+    a_slot, b_slot, c_slot = compiler.slots_of(op.operands)
+    out = compiler.slot(op.results[0])
+
+    def step(frame):
+        wg, vals = frame.wg, frame.vals
+        require_whole_waves(frame, op, "amdgpu.wmma", wmma_layouts.WAVE)
+        threads = wg.threads
+        a = _lanes_of(vals[a_slot], a_count, a_packed, threads)
+        b = _lanes_of(vals[b_slot], b_count, b_packed, threads)
+        wave = wmma_layouts.unreplicated_wave(instr, a, b)
+        if wave is not None:
+            raise SanitizerError(f"amdgpu.wmma on {chip}: lanes 16-31 of wave {wave} do not repeat "
+                                 "lanes 0-15 in A or B, which RDNA3 requires", op)
+        c = _lanes_of(vals[c_slot], c_count, False, threads)
+        vals[out] = wmma_layouts.execute(instr, a, b, c, unsigned).reshape((threads,) + c_shape)
     return step

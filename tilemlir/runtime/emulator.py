@@ -20,7 +20,7 @@ gpu.memset; vector load/store/maskedload/
 maskedstore/transfer_read/transfer_write (permutation maps, in_bounds,
 padding, masks), broadcast/splat/from_elements/extract/insert (dynamic
 positions too)/strided slices/shape_cast/bitcast/transpose/fma/reduction/
-contract(add)/masks; affine.apply/min/max; amdgpu.mfma. Anything else is
+contract(add)/masks; affine.apply/min/max; amdgpu.mfma, amdgpu.wmma. Anything else is
 `file:line:col: error: emulator: unsupported op 'x.y'` (an `UnsupportedOp`,
 a `UserError`), found before anything runs.
 
@@ -47,7 +47,7 @@ import numpy as np
 from mlir import ir
 
 # The op handlers register themselves on import.
-from tilemlir.runtime import emu_arith, emu_control, emu_memory, emu_metax, emu_vector  # noqa: F401
+from tilemlir.runtime import emu_arith, emu_control, emu_memory, emu_metax, emu_vector, wmma_layouts  # noqa: F401
 from tilemlir.runtime.dtypes import convert
 from tilemlir.runtime.emu_core import (
     Compiler,
@@ -65,7 +65,7 @@ from tilemlir.runtime.mfma_layouts import INSTRUCTIONS
 
 __all__ = ["CHIPS", "EmulatorError", "SanitizerError", "UnsupportedOp", "emulate", "emulator_target"]
 
-CHIPS = tuple(INSTRUCTIONS) + emu_metax.CHIPS  # AMD MFMA chips, MetaX (MMA built-ins)
+CHIPS = tuple(INSTRUCTIONS) + wmma_layouts.CHIPS + emu_metax.CHIPS  # AMD MFMA, AMD WMMA, MetaX (MMA built-ins)
 
 
 @functools.cache
@@ -217,17 +217,20 @@ def _bind(value: ir.Value, arg, position: int, entry: str):
     raise EmulatorError(f"{where} has unsupported type {t}")
 
 
-def emulate(module, entry: str, args: list, *, wave_size: int = 64, sanitize: bool = True,
+def emulate(module, entry: str, args: list, *, wave_size: int | None = None, sanitize: bool = True,
             chip: str | None = None) -> None:
     """Runs host function `entry` of a GPU-level module on `args` (arrays are
     written in place), as `chip` (one of CHIPS; None: the emulator's own
-    target's, `emulator_target()`) executes it. Raises `EmulatorError` (a
-    `UserError`) for unsupported ops, bad arguments and, as
+    target's, `emulator_target()`) executes it, in waves of `wave_size` lanes
+    (None: the chip's, 32 for the RDNA chips in wmma_layouts, else 64). Raises
+    `EmulatorError` (a `UserError`) for unsupported ops, bad arguments and, as
     `SanitizerError`, memory-safety violations."""
     if chip is None:
         chip = emulator_target().partition(":")[2]
     if chip not in CHIPS:
         raise EmulatorError(f"unknown chip '{chip}' (known: {', '.join(CHIPS)})")
+    if wave_size is None:
+        wave_size = wmma_layouts.WAVE if chip in wmma_layouts.CHIPS else 64
     if wave_size not in (32, 64):
         raise EmulatorError(f"wave size must be 32 or 64, not {wave_size}")
     module_op = _module_op(module)

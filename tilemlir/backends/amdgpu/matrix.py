@@ -28,6 +28,16 @@ a lane holds are not the instruction's K order (gfx950's doubled-K
 instructions take 8 consecutive K per lane, the source holds two runs of 4),
 K is permuted alike in A and B (`RegisterAPlan`): B is read with the same
 runs, which leaves the sum unchanged (mma_layouts' docstring).
+
+RDNA chips (wave32) have WMMAs instead (`amdgpu.wmma`, 16x16x16), whose lane
+layouts are their architecture generation's (`mma_layouts.WmmaLayout`, the
+descriptor's `architecture`): on RDNA3 lanes 16-31 read the same K as lanes
+0-15, on RDNA4 the next 8. Everything above holds for them too: they are
+square, their A and B take the same form, and a transposed RDNA4 accumulator
+gives a lane 8 consecutive columns of one row, which are its A elements of an
+instruction of the same rows (checked lane by lane, `register_a_plan`), so P
+stays in registers where the waves split M alone. RDNA3's lane halves each
+need all of K, so there A is staged.
 """
 
 from __future__ import annotations
@@ -58,7 +68,7 @@ from tilemlir.passes.shared_memory import TRANSPOSE_READ_GROUP, TRANSPOSE_READS
 
 @dataclass(frozen=True)
 class MfmaAccumulator(AccumulatorLayout):
-    layout: mma_layouts.MfmaLayout
+    layout: mma_layouts.MfmaLayout | mma_layouts.WmmaLayout
 
     @property
     def m(self) -> int:  # type: ignore[override]
@@ -116,12 +126,14 @@ class RegisterAPlan:
         return len(self.slots)
 
 
-def register_a_plan(layout: mma_layouts.MfmaLayout, source: mma_layouts.MfmaLayout) -> RegisterAPlan | None:
+def register_a_plan(layout, source) -> RegisterAPlan | None:
     """The plan for `layout`'s A from a transposed `source` accumulator, or
     None where a lane does not hold its rows' A elements: every (lane,
     element) is checked against both layouts."""
     if layout.m != source.n or source.m != source.n or layout.wave_size != source.wave_size \
-            or source.c_bits != 32:
+            or source.c_bits != 32 or layout.a_group_stride != layout.a_per_lane:
+        # (Lane groups that replicate A, RDNA3's, each need all of K: no lane
+        # group's registers can stand for another's part of it.)
         return None
     k, width, wave = layout.k, source.n, layout.wave_size
     period = math.lcm(k, width)
@@ -164,10 +176,29 @@ def register_a_plan(layout: mma_layouts.MfmaLayout, source: mma_layouts.MfmaLayo
 
 
 class MfmaCore(MatrixCore):
-    """AMD CDNA matrix cores through `amdgpu.mfma` (layouts: `tilemlir.mma_layouts`)."""
+    """AMD matrix cores: CDNA's MFMAs through `amdgpu.mfma`, RDNA's WMMAs
+    through `amdgpu.wmma` (layouts: `tilemlir.mma_layouts`)."""
 
     transposes_accumulator = True
     register_a_bits = frozenset({16})  # 8-bit runs of four would be 32-bit reads of B
+
+    @property
+    def wmma_architecture(self) -> str | None:
+        """The target's architecture where its matrix instructions are WMMAs
+        of a documented generation (`mma_layouts.WMMA_GENERATIONS`), else None."""
+        architecture = getattr(self.target, "architecture", None)
+        return architecture if architecture in mma_layouts.WMMA_GENERATIONS else None
+
+    def layout(self, m: int, n: int, k: int, wave_size: int = 64, c_bits: int = 32):
+        """The lane layout of the target's m x n x k instruction (ValueError where
+        none is documented)."""
+        architecture = self.wmma_architecture
+        if architecture is None:
+            return mma_layouts.layout_for(m, n, k, wave_size, c_bits)
+        if not mma_layouts.wmma_supported(architecture, m, n, k, 1, wave_size) or c_bits != 32:
+            raise ValueError(f"no documented lane layout for a {m}x{n}x{k} WMMA of {c_bits}-bit results "
+                             f"on {architecture} in wave{wave_size}")
+        return mma_layouts.WmmaLayout(architecture)
 
     def register_a(self, choice: MmaChoice, warps: tuple[int, int], source: MmaChoice,
                    source_warps: tuple[int, int], a_bits: int) -> bool:
@@ -178,24 +209,31 @@ class MfmaCore(MatrixCore):
         LDS reads, and no LDS transpose read)."""
         if tuple(warps) != tuple(source_warps) or warps[1] != 1:
             return False
-        if not (mma_layouts.supported(choice.m, choice.n, choice.k, choice.blocks)
-                and mma_layouts.supported(source.m, source.n, source.k, source.blocks)):
+        wave = self.target.compute.wave_size if self.wmma_architecture else 64
+        if not (self.supported(choice.m, choice.n, choice.k, choice.blocks, wave)
+                and self.supported(source.m, source.n, source.k, source.blocks, wave)):
             return False
         source_bits = 64 if source.c == "f64" else 32
-        plan = register_a_plan(mma_layouts.layout_for(choice.m, choice.n, choice.k),
-                               mma_layouts.layout_for(source.m, source.n, source.k, c_bits=source_bits))
+        try:
+            plan = register_a_plan(self.layout(choice.m, choice.n, choice.k, wave),
+                                   self.layout(source.m, source.n, source.k, wave, c_bits=source_bits))
+        except ValueError:
+            return False
         return plan is not None and all(length * a_bits >= MIN_RUN_BITS
                                         for step in plan.runs for _, length in step)
 
     def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
+        architecture = self.wmma_architecture
+        if architecture is not None:
+            return mma_layouts.wmma_supported(architecture, m, n, k, blocks, wave_size)
         return mma_layouts.supported(m, n, k, blocks, wave_size)
 
     def accumulator_layout(self, m: int, n: int, k: int, wave_size: int,
                            c_bits: int = 32) -> AccumulatorLayout:
-        return MfmaAccumulator(mma_layouts.layout_for(m, n, k, wave_size, c_bits))
+        return MfmaAccumulator(self.layout(m, n, k, wave_size, c_bits))
 
     def operand_lanes(self, m: int, n: int, k: int, wave_size: int):
-        layout = mma_layouts.layout_for(m, n, k, wave_size)
+        layout = self.layout(m, n, k, wave_size)
         lanes = range(wave_size)
         a = ([layout.a_coord(lane, 0)[0] for lane in lanes], [layout.a_coord(lane, 0)[1] for lane in lanes],
              layout.a_per_lane)
@@ -207,11 +245,11 @@ class MfmaCore(MatrixCore):
         fragment = gemm.fragment
         transposed = fragment.layout.issued_transposed
         issued = fragment.layout.transposed() if transposed else fragment.layout
-        layout: mma_layouts.MfmaLayout = issued.layout
+        layout = issued.layout
         wtm, wtn = fragment.warp_tile
         tiles_m, tiles_n = fragment.tiles
-        a_group = mul(udiv(gemm.lane, layout.m), layout.a_per_lane)
-        b_group = mul(udiv(gemm.lane, layout.n), layout.b_per_lane)
+        a_group = mul(udiv(gemm.lane, layout.m), layout.a_group_stride)
+        b_group = mul(udiv(gemm.lane, layout.n), layout.b_group_stride)
         a_row0 = add(mul(gemm.wave_m, wtm), urem(gemm.lane, layout.m))
         b_col0 = add(mul(gemm.wave_n, wtn), urem(gemm.lane, layout.n))
         b_element = ir.MemRefType(gemm.b_smem.type).element_type
@@ -244,12 +282,16 @@ class MfmaCore(MatrixCore):
             for tm, tn in itertools.product(range(tiles_m), range(tiles_n)):
                 index = fragment.tile_index(tm, tn)
                 a, b = (b_values[tn], a_values[tm]) if transposed else (a_values[tm], b_values[tn])
-                fragment.values[index] = amdgpu.MFMAOp(
-                    layout.m, layout.n, layout.k, a, b, fragment.values[index],
-                    blocks=gemm.choice.blocks).result
+                if isinstance(layout, mma_layouts.WmmaLayout):
+                    fragment.values[index] = amdgpu.WMMAOp(
+                        layout.m, layout.n, layout.k, a, b, fragment.values[index]).result
+                else:
+                    fragment.values[index] = amdgpu.MFMAOp(
+                        layout.m, layout.n, layout.k, a, b, fragment.values[index],
+                        blocks=gemm.choice.blocks).result
 
 
-def register_a_operand_plan(gemm: GemmOperands, layout: mma_layouts.MfmaLayout) -> RegisterAPlan | None:
+def register_a_operand_plan(gemm: GemmOperands, layout) -> RegisterAPlan | None:
     """The plan for a gemm whose A is in registers (`MfmaCore.register_a`
     accepted it), None for A in LDS."""
     if gemm.a_fragment is None:
