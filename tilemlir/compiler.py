@@ -113,7 +113,8 @@ def compile_module(
     pristine = None
     other_tilings = _may_fall_back(module, options)
     unsplit = _may_unsplit(module, options)
-    if other_tilings or unsplit:
+    more_threads = not options.allow_spills and bool(_default_thread_kernels(module))
+    if other_tilings or unsplit or more_threads:
         with module.context:
             pristine = module.clone()
     mark = remark_mark()
@@ -121,6 +122,9 @@ def compile_module(
     if error is not None and unsplit and job.notes.get("spills") and _split_loops(job, mark):
         job, error, dumped = _unsplit(job, error, dumped, pristine, target, emit, options, source, seconds,
                                       dump_pipeline, mark)
+    if error is not None and more_threads and job.notes.get("spills"):
+        job, error, dumped = _more_threads(job, error, dumped, pristine, target, emit, options, source,
+                                           seconds, dump_pipeline, mark)
     if error is not None:
         spilled = _spilled(job)
         if not other_tilings or spilled is None:
@@ -300,6 +304,58 @@ def _fall_back(first: Compilation, first_error: CompileError, spilled: list[dict
     diags[-1] = dataclasses.replace(last, notes=(*last.notes, Diag(
         "note", f"the cost model's next-ranked configurations spill too: {others}", last.file)))
     raise CompileError(diags, source)
+
+
+# --------------------------------------------------------------------------
+# When threads nobody chose spill
+# --------------------------------------------------------------------------
+
+def _default_thread_kernels(module: ir.Operation) -> list[ir.Operation]:
+    """The tile.kernels whose thread count the Python front end chose
+    (attributes.DEFAULT_THREADS): tile-compile may launch them with more."""
+    from tilemlir.dialects import attributes
+    from tilemlir.irutil import walk
+
+    return [op for op in walk(module) if op.name == "tile.kernel" and attributes.DEFAULT_THREADS.is_on(op)]
+
+
+def _more_threads(first: Compilation, first_error: CompileError, first_dumped: list[str], pristine: ir.Operation,
+                  target, emit, options, source, seconds, dump_pipeline, mark):
+    """The kernels' default thread count spills registers (a wave32 chip holds
+    the same fragments in twice the waves' registers of a wave64 one):
+    compiles `pristine` again with those kernels' threads doubled, up to the
+    chip's workgroup limit, until it does not spill. (job, error, dumped) of
+    that compile, with a remark at the kernel, else the first's."""
+    from tilemlir.targets.model import is_unknown
+
+    limit = target.compute.max_threads_per_workgroup
+    limit = 1024 if is_unknown(limit) else limit
+    first_remarks = withdraw_remarks(mark)
+    threads = {int(ir.IntegerAttr(op.attributes["threads"]).value) for op in _default_thread_kernels(pristine)}
+    counts = ", ".join(map(str, sorted(threads)))
+    tried = [f"{counts} threads: {_spill_words(first.notes['spills'])}"]
+    factor = 2
+    while max(threads) * factor <= limit:
+        with pristine.context:
+            module = pristine.clone()
+            for op in _default_thread_kernels(module):
+                given = int(ir.IntegerAttr(op.attributes["threads"]).value)
+                op.attributes["threads"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), given * factor)
+        job, error, dumped = _attempt(module, target, emit, options, source, seconds, dump_pipeline, pristine)
+        used = ", ".join(str(t * factor) for t in sorted(threads))
+        if error is None:
+            message = (f"tile-compile: the default {counts} threads (no threads= given) spill registers on "
+                       f"{target.name} ({'; '.join(tried)}); launched with {used} threads, which do not")
+            job.notes["fallback_remarks"] = _remark(pristine, _default_thread_kernels(pristine)[0].location,
+                                                    message, source)
+            return job, None, dumped
+        withdraw_remarks(mark)
+        if not job.notes.get("spills"):
+            break
+        tried.append(f"{used} threads: {_spill_words(job.notes['spills'])}")
+        factor *= 2
+    restore_remarks(first_remarks)
+    return first, first_error, first_dumped
 
 
 def _remark(module: ir.Operation, location: ir.Location, message: str, source) -> list[Diag]:

@@ -6,7 +6,7 @@ FP16 output), as the article prints it; only the imports differ
 
 It compiles for an AMD chip (TILEMLIR_TARGET's, else this machine's, else gfx942), runs
 on the SIMT emulator, compares with float64 NumPy on the fp8-rounded inputs,
-and prints the head of the tile IR and the ISA's MFMA instructions.
+and prints the head of the tile IR and the ISA's matrix instructions.
 """
 
 import argparse
@@ -61,9 +61,10 @@ def main() -> None:
     print(f"== {compiled.target}, engine {compiled.engine}; the tile IR built from the Python source (head):")
     print("\n".join(compiled.get_kernel_source().splitlines()[:12]))
     if "isa" in compiled.stage_names():
-        print("== its ISA's matrix instructions:")
-        mfma = [line.strip() for line in compiled.get_isa().splitlines() if line.strip().startswith("v_mfma")]
-        print(f"{len(mfma)} v_mfma, e.g. {mfma[0]}")
+        print("== its ISA's matrix instructions (MFMA on CDNA, WMMA on RDNA):")
+        matrix = [line.strip() for line in compiled.get_isa().splitlines()
+                  if line.strip().startswith(("v_mfma", "v_wmma"))]
+        print(f"{len(matrix)} matrix instructions, e.g. {matrix[0]}")
 
     import ml_dtypes
 

@@ -435,8 +435,15 @@ SHARED_STORAGE = StringArrayAttribute(
          "(buffer: the tile.alloc_shared's position among the kernel's; optional pad, swizzle, fill)",
     check=array_of(ir.StringAttr))
 
+DEFAULT_THREADS = UnitAttribute(
+    "tile.default_threads", ("tile.kernel",),
+    producer="the Python front end (a kernel with no T.Kernel or no threads=, whose body never asks for its "
+             "thread index, launched with TileLang's default 128)",
+    consumers=("tile-compile (launches it with more threads where the default spills registers)",),
+    form="a unit attribute", check=of_kind(ir.UnitAttr))
+
 ALL: tuple[TileAttribute, ...] = (
-    TARGET, NUM_STAGES, TILING, IN_BOUNDS, ATOMIC_ADD, CAST, MMA, WARP_GRID, LDS_CONFLICTS, LAYOUT, SCRATCH, SMEM_LAYOUT,
+    TARGET, NUM_STAGES, TILING, IN_BOUNDS, DEFAULT_THREADS, ATOMIC_ADD, CAST, MMA, WARP_GRID, LDS_CONFLICTS, LAYOUT, SCRATCH, SMEM_LAYOUT,
     VECTOR_WIDTH, PREFETCH, WINDOW, PER_THREAD, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
     KERNEL_ARGUMENTS, SHARED_STORAGE,
 )

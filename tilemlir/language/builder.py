@@ -870,7 +870,8 @@ class Builder:
         if not 1 <= len(self.thread_dims) <= 3:
             raise self.error(call, f"T.Kernel's threads= has 1 to 3 dims, got {len(self.thread_dims)}")
         names = self.kernel_names(item.optional_vars, len(grid))
-        self.open_kernel(grid, threads, names, node.body)
+        self.open_kernel(grid, threads, names, node.body,
+                         threads_given="threads" in [k.arg for k in call.keywords])
 
     def threads(self, node, value) -> int:
         if isinstance(value, (list, tuple)):
@@ -893,7 +894,11 @@ class Builder:
             return [e.id for e in target.elts]
         raise self.error(target, "T.Kernel binds its block indices to names: `as bx` or `as (bx, by)`")
 
-    def open_kernel(self, grid: list[int], threads: int, names: list[str | None], body: list[ast.stmt]):
+    def open_kernel(self, grid: list[int], threads: int, names: list[str | None], body: list[ast.stmt],
+                    threads_given: bool = True):
+        """Builds the tile.kernel; one whose threads nobody gave and whose body
+        never asks for its thread index is marked (attributes.DEFAULT_THREADS):
+        tile-compile may launch it with more where its default spills."""
         self.kernel_op = tile.kernel(grid, threads)
         block = self.kernel_op.regions[0].blocks[0]
         bindings = {name: Scalar(arg, Affine.of({name: 1}, 0))
@@ -906,6 +911,8 @@ class Builder:
         self.in_kernel = True
         self.kernel_last = body[-1] if body else None  # a bare `return` there ends the kernel as written
         self.per_thread_code = self.calls_thread_binding(body, 0)
+        if not threads_given and not self.per_thread_code:
+            attributes.DEFAULT_THREADS.mark(self.kernel_op)
         self.thread_region, self.closed_thread_regions = None, []
         with ir.InsertionPoint.at_block_terminator(block):
             self.scopes.append({name: (value, len(self.scopes) + 1) for name, value in bindings.items()})
@@ -942,7 +949,7 @@ class Builder:
         free = sorted(used - assigned - params, key=BLOCK_NAMES.index)
         rank = BLOCK_NAMES.index(free[-1]) + 1 if free else 1
         names = list(BLOCK_NAMES[:rank])
-        self.open_kernel([1] * rank, DEFAULT_THREADS, names, body)
+        self.open_kernel([1] * rank, DEFAULT_THREADS, names, body, threads_given=False)
         grid = []
         for name in names:
             extents = self.grid_uses.get(name, set())

@@ -302,7 +302,8 @@ class JITKernel:
             del options["tile-legalize-precision"]
             return None
         legalize["fp8-fallback"] = "f16"
-        return (f"{self.target}'s matrix unit reads fp8 as {', '.join(formats) or 'nothing'}; the gemms on "
+        reads = f"reads fp8 as {', '.join(formats)}" if formats else "has no fp8 instructions"
+        return (f"{self.target}'s matrix unit {reads}; the gemms on "
                 f"{', '.join(foreign)} compute exactly in f16 (set pass_configs="
                 f"{{'tile-legalize-precision.fp8-fallback': 'error'}} to refuse instead)")
 
@@ -344,8 +345,15 @@ class JITKernel:
             module = self.built.module.operation.clone()
             options = dataclasses.replace(self.options, report=report)
             with remarks_configured(remarks):
-                self._compiled[key] = compile_module(module.operation, self.target, emit, options,
-                                                     source=python_source_buffer(self.built))
+                result = compile_module(module.operation, self.target, emit, options,
+                                        source=python_source_buffer(self.built))
+            # tile-compile's own choices after a failed first compile (more
+            # threads, another configuration) change what runs: said once.
+            for remark in result.remarks:
+                if remark.origin == "tile-compile" and not any(r.origin == "tile-compile" for c in
+                                                                 self._compiled.values() for r in c.remarks):
+                    self.warn(remark.message.removeprefix("tile-compile: "))
+            self._compiled[key] = result
         return self._compiled[key]
 
     @property
