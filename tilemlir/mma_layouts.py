@@ -171,6 +171,10 @@ class WmmaLayout:
         return constant + per_group * (lane // self.n), lane % self.n
 
 
+# Either kind of lane layout: the same members, read alike by the amdgpu lowering.
+Layout = MfmaLayout | WmmaLayout
+
+
 def wmma_supported(architecture: str, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
     """Whether this module knows the layout of such a WMMA on `architecture`."""
     return (architecture in WMMA_GENERATIONS and (m, n, k, blocks) == (16, 16, 16, 1)

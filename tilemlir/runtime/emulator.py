@@ -12,7 +12,7 @@ Execution: the workgroups of a launch run one after another; inside one, all
 threads run in lockstep with lanes vectorized by NumPy (emu_core). Waves are
 `wave_size` consecutive linear thread ids; `amdgpu.mfma` runs per wave of 64
 with AMD's documented lane layouts (mfma_layouts, which also states the
-rounding model). Divergent `scf.if`/`scf.for`/`scf.while` run under per-lane
+rounding model), `amdgpu.wmma` per wave of 32 on the RDNA chips (wmma_layouts). Divergent `scf.if`/`scf.for`/`scf.while` run under per-lane
 masks. Supported ops: gpu ids/dims, lane_id, barrier, shuffle; scf for/if/
 while; arith; math; memref load/store/atomic_rmw (add, max, min)/alloca/alloc/dim/
 subview/view/cast/reinterpret_cast/expand_shape/collapse_shape; on the host,
@@ -24,7 +24,7 @@ contract(add)/masks; affine.apply/min/max; amdgpu.mfma, amdgpu.wmma. Anything el
 `file:line:col: error: emulator: unsupported op 'x.y'` (an `UnsupportedOp`,
 a `UserError`), found before anything runs.
 
-Which chip: the emulator models CHIPS (AMD's MFMA chips, MetaX's) and runs on
+Which chip: the emulator models CHIPS (AMD's MFMA and WMMA chips, MetaX's) and runs on
 no GPU, so a kernel compiled for it (tile-run --engine emulator,
 `runtime.run(engine="emulator")`, `@tilemlir.jit`'s emulator runs) whose
 target nobody names (no target=/--target, tile.target or TILEMLIR_TARGET) is

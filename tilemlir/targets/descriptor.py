@@ -5,7 +5,11 @@ fields of `Target`, `[compute]`, `[registers]`, `[memory]`, `[matrix]` are its
 nested dataclasses, `[sources]` and `[peak_dense_tflops]` are small tables, and
 `matrix.instructions` is an array of inline tables, one per instruction, in the
 order selection should prefer them. A fact nobody has published is written
-`"unknown"`, never left out and never guessed.
+`"unknown"`, never left out and never guessed; a thing the chip does not have
+is written `"none"` where the field allows it. A family's own facts are a
+table named after the family (`[amdgpu]`), read as its manifest's
+`target_facts`; a row's own keys (`intrinsic`, `builtin`) are the family's
+`mma_row_keys`, and no other row key is read.
 
 Every problem is a `DescriptorError` (a `UserError`, so tools print `error: ...`
 and exit 1) naming the file, the field and what was expected:

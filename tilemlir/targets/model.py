@@ -9,7 +9,10 @@ among the rows of `target.matrix.instructions`.
 Facts that are not publicly known are written `"unknown"` in the file and held
 as `UNKNOWN` here. Code that needs one calls `target.require("memory.l2_mib")`,
 which raises `UnknownFactError` naming the field and the target instead of
-letting a guess through.
+letting a guess through. What a chip does not have is written `"none"` where
+the field allows it (`NONE`: RDNA's accumulation registers). The tables here
+hold what every GPU has; a family's own facts are its manifest's
+`target_facts` (`Target.family_facts`, the file's table named after the family).
 
     target = get_target("amdgpu:gfx942")
     str(target)                                     # "amdgpu:gfx942"

@@ -2,7 +2,7 @@
 gfx1102; RDNA4: gfx1200, gfx1201) — its manifest.
 
 Targets are `targets/<chip>.toml`; a new chip of the family is a new file.
-tile-lower-to-gpu reaches the family through `matrix.py` (MFMA) and
+tile-lower-to-gpu reaches the family through `matrix.py` (MFMA, WMMA) and
 `lowering.py` (loads into LDS, scheduling hints). After the shared tile and gpu
 stages come the family's own (`stages.py`): `llvm` (ROCDL and the LLVM dialect,
 LLVM IR, opt), `isa` (llc, the resource report) and `hsaco` (llvm-mc, ld.lld);

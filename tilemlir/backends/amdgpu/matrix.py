@@ -68,7 +68,7 @@ from tilemlir.passes.shared_memory import TRANSPOSE_READ_GROUP, TRANSPOSE_READS
 
 @dataclass(frozen=True)
 class MfmaAccumulator(AccumulatorLayout):
-    layout: mma_layouts.MfmaLayout | mma_layouts.WmmaLayout
+    layout: mma_layouts.Layout
 
     @property
     def m(self) -> int:  # type: ignore[override]
@@ -126,7 +126,7 @@ class RegisterAPlan:
         return len(self.slots)
 
 
-def register_a_plan(layout, source) -> RegisterAPlan | None:
+def register_a_plan(layout: mma_layouts.Layout, source: mma_layouts.Layout) -> RegisterAPlan | None:
     """The plan for `layout`'s A from a transposed `source` accumulator, or
     None where a lane does not hold its rows' A elements: every (lane,
     element) is checked against both layouts."""
@@ -189,7 +189,7 @@ class MfmaCore(MatrixCore):
         architecture = getattr(self.target, "architecture", None)
         return architecture if architecture in mma_layouts.WMMA_GENERATIONS else None
 
-    def layout(self, m: int, n: int, k: int, wave_size: int = 64, c_bits: int = 32):
+    def layout(self, m: int, n: int, k: int, wave_size: int = 64, c_bits: int = 32) -> mma_layouts.Layout:
         """The lane layout of the target's m x n x k instruction (ValueError where
         none is documented)."""
         architecture = self.wmma_architecture
@@ -245,7 +245,7 @@ class MfmaCore(MatrixCore):
         fragment = gemm.fragment
         transposed = fragment.layout.issued_transposed
         issued = fragment.layout.transposed() if transposed else fragment.layout
-        layout = issued.layout
+        layout: mma_layouts.Layout = issued.layout
         wtm, wtn = fragment.warp_tile
         tiles_m, tiles_n = fragment.tiles
         a_group = mul(udiv(gemm.lane, layout.m), layout.a_group_stride)
@@ -291,7 +291,7 @@ class MfmaCore(MatrixCore):
                         blocks=gemm.choice.blocks).result
 
 
-def register_a_operand_plan(gemm: GemmOperands, layout) -> RegisterAPlan | None:
+def register_a_operand_plan(gemm: GemmOperands, layout: mma_layouts.Layout) -> RegisterAPlan | None:
     """The plan for a gemm whose A is in registers (`MfmaCore.register_a`
     accepted it), None for A in LDS."""
     if gemm.a_fragment is None:
