@@ -650,3 +650,24 @@ def test_exp2_on_the_function_unit(flags, x, expected):
     the emulator models its flush of subnormal results to zero."""
     out = _evaluate(f"  %x = arith.constant {x} : f32", f"math.exp2 %x{flags} : f32", "f32", np.float32)
     assert out[0] == np.float32(expected)
+
+
+def test_an_lds_barrier_orders_lds_but_not_global_memory():
+    """amdgpu.lds_barrier (the amdgpu family's pipelined-loop barrier, whose
+    fences are restricted to LDS) orders the workgroup's LDS accesses as
+    gpu.barrier does, but a lane reading global memory another lane wrote
+    before it is still a race; gpu.barrier orders both."""
+    through_global = ("      memref.store %f, %out[%t] : memref<64xf32>\n"
+                      "      {barrier}\n"
+                      "      %x = memref.load %out[%r] : memref<64xf32>")
+    _run_global(through_global.format(barrier="gpu.barrier"), 1)
+    with pytest.raises(SanitizerError, match="no gpu.barrier between"):
+        _run_global(through_global.format(barrier="amdgpu.lds_barrier"), 1)
+    through_lds = ("      %r = arith.subi %c63, %t : index\n"
+                   "      memref.store %f, %lds[%t] : memref<64xf32, #wg>\n"
+                   "      amdgpu.lds_barrier\n"
+                   "      %x = memref.load %lds[%r] : memref<64xf32, #wg>\n"
+                   "      memref.store %x, %out[%t] : memref<64xf32>")
+    out = np.zeros(64, np.float32)
+    _run(LDS_KERNEL.format(body=through_lds), [out])
+    np.testing.assert_array_equal(out, 1.0)

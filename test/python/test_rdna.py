@@ -139,6 +139,19 @@ def test_the_busy_ratio_counts_wmma_as_its_descriptor_cycles():
     assert 0.5 < own["mfma_busy_ratio"] <= 1, own
 
 
+@pytest.mark.parametrize(("chip", "invalidate"), [("gfx1100", "buffer_gl0_inv"), ("gfx1201", "global_inv")])
+def test_the_pipelined_loop_barrier_does_not_invalidate_the_vector_cache(chip, invalidate):
+    """The stage barrier orders LDS only (amdgpu.lds_barrier): in WGP mode a
+    workgroup acquire of global memory would invalidate the vector L0 cache
+    every iteration; the loop keeps its barrier and loses the invalidate."""
+    from tilemlir.backends.amdgpu.report import main_loop_instructions
+
+    result = tilemlir.compile(whole_problem_gemm(256, 256, 256, "f16", "f16"), target=f"amdgpu:{chip}",
+                              emit="isa")
+    loop = [line.split()[0] for line in main_loop_instructions(result.artifact)]
+    assert any(m.startswith("s_barrier") for m in loop) and invalidate not in loop, loop
+
+
 # -- the other operators ------------------------------------------------------------
 
 

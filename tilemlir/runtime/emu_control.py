@@ -247,18 +247,23 @@ def _readfirstlane(compiler, op):
     return step
 
 
-@handles("gpu.barrier")
+@handles("gpu.barrier", "amdgpu.lds_barrier")
 def _barrier(compiler, op):
+    """gpu.barrier orders the workgroup's LDS and global accesses;
+    amdgpu.lds_barrier (fences restricted to LDS) its LDS accesses alone, so a
+    global access that only it separates from another lane's is a race."""
+    global_too = op.name == "gpu.barrier"
+
     def step(frame):
         if frame.mask is not None and not frame.mask.all():
             lane = int(np.argmin(frame.mask))
             raise SanitizerError(
-                "gpu.barrier in divergent control flow: not reached by "
+                f"{op.name} in divergent control flow: not reached by "
                 f"{frame.wg.describe_lane(lane)}", op)
         for buffer in frame.wg.shared:
             if buffer.shadow is not None:
                 buffer.shadow.barrier()
-        if frame.wg.clock is not None:  # orders this workgroup's global accesses too
+        if global_too and frame.wg.clock is not None:  # orders this workgroup's global accesses too
             frame.wg.clock.barrier()
     return step
 

@@ -20,7 +20,7 @@ gpu.memset; vector load/store/maskedload/
 maskedstore/transfer_read/transfer_write (permutation maps, in_bounds,
 padding, masks), broadcast/splat/from_elements/extract/insert (dynamic
 positions too)/strided slices/shape_cast/bitcast/transpose/fma/reduction/
-contract(add)/masks; affine.apply/min/max; amdgpu.mfma, amdgpu.wmma. Anything else is
+contract(add)/masks; affine.apply/min/max; amdgpu.mfma, amdgpu.wmma, amdgpu.lds_barrier. Anything else is
 `file:line:col: error: emulator: unsupported op 'x.y'` (an `UnsupportedOp`,
 a `UserError`), found before anything runs.
 

@@ -1,6 +1,7 @@
 """The amdgpu family's hooks into tile-lower-to-gpu (`api.LoweringHooks`):
-loads into LDS without registers, a scheduling hint for pipelined loops, and
-cross-lane reduction steps as DPP moves and permlane swaps (`cross_lane`).
+loads into LDS without registers, a scheduling hint for pipelined loops,
+barriers of pipelined loops that wait for LDS alone (`amdgpu.lds_barrier`),
+and cross-lane reduction steps as DPP moves and permlane swaps (`cross_lane`).
 
 Options (of tile-lower-to-gpu, read by amdgpu kernels only):
   direct-lds-loads (auto|true|false): prefetch copies of a software-pipelined
@@ -59,7 +60,8 @@ SCHED_GROUP_MFMA = 0x8
 
 
 class AmdgpuLoweringHooks(LoweringHooks):
-    """Direct loads into LDS and the scheduling hint (see the module docstring)."""
+    """Direct loads into LDS, the scheduling hint and LDS-only stage barriers
+    (see the module docstring)."""
 
     options = (
         LoweringOption("direct_lds_loads", Switch, "auto",
@@ -85,6 +87,14 @@ class AmdgpuLoweringHooks(LoweringHooks):
             i32 = ir.IntegerType.get_signless(32)
             self.uniform_wave = arith.IndexCastOp(ir.IndexType.get(), rocdl.ReadfirstlaneOp(
                 i32, arith.IndexCastOp(i32, lowering.ids.wave).result).result).result
+
+    def stage_barrier(self) -> None:
+        """amdgpu.lds_barrier: its workgroup fences are restricted to LDS (the
+        "amdgpu-synchronize-as" = "local" tag), so it waits for LDS accesses
+        alone; gpu.barrier's acquire also invalidates the vector L0 cache on
+        GFX10+ in WGP mode (gfx11 buffer_gl0_inv, gfx12 global_inv), each
+        iteration, for global memory the stage barrier does not order."""
+        amdgpu.LDSBarrierOp()
 
     def begin_pipelined_iteration(self, body_ops: list) -> None:
         # Direct global -> LDS loads are counted by vmcnt, not by the barrier's

@@ -578,6 +578,13 @@ class LoweringHooks:
     def end_pipelined_iteration(self, body: ir.Block) -> None:
         """At the end of a pipelined loop's lowered body, before its yield."""
 
+    def stage_barrier(self) -> None:
+        """The barrier of a pipelined loop's iteration, which orders only the
+        workgroup's shared-memory accesses (a stage is stored once every wave
+        has read it): the default is gpu.barrier, which orders global memory
+        too (a family may emit a barrier that waits for shared memory alone)."""
+        gpu.BarrierOp()
+
     def prefetch_issued(self, op: ir.Operation) -> None:
         """Right after the global loads of a pipelined loop's prefetch copy
         `op` (emitted through registers; its LDS stores wait for the end of

@@ -574,14 +574,14 @@ class KernelEmitter(FragmentOps):
                 # and the stage stored at the end of this iteration was last
                 # read in iteration i-1: one barrier here orders both.
                 self._hooks.begin_pipelined_iteration(loop.body_ops)
-                gpu.BarrierOp()
+                self._hooks.stage_barrier()
             single_stage = attributes.PIPELINED.read(op) == 1
             body_ops = loads_first(loop.body_ops) if single_stage else loop.body_ops
             for inner_op in body_ops:
                 if inner_op.name == "scf.yield":
                     if self._deferred_stores and single_stage:
                         # One stage: it is overwritten once every wave has read it.
-                        gpu.BarrierOp()
+                        self._hooks.stage_barrier()
                     for store in self._deferred_stores or ():
                         store()
                     if pipelined:
