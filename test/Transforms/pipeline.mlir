@@ -20,14 +20,15 @@
 // CHECK: "tile.gemm"(%[[AC]], %[[BC]], %{{.+}})
 // CHECK: } {tile.num_stages = 3 : i64, tile.pipelined = 3 : i64}
 
-// Lowered: the LDS holds 3 stages, and the K loop has exactly one barrier.
+// Lowered: the LDS holds 3 stages, and the K loop has exactly one barrier,
+// which waits for LDS alone (amdgpu.lds_barrier: the stages are all it orders).
 // GPU: workgroup(%{{.+}} : memref<3x128x32xf8E4M3FNUZ, #gpu.address_space<workgroup>>, %{{.+}} : memref<3x32x128xf8E4M3FNUZ, #gpu.address_space<workgroup>>)
-// GPU-NOT: gpu.barrier
+// GPU-NOT: {{gpu.barrier|amdgpu.lds_barrier}}
 // GPU: scf.for
-// GPU-NEXT: gpu.barrier
-// GPU-NOT: gpu.barrier
+// GPU-NEXT: amdgpu.lds_barrier
+// GPU-NOT: {{gpu.barrier|amdgpu.lds_barrier}}
 // GPU: amdgpu.mfma
-// GPU-NOT: gpu.barrier
+// GPU-NOT: {{gpu.barrier|amdgpu.lds_barrier}}
 // GPU: scf.yield
 
 // One stage: the tiles keep one buffer ([1, ...]), the prologue fills it with
@@ -44,13 +45,13 @@
 // ONE: "tile.copy"(%arg1, {{.*}}tile.prefetch
 // ONE-NEXT: }  {tile.num_stages = 1 : i64, tile.pipelined = 1 : i64}
 // ONE-GPU: scf.for
-// ONE-GPU-NEXT: gpu.barrier
+// ONE-GPU-NEXT: amdgpu.lds_barrier
 // ONE-GPU-NOT: amdgpu.mfma
 // ONE-GPU: vector.load %arg0
-// ONE-GPU-NOT: gpu.barrier
+// ONE-GPU-NOT: {{gpu.barrier|amdgpu.lds_barrier}}
 // ONE-GPU: amdgpu.mfma
 // ONE-GPU-NOT: vector.store
-// ONE-GPU: gpu.barrier
+// ONE-GPU: amdgpu.lds_barrier
 // ONE-GPU-NOT: amdgpu.mfma
 // ONE-GPU: vector.store {{.*}}#gpu.address_space<workgroup>
 // ONE-GPU-NEXT: vector.store {{.*}}#gpu.address_space<workgroup>

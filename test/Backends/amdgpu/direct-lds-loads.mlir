@@ -23,7 +23,7 @@ module attributes {tile.target = "amdgpu:gfx950"} {
 // GPU: rocdl.readfirstlane
 // GPU: scf.for
 // GPU: amdgpu.memory_counter_wait load(0)
-// GPU-NEXT: gpu.barrier
+// GPU-NEXT: amdgpu.lds_barrier
 // GPU: amdgpu.gather_to_lds {{.*}} : vector<16xf8E4M3FN>
 // GPU: amdgpu.transpose_load
 // GPU: amdgpu.mfma
