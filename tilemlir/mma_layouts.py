@@ -120,6 +120,12 @@ WMMA_GENERATIONS = {
 WMMA_WAVE = 32
 
 
+def replicates_operands(architecture: object) -> bool:
+    """Whether the WMMAs of `architecture` take A and B repeated in both lane
+    halves (RDNA3): a wave's lanes then hold its operands twice."""
+    return WMMA_GENERATIONS.get(architecture, (False,))[0]
+
+
 @dataclass(frozen=True)
 class WmmaLayout:
     """Lane layout of a 16x16x16 RDNA WMMA in wave32 (module docstring); the
@@ -134,7 +140,7 @@ class WmmaLayout:
 
     @property
     def replicated(self) -> bool:
-        return WMMA_GENERATIONS[self.architecture][0]
+        return replicates_operands(self.architecture)
 
     @property
     def a_per_lane(self) -> int:

@@ -36,7 +36,7 @@ import functools
 from dataclasses import dataclass
 from typing import Literal
 
-from tilemlir.mma_layouts import WMMA_GENERATIONS
+from tilemlir.mma_layouts import replicates_operands
 from tilemlir.targets.model import (
     ELEMENT_BITS,
     UNKNOWN,
@@ -162,7 +162,7 @@ class ModelFacts:
     address_registers: int  # per lane, besides the tiles (the manifest)
     # Copies of a wave's matrix operands its lanes hold: 2 where the lane
     # layout repeats A and B in both halves of the wave (RDNA3's WMMAs,
-    # mma_layouts.WMMA_GENERATIONS by the descriptor's architecture), else 1.
+    # mma_layouts.replicates_operands of the descriptor's architecture), else 1.
     operand_copies: int
     partial_sums_prefix: str  # instructions whose 8-bit gemms keep a second accumulator (the manifest)
     producer_prefix: str  # instructions whose K loops get a producer warpgroup (the manifest)
@@ -293,7 +293,7 @@ def _model_facts(target: Target) -> ModelFacts:
         single_stage_prefetch=backend(target.family).prefetches_single_stage,
         copies_through_registers=backend(target.family).copies_through_registers,
         address_registers=backend(target.family).address_registers,
-        operand_copies=2 if WMMA_GENERATIONS.get(target.architecture, (False,))[0] else 1,
+        operand_copies=2 if replicates_operands(target.architecture) else 1,
         partial_sums_prefix=backend(target.family).partial_sums_prefix,
         producer_prefix=backend(target.family).producer_prefix,
         producer_threads=backend(target.family).producer_threads,

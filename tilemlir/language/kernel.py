@@ -349,9 +349,9 @@ class JITKernel:
                                         source=python_source_buffer(self.built))
             # tile-compile's own choices after a failed first compile (more
             # threads, another configuration) change what runs: said once.
-            for remark in result.remarks:
-                if remark.origin == "tile-compile" and not any(r.origin == "tile-compile" for c in
-                                                                 self._compiled.values() for r in c.remarks):
+            said = any(r.origin == "tile-compile" for c in self._compiled.values() for r in c.remarks)
+            for remark in result.remarks if not said else ():
+                if remark.origin == "tile-compile":
                     self.warn(remark.message.removeprefix("tile-compile: "))
             self._compiled[key] = result
         return self._compiled[key]
