@@ -19,7 +19,7 @@ from test_amd_acceptance import emulate_against_reference
 
 import tilemlir
 from tilemlir import mma_layouts
-from tilemlir.runtime import wmma_layouts
+from tilemlir.runtime import run, wmma_layouts
 from tilemlir.targets import get_target
 from tilemlir.targets.model import NONE, TargetError
 
@@ -137,6 +137,11 @@ def test_the_busy_ratio_counts_wmma_as_its_descriptor_cycles():
     assert own["main_loop_cycles"]["mfma"] == 32 * wmmas
     assert own["main_loop_cycles"]["llvm_mca"] >= 32 * wmmas
     assert 0.5 < own["mfma_busy_ratio"] <= 1, own
+    # The same configuration, on fewer blocks, in the emulator.
+    decision = report["decisions"][0]
+    block = ",".join(str(decision["block"][axis]) for axis in "mnk")
+    emulate_against_reference(whole_problem_gemm(256, 128, 96, "f16", "f16"), "gfx1100",
+                              tiling=f"block={block} threads={decision['threads']} stages={decision['stages']}")
 
 
 @pytest.mark.parametrize(("chip", "invalidate"), [("gfx1100", "buffer_gl0_inv"), ("gfx1201", "global_inv")])
@@ -150,6 +155,7 @@ def test_the_pipelined_loop_barrier_does_not_invalidate_the_vector_cache(chip, i
                               emit="isa")
     loop = [line.split()[0] for line in main_loop_instructions(result.artifact)]
     assert any(m.startswith("s_barrier") for m in loop) and invalidate not in loop, loop
+    emulate_against_reference(whole_problem_gemm(256, 256, 256, "f16", "f16"), chip)
 
 
 # -- the other operators ------------------------------------------------------------
@@ -262,11 +268,17 @@ def test_default_threads_that_spill_are_stepped_up(tmp_path):
     c = np.zeros((256, 256), np.float16)
     with pytest.warns(UserWarning, match=r"the default 128 threads \(no threads= given\) spill registers on "
                                          r"gfx1100 \(128 threads: .*; launched with \d+ threads, which do not"):
-        report = tl.compile(load(""), target="amdgpu:gfx1100").report
-    assert report["kernels"][0]["spills"] == 0 and report["kernels"][0]["threads"] > 128
-    tl.compile(load(""), target="amdgpu:gfx1100", engine="emulator")(a, b, c)
+        compiled = tl.compile(load(""), target="amdgpu:gfx1100").compile(report=True)
+    (kernel,) = compiled.report["kernels"]
+    assert kernel["spills"] == 0 and kernel["threads"] > 128
     eight = [x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64) for x in (a, b)]
     exact = eight[0] @ eight[1]
+    # The stepped-up kernel (the ISA's GPU-level IR), and the program as written, in the emulator.
+    assert re.search(r"known_block_size = array<i32: (\d+)", compiled.artifacts["gpu"]).group(1) == str(kernel["threads"])
+    run(compiled.artifacts["gpu"], "gemm", [a, b, c], engine="emulator", target="amdgpu:gfx1100")
+    assert np.abs(c.astype(np.float64) - exact).max() <= 2.0 ** -11 * np.abs(exact).max() + 64 * 2.0 ** -24 * 256
+    c[:] = 0
+    tl.compile(load(""), target="amdgpu:gfx1100", engine="emulator")(a, b, c)
     assert np.abs(c.astype(np.float64) - exact).max() <= 2.0 ** -11 * np.abs(exact).max() + 64 * 2.0 ** -24 * 256
     with pytest.raises(UserError, match="spills"):
         tl.compile(load(", threads=128"), target="amdgpu:gfx1100").get_isa()
