@@ -16,6 +16,13 @@ each row gives the model's predicted time (tilemlir.cost.model.predict with
 the compiled kernel's busy ratio, for Triton's block, waves and stages too)
 and, for ours, the LDS bank conflicts per iteration the report gives.
 
+The busy ratio compared is that of the work the block needs: where the block
+is smaller than its waves' instruction tiles, Triton gives every wave the
+whole block (its 32x32x64 blocks of 4 waves issue 8 32x32x8 MFMAs per wave and
+iteration, a quarter of them needed), which raises llvm-mca's ratio without
+doing more of the GEMM; `with_useful_busy` counts the C elements each wave's
+main loop accumulates and divides the ratio by that replication.
+
 No GPU is needed: both compilers stop at the ISA. Triton (TRITON_VERSION) lives in
 its own throwaway venv, build/triton-venv, created with this Python and filled
 with pip on first use; this script runs itself there (`--triton-worker`) to
@@ -278,6 +285,44 @@ def ours(case: Case, out: Path, passes: str = "") -> dict:
     return row(result.report, kernel["shared_bytes"], seconds)
 
 
+def accumulated_per_wave(isa: str) -> int | None:
+    """Elements of C one wave's main loop accumulates: its chains of matrix
+    instructions (one starts at an instruction whose C operand no earlier
+    matrix instruction of the loop wrote: a loop-carried accumulator, however
+    llc renames registers along the chain) times the instruction's M x N;
+    None without a main loop."""
+    import re
+
+    from tilemlir.backends.amdgpu.report import _function_sections, main_loop_instructions
+
+    chains, written, shape = 0, set(), None
+    for section in _function_sections(isa).values():
+        for instruction in main_loop_instructions(section):
+            match = re.match(r"\s*v_s?(?:mfma|wmma)\w*?_(\d+)x(\d+)x\d+\w*\s+(.*)", instruction)
+            if not match:
+                continue
+            operands = [operand.strip().split()[0] for operand in match.group(3).split(",")]
+            chains += operands[3] not in written
+            written.add(operands[0])
+            shape = int(match.group(1)) * int(match.group(2))
+    return chains * shape if shape else None
+
+
+def with_useful_busy(entry: dict, case: Case, isa: str) -> dict:
+    """`entry` with `replication` (how many times each wave computes its share
+    of the block's C: Triton gives every wave the whole block where the block
+    is smaller than its waves' instruction tiles, e.g. 32x32 on 4 waves) and
+    `useful_busy` (the busy ratio of the matrix work the block needs, the
+    busy ratio over the replication: what the model's time is costed with)."""
+    if "error" in entry or entry.get("mfma_busy_ratio") is None:
+        return {**entry, "replication": None, "useful_busy": None}
+    held = accumulated_per_wave(isa)
+    bm, bn, _ = case.block
+    share = bm * bn / (case.threads // case.wave)
+    replication = max(1, round(held / share)) if held else 1
+    return {**entry, "replication": replication, "useful_busy": round(entry["mfma_busy_ratio"] / replication, 3)}
+
+
 def row(report: dict, lds_bytes: int, seconds: float) -> dict:
     """The table's row for the one kernel of a report (docs/report.md)."""
     (kernel,) = report["kernels"]
@@ -301,8 +346,9 @@ def theirs(case: Case, compiled: dict, out: Path) -> dict:
 
     if "error" in compiled:
         return compiled
-    report = build_report((out / compiled["isa"]).read_text(), get_target(f"amdgpu:{case.chip}"))
-    return row(report, compiled["lds_bytes"], compiled["seconds"])
+    isa = (out / compiled["isa"]).read_text()
+    report = build_report(isa, get_target(f"amdgpu:{case.chip}"))
+    return with_useful_busy(row(report, compiled["lds_bytes"], compiled["seconds"]), case, isa)
 
 
 # --------------------------------------------------------------------------
@@ -407,9 +453,9 @@ def ours_default(dtype: str, chip: str, shape: tuple[int, int, int], out: Path) 
     case = Case(dtype, chip, block, decision["stages"], decision["threads"], shape, probe.wave)
     (out / f"{case.name}.default.s").write_text(result.artifact)
     (kernel,) = result.report["kernels"]
-    entry = row(result.report, kernel["shared_bytes"], 0.0)
+    entry = with_useful_busy(row(result.report, kernel["shared_bytes"], 0.0), case, result.artifact)
     return {**entry, "case": asdict(case), "config": case.name, "workgroups": kernel["workgroups"],
-            "predicted_us": predicted_us(case, entry["mfma_busy_ratio"]),
+            "predicted_us": predicted_us(case, entry["useful_busy"]),
             "bank_conflicts": decision["lds_bank_conflicts_per_iteration"]}
 
 
@@ -429,14 +475,14 @@ def defaults_table(out: Path, rows: list = DEFAULT_ROWS) -> int:
         entry = theirs(case, compiled[case.name], out)
         if "error" in entry:
             return {**entry, "config": case.name}
-        return {**entry, "config": case.name, "predicted_us": predicted_us(case, entry["mfma_busy_ratio"])}
+        return {**entry, "config": case.name, "predicted_us": predicted_us(case, entry["useful_busy"])}
 
     results, lines = {}, []
     for row_key in rows:
         theirs_all = [measured(case) for case in listed[row_key]]
         at_ours = measured(same[row_key]) if row_key in same else None
-        ok = [e for e in theirs_all if "error" not in e and e["mfma_busy_ratio"] is not None and e["spills"] == 0]
-        best = max(ok, key=lambda e: e["mfma_busy_ratio"], default=None)
+        ok = [e for e in theirs_all if "error" not in e and e["useful_busy"] is not None and e["spills"] == 0]
+        best = max(ok, key=lambda e: e["useful_busy"], default=None)
         fastest = min((e for e in ok if e["predicted_us"] is not None), key=lambda e: e["predicted_us"],
                       default=None)
         dtype, chip, shape = row_key
@@ -445,12 +491,15 @@ def defaults_table(out: Path, rows: list = DEFAULT_ROWS) -> int:
         lines.append(defaults_line(key, mine[row_key], at_ours, best, fastest))
     (out / "defaults.json").write_text(json.dumps(results, indent=1))
     print(f"Defaults: C (f16) = A x B, f32 sums, Triton {TRITON_VERSION}. busy: llvm-mca mfma_busy_ratio of the "
-          "main loop (n/a: no loop, one K step); us: the model's time with that busy ratio. Triton at ours: "
+          "main loop (n/a: no loop, one K step) over the kernel's replication (`with_useful_busy`: a kernel "
+          "whose every wave computes the whole block counts only its share; xN marks it, with the ratio "
+          "llvm-mca gives in brackets); us: the model's time with that busy ratio. Triton at ours: "
           "Triton compiled with our default's block, waves and stages; Triton best: the highest busy ratio of "
           "triton_configs' non-spilling kernels; Triton fastest: the lowest us of them.")
     print("| case | ours: config (workgroups) | spills | bank conflicts | busy | us | Triton at ours: busy "
-          "| Triton best: config | busy | Triton fastest: us | busy >= at ours | busy >= best | us <= fastest |")
-    print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|---|")
+          "| Triton best: config | busy | Triton fastest: config | us | busy >= at ours | busy >= best "
+          "| us <= fastest |")
+    print("|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|---|---|---|")
     for line in lines:
         print(line)
     return 0
@@ -460,23 +509,33 @@ def defaults_line(key: str, mine: dict, at_ours: dict | None, best: dict | None,
     def number(value, digits=3):
         return "n/a" if value is None else f"{value:.{digits}f}"
 
+    def busy(entry: dict | None) -> str:
+        if not entry or "error" in entry:
+            return "n/a"
+        if (entry.get("replication") or 1) > 1:
+            return f"{number(entry['useful_busy'])} (x{entry['replication']}: {number(entry['mfma_busy_ratio'])})"
+        return number(entry.get("useful_busy"))
+
     def at_least(a, b, more_is_better=True):
         if a is None or b is None:
             return "n/a"
         return "yes" if (a >= b if more_is_better else a <= b) else "NO"
 
+    def config(entry: dict | None) -> str:
+        return entry["config"].replace(f"{dtype}_", "", 1).replace(f"{shape}_", "", 1) if entry else "n/a"
+
     if "error" in mine:
-        return f"| {key} | error: {mine['error']} |" + " |" * 11
-    busy, us = mine["mfma_busy_ratio"], mine["predicted_us"]
-    same_busy = at_ours.get("mfma_busy_ratio") if at_ours and "error" not in at_ours else None
-    best_busy = best["mfma_busy_ratio"] if best else None
+        return f"| {key} | error: {mine['error']} |" + " |" * 12
+    dtype, shape = mine["case"]["dtype"], "x".join(map(str, mine["case"]["shape"]))
+    useful = mine["useful_busy"]
+    same_busy = at_ours.get("useful_busy") if at_ours and "error" not in at_ours else None
+    best_busy = best["useful_busy"] if best else None
     fastest_us = fastest["predicted_us"] if fastest else None
-    config = mine["config"].replace(f"{mine['case']['dtype']}_", "", 1)
-    return (f"| {key} | {config} ({mine['workgroups']}) | {mine['spills']} | {mine['bank_conflicts']} "
-            f"| {number(busy)} | {number(us, 2)} | {number(same_busy)} "
-            f"| {best['config'].replace(mine['case']['dtype'] + '_', '', 1) if best else 'n/a'} "
-            f"| {number(best_busy)} | {number(fastest_us, 2)} | {at_least(busy, same_busy)} "
-            f"| {at_least(busy, best_busy)} | {at_least(us, fastest_us, more_is_better=False)} |")
+    return (f"| {key} | {config(mine)} ({mine['workgroups']}) | {mine['spills']} | {mine['bank_conflicts']} "
+            f"| {busy(mine)} | {number(mine['predicted_us'], 2)} | {busy(at_ours)} "
+            f"| {config(best)} | {busy(best)} | {config(fastest)} | {number(fastest_us, 2)} "
+            f"| {at_least(useful, same_busy)} | {at_least(useful, best_busy)} "
+            f"| {at_least(mine['predicted_us'], fastest_us, more_is_better=False)} |")
 
 
 def main() -> int:

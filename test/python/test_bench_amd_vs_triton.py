@@ -1,0 +1,61 @@
+"""bench/amd_vs_triton.py's replication accounting: a kernel whose every wave
+computes the whole block (Triton's small blocks on AMD) is compared by the busy
+ratio of the work the block needs, and a main loop whose accumulators llc
+renames along their chains is not taken for one that holds more of C."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_amd_vs_triton", REPO / "bench" / "amd_vs_triton.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _kernel(body: list[str]) -> str:
+    lines = ["\t.text", "\t.globl\tgemm", "\t.type\tgemm,@function", "gemm:", ".LBB0_1:"]
+    lines += [f"\t{instruction}" for instruction in body]
+    lines += ["\ts_cbranch_scc1 .LBB0_1", "\ts_endpgm", ".Lfunc_end0:", "\t.size\tgemm, .Lfunc_end0-gemm"]
+    return "\n".join(lines) + "\n"
+
+
+# Two loop-carried 16x16 accumulators, renamed at every step of their chains.
+RENAMED = _kernel([
+    "v_mfma_f32_16x16x16f16 v[58:61], v[58:59], v[12:13], v[0:3]",
+    "v_mfma_f32_16x16x16f16 v[62:65], v[0:1], v[12:13], v[4:7]",
+    "v_mfma_f32_16x16x16f16 v[58:61], v[0:1], v[8:9], v[58:61]",
+    "v_mfma_f32_16x16x16f16 v[6:9], v[0:1], v[8:9], v[62:65]",
+    "v_mfma_f32_16x16x16f16 v[0:3], v[12:13], v[14:15], v[58:61]",
+    "v_mfma_f32_16x16x16f16 v[4:7], v[6:7], v[4:5], v[6:9]",
+])
+# One 32x32 accumulator, the whole of a 32x32 block, on every one of 4 waves.
+WHOLE_BLOCK = _kernel([f"v_mfma_f32_32x32x8_f16 v[2:17], v[{38 + 2 * i}:{39 + 2 * i}], v[70:71], v[2:17]"
+                       for i in range(8)])
+
+
+def test_chains_count_loop_carried_accumulators():
+    bench = _bench()
+    assert bench.accumulated_per_wave(RENAMED) == 2 * 16 * 16
+    assert bench.accumulated_per_wave(WHOLE_BLOCK) == 32 * 32
+    assert bench.accumulated_per_wave(_kernel(["v_add_f32 v0, v1, v2"])) is None
+
+
+def test_replicated_waves_count_their_share():
+    bench = _bench()
+    entry = {"mfma_busy_ratio": 0.332}
+    replicated = bench.with_useful_busy(entry, bench.Case("f16", "gfx942", (32, 32, 64), threads=256), WHOLE_BLOCK)
+    assert replicated["replication"] == 4 and replicated["useful_busy"] == 0.083
+    split = bench.with_useful_busy(entry, bench.Case("f16", "gfx942", (32, 32, 64), threads=64), WHOLE_BLOCK)
+    assert split["replication"] == 1 and split["useful_busy"] == 0.332
+    # 16x128 on 4 waves: 512 elements each, the two chains of RENAMED.
+    renamed = bench.with_useful_busy(entry, bench.Case("f16", "gfx90a", (16, 128, 128), threads=256), RENAMED)
+    assert renamed["replication"] == 1
+    assert bench.with_useful_busy({"error": "x"}, bench.Case("f16", "gfx942", (32, 32, 64)), "")["useful_busy"] is None
