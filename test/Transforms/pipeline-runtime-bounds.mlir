@@ -1,5 +1,6 @@
 // RUN: tile-opt %s --target=amdgpu:gfx942 -p 'tile-pipeline' | filecheck %s
 // RUN: tile-opt %s --target=amdgpu:gfx942 -p 'tile-stage-operands,tile-select-mma,tile-infer-layout,tile-pipeline,tile-insert-barriers,tile-lower-to-gpu' | filecheck %s --check-prefix=GPU
+// RUN: sed 's/tile.num_stages = 2/tile.num_stages = 3/' %s | tile-opt --target=amdgpu:gfx942 -p 'tile-pipeline' | filecheck %s --check-prefix=THREE
 
 #S = #gpu.address_space<workgroup>
 #F = #gpu.address_space<private>
@@ -13,6 +14,14 @@
 // CHECK: "tile.copy"{{.*}}tile.prefetch
 // CHECK: }
 // CHECK: scf.for
+// Three stages (no mask) and a trip count not known to fit 32 bits: the
+// stages' remainders stay in index arithmetic (test/Transforms/pipeline.mlir
+// takes them in 32 bits).
+// THREE: scf.for
+// THREE: arith.remui %{{.+}}, %{{.+}} : index
+// THREE: arith.remui %{{.+}}, %{{.+}} : index
+// THREE-NOT: index_castui
+// THREE: "tile.gemm"
 // GPU-LABEL: gpu.func @runtime_bound_kernel0
 // GPU: scf.if
 // GPU: vector.load

@@ -3,14 +3,20 @@
 
 // The seed's 3-stage loop: each shared tile gets 3 stages, the prologue fills
 // stages 0 and 1 (iterations 0 and 1), and each iteration copies iteration
-// i+2 into stage (i+2) mod 3 before the gemm reads stage i mod 3.
+// i+2 into stage (i+2) mod 3 before the gemm reads stage i mod 3. Three is
+// no power of two and the loop's trip count is known, so the remainders are
+// taken in 32 bits.
 // CHECK: %[[A:.+]] = "tile.alloc_shared"() : () -> memref<3x128x32xf8E4M3FNUZ, #gpu.address_space<workgroup>>
 // CHECK: %[[B:.+]] = "tile.alloc_shared"() : () -> memref<3x32x128xf8E4M3FNUZ, #gpu.address_space<workgroup>>
 // CHECK-COUNT-2: "tile.copy"(%arg0, %{{.+}}) {{.*}}tile.prefetch
 // CHECK: scf.for %[[KO:.+]] = %[[LB:.+]] to %{{.+}} step %[[STEP:.+]] {
 // CHECK: %[[N:.+]] = arith.divui
-// CHECK: %[[CUR:.+]] = arith.remui %[[N]], %[[C3:.+]] : index
-// CHECK: %[[NEXT:.+]] = arith.remui
+// CHECK: %[[N32:.+]] = arith.index_castui %[[N]] : index to i32
+// CHECK: %[[CUR32:.+]] = arith.remui %[[N32]], %[[C3:.+]] : i32
+// CHECK: %[[AHEAD:.+]] = arith.addi %[[N32]], %{{.+}} : i32
+// CHECK: %[[NEXT32:.+]] = arith.remui %[[AHEAD]], %[[C3]] : i32
+// CHECK: %[[CUR:.+]] = arith.index_castui %[[CUR32]] : i32 to index
+// CHECK: %[[NEXT:.+]] = arith.index_castui %[[NEXT32]] : i32 to index
 // CHECK: %[[AC:.+]] = memref.subview %[[A]][%[[CUR]], 0, 0] [1, 128, 32] [1, 1, 1]
 // CHECK: %[[BC:.+]] = memref.subview %[[B]][%[[CUR]], 0, 0] [1, 32, 128] [1, 1, 1]
 // CHECK: memref.subview %[[A]][%[[NEXT]], 0, 0]
