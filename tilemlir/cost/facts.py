@@ -169,6 +169,8 @@ class ModelFacts:
     producer_threads: int  # the threads it adds (the manifest)
     producer_registers: int  # per lane, after it gives the rest back (the manifest)
     producer_loop_sync_clocks: int  # per iteration of such a loop, the matrix units idle (the manifest)
+    loop_issue_clocks: int  # per iteration, a wave's work besides its matrix instructions (the manifest's, by chip)
+    skinny_block: int  # block extent also tried for problem extents this small (the manifest)
     stream_bytes_in_flight: int  # per CU, for a launch of fewer tiles than CUs; 0: not measured
     assumed: tuple[Assumption, ...]
 
@@ -230,6 +232,16 @@ def _slowest_shipped_rate(row: MmaInstr, segment: object = UNKNOWN) -> tuple[flo
 # Per Target (kept alive by the entry): its facts. Keyed by identity, since
 # hashing a whole descriptor costs more than the model itself.
 _FACTS: dict[int, tuple[Target, ModelFacts]] = {}
+
+
+def loop_issue_clocks(target: Target) -> int:
+    """The family's measured issue clocks per loop iteration for this chip's
+    processor (Backend.loop_issue_clocks), its figure for other chips where
+    the processor has none, 0 where the family measured none."""
+    from tilemlir.targets.registry import backend
+
+    table = dict(backend(target.family).loop_issue_clocks)
+    return table.get(target.processor, table.get("", 0))
 
 
 def model_facts(target: Target) -> ModelFacts:
@@ -299,6 +311,8 @@ def _model_facts(target: Target) -> ModelFacts:
         producer_threads=backend(target.family).producer_threads,
         producer_registers=backend(target.family).producer_registers,
         producer_loop_sync_clocks=backend(target.family).producer_loop_sync_clocks,
+        loop_issue_clocks=loop_issue_clocks(target),
+        skinny_block=backend(target.family).skinny_block,
         stream_bytes_in_flight=backend(target.family).stream_bytes_in_flight,
         assumed=tuple(assumed),
     )

@@ -39,6 +39,10 @@ of r at once. A round of b workgroups takes
             shared: b * L / (banks * bank bytes),      the CU's LDS bandwidth
             memory: b * G / (bandwidth / active CUs),  the CU's share of device memory
             chain)                                      one workgroup's own iteration
+    without a measured busy ratio, a wave's C is C + the family's issue
+    clocks (Backend.loop_issue_clocks: its loads, LDS accesses, waits and
+    barrier, measured on its compiled loops), in the matrix term too (the
+    waves sharing a SIMD issue theirs one after another) and in the chain;
     chain = max(C / busy, L / lds, G / share, latency / in flight) with
             stages >= 2 buffers, max(C / busy + L / lds, G / share,
             latency) with one: its global loads still overlap the gemm
@@ -76,7 +80,13 @@ of its own (it only lengthens a tile's arrival, above) and the latency of L2
 hits under load (device-memory bandwidth is the bound, so operands re-read by
 many workgroups count each time: an upper bound), launch
 overhead, barriers, operand-load instructions beside the matrix ones
-(mma.sync's ldmatrix), and register allocation granules.
+(mma.sync's ldmatrix) other than as the one measured figure per chip of
+Backend.loop_issue_clocks, and register allocation granules. That figure
+holds waits and the barrier too, which another wave of the SIMD could fill;
+the matrix term charges it to every wave all the same, so that the model
+never counts on a second wave per SIMD to hide what one wave's loop does
+not (the busy ratio per wave of bench/amd_vs_triton.py, which llvm-mca
+measures for one wave).
 
 split_k > 1 divides K among workgroups whose partial sums are added into C
 atomically (C is in the accumulator type: read and written once per
@@ -352,7 +362,8 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
     module docstring for the formula). `busy_ratio`: the fraction of one
     main-loop iteration the matrix unit is busy, as llvm-mca gives it
     (`tile-compile --report`'s amdgpu mfma_busy_ratio); without it a wave's iteration
-    is as long as its matrix instructions. `resident`: the workgroups one CU
+    is its matrix instructions and the family's issue clocks for the chip
+    (Backend.loop_issue_clocks: none where it measured none). `resident`: the workgroups one CU
     holds at once as the compiled kernel's registers and shared memory allow
     (a tuner reads them off the compiled kernel); without it the estimate of
     `occupancy`. Raises DoesNotFit when a CU cannot hold one workgroup,
@@ -374,8 +385,11 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
     busiest = math.ceil(figures.workgroups / cus)
     rounds = [resident] * (busiest // resident) + ([busiest % resident] if busiest % resident else [])
     share = facts.memory_bytes_per_clock / min(cus, figures.workgroups)  # bytes per clock per CU
-    busy = busy_ratio if busy_ratio else 1.0
-    one_wave = figures.matrix_clocks / busy
+    # A wave's iteration: its matrix work over the measured busy ratio, or
+    # without one, its matrix work and the family's measured issue clocks,
+    # which the waves sharing a SIMD do not overlap.
+    issue = 0 if busy_ratio else facts.loop_issue_clocks
+    one_wave = figures.matrix_clocks / busy_ratio if busy_ratio else figures.matrix_clocks + issue
     lds = figures.shared_traffic / facts.shared_bytes_per_clock
     # Device memory serves the share `reach` of the tiles; the re-reads the L2
     # holds cost it nothing where the L2 is known to be faster than device
@@ -403,7 +417,7 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
 
     def iteration_terms(size: int, latency: float) -> dict[str, float]:
         terms = {
-            "matrix": math.ceil(size * figures.waves / facts.simds_per_cu) * figures.matrix_clocks + sync,
+            "matrix": math.ceil(size * figures.waves / facts.simds_per_cu) * (figures.matrix_clocks + issue) + sync,
             "shared memory": size * lds,
             "device memory": size * memory,
         }

@@ -111,16 +111,23 @@ def shared_bytes_needed(block: tuple[int, ...], stages: int, a_bytes: int, b_byt
 
 def default_block_k(problem: GemmProblem, target: Target) -> int:
     """The largest K among the chip's usable instructions for these types, at
-    least MIN_ROW_BYTES of A per row."""
+    least MIN_ROW_BYTES of A per row as the matrix unit reads it: fp8 decoded
+    to f16 on the way to shared memory (gfx90a, gfx1100, MetaX's chips) counts
+    as f16 (on gfx90a the decoding's scalar registers spill at K steps of 128
+    fp8, llc-22)."""
     wave = target.require("compute.wave_size", "choosing the thread count")
     core = matrix_core_for(target)
     rows = [r for r in target.mma_candidates(problem.shared_a, problem.shared_b, problem.accum)
             if core.supported(r.m, r.n, r.k, r.blocks, wave)]
     instruction_k = max((r.k for r in rows), default=16)
-    return max(instruction_k, MIN_ROW_BYTES // element_bytes(problem.a))
+    return max(instruction_k, MIN_ROW_BYTES // element_bytes(problem.shared_a))
 
 
-def _extents(problem_extent: int) -> list[int]:
+def _extents(problem_extent: int, skinny: int = 0) -> list[int]:
+    """Block extents for a problem extent; one of `skinny` too where the
+    problem's fits it (Backend.skinny_block)."""
+    if 0 < problem_extent <= skinny < BLOCK_EXTENTS[0]:
+        return [skinny, BLOCK_EXTENTS[0]]
     covering = next((e for e in BLOCK_EXTENTS if e >= problem_extent), BLOCK_EXTENTS[-1])
     return [e for e in BLOCK_EXTENTS if e <= covering]
 
@@ -288,7 +295,9 @@ def candidate_configs(problem: GemmProblem, target: Target, fixed: Fixed = Fixed
     else:
         block_k = default_block_k(problem, target)
         ks = [block_k] + ([2 * block_k] if problem.k > block_k else [])
-        blocks = [(bm, bn, bk) for bm in _extents(problem.m) for bn in _extents(problem.n) for bk in ks]
+        skinny = facts.skinny_block
+        blocks = [(bm, bn, bk) for bm in _extents(problem.m, skinny) for bn in _extents(problem.n, skinny)
+                  for bk in ks]
         blocks += [(bm, bn, STREAM_K_FACTOR * block_k) for bm, bn, bk in blocks
                    if stream and bk == block_k and problem.k > 2 * block_k and streams(problem, (bm, bn), facts)]
     threads = [fixed.threads] if fixed.threads else [w * wave for w in WAVE_COUNTS

@@ -26,7 +26,9 @@ Choosing the configuration (block M, N, K; threads; stages):
   producer-fed kernels the configurations predicted within NEAR (10%) of it
   count as equal and the one whose waves hold the most of the block wins,
   a single wave only where no wider one is that close (`rank_configs`: the
-  model does not cost a wave's loads and address work). So a small problem
+  model costs a wave's loads and address work as one figure per chip); the
+  default leaves the LDS room to pad its tiles' rows in where any
+  configuration does (unpadded reads conflict). So a small problem
   is spread over the chip's CUs in full waves and a large one takes large
   tiles. The instruction and wave split are tile-select-mma's rule for that
   block, which the model evaluates (it does not override it).
@@ -212,10 +214,12 @@ def weighed_seconds(prediction: Prediction) -> float:
 SAME = 0.005
 
 # Predictions this close to the fastest are taken as equal (`rank_configs`).
-# The model does not cost the instructions a wave issues besides its matrix
-# ones: global loads, LDS stores and reads, address work, waits and the
-# barrier, a hundred clocks and more per iteration whatever the wave's share of
-# the block, so a wave with a small share spends most of its loop on them.
+# The model costs the instructions a wave issues besides its matrix ones
+# (global loads, LDS stores and reads, address work, waits and the barrier) as
+# one figure per chip (Backend.loop_issue_clocks, the median of its loops),
+# while they vary from one configuration to another by a factor of two and
+# more, so a wave with a small share of the block may spend most of its loop
+# on them. The figures below are from before the model had that figure.
 # On gfx942, llvm-mca's busy ratio (the matrix unit's share of one main-loop
 # iteration, `--report`'s mfma_busy_ratio) of f16 256^3 is 0.106 with 32x32
 # blocks of 4 waves (predicted 0.787 us) and 0.32 with 2 waves of 32x32 and
@@ -258,12 +262,12 @@ def near_tie_reason(chosen: tuple[Prediction, KernelConfig], other: tuple[Predic
         return (f"this one holds {bytes_in_flight(*chosen) // 1024} KiB in flight per CU, that one "
                 f"{bytes_in_flight(*other) // 1024}; a launch streaming device memory needs "
                 f"{stream // 1024} KiB (Backend.stream_bytes_in_flight)")
+    if not leaves_room_to_pad(*other, facts) and leaves_room_to_pad(*chosen, facts):
+        return "its tiles leave no LDS to pad their rows (bank conflicts)"
     if other[0].figures.waves == 1 < chosen[0].figures.waves:
         return "it is a workgroup of one wave"
     if other[0].figures.iterations == 1 < chosen[0].figures.iterations:
         return "it has one K iteration"
-    if not leaves_room_to_pad(*other, facts) and leaves_room_to_pad(*chosen, facts):
-        return "its tiles leave no LDS to pad their rows (bank conflicts)"
     if wave_share(*other) < wave_share(*chosen):
         return (f"its waves hold {wave_share(*other)} elements of C each, this one's {wave_share(*chosen)} "
                 f"(with more, a wave's loads and address work weigh less)")
@@ -339,9 +343,10 @@ def rank_configs(predicted: list[tuple[Prediction, KernelConfig]], facts: ModelF
     fastest's configuration with the most stages within SAME of it first),
     except that, where the ranking does not already
     weigh the waves' own operand loads (a family without producer-fed kernels:
-    OWN_OPERAND_LOADS), the configurations within NEAR of the fastest count
-    as equal and one of them comes first: of those with more than one wave,
-    more than one K iteration and LDS to pad their rows in (where there are
+    OWN_OPERAND_LOADS), the configurations whose tiles leave LDS to pad their
+    rows in (where there are such) and are predicted within NEAR of the
+    fastest of them count as equal and one of them comes first: of those
+    with more than one wave and more than one K iteration (where there are
     such), the one whose waves hold the largest share of the block (the most
     matrix work for a wave's loads and address work), then with two stages
     or more, then with the most matrix work per wave and iteration (longer K
@@ -357,8 +362,13 @@ def rank_configs(predicted: list[tuple[Prediction, KernelConfig]], facts: ModelF
                   and dataclasses.replace(pair[1], stages=fastest[1].stages) == fastest[1]]
         best = max(deeper, key=lambda pair: pair[1].stages)
         return [best] + [pair for pair in ranked if pair is not best]
-    limit = weighed_seconds(ranked[0][0]) * (1 + NEAR)
-    near = [pair for pair in ranked if weighed_seconds(pair[0]) <= limit]
+    # The default leaves LDS to pad its tiles' rows in where any configuration
+    # does (unpadded reads conflict: 1920 conflict clocks per iteration of f16
+    # 1024^3 in 128x128x64 blocks of 2 stages on gfx90a and gfx942, which the
+    # model does not cost); NEAR is measured from the fastest of those.
+    roomy_first = [pair for pair in ranked if leaves_room_to_pad(*pair, facts)] or ranked
+    limit = weighed_seconds(roomy_first[0][0]) * (1 + NEAR)
+    near = [pair for pair in roomy_first if weighed_seconds(pair[0]) <= limit]
     wide = [pair for pair in near if pair[0].figures.waves > 1] or near
     looped = [pair for pair in wide if pair[0].figures.iterations > 1] or wide
     roomy = [pair for pair in looped if leaves_room_to_pad(*pair, facts)] or looped
@@ -483,7 +493,8 @@ class TileTiling(TilePass):
             text += (f"; runner-up: {runner_up[1].describe(facts.wave_size)}: "
                      f"{runner_up[0].describe()}")
             if weighed_seconds(runner_up[0]) < weighed_seconds(best):
-                text += (f" (predicted faster by {NEAR:.0%} or less, but "
+                faster = 1 - weighed_seconds(runner_up[0]) / weighed_seconds(best)
+                text += (f" (predicted faster by {faster:.0%}, but "
                          f"{near_tie_reason((best, config), runner_up, facts)})")
         which = (f"ranked {place + 1} (rank={place}) of {len(ranked)} configurations that fit (the "
                  f"{place} ranked ahead of it passed over)" if place else f"ranked first of {len(ranked)} configurations that fit")

@@ -642,6 +642,19 @@ class Backend:
     # fence, commit and wait, the slot's release), as measured on the family's
     # kernels; the cost model adds them to each iteration's matrix time.
     producer_loop_sync_clocks: int = 0
+    # A problem extent (M or N) at most this large, less than 32 (a skinny
+    # GEMM's rows: decoding's 16), is also tried as a block of this extent,
+    # where 32, the smallest otherwise, computes rows for nothing; 0: not tried
+    # (nvidia, whose skinny defaults were measured with 32-row blocks).
+    skinny_block: int = 0
+    # Clocks of one K-loop iteration in which a wave issues or waits for
+    # something other than its matrix instructions (global loads, LDS stores
+    # and reads, address work, waits, the barrier), as measured on the
+    # family's compiled kernels: (processor, clocks) pairs, processor "" for
+    # the family's other chips; the cost model adds them to a wave's
+    # iteration where it has no measured busy ratio. Empty: not measured (an
+    # iteration is then as long as its matrix work).
+    loop_issue_clocks: tuple[tuple[str, int], ...] = ()
     # Bytes of A and B tiles a CU must hold in flight for a launch of fewer
     # C tiles than CUs (each CU streaming its own tiles' operands) to draw
     # device memory at its rate, as measured on the family's kernels; 0 where

@@ -50,6 +50,20 @@ def check_target(target: Target) -> tuple[str, str] | None:
     return None
 
 
+# Backend.loop_issue_clocks: the median, by chip, of llvm-mca-22's main-loop
+# clocks less the descriptor's MFMA/WMMA clocks over the GEMM loops this
+# compiler made for the 12 to 14 configurations its cost model ranked first
+# for f16 256^3, 1024^3, 4096^3, 16x8192x8192 and 200x96x136 (and fp8 on
+# gfx942), 2026-12-05: gfx90a 472 (70 loops), gfx942 530 (126), gfx950 344
+# (70), gfx1100 207 (60). gfx1101 and gfx1102 take gfx1100's (LLVM's one GFX11
+# scheduling model: llvm-mca-22 gives the same cycles for one of its loops with
+# either -mcpu), as do gfx1200 and gfx1201, the other wave32 chips, whose own
+# loops measure nothing of this (llvm-mca-22 stalls some 2,000 cycles at
+# gfx12's split barrier). Other chips take the median of the CDNA loops, 466.
+LOOP_ISSUE_CLOCKS = (("gfx90a", 472), ("gfx942", 530), ("gfx950", 344),
+                     *((chip, 207) for chip in ("gfx1100", "gfx1101", "gfx1102", "gfx1200", "gfx1201")),
+                     ("", 466))
+
 BACKEND = Backend(
     family="amdgpu",
     summary="AMD Instinct (CDNA) and Radeon (RDNA3, RDNA4) GPUs through ROCDL and LLVM's AMDGPU backend",
@@ -86,4 +100,7 @@ BACKEND = Backend(
     tilelang_names=("hip", "rocm"),
     default_chip="gfx942",
     detect_gpu="tilemlir.backends.amdgpu.detect:present_chips",
+    loop_issue_clocks=LOOP_ISSUE_CLOCKS,
+    # The M of the 16x16 MFMAs and WMMAs every chip has.
+    skinny_block=16,
 )

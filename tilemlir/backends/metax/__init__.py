@@ -43,4 +43,6 @@ BACKEND = Backend(
     converts_fp8=True,
     tilelang_names=("maca", "metax"),
     default_chip="xcore1000",
+    # The M of its 16x16x16 MMAs (__builtin_mxc_mma_16x16x16f16, the targets' rows).
+    skinny_block=16,
 )
