@@ -36,10 +36,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -138,14 +135,9 @@ def triton_worker(jobs_file: Path, out: Path) -> None:
 
 
 def run_triton(jobs: list[tuple[Case, tuple]], out: Path) -> dict:
-    python = gemm_bench.ensure_triton()
     jobs_file = out / "triton_jobs.json"
     jobs_file.write_text(json.dumps([{"case": asdict(case), "tiling": list(tiling)} for case, tiling in jobs]))
-    with tempfile.TemporaryDirectory(prefix="triton-cache-") as cache:
-        env = {**os.environ, "TRITON_CACHE_DIR": cache, "TRITON_ALWAYS_COMPILE": "1",
-               "TRITON_DEFAULT_FP_FUSION": "1"}
-        subprocess.run([str(python), __file__, "--triton-worker", str(jobs_file), str(out)], check=True, env=env)
-    return json.loads((out / "triton.json").read_text())
+    return gemm_bench.run_triton_worker(__file__, jobs_file, out)
 
 
 # --------------------------------------------------------------------------

@@ -215,16 +215,21 @@ def ensure_triton() -> Path:
     return python
 
 
-def run_triton(cases: list[Case], out: Path) -> dict:
+def run_triton_worker(script: str, jobs_file: Path, out: Path) -> dict:
+    """Runs `script --triton-worker JOBS OUT` in the Triton venv, with an
+    empty cache of its own, and returns the OUT/triton.json it writes."""
     python = ensure_triton()
-    cases_file = out / "cases.json"
-    cases_file.write_text(json.dumps([asdict(case) for case in cases]))
     with tempfile.TemporaryDirectory(prefix="triton-cache-") as cache:
         env = {**os.environ, "TRITON_CACHE_DIR": cache, "TRITON_ALWAYS_COMPILE": "1",
                "TRITON_DEFAULT_FP_FUSION": "1"}
-        subprocess.run([str(python), __file__, "--triton-worker", str(cases_file), str(out)],
-                       check=True, env=env)
+        subprocess.run([str(python), script, "--triton-worker", str(jobs_file), str(out)], check=True, env=env)
     return json.loads((out / "triton.json").read_text())
+
+
+def run_triton(cases: list[Case], out: Path) -> dict:
+    cases_file = out / "cases.json"
+    cases_file.write_text(json.dumps([asdict(case) for case in cases]))
+    return run_triton_worker(__file__, cases_file, out)
 
 
 # --------------------------------------------------------------------------

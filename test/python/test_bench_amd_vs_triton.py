@@ -9,6 +9,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -59,3 +61,34 @@ def test_replicated_waves_count_their_share():
     renamed = bench.with_useful_busy(entry, bench.Case("f16", "gfx90a", (16, 128, 128), threads=256), RENAMED)
     assert renamed["replication"] == 1
     assert bench.with_useful_busy({"error": "x"}, bench.Case("f16", "gfx942", (32, 32, 64)), "")["useful_busy"] is None
+
+
+def _norms_bench():
+    spec = importlib.util.spec_from_file_location("bench_amd_norms_vs_triton",
+                                                  REPO / "bench" / "amd_norms_vs_triton.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_norm_instructions_are_counted_from_entry_to_end_and_loops_are_marked():
+    bench = _norms_bench()
+    lines = ["\t.text", "kernel:", "\tv_mov_b32 v0, 0", "\tv_max_f32_dpp v1, v1, v1 row_shr:1",
+             "\ts_waitcnt lgkmcnt(0)", "\tds_swizzle_b32 v2, v1 offset:0x401f", "\tds_write_b32 v3, v1",
+             "\ts_barrier", "\ts_endpgm", "\t.section .rodata"]
+    straight = "".join(line + "\n" for line in lines)
+    counts = bench.instruction_counts(straight)
+    assert counts == {"instructions": 7, "cross_lane": 2, "waits": 1, "lds": 1, "barriers": 1, "loops": False}
+    assert bench.per_element(counts, 0.5) == 14.0
+    looping = straight.replace("\ts_barrier\n", ".LBB0_1:\n\ts_barrier\n\ts_cbranch_scc1 .LBB0_1\n")
+    counts = bench.instruction_counts(looping)
+    assert counts["loops"] and bench.per_element(counts, 1) is None
+
+
+def test_our_row_kernels_compile_for_the_norms_table(tmp_path):
+    pytest.importorskip("mlir")
+    bench = _norms_bench()
+    entry = bench.ours(bench.Case("rmsnorm", "bf16", 1024), 2, 256, tmp_path)
+    assert entry["spills"] == 0 and not entry["loops"] and entry["cross_lane"] > 0
+    assert entry["per_element"] == round(entry["instructions"] / 8, 2)  # 2 rows of 1024 on 256 lanes
