@@ -229,7 +229,8 @@ def ours(case: Case, block_rows: int, threads: int, out: Path) -> dict:
 
     text = norms_bench.kernel_text(case.op, case.dtype, ROWS, case.cols, block_rows, threads).replace(
         f'tile.target = "{norms_bench.TARGET}"', f'tile.target = "amdgpu:{case.chip}"')
-    config = f"{block_rows} row{'s' if block_rows > 1 else ''}, {threads // WAVE} waves"
+    waves = threads // WAVE
+    config = f"{block_rows} row{'s' if block_rows > 1 else ''}, {waves} wave{'s' if waves > 1 else ''}"
     try:
         result = tilemlir.compile(text, target=f"amdgpu:{case.chip}", emit="isa", options={"report": True},
                                   remarks="none")
