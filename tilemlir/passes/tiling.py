@@ -94,9 +94,9 @@ Example:
 
     "tile.fill"(%C, %zero) ...; "tile.gemm"(%A, %B, %C) {accum_dtype = f32, ...}
         : (memref<256x256xf16>, memref<256x256xf16>, memref<256x256xf16>) -> ()
-    // becomes (gfx942: 64 workgroups of 32x32 blocks on its 304 CUs, not 4 of 128x128)
+    // becomes (gfx942: 32 workgroups of 32x64 blocks in 4 waves on its 304 CUs, not 4 of 128x128)
     "tile.kernel"() ({ ^bb0(%bx: index, %by: index): ... scf.for ... {tile.num_stages = 2 : i64} ... })
-        {grid = array<i64: 8, 8>, threads = 256 : i64, tile.tiling = {predicted_seconds = ...,
+        {grid = array<i64: 4, 8>, threads = 256 : i64, tile.tiling = {predicted_seconds = ...,
          source = "model", split_k = 1 : i64}}
 """
 
