@@ -52,8 +52,8 @@ def test_compiles_without_spills(variant, target):
     # P reaches the second gemm from registers where the family reads them as its
     # A (AMD's MFMAs, NVIDIA's mma.sync), else through shared memory; the
     # compiler says which. Both read P from registers when the waves split
-    # along M only with two 16-row tiles each or more: 4 warps of 32 lanes, or
-    # 2 waves of 64, need a 128- or 64-row block.
+    # along M only with 32 rows each or more (two 16-row tiles, or one 32-row
+    # MFMA): 4 warps of 32 lanes, or 2 waves of 64, need a 128- or 64-row block.
     wave = 32 if target.startswith("nvidia") else 64
     in_registers = not target.startswith("metax") and variant.block_m % (variant.threads // wave * 32) == 0
     said = "stays in registers" if in_registers else "is held in registers"
@@ -186,3 +186,26 @@ def test_nvidia_says_when_a_staged_loop_is_not_prefetched():
     said = [r.message for r in compiled.remarks]
     assert any("this loop (num_stages = 2) runs without prefetch on NVIDIA" in m for m in said), said
     assert "cp.async" not in compiled.artifacts["ptx"]
+
+
+def test_waves_splitting_m_own_32_rows_or_more():
+    """select_mma_for(rows_only=True): a wave's rows are whole instruction
+    tiles, at least MIN_WAVE_ROWS (32) of them: one 32x32 MFMA (gfx942, 4 waves
+    of a 128-row block, its first choice) or two 16-row tiles; 16 rows a wave
+    (4 waves of 64 rows) fit none."""
+    from tilemlir.cost.model import GemmShape
+    from tilemlir.passes.select_mma import MIN_WAVE_ROWS, select_mma_for
+    from tilemlir.targets import get_target
+
+    assert MIN_WAVE_ROWS == 32
+    gfx942 = get_target("amdgpu:gfx942")
+    scores = GemmShape(128, 64, 128, "f16", "f16", "f32", "f32")
+    choice, split = select_mma_for(gfx942, scores, 256, rows_only=True)
+    assert (choice.name, split) == ("v_mfma_f32_32x32x8_f16", (4, 1))
+    choice, split = select_mma_for(gfx942, scores, 256, prefer="v_mfma_f32_16x16x16", rows_only=True)
+    assert (choice.name, split) == ("v_mfma_f32_16x16x16_f16", (4, 1))
+    reasons = select_mma_for(gfx942, GemmShape(64, 64, 128, "f16", "f16", "f32", "f32"), 256, rows_only=True)
+    assert isinstance(reasons, list) and all("does not split" in r for r in reasons if "lane layout" not in r)
+    sm90 = get_target("nvidia:sm_90a")
+    choice, split = select_mma_for(sm90, GemmShape(192, 64, 64, "f16", "f16", "f32", "f32"), 128, rows_only=True)
+    assert choice.m == 16 and split == (4, 1)  # 48 rows a warp: three 16-row tiles

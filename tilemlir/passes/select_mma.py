@@ -70,6 +70,10 @@ from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 from tilemlir.targets import resolve_target
 from tilemlir.targets.model import FP8_KIND, is_unknown
 
+# The fewest rows of a block a wave owns where waves split M alone
+# (`select_mma_for(rows_only=True)`).
+MIN_WAVE_ROWS = 32
+
 
 def select_mma_for(target, shape, threads: int, prefer: str = "", rows_only: bool = False,
                    rejected: list[str] | None = None) -> tuple[MmaChoice, tuple[int, int]] | list[str]:
@@ -116,10 +120,15 @@ def select_mma_for(target, shape, threads: int, prefer: str = "", rows_only: boo
                 continue
             split = (waves, 1)
         elif rows_only:
-            # Whole rows per wave, and at least two instruction tiles of them: with one,
-            # every wave reads all of B for a single tile (measured on the H200 with
-            # bench/attention.py: 8 warps of 16 rows ran at a third of 4 warps of 32).
-            fits = shape.m % (waves * row.m * 2) == 0 and shape.n % row.n == 0
+            # Whole rows per wave, at least MIN_WAVE_ROWS of them: with fewer, every
+            # wave reads all of B for few rows (measured on the H200 with
+            # bench/attention.py: 8 warps of 16 rows ran at a third of 4 warps of
+            # 32). One 32-row instruction reuses B as two 16-row ones do (gfx942
+            # flash attention d 128, 128x64 blocks of 4 waves: llvm-mca's busy
+            # ratio 0.590 with 16x16x16, 0.624 with 32x32x8; bf16 0.504, 0.534).
+            rows = shape.m // waves
+            fits = shape.m % waves == 0 and rows % row.m == 0 and rows >= MIN_WAVE_ROWS \
+                and shape.n % row.n == 0
             split = (waves, 1) if fits else None
         else:
             split = split_waves(waves, shape.m, shape.n, row.m, row.n)
