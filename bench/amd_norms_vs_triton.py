@@ -18,12 +18,12 @@ block of `cols`, f32 math, the same epsilon) for every num_warps of
 TRITON_WARPS. Each side shows its candidate with the fewest instructions per
 element and no spills; every candidate is in results.json.
 
-Instructions per element: the instructions of the kernel's ISA, from its entry
-to its end, over the elements one lane owns (the workgroup's rows x columns
-over its threads): what a wave issues for each element of each of its lanes.
-At these sizes neither compiler's kernel loops (checked: a kernel with a
-backward branch is marked and not counted), so a wave issues each
-instruction once. Also counted: cross-lane operations (DPP, ds_swizzle,
+Instructions per element: the instructions of the kernel's function, a static
+count, over the elements one lane owns (the workgroup's rows x columns over
+its threads). At these sizes neither compiler's kernel loops (checked: a
+kernel with a backward branch is marked and not counted), so a wave issues
+each instruction at most once; a block a branch skips (a wave with no lane
+guarded in) counts as issued. Also counted: cross-lane operations (DPP, ds_swizzle,
 ds_bpermute/permute, v_permlane*, v_readlane), s_waitcnt, LDS accesses and
 barriers.
 """
@@ -71,30 +71,25 @@ class Case:
 _INSTRUCTION = re.compile(r"^\s+([a-z_][a-z0-9_]*)\b")
 _LABEL = re.compile(r"^([.\w$]+):")
 _BRANCH = re.compile(r"^\s+s_(?:cbranch_\w+|branch)\s+([.\w$]+)")
-CROSS_LANE = re.compile(r"dpp|row_|quad_perm|ds_swizzle|ds_bpermute|ds_permute|v_permlane|v_readlane|v_readfirstlane")
+CROSS_LANE = re.compile(r"_dpp\b|\brow_\w+:|quad_perm:|ds_swizzle|ds_bpermute|ds_permute|v_permlane|v_readlane")
+EXCHANGES = ("ds_swizzle_b32", "ds_bpermute_b32", "ds_bpermute_fi_b32", "ds_permute_b32")
 
 
 def instruction_counts(isa: str) -> dict:
-    """Counts over the kernel's instructions (module docstring): total,
-    cross-lane, s_waitcnt, LDS accesses, barriers; `loops` True where a
-    branch goes back to an earlier label (then nothing is counted)."""
-    lines = isa.splitlines()
+    """Counts over the instructions of the kernel's (largest) function
+    (module docstring): total, cross-lane (DPP, swizzles, permutes, lane
+    reads), s_waitcnt, LDS accesses, barriers; `loops` True where a branch
+    goes back to an earlier label (then nothing is counted)."""
+    from tilemlir.backends.amdgpu.report import _function_sections
+
+    sections = _function_sections(isa)
     labels, total = {}, []
-    inside = False
-    for line in lines:
-        if re.match(r"^[\w$.]+:\s*(;.*)?$", line) and not line.startswith("."):
-            inside = True  # the kernel's entry label
-        if not inside:
-            continue
-        if "s_endpgm" in line:
-            total.append(line)
-            break
+    for line in max(sections.values(), key=len, default="").splitlines():
+        line = line.split(";", 1)[0].rstrip()
         label = _LABEL.match(line)
         if label:
             labels[label.group(1)] = len(total)
-            continue
-        match = _INSTRUCTION.match(line)
-        if match and not line.lstrip().startswith("."):
+        elif _INSTRUCTION.match(line) and not line.lstrip().startswith("."):
             total.append(line)
     loops = any((m := _BRANCH.match(line)) and m.group(1) in labels and labels[m.group(1)] <= index
                 for index, line in enumerate(total))
@@ -103,8 +98,7 @@ def instruction_counts(isa: str) -> dict:
         "instructions": len(total),
         "cross_lane": sum(1 for line in total if CROSS_LANE.search(line)),
         "waits": sum(1 for m in mnemonics if m == "s_waitcnt"),
-        "lds": sum(1 for m in mnemonics if m.startswith("ds_") and m not in ("ds_swizzle_b32", "ds_bpermute_b32",
-                                                                           "ds_permute_b32")),
+        "lds": sum(1 for m in mnemonics if m.startswith("ds_") and m not in EXCHANGES),
         "barriers": sum(1 for m in mnemonics if m == "s_barrier"),
         "loops": loops,
     }

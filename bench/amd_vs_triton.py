@@ -17,10 +17,10 @@ the compiled kernel's busy ratio, for Triton's block, waves and stages too)
 and, for ours, the LDS bank conflicts per iteration the report gives.
 
 The busy ratio compared is that of the work the block needs: where the block
-is smaller than its waves' instruction tiles, Triton gives every wave the
-whole block (its 32x32x64 blocks of 4 waves issue 8 32x32x8 MFMAs per wave and
-iteration, a quarter of them needed), which raises llvm-mca's ratio without
-doing more of the GEMM; `with_useful_busy` counts the C elements each wave's
+is smaller than its waves' instruction tiles, Triton gives each wave a
+multiple of its share (its 32x32x64 blocks of 4 waves issue 8 32x32x8 MFMAs
+per wave and iteration, a quarter of them needed), which raises llvm-mca's
+ratio without doing more of the GEMM; `with_useful_busy` counts the C elements each wave's
 main loop accumulates and divides the ratio by that replication.
 
 No GPU is needed: both compilers stop at the ISA. Triton (TRITON_VERSION) lives in
@@ -291,32 +291,38 @@ def ours(case: Case, out: Path, passes: str = "") -> dict:
 
 
 def accumulated_per_wave(isa: str) -> int | None:
-    """Elements of C one wave's main loop accumulates: its chains of matrix
-    instructions (one starts at an instruction whose C operand no earlier
-    matrix instruction of the loop wrote: a loop-carried accumulator, however
-    llc renames registers along the chain) times the instruction's M x N;
-    None without a main loop."""
+    """Elements of C one wave's main loop accumulates: over the kernel's
+    (largest) function, the M x N of each chain of dense matrix
+    instructions, a chain starting at an instruction whose C operand no
+    earlier matrix instruction of the loop wrote (a loop-carried
+    accumulator, however llc renames registers along the chain); None
+    without a main loop. It assumes no register move between two links of
+    a chain and single-block instructions, as every kernel of the tables
+    has."""
     import re
 
     from tilemlir.backends.amdgpu.report import _function_sections, main_loop_instructions
 
-    chains, written, shape = 0, set(), None
-    for section in _function_sections(isa).values():
-        for instruction in main_loop_instructions(section):
-            match = re.match(r"\s*v_s?(?:mfma|wmma)\w*?_(\d+)x(\d+)x\d+\w*\s+(.*)", instruction)
-            if not match:
-                continue
-            operands = [operand.strip().split()[0] for operand in match.group(3).split(",")]
-            chains += operands[3] not in written
-            written.add(operands[0])
-            shape = int(match.group(1)) * int(match.group(2))
-    return chains * shape if shape else None
+    sections = _function_sections(isa)
+    if not sections:
+        return None
+    held, written = 0, set()
+    for instruction in main_loop_instructions(max(sections.values(), key=len)):
+        match = re.match(r"\s*v_(?:mfma|wmma)\w*?_(\d+)x(\d+)x\d+\w*\s+(.*)", instruction)
+        if not match:
+            continue
+        operands = [operand.strip().split()[0] for operand in match.group(3).split(",")]
+        if operands[3] not in written:
+            held += int(match.group(1)) * int(match.group(2))
+        written.add(operands[0])
+    return held or None
 
 
 def with_useful_busy(entry: dict, case: Case, isa: str) -> dict:
     """`entry` with `replication` (how many times each wave computes its share
-    of the block's C: Triton gives every wave the whole block where the block
-    is smaller than its waves' instruction tiles, e.g. 32x32 on 4 waves) and
+    of the block's C: Triton gives each wave a multiple of its share where the
+    block is smaller than its waves' instruction tiles, e.g. the whole of a
+    32x32 block on each of 4 waves, half of a 64x32 one) and
     `useful_busy` (the busy ratio of the matrix work the block needs, the
     busy ratio over the replication: what the model's time is costed with)."""
     if "error" in entry or entry.get("mfma_busy_ratio") is None:

@@ -76,12 +76,14 @@ MIN_WAVE_ROWS = 32
 
 
 def select_mma_for(target, shape, threads: int, prefer: str = "", rows_only: bool = False,
-                   rejected: list[str] | None = None) -> tuple[MmaChoice, tuple[int, int]] | list[str]:
+                   rejected: list[str] | None = None, only_m: int = 0) \
+        -> tuple[MmaChoice, tuple[int, int]] | list[str]:
     """The instruction and wave split for a gemm, or the reasons each row failed.
     Rows whose name starts with `prefer` (when given) rank before all others.
     `rows_only`: split the waves along M only (each wave whole rows).
-    `rejected`, when given, receives the reasons of the rows that failed
-    (also when another row fits)."""
+    `only_m`: rows of that M alone (a gemm chained with another through
+    registers takes the same M as it). `rejected`, when given, receives the
+    reasons of the rows that failed (also when another row fits)."""
     wave = target.require("compute.wave_size", "splitting a block over waves")
     if threads % wave:
         return [f"{threads} threads are not a whole number of {wave}-lane waves"]
@@ -97,6 +99,9 @@ def select_mma_for(target, shape, threads: int, prefer: str = "", rows_only: boo
     rejected = [] if rejected is None else rejected
     fitting = []
     for rank, row in enumerate(rows):
+        if only_m and row.m != only_m:
+            rejected.append(f"{row.name}: not the {only_m}-row instruction of the gemm it is chained with")
+            continue
         if not core.supported(row.m, row.n, row.k, row.blocks, wave):
             rejected.append(f"{row.name}: no documented lane layout for {row.m}x{row.n}x{row.k}"
                             f" with {row.blocks} blocks")
@@ -126,9 +131,12 @@ def select_mma_for(target, shape, threads: int, prefer: str = "", rows_only: boo
             # 32). One 32-row instruction reuses B as two 16-row ones do (gfx942
             # flash attention d 128, 128x64 blocks of 4 waves: llvm-mca's busy
             # ratio 0.590 with 16x16x16, 0.624 with 32x32x8; bf16 0.504, 0.534).
-            rows = shape.m // waves
-            fits = shape.m % waves == 0 and rows % row.m == 0 and rows >= MIN_WAVE_ROWS \
-                and shape.n % row.n == 0
+            wave_rows = shape.m // waves
+            if shape.m % waves or wave_rows < MIN_WAVE_ROWS:
+                rejected.append(f"{row.name}: {waves} waves splitting the {shape.m} rows alone hold fewer than "
+                                f"{MIN_WAVE_ROWS} rows each, or unequal shares")
+                continue
+            fits = wave_rows % row.m == 0 and shape.n % row.n == 0
             split = (waves, 1) if fits else None
         else:
             split = split_waves(waves, shape.m, shape.n, row.m, row.n)
@@ -216,19 +224,17 @@ class TileSelectMma(TilePass):
             source = register_a_source(op)
             if source is not None and bit_width(ir.MemRefType(op.operands[0].type).element_type) in widths:
                 chained.update((op, source))
+        chain_m = self.chained_rows(target, gemms, chained)
         for op in gemms:
             kernel = enclosing_kernel(op)
             if kernel is None:
                 continue  # whole-problem form: tile-tiling makes the kernel first
             shape = gemm_shape(op)
-            prefer = self.prefer or kernel_preference(kernel)
-            if not prefer and attributes.TILING.read(kernel) is None:
-                # A kernel written with its own sizes: the family's choice of
-                # what to try first (the cost model's choice stands otherwise).
-                prefer = matrix_core_for(target).preference(op, kernel_threads(kernel), target)
+            prefer = self.gemm_preference(op, kernel, target)
             result, rejected = None, []
             if op in chained:
-                result = select_mma_for(target, shape, kernel_threads(kernel), prefer, rows_only=True)
+                result = select_mma_for(target, shape, kernel_threads(kernel), prefer, rows_only=True,
+                                        only_m=chain_m.get(op, 0))
             if result is None or isinstance(result, list):
                 result = select_mma_for(target, shape, kernel_threads(kernel), prefer, rejected=rejected)
             if isinstance(result, list):
@@ -248,3 +254,35 @@ class TileSelectMma(TilePass):
                              kind="speed")
             choice.record(op)
             attributes.WARP_GRID.write(op, [wm, wn])
+
+    def gemm_preference(self, op: ir.Operation, kernel: ir.Operation, target) -> str:
+        """The option's preference, else the kernel's (tile.tiling), else, for
+        a kernel written with its own sizes, the family's choice of what to
+        try first (the cost model's choice stands otherwise)."""
+        prefer = self.prefer or kernel_preference(kernel)
+        if not prefer and attributes.TILING.read(kernel) is None:
+            prefer = matrix_core_for(target).preference(op, kernel_threads(kernel), target)
+        return prefer
+
+    def chained_rows(self, target, gemms: list, chained: set) -> dict:
+        """The instruction M each gemm of a register chain (one's accumulator
+        the next one's A) takes: the largest that both of a pair can split
+        their waves along M with, so that the next one reads the accumulator
+        as it lies (flash attention at head size 80: S could take 32x32
+        MFMAs, P x V only 16x16 ones, and P would then go through LDS)."""
+        chosen: dict = {}
+        for op in gemms:
+            source = register_a_source(op)
+            kernel = enclosing_kernel(op)
+            if source is None or op not in chained or kernel is None:
+                continue
+            threads = kernel_threads(kernel)
+            pair = [(gemm, gemm_shape(gemm), self.gemm_preference(gemm, kernel, target)) for gemm in (source, op)]
+            sizes = sorted({row.m for _, shape, _ in pair
+                            for row in target.mma_candidates(shape.a, shape.b, shape.accum)}, reverse=True)
+            common = next((m for m in sizes if all(
+                not isinstance(select_mma_for(target, shape, threads, prefer, rows_only=True, only_m=m), list)
+                for _, shape, prefer in pair)), 0)
+            for gemm, _, _ in pair:
+                chosen[gemm] = common
+        return chosen
