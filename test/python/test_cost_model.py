@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 
 import tilemlir
+from tilemlir.compiler import CompileOptions
 from tilemlir.cost import facts as facts_module
 from tilemlir.cost.facts import RULES, least_favourable, model_facts
 from tilemlir.cost.model import DoesNotFit, GemmProblem, KernelConfig, kernel_figures, predict
 from tilemlir.passes.gemm_configs import Fixed, candidate_configs, instruction_for, misfit
 from tilemlir.passes.tiling import NEAR, leaves_room_to_pad, rank_configs, rank_key, wave_share
-from tilemlir.runtime import run
+from tilemlir.runtime import load_module, run, run_emulator
 from tilemlir.targets import get_target, load_target_file
 from tilemlir.targets.model import UNKNOWN, UnknownFactError
 
@@ -33,6 +34,28 @@ F16 = GemmProblem(256, 256, 256, "f16", "f16", "f16", "f32")
 def config(problem: GemmProblem, block, threads=256, stages=2, target=GFX942, split_k=1) -> KernelConfig:
     row, split, group = instruction_for(problem, block, threads, target)
     return KernelConfig(block, threads, stages, row, split, group, split_k)
+
+
+ML_DTYPES = {"f16": np.float16, "f8E4M3FNUZ": "float8_e4m3fnuz", "f8E4M3FN": "float8_e4m3fn"}
+
+
+def emulated_gemm_matches_float64(m: int, n: int, k: int, dtype: str, target: str, tiling: str = "") -> None:
+    """C (f16) = A x B compiled for `target` (the model's tiling, or `tiling`)
+    and run in the emulator: within one f16 rounding of C plus K f32
+    roundings of the products' magnitudes of the float64 product."""
+    import ml_dtypes
+
+    element = ML_DTYPES[dtype] if dtype == "f16" else getattr(ml_dtypes, ML_DTYPES[dtype])
+    rng = np.random.default_rng(m * n + k)
+    a = rng.uniform(-2, 2, (m, k)).astype(element)
+    b = rng.uniform(-2, 2, (k, n)).astype(element)
+    c = np.full((m, n), np.nan, np.float16)
+    module, _ = load_module(whole_problem_gemm(m, n, k, dtype, "f16"))
+    run_emulator(module, "gemm", [a, b, c], target, CompileOptions(tiling=tiling))
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    magnitude = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    bound = 2.0 ** -11 * np.abs(exact) + k * 2.0 ** -23 * magnitude + 2.0 ** -24
+    assert np.all(np.abs(c.astype(np.float64) - exact) <= bound), f"{dtype} {m}x{n}x{k} on {target}"
 
 
 # --------------------------------------------------------------------------
@@ -582,6 +605,10 @@ def test_tiles_without_room_to_pad_come_after_those_with_it():
     (decision,) = result.report["decisions"]
     assert tuple(decision["block"][axis] for axis in "mnk") == chosen[1].block
     assert decision["lds_bank_conflicts_per_iteration"] == 0 and result.report["kernels"][0]["spills"] == 0
+    # That configuration, on fewer workgroups, in the emulator.
+    block, threads, stages = chosen[1].block, chosen[1].threads, chosen[1].stages
+    emulated_gemm_matches_float64(256, 256, 128, "f16", "amdgpu:gfx90a",
+                                  f"block={','.join(map(str, block))} threads={threads} stages={stages}")
 
 
 def test_skinny_problems_get_blocks_of_their_rows():
@@ -593,17 +620,12 @@ def test_skinny_problems_get_blocks_of_their_rows():
     rows = {target: {c.block[0] for c in candidate_configs(problem, get_target(target))}
             for target in ("amdgpu:gfx942", "metax:xcore1000", "nvidia:sm_90a")}
     assert rows == {"amdgpu:gfx942": {16, 32}, "metax:xcore1000": {16, 32}, "nvidia:sm_90a": {32}}
-    rng = np.random.default_rng(1)
     for (m, n, k), axis in (((16, 512, 512), "m"), ((512, 16, 512), "n")):
         text = whole_problem_gemm(m, n, k, "f16", "f16")
         result = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa", options={"report": True})
         assert result.report["decisions"][0]["block"][axis] == 16 and result.report["kernels"][0]["spills"] == 0
-        a, b = rng.uniform(-1, 1, (m, k)).astype(np.float16), rng.uniform(-1, 1, (k, n)).astype(np.float16)
-        c = np.full((m, n), np.nan, np.float16)
-        run(text, "gemm", [a, b, c], engine="emulator", target="amdgpu:gfx942")
-        exact = a.astype(np.float64) @ b.astype(np.float64)
-        magnitude = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-        assert np.all(np.abs(c.astype(np.float64) - exact) <= 2.0 ** -11 * np.abs(exact) + k * 2.0 ** -23 * magnitude)
+        emulated_gemm_matches_float64(m, n, k, "f16", "amdgpu:gfx942")
+    emulated_gemm_matches_float64(16, 512, 512, "f16", "metax:xcore1000")
 
 
 def test_decoded_fp8_steps_k_by_its_decoded_width():
@@ -621,3 +643,15 @@ def test_decoded_fp8_steps_k_by_its_decoded_width():
     result = tilemlir.compile(whole_problem_gemm(256, 256, 256, "f8E4M3FNUZ", "f16"), target="amdgpu:gfx90a",
                               emit="isa", options={"report": True})
     assert result.report["spill_fallback"] is None and result.report["kernels"][0]["spills"] == 0
+    emulated_gemm_matches_float64(256, 256, 256, "f8E4M3FNUZ", "amdgpu:gfx90a")
+    # MetaX decodes fp8 to f16 too.
+    emulated_gemm_matches_float64(64, 96, 256, "f8E4M3FN", "metax:xcore1000")
+
+
+@pytest.mark.parametrize("target", ["amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx950", "amdgpu:gfx1100",
+                                    "metax:xcore1000"])
+def test_small_gemm_defaults_run(target):
+    """The defaults the issue clocks and the room-to-pad rule choose for the
+    static table's odd small shape (4-wave workgroups on CDNA, gfx950's LDS
+    transpose reads) compute the GEMM in the emulator."""
+    emulated_gemm_matches_float64(200, 96, 136, "f16", target)
