@@ -14,8 +14,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_amd_vs_triton", REPO / "bench" / "amd_vs_triton.py")
+def _bench(name: str = "amd_vs_triton"):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "bench" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -63,17 +63,8 @@ def test_replicated_waves_count_their_share():
     assert bench.with_useful_busy({"error": "x"}, bench.Case("f16", "gfx942", (32, 32, 64)), "")["useful_busy"] is None
 
 
-def _norms_bench():
-    spec = importlib.util.spec_from_file_location("bench_amd_norms_vs_triton",
-                                                  REPO / "bench" / "amd_norms_vs_triton.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_norm_instructions_are_counted_from_entry_to_end_and_loops_are_marked():
-    bench = _norms_bench()
+    bench = _bench("amd_norms_vs_triton")
     straight = _kernel(["v_mov_b32 v0, 0", "v_max_f32_dpp v1, v1, v1 row_shr:1 ; row_ in a comment",
                         "s_waitcnt lgkmcnt(0)", "ds_swizzle_b32 v2, v1 offset:0x401f", "ds_write_b32 v3, v1",
                         "s_barrier"])
@@ -89,7 +80,24 @@ def test_norm_instructions_are_counted_from_entry_to_end_and_loops_are_marked():
 
 def test_our_row_kernels_compile_for_the_norms_table(tmp_path):
     pytest.importorskip("mlir")
-    bench = _norms_bench()
+    bench = _bench("amd_norms_vs_triton")
     entry = bench.ours(bench.Case("rmsnorm", "bf16", 1024), 2, 256, tmp_path)
     assert entry["spills"] == 0 and not entry["loops"] and entry["cross_lane"] > 0
     assert entry["per_element"] == round(entry["instructions"] / 8, 2)  # 2 rows of 1024 on 256 lanes
+    # The same kernel (one workgroup of 2 rows) in the gfx942 emulator against float64.
+    import ml_dtypes
+    import numpy as np
+
+    from tilemlir.runtime import run
+
+    text = bench.norms_bench.kernel_text("rmsnorm", "bf16", 2, 1024, 2, 256).replace(
+        f'tile.target = "{bench.norms_bench.TARGET}"', 'tile.target = "amdgpu:gfx942"')
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 1024)).astype(ml_dtypes.bfloat16)
+    weight = rng.uniform(0.5, 1.5, 1024).astype(ml_dtypes.bfloat16)
+    y = np.full((2, 1024), np.nan, ml_dtypes.bfloat16)
+    run(text, "rmsnorm", [x, weight, y], engine="emulator", target="amdgpu:gfx942")
+    x64, w64 = x.astype(np.float64), weight.astype(np.float64)
+    exact = x64 / np.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + bench.norms_bench.EPS["rmsnorm"]) * w64
+    # One bf16 rounding of the output, and f32 sums of 1024 squares.
+    assert np.all(np.abs(y.astype(np.float64) - exact) <= 2.0 ** -8 * np.abs(exact) + 1024 * 2.0 ** -23)
