@@ -371,8 +371,7 @@ def rank_configs(predicted: list[tuple[Prediction, KernelConfig]], facts: ModelF
     near = [pair for pair in roomy_first if weighed_seconds(pair[0]) <= limit]
     wide = [pair for pair in near if pair[0].figures.waves > 1] or near
     looped = [pair for pair in wide if pair[0].figures.iterations > 1] or wide
-    roomy = [pair for pair in looped if leaves_room_to_pad(*pair, facts)] or looped
-    best = max(roomy, key=lambda pair: (wave_share(*pair), min(pair[1].stages, 2), pair[0].figures.matrix_clocks))
+    best = max(looped, key=lambda pair: (wave_share(*pair), min(pair[1].stages, 2), pair[0].figures.matrix_clocks))
     return [best] + [pair for pair in ranked if pair is not best]
 
 
