@@ -10,7 +10,9 @@ Two steps, because the device machine has the GPU but not our MLIR wheels:
 and causal in (False, True), the tile-dialect kernel of
 test/python/attention_cases.py (TileLang's example_mha_fwd, [B, S, H, D]
 tensors, multi-head: kv_heads = heads) for every candidate of CANDIDATES
-(block_m, block_n, threads, stages), compiles it for sm_90a and records what the
+(block_m, block_n, threads, stages, instruction), compiles it for sm_90a (the
+compiler's own instruction choice, and mma.sync by `tile-select-mma{prefer=
+mma.sync}`, the "_mmasync" candidates) and records what the
 PTX (global access widths, mma.sync, cp.async, barriers) and, where a ptxas is
 on the PATH, ptxas -v (registers, spills) say. A candidate whose PTX is
 byte-identical to another's is recorded as the same kernel and not saved
@@ -60,9 +62,12 @@ TARGET = "nvidia:sm_90a"
 SHAPES = [(4, 32, 4096, 128), (8, 16, 2048, 64), (1, 32, 16384, 128), (16, 16, 1024, 128)]
 DTYPES = ("f16", "bf16")
 CAUSAL = (False, True)
-# (block_m, block_n, threads, stages): the issue's candidate space.
-CANDIDATES = [(bm, bn, threads, stages) for bm in (64, 128) for bn in (64, 128)
-              for threads in (128, 256) for stages in (2, 1)]
+# (block_m, block_n, threads, stages, instruction preference): the issue's
+# candidate space, with the compiler's own choice of matrix instruction ("")
+# and mma.sync (where that choice is wgmma, for the comparison).
+PREFERENCES = ("", "mma.sync")
+CANDIDATES = [(bm, bn, threads, stages, prefer) for bm in (64, 128) for bn in (64, 128)
+              for threads in (128, 256) for stages in (2, 1) for prefer in PREFERENCES]
 
 # Timing
 WARMUP, SCREEN_SAMPLES = 2, 5  # every checked candidate
@@ -82,8 +87,8 @@ def case_key(batch, heads, seq, dim, dtype, causal) -> str:
     return f"{'causal' if causal else 'full'}_b{batch}h{heads}s{seq}d{dim}_{dtype}"
 
 
-def candidate_name(key: str, block_m, block_n, threads, stages) -> str:
-    return f"{key}_m{block_m}n{block_n}t{threads}s{stages}"
+def candidate_name(key: str, block_m, block_n, threads, stages, prefer="") -> str:
+    return f"{key}_m{block_m}n{block_n}t{threads}s{stages}" + (f"_{prefer.replace('.', '')}" if prefer else "")
 
 
 def matches(name: str, only: str | None) -> bool:
@@ -136,7 +141,7 @@ def ptxas_facts(ptx_path: Path) -> dict:
 def compile_one(job: tuple) -> dict:
     """One candidate: (out, shape, dtype, causal, candidate) -> its manifest entry
     (the PTX text under "ptx" for the caller to compare and save)."""
-    _, (batch, heads, seq, dim), dtype, causal, (block_m, block_n, threads, stages) = job
+    _, (batch, heads, seq, dim), dtype, causal, (block_m, block_n, threads, stages, prefer) = job
     from mlir import ir
 
     from tilemlir.backends.nvidia.toolchain import compile_to_ptx
@@ -148,14 +153,14 @@ def compile_one(job: tuple) -> dict:
     a = cases.Attention(batch=batch, heads=heads, kv_heads=heads, seq=seq, dim=dim, dtype=dtype,
                         causal=causal, block_m=block_m, block_n=block_n, threads=threads, stages=stages)
     key = case_key(batch, heads, seq, dim, dtype, causal)
-    name = candidate_name(key, block_m, block_n, threads, stages)
+    name = candidate_name(key, block_m, block_n, threads, stages, prefer)
     entry = {"name": name, "case": key, "entry": a.name, "batch": batch, "heads": heads, "seq": seq,
              "dim": dim, "dtype": dtype, "causal": causal, "block_m": block_m, "block_n": block_n,
-             "threads": threads, "stages": stages, "flops": a.flops}
+             "threads": threads, "stages": stages, "prefer": prefer, "flops": a.flops}
     start = time.perf_counter()
     try:
         module = ir.Module.parse(cases.kernel_text(a), tile.make_context())
-        kernel = compile_to_ptx(module.operation, get_target(TARGET))
+        kernel = compile_to_ptx(module.operation, get_target(TARGET), select=f"prefer={prefer}" if prefer else "")
     except (UserError, ir.MLIRError) as error:
         entry["refused"] = str(error).strip().splitlines()[-1][:300]
         return entry
@@ -552,7 +557,7 @@ def tflops(record: dict, slot: dict | None) -> float:
 
 
 TABLE_HEADER = ("| B | H | S | D | dtype | causal | ours | FA2 | cuDNN | Triton | ours/FA2 | ours/cuDNN | "
-                "Triton/FA2 | ours: block_m x block_n, threads, stages (regs) | err/bound ours, FA2, cuDNN, Triton |\n"
+                "Triton/FA2 | ours: block_m x block_n, threads, stages, instruction (regs) | err/bound ours, FA2, cuDNN, Triton |\n"
                 "|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
 
 
@@ -565,8 +570,9 @@ def table_row(record: dict, manifest_entries: dict) -> str:
     if record["best"]:
         e = manifest_entries[record["best"]]
         twins = [n for n, m in manifest_entries.items() if m.get("identical_to") == record["best"]]
-        stages = "/".join(sorted([str(e["stages"])] + [str(manifest_entries[t]["stages"]) for t in twins]))
-        label = f"{e['block_m']}x{e['block_n']}, {e['threads']}, s{stages} ({e.get('registers')})"
+        stages = "/".join(sorted({str(e["stages"])} | {str(manifest_entries[t]["stages"]) for t in twins}))
+        instruction = "wgmma" if e.get("wgmma") else "mma.sync"
+        label = f"{e['block_m']}x{e['block_n']}, {e['threads']}, s{stages}, {instruction} ({e.get('registers')})"
     else:
         label = "-"
 

@@ -266,4 +266,9 @@ DEVICE_VARIANTS = VARIANTS + (
     # 48 rows a warp (three m16 tiles): P from registers on NVIDIA since 32 rows a
     # wave suffice (select_mma.MIN_WAVE_ROWS), not run on the H200 yet.
     Attention(seq=384, block_m=192, causal=True),
+    # wgmma on sm_90a (backends/nvidia/wgmma_threads.py): two warpgroups of 64
+    # rows, a ragged causal sequence; one warpgroup of two m64 bands, 128 keys.
+    Attention(batch=2, heads=4, kv_heads=2, seq=500, dim=128, causal=True, dtype="bf16", block_m=128,
+              block_n=128, threads=256),
+    Attention(batch=1, heads=2, seq=320, dim=64, block_m=128, block_n=128),
 )

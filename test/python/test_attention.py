@@ -55,11 +55,19 @@ def test_compiles_without_spills(variant, target):
     # along M only with 32 rows each or more (select_mma.MIN_WAVE_ROWS: two
     # 16-row tiles, or one 32-row MFMA): 4 warps of 32 lanes, or 2 waves of 64,
     # need a 128- or 64-row block.
+    # On sm_90a both gemms run on wgmma where the loop is prefetched (2 stages),
+    # every warpgroup of 4 warps owns 64 rows or a multiple (m64 bands), and
+    # Q, K and V rows are 128-byte multiples (backends/nvidia/wgmma_threads.py):
+    # P is then wgmma's A from registers.
     wave = 32 if target.startswith("nvidia") else 64
-    in_registers = not target.startswith("metax") and variant.block_m // (variant.threads // wave) >= 32
+    groups = variant.threads // 128
+    wgmma = (target == "nvidia:sm_90a" and variant.stages >= 2 and variant.threads % 128 == 0
+             and variant.block_m % (64 * groups) == 0 and variant.dim * 2 % 128 == 0)
+    in_registers = wgmma or (not target.startswith("metax") and variant.block_m // (variant.threads // wave) >= 32)
     said = "stays in registers" if in_registers else "is held in registers"
-    assert any(f"tile-stage-operands: gemm operand A {said}" in r.message for r in compiled_kernel.remarks), \
-        [r.message for r in compiled_kernel.remarks]
+    instruction = "wgmma.mma_async" if wgmma else ""
+    assert any(f"tile-stage-operands: gemm operand A {said}" in r.message and instruction in r.message
+               for r in compiled_kernel.remarks), [r.message for r in compiled_kernel.remarks]
 
 
 def emulated_error(kernel: Attention, target: str, modelled: Attention | None = None):
@@ -129,11 +137,15 @@ def test_fp8_p_on_nvidia_is_refused_at_its_copy():
         tilemlir.compile(kernel_text(Attention(dtype="f8E4M3FN")), target="nvidia:sm_90a")
 
 
+MMA_SYNC = {"select": "prefer=mma.sync"}  # tile-select-mma's option: the warp-level path
+
+
 def test_p_from_registers_on_nvidia():
     """With 4 warps of 32 rows, mma.sync reads P from the registers the first
     gemm left it in: no shared buffer for it, both gemms split along M only
     (checked on the H200 by bench/device_check.py)."""
-    compiled = tilemlir.compile(kernel_text(REGISTER_P), target="nvidia:sm_90a", emit="tile", remarks="all")
+    compiled = tilemlir.compile(kernel_text(REGISTER_P), target="nvidia:sm_90a", emit="tile", remarks="all",
+                                options=MMA_SYNC)
     said = [r.message for r in compiled.remarks]
     assert any("gemm operand A stays in registers" in m for m in said), said
     tile_ir = str(compiled.artifacts["tile"])
@@ -143,8 +155,51 @@ def test_p_from_registers_on_nvidia():
     assert tile_ir.count("tile.warp_grid = array<i64: 4, 1>") == 4
     # Q's 128x64 shared tile only: no second one for P (its staging buffer).
     assert tile_ir.count('"tile.alloc_shared"() : () -> memref<128x64xf16') == 1
-    ptx = tilemlir.compile(kernel_text(REGISTER_P), target="nvidia:sm_90a").artifacts["ptx"]
-    assert ptx.count("mma.sync") > 0
+    ptx = tilemlir.compile(kernel_text(REGISTER_P), target="nvidia:sm_90a", options=MMA_SYNC).artifacts["ptx"]
+    assert ptx.count("mma.sync") > 0 and "wgmma" not in ptx
+
+
+def test_wgmma_attention_on_sm_90a():
+    """By default on sm_90a both gemms of the prefetched K/V loop run on
+    wgmma (backends/nvidia/wgmma_threads.py): Q, K and V stored as
+    128-byte-swizzled boxes by the threads' vector stores and cp.async, fenced
+    for the async proxy before each barrier that publishes them; S by
+    descriptors (K-major K), O += P V with P from four registers a thread and
+    V by an MN-major descriptor (imm-trans-b 1); each gemm waits for its
+    wgmmas before the softmax or the rescale reads its accumulator. A 64-row
+    block of 4 warps is one m64 band: d 64, 64 keys, so S takes four
+    m64n64k16 a loop and P x V four m64n64k16 with A from registers. (Checked
+    on the H200 by bench/device_check.py; timed by bench/attention.py.)"""
+    kernel = Attention()
+    compiled = tilemlir.compile(kernel_text(kernel), target="nvidia:sm_90a", remarks="all")
+    ptx = compiled.artifacts["ptx"]
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    register_a = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, "
+                            r"\{(%r\d+, %r\d+, %r\d+, %r\d+)\}, %rd\d+, p, 1, 1, 1;", ptx)
+    assert len(register_a) == 4
+    assert ptx.count("wgmma.mma_async") == 8
+    # One wgmma group a gemm, waited for at once.
+    assert re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx) == ["0", "0"]
+    # Q's stores, then K's and V's landings: each fenced, then published.
+    assert len(re.findall(r"fence\.proxy\.async\.shared::cta;\s*bar\.sync", ptx)) == 3
+    assert re.findall(r"cp\.async\.wait_group\s+(\d+)", ptx) == ["0"] * 3
+    said = [r.message for r in compiled.remarks]
+    assert any("gemm operand A stays in registers" in m and "wgmma.mma_async" in m for m in said), said
+    # A warpgroup's band holds whole rows, so rows split alone take wgmma,
+    # where it is preferred only (as unpreferred, a group-level row is the
+    # last resort of tile-select-mma).
+    from tilemlir.cost.model import GemmShape
+    from tilemlir.passes.select_mma import select_mma_for
+    from tilemlir.targets import get_target
+
+    h200, scores = get_target("nvidia:sm_90a"), GemmShape(64, 64, 64, "f16", "f16", "f32", "f32")
+    choice, split = select_mma_for(h200, scores, 128, prefer="wgmma", rows_only=True)
+    assert (choice.name, split) == ("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", (4, 1))
+    unpreferred = select_mma_for(h200, scores, 128, rows_only=True)
+    assert isinstance(unpreferred, list) and any("taken for gemms chained" in r for r in unpreferred)
+    # Preferring mma.sync gives the warp-level kernel back.
+    warp_level = tilemlir.compile(kernel_text(kernel), target="nvidia:sm_90a", options=MMA_SYNC)
+    assert "wgmma" not in warp_level.artifacts["ptx"]
 
 
 @pytest.mark.parametrize("target,instruction", [("amdgpu:gfx942", "v_mfma_f32_32x32x8_f16"),
@@ -169,7 +224,7 @@ def test_nvidia_prefetches_k_and_v_one_place_ahead():
     without prefetch; the causal kernel's two loops (tile-split-loops) each do
     so in the same buffers, their prologues only where they run. With num_stages = 1 nothing is asynchronous.
     (Checked on the H200 by bench/device_check.py; timed by bench/attention.py.)"""
-    compiled = tilemlir.compile(kernel_text(REGISTER_P), target="nvidia:sm_90a")
+    compiled = tilemlir.compile(kernel_text(REGISTER_P), target="nvidia:sm_90a", options=MMA_SYNC)
     ptx = compiled.artifacts["ptx"]
     assert re.findall(r"cp\.async\.wait_group\s+(\d+)", ptx) == ["0"] * 6
     # Per loop: prologue K (an empty group where the loop runs no iteration), V, next K.

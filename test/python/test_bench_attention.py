@@ -28,7 +28,9 @@ def _bench(name: str):
 def test_candidates_span_the_issue_space():
     bench = _bench("attention")
     assert sorted(bench.CANDIDATES) == sorted(
-        (bm, bn, t, s) for bm in (64, 128) for bn in (64, 128) for t in (128, 256) for s in (1, 2))
+        (bm, bn, t, s, prefer) for bm in (64, 128) for bn in (64, 128) for t in (128, 256) for s in (1, 2)
+        for prefer in ("", "mma.sync"))
+    assert bench.candidate_name("k", 64, 64, 128, 2, "mma.sync") == "k_m64n64t128s2_mmasync"
     assert {(4, 32, 4096, 128), (8, 16, 2048, 64), (1, 32, 16384, 128), (16, 16, 1024, 128)} <= set(bench.SHAPES)
     assert all(config[0] % config[1] == 0 for configs in bench.TRITON_CONFIGS.values() for config in configs), \
         "flash_forward's causal split needs BLOCK_M to be a multiple of BLOCK_N"
@@ -38,13 +40,15 @@ def test_candidates_span_the_issue_space():
 def test_prepare_one_small_shape(tmp_path):
     bench = _bench("attention")
     batch, heads, seq, dim = 2, 2, 128, 64
-    candidates = [(64, 64, 128, 2), (64, 64, 128, 1)]
+    # The compiler's choice (wgmma where the loop is prefetched) and mma.sync.
+    candidates = [(64, 64, 128, 2, ""), (64, 64, 128, 2, "mma.sync"), (64, 64, 128, 1, "")]
     manifest = bench.prepare(tmp_path, shapes=[(batch, heads, seq, dim)], candidates=candidates)
     assert manifest["refused"] == []
     assert manifest["bound"]["unit"]["f16"] == 2.0 ** -11
     entries = manifest["bench"]
-    assert sorted((e["dtype"], e["causal"], e["stages"]) for e in entries) == sorted(
-        (dtype, causal, stages) for dtype in bench.DTYPES for causal in bench.CAUSAL for stages in (1, 2))
+    assert sorted((e["dtype"], e["causal"], e["stages"], e["prefer"]) for e in entries) == sorted(
+        (dtype, causal, stages, prefer) for dtype in bench.DTYPES for causal in bench.CAUSAL
+        for stages, prefer in ((2, ""), (2, "mma.sync"), (1, "")))
     saved = [e for e in entries if "json" in e]
     names = {e["name"] for e in saved}
     for entry in entries:
@@ -55,7 +59,8 @@ def test_prepare_one_small_shape(tmp_path):
         full = 4.0 * batch * heads * seq * seq * dim
         assert entry["flops"] == (full / 2 if entry["causal"] else full)
     for entry in saved:
-        assert entry["mma_sync"] > 0, entry["name"]
+        wgmma = entry["stages"] == 2 and not entry["prefer"]
+        assert (entry["wgmma"] > 0, entry["mma_sync"] > 0) == (wgmma, not wgmma), entry["name"]
         metadata = json.loads((tmp_path / entry["json"]).read_text())
         (function,) = metadata["functions"]
         assert function["entry"] == entry["entry"]

@@ -224,16 +224,17 @@ def test_gemm_on_the_gpu(case):
     ("f16", 3, 8, 3 * 64 + (1 ^ 3) * 8),             # chunk 1 of row 3 -> chunk 2
     ("f16", 9, 72, 64 * 64 + 9 * 64 + (1 ^ 1) * 8),  # box 1, chunk 1 of row 9 -> chunk 0
     ("f16", 7, 56, 7 * 64 + (7 ^ 7) * 8),            # last chunk of row 7 -> chunk 0
+    ("f16", 3, 11, 3 * 64 + (1 ^ 3) * 8 + 3),        # inside a chunk: the place in it kept
     # 8-bit, 64 x 128: one box of 128-byte rows, 16 per chunk.
     ("i8", 5, 96, 5 * 128 + (6 ^ 5) * 16),
 ])
-def test_swizzled_index_is_the_128_byte_tma_swizzle(element, row, col, expected):
+def test_box_index_is_the_128_byte_tma_swizzle(element, row, col, expected):
     from mlir import ir
     from mlir.dialects import arith, func
 
-    from tilemlir.backends.nvidia.matrix import swizzled_index
     from tilemlir.dialects import tile
     from tilemlir.passes import build_pipeline
+    from tilemlir.passes.gpu_builders import box_index
 
     context = tile.make_context()
     with context, ir.Location.unknown():
@@ -245,7 +246,8 @@ def test_swizzled_index_is_the_128_byte_tma_swizzle(element, row, col, expected)
             function = func.FuncOp("f", ([memref_type], [ir.IndexType.get()]))
             with ir.InsertionPoint(function.add_entry_block()):
                 constant = lambda v: arith.ConstantOp(ir.IndexType.get(), v).result
-                _, index = swizzled_index(function.arguments[0], constant(row), constant(col))
+                _, index = box_index(function.arguments[0], constant(row), constant(col),
+                                     chunk_start=col % (16 // (2 if element == "f16" else 1)) == 0)
                 func.ReturnOp([index])
         build_pipeline("canonicalize", context=context).run(module.operation)
         returned = function.regions[0].blocks[0].operations[-1].operands[0]

@@ -5,7 +5,7 @@ are implicit, as in the upstream builders."""
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, scf, vector
+from mlir.dialects import arith, memref, scf, vector
 
 from tilemlir.diagnostics import UserError
 from tilemlir.dialects.element_types import bit_width
@@ -227,6 +227,31 @@ def swizzled_column(row: ir.Value, col: ir.Value, swizzle: int, row_elements: in
     chunks = row_elements // per_chunk
     phase = arith.AndIOp(mul(row, swizzle), const_index(chunks - 1)).result
     return arith.XOrIOp(col, mul(phase, per_chunk)).result
+
+
+BOX_BYTES = 128  # the width of a box's rows (`box_index`)
+
+
+def box_index(smem: ir.Value, row: ir.Value, col: ir.Value,
+              chunk_start: bool = True) -> tuple[ir.Value, ir.Value]:
+    """(1-D view, element index) of logical (row, col) in a rows x cols tile
+    stored as boxes of rows x 128 bytes with the 128-byte swizzle, the layout
+    NVIDIA's TMA writes and wgmma reads (`SharedLayout.boxed`): box
+    col // (128 / e), the row-th 128-byte line of it, 16-byte chunk XOR
+    (row % 8) (PTX ISA, "Tensor Copy" swizzle modes); the tile starts
+    1024-byte aligned. `chunk_start`: `col` starts a 16-byte chunk (else its
+    place within the chunk is kept too)."""
+    memref_type = ir.MemRefType(smem.type)
+    rows, cols = memref_type.shape
+    element_bytes = max(1, bit_width(memref_type.element_type) // 8)
+    box_cols, chunk = BOX_BYTES // element_bytes, SWIZZLE_CHUNK_BYTES // element_bytes
+    flat_type = ir.MemRefType.get([rows * cols], memref_type.element_type,
+                                  memory_space=memref_type.memory_space)
+    flat = memref.CollapseShapeOp(flat_type, smem, [[0, 1]]).result
+    box, within = udiv(col, box_cols), urem(col, box_cols)
+    swizzled_chunk = arith.XOrIOp(udiv(within, chunk), urem(row, 8)).result
+    index = add(add(mul(box, rows * box_cols), mul(row, box_cols)), mul(swizzled_chunk, chunk))
+    return flat, index if chunk_start else add(index, urem(within, chunk))
 
 
 _ANY_MULTIPLE = 1 << 40  # what 0 is a multiple of

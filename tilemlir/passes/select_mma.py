@@ -35,7 +35,9 @@ Output invariant: every in-kernel tile.gemm carries tile.mma and tile.warp_grid.
    `wgmma`, four warps) split the block along M into bands of one or more
    instructions per group (m rows each, by the block's whole N); they rank
    after every wave-level row unless preferred, because their operands must
-   reach shared memory by TMA.
+   be stored in shared memory as the group reads them (128-byte-swizzled
+   boxes); each wave of a band holds whole rows, so such rows also serve
+   gemms chained through registers.
 
 Options:
   target (string): the target, e.g. amdgpu:gfx942 (default: the module's tile.target).
@@ -107,10 +109,14 @@ def select_mma_for(target, shape, threads: int, prefer: str = "", rows_only: boo
                             f" with {row.blocks} blocks")
             continue
         group = core.waves_per_instruction(row.name)
-        if group > 1 and rows_only:
-            rejected.append(f"{row.name}: executed by groups of {group} waves, not a wave's own rows")
+        if group > 1 and rows_only and not (prefer and row.name.startswith(prefer)):
+            rejected.append(f"{row.name}: executed by groups of {group} waves, taken for gemms chained "
+                            "through registers only where preferred")
             continue
         if group > 1:
+            # A group's band of rows by the block's whole N: each wave of it
+            # holds whole rows (`rows_only` holds), read as a group, so the
+            # MIN_WAVE_ROWS rule of waves that each read all of B does not apply.
             # Groups of `group` consecutive waves, stacked along M, each a band of
             # one or more instructions' rows by the block's whole N.
             groups = waves // group

@@ -24,6 +24,10 @@ class SharedLayout(NamedTuple):
     pad: int = 0  # elements added to each stored row
     transpose_read: bool = False  # gemm operand reads are LDS transpose reads
     swizzle: int = 0  # XOR swizzle of the rows' 16-byte chunks (lds_banks.swizzled_byte); 0: none
+    # Stored as boxes of rows x 128 bytes with the 128-byte swizzle
+    # (`gpu_builders.box_index`: what NVIDIA's wgmma reads), by the kernel's
+    # own copies from global memory; nothing else reads or writes it.
+    boxed: bool = False
 
 
 def shared_layout(alloc: ir.Operation) -> SharedLayout:

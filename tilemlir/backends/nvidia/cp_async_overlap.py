@@ -21,7 +21,11 @@ to the last iteration's tile (read, never used); everything is waited for
 after the loop. The buffers may also be read by twin loops (`_twin_loops`:
 tile-split-loops' copy of this loop), each of which does the same. Copies
 are 16-byte cp.async chunks of a 2-D window of a global tensor of any rank
-(`tile.window`), zero-filled past its end.
+(`tile.window`), zero-filled past its end. Where the gemms run on wgmma
+(wgmma_threads.py), the chunks land at their swizzled places in the tile's
+boxes (`MmaSyncCore.async_destination`), and each thread fences its landed
+chunks for wgmma's async-proxy reads before the barrier
+(`MatrixCore.fence_shared_writes`).
 """
 
 from __future__ import annotations
@@ -179,7 +183,7 @@ def _index_slice(copy: ir.Operation, loop, position: dict) -> set | None:
 def lower_overlapped_loop(core, lowering: KernelLowering, op: ir.Operation) -> bool:
     """The loop of the module docstring for `op` if it matches; False otherwise."""
     plan = plan_overlap(op, lowering.threads)
-    if plan is None or any(c.operands[1] not in core.stage_views for c in plan.copies):
+    if plan is None or not all(core.prefetches_into(c.operands[1]) for c in plan.copies):
         return False
     loop = for_loop_parts(op)
     iv = loop.induction_variable
@@ -194,7 +198,7 @@ def lower_overlapped_loop(core, lowering: KernelLowering, op: ir.Operation) -> b
         lowering.bind(iv, iteration)
         for inner in ops:
             lowering.lower_op(inner)
-        tokens = async_copy(lowering, copy, core.stage_views[copy.operands[1]], zero)
+        tokens = async_copy(lowering, copy, core.async_destination(copy.operands[1], zero))
         for result, value in saved:
             lowering.bind(result, value)
         if saved_iv is not None:
@@ -238,6 +242,7 @@ def lower_overlapped_loop(core, lowering: KernelLowering, op: ir.Operation) -> b
                 continue
             number = copies.index(id_of(inner))
             nvgpu.DeviceAsyncWaitOp(group, numGroups=0)  # this copy's tile landed here
+            core.fence_shared_writes(inner.operands[1])
             gpu.BarrierOp()  # ... and everywhere; the next buffer is no longer read
             if number + 1 < len(copies):
                 group = issue(plan.copies[number + 1], i)

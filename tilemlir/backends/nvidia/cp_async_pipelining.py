@@ -190,7 +190,7 @@ def lower_pipelined_loop(core, lowering: KernelLowering, op: ir.Operation) -> bo
             lowering.lower_op(inner)
         tokens = []
         for copy in plan.copies:
-            tokens.extend(async_copy(lowering, copy, core.stage_views[copy.operands[1]], slot))
+            tokens.extend(async_copy(lowering, copy, slot_destination(core.stage_views[copy.operands[1]], slot)))
         return nvgpu.DeviceAsyncCreateGroupOp(tokens).result
 
     def bind(slot: ir.Value) -> None:
@@ -284,10 +284,18 @@ def window_dims(copy: ir.Operation) -> tuple[int, int]:
     return tuple(attributes.WINDOW.dims(copy, rank, 2))
 
 
-def async_copy(lowering: KernelLowering, copy: ir.Operation, stage_view: ir.Value, slot: ir.Value) -> list:
-    """This thread's 16-byte cp.async chunks of one tile.copy into slot `slot`:
-    a 2-D window of a global tensor of any rank (the dims `tile.window` names,
-    the others fixed at their index)."""
+def slot_destination(stage_view: ir.Value, slot: ir.Value):
+    """Where (row, col) of a tile lies in slot `slot` of its stages' view:
+    (memref, indices), as `async_copy` takes it."""
+    return lambda row, col: (stage_view, [slot, row, col])
+
+
+def async_copy(lowering: KernelLowering, copy: ir.Operation, destination) -> list:
+    """This thread's 16-byte cp.async chunks of one tile.copy: a 2-D window
+    of a global tensor of any rank (the dims `tile.window` names, the others
+    fixed at their index), chunk (row, col) of the tile into
+    `destination(row, col)` ((memref, indices): `slot_destination`, or a
+    boxed buffer's `box_index`)."""
     src = lowering.value_of(copy.operands[0])
     src_type = ir.MemRefType(src.type)
     rank = len(src_type.shape)
@@ -311,8 +319,9 @@ def async_copy(lowering: KernelLowering, copy: ir.Operation, stage_view: ir.Valu
         linear = add(lowering.ids.thread, r * lowering.threads)
         row, col = udiv(linear, per_row), mul(urem(linear, per_row), width)
         global_row, global_col = add(offsets[row_dim], row), add(offsets[col_dim], col)
+        dst, dst_indices = destination(row, col)
         if in_bounds:
-            tokens.append(nvgpu.DeviceAsyncCopyOp(stage_view, [slot, row, col], src,
+            tokens.append(nvgpu.DeviceAsyncCopyOp(dst, dst_indices, src,
                                                   source_indices(global_row, global_col),
                                                   ir.IntegerAttr.get(ir.IndexType.get(), width),
                                                   bypassL1=True).result)
@@ -325,7 +334,7 @@ def async_copy(lowering: KernelLowering, copy: ir.Operation, stage_view: ir.Valu
         some = arith.CmpIOp(arith.CmpIPredicate.sgt, count, zero).result
         source = source_indices(arith.SelectOp(some, global_row, zero).result,
                                 arith.SelectOp(some, global_col, zero).result)
-        tokens.append(nvgpu.DeviceAsyncCopyOp(stage_view, [slot, row, col], src, source,
+        tokens.append(nvgpu.DeviceAsyncCopyOp(dst, dst_indices, src, source,
                                               ir.IntegerAttr.get(ir.IndexType.get(), width),
                                               srcElements=count, bypassL1=True).result)
     return tokens

@@ -43,10 +43,12 @@ from tilemlir.backends.nvidia.cp_async_overlap import lower_overlapped_loop
 from tilemlir.backends.nvidia.cp_async_pipelining import (
     lower_pipelined_loop,
     pipelined_buffers,
+    slot_destination,
     slot_view,
 )
 from tilemlir.diagnostics import UserError, emit_remark
 from tilemlir.dialects import attributes
+from tilemlir.passes.gpu_builders import box_index
 from tilemlir.passes.lower_to_gpu.api import (
     AccumulatorLayout,
     GemmOperands,
@@ -184,6 +186,15 @@ class MmaSyncCore(MatrixCore):
         lowering.note_shared(value, pad=pad, stages=stages, bytes=placed)
         return placed
 
+    def prefetches_into(self, buffer: ir.Value) -> bool:
+        """Whether cp.async may fill `buffer` (`async_destination`)."""
+        return buffer in self.stage_views
+
+    def async_destination(self, buffer: ir.Value, slot: ir.Value):
+        """Where a cp.async copy stores (row, col) of `buffer` in slot `slot`
+        (`cp_async_pipelining.async_copy`)."""
+        return slot_destination(self.stage_views[buffer], slot)
+
     def lower_loop(self, lowering: KernelLowering, op: ir.Operation) -> bool:
         if lower_pipelined_loop(self, lowering, op) or lower_overlapped_loop(self, lowering, op):
             return True
@@ -313,7 +324,7 @@ class Operands:
         self.a_smem = step.a_smem if bits == 16 or step.a_smem is None else as_bytes(step.a_smem)
         self.b_smem = step.b_smem if bits == 16 else as_bytes(step.b_smem)
         # Operands stored as TMA boxes with the 128-byte swizzle (wgmma.py's
-        # SwizzledBuffer): ldmatrix addresses go through `swizzled_index`.
+        # SwizzledBuffer): ldmatrix addresses go through `gpu_builders.box_index`.
         self.swizzled = {self.a_smem: swizzled[0], self.b_smem: swizzled[1]}
         # Element offset of the second 8-column half of a 16x16-byte-pair tile.
         self.half = 8 if bits == 16 else 16
@@ -329,7 +340,7 @@ class Operands:
         per_register = 32 // self.bits
         result = ir.VectorType.get([tiles, per_register], self.element)
         if self.swizzled.get(smem):
-            flat, index = swizzled_index(smem, row, col)
+            flat, index = box_index(smem, row, col)
             return nvgpu.LdMatrixOp(result, flat, [index], transpose, tiles).result
         return nvgpu.LdMatrixOp(result, smem, [row, col], transpose, tiles).result
 
@@ -386,24 +397,6 @@ class Operands:
             regs.append(pack_bytes([memref.LoadOp(self.b_smem, [add(k, i), n]).result
                                     for i in range(4)]))
         return [regs]
-
-
-def swizzled_index(smem: ir.Value, row: ir.Value, col: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """(1-D view, element index) of logical (row, col) in a tile stored as TMA
-    boxes of rows x 128 bytes with the 128-byte swizzle: box col // (128/e),
-    row-th 128-byte line of it, 16-byte chunk XOR (row % 8) (PTX ISA, "Tensor
-    Copy" swizzle modes; the layout wgmma reads). `col` must start a 16-byte chunk."""
-    memref_type = ir.MemRefType(smem.type)
-    rows, cols = memref_type.shape
-    element_bytes = max(1, bit_width(memref_type.element_type) // 8)
-    box_cols, chunk = 128 // element_bytes, 16 // element_bytes
-    flat_type = ir.MemRefType.get([rows * cols], memref_type.element_type,
-                                  memory_space=memref_type.memory_space)
-    flat = memref.CollapseShapeOp(flat_type, smem, [[0, 1]]).result
-    box, within = udiv(col, box_cols), urem(col, box_cols)
-    swizzled_chunk = arith.XOrIOp(udiv(within, chunk), urem(row, 8)).result
-    index = add(add(mul(box, rows * box_cols), mul(row, box_cols)), mul(swizzled_chunk, chunk))
-    return flat, index
 
 
 def split_tiles(loaded: ir.Value, count: int, bits: int) -> list:

@@ -65,7 +65,7 @@ tiles, the slots' phases counted over the launch (`TmaLoop.base`).
 
 With tile-lower-to-gpu{tma-copies=true} the same slots and barriers feed
 mma.sync gemms: their ldmatrix addresses undo the swizzle
-(`matrix.swizzled_index`), and only operands every read of which is an
+(`gpu_builders.box_index`), and only operands every read of which is an
 ldmatrix qualify (`ldmatrix_only`). A warp's ldmatrix reads of a slot are done
 within its iteration, so one mma.sync gemm gets a loop that releases sooner
 and reads ahead (as the cp.async loop does):
@@ -96,7 +96,13 @@ from tilemlir.backends.nvidia.cp_async_pipelining import (
     plan_pipeline,
     unflatten,
 )
-from tilemlir.backends.nvidia.matrix import MmaSyncAccumulator, MmaSyncCore
+from tilemlir.backends.nvidia.matrix import (
+    MmaSyncAccumulator,
+    MmaSyncCore,
+    a_element_of,
+    registers_a,
+    registers_of,
+)
 from tilemlir.backends.nvidia.tma_store import StoreStaging, TmaStore, plan_tma_store
 from tilemlir.backends.nvidia.warp_specialize import (
     LAUNCH_QUERIES,
@@ -107,9 +113,11 @@ from tilemlir.backends.nvidia.warp_specialize import (
     producer_values,
     register_split,
 )
-from tilemlir.dialects import attributes
+from tilemlir.backends.nvidia.wgmma_threads import register_a_wgmma, thread_fed_operands
+from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.gemm_facts import MmaChoice
+from tilemlir.passes.gpu_builders import box_index
 from tilemlir.passes.kernel_facts import kernel_grid
 from tilemlir.passes.lower_to_gpu.api import (
     KernelLowering,
@@ -239,7 +247,7 @@ def plan_tma_pipeline(op: ir.Operation, threads: int, mma_sync_too: bool = False
         return None
     if all(is_wgmma(c.name) for c in choices):
         return plan
-    # ldmatrix addresses undo the 128-byte swizzle only (matrix.swizzled_index).
+    # ldmatrix addresses undo the 128-byte swizzle only (gpu_builders.box_index).
     wide = all(_row_bytes(b) % SWIZZLE_BYTES == 0 for b in plan.buffers)
     if mma_sync_too and wide and all(not is_wgmma(c.name) and ldmatrix_only(g)
                                      for c, g in zip(choices, plan.gemms)):
@@ -345,6 +353,10 @@ class NvidiaMatrixCore(MmaSyncCore):
         self.staging: StoreStaging | None = None
         self.staging_offset = 0
         self.stores: TmaStore | None = None  # the staged epilogue, once emitted
+        # wgmma operands the kernel's threads store (wgmma_threads.py), and
+        # their bound views, as the gemms see them.
+        self.thread_fed: set = set()
+        self.thread_fed_views: set = set()
 
     # -- selection -----------------------------------------------------------
 
@@ -354,9 +366,12 @@ class NvidiaMatrixCore(MmaSyncCore):
         return super().supported(m, n, k, blocks, wave_size)
 
     def register_a(self, choice, warps, source, source_warps, a_bits: int) -> bool:
-        # wgmma's register A (the RS form) has its own fragment layout: not yet.
+        """mma.sync's rule (`MmaSyncCore.register_a`), and wgmma reading a
+        16-bit A from the registers of a wgmma accumulator of the same bands
+        (the same m64 rows over the same warps: wgmma_threads.py)."""
         if is_wgmma(choice.name) or is_wgmma(source.name):
-            return False
+            return (a_bits == 16 and is_wgmma(choice.name) and is_wgmma(source.name)
+                    and choice.m == source.m and tuple(warps) == tuple(source_warps) and warps[1] == 1)
         return super().register_a(choice, warps, source, source_warps, a_bits)
 
     def waves_per_instruction(self, name: str) -> int:
@@ -367,8 +382,10 @@ class NvidiaMatrixCore(MmaSyncCore):
         whole, on a chip that has it: every gemm of the loop reads A and B
         from the loop's TMA-copied tiles, fits a wgmma row (tile-select-mma's
         rule), and, for 8-bit operands, reads both K-major (A M x K, B N x K:
-        PTX ISA, imm-trans-a/b are for .f16/.bf16 only). Anything else keeps
-        the table's ranking (mma.sync), as the loop cannot mix the two."""
+        PTX ISA, imm-trans-a/b are for .f16/.bf16 only); or for a gemm of a
+        loop whose operands its threads store (flash attention:
+        `thread_fed_operands`). Anything else keeps the table's ranking
+        (mma.sync), as the loop cannot mix the two."""
         from tilemlir.passes.gemm_facts import gemm_shape
         from tilemlir.passes.select_mma import select_mma_for
 
@@ -379,7 +396,8 @@ class NvidiaMatrixCore(MmaSyncCore):
             loop = loop.parent if loop.name != "tile.kernel" else None
         plan = plan_pipeline(loop, threads, _tma_copyable) if loop is not None else None
         if plan is None or gemm not in plan.gemms:
-            return ""
+            fed = loop is not None and thread_fed_operands(loop, threads, target) is not None
+            return "wgmma" if fed else ""
         for member in plan.gemms:
             if member.operands[0] not in plan.buffers or member.operands[1] not in plan.buffers:
                 return ""
@@ -423,7 +441,7 @@ class NvidiaMatrixCore(MmaSyncCore):
                 raise LoweringError(op, "tile-lower-to-gpu: 8-bit wgmma reads both operands K-major: "
                                         "A must be M x K (transpose_a = false) and B N x K "
                                         "(transpose_b = true)")
-            operands.update([op.operands[0], op.operands[1]])
+            operands.update(v for v in op.operands[:2] if tile.memory_level(v.type) == tile.SHARED)
         return operands
 
     def buffer_stages(self, lowering: KernelLowering) -> dict:
@@ -438,12 +456,19 @@ class NvidiaMatrixCore(MmaSyncCore):
                 self.tma_operands.update(plan.buffers)
             for buffer in plan.buffers if plan else []:
                 fed[buffer] = plan.stages
+        self.thread_fed = {buffer for op in walk(lowering.kernel) if op.name == "scf.for"
+                           for buffer in thread_fed_operands(op, lowering.threads, lowering.target) or ()
+                           if buffer in self.tma_operands and buffer not in fed}
+        for buffer in self.thread_fed:
+            fed[buffer] = 1
         for buffer in self.tma_operands:
             if buffer not in fed:
                 raise LoweringError(buffer.owner, "tile-lower-to-gpu: a wgmma operand must be filled "
                                     f"by TMA in a pipelined K loop ({attributes.NUM_STAGES.name} >= 2: global -> "
                                     "shared copies of rows of 64 or a multiple of 128 bytes, global "
-                                    "rows of 16-byte multiples, then the gemms)")
+                                    "rows of 16-byte multiples, then the gemms), or stored by the "
+                                    "threads of a loop prefetched with cp.async whose gemms all run on "
+                                    "16-bit wgmma (flash attention: backends/nvidia/wgmma_threads.py)")
             stages[buffer] = fed[buffer]
         return stages
 
@@ -463,10 +488,35 @@ class NvidiaMatrixCore(MmaSyncCore):
         rows, cols = tile_type.shape
         buffer = SwizzledBuffer(offset, rows, cols, tile_type.element_type)
         self.swizzled[value] = buffer
-        lowering.bind_shared(value, self.slot_base(buffer, const_index(0)), SharedLayout())
+        view = self.slot_base(buffer, const_index(0))
+        if value in self.thread_fed:
+            self.thread_fed_views.add(view)
+            lowering.bind_shared(value, view, SharedLayout(boxed=True))
+            lowering.note_shared(value, pad=0, swizzle=f"{buffer.swizzle}-byte (boxes)",
+                                 fill="the threads (cp.async, vector stores)", stages=1, bytes=buffer.slot_bytes)
+            return buffer.slot_bytes
+        lowering.bind_shared(value, view, SharedLayout())
         lowering.note_shared(value, pad=0, swizzle=f"{buffer.swizzle}-byte (TMA boxes)",
                              fill="cp.async.bulk.tensor (TMA)", stages=stages, bytes=stages * buffer.slot_bytes)
         return stages * buffer.slot_bytes
+
+    def prefetches_into(self, buffer: ir.Value) -> bool:
+        return buffer in self.thread_fed or super().prefetches_into(buffer)
+
+    def async_destination(self, buffer: ir.Value, slot: ir.Value):
+        if buffer not in self.thread_fed:
+            return super().async_destination(buffer, slot)
+        view = self.slot_base(self.swizzled[buffer], slot)
+
+        def destination(row: ir.Value, col: ir.Value):
+            flat, index = box_index(view, row, col)
+            return flat, [index]
+        return destination
+
+    def fence_shared_writes(self, buffer: ir.Value) -> None:
+        if buffer in self.thread_fed:  # generic-proxy writes, read by wgmma through the async proxy
+            nvvm.FenceProxyOp(ir.Attribute.parse("#nvvm.proxy_kind<async.shared>"),
+                              space=ir.Attribute.parse("#nvvm.shared_space<cta>"))
 
     def operand_swizzle(self, step) -> tuple[bool, bool]:
         return step.a_smem in self.swizzled_views, step.b_smem in self.swizzled_views
@@ -498,7 +548,8 @@ class NvidiaMatrixCore(MmaSyncCore):
         """The epilogue's chunk buffers after the `placed` bytes, where the
         kernel's K loop is TMA-fed, its epilogue copy qualifies (tma_store.py)
         and the buffers cost no block per SM; returns the bytes placed."""
-        staging = plan_tma_store(lowering.kernel) if self.base is not None else None
+        tma_fed = self.base is not None and not self.tma_operands <= self.thread_fed
+        staging = plan_tma_store(lowering.kernel) if tma_fed else None
         if staging is None:
             return placed
         offset = -(-placed // SWIZZLE_ATOM) * SWIZZLE_ATOM
@@ -638,7 +689,7 @@ class NvidiaMatrixCore(MmaSyncCore):
             super().emit_k_steps(step)
             return
         fragment = step.fragment
-        a_type = ir.MemRefType(step.a_smem.type).element_type
+        a_type = a_element_of(step)
         b_type = ir.MemRefType(step.b_smem.type).element_type
         bits = bit_width(a_type)
         n, k = step.choice.n, step.choice.k
@@ -647,7 +698,9 @@ class NvidiaMatrixCore(MmaSyncCore):
         # the fragment's tiles of row tm = i (WarpgroupAccumulator).
         repeats, per_instruction = fragment.tiles
         group = udiv(step.wave_m, WARPGROUP_WARPS)
-        a = [Operand(step.a_smem, step.transpose_a, k, add(mul(group, repeats), i)) for i in range(repeats)]
+        # A from registers (wgmma_threads.py: P in flash attention), else by descriptor.
+        a = None if step.a_fragment is not None else \
+            [Operand(step.a_smem, step.transpose_a, k, add(mul(group, repeats), i)) for i in range(repeats)]
         b = Operand(step.b_smem, not step.transpose_b, k)
         # 8-bit wgmma sums in less than f32 precision (measured on the H200:
         # up to 1.9x the f32 summation bound at K=256), so 8-bit gemms sum each
@@ -662,11 +715,18 @@ class NvidiaMatrixCore(MmaSyncCore):
         nvvm.WgmmaFenceAlignedOp()
         for s in range(step.block_k // k):
             for i in range(repeats):
+                if a is None:
+                    accumulators[i] = register_a_wgmma(accumulators[i], registers_of(registers_a(step, i, s), 4),
+                                                       b.at(s), n, str(a_type), b_mn_major=not step.transpose_b)
+                    continue
                 accumulators[i] = wgmma(accumulators[i], a[i].at(s), b.at(s), n, k, a_type, b_type,
                                         b_mn_major=not step.transpose_b, a_mn_major=step.transpose_a,
                                         accumulate=not (promote and s == 0))
         nvvm.WgmmaGroupSyncAlignedOp()
-        nvvm.WgmmaWaitGroupSyncOp(0 if promote and not deferred else 1)
+        # A K loop's gemm leaves its last group in flight (the loop waits for
+        # it, TmaLoop); one whose operands the threads store is read at once.
+        at_once = (promote and not deferred) or step.b_smem in self.thread_fed_views
+        nvvm.WgmmaWaitGroupSyncOp(0 if at_once else 1)
         if deferred:
             accumulators, self.pending[id(fragment)] = self.pending[id(fragment)], accumulators
             if accumulators is None:  # the first of a run: nothing to add yet

@@ -514,6 +514,12 @@ class MatrixCore(ABC):
         False leaves it to the generic lowering."""
         return False
 
+    def fence_shared_writes(self, buffer: ir.Value) -> None:
+        """Emitted by each thread after its writes of the shared `buffer` and
+        before the workgroup barrier that publishes them: whatever else the
+        core's readers of it need (NVIDIA: wgmma reads through the async
+        proxy). The default: nothing, the barrier suffices."""
+
     def store_fragment(self, lowering: KernelLowering, op: ir.Operation, fragment: Fragment,
                        indices: list[ir.Value]) -> bool:
         """A chance to emit a tile.copy of a register fragment to global

@@ -25,6 +25,7 @@ from tilemlir.passes.gpu_builders import (
     add,
     and_,
     bit_width,
+    box_index,
     columns_of,
     const_index,
     convert,
@@ -432,7 +433,8 @@ class KernelEmitter(FragmentOps):
         how = [word for word, on in (("transposed", layout.transposed),
                                      (f"with rows padded by {layout.pad}", layout.pad),
                                      ("for LDS transpose reads", layout.transpose_read),
-                                     (f"XOR-swizzled ({layout.swizzle})", layout.swizzle)) if on]
+                                     (f"XOR-swizzled ({layout.swizzle})", layout.swizzle),
+                                     ("as 128-byte-swizzled boxes", layout.boxed)) if on]
         raise LoweringError(op, f"tile-lower-to-gpu: {op.name} indexes a shared buffer as written, "
                                 f"but {attributes.SMEM_LAYOUT.name} stores it {', '.join(how)}; "
                                 "its addresses would be wrong (run tile-infer-layout, which keeps "
@@ -541,6 +543,7 @@ class KernelEmitter(FragmentOps):
             # tile-insert-barriers counts on these two (`fenced_by_lowering`).
             gpu.BarrierOp()
             self.copy_global_to_shared(op, source, src_indices, dst)
+            self.core.fence_shared_writes(dst)
             gpu.BarrierOp()
         else:  # shared -> global, shared -> shared, global -> global: through registers
             self.copy_through_registers(op, src_indices, dst_indices)
@@ -673,7 +676,7 @@ class KernelEmitter(FragmentOps):
             raise LoweringError(op, "tile-lower-to-gpu: only 2-D copies into shared memory are "
                                     "supported")
         width = copy_width(op, shape[1], src_type.element_type)
-        transposed, swizzle = layout.transposed, layout.swizzle
+        transposed, swizzle, boxed = layout.transposed, layout.swizzle, layout.boxed
         depth = 1
         if transposed:
             depth = transposed_store_depth(shape, width, bit_width(dst_type.element_type),
@@ -699,10 +702,10 @@ class KernelEmitter(FragmentOps):
                     guard, [ir.VectorType.get([width], dst_type.element_type)] * depth,
                     lambda row=row, col=col: load(row, col))
                 defer.append(lambda values=loaded, row=row, col=col, guard=guard: guarded(
-                    guard, lambda: store_tile_block(values, dst, row, col, transposed, swizzle)))
+                    guard, lambda: store_tile_block(values, dst, row, col, transposed, swizzle, boxed)))
                 continue
             guarded(guard, lambda row=row, col=col: store_tile_block(
-                load(row, col), dst, row, col, transposed, swizzle))
+                load(row, col), dst, row, col, transposed, swizzle, boxed))
 
     def distributed_fill(self, op, dst: ir.Value, value: ir.Value) -> None:
         shape = list(ir.MemRefType(dst.type).shape)
@@ -864,17 +867,19 @@ def transposed_store_depth(shape: list[int], width: int, element_bits: int, thre
 
 
 def store_tile_block(values: list[ir.Value], dst: ir.Value, row: ir.Value, col: ir.Value,
-                     transposed: bool, swizzle: int = 0) -> None:
+                     transposed: bool, swizzle: int = 0, boxed: bool = False) -> None:
     """Stores consecutive row vectors of the logical tile from (row, col) on:
     one vector store per row (at its swizzled column, tile.smem_layout's
-    swizzle), or, into a transposed buffer, one store per stored row (logical
-    column) of the elements the rows hold in that column."""
+    swizzle; in its box, `SharedLayout.boxed`), or, into a transposed buffer,
+    one store per stored row (logical column) of the elements the rows hold
+    in that column."""
     if not transposed:
         dst_type = ir.MemRefType(dst.type)
         width = ir.VectorType(values[0].type).shape[0]
+        chunk = SWIZZLE_CHUNK_BYTES * 8 // bit_width(dst_type.element_type)
         # A swizzle moves whole 16-byte chunks: wider vectors (a converting
         # copy's, e.g. 16 fp8 -> 16 f16) are stored a chunk at a time.
-        piece = min(width, SWIZZLE_CHUNK_BYTES * 8 // bit_width(dst_type.element_type)) if swizzle else width
+        piece = min(width, chunk) if swizzle or boxed else width
         for j, value in enumerate(values):
             stored_row = add(row, j)
             for start in range(0, width, piece):
@@ -882,6 +887,10 @@ def store_tile_block(values: list[ir.Value], dst: ir.Value, row: ir.Value, col: 
                 # conversion lowers shuffles, but leaves strided slices behind.
                 part = value if piece == width else vector.shuffle(
                     value, value, list(range(start, start + piece)))
+                if boxed:
+                    flat, index = box_index(dst, stored_row, add(col, start), chunk_start=piece == chunk)
+                    vector.StoreOp(part, flat, [index])
+                    continue
                 vector.StoreOp(part, dst, [stored_row, swizzled_column(
                     stored_row, add(col, start), swizzle, dst_type.shape[-1], dst_type.element_type)])
         return

@@ -891,6 +891,9 @@ class FragmentOps:
         extents of the window dims (None: shared memory, always inside)."""
         if value in self._shared:
             buffer, layout = self._shared[value]
+            if layout.boxed:  # only its copies from global memory and its gemms touch it
+                raise LoweringError(op, "tile-lower-to-gpu: a copy between a fragment and a shared buffer "
+                                        "stored as 128-byte-swizzled boxes (a wgmma operand) is not supported")
             logical = ir.MemRefType(value.type)
             if logical.rank != rank or any(constant_int(offset) != 0 for offset in offsets):
                 return self.shared_window_access(op, value, offsets, rank)
