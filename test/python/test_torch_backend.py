@@ -575,18 +575,26 @@ def test_attention_rows_whose_first_keys_are_masked():
     compiled_matches(attend, q[:, :, :3], k, v, torch.zeros(1, 1, 1, 130, dtype=torch.bool))
 
 
-def test_attention_takes_128_query_rows_where_waves_are_32_lanes(monkeypatch):
-    """On sm_90a the attention kernel's blocks are 128 query rows (4 warps of
-    32) by 128 keys for head size 64 without a causal mask, else by 64
-    (measured on the H200: codegen.WIDE_ATTENTION_BLOCKS); chips of 64-lane
-    waves keep 64x64. Run by the reference engine: ragged query and key
-    blocks, left padding, a causal mask."""
+def test_attention_blocks_by_chip(monkeypatch):
+    """On sm_90a, whose attention gemms run on wgmma, the kernel's blocks are
+    64 query rows (one warpgroup) by 64 keys, by 128 under a causal mask
+    (measured on the H200: codegen.GROUP_ATTENTION_BLOCKS); other chips of
+    32-lane waves take 128 query rows (4 warps of 32) by 128 keys for head
+    size 64 without a causal mask, else by 64; chips of 64-lane waves keep
+    64x64. Run by the reference engine: ragged query and key blocks, left
+    padding, a causal mask."""
     from tilemlir.targets import get_target
     from tilemlir.torch_backend import codegen
 
     hopper = get_target("nvidia:sm_90a")
-    assert codegen.attention_blocks(hopper, 64, False) == (128, 128)
-    assert codegen.attention_blocks(hopper, 64, True) == codegen.attention_blocks(hopper, 128, False) == (128, 64)
+    # sm_90a's gemms run on wgmma: one warpgroup's 64 rows, 128 keys under a causal mask.
+    assert codegen.attention_blocks(hopper, 64, False) == codegen.attention_blocks(hopper, 128, False) == (64, 64)
+    assert codegen.attention_blocks(hopper, 64, True) == codegen.attention_blocks(hopper, 128, True) == (64, 128)
+    # 32-lane waves without group-level instructions (RDNA3): 4 waves of 32 rows
+    # where the tiles fit its 64 KiB of LDS.
+    rdna3 = get_target("amdgpu:gfx1100")
+    assert codegen.attention_blocks(rdna3, 64, True) == (128, 64)
+    assert codegen.attention_blocks(rdna3, 64, False) == codegen.ATTENTION_BLOCKS  # 128x128: 80 KiB
     for chip in ("amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000"):
         assert codegen.attention_blocks(get_target(chip), 64, False) == codegen.ATTENTION_BLOCKS
     # Beyond head size 128 the output rows alone fill a thread's registers.

@@ -733,15 +733,33 @@ ATTENTION_BLOCKS = (64, 64)  # query rows x key columns of a block, every shippe
 WIDE_ATTENTION_DIM = 128
 SHORT_HEAD_BLOCKS = (128, 128)  # head size <= 64, no causal mask
 WIDE_ATTENTION_BLOCKS = (128, 64)  # the others up to WIDE_ATTENTION_DIM
+# Where the chip's matrix instructions include ones a group of waves issues
+# (sm_90a's wgmma, which the kernel's gemms take: backends/nvidia/
+# wgmma_threads.py), 64 query rows, one warpgroup's band, by 64 keys, or 128
+# under a causal mask. Measured on the H200 (bench/torch_attention.py,
+# 2026-12-05, microseconds for 64x64 / 64x128 / 128x64 / 128x128 blocks, all
+# on wgmma): BERT's 32x12x512 with its mask 201 / 220 / 215 / 223; d 64,
+# 8x16x2048: 466 / 462 / 480 / 474, causal 382 / 358 / 398 / 389; d 128,
+# 16x16x1024: 472 / 529 / 524 / 988, causal 4x32x4096: 1959 / 1883 / 1857 / 3725.
+GROUP_ATTENTION_BLOCKS = (64, 64)
+GROUP_CAUSAL_ATTENTION_BLOCKS = (64, 128)
 
 
 def attention_blocks(target, dim: int, causal: bool) -> tuple[int, int]:
     """The query and key block of the torch backend's attention kernel for
-    head size `dim` on `target` (a Target): SHORT_HEAD_BLOCKS or
-    WIDE_ATTENTION_BLOCKS where its waves are 32 lanes, the head size is at
-    most WIDE_ATTENTION_DIM and the blocks' Q, K and V tiles (K and V in two
-    stages) fit a workgroup's shared memory, else ATTENTION_BLOCKS."""
-    blocks = SHORT_HEAD_BLOCKS if dim <= 64 and not causal else WIDE_ATTENTION_BLOCKS
+    head size `dim` on `target` (a Target): where its waves are 32 lanes, the
+    head size is at most WIDE_ATTENTION_DIM and the blocks' Q, K and V tiles
+    (K and V in two stages) fit a workgroup's shared memory,
+    GROUP_ATTENTION_BLOCKS or GROUP_CAUSAL_ATTENTION_BLOCKS if the chip has
+    group-level matrix instructions, else SHORT_HEAD_BLOCKS or
+    WIDE_ATTENTION_BLOCKS; otherwise ATTENTION_BLOCKS."""
+    from tilemlir.passes.lower_to_gpu.api import matrix_core_for
+
+    core = matrix_core_for(target)
+    if any(core.waves_per_instruction(row.name) > 1 for row in target.mma):
+        blocks = GROUP_CAUSAL_ATTENTION_BLOCKS if causal else GROUP_ATTENTION_BLOCKS
+    else:
+        blocks = SHORT_HEAD_BLOCKS if dim <= 64 and not causal else WIDE_ATTENTION_BLOCKS
     shared = (blocks[0] + 2 * 2 * blocks[1]) * dim * 2  # 16-bit elements
     limit = target.memory.shared_bytes_per_workgroup
     if target.compute.wave_size == 32 and dim <= WIDE_ATTENTION_DIM and not is_unknown(limit) \
