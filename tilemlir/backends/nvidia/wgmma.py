@@ -113,7 +113,7 @@ from tilemlir.backends.nvidia.warp_specialize import (
     producer_values,
     register_split,
 )
-from tilemlir.backends.nvidia.wgmma_threads import register_a_wgmma, thread_fed_operands
+from tilemlir.backends.nvidia.wgmma_threads import is_wgmma, register_a_wgmma, thread_fed_operands
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.gemm_facts import MmaChoice
@@ -152,10 +152,6 @@ TMA_BOX_LIMIT = 256  # boxDim entries are at most 256 (cuTensorMapEncodeTiled)
 # PTX type names of wgmma operands by MLIR element type.
 WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
 WORKGROUP = "#gpu.address_space<workgroup>"
-
-
-def is_wgmma(name: str) -> bool:
-    return name.startswith("wgmma.")
 
 
 def swizzle_width(row_bytes: int) -> int | None:

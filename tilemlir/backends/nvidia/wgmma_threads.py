@@ -57,6 +57,12 @@ SWIZZLE_ROWS = 8  # the rows of one 128-byte swizzle atom (1024 bytes)
 SIXTEEN_BIT = ("f16", "bf16")  # wgmma reads these MN-major and from registers
 
 
+def is_wgmma(name: str) -> bool:
+    """Whether an instruction (a row name of the target's table) is a wgmma
+    (warpgroup) one, which wgmma.py lowers."""
+    return name.startswith("wgmma.")
+
+
 def thread_fed_operands(loop: ir.Operation, threads: int, target) -> list | None:
     """The shared operands of a loop whose every gemm runs on wgmma from
     operands its threads store (module docstring), or None where one does
@@ -66,7 +72,6 @@ def thread_fed_operands(loop: ir.Operation, threads: int, target) -> list | None
     only (flash attention's Q), or the registers of another gemm of the loop
     (P); every shared operand has rows of a multiple of 128 bytes, a multiple
     of 8 of them; and tile-select-mma's wgmma row fits each gemm."""
-    from tilemlir.backends.nvidia.wgmma import is_wgmma
     from tilemlir.passes.select_mma import select_mma_for
 
     plan = plan_overlap(loop, threads)
