@@ -217,6 +217,36 @@ def test_p_from_registers_on_amd_32x32(target, instruction):
     assert np.all(error <= bound), f"worst error/bound {(error / bound).max():.3f}"
 
 
+def test_wgmma_attention_where_loops_share_fragments_or_a_gemm_branches():
+    """Two K/V loops writing the same S, P and O fragments both run on wgmma
+    (each loop's P is the copy of its own S, whichever gemm
+    register_a_source names; the gemms' preferences are all taken before
+    any choice is recorded); a gemm inside a branch of the loop keeps the
+    loop on mma.sync. Both compile (a second reader's kernels)."""
+    tile_type = "memref<64x64xf16, #gpu.address_space<workgroup>>"
+    acc_type = "memref<64x64xf32, #gpu.address_space<private>>"
+    base = kernel_text(Attention())
+    start = base.index("    scf.for %kb")
+    end = base.index("} {tile.num_stages = 2 : i64}\n") + len("} {tile.num_stages = 2 : i64}\n")
+    second = base[start:end].replace("%k_s", "%k2_s").replace("%v_s", "%v2_s").replace("%kb", "%kb2")
+    two = (base[:end] + second + base[end:]).replace(
+        '    %acc_s = "tile.alloc_fragment"',
+        f'    %k2_s = "tile.alloc_shared"() : () -> {tile_type}\n'
+        f'    %v2_s = "tile.alloc_shared"() : () -> {tile_type}\n    %acc_s = "tile.alloc_fragment"', 1)
+    ptx = tilemlir.compile(two, target="nvidia:sm_90a").artifacts["ptx"]
+    assert ptx.count("wgmma.mma_async") == 16 and "mma.sync" not in ptx
+    gemm = (f'"tile.gemm"(%q_s, %q_s, %acc_x) {{accum_dtype = f32, transpose_a = false, transpose_b = true}} : '
+            f'({tile_type}, {tile_type}, {acc_type}) -> ()')
+    branch = base.replace(
+        '      "tile.fill"(%acc_s, %zero)',
+        f'      %acc_x = "tile.alloc_fragment"() : () -> {acc_type}\n'
+        '      %first = arith.cmpi eq, %kb, %c0 : index\n'
+        f'      scf.if %first {{\n        "tile.fill"(%acc_x, %zero) : ({acc_type}, f32) -> ()\n        {gemm}\n      }}\n'
+        '      "tile.fill"(%acc_s, %zero)', 1)
+    ptx = tilemlir.compile(branch, target="nvidia:sm_90a").artifacts["ptx"]
+    assert "mma.sync" in ptx and "wgmma" not in ptx
+
+
 def test_nvidia_prefetches_k_and_v_one_place_ahead():
     """On NVIDIA the K/V loop (num_stages = 2) issues V's cp.async at K's place
     and the next K's at V's, in the kernel's own buffers: a wait for all

@@ -590,6 +590,9 @@ def test_attention_blocks_by_chip(monkeypatch):
     # sm_90a's gemms run on wgmma: one warpgroup's 64 rows, 128 keys under a causal mask.
     assert codegen.attention_blocks(hopper, 64, False) == codegen.attention_blocks(hopper, 128, False) == (64, 64)
     assert codegen.attention_blocks(hopper, 64, True) == codegen.attention_blocks(hopper, 128, True) == (64, 128)
+    # Head rows that are not 128-byte multiples stay on mma.sync: 4 warps of 32 rows.
+    assert codegen.attention_blocks(hopper, 32, False) == (128, 128)
+    assert codegen.attention_blocks(hopper, 96, False) == (128, 64)
     # 32-lane waves without group-level instructions (RDNA3): 4 waves of 32 rows
     # where the tiles fit its 64 KiB of LDS.
     rdna3 = get_target("amdgpu:gfx1100")

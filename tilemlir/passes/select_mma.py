@@ -231,12 +231,16 @@ class TileSelectMma(TilePass):
             if source is not None and bit_width(ir.MemRefType(op.operands[0].type).element_type) in widths:
                 chained.update((op, source))
         chain_m = self.chained_rows(target, gemms, chained)
-        for op in gemms:
-            kernel = enclosing_kernel(op)
+        # Every gemm's preference before any choice is recorded: a family's
+        # answer may look at other gemms (NVIDIA's at the loop's), which the
+        # recorded choices would change.
+        kernels = [enclosing_kernel(op) for op in gemms]
+        preferences = [self.gemm_preference(op, kernel, target) if kernel is not None else ""
+                       for op, kernel in zip(gemms, kernels)]
+        for op, kernel, prefer in zip(gemms, kernels, preferences):
             if kernel is None:
                 continue  # whole-problem form: tile-tiling makes the kernel first
             shape = gemm_shape(op)
-            prefer = self.gemm_preference(op, kernel, target)
             result, rejected = None, []
             if op in chained:
                 result = select_mma_for(target, shape, kernel_threads(kernel), prefer, rows_only=True,

@@ -25,8 +25,8 @@ class SharedLayout(NamedTuple):
     transpose_read: bool = False  # gemm operand reads are LDS transpose reads
     swizzle: int = 0  # XOR swizzle of the rows' 16-byte chunks (lds_banks.swizzled_byte); 0: none
     # Stored as boxes of rows x 128 bytes with the 128-byte swizzle
-    # (`gpu_builders.box_index`: what NVIDIA's wgmma reads), by the kernel's
-    # own copies from global memory; nothing else reads or writes it.
+    # (`gpu_builders.box_index`: what NVIDIA's wgmma reads), written by the
+    # kernel's own copies from global memory, read by gemms only.
     boxed: bool = False
 
 

@@ -23,7 +23,7 @@ tile-split-loops' copy of this loop), each of which does the same. Copies
 are 16-byte cp.async chunks of a 2-D window of a global tensor of any rank
 (`tile.window`), zero-filled past its end. Where the gemms run on wgmma
 (wgmma_threads.py), the chunks land at their swizzled places in the tile's
-boxes (`MmaSyncCore.async_destination`), and each thread fences its landed
+boxes (`NvidiaMatrixCore.async_destination`), and each thread fences its landed
 chunks for wgmma's async-proxy reads before the barrier
 (`MatrixCore.fence_shared_writes`).
 """

@@ -392,7 +392,8 @@ class NvidiaMatrixCore(MmaSyncCore):
             loop = loop.parent if loop.name != "tile.kernel" else None
         plan = plan_pipeline(loop, threads, _tma_copyable) if loop is not None else None
         if plan is None or gemm not in plan.gemms:
-            fed = loop is not None and thread_fed_operands(loop, threads, target) is not None
+            fed = loop is not None and gemm.parent == loop and \
+                thread_fed_operands(loop, threads, target) is not None
             return "wgmma" if fed else ""
         for member in plan.gemms:
             if member.operands[0] not in plan.buffers or member.operands[1] not in plan.buffers:

@@ -70,8 +70,9 @@ def thread_fed_operands(loop: ir.Operation, threads: int, target) -> list | None
     multiplies 16-bit types; its B is a tile the loop copies; its A is such a
     tile, one copied from global memory before the loop and read by gemms
     only (flash attention's Q), or the registers of another gemm of the loop
-    (P); every shared operand has rows of a multiple of 128 bytes, a multiple
-    of 8 of them; and tile-select-mma's wgmma row fits each gemm."""
+    (P); no gemm sits in a branch of the body; every shared operand has rows
+    of a multiple of 128 bytes, a multiple of 8 of them; tile-select-mma's
+    wgmma row fits each gemm; and the accumulators fit (`fits_registers`)."""
     from tilemlir.passes.select_mma import select_mma_for
 
     plan = plan_overlap(loop, threads)
@@ -79,7 +80,9 @@ def thread_fed_operands(loop: ir.Operation, threads: int, target) -> list | None
         return None
     copied = {id_of(c.operands[1].owner): c.operands[1] for c in plan.copies}
     gemms = [op for op in for_loop_parts(loop).body_ops if op.name == "tile.gemm"]
-    in_loop = {id_of(g) for g in gemms}
+    if sum(1 for op in walk(loop) if op.name == "tile.gemm") != len(gemms):
+        return None  # a gemm in a branch of the body: the loop keeps one instruction, mma.sync
+    accumulators = [g.operands[2] for g in gemms]
     operands = dict(copied)
     for gemm in gemms:
         a, b = gemm.operands[0], gemm.operands[1]
@@ -88,8 +91,11 @@ def thread_fed_operands(loop: ir.Operation, threads: int, target) -> list | None
         if id_of(b.owner) not in copied:
             return None
         if tile.memory_level(a.type) == tile.FRAGMENT:
+            # The copy of an accumulator of this loop's gemms (another loop's
+            # gemms may write the same fragment: register_a_source names one).
             source = register_a_source(gemm)
-            if source is None or id_of(source) not in in_loop or ir.BoolAttr(gemm.attributes["transpose_a"]).value:
+            if source is None or ir.BoolAttr(gemm.attributes["transpose_a"]).value or \
+                    not any(source.operands[2] == accumulator for accumulator in accumulators):
                 return None
         elif id_of(a.owner) in copied or _copied_once(a, loop):
             operands[id_of(a.owner)] = a

@@ -891,7 +891,7 @@ class FragmentOps:
         extents of the window dims (None: shared memory, always inside)."""
         if value in self._shared:
             buffer, layout = self._shared[value]
-            if layout.boxed:  # only its copies from global memory and its gemms touch it
+            if layout.boxed:  # a guard: such buffers are chosen where only copies and gemms touch them
                 raise LoweringError(op, "tile-lower-to-gpu: a copy between a fragment and a shared buffer "
                                         "stored as 128-byte-swizzled boxes (a wgmma operand) is not supported")
             logical = ir.MemRefType(value.type)
