@@ -219,10 +219,8 @@ def main() -> int:
                         help="where the ISAs and results.json go")
     parser.add_argument("--ours-only", action="store_true",
                         help="compile and measure tilemlir's side only (no Triton venv needed)")
-    parser.add_argument("--triton-worker", nargs=2, type=Path, metavar=("JOBS", "OUT"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.triton_worker:
-        triton_worker(*args.triton_worker)
+    args = gemm_bench.parse_or_work(parser, triton_worker)
+    if args is None:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     results, chosen = {}, {}

@@ -256,10 +256,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "build" / "amd_norms_vs_triton")
     parser.add_argument("--chip", default="gfx942")
-    parser.add_argument("--triton-worker", nargs=2, type=Path, metavar=("JOBS", "OUT"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.triton_worker:
-        triton_worker(*args.triton_worker)
+    args = gemm_bench.parse_or_work(parser, triton_worker)
+    if args is None:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     cases = [Case(op, dtype, cols, args.chip) for op in OPS for dtype in DTYPES for cols in COLS]

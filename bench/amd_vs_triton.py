@@ -226,6 +226,18 @@ def run_triton_worker(script: str, jobs_file: Path, out: Path) -> dict:
     return json.loads((out / "triton.json").read_text())
 
 
+def parse_or_work(parser: argparse.ArgumentParser, worker) -> argparse.Namespace | None:
+    """The script's arguments, with the hidden `--triton-worker JOBS OUT`
+    (`run_triton_worker` runs the script so in the Triton venv): when given,
+    runs `worker(JOBS, OUT)` instead and returns None."""
+    parser.add_argument("--triton-worker", nargs=2, type=Path, metavar=("JOBS", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.triton_worker:
+        worker(*args.triton_worker)
+        return None
+    return args
+
+
 def run_triton(cases: list[Case], out: Path) -> dict:
     cases_file = out / "cases.json"
     cases_file.write_text(json.dumps([asdict(case) for case in cases]))
@@ -557,11 +569,8 @@ def main() -> int:
                         help="each compiler's default on issue 28's shapes (the module docstring)")
     parser.add_argument("--rdna", action="store_true",
                         help="with --defaults: RDNA3's gfx1100 and RDNA4's gfx1201 (wave32 WMMA) instead")
-    parser.add_argument("--triton-worker", nargs=2, type=Path, metavar=("CASES", "OUT"),
-                        help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.triton_worker:
-        triton_worker(*args.triton_worker)
+    args = parse_or_work(parser, triton_worker)
+    if args is None:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     if args.defaults:

@@ -742,7 +742,6 @@ WIDE_ATTENTION_BLOCKS = (128, 64)  # the others up to WIDE_ATTENTION_DIM
 # 8x16x2048: 466 / 462 / 480 / 474, causal 382 / 358 / 398 / 389; d 128,
 # 16x16x1024: 472 / 529 / 524 / 988, causal 4x32x4096: 1959 / 1883 / 1857 / 3725.
 GROUP_ATTENTION_BLOCKS = (64, 64)
-GROUP_ROW_BYTES = 128  # head rows of this many bytes' multiples only (wgmma_threads.py); others as before
 GROUP_CAUSAL_ATTENTION_BLOCKS = (64, 128)
 
 
@@ -752,14 +751,15 @@ def attention_blocks(target, dim: int, causal: bool) -> tuple[int, int]:
     head size is at most WIDE_ATTENTION_DIM and the blocks' Q, K and V tiles
     (K and V in two stages) fit a workgroup's shared memory,
     GROUP_ATTENTION_BLOCKS or GROUP_CAUSAL_ATTENTION_BLOCKS if the chip has
-    group-level matrix instructions and the head's rows are a multiple of
-    GROUP_ROW_BYTES, else SHORT_HEAD_BLOCKS or
+    group-level matrix instructions and the head's 16-bit rows are a
+    multiple of 128 bytes (`gpu_builders.BOX_BYTES`), else SHORT_HEAD_BLOCKS or
     WIDE_ATTENTION_BLOCKS; otherwise ATTENTION_BLOCKS."""
+    from tilemlir.passes.gpu_builders import BOX_BYTES
     from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 
     core = matrix_core_for(target)
     # wgmma takes the gemms where Q, K and V rows (16-bit) are 128-byte multiples.
-    if dim * 2 % GROUP_ROW_BYTES == 0 and any(core.waves_per_instruction(row.name) > 1 for row in target.mma):
+    if dim * 2 % BOX_BYTES == 0 and any(core.waves_per_instruction(row.name) > 1 for row in target.mma):
         blocks = GROUP_CAUSAL_ATTENTION_BLOCKS if causal else GROUP_ATTENTION_BLOCKS
     else:
         blocks = SHORT_HEAD_BLOCKS if dim <= 64 and not causal else WIDE_ATTENTION_BLOCKS

@@ -350,9 +350,9 @@ class NvidiaMatrixCore(MmaSyncCore):
         self.staging_offset = 0
         self.stores: TmaStore | None = None  # the staged epilogue, once emitted
         # wgmma operands the kernel's threads store (wgmma_threads.py), and
-        # their bound views, as the gemms see them.
+        # each one's view (one slot), as its copies and gemms see it.
         self.thread_fed: set = set()
-        self.thread_fed_views: set = set()
+        self.thread_fed_views: dict = {}
 
     # -- selection -----------------------------------------------------------
 
@@ -487,7 +487,7 @@ class NvidiaMatrixCore(MmaSyncCore):
         self.swizzled[value] = buffer
         view = self.slot_base(buffer, const_index(0))
         if value in self.thread_fed:
-            self.thread_fed_views.add(view)
+            self.thread_fed_views[value] = view
             lowering.bind_shared(value, view, SharedLayout(boxed=True))
             lowering.note_shared(value, pad=0, swizzle=f"{buffer.swizzle}-byte (boxes)",
                                  fill="the threads (cp.async, vector stores)", stages=1, bytes=buffer.slot_bytes)
@@ -503,7 +503,7 @@ class NvidiaMatrixCore(MmaSyncCore):
     def async_destination(self, buffer: ir.Value, slot: ir.Value):
         if buffer not in self.thread_fed:
             return super().async_destination(buffer, slot)
-        view = self.slot_base(self.swizzled[buffer], slot)
+        view = self.thread_fed_views[buffer]  # its one slot
 
         def destination(row: ir.Value, col: ir.Value):
             flat, index = box_index(view, row, col)
@@ -722,7 +722,7 @@ class NvidiaMatrixCore(MmaSyncCore):
         nvvm.WgmmaGroupSyncAlignedOp()
         # A K loop's gemm leaves its last group in flight (the loop waits for
         # it, TmaLoop); one whose operands the threads store is read at once.
-        at_once = (promote and not deferred) or step.b_smem in self.thread_fed_views
+        at_once = (promote and not deferred) or step.b_smem in self.thread_fed_views.values()
         nvvm.WgmmaWaitGroupSyncOp(0 if at_once else 1)
         if deferred:
             accumulators, self.pending[id(fragment)] = self.pending[id(fragment)], accumulators
