@@ -180,7 +180,8 @@ def test_the_kernels_multiplies_fuse_into_their_adds_on_amd(monkeypatch):
     def fmas(name: str) -> int:
         text = (EXAMPLES / "kernels" / f"{name}.mlir").read_text()
         isa = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa").artifact
-        return len(re.findall(r"v_(?:pk_)?fmac?_f32", isa))
+        # elements fused: a packed FMA (amdgpu-pack-float-ops) fuses two
+        return len(re.findall(r"v_fmac?_f32", isa)) + 2 * len(re.findall(r"v_pk_fma_f32", isa))
 
     fused = {name: fmas(name) for name in ("flash_attention", "layernorm", "softmax")}
     monkeypatch.setattr(contract, "contract_float_ops", lambda module: 0)
@@ -188,6 +189,34 @@ def test_the_kernels_multiplies_fuse_into_their_adds_on_amd(monkeypatch):
     assert fused["flash_attention"] >= separate["flash_attention"] + 32
     assert fused["layernorm"] > separate["layernorm"]
     assert fused["softmax"] == separate["softmax"]
+
+
+def test_element_wise_math_over_fragments_is_packed_on_cdna(monkeypatch):
+    """amdgpu-pack-float-ops: flash attention's rescale of O and its scores'
+    scale-then-subtract run as packed f32 instructions where the chip has
+    them (gfx90a, gfx942, gfx950: half as many instructions for the same
+    elements); RDNA3 has none, and llc splits the vector ops back into the
+    scalar ones. GEMMs, which hold no element-wise float math in their loop,
+    compile to the same ISA either way."""
+    import tilemlir.backends.amdgpu.pack_float_ops as pack
+
+    def isa(name: str, chip: str) -> str:
+        text = (EXAMPLES / "kernels" / f"{name}.mlir").read_text()
+        return tilemlir.compile(text, target=f"amdgpu:{chip}", emit="isa").artifact
+
+    def scalar_and_packed(text: str) -> tuple[int, int]:
+        scalar = len(re.findall(r"\bv_(?:mul|fmac?|add|sub)_f32", text))
+        return scalar, len(re.findall(r"\bv_pk_(?:mul|fma|add)_f32", text))
+
+    packed = {chip: isa("flash_attention", chip) for chip in ("gfx90a", "gfx942", "gfx950", "gfx1100")}
+    gemm = isa("batched_gemm", "gfx942")
+    monkeypatch.setattr(pack, "pack_float_ops", lambda module: 0)
+    for chip in ("gfx90a", "gfx942", "gfx950"):
+        scalar, pairs = scalar_and_packed(packed[chip])
+        before, none = scalar_and_packed(isa("flash_attention", chip))
+        assert none == 0 and pairs >= 32 and scalar + pairs <= before - 32, chip
+    assert scalar_and_packed(packed["gfx1100"])[1] == 0
+    assert isa("batched_gemm", "gfx942") == gemm
 
 
 def test_contraction_keeps_the_flags_an_op_had():

@@ -109,6 +109,10 @@ BEYOND_REFERENCE = {
                                   "llc fuse them (docs/kernels.md); test/Backends/amdgpu/contract-float-ops.mlir "
                                   "checks the flags, test_amd_acceptance.py the ISA, the emulator the kernels "
                                   "before it"),
+    "amdgpu-pack-float-ops": ("replaces element-wise float ops over every element of a vector by one vector "
+                              "op computing each element as before; test/Backends/amdgpu/pack-float-ops.mlir "
+                              "checks which, test_amd_acceptance.py the packed ISA, the emulator the kernels "
+                              "before it"),
     "tile-expand-math": ("replaces math ops by approximations, which change the last bits; "
                          "test_expand_math.py runs its output in the emulator against float64 NumPy "
                          "within each expansion's stated error"),

@@ -94,6 +94,7 @@ BACKEND = Backend(
         "amdgpu-order-lds-dma": "tilemlir.backends.amdgpu.order_lds_dma:AmdgpuOrderLdsDma",
         "amdgpu-scope-atomics": "tilemlir.backends.amdgpu.scope_atomics:AmdgpuScopeAtomics",
         "amdgpu-contract-float-ops": "tilemlir.backends.amdgpu.contract_float_ops:AmdgpuContractFloatOps",
+        "amdgpu-pack-float-ops": "tilemlir.backends.amdgpu.pack_float_ops:AmdgpuPackFloatOps",
         "amdgpu-math-to-intrinsics": "tilemlir.backends.amdgpu.math_intrinsics:AmdgpuMathToIntrinsics",
     },
     converts_fp8=True,

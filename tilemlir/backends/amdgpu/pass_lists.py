@@ -93,6 +93,10 @@ SCOPE_ATOMICS = "amdgpu-scope-atomics"
 # max subtraction one v_fma); every GEMM default of bench/amd_vs_triton.py
 # unchanged.
 CONTRACT_FLOAT_OPS = "amdgpu-contract-float-ops"
+# A fragment's element-wise float math over whole vectors as vector ops, which
+# llc selects as packed f32 instructions on gfx90a, gfx942 and gfx950
+# (pack_float_ops.py). After the contraction, whose flags the vector ops keep.
+PACK_FLOAT_OPS = "amdgpu-pack-float-ops"
 
 # LLVM IR passes (opt-22 -passes=...) before llc, whose own IR pipeline lacks
 # these. Deliberately not -O3: its unrolling would change the main loop we report.
@@ -134,5 +138,5 @@ def gpu_to_llvm_pipeline(chip: str, check: str = "", spec: str = "") -> str:
     nested = ",".join(step.format(chip=chip, spec=spec or f"amdgpu:{chip}") for step in GPU_TO_LLVM)
     steps = [check] if check else []
     steps += [ATTACH_TARGET.format(chip=chip), f"gpu.module({nested})", ORDER_LDS_DMA, SCOPE_ATOMICS,
-              CONTRACT_FLOAT_OPS]
+              CONTRACT_FLOAT_OPS, PACK_FLOAT_OPS]
     return f"builtin.module({','.join(steps)})"
