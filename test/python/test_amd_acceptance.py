@@ -219,6 +219,29 @@ def test_element_wise_math_over_fragments_is_packed_on_cdna(monkeypatch):
     assert isa("batched_gemm", "gfx942") == gemm
 
 
+def test_attention_kernels_bound_by_lds_to_one_wave_are_scheduled_for_latency():
+    """A kernel whose pipelined loop reduces between its gemms (flash
+    attention) and whose LDS allows one wave per SIMD gets llc's max-ILP
+    scheduler ("amdgpu-sched-strategy"="max-ilp"): the example's 64x64 blocks
+    of two waves take 48 KiB, all of gfx942's and gfx90a's 64 KiB allows; on
+    gfx950's 160 KiB three workgroups fit, and the default scheduler keeps
+    registers for them. GEMMs and row reductions (no gemm) keep the default,
+    and tile-lower-to-gpu{sched-hints=false} turns it off."""
+    strategy = '"amdgpu-sched-strategy"="max-ilp"'
+
+    def llvm_ir(name: str, chip: str, **options) -> str:
+        text = (EXAMPLES / "kernels" / f"{name}.mlir").read_text()
+        return tilemlir.compile(text, target=f"amdgpu:{chip}", emit="llvm", **options).artifact
+
+    assert strategy in llvm_ir("flash_attention", "gfx942")
+    assert strategy in llvm_ir("flash_attention", "gfx90a")
+    assert strategy not in llvm_ir("flash_attention", "gfx950")
+    assert strategy not in llvm_ir("batched_gemm", "gfx942")
+    assert strategy not in llvm_ir("softmax", "gfx942")
+    assert strategy not in llvm_ir("flash_attention", "gfx942",
+                                   options={"passes": "tile-lower-to-gpu{sched-hints=false}"})
+
+
 def test_contraction_keeps_the_flags_an_op_had():
     """amdgpu-contract-float-ops adds `contract` to llvm.fmul/fadd/fsub and
     keeps their other fast-math flags; other ops are left alone."""

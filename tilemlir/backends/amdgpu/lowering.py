@@ -18,7 +18,8 @@ Options (of tile-lower-to-gpu, read by amdgpu kernels only):
     them are recorded in the gpu.func's tile.shared_storage.
   sched-hints (bool, default true): pipelined loops of workgroups with at
     most one wave per SIMD end with a scheduling-region hint
-    (`scheduling_region_hint`).
+    (`scheduling_region_hint`); kernels whose loop reduces between gemms and
+    whose LDS allows one wave per SIMD are scheduled for latency (`end_kernel`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ from tilemlir.targets.model import is_unknown
 BUFFER_LOAD_LDS = {4: "buffer_load_dword", 12: "buffer_load_dwordx3", 16: "buffer_load_dwordx4"}
 BUFFER_LOAD_LDS_BYTES = {name: size for size, name in BUFFER_LOAD_LDS.items()}
 
+# The llc function attribute that picks GCNMaxILPSchedStrategy (`end_kernel`).
+LATENCY_STRATEGY = ("amdgpu-sched-strategy", "max-ilp")
 # llvm.amdgcn.sched.group.barrier's mask bit for MFMA/WMMA (LLVM AMDGPUUsage,
 # "AMDGPU Intrinsics"; AMDGPUIGroupLP.cpp's SchedGroupMask::MFMA).
 SCHED_GROUP_MFMA = 0x8
@@ -77,6 +80,7 @@ class AmdgpuLoweringHooks(LoweringHooks):
         self.uniform_wave: ir.Value | None = None  # the wave id as LLVM sees it uniform
         self.fat_buffers: dict = {}  # global memref -> its buffer-resource view
         self.remarked: set = set()  # tile.alloc_shared ops whose register fills a remark named
+        self.loop_reduces = False  # a pipelined loop reduces between its gemms (`prefetch_issued`)
 
     def begin_kernel(self) -> None:
         lowering = self.lowering
@@ -127,6 +131,36 @@ class AmdgpuLoweringHooks(LoweringHooks):
         if loop is not None and loop.name == "scf.for" \
                 and any(inner.name == "tile.reduce" for inner in walk(loop)):
             rocdl.sched_barrier(0)
+            self.loop_reduces = True
+
+    def end_kernel(self, gpu_func: ir.Operation, shared_bytes: int) -> None:
+        """A kernel whose pipelined loop reduces between its gemms (flash
+        attention) and whose LDS alone keeps it at one wave per SIMD is
+        scheduled by llc for latency: "amdgpu-sched-strategy"="max-ilp" (the
+        function attribute of llc's GCNMaxILPSchedStrategy) in place of the
+        default strategy, which first keeps registers free for an occupancy
+        the LDS does not allow. tile-lower-to-gpu{sched-hints=false} leaves
+        llc's default. Measured with bench/amd_attention_vs_triton.py
+        (mfma_busy_ratio per wave, 128x64 blocks of 4 waves, no spills either
+        way): gfx942 f16 d 128 0.656 -> 0.715, d 64 0.586 -> 0.594, bf16
+        d 128 0.559 -> 0.560; gfx950 d 128 0.520 -> 0.549. Where the LDS
+        leaves room for more waves it costs them (gfx950 d 64: 124 -> 195
+        VGPRs, 3 -> 2 waves per SIMD), and GEMM loops, which do not reduce,
+        measured both ways (f16 4096^3 gfx942 0.721 -> 0.713, gfx950 0.684
+        -> 0.696): neither gets it."""
+        if self.loop_reduces and self.lds_bound_to_one_wave(shared_bytes):
+            gpu_func.attributes["passthrough"] = ir.ArrayAttr.get(
+                [ir.ArrayAttr.get([ir.StringAttr.get(LATENCY_STRATEGY[0]), ir.StringAttr.get(LATENCY_STRATEGY[1])])])
+
+    def lds_bound_to_one_wave(self, shared_bytes: int) -> bool:
+        """Whether the kernel's LDS allows at most one of its waves per SIMD
+        (report.occupancy's LDS bound), with the sched-hints option on."""
+        lowering = self.lowering
+        per_cu, simds = lowering.target.memory.shared_bytes_per_cu, lowering.target.compute.simds_per_cu
+        if not lowering.option("sched_hints") or not shared_bytes or is_unknown(per_cu) or is_unknown(simds):
+            return False
+        waves = per_cu // shared_bytes * (lowering.threads // lowering.wave_size)
+        return -(-waves // simds) <= 1
 
     def reduce_across_lanes(self, value, bits, combine):
         if not cross_lane.exchanges_without_lds(self.lowering):

@@ -596,6 +596,10 @@ class LoweringHooks:
         `op` (emitted through registers; its LDS stores wait for the end of
         the iteration)."""
 
+    def end_kernel(self, gpu_func: ir.Operation, shared_bytes: int) -> None:
+        """When the gpu.func is complete; `shared_bytes` the bytes of its
+        workgroup attributions (0 where the matrix core places shared memory)."""
+
     def reduce_across_lanes(self, value: ir.Value, bits: Sequence[int],
                             combine: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
         """`value` combined over the lanes of a wave whose ids differ from this

@@ -67,6 +67,7 @@ from tilemlir.passes.lower_to_gpu.fragment_ops import (
 )
 from tilemlir.passes.shared_memory import (
     SharedLayout,
+    physical_shared_bytes,
     physical_shared_shape,
     shared_alloc_of,
     shared_layout,
@@ -380,6 +381,7 @@ class KernelEmitter(FragmentOps):
         if launched != self._threads:
             gpu_func.attributes["known_block_size"] = ir.DenseI32ArrayAttr.get([launched, 1, 1])
         attributes.LDS_BANK_CONFLICTS_PER_ITERATION.write(gpu_func, self._lds_conflicts)
+        self._hooks.end_kernel(gpu_func, 0 if placed else sum(physical_shared_bytes(op) for op in shared_ops))
         notes = [json.dumps({"buffer": position, **self._shared_notes[op]})
                  for position, op in enumerate(shared_ops) if op in self._shared_notes]
         if notes:
