@@ -434,7 +434,8 @@ def test_pooling_with_padding(channels_last):
     (SwiGLU(), (2, 8, 64), False), (CausalGQA(), (1, 20, 64), False), (ResNetStem(8), (1, 3, 16, 16), True),
     (PointwiseBottleneck(8), (1, 8, 3, 5), True), (RotaryQuery(), (1, 5, 32), False),
     (GroupNormBlock(), (1, 8, 3, 5), False), (nn.Upsample(size=(5, 7)), (1, 2, 3, 4), False),
-], ids=["mlp", "gqa", "resnet", "pointwise-conv", "rotary-cat", "group-norm", "upsample-index"])
+    (CausalGQA(dim=48, heads=6, kv_heads=2), (1, 13, 48), False),
+], ids=["mlp", "gqa", "resnet", "pointwise-conv", "rotary-cat", "group-norm", "upsample-index", "gqa-head-8"])
 def test_in_the_gfx942_emulator(monkeypatch, model, shape, channels_last):
     monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
     check(model, torch.randn(*shape), channels_last=channels_last)
@@ -561,6 +562,53 @@ def test_integer_and_boolean_ops():
 def test_a_variance_used_outside_its_group_is_written():
     compiled_matches(lambda x: ((x * 2).var(-1, keepdim=True), (x * 2).var(-1, keepdim=True) + x),
                      torch.randn(5, 33).half())
+
+
+@pytest.mark.parametrize("dim,heads", [(48, 4), (40, 2), (20, 4)], ids=["head-12", "head-20", "head-5"])
+def test_attention_heads_of_sizes_the_gemms_do_not_take(dim, heads):
+    """Head sizes that are not multiples of 16 (codegen.padded_head_dim):
+    Q, K and V are passed zero-padded, the output's padding dropped; the
+    scale stays 1/sqrt of the real head size."""
+    layer = nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.0, batch_first=True)
+    check(layer, torch.randn(2, 11, dim))
+    q, k, v = (torch.randn(1, heads, 9, dim // heads).half() for _ in range(3))
+    compiled_matches(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, scale=0.3), q, k, v)
+
+
+class MaskedScores(nn.Module):
+    """Boolean masks combined with ~, & and |, a slice assigned, a rotary
+    frequency as 10000 ** x, ELU and SELU, a class token repeated."""
+
+    def __init__(self, dim=16):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.token = nn.Parameter(torch.randn(1, 1, dim))
+
+    def forward(self, x, keep, extra):
+        y = self.proj(x)
+        y = y.masked_fill(~keep, 0.0) + torch.where(keep & extra | (y > 1), y, -y)
+        y[:, -1] = 0
+        frequencies = 1.0 / (10000 ** (torch.arange(0, y.shape[-1], 2, dtype=torch.float32) / y.shape[-1]))
+        y = y * frequencies.repeat(2).to(y.dtype)
+        y = F.elu(y) + F.selu(y)
+        return torch.cat([self.token.repeat(x.shape[0], 1, 1), y], 1)
+
+
+def test_boolean_masks_powers_elu_repeat_and_slice_assignment():
+    check(MaskedScores(), torch.randn(2, 7, 16), torch.rand(2, 7, 16) > 0.5, torch.rand(2, 7, 16) > 0.5)
+    ints = torch.arange(12).view(3, 4)
+    with pytest.raises(Exception) as raised:  # of integers: not built
+        compiled_matches(lambda a, b: (a & b) + 1, ints, ints + 3)
+    error = getattr(raised.value, "inner_exception", raised.value)  # torch wraps a backend's error
+    assert isinstance(error, TilemlirTorchError) and "bitwise_and.Tensor of torch.int64" in str(error)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_adaptive_max_pooling(channels_last):
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.AdaptiveMaxPool2d(1), nn.Flatten(), nn.Linear(8, 4))
+    check(model, torch.randn(2, 3, 9, 7), channels_last=channels_last)
+    x = torch.randn(1, 2, 6, 4).half()
+    compiled_matches(lambda x: F.adaptive_max_pool2d(x, (3, 2)), x, exact=True)
 
 
 def test_attention_rows_whose_first_keys_are_masked():

@@ -187,8 +187,9 @@ class KernelWriter:
         operands = [a for a in node.args if isinstance(a, fx.Node)]
         kinds = {kind_of(dtype_of(a)) for a in operands}
         out = kind_of(result)
-        if node.target in (torch.ops.aten.logical_and.default, torch.ops.aten.logical_or.default,
-                           torch.ops.aten.logical_not.default):
+        if node.target in pointwise.BITWISE and result != torch.bool:
+            raise Unsupported(f"{node.target} of {result}")
+        if node.target in pointwise.LOGICAL or node.target in pointwise.BITWISE:
             work = torch.bool
         elif out == "b" and node.target is not torch.ops.aten.where.self:  # a comparison
             work = torch.float32 if "f" in kinds or any(isinstance(a, float) for a in node.args) else \
@@ -721,6 +722,20 @@ def head_layout(spec: TensorSpec) -> str | None:
     return None
 
 
+# Head sizes the attention kernel's gemms take as they are: multiples of 16,
+# the K of every chip's 16-bit matrix instructions (MFMA 16x16x16, mma.sync
+# m16n8k16) and a whole number of 32x32 MFMA tiles' K.
+HEAD_DIM_STEP = 16
+
+
+def padded_head_dim(dim: int) -> int:
+    """The head size the attention kernel computes with: `dim` rounded up to
+    HEAD_DIM_STEP. A smaller model's head (8, 12, 24) is passed zero-padded:
+    the zero columns add nothing to Q K^T and give O zero columns, which are
+    dropped (dynamo's "padded" layout)."""
+    return -(-dim // HEAD_DIM_STEP) * HEAD_DIM_STEP
+
+
 ATTENTION_BLOCKS = (64, 64)  # query rows x key columns of a block, every shipped chip's default
 # Where a wave is 32 lanes, 128 query rows give each of the kernel's 4 warps
 # 32 (FlashAttention-2's split), for head sizes up to WIDE_ATTENTION_DIM
@@ -774,7 +789,8 @@ def attention_blocks(target, dim: int, causal: bool) -> tuple[int, int]:
 def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, str, str, str],
                      name: str, blocks: tuple[int, int] = ATTENTION_BLOCKS) -> tuple[str, list]:
     """(source, inputs read at offsets) of flash attention over [B, H, S, D]
-    tensors in the given memory orders (query, key, value, output): the
+    tensors in the given memory orders (query, key, value, output: "bhsd",
+    "bshd", or "padded": dense [B, H, S, padded_head_dim(D)]): the
     scores of a block of `blocks` (query rows, keys; `attention_blocks`) in
     registers, online softmax in exp2 with the
     scale folded in, masks (causal, an additive or boolean mask, ragged
@@ -796,16 +812,18 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     writer = KernelWriter(group, specs, name)
     dtype = DTYPES[q_spec.dtype]
     scale = (call.scale if call.scale is not None else 1.0 / math.sqrt(dim)) * LOG2E
+    if "padded" in layouts:
+        dim = padded_head_dim(dim)
     block_m, block_n = blocks
     shapes = []
     for layout, (b, h, s, d) in zip(layouts, (q_spec.shape, k_spec.shape, k_spec.shape, q_spec.shape)):
-        shapes.append((b, h, s, d) if layout == "bhsd" else (b, s, h, d))
+        shapes.append((b, h, s, dim) if layout == "padded" else (b, h, s, d) if layout == "bhsd" else (b, s, h, d))
     writer.operand_params += [f"{n}: T.Tensor({shape}, '{dtype}')" for n, shape in zip("QKV", shapes[:3])]
     writer.output_params.append(f"O: T.Tensor({shapes[3]}, '{dtype}')")
 
     def tile(tensor: str, layout: str, head: str, start: str, block: int) -> str:
         rows = f"{start}:{start} + {block}"
-        return f"{tensor}[bz, {head}, {rows}, :]" if layout == "bhsd" else f"{tensor}[bz, {rows}, {head}, :]"
+        return f"{tensor}[bz, {rows}, {head}, :]" if layout == "bshd" else f"{tensor}[bz, {head}, {rows}, :]"
 
     kv_head = "by" if group_size == 1 else f"by // {group_size}"
     blocks = -(-sk // block_n)

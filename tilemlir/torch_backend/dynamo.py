@@ -85,6 +85,8 @@ def decompositions() -> dict:
     table[aten.upsample_nearest2d.vec] = _upsample_nearest_scaled
     table[aten.avg_pool2d.default] = _avg_pool2d
     table[aten._adaptive_avg_pool2d.default] = _adaptive_avg_pool2d
+    table[aten.adaptive_max_pool2d.default] = _adaptive_max_pool2d
+    table[aten.repeat.default] = _repeat
     return table
 
 
@@ -210,6 +212,29 @@ def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_
     windows, channels_last, _ = _pool_windows(x, list(kernel_size), list(stride), padding, 0.0)
     pooled = windows.mean((-2, -1))
     return pooled.permute(0, 3, 1, 2) if channels_last else pooled
+
+
+def _adaptive_max_pool2d(x, output_size):
+    """Adaptive max pooling where the output divides the input: max pooling
+    by the quotient (its indices as torch's, places in the input plane)."""
+    if x.dim() != 4:
+        return NotImplemented
+    (h, w), (oh, ow) = x.shape[2:], _pair(list(output_size))
+    if h % oh or w % ow:
+        return NotImplemented
+    return _max_pool2d(x, [h // oh, w // ow], [h // oh, w // ow])
+
+
+def _repeat(x, repeats):
+    """Tensor.repeat (and tile) as the copy of an expanded view: each dim d
+    of size n repeated r times is [r, n] flattened, r the slower."""
+    repeats = list(repeats)
+    if len(repeats) < x.dim():
+        return NotImplemented
+    shape = [1] * (len(repeats) - x.dim()) + list(x.shape)
+    interleaved = [v for n in shape for v in (1, n)]
+    expanded = [v for r, n in zip(repeats, shape) for v in (r, n)]
+    return x.reshape(interleaved).expand(expanded).reshape([r * n for r, n in zip(repeats, shape)])
 
 
 def _adaptive_avg_pool2d(x, output_size):
@@ -371,10 +396,15 @@ class GroupKernel:
             source, loaded, layouts, views = codegen.conv_kernel(group, specs, self.kernel_name,
                                                                  steps(weight[1] * weight[2] * weight[3]))
         elif group.kind == "attention":
-            layouts = tuple(codegen.head_layout(specs[i]) or "bhsd" for i in self.operands)
-            layouts += (codegen.head_layout(self.results[0]) or "bhsd",)
             query = specs[self.operands[0]]
-            blocks = codegen.attention_blocks(resolve_target(self.target, self.engine), query.shape[-1],
+            dim = query.shape[-1]
+            if codegen.padded_head_dim(dim) != dim:  # every operand and the output zero-padded
+                layouts = ("padded",) * (len(self.operands) + 1)
+            else:
+                layouts = tuple(codegen.head_layout(specs[i]) or "bhsd" for i in self.operands)
+                layouts += (codegen.head_layout(self.results[0]) or "bhsd",)
+            blocks = codegen.attention_blocks(resolve_target(self.target, self.engine),
+                                              codegen.padded_head_dim(dim),
                                               codegen.attention_call(group.anchor).causal)
             source, loaded = codegen.attention_kernel(group, specs, layouts, self.kernel_name, blocks)
             views = [None]
@@ -420,6 +450,9 @@ class GroupKernel:
             dense = conv_taps(tensor, layout.image)
         elif layout == "bshd":
             dense = tensor.transpose(1, 2).contiguous()
+        elif layout == "padded":  # an attention operand's head zero-padded (codegen.padded_head_dim)
+            dim = tensor.shape[-1]
+            dense = F.pad(tensor, (0, codegen.padded_head_dim(dim) - dim)).contiguous()
         elif layout == "bhsd":
             dense = tensor.contiguous()
         else:
@@ -442,7 +475,7 @@ class GroupKernel:
         args = [self.operand(tensors[position], specs[position], layout)
                 for position, layout in zip(self.operands, operand_layouts)]
         args += [_span(tensors[index], specs[index]) for index in loaded]
-        results, restride = [], []
+        results, restride, copies = [], [], []
         for result, view in zip(self.results, views):
             if view == "pixels":  # a channels-last convolution output as its pixels' rows (a view)
                 out = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
@@ -454,6 +487,10 @@ class GroupKernel:
                 results.append(out)
                 if view == "span":  # span, attention's in its [B, H, S, D] memory order
                     args.append(_span(out, result))
+                elif layouts[3] == "padded":  # written padded, its head's columns copied out
+                    padded = out.new_empty(*result.shape[:3], codegen.padded_head_dim(result.shape[3]))
+                    args.append(padded)
+                    copies.append((out, padded[..., :result.shape[3]]))
                 else:
                     args.append(out.transpose(1, 2) if layouts[3] == "bshd" else out)
                 continue
@@ -468,6 +505,8 @@ class GroupKernel:
             if out.stride() != result.stride and out.numel() > 1:
                 restride.append(len(results) - 1)
         kernel(*args)
+        for out, written in copies:
+            out.copy_(written)
         for index in restride:  # the layout the graph was traced with (a later view may need it)
             result = self.results[index]
             strided = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)

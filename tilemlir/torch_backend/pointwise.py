@@ -210,10 +210,24 @@ _register([aten.where.self], lambda c, a, b: f"T.if_then_else({c}, {a}, {b})")
 for _name, _symbol in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
     _op = getattr(aten, _name)
     _register([_op.Tensor, _op.Scalar], _compare(_symbol))
-_register([aten.logical_not.default], lambda a: f"(not {a})")
-_register([aten.logical_and.default], lambda a, b: f"T.if_then_else({a}, {b}, False)")
-_register([aten.logical_or.default], lambda a, b: f"T.if_then_else({a}, True, {b})")
+_register([aten.logical_not.default, aten.bitwise_not.default], lambda a: f"(not {a})")
+_register([aten.logical_and.default, aten.bitwise_and.Tensor], lambda a, b: f"T.if_then_else({a}, {b}, False)")
+_register([aten.logical_or.default, aten.bitwise_or.Tensor], lambda a, b: f"T.if_then_else({a}, True, {b})")
+_register([aten.logical_xor.default, aten.bitwise_xor.Tensor], lambda a, b: f"({a} != {b})")
+# The logical ops, and the bitwise ones where they are logical: of bool
+# tensors (`~mask`, `a & b`); codegen refuses bitwise ops of integers.
+LOGICAL = frozenset({aten.logical_not.default, aten.logical_and.default, aten.logical_or.default,
+                     aten.logical_xor.default})
+BITWISE = frozenset({aten.bitwise_not.default, aten.bitwise_and.Tensor, aten.bitwise_or.Tensor,
+                     aten.bitwise_xor.Tensor})
+# base ** x for a number base (a rotary embedding's 10000 ** (2i / d)).
+_register([aten.pow.Scalar], lambda base, exponent: f"T.pow({base}, {exponent})")
+_register([aten.elu.default], lambda a, alpha="1.0", scale="1.0", input_scale="1.0":
+          f"T.if_then_else({a} > 0.0, {a} * {scale}, (T.exp({a} * {input_scale}) - 1.0) * {alpha} * {scale})")
 _register([aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default], lambda a, **_: a)
+# copy(a, b): b in a's shape and type (slice assignment, functionalized:
+# `y[:, -1] = 0` is a copy into the slice, then a select_scatter).
+_register([aten.copy.default], lambda a, b, non_blocking=False: b)
 
 # Ops that make values from their arguments alone (full_like: its operand's shape).
 CREATION = {
