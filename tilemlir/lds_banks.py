@@ -91,6 +91,18 @@ def conflict_free_swizzle(row_bytes: int, conflict_free: Callable[[int], bool]) 
     return next((swizzle for swizzle in range(1, chunks) if conflict_free(swizzle)), None)
 
 
+def least_conflicted_swizzle(row_bytes: int, cost: Callable[[int], int]) -> int | None:
+    """The XOR swizzle s of a row's 16-byte chunks (unpadded rows) with the
+    least `cost(s)`, the smallest such s, where that is below the unswizzled
+    rows' cost(0); None when it is not, or when a row is not a power of two
+    (at least 2) of chunks."""
+    chunks = row_bytes // SWIZZLE_CHUNK_BYTES
+    if row_bytes % SWIZZLE_CHUNK_BYTES or chunks < 2 or chunks & (chunks - 1):
+        return None
+    best = min(range(1, chunks), key=lambda swizzle: (cost(swizzle), swizzle))
+    return best if cost(best) < cost(0) else None
+
+
 def choose_swizzle(row_of_lane: Sequence[int], k_of_lane: Sequence[int], row_elements: int,
                    element_bytes: int, elements: int, banks_options: Sequence[int],
                    bank_bytes: int = 4) -> tuple[int, int] | None:

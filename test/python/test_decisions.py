@@ -88,13 +88,14 @@ def test_dropped_padding_is_recorded_and_said(small_lds):
     (kernel,) = small_lds.report["decisions"]
     for buffer in kernel["shared_buffers"]:
         assert (buffer["padding"], buffer["padding_dropped"], buffer["bank_conflicts_per_iteration"],
-                buffer["bytes"]) == (0, 4, 224, 32768)
+                buffer["bytes"]) == (0, 4, 96, 32768)  # XOR-swizzled instead: 96, not 224 unpadded
     (compiled,) = small_lds.report["kernels"]
-    assert kernel["lds_bank_conflicts_per_iteration"] == compiled["amdgpu"]["lds_bank_conflicts_per_iteration"] == 448
+    assert kernel["lds_bank_conflicts_per_iteration"] == compiled["amdgpu"]["lds_bank_conflicts_per_iteration"] == 192
     assert compiled["shared_bytes"] == 65536
     said = [d.message for d in small_lds.remarks if not d.message.startswith("tile-tiling:")]
-    assert len(said) == 2 and all("row padding of 4 elements dropped" in m and "cost 224 bank-conflict clocks "
-                                  "per iteration instead of 0" in m for m in said), said
+    assert len(said) == 2 and all("row padding of 4 elements dropped" in m and "XOR-swizzled instead (swizzle 1): "
+                                  "its gemm operand reads cost 96 bank-conflict clocks per iteration instead of 0"
+                                  in m for m in said), said
 
 
 def test_bank_maps_agree_with_the_pass(seed, small_lds):
@@ -111,7 +112,7 @@ def test_bank_maps_agree_with_the_pass(seed, small_lds):
             assert banks[1, 0] == (row_bytes // model.bank_bytes) % model.banks
             read = model.read
             width = read.per_access * model.element_bytes
-            assert model.conflicts() == access_conflicts(read.addresses(model.pad), width, model.banks)
+            assert model.conflicts() == access_conflicts(read.addresses(model.pad, model.swizzle), width, model.banks)
             assert model.conflicts() * read.accesses == recorded["bank_conflicts_per_read"]["as_stored"]
             assert (ways > 1).any() == conflicted
             assert np.count_nonzero(ways) == 64 * read.per_access  # every lane's elements of one access

@@ -357,7 +357,8 @@ SCRATCH = UnitAttribute(
 SMEM_LAYOUT = DictionaryAttribute(
     "tile.smem_layout", ("tile.alloc_shared",),
     producer="tile-infer-layout (stored transposed? row padding, transpose reads, swizzle, bank model; "
-             "dropped_pad: row padding given up to fit the LDS)",
+             "dropped_pad: row padding given up to fit the LDS, an XOR swizzle in its place "
+             "where the matrix core reads swizzled rows)",
     consumers=("tile-infer-layout", "tile-pipeline", "tile-lower-to-gpu", "amdgpu lowering hooks",
                "the nvidia matrix core (cp.async pipelining)", "the report's decisions"),
     form="{transposed = true|false, pad = N >= 0, ...} (tile-infer-layout)",
@@ -365,7 +366,9 @@ SMEM_LAYOUT = DictionaryAttribute(
                      {"transpose_read": of_kind(ir.BoolAttr), "swizzle": integer(0),
                       "conflicts": integer(0), "unpadded_conflicts": integer(0),
                       "banks": of_kind(ir.StringAttr), "as_written": of_kind(ir.StringAttr),
-                      "dropped_pad": integer(1)}))
+                      "dropped_pad": integer(1),
+                      # tile-infer-layout's own, between two of its steps (infer_layout.UNPADDED_SWIZZLE)
+                      "unpadded_swizzle": integer(1), "swizzled_conflicts": integer(0)}))
 
 VECTOR_WIDTH = IntegerAttribute(
     "tile.vector_width", ("tile.copy",),

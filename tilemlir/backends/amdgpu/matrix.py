@@ -181,6 +181,7 @@ class MfmaCore(MatrixCore):
 
     transposes_accumulator = True
     register_a_bits = frozenset({16})  # 8-bit runs of four would be 32-bit reads of B
+    reads_swizzled_rows = True  # mfma_operand: vector reads at the swizzled column
 
     @property
     def wmma_architecture(self) -> str | None:
@@ -333,14 +334,12 @@ def concatenated(vectors: list[ir.Value]) -> ir.Value:
 def mfma_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, element: ir.Type,
                  k_contiguous: bool, transpose_read_lane: ir.Value | None = None,
                  swizzle: int = 0) -> ir.Value:
-    """`api.lane_operand`, or, given `transpose_read_lane` (the lane id), LDS
-    transpose reads of E elements each (`transpose_read_operand`, the only
-    reads of XOR-swizzled rows)."""
+    """`api.lane_operand` (in XOR-swizzled rows too: `MfmaCore.reads_swizzled_rows`),
+    or, given `transpose_read_lane` (the lane id), LDS transpose reads of E
+    elements each (`transpose_read_operand`)."""
     if transpose_read_lane is not None:
         return transpose_read_operand(smem, outer, k, count, element, transpose_read_lane, swizzle)
-    if swizzle:
-        raise ValueError("XOR-swizzled LDS rows are read by transpose reads only")
-    return lane_operand(smem, outer, k, count, element, k_contiguous)
+    return lane_operand(smem, outer, k, count, element, k_contiguous, swizzle)
 
 
 def transpose_read_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int,

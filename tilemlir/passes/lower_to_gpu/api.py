@@ -498,6 +498,12 @@ class MatrixCore(ABC):
         keeps the buffers as they are."""
         return
 
+    # True: `emit_k_steps` reads operands along XOR-swizzled rows (tile.smem_layout
+    # swizzle, `gpu_builders.swizzled_column`) with its ordinary vector reads,
+    # not only with LDS transpose reads; tile-infer-layout may then swizzle a
+    # buffer whose row padding it drops to fit the LDS (`fit_padding`).
+    reads_swizzled_rows: ClassVar[bool] = False
+
     # True: the core places shared buffers itself (`place_shared`) instead of
     # workgroup attributions, e.g. in dynamic shared memory with padded rows.
     places_shared_memory: ClassVar[bool] = False
@@ -735,15 +741,22 @@ def guarded(guard: ir.Value | None, body: Callable[[], object]) -> None:
 
 
 def lane_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, element: ir.Type,
-                 k_contiguous: bool) -> ir.Value:
+                 k_contiguous: bool, swizzle: int = 0) -> ir.Value:
     """A lane's `count` consecutive-K elements of one row of A or column of B.
     `k_contiguous`: the buffer is indexed [outer, k] (one vector load), else
-    [k, outer] (one load per element)."""
+    [k, outer] (one load per element). `swizzle`: the buffer's rows are
+    XOR-swizzled by 16-byte chunks (tile.smem_layout swizzle), so each read
+    takes the column its row stores it at; a vector read stays inside one
+    chunk (`count` elements at a multiple of `count`, at most 16 bytes)."""
+    row_elements = ir.MemRefType(smem.type).shape[-1]
     if k_contiguous:
+        column = swizzled_column(outer, k, swizzle, row_elements, element)
         if count == 1:
-            return memref.LoadOp(smem, [outer, k]).result
-        return vector.LoadOp(ir.VectorType.get([count], element), smem, [outer, k]).result
-    scalars = [memref.LoadOp(smem, [add(k, i), outer]).result for i in range(count)]
+            return memref.LoadOp(smem, [outer, column]).result
+        return vector.LoadOp(ir.VectorType.get([count], element), smem, [outer, column]).result
+    scalars = [memref.LoadOp(smem, [add(k, i), swizzled_column(add(k, i), outer, swizzle, row_elements,
+                                                                   element)]).result
+               for i in range(count)]
     if count == 1:
         return scalars[0]
     return vector.FromElementsOp(ir.VectorType.get([count], element), scalars).result

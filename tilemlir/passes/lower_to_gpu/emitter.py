@@ -264,12 +264,13 @@ class KernelEmitter(FragmentOps):
         read_a = use_reads_transposed(layout_a, a_along)
         read_b = use_reads_transposed(layout_b, b_along)
         for role, layout, transposed_read in (("A", layout_a, read_a), ("B", layout_b, read_b)):
-            if layout.swizzle and not transposed_read:
+            if layout.swizzle and not transposed_read and not self.core.reads_swizzled_rows:
                 raise LoweringError(gemm, f"tile-lower-to-gpu: operand {role} of this gemm is XOR-swizzled "
                                           f"({attributes.SMEM_LAYOUT.name} swizzle = {layout.swizzle}), "
-                                          "which only LDS transpose reads read, but this gemm reads it "
-                                          "along its stored rows (run tile-infer-layout, which swizzles "
-                                          "only buffers every gemm reads with transpose reads)")
+                                          f"which {self.target.family}'s matrix instructions read only with "
+                                          "LDS transpose reads, but this gemm reads it along its stored rows "
+                                          "(run tile-infer-layout, which swizzles such buffers only where "
+                                          "every gemm reads them with transpose reads)")
         return GemmOperands(fragment, choice, a_smem, b_smem,
                             transpose_a != layout_a.transposed, transpose_b != layout_b.transposed,
                             block_k, self._ids.lane, wave_m, wave_n, read_a, read_b,
@@ -897,12 +898,19 @@ def store_tile_block(values: list[ir.Value], dst: ir.Value, row: ir.Value, col: 
                     stored_row, add(col, start), swizzle, dst_type.shape[-1], dst_type.element_type)])
         return
     width, depth = ir.VectorType(values[0].type).shape[0], len(values)
+    dst_type = ir.MemRefType(dst.type)
+
+    def at(i: int) -> list[ir.Value]:
+        # Stored row col + i; a column vector of `depth` elements (at most 8
+        # bytes, from a multiple of `depth`) stays inside one swizzled chunk.
+        stored_row = add(col, i)
+        return [stored_row, swizzled_column(stored_row, row, swizzle, dst_type.shape[-1], dst_type.element_type)]
     if depth == 1:
         for i in range(width):
-            memref.StoreOp(vector.ExtractOp(values[0], [], [i]).result, dst, [add(col, i), row])
+            memref.StoreOp(vector.ExtractOp(values[0], [], [i]).result, dst, at(i))
         return
     for i, column in enumerate(columns_of(values)):
-        vector.StoreOp(column, dst, [add(col, i), row])
+        vector.StoreOp(column, dst, at(i))
 
 
 def _is_constant(value: ir.Value) -> bool:
