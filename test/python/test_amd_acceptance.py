@@ -264,3 +264,20 @@ def test_contraction_keeps_the_flags_an_op_had():
     assert flags["llvm.fmul"] == "#llvm.fastmath<contract, afn>"
     assert flags["llvm.fsub"] == flags["llvm.fadd"] == "#llvm.fastmath<contract>"
     assert flags["llvm.fdiv"] == "#llvm.fastmath<none>"
+
+
+@pytest.mark.parametrize("chip,dtype,k,tiling,transpose_b", [
+    ("gfx942", "f16", 128, "block=128,128,32 threads=256 stages=4", False),
+    ("gfx1100", "f16", 128, "block=128,128,32 threads=256 stages=4", False),  # WMMA: 32-byte reads
+    ("gfx950", "f8E4M3FN", 640, "block=128,128,128 threads=256 stages=5", True),  # 32 fp8 a lane
+], ids=["gfx942-f16", "gfx1100-f16", "gfx950-fp8"])
+def test_rows_swizzled_in_place_of_dropped_padding(chip, dtype, k, tiling, transpose_b):
+    """Tilings whose padded stages overflow the LDS: the padding goes and
+    the rows are XOR-swizzled instead (tile-infer-layout); the MFMA and WMMA
+    reads take the swizzled column a 16-byte chunk at a time (RDNA3's and
+    fp8's 32-byte reads in two), and the result matches the reference engine."""
+    text = whole_problem_gemm(128, 128, k, dtype, "f32", transpose_b=transpose_b)
+    tile_ir = tilemlir.compile(text, target=f"amdgpu:{chip}", emit="tile", options={"tiling": tiling}).artifact
+    layouts = re.findall(r"tile.smem_layout = \{[^}]*\}", tile_ir)
+    assert layouts and any("dropped_pad" in layout and "swizzle = " in layout for layout in layouts), layouts
+    emulate_against_reference(text, chip, tiling=tiling)

@@ -6,7 +6,8 @@ gave (--tiling, a tuning database) that spills stays an error.
 
 gfx90a has no fp8 matrix instruction: its fp8 GEMMs decode A and B to f16
 on the way to shared memory, and the decoding's SGPRs make 128x128x64 in 256
-threads spill 10 SGPRs (llc-22 -mcpu=gfx90a) for the whole-problem example:
+threads spill 9 SGPRs (llc-22 -mcpu=gfx90a; its rows XOR-swizzled where the padding
+does not fit the LDS) for the whole-problem example:
 rank_key's favourite, which tile-tiling's near-tie rule (rank_configs) no
 longer puts first. gfx1100 widens fp8 to f16 too, and its first two
 configurations for 256^3 spill."""
@@ -59,12 +60,12 @@ def test_a_default_that_spills_falls_back_to_a_configuration_that_does_not(monke
     tried = fallback["tried"]
     assert fallback["rank"] == len(tried) >= 1
     assert tried[0]["configuration"].startswith("block 128x128x64, 256 threads, 2 stages")
-    assert tried[0]["spills"] == [{"kernel": "gemm_kernel0", "vgpr_spills": 0, "sgpr_spills": 10}]
+    assert tried[0]["spills"] == [{"kernel": "gemm_kernel0", "vgpr_spills": 0, "sgpr_spills": 9}]
     assert all(attempt["spills"] for attempt in tried)
     messages = [d.message for d in result.remarks]
     (remark,) = [m for m in messages if m.startswith("tile-compile:")]
     assert "rank 0 (block 128x128x64, 256 threads, 2 stages" in remark
-    assert "spills 0 VGPRs and 10 SGPRs" in remark
+    assert "spills 0 VGPRs and 9 SGPRs" in remark
     assert f"used rank {fallback['rank']} ({fallback['configuration']})" in remark
     threads = int(fallback["configuration"].split(", ")[1].split()[0])
     assert report["decisions"][0]["threads"] == threads  # what the remark says was used
@@ -75,7 +76,7 @@ def test_a_default_that_spills_falls_back_to_a_configuration_that_does_not(monke
 
 def test_a_given_configuration_that_spills_is_still_refused():
     text = EXAMPLE.read_text()
-    with pytest.raises(CompileError, match="spills 0 VGPRs and 10 SGPRs"):
+    with pytest.raises(CompileError, match="spills 0 VGPRs and 9 SGPRs"):
         tilemlir.compile(text, target="amdgpu:gfx90a", emit="isa",
                          options={"tiling": "block=128,128,64 threads=256 stages=2"})
 

@@ -220,6 +220,18 @@ def program_accesses(alloc: ir.Operation) -> list[ir.Operation]:
     return sorted(accesses, key=lambda op: file_position(op.location)[1:])  # uses are listed last first
 
 
+def filled_and_gemm_read(alloc: ir.Operation) -> bool:
+    """Whether every user of a tile.alloc_shared is a gemm reading it or a
+    tile.copy or tile.fill into it: the users whose lowerings read and write
+    XOR-swizzled rows wherever they run (a copy out of a window of it does not)."""
+    buffer = alloc.results[0]
+
+    def swizzles_with_it(user: ir.Operation) -> bool:
+        destination = {"tile.copy": 1, "tile.fill": 0}.get(user.name)
+        return user.name == "tile.gemm" or (destination is not None and user.operands[destination] == buffer)
+    return all(swizzles_with_it(use.owner) for use in buffer.uses)
+
+
 def as_written_reason(accesses: list[ir.Operation]) -> str:
     """Why a shared buffer keeps its written layout (tile.smem_layout as_written)."""
     first = accesses[0]
@@ -601,7 +613,7 @@ class TileInferLayout(TilePass):
             "unpadded_conflicts": int_attr(max(unpadded)),
             "banks": ir.StringAttr.get(banks_note),
         }
-        if swizzle is None and pad and matrix_core_for(target).reads_swizzled_rows:
+        if swizzle is None and pad and matrix_core_for(target).reads_swizzled_rows and filled_and_gemm_read(owner):
             # Unpadded rows XOR-swizzled, for fit_padding if it drops the padding:
             # the swizzle that leaves the fewest conflict clocks, if any is fewer.
             unpadded_swizzle = least_conflicted_swizzle(reads[0].row_elements * reads[0].element_bytes,

@@ -149,8 +149,10 @@ class AmdgpuLoweringHooks(LoweringHooks):
         measured both ways (f16 4096^3 gfx942 0.721 -> 0.713, gfx950 0.684
         -> 0.696): neither gets it."""
         if self.loop_reduces and self.lds_bound_to_one_wave(shared_bytes):
-            gpu_func.attributes["passthrough"] = ir.ArrayAttr.get(
-                [ir.ArrayAttr.get([ir.StringAttr.get(LATENCY_STRATEGY[0]), ir.StringAttr.get(LATENCY_STRATEGY[1])])])
+            given = list(ir.ArrayAttr(gpu_func.attributes["passthrough"])) \
+                if "passthrough" in gpu_func.attributes else []
+            gpu_func.attributes["passthrough"] = ir.ArrayAttr.get(given + [ir.ArrayAttr.get(
+                [ir.StringAttr.get(LATENCY_STRATEGY[0]), ir.StringAttr.get(LATENCY_STRATEGY[1])])])
 
     def lds_bound_to_one_wave(self, shared_bytes: int) -> bool:
         """Whether the kernel's LDS allows at most one of its waves per SIMD

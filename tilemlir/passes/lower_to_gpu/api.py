@@ -42,6 +42,7 @@ from mlir.dialects import arith, gpu, memref, scf, vector
 from tilemlir.diagnostics import UserError
 from tilemlir.dialects import attributes
 from tilemlir.irutil import constant_int  # the lowering's helpers read it from here too
+from tilemlir.lds_banks import SWIZZLE_CHUNK_BYTES
 from tilemlir.passes.fragment_layout import FragmentLayout
 from tilemlir.passes.gemm_facts import copy_vector_width
 
@@ -746,14 +747,22 @@ def lane_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, eleme
     `k_contiguous`: the buffer is indexed [outer, k] (one vector load), else
     [k, outer] (one load per element). `swizzle`: the buffer's rows are
     XOR-swizzled by 16-byte chunks (tile.smem_layout swizzle), so each read
-    takes the column its row stores it at; a vector read stays inside one
-    chunk (`count` elements at a multiple of `count`, at most 16 bytes)."""
+    takes the column its row stores it at, one load per chunk the `count`
+    elements span (they start at a multiple of `count`: a read of at most a
+    chunk stays inside one, RDNA3's and fp8's 32-byte reads take two)."""
     row_elements = ir.MemRefType(smem.type).shape[-1]
     if k_contiguous:
-        column = swizzled_column(outer, k, swizzle, row_elements, element)
         if count == 1:
-            return memref.LoadOp(smem, [outer, column]).result
-        return vector.LoadOp(ir.VectorType.get([count], element), smem, [outer, column]).result
+            return memref.LoadOp(smem, [outer, swizzled_column(outer, k, swizzle, row_elements, element)]).result
+        piece = min(count, SWIZZLE_CHUNK_BYTES * 8 // bit_width(element)) if swizzle else count
+        pieces = [vector.LoadOp(ir.VectorType.get([piece], element), smem,
+                                [outer, swizzled_column(outer, add(k, start), swizzle, row_elements, element)]).result
+                  for start in range(0, count, piece)]
+        while len(pieces) > 1:  # end to end, pairwise
+            pieces = [vector.shuffle(pieces[i], pieces[i + 1], list(range(2 * piece)))
+                      for i in range(0, len(pieces), 2)]
+            piece *= 2
+        return pieces[0]
     scalars = [memref.LoadOp(smem, [add(k, i), swizzled_column(add(k, i), outer, swizzle, row_elements,
                                                                    element)]).result
                for i in range(count)]
