@@ -143,6 +143,7 @@ def _float(value: float) -> str:
 
 def _softmax_body(op: str, dtype: str, cols: int) -> str:
     return f"""    %x = "tile.alloc_fragment"() : () -> !tile
+    %log2e = arith.constant 1.44269504 : f32  // exp(d) = exp2(d log2(e)), examples/kernels/softmax.mlir
     %max = "tile.alloc_fragment"() : () -> !rows
     %sum = "tile.alloc_fragment"() : () -> !rows
 {_LOAD_X}
@@ -151,7 +152,8 @@ def _softmax_body(op: str, dtype: str, cols: int) -> str:
       %v = memref.load %x[%i, %j] : !tile
       %m = memref.load %max[%i] : !rows
       %d = arith.subf %v, %m : f32
-      %e = math.exp %d : f32
+      %l = arith.mulf %d, %log2e : f32
+      %e = math.exp2 %l fastmath<afn> : f32
       memref.store %e, %x[%i, %j] : !tile
       scf.reduce
     }}
