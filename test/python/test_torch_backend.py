@@ -611,6 +611,20 @@ def test_adaptive_max_pooling(channels_last):
     compiled_matches(lambda x: F.adaptive_max_pool2d(x, (3, 2)), x, exact=True)
 
 
+@pytest.mark.parametrize("engine", ["reference", "emulator"])
+def test_reductions_of_integers_and_booleans(monkeypatch, engine):
+    """sum, amax and amin of integers, sum of booleans (a count), in 64-bit
+    integers as torch sums them: exact beyond 2^31; a last-token pooling by
+    a mask's count, as a model writes it."""
+    monkeypatch.setenv("TILEMLIR_ENGINE", engine)
+    compiled_matches(lambda m: m.sum(-1), torch.rand(3, 37) > 0.5)
+    compiled_matches(lambda x: (x.sum(-1), x.amax(-1), x.amin(0)), torch.randint(-2**40, 2**40, (2, 50)))
+    compiled_matches(lambda x: x.sum(), torch.randint(0, 255, (5, 7), dtype=torch.uint8))
+    h, mask = torch.randn(3, 13, 8).half(), torch.ones(3, 13, dtype=torch.long)
+    mask[1, 9:] = 0
+    compiled_matches(lambda h, m: h[torch.arange(h.shape[0]), m.sum(-1) - 1], h, mask)
+
+
 def test_attention_rows_whose_first_keys_are_masked():
     # Left padding: the first key block of batch 1 is all masked; a fully masked row is 0, as torch's.
     q, k, v = torch.randn(2, 2, 40, 32).half(), torch.randn(2, 2, 130, 32).half(), torch.randn(2, 2, 130, 32).half()

@@ -364,6 +364,9 @@ class KernelWriter:
         self.fragment[node] = frag
 
     def emit_reduction(self, node: fx.Node, dims, columns: int, coords_full) -> None:
+        source_dtype = dtype_of(node.args[0])
+        if source_dtype not in pointwise.FLOATS:
+            return self.emit_integer_reduction(node, dims, coords_full)
         if node.args[0] not in self.fragment:  # an input: loaded into registers first
             loaded = self.new_name("F")
             self.body(f"{loaded} = T.alloc_fragment(({dims[0]}, {dims[1]}), 'float32')")
@@ -408,6 +411,22 @@ class KernelWriter:
         if divides:
             self.body(f"for i in T.Parallel({block}):")
             self.body(f"    {frag}[i] = {frag}[i] / {float(columns)!r}")
+        self.fragment[node] = frag
+
+    def emit_integer_reduction(self, node: fx.Node, dims, coords_full) -> None:
+        """sum, amax or amin of integers or booleans, in 64-bit integers (the
+        result's type: torch sums them in int64)."""
+        kind, _ = pointwise.REDUCTIONS[node.target]
+        result = dtype_of(node)
+        wide = self.new_name("F")
+        self.body(f"{wide} = T.alloc_fragment(({dims[0]}, {dims[1]}), '{DTYPES[result]}')")
+        self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
+        value = self.fragment[node.args[0]] + "[i, j]" if node.args[0] in self.fragment else \
+            self.load(node.args[0], coords_full)
+        self.body(f"    {wide}[i, j] = {convert(value, dtype_of(node.args[0]), result)}")
+        frag = self.new_name("R")
+        self.body(f"{frag} = T.alloc_fragment(({dims[0]},), '{DTYPES[result]}')")
+        self.body(f"T.reduce_{kind}({wide}, {frag}, dim=1)")
         self.fragment[node] = frag
 
     def emit_group_values(self, dims, coords_full, coords_row, columns: int) -> None:

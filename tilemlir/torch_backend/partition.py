@@ -67,6 +67,19 @@ def trailing_dims(dims, rank: int) -> int | None:
     return len(normal) if normal == list(range(rank - len(normal), rank)) else None
 
 
+def reducible(node: fx.Node) -> bool:
+    """A reduction whose kernel is written: of floats; sum, amax and amin of
+    integers and booleans too (summed in 64 bits, as torch does)."""
+    source = dtype_of(node.args[0])
+    if source in pointwise.FLOATS:
+        return True
+    if node.target not in pointwise.REDUCTIONS or pointwise.REDUCTIONS[node.target][1]:  # no means
+        return False
+    if source == torch.bool:
+        return pointwise.REDUCTIONS[node.target][0] == "sum"  # a count
+    return source in (torch.uint8, torch.int8, torch.int32, torch.int64)
+
+
 def is_reduction(node: fx.Node) -> bool:
     return node.target in pointwise.REDUCTIONS or node.target in pointwise.VARIANCES
 
@@ -148,7 +161,7 @@ class Group:
         if not all(self.broadcasts(shape_of(a)) for a in inside):
             return False  # a dropped-dims reduction is an output only
         if is_reduction(node):
-            if self.kind != "pointwise" or dtype_of(node.args[0]) not in pointwise.FLOATS:
+            if self.kind != "pointwise" or not reducible(node):
                 return False
             source = shape_of(node.args[0])
             count = trailing_dims(reduction_dims(node), len(source))
@@ -314,7 +327,7 @@ def partition(graph: fx.Graph) -> tuple[list[Group], list[fx.Node]]:
             group = Group("pointwise", shape, 1 if shape else 0)
             if is_reduction(node):
                 count = trailing_dims(reduction_dims(node), len(shape))
-                if count is None or dtype_of(node.args[0]) not in pointwise.FLOATS:
+                if count is None or not reducible(node):
                     fallbacks.append(node)
                     continue
                 group.columns, group.reduces = count, True
