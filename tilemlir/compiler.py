@@ -106,7 +106,9 @@ def compile_module(
     next-ranked configuration (`rank=1`, 2, ... up to MAX_SPILL_FALLBACKS),
     and a remark names the spilling configurations and the one used; when they
     all spill, the first error stands, with a note naming the others. A
-    configuration someone gave that spills stays an error."""
+    configuration someone gave that spills stays an error, unless compiling
+    it without tile-pipeline's prefetch does not spill (`_unpipeline`: a
+    remark says so)."""
     options = options or CompileOptions()
     emit = emit or default_emit(target.family)
     start = time.perf_counter() - sum((seconds or {}).values())
@@ -114,7 +116,8 @@ def compile_module(
     other_tilings = _may_fall_back(module, options)
     unsplit = _may_unsplit(module, options)
     more_threads = not options.allow_spills and bool(_default_thread_kernels(module))
-    if other_tilings or unsplit or more_threads:
+    unpipelined = _may_unpipeline(module, options, target)
+    if other_tilings or unsplit or more_threads or unpipelined:
         with module.context:
             pristine = module.clone()
     mark = remark_mark()
@@ -125,6 +128,9 @@ def compile_module(
     if error is not None and more_threads and job.notes.get("spills"):
         job, error, dumped = _more_threads(job, error, dumped, pristine, target, emit, options, source,
                                            seconds, dump_pipeline, mark)
+    if error is not None and unpipelined and job.notes.get("spills") and not _spilled(job):
+        job, error, dumped = _unpipeline(job, error, dumped, pristine, target, emit, options, source,
+                                         seconds, dump_pipeline, mark)
     if error is not None:
         spilled = _spilled(job)
         if not other_tilings or spilled is None:
@@ -199,23 +205,68 @@ def _split_loops(job: Compilation, mark: int | None) -> list[Diag]:
 def _unsplit(first: Compilation, first_error: CompileError, first_dumped: list[str], pristine: ir.Operation,
              target, emit, options, source, seconds, dump_pipeline, mark):
     """The loops tile-split-loops split spill registers: compiles `pristine`
-    again without the split; (job, error, dumped) of that compile when it does
-    not fail, with a remark at the first split loop, else the first's."""
+    again without the split (`_again_with`), with a remark at the first split loop."""
+    message = (f"tile-compile: splitting this loop at the first iteration its masks may act "
+               f"({SPLIT_LOOPS}) spills registers on {target.name} ({_spill_words(first.notes['spills'])}); "
+               "compiled without the split, which does not spill")
+    return _again_with(f"{SPLIT_LOOPS}{{enabled=false}}", _split_candidate, message, first, first_error,
+                       first_dumped, pristine, target, emit, options, source, seconds, dump_pipeline, mark)
+
+
+def _again_with(pass_options: str, remarked, message: str, first: Compilation, first_error: CompileError,
+                first_dumped: list[str], pristine: ir.Operation, target, emit, options, source, seconds,
+                dump_pipeline, mark):
+    """Compiles `pristine` again with `pass_options` added to the options'
+    passes: (job, error, dumped) of that compile when it does not fail, with
+    `message` as a remark at `remarked(pristine)` (an op), else the first's."""
     first_remarks = withdraw_remarks(mark)
     with pristine.context:
         module = pristine.clone()
-    passes = ",".join(p for p in (options.passes, f"{SPLIT_LOOPS}{{enabled=false}}") if p)
+    passes = ",".join(p for p in (options.passes, pass_options) if p)
     job, error, dumped = _attempt(module, target, emit, dataclasses.replace(options, passes=passes), source,
                                   seconds, dump_pipeline, pristine)
     if error is not None:
         withdraw_remarks(mark)
         restore_remarks(first_remarks)
         return first, first_error, first_dumped
-    message = (f"tile-compile: splitting this loop at the first iteration its masks may act "
-               f"({SPLIT_LOOPS}) spills registers on {target.name} ({_spill_words(first.notes['spills'])}); "
-               "compiled without the split, which does not spill")
-    job.notes["fallback_remarks"] = _remark(pristine, _split_candidate(pristine).location, message, source)
+    job.notes["fallback_remarks"] = _remark(pristine, remarked(pristine).location, message, source)
     return job, None, dumped
+
+
+PIPELINE = "tile-pipeline"
+
+
+def _pipelined_loop(module: ir.Operation) -> ir.Operation | None:
+    """The first loop of the module that tile-pipeline prefetches (tile.num_stages >= 1), or None."""
+    from tilemlir.dialects import attributes
+    from tilemlir.irutil import walk
+
+    return next((op for op in walk(module) if op.name == "scf.for" and attributes.NUM_STAGES.is_on(op)
+                 and attributes.NUM_STAGES.read(op) >= 1), None)
+
+
+def _may_unpipeline(module: ir.Operation, options: CompileOptions, target) -> bool:
+    """Whether a compile that spills may be retried without tile-pipeline's
+    prefetch: spills are refused, the pass has no options given, the target's
+    tile passes run it, and some loop asks for it."""
+    from tilemlir.backends.driver import TileStage, backend_stages
+
+    if options.allow_spills or PIPELINE in options.passes or _pipelined_loop(module) is None:
+        return False
+    return any(PIPELINE in stage.steps for stage in backend_stages(target.family) if isinstance(stage, TileStage))
+
+
+def _unpipeline(first: Compilation, first_error: CompileError, first_dumped: list[str], pristine: ir.Operation,
+                target, emit, options, source, seconds, dump_pipeline, mark):
+    """Prefetching the pipelined loops' copies (through registers, which hold
+    the next tiles across an iteration) spills registers: compiles `pristine`
+    again with no loop pipelined, each copy where the program has it
+    (`_again_with`), with a remark at the first such loop."""
+    message = (f"tile-compile: prefetching this loop's copies ({PIPELINE}) spills registers on {target.name} "
+               f"({_spill_words(first.notes['spills'])}); compiled without the prefetch, each copy where "
+               "the program has it, which does not spill (slower: the loads no longer overlap the compute)")
+    return _again_with(f"{PIPELINE}{{enabled=false}}", _pipelined_loop, message, first, first_error,
+                       first_dumped, pristine, target, emit, options, source, seconds, dump_pipeline, mark)
 
 
 def _attempt(module, target, emit, options, source, seconds, dump_pipeline, pristine):

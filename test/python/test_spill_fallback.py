@@ -2,7 +2,8 @@
 cost model chose compiles to a kernel that spills registers, tile-compile
 compiles the model's next-ranked configuration instead (at most
 MAX_SPILL_FALLBACKS of them) and says so in a remark; a configuration someone
-gave (--tiling, a tuning database) that spills stays an error.
+gave (--tiling, a tuning database) that spills stays an error (unless it
+compiles without tile-pipeline's prefetch: test_attention.py's RDNA case).
 
 gfx90a has no fp8 matrix instruction: its fp8 GEMMs decode A and B to f16
 on the way to shared memory, and the decoding's SGPRs make 128x128x64 in 256

@@ -68,22 +68,25 @@ def attempts(monkeypatch) -> list[str]:
 
 
 def test_a_kernel_that_spills_either_way_keeps_the_first_error(attempts):
-    """128 rows of d = 128 in one wave spill split or not: the compile without
-    the split is tried, and the error is the split compile's."""
+    """128 rows of d = 128 in one wave spill split or not, prefetched or not:
+    the compiles without the split and without the prefetch are tried, and
+    the error is the first compile's."""
     kernel = Attention(seq=1000, dim=128, causal=True, block_m=128, threads=64, stages=1)
     with pytest.raises(tilemlir.compiler.CompileError) as caught:
         tilemlir.compile(kernel_text(kernel), target=TARGET, emit="isa")
-    assert attempts == ["", "tile-split-loops{enabled=false}"]
+    assert attempts == ["", "tile-split-loops{enabled=false}", "tile-pipeline{enabled=false}"]
     message = str(caught.value)
     assert "spills" in message and "VGPRs" in message and "--allow-spills" in message
 
 
 def test_the_options_given_to_the_pass_are_kept(attempts):
-    """tile-split-loops{enabled=true} given by the user: no retry without it."""
-    with pytest.raises(tilemlir.compiler.CompileError, match="spills"):
-        tilemlir.compile(kernel_text(SPILLING), target=TARGET, emit="isa",
-                         options={"passes": "tile-split-loops{enabled=true}"})
-    assert attempts == ["tile-split-loops{enabled=true}"]
+    """tile-split-loops{enabled=true} given by the user: no retry without it
+    (the retry without tile-pipeline's prefetch keeps it, and does not spill)."""
+    result = tilemlir.compile(kernel_text(SPILLING), target=TARGET, emit="isa",
+                              options={"passes": "tile-split-loops{enabled=true}"})
+    assert attempts == ["tile-split-loops{enabled=true}",
+                        "tile-split-loops{enabled=true},tile-pipeline{enabled=false}"]
+    assert any("compiled without the prefetch" in remark.message for remark in result.remarks)
 
 
 def test_tile_compile_says_it_dropped_the_split(tmp_path):

@@ -52,6 +52,9 @@ Options:
   target=FAMILY:NAME   (for the LDS budget; default: the module's tile.target)
   over-budget=fewer-stages|error   (stages over the LDS budget: step down to the
                        most that fit with a remark (default), or refuse)
+  enabled=true|false   (false: no loop is pipelined, each copy runs where the
+                       program has it; tile-compile compiles so again, with a
+                       remark, when prefetching through registers spills them)
 
 Example (N = 2):
 
@@ -148,8 +151,12 @@ class TilePipeline(TilePass):
     # A loop whose stages do not fit the LDS: pipelined with the most stages
     # that fit, with a remark (TileLang's num_stages is a request), or refused.
     over_budget: Literal["fewer-stages", "error"] = "fewer-stages"
+    # False: no loop is pipelined (tile-compile's retry when the prefetch spills).
+    enabled: bool = True
 
     def run(self, module: ir.Operation, state: PassState) -> None:
+        if not self.enabled:
+            return
         loops = [op for op in walk(module) if op.name == "scf.for"
                  and attributes.NUM_STAGES.is_on(op) and not attributes.PIPELINED.is_on(op)]
         for loop in loops:
