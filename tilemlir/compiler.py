@@ -237,12 +237,16 @@ PIPELINE = "tile-pipeline"
 
 
 def _pipelined_loop(module: ir.Operation) -> ir.Operation | None:
-    """The first loop of the module that tile-pipeline prefetches (tile.num_stages >= 1), or None."""
+    """The first loop of the module that tile-pipeline prefetches (tile.num_stages >= 1), or None.
+    Read before the verifier runs: a malformed tile.num_stages is no such loop
+    (tile-verify reports it)."""
     from tilemlir.dialects import attributes
     from tilemlir.irutil import walk
 
-    return next((op for op in walk(module) if op.name == "scf.for" and attributes.NUM_STAGES.is_on(op)
-                 and attributes.NUM_STAGES.read(op) >= 1), None)
+    def stages(op: ir.Operation) -> int:
+        given = attributes.NUM_STAGES.get(op)
+        return ir.IntegerAttr(given).value if isinstance(given, ir.IntegerAttr) else 0
+    return next((op for op in walk(module) if op.name == "scf.for" and stages(op) >= 1), None)
 
 
 def _may_unpipeline(module: ir.Operation, options: CompileOptions, target) -> bool:

@@ -85,6 +85,13 @@ CRASHES = {
                              "<stdin>:8193:20: error: nesting deeper than 8192 levels is not supported"),
     "deep array attribute": (in_func("[" * 9000 + "]" * 9000), "error: nesting deeper than 8192 levels"),
     "deep tuple type": (in_func("tuple<" * 9000 + ">" * 9000), "error: nesting deeper than 8192 levels"),
+    # tile-compile looked for loops tile-pipeline prefetches (its retry when
+    # they spill) before the verifier, and read a string as the stage count.
+    "tile.num_stages a string": (
+        ("func.func @f() {\n  \"tile.kernel\"() ({\n  ^bb0(%bx: index):\n    %c0 = arith.constant 0 : index\n"
+        "    %c1 = arith.constant 1 : index\n    scf.for %k = %c0 to %c1 step %c1 {\n    } {tile.num_stages = \"three\"}\n"
+        "    gpu.yield\n  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()\n  return\n}\n"),
+        '<stdin>:6:5: error: scf.for: tile.num_stages must be an integer >= 1; got "three"'),
 }
 
 
