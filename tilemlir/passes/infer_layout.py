@@ -71,10 +71,11 @@ core describes its operand reads):
   `pad = 0`, `conflicts` those of the unpadded rows, `dropped_pad` the
   padding given up (otherwise tile-pipeline steps the stages down, padding
   and all: `fit_padding`). Where the matrix core reads XOR-swizzled rows
-  with its vector reads (`MatrixCore.reads_swizzled_rows`: AMD), the rows
-  are swizzled instead by the swizzle that leaves the fewest conflicts
-  (found when the padding is chosen, `buffer_layout`): flash attention's Q, K and V at d = 128 on gfx942, 320
-  conflict clocks per iteration where the unpadded rows cost 4800.
+  with its vector reads (`MatrixCore.reads_swizzled_rows`: AMD) and only
+  copies into the buffer and gemms use it, the rows are swizzled instead,
+  by the swizzle that leaves the fewest conflicts (found when the padding
+  is chosen, `buffer_layout`): flash attention's Q, K and V at d = 128 on
+  gfx942 cost 320 conflict clocks per iteration where unpadded rows cost 4800.
 
 Whatever is given up is said in a remark at the buffer, with its cost: row
 padding dropped to fit the LDS (bank-conflict clocks per iteration with and

@@ -414,8 +414,9 @@ class KernelWriter:
         self.fragment[node] = frag
 
     def emit_integer_reduction(self, node: fx.Node, dims, coords_full) -> None:
-        """sum, amax or amin of integers or booleans, in 64-bit integers (the
-        result's type: torch sums them in int64)."""
+        """sum, amax or amin of integers or booleans, in the result's type:
+        int64 for a sum (torch sums integers and booleans in int64), the
+        input's for amax and amin."""
         kind, _ = pointwise.REDUCTIONS[node.target]
         result = dtype_of(node)
         wide = self.new_name("F")
