@@ -40,9 +40,13 @@ def parent_ops(op: ir.Operation | ir.OpView) -> Iterator[ir.Operation]:
 
 
 def constant_int(value: ir.Value) -> int | None:
-    """The integer of an `arith.constant`, None for any other value."""
+    """The integer of an `arith.constant`, or of an integer `llvm.mlir.constant`
+    (the LLVM dialect's), None for any other value."""
     owner = value.owner
     if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant":
+        return ir.IntegerAttr(owner.attributes["value"]).value
+    if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "llvm.mlir.constant" \
+            and isinstance(owner.attributes["value"], ir.IntegerAttr):
         return ir.IntegerAttr(owner.attributes["value"]).value
     return None
 

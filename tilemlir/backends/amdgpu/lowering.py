@@ -156,13 +156,14 @@ class AmdgpuLoweringHooks(LoweringHooks):
 
     def lds_bound_to_one_wave(self, shared_bytes: int) -> bool:
         """Whether the kernel's LDS allows at most one of its waves per SIMD
-        (report.occupancy's LDS bound), with the sched-hints option on."""
+        (report.waves_by_lds), with the sched-hints option on."""
+        from tilemlir.backends.amdgpu.report import waves_by_lds
+
         lowering = self.lowering
-        per_cu, simds = lowering.target.memory.shared_bytes_per_cu, lowering.target.compute.simds_per_cu
-        if not lowering.option("sched_hints") or not shared_bytes or is_unknown(per_cu) or is_unknown(simds):
+        if not lowering.option("sched_hints") or not shared_bytes:
             return False
-        waves = per_cu // shared_bytes * (lowering.threads // lowering.wave_size)
-        return -(-waves // simds) <= 1
+        waves = waves_by_lds(shared_bytes, lowering.threads, lowering.target)
+        return waves is not None and waves <= 1
 
     def reduce_across_lanes(self, value, bits, combine):
         if not cross_lane.exchanges_without_lds(self.lowering):

@@ -56,6 +56,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     GemmOperands,
     MatrixCore,
     add,
+    concatenated,
     lane_operand,
     mul,
     sub,
@@ -318,17 +319,6 @@ def registers_a(gemm: GemmOperands, plan: RegisterAPlan, tm: int, k_step: int) -
     first_tile = period * (plan.period // width)
     scalars = [fragment.read(((tm * tiles_n) + first_tile + t) * per_lane + j) for t, j in plan.slots[q]]
     return vector.FromElementsOp(ir.VectorType.get([len(scalars)], fragment.element), scalars).result
-
-
-def concatenated(vectors: list[ir.Value]) -> ir.Value:
-    """One vector of `vectors` end to end (1-D, one element type)."""
-    while len(vectors) > 1:
-        pairs = []
-        for i in range(0, len(vectors) - 1, 2):
-            left, right = (ir.VectorType(v.type).shape[0] for v in vectors[i:i + 2])
-            pairs.append(vector.shuffle(vectors[i], vectors[i + 1], list(range(left + right))))
-        vectors = pairs + vectors[len(vectors) - len(vectors) % 2:]
-    return vectors[0]
 
 
 def mfma_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, element: ir.Type,

@@ -47,7 +47,7 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.irutil import walk
+from tilemlir.irutil import constant_int, walk
 from tilemlir.passes.base import PassState, TilePass
 
 PACKED_OPS = ("llvm.fmul", "llvm.fadd", "llvm.fsub", "llvm.intr.fma")
@@ -56,20 +56,12 @@ PACKED_TYPES = ("f32", "f16")
 MAX_ROUNDS = 16
 
 
-def _constant_int(value: ir.Value) -> int | None:
-    owner = value.owner
-    if not isinstance(owner, ir.OpView) or owner.operation.name != "llvm.mlir.constant":
-        return None
-    attribute = owner.operation.attributes["value"]
-    return ir.IntegerAttr(attribute).value if isinstance(attribute, ir.IntegerAttr) else None
-
-
 def _element(value: ir.Value) -> tuple[ir.Value, int] | None:
     """(vector, position) where `value` is an llvm.extractelement at a constant position."""
     owner = value.owner
     if not isinstance(owner, ir.OpView) or owner.operation.name != "llvm.extractelement":
         return None
-    position = _constant_int(owner.operation.operands[1])
+    position = constant_int(owner.operation.operands[1])
     return None if position is None else (owner.operation.operands[0], position)
 
 
@@ -127,7 +119,7 @@ def _pack(key, positions: list[int], ops: list[ir.Operation], whole: int, first:
     `whole` elements) by one vector op of len(positions) elements, placed
     before `first`, the earliest of them in their block: every operand is
     used by all of them, so it is defined before it."""
-    name, _, operands = key
+    op_name, _, operands = key
     element_type = first.results[0].type
     length = len(positions)
     with ir.InsertionPoint(first), first.location:
@@ -139,7 +131,7 @@ def _pack(key, positions: list[int], ops: list[ir.Operation], whole: int, first:
                 vector_operands.append(value)
             else:  # an aligned pair of the vector's elements
                 vector_operands.append(_shuffle(value, positions, element_type))
-        packed = ir.Operation.create(name, results=[ir.VectorType.get([length], element_type)],
+        packed = ir.Operation.create(op_name, results=[ir.VectorType.get([length], element_type)],
                                      operands=vector_operands,
                                      attributes={name: first.attributes[name] for name in first.attributes}).result
         for k, op in enumerate(ops):
@@ -183,9 +175,10 @@ def _pack_block(block: ir.Block) -> int:
 def pack_float_ops(module: ir.Operation) -> int:
     """Packs the module's element-wise float ops (module docstring); returns
     how many scalar ops became elements of vector ops."""
+    # Packing adds and erases ops, never blocks.
+    blocks = [block for op in walk(module) for region in op.regions for block in region.blocks]
     total = 0
     for _ in range(MAX_ROUNDS):
-        blocks = [block for op in walk(module) for region in op.regions for block in region.blocks]
         replaced = sum(_pack_block(block) for block in blocks)
         total += replaced
         if not replaced:

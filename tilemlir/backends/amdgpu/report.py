@@ -139,6 +139,18 @@ def _round_up(value: int, granule: int) -> int:
     return -(-value // granule) * granule
 
 
+def waves_by_lds(lds_bytes: int, workgroup_size: int, target: Target) -> int | None:
+    """Waves per SIMD the LDS allows a kernel of `lds_bytes` (> 0) in
+    workgroups of `workgroup_size` threads (`occupancy`'s LDS bound); None
+    where the descriptor leaves a fact unknown."""
+    compute, memory = target.compute, target.memory
+    if any(is_unknown(fact) for fact in (memory.shared_bytes_per_cu, compute.wave_size, compute.simds_per_cu)):
+        return None
+    workgroups = memory.shared_bytes_per_cu // lds_bytes
+    waves_per_workgroup = -(-max(workgroup_size, 1) // compute.wave_size)
+    return -(-workgroups * waves_per_workgroup // compute.simds_per_cu)
+
+
 def occupancy(usage: KernelUsage, target: Target) -> tuple[int | None, dict[str, int | None]]:
     """Waves per SIMD, and the bound each resource sets (None where the
     descriptor leaves a fact unknown; "lds" only when the kernel uses LDS).
@@ -158,7 +170,7 @@ def occupancy(usage: KernelUsage, target: Target) -> tuple[int | None, dict[str,
     getOccupancyWithNumSGPRs) and the 16-workgroups-per-CU barrier limit; llc's
     own figure is reported next to ours as `occupancy_llc`.
     """
-    compute, registers, memory = target.compute, target.registers, target.memory
+    compute, registers = target.compute, target.registers
     limits: dict[str, int | None] = {"waves": None, "vgpr": None}
     if not is_unknown(compute.max_waves_per_simd):
         limits["waves"] = compute.max_waves_per_simd
@@ -167,12 +179,7 @@ def occupancy(usage: KernelUsage, target: Target) -> tuple[int | None, dict[str,
         allocated = _round_up(max(unified_vgprs(usage, target), 1), registers.vgpr_alloc_granule)
         limits["vgpr"] = file // allocated
     if usage.lds_bytes:
-        limits["lds"] = None
-        facts = (memory.shared_bytes_per_cu, compute.wave_size, compute.simds_per_cu)
-        if not any(is_unknown(fact) for fact in facts):
-            workgroups = memory.shared_bytes_per_cu // usage.lds_bytes
-            waves_per_workgroup = -(-max(usage.workgroup_size, 1) // compute.wave_size)
-            limits["lds"] = -(-workgroups * waves_per_workgroup // compute.simds_per_cu)
+        limits["lds"] = waves_by_lds(usage.lds_bytes, usage.workgroup_size, target)
     if None in limits.values():
         return None, limits
     return min(limits.values()), limits

@@ -755,20 +755,27 @@ def lane_operand(smem: ir.Value, outer: ir.Value, k: ir.Value, count: int, eleme
         if count == 1:
             return memref.LoadOp(smem, [outer, swizzled_column(outer, k, swizzle, row_elements, element)]).result
         piece = min(count, SWIZZLE_CHUNK_BYTES * 8 // bit_width(element)) if swizzle else count
-        pieces = [vector.LoadOp(ir.VectorType.get([piece], element), smem,
-                                [outer, swizzled_column(outer, add(k, start), swizzle, row_elements, element)]).result
-                  for start in range(0, count, piece)]
-        while len(pieces) > 1:  # end to end, pairwise
-            pieces = [vector.shuffle(pieces[i], pieces[i + 1], list(range(2 * piece)))
-                      for i in range(0, len(pieces), 2)]
-            piece *= 2
-        return pieces[0]
+        return concatenated([vector.LoadOp(ir.VectorType.get([piece], element), smem, [
+            outer, swizzled_column(outer, add(k, start), swizzle, row_elements, element)]).result
+            for start in range(0, count, piece)])
     scalars = [memref.LoadOp(smem, [add(k, i), swizzled_column(add(k, i), outer, swizzle, row_elements,
                                                                    element)]).result
                for i in range(count)]
     if count == 1:
         return scalars[0]
     return vector.FromElementsOp(ir.VectorType.get([count], element), scalars).result
+
+
+def concatenated(vectors: list[ir.Value]) -> ir.Value:
+    """One vector of `vectors` end to end (1-D, one element type)."""
+    while len(vectors) > 1:
+        pairs = []
+        for i in range(0, len(vectors) - 1, 2):
+            left, right = (ir.VectorType(v.type).shape[0] for v in vectors[i:i + 2])
+            pairs.append(vector.shuffle(vectors[i], vectors[i + 1], list(range(left + right))))
+        vectors = pairs + vectors[len(vectors) - len(vectors) % 2:]
+    return vectors[0]
+
 
 
 __all__ = [
@@ -790,6 +797,7 @@ __all__ = [
     "add",
     "and_",
     "bit_width",
+    "concatenated",
     "const_index",
     "constant_int",
     "copy_width",

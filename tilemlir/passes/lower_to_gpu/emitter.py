@@ -876,8 +876,8 @@ def store_tile_block(values: list[ir.Value], dst: ir.Value, row: ir.Value, col: 
     swizzle; in its box, `SharedLayout.boxed`), or, into a transposed buffer,
     one store per stored row (logical column) of the elements the rows hold
     in that column."""
+    dst_type = ir.MemRefType(dst.type)
     if not transposed:
-        dst_type = ir.MemRefType(dst.type)
         width = ir.VectorType(values[0].type).shape[0]
         chunk = SWIZZLE_CHUNK_BYTES * 8 // bit_width(dst_type.element_type)
         # A swizzle moves whole 16-byte chunks: wider vectors (a converting
@@ -898,7 +898,6 @@ def store_tile_block(values: list[ir.Value], dst: ir.Value, row: ir.Value, col: 
                     stored_row, add(col, start), swizzle, dst_type.shape[-1], dst_type.element_type)])
         return
     width, depth = ir.VectorType(values[0].type).shape[0], len(values)
-    dst_type = ir.MemRefType(dst.type)
 
     def at(i: int) -> list[ir.Value]:
         # Stored row col + i; a column vector of `depth` elements (at most 8
