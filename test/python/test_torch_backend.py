@@ -495,28 +495,28 @@ def test_second_call_compiles_nothing(monkeypatch):
     assert count > 0 and len(built) == count
 
 
-def f_with_cumsum(x):
-    return torch.cumsum(x, dim=-1) * 2.0
+def f_with_cumprod(x):
+    return torch.cumprod(x, dim=-1) * 2.0
 
 
 def test_a_fallback_is_listed_with_its_line(monkeypatch, caplog):
     monkeypatch.delenv("TILEMLIR_TORCH_STRICT")
     x = torch.randn(4, 8)
     with caplog.at_level(logging.WARNING, logger="tilemlir.torch"), torch.no_grad():
-        got = torch.compile(f_with_cumsum, backend=backend)(x)
-    assert torch.allclose(got, torch.cumsum(x, -1) * 2.0)
-    line = f_with_cumsum.__code__.co_firstlineno + 1
-    assert "1 node(s) run in torch: aten.cumsum (" in caplog.text
-    assert f"test_torch_backend.py:{line} (f_with_cumsum)" in caplog.text
+        got = torch.compile(f_with_cumprod, backend=backend)(x)
+    assert torch.allclose(got, torch.cumprod(x, -1) * 2.0)
+    line = f_with_cumprod.__code__.co_firstlineno + 1
+    assert "1 node(s) run in torch: aten.cumprod (" in caplog.text
+    assert f"test_torch_backend.py:{line} (f_with_cumprod)" in caplog.text
 
 
 def test_strict_mode_names_the_node_and_line():
-    line = f_with_cumsum.__code__.co_firstlineno + 1
+    line = f_with_cumprod.__code__.co_firstlineno + 1
     with pytest.raises(Exception) as raised, torch.no_grad():
-        torch.compile(f_with_cumsum, backend=backend)(torch.randn(4, 8))
+        torch.compile(f_with_cumprod, backend=backend)(torch.randn(4, 8))
     error = getattr(raised.value, "inner_exception", raised.value)  # torch wraps a backend's error
     assert isinstance(error, TilemlirTorchError), raised.value
-    assert "aten.cumsum" in str(error) and f"test_torch_backend.py:{line}" in str(error)
+    assert "aten.cumprod" in str(error) and f"test_torch_backend.py:{line}" in str(error)
     assert "TILEMLIR_TORCH_STRICT=1" in str(error)
 
 
@@ -961,3 +961,91 @@ def test_wide_blocks_only_where_their_waves_are_no_slower():
         assert codegen.gemm_blocks(32 * 512, n, 1, steps) == (128, 256, 256)
     assert codegen.gemm_blocks(32 * 512, 768, 1, codegen.GemmSteps()) == (128, 128, 128)
     assert codegen.gemm_blocks(40, 48, 1, steps) == (64, 64, 128)
+
+
+class PaddedPositions(nn.Module):
+    """RoBERTa's position ids (a running count of the tokens that are not
+    padding), a packed sequence's index (a running count of the places its
+    positions restart, as transformers' masks find them), both embedded, and
+    a running sum of floats along a middle dim."""
+
+    def __init__(self, vocab=20, dim=32, pad=1):
+        super().__init__()
+        self.pad = pad
+        self.words, self.positions = nn.Embedding(vocab, dim), nn.Embedding(40, dim)
+        self.segments = nn.Embedding(8, dim)
+
+    def forward(self, ids, position_ids):
+        mask = ids.ne(self.pad).int()
+        positions = torch.cumsum(mask, dim=1).type_as(mask) * mask + self.pad
+        starts = (torch.diff(position_ids, prepend=position_ids[:, :1] - 1) != 1).cumsum(-1)
+        x = self.words(ids) + self.positions(positions) + self.segments(starts)
+        return x + x.cumsum(1) * 0.1
+
+
+@pytest.mark.parametrize("engine", ["reference", "emulator"])
+def test_cumulative_sums(monkeypatch, engine):
+    """cumsum is a masked sum over an expanded view (its element i sums the
+    run's elements j <= i): of integers and booleans in int64, of fp16 in f32
+    rounded once, as torch's; along any dim."""
+    monkeypatch.setenv("TILEMLIR_ENGINE", engine)
+    ids = torch.randint(2, 20, (2, 11))
+    ids[1, 7:] = 1  # padding
+    position_ids = torch.cat([torch.arange(6), torch.arange(5)]).repeat(2, 1)  # two packed sequences
+    check(PaddedPositions(), ids, position_ids)
+    if engine == "reference":
+        compiled_matches(lambda m, b, s: (m.cumsum(0), b.cumsum(-1), torch.cumsum(s, 1, dtype=torch.float32)),
+                         torch.randint(-2**40, 2**40, (5, 3)), torch.rand(2, 3, 9) > 0.5,
+                         torch.randint(-99, 99, (5, 3)), exact=True)
+        x = torch.randn(3, 6, 4).half()
+        with torch.no_grad():
+            got = torch.compile(lambda x: x.cumsum(1), backend=backend)(x)
+        assert torch.equal(got, x.float().cumsum(1).half())
+
+
+def test_slice_assignment_of_a_tensor():
+    """`y[:, 1:] = x[:, :-1]` (a slice_scatter: BART's shift of the decoder's
+    tokens) and a strided one; the result reads the source where the slice
+    covers it."""
+    def shift(ids):
+        shifted = ids.new_zeros(ids.shape)
+        shifted[:, 1:] = ids[:, :-1].clone()
+        shifted[:, 0] = 2
+        return shifted.masked_fill(shifted == -100, 1)
+
+    def strided(x):
+        y = x.clone()
+        y[:, 1::3, 1:3] = x[:, :3, 2:4] * 2
+        return y
+    ids = torch.randint(0, 9, (3, 7))
+    ids[0, 2] = -100
+    compiled_matches(shift, ids)
+    compiled_matches(strided, torch.randn(2, 9, 5).half(), exact=True)
+
+
+def test_infinities_nans_any_and_clamp_by_tensors():
+    """T5's fp16 clamp (a bound chosen by whether any value is inf, clamp by
+    tensor bounds), isnan, and any / all along dims and over every element."""
+    def clamped(x):
+        bound = torch.where(torch.isinf(x).any(), 60000.0 - 1000, 60000.0)
+        return torch.clamp(x * 3, min=-bound, max=bound) + torch.isnan(x)
+
+    def tests(x):
+        return x.isinf().all(-1, keepdim=True), torch.any(x > 0.5, 1), (x > 3).any(), (x > -9).all()
+    x = torch.randn(2, 5, 8).half()
+    compiled_matches(clamped, x)
+    compiled_matches(tests, x)
+    x[1, 2, 3], x[0, 4, 1] = float("inf"), float("nan")
+    compiled_matches(clamped, x)
+    compiled_matches(tests, x)
+
+
+def test_an_empty_constant_and_an_alias_of_an_expanded_view():
+    """A constant of no elements (a cache's first value, `torch.tensor([])`)
+    computes nothing: torch makes it, strict or not; an alias is a view, not
+    a copy (an expanded one's memory overlaps: no kernel could write it)."""
+    def f(x, m):
+        keys = torch.tensor([], dtype=x.dtype)
+        mask = (m[:, None, None, :] > 0).expand(2, 1, 6, 6)
+        return torch.cat([keys, x], -2) * 2, keys, torch.ops.aten.alias(mask)
+    compiled_matches(f, torch.randn(2, 3, 5, 4).half(), torch.randn(2, 6))

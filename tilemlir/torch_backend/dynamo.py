@@ -70,7 +70,8 @@ def decompositions() -> dict:
 
     table = dict(core_aten_decompositions())
     table.update(get_decompositions([aten._softmax, aten._log_softmax, aten.native_layer_norm,
-                                     aten.native_group_norm]))
+                                     aten.native_group_norm, aten.isinf, aten.clamp.Tensor,
+                                     aten.slice_scatter]))
     for op in list(table):
         if "scaled_dot_product" in str(op):
             del table[op]
@@ -87,6 +88,10 @@ def decompositions() -> dict:
     table[aten._adaptive_avg_pool2d.default] = _adaptive_avg_pool2d
     table[aten.adaptive_max_pool2d.default] = _adaptive_max_pool2d
     table[aten.repeat.default] = _repeat
+    table[aten.cumsum.default] = _cumsum
+    table[aten.isnan.default] = _isnan
+    for overload in (aten.any.default, aten.any.dim, aten.any.dims):
+        table[overload] = _any
     return table
 
 
@@ -235,6 +240,38 @@ def _repeat(x, repeats):
     interleaved = [v for n in shape for v in (1, n)]
     expanded = [v for r, n in zip(repeats, shape) for v in (r, n)]
     return x.reshape(interleaved).expand(expanded).reshape([r * n for r, n in zip(repeats, shape)])
+
+
+def _cumsum(x, dim, *, dtype=None):
+    """cumsum (a position id's count of the tokens before it, a packed
+    sequence's index) as a masked sum: element i of a run is the sum of its
+    elements j <= i, a reduction over an expanded [..., i, j] view of the run
+    (the kernel reads each element n times: quadratic in the run's length, a
+    short one's cost). As torch: integers and booleans sum in int64, 16-bit
+    floats in f32, rounded once."""
+    if x.dim() == 0 or x.is_complex():
+        return NotImplemented
+    dim %= x.dim()
+    out = dtype or (x.dtype if x.is_floating_point() else torch.int64)
+    wide = torch.float32 if out.is_floating_point and torch.finfo(out).bits < 32 else out
+    run = x.movedim(dim, -1).to(wide)
+    n = run.shape[-1]
+    positions = torch.arange(n, device=x.device)
+    taken = positions[None, :] <= positions[:, None]  # [i, j]: j <= i
+    summed = torch.where(taken, run.unsqueeze(-2), torch.zeros((), dtype=wide, device=x.device)).sum(-1)
+    return summed.to(out).movedim(-1, dim)
+
+
+def _isnan(x):
+    """isnan as the comparison it is (torch's decomposition is a prims op)."""
+    return torch.ne(x, x)
+
+
+def _any(x, dim=None, keepdim=False):
+    """any (all is not-any-of-not): a count of the elements that are not
+    zero, compared with 0 (a sum of booleans is a kernel's, their max is not)."""
+    dims = [] if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    return torch.sum(x != 0, dims, keepdim) > 0
 
 
 def _adaptive_avg_pool2d(x, output_size):
@@ -595,7 +632,9 @@ def compile_graph(gm: fx.GraphModule, example_inputs, *, target=None, engine=Non
                 node.meta["tilemlir_refused"] = str(reason)
             continue
         kept.append((group, kernel))
-    computing = [n for n in fallbacks if n.target not in partition.METADATA]
+    # A node whose result has no elements (`torch.tensor([])`, a cache's
+    # first value) computes nothing: torch makes it, strict or not.
+    computing = [n for n in fallbacks if n.target not in partition.METADATA and not _no_elements(n)]
     if computing:
         symbolic = any(isinstance(n.meta.get("val"), torch.Tensor) and partition.shape_of(n) is None
                        for n in graph.nodes if n.op == "placeholder")
@@ -614,6 +653,11 @@ def compile_graph(gm: fx.GraphModule, example_inputs, *, target=None, engine=Non
     graph.lint()
     gm.recompile()
     return gm
+
+
+def _no_elements(node: fx.Node) -> bool:
+    shape = partition.shape_of(node)
+    return shape is not None and 0 in shape
 
 
 def prepare(group: Group, kernel: GroupKernel) -> None:

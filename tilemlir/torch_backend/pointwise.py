@@ -224,7 +224,8 @@ BITWISE = frozenset({aten.bitwise_not.default, aten.bitwise_and.Tensor, aten.bit
 _register([aten.pow.Scalar], lambda base, exponent: f"T.pow({base}, {exponent})")
 _register([aten.elu.default], lambda a, alpha="1.0", scale="1.0", input_scale="1.0":
           f"T.if_then_else({a} > 0.0, {a} * {scale}, (T.exp({a} * {input_scale}) - 1.0) * {alpha} * {scale})")
-_register([aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default], lambda a, **_: a)
+# (alias is a view: in VIEWS, torch makes it; a copy of an expanded one has no strides to write.)
+_register([aten.clone.default, aten.lift_fresh_copy.default], lambda a, **_: a)
 # copy(a, b): b in a's shape and type (slice assignment, functionalized:
 # `y[:, -1] = 0` is a copy into the slice, then a select_scatter).
 _register([aten.copy.default], lambda a, b, non_blocking=False: b)
