@@ -213,8 +213,9 @@ def test_element_wise_math_over_fragments_is_packed_on_cdna(monkeypatch):
     monkeypatch.setattr(pack, "pack_float_ops", lambda module: 0)
     for chip in ("gfx90a", "gfx942", "gfx950"):
         scalar, pairs = scalar_and_packed(packed[chip])
-        before, none = scalar_and_packed(isa("flash_attention", chip))
-        assert none == 0 and pairs >= 32 and scalar + pairs <= before - 32, chip
+        # (The in-thread sums of tile.reduce are vector adds from the start.)
+        before, before_pairs = scalar_and_packed(isa("flash_attention", chip))
+        assert pairs >= before_pairs + 32 and scalar + pairs <= before + before_pairs - 32, chip
     assert scalar_and_packed(packed["gfx1100"])[1] == 0
     assert isa("batched_gemm", "gfx942") == gemm
 

@@ -492,7 +492,10 @@ class TileVerify(TilePass):
           integers all four compare signed. `absmax`/`abssum` are `max`/`sum`
           of the elements' magnitudes |x| (TileLang's `T.reduce_absmax` /
           `T.reduce_abssum`); with clear = false the destination's value is
-          combined as it is, not made absolute.
+          combined as it is, not made absolute. A float `sum`'s order of
+          additions is not specified (a backend adds in a tree, within a
+          thread and across lanes, and the results differ from a sequential
+          sum by rounding only).
         """
         buffers = self._kernel_source_destination(op, state)
         if buffers is None:
