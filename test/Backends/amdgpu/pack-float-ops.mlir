@@ -3,6 +3,10 @@
 // i, with the same flags) becomes one vector op, its shared operands
 // splatted; a chain of such ops packs op by op; aligned pairs of a partly
 // covered vector become vector<2> ops; anything else is left as it is.
+// A subtraction of a shared operand becomes the addition of its negation
+// (CDNA has packed adds, no packed subtract); bf16 -> f32 widenings pack as
+// well; a multiply that is splatted loses `contract` (it is computed once,
+// not per element), `fast` spelled out without it.
 //
 // RUN: tile-opt %s -p 'builtin.module(amdgpu-pack-float-ops)' | filecheck %s
 
@@ -10,7 +14,9 @@
 // CHECK-LABEL: llvm.func @rescale
 // CHECK: %[[S:.+]] = llvm.shufflevector %{{.+}}, %{{.+}} [0, 0, 0, 0] : vector<1xf32>
 // CHECK: %[[M:.+]] = llvm.fmul %arg0, %[[S]] {fastmathFlags = #llvm.fastmath<contract>} : vector<4xf32>
-// CHECK: %[[D:.+]] = llvm.fsub %[[M]], %{{.+}} {fastmathFlags = #llvm.fastmath<contract>} : vector<4xf32>
+// CHECK: %[[N:.+]] = llvm.fneg %arg3 : f32
+// CHECK: %[[NS:.+]] = llvm.shufflevector %{{.+}}, %{{.+}} [0, 0, 0, 0] : vector<1xf32>
+// CHECK: %[[D:.+]] = llvm.fadd %[[M]], %[[NS]] {fastmathFlags = #llvm.fastmath<contract>} : vector<4xf32>
 // CHECK: %[[F:.+]] = llvm.intr.fma(%[[D]], %arg1, %{{.+}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
 // CHECK-NOT: llvm.fmul %{{.+}} : f32
 // CHECK-NOT: llvm.fsub %{{.+}} : f32
@@ -97,5 +103,39 @@ llvm.func @partial(%acc: vector<4xf32>, %v: vector<2xf64>, %iv: vector<2xi32>, %
   %i1 = llvm.extractelement %iv[%c1 : i64] : vector<2xi32>
   %j0 = llvm.mul %i0, %k : i32
   %j1 = llvm.mul %i1, %k : i32
+  llvm.return
+}
+
+// Widened bf16 elements pack, and so does the product of two of them; a
+// vector subtraction of vectors stays one; the splatted mean's multiply keeps
+// its other flags and loses `contract`; `fast` is spelled out without it.
+// CHECK-LABEL: llvm.func @widened
+// CHECK: %[[MEAN:.+]] = llvm.fmul %arg1, %arg2 {fastmathFlags = #llvm.fastmath<afn>} : f32
+// CHECK: %[[SCALE:.+]] = llvm.fmul %arg1, %arg2 {fastmathFlags = #llvm.fastmath<nnan, ninf, nsz, arcp, afn, reassoc>} : f32
+// CHECK: %[[X:.+]] = llvm.fpext %arg0 : vector<2xbf16> to vector<2xf32>
+// CHECK: %[[NEG:.+]] = llvm.fneg %[[MEAN]] : f32
+// CHECK: %[[C:.+]] = llvm.fadd %[[X]], %{{.+}} {fastmathFlags = #llvm.fastmath<contract>} : vector<2xf32>
+// CHECK: %[[SQ:.+]] = llvm.fmul %[[C]], %[[C]] {fastmathFlags = #llvm.fastmath<contract>} : vector<2xf32>
+// CHECK: %[[R:.+]] = llvm.fsub %[[X]], %[[SQ]] : vector<2xf32>
+// CHECK: llvm.fmul %[[R]], %{{.+}} : vector<2xf32>
+// CHECK-NOT: llvm.fpext %{{.+}} : bf16 to f32
+// CHECK: llvm.return
+llvm.func @widened(%row: vector<2xbf16>, %sum: f32, %inv_n: f32) {
+  %c0 = llvm.mlir.constant(0 : i64) : i64
+  %c1 = llvm.mlir.constant(1 : i64) : i64
+  %mean = llvm.fmul %sum, %inv_n {fastmathFlags = #llvm.fastmath<contract, afn>} : f32
+  %scale = llvm.fmul %sum, %inv_n {fastmathFlags = #llvm.fastmath<fast>} : f32
+  %b0 = llvm.extractelement %row[%c0 : i64] : vector<2xbf16>
+  %b1 = llvm.extractelement %row[%c1 : i64] : vector<2xbf16>
+  %x0 = llvm.fpext %b0 : bf16 to f32
+  %x1 = llvm.fpext %b1 : bf16 to f32
+  %d0 = llvm.fsub %x0, %mean {fastmathFlags = #llvm.fastmath<contract>} : f32
+  %d1 = llvm.fsub %x1, %mean {fastmathFlags = #llvm.fastmath<contract>} : f32
+  %q0 = llvm.fmul %d0, %d0 {fastmathFlags = #llvm.fastmath<contract>} : f32
+  %q1 = llvm.fmul %d1, %d1 {fastmathFlags = #llvm.fastmath<contract>} : f32
+  %r0 = llvm.fsub %x0, %q0 : f32
+  %r1 = llvm.fsub %x1, %q1 : f32
+  %s0 = llvm.fmul %r0, %scale : f32
+  %s1 = llvm.fmul %r1, %scale : f32
   llvm.return
 }

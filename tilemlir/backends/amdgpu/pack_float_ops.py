@@ -15,13 +15,23 @@ This pass finds, in each block, the float multiplies, adds, subtracts and
 FMAs (f32 or f16) that are one op applied to every element of a vector:
 element i of the op reads element i of some vectors (`llvm.extractelement`
 at constant position i) and otherwise the same values for every i, with the
-same fast-math flags. Such a group over all n elements becomes one op on
-`vector<n>` (the shared values splatted), placed before the group's first
-op; each element's uses read the vector op's element i instead. Groups over
-aligned pairs of elements only (a fragment's loop guarded in part) become
-`vector<2>` ops. Each element is computed by the same op on the same
-operands as before, so results are bit-identical; on chips without packed
-f32 llc splits the vector op back into the scalar ones. The pass repeats
+same fast-math flags. Widenings of bf16 elements to f32 (`llvm.fpext`,
+a shift or a mask per element either way) group the same way, so the math
+on a bf16 row loaded as vectors packs too. Such a group over all n elements
+becomes one op on `vector<n>` (the shared values splatted), placed before
+the group's first op; each element's uses read the vector op's element i
+instead. A subtraction of a shared operand becomes the addition of its
+negation, computed once, the same value (CDNA has packed adds and no packed
+subtract). A shared operand that is a multiply is computed once for the
+whole vector: it loses `contract`, which would let llc fuse it into each
+element's add (layernorm's x - sum/n: a `v_fmac_f32` per element where one
+multiply and packed adds do). Groups over aligned pairs of elements only
+(a fragment's loop guarded in part) become `vector<2>` ops. Each element
+is computed by the same op on the same operands as before, so results are
+bit-identical, except that a product llc would have fused into its users
+is now rounded on its own (as the reference engine and the emulator
+compute it); on chips without packed f32 llc splits the vector op back
+into the scalar ones. The pass repeats
 until nothing changes, so a chain of such ops (scale, then subtract the max)
 becomes a chain of vector ops. LLVM's SLP vectorizer would pack these too,
 but it also packs index arithmetic into 16-bit pairs (`v_pk_mul_lo_u16`),
@@ -47,11 +57,15 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.irutil import constant_int, walk
+from tilemlir.irutil import constant_int, fastmath_flags, walk
 from tilemlir.passes.base import PassState, TilePass
 
 PACKED_OPS = ("llvm.fmul", "llvm.fadd", "llvm.fsub", "llvm.intr.fma")
 PACKED_TYPES = ("f32", "f16")
+FLAGS = "fastmathFlags"
+# What the LLVM dialect's `fast` stands for.
+FAST_FLAGS = frozenset({"nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"})
+CONVERSIONS = {"llvm.fpext": ("bf16", "f32")}
 # Rounds of packing: a chain of element-wise ops packs one op per round.
 MAX_ROUNDS = 16
 
@@ -69,10 +83,17 @@ def _signature(op: ir.Operation):
     """(key, element position, vector length) of an element-wise float op,
     or None: the key is the op's name, flags and, per operand, either the
     vector it reads element i of or the value it reads for every i."""
-    if op.name not in PACKED_OPS or len(op.results) != 1:
+    if op.name not in PACKED_OPS + tuple(CONVERSIONS) or len(op.results) != 1:
         return None
     element_type = op.results[0].type
-    if str(element_type) not in PACKED_TYPES:
+    if op.name in CONVERSIONS:
+        operand_name, result_name = CONVERSIONS[op.name]
+        if str(element_type) != result_name:
+            return None
+        operand_type = ir.Type.parse(operand_name)
+    elif str(element_type) in PACKED_TYPES:
+        operand_type = element_type
+    else:
         return None
     operands, position, length = [], None, None
     for operand in op.operands:
@@ -84,7 +105,7 @@ def _signature(op: ir.Operation):
         if not isinstance(vector.type, ir.VectorType):
             return None
         vector_type = ir.VectorType(vector.type)
-        if vector_type.rank != 1 or vector_type.element_type != element_type \
+        if vector_type.rank != 1 or vector_type.element_type != operand_type \
                 or position not in (None, index) or length not in (None, vector_type.shape[0]):
             return None
         position, length = index, vector_type.shape[0]
@@ -114,6 +135,24 @@ def _splat(value: ir.Value, length: int) -> ir.Value:
     return _shuffle(one, [0] * length, value.type)
 
 
+def _computed_once(value: ir.Value) -> ir.Value:
+    """`value`, a vector op's shared operand; a multiply loses `contract`
+    (module docstring)."""
+    owner = value.owner
+    if isinstance(owner, ir.OpView) and owner.operation.name == "llvm.fmul":
+        flags = fastmath_flags(owner.operation, FLAGS)
+        if "fast" in flags:  # every flag, contract among them
+            flags = (flags - {"fast"}) | FAST_FLAGS
+        if "contract" in flags:
+            text = ", ".join(sorted(flags - {"contract"})) or "none"
+            owner.operation.attributes[FLAGS] = ir.Attribute.parse(f"#llvm.fastmath<{text}>")
+    return value
+
+
+def _negated(value: ir.Value) -> ir.Value:
+    return ir.Operation.create("llvm.fneg", results=[value.type], operands=[value]).result
+
+
 def _pack(key, positions: list[int], ops: list[ir.Operation], whole: int, first: ir.Operation) -> None:
     """Replaces `ops` (elements `positions` of the group `key` of a vector of
     `whole` elements) by one vector op of len(positions) elements, placed
@@ -124,14 +163,20 @@ def _pack(key, positions: list[int], ops: list[ir.Operation], whole: int, first:
     length = len(positions)
     with ir.InsertionPoint(first), first.location:
         vector_operands = []
-        for kind, value in operands:
+        # a - s for a shared s as a + (-s), the same value, s negated once:
+        # CDNA has packed f32 adds and no packed subtract. (A vector - vector
+        # subtraction stays one: instcombine would fold the negation back.)
+        subtracts_shared = op_name == "llvm.fsub" and operands[1][0] == "same"
+        for i, (kind, value) in enumerate(operands):
             if kind == "same":
-                vector_operands.append(_splat(value, length))
-            elif length == whole:
-                vector_operands.append(value)
-            else:  # an aligned pair of the vector's elements
-                vector_operands.append(_shuffle(value, positions, element_type))
-        packed = ir.Operation.create(op_name, results=[ir.VectorType.get([length], element_type)],
+                value = _computed_once(value)
+                vector_operands.append(_splat(_negated(value) if subtracts_shared and i == 1 else value, length))
+                continue
+            if length != whole:  # an aligned pair of the vector's elements
+                value = _shuffle(value, positions, ir.VectorType(value.type).element_type)
+            vector_operands.append(value)
+        packed = ir.Operation.create("llvm.fadd" if subtracts_shared else op_name,
+                                     results=[ir.VectorType.get([length], element_type)],
                                      operands=vector_operands,
                                      attributes={name: first.attributes[name] for name in first.attributes}).result
         for k, op in enumerate(ops):
