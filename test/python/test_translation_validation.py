@@ -113,6 +113,9 @@ BEYOND_REFERENCE = {
                               "op computing each element as before; test/Backends/amdgpu/pack-float-ops.mlir "
                               "checks which, test_amd_acceptance.py the packed ISA, the emulator the kernels "
                               "before it"),
+    "amdgpu-truncate-bf16": ("replaces the LLVM dialect's f32 -> bf16 fptrunc by integer rounding; "
+                             "test_truncate_bf16.py runs it on the host against exact rounding of every "
+                             "kind of f32, test/Backends/amdgpu/truncate-bf16.mlir checks where it applies"),
     "tile-expand-math": ("replaces math ops by approximations, which change the last bits; "
                          "test_expand_math.py runs its output in the emulator against float64 NumPy "
                          "within each expansion's stated error"),

@@ -6,7 +6,7 @@
 
 // GPU: tile, gpu: skipped (the input is GPU-level IR)
 // CHECK: gpu-to-llvm: builtin.module(amdgpu-check-resources{target=amdgpu:gfx942},rocdl-attach-target{chip=gfx942 O=3},gpu.module(
-// CHECK-SAME: convert-arith-to-amdgpu{chipset=gfx942},convert-amdgpu-to-rocdl{chipset=gfx942},convert-gpu-to-rocdl{chipset=gfx942 index-bitwidth=64},reconcile-unrealized-casts,canonicalize,cse),amdgpu-order-lds-dma,amdgpu-scope-atomics,amdgpu-contract-float-ops,amdgpu-pack-float-ops)
+// CHECK-SAME: convert-arith-to-amdgpu{chipset=gfx942},convert-amdgpu-to-rocdl{chipset=gfx942},convert-gpu-to-rocdl{chipset=gfx942 index-bitwidth=64},reconcile-unrealized-casts,canonicalize,cse),amdgpu-order-lds-dma,amdgpu-scope-atomics,amdgpu-contract-float-ops,amdgpu-pack-float-ops,amdgpu-truncate-bf16{target=amdgpu:gfx942})
 // CHECK: translate: in process
 // CHECK: llvm-opt: opt -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942 '-passes=amdgpu-promote-kernel-arguments,
 // CHECK: llc: llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942 -O3

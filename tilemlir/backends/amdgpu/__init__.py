@@ -95,6 +95,7 @@ BACKEND = Backend(
         "amdgpu-scope-atomics": "tilemlir.backends.amdgpu.scope_atomics:AmdgpuScopeAtomics",
         "amdgpu-contract-float-ops": "tilemlir.backends.amdgpu.contract_float_ops:AmdgpuContractFloatOps",
         "amdgpu-pack-float-ops": "tilemlir.backends.amdgpu.pack_float_ops:AmdgpuPackFloatOps",
+        "amdgpu-truncate-bf16": "tilemlir.backends.amdgpu.truncate_bf16:AmdgpuTruncateBf16",
         "amdgpu-math-to-intrinsics": "tilemlir.backends.amdgpu.math_intrinsics:AmdgpuMathToIntrinsics",
     },
     converts_fp8=True,

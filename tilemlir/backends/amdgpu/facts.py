@@ -23,3 +23,6 @@ class AmdgpuFacts:
     buffer_load_lds: tuple[str, ...] = field(default=(), metadata=describe_field(
         "buffer loads that take the lds modifier (global memory straight into LDS, lane "
         "i's data at the wave's LDS base + i x its size), e.g. buffer_load_dwordx4; [] if none"))
+    bf16_conversions: tuple[str, ...] = field(default=(), metadata=describe_field(
+        "instructions that round f32 to bf16 (e.g. v_cvt_pk_bf16_f32); [] if none: "
+        "amdgpu-truncate-bf16 then rounds with integer arithmetic"))

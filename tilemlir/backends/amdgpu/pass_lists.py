@@ -97,6 +97,9 @@ CONTRACT_FLOAT_OPS = "amdgpu-contract-float-ops"
 # llc selects as packed f32 instructions on gfx90a, gfx942 and gfx950
 # (pack_float_ops.py). After the contraction, whose flags the vector ops keep.
 PACK_FLOAT_OPS = "amdgpu-pack-float-ops"
+# f32 -> bf16 rounded in four instructions where the chip has no conversion
+# instruction (truncate_bf16.py; gfx950 has one): llc's expansion takes five.
+TRUNCATE_BF16 = "amdgpu-truncate-bf16{{target={spec}}}"
 
 # LLVM IR passes (opt-22 -passes=...) before llc, whose own IR pipeline lacks
 # these. Deliberately not -O3: its unrolling would change the main loop we report.
@@ -138,5 +141,5 @@ def gpu_to_llvm_pipeline(chip: str, check: str = "", spec: str = "") -> str:
     nested = ",".join(step.format(chip=chip, spec=spec or f"amdgpu:{chip}") for step in GPU_TO_LLVM)
     steps = [check] if check else []
     steps += [ATTACH_TARGET.format(chip=chip), f"gpu.module({nested})", ORDER_LDS_DMA, SCOPE_ATOMICS,
-              CONTRACT_FLOAT_OPS, PACK_FLOAT_OPS]
+              CONTRACT_FLOAT_OPS, PACK_FLOAT_OPS, TRUNCATE_BF16.format(spec=spec or f"amdgpu:{chip}")]
     return f"builtin.module({','.join(steps)})"

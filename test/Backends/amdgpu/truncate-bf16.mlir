@@ -1,0 +1,56 @@
+// amdgpu-truncate-bf16: f32 -> bf16 rounded with integer arithmetic where the
+// chip has no conversion instruction (gfx942), scalars and vectors alike: a
+// NaN is replaced by the canonical quiet NaN first, then the rounding bias
+// (0x7fff plus the kept part's lowest bit) is added and the high half kept.
+// gfx950 converts in hardware (its descriptor's amdgpu.bf16_conversions):
+// nothing changes there. Other fptruncs are left alone.
+//
+// RUN: tile-opt %s -p 'builtin.module(amdgpu-truncate-bf16{target=amdgpu:gfx942})' | filecheck %s --check-prefix=SOFT
+// RUN: tile-opt %s -p 'builtin.module(amdgpu-truncate-bf16{target=amdgpu:gfx950})' | filecheck %s --check-prefix=HARD
+//
+// Another family's target, or an unknown chip, is refused with the reason.
+// RUN: not tile-opt %s -p 'builtin.module(amdgpu-truncate-bf16{target=nvidia:sm_90a})' 2>&1 | filecheck %s --check-prefix=FAMILY
+// FAMILY: error: amdgpu-truncate-bf16: nvidia:sm_90a is not an amdgpu chip
+// RUN: not tile-opt %s -p 'builtin.module(amdgpu-truncate-bf16{target=amdgpu:gfx9999})' 2>&1 | filecheck %s --check-prefix=UNKNOWN
+// UNKNOWN: error: amdgpu-truncate-bf16: unknown target 'amdgpu:gfx9999'
+
+// SOFT-LABEL: llvm.func @scalar
+// SOFT: %[[NAN:.+]] = llvm.fcmp "uno" %arg0, %arg0 : f32
+// SOFT: %[[QUIET:.+]] = llvm.bitcast %{{.+}} : i32 to f32
+// SOFT: %[[X:.+]] = llvm.select %[[NAN]], %[[QUIET]], %arg0 : i1, f32
+// SOFT: %[[BITS:.+]] = llvm.bitcast %[[X]] : f32 to i32
+// SOFT: %[[LSB:.+]] = llvm.and %{{.+}}, %{{.+}} : i32
+// SOFT: %[[BIASED:.+]] = llvm.add %[[BITS]], %{{.+}} : i32
+// SOFT: %[[SUM:.+]] = llvm.add %[[BIASED]], %[[LSB]] : i32
+// SOFT: %[[HIGH:.+]] = llvm.lshr %[[SUM]], %{{.+}} : i32
+// SOFT: %[[HALF:.+]] = llvm.trunc %[[HIGH]] : i32 to i16
+// SOFT: %[[Y:.+]] = llvm.bitcast %[[HALF]] : i16 to bf16
+// SOFT: llvm.return %[[Y]] : bf16
+// HARD-LABEL: llvm.func @scalar
+// HARD: llvm.fptrunc %arg0 : f32 to bf16
+llvm.func @scalar(%x: f32) -> bf16 {
+  %y = llvm.fptrunc %x : f32 to bf16
+  llvm.return %y : bf16
+}
+
+// SOFT-LABEL: llvm.func @vector
+// SOFT: llvm.mlir.constant(dense<2143289344> : vector<4xi32>) : vector<4xi32>
+// SOFT: llvm.select %{{.+}}, %{{.+}}, %arg0 : vector<4xi1>, vector<4xf32>
+// SOFT: llvm.mlir.constant(dense<32767> : vector<4xi32>) : vector<4xi32>
+// SOFT: llvm.bitcast %{{.+}} : vector<4xi16> to vector<4xbf16>
+// SOFT-NOT: llvm.fptrunc %arg0
+// HARD-LABEL: llvm.func @vector
+// HARD: llvm.fptrunc %arg0 : vector<4xf32> to vector<4xbf16>
+llvm.func @vector(%x: vector<4xf32>) -> vector<4xbf16> {
+  %y = llvm.fptrunc %x : vector<4xf32> to vector<4xbf16>
+  llvm.return %y : vector<4xbf16>
+}
+
+// SOFT-LABEL: llvm.func @others
+// SOFT: llvm.fptrunc %arg0 : f32 to f16
+// SOFT: llvm.fptrunc %arg1 : f64 to bf16
+llvm.func @others(%x: f32, %z: f64) -> f16 {
+  %h = llvm.fptrunc %x : f32 to f16
+  %b = llvm.fptrunc %z : f64 to bf16
+  llvm.return %h : f16
+}
