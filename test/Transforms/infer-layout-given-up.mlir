@@ -8,12 +8,16 @@
 // would take 73728 bytes, so they go. Unpadded, each operand read would cost
 // 28 clocks (rows 64 bytes apart: 8 rows share 4 banks per 16-lane group, see
 // test_lds_layout.py); AMD's MFMAs read XOR-swizzled rows, and swizzle 1
-// (16-byte chunk c of row r at c ^ (r mod 4)) leaves 12: 8 reads per gemm (K
-// steps 4 x 2 tiles per wave), 96 per iteration for A and 96 for B.
+// (16-byte chunk c of row r at c ^ (r mod 4)) is the least conflicted. In
+// swizzled rows the MFMA reads two K steps at once (tile.operand_read_steps:
+// a 16-byte chunk a lane, where the steps' 8-byte reads would not merge),
+// 8 clocks a read: 4 reads per gemm (2 pairs of K steps x 2 tiles per
+// wave), 32 per iteration for A and 32 for B.
 // CHECK-LABEL: func.func @padding_dropped
-// CHECK: tile.smem_layout = {banks = "32", conflicts = 12 : i64, dropped_pad = 4 : i64, pad = 0 : i64, swizzle = 1 : i64, transpose_read = false, transposed = false, unpadded_conflicts = 28 : i64}
-// CHECK: tile.smem_layout = {banks = "32", conflicts = 12 : i64, dropped_pad = 4 : i64, pad = 0 : i64, swizzle = 1 : i64, transpose_read = false, transposed = false, unpadded_conflicts = 28 : i64}
-// CHECK: tile.lds_conflicts = 192 : i64
+// CHECK: tile.smem_layout = {banks = "32", conflicts = 8 : i64, dropped_pad = 4 : i64, pad = 0 : i64, swizzle = 1 : i64, transpose_read = false, transposed = false, unpadded_conflicts = 28 : i64}
+// CHECK: tile.smem_layout = {banks = "32", conflicts = 8 : i64, dropped_pad = 4 : i64, pad = 0 : i64, swizzle = 1 : i64, transpose_read = false, transposed = false, unpadded_conflicts = 28 : i64}
+// CHECK: tile.lds_conflicts = 64 : i64
+// CHECK-SAME: tile.operand_read_steps = 2 : i64
 module attributes {tile.target = "amdgpu:gfx942"} {
 func.func @padding_dropped(%A: memref<1024x1024xf16>, %B: memref<1024x1024xf16>) {
   "tile.kernel"() ({
@@ -21,7 +25,7 @@ func.func @padding_dropped(%A: memref<1024x1024xf16>, %B: memref<1024x1024xf16>)
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c32 = arith.constant 32 : index
-    // expected-remark@below {{to fit the kernel into gfx942's 65536 bytes of LDS (73728 bytes with padding); its rows are XOR-swizzled instead (swizzle 1): its gemm operand reads cost 96 bank-conflict clocks per iteration instead of 0}}
+    // expected-remark@below {{to fit the kernel into gfx942's 65536 bytes of LDS (73728 bytes with padding); its rows are XOR-swizzled instead (swizzle 1): its gemm operand reads cost 32 bank-conflict clocks per iteration instead of 0}}
     %a = "tile.alloc_shared"() : () -> memref<128x32xf16, #gpu.address_space<workgroup>>
     // expected-remark@below {{row padding of 4 elements dropped from the 128x32xf16 tile.alloc_shared at}}
     %b = "tile.alloc_shared"() : () -> memref<128x32xf16, #gpu.address_space<workgroup>>

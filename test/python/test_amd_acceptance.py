@@ -282,3 +282,42 @@ def test_rows_swizzled_in_place_of_dropped_padding(chip, dtype, k, tiling, trans
     layouts = re.findall(r"tile.smem_layout = \{[^}]*\}", tile_ir)
     assert layouts and any("dropped_pad" in layout and "swizzle = " in layout for layout in layouts), layouts
     emulate_against_reference(text, chip, tiling=tiling)
+
+
+@pytest.mark.parametrize("chip,dtype,out,transpose_b,m,k,tiling,read_bits", [
+    ("gfx942", "f16", "f32", False, 128, 128, "block=128,128,32 stages=4", 128),
+    ("gfx942", "bf16", "bf16", True, 128, 128, "block=128,128,32 stages=4", 128),
+    ("gfx942", "f8E4M3FNUZ", "f16", True, 128, 256, "block=128,128,64 stages=4", 128),
+    ("gfx90a", "f16", "f16", False, 128, 128, "block=128,128,32 stages=4", 128),
+    # One element a lane and step (scalar operands): a pair is one ds_read2.
+    ("gfx942", "f32", "f32", False, 128, 64, "block=128,128,16 stages=4", None),
+    ("gfx942", "f64", "f64", True, 64, 64, "block=64,64,16 stages=4", None),
+], ids=["gfx942-f16", "gfx942-bf16", "gfx942-fp8", "gfx90a-f16", "gfx942-f32", "gfx942-f64"])
+def test_two_k_steps_a_read_in_swizzled_rows(chip, dtype, out, transpose_b, m, k, tiling, read_bits):
+    """Tilings whose padded stages overflow the LDS: the rows are
+    XOR-swizzled instead, and where a lane's part of an MFMA operand is at
+    most 64 bits tile-infer-layout records two K steps a read
+    (tile.operand_read_steps = 2, MfmaCore.k_steps_per_read): each lane reads
+    two steps' worth of K at once (a whole 16-byte chunk where each step read
+    8 bytes at a scattered column), the steps take the halves, K permuted
+    alike in A and B, and the result matches the reference engine."""
+    accum = "f64" if dtype == "f64" else "f32"
+    text = whole_problem_gemm(m, m, k, dtype, out, transpose_b, accum=accum)
+    tile_ir = tilemlir.compile(text, target=f"amdgpu:{chip}", emit="tile", options={"tiling": tiling}).artifact
+    assert "tile.operand_read_steps = 2" in tile_ir and "swizzle = " in tile_ir
+    report = tilemlir.compile(text, target=f"amdgpu:{chip}", emit="isa",
+                              options={"report": True, "tiling": tiling}).report
+    (kernel,) = report["kernels"]
+    assert kernel["spills"] == 0
+    assert read_bits is None or kernel["amdgpu"]["lds_read_bits"] == read_bits
+    emulate_against_reference(text, chip, tiling=tiling)
+
+
+def test_k_steps_a_read_stay_one_where_they_would_not_pay():
+    """In padded rows llc already merges two steps' 8-byte reads into one
+    ds_read2_b64, and 16-byte reads would want wider padding: the default
+    GEMMs read one step a read. (RDNA's WMMAs and gfx950's doubled-K MFMAs,
+    128 bits a lane already, read one in any rows.)"""
+    gemm = whole_problem_gemm(1024, 1024, 1024, "f16", "f32")
+    for chip in ("gfx942", "gfx90a", "gfx1100", "gfx950"):
+        assert "tile.operand_read_steps" not in tilemlir.compile(gemm, target=f"amdgpu:{chip}", emit="tile").artifact

@@ -311,15 +311,18 @@ def test_rows_xor_swizzled_where_their_padding_does_not_fit(target):
     """d 128 in 128x64 blocks of four waves: Q, K and V padded do not fit the
     64 KiB of LDS in one stage, unpadded they do; their rows are then
     XOR-swizzled (tile-infer-layout's fit_padding; the MFMAs' vector reads
-    take the swizzled columns, MfmaCore.reads_swizzled_rows), which leaves a
-    fifteenth of the bank conflicts the unpadded rows cost (320 clocks per
-    iteration for 4800), and the kernel still matches float64."""
+    take the swizzled columns, MfmaCore.reads_swizzled_rows): S = Q K^T reads
+    Q and K 16 bytes (two K steps) at a time, conflict-free in swizzled rows;
+    O += P V reads V's rows 8 bytes at a time (P in registers keeps its
+    order), 128 clocks per iteration; and the kernel still matches float64."""
     kernel = Attention(seq=256, dim=128, dtype="bf16", block_m=128, block_n=64, threads=256, stages=2)
     compiled_kernel = compiled(kernel, target)
     swizzled = [r.message for r in compiled_kernel.remarks if "XOR-swizzled instead" in r.message]
     assert len(swizzled) == 3, [r.message for r in compiled_kernel.remarks]
     (decision,) = compiled_kernel.report["decisions"]
-    assert decision["lds_bank_conflicts_per_iteration"] == 320
+    assert decision["lds_bank_conflicts_per_iteration"] == 128
+    # Two K steps a read in S = Q K^T only (tile.operand_read_steps).
+    assert compiled_kernel.artifacts["tile"].count("tile.operand_read_steps = 2") == 1
     error, bound = emulated_error(kernel, target)
     assert np.all(error <= bound), f"worst error/bound {(error / bound).max():.3f}"
 

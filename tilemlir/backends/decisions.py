@@ -405,7 +405,8 @@ class _Reader:
         choice = MmaChoice.of(gemm)
         if choice is None:
             return model
-        lanes = matrix_core_for(self.target).operand_lanes(choice.m, choice.n, choice.k, self.wave)
+        lanes = matrix_core_for(self.target).operand_lanes(
+            choice.m, choice.n, choice.k, self.wave, steps=attributes.OPERAND_READ_STEPS.read(gemm) or 1)
         if lanes is None:
             return model
         operand_shape = list(ir.MemRefType(gemm.operands[0 if role == "A" else 1].type).shape)

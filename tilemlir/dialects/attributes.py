@@ -318,6 +318,14 @@ LDS_CONFLICTS = IntegerAttribute(
                "the report's decisions"),
     form="an integer >= 0", check=integer(0))
 
+OPERAND_READ_STEPS = IntegerAttribute(
+    "tile.operand_read_steps", ("tile.gemm",),
+    producer="tile-infer-layout (a gemm whose A and B lie in XOR-swizzled rows, where the matrix core can read "
+             "n of the instruction's K steps of an operand at once, K permuted alike in A and B: "
+             "MatrixCore.k_steps_per_read; absent: 1)",
+    consumers=("tile-lower-to-gpu (reads each operand so)", "the LDS bank-conflict count", "the report's decisions"),
+    form="an integer >= 1", check=integer(1))
+
 def _layout_check(attr: ir.Attribute) -> str | None:
     """tile.layout: one of the two kinds, each with its entries
     (tilemlir.passes.fragment_layout); `dims` (which dims of the base layout
@@ -446,7 +454,7 @@ DEFAULT_THREADS = UnitAttribute(
     form="a unit attribute", check=of_kind(ir.UnitAttr))
 
 ALL: tuple[TileAttribute, ...] = (
-    TARGET, NUM_STAGES, TILING, IN_BOUNDS, DEFAULT_THREADS, ATOMIC_ADD, CAST, MMA, WARP_GRID, LDS_CONFLICTS, LAYOUT, SCRATCH, SMEM_LAYOUT,
+    TARGET, NUM_STAGES, TILING, IN_BOUNDS, DEFAULT_THREADS, ATOMIC_ADD, CAST, MMA, WARP_GRID, LDS_CONFLICTS, OPERAND_READ_STEPS, LAYOUT, SCRATCH, SMEM_LAYOUT,
     VECTOR_WIDTH, PREFETCH, WINDOW, PER_THREAD, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
     KERNEL_ARGUMENTS, SHARED_STORAGE,
 )

@@ -74,8 +74,14 @@ core describes its operand reads):
   with its vector reads (`MatrixCore.reads_swizzled_rows`: AMD) and only
   copies into the buffer and gemms use it, the rows are swizzled instead,
   by the swizzle that leaves the fewest conflicts (found when the padding
-  is chosen, `buffer_layout`): flash attention's Q, K and V at d = 128 on
-  gfx942 cost 320 conflict clocks per iteration where unpadded rows cost 4800.
+  is chosen, `buffer_layout`). A gemm whose A and B both lie in such rows
+  reads several K steps at once where the matrix core can
+  (`MatrixCore.k_steps_per_read`, recorded as `tile.operand_read_steps`;
+  AMD: a 16-byte chunk a lane for two steps, where the steps' 8-byte reads
+  at scattered columns would not merge as they do in padded rows), and the
+  buffers' `conflicts` are counted for those reads (`pair_swizzled_reads`):
+  flash attention at d = 128 on gfx942 costs 128 conflict clocks per
+  iteration (V's reads) where unpadded rows cost 4800.
 
 Whatever is given up is said in a remark at the buffer, with its cost: row
 padding dropped to fit the LDS (bank-conflict clocks per iteration with and
@@ -91,8 +97,8 @@ no swizzle, no transpose reads; its `tile.smem_layout` says why in
 a program access to a buffer stored any other way.
 
 The gemm gets `tile.lds_conflicts`: the conflict clocks of all its operand
-reads in one execution (summed over K steps and instruction tiles), which the
-lowering reports per main-loop iteration.
+reads in one execution (summed over its reads: K steps, or pairs of them,
+and instruction tiles), which the lowering reports per main-loop iteration.
 
 Input invariant: tile-select-mma ran (in-kernel gemms carry tile.mma and
 tile.warp_grid); gemm A/B operands are shared buffers.
@@ -144,6 +150,7 @@ from tilemlir.passes.shared_memory import (
     operand_read,
     operand_reads_of,
     physical_shared_bytes,
+    shared_alloc_of,
     shared_buffer_text,
     shared_layout,
     transpose_read_elements,
@@ -219,6 +226,24 @@ def program_accesses(alloc: ir.Operation) -> list[ir.Operation]:
 
     accesses = [use.owner for use in alloc.results[0].uses if use.owner.name not in LAYOUT_AWARE_USERS]
     return sorted(accesses, key=lambda op: file_position(op.location)[1:])  # uses are listed last first
+
+
+def bank_facts(target) -> tuple[tuple[int, ...], int, str]:
+    """The bank counts to model (both 32 and 64 where the descriptor does not
+    know), the bank width, and the note tile.smem_layout records."""
+    banks = target.memory.shared_banks
+    bank_bytes = target.memory.shared_bank_bytes
+    bank_bytes = 4 if is_unknown(bank_bytes) else bank_bytes
+    if is_unknown(banks):
+        return (32, 64), bank_bytes, "unknown (32 and 64 checked)"
+    return (banks,), bank_bytes, str(banks)
+
+
+def _swizzled_along_rows(alloc: ir.Operation) -> bool:
+    """A buffer stored in XOR-swizzled, unpadded rows that its reads take
+    along the rows (not with LDS transpose reads)."""
+    layout = shared_layout(alloc)
+    return bool(layout.swizzle) and not layout.pad and not layout.transpose_read
 
 
 def filled_and_gemm_read(alloc: ir.Operation) -> bool:
@@ -464,6 +489,7 @@ class TileInferLayout(TilePass):
                     entries["dropped_pad"] = int_attr(pad)
                     dropped[op] = (pad, operand_reads_of(op, gemms))
                 attributes.SMEM_LAYOUT.write(op, entries)
+        self.pair_swizzled_reads(gemms, target)
         for gemm in gemms:
             if attributes.MMA.is_on(gemm):
                 self.count_conflicts(gemm)
@@ -478,6 +504,46 @@ class TileInferLayout(TilePass):
                 f"tile-infer-layout: row padding of {pad} elements dropped from {shared_buffer_text(op)} "
                 f"to fit the kernel into {target.name}'s {limit} bytes of LDS ({padded} bytes with "
                 f"padding){cost}"), kind="speed")
+
+    @staticmethod
+    def pair_swizzled_reads(gemms: list[ir.Operation], target) -> None:
+        """Gemms whose A and B both lie in XOR-swizzled rows (their padding
+        dropped to fit) read several K steps at once where the matrix core
+        can (`MatrixCore.k_steps_per_read`; tile.operand_read_steps): a
+        swizzled row's 16-byte chunk is one 16-byte read, where the steps'
+        8-byte reads, whose columns the swizzle scatters, cannot merge into
+        one two-address read as llc merges them in padded rows (ds_read2_b64);
+        there pairing would need wider padding for nothing. The conflict
+        counts of the buffers they read are counted again for those reads."""
+        wave = target.require("compute.wave_size", "LDS layouts")
+        core = matrix_core_for(target)
+        paired = set()
+        for gemm in gemms:
+            allocs = [shared_alloc_of(operand) for operand in gemm.operands[:2]]
+            if MmaChoice.of(gemm) is None or any(alloc is None or not _swizzled_along_rows(alloc)
+                                                 for alloc in allocs):
+                continue
+            steps = core.k_steps_per_read(gemm, wave)
+            if steps > 1:
+                attributes.OPERAND_READ_STEPS.write(gemm, steps)
+                paired.update(allocs)
+        for alloc in paired:
+            layout = shared_layout(alloc)
+            shape = list(ir.MemRefType(alloc.results[0].type).shape)
+            element_bytes = max(1, bit_width(ir.MemRefType(alloc.results[0].type).element_type) // 8)
+            banks_options, bank_bytes, _ = bank_facts(target)
+            costs = []
+            for role, gemm, _ in operand_reads_of(alloc, gemms):
+                choice = MmaChoice.of(gemm)
+                steps = attributes.OPERAND_READ_STEPS.read(gemm) or 1
+                lanes = core.operand_lanes(choice.m, choice.n, choice.k, wave, steps=steps)
+                read = operand_read(lanes[0 if role == "A" else 1], shape, element_bytes,
+                                    k_along_rows(gemm)[0 if role == "A" else 1], layout.transposed)
+                costs.append(max(read.conflicts(b, bank_bytes, 0, layout.swizzle) for b in banks_options)
+                             * read.accesses)
+            entries = {named.name: named.attr for named in attributes.SMEM_LAYOUT.read(alloc)}
+            entries["conflicts"] = int_attr(max(costs))
+            attributes.SMEM_LAYOUT.write(alloc, entries)
 
     def layout_from_gemm(self, op: ir.Operation, chosen: dict, state: PassState) -> None:
         choice, warps = MmaChoice.of(op), warp_grid_of(op)
@@ -535,8 +601,11 @@ class TileInferLayout(TilePass):
         counted = []
         for op in gemms:
             choice, warps = MmaChoice.of(op), warp_grid_of(op)
-            lanes = None if choice is None or warps is None else \
-                core.operand_lanes(choice.m, choice.n, choice.k, wave)
+            if choice is None or warps is None:
+                continue
+            if attributes.OPERAND_READ_STEPS.is_on(op):  # decided again (`pair_swizzled_reads`)
+                del op.attributes[attributes.OPERAND_READ_STEPS.name]
+            lanes = core.operand_lanes(choice.m, choice.n, choice.k, wave)
             if lanes is None:
                 continue
             counted.append(op)
@@ -561,11 +630,7 @@ class TileInferLayout(TilePass):
         (`storage`), then the padding (or XOR swizzle) that leaves the fewest
         conflict clocks over all of its uses' reads. `conflicts` is the
         costliest use's per operand read."""
-        banks = target.memory.shared_banks
-        bank_bytes = target.memory.shared_bank_bytes
-        bank_bytes = 4 if is_unknown(bank_bytes) else bank_bytes
-        banks_options = (32, 64) if is_unknown(banks) else (banks,)
-        banks_note = "unknown (32 and 64 checked)" if is_unknown(banks) else str(banks)
+        banks_options, bank_bytes, banks_note = bank_facts(target)
         memref_type = ir.MemRefType(owner.results[0].type)
         shape = list(memref_type.shape)
         element_bits = memref_type.element_type.width

@@ -138,14 +138,15 @@ def shared_alloc_of(value: ir.Value) -> ir.Operation | None:
 
 def operand_conflicts(gemm: ir.Operation) -> tuple[int, int]:
     """Bank-conflict clocks of one execution of a tile.gemm's A and B reads:
-    each operand is read once per K step and instruction tile of a wave,
+    each operand is read once per K step (or per tile.operand_read_steps of
+    them) and instruction tile of a wave,
     each read costing what its buffer's tile.smem_layout records (`conflicts`;
     0 for a buffer without one)."""
     choice, warps = MmaChoice.of(gemm), warp_grid_of(gemm)
     if choice is None or warps is None:
         return 0, 0
     shape = gemm_shape(gemm)
-    k_steps = shape.k // choice.k
+    k_steps = shape.k // choice.k // (attributes.OPERAND_READ_STEPS.read(gemm) or 1)
     reads = (k_steps * (shape.m // warps[0] // choice.m), k_steps * (shape.n // warps[1] // choice.n))
     clocks = []
     for operand, count in zip(gemm.operands[:2], reads):

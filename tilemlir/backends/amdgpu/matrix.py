@@ -50,7 +50,8 @@ from mlir import ir
 from mlir.dialects import amdgpu, vector
 
 from tilemlir import mma_layouts
-from tilemlir.passes.gemm_facts import MmaChoice
+from tilemlir.dialects import tile
+from tilemlir.passes.gemm_facts import MmaChoice, gemm_shape
 from tilemlir.passes.lower_to_gpu.api import (
     AccumulatorLayout,
     GemmOperands,
@@ -99,6 +100,11 @@ class MfmaAccumulator(AccumulatorLayout):
         n = self.layout.n
         return ((n, self.layout.wave_size // n, self.layout.c_row_terms(0)[1]),), ((1, n, 1),)
 
+
+# The widest LDS read of a lane (ds_read_b128): where a lane's operand of
+# one K step is at most half of it, two steps are read at once
+# (`MfmaCore.k_steps_per_read`).
+MAX_READ_BITS = 128
 
 # The narrowest run of K a lane's B operand is read in (`RegisterAPlan.runs`):
 # one 64-bit LDS read, and a whole LDS transpose read of 16-bit elements.
@@ -234,14 +240,45 @@ class MfmaCore(MatrixCore):
                            c_bits: int = 32) -> AccumulatorLayout:
         return MfmaAccumulator(self.layout(m, n, k, wave_size, c_bits))
 
-    def operand_lanes(self, m: int, n: int, k: int, wave_size: int):
+    def operand_lanes(self, m: int, n: int, k: int, wave_size: int, steps: int = 1):
+        """The instruction's operand lanes (`mma_layouts`); reading `steps`
+        K steps at once, a lane of group g reads steps x its elements from
+        K = g x steps x its elements (`k_steps_per_read`)."""
         layout = self.layout(m, n, k, wave_size)
         lanes = range(wave_size)
-        a = ([layout.a_coord(lane, 0)[0] for lane in lanes], [layout.a_coord(lane, 0)[1] for lane in lanes],
-             layout.a_per_lane)
-        b = ([layout.b_coord(lane, 0)[1] for lane in lanes], [layout.b_coord(lane, 0)[0] for lane in lanes],
-             layout.b_per_lane)
+        a = ([layout.a_coord(lane, 0)[0] for lane in lanes],
+             [layout.a_coord(lane, 0)[1] * steps for lane in lanes], layout.a_per_lane * steps)
+        b = ([layout.b_coord(lane, 0)[1] for lane in lanes],
+             [layout.b_coord(lane, 0)[0] * steps for lane in lanes], layout.b_per_lane * steps)
         return a, b
+
+    def k_steps_per_read(self, gemm: ir.Operation, wave_size: int) -> int:
+        """Two K steps a read where both operands come from LDS and a lane's
+        part of one step is at most 64 bits (f16/bf16 4 elements, fp8 8, one
+        f32 or f64) and its lane groups hold consecutive runs of K (CDNA's
+        single-block MFMAs; not RDNA's WMMAs, whose lane halves repeat K on
+        RDNA3), over an even number of steps: lane group g reads 2 x its
+        elements at pair base + g x 2 x its elements (one 128-bit ds_read of
+        f16 for two 64-bit ones), and step 2j takes the first half, step
+        2j + 1 the second, in A and B alike (`MatrixCore.k_steps_per_read`).
+        A from registers (flash attention's P) keeps its source's order."""
+        choice = MmaChoice.of(gemm)
+        if choice is None or choice.blocks != 1 or self.wmma_architecture is not None:
+            return 1
+        a, b = gemm.operands[0], gemm.operands[1]
+        if tile.memory_level(a.type) != tile.SHARED or tile.memory_level(b.type) != tile.SHARED:
+            return 1
+        try:
+            layout = self.layout(choice.m, choice.n, choice.k, wave_size)
+        except ValueError:
+            return 1
+        shape = gemm_shape(gemm)
+        widths = (ir.MemRefType(a.type).element_type.width * layout.a_per_lane,
+                  ir.MemRefType(b.type).element_type.width * layout.b_per_lane)
+        if (shape.k // choice.k) % 2 or layout.a_group_stride != layout.a_per_lane \
+                or layout.b_group_stride != layout.b_per_lane or max(widths) * 2 > MAX_READ_BITS:
+            return 1
+        return 2
 
     def emit_k_steps(self, gemm: GemmOperands) -> None:
         fragment = gemm.fragment
@@ -250,8 +287,11 @@ class MfmaCore(MatrixCore):
         layout: mma_layouts.Layout = issued.layout
         wtm, wtn = fragment.warp_tile
         tiles_m, tiles_n = fragment.tiles
-        a_group = mul(udiv(gemm.lane, layout.m), layout.a_group_stride)
-        b_group = mul(udiv(gemm.lane, layout.n), layout.b_group_stride)
+        # K steps read at once (`k_steps_per_read`): lane group g reads
+        # `steps` x its elements at the group's base, the steps take them in order.
+        steps = gemm.k_steps_per_read
+        a_group = mul(udiv(gemm.lane, layout.m), layout.a_group_stride * steps)
+        b_group = mul(udiv(gemm.lane, layout.n), layout.b_group_stride * steps)
         a_row0 = add(mul(gemm.wave_m, wtm), urem(gemm.lane, layout.m))
         b_col0 = add(mul(gemm.wave_n, wtn), urem(gemm.lane, layout.n))
         b_element = ir.MemRefType(gemm.b_smem.type).element_type
@@ -265,16 +305,22 @@ class MfmaCore(MatrixCore):
                                 transpose_read_lane=gemm.lane if gemm.transpose_read_b else None,
                                 swizzle=gemm.swizzle_b)
 
+        read_a, read_b = [], []
         for k_step in range(gemm.block_k // layout.k):
             k0 = k_step * layout.k
             if plan is None:
-                ka, kb = add(a_group, k0), add(b_group, k0)
-                a_values = [mfma_operand(gemm.a_smem, add(a_row0, tm * layout.m), ka, layout.a_per_lane,
-                                         a_element, k_contiguous=not gemm.transpose_a,
-                                         transpose_read_lane=gemm.lane if gemm.transpose_read_a else None,
-                                         swizzle=gemm.swizzle_a)
-                            for tm in range(tiles_m)]
-                b_values = [b_operand(add(b_col0, tn * layout.n), kb, layout.b_per_lane) for tn in range(tiles_n)]
+                part = k_step % steps
+                if part == 0:  # the reads of this step and the next steps - 1
+                    ka, kb = add(a_group, k0), add(b_group, k0)
+                    read_a = [mfma_operand(gemm.a_smem, add(a_row0, tm * layout.m), ka, layout.a_per_lane * steps,
+                                           a_element, k_contiguous=not gemm.transpose_a,
+                                           transpose_read_lane=gemm.lane if gemm.transpose_read_a else None,
+                                           swizzle=gemm.swizzle_a)
+                              for tm in range(tiles_m)]
+                    read_b = [b_operand(add(b_col0, tn * layout.n), kb, layout.b_per_lane * steps)
+                              for tn in range(tiles_n)]
+                a_values = [part_of(value, part, layout.a_per_lane, steps) for value in read_a]
+                b_values = [part_of(value, part, layout.b_per_lane, steps) for value in read_b]
             else:
                 a_values = [registers_a(gemm, plan, tm, k_step) for tm in range(tiles_m)]
                 runs = plan.runs[k_step % plan.steps_per_period]
@@ -291,6 +337,16 @@ class MfmaCore(MatrixCore):
                     fragment.values[index] = amdgpu.MFMAOp(
                         layout.m, layout.n, layout.k, a, b, fragment.values[index],
                         blocks=gemm.choice.blocks).result
+
+
+def part_of(value: ir.Value, part: int, count: int, parts: int) -> ir.Value:
+    """Elements part x count .. (part + 1) x count - 1 of a vector read for
+    `parts` K steps (`value` itself where there is one)."""
+    if parts == 1:
+        return value
+    if count == 1:  # an operand of one element is a scalar (f32, f64 MFMAs)
+        return vector.ExtractOp(value, [], [part]).result
+    return vector.shuffle(value, value, list(range(part * count, (part + 1) * count)))
 
 
 def register_a_operand_plan(gemm: GemmOperands, layout: mma_layouts.Layout) -> RegisterAPlan | None:

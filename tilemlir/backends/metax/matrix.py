@@ -136,12 +136,12 @@ class MetaxMmaCore(MatrixCore):
             raise ValueError(f"no MetaX lane layout for {m}x{n}x{k} with {c_bits}-bit results")
         return MetaxAccumulator()
 
-    def operand_lanes(self, m: int, n: int, k: int, wave_size: int):
+    def operand_lanes(self, m: int, n: int, k: int, wave_size: int, steps: int = 1):
         """Per lane (g, r): A row r and B column r, K from g * kpl, kpl
         elements each (the module docstring's layouts with B as X, A as Y;
         the same facts test/metax/maca_host.h and runtime/emu_metax.py
         execute, from tilelang-metax's `..._64x4_to_16x16_layout_A/_B`)."""
-        if not self.supported(m, n, k, 1, wave_size):
+        if not self.supported(m, n, k, 1, wave_size) or steps != 1:
             return None
         per_lane = k // GROUPS
         outer = [lane % TILE for lane in range(WAVE)]

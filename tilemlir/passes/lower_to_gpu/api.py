@@ -310,6 +310,9 @@ class GemmOperands:
     # The accumulator layout of the gemm `a_fragment` was copied from (its
     # instruction tile: which register of a lane holds which element).
     a_source_layout: AccumulatorLayout | None = None
+    # K steps of the instruction each operand read serves (tile.operand_read_steps,
+    # `MatrixCore.k_steps_per_read`).
+    k_steps_per_read: int = 1
 
 
 # --------------------------------------------------------------------------
@@ -492,12 +495,24 @@ class MatrixCore(ABC):
         (tile-stage-operands)."""
         return False
 
-    def operand_lanes(self, m: int, n: int, k: int, wave_size: int):
+    def operand_lanes(self, m: int, n: int, k: int, wave_size: int, steps: int = 1):
         """For LDS layout choice: per lane, the (row of A, K index) and (column of
         B, K index) of its first operand element and the elements it reads, as
-        ((rows_a, ks_a, count_a), (cols_b, ks_b, count_b)); None when the core
+        ((rows_a, ks_a, count_a), (cols_b, ks_b, count_b)), for reads that
+        serve `steps` K steps at once (`k_steps_per_read`); None when the core
         keeps the buffers as they are."""
         return
+
+    def k_steps_per_read(self, gemm: ir.Operation, wave_size: int) -> int:
+        """How many of its instruction's K steps a tile.gemm's operand reads
+        from shared memory can serve at once. 1, the default: every step
+        reads its operands. n > 1: a lane may read n steps' worth of K at
+        once, the steps using the read's parts in order, K permuted alike in
+        A and B, which leaves the sum unchanged (wider LDS reads, fewer of
+        them). tile-infer-layout records where it is done
+        (tile.operand_read_steps: gemms whose operands lie in XOR-swizzled
+        rows), and `emit_k_steps` reads so (`GemmOperands.k_steps_per_read`)."""
+        return 1
 
     # True: `emit_k_steps` reads operands along XOR-swizzled rows (tile.smem_layout
     # swizzle, `gpu_builders.swizzled_column`) with its ordinary vector reads,

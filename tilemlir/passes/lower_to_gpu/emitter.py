@@ -271,10 +271,16 @@ class KernelEmitter(FragmentOps):
                                           "LDS transpose reads, but this gemm reads it along its stored rows "
                                           "(run tile-infer-layout, which swizzles such buffers only where "
                                           "every gemm reads them with transpose reads)")
+        steps = attributes.OPERAND_READ_STEPS.read(gemm) or 1
+        if steps != 1 and steps != self.core.k_steps_per_read(gemm, self._wave_size):
+            raise LoweringError(gemm, f"tile-lower-to-gpu: this gemm's {attributes.OPERAND_READ_STEPS.name} "
+                                      f"is {steps}, but {self.target.family}'s matrix instructions read "
+                                      f"{self.core.k_steps_per_read(gemm, self._wave_size)} K step(s) of "
+                                      "this gemm at a time (run tile-infer-layout, which sets it)")
         return GemmOperands(fragment, choice, a_smem, b_smem,
                             transpose_a != layout_a.transposed, transpose_b != layout_b.transposed,
                             block_k, self._ids.lane, wave_m, wave_n, read_a, read_b,
-                            layout_a.swizzle, layout_b.swizzle, a_fragment, a_source_layout)
+                            layout_a.swizzle, layout_b.swizzle, a_fragment, a_source_layout, steps)
 
     def register_a_operand(self, gemm: ir.Operation) -> tuple[RegisterFragment | None,
                                                               AccumulatorLayout | None]:
