@@ -791,6 +791,89 @@ def test_reductions_over_leading_and_middle_dims():
                                 x.softmax(1)), x)
 
 
+def test_reductions_over_more_values_than_a_block_are_split():
+    """A reduction over more than MAX_COLUMNS values a row runs in two
+    kernels (codegen.split_reduction): partial results per chunk of a row,
+    in f32 for fp16, then their reduction; over every element and along a
+    dim whose extent is no multiple of the chunk, a variance from its
+    chunks' means and squared deviations, NaN kept by amax and amin."""
+    from tilemlir.torch_backend import codegen
+
+    assert codegen.MAX_COLUMNS == partition.MAX_COLUMNS == 16384
+    y = torch.randn(4, 256, 64).half()  # 65536 values
+    compiled_matches(lambda y: (y.sum(), y.mean(), y.pow(2).sum() / 1000, *torch.var_mean(y)), y)
+    x = torch.randn(3, 20000).half()
+    compiled_matches(lambda x: (x.var(-1, keepdim=True), *torch.var_mean(x, -1, correction=0),
+                                (x * 3).sum((0, 1)) / 1000), x)
+    x[1, 19999], x[2, 7] = float("nan"), float("-inf")  # the last chunk's last column, the first's
+    compiled_matches(lambda x: (x.sum(-1), x.mean(-1, keepdim=True), x.amax(-1), x.amin(1) * 2 + 1), x)
+    compiled_matches(lambda z: z.sum((0, 2)), torch.randn(130, 3, 140).half())  # a middle dim kept
+
+
+def test_split_any_counts_and_integer_sums():
+    """any and all over a split reduction are counts in int64 (T5's fp16
+    clamp over a large tensor); integer sums exact beyond 2^31."""
+    def clamped(x):
+        bound = torch.where(torch.isinf(x).any(), 60000.0 - 1000, 60000.0)
+        return torch.clamp(x * 3, min=-bound, max=bound)
+
+    x = torch.randn(4, 256, 64).half()
+    compiled_matches(clamped, x)
+    x[2, 100, 5] = float("inf")
+    compiled_matches(clamped, x)
+    rows = x.view(2, 32768)
+    compiled_matches(lambda x: (x.isinf().any(-1), (x > -9).all(), torch.any(x.t() > 2, 0)), rows)
+    big = torch.randint(-2**40, 2**40, (2, 20000))
+    compiled_matches(lambda a, m: (a.sum(-1), a.sum(), a.amax(-1), a.amin(), m.sum()), big, big > 0)
+
+
+def test_softmax_and_layer_norm_over_rows_longer_than_a_block():
+    """A split group's full values come before its reductions: a softmax
+    over longer rows is the max, the sum of exponentials, the division; a
+    layer norm the statistics, then the normalization. Each group computes
+    the element-wise values before them again from the input (no group
+    writes a full value but the last)."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    from tilemlir.torch_backend.dynamo import decompositions
+
+    x = torch.randn(2, 20000).half()
+    weight, bias = torch.rand(20000).half() + 0.5, torch.randn(20000).half()
+    compiled_matches(lambda x, w, b: (F.softmax(x, -1), F.layer_norm(x, (20000,), w, b)), x, weight, bias)
+    captured = {}
+
+    def spy(gm, inputs):
+        captured["groups"], captured["fallbacks"] = partition.partition(gm.graph)
+        return gm
+    for f, splits in ((lambda x: F.softmax(x, -1), [True, True, False]),
+                      (lambda x: F.layer_norm(x, (20000,)), [True, False])):
+        torch._dynamo.reset()
+        with torch.no_grad():
+            torch.compile(f, backend=aot_autograd(fw_compiler=spy, decompositions=decompositions()))(x)
+        groups = captured["groups"]
+        assert [g.split for g in groups] == splits and captured["fallbacks"] == []
+        assert all(partition.shape_of(n) != (2, 20000) for g in groups[:-1] for n in g.outputs)
+
+
+@pytest.mark.parametrize("engine", ["reference", "emulator"])
+def test_split_reductions_in_each_engine(monkeypatch, engine):
+    monkeypatch.setenv("TILEMLIR_ENGINE", engine)
+    x = torch.randn(2, 8500).half()  # 17000 values: four whole chunks and a ragged one
+    compiled_matches(lambda x: (x.sum(), x.mean(), *torch.var_mean(x, (0, 1)), x.amax((0, 1))), x)
+    compiled_matches(lambda a: a.sum(), torch.randint(-2**40, 2**40, (2, 8500)))
+
+
+def test_split_chunks_keep_each_stage_within_a_block():
+    from tilemlir.torch_backend import codegen
+    from tilemlir.torch_backend.pointwise import Unsupported
+
+    assert codegen.split_chunk(16385) == codegen.split_chunk(65536) == codegen.ROW_ELEMENTS
+    assert codegen.split_chunk(2**27) == 8192  # 16384 chunks
+    assert codegen.split_chunk(codegen.MAX_COLUMNS ** 2) == codegen.MAX_COLUMNS
+    with pytest.raises(Unsupported, match="at most 268435456 in two stages"):
+        codegen.split_chunk(codegen.MAX_COLUMNS ** 2 + 1)
+
+
 def test_options_and_modes_reach_the_backend():
     """torch.compile passes `options=` and `mode=` on: CUDA graphs follow the
     option, else the mode (reduce-overhead on, max-autotune-no-cudagraphs

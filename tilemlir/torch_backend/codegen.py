@@ -28,7 +28,7 @@ from tilemlir.torch_backend.pointwise import DTYPES, Unsupported, convert, kind_
 THREADS = 128
 ELEMENTS_PER_BLOCK = 2048  # element-wise groups: 16 per thread
 ROW_ELEMENTS = 4096  # reducing groups: values per fragment in a block
-MAX_COLUMNS = 16384  # a reducing group's row is one block's
+MAX_COLUMNS = partition.MAX_COLUMNS  # a reducing group's row is one block's; longer ones are split
 
 
 @dataclass(frozen=True)
@@ -367,13 +367,7 @@ class KernelWriter:
         source_dtype = dtype_of(node.args[0])
         if source_dtype not in pointwise.FLOATS:
             return self.emit_integer_reduction(node, dims, coords_full)
-        if node.args[0] not in self.fragment:  # an input: loaded into registers first
-            loaded = self.new_name("F")
-            self.body(f"{loaded} = T.alloc_fragment(({dims[0]}, {dims[1]}), 'float32')")
-            self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
-            self.body(f"    {loaded}[i, j] = {self.load(node.args[0], coords_full)}")
-            self.fragment[node.args[0]] = loaded
-        source = self.fragment[node.args[0]]
+        source = self.reduction_source(node, dims, coords_full)
         block = dims[0]
         if node.target in pointwise.VARIANCES:
             mean, squares, var = self.new_name("R"), self.new_name("F"), self.new_name("R")
@@ -386,38 +380,45 @@ class KernelWriter:
             self.body(f"    {squares}[i, j] = ({source}[i, j] - {mean}[i]) * ({source}[i, j] - {mean}[i])")
             self.body(f"{var} = T.alloc_fragment(({block},), 'float32')")
             self.body(f"T.reduce_sum({squares}, {var}, dim=1)")
-            correction = node.kwargs.get("correction", 1)
-            correction = 1 if correction is None else correction
-            self.body(f"for i in T.Parallel({block}):")
-            self.body(f"    {var}[i] = {var}[i] / {float(max(columns - correction, 0))!r}")
-            self.fragment[node] = var
-            for user in node.users:
-                if user.target == operator.getitem and user in self.group.nodes:
-                    self.fragment[user] = var if user.args[1] == 0 else mean
+            self.variance_of_squares(node, var, mean, block, columns)
             return
         kind, divides = pointwise.REDUCTIONS[node.target]
-        frag = self.new_name("R")
-        self.body(f"{frag} = T.alloc_fragment(({block},), 'float32')")
-        self.body(f"T.reduce_{kind}({source}, {frag}, dim=1)")
-        if kind in ("max", "min"):  # torch's amax/amin give NaN where a row holds one (T.reduce_max drops it)
-            flags, count = self.new_name("F"), self.new_name("R")
-            self.body(f"{flags} = T.alloc_fragment(({dims[0]}, {dims[1]}), 'float32')")
-            self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
-            self.body(f"    {flags}[i, j] = T.if_then_else({source}[i, j] != {source}[i, j], 1.0, 0.0)")
-            self.body(f"{count} = T.alloc_fragment(({block},), 'float32')")
-            self.body(f"T.reduce_sum({flags}, {count}, dim=1)")
-            self.body(f"for i in T.Parallel({block}):")
-            self.body(f"    {frag}[i] = T.if_then_else({count}[i] > 0.0, float('nan'), {frag}[i])")
+        frag = self.reduced(source, kind, dims)
         if divides:
             self.body(f"for i in T.Parallel({block}):")
             self.body(f"    {frag}[i] = {frag}[i] / {float(columns)!r}")
         self.fragment[node] = frag
 
-    def emit_integer_reduction(self, node: fx.Node, dims, coords_full) -> None:
-        """sum, amax or amin of integers or booleans, in the result's type:
-        int64 for a sum (torch sums integers and booleans in int64), the
-        input's for amax and amin."""
-        kind, _ = pointwise.REDUCTIONS[node.target]
+    def reduced(self, source: str, kind: str, dims, dtype: str = "float32") -> str:
+        """A fragment of the reduction (sum, max, min) of each row of the
+        fragment `source`; of floats, max and min are NaN where a row holds
+        one, as torch's amax and amin (T.reduce_max drops it)."""
+        frag = self.new_name("R")
+        self.body(f"{frag} = T.alloc_fragment(({dims[0]},), '{dtype}')")
+        self.body(f"T.reduce_{kind}({source}, {frag}, dim=1)")
+        if kind in ("max", "min") and dtype == "float32":
+            flags, count = self.new_name("F"), self.new_name("R")
+            self.body(f"{flags} = T.alloc_fragment(({dims[0]}, {dims[1]}), 'float32')")
+            self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
+            self.body(f"    {flags}[i, j] = T.if_then_else({source}[i, j] != {source}[i, j], 1.0, 0.0)")
+            self.body(f"{count} = T.alloc_fragment(({dims[0]},), 'float32')")
+            self.body(f"T.reduce_sum({flags}, {count}, dim=1)")
+            self.body(f"for i in T.Parallel({dims[0]}):")
+            self.body(f"    {frag}[i] = T.if_then_else({count}[i] > 0.0, float('nan'), {frag}[i])")
+        return frag
+
+    def reduction_source(self, node: fx.Node, dims, coords_full) -> str:
+        """The fragment of a float reduction's operand (an input: loaded into registers first)."""
+        if node.args[0] not in self.fragment:
+            loaded = self.new_name("F")
+            self.body(f"{loaded} = T.alloc_fragment(({dims[0]}, {dims[1]}), 'float32')")
+            self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
+            self.body(f"    {loaded}[i, j] = {self.load(node.args[0], coords_full)}")
+            self.fragment[node.args[0]] = loaded
+        return self.fragment[node.args[0]]
+
+    def widened(self, node: fx.Node, dims, coords_full) -> str:
+        """An integer reduction's operand as a fragment of its result's type."""
         result = dtype_of(node)
         wide = self.new_name("F")
         self.body(f"{wide} = T.alloc_fragment(({dims[0]}, {dims[1]}), '{DTYPES[result]}')")
@@ -425,16 +426,105 @@ class KernelWriter:
         value = self.fragment[node.args[0]] + "[i, j]" if node.args[0] in self.fragment else \
             self.load(node.args[0], coords_full)
         self.body(f"    {wide}[i, j] = {convert(value, dtype_of(node.args[0]), result)}")
+        return wide
+
+    def emit_partials(self, node: fx.Node, dims, chunk: int, columns: int, coords_full) -> list[str]:
+        """The first stage of a split reduction (`split_reduction`): `node`'s
+        reduction of the chunk of `chunk` columns of each row that block
+        column `by` reads, as fragments of partial results: a sum's in f32
+        (of integers and booleans in int64, as torch sums them), a max's or
+        min's in its type, a variance's the chunk's mean and the sum of
+        squared deviations from it. Columns past the row's end (the last
+        chunk's, read at the row's last column) are left out of sums; a max
+        or min may take that column twice."""
+        ragged = columns % chunk != 0
+        valid = f"by * {chunk} + j < {columns}"
+        if dtype_of(node.args[0]) in pointwise.FLOATS:
+            source, dtype, zero = self.reduction_source(node, dims, coords_full), "float32", "0.0"
+        else:
+            source, dtype = self.widened(node, dims, coords_full), DTYPES[dtype_of(node)]
+            zero = f"T.cast(0, '{dtype}')"
+        kind = "var" if node.target in pointwise.VARIANCES else pointwise.REDUCTIONS[node.target][0]
+        if kind in ("max", "min"):
+            return [self.reduced(source, kind, dims, dtype)]
+        masked = source
+        if ragged:
+            masked = self.new_name("F")
+            self.body(f"{masked} = T.alloc_fragment(({dims[0]}, {dims[1]}), '{dtype}')")
+            self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
+            self.body(f"    {masked}[i, j] = T.if_then_else({valid}, {source}[i, j], {zero})")
+        total = self.reduced(masked, "sum", dims, dtype)
+        if kind == "sum":
+            return [total]
+        count = f"T.cast(T.min({chunk}, {columns} - by * {chunk}), 'float32')" if ragged else repr(float(chunk))
+        self.body(f"for i in T.Parallel({dims[0]}):")
+        self.body(f"    {total}[i] = {total}[i] / {count}")
+        squares = self.new_name("F")
+        square = f"({source}[i, j] - {total}[i]) * ({source}[i, j] - {total}[i])"
+        self.body(f"{squares} = T.alloc_fragment(({dims[0]}, {dims[1]}), 'float32')")
+        self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
+        self.body(f"    {squares}[i, j] = " + (f"T.if_then_else({valid}, {square}, 0.0)" if ragged else square))
+        return [total, self.reduced(squares, "sum", dims)]
+
+    def emit_combined(self, node: fx.Node, dims, chunk: int, columns: int, partials: list[str]) -> None:
+        """The second stage of a split reduction: `node`'s value from the
+        fragments of its partial results (`emit_partials`, a row's chunks
+        along a row). A variance combines its chunks' means and squared
+        deviations as Chan et al.'s parallel algorithm does."""
+        block = dims[0]
+        dtype = "float32" if dtype_of(node.args[0]) in pointwise.FLOATS else DTYPES[dtype_of(node)]
+        if node.target not in pointwise.VARIANCES:
+            kind, divides = pointwise.REDUCTIONS[node.target]
+            frag = self.reduced(partials[0], kind, dims, dtype)
+            if divides:
+                self.body(f"for i in T.Parallel({block}):")
+                self.body(f"    {frag}[i] = {frag}[i] / {float(columns)!r}")
+            self.fragment[node] = frag
+            return
+        means, deviations = partials
+        count = f"T.cast(T.min({chunk}, {columns} - j * {chunk}), 'float32')" if columns % chunk else \
+            repr(float(chunk))
+        weighted, squares = self.new_name("F"), self.new_name("F")
+        self.body(f"{weighted} = T.alloc_fragment(({dims[0]}, {dims[1]}), 'float32')")
+        self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
+        self.body(f"    {weighted}[i, j] = {means}[i, j] * {count}")
+        mean = self.reduced(weighted, "sum", dims)
+        self.body(f"for i in T.Parallel({block}):")
+        self.body(f"    {mean}[i] = {mean}[i] / {float(columns)!r}")
+        self.body(f"{squares} = T.alloc_fragment(({dims[0]}, {dims[1]}), 'float32')")
+        self.body(f"for i, j in T.Parallel({dims[0]}, {dims[1]}):")
+        self.body(f"    {squares}[i, j] = {deviations}[i, j] + {count} * ({means}[i, j] - {mean}[i]) * "
+                  f"({means}[i, j] - {mean}[i])")
+        var = self.reduced(squares, "sum", dims)
+        self.variance_of_squares(node, var, mean, block, columns)
+
+    def variance_of_squares(self, node: fx.Node, var: str, mean: str, block, columns: int) -> None:
+        """A variance node's result from the sum of its squared deviations
+        (`var`, divided here by the count less torch's correction, 1 by
+        default) and its mean, for var_mean's items too."""
+        correction = node.kwargs.get("correction", 1)
+        correction = 1 if correction is None else correction
+        self.body(f"for i in T.Parallel({block}):")
+        self.body(f"    {var}[i] = {var}[i] / {float(max(columns - correction, 0))!r}")
+        self.fragment[node] = var
+        for user in node.users:
+            if user.target == operator.getitem and user in self.group.nodes:
+                self.fragment[user] = var if user.args[1] == 0 else mean
+
+    def emit_integer_reduction(self, node: fx.Node, dims, coords_full) -> None:
+        """sum, amax or amin of integers or booleans, in the result's type:
+        int64 for a sum (torch sums integers and booleans in int64), the
+        input's for amax and amin."""
+        kind, _ = pointwise.REDUCTIONS[node.target]
+        result = dtype_of(node)
+        wide = self.widened(node, dims, coords_full)
         frag = self.new_name("R")
         self.body(f"{frag} = T.alloc_fragment(({dims[0]},), '{DTYPES[result]}')")
         self.body(f"T.reduce_{kind}({wide}, {frag}, dim=1)")
         self.fragment[node] = frag
 
     def emit_group_values(self, dims, coords_full, coords_row, columns: int) -> None:
-        def kind_name(node):
-            dtype = dtype_of(node)
-            return "float32" if dtype in pointwise.FLOATS else DTYPES[dtype]
-
+        kind_name = _fragment_type
         for node in self.group.nodes:
             if node in self.fragment or not self.materialized(node):
                 continue
@@ -473,6 +563,12 @@ class KernelWriter:
         return text.text()
 
 
+def _fragment_type(node: fx.Node) -> str:
+    """The type a group value is computed in: f32 for floats, else its own."""
+    dtype = dtype_of(node)
+    return "float32" if dtype in pointwise.FLOATS else DTYPES[dtype]
+
+
 def _coordinates(extents: tuple[int, ...], flat: str) -> list[str]:
     """Each dim's coordinate of a flat row-major index over `extents`."""
     coords = []
@@ -493,16 +589,12 @@ def pointwise_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[
     and the loads of inputs of the same layout, are coalesced; a pointwise
     group's columns are then its fastest dim."""
     writer = KernelWriter(group, specs, name)
-    shape, columns = group.shape, group.columns
-    lead_dims = list(range(len(shape) - columns))
-    red_dims = list(range(len(shape) - columns, len(shape)))
-    order = memory_order(group, len(lead_dims) if group.reduces else len(shape))
-    if order != sorted(order):
-        lead_dims, red_dims = (order[:-1], order[-1:]) if not group.reduces else (order, red_dims)
+    shape = group.shape
+    lead_dims, red_dims, reordered = _domain_order(group)
     lead, red = [shape[d] for d in lead_dims], [shape[d] for d in red_dims]
     rows, cols = math.prod(lead), math.prod(red)
     if group.reduces:
-        if cols > MAX_COLUMNS:
+        if cols > MAX_COLUMNS:  # split_reduction's
             raise Unsupported(f"a reduction over {cols} values (at most {MAX_COLUMNS} in one block)")
         block_cols = cols
         block_rows = max(1, min(_next_power_of_two(rows), _floor_power_of_two(max(1, ROW_ELEMENTS // cols))))
@@ -528,9 +620,171 @@ def pointwise_kernel(group: Group, specs: list[TensorSpec], name: str) -> tuple[
             writer.body(f"T.copy({writer.fragment[node]}, {param}[bx * {block_rows}])")
     grid = f"{-(-rows // block_rows)}, {-(-cols // block_cols)}"  # rows on x: up to 2^31 - 1 blocks
     views = [(rows, cols) if group.level(node) == "full" else (rows,) for node, _ in outputs]
-    if order != sorted(order):
+    if reordered:
         views = [InMemoryOrder(view) for view in views]
     return writer.source(grid, writer.body.lines), views, list(writer.param_of)
+
+
+def _domain_order(group: Group) -> tuple[list[int], list[int], bool]:
+    """(the dims of a pointwise or reducing group's rows, slowest first; of
+    its columns; whether that is not their logical order): the rows in the
+    outputs' memory order (`memory_order`), a pointwise group's columns its
+    fastest dim."""
+    shape, columns = group.shape, group.columns
+    lead_dims = list(range(len(shape) - columns))
+    red_dims = list(range(len(shape) - columns, len(shape)))
+    order = memory_order(group, len(lead_dims) if group.reduces else len(shape))
+    if order != sorted(order):
+        lead_dims, red_dims = (order[:-1], order[-1:]) if not group.reduces else (order, red_dims)
+    return lead_dims, red_dims, order != sorted(order)
+
+
+def split_chunk(columns: int) -> int:
+    """The columns of a row each block of a split reduction's first stage
+    folds: ROW_ELEMENTS, or the power of two that keeps a row's chunks (the
+    second stage's row) at most MAX_COLUMNS."""
+    chunk = max(ROW_ELEMENTS, _next_power_of_two(-(-columns // MAX_COLUMNS)))
+    if chunk > MAX_COLUMNS:
+        raise Unsupported(f"a reduction over {columns} values (at most {MAX_COLUMNS ** 2} in two stages of "
+                          f"{MAX_COLUMNS})")
+    return chunk
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A kernel of a split reduction: its prim_func's name and source, and
+    what a call passes it, in order: ("input", k), the k-th input it reads
+    at offsets (of the split's `loaded`); ("output", k), the group's output
+    k as its view; ("partials", k), buffer k of partial results."""
+
+    name: str
+    source: str
+    arguments: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class SplitReduction:
+    """A reducing group's two kernels (`split_reduction`) and the buffers of
+    partial results between them: (shape, dtype) each."""
+
+    stages: tuple[Stage, ...]
+    partials: tuple[tuple[tuple[int, int], torch.dtype], ...]
+
+
+def split_reduction(group: Group, specs: list[TensorSpec], name: str) -> tuple[SplitReduction, list, list]:
+    """(the kernels, each output's view as pointwise_kernel's, inputs read at
+    offsets) of a group whose reductions fold more than MAX_COLUMNS values a
+    row (partition's Group.split), in two stages, as Inductor splits such a
+    reduction:
+
+    * the first runs over [rows, columns] in blocks of `split_chunk`
+      columns, computes the group's full values (writing its full outputs)
+      and each reduction's partial result for its chunk of a row (in f32 of
+      floats, int64 of integer and boolean sums, as torch accumulates);
+    * the second reduces each row's partial results (a [rows, chunks]
+      buffer per result), then computes the values after the reductions and
+      writes the row outputs.
+
+    None of the group's full values is computed from its reductions
+    (partition keeps such a value out of a split group)."""
+    shape = group.shape
+    lead_dims, red_dims, reordered = _domain_order(group)
+    lead, red = [shape[d] for d in lead_dims], [shape[d] for d in red_dims]
+    rows, cols = math.prod(lead), math.prod(red)
+    chunk = split_chunk(cols)
+    chunks = -(-cols // chunk)
+    after = partition.after_reductions(group.nodes)
+    if any(group.level(node) == "full" for node in after):
+        raise Unsupported("a full value computed from a reduction over more than one block's row")
+    for node in group.outputs:
+        if dtype_of(node) not in DTYPES:
+            raise Unsupported(f"an output of {dtype_of(node)}")
+
+    def rows_of(block: int) -> str:
+        return f"(bx * {block} + i)" if rows % block == 0 else f"T.min(bx * {block} + i, {rows - 1})"
+
+    # Stage 1: [block_rows, chunk] blocks, a chunk of the row per block column.
+    first = KernelWriter(group, specs, f"{name}_partials")
+    block_rows = max(1, min(_next_power_of_two(rows), _floor_power_of_two(max(1, ROW_ELEMENTS // chunk))))
+    col = f"(by * {chunk} + j)" if cols % chunk == 0 else f"T.min(by * {chunk} + j, {cols - 1})"
+    coords_full, coords_row = [""] * len(shape), ["0"] * len(shape)
+    for d, coord in zip(lead_dims, _coordinates(tuple(lead), rows_of(block_rows))):
+        coords_full[d] = coords_row[d] = coord
+    for d, coord in zip(red_dims, _coordinates(tuple(red), col)):
+        coords_full[d] = coord
+    dims = (str(block_rows), str(chunk))
+    partials: list[torch.dtype] = []
+    buffers: dict[fx.Node, list[int]] = {}  # a reduction's partial results
+    body = first.body
+    for node in group.nodes:
+        if node in first.fragment:
+            continue
+        if partition.is_reduction(node):
+            buffers[node] = []
+            for frag in first.emit_partials(node, dims, chunk, cols, coords_full):
+                buffers[node].append(len(partials))
+                body(f"for i in T.Parallel({block_rows}):")
+                store = f"P{len(partials)}[bx * {block_rows} + i, by] = {frag}[i]"
+                if rows % block_rows:
+                    body(f"    if bx * {block_rows} + i < {rows}:")
+                    body(f"        {store}")
+                else:
+                    body(f"    {store}")
+                partials.append(torch.float32 if dtype_of(node.args[0]) in pointwise.FLOATS else dtype_of(node))
+        elif node not in after and group.level(node) == "full" and first.materialized(node):
+            first.emit_value(node, dims, coords_full, coords_row, _fragment_type)
+    arguments = [("input", node) for node in first.param_of]
+    for index, node in enumerate(group.outputs):
+        if group.level(node) == "full":
+            first.output_params.append(f"O{index}: T.Tensor(({rows}, {cols}), '{DTYPES[dtype_of(node)]}')")
+            body(f"T.copy({first.fragment[node]}, O{index}[bx * {block_rows}, by * {chunk}])")
+            arguments.append(("output", index))
+    for k, dtype in enumerate(partials):
+        first.output_params.append(f"P{k}: T.Tensor(({rows}, {chunks}), '{DTYPES[dtype]}')")
+        arguments.append(("partials", k))
+    stages = [(first, f"{-(-rows // block_rows)}, {chunks}", arguments)]
+
+    # Stage 2: [block_rows, chunks] blocks of the partial results, a block's rows whole.
+    second = KernelWriter(group, specs, f"{name}_total")
+    block_rows = max(1, min(_next_power_of_two(rows), _floor_power_of_two(max(1, ROW_ELEMENTS // chunks))))
+    coords_row = ["0"] * len(shape)
+    for d, coord in zip(lead_dims, _coordinates(tuple(lead), rows_of(block_rows))):
+        coords_row[d] = coord
+    dims = (str(block_rows), str(chunks))
+    for node in group.nodes:
+        if node in second.fragment:
+            continue
+        if partition.is_reduction(node):
+            loaded = []
+            for k in buffers[node]:
+                frag = second.new_name("F")
+                second.body(f"{frag} = T.alloc_fragment(({block_rows}, {chunks}), '{DTYPES[partials[k]]}')")
+                second.body(f"for i, j in T.Parallel({block_rows}, {chunks}):")
+                second.body(f"    {frag}[i, j] = P{k}[{rows_of(block_rows)}, j]")
+                loaded.append(frag)
+            second.emit_combined(node, dims, chunk, cols, loaded)
+        elif group.level(node) == "row" and second.materialized(node):
+            second.emit_value(node, dims, coords_row, coords_row, _fragment_type)
+    second.operand_params += [f"P{k}: T.Tensor(({rows}, {chunks}), '{DTYPES[dtype]}')"
+                              for k, dtype in enumerate(partials)]
+    arguments = [("partials", k) for k in range(len(partials))] + [("input", node) for node in second.param_of]
+    for index, node in enumerate(group.outputs):
+        if group.level(node) == "row":
+            second.output_params.append(f"O{index}: T.Tensor(({rows},), '{DTYPES[dtype_of(node)]}')")
+            second.body(f"T.copy({second.fragment[node]}, O{index}[bx * {block_rows}])")
+            arguments.append(("output", index))
+    stages.append((second, f"{-(-rows // block_rows)}, 1", arguments))
+
+    loaded = list(dict.fromkeys([*first.param_of, *second.param_of]))
+    split = SplitReduction(
+        tuple(Stage(writer.name, writer.source(grid, writer.body.lines),
+                    tuple((kind, loaded.index(k) if kind == "input" else k) for kind, k in arguments))
+              for writer, grid, arguments in stages),
+        tuple(((rows, chunks), dtype) for dtype in partials))
+    views = [(rows, cols) if group.level(node) == "full" else (rows,) for node in group.outputs]
+    if reordered:
+        views = [InMemoryOrder(view) for view in views]
+    return split, views, loaded
 
 
 @dataclass(frozen=True)

@@ -414,7 +414,6 @@ class GroupKernel:
 
     def build(self, specs: list[TensorSpec]):
         """(kernel, output views, operand layouts, positions of the inputs read at offsets)."""
-        import tilemlir
         from tilemlir.language.kernel import resolve_target
 
         group = self.group
@@ -445,17 +444,27 @@ class GroupKernel:
                                               codegen.attention_call(group.anchor).causal)
             source, loaded = codegen.attention_kernel(group, specs, layouts, self.kernel_name, blocks)
             views = [None]
+        elif group.split:  # more values a row than one block reduces: two kernels
+            split, views, loaded = codegen.split_reduction(group, specs, self.kernel_name)
+            kernel = SplitKernel(split, [self.compiled(stage.source, stage.name) for stage in split.stages])
+            return kernel, views, layouts, [group.inputs.index(node) for node in loaded]
         else:
             source, views, loaded = codegen.pointwise_kernel(group, specs, self.kernel_name)
+        return self.compiled(source, self.kernel_name), views, layouts, [group.inputs.index(node) for node in loaded]
+
+    def compiled(self, source: str, name: str):
+        """The compiled prim_func `name` of `source` (once per process)."""
+        import tilemlir
+
         # The target and engine as the jit resolves them now (the environment
         # may name others than when a kernel of the same source was made).
         key = (source, str(self.target or os.environ.get("TILEMLIR_TARGET")),
                self.engine or os.environ.get("TILEMLIR_ENGINE"))
         kernel = _COMPILED.get(key)
         if kernel is None:
-            prim = load_prim_func(source, self.kernel_name)
+            prim = load_prim_func(source, name)
             kernel = _COMPILED[key] = tilemlir.compile(prim, target=self.target, engine=self.engine)
-        return kernel, views, layouts, [group.inputs.index(node) for node in loaded]
+        return kernel
 
     def in_torch(self, tensors, specs, error) -> tuple:
         """The group's ops run by torch (its own copy of them), listed as a
@@ -549,6 +558,32 @@ class GroupKernel:
             strided = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
             results[index] = strided.copy_(results[index])
         return tuple(results)
+
+
+class SplitKernel:
+    """A split reduction's kernels (codegen.SplitReduction) called as one:
+    with the inputs it reads and its outputs' views, as a single kernel of
+    the group would be; the buffers of partial results between its stages
+    are made at each call, on the outputs' device."""
+
+    def __init__(self, split: codegen.SplitReduction, kernels: list):
+        self.split, self.kernels = split, kernels
+        self.engine = kernels[0].engine
+        self.inputs = 1 + max((k for stage in split.stages for kind, k in stage.arguments if kind == "input"),
+                              default=-1)
+
+    def loaded_device(self):
+        return [kernel.loaded_device() for kernel in self.kernels]
+
+    def lowered_for_emulator(self):
+        return [kernel.lowered_for_emulator() for kernel in self.kernels]
+
+    def __call__(self, *args):
+        values = {"input": args[:self.inputs], "output": args[self.inputs:]}
+        device = values["output"][0].device
+        values["partials"] = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self.split.partials]
+        for stage, kernel in zip(self.split.stages, self.kernels):
+            kernel(*[values[kind][k] for kind, k in stage.arguments])
 
 
 def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:

@@ -12,10 +12,19 @@ A group's domain is the shape of its widest values, split into leading dims
 (rows) and the trailing dims a reduction folds (columns). Every value in a
 group has the domain's shape ("full") or the domain's shape with every column
 dim 1 ("row"); a reduction that drops its dims may only be an output.
+
+A group whose reductions fold more than MAX_COLUMNS values per row is
+computed in two stages (`split`): partial results per chunk of each row,
+then their reduction. Its full values are the first stage's, so none of them
+may be computed from a reduction of the group (a softmax over such rows is
+three groups: the max, the sum of exponentials, the division); the group of
+such a value computes the element-wise values of the split group it reads
+again (`recomputed`) rather than reading them from memory.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass, field
 
@@ -35,6 +44,9 @@ ATTENTION = {
     aten.scaled_dot_product_attention.default,
     ops.attention_op(),  # what the backend makes of dynamo's scaled_dot_product_attention
 }
+# Values a reducing kernel's block folds per row; a group that reduces more is split (Group.split).
+MAX_COLUMNS = 16384
+
 # Ops that only take or make views and metadata; operator.getitem of a node
 # outside any group too.
 METADATA = pointwise.VIEWS | {operator.getitem}
@@ -84,6 +96,16 @@ def is_reduction(node: fx.Node) -> bool:
     return node.target in pointwise.REDUCTIONS or node.target in pointwise.VARIANCES
 
 
+def after_reductions(nodes: list[fx.Node]) -> set[fx.Node]:
+    """Of a group's nodes (in order), the reductions, a variance's items
+    and the values computed from them."""
+    after: set[fx.Node] = set()
+    for node in nodes:
+        if is_reduction(node) or node.target == operator.getitem or any(a in after for a in node.all_input_nodes):
+            after.add(node)
+    return after
+
+
 def reduction_dims(node: fx.Node):
     if node.target in pointwise.VARIANCES:
         return node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
@@ -129,6 +151,16 @@ class Group:
     inputs: list[fx.Node] = field(default_factory=list)
 
     @property
+    def reduced_extent(self) -> int:
+        """How many values each of the group's reductions folds per row."""
+        return math.prod(self.shape[len(self.shape) - self.columns:]) if self.reduces else 1
+
+    @property
+    def split(self) -> bool:
+        """Whether its reductions are computed in two stages (more than MAX_COLUMNS values a row)."""
+        return self.reduces and self.reduced_extent > MAX_COLUMNS
+
+    @property
     def row_shape(self) -> tuple[int, ...]:
         return self.shape[:len(self.shape) - self.columns] + (1,) * self.columns
 
@@ -171,6 +203,8 @@ class Group:
                 return count == self.columns
             return True
         shape = shape_of(node)
+        if self.split and shape == self.shape and set(inside) & after_reductions(self.nodes):
+            return False  # a split group's full values are computed before its reductions
         return shape == self.shape or (self.reduces and shape == self.row_shape)
 
     def detached(self) -> Group:
@@ -282,6 +316,50 @@ def reductions_to_trailing_dims(graph: fx.Graph) -> None:
             node.replace_all_uses_with(restored, delete_user_cb=lambda user, r=restored: user is not r)
 
 
+RECOMPUTED = 16  # at most this many element-wise values of a split group are computed again
+
+
+def recomputed(graph: fx.Graph, node: fx.Node, group_of: dict, position: dict) -> list[fx.Node]:
+    """Copies, inserted before `node`, of the element-wise values of a split
+    group that `node` reads (its full values, with the group's values they
+    are computed from), where `node` is of the group's shape and computed
+    from the group's reductions (so that the group refused it): `node`'s
+    own group computes them again from the group's inputs, as Inductor does,
+    rather than the group writing them (a softmax's or a layer norm's input
+    in f32) for it to read. [] where a value to copy is no element-wise op,
+    or there would be more than RECOMPUTED."""
+    copies: list[fx.Node] = []
+    limit = RECOMPUTED * len(node.all_input_nodes)  # copies at most
+    for group in {id(g): g for a in node.all_input_nodes if (g := group_of.get(a)) is not None}.values():
+        if not group.split or shape_of(node) != group.shape:
+            continue
+        after = after_reductions(group.nodes)
+        if not any(a in after for a in node.all_input_nodes):
+            continue
+        members = set(group.nodes)
+        stack, values = [a for a in node.all_input_nodes if a in members and a not in after], set()
+        while stack:
+            current = stack.pop()
+            if current in values:
+                continue
+            if current.target not in pointwise.POINTWISE and current.target not in pointwise.CONVERSIONS or \
+                    len(values) == RECOMPUTED:
+                values = set()
+                break
+            values.add(current)
+            stack.extend(a for a in current.all_input_nodes if a in members)
+        made: dict[fx.Node, fx.Node] = {}
+        for k, original in enumerate(sorted(values, key=position.__getitem__)):
+            with graph.inserting_before(node):
+                made[original] = graph.node_copy(original, lambda a, made=made: made.get(a, a))
+            # between `node` and the node before it
+            position[made[original]] = position[node] - 1 + (len(copies) + k + 1) / (limit + 1)
+        for original, copy in made.items():
+            node.replace_input_with(original, copy)
+        copies += sorted(made.values(), key=position.__getitem__)
+    return copies
+
+
 def partition(graph: fx.Graph) -> tuple[list[Group], list[fx.Node]]:
     """(groups in graph order, nodes that fall back to torch)."""
     groups: list[Group] = []
@@ -331,6 +409,10 @@ def partition(graph: fx.Graph) -> tuple[list[Group], list[fx.Node]]:
                     fallbacks.append(node)
                     continue
                 group.columns, group.reduces = count, True
+            else:
+                for copy in recomputed(graph, node, group_of, position):
+                    group.nodes.append(copy)
+                    group_of[copy] = group
             group.nodes.append(node)
         else:
             if node.target not in METADATA:
