@@ -327,6 +327,25 @@ def test_rows_xor_swizzled_where_their_padding_does_not_fit(target):
     assert np.all(error <= bound), f"worst error/bound {(error / bound).max():.3f}"
 
 
+def test_padding_gives_way_to_a_second_workgroup():
+    """d 64 in 128x64 blocks of four waves, one stage, on gfx942: padded, Q,
+    K and V take 34816 bytes, one workgroup of the CU's 65536; swizzled
+    instead (a few conflict clocks where the unpadded rows cost fifteen
+    times more: tile-infer-layout's more_workgroups_unpadded), 32768, two
+    workgroups, two waves per SIMD. A remark says so, and the kernel still
+    matches float64."""
+    kernel = Attention(seq=256, dim=64, block_m=128, block_n=64, threads=256, stages=1)
+    compiled_kernel = tilemlir.compile(kernel_text(kernel), target="amdgpu:gfx942", emit="isa",
+                                       options={"report": True}, remarks="all")
+    (report,) = compiled_kernel.report["kernels"]
+    assert report["shared_bytes"] == 32768 and report["occupancy"] == 2 and report["spills"] == 0
+    said = [r.message for r in compiled_kernel.remarks if "dropped" in r.message]
+    assert len(said) == 3 and all("to fit 2 workgroups into a CU's 65536 bytes of LDS, where 1 fit with "
+                                  "padding (34816 bytes each)" in m for m in said), said
+    error, bound = emulated_error(kernel, "amdgpu:gfx942")
+    assert np.all(error <= bound), f"worst error/bound {(error / bound).max():.3f}"
+
+
 def test_a_prefetch_that_spills_steps_down_on_rdna():
     """The Python example as written (64x64 blocks, 2 stages, 128 threads,
     d 128) spills on RDNA3 when tile-pipeline prefetches K and V through

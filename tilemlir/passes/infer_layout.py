@@ -239,6 +239,30 @@ def bank_facts(target) -> tuple[tuple[int, ...], int, str]:
     return (banks,), bank_bytes, str(banks)
 
 
+def more_workgroups_unpadded(allocs: list[ir.Operation], padded: int, unpadded: int, target) -> str | None:
+    """Why a kernel whose padded buffers fit its LDS drops their padding all
+    the same, or None: unpadded, more of its workgroups fit a CU's LDS
+    (memory.shared_bytes_per_cu), and every padded buffer has a swizzle
+    for its unpadded rows (`buffer_layout` offers one where the matrix core
+    reads swizzled rows) that leaves at most SWIZZLE_LEFTOVER of the
+    conflicts the unpadded rows would cost: 2 KiB of padding must not halve
+    the waves that hide each other's latency (flash attention at d 64 in
+    128x64 blocks of 4 waves on gfx942: 34816 bytes padded, one workgroup;
+    32768 swizzled, two, 4 conflict clocks per read of 60 unswizzled)."""
+    per_cu = target.memory.shared_bytes_per_cu
+    if is_unknown(per_cu) or not padded or not unpadded or per_cu // unpadded <= per_cu // padded:
+        return None
+    for op in allocs:
+        layout = attributes.SMEM_LAYOUT.read(op)
+        if layout is None or not ir.IntegerAttr(layout["pad"]).value:
+            continue
+        if UNPADDED_SWIZZLE not in layout or ir.IntegerAttr(layout[SWIZZLED_CONFLICTS]).value \
+                > SWIZZLE_LEFTOVER * ir.IntegerAttr(layout["unpadded_conflicts"]).value:
+            return None
+    return (f"to fit {per_cu // unpadded} workgroups into a CU's {per_cu} bytes of LDS, where "
+            f"{per_cu // padded} fit with padding ({padded} bytes each)")
+
+
 def _swizzled_along_rows(alloc: ir.Operation) -> bool:
     """A buffer stored in XOR-swizzled, unpadded rows that its reads take
     along the rows (not with LDS transpose reads)."""
@@ -309,6 +333,10 @@ def use_text(use: OperandUse) -> str:
 # fit_padding: the XOR swizzle of a padded buffer's unpadded rows where the
 # matrix core reads swizzled rows, and its conflict clocks per read.
 UNPADDED_SWIZZLE, SWIZZLED_CONFLICTS = "unpadded_swizzle", "swizzled_conflicts"
+# The share of the unpadded rows' conflicts a swizzle may leave where padding
+# that fits is dropped for more workgroups per CU (`more_workgroups_unpadded`):
+# a few clocks a read, against half the waves.
+SWIZZLE_LEFTOVER = 1 / 8
 
 
 def common_swizzle(reads: list, banks_options, bank_bytes: int) -> int | None:
@@ -462,11 +490,15 @@ class TileInferLayout(TilePass):
         requested = max((_stages_of(op) for op in allocs), default=1)
         padded = total(physical_shared_bytes, requested)
         if padded <= limit:
-            return
-        if most_stages(physical_shared_bytes) >= max(1, most_stages(logical_shared_bytes)):
+            why = more_workgroups_unpadded(allocs, padded, total(logical_shared_bytes, requested), target)
+            if why is None:
+                return
+        elif most_stages(physical_shared_bytes) >= max(1, most_stages(logical_shared_bytes)):
             # Unpadded, no more stages would fit: tile-pipeline steps them down
             # to the most that fit (a remark says so), padding and all.
             return
+        else:
+            why = f"to fit the kernel into {target.name}'s {limit} bytes of LDS ({padded} bytes with padding)"
         dropped = {}
         for op in allocs:
             layout = attributes.SMEM_LAYOUT.read(op)
@@ -500,10 +532,8 @@ class TileInferLayout(TilePass):
             swizzle = shared_layout(op).swizzle
             if swizzle:
                 cost = f"; its rows are XOR-swizzled instead (swizzle {swizzle}){cost}"
-            state.remark(op, (
-                f"tile-infer-layout: row padding of {pad} elements dropped from {shared_buffer_text(op)} "
-                f"to fit the kernel into {target.name}'s {limit} bytes of LDS ({padded} bytes with "
-                f"padding){cost}"), kind="speed")
+            state.remark(op, (f"tile-infer-layout: row padding of {pad} elements dropped from "
+                              f"{shared_buffer_text(op)} {why}{cost}"), kind="speed")
 
     @staticmethod
     def pair_swizzled_reads(gemms: list[ir.Operation], target) -> None:
