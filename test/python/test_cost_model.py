@@ -567,11 +567,11 @@ def _does_not_fit(problem, config, target) -> bool:
 def test_the_remark_says_why_a_faster_prediction_ranks_second():
     """When the near-tie rule passes over a faster prediction, tile-tiling's
     remark gives the reason: here gfx942's 32x32 blocks of 4 waves for
-    200x96x136, whose waves hold half as much of C (`rank_configs`)."""
-    result = tilemlir.compile(whole_problem_gemm(200, 96, 136, "f16", "f16"), target="amdgpu:gfx942", emit="tile",
+    256^3, whose waves hold half as much of C (`rank_configs`)."""
+    result = tilemlir.compile(whole_problem_gemm(256, 256, 256, "f16", "f16"), target="amdgpu:gfx942", emit="tile",
                               remarks="tile-tiling")
-    (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block 64x32x64")]
-    assert "runner-up: block 32x32x64, 256 threads" in remark
+    (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block 32x64x128")]
+    assert "runner-up: block 32x32x128, 256 threads" in remark
     assert re.search(r"\(predicted faster by [0-9]%, but its waves hold 256 elements of C each, this one's 512", remark)
 
 
@@ -655,3 +655,26 @@ def test_small_gemm_defaults_run(target):
     static table's odd small shape (4-wave workgroups on CDNA, gfx950's LDS
     transpose reads) compute the GEMM in the emulator."""
     emulated_gemm_matches_float64(200, 96, 136, "f16", target)
+
+
+def test_amd_gemms_may_step_k_four_times_the_block():
+    """AMD's waves pay issue clocks per K iteration (Backend.loop_issue_clocks),
+    which a skinny GEMM's few matrix instructions per iteration do not hide:
+    its candidates include K steps of four times the block K, and for
+    16x8192x8192 f16 on gfx942 the model takes 128 (64 iterations where 64
+    took 128; llvm-mca's busy ratio 0.103 -> 0.213). Not where the operands
+    are decoded on the way to shared memory (fp8 on gfx90a: its decoding's
+    SGPRs spill at longer steps), nor on a family that pays none (sm_90a)."""
+    from tilemlir.cost.model import GemmShape
+    from tilemlir.passes.gemm_configs import default_block_k, gemm_problem
+    from tilemlir.passes.tiling import ranked_candidates
+
+    skinny = GemmProblem(16, 8192, 8192, "f16", "f16", "f16", "f32")
+    step = default_block_k(skinny, GFX942)
+    assert {c.block[2] for c in candidate_configs(skinny, GFX942)} == {step, 2 * step, 4 * step}
+    (_, chosen), *_ = ranked_candidates(skinny, GFX942)
+    assert chosen.block[2] == 4 * step == 128
+    assert max(c.block[2] for c in candidate_configs(skinny, SM90)) == 2 * default_block_k(skinny, SM90)
+    gfx90a = get_target("amdgpu:gfx90a")
+    decoded = gemm_problem(GemmShape(256, 256, 256, "f8E4M3FNUZ", "f8E4M3FNUZ", "f16", "f32"), gfx90a, True)
+    assert max(c.block[2] for c in candidate_configs(decoded, gfx90a)) == 2 * default_block_k(decoded, gfx90a)

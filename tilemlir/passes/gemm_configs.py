@@ -13,7 +13,11 @@ the stages its loop needs), and keeps those that fit:
 
 * block M and N: 32, 64, 128, 256, up to the smallest that covers the
   problem's dimension; block K: the largest K among the usable instructions,
-  at least 64 bytes of A per row, and twice that when K has room for it;
+  at least 64 bytes of A per row, and twice that when K has room for it
+  (four times too where the family's waves pay issue clocks per iteration,
+  `ModelFacts.loop_issue_clocks`: AMD's skinny GEMMs, whose iterations are
+  mostly that overhead, unless the operands are decoded on the way to
+  shared memory);
 * waves: 1, 2, 4 or 8, within the workgroup limit; stages: 1 to 4 (with
   `stream`, for blocks that leave C in fewer tiles than the CUs, also 6 and
   8, and 4 times the block K: tiling.ranked_candidates asks for them);
@@ -294,12 +298,18 @@ def candidate_configs(problem: GemmProblem, target: Target, fixed: Fixed = Fixed
         blocks = [tuple(fixed.block)]
     else:
         block_k = default_block_k(problem, target)
-        ks = [block_k] + ([2 * block_k] if problem.k > block_k else [])
+        # Decoded operands (fp8 read as f16) stay at twice: the decoding's scalar
+        # registers spill at longer steps (gfx90a, `default_block_k`).
+        longer = facts.loop_issue_clocks and problem.k >= STREAM_K_FACTOR * block_k \
+            and (problem.shared_a, problem.shared_b) == (problem.a, problem.b)
+        ks = [block_k] + ([2 * block_k] if problem.k > block_k else []) + \
+            ([STREAM_K_FACTOR * block_k] if longer else [])
         skinny = facts.skinny_block
         blocks = [(bm, bn, bk) for bm in _extents(problem.m, skinny) for bn in _extents(problem.n, skinny)
                   for bk in ks]
         blocks += [(bm, bn, STREAM_K_FACTOR * block_k) for bm, bn, bk in blocks
-                   if stream and bk == block_k and problem.k > 2 * block_k and streams(problem, (bm, bn), facts)]
+                   if stream and bk == block_k and problem.k > 2 * block_k and streams(problem, (bm, bn), facts)
+                   and STREAM_K_FACTOR * block_k not in ks]
     threads = [fixed.threads] if fixed.threads else [w * wave for w in WAVE_COUNTS
                                                       if w * wave <= facts.max_threads_per_workgroup]
     core = matrix_core_for(target)

@@ -23,10 +23,10 @@
 // DEFAULT-NOT: remark:
 // ALL: remark: tile-tiling: 'memory.latency_clocks' is not publicly known for amdgpu:gfx942
 // ALL: remark: tile-tiling: 'memory.loaded_latency_clocks' is not publicly known for amdgpu:gfx942
-// ALL: remark: tile-tiling: block 32x64x64
+// ALL: remark: tile-tiling: block 32x64x128
 // ALL: remark: tile-tiling: 32 workgroups leave CUs of gfx942 idle
 // REGEX: remark: tile-tiling: 'memory.latency_clocks'
-// REGEX: remark: tile-tiling: block 32x64x64
+// REGEX: remark: tile-tiling: block 32x64x128
 // REGEX: remark: tile-tiling: 32 workgroups
 // NONE-NOT: remark:
 module attributes {tile.target = "amdgpu:gfx942"} {
@@ -34,7 +34,7 @@ module attributes {tile.target = "amdgpu:gfx942"} {
     %zero = arith.constant 0.0 : f16
     "tile.fill"(%C, %zero) : (memref<256x256xf16>, f16) -> ()
     "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<256x256xf16>, memref<256x256xf16>, memref<256x256xf16>) -> ()
-    // expected-remark@-1 {{tile-tiling: block 32x64x64}}
+    // expected-remark@-1 {{tile-tiling: block 32x64x128}}
     // expected-remark@-2 {{'memory.latency_clocks' is not publicly known for amdgpu:gfx942}}
     // expected-remark@-3 {{'memory.loaded_latency_clocks' is not publicly known for amdgpu:gfx942}}
     // expected-remark@-4 {{32 workgroups leave CUs of gfx942 idle}}
