@@ -340,8 +340,8 @@ def test_padding_gives_way_to_a_second_workgroup():
     (report,) = compiled_kernel.report["kernels"]
     assert report["shared_bytes"] == 32768 and report["occupancy"] == 2 and report["spills"] == 0
     said = [r.message for r in compiled_kernel.remarks if "dropped" in r.message]
-    assert len(said) == 3 and all("to fit 2 workgroups into a CU's 65536 bytes of LDS, where 1 fit with "
-                                  "padding (34816 bytes each)" in m for m in said), said
+    assert len(said) == 3 and all("to fit 2 workgroups (2 waves per SIMD) into a CU's 65536 bytes of LDS, where "
+                                  "1 fit with padding (34816 bytes each, 1 wave per SIMD)" in m for m in said), said
     error, bound = emulated_error(kernel, "amdgpu:gfx942")
     assert np.all(error <= bound), f"worst error/bound {(error / bound).max():.3f}"
 

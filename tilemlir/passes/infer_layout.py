@@ -154,6 +154,7 @@ from tilemlir.passes.shared_memory import (
     shared_buffer_text,
     shared_layout,
     transpose_read_elements,
+    waves_by_lds,
 )
 from tilemlir.passes.stage_operands import register_a_from
 from tilemlir.targets import resolve_target
@@ -239,18 +240,27 @@ def bank_facts(target) -> tuple[tuple[int, ...], int, str]:
     return (banks,), bank_bytes, str(banks)
 
 
-def more_workgroups_unpadded(allocs: list[ir.Operation], padded: int, unpadded: int, target) -> str | None:
+def more_workgroups_unpadded(allocs: list[ir.Operation], padded: int, unpadded: int, threads: int,
+                             target) -> str | None:
     """Why a kernel whose padded buffers fit its LDS drops their padding all
-    the same, or None: unpadded, more of its workgroups fit a CU's LDS
-    (memory.shared_bytes_per_cu), and every padded buffer has a swizzle
+    the same, or None: unpadded, more of its waves fit a SIMD by the LDS
+    (`shared_memory.waves_by_lds`, up to compute.max_waves_per_simd; the
+    registers are not known yet), and every padded buffer has a swizzle
     for its unpadded rows (`buffer_layout` offers one where the matrix core
     reads swizzled rows) that leaves at most SWIZZLE_LEFTOVER of the
     conflicts the unpadded rows would cost: 2 KiB of padding must not halve
     the waves that hide each other's latency (flash attention at d 64 in
     128x64 blocks of 4 waves on gfx942: 34816 bytes padded, one workgroup;
     32768 swizzled, two, 4 conflict clocks per read of 60 unswizzled)."""
-    per_cu = target.memory.shared_bytes_per_cu
-    if is_unknown(per_cu) or not padded or not unpadded or per_cu // unpadded <= per_cu // padded:
+    if not padded or not unpadded:
+        return None
+    cap = target.compute.max_waves_per_simd
+    waves = [waves_by_lds(lds, threads, target) for lds in (padded, unpadded)]
+    if None in waves:
+        return None
+    if not is_unknown(cap):
+        waves = [min(w, cap) for w in waves]
+    if waves[1] <= waves[0]:
         return None
     for op in allocs:
         layout = attributes.SMEM_LAYOUT.read(op)
@@ -259,8 +269,10 @@ def more_workgroups_unpadded(allocs: list[ir.Operation], padded: int, unpadded: 
         if UNPADDED_SWIZZLE not in layout or ir.IntegerAttr(layout[SWIZZLED_CONFLICTS]).value \
                 > SWIZZLE_LEFTOVER * ir.IntegerAttr(layout["unpadded_conflicts"]).value:
             return None
-    return (f"to fit {per_cu // unpadded} workgroups into a CU's {per_cu} bytes of LDS, where "
-            f"{per_cu // padded} fit with padding ({padded} bytes each)")
+    per_cu = target.memory.shared_bytes_per_cu
+    per_simd = [f"{w} wave{'s' if w != 1 else ''} per SIMD" for w in waves]
+    return (f"to fit {per_cu // unpadded} workgroups ({per_simd[1]}) into a CU's {per_cu} bytes of LDS, "
+            f"where {per_cu // padded} fit with padding ({padded} bytes each, {per_simd[0]})")
 
 
 def _swizzled_along_rows(alloc: ir.Operation) -> bool:
@@ -490,7 +502,8 @@ class TileInferLayout(TilePass):
         requested = max((_stages_of(op) for op in allocs), default=1)
         padded = total(physical_shared_bytes, requested)
         if padded <= limit:
-            why = more_workgroups_unpadded(allocs, padded, total(logical_shared_bytes, requested), target)
+            why = more_workgroups_unpadded(allocs, padded, total(logical_shared_bytes, requested),
+                                           kernel_threads(kernel), target)
             if why is None:
                 return
         elif most_stages(physical_shared_bytes) >= max(1, most_stages(logical_shared_bytes)):

@@ -15,6 +15,7 @@ from mlir import ir
 from tilemlir.dialects import attributes
 from tilemlir.lds_banks import operand_read_conflicts, swizzled_byte
 from tilemlir.passes.gemm_facts import MmaChoice, gemm_shape, warp_grid_of
+from tilemlir.targets.model import is_unknown
 
 
 class SharedLayout(NamedTuple):
@@ -225,3 +226,19 @@ def lds_breakdown(entries: list[tuple[ir.Operation, int]]) -> tuple[int, str, ir
         if copies * one > most:
             largest, most = alloc, copies * one
     return total, "; ".join(parts), largest
+
+
+def waves_by_lds(lds_bytes: int, workgroup_size: int, target) -> int | None:
+    """Waves per SIMD the LDS allows a kernel of `lds_bytes` (> 0) in
+    workgroups of `workgroup_size` threads: the workgroups a CU's LDS holds
+    (memory.shared_bytes_per_cu), their waves spread over the CU's SIMDs
+    rounding up, as LLVM's getOccupancyWithWorkGroupSizes does; None where
+    the descriptor leaves a fact unknown. (Not capped by
+    compute.max_waves_per_simd: the report's occupancy takes the least of
+    all its bounds.)"""
+    compute, memory = target.compute, target.memory
+    if any(is_unknown(fact) for fact in (memory.shared_bytes_per_cu, compute.wave_size, compute.simds_per_cu)):
+        return None
+    workgroups = memory.shared_bytes_per_cu // lds_bytes
+    waves_per_workgroup = -(-max(workgroup_size, 1) // compute.wave_size)
+    return -(-workgroups * waves_per_workgroup // compute.simds_per_cu)

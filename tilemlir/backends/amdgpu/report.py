@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from tilemlir.backends.amdgpu.toolchain import parse_amdhsa_metadata, run_tool
 from tilemlir.backends.report_schema import kernel_entry, module_report
 from tilemlir.diagnostics import UserError
+from tilemlir.passes.shared_memory import waves_by_lds
 from tilemlir.targets.model import Target, is_stated, is_unknown
 
 
@@ -137,18 +138,6 @@ def unified_vgprs(usage: KernelUsage, target: Target) -> int:
 
 def _round_up(value: int, granule: int) -> int:
     return -(-value // granule) * granule
-
-
-def waves_by_lds(lds_bytes: int, workgroup_size: int, target: Target) -> int | None:
-    """Waves per SIMD the LDS allows a kernel of `lds_bytes` (> 0) in
-    workgroups of `workgroup_size` threads (`occupancy`'s LDS bound); None
-    where the descriptor leaves a fact unknown."""
-    compute, memory = target.compute, target.memory
-    if any(is_unknown(fact) for fact in (memory.shared_bytes_per_cu, compute.wave_size, compute.simds_per_cu)):
-        return None
-    workgroups = memory.shared_bytes_per_cu // lds_bytes
-    waves_per_workgroup = -(-max(workgroup_size, 1) // compute.wave_size)
-    return -(-workgroups * waves_per_workgroup // compute.simds_per_cu)
 
 
 def occupancy(usage: KernelUsage, target: Target) -> tuple[int | None, dict[str, int | None]]:
