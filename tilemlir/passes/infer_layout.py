@@ -70,7 +70,10 @@ core describes its operand reads):
   workgroup's LDS and unpadded ones would fit more stages, the padding goes:
   `pad = 0`, `conflicts` those of the unpadded rows, `dropped_pad` the
   padding given up (otherwise tile-pipeline steps the stages down, padding
-  and all: `fit_padding`). Where the matrix core reads XOR-swizzled rows
+  and all: `fit_padding`); padding that fits goes too where the LDS then
+  holds more waves per SIMD and every padded buffer has a swizzle that
+  leaves few of the unpadded rows' conflicts (`more_workgroups_unpadded`).
+  Where the matrix core reads XOR-swizzled rows
   with its vector reads (`MatrixCore.reads_swizzled_rows`: AMD) and only
   copies into the buffer and gemms use it, the rows are swizzled instead,
   by the swizzle that leaves the fewest conflicts (found when the padding
@@ -484,7 +487,10 @@ class TileInferLayout(TilePass):
         unless dropping it would fit no more stages than keeping it: then
         tile-pipeline steps the stages down to what fits, padding and all
         (flash attention's K and V at d = 128 on gfx942: one padded stage,
-        not one unpadded stage with 1920 bank-conflict clocks per iteration)."""
+        not one unpadded stage with 1920 bank-conflict clocks per iteration).
+        Padding that fits goes as well where `more_workgroups_unpadded` says
+        why; either way gemms whose operands lie in swizzled rows then read
+        them several K steps at a time (`pair_swizzled_reads`)."""
         target = resolve_target(kernel, self.target)
         limit = target.memory.shared_bytes_per_workgroup
         if is_unknown(limit):

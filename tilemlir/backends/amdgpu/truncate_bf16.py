@@ -7,7 +7,7 @@ the rounding bias (`v_bfe_u32`, `v_add3_u32`), a quiet copy of the input for
 NaNs (`v_or_b32 0x400000`), the NaN test (`v_cmp_u_f32`) and the choice
 (`v_cndmask_b32`). This pass writes the conversion out instead: a NaN input is
 first replaced by the canonical quiet NaN 0x7fc00000 (so it rounds to 0x7fc0,
-what torch's and Triton's bf16 rounding give), which needs no quiet copy:
+what torch's bf16 rounding gives), which needs no quiet copy:
 four instructions per element, and the NaN test is independent of the
 rounding, so llc can issue it early (where llc's expansion left a hazard wait
 between each test and its choice). A bf16 row of 4096 on gfx942 issues about
@@ -19,7 +19,7 @@ i + 0x7fff + ((i >> 16) & 1): round to nearest, ties to even (the carry into
 the exponent is the rounding up to the next binade, or to infinity past the
 largest bf16). The sign and -0 are kept, subnormals round like any other
 value. A NaN becomes 0x7fc0, which drops its sign and payload (llc keeps
-them); no bf16 consumer here reads either.
+them; docs/kernels.md leaves a converted NaN's sign and payload unspecified).
 
 Input invariant: the LLVM dialect (after convert-gpu-to-rocdl). Output: on
 chips without a conversion instruction, every `llvm.fptrunc` from f32 to bf16

@@ -272,11 +272,12 @@ class KernelEmitter(FragmentOps):
                                           "(run tile-infer-layout, which swizzles such buffers only where "
                                           "every gemm reads them with transpose reads)")
         steps = attributes.OPERAND_READ_STEPS.read(gemm) or 1
-        if steps != 1 and steps != self.core.k_steps_per_read(gemm, self._wave_size):
+        readable = self.core.k_steps_per_read(gemm, self._wave_size) if steps != 1 else 1
+        if steps != readable:
             raise LoweringError(gemm, f"tile-lower-to-gpu: this gemm's {attributes.OPERAND_READ_STEPS.name} "
                                       f"is {steps}, but {self.target.family}'s matrix instructions read "
-                                      f"{self.core.k_steps_per_read(gemm, self._wave_size)} K step(s) of "
-                                      "this gemm at a time (run tile-infer-layout, which sets it)")
+                                      f"{readable} K step(s) of this gemm at a time (run tile-infer-layout, "
+                                      "which sets it)")
         return GemmOperands(fragment, choice, a_smem, b_smem,
                             transpose_a != layout_a.transposed, transpose_b != layout_b.transposed,
                             block_k, self._ids.lane, wave_m, wave_n, read_a, read_b,
