@@ -52,3 +52,20 @@ func.func @no_instruction() {
   }) {grid = array<i64: 1>, threads = 256 : i64} : () -> ()
   return
 }
+
+// -----
+
+// A tile.mma written by hand with a shape the target's matrix core has no
+// lane layout for is refused at the gemm, not an internal error.
+func.func @no_lane_layout(%C: memref<64x64xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %a = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    %b = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    %acc = "tile.alloc_fragment"() : () -> memref<64x64xf32, #gpu.address_space<private>>
+    // expected-error@below {{tile-infer-layout: this gemm's tile.mma (mfma_16x16x16f16, 16x16x7) has no lane layout on amdgpu:gfx942: no documented lane layout for a 16x16x7 instruction on wave64 (run tile-select-mma, which chooses one)}}
+    "tile.gemm"(%a, %b, %acc) {accum_dtype = f32, tile.mma = {name = "mfma_16x16x16f16", shape = array<i64: 16, 16, 7, 1>, types = ["f16", "f16", "f32"]}, tile.warp_grid = array<i64: 1, 2>, transpose_a = false, transpose_b = false} : (memref<64x64xf16, #gpu.address_space<workgroup>>, memref<64x64xf16, #gpu.address_space<workgroup>>, memref<64x64xf32, #gpu.address_space<private>>) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
+  return
+}

@@ -654,7 +654,13 @@ class TileInferLayout(TilePass):
                 continue
             if attributes.OPERAND_READ_STEPS.is_on(op):  # decided again (`pair_swizzled_reads`)
                 del op.attributes[attributes.OPERAND_READ_STEPS.name]
-            lanes = core.operand_lanes(choice.m, choice.n, choice.k, wave)
+            try:
+                lanes = core.operand_lanes(choice.m, choice.n, choice.k, wave)
+            except ValueError as error:  # a tile.mma written by hand
+                state.error(op, f"tile-infer-layout: this gemm's {attributes.MMA.name} ({choice.name}, "
+                                f"{choice.m}x{choice.n}x{choice.k}) has no lane layout on {target.family}:"
+                                f"{target.name}: {error} (run tile-select-mma, which chooses one)")
+                continue
             if lanes is None:
                 continue
             counted.append(op)
