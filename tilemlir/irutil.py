@@ -63,6 +63,17 @@ class CapturedText:
         return self._text
 
 
+def llvm_constant(value: int, type_: ir.Type) -> ir.Value:
+    """An `llvm.mlir.constant` of the integer `value` in `type_` (an integer
+    type, or a vector of one: the value in every element), at the current
+    insertion point."""
+    element = ir.VectorType(type_).element_type if isinstance(type_, ir.VectorType) else type_
+    attribute = ir.IntegerAttr.get(element, value)
+    if isinstance(type_, ir.VectorType):
+        attribute = ir.DenseElementsAttr.get_splat(type_, attribute)
+    return ir.Operation.create("llvm.mlir.constant", results=[type_], attributes={"value": attribute}).result
+
+
 def fastmath_flags(op: ir.Operation | ir.OpView, name: str = "fastmath") -> set[str]:
     """The fast-math flags in the op's attribute `name` (arith and math:
     `fastmath`; the LLVM dialect: `fastmathFlags`), e.g. {"contract", "afn"};

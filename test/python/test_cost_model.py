@@ -674,6 +674,14 @@ def test_amd_gemms_may_step_k_four_times_the_block():
     assert {c.block[2] for c in candidate_configs(skinny, GFX942)} == {step, 2 * step, 4 * step}
     (_, chosen), *_ = ranked_candidates(skinny, GFX942)
     assert chosen.block[2] == 4 * step == 128
+    # Such defaults compute the GEMM (K steps of 128 f16, 256 fp8), in the emulator.
+    for m, n, k, dtype, target in ((16, 256, 1024, "f16", "amdgpu:gfx942"), (16, 256, 1024, "f16", "amdgpu:gfx950"),
+                                   (16, 256, 1024, "f16", "amdgpu:gfx90a"),
+                                   (32, 128, 512, "f8E4M3FNUZ", "amdgpu:gfx942")):
+        problem = GemmProblem(m, n, k, dtype, dtype, "f16", "f32")  # as the emulated GEMM: C in f16
+        (_, default), *_ = ranked_candidates(problem, get_target(target))
+        assert default.block[2] == 4 * default_block_k(problem, get_target(target)), (target, default.block)
+        emulated_gemm_matches_float64(m, n, k, dtype, target)
     assert max(c.block[2] for c in candidate_configs(skinny, SM90)) == 2 * default_block_k(skinny, SM90)
     gfx90a = get_target("amdgpu:gfx90a")
     decoded = gemm_problem(GemmShape(256, 256, 256, "f8E4M3FNUZ", "f8E4M3FNUZ", "f16", "f32"), gfx90a, True)

@@ -278,6 +278,13 @@ def more_workgroups_unpadded(allocs: list[ir.Operation], padded: int, unpadded: 
             f"where {per_cu // padded} fit with padding ({padded} bytes each, {per_simd[0]})")
 
 
+def read_cost(read, banks_options: tuple[int, ...], bank_bytes: int, pad: int = 0, swizzle: int = 0) -> int:
+    """Conflict clocks of one operand read (`shared_memory.OperandRead`: all
+    of its accesses) in rows padded by `pad` and swizzled by `swizzle`, the
+    worst of the bank counts modelled (`bank_facts`)."""
+    return max(read.conflicts(b, bank_bytes, pad, swizzle) for b in banks_options) * read.accesses
+
+
 def _swizzled_along_rows(alloc: ir.Operation) -> bool:
     """A buffer stored in XOR-swizzled, unpadded rows that its reads take
     along the rows (not with LDS transpose reads)."""
@@ -576,11 +583,11 @@ class TileInferLayout(TilePass):
             if steps > 1:
                 attributes.OPERAND_READ_STEPS.write(gemm, steps)
                 paired.update(allocs)
+        banks_options, bank_bytes, _ = bank_facts(target)
         for alloc in paired:
             layout = shared_layout(alloc)
             shape = list(ir.MemRefType(alloc.results[0].type).shape)
             element_bytes = max(1, bit_width(ir.MemRefType(alloc.results[0].type).element_type) // 8)
-            banks_options, bank_bytes, _ = bank_facts(target)
             costs = []
             for role, gemm, _ in operand_reads_of(alloc, gemms):
                 choice = MmaChoice.of(gemm)
@@ -588,8 +595,7 @@ class TileInferLayout(TilePass):
                 lanes = core.operand_lanes(choice.m, choice.n, choice.k, wave, steps=steps)
                 read = operand_read(lanes[0 if role == "A" else 1], shape, element_bytes,
                                     k_along_rows(gemm)[0 if role == "A" else 1], layout.transposed)
-                costs.append(max(read.conflicts(b, bank_bytes, 0, layout.swizzle) for b in banks_options)
-                             * read.accesses)
+                costs.append(read_cost(read, banks_options, bank_bytes, 0, layout.swizzle))
             entries = {named.name: named.attr for named in attributes.SMEM_LAYOUT.read(alloc)}
             entries["conflicts"] = int_attr(max(costs))
             attributes.SMEM_LAYOUT.write(alloc, entries)
@@ -692,8 +698,7 @@ class TileInferLayout(TilePass):
         element_bytes = max(1, element_bits // 8)
 
         def costs(reads: list, pad: int = 0, swizzle: int = 0) -> list[int]:
-            return [max(read.conflicts(b, bank_bytes, pad, swizzle) for b in banks_options) * read.accesses
-                    for read in reads]
+            return [read_cost(read, banks_options, bank_bytes, pad, swizzle) for read in reads]
 
         accesses = program_accesses(owner)
         if accesses:

@@ -57,7 +57,7 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.irutil import constant_int, fastmath_flags, walk
+from tilemlir.irutil import constant_int, fastmath_flags, llvm_constant, walk
 from tilemlir.passes.base import PassState, TilePass
 
 PACKED_OPS = ("llvm.fmul", "llvm.fadd", "llvm.fsub", "llvm.intr.fma")
@@ -116,11 +116,6 @@ def _signature(op: ir.Operation):
     return (op.name, flags, tuple(operands)), position, length
 
 
-def _constant(value: int, type_: ir.Type) -> ir.Value:
-    return ir.Operation.create("llvm.mlir.constant", results=[type_],
-                               attributes={"value": ir.IntegerAttr.get(type_, value)}).result
-
-
 def _shuffle(vector: ir.Value, mask: list[int], element_type: ir.Type) -> ir.Value:
     return ir.Operation.create("llvm.shufflevector", results=[ir.VectorType.get([len(mask)], element_type)],
                                operands=[vector, vector], attributes={"mask": ir.DenseI32ArrayAttr.get(mask)}).result
@@ -131,7 +126,7 @@ def _splat(value: ir.Value, length: int) -> ir.Value:
     vector_type = ir.VectorType.get([1], value.type)
     poison = ir.Operation.create("llvm.mlir.poison", results=[vector_type]).result
     one = ir.Operation.create("llvm.insertelement", results=[vector_type],
-                              operands=[poison, value, _constant(0, ir.IntegerType.get_signless(32))]).result
+                              operands=[poison, value, llvm_constant(0, ir.IntegerType.get_signless(32))]).result
     return _shuffle(one, [0] * length, value.type)
 
 
@@ -181,7 +176,7 @@ def _pack(key, positions: list[int], ops: list[ir.Operation], whole: int, first:
                                      attributes={name: first.attributes[name] for name in first.attributes}).result
         for k, op in enumerate(ops):
             element = ir.Operation.create("llvm.extractelement", results=[element_type],
-                                          operands=[packed, _constant(k, ir.IntegerType.get_signless(64))]).result
+                                          operands=[packed, llvm_constant(k, ir.IntegerType.get_signless(64))]).result
             op.results[0].replace_all_uses_with(element)
     for op in ops:
         op.erase()

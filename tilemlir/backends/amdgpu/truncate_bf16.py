@@ -43,7 +43,7 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.irutil import walk
+from tilemlir.irutil import llvm_constant, walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.targets.registry import resolve_target
 
@@ -61,14 +61,6 @@ def _like(value_type: ir.Type, element: ir.Type) -> ir.Type:
     return element
 
 
-def _constant(value: int, type_: ir.Type) -> ir.Value:
-    element = ir.VectorType(type_).element_type if isinstance(type_, ir.VectorType) else type_
-    attribute = ir.IntegerAttr.get(element, value)
-    if isinstance(type_, ir.VectorType):
-        attribute = ir.DenseElementsAttr.get_splat(type_, attribute)
-    return ir.Operation.create("llvm.mlir.constant", results=[type_], attributes={"value": attribute}).result
-
-
 def _op(name: str, result: ir.Type, *operands: ir.Value, **attributes: ir.Attribute) -> ir.Value:
     return ir.Operation.create(name, results=[result], operands=list(operands), attributes=attributes).result
 
@@ -81,12 +73,12 @@ def rounded_bf16(x: ir.Value) -> ir.Value:
     i1 = _like(x.type, ir.IntegerType.get_signless(1))
     predicate = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), UNORDERED)
     nan = _op("llvm.fcmp", i1, x, x, predicate=predicate)
-    quiet = _op("llvm.bitcast", x.type, _constant(QUIET_NAN, i32))
+    quiet = _op("llvm.bitcast", x.type, llvm_constant(QUIET_NAN, i32))
     chosen = _op("llvm.select", x.type, nan, quiet, x)
     bits = _op("llvm.bitcast", i32, chosen)
-    lsb = _op("llvm.and", i32, _op("llvm.lshr", i32, bits, _constant(16, i32)), _constant(1, i32))
-    rounded = _op("llvm.add", i32, _op("llvm.add", i32, bits, _constant(ROUNDING_BIAS, i32)), lsb)
-    high = _op("llvm.trunc", i16, _op("llvm.lshr", i32, rounded, _constant(16, i32)))
+    lsb = _op("llvm.and", i32, _op("llvm.lshr", i32, bits, llvm_constant(16, i32)), llvm_constant(1, i32))
+    rounded = _op("llvm.add", i32, _op("llvm.add", i32, bits, llvm_constant(ROUNDING_BIAS, i32)), lsb)
+    high = _op("llvm.trunc", i16, _op("llvm.lshr", i32, rounded, llvm_constant(16, i32)))
     return _op("llvm.bitcast", _like(x.type, ir.BF16Type.get()), high)
 
 
