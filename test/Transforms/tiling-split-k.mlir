@@ -1,7 +1,7 @@
 // RUN: tile-opt %s --split-input-file --verify-diagnostics --target=amdgpu:gfx942 --tile-tiling
 // RUN: tile-opt %s --split-input-file --target=amdgpu:gfx942 --tile-tiling 2>/dev/null | filecheck %s
 
-// Split-K (issue 20): a 64x128 C is 4 tiles of 32x64 (4 waves each) on gfx942's 304 CUs; with
+// Split-K (issue 20): a 64x128 C is 2 tiles of 64x64 (4 waves each) on gfx942's 304 CUs; with
 // C in the accumulator type (f32), K = 4096 is cut into 16 slices, one
 // workgroup each (grid z), whose partial sums tile.atomic_add adds into C.
 // The zero fill of C becomes a host gpu.memset before the kernel; each slice
@@ -15,12 +15,12 @@
 // CHECK: %[[START:.+]] = arith.muli %[[Z]], %c256
 // CHECK: arith.addi %[[START]],
 // CHECK: "tile.copy"({{.+}}) {operandSegmentSizes = array<i32: 1, 1, 0, 2>, tile.atomic_add, tile.in_bounds}
-// CHECK: {grid = array<i64: 2, 2, 16>, threads = 256 : i64, tile.tiling = {predicted_seconds = {{.+}}, source = "model", split_k = 16 : i64}}
+// CHECK: {grid = array<i64: 2, 1, 16>, threads = 256 : i64, tile.tiling = {predicted_seconds = {{.+}}, source = "model", split_k = 16 : i64}}
 func.func @clears_then_adds(%A: memref<64x4096xf16>, %B: memref<4096x128xf16>, %C: memref<64x128xf32>) {
   %zero = arith.constant 0.0 : f32
   "tile.fill"(%C, %zero) : (memref<64x128xf32>, f32) -> ()
   // expected-remark@+3 {{'memory.loaded_latency_clocks' is not publicly known}}
-  // expected-remark@+2 {{split-K 16 for this 64x128x4096 f16 x f16 -> f32 (sum in f32) gemm: 64 workgroups on 304 CUs}}
+  // expected-remark@+2 {{split-K 16 for this 64x128x4096 f16 x f16 -> f32 (sum in f32) gemm: 32 workgroups on 304 CUs}}
   // expected-remark@+1 {{'memory.latency_clocks' is not publicly known}}
   "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x4096xf16>, memref<4096x128xf16>, memref<64x128xf32>) -> ()
   return

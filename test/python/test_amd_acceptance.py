@@ -315,9 +315,47 @@ def test_two_k_steps_a_read_in_swizzled_rows(chip, dtype, out, transpose_b, m, k
 
 def test_k_steps_a_read_stay_one_where_they_would_not_pay():
     """In padded rows llc already merges two steps' 8-byte reads into one
-    ds_read2_b64, and 16-byte reads would want wider padding: the default
-    GEMMs read one step a read. (RDNA's WMMAs and gfx950's doubled-K MFMAs,
-    128 bits a lane already, read one in any rows.)"""
+    ds_read2_b64, and 16-byte reads would want wider padding: GEMMs in
+    padded rows (64x128x64 in 2 stages) read one step a read. (RDNA's WMMAs
+    and gfx950's doubled-K MFMAs, 128 bits a lane already, read one in any
+    rows.) gfx90a's default for
+    1024^3, 128x128x64 in 2 stages, fills the LDS: its rows are swizzled and
+    read two steps at a time."""
     gemm = whole_problem_gemm(1024, 1024, 1024, "f16", "f32")
+    padded = {"tiling": "block=64,128,64 threads=256 stages=2"}
     for chip in ("gfx942", "gfx90a", "gfx1100", "gfx950"):
-        assert "tile.operand_read_steps" not in tilemlir.compile(gemm, target=f"amdgpu:{chip}", emit="tile").artifact
+        tile_ir = tilemlir.compile(gemm, target=f"amdgpu:{chip}", emit="tile", options=padded).artifact
+        assert "tile.operand_read_steps" not in tile_ir
+    assert "tile.operand_read_steps = 2" in tilemlir.compile(gemm, target="amdgpu:gfx90a", emit="tile").artifact
+
+
+@pytest.mark.parametrize("chip,dtype,k,tiling,agprs", [
+    ("gfx942", "f16", 128, "block=256,256,64 threads=512 stages=1", False),
+    ("gfx950", "f8E4M3FN", 512, "block=256,256,128 threads=512 stages=2", False),
+    ("gfx90a", "bf16", 96, "block=256,256,32 threads=512 stages=1", False),
+    ("gfx942", "f16", 128, "block=128,256,32 threads=256 stages=2", True),  # one wave a SIMD: 512 registers
+], ids=["gfx942-f16-8w", "gfx950-fp8-8w", "gfx90a-bf16-8w", "gfx942-f16-4w"])
+def test_waves_sharing_a_simd_hold_their_share_in_architected_registers(chip, dtype, k, tiling, agprs):
+    """A workgroup of 8 waves puts two on each SIMD: each wave's share of the
+    unified file (256 registers) fits the architected registers, and the
+    kernel is compiled with no AGPRs ("amdgpu-agpr-alloc"="0"), its
+    accumulators in architected registers, without spills; a wave alone on
+    its SIMD may use them. The 256x256 blocks match the reference engine."""
+    text = whole_problem_gemm(256, 256, k, dtype, "f32")
+    llvm_ir = tilemlir.compile(text, target=f"amdgpu:{chip}", emit="llvm", options={"tiling": tiling}).artifact
+    assert ('"amdgpu-agpr-alloc"="0"' in llvm_ir) == (not agprs)
+    report = tilemlir.compile(text, target=f"amdgpu:{chip}", emit="isa",
+                              options={"report": True, "tiling": tiling}).report
+    (kernel,) = report["kernels"]
+    assert kernel["spills"] == 0
+    if not agprs:
+        assert kernel["amdgpu"]["agpr"] == 0
+        emulate_against_reference(text, chip, tiling=tiling)
+
+
+def test_no_agprs_where_the_chip_has_none():
+    """RDNA has no accumulation registers: nothing to bound."""
+    text = whole_problem_gemm(256, 256, 128, "f16", "f32")
+    llvm_ir = tilemlir.compile(text, target="amdgpu:gfx1100", emit="llvm",
+                               options={"tiling": "block=128,128,32 threads=512 stages=2"}).artifact
+    assert "amdgpu-agpr-alloc" not in llvm_ir

@@ -17,8 +17,21 @@ from tilemlir.compiler import CompileOptions
 from tilemlir.cost import facts as facts_module
 from tilemlir.cost.facts import RULES, least_favourable, model_facts
 from tilemlir.cost.model import DoesNotFit, GemmProblem, KernelConfig, kernel_figures, predict
-from tilemlir.passes.gemm_configs import Fixed, candidate_configs, instruction_for, misfit
-from tilemlir.passes.tiling import NEAR, leaves_room_to_pad, rank_configs, rank_key, wave_share
+from tilemlir.passes.gemm_configs import (
+    Fixed,
+    candidate_configs,
+    instruction_for,
+    misfit,
+    wave_register_limit,
+)
+from tilemlir.passes.tiling import (
+    NEAR,
+    rank_configs,
+    rank_key,
+    reads_free_of_conflicts,
+    simds_used,
+    wave_share,
+)
 from tilemlir.runtime import load_module, run, run_emulator
 from tilemlir.targets import get_target, load_target_file
 from tilemlir.targets.model import UNKNOWN, UnknownFactError
@@ -95,24 +108,28 @@ def test_256_cubed_on_gfx942_fills_the_chip_and_the_report_says_why():
 @pytest.mark.parametrize("target, shape", [("amdgpu:gfx942", (256, 256, 256)), ("amdgpu:gfx90a", (256, 256, 256)),
                                            ("amdgpu:gfx950", (200, 96, 136)), ("metax:xcore1000", (256, 256, 256))])
 def test_near_ties_go_to_the_fullest_waves(target, shape):
-    """Among the configurations whose tiles leave LDS to pad their rows in,
-    predicted within NEAR of the fastest of them, the default gives each wave
-    the largest share of the block, is one wave only where no wider one is
-    that close and loops over K where one that close does; the rest keep
+    """Among the configurations whose tiles are read free of bank conflicts,
+    predicted within NEAR of the fastest of them, the default's block gives
+    each wave the largest share of it, is one wave only where no wider one is
+    that close and loops over K where one that close does; of that block's
+    wave counts, the default's fills the most SIMDs of a CU; the rest keep
     rank_key's order."""
     chip = get_target(target)
     facts = model_facts(chip)
     problem = GemmProblem(*shape, "f16", "f16", "f16", "f32")
     predicted = [(predict(problem, c, chip), c) for c in candidate_configs(problem, chip)]
     by_key = sorted(predicted, key=lambda pair: rank_key(*pair))
-    roomy = [pair for pair in by_key if leaves_room_to_pad(*pair, facts)]
+    free = [pair for pair in by_key if reads_free_of_conflicts(*pair, facts)]
     ranked = rank_configs(predicted, facts)
-    limit = roomy[0][0].seconds * (1 + NEAR)
-    near = [pair for pair in roomy if pair[0].seconds <= limit and pair[0].figures.waves > 1
+    limit = free[0][0].seconds * (1 + NEAR)
+    near = [pair for pair in free if pair[0].seconds <= limit and pair[0].figures.waves > 1
             and pair[0].figures.iterations > 1]
     (chosen, config) = ranked[0]
     assert chosen.figures.waves > 1 and chosen.figures.iterations > 1 and chosen.seconds <= limit
-    assert wave_share(chosen, config) == max(wave_share(*pair) for pair in near)
+    fullest = max(wave_share(*pair) for pair in near)
+    assert any(pair[1].block == config.block and wave_share(*pair) == fullest for pair in near)
+    same_block = [pair for pair in near if (pair[1].block, pair[1].stages) == (config.block, config.stages)]
+    assert simds_used(chosen, facts) == max(simds_used(pair[0], facts) for pair in same_block)
     assert ranked[1:] == [pair for pair in by_key if pair is not ranked[0]]
 
 
@@ -295,9 +312,15 @@ def test_candidates_fit_and_respect_fixed_options():
     assert {c.split_k for c in candidates} == {1} and {c.stages for c in candidates} == {1, 2, 3, 4}
     fixed = candidate_configs(F16, GFX942, Fixed(block=(64, 64, 32), stages=2))
     assert fixed and {(c.block, c.stages) for c in fixed} == {((64, 64, 32), 2)}
-    # Registers: 8 waves sharing 4 SIMDs leave each half of 256 for the estimate.
+    # Registers: 8 waves sharing 4 SIMDs hold 256 each, as architected
+    # registers (the amdgpu lowering allocates them no AGPRs); 4 waves at most
+    # the 256 architected registers of one lane.
     big = GemmProblem(4096, 4096, 4096, "f8E4M3FNUZ", "f8E4M3FNUZ", "f16", "f32")
-    assert misfit(big, config(big, (256, 256, 64), threads=512), GFX942).startswith("needs about 192 registers")
+    assert misfit(big, config(big, (256, 256, 64), threads=512), GFX942) is None
+    assert misfit(big, config(big, (256, 256, 64), threads=256), GFX942) \
+        == "needs about 352 registers per lane, more than the 256 it may hold"
+    assert wave_register_limit(model_facts(GFX942), 8) == wave_register_limit(model_facts(GFX942), 4) == 256
+    assert wave_register_limit(model_facts(GFX942), 16) == 128
 
 
 # --------------------------------------------------------------------------
@@ -587,19 +610,21 @@ def test_issue_clocks_by_chip():
     assert model_facts(get_target("metax:xcore1000")).loop_issue_clocks == 0
 
 
-def test_tiles_without_room_to_pad_come_after_those_with_it():
+def test_tiles_read_free_of_conflicts_come_first():
     """f16 1024^3 on gfx90a: rank_key's fastest, 128x128x64 in 2 stages,
-    fills the 64 KiB of LDS and would lose its padding (1920 conflict clocks
-    per iteration); the default is the fastest that leaves room, and compiles
-    free of conflicts."""
+    fills the 64 KiB of LDS; its padding does not fit and its rows are
+    XOR-swizzled instead (AMD's cores read swizzled rows), so it counts as
+    read free of conflicts, and the default compiles free of them. On MetaX,
+    whose core reads no swizzled rows, tiles that leave no LDS to pad come
+    after those that do."""
     chip = get_target("amdgpu:gfx90a")
     facts = model_facts(chip)
     problem = GemmProblem(1024, 1024, 1024, "f16", "f16", "f16", "f32")
     predicted = [(predict(problem, c, chip), c) for c in candidate_configs(problem, chip)]
     fastest = min(predicted, key=lambda pair: rank_key(*pair))
-    assert fastest[1].block == (128, 128, 64) and not leaves_room_to_pad(*fastest, facts)
+    assert fastest[1].block == (128, 128, 64) and fastest[0].figures.shared_bytes == 65536
+    assert reads_free_of_conflicts(*fastest, facts)
     chosen = rank_configs(predicted, facts)[0]
-    assert leaves_room_to_pad(*chosen, facts)
     result = tilemlir.compile(whole_problem_gemm(1024, 1024, 1024, "f16", "f16"), target="amdgpu:gfx90a", emit="isa",
                               options={"report": True})
     (decision,) = result.report["decisions"]
@@ -609,6 +634,12 @@ def test_tiles_without_room_to_pad_come_after_those_with_it():
     block, threads, stages = chosen[1].block, chosen[1].threads, chosen[1].stages
     emulated_gemm_matches_float64(256, 256, 128, "f16", "amdgpu:gfx90a",
                                   f"block={','.join(map(str, block))} threads={threads} stages={stages}")
+    metax = get_target("metax:xcore1000")
+    metax_facts = model_facts(metax)
+    predicted = [(predict(problem, c, metax), c) for c in candidate_configs(problem, metax)]
+    full = [pair for pair in predicted if not reads_free_of_conflicts(*pair, metax_facts)]
+    assert full and all(pair[0].figures.shared_bytes + 8 * pair[1].stages * 2 * 128 > 65536 for pair in full)
+    assert reads_free_of_conflicts(*rank_configs(predicted, metax_facts)[0], metax_facts)
 
 
 def test_skinny_problems_get_blocks_of_their_rows():
@@ -626,6 +657,24 @@ def test_skinny_problems_get_blocks_of_their_rows():
         assert result.report["decisions"][0]["block"][axis] == 16 and result.report["kernels"][0]["spills"] == 0
         emulated_gemm_matches_float64(m, n, k, "f16", "amdgpu:gfx942")
     emulated_gemm_matches_float64(16, 512, 512, "f16", "metax:xcore1000")
+
+
+def test_a_launch_of_few_workgroups_fills_the_simds():
+    """f16 16x8192x8192 on gfx942: 128 workgroups of 16x64 blocks for 304
+    CUs, one a CU: of that block, 4 waves (every SIMD of the CU) rather than
+    2, which the model predicts alike (tiling.simds_used); the block with 4
+    waves runs."""
+    chip = get_target("amdgpu:gfx942")
+    facts = model_facts(chip)
+    problem = GemmProblem(16, 8192, 8192, "f16", "f16", "f16", "f32")
+    predicted = [(predict(problem, c, chip), c) for c in candidate_configs(problem, chip)]
+    chosen, config = rank_configs(predicted, facts)[0]
+    assert config.block[:2] == (16, 64) and config.threads == 256 and simds_used(chosen, facts) == 4
+    two = [pair for pair in predicted if (pair[1].block, pair[1].stages, pair[1].threads)
+           == (config.block, config.stages, 128)]
+    assert two and simds_used(two[0][0], facts) == 2 and two[0][0].seconds == chosen.seconds
+    tiling = f"block={','.join(map(str, config.block))} threads=256 stages={config.stages}"
+    emulated_gemm_matches_float64(16, 256, 512, "f16", "amdgpu:gfx942", tiling)
 
 
 def test_decoded_fp8_steps_k_by_its_decoded_width():

@@ -198,6 +198,9 @@ class KernelFigures:
     # Per lane, one instruction's accumulator and the address registers: what
     # a warp-specialized kernel's count at launch must hold (0: no producer).
     instruction_registers: int = 0
+    # Bytes of one K step's row of the narrower operand as stored (block K x
+    # its shared element size): what an XOR swizzle of its rows can spread.
+    k_row_bytes: int = 0
 
 
 def kernel_figures(problem: GemmProblem, config: KernelConfig, facts: ModelFacts) -> KernelFigures:
@@ -252,6 +255,7 @@ def kernel_figures(problem: GemmProblem, config: KernelConfig, facts: ModelFacts
         instruction_registers=(math.ceil(config.instruction.m * config.instruction.n * element_bytes(problem.accum)
                                          / (4 * facts.wave_size * group)) + facts.address_registers
                                if producer else 0),
+        k_row_bytes=bk * min(sa, sb),
     )
 
 

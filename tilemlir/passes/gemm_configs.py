@@ -243,17 +243,22 @@ def instruction_choices(problem: GemmProblem, block: tuple[int, int, int], threa
 
 def wave_register_limit(facts: ModelFacts, waves: int) -> int:
     """Registers per lane the model's estimate may reach in a workgroup of
-    `waves` waves. With a unified file split into architected and accumulation
-    registers (AMD: acc_vgprs_max stated), the waves of a workgroup sharing a
-    SIMD share its file, and llc gives the architected registers half of a
-    wave's share once accumulators move to the other half (measured with
-    llc-22 on gfx942: 8 waves over 4 SIMDs get 128 + 128); the estimate,
-    which leaves out addresses and the epilogue's conversions, must fit that
-    half. Otherwise the descriptor's per-lane limit (NVIDIA's 255 per thread)."""
+    `waves` waves: the descriptor's per-lane limit (256 on AMD, NVIDIA's 255
+    per thread) and, with a unified file of architected and accumulation
+    registers (AMD's CDNA: acc_vgprs_max stated), a wave's share of its SIMD's
+    file where the workgroup's waves share SIMDs (8 waves over 4 SIMDs: 256),
+    which such kernels get whole as architected registers
+    (amdgpu lowering's share_fits_architected). The estimate leaves out
+    addresses and the epilogue's conversions but counts a whole block K of
+    operands, which llc reads as the matrix instructions go; llc-22's
+    registers against the estimate, 8-wave 2-stage or one-stage 4096^3 gemms
+    (bench/amd_vs_triton.py's harness): 208-230 where it is 256 (f16 256x256x64
+    on gfx942, fp8 256x256x128, f16 256x256x64 on gfx950), 166-212 where it
+    is 192, none spilling."""
     if not facts.has_accumulation_file:
         return facts.register_limit
     share = facts.vgprs_per_lane // math.ceil(waves / facts.simds_per_cu)
-    return min(facts.register_limit, share // 2)
+    return min(facts.register_limit, share)
 
 
 def misfit(problem: GemmProblem, config: KernelConfig, target: Target) -> str | None:

@@ -136,6 +136,7 @@ from tilemlir.passes.gemm_configs import (
 )
 from tilemlir.passes.gemm_facts import gemm_shape
 from tilemlir.passes.kernel_facts import grid_problem, int_attr
+from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 from tilemlir.targets import resolve_target
 
 # The rule the model replaced, used when no configuration passes its checks.
@@ -230,6 +231,18 @@ SAME = 0.005
 NEAR = 0.10
 
 
+def simds_used(prediction: Prediction, facts: ModelFacts) -> int:
+    """SIMDs of a CU the launch's waves occupy: the workgroups a CU runs at
+    once (at most its share of the launch) times their waves, at most the
+    CU's SIMDs. A launch of fewer workgroups than CUs in workgroups of 2
+    waves leaves half of each CU's SIMDs idle (f16 16x8192x8192 on gfx942,
+    bench/amd_vs_triton.py --defaults: 16x64x128 blocks of 2 waves, busy
+    ratio 0.213, the model's time with it 37.6 us; of 4 waves 0.200, 32.6
+    us)."""
+    at_once = min(prediction.resident, -(-prediction.workgroups // prediction.compute_units))
+    return min(facts.simds_per_cu, at_once * prediction.figures.waves)
+
+
 def wave_share(prediction: Prediction, config: KernelConfig) -> int:
     """Elements of the block's C tile each wave holds."""
     return config.block[0] * config.block[1] // prediction.figures.waves
@@ -237,16 +250,25 @@ def wave_share(prediction: Prediction, config: KernelConfig) -> int:
 
 # Bytes of row padding tile-infer-layout adds per stored row of a shared tile
 # where 8 bytes make its reads conflict-free, the least it adds (4 f16 or 8
-# fp8 elements; some tiles take 16), for `leaves_room_to_pad`.
+# fp8 elements; some tiles take 16), for `reads_free_of_conflicts`.
 ROW_PADDING_BYTES = 8
 
 
-def leaves_room_to_pad(prediction: Prediction, config: KernelConfig, facts: ModelFacts) -> bool:
-    """Whether the workgroup's LDS holds the tiles with their rows padded:
-    tile-infer-layout drops the padding that keeps operand reads free of bank
-    conflicts where it does not fit (f16 1024^3 on gfx942 in 128x128x64 blocks
-    of 2 stages fills the 64 KiB exactly: 1920 conflict clocks per
-    iteration), which the model does not cost."""
+def reads_free_of_conflicts(prediction: Prediction, config: KernelConfig, facts: ModelFacts) -> bool:
+    """Whether the workgroup's tiles are read free of bank conflicts as far
+    as their LDS goes: where the LDS holds them with their rows padded, or,
+    where the matrix core reads XOR-swizzled rows (MatrixCore.reads_swizzled_rows:
+    AMD), where a K step's rows span every bank at least once (block K in
+    bytes at least banks x bank width), since tile-infer-layout swizzles the
+    rows whose padding does not fit. tile-infer-layout drops padding that
+    does not fit; unswizzled, f16 1024^3 in 128x128x64 blocks of 2 stages
+    filling 64 KiB has 1920 conflict clocks per iteration, which the model
+    does not cost. On gfx942, 4096^3 in 256x256 blocks filling the 64 KiB:
+    f16 with 64 of K (128-byte rows) in one stage swizzled has 0 conflict
+    clocks per iteration, f16 with 32 of K in 2 stages 96, as fp8 with 64."""
+    if matrix_core_for(facts.target).reads_swizzled_rows \
+            and prediction.figures.k_row_bytes >= facts.shared_bytes_per_clock:
+        return True
     bm, bn, bk = config.block
     # A stored as its bm rows, B as its bk rows or transposed as its bn.
     padding = config.stages * (bm + max(bn, bk)) * ROW_PADDING_BYTES
@@ -262,7 +284,7 @@ def near_tie_reason(chosen: tuple[Prediction, KernelConfig], other: tuple[Predic
         return (f"this one holds {bytes_in_flight(*chosen) // 1024} KiB in flight per CU, that one "
                 f"{bytes_in_flight(*other) // 1024}; a launch streaming device memory needs "
                 f"{stream // 1024} KiB (Backend.stream_bytes_in_flight)")
-    if not leaves_room_to_pad(*other, facts) and leaves_room_to_pad(*chosen, facts):
+    if not reads_free_of_conflicts(*other, facts) and reads_free_of_conflicts(*chosen, facts):
         return "its tiles leave no LDS to pad their rows (bank conflicts)"
     if other[0].figures.waves == 1 < chosen[0].figures.waves:
         return "it is a workgroup of one wave"
@@ -341,16 +363,18 @@ def rank_configs(predicted: list[tuple[Prediction, KernelConfig]], facts: ModelF
     """`predicted` in the order tile-tiling ranks it (its first is the
     default): by `rank_key` (on a family with producer-fed kernels, the
     fastest's configuration with the most stages within SAME of it first),
-    except that, where the ranking does not already
-    weigh the waves' own operand loads (a family without producer-fed kernels:
-    OWN_OPERAND_LOADS), the configurations whose tiles leave LDS to pad their
-    rows in (where there are such) and are predicted within NEAR of the
-    fastest of them count as equal and one of them comes first: of those
-    with more than one wave and more than one K iteration (where there are
-    such), the one whose waves hold the largest share of the block (the most
-    matrix work for a wave's loads and address work), then with two stages
-    or more, then with the most matrix work per wave and iteration (longer K
-    steps: fewer iterations to pay for); the first of equals. The rest keep
+    except that, where the ranking does not already weigh the waves' own
+    operand loads (a family without producer-fed kernels:
+    OWN_OPERAND_LOADS), the configurations whose tiles are read free of bank
+    conflicts (`reads_free_of_conflicts`, where there are such) and are
+    predicted within NEAR of the fastest of them count as equal and one of
+    them comes first: of those with more than one wave and more than one K
+    iteration (where there are such), the one whose waves hold the largest
+    share of the block (the most matrix work for a wave's loads and address
+    work), then with two stages or more, then with the most matrix work per
+    wave and iteration (longer K steps: fewer iterations to pay for), the
+    first of equals; then, of its block, stages and split-K, the wave count
+    that occupies the most SIMDs of a CU (`simds_used`). The rest keep
     rank_key's order."""
     ranked = sorted(predicted, key=lambda pair: rank_key(*pair))
     if not ranked:
@@ -362,16 +386,19 @@ def rank_configs(predicted: list[tuple[Prediction, KernelConfig]], facts: ModelF
                   and dataclasses.replace(pair[1], stages=fastest[1].stages) == fastest[1]]
         best = max(deeper, key=lambda pair: pair[1].stages)
         return [best] + [pair for pair in ranked if pair is not best]
-    # The default leaves LDS to pad its tiles' rows in where any configuration
-    # does (unpadded reads conflict: 1920 conflict clocks per iteration of f16
-    # 1024^3 in 128x128x64 blocks of 2 stages on gfx90a and gfx942, which the
-    # model does not cost); NEAR is measured from the fastest of those.
-    roomy_first = [pair for pair in ranked if leaves_room_to_pad(*pair, facts)] or ranked
-    limit = weighed_seconds(roomy_first[0][0]) * (1 + NEAR)
-    near = [pair for pair in roomy_first if weighed_seconds(pair[0]) <= limit]
+    # The default's tiles are read free of bank conflicts where any
+    # configuration's are (unpadded, unswizzled reads conflict: 1920 conflict
+    # clocks per iteration of f16 1024^3 in 128x128x64 blocks of 2 stages,
+    # which the model does not cost); NEAR is measured from the fastest of those.
+    free_first = [pair for pair in ranked if reads_free_of_conflicts(*pair, facts)] or ranked
+    limit = weighed_seconds(free_first[0][0]) * (1 + NEAR)
+    near = [pair for pair in free_first if weighed_seconds(pair[0]) <= limit]
     wide = [pair for pair in near if pair[0].figures.waves > 1] or near
     looped = [pair for pair in wide if pair[0].figures.iterations > 1] or wide
     best = max(looped, key=lambda pair: (wave_share(*pair), min(pair[1].stages, 2), pair[0].figures.matrix_clocks))
+    same_block = [pair for pair in looped if (pair[1].block, pair[1].stages, pair[1].split_k)
+                  == (best[1].block, best[1].stages, best[1].split_k)]
+    best = max(same_block, key=lambda pair: (simds_used(pair[0], facts), wave_share(*pair)))
     return [best] + [pair for pair in ranked if pair is not best]
 
 

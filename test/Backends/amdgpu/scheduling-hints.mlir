@@ -13,6 +13,8 @@
 // body ends in a sched.group.barrier grouping its 16 MFMAs, which llc keeps as
 // a comment at the end of the loop; a single-stage loop (prefetch through
 // registers) gets it too. Not with 8 waves (two per SIMD), not when turned off.
+// Eight waves share the SIMDs two by two: each holds 256 registers, all
+// architected ("amdgpu-agpr-alloc"="0"; four waves keep their AGPRs).
 //
 // Each configuration compiles once; --save-temps=DIR keeps its GPU-level IR
 // (DIR/gemm_whole_problem.gpu.mlir) and LLVM IR (.ll) next to the ISA.
@@ -43,7 +45,8 @@
 // LLVM: define amdgpu_kernel void @gemm_kernel0({{.*}}) #[[ATTRS:[0-9]+]]
 // LLVM: attributes #[[ATTRS]] = { "amdgpu-flat-work-group-size"="256,256"
 // LLVM-NOT: amdgpu-waves-per-eu
-// LLVM512: attributes #{{[0-9]+}} = { "amdgpu-flat-work-group-size"="512,512"
+// LLVM-NOT: amdgpu-agpr-alloc
+// LLVM512: attributes #{{[0-9]+}} = { "amdgpu-agpr-alloc"="0" "amdgpu-flat-work-group-size"="512,512"
 
 // ISA: .amdhsa_kernel gemm_kernel0
 // ISA: .max_flat_workgroup_size: 256

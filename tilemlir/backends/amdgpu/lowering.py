@@ -49,7 +49,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     urem,
 )
 from tilemlir.passes.shared_memory import shared_alloc_of, shared_buffer_text, shared_layout
-from tilemlir.targets.model import is_unknown
+from tilemlir.targets.model import is_stated, is_unknown
 
 # Loads into LDS by bytes per lane (amdgpu.buffer_load_lds).
 BUFFER_LOAD_LDS = {4: "buffer_load_dword", 12: "buffer_load_dwordx3", 16: "buffer_load_dwordx4"}
@@ -57,6 +57,8 @@ BUFFER_LOAD_LDS_BYTES = {name: size for size, name in BUFFER_LOAD_LDS.items()}
 
 # The llc function attribute that picks GCNMaxILPSchedStrategy (`end_kernel`).
 LATENCY_STRATEGY = ("amdgpu-sched-strategy", "max-ilp")
+# llc's function attribute bounding a kernel's accumulation registers (AGPRs).
+NO_AGPRS = ("amdgpu-agpr-alloc", "0")
 # llvm.amdgcn.sched.group.barrier's mask bit for MFMA/WMMA (LLVM AMDGPUUsage,
 # "AMDGPU Intrinsics"; AMDGPUIGroupLP.cpp's SchedGroupMask::MFMA).
 SCHED_GROUP_MFMA = 0x8
@@ -149,10 +151,36 @@ class AmdgpuLoweringHooks(LoweringHooks):
         measured both ways (f16 4096^3 gfx942 0.721 -> 0.713, gfx950 0.684
         -> 0.696): neither gets it."""
         if self.loop_reduces and self.lds_bound_to_one_wave(shared_bytes):
-            given = list(ir.ArrayAttr(gpu_func.attributes["passthrough"])) \
-                if "passthrough" in gpu_func.attributes else []
-            gpu_func.attributes["passthrough"] = ir.ArrayAttr.get(given + [ir.ArrayAttr.get(
-                [ir.StringAttr.get(LATENCY_STRATEGY[0]), ir.StringAttr.get(LATENCY_STRATEGY[1])])])
+            _pass_through(gpu_func, LATENCY_STRATEGY)
+        if self.share_fits_architected():
+            _pass_through(gpu_func, NO_AGPRS)
+
+    def share_fits_architected(self) -> bool:
+        """Whether each wave's share of a unified register file (a chip with
+        accumulation registers whose block starts at an offset in a wave's
+        allocation, amdgpu.acc_offset_granule: gfx90a and later, whose matrix
+        instructions also accumulate in architected registers) fits the
+        architected registers: the workgroup's waves share SIMDs (8 waves over
+        4 SIMDs: 256 registers each, registers.arch_vgprs_max 256). Such a
+        kernel is compiled with no AGPRs ("amdgpu-agpr-alloc"="0"): otherwise
+        llc splits the share into 128 architected and 128 accumulation
+        registers and copies accumulators between the two inside the loop.
+        Measured with llvm-mca (mfma_busy_ratio per wave, bench/
+        amd_vs_triton.py's harness, no spills either way): f16 4096^3 in
+        256x256x64 blocks of 8 waves, one stage, on gfx942 0.578 -> 0.720
+        (246 -> 208 registers), fp8 256x256x128 0.588 -> 0.714; gfx950 f16
+        256x256x32 in 2 stages 0.593 -> 0.740 (247 -> 166); gfx90a
+        256x256x32 0.734 -> 0.759. gemm_configs.wave_register_limit counts on it."""
+        lowering = self.lowering
+        target = lowering.target
+        registers, wave = target.registers, target.compute.wave_size
+        facts = (target.family_facts.acc_offset_granule, registers.vgprs_per_lane, registers.arch_vgprs_max,
+                 wave, target.compute.simds_per_cu)
+        if not all(is_stated(fact) for fact in facts):
+            return False
+        waves = -(-lowering.threads // wave)
+        file = registers.vgprs_per_lane if is_unknown(registers.file_per_lane) else registers.file_per_lane
+        return file // -(-waves // target.compute.simds_per_cu) <= registers.arch_vgprs_max
 
     def lds_bound_to_one_wave(self, shared_bytes: int) -> bool:
         """Whether the kernel's LDS allows at most one of its waves per SIMD
@@ -350,3 +378,10 @@ def scheduling_region_hint(body: ir.Block) -> None:
                                                                             "amdgpu.scaled_mfma")))
     if mfmas:
         rocdl.SchedGroupBarrier(SCHED_GROUP_MFMA, mfmas, 0)
+
+
+def _pass_through(gpu_func: ir.Operation, attribute: tuple[str, str]) -> None:
+    """Add the LLVM function attribute `attribute` (name, value) to `gpu_func`'s passthrough."""
+    given = list(ir.ArrayAttr(gpu_func.attributes["passthrough"])) if "passthrough" in gpu_func.attributes else []
+    gpu_func.attributes["passthrough"] = ir.ArrayAttr.get(
+        given + [ir.ArrayAttr.get([ir.StringAttr.get(attribute[0]), ir.StringAttr.get(attribute[1])])])
