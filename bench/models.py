@@ -26,6 +26,15 @@ Variants: eager; Inductor (`torch.compile(m)`); Inductor with CUDA graphs
 which replays CUDA graphs by default) and tilemlir without them
 (`options={"cudagraphs": False}`).
 Results: DIR/models.json and a Markdown table on stdout.
+
+`--soak SECONDS` instead runs each model through tilemlir as a user would
+(CUDA graphs) for SECONDS after warm-up, each forward timed between CUDA
+events, in windows of SOAK_WINDOW_S: per window the median and p99 time per
+forward, the device memory allocated and reserved, and the graphs the
+backend has compiled so far; then the drift (the last window's median over the
+first's, less 1), the memory's growth, the recompilations after warm-up and
+whether the last output equals the first (`soak_summary`). Results:
+DIR/soak.json and a table.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import statistics
 import sys
 import time
@@ -42,6 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 ROUNDS, WARMUP, TIMED = 3, 3, 10
+SOAK_WINDOW_S = 10.0
 CONFIGS = {
     "bert-8x128": ("bert", 8, 128),
     "bert-32x512": ("bert", 32, 512),
@@ -63,6 +74,16 @@ def make_model(torch, kind: str, batch: int, size: int):
 
     model = torchvision.models.resnet50(weights=None).eval().cuda()
     return model, torch.randn(batch, 3, size, size, device="cuda")
+
+
+def half_model(torch, name: str):
+    """(fp16 model, its input) of a configuration, ResNet-50 channels-last, as the benches time them."""
+    kind, batch, size = CONFIGS[name]
+    model, inputs = make_model(torch, kind, batch, size)
+    half = model.half()
+    if kind == "resnet50":
+        half, inputs = half.to(memory_format=torch.channels_last), inputs.half().to(memory_format=torch.channels_last)
+    return half, inputs
 
 
 def output_of(result):
@@ -105,6 +126,8 @@ def main() -> int:
     parser.add_argument("--autotune", action="store_true")
     parser.add_argument("--profile", action="store_true",
                         help="only tilemlir: each kernel call of one forward timed alone (synchronised), the slowest listed")
+    parser.add_argument("--soak", type=float, metavar="SECONDS",
+                        help="only tilemlir: run each model this long, timing every forward (drift, memory, recompiles)")
     args = parser.parse_args()
 
     import torch
@@ -116,6 +139,8 @@ def main() -> int:
     logging.getLogger("tilemlir.torch").addHandler(counter)
     if args.profile:
         return profile(torch, dynamo, args.models.split(","))
+    if args.soak:
+        return soak(torch, dynamo, args.models.split(","), args.soak, args.out)
     rows = []
     for name in args.models.split(","):
         kind, batch, size = CONFIGS[name]
@@ -189,15 +214,87 @@ def main() -> int:
     return 0
 
 
+def percentile(values: list[float], fraction: float) -> float:
+    """The value below which `fraction` of `values` lie (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))]
+
+
+def soak_summary(windows: list[dict]) -> dict:
+    """Drift and growth over a soak's windows, each {"median_ms", "p99_ms",
+    "allocated", "reserved", "compiles"} in time order: the last window's
+    median over the first's, less 1 (`drift`), the largest such ratio of any
+    window (`worst_drift`), the bytes reserved and allocated at the end less
+    at the start, and the graphs compiled after the first window."""
+    first, last = windows[0], windows[-1]
+    return {
+        "window_count": len(windows),
+        "drift": last["median_ms"] / first["median_ms"] - 1,
+        "worst_drift": max(abs(w["median_ms"] / first["median_ms"] - 1) for w in windows),
+        "p99_over_median": max(w["p99_ms"] / w["median_ms"] for w in windows),
+        "reserved_growth": last["reserved"] - first["reserved"],
+        "allocated_growth": last["allocated"] - first["allocated"],
+        "recompiles": last["compiles"] - first["compiles"],
+    }
+
+
+def soak(torch, dynamo, names, seconds: float, out: Path) -> int:
+    """Each model through tilemlir's backend with CUDA graphs for `seconds`
+    (module docstring)."""
+    results = []
+    for name in names:
+        half, inputs = half_model(torch, name)
+        compiles = []
+
+        def counted_backend(graph, example_inputs, _compiles=compiles):
+            _compiles.append(1)
+            return dynamo.backend(graph, example_inputs)
+        compiled = torch.compile(half, backend=counted_backend)
+        windows = []
+        with torch.no_grad():
+            first = output_of(compiled(inputs)).clone()
+            for _ in range(WARMUP):
+                compiled(inputs)
+            torch.cuda.synchronize()
+            began = time.perf_counter()
+            while time.perf_counter() - began < seconds:
+                pairs, window_start = [], time.perf_counter()
+                while time.perf_counter() - window_start < min(SOAK_WINDOW_S, seconds):
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    compiled(inputs)
+                    end.record()
+                    pairs.append((start, end))
+                    if len(pairs) % 64 == 0:
+                        end.synchronize()  # the host stays at most 64 forwards ahead
+                torch.cuda.synchronize()
+                times = [start.elapsed_time(end) for start, end in pairs]
+                windows.append({"seconds": round(time.perf_counter() - began, 1), "forwards": len(times),
+                                "median_ms": statistics.median(times), "p99_ms": percentile(times, 0.99),
+                                "allocated": torch.cuda.memory_allocated(), "reserved": torch.cuda.memory_reserved(),
+                                "compiles": len(compiles)})
+                print(json.dumps({"model": name, **windows[-1]}), flush=True)
+            same = torch.equal(output_of(compiled(inputs)), first)
+        results.append({"model": name, "windows": windows, "same_output": same, **soak_summary(windows)})
+        del half, compiled
+        torch.cuda.empty_cache()
+    (out / "soak.json").write_text(json.dumps(results, indent=1))
+    print("\n| model | seconds | forwards | first window median (ms) | last window median (ms) | drift | worst window "
+          "drift | p99 / median | reserved growth (MiB) | recompiles | last output = first |")
+    print("|---|" + "---:|" * 9 + "---|")
+    for r in results:
+        w = r["windows"]
+        print(f"| {r['model']} | {w[-1]['seconds']:.0f} | {sum(x['forwards'] for x in w)} | {w[0]['median_ms']:.3f} | "
+              f"{w[-1]['median_ms']:.3f} | {r['drift']:+.2%} | {r['worst_drift']:.2%} | {r['p99_over_median']:.2f} | "
+              f"{r['reserved_growth'] / 2**20:.1f} | {r['recompiles']} | {r['same_output']} |")
+    return 0
+
+
 def profile(torch, dynamo, names) -> int:
     """The slowest kernel calls of one forward of each model through tilemlir."""
     original = dynamo.GroupKernel.__call__
     for name in names:
-        kind, batch, size = CONFIGS[name]
-        model, inputs = make_model(torch, kind, batch, size)
-        half = model.half()
-        if kind == "resnet50":
-            half, inputs = half.to(memory_format=torch.channels_last), inputs.half().to(memory_format=torch.channels_last)
+        half, inputs = half_model(torch, name)
         # Without graph replay: a replayed forward calls no kernel of ours.
         compiled = torch.compile(half, backend=dynamo.backend, options={"cudagraphs": False})
         with torch.no_grad():

@@ -20,8 +20,10 @@ For every case it draws fresh random inputs, poisons the outputs with NaN, runs
 each candidate and torch's op once and checks every element of a sample of rows
 against float64 with a tolerance derived from the dtypes (see `tolerance`);
 then it times each checked candidate, torch's op (torch.softmax,
-F.layer_norm with weight and bias, F.rms_norm with weight) and a device-to-device
-`Tensor.copy_` of the same rows x cols elements, interleaved in ROUNDS rounds.
+F.layer_norm with weight and bias, F.rms_norm with weight), the same op
+compiled by Inductor (`torch.compile`, its generated Triton kernel; checked
+like torch's) and a device-to-device `Tensor.copy_` of the same rows x cols
+elements, interleaved in ROUNDS rounds.
 Each timed sample is one replay of a CUDA graph of many launches that rotate
 over enough input/output sets to overflow the L2 (so that no variant is timed
 from the cache), between CUDA events, after warm-up replays; a variant's time is
@@ -521,11 +523,14 @@ def measure_case(launcher, directory: Path, entries: list[dict], seed: int, say,
     peer = torch_op(op, cols)
     record["torch_check"] = check(op, dtype, peer(xs[0], weights), xs[0], weights, seed, extra_roundings=1)
     variants["torch"] = Timed(lambda i: peer(xs[i], weights), launches, sets)
+    inductor = torch.compile(peer, dynamic=False)
+    record["inductor_check"] = check(op, dtype, inductor(xs[0], weights), xs[0], weights, seed, extra_roundings=1)
+    variants["inductor"] = Timed(lambda i: inductor(xs[i], weights), launches, sets)
     variants["copy"] = Timed(lambda i: ys[i].copy_(xs[i]), launches, sets)
     ms = interleaved(variants)
     for name, t in ms.items():
         gbps = (2 * tensor_bytes if name == "copy" else moved) / t / 1e6
-        if name in ("torch", "copy"):
+        if name in PEERS:
             record[f"{name}_ms"], record[f"{name}_gbps"] = t, gbps
         else:
             record["ours"][name].update(ms=t, gbps=gbps)
@@ -537,9 +542,13 @@ def measure_case(launcher, directory: Path, entries: list[dict], seed: int, say,
     return record, failures
 
 
-TABLE_HEADER = ("| op | dtype | rows x cols | copy GB/s | torch GB/s | torch/copy | ours GB/s | ours/torch | "
-                "ours/copy | ours: rows/block x threads (ptxas registers) | ours err/tol | torch err/tol |\n"
-                "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+# The variants of a case that are not ours.
+PEERS = ("torch", "inductor", "copy")
+
+TABLE_HEADER = ("| op | dtype | rows x cols | copy GB/s | torch GB/s | Inductor GB/s | ours GB/s | ours/torch | "
+                "ours/Inductor | ours/copy | ours: rows/block x threads (ptxas registers) | ours err/tol | "
+                "torch err/tol | Inductor err/tol |\n"
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
 
 
 def table_row(record: dict) -> str:
@@ -552,10 +561,10 @@ def table_row(record: dict) -> str:
         if mine.get("registers"):
             label += f" ({mine['registers']} regs)"
         ours, worst = mine["gbps"], mine["check"]["worst"]
-    copy, peer = record["copy_gbps"], record["torch_gbps"]
+    copy, peer, inductor = record["copy_gbps"], record["torch_gbps"], record["inductor_gbps"]
     return (f"| {record['op']} | {record['dtype']} | {record['rows']}x{record['cols']} | {copy:.0f} | {peer:.0f} | "
-            f"{peer / copy:.2f} | {ours:.0f} | {ours / peer:.2f} | {ours / copy:.2f} | {label} | {worst:.2f} | "
-            f"{record['torch_check']['worst']:.2f} |")
+            f"{inductor:.0f} | {ours:.0f} | {ours / peer:.2f} | {ours / inductor:.2f} | {ours / copy:.2f} | {label} | "
+            f"{worst:.2f} | {record['torch_check']['worst']:.2f} | {record['inductor_check']['worst']:.2f} |")
 
 
 def run(directory: Path, out: Path | None, only: str | None, time_wrong: bool = False) -> int:
@@ -583,9 +592,11 @@ def run(directory: Path, out: Path | None, only: str | None, time_wrong: bool = 
         failures += failed
         results.append(record)
         torch.cuda.empty_cache()
-        peer = record["torch_check"]
+        peer, inductor = record["torch_check"], record["inductor_check"]
         say(f"{op} {dtype} {rows}x{cols}: copy {record['copy_gbps']:.0f}, torch {record['torch_gbps']:.0f} GB/s "
             f"(check: {'ok' if peer['ok'] else 'OUT OF TOLERANCE'}, {peer['worst']:.3f} of the tolerance), "
+            f"Inductor {record['inductor_gbps']:.0f} GB/s (check: {'ok' if inductor['ok'] else 'OUT OF TOLERANCE'}, "
+            f"{inductor['worst']:.3f}), "
             f"best ours {record['best']} ({record['sets']} sets, {record['launches_per_graph']} launches "
             f"a graph, {time.perf_counter() - started:.1f} s)")
     say("")
