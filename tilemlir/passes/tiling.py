@@ -256,23 +256,36 @@ ROW_PADDING_BYTES = 8
 
 def reads_free_of_conflicts(prediction: Prediction, config: KernelConfig, facts: ModelFacts) -> bool:
     """Whether the workgroup's tiles are read free of bank conflicts as far
-    as their LDS goes: where the LDS holds them with their rows padded, or,
-    where the matrix core reads XOR-swizzled rows (MatrixCore.reads_swizzled_rows:
-    AMD), where a K step's rows span every bank at least once (block K in
-    bytes at least banks x bank width), since tile-infer-layout swizzles the
-    rows whose padding does not fit. tile-infer-layout drops padding that
-    does not fit; unswizzled, f16 1024^3 in 128x128x64 blocks of 2 stages
-    filling 64 KiB has 1920 conflict clocks per iteration, which the model
-    does not cost. On gfx942, 4096^3 in 256x256 blocks filling the 64 KiB:
-    f16 with 64 of K (128-byte rows) in one stage swizzled has 0 conflict
-    clocks per iteration, f16 with 32 of K in 2 stages 96, as fp8 with 64."""
-    if matrix_core_for(facts.target).reads_swizzled_rows \
-            and prediction.figures.k_row_bytes >= facts.shared_bytes_per_clock:
+    as their LDS goes: where the LDS holds them with their rows padded, or
+    where their rows are XOR-swizzled instead (`swizzles_free_of_conflicts`).
+    tile-infer-layout drops padding that does not fit; unswizzled, f16
+    1024^3 in 128x128x64 blocks of 2 stages filling 64 KiB has 1920 conflict
+    clocks per iteration, which the model does not cost."""
+    if swizzles_free_of_conflicts(prediction, config, facts):
         return True
     bm, bn, bk = config.block
     # A stored as its bm rows, B as its bk rows or transposed as its bn.
     padding = config.stages * (bm + max(bn, bk)) * ROW_PADDING_BYTES
     return prediction.figures.shared_bytes + padding <= facts.shared_bytes_per_workgroup
+
+
+def swizzles_free_of_conflicts(prediction: Prediction, config: KernelConfig, facts: ModelFacts) -> bool:
+    """Whether tile-infer-layout's XOR swizzle of the tiles' rows, which it
+    takes where their padding does not fit, leaves their reads free of bank
+    conflicts as the model knows it: the matrix core reads swizzled rows
+    (MatrixCore.reads_swizzled_rows: AMD), the LDS's banks are stated, both
+    operands are 16-bit and a K step's row spans every bank at least once
+    (block K x 2 bytes at least banks x bank width). Measured with
+    tile-infer-layout's conflict model: on gfx942, 4096^3 f16 in 256x256
+    blocks filling the 64 KiB, 64 of K in one stage 0 conflict clocks per
+    iteration, 32 of K (64-byte rows) in 2 stages 96; lanes reading 4 bytes
+    a step (f32, i8) or 1-byte rows written transposed (fp8 A stored K x M)
+    conflict or slow down in swizzled rows too, and where the bank count is
+    unknown (gfx950, RDNA: 32 and 64 checked) 128-byte rows cannot span both."""
+    return (matrix_core_for(facts.target).reads_swizzled_rows
+            and not any(a.field == "memory.shared_banks" for a in facts.assumed)
+            and prediction.figures.k_row_bytes == 2 * config.block[2]
+            and prediction.figures.k_row_bytes >= facts.shared_bytes_per_clock)
 
 
 def near_tie_reason(chosen: tuple[Prediction, KernelConfig], other: tuple[Prediction, KernelConfig],
@@ -286,6 +299,10 @@ def near_tie_reason(chosen: tuple[Prediction, KernelConfig], other: tuple[Predic
                 f"{stream // 1024} KiB (Backend.stream_bytes_in_flight)")
     if not reads_free_of_conflicts(*other, facts) and reads_free_of_conflicts(*chosen, facts):
         return "its tiles leave no LDS to pad their rows (bank conflicts)"
+    if (other[1].block, other[1].stages, other[1].split_k) == (chosen[1].block, chosen[1].stages, chosen[1].split_k) \
+            and simds_used(other[0], facts) < simds_used(chosen[0], facts):
+        return (f"its waves occupy {simds_used(other[0], facts)} of a CU's SIMDs, this one's "
+                f"{simds_used(chosen[0], facts)}")
     if other[0].figures.waves == 1 < chosen[0].figures.waves:
         return "it is a workgroup of one wave"
     if other[0].figures.iterations == 1 < chosen[0].figures.iterations:
