@@ -337,3 +337,25 @@ def pv_kernel(loop: int = 0) -> str:
         "}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def reduce_kernel(kind: str, rows: int, cols: int, dim: int, dtype: str) -> str:
+    """Y <- tile.reduce kind of X along `dim`, in one workgroup of 128 threads."""
+    kept = rows if dim == 1 else cols
+    x, y = f"memref<{rows}x{cols}x{dtype}>", f"memref<{kept}x{dtype}>"
+    fx, fy = f"memref<{rows}x{cols}x{dtype}, #F>", f"memref<{kept}x{dtype}, #F>"
+    return f"""#F = #gpu.address_space<private>
+func.func @reduce(%X: {x}, %Y: {y}) {{
+  "tile.kernel"() ({{
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %x = "tile.alloc_fragment"() : () -> {fx}
+    %y = "tile.alloc_fragment"() : () -> {fy}
+    "tile.copy"(%X, %x, %c0, %c0) {{operandSegmentSizes = array<i32: 1, 1, 2, 0>}} : ({x}, {fx}, index, index) -> ()
+    "tile.reduce"(%x, %y) {{clear = true, dim = {dim} : i64, kind = "{kind}"}} : ({fx}, {fy}) -> ()
+    "tile.copy"(%y, %Y, %c0) {{operandSegmentSizes = array<i32: 1, 1, 0, 1>}} : ({fy}, {y}, index) -> ()
+    gpu.yield
+  }}) {{grid = array<i64: 1>, threads = 128 : i64}} : () -> ()
+  return
+}}
+"""

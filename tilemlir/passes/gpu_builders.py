@@ -74,18 +74,18 @@ def convert(value: ir.Value, source: ir.Type, target: ir.Type,
     if source == target:
         return value
     native = native_fp8 or ()
-    if isinstance(value.type, ir.VectorType) and (_is_fp8(source) or _is_fp8(target)):
+    if isinstance(value.type, ir.VectorType) and (is_fp8(source) or is_fp8(target)):
         count = value.type.shape[0]
-        if _is_fp8(source) and str(source) not in native:
+        if is_fp8(source) and str(source) not in native:
             decoded = fp8_decode.decode_to_f32(value, str(source))
             return convert(decoded, ir.F32Type.get(), target, native_fp8)
         scalars = [convert(vector.ExtractOp(value, [], [i]).result, source, target, native_fp8)
                    for i in range(count)]
         return vector.FromElementsOp(ir.VectorType.get([count], target), scalars).result
-    if _is_fp8(source) and str(source) not in native:
+    if is_fp8(source) and str(source) not in native:
         return convert(fp8_decode.decode_to_f32(value, str(source)), ir.F32Type.get(), target,
                        native_fp8)
-    if _is_fp8(target) and str(target) not in native:
+    if is_fp8(target) and str(target) not in native:
         if native_fp8 is None:
             raise UserError(f"tile-lower-to-gpu: converting to {target} is not supported here: the "
                             "target's code generator encodes no fp8 format in a kernel; keep the "
@@ -116,8 +116,9 @@ def convert(value: ir.Value, source: ir.Type, target: ir.Type,
     return arith.TruncIOp(typed(target), value).result
 
 
-def _is_fp8(t: ir.Type) -> bool:
+def is_fp8(t: ir.Type) -> bool:
     return str(t) in fp8_decode.FORMATS
+
 
 
 def zero_of(t: ir.Type) -> ir.Attribute:

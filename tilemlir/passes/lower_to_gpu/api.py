@@ -52,6 +52,8 @@ from tilemlir.passes.gpu_builders import (
     and_,
     bit_width,
     const_index,
+    convert,
+    is_fp8,
     mul,
     sub,
     swizzled_column,
@@ -699,16 +701,72 @@ def copy_width(op: ir.Operation, cols: int, element: ir.Type) -> int:
     return copy_vector_width(cols, bit_width(element))
 
 
+# Ops that move or reinterpret fp8 values rather than compute with them.
+_FP8_KEPT = frozenset({"arith.constant", "arith.extf", "arith.truncf", "arith.bitcast", "arith.select",
+                       "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui"})
+
+
+def widen_fp8_arithmetic(root: ir.Operation, native_fp8: tuple[str, ...] | None) -> int:
+    """Every arith or math op under `root` that computes with 8-bit floats
+    (a tile.reduce of an fp8 fragment, element-wise math over one) computed
+    in f32 instead: its fp8 operands converted (`convert`, in hardware where
+    the chip converts the format, else in software), the op on f32, its fp8
+    results rounded back, as a per-op rounding to the type means. No chip
+    has fp8 ALU instructions, and the LLVM dialect has no fp8 type. Returns
+    the ops widened; with `native_fp8` None (no fp8 encoding in kernels)
+    rounding back is a LoweringError at the op."""
+    found = []
+
+    def visit(op: ir.Operation):
+        if op.name.split(".")[0] in ("arith", "math") and op.name not in _FP8_KEPT \
+                and any(is_fp8(_element(v.type)) for v in [*op.operands, *op.results]):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    f32 = ir.F32Type.get()
+    for op in found:
+        if native_fp8 is None and any(is_fp8(_element(r.type)) for r in op.results):
+            raise LoweringError(op, f"{op.name} computes on {_element(op.results[0].type)}: the target's code "
+                                    "generator encodes no fp8 format in a kernel; compute the fragment in "
+                                    "f16, bf16 or f32")
+        with ir.InsertionPoint(op), op.location:
+            operands = [convert(v, _element(v.type), f32, native_fp8) if is_fp8(_element(v.type)) else v
+                        for v in op.operands]
+            types = [_with_element(r.type, f32) if is_fp8(_element(r.type)) else r.type for r in op.results]
+            wide = ir.Operation.create(op.name, results=types, operands=operands,
+                                       attributes={name: op.attributes[name] for name in op.attributes})
+        with ir.InsertionPoint.after(wide), op.location:
+            for old, new in zip(op.results, wide.results):
+                element = _element(old.type)
+                old.replace_all_uses_with(convert(new, f32, element, native_fp8) if is_fp8(element) else new)
+        op.erase()
+    return len(found)
+
+
+def _element(t: ir.Type) -> ir.Type:
+    return ir.VectorType(t).element_type if isinstance(t, ir.VectorType) else t
+
+
+def _with_element(t: ir.Type, element: ir.Type) -> ir.Type:
+    return ir.VectorType.get(ir.VectorType(t).shape, element) if isinstance(t, ir.VectorType) else element
+
 def widened_to_32_bits(value: ir.Value) -> tuple[ir.Value, Callable[[ir.Value], ir.Value]]:
     """`value` widened exactly to f32 or i32 (lane exchanges move 32-bit
-    registers) and the function that narrows an exchanged value back to its
-    type. Wider types are refused (ValueError)."""
+    registers; an 8-bit float as its bits in an i32) and the function that
+    narrows an exchanged value back to its type. Wider types are refused
+    (ValueError)."""
     original = value.type
     bits = bit_width(original)
     if bits > 32:
         raise ValueError(f"cross-lane reductions of {original} (wider than 32 bits) are not supported")
     if bits == 32:
         return value, lambda moved: moved
+    if isinstance(original, ir.FloatType) and bits == 8:
+        # fp8 moves as its bits: not every chip converts every fp8 format.
+        i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
+        return (arith.ExtUIOp(i32, arith.BitcastOp(i8, value).result).result,
+                lambda moved: arith.BitcastOp(original, arith.TruncIOp(i8, moved).result).result)
     if isinstance(original, ir.FloatType):
         return (arith.ExtFOp(ir.F32Type.get(), value).result,
                 lambda moved: arith.TruncFOp(original, moved).result)

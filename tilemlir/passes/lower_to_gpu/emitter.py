@@ -58,6 +58,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     fragment_values,
     guarded,
     rebind_fragments,
+    widen_fp8_arithmetic,
 )
 from tilemlir.passes.lower_to_gpu.fragment_ops import (
     FragmentOps,
@@ -385,6 +386,7 @@ class KernelEmitter(FragmentOps):
             body = self._kernel.regions[0].blocks[0]
             launched = self.core.emit_kernel_body(self, lambda: self.emit_block(body))
             gpu.ReturnOp([])
+        widen_fp8_arithmetic(gpu_func.operation, self._native_fp8)
         self._lowered.threads = launched
         if launched != self._threads:
             gpu_func.attributes["known_block_size"] = ir.DenseI32ArrayAttr.get([launched, 1, 1])
