@@ -120,7 +120,6 @@ def is_fp8(t: ir.Type) -> bool:
     return str(t) in fp8_decode.FORMATS
 
 
-
 def zero_of(t: ir.Type) -> ir.Attribute:
     if is_float(t):
         return ir.FloatAttr.get(t, 0.0)

@@ -702,8 +702,12 @@ def copy_width(op: ir.Operation, cols: int, element: ir.Type) -> int:
 
 
 # Ops that move or reinterpret fp8 values rather than compute with them.
-_FP8_KEPT = frozenset({"arith.constant", "arith.extf", "arith.truncf", "arith.bitcast", "arith.select",
-                       "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui"})
+_FP8_KEPT = frozenset({"arith.constant", "arith.bitcast", "arith.select"})
+# Conversions between floats, which the chip's code generator lowers for the
+# fp8 formats it converts in hardware (`native_fp8`) and `convert` gives in
+# software for the others.
+_FLOAT_CONVERSIONS = frozenset({"arith.extf", "arith.truncf"})
+_INT_TO_FLOAT = frozenset({"arith.sitofp", "arith.uitofp"})
 
 
 def widen_fp8_arithmetic(root: ir.Operation, native_fp8: tuple[str, ...] | None) -> int:
@@ -711,15 +715,19 @@ def widen_fp8_arithmetic(root: ir.Operation, native_fp8: tuple[str, ...] | None)
     (a tile.reduce of an fp8 fragment, element-wise math over one) computed
     in f32 instead: its fp8 operands converted (`convert`, in hardware where
     the chip converts the format, else in software), the op on f32, its fp8
-    results rounded back, as a per-op rounding to the type means. No chip
-    has fp8 ALU instructions, and the LLVM dialect has no fp8 type. Returns
-    the ops widened; with `native_fp8` None (no fp8 encoding in kernels)
-    rounding back is a LoweringError at the op."""
+    results rounded back, as a per-op rounding to the type means; an extf
+    or truncf of a format the chip does not convert becomes `convert`'s
+    software conversion, and int <-> fp8 goes through f32 (to fp8 always in
+    software). No chip has fp8 ALU instructions, and the LLVM dialect has no
+    fp8 type. Returns the ops rewritten; with `native_fp8` None (no fp8
+    encoding in kernels) an op with an fp8 result is a LoweringError at the
+    op."""
     found = []
 
     def visit(op: ir.Operation):
-        if op.name.split(".")[0] in ("arith", "math") and op.name not in _FP8_KEPT \
-                and any(is_fp8(_element(v.type)) for v in [*op.operands, *op.results]):
+        fp8 = [str(_element(v.type)) for v in [*op.operands, *op.results] if is_fp8(_element(v.type))]
+        if op.name.split(".")[0] in ("arith", "math") and op.name not in _FP8_KEPT and fp8 \
+                and not (op.name in _FLOAT_CONVERSIONS and all(f in (native_fp8 or ()) for f in fp8)):
             found.append(op)
         return ir.WalkResult.ADVANCE
 
@@ -727,19 +735,27 @@ def widen_fp8_arithmetic(root: ir.Operation, native_fp8: tuple[str, ...] | None)
     f32 = ir.F32Type.get()
     for op in found:
         if native_fp8 is None and any(is_fp8(_element(r.type)) for r in op.results):
-            raise LoweringError(op, f"{op.name} computes on {_element(op.results[0].type)}: the target's code "
+            raise LoweringError(op, f"{op.name} computes {_element(op.results[0].type)} values: the target's code "
                                     "generator encodes no fp8 format in a kernel; compute the fragment in "
                                     "f16, bf16 or f32")
         with ir.InsertionPoint(op), op.location:
+            if op.name in _FLOAT_CONVERSIONS:
+                (source,), (result,) = op.operands, op.results
+                result.replace_all_uses_with(convert(source, _element(source.type), _element(result.type), native_fp8))
+                op.erase()
+                continue
             operands = [convert(v, _element(v.type), f32, native_fp8) if is_fp8(_element(v.type)) else v
                         for v in op.operands]
             types = [_with_element(r.type, f32) if is_fp8(_element(r.type)) else r.type for r in op.results]
             wide = ir.Operation.create(op.name, results=types, operands=operands,
                                        attributes={name: op.attributes[name] for name in op.attributes})
+        # An integer's f32 rounded to fp8 in hardware would fold back into one
+        # int -> fp8 sitofp (arith's canonicalization), which llc cannot lower.
+        rounding = () if op.name in _INT_TO_FLOAT else native_fp8
         with ir.InsertionPoint.after(wide), op.location:
             for old, new in zip(op.results, wide.results):
                 element = _element(old.type)
-                old.replace_all_uses_with(convert(new, f32, element, native_fp8) if is_fp8(element) else new)
+                old.replace_all_uses_with(convert(new, f32, element, rounding) if is_fp8(element) else new)
         op.erase()
     return len(found)
 
@@ -750,6 +766,7 @@ def _element(t: ir.Type) -> ir.Type:
 
 def _with_element(t: ir.Type, element: ir.Type) -> ir.Type:
     return ir.VectorType.get(ir.VectorType(t).shape, element) if isinstance(t, ir.VectorType) else element
+
 
 def widened_to_32_bits(value: ir.Value) -> tuple[ir.Value, Callable[[ir.Value], ir.Value]]:
     """`value` widened exactly to f32 or i32 (lane exchanges move 32-bit
