@@ -33,26 +33,29 @@ def row_kernel(kind: str, t: str) -> str:
     return reduce_kernel(kind, ROWS, COLS, 1, t).replace("@reduce(", "@row(")
 
 
-def elementwise_kernel(t: str) -> str:
-    """Y = X * X - X / 2 in the fragment's fp8 type, each op rounded."""
+def elementwise_kernel(t: str, name: str = "ew", body: str = "") -> str:
+    """@name: X's fp8 fragment rewritten element by element by `body` (from
+    %v, the element, to %r, stored back; default Y = X * X - X / 2, each op
+    rounded to the type), then stored to Y."""
+    body = body or f"""%half = arith.constant 0.5 : {t}
+      %s = arith.mulf %v, %v : {t}
+      %h = arith.mulf %v, %half : {t}
+      %r = arith.subf %s, %h : {t}"""
     x, fx = f"memref<{ROWS}x{COLS}x{t}>", f"memref<{ROWS}x{COLS}x{t}, #F>"
     return f"""#F = #gpu.address_space<private>
-func.func @ew(%X: {x}, %Y: {x}) {{
+func.func @{name}(%X: {x}, %Y: {x}) {{
   "tile.kernel"() ({{
   ^bb0(%bx: index):
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %rows = arith.constant {ROWS} : index
     %cols = arith.constant {COLS} : index
-    %half = arith.constant 0.5 : {t}
     %x = "tile.alloc_fragment"() : () -> {fx}
     "tile.copy"(%X, %x, %c0, %c0) {{operandSegmentSizes = array<i32: 1, 1, 2, 0>}} : ({x}, {fx}, index, index) -> ()
     scf.parallel (%i, %j) = (%c0, %c0) to (%rows, %cols) step (%c1, %c1) {{
       %v = memref.load %x[%i, %j] : {fx}
-      %s = arith.mulf %v, %v : {t}
-      %h = arith.mulf %v, %half : {t}
-      %d = arith.subf %s, %h : {t}
-      memref.store %d, %x[%i, %j] : {fx}
+      {body}
+      memref.store %r, %x[%i, %j] : {fx}
       scf.reduce
     }}
     "tile.copy"(%x, %Y, %c0, %c0) {{operandSegmentSizes = array<i32: 1, 1, 0, 2>}} : ({fx}, {x}, index, index) -> ()
@@ -110,36 +113,14 @@ def test_fp8_sums_and_element_wise_math_match(target, t):
 def conversions_kernel(t: str) -> str:
     """Y = float(int(X) * 3) + X as fp8 through f32 and i32: fp8 -> f32
     (extf), -> i32 (fptosi), i32 -> fp8 (sitofp), f32 -> fp8 (truncf)."""
-    x, fx = f"memref<{ROWS}x{COLS}x{t}>", f"memref<{ROWS}x{COLS}x{t}, #F>"
-    return f"""#F = #gpu.address_space<private>
-func.func @cv(%X: {x}, %Y: {x}) {{
-  "tile.kernel"() ({{
-  ^bb0(%bx: index):
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %rows = arith.constant {ROWS} : index
-    %cols = arith.constant {COLS} : index
-    %three = arith.constant 3 : i32
-    %x = "tile.alloc_fragment"() : () -> {fx}
-    "tile.copy"(%X, %x, %c0, %c0) {{operandSegmentSizes = array<i32: 1, 1, 2, 0>}} : ({x}, {fx}, index, index) -> ()
-    scf.parallel (%i, %j) = (%c0, %c0) to (%rows, %cols) step (%c1, %c1) {{
-      %v = memref.load %x[%i, %j] : {fx}
+    return elementwise_kernel(t, "cv", f"""%three = arith.constant 3 : i32
       %w = arith.extf %v : {t} to f32
       %n = arith.fptosi %v : {t} to i32
       %m = arith.muli %n, %three : i32
       %f = arith.sitofp %m : i32 to {t}
       %g = arith.extf %f : {t} to f32
       %s = arith.addf %g, %w : f32
-      %r = arith.truncf %s : f32 to {t}
-      memref.store %r, %x[%i, %j] : {fx}
-      scf.reduce
-    }}
-    "tile.copy"(%x, %Y, %c0, %c0) {{operandSegmentSizes = array<i32: 1, 1, 0, 2>}} : ({fx}, {x}, index, index) -> ()
-    gpu.yield
-  }}) {{grid = array<i64: 1>, threads = 128 : i64}} : () -> ()
-  return
-}}
-"""
+      %r = arith.truncf %s : f32 to {t}""")
 
 
 @pytest.mark.parametrize("target, t", TARGETS)
