@@ -523,6 +523,9 @@ def measure_case(launcher, directory: Path, entries: list[dict], seed: int, say,
     peer = torch_op(op, cols)
     record["torch_check"] = check(op, dtype, peer(xs[0], weights), xs[0], weights, seed, extra_roundings=1)
     variants["torch"] = Timed(lambda i: peer(xs[i], weights), launches, sets)
+    # Each case compiles afresh: torch_op's lambdas share their code objects,
+    # and past dynamo's recompile limit for one (8) it runs them eagerly.
+    torch._dynamo.reset()
     inductor = torch.compile(peer, dynamic=False)
     record["inductor_check"] = check(op, dtype, inductor(xs[0], weights), xs[0], weights, seed, extra_roundings=1)
     variants["inductor"] = Timed(lambda i: inductor(xs[i], weights), launches, sets)
