@@ -63,12 +63,21 @@ class CapturedText:
         return self._text
 
 
+def element_of(type_: ir.Type) -> ir.Type:
+    """A vector type's element type; any other type itself."""
+    return ir.VectorType(type_).element_type if isinstance(type_, ir.VectorType) else type_
+
+
+def shaped_like(type_: ir.Type, element: ir.Type) -> ir.Type:
+    """`element`, or a vector of it shaped as `type_` where that is a vector."""
+    return ir.VectorType.get(ir.VectorType(type_).shape, element) if isinstance(type_, ir.VectorType) else element
+
+
 def llvm_constant(value: int, type_: ir.Type) -> ir.Value:
     """An `llvm.mlir.constant` of the integer `value` in `type_` (an integer
     type, or a vector of one: the value in every element), at the current
     insertion point."""
-    element = ir.VectorType(type_).element_type if isinstance(type_, ir.VectorType) else type_
-    attribute = ir.IntegerAttr.get(element, value)
+    attribute = ir.IntegerAttr.get(element_of(type_), value)
     if isinstance(type_, ir.VectorType):
         attribute = ir.DenseElementsAttr.get_splat(type_, attribute)
     return ir.Operation.create("llvm.mlir.constant", results=[type_], attributes={"value": attribute}).result

@@ -5,21 +5,12 @@ renames along their chains is not taken for one that holds more of C."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
+import bench_modules
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _bench(name: str = "amd_vs_triton"):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_modules.load(name)
 
 
 def _kernel(body: list[str]) -> str:

@@ -7,22 +7,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
-from pathlib import Path
 
+import bench_modules
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
 
 needs_mlir = pytest.mark.skipif(importlib.util.find_spec("mlir") is None, reason="needs the MLIR bindings")
 
 
 def _bench(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_modules.load(name)
 
 
 def test_candidates_span_the_issue_space():

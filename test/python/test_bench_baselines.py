@@ -3,18 +3,16 @@ naming regressions beyond an entry's measured noise."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+
+import bench_modules
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("bench_baselines", REPO / "bench" / "baselines.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_modules.load("baselines")
 
 
 def _models(path: Path, tilemlir_ms: float, eager_ms: float = 4.0) -> Path:

@@ -3,19 +3,12 @@ time windows (the GPU run itself needs the device machine)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
+import bench_modules
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("bench_models", REPO / "bench" / "models.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_modules.load("models")
 
 
 def _window(median: float, p99: float, reserved: int, allocated: int, compiles: int) -> dict:

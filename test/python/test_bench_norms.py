@@ -7,20 +7,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
+import bench_modules
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
 
 needs_mlir = pytest.mark.skipif(importlib.util.find_spec("mlir") is None, reason="needs the MLIR bindings")
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_norms", REPO / "bench" / "norms.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_modules.load("norms")
 
 
 def test_candidates_hold_whole_rows_within_the_register_share():

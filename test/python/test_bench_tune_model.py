@@ -7,25 +7,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 
+import bench_modules
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
 
 needs_mlir = pytest.mark.skipif(importlib.util.find_spec("mlir") is None, reason="needs the MLIR bindings")
 
 
 def _bench():
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_tune_model", REPO / "bench" / "tune_model.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO / "bench"))
-    return module
+    return bench_modules.load("tune_model")
 
 
 def test_spearman_and_ranks():

@@ -22,6 +22,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 
+from tilemlir.irutil import shaped_like
+
 FORMATS = {
     "f8E4M3FN": (4, 3, 7),
     "f8E5M2": (5, 2, 15),
@@ -40,13 +42,8 @@ ENCODING = {
 }
 
 
-def _like(value: ir.Value, element: ir.Type) -> ir.Type:
-    t = value.type
-    return ir.VectorType.get(t.shape, element) if isinstance(t, ir.VectorType) else element
-
-
 def _constant(like: ir.Value, element: ir.Type, number) -> ir.Value:
-    t = _like(like, element)
+    t = shaped_like(like.type, element)
     attr = ir.FloatAttr.get(element, float(number)) if isinstance(element, ir.FloatType) \
         else ir.IntegerAttr.get(element, int(number))
     if isinstance(t, ir.VectorType):
@@ -58,8 +55,8 @@ def decode_to_f32(value: ir.Value, format_name: str) -> ir.Value:
     """f32 values of the fp8 `value` (scalar or vector), bit-exact."""
     exponent_bits, mantissa_bits, bias = FORMATS[format_name]
     i8, i32, f32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32), ir.F32Type.get()
-    raw = arith.BitcastOp(_like(value, i8), value).result
-    bits = arith.ExtUIOp(_like(value, i32), raw).result
+    raw = arith.BitcastOp(shaped_like(value.type, i8), value).result
+    bits = arith.ExtUIOp(shaped_like(value.type, i32), raw).result
 
     def c(number) -> ir.Value:
         return _constant(bits, i32, number)
@@ -79,9 +76,9 @@ def decode_to_f32(value: ir.Value, format_name: str) -> ir.Value:
             arith.ShLIOp(mantissa, c(23 - mantissa_bits)).result,
         ).result,
     ).result
-    normal = arith.BitcastOp(_like(value, f32), normal_bits).result
+    normal = arith.BitcastOp(shaped_like(value.type, f32), normal_bits).result
     # Subnormals: mantissa * 2^(1 - bias - mantissa_bits), exact in f32.
-    magnitude = arith.MulFOp(arith.UIToFPOp(_like(value, f32), mantissa).result,
+    magnitude = arith.MulFOp(arith.UIToFPOp(shaped_like(value.type, f32), mantissa).result,
                              _constant(bits, f32, 2.0 ** (1 - bias - mantissa_bits))).result
     negative = eq(sign, c(1 << 31))
     subnormal = arith.SelectOp(negative, arith.NegFOp(magnitude).result, magnitude).result
@@ -109,7 +106,7 @@ def encode_from_f32(value: ir.Value, format_name: str) -> ir.Value:
     _, mantissa_bits, bias = FORMATS[format_name]
     facts = ENCODING[format_name]
     i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
-    bits = arith.BitcastOp(_like(value, i32), value).result
+    bits = arith.BitcastOp(shaped_like(value.type, i32), value).result
 
     def c(number) -> ir.Value:
         return _constant(bits, i32, number)
@@ -142,5 +139,5 @@ def encode_from_f32(value: ir.Value, format_name: str) -> ir.Value:
         zero = arith.CmpIOp(arith.CmpIPredicate.eq, code, c(0)).result
         sign = select(zero, c(0), sign)
     code = arith.OrIOp(code, sign).result
-    narrow = arith.TruncIOp(_like(value, i8), code).result
-    return arith.BitcastOp(_like(value, ir.Type.parse(format_name)), narrow).result
+    narrow = arith.TruncIOp(shaped_like(value.type, i8), code).result
+    return arith.BitcastOp(shaped_like(value.type, ir.Type.parse(format_name)), narrow).result

@@ -257,7 +257,7 @@ def wave_register_limit(facts: ModelFacts, waves: int) -> int:
     is 192, none spilling."""
     if not facts.has_accumulation_file:
         return facts.register_limit
-    share = facts.vgprs_per_lane // math.ceil(waves / facts.simds_per_cu)
+    share = facts.register_file // math.ceil(waves / facts.simds_per_cu)
     return min(facts.register_limit, share)
 
 

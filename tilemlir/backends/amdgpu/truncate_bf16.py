@@ -43,7 +43,7 @@ from typing import ClassVar
 
 from mlir import ir
 
-from tilemlir.irutil import llvm_constant, walk
+from tilemlir.irutil import element_of, llvm_constant, shaped_like, walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.targets.registry import resolve_target
 
@@ -54,13 +54,6 @@ QUIET_NAN = 0x7FC00000
 UNORDERED = 14
 
 
-def _like(value_type: ir.Type, element: ir.Type) -> ir.Type:
-    """`element`, or a vector of it shaped as `value_type` where that is a vector."""
-    if isinstance(value_type, ir.VectorType):
-        return ir.VectorType.get(ir.VectorType(value_type).shape, element)
-    return element
-
-
 def _op(name: str, result: ir.Type, *operands: ir.Value, **attributes: ir.Attribute) -> ir.Value:
     return ir.Operation.create(name, results=[result], operands=list(operands), attributes=attributes).result
 
@@ -68,9 +61,9 @@ def _op(name: str, result: ir.Type, *operands: ir.Value, **attributes: ir.Attrib
 def rounded_bf16(x: ir.Value) -> ir.Value:
     """The bf16 (or vector of bf16) nearest `x` (f32, or a vector of f32), as
     the module docstring computes it, at the current insertion point."""
-    i32 = _like(x.type, ir.IntegerType.get_signless(32))
-    i16 = _like(x.type, ir.IntegerType.get_signless(16))
-    i1 = _like(x.type, ir.IntegerType.get_signless(1))
+    i32 = shaped_like(x.type, ir.IntegerType.get_signless(32))
+    i16 = shaped_like(x.type, ir.IntegerType.get_signless(16))
+    i1 = shaped_like(x.type, ir.IntegerType.get_signless(1))
     predicate = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), UNORDERED)
     nan = _op("llvm.fcmp", i1, x, x, predicate=predicate)
     quiet = _op("llvm.bitcast", x.type, llvm_constant(QUIET_NAN, i32))
@@ -79,11 +72,7 @@ def rounded_bf16(x: ir.Value) -> ir.Value:
     lsb = _op("llvm.and", i32, _op("llvm.lshr", i32, bits, llvm_constant(16, i32)), llvm_constant(1, i32))
     rounded = _op("llvm.add", i32, _op("llvm.add", i32, bits, llvm_constant(ROUNDING_BIAS, i32)), lsb)
     high = _op("llvm.trunc", i16, _op("llvm.lshr", i32, rounded, llvm_constant(16, i32)))
-    return _op("llvm.bitcast", _like(x.type, ir.BF16Type.get()), high)
-
-
-def _element(type_: ir.Type) -> ir.Type:
-    return ir.VectorType(type_).element_type if isinstance(type_, ir.VectorType) else type_
+    return _op("llvm.bitcast", shaped_like(x.type, ir.BF16Type.get()), high)
 
 
 def truncate_bf16(module: ir.Operation) -> int:
@@ -91,8 +80,8 @@ def truncate_bf16(module: ir.Operation) -> int:
     docstring); returns how many."""
     changed = 0
     for op in list(walk(module)):
-        if op.name != "llvm.fptrunc" or not isinstance(_element(op.results[0].type), ir.BF16Type) \
-                or not isinstance(_element(op.operands[0].type), ir.F32Type):
+        if op.name != "llvm.fptrunc" or not isinstance(element_of(op.results[0].type), ir.BF16Type) \
+                or not isinstance(element_of(op.operands[0].type), ir.F32Type):
             continue
         with ir.InsertionPoint(op), op.location:
             op.results[0].replace_all_uses_with(rounded_bf16(op.operands[0]))

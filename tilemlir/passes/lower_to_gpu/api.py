@@ -41,7 +41,11 @@ from mlir.dialects import arith, gpu, memref, scf, vector
 
 from tilemlir.diagnostics import UserError
 from tilemlir.dialects import attributes
-from tilemlir.irutil import constant_int  # the lowering's helpers read it from here too
+from tilemlir.irutil import (
+    constant_int,  # the lowering's helpers read it from here too
+    element_of,
+    shaped_like,
+)
 from tilemlir.lds_banks import SWIZZLE_CHUNK_BYTES
 from tilemlir.passes.fragment_layout import FragmentLayout
 from tilemlir.passes.gemm_facts import copy_vector_width
@@ -725,7 +729,7 @@ def widen_fp8_arithmetic(root: ir.Operation, native_fp8: tuple[str, ...] | None)
     found = []
 
     def visit(op: ir.Operation):
-        fp8 = [str(_element(v.type)) for v in [*op.operands, *op.results] if is_fp8(_element(v.type))]
+        fp8 = [str(element_of(v.type)) for v in [*op.operands, *op.results] if is_fp8(element_of(v.type))]
         if op.name.split(".")[0] in ("arith", "math") and op.name not in _FP8_KEPT and fp8 \
                 and not (op.name in _FLOAT_CONVERSIONS and all(f in (native_fp8 or ()) for f in fp8)):
             found.append(op)
@@ -734,19 +738,19 @@ def widen_fp8_arithmetic(root: ir.Operation, native_fp8: tuple[str, ...] | None)
     root.walk(visit)
     f32 = ir.F32Type.get()
     for op in found:
-        if native_fp8 is None and any(is_fp8(_element(r.type)) for r in op.results):
-            raise LoweringError(op, f"{op.name} computes {_element(op.results[0].type)} values: the target's code "
+        if native_fp8 is None and any(is_fp8(element_of(r.type)) for r in op.results):
+            raise LoweringError(op, f"{op.name} computes {element_of(op.results[0].type)} values: the target's code "
                                     "generator encodes no fp8 format in a kernel; compute the fragment in "
                                     "f16, bf16 or f32")
         with ir.InsertionPoint(op), op.location:
             if op.name in _FLOAT_CONVERSIONS:
                 (source,), (result,) = op.operands, op.results
-                result.replace_all_uses_with(convert(source, _element(source.type), _element(result.type), native_fp8))
+                result.replace_all_uses_with(convert(source, element_of(source.type), element_of(result.type), native_fp8))
                 op.erase()
                 continue
-            operands = [convert(v, _element(v.type), f32, native_fp8) if is_fp8(_element(v.type)) else v
+            operands = [convert(v, element_of(v.type), f32, native_fp8) if is_fp8(element_of(v.type)) else v
                         for v in op.operands]
-            types = [_with_element(r.type, f32) if is_fp8(_element(r.type)) else r.type for r in op.results]
+            types = [shaped_like(r.type, f32) if is_fp8(element_of(r.type)) else r.type for r in op.results]
             wide = ir.Operation.create(op.name, results=types, operands=operands,
                                        attributes={name: op.attributes[name] for name in op.attributes})
         # An integer's f32 rounded to fp8 in hardware would fold back into one
@@ -754,18 +758,10 @@ def widen_fp8_arithmetic(root: ir.Operation, native_fp8: tuple[str, ...] | None)
         rounding = () if op.name in _INT_TO_FLOAT else native_fp8
         with ir.InsertionPoint.after(wide), op.location:
             for old, new in zip(op.results, wide.results):
-                element = _element(old.type)
+                element = element_of(old.type)
                 old.replace_all_uses_with(convert(new, f32, element, rounding) if is_fp8(element) else new)
         op.erase()
     return len(found)
-
-
-def _element(t: ir.Type) -> ir.Type:
-    return ir.VectorType(t).element_type if isinstance(t, ir.VectorType) else t
-
-
-def _with_element(t: ir.Type, element: ir.Type) -> ir.Type:
-    return ir.VectorType.get(ir.VectorType(t).shape, element) if isinstance(t, ir.VectorType) else element
 
 
 def widened_to_32_bits(value: ir.Value) -> tuple[ir.Value, Callable[[ir.Value], ir.Value]]:
