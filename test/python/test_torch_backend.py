@@ -5,6 +5,7 @@ amdgpu:gfx942, and compared with the model run in float64 by torch."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 
@@ -321,6 +322,8 @@ def test_pointwise_convolutions_of_a_channels_last_image_are_gemms(monkeypatch, 
     sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
     assert len(sources) == 2
     assert ["T.copy(O0_l, O0[bx * " in source for source in sources] == [channels_last] * 2
+    # The residual, channels-last too, is read as tiles of its pixels' rows (codegen.PixelRows).
+    assert sorted("T.copy(I0[bx * " in source for source in sources) == [False, channels_last]
     assert all("T.Pipelined" in source and "transpose_B=True" in source for source in sources)
 
 
@@ -393,6 +396,30 @@ def test_a_pixel_no_tap_reads_never_reaches_an_output(channels, kernel, stride, 
     assert (got[finite] - expected[finite]).abs().max() <= RELATIVE * expected[finite].abs().max()
 
 
+def test_a_weights_taps_are_made_once_per_version(monkeypatch):
+    """A shifted convolution's weight taps (dynamo.GroupKernel.taps) are
+    made at the first call and reused while the weight is the same tensor at
+    the same version; an in-place change of the weight makes them again, and
+    the result follows it."""
+    from tilemlir.torch_backend import dynamo
+
+    made, original = [], dynamo.conv_taps
+    monkeypatch.setattr(dynamo, "conv_taps", lambda *args: made.append(1) or original(*args))
+    model = nn.Sequential(nn.Conv2d(16, 24, 3, 1, 1), nn.ReLU(), nn.Conv2d(24, 16, 3, 2, 1)).eval().half()
+    model = model.to(memory_format=torch.channels_last)
+    x = torch.randn(2, 16, 11, 10).half().to(memory_format=torch.channels_last)
+    compiled = torch.compile(model, backend=backend)
+    with torch.no_grad():
+        first = compiled(x)
+        assert len(made) == 2
+        assert torch.equal(compiled(x), first) and len(made) == 2
+        model[0].weight.mul_(-1)
+        changed = compiled(x)
+        assert len(made) == 3
+        expected = model.double()(x.double())
+    assert (changed.double() - expected).abs().max() <= RELATIVE * expected.abs().max()
+
+
 @pytest.mark.parametrize("target", ["amdgpu:gfx942", "metax:xcore1000"])
 def test_shifted_convolution_in_the_emulator(monkeypatch, target):
     monkeypatch.setenv("TILEMLIR_TARGET", target)
@@ -439,6 +466,12 @@ def test_pooling_with_padding(channels_last):
 def test_in_the_gfx942_emulator(monkeypatch, model, shape, channels_last):
     monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
     check(model, torch.randn(*shape), channels_last=channels_last)
+
+
+def test_a_residual_read_as_tiles_in_the_metax_emulator(monkeypatch):
+    monkeypatch.setenv("TILEMLIR_TARGET", "metax:xcore1000")
+    monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
+    check(PointwiseBottleneck(8), torch.randn(1, 8, 3, 5), channels_last=True)
 
 
 def test_strided_broadcast_and_boolean_values():
@@ -930,6 +963,26 @@ def test_graph_replay_on_the_gpu(monkeypatch, caplog):
         assert not calls, [r.getMessage()[-300:] for r in caplog.records if r.name == "tilemlir.torch"]
         assert torch.equal(first, second) and torch.equal(third, unreplayed(y))
         assert torch.equal(first, unreplayed(x))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_replayed_graph_follows_a_parameter_changed_in_place():
+    """A convolution's weight taps are made once per weight version and read
+    by the captured graph; a weight changed in place is seen by the next
+    call (which runs as compiled, then captures again) and every later one."""
+    model = ConvBlock(32, 3, 1, 1, 1).eval().half().cuda().to(memory_format=torch.channels_last)
+    on_gpu = {"target": "nvidia:sm_90a", "engine": "device"}
+    compiled = torch.compile(model, backend=backend, options=on_gpu)
+    x = torch.randn(4, 32, 14, 14, device="cuda").half().to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        for _ in range(3):
+            before = compiled(x)
+        model.conv.weight.mul_(-1)
+        expected = copy.deepcopy(model).double()(x.double())
+        for _ in range(3):
+            after = compiled(x)
+            assert (after.double() - expected).abs().max() <= RELATIVE * expected.abs().max()
+    assert not torch.equal(before, after)
 
 
 class TokenTypes(nn.Module):

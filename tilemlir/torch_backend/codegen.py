@@ -109,6 +109,7 @@ class KernelWriter:
         self.param_of: dict[fx.Node, str] = {}  # inputs read at offsets, in parameter order
         self.anchor_value = None  # a GEMM group's: coords -> the product's value
         self.fragment: dict[fx.Node, str] = {}
+        self.tiles: dict[fx.Node, str] = {}  # inputs loaded a tile a block (`tile_input`): their fragments
         self.counter = 0
         members = set(group.nodes)
         self.uses = {n: sum(1 for u in n.users if u in members) for n in group.nodes}
@@ -129,9 +130,26 @@ class KernelWriter:
             self.param_of[node] = name
         return self.param_of[node]
 
+    def tile_input(self, node: fx.Node, shape: tuple[int, int], at: str, tile_dims: tuple[int, int]) -> PixelRows:
+        """An input declared `shape`, its `tile_dims` tile at `at` (the
+        domain's tile) copied into a fragment (vector loads); `load` reads it
+        there."""
+        spec = self.specs[node]
+        name, tile = f"I{len(self.param_of)}", self.new_name("T")
+        dtype = DTYPES[spec.dtype]
+        self.input_params.append(f"{name}: T.Tensor({shape}, '{dtype}')")
+        self.param_of[node] = name
+        self.body(f"{tile} = T.alloc_fragment(({tile_dims[0]}, {tile_dims[1]}), '{dtype}')")
+        self.body(f"T.copy({name}[{at}], {tile})")
+        self.tiles[node] = tile
+        return PixelRows(node)
+
     def load(self, node: fx.Node, coords: list[str]) -> str:
         """An input's element at the domain coordinates, in its kind (floats in f32)."""
         spec = self.specs[node]
+        if node in self.tiles:  # at the domain's coordinates, the tile's (i, j)
+            value = f"{self.tiles[node]}[i, j]"
+            return f"T.cast({value}, 'float32')" if spec.dtype != torch.float32 else value
         rank = len(coords)
         if len(spec.shape) > rank:
             raise Unsupported("an operand of more dims than its group")
@@ -1185,6 +1203,15 @@ def pointwise_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding) -> b
 
 
 @dataclass(frozen=True)
+class PixelRows:
+    """An input a convolution reads as its pixels' rows of channels, a tile
+    a block (a channels-last tensor of the output's shape: the residual of a
+    ResNet block); passed as that 2-D view."""
+
+    node: fx.Node
+
+
+@dataclass(frozen=True)
 class PhaseImage:
     """How a shifted convolution (`shifted_conv`) is passed its image, as
     rows of channels-last pixels:
@@ -1428,6 +1455,17 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
         body("    T.gemm(A_s, B_s, C_l)")
     if bias is None:
         writer.fragment[anchor] = "C_l"
+    # Outputs stored a tile a block read their inputs of the same layout (a residual) so too.
+    tiled = (as_gemm or shifted and shifted.cells == (out_h, out_w)) and any(
+        channels_last(TensorSpec.of(node.meta["val"])) for node in group.outputs)
+    pixel_rows = {}
+    if tiled:
+        for node in group.inputs:
+            spec = writer.specs[node]
+            if node not in (image, weight, bias) and tuple(spec.shape) == tuple(group.shape) \
+                    and channels_last(spec) and spec.dtype in (torch.float16, torch.bfloat16, torch.float32):
+                pixel_rows[node] = writer.tile_input(node, (m_total, out_channels),
+                                                     f"bx * {block_m}, by * {block_n}", (block_m, block_n))
     writer.emit_group_values((str(block_m), str(block_n)), coords, coords, out_channels)
     views = []
     for index, node in enumerate(group.outputs):
@@ -1464,4 +1502,5 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
     rows = grid_rows if shifted else m_total
     grid = f"{-(-rows // block_m)}, {-(-out_channels // block_n)}"  # pixels on x: up to 2^31 - 1 blocks
     layouts = ("pixels", "rows") if as_gemm else (shifted.image, Taps(shifted.image)) if shifted else None
-    return writer.source(grid, body.lines, threads), list(writer.param_of), layouts, views
+    return writer.source(grid, body.lines, threads), [pixel_rows.get(node, node) for node in writer.param_of], \
+        layouts, views

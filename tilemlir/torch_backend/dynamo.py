@@ -388,6 +388,7 @@ class GroupKernel:
         # input (arange, full) makes them on the model's device too.
         self.device = group.outputs[0].meta["val"].device if group.outputs else torch.device("cpu")
         self.moved_tensors: dict[int, tuple] = {}  # `moved`: input position -> (dtype, shape, bytes), copy
+        self.weight_taps: dict[int, tuple] = {}  # `taps`: operand position -> (source, version, layout, taps)
 
     def moved(self, position: int, tensor: torch.Tensor) -> torch.Tensor:
         """`tensor` (a CPU scalar beside GPU tensors, as torch allows) on the
@@ -450,7 +451,7 @@ class GroupKernel:
             return kernel, views, layouts, [group.inputs.index(node) for node in loaded]
         else:
             source, views, loaded = codegen.pointwise_kernel(group, specs, self.kernel_name)
-        return self.compiled(source, self.kernel_name), views, layouts, [group.inputs.index(node) for node in loaded]
+        return self.compiled(source, self.kernel_name), views, layouts, [_position(group, node) for node in loaded]
 
     def compiled(self, source: str, name: str):
         """The compiled prim_func `name` of `source` (once per process)."""
@@ -466,6 +467,22 @@ class GroupKernel:
             kernel = _COMPILED[key] = tilemlir.compile(prim, target=self.target, engine=self.engine)
         return kernel
 
+    def taps(self, position: int, weight: torch.Tensor, layout: codegen.Taps) -> torch.Tensor:
+        """A convolution's weight as its Taps layout, a copy made once per
+        version of the weight: a parameter's is reused from call to call (and
+        read in place by a replayed CUDA graph, which graphs.GraphedForward
+        captures again when a parameter changes in place). The entry holds its
+        source: the same tensor object at the same version is the same data. A
+        weight computed at each call gets a new copy each call."""
+        version = _version(weight)
+        entry = self.weight_taps.get(position)
+        if entry is not None and entry[0] is weight and entry[1] == version and entry[2] == layout:
+            return entry[3]
+        taps = conv_taps(weight, layout.image)
+        if version is not None:
+            self.weight_taps[position] = (weight, version, layout, taps)
+        return taps
+
     def in_torch(self, tensors, specs, error) -> tuple:
         """The group's ops run by torch (its own copy of them), listed as a
         fallback; an error under TILEMLIR_TORCH_STRICT=1."""
@@ -479,11 +496,12 @@ class GroupKernel:
             self.in_torch_module = fx.GraphModule(torch.nn.Module(), self.group.nodes[0].graph)
         return tuple(self.in_torch_module(*tensors))
 
-    def operand(self, tensor: torch.Tensor, spec: TensorSpec, layout) -> torch.Tensor:
+    def operand(self, tensor: torch.Tensor, spec: TensorSpec, layout, position: int = -1) -> torch.Tensor:
         """A GEMM or attention operand as the kernel reads it: dense, in its
         memory order; a convolution's, the memory it spans, a 1x1 one's as
         2-D views (codegen.pointwise_conv), a shifted one's as its image's
-        planes and its weight's taps (codegen.PhaseImage, codegen.Taps)."""
+        planes and its weight's taps (codegen.PhaseImage, codegen.Taps; the
+        taps kept per weight version, `taps`)."""
         if layout is None:
             return _span(tensor, spec)
         if layout == "pixels":  # a channels-last image as its pixels' rows of channels (a view)
@@ -493,7 +511,7 @@ class GroupKernel:
         elif layout == "rows":  # a 1x1 convolution's weight as [out, in]
             dense = tensor.reshape(tensor.shape[0], -1)
         elif isinstance(layout, codegen.Taps):  # a convolution's weight as [out, (kh, kw, in)]
-            dense = conv_taps(tensor, layout.image)
+            dense = self.taps(position, tensor, layout)
         elif layout == "bshd":
             dense = tensor.transpose(1, 2).contiguous()
         elif layout == "padded":  # an attention operand's head zero-padded (codegen.padded_head_dim)
@@ -518,9 +536,10 @@ class GroupKernel:
             # Strides the graph was not traced with, and a kernel for them refused.
             return self.in_torch(tensors, specs, error)
         operand_layouts = layouts if layouts is not None else (None,) * len(self.operands)
-        args = [self.operand(tensors[position], specs[position], layout)
+        args = [self.operand(tensors[position], specs[position], layout, position)
                 for position, layout in zip(self.operands, operand_layouts)]
-        args += [_span(tensors[index], specs[index]) for index in loaded]
+        args += [tensors[index[0]].permute(0, 2, 3, 1).reshape(-1, specs[index[0]].shape[1])
+                 if isinstance(index, tuple) else _span(tensors[index], specs[index]) for index in loaded]
         results, restride, copies = [], [], []
         for result, view in zip(self.results, views):
             if view == "pixels":  # a channels-last convolution output as its pixels' rows (a view)
@@ -589,26 +608,34 @@ class SplitKernel:
 def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
     """An image as a shifted convolution reads it (codegen.PhaseImage): in
     channels-last order, zero-padded, split by the stride's phases, taps
-    folded in, as rows of channels."""
-    batch = image.shape[0]
+    folded in, as rows of channels. Each pixel is copied once: windows and
+    folds by one strided copy of the padded image, phase planes into one
+    zeroed buffer, each phase's pixels in one copy."""
+    batch, channels, height, width = image.shape
     top, bottom, left, right = layout.pad
     pixels = image.permute(0, 2, 3, 1)
-    if any(layout.pad):
-        pixels = F.pad(pixels, (0, 0, left, right, top, bottom))
-    (sh, sw), (planes_h, planes_w) = layout.stride, layout.planes
+    if layout.patches or layout.fold > 1:
+        pixels = F.pad(pixels, (0, 0, left, right, top, bottom)) if any(layout.pad) else pixels
     if layout.patches:  # each output pixel's window (r, t, c), in one copy
-        kh, kw, dh, dw = layout.patches
+        (kh, kw, dh, dw), (sh, sw) = layout.patches, layout.stride
         windows = pixels.unfold(1, (kh - 1) * dh + 1, sh).unfold(2, (kw - 1) * dw + 1, sw)[..., ::dh, ::dw]
         return _into_channels(windows.permute(0, 1, 2, 4, 5, 3), layout.channels)
-    if (sh, sw) != (1, 1):  # the phases' planes one after the other, as if more images
-        cells = pixels.reshape(batch, pixels.shape[1] // sh, sh, pixels.shape[2] // sw, sw, pixels.shape[3])
-        pixels = cells[:, :, :planes_h, :, :planes_w].permute(2, 4, 0, 1, 3, 5).flatten(0, 2)
     if layout.fold > 1:  # each pixel then the fold - 1 to its right, fold_step apart: (tap, c), in one copy
         span = (layout.fold - 1) * layout.fold_step
         windows = F.pad(pixels, (0, 0, 0, span)).unfold(2, span + 1, 1)[..., ::layout.fold_step]
         return _into_channels(windows.transpose(-1, -2), layout.channels)
-    pixels = F.pad(pixels, (0, layout.channels - pixels.shape[3]))
-    return pixels.reshape(-1, layout.channels).contiguous()
+    # The planes (a, b) one after the other, as if more images: pixel (i, j)
+    # of plane (a, b) is the padded image's (i * sh + a, j * sw + b).
+    (sh, sw), (planes_h, planes_w) = layout.stride, layout.planes
+    cells_h, cells_w = (top + height + bottom) // sh, (left + width + right) // sw
+    planes = pixels.new_zeros(planes_h, planes_w, batch, cells_h, cells_w, layout.channels)
+    for a in range(planes_h):
+        for b in range(planes_w):
+            first_i, first_j = max(0, -(-(top - a) // sh)), max(0, -(-(left - b) // sw))
+            phase = pixels[:, first_i * sh + a - top::sh, first_j * sw + b - left::sw]
+            _copy_wide(planes[a, b, :, first_i:first_i + phase.shape[1], first_j:first_j + phase.shape[2],
+                              :channels], phase)
+    return planes.view(-1, layout.channels)
 
 
 def _into_channels(taps: torch.Tensor, channels: int) -> torch.Tensor:
@@ -617,8 +644,21 @@ def _into_channels(taps: torch.Tensor, channels: int) -> torch.Tensor:
     rows = taps.new_empty(*taps.shape[:3], channels)
     used = math.prod(taps.shape[3:])
     rows[..., used:].zero_()
-    rows[..., :used].view(taps.shape).copy_(taps)
+    _copy_wide(rows[..., :used].view(taps.shape), taps)
     return rows.view(-1, channels)
+
+
+def _copy_wide(target: torch.Tensor, source: torch.Tensor) -> None:
+    """`target.copy_(source)` of the same dtype, 8 bytes an element where
+    both views' rows allow it (a strided copy moves an element per thread,
+    so 16-bit channels moved four at a time take a quarter of the
+    instructions)."""
+    try:
+        wide_target, wide_source = target.view(torch.int64), source.view(torch.int64)
+    except RuntimeError:  # a row of a size or at an offset not a multiple of 8 bytes
+        target.copy_(source)
+        return
+    wide_target.copy_(wide_source)
 
 
 def conv_taps(weight: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
@@ -630,6 +670,22 @@ def conv_taps(weight: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
     elif layout.fold > 1:  # a row's column taps side by side: (t, c)
         taps = taps.flatten(2).unsqueeze(2)
     return F.pad(taps, (0, layout.channels - taps.shape[3])).reshape(weight.shape[0], -1).contiguous()
+
+
+def _position(group: Group, node) -> int | tuple[int, str]:
+    """Where a kernel's loaded input is among the group's inputs; a
+    codegen.PixelRows one's with "pixels" (passed as its pixels' rows)."""
+    if isinstance(node, codegen.PixelRows):
+        return group.inputs.index(node.node), "pixels"
+    return group.inputs.index(node)
+
+
+def _version(tensor: torch.Tensor) -> int | None:
+    """A tensor's version counter (None for an inference-mode tensor, which has none)."""
+    try:
+        return tensor._version
+    except RuntimeError:
+        return None
 
 
 def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
