@@ -112,3 +112,46 @@ def test_loop_with_a_runtime_bound_runs_its_prologue_only_if_it_runs(trips, stag
     run(text, "runtime_bound", [a, reference, trips])
     assert np.allclose(emulated, reference, rtol=0, atol=64 * 2.0 ** -20) and not np.isnan(emulated).any()
     assert (reference == 0).all() == (trips == 0)
+
+
+def test_a_loop_shorter_than_its_stages_gets_one_stage_an_iteration():
+    """num_stages = 4 over a loop of 2 iterations: 2 stages (a third and a
+    fourth would hold re-read copies of the last tile, and take LDS), and the
+    kernel still matches the reference engine."""
+    text = (seed_kernel(256).replace("%num_k = arith.constant 8 ", "%num_k = arith.constant 2 ")
+            .replace("tile.num_stages = 3", "tile.num_stages = 4"))
+    assert "%num_k = arith.constant 2 " in text
+    tile_ir = tilemlir.compile(text, target="amdgpu:gfx942", emit="tile").artifacts["tile"]
+    assert "tile.pipelined = 2 " in tile_ir
+    emulate_against_reference(text, "gfx942")
+
+
+SHORT_GEMM = """
+import tilemlir.language as T
+
+
+@T.prim_func
+def gemm(A: T.Tensor((256, 64), 'float16'), B: T.Tensor((64, 128), 'float16'), C: T.Tensor((256, 128), 'float16')):
+    with T.Kernel(1, 2, threads=128) as (bx, by):
+        A_s = T.alloc_shared((128, 32), 'float16')
+        B_s = T.alloc_shared((32, 128), 'float16')
+        C_l = T.alloc_fragment((128, 128), 'float32')
+        T.clear(C_l)
+        for k in T.Pipelined(2, num_stages=STAGES):
+            T.copy(A[by * 128, k * 32], A_s)
+            T.copy(B[k * 32, bx * 128], B_s)
+            T.gemm(A_s, B_s, C_l)
+        T.copy(C_l, C[by * 128, bx * 128])
+"""
+
+
+def test_a_short_loop_on_sm90_takes_the_shared_memory_of_its_iterations():
+    """The sm_90a K loop (TMA into an mbarrier ring, or cp.async) gives a loop
+    of 2 iterations 2 stages whatever num_stages asks (at least 2)."""
+    from tilemlir.torch_backend.dynamo import load_prim_func
+
+    def shared_bytes(stages: int) -> int:
+        prim = load_prim_func(SHORT_GEMM.replace("STAGES", str(stages)), "gemm")
+        report = tilemlir.compile(prim, target="nvidia:sm_90a").compile(report=True).report
+        return report["kernels"][0]["nvidia"]["dynamic_shared_bytes"]
+    assert shared_bytes(4) == shared_bytes(3) == shared_bytes(2)

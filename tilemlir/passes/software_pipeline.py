@@ -15,6 +15,10 @@ the copies N-1 iterations ahead:
 * the copy for iteration i+N-1 runs before the gemm of iteration i. Past the
   end of the loop it copies the last iteration's tile again, into a stage no
   gemm reads, so the loop needs no guard and in-bounds copies stay in bounds;
+* a loop of fewer iterations than stages (a constant trip count) gets as
+  many stages as it has iterations, at least 2: more would hold copies of the
+  last tile that no gemm reads, and the LDS they take costs workgroups per CU
+  (ResNet's 1x1 convolutions of 64-128 channels are loops of 1-2 K steps);
 * the LDS budget is checked with the multiplied buffers: stages that do not
   fit become the most that do, with a remark naming the numbers
   (`over-budget=error`: a compile-time error with the numbers instead); a
@@ -174,6 +178,9 @@ class TilePipeline(TilePass):
                 state.remark(condition, "tile-pipeline: the copies under this condition run on every "
                                         "iteration, so that they can be prefetched (a tile the condition "
                                         "skips is loaded and not used)", kind="speed")
+            trips = trip_count(*list(loop.operands)[:3])
+            if trips is not None and 2 < stages > trips:  # stages no iteration fills: shared memory for nothing
+                stages = max(2, trips)
             stages = self.stages_within_budget(module, loop, buffers, stages, state)
             if stages is not None:
                 self.pipeline(loop, copies, buffers, stages)

@@ -86,7 +86,10 @@ def plan_pipeline(op: ir.Operation, threads: int, copyable=None) -> PipelinePlan
     bounds = [constant_int(v) for v in (loop.lower, loop.upper, loop.step)]
     if stages < 2 or loop.inits or bounds[0] != 0 or bounds[2] != 1 or not bounds[1]:
         return None
-    plan = PipelinePlan(stages, bounds[1])
+    # A loop of fewer iterations than stages gets as many as it has, at least
+    # 2 (as tile-pipeline does): a stage no iteration fills only takes shared
+    # memory, and so CTAs per SM.
+    plan = PipelinePlan(min(stages, max(2, bounds[1])), bounds[1])
     for inner in loop.body_ops:
         if inner.name == "tile.copy":
             if plan.gemms or not copyable(inner, threads):
