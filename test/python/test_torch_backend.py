@@ -374,6 +374,24 @@ def test_convolutions_as_shifted_gemms(monkeypatch, channels, kernel, stride, pa
     assert "T.Pipelined" in source and "T.Parallel(64, 32)" not in source
 
 
+def test_a_stems_windows_are_whole_words():
+    """ResNet's stem (7x7, stride 2, 3 channels) as im2col rows: each pixel's
+    channels widened to 4 (8 bytes), so the windows copy 8 bytes an element,
+    and K = 49 x 4 = 196 padded to 224, 7 steps of 32; the rows and the
+    weight's taps give the convolution."""
+    from tilemlir.torch_backend import codegen, dynamo
+
+    x = torch.randn(2, 3, 20, 18).half().to(memory_format=torch.channels_last)
+    w = torch.randn(8, 3, 7, 7).half()
+    conv = codegen.shifted_conv(codegen.TensorSpec.of(x), codegen.TensorSpec.of(w), (2, 2), (3, 3), (1, 1),
+                                (10, 9), 64)
+    assert (conv.image.channels, conv.image.pixel_channels, conv.block_k) == (224, 4, 32)
+    rows, taps = dynamo.phase_planes(x, conv.image), dynamo.conv_taps(w, conv.image)
+    got = (rows.double() @ taps.double().t()).view(2, 10, 9, 8).permute(0, 3, 1, 2)
+    expected = F.conv2d(x.double(), w.double(), stride=2, padding=3)
+    assert (got - expected).abs().max() <= 1e-9 * expected.abs().max()
+
+
 @pytest.mark.parametrize("channels,kernel,stride,padding", [
     (4, 1, 2, 0), (3, 7, 2, 3), (16, 3, 2, 1), (8, 5, 1, 2), (24, 3, 1, 1)],
     ids=["1x1-stride-2", "stem-im2col", "planes", "folded-columns", "padded-channels"])

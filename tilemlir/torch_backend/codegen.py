@@ -1226,7 +1226,9 @@ class PhaseImage:
       channel) order: that many column taps of the kernel in one K step;
       with `patches` (kh, kw, dh, dw), instead of phases and folds, each
       output pixel's whole window as its channels, in (r, t, channel) order
-      (im2col: the rows are the output's pixels);
+      (im2col: the rows are the output's pixels); folded or windowed, each
+      pixel's channels zero-padded to `pixel_channels` first (a multiple of
+      4, so that its taps are copied 8 bytes at a time);
     * channels zero-padded to `channels`.
 
     A channels-last image of stride 1 and no padding is passed as a view,
@@ -1243,6 +1245,7 @@ class PhaseImage:
     fold: int = 1
     fold_step: int = 1
     patches: tuple[int, int, int, int] | None = None
+    pixel_channels: int = 0
 
 
 @dataclass(frozen=True)
@@ -1311,29 +1314,35 @@ def shifted_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding, dilati
     kh, kw = w_spec.shape[2:]
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     few = channels <= FEW_CHANNELS
+    words = -(-channels // 4) * 4  # a folded or windowed pixel's channels, whole 8-byte words
     if few and (sh, sw) != (1, 1) and kh * kw > 1:  # im2col: rows are the output's pixels
         out_h, out_w = out_size
-        image = PhaseImage(_padded_channels(channels * kh * kw, block_k), (ph, ph, pw, pw), (sh, sw), (1, 1),
-                           patches=(kh, kw, dh, dw))
+        image = PhaseImage(_padded_channels(words * kh * kw, block_k), (ph, ph, pw, pw), (sh, sw), (1, 1),
+                           patches=(kh, kw, dh, dw), pixel_channels=words)
         return ShiftedConv(image, (out_h, out_w), batch * out_h * out_w, (1, 1), (1, 1), (1, 1),
                            _block_k(image.channels, block_k))
     cells_h, cells_w = -(-(height + 2 * ph) // sh), -(-(width + 2 * pw) // sw)
     pad = (ph, cells_h * sh - height - ph, pw, cells_w * sw - width - pw)
     planes = (max(r * dh % sh for r in range(kh)) + 1, max(t * dw % sw for t in range(kw)) + 1)
     fold = kw if few and kw > 1 and (sh, sw) == (1, 1) else 1
-    image = PhaseImage(_padded_channels(channels * fold, block_k), pad, (sh, sw), planes, fold, dw if fold > 1 else 1)
+    image = PhaseImage(_padded_channels((words if fold > 1 else channels) * fold, block_k), pad, (sh, sw), planes,
+                       fold, dw if fold > 1 else 1, pixel_channels=words if fold > 1 else 0)
     return ShiftedConv(image, (cells_h, cells_w), batch * cells_h * cells_w, (kh, 1 if fold > 1 else kw),
                        (sh, sw), (dh, dw), _block_k(image.channels, block_k))
 
 
 def _padded_channels(channels: int, block_k: int) -> int:
     """`channels` padded to a multiple of 16; below `block_k` to a power of
-    two, above it to a multiple of `block_k` where that adds at most 1/8."""
+    two, above it to a multiple of `block_k`, else of 32, where that adds at
+    most 1/8 (fewer, longer K steps)."""
     padded = -(-channels // 16) * 16
     if padded < block_k:
         return 1 << (padded - 1).bit_length()
-    whole = -(-padded // block_k) * block_k
-    return whole if whole * 8 <= padded * 9 else padded
+    for step in (block_k, 32):
+        whole = -(-padded // step) * step
+        if whole * 8 <= padded * 9:
+            return whole
+    return padded
 
 
 def _block_k(channels: int, block_k: int) -> int:

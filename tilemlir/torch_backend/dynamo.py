@@ -614,8 +614,9 @@ def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tenso
     batch, channels, height, width = image.shape
     top, bottom, left, right = layout.pad
     pixels = image.permute(0, 2, 3, 1)
-    if layout.patches or layout.fold > 1:
-        pixels = F.pad(pixels, (0, 0, left, right, top, bottom)) if any(layout.pad) else pixels
+    if layout.patches or layout.fold > 1:  # padded, each pixel's channels to whole 8-byte words, in one copy
+        widen = layout.pixel_channels - channels
+        pixels = F.pad(pixels, (0, widen, left, right, top, bottom)) if any(layout.pad) or widen else pixels
     if layout.patches:  # each output pixel's window (r, t, c), in one copy
         (kh, kw, dh, dw), (sh, sw) = layout.patches, layout.stride
         windows = pixels.unfold(1, (kh - 1) * dh + 1, sh).unfold(2, (kw - 1) * dw + 1, sw)[..., ::dh, ::dw]
@@ -665,6 +666,8 @@ def conv_taps(weight: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
     """A convolution's weight as [out, taps x channels] in the order of its
     image's channels as phase_planes passes them (codegen.Taps)."""
     taps = weight.permute(0, 2, 3, 1)
+    if layout.pixel_channels > taps.shape[3]:  # as the image's pixels were widened (phase_planes)
+        taps = F.pad(taps, (0, layout.pixel_channels - taps.shape[3]))
     if layout.patches:  # the whole window: (r, t, c)
         taps = taps.flatten(1).unsqueeze(1).unsqueeze(1)
     elif layout.fold > 1:  # a row's column taps side by side: (t, c)
