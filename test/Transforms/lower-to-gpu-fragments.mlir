@@ -96,3 +96,64 @@ func.func @one_row(%X: memref<8x1024xf32>, %M: memref<8xf32>) {
   }) {grid = array<i64: 8>, threads = 256 : i64} : () -> ()
   return
 }
+
+// -----
+
+#F = #gpu.address_space<private>
+// An epilogue that stores only some rows (a convolution's rows past the
+// image's edge are not outputs): the condition is on the row alone, so each
+// thread's run of a row's columns is one vector store under it
+// (fragment_ops.guarded_store); a condition on the column keeps the
+// element stores.
+// CHECK-LABEL: gpu.func @rows_kept_kernel0
+// CHECK: scf.if
+// CHECK: vector.store %{{.+}} : memref<64x256xf16>, vector<8xf16>
+// CHECK-LABEL: gpu.func @columns_kept_kernel0
+// CHECK-NOT: vector.store %{{.+}} : memref<64x256xf16>
+// CHECK: memref.store %{{.+}} : memref<64x256xf16>
+func.func @rows_kept(%X: memref<64x256xf16>, %Y: memref<64x256xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c10 = arith.constant 10 : index
+    %c16 = arith.constant 16 : index
+    %c256 = arith.constant 256 : index
+    %x = "tile.alloc_fragment"() : () -> memref<16x256xf16, #F>
+    "tile.copy"(%X, %x, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x256xf16>, memref<16x256xf16, #F>, index, index) -> ()
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {
+      %keep = arith.cmpi ult, %i, %c10 : index
+      scf.if %keep {
+        %v = memref.load %x[%i, %j] : memref<16x256xf16, #F>
+        %d = arith.addf %v, %v : f16
+        memref.store %d, %Y[%i, %j] : memref<64x256xf16>
+      }
+      scf.reduce
+    }
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
+  return
+}
+
+func.func @columns_kept(%X: memref<64x256xf16>, %Y: memref<64x256xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c10 = arith.constant 10 : index
+    %c16 = arith.constant 16 : index
+    %c256 = arith.constant 256 : index
+    %x = "tile.alloc_fragment"() : () -> memref<16x256xf16, #F>
+    "tile.copy"(%X, %x, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x256xf16>, memref<16x256xf16, #F>, index, index) -> ()
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {
+      %keep = arith.cmpi ult, %j, %c10 : index
+      scf.if %keep {
+        %v = memref.load %x[%i, %j] : memref<16x256xf16, #F>
+        memref.store %v, %Y[%i, %j] : memref<64x256xf16>
+      }
+      scf.reduce
+    }
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
+  return
+}

@@ -439,10 +439,21 @@ def test_a_weights_taps_are_made_once_per_version(monkeypatch):
 
 
 @pytest.mark.parametrize("target", ["amdgpu:gfx942", "metax:xcore1000"])
-def test_shifted_convolution_in_the_emulator(monkeypatch, target):
+@pytest.mark.parametrize("stride,out", [(2, 40), (1, 40), (1, 64)],
+                         ids=["phase-planes", "channels-past-the-block", "whole-blocks"])
+def test_shifted_convolution_in_the_emulator(monkeypatch, target, stride, out):
+    """With output channels a whole number of blocks, the epilogue's stores
+    are under a condition on the row alone (one vector store a run of a
+    row's channels, fragment_ops.guarded_store); else on the channel too."""
+    from tilemlir.torch_backend import dynamo
+
     monkeypatch.setenv("TILEMLIR_TARGET", target)
     monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
-    check(ConvBlock(16, 3, 2, 1, 1), torch.randn(1, 16, 9, 7), channels_last=True)
+    monkeypatch.setattr(dynamo, "_COMPILED", {})
+    check(ConvBlock(16, 3, stride, 1, 1, out=out), torch.randn(1, 16, 9, 7), channels_last=True)
+    (source,) = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    if stride == 1:  # planes with a border: stored element by element where a row is an output pixel's
+        assert ("+ j < 40:" in source) == (out == 40)
 
 
 def test_an_operand_at_an_unaligned_address_is_copied():

@@ -1410,7 +1410,7 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
         writer.operand_params += [f"X: T.Tensor(({x_spec.span},), '{dtype}')",
                                   f"W: T.Tensor(({w_spec.span},), '{dtype}')"]
         block_m, block_n, block_k = 64, (32 if out_channels <= 32 else 64), 32
-    co = f"T.min(by * {block_n} + j, {out_channels - 1})"
+    co = f"(by * {block_n} + j)" if out_channels % block_n == 0 else f"T.min(by * {block_n} + j, {out_channels - 1})"
     if shifted:  # row q of a plane; its pixel clamped into the output (a row of none is not stored)
         q = f"(bx * {block_m} + i)"
         grid_h, grid_w = f"(({q} // {cells_w}) % {cells_h})", f"({q} % {cells_w})"
@@ -1476,6 +1476,9 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
                 pixel_rows[node] = writer.tile_input(node, (m_total, out_channels),
                                                      f"bx * {block_m}, by * {block_n}", (block_m, block_n))
     writer.emit_group_values((str(block_m), str(block_n)), coords, coords, out_channels)
+    # Stored under a condition on the row alone where the blocks cover the
+    # channels: a row's channels are one vector store (fragment_ops.guarded_store).
+    in_columns = "" if out_channels % block_n == 0 else f" and by * {block_n} + j < {out_channels}"
     views = []
     for index, node in enumerate(group.outputs):
         spec = TensorSpec.of(node.meta["val"])
@@ -1498,14 +1501,14 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
             writer.output_params.append(f"O{index}: T.Tensor(({m_total}, {out_channels}), '{dtype_out}')")
             pixel = f"({coords[0]} * {out_h} + {coords[2]}) * {out_w} + {coords[3]}"
             body(f"for i, j in T.Parallel({block_m}, {block_n}):")
-            body(f"    if {stored} and by * {block_n} + j < {out_channels}:")
+            body(f"    if {stored}{in_columns}:")
             body(f"        O{index}[{pixel}, by * {block_n} + j] = {value}")
             views.append("pixels")
             continue
         offset = " + ".join(f"{coord} * {st}" for coord, st, size in zip(coords, spec.stride, spec.shape) if size > 1)
         writer.output_params.append(f"O{index}: T.Tensor(({spec.span},), '{dtype_out}')")
         body(f"for i, j in T.Parallel({block_m}, {block_n}):")
-        body(f"    if {stored} and by * {block_n} + j < {out_channels}:")
+        body(f"    if {stored}{in_columns}:")
         body(f"        O{index}[{offset or '0'}] = {value}")
         views.append("span")
     rows = grid_rows if shifted else m_total

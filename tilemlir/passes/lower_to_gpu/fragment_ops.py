@@ -319,7 +319,14 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
     variable steps by 1: the last index is that variable plus values that do
     not depend on it, the other indices do not depend on it. A load after a
     store to the same buffer, or a store before a load of it, keeps its
-    element accesses (the body's own order must hold)."""
+    element accesses (the body's own order must hold).
+
+    Also the `scf.if`s at the top of the body whose condition does not
+    depend on that variable and whose branch is such a store and values
+    computed from registers alone (`guarded_store`), the body's only access
+    to that buffer: an epilogue storing only the rows that are outputs (a
+    convolution's border rows are not) stores a row's elements under one
+    condition, one vector store."""
     from tilemlir.irutil import walk
 
     last = ivs[-1]
@@ -345,6 +352,13 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
                 if nested.name in ("memref.load", "memref.store", "vector.load", "vector.store")]
     found = set()
     for inner in body_ops:
+        store = guarded_store(inner, fragments)
+        if store is not None and inner.operands[0] not in dependent:
+            indices = list(store.operands)[2:]
+            only = sum(1 for other in accesses if buffer_of(other) == buffer_of(store)) == 1
+            if indices and unit_stride(indices[-1]) and not any(i in dependent for i in indices[:-1]) and only:
+                found.add(inner)
+            continue
         if inner.name not in ("memref.load", "memref.store") or buffer_of(inner) in fragments:
             continue
         indices = list(inner.operands)[1:] if inner.name == "memref.load" else list(inner.operands)[2:]
@@ -358,6 +372,25 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
             continue
         found.add(inner)
     return found
+
+
+def guarded_store(op, fragments: dict):
+    """The one memref.store to memory of an `scf.if` with no results and no
+    else branch whose branch otherwise only computes values from registers
+    and constants (arith and math ops, loads of fragments); else None."""
+    if op.name != "scf.if" or list(op.results) or len(op.regions[1].blocks) \
+            and any(inner.name != "scf.yield" for inner in op.regions[1].blocks[0].operations):
+        return None
+    stores = []
+    for inner in op.regions[0].blocks[0].operations:
+        inner = inner.operation
+        if inner.name == "memref.store" and inner.operands[1] not in fragments:
+            stores.append(inner)
+        elif inner.name == "memref.load" and inner.operands[0] in fragments or inner.name == "scf.yield":
+            continue
+        elif not inner.name.startswith(("arith.", "math.")) or len(inner.regions):
+            return None
+    return stores[0] if len(stores) == 1 else None
 
 
 class FragmentOps:
@@ -548,11 +581,22 @@ class FragmentOps:
         a store made after the last slot's body."""
         loads: dict = {}  # load op -> the vector loaded
         stores: dict = {}  # store op -> (indices of the first slot, values so far)
+        conditions: dict = {}  # store op -> the condition it is under (the first slot's)
         width = len(run)
         for position, slot in enumerate(run):
             self.bind_slot(context, parts, slot)
             for inner in body_ops:
-                if inner in contiguous and inner.name == "memref.load":
+                if inner in contiguous and inner.name == "scf.if":  # its values, then its store, after the run
+                    store = guarded_store(inner, self._fragments)
+                    for nested in inner.regions[0].blocks[0].operations:
+                        nested = nested.operation
+                        if nested.name != "scf.yield" and nested != store:
+                            self.lower_op(nested)
+                    if position == 0:
+                        stores[store] = ([self._values[v] for v in list(store.operands)[2:]], [])
+                        conditions[store] = self._values[inner.operands[0]]
+                    stores[store][1].append(self._values[store.operands[0]])
+                elif inner in contiguous and inner.name == "memref.load":
                     if position == 0:
                         buffer = self._values[inner.operands[0]]
                         indices = [self._values[v] for v in list(inner.operands)[1:]]
@@ -572,7 +616,10 @@ class FragmentOps:
             buffer = self._values[inner.operands[1]]
             with inner.location:
                 packed = vector.FromElementsOp(ir.VectorType.get([width], values[0].type), values).result
-                guarded(context.owner, lambda buffer=buffer, packed=packed, indices=indices: vector.StoreOp(
+                guard, condition = context.owner, conditions.get(inner)
+                if condition is not None:
+                    guard = condition if guard is None else arith.AndIOp(guard, condition).result
+                guarded(guard, lambda buffer=buffer, packed=packed, indices=indices: vector.StoreOp(
                     packed, buffer, indices, alignment=vector_alignment(buffer, indices, width)))
 
     def memory_loop_layout(self, op, loop) -> FragmentLayout:
