@@ -327,6 +327,42 @@ def test_pointwise_convolutions_of_a_channels_last_image_are_gemms(monkeypatch, 
     assert all("T.Pipelined" in source and "transpose_B=True" in source for source in sources)
 
 
+class ReadResidual(nn.Module):
+    """A 1x1 convolution plus a channels-last tensor of its output's shape,
+    read at its own coordinates or at others (permuted channels or columns,
+    shifted by a pad, gathered)."""
+
+    def __init__(self, read: str, channels: int = 16):
+        super().__init__()
+        self.conv, self.read = nn.Conv2d(channels, channels, 1, bias=False), read
+        self.register_buffer("channel_order", torch.randperm(channels))
+        self.register_buffer("column_order", torch.arange(6).flip(0))
+
+    def forward(self, x, r):
+        y = self.conv(x)
+        if self.read == "channels-permuted":
+            return y + r[:, self.channel_order]
+        if self.read == "columns-flipped":
+            return y + r[:, :, :, self.column_order]
+        if self.read == "shifted":
+            return y + F.pad(r, (1, -1))
+        if self.read == "gathered":
+            return y + torch.gather(r, 1, torch.full_like(r, 3, dtype=torch.long))
+        return y + r
+
+
+@pytest.mark.parametrize("read", ["as-is", "channels-permuted", "columns-flipped", "shifted", "gathered"])
+def test_a_residual_of_the_outputs_shape_read_anywhere(monkeypatch, read):
+    """Read at the output's coordinates it is a tile of its pixels' rows
+    (codegen.PixelRows); read at others, the same rows element by element."""
+    from tilemlir.torch_backend import dynamo
+
+    monkeypatch.setattr(dynamo, "_COMPILED", {})
+    check(ReadResidual(read), torch.randn(2, 16, 5, 6), torch.randn(2, 16, 5, 6), channels_last=True)
+    (source,) = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    assert "T.copy(I0[bx * " in source
+
+
 @pytest.mark.parametrize("channels", [16, 24])
 def test_pointwise_convolutions_with_sm90_steps_on_the_reference_engine(monkeypatch, channels):
     """The K loop an sm_90a kernel gets (block K 64 in 4 stages where K holds
@@ -414,27 +450,27 @@ def test_a_pixel_no_tap_reads_never_reaches_an_output(channels, kernel, stride, 
     assert (got[finite] - expected[finite]).abs().max() <= RELATIVE * expected[finite].abs().max()
 
 
-def test_a_weights_taps_are_made_once_per_version(monkeypatch):
-    """A shifted convolution's weight taps (dynamo.GroupKernel.taps) are
-    made at the first call and reused while the weight is the same tensor at
-    the same version; an in-place change of the weight makes them again, and
-    the result follows it."""
-    from tilemlir.torch_backend import dynamo
+def test_a_weights_taps_are_read_in_place():
+    """A channels-last weight whose channels need no padding is passed as a
+    view of itself (dynamo.conv_taps): no copy at each call, and a weight
+    changed in place, through `.data` too (which moves no version counter),
+    is what the next call reads."""
+    from tilemlir.torch_backend import codegen, dynamo
 
-    made, original = [], dynamo.conv_taps
-    monkeypatch.setattr(dynamo, "conv_taps", lambda *args: made.append(1) or original(*args))
     model = nn.Sequential(nn.Conv2d(16, 24, 3, 1, 1), nn.ReLU(), nn.Conv2d(24, 16, 3, 2, 1)).eval().half()
     model = model.to(memory_format=torch.channels_last)
     x = torch.randn(2, 16, 11, 10).half().to(memory_format=torch.channels_last)
+    weight = model[0].weight
+    conv = codegen.shifted_conv(codegen.TensorSpec.of(x), codegen.TensorSpec.of(weight), (1, 1), (1, 1), (1, 1),
+                                (11, 10), 32)
+    assert dynamo.conv_taps(weight, conv.image).data_ptr() == weight.data_ptr()
     compiled = torch.compile(model, backend=backend)
     with torch.no_grad():
-        first = compiled(x)
-        assert len(made) == 2
-        assert torch.equal(compiled(x), first) and len(made) == 2
-        model[0].weight.mul_(-1)
+        compiled(x)
+        model[0].weight.data.mul_(-1)
+        model[2].weight.data = model[2].weight.data * 2
         changed = compiled(x)
-        assert len(made) == 3
-        expected = model.double()(x.double())
+        expected = copy.deepcopy(model).double()(x.double())
     assert (changed.double() - expected).abs().max() <= RELATIVE * expected.abs().max()
 
 
@@ -996,9 +1032,9 @@ def test_graph_replay_on_the_gpu(monkeypatch, caplog):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_a_replayed_graph_follows_a_parameter_changed_in_place():
-    """A convolution's weight taps are made once per weight version and read
-    by the captured graph; a weight changed in place is seen by the next
-    call (which runs as compiled, then captures again) and every later one."""
+    """The captured graph reads a convolution's weight in place (its taps a
+    view of it): a weight changed in place, through `.data` too, is seen by
+    the next replay and every later one."""
     model = ConvBlock(32, 3, 1, 1, 1).eval().half().cuda().to(memory_format=torch.channels_last)
     on_gpu = {"target": "nvidia:sm_90a", "engine": "device"}
     compiled = torch.compile(model, backend=backend, options=on_gpu)
@@ -1006,7 +1042,7 @@ def test_a_replayed_graph_follows_a_parameter_changed_in_place():
     with torch.no_grad():
         for _ in range(3):
             before = compiled(x)
-        model.conv.weight.mul_(-1)
+        model.conv.weight.data.mul_(-1)
         expected = copy.deepcopy(model).double()(x.double())
         for _ in range(3):
             after = compiled(x)

@@ -109,7 +109,7 @@ class KernelWriter:
         self.param_of: dict[fx.Node, str] = {}  # inputs read at offsets, in parameter order
         self.anchor_value = None  # a GEMM group's: coords -> the product's value
         self.fragment: dict[fx.Node, str] = {}
-        self.tiles: dict[fx.Node, str] = {}  # inputs loaded a tile a block (`tile_input`): their fragments
+        self.tiles: dict[fx.Node, tuple] = {}  # `pixel_rows_input`: (fragment, the coordinates it holds)
         self.counter = 0
         members = set(group.nodes)
         self.uses = {n: sum(1 for u in n.users if u in members) for n in group.nodes}
@@ -130,25 +130,32 @@ class KernelWriter:
             self.param_of[node] = name
         return self.param_of[node]
 
-    def tile_input(self, node: fx.Node, shape: tuple[int, int], at: str, tile_dims: tuple[int, int]) -> PixelRows:
-        """An input declared `shape`, its `tile_dims` tile at `at` (the
-        domain's tile) copied into a fragment (vector loads); `load` reads it
-        there."""
+    def pixel_rows_input(self, node: fx.Node, coords: list[str], at: str, tile_dims: tuple[int, int]) -> PixelRows:
+        """A channels-last [N, C, H, W] input of the domain's shape, declared
+        as its pixels' rows of channels, its `tile_dims` tile at `at` (the
+        domain's tile at `coords`) copied into a fragment (vector loads):
+        `load` reads it there at those coordinates, and from memory at any
+        others (a padded, gathered or permuted read of it)."""
         spec = self.specs[node]
+        batch, channels, height, width = spec.shape
         name, tile = f"I{len(self.param_of)}", self.new_name("T")
         dtype = DTYPES[spec.dtype]
-        self.input_params.append(f"{name}: T.Tensor({shape}, '{dtype}')")
+        self.input_params.append(f"{name}: T.Tensor(({batch * height * width}, {channels}), '{dtype}')")
         self.param_of[node] = name
         self.body(f"{tile} = T.alloc_fragment(({tile_dims[0]}, {tile_dims[1]}), '{dtype}')")
         self.body(f"T.copy({name}[{at}], {tile})")
-        self.tiles[node] = tile
+        self.tiles[node] = (tile, list(coords))
         return PixelRows(node)
 
     def load(self, node: fx.Node, coords: list[str]) -> str:
         """An input's element at the domain coordinates, in its kind (floats in f32)."""
         spec = self.specs[node]
-        if node in self.tiles:  # at the domain's coordinates, the tile's (i, j)
-            value = f"{self.tiles[node]}[i, j]"
+        if node in self.tiles:  # at the domain's tile's coordinates, its (i, j); else its pixel's row
+            tile, tile_coords = self.tiles[node]
+            n, c, h, w = coords[-4:]
+            _, _, height, width = spec.shape
+            value = f"{tile}[i, j]" if list(coords) == tile_coords else \
+                f"{self.param_of[node]}[({n} * {height} + {h}) * {width} + {w}, {c}]"
             return f"T.cast({value}, 'float32')" if spec.dtype != torch.float32 else value
         rank = len(coords)
         if len(spec.shape) > rank:
@@ -1473,8 +1480,8 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
             spec = writer.specs[node]
             if node not in (image, weight, bias) and tuple(spec.shape) == tuple(group.shape) \
                     and channels_last(spec) and spec.dtype in (torch.float16, torch.bfloat16, torch.float32):
-                pixel_rows[node] = writer.tile_input(node, (m_total, out_channels),
-                                                     f"bx * {block_m}, by * {block_n}", (block_m, block_n))
+                pixel_rows[node] = writer.pixel_rows_input(node, coords, f"bx * {block_m}, by * {block_n}",
+                                                           (block_m, block_n))
     writer.emit_group_values((str(block_m), str(block_n)), coords, coords, out_channels)
     # Stored under a condition on the row alone where the blocks cover the
     # channels: a row's channels are one vector store (fragment_ops.guarded_store).

@@ -388,7 +388,6 @@ class GroupKernel:
         # input (arange, full) makes them on the model's device too.
         self.device = group.outputs[0].meta["val"].device if group.outputs else torch.device("cpu")
         self.moved_tensors: dict[int, tuple] = {}  # `moved`: input position -> (dtype, shape, bytes), copy
-        self.weight_taps: dict[int, tuple] = {}  # `taps`: operand position -> (source, version, layout, taps)
 
     def moved(self, position: int, tensor: torch.Tensor) -> torch.Tensor:
         """`tensor` (a CPU scalar beside GPU tensors, as torch allows) on the
@@ -467,22 +466,6 @@ class GroupKernel:
             kernel = _COMPILED[key] = tilemlir.compile(prim, target=self.target, engine=self.engine)
         return kernel
 
-    def taps(self, position: int, weight: torch.Tensor, layout: codegen.Taps) -> torch.Tensor:
-        """A convolution's weight as its Taps layout, a copy made once per
-        version of the weight: a parameter's is reused from call to call (and
-        read in place by a replayed CUDA graph, which graphs.GraphedForward
-        captures again when a parameter changes in place). The entry holds its
-        source: the same tensor object at the same version is the same data. A
-        weight computed at each call gets a new copy each call."""
-        version = _version(weight)
-        entry = self.weight_taps.get(position)
-        if entry is not None and entry[0] is weight and entry[1] == version and entry[2] == layout:
-            return entry[3]
-        taps = conv_taps(weight, layout.image)
-        if version is not None:
-            self.weight_taps[position] = (weight, version, layout, taps)
-        return taps
-
     def in_torch(self, tensors, specs, error) -> tuple:
         """The group's ops run by torch (its own copy of them), listed as a
         fallback; an error under TILEMLIR_TORCH_STRICT=1."""
@@ -496,12 +479,11 @@ class GroupKernel:
             self.in_torch_module = fx.GraphModule(torch.nn.Module(), self.group.nodes[0].graph)
         return tuple(self.in_torch_module(*tensors))
 
-    def operand(self, tensor: torch.Tensor, spec: TensorSpec, layout, position: int = -1) -> torch.Tensor:
+    def operand(self, tensor: torch.Tensor, spec: TensorSpec, layout) -> torch.Tensor:
         """A GEMM or attention operand as the kernel reads it: dense, in its
         memory order; a convolution's, the memory it spans, a 1x1 one's as
         2-D views (codegen.pointwise_conv), a shifted one's as its image's
-        planes and its weight's taps (codegen.PhaseImage, codegen.Taps; the
-        taps kept per weight version, `taps`)."""
+        planes and its weight's taps (codegen.PhaseImage, codegen.Taps)."""
         if layout is None:
             return _span(tensor, spec)
         if layout == "pixels":  # a channels-last image as its pixels' rows of channels (a view)
@@ -511,7 +493,7 @@ class GroupKernel:
         elif layout == "rows":  # a 1x1 convolution's weight as [out, in]
             dense = tensor.reshape(tensor.shape[0], -1)
         elif isinstance(layout, codegen.Taps):  # a convolution's weight as [out, (kh, kw, in)]
-            dense = self.taps(position, tensor, layout)
+            dense = conv_taps(tensor, layout.image)
         elif layout == "bshd":
             dense = tensor.transpose(1, 2).contiguous()
         elif layout == "padded":  # an attention operand's head zero-padded (codegen.padded_head_dim)
@@ -536,7 +518,7 @@ class GroupKernel:
             # Strides the graph was not traced with, and a kernel for them refused.
             return self.in_torch(tensors, specs, error)
         operand_layouts = layouts if layouts is not None else (None,) * len(self.operands)
-        args = [self.operand(tensors[position], specs[position], layout, position)
+        args = [self.operand(tensors[position], specs[position], layout)
                 for position, layout in zip(self.operands, operand_layouts)]
         args += [tensors[index[0]].permute(0, 2, 3, 1).reshape(-1, specs[index[0]].shape[1])
                  if isinstance(index, tuple) else _span(tensors[index], specs[index]) for index in loaded]
@@ -664,7 +646,9 @@ def _copy_wide(target: torch.Tensor, source: torch.Tensor) -> None:
 
 def conv_taps(weight: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
     """A convolution's weight as [out, taps x channels] in the order of its
-    image's channels as phase_planes passes them (codegen.Taps)."""
+    image's channels as phase_planes passes them (codegen.Taps): a view of a
+    channels-last weight whose channels need no padding (read in place at
+    every call, so a weight changed in place is seen), else a copy."""
     taps = weight.permute(0, 2, 3, 1)
     if layout.pixel_channels > taps.shape[3]:  # as the image's pixels were widened (phase_planes)
         taps = F.pad(taps, (0, layout.pixel_channels - taps.shape[3]))
@@ -672,7 +656,9 @@ def conv_taps(weight: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
         taps = taps.flatten(1).unsqueeze(1).unsqueeze(1)
     elif layout.fold > 1:  # a row's column taps side by side: (t, c)
         taps = taps.flatten(2).unsqueeze(2)
-    return F.pad(taps, (0, layout.channels - taps.shape[3])).reshape(weight.shape[0], -1).contiguous()
+    if layout.channels > taps.shape[3]:
+        taps = F.pad(taps, (0, layout.channels - taps.shape[3]))
+    return taps.reshape(weight.shape[0], -1)
 
 
 def _position(group: Group, node) -> int | tuple[int, str]:
@@ -681,14 +667,6 @@ def _position(group: Group, node) -> int | tuple[int, str]:
     if isinstance(node, codegen.PixelRows):
         return group.inputs.index(node.node), "pixels"
     return group.inputs.index(node)
-
-
-def _version(tensor: torch.Tensor) -> int | None:
-    """A tensor's version counter (None for an inference-mode tensor, which has none)."""
-    try:
-        return tensor._version
-    except RuntimeError:
-        return None
 
 
 def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:

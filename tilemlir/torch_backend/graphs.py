@@ -15,10 +15,6 @@ forward is captured once into a CUDA graph and replayed:
   each replay;
 * the graph's outputs are cloned: a later replay overwrites its buffers, and
   a caller may keep the outputs of an earlier call;
-* a static input changed in place since the capture (its version counter
-  moved: a parameter loaded anew) runs as compiled and is captured again at
-  the next call, since kernels may read data derived from it once (a
-  convolution's weight taps, dynamo.GroupKernel.taps);
 * a call whose non-tensor inputs or static inputs' storage differ from the
   captured ones, or whose tensors are not all on one CUDA device, runs as
   compiled; a capture that fails (an op that synchronises with the host)
@@ -63,7 +59,6 @@ class GraphedForward:
         self.buffers: list = []  # per input: what the graph reads
         self.bases: list = []  # per input: the buffer's memory, where the input is copied (else None)
         self.outputs = None
-        self.versions: list = []  # per input: a static tensor's version counter at the capture
 
     def __call__(self, *args):
         if self.off or not _on_one_gpu(args):
@@ -74,9 +69,6 @@ class GraphedForward:
                 return self.forward(*args)
             return self.capture(args)
         if not self.matches(args):
-            return self.forward(*args)
-        if _versions(args, self.static) != self.versions:  # changed in place: captured again next call
-            self.graph, self.first = None, _identity(args)
             return self.forward(*args)
         for base, arg in zip(self.bases, args, strict=True):
             if base is not None:
@@ -141,7 +133,7 @@ class GraphedForward:
                         " <- ".join(f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames)))
             self.off, self.buffers, self.bases, self.outputs = True, [], [], None
             return self.forward(*args)
-        self.graph, self.versions = graph, _versions(args, self.static)
+        self.graph = graph
         graph.replay()
         return _cloned(self.outputs)
 
@@ -165,18 +157,6 @@ def _on_one_gpu(args) -> bool:
 
 def _identity(args) -> list:
     return [arg.data_ptr() if isinstance(arg, torch.Tensor) else arg for arg in args]
-
-
-def _versions(args, static: list[bool]) -> list:
-    """The version counters of the static tensor inputs (None where a tensor has none)."""
-    versions = []
-    for arg, kept in zip(args, static, strict=True):
-        if kept and isinstance(arg, torch.Tensor):
-            try:
-                versions.append(arg._version)
-            except RuntimeError:  # an inference-mode tensor
-                versions.append(None)
-    return versions
 
 
 def _cloned(outputs):

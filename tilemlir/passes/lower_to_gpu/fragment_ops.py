@@ -331,10 +331,19 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
 
     last = ivs[-1]
     dependent = {last}
-    for inner in body_ops:
-        for nested in walk(inner):
-            if any(operand in dependent for operand in nested.operands):
+    # What depends on it, to a fixed point: an op with regions (an scf.if
+    # yielding values, a loop carrying them) depends where an op inside does.
+    nested_ops = [nested for inner in body_ops for nested in walk(inner)]
+    changed = True
+    while changed:
+        changed = False
+        for nested in nested_ops:
+            if any(result in dependent for result in nested.results):
+                continue
+            uses = walk(nested) if len(nested.regions) else [nested]
+            if any(operand in dependent for op in uses for operand in op.operands):
                 dependent.update(nested.results)
+                changed = changed or bool(list(nested.results))
 
     def unit_stride(value: ir.Value) -> bool:
         if value == last:
@@ -346,7 +355,7 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
         return (unit_stride(a) and b not in dependent) or (unit_stride(b) and a not in dependent)
 
     def buffer_of(op) -> ir.Value:
-        return op.operands[0] if op.name == "memref.load" else op.operands[1]
+        return op.operands[0] if op.name in ("memref.load", "vector.load") else op.operands[1]
 
     accesses = [nested for inner in body_ops for nested in walk(inner)
                 if nested.name in ("memref.load", "memref.store", "vector.load", "vector.store")]
@@ -355,7 +364,8 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
         store = guarded_store(inner, fragments)
         if store is not None and inner.operands[0] not in dependent:
             indices = list(store.operands)[2:]
-            only = sum(1 for other in accesses if buffer_of(other) == buffer_of(store)) == 1
+            # Its buffer touched by nothing else in the body (a load, an atomic, another store).
+            only = sum(1 for op in nested_ops for operand in op.operands if operand == store.operands[1]) == 1
             if indices and unit_stride(indices[-1]) and not any(i in dependent for i in indices[:-1]) and only:
                 found.add(inner)
             continue
@@ -374,10 +384,18 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
     return found
 
 
+# Integer divisions: hoisted out of the branch that guards them, a divisor
+# the condition kept from being 0 would be undefined behaviour (and LLVM then
+# drops the condition).
+DIVISIONS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.ceildivui",
+             "arith.floordivsi")
+
+
 def guarded_store(op, fragments: dict):
     """The one memref.store to memory of an `scf.if` with no results and no
     else branch whose branch otherwise only computes values from registers
-    and constants (arith and math ops, loads of fragments); else None."""
+    and constants (arith and math ops but integer divisions, loads of
+    fragments), each safe to compute whatever the condition; else None."""
     if op.name != "scf.if" or list(op.results) or len(op.regions[1].blocks) \
             and any(inner.name != "scf.yield" for inner in op.regions[1].blocks[0].operations):
         return None
@@ -388,7 +406,7 @@ def guarded_store(op, fragments: dict):
             stores.append(inner)
         elif inner.name == "memref.load" and inner.operands[0] in fragments or inner.name == "scf.yield":
             continue
-        elif not inner.name.startswith(("arith.", "math.")) or len(inner.regions):
+        elif not inner.name.startswith(("arith.", "math.")) or len(inner.regions) or inner.name in DIVISIONS:
             return None
     return stores[0] if len(stores) == 1 else None
 

@@ -1,0 +1,117 @@
+"""Stores under a condition in a T.Parallel (fragment_ops.guarded_store):
+one vector store a run where the condition is the row's alone and the
+branch is safe to compute whatever it says; element by element, each
+under its own condition, where not. Each kernel runs in the gfx942
+emulator against the reference engine (tile-run)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import run_tool
+
+import tilemlir
+
+# A division in the branch, by the value the condition keeps from being 0.
+DIVIDED = """
+#F = #gpu.address_space<private>
+func.func @divguard(%X: memref<64x256xi32>, %Y: memref<64x256xi32>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c256 = arith.constant 256 : index
+    %z = arith.constant 0 : i32
+    %x = "tile.alloc_fragment"() : () -> memref<16x256xi32, #F>
+    "tile.copy"(%X, %x, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x256xi32>, memref<16x256xi32, #F>, index, index) -> ()
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {
+      %ii = arith.index_cast %i : index to i32
+      %keep = arith.cmpi ne, %ii, %z : i32
+      scf.if %keep {
+        %v = memref.load %x[%i, %j] : memref<16x256xi32, #F>
+        %d = arith.divsi %v, %ii : i32
+        memref.store %d, %Y[%i, %j] : memref<64x256xi32>
+      }
+      scf.reduce
+    }
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
+  return
+}
+"""
+
+# A condition that depends on the column through an scf.if's result.
+COLUMN_THROUGH_A_YIELD = """
+#F = #gpu.address_space<private>
+func.func @yieldcond(%X: memref<64x256xf32>, %Y: memref<64x256xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c10 = arith.constant 10 : index
+    %c16 = arith.constant 16 : index
+    %c256 = arith.constant 256 : index
+    %true = arith.constant true
+    %x = "tile.alloc_fragment"() : () -> memref<16x256xf32, #F>
+    "tile.copy"(%X, %x, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x256xf32>, memref<16x256xf32, #F>, index, index) -> ()
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {
+      %ci = arith.cmpi ult, %i, %c10 : index
+      %keep = scf.if %ci -> (i1) {
+        %t = arith.cmpi ult, %j, %c10 : index
+        scf.yield %t : i1
+      } else {
+        scf.yield %true : i1
+      }
+      scf.if %keep {
+        %v = memref.load %x[%i, %j] : memref<16x256xf32, #F>
+        memref.store %v, %Y[%i, %j] : memref<64x256xf32>
+      }
+      scf.reduce
+    }
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
+  return
+}
+"""
+
+# The stored buffer is also updated atomically after the store.
+ATOMIC_AFTER = """
+#F = #gpu.address_space<private>
+func.func @atomic(%X: memref<64x256xf32>, %Y: memref<64x256xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c10 = arith.constant 10 : index
+    %c16 = arith.constant 16 : index
+    %c256 = arith.constant 256 : index
+    %one = arith.constant 1.0 : f32
+    %x = "tile.alloc_fragment"() : () -> memref<16x256xf32, #F>
+    "tile.copy"(%X, %x, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x256xf32>, memref<16x256xf32, #F>, index, index) -> ()
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {
+      %keep = arith.cmpi ult, %i, %c10 : index
+      scf.if %keep {
+        %v = memref.load %x[%i, %j] : memref<16x256xf32, #F>
+        memref.store %v, %Y[%i, %j] : memref<64x256xf32>
+      }
+      %o = memref.atomic_rmw addf %one, %Y[%i, %j] : (f32, memref<64x256xf32>) -> f32
+      scf.reduce
+    }
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("text", [DIVIDED, COLUMN_THROUGH_A_YIELD, ATOMIC_AFTER],
+                         ids=["division", "column-through-a-yield", "atomic-after"])
+def test_element_stores_where_one_vector_store_would_be_wrong(tmp_path, text):
+    gpu = tilemlir.compile(text, target="amdgpu:gfx942", emit="gpu").artifacts["gpu"]
+    assert not re.search(r"vector\.store %\S+, %arg1", gpu)
+    source = tmp_path / "kernel.mlir"
+    source.write_text(text)
+    result = run_tool("tile-run", "--engine", "emulator", "--target", "amdgpu:gfx942", str(source))
+    assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
