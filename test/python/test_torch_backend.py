@@ -505,6 +505,19 @@ def test_an_operand_at_an_unaligned_address_is_copied():
     assert kernel.operand(flat[:64].view(8, 8), None, codegen.GemmOperand(False, (8, 8))).data_ptr() == flat.data_ptr()
 
 
+def test_a_residual_at_an_unaligned_address_is_copied():
+    """A residual read as its pixels' rows (vector loads) that starts 2 bytes
+    in is passed as an aligned copy; an aligned one as a view."""
+    from tilemlir.torch_backend import dynamo
+
+    flat = torch.randn(1 + 2 * 16 * 5 * 6).half()
+    residual = flat[1:].view(2, 5, 6, 16).permute(0, 3, 1, 2)
+    rows = dynamo._pixel_rows(residual)
+    assert rows.data_ptr() % 16 == 0 and torch.equal(rows, residual.permute(0, 2, 3, 1).reshape(-1, 16))
+    aligned = flat[:-1].view(2, 5, 6, 16).permute(0, 3, 1, 2)
+    assert dynamo._pixel_rows(aligned).data_ptr() == flat.data_ptr()
+
+
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels-last"])
 def test_pooling_with_padding(channels_last):
     """Channels-last, the windows are reduced channels fastest and the result

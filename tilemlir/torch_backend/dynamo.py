@@ -520,8 +520,8 @@ class GroupKernel:
         operand_layouts = layouts if layouts is not None else (None,) * len(self.operands)
         args = [self.operand(tensors[position], specs[position], layout)
                 for position, layout in zip(self.operands, operand_layouts)]
-        args += [tensors[index[0]].permute(0, 2, 3, 1).reshape(-1, specs[index[0]].shape[1])
-                 if isinstance(index, tuple) else _span(tensors[index], specs[index]) for index in loaded]
+        args += [_pixel_rows(tensors[index[0]]) if isinstance(index, tuple) else _span(tensors[index], specs[index])
+                 for index in loaded]
         results, restride, copies = [], [], []
         for result, view in zip(self.results, views):
             if view == "pixels":  # a channels-last convolution output as its pixels' rows (a view)
@@ -659,6 +659,13 @@ def conv_taps(weight: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
     if layout.channels > taps.shape[3]:
         taps = F.pad(taps, (0, layout.channels - taps.shape[3]))
     return taps.reshape(weight.shape[0], -1)
+
+
+def _pixel_rows(tensor: torch.Tensor) -> torch.Tensor:
+    """A dense channels-last tensor as its pixels' rows of channels (a view;
+    a copy where it starts off the alignment the kernel's vector loads need)."""
+    rows = tensor.permute(0, 2, 3, 1).reshape(-1, tensor.shape[1])
+    return rows.clone() if rows.data_ptr() % TENSOR_MAP_ADDRESS_ALIGN else rows
 
 
 def _position(group: Group, node) -> int | tuple[int, str]:
