@@ -1,7 +1,8 @@
-"""Stores under a condition in a T.Parallel (fragment_ops.guarded_store):
-one vector store a run where the condition is the row's alone and the
-branch is safe to compute whatever it says; element by element, each
-under its own condition, where not. Each kernel runs in the gfx942
+"""Stores in a T.Parallel made one vector store a run (fragment_ops.
+contiguous_accesses, guarded_store) only where that keeps their meaning:
+under a condition, where it is the row's alone and the branch is safe to
+compute whatever it says; with or without one, where nothing after the store
+in the body touches its buffer. Each kernel runs in the gfx942
 emulator against the reference engine (tile-run)."""
 
 from __future__ import annotations
@@ -105,9 +106,35 @@ func.func @atomic(%X: memref<64x256xf32>, %Y: memref<64x256xf32>) {
 }
 """
 
+# The same with no condition: a store that an atomic of its buffer follows.
+ATOMIC_AFTER_A_STORE = """
+#F = #gpu.address_space<private>
+func.func @atomic_after_a_store(%X: memref<64x256xf32>, %Y: memref<64x256xf32>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c10 = arith.constant 10 : index
+    %c16 = arith.constant 16 : index
+    %c256 = arith.constant 256 : index
+    %one = arith.constant 1.0 : f32
+    %x = "tile.alloc_fragment"() : () -> memref<16x256xf32, #F>
+    "tile.copy"(%X, %x, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x256xf32>, memref<16x256xf32, #F>, index, index) -> ()
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {
+      %v = memref.load %x[%i, %j] : memref<16x256xf32, #F>
+      memref.store %v, %Y[%i, %j] : memref<64x256xf32>
+      %o = memref.atomic_rmw addf %one, %Y[%i, %j] : (f32, memref<64x256xf32>) -> f32
+      scf.reduce
+    }
+    gpu.yield
+  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
+  return
+}
+"""
 
-@pytest.mark.parametrize("text", [DIVIDED, COLUMN_THROUGH_A_YIELD, ATOMIC_AFTER],
-                         ids=["division", "column-through-a-yield", "atomic-after"])
+
+@pytest.mark.parametrize("text", [DIVIDED, COLUMN_THROUGH_A_YIELD, ATOMIC_AFTER, ATOMIC_AFTER_A_STORE],
+                         ids=["division", "column-through-a-yield", "atomic-after", "atomic-after-a-store"])
 def test_element_stores_where_one_vector_store_would_be_wrong(tmp_path, text):
     gpu = tilemlir.compile(text, target="amdgpu:gfx942", emit="gpu").artifacts["gpu"]
     assert not re.search(r"vector\.store %\S+, %arg1", gpu)

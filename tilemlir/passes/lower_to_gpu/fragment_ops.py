@@ -319,7 +319,8 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
     variable steps by 1: the last index is that variable plus values that do
     not depend on it, the other indices do not depend on it. A load after a
     store to the same buffer, or a store before a load of it, keeps its
-    element accesses (the body's own order must hold).
+    element accesses (the body's own order must hold), as does a store before
+    any other access of its buffer (an atomic) and a load after a write of it.
 
     Also the `scf.if`s at the top of the body whose condition does not
     depend on that variable and whose branch is such a store and values
@@ -355,17 +356,18 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
         return (unit_stride(a) and b not in dependent) or (unit_stride(b) and a not in dependent)
 
     def buffer_of(op) -> ir.Value:
-        return op.operands[0] if op.name in ("memref.load", "vector.load") else op.operands[1]
+        return op.operands[0] if op.name == "memref.load" else op.operands[1]
 
-    accesses = [nested for inner in body_ops for nested in walk(inner)
-                if nested.name in ("memref.load", "memref.store", "vector.load", "vector.store")]
+    def uses(op, buffer: ir.Value) -> bool:
+        return any(operand == buffer for operand in op.operands)
+
     found = set()
     for inner in body_ops:
         store = guarded_store(inner, fragments)
         if store is not None and inner.operands[0] not in dependent:
             indices = list(store.operands)[2:]
             # Its buffer touched by nothing else in the body (a load, an atomic, another store).
-            only = sum(1 for op in nested_ops for operand in op.operands if operand == store.operands[1]) == 1
+            only = sum(1 for op in nested_ops if uses(op, store.operands[1])) == 1
             if indices and unit_stride(indices[-1]) and not any(i in dependent for i in indices[:-1]) and only:
                 found.add(inner)
             continue
@@ -374,11 +376,16 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
         indices = list(inner.operands)[1:] if inner.name == "memref.load" else list(inner.operands)[2:]
         if not indices or not unit_stride(indices[-1]) or any(i in dependent for i in indices[:-1]):
             continue
+        # Made once for the run, a load before anything before it in the body
+        # that may write its buffer (a store, an atomic) and a store after
+        # anything after it that touches its buffer would reorder them.
         buffer = buffer_of(inner)
-        position = accesses.index(inner)
-        others = accesses[:position] if inner.name == "memref.load" else accesses[position + 1:]
-        conflicting = "store" if inner.name == "memref.load" else "load"
-        if any(other.name.endswith(conflicting) and buffer_of(other) == buffer for other in others):
+        position = nested_ops.index(inner)
+        if inner.name == "memref.load":
+            conflicts = [op for op in nested_ops[:position] if uses(op, buffer) and op.name != "memref.load"]
+        else:
+            conflicts = [op for op in nested_ops[position + 1:] if uses(op, buffer)]
+        if conflicts:
             continue
         found.add(inner)
     return found
