@@ -14,50 +14,47 @@ from conftest import run_tool
 
 import tilemlir
 
-# A division in the branch, by the value the condition keeps from being 0.
-DIVIDED = """
-#F = #gpu.address_space<private>
-func.func @divguard(%X: memref<64x256xi32>, %Y: memref<64x256xi32>) {
-  "tile.kernel"() ({
-  ^bb0(%bx: index):
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c16 = arith.constant 16 : index
-    %c256 = arith.constant 256 : index
-    %z = arith.constant 0 : i32
-    %x = "tile.alloc_fragment"() : () -> memref<16x256xi32, #F>
-    "tile.copy"(%X, %x, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x256xi32>, memref<16x256xi32, #F>, index, index) -> ()
-    scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {
-      %ii = arith.index_cast %i : index to i32
-      %keep = arith.cmpi ne, %ii, %z : i32
-      scf.if %keep {
-        %v = memref.load %x[%i, %j] : memref<16x256xi32, #F>
-        %d = arith.divsi %v, %ii : i32
-        memref.store %d, %Y[%i, %j] : memref<64x256xi32>
-      }
-      scf.reduce
-    }
-    gpu.yield
-  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
-  return
-}
-"""
 
-# A condition that depends on the column through an scf.if's result.
-COLUMN_THROUGH_A_YIELD = """
+def kernel(name: str, element: str, constants: str, body: str) -> str:
+    """@name: a 16 x 256 tile of X (64 x 256 `element`) in a fragment, then a
+    T.Parallel over it whose body (`body`, indented as written) stores to Y."""
+    memref, fragment = f"memref<64x256x{element}>", f"memref<16x256x{element}, #F>"
+    return f"""
 #F = #gpu.address_space<private>
-func.func @yieldcond(%X: memref<64x256xf32>, %Y: memref<64x256xf32>) {
-  "tile.kernel"() ({
+func.func @{name}(%X: {memref}, %Y: {memref}) {{
+  "tile.kernel"() ({{
   ^bb0(%bx: index):
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c10 = arith.constant 10 : index
     %c16 = arith.constant 16 : index
     %c256 = arith.constant 256 : index
-    %true = arith.constant true
-    %x = "tile.alloc_fragment"() : () -> memref<16x256xf32, #F>
-    "tile.copy"(%X, %x, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x256xf32>, memref<16x256xf32, #F>, index, index) -> ()
-    scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {
+{constants}
+    %x = "tile.alloc_fragment"() : () -> {fragment}
+    "tile.copy"(%X, %x, %c0, %c0) {{operandSegmentSizes = array<i32: 1, 1, 2, 0>}} : ({memref}, {fragment}, index, index) -> ()
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {{
+{body}
+      scf.reduce
+    }}
+    gpu.yield
+  }}) {{grid = array<i64: 1>, threads = 128 : i64}} : () -> ()
+  return
+}}
+"""
+
+
+# A division in the branch, by the value the condition keeps from being 0.
+DIVIDED = kernel("divguard", "i32", "    %z = arith.constant 0 : i32", """\
+      %ii = arith.index_cast %i : index to i32
+      %keep = arith.cmpi ne, %ii, %z : i32
+      scf.if %keep {
+        %v = memref.load %x[%i, %j] : memref<16x256xi32, #F>
+        %d = arith.divsi %v, %ii : i32
+        memref.store %d, %Y[%i, %j] : memref<64x256xi32>
+      }""")
+
+# A condition that depends on the column through an scf.if's result.
+COLUMN_THROUGH_A_YIELD = kernel("yieldcond", "f32", "    %true = arith.constant true", """\
       %ci = arith.cmpi ult, %i, %c10 : index
       %keep = scf.if %ci -> (i1) {
         %t = arith.cmpi ult, %j, %c10 : index
@@ -68,69 +65,24 @@ func.func @yieldcond(%X: memref<64x256xf32>, %Y: memref<64x256xf32>) {
       scf.if %keep {
         %v = memref.load %x[%i, %j] : memref<16x256xf32, #F>
         memref.store %v, %Y[%i, %j] : memref<64x256xf32>
-      }
-      scf.reduce
-    }
-    gpu.yield
-  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
-  return
-}
-"""
+      }""")
+
+ATOMIC = "      %o = memref.atomic_rmw addf %one, %Y[%i, %j] : (f32, memref<64x256xf32>) -> f32"
 
 # The stored buffer is also updated atomically after the store.
-ATOMIC_AFTER = """
-#F = #gpu.address_space<private>
-func.func @atomic(%X: memref<64x256xf32>, %Y: memref<64x256xf32>) {
-  "tile.kernel"() ({
-  ^bb0(%bx: index):
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c10 = arith.constant 10 : index
-    %c16 = arith.constant 16 : index
-    %c256 = arith.constant 256 : index
-    %one = arith.constant 1.0 : f32
-    %x = "tile.alloc_fragment"() : () -> memref<16x256xf32, #F>
-    "tile.copy"(%X, %x, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x256xf32>, memref<16x256xf32, #F>, index, index) -> ()
-    scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {
+ATOMIC_AFTER = kernel("atomic", "f32", "    %one = arith.constant 1.0 : f32", """\
       %keep = arith.cmpi ult, %i, %c10 : index
       scf.if %keep {
         %v = memref.load %x[%i, %j] : memref<16x256xf32, #F>
         memref.store %v, %Y[%i, %j] : memref<64x256xf32>
       }
-      %o = memref.atomic_rmw addf %one, %Y[%i, %j] : (f32, memref<64x256xf32>) -> f32
-      scf.reduce
-    }
-    gpu.yield
-  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
-  return
-}
-"""
+""" + ATOMIC)
 
 # The same with no condition: a store that an atomic of its buffer follows.
-ATOMIC_AFTER_A_STORE = """
-#F = #gpu.address_space<private>
-func.func @atomic_after_a_store(%X: memref<64x256xf32>, %Y: memref<64x256xf32>) {
-  "tile.kernel"() ({
-  ^bb0(%bx: index):
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c10 = arith.constant 10 : index
-    %c16 = arith.constant 16 : index
-    %c256 = arith.constant 256 : index
-    %one = arith.constant 1.0 : f32
-    %x = "tile.alloc_fragment"() : () -> memref<16x256xf32, #F>
-    "tile.copy"(%X, %x, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x256xf32>, memref<16x256xf32, #F>, index, index) -> ()
-    scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {
+ATOMIC_AFTER_A_STORE = kernel("atomic_after_a_store", "f32", "    %one = arith.constant 1.0 : f32", """\
       %v = memref.load %x[%i, %j] : memref<16x256xf32, #F>
       memref.store %v, %Y[%i, %j] : memref<64x256xf32>
-      %o = memref.atomic_rmw addf %one, %Y[%i, %j] : (f32, memref<64x256xf32>) -> f32
-      scf.reduce
-    }
-    gpu.yield
-  }) {grid = array<i64: 1>, threads = 128 : i64} : () -> ()
-  return
-}
-"""
+""" + ATOMIC)
 
 
 @pytest.mark.parametrize("text", [DIVIDED, COLUMN_THROUGH_A_YIELD, ATOMIC_AFTER, ATOMIC_AFTER_A_STORE],

@@ -102,6 +102,14 @@ def _index(value: int) -> ir.Value:
     return arith.ConstantOp(ir.IndexType.get(), value).result
 
 
+def stages_for_trips(stages: int, trips: int | None) -> int:
+    """The stages a loop of `trips` iterations (None: not constant) asking
+    for `stages` is pipelined with: no more than its iterations, and at
+    least 2 where it asked for 2 or more (a stage no iteration fills holds a
+    re-read copy of the last tile and takes LDS, and so workgroups per CU)."""
+    return stages if trips is None else min(stages, max(2, trips))
+
+
 def trip_count(lower: ir.Value, upper: ir.Value, step: ir.Value) -> int | None:
     """The iterations of a loop with constant bounds, else None."""
     bounds = [_constant(v) for v in (lower, upper, step)]
@@ -178,9 +186,7 @@ class TilePipeline(TilePass):
                 state.remark(condition, "tile-pipeline: the copies under this condition run on every "
                                         "iteration, so that they can be prefetched (a tile the condition "
                                         "skips is loaded and not used)", kind="speed")
-            trips = trip_count(*list(loop.operands)[:3])
-            if trips is not None and 2 < stages > trips:  # stages no iteration fills: shared memory for nothing
-                stages = max(2, trips)
+            stages = stages_for_trips(stages, trip_count(*list(loop.operands)[:3]))
             stages = self.stages_within_budget(module, loop, buffers, stages, state)
             if stages is not None:
                 self.pipeline(loop, copies, buffers, stages)

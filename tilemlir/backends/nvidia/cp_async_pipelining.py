@@ -53,6 +53,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     urem,
 )
 from tilemlir.passes.shared_memory import SharedLayout
+from tilemlir.passes.software_pipeline import stages_for_trips
 
 CHUNK_BYTES = 16  # cp.async.cg copies 16 bytes
 
@@ -86,10 +87,7 @@ def plan_pipeline(op: ir.Operation, threads: int, copyable=None) -> PipelinePlan
     bounds = [constant_int(v) for v in (loop.lower, loop.upper, loop.step)]
     if stages < 2 or loop.inits or bounds[0] != 0 or bounds[2] != 1 or not bounds[1]:
         return None
-    # A loop of fewer iterations than stages gets as many as it has, at least
-    # 2 (as tile-pipeline does): a stage no iteration fills only takes shared
-    # memory, and so CTAs per SM.
-    plan = PipelinePlan(min(stages, max(2, bounds[1])), bounds[1])
+    plan = PipelinePlan(stages_for_trips(stages, bounds[1]), bounds[1])
     for inner in loop.body_ops:
         if inner.name == "tile.copy":
             if plan.gemms or not copyable(inner, threads):

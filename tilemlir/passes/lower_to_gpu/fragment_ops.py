@@ -313,7 +313,7 @@ def window_dims(copy: ir.Operation, big_rank: int, small_rank: int) -> tuple[int
     return dims if dims is not None else tuple(range(big_rank - small_rank, big_rank))
 
 
-def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) -> set:
+def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) -> dict:
     """The loads and stores at the top of a T.Parallel body that touch
     consecutive elements of memory (not fragments) as the last induction
     variable steps by 1: the last index is that variable plus values that do
@@ -327,7 +327,9 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
     computed from registers alone (`guarded_store`), the body's only access
     to that buffer: an epilogue storing only the rows that are outputs (a
     convolution's border rows are not) stores a row's elements under one
-    condition, one vector store."""
+    condition, one vector store.
+
+    Returns {access: None, scf.if: its store}."""
     from tilemlir.irutil import walk
 
     last = ivs[-1]
@@ -335,16 +337,15 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
     # What depends on it, to a fixed point: an op with regions (an scf.if
     # yielding values, a loop carrying them) depends where an op inside does.
     nested_ops = [nested for inner in body_ops for nested in walk(inner)]
+    reads = [(list(nested.results), [operand for op in (walk(nested) if len(nested.regions) else [nested])
+                                     for operand in op.operands]) for nested in nested_ops]
     changed = True
     while changed:
         changed = False
-        for nested in nested_ops:
-            if any(result in dependent for result in nested.results):
-                continue
-            uses = walk(nested) if len(nested.regions) else [nested]
-            if any(operand in dependent for op in uses for operand in op.operands):
-                dependent.update(nested.results)
-                changed = changed or bool(list(nested.results))
+        for results, operands in reads:
+            if results and results[0] not in dependent and any(operand in dependent for operand in operands):
+                dependent.update(results)
+                changed = True
 
     def unit_stride(value: ir.Value) -> bool:
         if value == last:
@@ -361,15 +362,17 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
     def uses(op, buffer: ir.Value) -> bool:
         return any(operand == buffer for operand in op.operands)
 
-    found = set()
+    body = set(nested_ops)
+    found = {}
     for inner in body_ops:
         store = guarded_store(inner, fragments)
         if store is not None and inner.operands[0] not in dependent:
             indices = list(store.operands)[2:]
-            # Its buffer touched by nothing else in the body (a load, an atomic, another store).
-            only = sum(1 for op in nested_ops if uses(op, store.operands[1])) == 1
+            # Its memory touched by nothing else in the body (a load, an atomic, another store, through any view).
+            only = not any(use.owner.operation != store and use.owner.operation in body
+                           for use in _memory_uses(store.operands[1]))
             if indices and unit_stride(indices[-1]) and not any(i in dependent for i in indices[:-1]) and only:
-                found.add(inner)
+                found[inner] = store
             continue
         if inner.name not in ("memref.load", "memref.store") or buffer_of(inner) in fragments:
             continue
@@ -387,7 +390,7 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
             conflicts = [op for op in nested_ops[position + 1:] if uses(op, buffer)]
         if conflicts:
             continue
-        found.add(inner)
+        found[inner] = None
     return found
 
 
@@ -612,7 +615,7 @@ class FragmentOps:
             self.bind_slot(context, parts, slot)
             for inner in body_ops:
                 if inner in contiguous and inner.name == "scf.if":  # its values, then its store, after the run
-                    store = guarded_store(inner, self._fragments)
+                    store = contiguous[inner]
                     for nested in inner.regions[0].blocks[0].operations:
                         nested = nested.operation
                         if nested.name != "scf.yield" and nested != store:
