@@ -94,3 +94,34 @@ def test_element_stores_where_one_vector_store_would_be_wrong(tmp_path, text):
     source.write_text(text)
     result = run_tool("tile-run", "--engine", "emulator", "--target", "amdgpu:gfx942", str(source))
     assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr
+
+
+# Rows of a remapped image (a producer writing the padded rows a shifted
+# convolution reads): row (i // 3) * 4 + i % 3 + 1, by constants.
+REMAPPED_ROWS = kernel("remapped", "f32", "    %c3 = arith.constant 3 : index\n    %c4 = arith.constant 4 : index", """\
+      %keep = arith.cmpi ult, %i, %c10 : index
+      scf.if %keep {
+        %q = arith.divsi %i, %c3 : index
+        %r = arith.remsi %i, %c3 : index
+        %s = arith.muli %q, %c4 : index
+        %t = arith.addi %s, %r : index
+        %row = arith.addi %t, %c1 : index
+        %v = memref.load %x[%i, %j] : memref<16x256xf32, #F>
+        memref.store %v, %Y[%row, %j] : memref<64x256xf32>
+      }""")
+
+
+def test_a_branch_dividing_by_constants_is_one_vector_store_a_run(tmp_path):
+    """A division by a constant other than 0 and -1 is defined for every
+    dividend (fragment_ops.safe_division), so computing it whatever the
+    condition says is safe: the row's store is one vector store."""
+    gpu = tilemlir.compile(REMAPPED_ROWS, target="amdgpu:gfx942", emit="gpu").artifacts["gpu"]
+    assert re.search(r"vector\.store %\S+, %arg1", gpu)
+    for divisor in ("0", "-1"):  # a divisor that may be undefined keeps element stores
+        text = REMAPPED_ROWS.replace("%c3 = arith.constant 3", f"%c3 = arith.constant {divisor}")
+        assert not re.search(r"vector\.store %\S+, %arg1",
+                             tilemlir.compile(text, target="amdgpu:gfx942", emit="gpu").artifacts["gpu"])
+    source = tmp_path / "kernel.mlir"
+    source.write_text(REMAPPED_ROWS)
+    result = run_tool("tile-run", "--engine", "emulator", "--target", "amdgpu:gfx942", str(source))
+    assert result.returncode == 0 and "PASS" in result.stdout, result.stdout + result.stderr

@@ -492,6 +492,63 @@ def test_shifted_convolution_in_the_emulator(monkeypatch, target, stride, out):
         assert ("+ j < 40:" in source) == (out == 40)
 
 
+class ShiftedChain(nn.Module):
+    """A 1x1 convolution, then two 3x3 ones of stride 1 (ResNet's bottleneck
+    and basic blocks), each image read by the next convolution alone; with
+    `shared`, the first image also added to the output (a second reader)."""
+
+    def __init__(self, c=32, shared=False):
+        super().__init__()
+        self.shared = shared
+        self.a, self.bna = nn.Conv2d(c, c, 1, bias=False), nn.BatchNorm2d(c)
+        self.b, self.bnb = nn.Conv2d(c, c, 3, 1, 1, bias=False), nn.BatchNorm2d(c)
+        self.c = nn.Conv2d(c, c, 3, 1, 2, dilation=2)
+        for norm in (self.bna, self.bnb):
+            norm.running_mean.uniform_(-0.5, 0.5)
+            norm.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        y = F.relu(self.bna(self.a(x)))
+        z = self.c(F.relu(self.bnb(self.b(y))))
+        return z + y if self.shared else z
+
+
+@pytest.mark.parametrize("target,engine", [("amdgpu:gfx942", "reference"), ("amdgpu:gfx942", "emulator"),
+                                           ("metax:xcore1000", "emulator"), ("nvidia:sm_90a", "reference")])
+def test_images_written_in_place_for_shifted_convolutions(monkeypatch, target, engine):
+    """A convolution whose output only a shifted convolution of stride 1
+    reads writes it straight into the zeroed, padded rows that one reads
+    (dynamo.plan_images_in_place, codegen.conv_kernel's `padded`): the 1x1
+    convolution's and the first 3x3's images are copied by nobody. 2 x 5 x 7
+    pixels: the 1x1 convolution's rows are no multiple of its block."""
+    from tilemlir.torch_backend import dynamo
+
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    monkeypatch.setenv("TILEMLIR_ENGINE", engine)
+    monkeypatch.setattr(dynamo, "_COMPILED", {})
+    copied = []
+    copy = dynamo._copy_wide
+    monkeypatch.setattr(dynamo, "_copy_wide", lambda target, source: copied.append(source.shape) or copy(target, source))
+    check(ShiftedChain(), torch.randn(2, 32, 5, 7), channels_last=True)
+    assert copied == []
+    sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    # The padded rows: 2 images of (5 + 2) x (7 + 2) (the second 3x3's dilation 2: (5 + 4) x (7 + 4)).
+    assert sum("O0: T.Tensor((126, 32)" in s for s in sources) == 1
+    assert sum("O0: T.Tensor((198, 32)" in s for s in sources) == 1
+
+
+def test_an_image_with_another_reader_is_copied(monkeypatch):
+    """An image that something besides a shifted convolution also reads is
+    stored as traced, and the convolution copies it into its rows."""
+    from tilemlir.torch_backend import dynamo
+
+    copied = []
+    copy = dynamo._copy_wide
+    monkeypatch.setattr(dynamo, "_copy_wide", lambda target, source: copied.append(source.shape) or copy(target, source))
+    check(ShiftedChain(shared=True), torch.randn(2, 32, 5, 7), channels_last=True)
+    assert copied == [(2, 5, 7, 32)] * 2  # at each of the two calls
+
+
 def test_an_operand_at_an_unaligned_address_is_copied():
     """TMA reads a GEMM's operands on sm_90a from 16-byte aligned addresses:
     a view starting 2 bytes in is passed as a copy, the same values."""

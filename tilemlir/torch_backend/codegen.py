@@ -1255,6 +1255,17 @@ class PhaseImage:
     pixel_channels: int = 0
 
 
+def writable_in_place(layout: PhaseImage, channels: int) -> bool:
+    """Whether the producer of a shifted convolution's image can write it
+    straight into the rows `layout` passes (conv_kernel's `padded`): a stride
+    1 image of one plane and no folds or windows is the padded image itself,
+    each pixel's channels one row, where its channels need no padding. (With
+    no padding either, those rows are the channels-last image, which a
+    1x1 convolution reads as it is: pointwise_conv.)"""
+    return layout.stride == (1, 1) and layout.planes == (1, 1) and layout.fold == 1 \
+        and layout.patches is None and layout.channels == channels and any(layout.pad)
+
+
 @dataclass(frozen=True)
 class Taps:
     """How a shifted convolution is passed its weight: [out, (kh, kw, c)],
@@ -1356,8 +1367,8 @@ def _block_k(channels: int, block_k: int) -> int:
     return next(k for k in (block_k, 32, 16) if k <= max(block_k, 16) and channels % k == 0)
 
 
-def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
-                steps: GemmSteps = GemmSteps()) -> tuple[str, list, tuple | None, list]:
+def conv_kernel(group: Group, specs: list[TensorSpec], name: str, steps: GemmSteps = GemmSteps(),
+                padded: dict[int, PhaseImage] | None = None) -> tuple[str, list, tuple | None, list]:
     """(source, inputs read at offsets, operand layouts, output views) of a 2-D convolution
     as an implicit GEMM: rows are output pixels (n, ho, wo), columns output
     channels, K the taps (kh, kw, c), channels fastest. `steps` is the K
@@ -1378,7 +1389,11 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
     activation, residual) is stored through the outputs' own strides (view
     "span", element by element); a channels-last output of the first two
     forms as its pixels' rows (view "pixels"): by tiles, or for a shifted
-    convolution element by element where the grid's row is an output pixel's."""
+    convolution element by element where the grid's row is an output pixel's.
+    An output `padded` names (by index) is the image of a shifted convolution
+    that reads it as that PhaseImage (`writable_in_place`): each pixel's
+    channels are stored in the row of the zeroed, padded rows that
+    convolution reads (its view: that PhaseImage), so it copies nothing."""
     anchor = group.anchor
     image, weight, bias, stride, padding, dilation, transposed, _, groups = anchor.args[:9]
     x_spec, w_spec = specs[group.inputs.index(image)], specs[group.inputs.index(weight)]
@@ -1493,6 +1508,22 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str,
         value = writer.value(node, coords)
         if spec.dtype != torch.float32 and spec.dtype in pointwise.FLOATS:
             value = f"T.cast({value}, '{dtype_out}')"
+        image = (padded or {}).get(index)
+        if image is not None:  # the rows a shifted convolution reads, pixel (n, h, w) at (h + top, w + left)
+            top, bottom, left, right = image.pad
+            cells_h, cells_w = out_h + top + bottom, out_w + left + right
+            writer.output_params.append(f"O{index}: T.Tensor(({batch * cells_h * cells_w}, {out_channels}), "
+                                        f"'{dtype_out}')")
+            pixel = f"(({coords[0]} * {cells_h} + {coords[2]} + {top}) * {cells_w} + {coords[3]} + {left})"
+            # Every row of the grid is a pixel where the blocks cover the output's pixels exactly.
+            every_row = not shifted and m_total % block_m == 0
+            condition = (("" if every_row else stored) + in_columns).removeprefix(" and ")
+            body(f"for i, j in T.Parallel({block_m}, {block_n}):")
+            if condition:
+                body(f"    if {condition}:")
+            body(f"{'    ' if condition else ''}    O{index}[{pixel}, by * {block_n} + j] = {value}")
+            views.append(image)
+            continue
         if (as_gemm or shifted and shifted.cells == (out_h, out_w)) and channels_last(spec):
             # Channels-last: the output is its pixels' rows of channels, a tile a block (a
             # shifted convolution's where its planes' rows are the output's pixels: no border).

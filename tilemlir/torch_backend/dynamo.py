@@ -388,6 +388,9 @@ class GroupKernel:
         # input (arange, full) makes them on the model's device too.
         self.device = group.outputs[0].meta["val"].device if group.outputs else torch.device("cpu")
         self.moved_tensors: dict[int, tuple] = {}  # `moved`: input position -> (dtype, shape, bytes), copy
+        # Outputs written straight into the image a shifted convolution reads
+        # (plan_images_in_place): output index -> that convolution's PhaseImage.
+        self.padded: dict[int, codegen.PhaseImage] = {}
 
     def moved(self, position: int, tensor: torch.Tensor) -> torch.Tensor:
         """`tensor` (a CPU scalar beside GPU tensors, as torch allows) on the
@@ -420,7 +423,7 @@ class GroupKernel:
         layouts = None
 
         def steps(k: int) -> codegen.GemmSteps:  # the K loop of K = k on the chip compiled for
-            return codegen.gemm_steps(resolve_target(self.target, self.engine), k)
+            return self.steps(k)
         if group.kind == "gemm":
             # An operand of no dense layout is made contiguous first.
             layouts = tuple(codegen.gemm_layout(specs[i]) or codegen.GemmOperand(False, specs[i].shape)
@@ -430,7 +433,8 @@ class GroupKernel:
         elif group.kind == "conv":  # K: the weight's taps (in channels x kernel height x width)
             weight = specs[self.operands[1]].shape
             source, loaded, layouts, views = codegen.conv_kernel(group, specs, self.kernel_name,
-                                                                 steps(weight[1] * weight[2] * weight[3]))
+                                                                 steps(weight[1] * weight[2] * weight[3]),
+                                                                 self.padded)
         elif group.kind == "attention":
             query = specs[self.operands[0]]
             dim = query.shape[-1]
@@ -451,6 +455,29 @@ class GroupKernel:
         else:
             source, views, loaded = codegen.pointwise_kernel(group, specs, self.kernel_name)
         return self.compiled(source, self.kernel_name), views, layouts, [_position(group, node) for node in loaded]
+
+    def steps(self, k: int) -> codegen.GemmSteps:
+        """The K loop of K = k on the chip compiled for."""
+        from tilemlir.language.kernel import resolve_target
+
+        return codegen.gemm_steps(resolve_target(self.target, self.engine), k)
+
+    def image_layout(self) -> codegen.PhaseImage | None:
+        """The layout a shifted convolution reads its traced image in (None
+        for another group or convolution)."""
+        if self.group.kind != "conv":
+            return None
+        image, weight = (TensorSpec.of(self.group.inputs[p].meta["val"]) for p in self.operands)
+        stride, padding, dilation, transposed, _, groups = self.group.anchor.args[3:9]
+        if transposed or groups != 1 or len(image.shape) != 4 or image.dtype != weight.dtype \
+                or codegen.pointwise_conv(image, weight, stride, padding):
+            return None
+        try:
+            shifted = codegen.shifted_conv(image, weight, stride, padding, dilation, tuple(self.group.shape[2:]),
+                                           self.steps(math.prod(weight.shape[1:])).block_k)
+        except (UserError, Unsupported):  # refused when its kernel is written (prepare)
+            return None
+        return shifted.image if shifted else None
 
     def compiled(self, source: str, name: str):
         """The compiled prim_func `name` of `source` (once per process)."""
@@ -541,6 +568,11 @@ class GroupKernel:
                 else:
                     args.append(out.transpose(1, 2) if layouts[3] == "bshd" else out)
                 continue
+            if isinstance(view, codegen.PhaseImage):  # into the rows a shifted convolution reads
+                out, rows = image_in_place(result, view, device)
+                results.append(out)
+                args.append(rows)
+                continue
             if isinstance(view, codegen.InMemoryOrder):  # dense as traced, written in its memory order
                 out = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
                 results.append(out)
@@ -587,12 +619,60 @@ class SplitKernel:
             kernel(*[values[kind][k] for kind, k in stage.arguments])
 
 
+# The attribute of an image written in place (image_in_place): (its
+# PhaseImage, the rows that layout passes, of which it is a view).
+IN_PLACE = "_tilemlir_rows"
+
+
+def image_in_place(result: TensorSpec, layout: codegen.PhaseImage, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the output, the rows its kernel writes) of an output a shifted
+    convolution reads as `layout` (codegen.writable_in_place): zeroed rows
+    of the padded image, and the output as the view of its pixels, which
+    carries them (IN_PLACE) for phase_planes to pass as they are."""
+    batch, channels, height, width = result.shape
+    top, bottom, left, right = layout.pad
+    rows = torch.zeros(batch * (top + height + bottom) * (left + width + right), channels,
+                       dtype=result.dtype, device=device)
+    padded = rows.view(batch, top + height + bottom, left + width + right, channels)
+    out = padded[:, top:top + height, left:left + width].permute(0, 3, 1, 2)
+    setattr(out, IN_PLACE, (layout, rows))
+    return out, rows
+
+
+def plan_images_in_place(groups: list[Group], kernels: list[GroupKernel]) -> None:
+    """Marks each convolution output whose every reader is a shifted
+    convolution reading it in one layout that its producer can write
+    (codegen.writable_in_place) to be written in that layout
+    (GroupKernel.padded): the readers then copy nothing. A kernel that is
+    refused later leaves values as torch makes them: a reader in torch reads
+    the view, a producer in torch gives a tensor that phase_planes copies."""
+    readers = {}  # the model graph's convolution nodes -> the layout each reads its image in
+    for group, kernel in zip(groups, kernels):
+        layout = kernel.image_layout()
+        if layout is not None:
+            readers[group.anchor] = layout
+    for group, kernel in zip(groups, kernels):
+        if group.kind != "conv":
+            continue
+        for index, node in enumerate(group.outputs):
+            layouts = {readers.get(user) if user.args[0] is node and node not in user.args[1:] else None
+                       for user in node.users}
+            layout = layouts.pop() if len(layouts) == 1 else None
+            spec = TensorSpec.of(node.meta["val"])
+            if layout is not None and len(spec.shape) == 4 and codegen.writable_in_place(layout, spec.shape[1]):
+                kernel.padded[index] = layout
+
+
 def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
     """An image as a shifted convolution reads it (codegen.PhaseImage): in
     channels-last order, zero-padded, split by the stride's phases, taps
-    folded in, as rows of channels. Each pixel is copied once: windows and
-    folds by one strided copy of the padded image, phase planes into one
-    zeroed buffer, each phase's pixels in one copy."""
+    folded in, as rows of channels. An image written in that layout in place
+    (image_in_place) is passed as its rows; any other is copied, each pixel
+    once: windows and folds by one strided copy of the padded image, phase
+    planes into one zeroed buffer, each phase's pixels in one copy."""
+    written = getattr(image, IN_PLACE, None)
+    if written is not None and written[0] == layout:
+        return written[1]
     batch, channels, height, width = image.shape
     top, bottom, left, right = layout.pad
     pixels = image.permute(0, 2, 3, 1)
@@ -699,9 +779,11 @@ def compile_graph(gm: fx.GraphModule, example_inputs, *, target=None, engine=Non
     graph = gm.graph
     partition.reductions_to_trailing_dims(graph)
     groups, fallbacks = partition.partition(graph)
+    kernels = [GroupKernel(group, f"fused_{index}_{group.kind}", target, engine)
+               for index, group in enumerate(groups)]
+    plan_images_in_place(groups, kernels)
     kept: list[tuple[Group, GroupKernel]] = []
-    for index, group in enumerate(groups):
-        kernel = GroupKernel(group, f"fused_{index}_{group.kind}", target, engine)
+    for index, (group, kernel) in enumerate(zip(groups, kernels)):
         try:
             prepare(group, kernel)
         except Unsupported as reason:

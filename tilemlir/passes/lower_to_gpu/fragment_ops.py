@@ -396,16 +396,28 @@ def contiguous_accesses(body_ops: list, ivs: list[ir.Value], fragments: dict) ->
 
 # Integer divisions: hoisted out of the branch that guards them, a divisor
 # the condition kept from being 0 would be undefined behaviour (and LLVM then
-# drops the condition).
+# drops the condition). By a constant other than 0 and -1 (INT_MIN / -1
+# overflows) one is defined for every dividend (`safe_division`).
 DIVISIONS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.ceildivui",
              "arith.floordivsi")
+
+
+def safe_division(op) -> bool:
+    """An integer division or remainder defined whatever its dividend: by a
+    constant divisor other than 0 and -1."""
+    divisor = op.operands[1].owner
+    if isinstance(divisor, ir.Block) or divisor.operation.name != "arith.constant":
+        return False
+    value = divisor.attributes["value"]
+    return isinstance(value, ir.IntegerAttr) and value.value not in (0, -1)
 
 
 def guarded_store(op, fragments: dict):
     """The one memref.store to memory of an `scf.if` with no results and no
     else branch whose branch otherwise only computes values from registers
-    and constants (arith and math ops but integer divisions, loads of
-    fragments), each safe to compute whatever the condition; else None."""
+    and constants (arith and math ops but integer divisions by what may be
+    0 or -1, loads of fragments), each safe to compute whatever the
+    condition; else None."""
     if op.name != "scf.if" or list(op.results) or len(op.regions[1].blocks) \
             and any(inner.name != "scf.yield" for inner in op.regions[1].blocks[0].operations):
         return None
@@ -416,7 +428,8 @@ def guarded_store(op, fragments: dict):
             stores.append(inner)
         elif inner.name == "memref.load" and inner.operands[0] in fragments or inner.name == "scf.yield":
             continue
-        elif not inner.name.startswith(("arith.", "math.")) or len(inner.regions) or inner.name in DIVISIONS:
+        elif not inner.name.startswith(("arith.", "math.")) or len(inner.regions) \
+                or inner.name in DIVISIONS and not safe_division(inner):
             return None
     return stores[0] if len(stores) == 1 else None
 
