@@ -1267,6 +1267,30 @@ def writable_in_place(layout: PhaseImage, channels: int) -> bool:
 
 
 @dataclass(frozen=True)
+class Border:
+    """An output written inside a border of `fill` (conv_kernel's `padded`):
+    the channels-last tensor a 2-D `constant_pad_nd` of it by `pad` (top,
+    bottom, left, right) makes, which that pad then passes as it is
+    (ResNet's max pooling pads its stem's output with -inf)."""
+
+    pad: tuple[int, int, int, int]
+    fill: float
+
+
+def bordered(node: fx.Node) -> Border | None:
+    """The Border of a constant_pad_nd that pads a 4-D float tensor's height
+    and width alone, by non-negative amounts (None for another node)."""
+    if node.target is not torch.ops.aten.constant_pad_nd.default or len(shape_of(node) or ()) != 4 \
+            or kind_of(dtype_of(node)) != "f":
+        return None
+    pads = list(node.args[1]) + [0] * (8 - len(node.args[1]))
+    if any(p < 0 for p in pads) or any(pads[4:]):
+        return None
+    fill = node.args[2] if len(node.args) > 2 else node.kwargs.get("value", 0)
+    return Border((pads[2], pads[3], pads[0], pads[1]), float(fill))
+
+
+@dataclass(frozen=True)
 class Taps:
     """How a shifted convolution is passed its weight: [out, (kh, kw, c)],
     folded column taps or whole windows (`image`) joining the channels, the
@@ -1368,7 +1392,7 @@ def _block_k(channels: int, block_k: int) -> int:
 
 
 def conv_kernel(group: Group, specs: list[TensorSpec], name: str, steps: GemmSteps = GemmSteps(),
-                padded: dict[int, PhaseImage] | None = None) -> tuple[str, list, tuple | None, list]:
+                padded: dict[int, PhaseImage | Border] | None = None) -> tuple[str, list, tuple | None, list]:
     """(source, inputs read at offsets, operand layouts, output views) of a 2-D convolution
     as an implicit GEMM: rows are output pixels (n, ho, wo), columns output
     channels, K the taps (kh, kw, c), channels fastest. `steps` is the K
@@ -1391,9 +1415,10 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str, steps: GemmSte
     forms as its pixels' rows (view "pixels"): by tiles, or for a shifted
     convolution element by element where the grid's row is an output pixel's.
     An output `padded` names (by index) is the image of a shifted convolution
-    that reads it as that PhaseImage (`writable_in_place`): each pixel's
-    channels are stored in the row of the zeroed, padded rows that
-    convolution reads (its view: that PhaseImage), so it copies nothing."""
+    that reads it as that PhaseImage (`writable_in_place`), or of a pad
+    (Border): each pixel's channels are stored in its row of the padded
+    rows, which the caller fills (its view: that PhaseImage or Border), so
+    the reader copies nothing."""
     anchor = group.anchor
     image, weight, bias, stride, padding, dilation, transposed, _, groups = anchor.args[:9]
     x_spec, w_spec = specs[group.inputs.index(image)], specs[group.inputs.index(weight)]

@@ -388,9 +388,11 @@ class GroupKernel:
         # input (arange, full) makes them on the model's device too.
         self.device = group.outputs[0].meta["val"].device if group.outputs else torch.device("cpu")
         self.moved_tensors: dict[int, tuple] = {}  # `moved`: input position -> (dtype, shape, bytes), copy
-        # Outputs written straight into the image a shifted convolution reads
-        # (plan_images_in_place): output index -> that convolution's PhaseImage.
-        self.padded: dict[int, codegen.PhaseImage] = {}
+        # Outputs written straight into the image a shifted convolution or a
+        # pad reads (plan_images_in_place): output index -> its PhaseImage or Border.
+        self.padded: dict[int, codegen.PhaseImage | codegen.Border] = {}
+        # A group of one 2-D pad: what it passes as it is where its input was written inside it.
+        self.border = codegen.bordered(group.nodes[0]) if len(group.nodes) == 1 else None
 
     def moved(self, position: int, tensor: torch.Tensor) -> torch.Tensor:
         """`tensor` (a CPU scalar beside GPU tensors, as torch allows) on the
@@ -538,6 +540,10 @@ class GroupKernel:
         device = self.device
         if any(t.device != device for t in tensors):  # a CPU scalar beside GPU tensors, as torch allows
             tensors = tuple(t if t.device == device else self.moved(i, t) for i, t in enumerate(tensors))
+        if self.border is not None:
+            padded = bordered_image(tensors[0], self.border)
+            if padded is not None and TensorSpec.of(padded) == self.results[0]:
+                return (padded,)
         specs = [TensorSpec.of(t) for t in tensors]
         try:
             kernel, views, layouts, loaded = self.variant(specs)
@@ -568,7 +574,7 @@ class GroupKernel:
                 else:
                     args.append(out.transpose(1, 2) if layouts[3] == "bshd" else out)
                 continue
-            if isinstance(view, codegen.PhaseImage):  # into the rows a shifted convolution reads
+            if isinstance(view, (codegen.PhaseImage, codegen.Border)):  # into the rows a convolution or pad reads
                 out, rows = image_in_place(result, view, device)
                 results.append(out)
                 args.append(rows)
@@ -624,33 +630,48 @@ class SplitKernel:
 IN_PLACE = "_tilemlir_rows"
 
 
-def image_in_place(result: TensorSpec, layout: codegen.PhaseImage, device) -> tuple[torch.Tensor, torch.Tensor]:
+def image_in_place(result: TensorSpec, layout: codegen.PhaseImage | codegen.Border,
+                   device) -> tuple[torch.Tensor, torch.Tensor]:
     """(the output, the rows its kernel writes) of an output a shifted
-    convolution reads as `layout` (codegen.writable_in_place): zeroed rows
-    of the padded image, and the output as the view of its pixels, which
-    carries them (IN_PLACE) for phase_planes to pass as they are."""
+    convolution reads as `layout` (codegen.writable_in_place) or a pad
+    makes (codegen.Border): rows of the padded image filled with zeros (the
+    Border's fill), and the output as the view of its pixels, which carries
+    them (IN_PLACE) for phase_planes or the pad to pass as they are."""
     batch, channels, height, width = result.shape
     top, bottom, left, right = layout.pad
-    rows = torch.zeros(batch * (top + height + bottom) * (left + width + right), channels,
-                       dtype=result.dtype, device=device)
+    rows = torch.full((batch * (top + height + bottom) * (left + width + right), channels),
+                      layout.fill if isinstance(layout, codegen.Border) else 0.0, dtype=result.dtype, device=device)
     padded = rows.view(batch, top + height + bottom, left + width + right, channels)
     out = padded[:, top:top + height, left:left + width].permute(0, 3, 1, 2)
     setattr(out, IN_PLACE, (layout, rows))
     return out, rows
 
 
+def bordered_image(image: torch.Tensor, border: codegen.Border) -> torch.Tensor | None:
+    """The padded tensor an image written inside `border` (image_in_place)
+    is the view of, channels-last; None for another image."""
+    written = getattr(image, IN_PLACE, None)
+    if written is None or written[0] != border:
+        return None
+    batch, channels, height, width = image.shape
+    top, bottom, left, right = border.pad
+    return written[1].view(batch, top + height + bottom, left + width + right, channels).permute(0, 3, 1, 2)
+
+
 def plan_images_in_place(groups: list[Group], kernels: list[GroupKernel]) -> None:
     """Marks each convolution output whose every reader is a shifted
     convolution reading it in one layout that its producer can write
-    (codegen.writable_in_place) to be written in that layout
+    (codegen.writable_in_place), or which one 2-D pad alone reads (a group
+    of that pad: codegen.Border), to be written in that layout
     (GroupKernel.padded): the readers then copy nothing. A kernel that is
     refused later leaves values as torch makes them: a reader in torch reads
-    the view, a producer in torch gives a tensor that phase_planes copies."""
-    readers = {}  # the model graph's convolution nodes -> the layout each reads its image in
+    the view, a producer in torch gives a tensor that phase_planes copies
+    and the pad pads."""
+    readers = {}  # the model graph's convolution and pad nodes -> the layout each reads its image in
     for group, kernel in zip(groups, kernels):
-        layout = kernel.image_layout()
+        layout = kernel.image_layout() if kernel.border is None else kernel.border
         if layout is not None:
-            readers[group.anchor] = layout
+            readers[group.anchor if kernel.border is None else group.nodes[0]] = layout
     for group, kernel in zip(groups, kernels):
         if group.kind != "conv":
             continue
@@ -659,7 +680,9 @@ def plan_images_in_place(groups: list[Group], kernels: list[GroupKernel]) -> Non
                        for user in node.users}
             layout = layouts.pop() if len(layouts) == 1 else None
             spec = TensorSpec.of(node.meta["val"])
-            if layout is not None and len(spec.shape) == 4 and codegen.writable_in_place(layout, spec.shape[1]):
+            if len(spec.shape) == 4 and (isinstance(layout, codegen.Border) and len(node.users) == 1
+                                         or isinstance(layout, codegen.PhaseImage)
+                                         and codegen.writable_in_place(layout, spec.shape[1])):
                 kernel.padded[index] = layout
 
 
