@@ -410,21 +410,60 @@ def test_convolutions_as_shifted_gemms(monkeypatch, channels, kernel, stride, pa
     assert "T.Pipelined" in source and "T.Parallel(64, 32)" not in source
 
 
+def shifted_gemm(conv, rows: torch.Tensor, taps: torch.Tensor, out: tuple[int, int, int, int]) -> torch.Tensor:
+    """The output [N, out channels, H, W] of a ShiftedConv over its image's rows and
+    weight's taps, as its kernel computes it: each K step a tap's rows at its offset."""
+    batch, _, out_h, out_w = out
+    cells_h, cells_w = conv.cells
+    kh, kw = conv.kernel
+    channels = conv.image.channels
+    grid = torch.arange(((batch - 1) * cells_h + out_h - 1) * cells_w + out_w)  # up to the last output pixel's row
+    total = torch.zeros(batch * cells_h * cells_w, taps.shape[0], dtype=torch.float64)
+    for tap in range(kh * kw):
+        offset = eval(conv.tap_offset(str(tap)))
+        total[grid] += rows[grid + offset].double() @ taps[:, tap * channels:(tap + 1) * channels].double().t()
+    return total.view(batch, cells_h, cells_w, -1)[:, :out_h, :out_w].permute(0, 3, 1, 2)
+
+
 def test_a_stems_windows_are_whole_words():
-    """ResNet's stem (7x7, stride 2, 3 channels) as im2col rows: each pixel's
-    channels widened to 4 (8 bytes), so the windows copy 8 bytes an element,
-    and K = 49 x 4 = 196 padded to 224, 7 steps of 32; the rows and the
-    weight's taps give the convolution."""
+    """ResNet's stem (7x7, stride 2, 3 channels) as a 7 x 1 convolution over
+    windows of its column taps every 2 columns, in 2 phase planes of rows:
+    each pixel's channels widened to 4 (8 bytes), so the windows copy 8
+    bytes an element, and 7 x 4 = 28 padded to 32, 7 K steps of 32; the
+    rows (2 x 2 x 13 x 12 of 32, against 2 x 10 x 9 of 224 as whole
+    windows) and the weight's taps give the convolution."""
     from tilemlir.torch_backend import codegen, dynamo
 
     x = torch.randn(2, 3, 20, 18).half().to(memory_format=torch.channels_last)
     w = torch.randn(8, 3, 7, 7).half()
     conv = codegen.shifted_conv(codegen.TensorSpec.of(x), codegen.TensorSpec.of(w), (2, 2), (3, 3), (1, 1),
                                 (10, 9), 64)
-    assert (conv.image.channels, conv.image.pixel_channels, conv.block_k) == (224, 4, 32)
+    assert (conv.image.channels, conv.image.pixel_channels, conv.block_k) == (32, 4, 32)
+    assert (conv.kernel, conv.stride, conv.cells, conv.image.planes) == ((7, 1), (2, 1), (13, 12), (2, 1))
     rows, taps = dynamo.phase_planes(x, conv.image), dynamo.conv_taps(w, conv.image)
-    got = (rows.double() @ taps.double().t()).view(2, 10, 9, 8).permute(0, 3, 1, 2)
+    assert tuple(rows.shape) == (2 * 2 * 13 * 12, 32)
     expected = F.conv2d(x.double(), w.double(), stride=2, padding=3)
+    got = shifted_gemm(conv, rows, taps, tuple(expected.shape))
+    assert (got - expected).abs().max() <= 1e-9 * expected.abs().max()
+
+
+@pytest.mark.parametrize("channels,kernel,stride,padding,dilation", [
+    (3, (7, 7), (2, 2), (3, 3), (1, 1)), (3, (3, 5), (2, 3), (1, 2), (2, 1)), (8, (5, 3), (3, 2), (0, 1), (1, 2)),
+    (16, (3, 3), (1, 2), (1, 1), (1, 1)), (3, (1, 3), (2, 2), (0, 1), (1, 1)), (3, (3, 1), (2, 2), (1, 0), (1, 1)),
+    (24, (3, 3), (2, 2), (1, 1), (1, 1)), (5, (2, 2), (1, 1), (1, 0), (2, 2))])
+def test_shifted_convolution_layouts(channels, kernel, stride, padding, dilation):
+    """Every layout shifted_conv chooses (folded column taps at any stride, whole
+    windows, phase planes, padded channels) gives the convolution, the K steps
+    summed at their taps' offsets as the kernel sums them (13 x 11 images)."""
+    from tilemlir.torch_backend import codegen, dynamo
+
+    x = torch.randn(2, channels, 13, 11).half().to(memory_format=torch.channels_last)
+    w = torch.randn(6, channels, *kernel).half()
+    expected = F.conv2d(x.double(), w.double(), stride=stride, padding=padding, dilation=dilation)
+    conv = codegen.shifted_conv(codegen.TensorSpec.of(x), codegen.TensorSpec.of(w), stride, padding, dilation,
+                                tuple(expected.shape[2:]), 64)
+    rows, taps = dynamo.phase_planes(x, conv.image), dynamo.conv_taps(w, conv.image)
+    got = shifted_gemm(conv, rows, taps, tuple(expected.shape))
     assert (got - expected).abs().max() <= 1e-9 * expected.abs().max()
 
 

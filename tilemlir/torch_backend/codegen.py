@@ -1228,9 +1228,11 @@ class PhaseImage:
     * split by phase into planes, the pixels at (a, b) of every cell, for
       a < planes[0] and b < planes[1] (the phases some tap reads), each N x
       cells high x cells wide pixels, one after the other (a, then b);
-    * with `fold` > 1, each pixel followed by the fold - 1 pixels `fold_step`
-      apart to its right (zeros past the edge) as more channels, in (tap,
-      channel) order: that many column taps of the kernel in one K step;
+    * with `fold` > 1, instead of phases across the width, the pixels of
+      every sw-th column (cells wide of them), each followed by the fold - 1
+      pixels `fold_step` apart to its right (zeros past the edge) as more
+      channels, in (tap, channel) order: that many column taps of the kernel
+      in one K step (planes[1] is 1);
       with `patches` (kh, kw, dh, dw), instead of phases and folds, each
       output pixel's whole window as its channels, in (r, t, channel) order
       (im2col: the rows are the output's pixels); folded or windowed, each
@@ -1343,9 +1345,11 @@ def shifted_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding, dilati
     another type), of any layout, kernel, stride, padding and dilation.
 
     An image of few channels (at most FEW_CHANNELS) folds its taps into
-    them: with stride 1 the kernel's column taps (a kh x 1 kernel over kw x
-    C channels), strided its whole window (im2col; ResNet's 7x7 stride-2
-    stem over 3 channels becomes a 1x1 convolution over 147). Channels are
+    them: the kernel's column taps (a kh x 1 kernel over kw x C channels, of
+    stride (sh, 1) over windows every sw columns: ResNet's 7x7 stride-2
+    stem over 3 channels becomes a 7 x 1 convolution over 7 x 4, of 2
+    phase planes of 115 x 112 windows at 224 x 224), or for a strided kh x 1
+    kernel its whole window (im2col: a 1x1 convolution over kh x C). Channels are
     padded to a multiple of 16 (a K step reads whole 32-byte rows and makes
     whole instruction steps), below `block_k` to a power of two, above it to
     a multiple of it; block K is the largest of `block_k`, 32 and 16 that
@@ -1357,7 +1361,7 @@ def shifted_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding, dilati
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     few = channels <= FEW_CHANNELS
     words = -(-channels // 4) * 4  # a folded or windowed pixel's channels, whole 8-byte words
-    if few and (sh, sw) != (1, 1) and kh * kw > 1:  # im2col: rows are the output's pixels
+    if few and (sh, sw) != (1, 1) and kw == 1 < kh:  # im2col: rows are the output's pixels
         out_h, out_w = out_size
         image = PhaseImage(_padded_channels(words * kh * kw, block_k), (ph, ph, pw, pw), (sh, sw), (1, 1),
                            patches=(kh, kw, dh, dw), pixel_channels=words)
@@ -1366,11 +1370,13 @@ def shifted_conv(x_spec: TensorSpec, w_spec: TensorSpec, stride, padding, dilati
     cells_h, cells_w = -(-(height + 2 * ph) // sh), -(-(width + 2 * pw) // sw)
     pad = (ph, cells_h * sh - height - ph, pw, cells_w * sw - width - pw)
     planes = (max(r * dh % sh for r in range(kh)) + 1, max(t * dw % sw for t in range(kw)) + 1)
-    fold = kw if few and kw > 1 and (sh, sw) == (1, 1) else 1
+    fold = kw if few and kw > 1 else 1
+    if fold > 1:  # windows of the column taps every sw columns: a kh x 1 kernel of stride (sh, 1) over them
+        planes = (planes[0], 1)
     image = PhaseImage(_padded_channels((words if fold > 1 else channels) * fold, block_k), pad, (sh, sw), planes,
                        fold, dw if fold > 1 else 1, pixel_channels=words if fold > 1 else 0)
     return ShiftedConv(image, (cells_h, cells_w), batch * cells_h * cells_w, (kh, 1 if fold > 1 else kw),
-                       (sh, sw), (dh, dw), _block_k(image.channels, block_k))
+                       (sh, 1 if fold > 1 else sw), (dh, 1 if fold > 1 else dw), _block_k(image.channels, block_k))
 
 
 def _padded_channels(channels: int, block_k: int) -> int:

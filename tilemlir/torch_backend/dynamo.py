@@ -706,10 +706,12 @@ def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tenso
         (kh, kw, dh, dw), (sh, sw) = layout.patches, layout.stride
         windows = pixels.unfold(1, (kh - 1) * dh + 1, sh).unfold(2, (kw - 1) * dw + 1, sw)[..., ::dh, ::dw]
         return _into_channels(windows.permute(0, 1, 2, 4, 5, 3), layout.channels)
-    if layout.fold > 1:  # each pixel then the fold - 1 to its right, fold_step apart: (tap, c), in one copy
-        span = (layout.fold - 1) * layout.fold_step
-        windows = F.pad(pixels, (0, 0, 0, span)).unfold(2, span + 1, 1)[..., ::layout.fold_step]
-        return _into_channels(windows.transpose(-1, -2), layout.channels)
+    if layout.fold > 1:  # every sw-th pixel then the fold - 1 to its right, fold_step apart: (tap, c), in one copy
+        (sh, sw), span = layout.stride, (layout.fold - 1) * layout.fold_step
+        windows = F.pad(pixels, (0, 0, 0, span)).unfold(2, span + 1, sw)[..., ::layout.fold_step].transpose(-1, -2)
+        if sh > 1:  # the rows' phase planes, one after the other, as if more images
+            windows = windows.unflatten(1, (-1, sh)).movedim(2, 0)[:layout.planes[0]].flatten(0, 1)
+        return _into_channels(windows, layout.channels)
     # The planes (a, b) one after the other, as if more images: pixel (i, j)
     # of plane (a, b) is the padded image's (i * sh + a, j * sw + b).
     (sh, sw), (planes_h, planes_w) = layout.stride, layout.planes
