@@ -1183,6 +1183,23 @@ def test_a_replayed_graph_follows_a_parameter_changed_in_place():
     assert not torch.equal(before, after)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("model,shape", [(ShiftedChain(), (4, 32, 14, 10)), (ResNetStem(16), (2, 3, 40, 36))],
+                         ids=["shifted-chain", "stem-and-pool"])
+def test_images_written_in_place_in_replayed_graphs(model, shape):
+    """On the GPU, in replayed graphs: images written into a shifted
+    convolution's padded rows or inside a pad's border (their fills made at
+    each replay) give the float64 result for every new input."""
+    model = model.eval().half().cuda().to(memory_format=torch.channels_last)
+    reference = copy.deepcopy(model).double()
+    compiled = torch.compile(model, backend=backend, options={"target": "nvidia:sm_90a", "engine": "device"})
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(*shape, device="cuda").half().to(memory_format=torch.channels_last)
+            expected = reference(x.double())
+            assert (compiled(x).double() - expected).abs().max() <= RELATIVE * expected.abs().max()
+
+
 class TokenTypes(nn.Module):
     """transformers' BertEmbeddings with no token type ids: a buffer of
     zeros gathered at the position ids, then embedded."""
