@@ -532,16 +532,17 @@ def test_shifted_convolution_in_the_emulator(monkeypatch, target, stride, out):
 
 
 class ShiftedChain(nn.Module):
-    """A 1x1 convolution, then two 3x3 ones of stride 1 (ResNet's bottleneck
-    and basic blocks), each image read by the next convolution alone; with
-    `shared`, the first image also added to the output (a second reader)."""
+    """A 1x1 convolution, then two 3x3 ones (ResNet's bottleneck and basic
+    blocks), of stride 1, the second dilated (or of stride 2: `strided`),
+    each image read by the next convolution alone; with `shared`, the first
+    image also added to the output (a second reader)."""
 
-    def __init__(self, c=32, shared=False):
+    def __init__(self, c=32, shared=False, strided=False):
         super().__init__()
         self.shared = shared
         self.a, self.bna = nn.Conv2d(c, c, 1, bias=False), nn.BatchNorm2d(c)
         self.b, self.bnb = nn.Conv2d(c, c, 3, 1, 1, bias=False), nn.BatchNorm2d(c)
-        self.c = nn.Conv2d(c, c, 3, 1, 2, dilation=2)
+        self.c = nn.Conv2d(c, c, 3, 2, 1) if strided else nn.Conv2d(c, c, 3, 1, 2, dilation=2)
         for norm in (self.bna, self.bnb):
             norm.running_mean.uniform_(-0.5, 0.5)
             norm.running_var.uniform_(0.5, 2.0)
@@ -574,6 +575,39 @@ def test_images_written_in_place_for_shifted_convolutions(monkeypatch, target, e
     # The padded rows: 2 images of (5 + 2) x (7 + 2) (the second 3x3's dilation 2: (5 + 4) x (7 + 4)).
     assert sum("O0: T.Tensor((126, 32)" in s for s in sources) == 1
     assert sum("O0: T.Tensor((198, 32)" in s for s in sources) == 1
+    # Of stride 2, the second 3x3's image is written as its 2 x 2 phase planes of 4 x 5 pixels.
+    monkeypatch.setattr(dynamo, "_COMPILED", {})
+    torch._dynamo.reset()
+    check(ShiftedChain(strided=True), torch.randn(2, 32, 5, 7), channels_last=True)
+    assert copied == []
+    sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    assert sum("O0: T.Tensor((160, 32)" in s for s in sources) == 1
+
+
+@pytest.mark.parametrize("when", ["compiling", "calling"])
+def test_phase_planes_a_refused_reader_would_read_are_not_written(monkeypatch, when):
+    """Phase planes written in place are no view of the image: where the
+    convolution reading them is refused when the graph is compiled, its
+    image is written as traced (and copied by nobody, torch reads it); where
+    it falls back at a call, torch gets the image made from the planes."""
+    from tilemlir.torch_backend import codegen, dynamo
+
+    monkeypatch.setenv("TILEMLIR_TORCH_STRICT", "0")
+    monkeypatch.setattr(dynamo, "_COMPILED", {})
+    conv_kernel = codegen.conv_kernel
+
+    def refusing(group, specs, *args):
+        image = specs[group.inputs.index(group.anchor.args[0])]
+        strided = tuple(group.anchor.args[3]) == (2, 2)
+        if strided and (when == "compiling" or image.stride == (0, 0, 0, 0)):
+            raise dynamo.Unsupported("refused by the test")
+        return conv_kernel(group, specs, *args)
+    monkeypatch.setattr(codegen, "conv_kernel", refusing)
+    materialized = []
+    make = dynamo.materialized
+    monkeypatch.setattr(dynamo, "materialized", lambda t: materialized.append(t is not make(t)) or make(t))
+    check(ShiftedChain(strided=True), torch.randn(2, 32, 5, 7), channels_last=True)  # no NaN from the planes
+    assert any(materialized) == (when == "calling")
 
 
 @pytest.mark.parametrize("target,engine", [("amdgpu:gfx942", "reference"), ("amdgpu:gfx942", "emulator"),

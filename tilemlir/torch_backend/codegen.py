@@ -1259,13 +1259,19 @@ class PhaseImage:
 
 def writable_in_place(layout: PhaseImage, channels: int) -> bool:
     """Whether the producer of a shifted convolution's image can write it
-    straight into the rows `layout` passes (conv_kernel's `padded`): a stride
-    1 image of one plane and no folds or windows is the padded image itself,
-    each pixel's channels one row, where its channels need no padding. (With
-    no padding either, those rows are the channels-last image, which a
-    1x1 convolution reads as it is: pointwise_conv.)"""
-    return layout.stride == (1, 1) and layout.planes == (1, 1) and layout.fold == 1 \
-        and layout.patches is None and layout.channels == channels and any(layout.pad)
+    straight into the rows `layout` passes (conv_kernel's `padded`): phase
+    planes with no folds or windows, one for every phase of the stride (so
+    that each pixel has its row), where its channels need no padding. (Of
+    stride 1 and no padding, those rows are the channels-last image, which
+    a 1x1 convolution reads as it is: pointwise_conv.)"""
+    return layout.planes == layout.stride and layout.fold == 1 and layout.patches is None \
+        and layout.channels == channels and (any(layout.pad) or layout.stride != (1, 1))
+
+
+def is_view(layout: PhaseImage) -> bool:
+    """Whether the rows of `layout` (writable_in_place) hold the image as a
+    strided view of them: of stride 1, they are the padded image itself."""
+    return layout.stride == (1, 1)
 
 
 @dataclass(frozen=True)
@@ -1277,6 +1283,7 @@ class Border:
 
     pad: tuple[int, int, int, int]
     fill: float
+    stride = planes = (1, 1)  # its rows are the padded tensor's pixels, in one plane
 
 
 def bordered(node: fx.Node) -> Border | None:
@@ -1540,12 +1547,16 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str, steps: GemmSte
         if spec.dtype != torch.float32 and spec.dtype in pointwise.FLOATS:
             value = f"T.cast({value}, '{dtype_out}')"
         image = (padded or {}).get(index)
-        if image is not None:  # the rows a shifted convolution reads, pixel (n, h, w) at (h + top, w + left)
+        if image is not None:  # the rows a convolution reads: pixel (n, h, w) at (h + top, w + left), by phase
             top, bottom, left, right = image.pad
-            cells_h, cells_w = out_h + top + bottom, out_w + left + right
-            writer.output_params.append(f"O{index}: T.Tensor(({batch * cells_h * cells_w}, {out_channels}), "
-                                        f"'{dtype_out}')")
-            pixel = f"(({coords[0]} * {cells_h} + {coords[2]} + {top}) * {cells_w} + {coords[3]} + {left})"
+            (sh, sw), (planes_h, planes_w) = image.stride, image.planes
+            cells_h, cells_w = (out_h + top + bottom) // sh, (out_w + left + right) // sw
+            y, x = f"({coords[2]} + {top})", f"({coords[3]} + {left})"
+            plane = f"(({y} % {sh}) * {planes_w} + {x} % {sw}) * {batch} + " if (sh, sw) != (1, 1) else ""
+            cell_y, cell_x = (f"{y} // {sh}" if sh > 1 else y), (f"{x} // {sw}" if sw > 1 else x)
+            writer.output_params.append(f"O{index}: T.Tensor(({planes_h * planes_w * batch * cells_h * cells_w}, "
+                                        f"{out_channels}), '{dtype_out}')")
+            pixel = f"(({plane}{coords[0]}) * {cells_h} + {cell_y}) * {cells_w} + {cell_x}"
             # Every row of the grid is a pixel where the blocks cover the output's pixels exactly.
             every_row = not shifted and m_total % block_m == 0
             condition = (("" if every_row else stored) + in_columns).removeprefix(" and ")

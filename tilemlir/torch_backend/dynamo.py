@@ -391,6 +391,8 @@ class GroupKernel:
         # Outputs written straight into the image a shifted convolution or a
         # pad reads (plan_images_in_place): output index -> its PhaseImage or Border.
         self.padded: dict[int, codegen.PhaseImage | codegen.Border] = {}
+        # Of `padded`'s layouts that are no view of the image, the kernels that read them.
+        self.opaque_readers: dict[int, list[GroupKernel]] = {}
         # A group of one 2-D pad: what it passes as it is where its input was written inside it.
         self.border = codegen.bordered(group.nodes[0]) if len(group.nodes) == 1 else None
 
@@ -549,7 +551,7 @@ class GroupKernel:
             kernel, views, layouts, loaded = self.variant(specs)
         except (UserError, Unsupported) as error:
             # Strides the graph was not traced with, and a kernel for them refused.
-            return self.in_torch(tensors, specs, error)
+            return self.in_torch(tuple(materialized(t) for t in tensors), specs, error)
         operand_layouts = layouts if layouts is not None else (None,) * len(self.operands)
         args = [self.operand(tensors[position], specs[position], layout)
                 for position, layout in zip(self.operands, operand_layouts)]
@@ -639,12 +641,37 @@ def image_in_place(result: TensorSpec, layout: codegen.PhaseImage | codegen.Bord
     them (IN_PLACE) for phase_planes or the pad to pass as they are."""
     batch, channels, height, width = result.shape
     top, bottom, left, right = layout.pad
+    # As many rows as the padded image has pixels, split by phase or not.
     rows = torch.full((batch * (top + height + bottom) * (left + width + right), channels),
                       layout.fill if isinstance(layout, codegen.Border) else 0.0, dtype=result.dtype, device=device)
-    padded = rows.view(batch, top + height + bottom, left + width + right, channels)
-    out = padded[:, top:top + height, left:left + width].permute(0, 3, 1, 2)
+    if isinstance(layout, codegen.PhaseImage) and not codegen.is_view(layout):
+        # Phase planes: the output is no view of them. It is passed as NaNs, which only the
+        # kernels that read the planes get (plan_images_in_place: through phase_planes), or
+        # torch, through `materialized`.
+        out = torch.full((1, 1, 1, 1), float("nan"), dtype=result.dtype, device=device).expand(result.shape)
+    else:
+        padded = rows.view(batch, top + height + bottom, left + width + right, channels)
+        out = padded[:, top:top + height, left:left + width].permute(0, 3, 1, 2)
     setattr(out, IN_PLACE, (layout, rows))
     return out, rows
+
+
+def materialized(tensor: torch.Tensor) -> torch.Tensor:
+    """The image an output written as phase planes (image_in_place) stands
+    for, made from them, for torch to read; any other tensor as it is."""
+    written = getattr(tensor, IN_PLACE, None)
+    if written is None or not isinstance(written[0], codegen.PhaseImage) or codegen.is_view(written[0]):
+        return tensor
+    (layout, rows), (batch, channels, height, width) = written, tensor.shape
+    top, bottom, left, right = layout.pad
+    (sh, sw) = layout.stride
+    cells_h, cells_w = (top + height + bottom) // sh, (left + width + right) // sw
+    planes = rows.view(sh, sw, batch, cells_h, cells_w, channels)
+    padded = rows.new_empty(batch, cells_h * sh, cells_w * sw, channels)
+    for a in range(sh):
+        for b in range(sw):
+            padded[:, a::sh, b::sw] = planes[a, b]
+    return padded[:, top:top + height, left:left + width].permute(0, 3, 1, 2)
 
 
 def bordered_image(image: torch.Tensor, border: codegen.Border) -> torch.Tensor | None:
@@ -666,12 +693,18 @@ def plan_images_in_place(groups: list[Group], kernels: list[GroupKernel]) -> Non
     (GroupKernel.padded): the readers then copy nothing. A kernel that is
     refused later leaves values as torch makes them: a reader in torch reads
     the view, a producer in torch gives a tensor that phase_planes copies
-    and the pad pads."""
+    and the pad pads. Phase planes (a strided reader's) are no view of the
+    image: their readers are listed (GroupKernel.opaque_readers) so that
+    compile_graph writes the image as traced where one of them is refused,
+    and a reader that falls back at a call gets the image made from them
+    (`materialized`)."""
     readers = {}  # the model graph's convolution and pad nodes -> the layout each reads its image in
+    reader_kernels = {}
     for group, kernel in zip(groups, kernels):
         layout = kernel.image_layout() if kernel.border is None else kernel.border
         if layout is not None:
-            readers[group.anchor if kernel.border is None else group.nodes[0]] = layout
+            node = group.anchor if kernel.border is None else group.nodes[0]
+            readers[node], reader_kernels[node] = layout, kernel
     for group, kernel in zip(groups, kernels):
         if group.kind != "conv":
             continue
@@ -684,6 +717,8 @@ def plan_images_in_place(groups: list[Group], kernels: list[GroupKernel]) -> Non
                                          or isinstance(layout, codegen.PhaseImage)
                                          and codegen.writable_in_place(layout, spec.shape[1])):
                 kernel.padded[index] = layout
+                if isinstance(layout, codegen.PhaseImage) and not codegen.is_view(layout):
+                    kernel.opaque_readers[index] = [reader_kernels[user] for user in node.users]
 
 
 def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
@@ -807,17 +842,30 @@ def compile_graph(gm: fx.GraphModule, example_inputs, *, target=None, engine=Non
     kernels = [GroupKernel(group, f"fused_{index}_{group.kind}", target, engine)
                for index, group in enumerate(groups)]
     plan_images_in_place(groups, kernels)
-    kept: list[tuple[Group, GroupKernel]] = []
-    for index, (group, kernel) in enumerate(zip(groups, kernels)):
+    def prepared(group: Group, kernel: GroupKernel) -> bool:
         try:
             prepare(group, kernel)
         except Unsupported as reason:
             fallbacks.extend(group.nodes)
-            LOG.debug("group %d refused: %s", index, reason)
+            LOG.debug("%s refused: %s", kernel.name, reason)
             for node in group.nodes:
                 node.meta["tilemlir_refused"] = str(reason)
-            continue
-        kept.append((group, kernel))
+            return False
+        return True
+    kept = [(group, kernel) for group, kernel in zip(groups, kernels) if prepared(group, kernel)]
+    # Outputs planned as phase planes (no view of the image, which torch cannot
+    # read) that a refused kernel would read, run by torch, are written as traced.
+    running = {id(kernel) for _, kernel in kept}
+    for group, kernel in kept:
+        refused = [index for index, readers in kernel.opaque_readers.items()
+                   if any(id(reader) not in running for reader in readers)]
+        for index in refused:
+            del kernel.padded[index], kernel.opaque_readers[index]
+        if refused:
+            kernel.variants.clear()
+            if not prepared(group, kernel):
+                running.discard(id(kernel))
+    kept = [(group, kernel) for group, kernel in kept if id(kernel) in running]
     # A node whose result has no elements (`torch.tensor([])`, a cache's
     # first value) computes nothing: torch makes it, strict or not.
     computing = [n for n in fallbacks if n.target not in partition.METADATA and not _no_elements(n)]
