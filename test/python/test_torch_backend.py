@@ -584,6 +584,71 @@ def test_images_written_in_place_for_shifted_convolutions(monkeypatch, target, e
     assert sum("O0: T.Tensor((160, 32)" in s for s in sources) == 1
 
 
+class Projection(nn.Module):
+    """A block's input read by a 1x1 convolution and by a strided 1x1
+    projection (ResNet's first bottleneck of a stage)."""
+
+    def __init__(self, c=32):
+        super().__init__()
+        self.a, self.norm = nn.Conv2d(c, c, 1, bias=False), nn.BatchNorm2d(c)
+        self.b, self.down = nn.Conv2d(c, c, 1), nn.Conv2d(c, 2 * c, 1, 2)
+
+    def forward(self, x):
+        y = F.relu(self.norm(self.a(x)))
+        return self.down(y) + self.b(y)[:, :, ::2, ::2].repeat(1, 2, 1, 1)
+
+
+@pytest.mark.parametrize("target,engine", [("amdgpu:gfx942", "reference"), ("amdgpu:gfx942", "emulator"),
+                                           ("metax:xcore1000", "emulator")])
+def test_a_strided_projections_pixels_are_stored_twice(monkeypatch, target, engine):
+    """The image a strided 1x1 projection reads beside a 1x1 convolution is
+    stored as traced and into the one phase plane the projection reads
+    (its even pixels' rows alone), which it then copies from nobody."""
+    from tilemlir.torch_backend import dynamo
+
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    monkeypatch.setenv("TILEMLIR_ENGINE", engine)
+    monkeypatch.setattr(dynamo, "_COMPILED", {})
+    copied = []
+    copy = dynamo._copy_wide
+    monkeypatch.setattr(dynamo, "_copy_wide", lambda target, source: copied.append(source.shape) or copy(target, source))
+    check(Projection(), torch.randn(2, 32, 5, 7), channels_last=True)
+    assert copied == []
+    sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    assert sum("E0: T.Tensor((24, 32)" in s for s in sources) == 1  # 2 images of 3 x 4 even pixels
+
+
+class StridedChain(nn.Module):
+    """A 1x1 convolution, then two 3x3 ones of stride 2, each image read by
+    the next convolution alone (two images written as phase planes)."""
+
+    def __init__(self, c=32):
+        super().__init__()
+        self.a, self.b, self.c = nn.Conv2d(c, c, 1), nn.Conv2d(c, c, 3, 2, 1), nn.Conv2d(c, c, 3, 2, 1)
+
+    def forward(self, x):
+        return self.c(F.relu(self.b(F.relu(self.a(x)))))
+
+
+def test_a_producer_refused_once_written_as_traced_is_refused_in_turn(monkeypatch):
+    """The last convolution is refused, so the second, which wrote its image
+    as phase planes, is written afresh as traced; refused so too, it runs in
+    torch, and the first, which wrote the second's image as planes, is
+    written as traced in turn (compile_graph: until none changes)."""
+    from tilemlir.torch_backend import codegen, dynamo
+
+    monkeypatch.setenv("TILEMLIR_TORCH_STRICT", "0")
+    conv_kernel = codegen.conv_kernel
+
+    def refusing(group, specs, name, steps, padded=None, copied=None):
+        height = specs[group.inputs.index(group.anchor.args[0])].shape[2]
+        if height == 4 or height == 7 and tuple(group.anchor.args[3]) == (2, 2) and not padded:
+            raise dynamo.Unsupported("refused by the test")
+        return conv_kernel(group, specs, name, steps, padded, copied)
+    monkeypatch.setattr(codegen, "conv_kernel", refusing)
+    check(StridedChain(), torch.randn(2, 32, 7, 9), channels_last=True)  # no NaN from the planes
+
+
 @pytest.mark.parametrize("when", ["compiling", "calling"])
 def test_phase_planes_a_refused_reader_would_read_are_not_written(monkeypatch, when):
     """Phase planes written in place are no view of the image: where the
@@ -627,23 +692,28 @@ def test_a_convolution_writes_inside_the_border_its_pad_makes(monkeypatch, targe
     def spy(self, *tensors):
         results = call(self, *tensors)
         if self.border is not None:
-            passed.append(results[0].data_ptr() == getattr(tensors[0], dynamo.IN_PLACE)[1].data_ptr())
+            passed.append(results[0].data_ptr() == getattr(tensors[0], dynamo.IN_PLACE).rows.data_ptr())
         return results
     monkeypatch.setattr(dynamo.GroupKernel, "__call__", spy)
     check(ResNetStem(16), torch.randn(2, 3, 20, 18), channels_last=True)
     assert passed == [True, True]  # at each of the two calls
 
 
-def test_an_image_with_another_reader_is_copied(monkeypatch):
-    """An image that something besides a shifted convolution also reads is
-    stored as traced, and the convolution copies it into its rows."""
+@pytest.mark.parametrize("channels", [32, 24])
+def test_an_image_with_another_reader_is_stored_twice(monkeypatch, channels):
+    """An image that something besides shifted convolutions also reads is
+    stored as traced and, where its channels need no padding, into the rows
+    those convolutions read as well (codegen.PixelsAnd); else they copy it."""
     from tilemlir.torch_backend import dynamo
 
+    monkeypatch.setattr(dynamo, "_COMPILED", {})
     copied = []
     copy = dynamo._copy_wide
     monkeypatch.setattr(dynamo, "_copy_wide", lambda target, source: copied.append(source.shape) or copy(target, source))
-    check(ShiftedChain(shared=True), torch.randn(2, 32, 5, 7), channels_last=True)
-    assert copied == [(2, 5, 7, 32)] * 2  # at each of the two calls
+    check(ShiftedChain(channels, shared=True), torch.randn(2, channels, 5, 7), channels_last=True)
+    assert copied == ([] if channels == 32 else [(2, 5, 7, 24)] * 4)  # (two images, at each of the two calls)
+    sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    assert any("E0: T.Tensor((126, 32)" in s for s in sources) == (channels == 32)
 
 
 def test_an_operand_at_an_unaligned_address_is_copied():
@@ -1218,8 +1288,10 @@ def test_a_replayed_graph_follows_a_parameter_changed_in_place():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-@pytest.mark.parametrize("model,shape", [(ShiftedChain(), (4, 32, 14, 10)), (ResNetStem(16), (2, 3, 40, 36))],
-                         ids=["shifted-chain", "stem-and-pool"])
+@pytest.mark.parametrize("model,shape", [
+    (ShiftedChain(), (4, 32, 14, 10)), (ResNetStem(16), (2, 3, 40, 36)), (StridedChain(), (4, 32, 14, 10)),
+    (ShiftedChain(shared=True), (4, 32, 14, 10)), (Projection(), (4, 32, 14, 10))],
+    ids=["shifted-chain", "stem-and-pool", "phase-planes", "stored-twice", "projection"])
 def test_images_written_in_place_in_replayed_graphs(model, shape):
     """On the GPU, in replayed graphs: images written into a shifted
     convolution's padded rows or inside a pad's border (their fills made at

@@ -1264,8 +1264,23 @@ def writable_in_place(layout: PhaseImage, channels: int) -> bool:
     that each pixel has its row), where its channels need no padding. (Of
     stride 1 and no padding, those rows are the channels-last image, which
     a 1x1 convolution reads as it is: pointwise_conv.)"""
-    return layout.planes == layout.stride and layout.fold == 1 and layout.patches is None \
-        and layout.channels == channels and (any(layout.pad) or layout.stride != (1, 1))
+    return layout.planes == layout.stride and copyable(layout, channels) \
+        and (any(layout.pad) or layout.stride != (1, 1))
+
+
+@dataclass(frozen=True)
+class PixelsAnd:
+    """The view of a convolution output stored as its pixels' rows and into
+    the rows `image` passes as well (conv_kernel's `copied`)."""
+
+    image: PhaseImage
+
+
+def copyable(layout: PhaseImage, channels: int) -> bool:
+    """Whether a producer can store an image into the rows `layout` passes
+    as well as into the image (conv_kernel's `copied`): phase planes with no
+    folds or windows, where its channels need no padding."""
+    return layout.fold == 1 and layout.patches is None and layout.channels == channels
 
 
 def is_view(layout: PhaseImage) -> bool:
@@ -1405,7 +1420,8 @@ def _block_k(channels: int, block_k: int) -> int:
 
 
 def conv_kernel(group: Group, specs: list[TensorSpec], name: str, steps: GemmSteps = GemmSteps(),
-                padded: dict[int, PhaseImage | Border] | None = None) -> tuple[str, list, tuple | None, list]:
+                padded: dict[int, PhaseImage | Border] | None = None,
+                copied: dict[int, PhaseImage] | None = None) -> tuple[str, list, tuple | None, list]:
     """(source, inputs read at offsets, operand layouts, output views) of a 2-D convolution
     as an implicit GEMM: rows are output pixels (n, ho, wo), columns output
     channels, K the taps (kh, kw, c), channels fastest. `steps` is the K
@@ -1431,7 +1447,10 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str, steps: GemmSte
     that reads it as that PhaseImage (`writable_in_place`), or of a pad
     (Border): each pixel's channels are stored in its row of the padded
     rows, which the caller fills (its view: that PhaseImage or Border), so
-    the reader copies nothing."""
+    the reader copies nothing. An output `copied` names, stored as its
+    pixels' rows, is also stored into the rows of that PhaseImage (view
+    PixelsAnd), for the convolutions that read it so beside other
+    readers (ResNet's strided 1x1 projection of a block's input)."""
     anchor = group.anchor
     image, weight, bias, stride, padding, dilation, transposed, _, groups = anchor.args[:9]
     x_spec, w_spec = specs[group.inputs.index(image)], specs[group.inputs.index(weight)]
@@ -1539,6 +1558,30 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str, steps: GemmSte
     # Stored under a condition on the row alone where the blocks cover the
     # channels: a row's channels are one vector store (fragment_ops.guarded_store).
     in_columns = "" if out_channels % block_n == 0 else f" and by * {block_n} + j < {out_channels}"
+
+    def store_rows(param: str, layout: PhaseImage | Border, value: str, dtype_out: str) -> None:
+        """`value` stored into `param`, the rows `layout` passes: pixel (n, h, w)
+        at (h + top, w + left) of the padded image, in its phase's plane, where
+        that phase has one (every phase of a writable_in_place layout)."""
+        top, bottom, left, right = layout.pad
+        (sh, sw), (planes_h, planes_w) = layout.stride, layout.planes
+        cells_h, cells_w = (out_h + top + bottom) // sh, (out_w + left + right) // sw
+        y, x = f"({coords[2]} + {top})", f"({coords[3]} + {left})"
+        plane = f"(({y} % {sh}) * {planes_w} + {x} % {sw}) * {batch} + " if (sh, sw) != (1, 1) else ""
+        cell_y, cell_x = (f"{y} // {sh}" if sh > 1 else y), (f"{x} // {sw}" if sw > 1 else x)
+        writer.output_params.append(f"{param}: T.Tensor(({planes_h * planes_w * batch * cells_h * cells_w}, "
+                                    f"{out_channels}), '{dtype_out}')")
+        pixel = f"(({plane}{coords[0]}) * {cells_h} + {cell_y}) * {cells_w} + {cell_x}"
+        # Every row of the grid is a pixel where the blocks cover the output's pixels exactly.
+        every_row = not shifted and m_total % block_m == 0
+        conditions = [] if every_row else [stored]
+        conditions += [f"{y} % {sh} < {planes_h}"] if planes_h < sh else []
+        conditions += [f"{x} % {sw} < {planes_w}"] if planes_w < sw else []
+        condition = " and ".join(conditions) + in_columns if conditions else in_columns.removeprefix(" and ")
+        body(f"for i, j in T.Parallel({block_m}, {block_n}):")
+        if condition:
+            body(f"    if {condition}:")
+        body(f"{'    ' if condition else ''}    {param}[{pixel}, by * {block_n} + j] = {value}")
     views = []
     for index, node in enumerate(group.outputs):
         spec = TensorSpec.of(node.meta["val"])
@@ -1547,23 +1590,8 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str, steps: GemmSte
         if spec.dtype != torch.float32 and spec.dtype in pointwise.FLOATS:
             value = f"T.cast({value}, '{dtype_out}')"
         image = (padded or {}).get(index)
-        if image is not None:  # the rows a convolution reads: pixel (n, h, w) at (h + top, w + left), by phase
-            top, bottom, left, right = image.pad
-            (sh, sw), (planes_h, planes_w) = image.stride, image.planes
-            cells_h, cells_w = (out_h + top + bottom) // sh, (out_w + left + right) // sw
-            y, x = f"({coords[2]} + {top})", f"({coords[3]} + {left})"
-            plane = f"(({y} % {sh}) * {planes_w} + {x} % {sw}) * {batch} + " if (sh, sw) != (1, 1) else ""
-            cell_y, cell_x = (f"{y} // {sh}" if sh > 1 else y), (f"{x} // {sw}" if sw > 1 else x)
-            writer.output_params.append(f"O{index}: T.Tensor(({planes_h * planes_w * batch * cells_h * cells_w}, "
-                                        f"{out_channels}), '{dtype_out}')")
-            pixel = f"(({plane}{coords[0]}) * {cells_h} + {cell_y}) * {cells_w} + {cell_x}"
-            # Every row of the grid is a pixel where the blocks cover the output's pixels exactly.
-            every_row = not shifted and m_total % block_m == 0
-            condition = (("" if every_row else stored) + in_columns).removeprefix(" and ")
-            body(f"for i, j in T.Parallel({block_m}, {block_n}):")
-            if condition:
-                body(f"    if {condition}:")
-            body(f"{'    ' if condition else ''}    O{index}[{pixel}, by * {block_n} + j] = {value}")
+        if image is not None:  # the rows a convolution or pad reads, alone
+            store_rows(f"O{index}", image, value, dtype_out)
             views.append(image)
             continue
         if (as_gemm or shifted and shifted.cells == (out_h, out_w)) and channels_last(spec):
@@ -1574,6 +1602,10 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str, steps: GemmSte
             body(f"for i, j in T.Parallel({block_m}, {block_n}):")
             body(f"    O{index}_l[i, j] = {value}")
             body(f"T.copy(O{index}_l, O{index}[bx * {block_m}, by * {block_n}])")
+            if index in (copied or {}):  # and the rows another convolution reads, as well
+                store_rows(f"E{index}", copied[index], f"O{index}_l[i, j]", dtype_out)
+                views.append(PixelsAnd(copied[index]))
+                continue
             views.append("pixels")
             continue
         if shifted and channels_last(spec):

@@ -9,6 +9,7 @@ import math
 import os
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -391,6 +392,8 @@ class GroupKernel:
         # Outputs written straight into the image a shifted convolution or a
         # pad reads (plan_images_in_place): output index -> its PhaseImage or Border.
         self.padded: dict[int, codegen.PhaseImage | codegen.Border] = {}
+        # Outputs also written into the rows a shifted convolution reads, beside other readers.
+        self.copied: dict[int, codegen.PhaseImage] = {}
         # Of `padded`'s layouts that are no view of the image, the kernels that read them.
         self.opaque_readers: dict[int, list[GroupKernel]] = {}
         # A group of one 2-D pad: what it passes as it is where its input was written inside it.
@@ -438,7 +441,7 @@ class GroupKernel:
             weight = specs[self.operands[1]].shape
             source, loaded, layouts, views = codegen.conv_kernel(group, specs, self.kernel_name,
                                                                  steps(weight[1] * weight[2] * weight[3]),
-                                                                 self.padded)
+                                                                 self.padded, self.copied)
         elif group.kind == "attention":
             query = specs[self.operands[0]]
             dim = query.shape[-1]
@@ -559,10 +562,13 @@ class GroupKernel:
                  for index in loaded]
         results, restride, copies = [], [], []
         for result, view in zip(self.results, views):
-            if view == "pixels":  # a channels-last convolution output as its pixels' rows (a view)
+            if view == "pixels" or isinstance(view, codegen.PixelsAnd):  # a channels-last convolution
                 out = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
-                results.append(out)
+                results.append(out)  # output as its pixels' rows (a view)
                 args.append(out.permute(0, 2, 3, 1).view(-1, result.shape[1]))
+                if isinstance(view, codegen.PixelsAnd):  # and the rows a shifted convolution reads, too
+                    args.append(layout_rows(result, view.image, device))
+                    setattr(out, IN_PLACE, Written(view.image, args[-1]))
                 continue
             if view in ("span", None):  # written in the traced strides: a convolution's through its
                 out = torch.empty_strided(result.shape, result.stride, dtype=result.dtype, device=device)
@@ -627,32 +633,52 @@ class SplitKernel:
             kernel(*[values[kind][k] for kind, k in stage.arguments])
 
 
-# The attribute of an image written in place (image_in_place): (its
-# PhaseImage, the rows that layout passes, of which it is a view).
+# The attribute of an image written in place or copied as it was stored
+# (image_in_place, GroupKernel.__call__): a Written.
 IN_PLACE = "_tilemlir_rows"
+
+
+@dataclass(frozen=True)
+class Written:
+    """The rows an image was written into as `layout` passes them; with
+    `placeholder`, the image tensor is NaNs standing for them (phase planes)."""
+
+    layout: codegen.PhaseImage | codegen.Border
+    rows: torch.Tensor
+    placeholder: bool = False
+
+
+def layout_rows(result: TensorSpec, layout: codegen.PhaseImage | codegen.Border, device) -> torch.Tensor:
+    """The rows of an image of `result` as `layout` passes them (each plane
+    of the padded image's pixels), filled with zeros (the Border's fill)."""
+    batch, channels, height, width = result.shape
+    top, bottom, left, right = layout.pad
+    (sh, sw), (planes_h, planes_w) = layout.stride, layout.planes
+    cells = (top + height + bottom) // sh * ((left + width + right) // sw)
+    return torch.full((planes_h * planes_w * batch * cells, channels),
+                      layout.fill if isinstance(layout, codegen.Border) else 0.0, dtype=result.dtype, device=device)
 
 
 def image_in_place(result: TensorSpec, layout: codegen.PhaseImage | codegen.Border,
                    device) -> tuple[torch.Tensor, torch.Tensor]:
     """(the output, the rows its kernel writes) of an output a shifted
     convolution reads as `layout` (codegen.writable_in_place) or a pad
-    makes (codegen.Border): rows of the padded image filled with zeros (the
-    Border's fill), and the output as the view of its pixels, which carries
-    them (IN_PLACE) for phase_planes or the pad to pass as they are."""
+    makes (codegen.Border): the rows (layout_rows), and the output as the
+    view of its pixels, which carries them (IN_PLACE) for phase_planes or
+    the pad to pass as they are."""
     batch, channels, height, width = result.shape
     top, bottom, left, right = layout.pad
-    # As many rows as the padded image has pixels, split by phase or not.
-    rows = torch.full((batch * (top + height + bottom) * (left + width + right), channels),
-                      layout.fill if isinstance(layout, codegen.Border) else 0.0, dtype=result.dtype, device=device)
+    rows = layout_rows(result, layout, device)
     if isinstance(layout, codegen.PhaseImage) and not codegen.is_view(layout):
         # Phase planes: the output is no view of them. It is passed as NaNs, which only the
         # kernels that read the planes get (plan_images_in_place: through phase_planes), or
         # torch, through `materialized`.
         out = torch.full((1, 1, 1, 1), float("nan"), dtype=result.dtype, device=device).expand(result.shape)
-    else:
-        padded = rows.view(batch, top + height + bottom, left + width + right, channels)
-        out = padded[:, top:top + height, left:left + width].permute(0, 3, 1, 2)
-    setattr(out, IN_PLACE, (layout, rows))
+        setattr(out, IN_PLACE, Written(layout, rows, placeholder=True))
+        return out, rows
+    padded = rows.view(batch, top + height + bottom, left + width + right, channels)
+    out = padded[:, top:top + height, left:left + width].permute(0, 3, 1, 2)
+    setattr(out, IN_PLACE, Written(layout, rows))
     return out, rows
 
 
@@ -660,14 +686,14 @@ def materialized(tensor: torch.Tensor) -> torch.Tensor:
     """The image an output written as phase planes (image_in_place) stands
     for, made from them, for torch to read; any other tensor as it is."""
     written = getattr(tensor, IN_PLACE, None)
-    if written is None or not isinstance(written[0], codegen.PhaseImage) or codegen.is_view(written[0]):
+    if written is None or not written.placeholder:
         return tensor
-    (layout, rows), (batch, channels, height, width) = written, tensor.shape
+    (batch, channels, height, width), layout = tensor.shape, written.layout
     top, bottom, left, right = layout.pad
     (sh, sw) = layout.stride
     cells_h, cells_w = (top + height + bottom) // sh, (left + width + right) // sw
-    planes = rows.view(sh, sw, batch, cells_h, cells_w, channels)
-    padded = rows.new_empty(batch, cells_h * sh, cells_w * sw, channels)
+    planes = written.rows.view(sh, sw, batch, cells_h, cells_w, channels)  # every phase (writable_in_place)
+    padded = written.rows.new_empty(batch, cells_h * sh, cells_w * sw, channels)
     for a in range(sh):
         for b in range(sw):
             padded[:, a::sh, b::sw] = planes[a, b]
@@ -678,11 +704,11 @@ def bordered_image(image: torch.Tensor, border: codegen.Border) -> torch.Tensor 
     """The padded tensor an image written inside `border` (image_in_place)
     is the view of, channels-last; None for another image."""
     written = getattr(image, IN_PLACE, None)
-    if written is None or written[0] != border:
+    if written is None or written.layout != border:
         return None
     batch, channels, height, width = image.shape
     top, bottom, left, right = border.pad
-    return written[1].view(batch, top + height + bottom, left + width + right, channels).permute(0, 3, 1, 2)
+    return written.rows.view(batch, top + height + bottom, left + width + right, channels).permute(0, 3, 1, 2)
 
 
 def plan_images_in_place(groups: list[Group], kernels: list[GroupKernel]) -> None:
@@ -709,10 +735,16 @@ def plan_images_in_place(groups: list[Group], kernels: list[GroupKernel]) -> Non
         if group.kind != "conv":
             continue
         for index, node in enumerate(group.outputs):
-            layouts = {readers.get(user) if user.args[0] is node and node not in user.args[1:] else None
-                       for user in node.users}
+            as_image = [user for user in node.users if user.args and user.args[0] is node
+                        and node not in user.args[1:] and node not in user.kwargs.values()]
+            layouts = {readers.get(user) if user in as_image else None for user in node.users}
             layout = layouts.pop() if len(layouts) == 1 else None
             spec = TensorSpec.of(node.meta["val"])
+            read = {readers[user] for user in as_image if isinstance(readers.get(user), codegen.PhaseImage)}
+            read = read.pop() if len(read) == 1 else None
+            if layout is None and isinstance(read, codegen.PhaseImage) and len(spec.shape) == 4 \
+                    and codegen.copyable(read, spec.shape[1]):  # read by others as well: written twice
+                kernel.copied[index] = read
             if len(spec.shape) == 4 and (isinstance(layout, codegen.Border) and len(node.users) == 1
                                          or isinstance(layout, codegen.PhaseImage)
                                          and codegen.writable_in_place(layout, spec.shape[1])):
@@ -729,8 +761,9 @@ def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tenso
     once: windows and folds by one strided copy of the padded image, phase
     planes into one zeroed buffer, each phase's pixels in one copy."""
     written = getattr(image, IN_PLACE, None)
-    if written is not None and written[0] == layout:
-        return written[1]
+    if written is not None and written.layout == layout:
+        return written.rows
+    image = materialized(image)  # planes of another layout (the target changed since they were planned)
     batch, channels, height, width = image.shape
     top, bottom, left, right = layout.pad
     pixels = image.permute(0, 2, 3, 1)
@@ -855,16 +888,20 @@ def compile_graph(gm: fx.GraphModule, example_inputs, *, target=None, engine=Non
     kept = [(group, kernel) for group, kernel in zip(groups, kernels) if prepared(group, kernel)]
     # Outputs planned as phase planes (no view of the image, which torch cannot
     # read) that a refused kernel would read, run by torch, are written as traced.
-    running = {id(kernel) for _, kernel in kept}
-    for group, kernel in kept:
-        refused = [index for index, readers in kernel.opaque_readers.items()
-                   if any(id(reader) not in running for reader in readers)]
-        for index in refused:
-            del kernel.padded[index], kernel.opaque_readers[index]
-        if refused:
-            kernel.variants.clear()
-            if not prepared(group, kernel):
-                running.discard(id(kernel))
+    # Until none changes: a producer written afresh may be refused in turn.
+    running, changed = {id(kernel) for _, kernel in kept}, True
+    while changed:
+        changed = False
+        for group, kernel in kept:
+            refused = [index for index, readers in kernel.opaque_readers.items()
+                       if any(id(reader) not in running for reader in readers)]
+            for index in refused:
+                del kernel.padded[index], kernel.opaque_readers[index]
+            if refused and id(kernel) in running:
+                changed = True
+                kernel.variants.clear()
+                if not prepared(group, kernel):
+                    running.discard(id(kernel))
     kept = [(group, kernel) for group, kernel in kept if id(kernel) in running]
     # A node whose result has no elements (`torch.tensor([])`, a cache's
     # first value) computes nothing: torch makes it, strict or not.
