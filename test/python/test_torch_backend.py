@@ -531,6 +531,16 @@ def test_shifted_convolution_in_the_emulator(monkeypatch, target, stride, out):
         assert ("+ j < 40:" in source) == (out == 40)
 
 
+def images_copied(monkeypatch) -> list:
+    """The shapes of the images dynamo copies (each _copy_wide's source), as the test goes on."""
+    from tilemlir.torch_backend import dynamo
+
+    copied = []
+    copy = dynamo._copy_wide
+    monkeypatch.setattr(dynamo, "_copy_wide", lambda target, source: copied.append(source.shape) or copy(target, source))
+    return copied
+
+
 class ShiftedChain(nn.Module):
     """A 1x1 convolution, then two 3x3 ones (ResNet's bottleneck and basic
     blocks), of stride 1, the second dilated (or of stride 2: `strided`),
@@ -566,9 +576,7 @@ def test_images_written_in_place_for_shifted_convolutions(monkeypatch, target, e
     monkeypatch.setenv("TILEMLIR_TARGET", target)
     monkeypatch.setenv("TILEMLIR_ENGINE", engine)
     monkeypatch.setattr(dynamo, "_COMPILED", {})
-    copied = []
-    copy = dynamo._copy_wide
-    monkeypatch.setattr(dynamo, "_copy_wide", lambda target, source: copied.append(source.shape) or copy(target, source))
+    copied = images_copied(monkeypatch)
     check(ShiftedChain(), torch.randn(2, 32, 5, 7), channels_last=True)
     assert copied == []
     sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
@@ -609,9 +617,7 @@ def test_a_strided_projections_pixels_are_stored_twice(monkeypatch, target, engi
     monkeypatch.setenv("TILEMLIR_TARGET", target)
     monkeypatch.setenv("TILEMLIR_ENGINE", engine)
     monkeypatch.setattr(dynamo, "_COMPILED", {})
-    copied = []
-    copy = dynamo._copy_wide
-    monkeypatch.setattr(dynamo, "_copy_wide", lambda target, source: copied.append(source.shape) or copy(target, source))
+    copied = images_copied(monkeypatch)
     check(Projection(), torch.randn(2, 32, 5, 7), channels_last=True)
     assert copied == []
     sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
@@ -707,9 +713,7 @@ def test_an_image_with_another_reader_is_stored_twice(monkeypatch, channels):
     from tilemlir.torch_backend import dynamo
 
     monkeypatch.setattr(dynamo, "_COMPILED", {})
-    copied = []
-    copy = dynamo._copy_wide
-    monkeypatch.setattr(dynamo, "_copy_wide", lambda target, source: copied.append(source.shape) or copy(target, source))
+    copied = images_copied(monkeypatch)
     check(ShiftedChain(channels, shared=True), torch.randn(2, channels, 5, 7), channels_last=True)
     assert copied == ([] if channels == 32 else [(2, 5, 7, 24)] * 4)  # (two images, at each of the two calls)
     sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
