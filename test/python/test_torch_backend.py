@@ -622,6 +622,13 @@ def test_a_strided_projections_pixels_are_stored_twice(monkeypatch, target, engi
     assert copied == []
     sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
     assert sum("E0: T.Tensor((24, 32)" in s for s in sources) == 1  # 2 images of 3 x 4 even pixels
+    # 6 x 8: no padding, so every row is a stored pixel, and the rows are not filled first.
+    torch._dynamo.reset()
+    fills = []
+    rows_fill = dynamo.rows_fill
+    monkeypatch.setattr(dynamo, "rows_fill", lambda layout: fills.append(rows_fill(layout)) or fills[-1])
+    check(Projection(), torch.randn(2, 32, 6, 8), channels_last=True)
+    assert copied == [] and fills == [None, None]  # (at each of the two calls)
 
 
 class StridedChain(nn.Module):

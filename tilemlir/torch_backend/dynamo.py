@@ -648,15 +648,26 @@ class Written:
     placeholder: bool = False
 
 
+def rows_fill(layout: codegen.PhaseImage | codegen.Border) -> float | None:
+    """What the rows of `layout` hold before a kernel stores an image into
+    them: zeros (the Border's fill) where it pads the image; None (as they
+    are made) with no padding, where each row is a pixel the kernel stores."""
+    if not any(layout.pad):
+        return None
+    return layout.fill if isinstance(layout, codegen.Border) else 0.0
+
+
 def layout_rows(result: TensorSpec, layout: codegen.PhaseImage | codegen.Border, device) -> torch.Tensor:
     """The rows of an image of `result` as `layout` passes them (each plane
-    of the padded image's pixels), filled with zeros (the Border's fill)."""
+    of the padded image's pixels), as rows_fill says."""
     batch, channels, height, width = result.shape
     top, bottom, left, right = layout.pad
     (sh, sw), (planes_h, planes_w) = layout.stride, layout.planes
-    cells = (top + height + bottom) // sh * ((left + width + right) // sw)
-    return torch.full((planes_h * planes_w * batch * cells, channels),
-                      layout.fill if isinstance(layout, codegen.Border) else 0.0, dtype=result.dtype, device=device)
+    cells_h, cells_w = (top + height + bottom) // sh, (left + width + right) // sw
+    shape, fill = (planes_h * planes_w * batch * cells_h * cells_w, channels), rows_fill(layout)
+    if fill is None:
+        return torch.empty(shape, dtype=result.dtype, device=device)
+    return torch.full(shape, fill, dtype=result.dtype, device=device)
 
 
 def image_in_place(result: TensorSpec, layout: codegen.PhaseImage | codegen.Border,
