@@ -631,6 +631,32 @@ def test_a_strided_projections_pixels_are_stored_twice(monkeypatch, target, engi
     assert copied == [] and fills == [None, None]  # (at each of the two calls)
 
 
+def test_an_output_that_leaves_the_graph_is_not_stored_twice(monkeypatch):
+    """An image returned by a compiled graph may be changed in place before
+    another reads it: its rows stored beside it would not follow, so such an
+    output is stored once, and a later strided projection of it copies it."""
+    from tilemlir.torch_backend import dynamo
+
+    class First(nn.Module):
+        def __init__(self, c=32):
+            super().__init__()
+            self.a, self.down = nn.Conv2d(c, c, 1), nn.Conv2d(c, 2 * c, 1, 2)
+
+        def forward(self, x):
+            y = F.relu(self.a(x))
+            return self.down(y), y
+
+    first = First().eval().half().to(memory_format=torch.channels_last)
+    second = nn.Conv2d(32, 64, 1, 2).eval().half().to(memory_format=torch.channels_last)
+    x = torch.randn(2, 32, 6, 8).half().to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        _, y = torch.compile(first, backend=backend)(x)
+        assert getattr(y, dynamo.IN_PLACE, None) is None
+        y.mul_(-1.0).add_(5.0)
+        got, expected = torch.compile(second, backend=backend)(y), second.float()(y.float())
+    assert (got.float() - expected).abs().max() <= 1e-2 * expected.abs().max()
+
+
 class StridedChain(nn.Module):
     """A 1x1 convolution, then two 3x3 ones of stride 2, each image read by
     the next convolution alone (two images written as phase planes)."""

@@ -753,8 +753,10 @@ def plan_images_in_place(groups: list[Group], kernels: list[GroupKernel]) -> Non
             spec = TensorSpec.of(node.meta["val"])
             read = {readers[user] for user in as_image if isinstance(readers.get(user), codegen.PhaseImage)}
             read = read.pop() if len(read) == 1 else None
+            # Read by others as well: written twice, where the output stays in the graph (a
+            # tensor that leaves it may be changed in place, and its rows would not follow).
             if layout is None and isinstance(read, codegen.PhaseImage) and len(spec.shape) == 4 \
-                    and codegen.copyable(read, spec.shape[1]):  # read by others as well: written twice
+                    and codegen.copyable(read, spec.shape[1]) and all(user.op != "output" for user in node.users):
                 kernel.copied[index] = read
             if len(spec.shape) == 4 and (isinstance(layout, codegen.Border) and len(node.users) == 1
                                          or isinstance(layout, codegen.PhaseImage)
