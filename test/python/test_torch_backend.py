@@ -150,6 +150,23 @@ def check(model: nn.Module, *inputs, backend_name=backend, channels_last=False):
     assert torch.equal(first, second)
 
 
+def conv_sources() -> list[str]:
+    """The sources of the convolution kernels compiled in this process (dynamo._COMPILED)."""
+    from tilemlir.torch_backend import dynamo
+
+    return [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+
+
+def images_copied(monkeypatch) -> list:
+    """The shapes of the images dynamo copies (each _copy_wide's source), as the test goes on."""
+    from tilemlir.torch_backend import dynamo
+
+    copied = []
+    copy = dynamo._copy_wide
+    monkeypatch.setattr(dynamo, "_copy_wide", lambda target, source: copied.append(source.shape) or copy(target, source))
+    return copied
+
+
 def test_transformer_encoder_layer():
     # nn.TransformerEncoderLayer in eval takes torch's fused fast path, which the backend decomposes.
     check(nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True), torch.randn(2, 24, 64))
@@ -319,7 +336,7 @@ def test_pointwise_convolutions_of_a_channels_last_image_are_gemms(monkeypatch, 
 
     monkeypatch.setattr(dynamo, "_COMPILED", {})
     check(PointwiseBottleneck(), torch.randn(2, 16, 5, 7), channels_last=channels_last)
-    sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    sources = conv_sources()
     assert len(sources) == 2
     assert ["T.copy(O0_l, O0[bx * " in source for source in sources] == [channels_last] * 2
     # The residual, channels-last too, is read as tiles of its pixels' rows (codegen.PixelRows).
@@ -359,7 +376,7 @@ def test_a_residual_of_the_outputs_shape_read_anywhere(monkeypatch, read):
 
     monkeypatch.setattr(dynamo, "_COMPILED", {})
     check(ReadResidual(read), torch.randn(2, 16, 5, 6), torch.randn(2, 16, 5, 6), channels_last=True)
-    (source,) = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    (source,) = conv_sources()
     assert "T.copy(I0[bx * " in source
 
 
@@ -406,7 +423,7 @@ def test_convolutions_as_shifted_gemms(monkeypatch, channels, kernel, stride, pa
     monkeypatch.setattr(dynamo, "_COMPILED", {})
     check(ConvBlock(channels, kernel, stride, padding, dilation), torch.randn(2, channels, 11, 10),
           channels_last=channels_last)
-    (source,) = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    (source,) = conv_sources()
     assert "T.Pipelined" in source and "T.Parallel(64, 32)" not in source
 
 
@@ -526,19 +543,9 @@ def test_shifted_convolution_in_the_emulator(monkeypatch, target, stride, out):
     monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
     monkeypatch.setattr(dynamo, "_COMPILED", {})
     check(ConvBlock(16, 3, stride, 1, 1, out=out), torch.randn(1, 16, 9, 7), channels_last=True)
-    (source,) = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    (source,) = conv_sources()
     if stride == 1:  # planes with a border: stored element by element where a row is an output pixel's
         assert ("+ j < 40:" in source) == (out == 40)
-
-
-def images_copied(monkeypatch) -> list:
-    """The shapes of the images dynamo copies (each _copy_wide's source), as the test goes on."""
-    from tilemlir.torch_backend import dynamo
-
-    copied = []
-    copy = dynamo._copy_wide
-    monkeypatch.setattr(dynamo, "_copy_wide", lambda target, source: copied.append(source.shape) or copy(target, source))
-    return copied
 
 
 class ShiftedChain(nn.Module):
@@ -579,7 +586,7 @@ def test_images_written_in_place_for_shifted_convolutions(monkeypatch, target, e
     copied = images_copied(monkeypatch)
     check(ShiftedChain(), torch.randn(2, 32, 5, 7), channels_last=True)
     assert copied == []
-    sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    sources = conv_sources()
     # The padded rows: 2 images of (5 + 2) x (7 + 2) (the second 3x3's dilation 2: (5 + 4) x (7 + 4)).
     assert sum("O0: T.Tensor((126, 32)" in s for s in sources) == 1
     assert sum("O0: T.Tensor((198, 32)" in s for s in sources) == 1
@@ -588,7 +595,7 @@ def test_images_written_in_place_for_shifted_convolutions(monkeypatch, target, e
     torch._dynamo.reset()
     check(ShiftedChain(strided=True), torch.randn(2, 32, 5, 7), channels_last=True)
     assert copied == []
-    sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    sources = conv_sources()
     assert sum("O0: T.Tensor((160, 32)" in s for s in sources) == 1
 
 
@@ -620,7 +627,7 @@ def test_a_strided_projections_pixels_are_stored_twice(monkeypatch, target, engi
     copied = images_copied(monkeypatch)
     check(Projection(), torch.randn(2, 32, 5, 7), channels_last=True)
     assert copied == []
-    sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    sources = conv_sources()
     assert sum("E0: T.Tensor((24, 32)" in s for s in sources) == 1  # 2 images of 3 x 4 even pixels
     # 6 x 8: no padding, so every row is a stored pixel, and the rows are not filled first.
     torch._dynamo.reset()
@@ -749,7 +756,7 @@ def test_an_image_with_another_reader_is_stored_twice(monkeypatch, channels):
     copied = images_copied(monkeypatch)
     check(ShiftedChain(channels, shared=True), torch.randn(2, channels, 5, 7), channels_last=True)
     assert copied == ([] if channels == 32 else [(2, 5, 7, 24)] * 4)  # (two images, at each of the two calls)
-    sources = [key[0] for key in dynamo._COMPILED if "fused_conv" in key[0]]
+    sources = conv_sources()
     assert any("E0: T.Tensor((126, 32)" in s for s in sources) == (channels == 32)
 
 

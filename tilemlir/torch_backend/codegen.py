@@ -1451,7 +1451,7 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str, steps: GemmSte
     pixels' rows, is also stored into the rows of that PhaseImage (view
     PixelsAnd), for the convolutions that read it so beside other
     readers (ResNet's strided 1x1 projection of a block's input)."""
-    anchor = group.anchor
+    anchor, padded, copied = group.anchor, padded or {}, copied or {}
     image, weight, bias, stride, padding, dilation, transposed, _, groups = anchor.args[:9]
     x_spec, w_spec = specs[group.inputs.index(image)], specs[group.inputs.index(weight)]
     if transposed or groups != 1 or len(x_spec.shape) != 4:
@@ -1589,10 +1589,9 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str, steps: GemmSte
         value = writer.value(node, coords)
         if spec.dtype != torch.float32 and spec.dtype in pointwise.FLOATS:
             value = f"T.cast({value}, '{dtype_out}')"
-        image = (padded or {}).get(index)
-        if image is not None:  # the rows a convolution or pad reads, alone
-            store_rows(f"O{index}", image, value, dtype_out)
-            views.append(image)
+        if index in padded:  # the rows a convolution or pad reads, alone
+            store_rows(f"O{index}", padded[index], value, dtype_out)
+            views.append(padded[index])
             continue
         if (as_gemm or shifted and shifted.cells == (out_h, out_w)) and channels_last(spec):
             # Channels-last: the output is its pixels' rows of channels, a tile a block (a
@@ -1602,7 +1601,7 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str, steps: GemmSte
             body(f"for i, j in T.Parallel({block_m}, {block_n}):")
             body(f"    O{index}_l[i, j] = {value}")
             body(f"T.copy(O{index}_l, O{index}[bx * {block_m}, by * {block_n}])")
-            if index in (copied or {}):  # and the rows another convolution reads, as well
+            if index in copied:  # and the rows another convolution reads, as well
                 store_rows(f"E{index}", copied[index], f"O{index}_l[i, j]", dtype_out)
                 views.append(PixelsAnd(copied[index]))
                 continue

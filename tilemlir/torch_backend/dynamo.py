@@ -429,18 +429,16 @@ class GroupKernel:
         group = self.group
         layouts = None
 
-        def steps(k: int) -> codegen.GemmSteps:  # the K loop of K = k on the chip compiled for
-            return self.steps(k)
         if group.kind == "gemm":
             # An operand of no dense layout is made contiguous first.
             layouts = tuple(codegen.gemm_layout(specs[i]) or codegen.GemmOperand(False, specs[i].shape)
                             for i in self.operands)
             source, views, loaded = codegen.gemm_kernel(group, specs, layouts, self.kernel_name,
-                                                        steps(specs[self.operands[0]].shape[-1]))
+                                                        self.steps(specs[self.operands[0]].shape[-1]))
         elif group.kind == "conv":  # K: the weight's taps (in channels x kernel height x width)
             weight = specs[self.operands[1]].shape
             source, loaded, layouts, views = codegen.conv_kernel(group, specs, self.kernel_name,
-                                                                 steps(weight[1] * weight[2] * weight[3]),
+                                                                 self.steps(weight[1] * weight[2] * weight[3]),
                                                                  self.padded, self.copied)
         elif group.kind == "attention":
             query = specs[self.operands[0]]
@@ -677,8 +675,6 @@ def image_in_place(result: TensorSpec, layout: codegen.PhaseImage | codegen.Bord
     makes (codegen.Border): the rows (layout_rows), and the output as the
     view of its pixels, which carries them (IN_PLACE) for phase_planes or
     the pad to pass as they are."""
-    batch, channels, height, width = result.shape
-    top, bottom, left, right = layout.pad
     rows = layout_rows(result, layout, device)
     if isinstance(layout, codegen.PhaseImage) and not codegen.is_view(layout):
         # Phase planes: the output is no view of them. It is passed as NaNs, which only the
@@ -687,10 +683,19 @@ def image_in_place(result: TensorSpec, layout: codegen.PhaseImage | codegen.Bord
         out = torch.full((1, 1, 1, 1), float("nan"), dtype=result.dtype, device=device).expand(result.shape)
         setattr(out, IN_PLACE, Written(layout, rows, placeholder=True))
         return out, rows
-    padded = rows.view(batch, top + height + bottom, left + width + right, channels)
-    out = padded[:, top:top + height, left:left + width].permute(0, 3, 1, 2)
+    top, _, left, _ = layout.pad
+    _, _, height, width = result.shape
+    out = padded_image(rows, result.shape, layout.pad)[:, :, top:top + height, left:left + width]
     setattr(out, IN_PLACE, Written(layout, rows))
     return out, rows
+
+
+def padded_image(rows: torch.Tensor, shape, pad: tuple[int, int, int, int]) -> torch.Tensor:
+    """Rows of one plane as the [N, C, H', W'] image (channels-last) they hold:
+    an image of `shape` padded by `pad` (top, bottom, left, right)."""
+    batch, channels, height, width = shape
+    top, bottom, left, right = pad
+    return rows.view(batch, top + height + bottom, left + width + right, channels).permute(0, 3, 1, 2)
 
 
 def materialized(tensor: torch.Tensor) -> torch.Tensor:
@@ -717,9 +722,7 @@ def bordered_image(image: torch.Tensor, border: codegen.Border) -> torch.Tensor 
     written = getattr(image, IN_PLACE, None)
     if written is None or written.layout != border:
         return None
-    batch, channels, height, width = image.shape
-    top, bottom, left, right = border.pad
-    return written.rows.view(batch, top + height + bottom, left + width + right, channels).permute(0, 3, 1, 2)
+    return padded_image(written.rows, image.shape, border.pad)
 
 
 def plan_images_in_place(groups: list[Group], kernels: list[GroupKernel]) -> None:
