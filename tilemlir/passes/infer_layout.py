@@ -553,13 +553,17 @@ class TileInferLayout(TilePass):
                 self.count_conflicts(gemm)
         for op, (pad, reads) in dropped.items():
             before, after = (sum(clocks for _, _, clocks in r) for r in (reads, operand_reads_of(op, gemms)))
-            cost = (f": its gemm operand reads cost {after} bank-conflict clocks per iteration instead of {before}"
-                    if reads else "")
+            cost = ""
+            if reads:
+                cost = f": its gemm operand reads cost {after} bank-conflict clocks per iteration"
+                cost += f" instead of {before}" if after != before else ", as padded"
             swizzle = shared_layout(op).swizzle
             if swizzle:
                 cost = f"; its rows are XOR-swizzled instead (swizzle {swizzle}){cost}"
+            # A cost only where the reads conflict more (or nobody counted them).
+            kind = "speed" if not reads or after > before else "info"
             state.remark(op, (f"tile-infer-layout: row padding of {pad} elements dropped from "
-                              f"{shared_buffer_text(op)} {why}{cost}"), kind="speed")
+                              f"{shared_buffer_text(op)} {why}{cost}"), kind=kind)
 
     @staticmethod
     def pair_swizzled_reads(gemms: list[ir.Operation], target) -> None:
