@@ -29,15 +29,16 @@ func.func @clears_then_adds(%A: memref<64x4096xf16>, %B: memref<4096x128xf16>, %
 // -----
 
 // C += A * B: the slices add onto C as it is (no memset), each from a cleared accumulator
-// (8 slices of K steps of 256 i8: AMD's waves pay issue clocks per iteration).
+// (16 slices of two K steps of 128 i8 in 64x64 blocks: AMD's waves pay issue clocks per
+// iteration, more around 16-row MFMAs than around 32-row ones).
 // CHECK-LABEL: func.func @adds_onto_c
 // CHECK-NOT: gpu.memset
 // CHECK: "tile.fill"
 // CHECK: tile.atomic_add
-// CHECK: split_k = 8 : i64
+// CHECK: split_k = 16 : i64
 func.func @adds_onto_c(%A: memref<64x4096xi8>, %B: memref<4096x128xi8>, %C: memref<64x128xi32>) {
   // expected-remark@+3 {{'memory.loaded_latency_clocks' is not publicly known}}
-  // expected-remark@+2 {{split-K 8 for this 64x128x4096 i8 x i8 -> i32 (sum in i32) gemm}}
+  // expected-remark@+2 {{split-K 16 for this 64x128x4096 i8 x i8 -> i32 (sum in i32) gemm}}
   // expected-remark@+1 {{'memory.latency_clocks' is not publicly known}}
   "tile.gemm"(%A, %B, %C) {accum_dtype = i32, transpose_a = false, transpose_b = false} : (memref<64x4096xi8>, memref<4096x128xi8>, memref<64x128xi32>) -> ()
   return

@@ -37,24 +37,24 @@ func.func @whole(%A: memref<1024x1024xf8E4M3FNUZ>, %B: memref<1024x1024xf8E4M3FN
 // -----
 
 // No fill: C += A*B. A non-multiple shape gets ceil-div grids. The model
-// splits K = 96 in two (C holds the accumulator type, f32): 7 x 2 blocks of
-// 32x32 (200 -> 7 along x, 64 -> 2 along y) times 2 slices, each one K step
+// splits K = 96 in two (C holds the accumulator type, f32): 7 x 1 blocks of
+// 64x32 (200 -> 7 along x, 64 -> 1 along y) times 2 slices, each one K step
 // and adding its sum into C atomically (its loop's issue clocks weigh more
-// than an atomic epilogue on 28 workgroups).
+// than an atomic epilogue on 14 workgroups).
 // CHECK-LABEL: func.func @accumulate_transposed
-// CHECK: "tile.alloc_fragment"() : () -> memref<32x32xf32, #gpu.address_space<private>>
+// CHECK: "tile.alloc_fragment"() : () -> memref<64x32xf32, #gpu.address_space<private>>
 // CHECK: "tile.fill"
 // CHECK: transpose_b = true
 // CHECK: "tile.copy"(%{{.+}}, %arg2, %{{.+}}, %{{.+}}) {operandSegmentSizes = array<i32: 1, 1, 0, 2>, tile.atomic_add}
-// CHECK: {grid = array<i64: 7, 2, 2>, threads = {{.+}} : i64, tile.tiling = {{{.+}} source = "model", split_k = 2
+// CHECK: {grid = array<i64: 7, 1, 2>, threads = {{.+}} : i64, tile.tiling = {{{.+}} source = "model", split_k = 2
 // Without split-K the accumulator starts from C's tile, and transposed B is
-// staged N x K: 64x32 blocks.
+// staged N x K: 64x64 blocks.
 // ONE-LABEL: func.func @accumulate_transposed
-// ONE: "tile.alloc_shared"() : () -> memref<32x64xf16, #gpu.address_space<workgroup>>
-// 200 is no multiple of 32: no in-bounds promise on C's windows.
-// ONE: "tile.copy"(%arg2, %{{.+}}, %{{.+}}, %{{.+}}) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x200xf32>, memref<64x32xf32, #gpu.address_space<private>>
+// ONE: "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+// 200 is no multiple of 64: no in-bounds promise on C's windows.
+// ONE: "tile.copy"(%arg2, %{{.+}}, %{{.+}}, %{{.+}}) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<64x200xf32>, memref<64x64xf32, #gpu.address_space<private>>
 // ONE: transpose_b = true
-// ONE: {grid = array<i64: 7, 1>, threads = {{.+}} : i64, tile.tiling = {{{.+}} source = "user", split_k = 1
+// ONE: {grid = array<i64: 4, 1>, threads = {{.+}} : i64, tile.tiling = {{{.+}} source = "user", split_k = 1
 func.func @accumulate_transposed(%A: memref<64x96xf16>, %B: memref<200x96xf16>, %C: memref<64x200xf32>) {
   "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = true} : (memref<64x96xf16>, memref<200x96xf16>, memref<64x200xf32>) -> ()
   return

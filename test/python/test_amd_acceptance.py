@@ -54,6 +54,8 @@ def check_compiled(text: str, chip: str) -> dict:
     (m, n, k), (bm, bn, bk), threads = tile_facts(result.artifacts["tile"])
     waves = threads // target.compute.wave_size
     per_wave = sum(entry["main_loop"] for entry in kernel["matrix_instructions"].values())
+    if not per_wave:  # one K step (a split-K slice of one block): no loop, the kernel's MFMAs are one step's
+        per_wave = sum(entry["total"] for entry in kernel["matrix_instructions"].values())
     assert per_wave * waves == bm * bn * bk // (m * n * k), (kernel["matrix_instructions"], (bm, bn, bk))
     assert result.artifacts["hsaco"][:4] == b"\x7fELF"
     return kernel

@@ -29,6 +29,7 @@ from tilemlir.passes.tiling import (
     near_tie_reason,
     rank_configs,
     rank_key,
+    ranked_candidates,
     reads_free_of_conflicts,
     simds_used,
     swizzles_free_of_conflicts,
@@ -80,20 +81,21 @@ def emulated_gemm_matches_float64(m: int, n: int, k: int, dtype: str, target: st
 
 def test_256_cubed_on_gfx942_fills_the_chip_and_the_report_says_why():
     """A 256x256x256 f16 GEMM on gfx942 (304 CUs) was 4 workgroups of 128x128;
-    the cost model spreads it over many more, a wave of each SIMD, each
-    holding 512 elements of C or more (the fastest prediction, 64 workgroups
-    of 32x32 in 4 waves of 16x16, kept its matrix unit 0.106 busy per
-    iteration), the report says the model chose it and what it predicts, the
-    remark gives the runner-up, and the kernel it chose computes the GEMM
-    (emulator against float64)."""
+    the cost model spreads it over more, each wave holding 1024 elements of C
+    in 32x32 MFMAs (Backend.loop_issue_clocks_by_rows: a loop around 16x16
+    ones issues more besides them; 32x64 blocks of 16x16 MFMAs kept the
+    matrix unit 0.278 busy per iteration, 64x64 of 32x32 ones keep it 0.640),
+    the report says the model chose it and what it predicts, the remark gives
+    the runner-up, and the kernel it chose computes the GEMM (emulator
+    against float64)."""
     text = whole_problem_gemm(256, 256, 256, "f16", "f16")
     result = tilemlir.compile(text, target="amdgpu:gfx942", emit="isa", options={"report": True},
                               remarks="tile-tiling")
     (kernel,) = result.report["kernels"]
-    assert kernel["workgroups"] >= 32 or kernel["split_k"] > 1
+    assert kernel["workgroups"] >= 16
     (decision,) = result.report["decisions"]
-    assert decision["block"]["m"] * decision["block"]["n"] // decision["waves"] >= 16 * 32
-    assert kernel["amdgpu"]["mfma_busy_ratio"] >= 0.2
+    assert decision["block"]["m"] * decision["block"]["n"] // decision["waves"] >= 32 * 32
+    assert kernel["amdgpu"]["mfma_busy_ratio"] >= 0.5
     assert kernel["config_source"] == "model" and kernel["split_k"] == 1
     assert 0 < kernel["predicted_seconds"] < predict(F16, config(F16, (128, 128, 32)), GFX942).seconds
     (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block")]
@@ -187,10 +189,11 @@ def test_prediction_by_hand():
     assert chosen.instruction.name == "v_mfma_f32_32x32x8_f16" and chosen.warp_grid == (2, 2)
     prediction = predict(problem, chosen, GFX942)
     # One wave's clocks per step: 512 of MFMAs, and the issue clocks the family
-    # measured for gfx942's loops (Backend.loop_issue_clocks), which the one
-    # wave of each SIMD does not overlap with anything.
-    issue = model_facts(GFX942).loop_issue_clocks
-    assert issue == 530
+    # measured for gfx942's loops around 32-row MFMAs
+    # (Backend.loop_issue_clocks_by_rows), which the one wave of each SIMD
+    # does not overlap with anything.
+    issue = model_facts(GFX942).issue_clocks(chosen.instruction)
+    assert issue == 508
     matrix = 2 * 128 * 128 * 32 / 4 / (16384 / 32) + issue
     lds = (2 * 128 * 32 * 2 + 4 * (64 * 32 * 2) * 2) / 128  # tiles written, panels read: 384
     share = 5300e9 / 2100e6  # bytes per clock, one active CU
@@ -233,7 +236,7 @@ def test_pipeline_stages_hide_memory_latency():
     assert times[1].iteration_clocks > idle
     # gfx942's loops without their issue clocks (Backend.loop_issue_clocks),
     # which would bound these small steps: the latency's terms alone.
-    gfx942 = dataclasses.replace(model_facts(GFX942), loop_issue_clocks=0)
+    gfx942 = dataclasses.replace(model_facts(GFX942), loop_issue_clocks=0, issue_clocks_by_rows=())
     amd = {stages: predict(problem, config(problem, (32, 64, 32), 64, stages), gfx942) for stages in (1, 2)}
     assert (amd[1].bound, amd[2].bound) == ("single-buffer", "latency")
     assert amd[1].iteration_clocks < times[1].iteration_clocks
@@ -592,24 +595,40 @@ def _does_not_fit(problem, config, target) -> bool:
 def test_the_remark_says_why_a_faster_prediction_ranks_second():
     """When the near-tie rule passes over a faster prediction, tile-tiling's
     remark gives the reason: here gfx942's 32x32 blocks of 4 waves for
-    256^3, whose waves hold half as much of C (`rank_configs`)."""
+    256^3, whose waves hold a quarter as much of C (`rank_configs`)."""
     result = tilemlir.compile(whole_problem_gemm(256, 256, 256, "f16", "f16"), target="amdgpu:gfx942", emit="tile",
                               remarks="tile-tiling")
-    (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block 32x64x128")]
+    (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block 64x64x128")]
     assert "runner-up: block 32x32x128, 256 threads" in remark
-    assert re.search(r"\(predicted faster by [0-9]%, but its waves hold 256 elements of C each, this one's 512", remark)
+    assert re.search(r"\(predicted faster by [0-9]%, but its waves hold 256 elements of C each, this one's 1024", remark)
 
 
 def test_issue_clocks_by_chip():
     """Backend.loop_issue_clocks: a chip the family measured takes its own
-    figure, another chip of the family the family's, another family none."""
-    assert model_facts(GFX942).loop_issue_clocks == 530
-    assert model_facts(get_target("amdgpu:gfx1100")).loop_issue_clocks == 207
+    figure, another chip of the family the family's, another family none;
+    Backend.loop_issue_clocks_by_rows: where the family measured them apart
+    by the MFMA's rows, an instruction of those rows takes its rows' figure,
+    one of other rows the chip's; a chip measured as a whole but not apart
+    (the wave32 chips, whose WMMAs all have 16 rows) keeps its one figure."""
+    from tilemlir.targets.model import MmaInstr
+
+    def row(m: int) -> MmaInstr:
+        return MmaInstr(name=f"v_mfma_f32_{m}x{m}x8_f16", m=m, n=m, k=8, blocks=1, a="f16", b="f16", c="f32",
+                        cycles=32)
+
+    gfx942 = model_facts(GFX942)
+    assert gfx942.loop_issue_clocks == 652
+    assert (gfx942.issue_clocks(row(16)), gfx942.issue_clocks(row(32)), gfx942.issue_clocks(row(4))) == (696, 508, 652)
+    rdna3 = model_facts(get_target("amdgpu:gfx1100"))
+    assert rdna3.loop_issue_clocks == 207 and rdna3.issue_clocks(row(16)) == 207
     assert model_facts(get_target("amdgpu:gfx1201")).loop_issue_clocks == 207  # gfx1100's, the wave32 chips'
-    # A chip of the family the table does not name: the CDNA loops' median.
-    assert facts_module.loop_issue_clocks(dataclasses.replace(GFX942, processor="gfx940")) == 466
-    assert model_facts(get_target("nvidia:sm_90a")).loop_issue_clocks == 0
-    assert model_facts(get_target("metax:xcore1000")).loop_issue_clocks == 0
+    # A chip of the family the tables do not name: the CDNA loops' medians.
+    gfx940 = dataclasses.replace(GFX942, processor="gfx940")
+    assert facts_module.loop_issue_clocks(gfx940) == 492
+    assert facts_module.issue_clocks_by_rows(gfx940) == ((16, 552), (32, 404))
+    for other in ("nvidia:sm_90a", "metax:xcore1000"):
+        facts = model_facts(get_target(other))
+        assert (facts.loop_issue_clocks, facts.issue_clocks_by_rows) == (0, ())
 
 
 def test_tiles_read_free_of_conflicts_come_first():
@@ -747,6 +766,22 @@ def test_small_gemm_defaults_run(target):
     static table's odd small shape (4-wave workgroups on CDNA, gfx950's LDS
     transpose reads) compute the GEMM in the emulator."""
     emulated_gemm_matches_float64(200, 96, 136, "f16", target)
+
+
+@pytest.mark.parametrize("m, n, k, dtype, target, block", [
+    (256, 256, 256, "f16", "amdgpu:gfx950", (32, 64, 128)),
+    (200, 96, 136, "f8E4M3FNUZ", "amdgpu:gfx942", (128, 32, 128)),
+    (256, 256, 256, "f8E4M3FNUZ", "amdgpu:gfx942", (32, 64, 256))])
+def test_defaults_of_the_issue_clocks_by_rows_run(m, n, k, dtype, target, block):
+    """Defaults of the static table that the issue clocks measured apart by
+    the MFMA's rows (Backend.loop_issue_clocks_by_rows) choose: fewer,
+    fuller workgroups of 32-row MFMAs where 16-row ones were predicted as
+    fast; each computes the GEMM in the emulator."""
+    chip = get_target(target)
+    problem = GemmProblem(m, n, k, dtype, dtype, "f16", "f32")
+    (_, default), *_ = ranked_candidates(problem, chip)
+    assert default.block == block
+    emulated_gemm_matches_float64(m, n, k, dtype, target)
 
 
 def test_amd_gemms_may_step_k_four_times_the_block():

@@ -75,6 +75,23 @@ def test_split_k_gemm_on_amd_runs_in_the_emulator(chip):
     assert np.all(np.abs(c - exact) <= _f32_bound(a, b, 16))
 
 
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_split_k_slices_of_one_k_step_run_in_the_emulator(transpose_b):
+    """64x200x96 f16 into f32 C on gfx942: the default cuts K in two slices
+    of one K step each (64x32 blocks; no K loop left in the kernel), and the
+    result is the GEMM (the output poisoned first)."""
+    m, n, k = 64, 200, 96
+    text = whole_problem_gemm(m, n, k, "f16", "f32", transpose_b)
+    (kernel,) = _compile(text, "amdgpu:gfx942").report["kernels"]
+    assert kernel["split_k"] == 2
+    a, b = _inputs(m, n, k, np.float16)
+    c = np.full((m, n), np.nan, np.float32)
+    run(text, "gemm", [a, np.ascontiguousarray(b.T) if transpose_b else b, c], engine="emulator",
+        target="amdgpu:gfx942")
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.all(np.abs(c - exact) <= _f32_bound(a, b, 2))
+
+
 def test_split_k_adds_onto_c_and_handles_edges():
     """Without a zero fill the slices add onto C as it is (i32: exactly);
     with M and N not multiples of the block, the edge tiles' atomics are

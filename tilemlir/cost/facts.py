@@ -170,6 +170,9 @@ class ModelFacts:
     producer_registers: int  # per lane, after it gives the rest back (the manifest)
     producer_loop_sync_clocks: int  # per iteration of such a loop, the matrix units idle (the manifest)
     loop_issue_clocks: int  # per iteration, a wave's work besides its matrix instructions (the manifest's, by chip)
+    # The same by the matrix instruction's rows where the manifest measured
+    # them apart ((rows, clocks) pairs; `issue_clocks`).
+    issue_clocks_by_rows: tuple[tuple[int, int], ...]
     skinny_block: int  # block extent also tried for problem extents this small (the manifest)
     stream_bytes_in_flight: int  # per CU, for a launch of fewer tiles than CUs; 0: not measured
     assumed: tuple[Assumption, ...]
@@ -177,6 +180,12 @@ class ModelFacts:
     @property
     def memory_bytes_per_clock(self) -> float:
         return self.memory_bytes_per_second / (self.clock_mhz * 1e6)
+
+    def issue_clocks(self, row: MmaInstr) -> int:
+        """A wave's issue clocks per loop iteration around `row`'s matrix
+        instructions: the figure measured for instructions of its rows, else
+        the chip's."""
+        return dict(self.issue_clocks_by_rows).get(row.m, self.loop_issue_clocks)
 
     def instruction_rate(self, row: MmaInstr) -> tuple[float, Assumption | None]:
         """FLOP per SIMD per clock of `row` (see the module docstring), and the
@@ -242,6 +251,24 @@ def loop_issue_clocks(target: Target) -> int:
 
     table = dict(backend(target.family).loop_issue_clocks)
     return table.get(target.processor, table.get("", 0))
+
+
+def issue_clocks_by_rows(target: Target) -> tuple[tuple[int, int], ...]:
+    """(instruction rows, clocks) the family measured apart for this chip's
+    processor (Backend.loop_issue_clocks_by_rows); for a processor with a
+    figure of its own but none apart, none (its figure holds for every
+    instruction); for one with neither, the family's other chips' ("")."""
+    from tilemlir.targets.registry import backend
+
+    family = backend(target.family)
+    apart = {processor for processor, _, _ in family.loop_issue_clocks_by_rows}
+    if target.processor in apart:
+        chip = target.processor
+    elif target.processor in dict(family.loop_issue_clocks):
+        return ()
+    else:
+        chip = ""
+    return tuple((rows, clocks) for processor, rows, clocks in family.loop_issue_clocks_by_rows if processor == chip)
 
 
 def model_facts(target: Target) -> ModelFacts:
@@ -312,6 +339,7 @@ def _model_facts(target: Target) -> ModelFacts:
         producer_registers=backend(target.family).producer_registers,
         producer_loop_sync_clocks=backend(target.family).producer_loop_sync_clocks,
         loop_issue_clocks=loop_issue_clocks(target),
+        issue_clocks_by_rows=issue_clocks_by_rows(target),
         skinny_block=backend(target.family).skinny_block,
         stream_bytes_in_flight=backend(target.family).stream_bytes_in_flight,
         assumed=tuple(assumed),

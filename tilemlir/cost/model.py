@@ -41,7 +41,10 @@ of r at once. A round of b workgroups takes
             chain)                                      one workgroup's own iteration
     without a measured busy ratio, a wave's C is C + the family's issue
     clocks (Backend.loop_issue_clocks: its loads, LDS accesses, waits and
-    barrier, measured on its compiled loops), in the matrix term too (the
+    barrier, measured on its compiled loops; by the matrix instruction's
+    rows where measured apart, Backend.loop_issue_clocks_by_rows: a 16-row
+    instruction's operands are read for less matrix work than a 32-row
+    one's), in the matrix term too (the
     waves sharing a SIMD issue theirs one after another) and in the chain;
     chain = max(C / busy, L / lds, G / share, latency / in flight) with
             stages >= 2 buffers, max(C / busy + L / lds, G / share,
@@ -366,8 +369,9 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
     module docstring for the formula). `busy_ratio`: the fraction of one
     main-loop iteration the matrix unit is busy, as llvm-mca gives it
     (`tile-compile --report`'s amdgpu mfma_busy_ratio); without it a wave's iteration
-    is its matrix instructions and the family's issue clocks for the chip
-    (Backend.loop_issue_clocks: none where it measured none). `resident`: the workgroups one CU
+    is its matrix instructions and the family's issue clocks for the chip and
+    the instruction's rows (ModelFacts.issue_clocks: none where the family
+    measured none). `resident`: the workgroups one CU
     holds at once as the compiled kernel's registers and shared memory allow
     (a tuner reads them off the compiled kernel); without it the estimate of
     `occupancy`. Raises DoesNotFit when a CU cannot hold one workgroup,
@@ -392,7 +396,7 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
     # A wave's iteration: its matrix work over the measured busy ratio, or
     # without one, its matrix work and the family's measured issue clocks,
     # which the waves sharing a SIMD do not overlap.
-    issue = 0 if busy_ratio else facts.loop_issue_clocks
+    issue = 0 if busy_ratio else facts.issue_clocks(config.instruction)
     one_wave = figures.matrix_clocks / busy_ratio if busy_ratio else figures.matrix_clocks + issue
     lds = figures.shared_traffic / facts.shared_bytes_per_clock
     # Device memory serves the share `reach` of the tiles; the re-reads the L2

@@ -655,6 +655,11 @@ class Backend:
     # iteration where it has no measured busy ratio. Empty: not measured (an
     # iteration is then as long as its matrix work).
     loop_issue_clocks: tuple[tuple[str, int], ...] = ()
+    # The same measured apart by the matrix instruction's rows (M), where
+    # they differ: (processor, rows, clocks) triples, processor "" for the
+    # family's other chips; an instruction of rows not listed takes
+    # loop_issue_clocks. Empty: not measured apart.
+    loop_issue_clocks_by_rows: tuple[tuple[str, int, int], ...] = ()
     # Bytes of A and B tiles a CU must hold in flight for a launch of fewer
     # C tiles than CUs (each CU streaming its own tiles' operands) to draw
     # device memory at its rate, as measured on the family's kernels; 0 where

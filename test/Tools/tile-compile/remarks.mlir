@@ -16,28 +16,32 @@
 // BAD: tile-compile: error: --remarks: '(' is not a valid regular expression
 
 // A whole-problem gemm on gfx942: two assumed facts, what tile-tiling chose
+// and the row padding tile-infer-layout swapped for a swizzle at no cost
 // (shown only when asked for), and the CUs it leaves idle (a cost).
 // DEFAULT: remark: tile-tiling: 2 facts of amdgpu:gfx942 are not publicly known and are assumed at their least favourable stated values: memory.latency_clocks, memory.loaded_latency_clocks (--remarks=all says each and why
 // DEFAULT-NOT: tile-tiling: block
-// DEFAULT: remark: tile-tiling: 32 workgroups leave CUs of gfx942 idle
+// DEFAULT: remark: tile-tiling: 16 workgroups leave CUs of gfx942 idle
 // DEFAULT-NOT: remark:
 // ALL: remark: tile-tiling: 'memory.latency_clocks' is not publicly known for amdgpu:gfx942
 // ALL: remark: tile-tiling: 'memory.loaded_latency_clocks' is not publicly known for amdgpu:gfx942
-// ALL: remark: tile-tiling: block 32x64x128
-// ALL: remark: tile-tiling: 32 workgroups leave CUs of gfx942 idle
+// ALL: remark: tile-tiling: block 64x64x128
+// ALL: remark: tile-tiling: 16 workgroups leave CUs of gfx942 idle
+// ALL: remark: tile-infer-layout: row padding of 4 elements dropped
 // REGEX: remark: tile-tiling: 'memory.latency_clocks'
-// REGEX: remark: tile-tiling: block 32x64x128
-// REGEX: remark: tile-tiling: 32 workgroups
+// REGEX: remark: tile-tiling: block 64x64x128
+// REGEX: remark: tile-tiling: 16 workgroups
 // NONE-NOT: remark:
 module attributes {tile.target = "amdgpu:gfx942"} {
   func.func @gemm(%A: memref<256x256xf16>, %B: memref<256x256xf16>, %C: memref<256x256xf16>) {
     %zero = arith.constant 0.0 : f16
     "tile.fill"(%C, %zero) : (memref<256x256xf16>, f16) -> ()
     "tile.gemm"(%A, %B, %C) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<256x256xf16>, memref<256x256xf16>, memref<256x256xf16>) -> ()
-    // expected-remark@-1 {{tile-tiling: block 32x64x128}}
+    // expected-remark@-1 {{tile-tiling: block 64x64x128}}
     // expected-remark@-2 {{'memory.latency_clocks' is not publicly known for amdgpu:gfx942}}
     // expected-remark@-3 {{'memory.loaded_latency_clocks' is not publicly known for amdgpu:gfx942}}
-    // expected-remark@-4 {{32 workgroups leave CUs of gfx942 idle}}
+    // expected-remark@-4 {{16 workgroups leave CUs of gfx942 idle}}
+    // expected-remark@-5 {{row padding of 4 elements dropped from the 64x128xf16 tile.alloc_shared}}
+    // expected-remark@-6 {{row padding of 4 elements dropped from the 128x64xf16 tile.alloc_shared}}
     return
   }
 }

@@ -52,17 +52,28 @@ def check_target(target: Target) -> tuple[str, str] | None:
 
 # Backend.loop_issue_clocks: the median, by chip, of llvm-mca-22's main-loop
 # clocks less the descriptor's MFMA/WMMA clocks over the GEMM loops this
-# compiler made for the 12 to 14 configurations its cost model ranked first
-# for f16 256^3, 1024^3, 4096^3, 16x8192x8192 and 200x96x136 (and fp8 on
-# gfx942), 2026-12-05: gfx90a 472 (70 loops), gfx942 530 (126), gfx950 344
-# (70), gfx1100 207 (60). gfx1101 and gfx1102 take gfx1100's (LLVM's one GFX11
-# scheduling model: llvm-mca-22 gives the same cycles for one of its loops with
-# either -mcpu), as do gfx1200 and gfx1201, the other wave32 chips, whose own
-# loops measure nothing of this (llvm-mca-22 stalls some 2,000 cycles at
-# gfx12's split barrier). Other chips take the median of the CDNA loops, 466.
-LOOP_ISSUE_CLOCKS = (("gfx90a", 472), ("gfx942", 530), ("gfx950", 344),
+# compiler makes for the 14 configurations its cost model ranks fastest for
+# f16 256^3, 1024^3, 4096^3, 16x8192x8192 and 200x96x136 (and fp8 on gfx942
+# and gfx950), 2026-12-06: gfx90a 434 (60 loops), gfx942 652 (129), gfx950 388
+# (113). Measured apart by the MFMA's rows (LOOP_ISSUE_CLOCKS_BY_ROWS), the
+# loops around 16-row instructions take 1.3-1.7x the clocks of those around
+# 32-row ones, on every chip and type: a 16x16 instruction's operands are read
+# for half the matrix work of a 32x32 one (gfx90a 508 against 368, gfx942 696
+# against 508, f16 654/492 and fp8 852/516, gfx950 456 against 308); one
+# figure for both made 256^3 on gfx942 take 32x64x128 blocks of 16x16 MFMAs
+# (busy ratio 0.278, 1.21 us with it) over 64x64x128 of 32x32 ones (0.640,
+# 1.05 us). gfx1100 207 (60 loops, 2026-12-05; its WMMAs all have 16 rows).
+# gfx1101 and gfx1102 take gfx1100's (LLVM's one GFX11 scheduling model:
+# llvm-mca-22 gives the same cycles for one of its loops with either -mcpu), as
+# do gfx1200 and gfx1201, the other wave32 chips, whose own loops measure
+# nothing of this (llvm-mca-22 stalls some 2,000 cycles at gfx12's split
+# barrier). Other chips take the median of the CDNA loops, 492 (16 rows 552,
+# 32 rows 404).
+LOOP_ISSUE_CLOCKS = (("gfx90a", 434), ("gfx942", 652), ("gfx950", 388),
                      *((chip, 207) for chip in ("gfx1100", "gfx1101", "gfx1102", "gfx1200", "gfx1201")),
-                     ("", 466))
+                     ("", 492))
+LOOP_ISSUE_CLOCKS_BY_ROWS = (("gfx90a", 16, 508), ("gfx90a", 32, 368), ("gfx942", 16, 696), ("gfx942", 32, 508),
+                             ("gfx950", 16, 456), ("gfx950", 32, 308), ("", 16, 552), ("", 32, 404))
 
 BACKEND = Backend(
     family="amdgpu",
@@ -103,6 +114,7 @@ BACKEND = Backend(
     default_chip="gfx942",
     detect_gpu="tilemlir.backends.amdgpu.detect:present_chips",
     loop_issue_clocks=LOOP_ISSUE_CLOCKS,
+    loop_issue_clocks_by_rows=LOOP_ISSUE_CLOCKS_BY_ROWS,
     # The M of the 16x16 MFMAs and WMMAs every chip has.
     skinny_block=16,
 )
