@@ -721,6 +721,33 @@ def test_phase_planes_a_refused_reader_would_read_are_not_written(monkeypatch, w
     assert any(materialized) == (when == "calling")
 
 
+@pytest.mark.parametrize("pad,stride,shape", [((1, 1, 1, 1), (1, 1), (2, 8, 5, 7)), ((2, 2, 2, 2), (1, 1), (1, 8, 4, 3)),
+                                              ((1, 2, 1, 2), (2, 2), (2, 8, 5, 7)), ((1, 0, 0, 1), (2, 2), (1, 8, 5, 7)),
+                                              ((0, 1, 1, 0), (3, 2), (2, 8, 8, 5))])
+@pytest.mark.parametrize("fill", [0.0, float("-inf")])
+def test_large_rows_are_filled_at_their_border_alone(monkeypatch, pad, stride, shape, fill):
+    """Rows of BORDER_FILL_BYTES or more (here: any) are filled only in the
+    cell rows and columns around the image (dynamo.layout_rows): every cell no
+    pixel of the image lands in holds the fill, whatever the new rows held
+    (torch.empty poisoned with NaN), in every phase plane."""
+    from tilemlir.torch_backend import codegen, dynamo
+
+    batch, channels, height, width = shape
+    layout = codegen.PhaseImage(channels, pad, stride, stride) if fill == 0.0 else codegen.Border(pad, fill)
+    if isinstance(layout, codegen.Border) and stride != (1, 1):
+        pytest.skip("a border is one plane of stride 1")
+    spec = codegen.TensorSpec((batch, channels, height, width), (0, 0, 0, 0), torch.float16)
+    empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: empty(*a, **k).fill_(float("nan")))
+    monkeypatch.setattr(dynamo, "BORDER_FILL_BYTES", 0)
+    rows = dynamo.layout_rows(spec, layout, "cpu")
+    # The cells the image's pixels land in: those phase_planes fills from an image of ones.
+    ones = torch.ones(shape, dtype=torch.float16)
+    landed = dynamo.phase_planes(ones, codegen.PhaseImage(channels, pad, layout.stride, layout.planes)) == 1
+    assert rows.shape == landed.shape and landed.any() and not landed.all()
+    assert torch.equal(rows[~landed], torch.full_like(rows[~landed], fill))
+
+
 @pytest.mark.parametrize("target,engine", [("amdgpu:gfx942", "reference"), ("amdgpu:gfx942", "emulator"),
                                            ("metax:xcore1000", "emulator")])
 def test_a_convolution_writes_inside_the_border_its_pad_makes(monkeypatch, target, engine):
@@ -1336,10 +1363,16 @@ def test_a_replayed_graph_follows_a_parameter_changed_in_place():
     (ShiftedChain(), (4, 32, 14, 10)), (ResNetStem(16), (2, 3, 40, 36)), (StridedChain(), (4, 32, 14, 10)),
     (ShiftedChain(shared=True), (4, 32, 14, 10)), (Projection(), (4, 32, 14, 10))],
     ids=["shifted-chain", "stem-and-pool", "phase-planes", "stored-twice", "projection"])
-def test_images_written_in_place_in_replayed_graphs(model, shape):
+@pytest.mark.parametrize("border_fills", [False, True], ids=["whole-fills", "border-fills"])
+def test_images_written_in_place_in_replayed_graphs(monkeypatch, model, shape, border_fills):
     """On the GPU, in replayed graphs: images written into a shifted
     convolution's padded rows or inside a pad's border (their fills made at
-    each replay) give the float64 result for every new input."""
+    each replay, of every row or, as large rows are, of the border alone:
+    dynamo.BORDER_FILL_BYTES) give the float64 result for every new input."""
+    from tilemlir.torch_backend import dynamo
+
+    if border_fills:
+        monkeypatch.setattr(dynamo, "BORDER_FILL_BYTES", 0)
     model = model.eval().half().cuda().to(memory_format=torch.channels_last)
     reference = copy.deepcopy(model).double()
     compiled = torch.compile(model, backend=backend, options={"target": "nvidia:sm_90a", "engine": "device"})
