@@ -114,8 +114,9 @@ def test_256_cubed_on_gfx942_fills_the_chip_and_the_report_says_why():
 def test_near_ties_go_to_the_fullest_waves(target, shape):
     """Among the configurations whose tiles are read free of bank conflicts,
     predicted within NEAR of the fastest of them, the default's block gives
-    each wave the largest share of it, is one wave only where no wider one is
-    that close and loops over K where one that close does; of that block's
+    each wave the largest share of it, is never one wave where a wider one
+    fits (test_never_one_wave_where_a_wider_workgroup_fits) and loops over K
+    where one that close does; of that block's
     wave counts, the default's fills the most SIMDs of a CU; the rest keep
     rank_key's order."""
     chip = get_target(target)
@@ -766,6 +767,47 @@ def test_small_gemm_defaults_run(target):
     static table's odd small shape (4-wave workgroups on CDNA, gfx950's LDS
     transpose reads) compute the GEMM in the emulator."""
     emulated_gemm_matches_float64(200, 96, 136, "f16", target)
+
+
+def test_never_one_wave_where_a_wider_workgroup_fits():
+    """C += A x B, 32x32x128 into f32 on gfx942: one wave of 32x32 MFMAs in 4 K slices is
+    predicted 10% faster than 4 waves of 16x16 ones, beyond NEAR; the
+    default is still the wider workgroup (the fastest of those), and the
+    remark says why the faster one ranks second; it computes the GEMM."""
+    text = whole_problem_gemm(32, 32, 128, "f16", "f32", zero_fill=False)
+    result = tilemlir.compile(text, target="amdgpu:gfx942", emit="tile", remarks="tile-tiling")
+    (remark,) = [d.message for d in result.remarks if d.message.startswith("tile-tiling: block")]
+    assert remark.startswith("tile-tiling: block 32x32x128, 256 threads (4 waves as 2x2)")
+    assert "runner-up: block 32x32x32, 64 threads (1 wave as 1x1)" in remark
+    assert re.search(r"\(predicted faster by [0-9]+%, but it is a workgroup of one wave\)", remark)
+    a, b = (np.random.default_rng(1).uniform(-1, 1, (32, 128)).astype(np.float16),
+            np.random.default_rng(2).uniform(-1, 1, (128, 32)).astype(np.float16))
+    c = np.ones((32, 32), np.float32)
+    run(text, "gemm", [a, b, c], engine="emulator", target="amdgpu:gfx942")
+    exact = 1 + a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(c - exact).max() <= 128 * 2.0 ** -22 * (np.abs(a.astype(np.float64)) @ np.abs(b)).max()
+
+
+@pytest.mark.parametrize("m, n, k, target", [(32, 32, 128, "amdgpu:gfx950"), (16, 16, 4096, "amdgpu:gfx1201")])
+def test_wider_workgroups_than_one_wave_run(m, n, k, target):
+    """Where one wave was predicted fastest beyond NEAR, the default now takes
+    more waves (gfx950's 32x32x128 in 4 waves of 16x16 MFMAs, gfx1201's
+    16x16x4096 in 16x32 blocks of 2 waves in 8 K slices); C += A x B into f32
+    computes the GEMM in the emulator."""
+    text = whole_problem_gemm(m, n, k, "f16", "f32", zero_fill=False)
+    from tilemlir.cost.model import GemmShape
+    from tilemlir.passes.gemm_configs import gemm_problem
+
+    chip = get_target(target)
+    (_, default), *_ = ranked_candidates(gemm_problem(GemmShape(m, n, k, "f16", "f16", "f32", "f32"), chip, False),
+                                         chip)
+    assert default.threads // model_facts(chip).wave_size > 1
+    rng = np.random.default_rng(m + k)
+    a, b = rng.uniform(-1, 1, (m, k)).astype(np.float16), rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    c = np.ones((m, n), np.float32)
+    run(text, "gemm", [a, b, c], engine="emulator", target=target)
+    exact = 1 + a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(c - exact).max() <= (k + 16) * 2.0 ** -22 * (np.abs(a.astype(np.float64)) @ np.abs(b)).max()
 
 
 @pytest.mark.parametrize("m, n, k, dtype, target, block", [

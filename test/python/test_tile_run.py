@@ -182,9 +182,9 @@ def test_the_tuning_database_configures_the_compiled_run(tmp_path, monkeypatch, 
     program = tmp_path / "gemm.mlir"
     program.write_text(text)
     module, _ = load_module(text)
-    # Not the model's choice (block 32x32x32, 256 threads, 1 stage, split-K 4): 2 stages, split-K 2.
+    # Not the model's choice (block 32x32x128, 256 threads, 2 stages, split-K 1): K steps of 32, split-K 2.
     tuned = TunedConfig((32, 32, 32), 128, 2, split_k=2)
-    model = TunedConfig((32, 32, 32), 256, 1, split_k=4)
+    model = TunedConfig((32, 32, 128), 256, 2, split_k=1)
     database = tmp_path / "tuning.json"
     record_entry(database, TuningEntry(tuning_key(module, get_target("amdgpu:gfx942")), tuned, 1e-6, model,
                                        2e-6, "model", 2, True, "2026-12-06T00:00:00Z", "test"))
@@ -205,6 +205,6 @@ def test_the_tuning_database_configures_the_compiled_run(tmp_path, monkeypatch, 
     assert main([*common, "--no-tuning-db"]) == 0
     captured = capsys.readouterr()
     assert "  tuning database: none read (--no-tuning-db)\n" in captured.out
-    assert "tile-tiling: block 32x32x32, 256 threads (4 waves as 2x2), 1 stage, v_mfma_f32_16x16x16_f16, " \
-           "split-K 4" in captured.err
+    assert "tile-tiling: block 32x32x128, 256 threads (4 waves as 2x2), 2 stages, v_mfma_f32_16x16x16_f16, " \
+           "split-K 1" in captured.err
     assert "from the tuning database" not in captured.err

@@ -385,7 +385,9 @@ def rank_configs(predicted: list[tuple[Prediction, KernelConfig]], facts: ModelF
     OWN_OPERAND_LOADS), the configurations whose tiles are read free of bank
     conflicts (`reads_free_of_conflicts`, where there are such) and are
     predicted within NEAR of the fastest of them count as equal and one of
-    them comes first: of those with more than one wave and more than one K
+    them comes first: of those with more than one wave (where there are none,
+    the fastest of all those free of conflicts with more than one wave: never
+    one wave where a wider workgroup fits) and more than one K
     iteration (where there are such), the one whose waves hold the largest
     share of the block (the most matrix work for a wave's loads and address
     work), then with two stages or more, then with the most matrix work per
@@ -410,7 +412,9 @@ def rank_configs(predicted: list[tuple[Prediction, KernelConfig]], facts: ModelF
     free_first = [pair for pair in ranked if reads_free_of_conflicts(*pair, facts)] or ranked
     limit = weighed_seconds(free_first[0][0]) * (1 + NEAR)
     near = [pair for pair in free_first if weighed_seconds(pair[0]) <= limit]
-    wide = [pair for pair in near if pair[0].figures.waves > 1] or near
+    # Never one wave where a wider workgroup fits: the fastest of those if none is near.
+    wide = [pair for pair in near if pair[0].figures.waves > 1] \
+        or [pair for pair in free_first if pair[0].figures.waves > 1][:1] or near
     looped = [pair for pair in wide if pair[0].figures.iterations > 1] or wide
     best = max(looped, key=lambda pair: (wave_share(*pair), min(pair[1].stages, 2), pair[0].figures.matrix_clocks))
     same_block = [pair for pair in looped if (pair[1].block, pair[1].stages, pair[1].split_k)
