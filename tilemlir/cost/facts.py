@@ -171,7 +171,8 @@ class ModelFacts:
     producer_loop_sync_clocks: int  # per iteration of such a loop, the matrix units idle (the manifest)
     loop_issue_clocks: int  # per iteration, a wave's work besides its matrix instructions (the manifest's, by chip)
     # The same by the matrix instruction's rows where the manifest measured
-    # them apart ((rows, clocks) pairs; `issue_clocks`).
+    # them apart ((rows, clocks) pairs; `issue_clocks`), which take precedence:
+    # a model without issue clocks clears both.
     issue_clocks_by_rows: tuple[tuple[int, int], ...]
     skinny_block: int  # block extent also tried for problem extents this small (the manifest)
     stream_bytes_in_flight: int  # per CU, for a launch of fewer tiles than CUs; 0: not measured

@@ -15,7 +15,7 @@ the stages its loop needs), and keeps those that fit:
   problem's dimension; block K: the largest K among the usable instructions,
   at least 64 bytes of A per row, and twice that when K has room for it
   (four times too where the family's waves pay issue clocks per iteration,
-  `ModelFacts.loop_issue_clocks`: AMD's skinny GEMMs, whose iterations are
+  `ModelFacts.issue_clocks`: AMD's skinny GEMMs, whose iterations are
   mostly that overhead, unless the operands are decoded on the way to
   shared memory);
 * waves: 1, 2, 4 or 8, within the workgroup limit; stages: 1 to 4 (with
@@ -305,7 +305,7 @@ def candidate_configs(problem: GemmProblem, target: Target, fixed: Fixed = Fixed
         block_k = default_block_k(problem, target)
         # Decoded operands (fp8 read as f16) stay at twice: the decoding's scalar
         # registers spill at longer steps (gfx90a, `default_block_k`).
-        longer = facts.loop_issue_clocks and problem.k >= STREAM_K_FACTOR * block_k \
+        longer = (facts.loop_issue_clocks or facts.issue_clocks_by_rows) and problem.k >= STREAM_K_FACTOR * block_k \
             and (problem.shared_a, problem.shared_b) == (problem.a, problem.b)
         ks = [block_k] + ([2 * block_k] if problem.k > block_k else []) + \
             ([STREAM_K_FACTOR * block_k] if longer else [])

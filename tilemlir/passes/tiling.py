@@ -25,8 +25,12 @@ Choosing the configuration (block M, N, K; threads; stages):
   fastest wins (`rank_key` breaks ties), except that on families without
   producer-fed kernels the configurations predicted within NEAR (10%) of it
   count as equal and the one whose waves hold the most of the block wins,
-  a single wave only where no wider one is that close (`rank_configs`: the
-  model costs a wave's loads and address work as one figure per chip); the
+  never a single wave where a wider workgroup fits (the fastest of those
+  where none is that close: at most 1.3x the fastest's predicted time over
+  300 random shapes per shipped chip, where 19 of them moved, all tiny;
+  `rank_configs`: the model costs a
+  wave's loads and address work as one figure per chip and instruction
+  height); the
   default leaves the LDS room to pad its tiles' rows in where any
   configuration does (unpadded reads conflict). So a small problem
   is spread over the chip's CUs in full waves and a large one takes large
@@ -217,8 +221,9 @@ SAME = 0.005
 # Predictions this close to the fastest are taken as equal (`rank_configs`).
 # The model costs the instructions a wave issues besides its matrix ones
 # (global loads, LDS stores and reads, address work, waits and the barrier) as
-# one figure per chip (Backend.loop_issue_clocks, the median of its loops),
-# while they vary from one configuration to another by a factor of two and
+# one figure per chip and instruction height (Backend.loop_issue_clocks and
+# loop_issue_clocks_by_rows, medians of its loops), while they vary from one
+# configuration to another by a factor of two and
 # more, so a wave with a small share of the block may spend most of its loop
 # on them. The figures below are from before the model had that figure.
 # On gfx942, llvm-mca's busy ratio (the matrix unit's share of one main-loop
