@@ -44,8 +44,8 @@ of r at once. A round of b workgroups takes
     barrier, measured on its compiled loops; by the matrix instruction's
     rows where measured apart, Backend.loop_issue_clocks_by_rows: a 16-row
     instruction's operands are read for less matrix work than a 32-row
-    one's), in the matrix term too (the
-    waves sharing a SIMD issue theirs one after another) and in the chain;
+    one's), in the matrix term too (the waves sharing a SIMD issue theirs
+    one after another) and in the chain;
     chain = max(C / busy, L / lds, G / share, latency / in flight) with
             stages >= 2 buffers, max(C / busy + L / lds, G / share,
             latency) with one: its global loads still overlap the gemm
@@ -371,8 +371,8 @@ def predict(problem: GemmProblem, config: KernelConfig, target: Target | ModelFa
     (`tile-compile --report`'s amdgpu mfma_busy_ratio); without it a wave's iteration
     is its matrix instructions and the family's issue clocks for the chip and
     the instruction's rows (ModelFacts.issue_clocks: none where the family
-    measured none). `resident`: the workgroups one CU
-    holds at once as the compiled kernel's registers and shared memory allow
+    measured none). `resident`: the workgroups one CU holds at once as the
+    compiled kernel's registers and shared memory allow
     (a tuner reads them off the compiled kernel); without it the estimate of
     `occupancy`. Raises DoesNotFit when a CU cannot hold one workgroup,
     ValueError for an empty problem or a zero extent."""

@@ -28,11 +28,10 @@ Choosing the configuration (block M, N, K; threads; stages):
   never a single wave where a wider workgroup fits (the fastest of those
   where none is that close: at most 1.3x the fastest's predicted time over
   300 random shapes per shipped chip, where 19 of them moved, all tiny;
-  `rank_configs`: the model costs a
-  wave's loads and address work as one figure per chip and instruction
-  height); the
-  default leaves the LDS room to pad its tiles' rows in where any
-  configuration does (unpadded reads conflict). So a small problem
+  `rank_configs`: the model costs a wave's loads and address work as one
+  figure per chip and instruction height); the default leaves the LDS room
+  to pad its tiles' rows in where any configuration does (unpadded reads
+  conflict). So a small problem
   is spread over the chip's CUs in full waves and a large one takes large
   tiles. The instruction and wave split are tile-select-mma's rule for that
   block, which the model evaluates (it does not override it).
@@ -223,9 +222,8 @@ SAME = 0.005
 # (global loads, LDS stores and reads, address work, waits and the barrier) as
 # one figure per chip and instruction height (Backend.loop_issue_clocks and
 # loop_issue_clocks_by_rows, medians of its loops), while they vary from one
-# configuration to another by a factor of two and
-# more, so a wave with a small share of the block may spend most of its loop
-# on them. The figures below are from before the model had that figure.
+# configuration to another by a factor of two and more, so a wave with a
+# small share of the block may spend most of its loop on them. The figures below are from before the model had that figure.
 # On gfx942, llvm-mca's busy ratio (the matrix unit's share of one main-loop
 # iteration, `--report`'s mfma_busy_ratio) of f16 256^3 is 0.106 with 32x32
 # blocks of 4 waves (predicted 0.787 us) and 0.32 with 2 waves of 32x32 and
