@@ -794,10 +794,10 @@ def test_wider_workgroups_than_one_wave_run(m, n, k, target):
     more waves (gfx950's 32x32x128 in 4 waves of 16x16 MFMAs, gfx1201's
     16x16x4096 in 16x32 blocks of 2 waves in 8 K slices); C += A x B into f32
     computes the GEMM in the emulator."""
-    text = whole_problem_gemm(m, n, k, "f16", "f32", zero_fill=False)
     from tilemlir.cost.model import GemmShape
     from tilemlir.passes.gemm_configs import gemm_problem
 
+    text = whole_problem_gemm(m, n, k, "f16", "f32", zero_fill=False)
     chip = get_target(target)
     (_, default), *_ = ranked_candidates(gemm_problem(GemmShape(m, n, k, "f16", "f16", "f32", "f32"), chip, False),
                                          chip)

@@ -1289,6 +1289,14 @@ def is_view(layout: PhaseImage) -> bool:
     return layout.stride == (1, 1)
 
 
+def layout_cells(layout: PhaseImage | Border, height: int, width: int) -> tuple[int, int]:
+    """The cells (stride x stride pixels) down and across an image of
+    `height` x `width` spans, padded as `layout` pads it (to whole cells)."""
+    top, bottom, left, right = layout.pad
+    (sh, sw) = layout.stride
+    return (top + height + bottom) // sh, (left + width + right) // sw
+
+
 @dataclass(frozen=True)
 class Border:
     """An output written inside a border of `fill` (conv_kernel's `padded`):
@@ -1563,9 +1571,9 @@ def conv_kernel(group: Group, specs: list[TensorSpec], name: str, steps: GemmSte
         """`value` stored into `param`, the rows `layout` passes: pixel (n, h, w)
         at (h + top, w + left) of the padded image, in its phase's plane, where
         that phase has one (every phase of a writable_in_place layout)."""
-        top, bottom, left, right = layout.pad
+        top, _, left, _ = layout.pad
         (sh, sw), (planes_h, planes_w) = layout.stride, layout.planes
-        cells_h, cells_w = (out_h + top + bottom) // sh, (out_w + left + right) // sw
+        cells_h, cells_w = layout_cells(layout, out_h, out_w)
         y, x = f"({coords[2]} + {top})", f"({coords[3]} + {left})"
         plane = f"(({y} % {sh}) * {planes_w} + {x} % {sw}) * {batch} + " if (sh, sw) != (1, 1) else ""
         cell_y, cell_x = (f"{y} // {sh}" if sh > 1 else y), (f"{x} // {sw}" if sw > 1 else x)

@@ -671,9 +671,9 @@ def layout_rows(result: TensorSpec, layout: codegen.PhaseImage | codegen.Border,
     pixel of the image does not land in (large rows: only the rows and
     columns of cells where some phase's pixel is padding, BORDER_FILL_BYTES)."""
     batch, channels, height, width = result.shape
-    top, bottom, left, right = layout.pad
+    top, _, left, _ = layout.pad
     (sh, sw), (planes_h, planes_w) = layout.stride, layout.planes
-    cells_h, cells_w = (top + height + bottom) // sh, (left + width + right) // sw
+    cells_h, cells_w = codegen.layout_cells(layout, height, width)
     shape, fill = (planes_h * planes_w * batch * cells_h * cells_w, channels), rows_fill(layout)
     if fill is None:
         return torch.empty(shape, dtype=result.dtype, device=device)
@@ -729,9 +729,9 @@ def materialized(tensor: torch.Tensor) -> torch.Tensor:
     if written is None or not written.placeholder:
         return tensor
     (batch, channels, height, width), layout = tensor.shape, written.layout
-    top, bottom, left, right = layout.pad
+    top, _, left, _ = layout.pad
     (sh, sw) = layout.stride
-    cells_h, cells_w = (top + height + bottom) // sh, (left + width + right) // sw
+    cells_h, cells_w = codegen.layout_cells(layout, height, width)
     planes = written.rows.view(sh, sw, batch, cells_h, cells_w, channels)  # every phase (writable_in_place)
     padded = written.rows.new_empty(batch, cells_h * sh, cells_w * sw, channels)
     for a in range(sh):
@@ -823,7 +823,7 @@ def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tenso
     # The planes (a, b) one after the other, as if more images: pixel (i, j)
     # of plane (a, b) is the padded image's (i * sh + a, j * sw + b).
     (sh, sw), (planes_h, planes_w) = layout.stride, layout.planes
-    cells_h, cells_w = (top + height + bottom) // sh, (left + width + right) // sw
+    cells_h, cells_w = codegen.layout_cells(layout, height, width)
     planes = pixels.new_zeros(planes_h, planes_w, batch, cells_h, cells_w, layout.channels)
     for a in range(planes_h):
         for b in range(planes_w):
