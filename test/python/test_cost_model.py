@@ -788,7 +788,8 @@ def test_never_one_wave_where_a_wider_workgroup_fits():
     assert np.abs(c - exact).max() <= 128 * 2.0 ** -22 * (np.abs(a.astype(np.float64)) @ np.abs(b)).max()
 
 
-@pytest.mark.parametrize("m, n, k, target", [(32, 32, 128, "amdgpu:gfx950"), (16, 16, 4096, "amdgpu:gfx1201")])
+@pytest.mark.parametrize("m, n, k, target", [(32, 32, 128, "amdgpu:gfx950"), (16, 16, 4096, "amdgpu:gfx1201"),
+                                             (24, 4, 4, "amdgpu:gfx950"), (1, 1, 4096, "amdgpu:gfx1201")])
 def test_wider_workgroups_than_one_wave_run(m, n, k, target):
     """Where one wave was predicted fastest beyond NEAR, the default now takes
     more waves (gfx950's 32x32x128 in 4 waves of 16x16 MFMAs, gfx1201's

@@ -774,6 +774,20 @@ def test_a_convolution_writes_inside_the_border_its_pad_makes(monkeypatch, targe
     assert passed == [True, True]  # at each of the two calls
 
 
+@pytest.mark.parametrize("model,shape", [(ResNetStem(16), (2, 3, 20, 18)), (ShiftedChain(strided=True), (2, 32, 5, 7)),
+                                         (Projection(), (2, 32, 5, 7))], ids=["stem-and-pool", "phase-planes", "projection"])
+def test_border_fills_in_the_emulator(monkeypatch, model, shape):
+    """Every in-place image's rows filled at their border alone
+    (BORDER_FILL_BYTES 0): the stem's -inf border, stride-2 phase planes and
+    a projection's rows stored twice give the float64 result in the gfx942
+    emulator."""
+    from tilemlir.torch_backend import dynamo
+
+    on_engine(monkeypatch, "amdgpu:gfx942", "emulator")
+    monkeypatch.setattr(dynamo, "BORDER_FILL_BYTES", 0)
+    check(model, torch.randn(*shape), channels_last=True)
+
+
 @pytest.mark.parametrize("channels", [32, 24])
 def test_an_image_with_another_reader_is_stored_twice(monkeypatch, channels):
     """An image that something besides shifted convolutions also reads is
