@@ -477,7 +477,7 @@ def test_a_stems_windows_are_whole_words():
 @pytest.mark.parametrize("channels,kernel,stride,padding,dilation", [
     (3, (7, 7), (2, 2), (3, 3), (1, 1)), (3, (3, 5), (2, 3), (1, 2), (2, 1)), (8, (5, 3), (3, 2), (0, 1), (1, 2)),
     (16, (3, 3), (1, 2), (1, 1), (1, 1)), (3, (1, 3), (2, 2), (0, 1), (1, 1)), (3, (3, 1), (2, 2), (1, 0), (1, 1)),
-    (24, (3, 3), (2, 2), (1, 1), (1, 1)), (5, (2, 2), (1, 1), (1, 0), (2, 2))])
+    (24, (3, 3), (2, 2), (1, 1), (1, 1)), (5, (2, 2), (1, 1), (1, 0), (2, 2)), (12, (3, 5), (2, 2), (1, 3), (1, 2))])
 def test_shifted_convolution_layouts(channels, kernel, stride, padding, dilation):
     """Every layout shifted_conv chooses (folded column taps at any stride, whole
     windows, phase planes, padded channels) gives the convolution, the K steps
@@ -494,20 +494,23 @@ def test_shifted_convolution_layouts(channels, kernel, stride, padding, dilation
     assert (got - expected).abs().max() <= 1e-9 * expected.abs().max()
 
 
-@pytest.mark.parametrize("channels,kernel,stride,padding", [
-    (4, 1, 2, 0), (3, 7, 2, 3), (16, 3, 2, 1), (8, 5, 1, 2), (24, 3, 1, 1)],
-    ids=["1x1-stride-2", "stem-im2col", "planes", "folded-columns", "padded-channels"])
-def test_a_pixel_no_tap_reads_never_reaches_an_output(channels, kernel, stride, padding):
+@pytest.mark.parametrize("channels,kernel,stride,padding,dilation", [
+    (4, 1, 2, 0, 1), (3, 7, 2, 3, 1), (16, 3, 2, 1, 1), (8, 5, 1, 2, 1), (24, 3, 1, 1, 1), (8, 3, 2, 2, 2),
+    (12, 5, 1, 4, 2)],
+    ids=["1x1-stride-2", "stem", "planes", "folded-columns", "padded-channels", "folded-dilated",
+         "folded-dilated-partial-taps"])
+def test_a_pixel_no_tap_reads_never_reaches_an_output(channels, kernel, stride, padding, dilation):
     """An inf the window of an output does not cover leaves it finite, as in
     torch: the image as passed holds only pixels some tap reads or zeros, and
-    every zero weight (a padded channel) meets a zero (never 0 x inf = NaN)."""
+    every zero weight (a padded channel) meets a zero (never 0 x inf = NaN),
+    the pixels a folded window reads past its fold included (dynamo._folded_rows)."""
     x = torch.randn(1, channels, 11, 10).half()
     x[0, 0, 1, 1] = float("inf")
     x[0, -1, 6, 5] = float("nan")
     w = torch.randn(8, channels, kernel, kernel).half()
 
     def conv(x, w):
-        return F.conv2d(x, w, stride=stride, padding=padding)
+        return F.conv2d(x, w, stride=stride, padding=padding, dilation=dilation)
     expected = conv(x.float(), w.float())
     with torch.no_grad():
         got = torch.compile(conv, backend=backend)(x.to(memory_format=torch.channels_last), w).float()

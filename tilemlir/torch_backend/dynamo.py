@@ -811,7 +811,7 @@ def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tenso
         # Padded, each pixel's channels to whole 8-byte words, in one copy (a fold's
         # last windows reach span pixels past the padded width: zeros too).
         widen = layout.pixel_channels - channels
-        span = (layout.fold - 1) * layout.fold_step
+        span = (_window_taps(layout) - 1) * layout.fold_step if layout.fold > 1 else 0
         pixels = F.pad(pixels, (0, widen, left, right + span, top, bottom)) \
             if any(layout.pad) or widen or span else pixels
     if layout.patches:  # each output pixel's window (r, t, c), in one copy
@@ -834,25 +834,44 @@ def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tenso
     return planes.view(-1, layout.channels)
 
 
+def _window_taps(layout: codegen.PhaseImage) -> int:
+    """The pixels each of a folded layout's rows reads: its fold's, and
+    where its row's zero channels are whole pixels at the fold's step (or any
+    number of them at step 1) as many more as they span, to be selected away
+    (_folded_rows)."""
+    taps = -(-layout.channels // layout.pixel_channels)
+    return taps if layout.fold_step == 1 or taps * layout.pixel_channels == layout.channels else layout.fold
+
+
 def _folded_rows(pixels: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
     """A folded layout's rows (codegen.PhaseImage) from the padded pixels
-    [N, H, W, pixel_channels] (W reaching the last window's last tap): the
-    rows' phase planes one after the other, as if more images; in each, every
-    sw-th pixel and the fold - 1 fold_step apart to its right, (tap, channel),
-    then zeros. One strided copy of 8-byte words (a pixel's channels are
-    whole words) reads each window straight from the pixels, and the zeros
-    are written alone: no window is gathered first."""
+    [N, H, W, pixel_channels] (W reaching the last window's last tap,
+    _window_taps): the rows' phase planes one after the other, as if more
+    images; in each, every sw-th pixel and the fold - 1 fold_step apart to
+    its right, (tap, channel), then zeros. Each window is read straight from
+    the pixels in 8-byte words (a pixel's channels are whole words) through
+    a strided view. Where the zeros are whole taps of the window (_window_taps)
+    one select writes whole rows, the words past the fold read and replaced
+    by zeros (selected, never multiplied: an inf there is no NaN); else one
+    copy writes the windows and one fill the zeros."""
     batch, high, wide, _ = pixels.shape
     (sh, sw), fold, step, planes = layout.stride, layout.fold, layout.fold_step, layout.planes[0]
-    cells_h, cells_w = high // sh, (wide - (fold - 1) * step) // sw
+    cells_h, cells_w = high // sh, (wide - (_window_taps(layout) - 1) * step) // sw
     words, row = layout.pixel_channels // 4, wide * layout.pixel_channels // 4  # 8-byte words: a pixel's, a row's
+    row_words, fold_words = layout.channels // 4, fold * words
     source = pixels.contiguous().view(torch.int64)
-    windows = source.as_strided((planes, batch, cells_h, cells_w, fold, words),
-                                (row, high * row, sh * row, sw * words, step * words, 1), source.storage_offset())
+    cells, cell_strides = (planes, batch, cells_h, cells_w), (row, high * row, sh * row, sw * words)
     rows = pixels.new_empty(planes * batch * cells_h * cells_w, layout.channels)
-    target = rows.view(torch.int64).view(planes, batch, cells_h, cells_w, layout.channels // 4)
-    target[..., :fold * words].unflatten(-1, (fold, words)).copy_(windows)
-    target[..., fold * words:].zero_()
+    target = rows.view(torch.int64).view(*cells, row_words)
+    if _window_taps(layout) > fold:  # whole rows selected
+        taps, tap_strides = ((row_words,), (1,)) if step == 1 else ((row_words // words, words), (step * words, 1))
+        windows = source.as_strided(cells + taps, cell_strides + tap_strides, source.storage_offset())
+        kept = (torch.arange(row_words, device=pixels.device) < fold_words).view(taps)
+        torch.where(kept, windows, source.new_zeros(()), out=target.view(cells + taps))
+        return rows
+    windows = source.as_strided(cells + (fold, words), cell_strides + (step * words, 1), source.storage_offset())
+    target[..., :fold_words].unflatten(-1, (fold, words)).copy_(windows)
+    target[..., fold_words:].zero_()
     return rows
 
 
