@@ -1,7 +1,7 @@
 """Performance baselines kept per version, and the comparison that names regressions.
 
     python bench/baselines.py record  RESULT.json... --baseline bench/baselines/h200.json --commit SHA [--device NAME]
-    python bench/baselines.py compare RESULT.json... --baseline bench/baselines/h200.json
+    python bench/baselines.py compare RESULT.json... --baseline bench/baselines/h200.json [--against PEER]
 
 RESULT files are what the GPU benches write: bench/models.py's models.json
 (milliseconds per forward of each model and variant) and
@@ -19,6 +19,15 @@ value over the baseline's median; an entry is a regression when it is slower
 by more than its noise, and at least by MIN_NOISE (one run of a GPU bench moves
 by a few percent from process to process, see bench/results). The exit status
 is 1 when any entry regressed, and each regression is named on stderr.
+
+With `--against PEER` (a variant or peer of the same run, e.g. "inductor
+graphs") each entry is judged by its ratio to that peer in its own run,
+which cancels what the machine moves alike for both: between two H200
+machines of this project's runs, the host-bound variants (eager, Inductor
+without graphs, BERT 8x128's) moved by 16-34% together while the replayed
+graphs moved by 1%. Compare CUDA-graph variants against a CUDA-graph peer,
+host-bound ones against eager. Entries without that peer in both runs (the
+peer itself among them) are listed and not judged.
 """
 
 from __future__ import annotations
@@ -84,28 +93,38 @@ def record(files: list[Path], baseline: Path, commit: str, device: str) -> int:
     return 0
 
 
-def compare(files: list[Path], baseline: Path) -> int:
+def compare(files: list[Path], baseline: Path, against: str | None = None) -> int:
     entries = load(baseline)["entries"]
     new: dict[str, list] = {}
     for path in files:
         for key, found in measurements(path).items():
-            new.setdefault(key, []).append(found["value"])
+            new.setdefault(key, []).append(found)
     regressions = []
-    print("| entry | baseline | new | new / baseline | allowed | verdict |")
+    measure = f"new / baseline, each over {against} in its run" if against else "new / baseline"
+    print(f"| entry | baseline | new | {measure} | allowed | verdict |")
     print("|---|---:|---:|---:|---:|---|")
     for key in sorted(set(new) & set(entries)):
         entry = entries[key]
-        value = statistics.median(new[key])
+        value = statistics.median(found["value"] for found in new[key])
         ratio = value / entry["median"]
+        if against is not None:
+            peers = [found["peers"].get(against) for found in new[key]]
+            if entry["peers"].get(against) is None or None in peers:
+                print(f"| {key} | {entry['median']:.3g} {entry['unit']} | {value:.3g} | - | - | "
+                      f"no {against} in both runs |")
+                continue
+            ratio = (value / statistics.median(peers)) / (entry["median"] / entry["peers"][against])
         allowed = max(entry["noise"], MIN_NOISE)
         verdict = "regression" if ratio > 1 + allowed else ("faster" if ratio < 1 - allowed else "same")
         if verdict == "regression":
             regressions.append(f"{key}: {value:.3g} {entry['unit']} against {entry['median']:.3g} at "
-                               f"{entry['commit']} ({ratio:.2f}x, noise allows {1 + allowed:.2f}x)")
+                               f"{entry['commit']} ({ratio:.2f}x{f' over {against}' if against else ''}, "
+                               f"noise allows {1 + allowed:.2f}x)")
         print(f"| {key} | {entry['median']:.3g} {entry['unit']} | {value:.3g} | {ratio:.2f} | {1 + allowed:.2f} | "
               f"{verdict} |")
     for key in sorted(set(new) - set(entries)):
-        print(f"| {key} | - | {statistics.median(new[key]):.3g} | - | - | not in the baseline |")
+        print(f"| {key} | - | {statistics.median(found['value'] for found in new[key]):.3g} | - | - | "
+              "not in the baseline |")
     for line in regressions:
         print(f"regression: {line}", file=sys.stderr)
     return 1 if regressions else 0
@@ -121,10 +140,13 @@ def main(argv=None) -> int:
         if name == "record":
             command.add_argument("--commit", required=True)
             command.add_argument("--device", default="NVIDIA H200")
+        else:
+            command.add_argument("--against", metavar="PEER",
+                                 help="judge each entry by its ratio to this peer of its own run")
     args = parser.parse_args(argv)
     if args.command == "record":
         return record(args.results, args.baseline, args.commit, args.device)
-    return compare(args.results, args.baseline)
+    return compare(args.results, args.baseline, args.against)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,25 @@ def test_repeated_runs_set_the_noise_and_a_slower_run_is_named(tmp_path, capsys)
     assert "call/softmax" not in err
 
 
+def test_a_run_is_judged_against_a_peer_of_its_own(tmp_path, capsys):
+    """--against PEER: each entry's ratio to that peer in its run, so a run
+    whose every variant is slower alike (a slower host) is no regression,
+    and one whose entry lost ground on the peer is, even where faster."""
+    tool = _tool()
+    baseline = tmp_path / "h200.json"
+    tool.main(["record", str(_models(tmp_path / "m.json", 2.0, eager_ms=4.0)), "--baseline", str(baseline),
+               "--commit", "abc1234"])
+    capsys.readouterr()
+    slower_host = _models(tmp_path / "n.json", 2.4, eager_ms=4.8)
+    assert tool.main(["compare", str(slower_host), "--baseline", str(baseline)]) == 1
+    assert tool.main(["compare", str(slower_host), "--baseline", str(baseline), "--against", "eager"]) == 0
+    out = capsys.readouterr().out
+    assert "| models/resnet50-b32/eager | 4 ms | 4.8 | - | - | no eager in both runs |" in out
+    lost_ground = _models(tmp_path / "l.json", 1.9, eager_ms=3.0)
+    assert tool.main(["compare", str(lost_ground), "--baseline", str(baseline), "--against", "eager"]) == 1
+    assert "1.9 ms against 2 at abc1234 (1.27x over eager, noise allows 1.05x)" in capsys.readouterr().err
+
+
 def test_the_shipped_baseline_reads_back():
     tool = _tool()
     entries = tool.load(REPO / "bench" / "baselines" / "h200.json")["entries"]
