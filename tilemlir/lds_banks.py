@@ -69,7 +69,13 @@ def operand_read_conflicts(row_of_lane: Sequence[int], k_of_lane: Sequence[int],
 
 
 # The XOR swizzle of LDS rows: the 16-byte chunk c of row r is stored at chunk
-# c ^ ((r * s) mod C), C the chunks per row (a power of two), s the swizzle.
+# c ^ (((r + k (r div C)) * s) mod C), C the chunks per row (a power of two),
+# s the swizzle and k = s div C. A swizzle below C is the plain one, k = 0;
+# from C to 2C - 1 (s mod C as the factor) each run of C rows is skewed by
+# one more, so that rows C apart take other phases: a 16x16x32 MFMA's
+# transpose reads of B reach rows k and k + 8 in one clock of 64 banks, which
+# no plain swizzle of 8-chunk rows keeps apart. The searches try the plain
+# swizzles first (the skew costs a shift and an add per address).
 SWIZZLE_CHUNK_BYTES = 16
 
 
@@ -78,17 +84,25 @@ def swizzled_byte(row: int, byte: int, swizzle: int, row_bytes: int) -> int:
     if not swizzle:
         return byte
     chunks = row_bytes // SWIZZLE_CHUNK_BYTES
-    return byte ^ ((row * swizzle) % chunks) * SWIZZLE_CHUNK_BYTES
+    skewed = row + swizzle // chunks * (row // chunks)
+    return byte ^ ((skewed * swizzle) % chunks) * SWIZZLE_CHUNK_BYTES
+
+
+def _swizzles(row_bytes: int) -> range | None:
+    """The swizzles of rows of `row_bytes`, plain then skewed; None when a
+    row is not a power of two (at least 2) of 16-byte chunks."""
+    chunks = row_bytes // SWIZZLE_CHUNK_BYTES
+    if row_bytes % SWIZZLE_CHUNK_BYTES or chunks < 2 or chunks & (chunks - 1):
+        return None
+    return range(1, 2 * chunks)
 
 
 def conflict_free_swizzle(row_bytes: int, conflict_free: Callable[[int], bool]) -> int | None:
     """The smallest XOR swizzle s of a row's 16-byte chunks (unpadded rows)
     for which `conflict_free(s)` holds; None when a row is not a power of two
     (at least 2) of chunks, or when no s is."""
-    chunks = row_bytes // SWIZZLE_CHUNK_BYTES
-    if row_bytes % SWIZZLE_CHUNK_BYTES or chunks < 2 or chunks & (chunks - 1):
-        return None
-    return next((swizzle for swizzle in range(1, chunks) if conflict_free(swizzle)), None)
+    swizzles = _swizzles(row_bytes)
+    return None if swizzles is None else next((s for s in swizzles if conflict_free(s)), None)
 
 
 def least_conflicted_swizzle(row_bytes: int, cost: Callable[[int], int]) -> int | None:
@@ -96,10 +110,10 @@ def least_conflicted_swizzle(row_bytes: int, cost: Callable[[int], int]) -> int 
     least `cost(s)`, the smallest such s, where that is below the unswizzled
     rows' cost(0); None when it is not, or when a row is not a power of two
     (at least 2) of chunks."""
-    chunks = row_bytes // SWIZZLE_CHUNK_BYTES
-    if row_bytes % SWIZZLE_CHUNK_BYTES or chunks < 2 or chunks & (chunks - 1):
+    swizzles = _swizzles(row_bytes)
+    if swizzles is None:
         return None
-    best = min(range(1, chunks), key=lambda swizzle: (cost(swizzle), swizzle))
+    best = min(swizzles, key=lambda swizzle: (cost(swizzle), swizzle))
     return best if cost(best) < cost(0) else None
 
 

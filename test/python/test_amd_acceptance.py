@@ -361,3 +361,16 @@ def test_no_agprs_where_the_chip_has_none():
     llvm_ir = tilemlir.compile(text, target="amdgpu:gfx1100", emit="llvm",
                                options={"tiling": "block=128,128,32 threads=512 stages=2"}).artifact
     assert "amdgpu-agpr-alloc" not in llvm_ir
+
+
+def test_rows_a_skewed_swizzle_stores():
+    """128x128x32 f16 blocks at 4 stages fill gfx942's LDS: the padding goes
+    and the rows are XOR-swizzled, read two K steps at a time, so that a
+    clock's lanes reach rows 4 apart, which only the skewed swizzle keeps
+    apart (test/Transforms/infer-layout-given-up.mlir). The copies' stores and
+    the MFMAs' reads at its addresses, executed against the reference engine."""
+    text = whole_problem_gemm(128, 128, 128, "f16", "f32")
+    tiling = "block=128,128,32 threads=256 stages=4"
+    tile_ir = tilemlir.compile(text, target="amdgpu:gfx942", emit="tile", options={"tiling": tiling}).artifacts["tile"]
+    assert tile_ir.count("swizzle = 5") == 2 and "tile.operand_read_steps = 2" in tile_ir
+    emulate_against_reference(text, "gfx942", tiling=tiling)

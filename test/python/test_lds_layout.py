@@ -59,6 +59,28 @@ def test_transpose_reads_need_a_swizzle():
     assert choose_swizzle(rows, cols, 120, 2, 4, [32, 64]) is None  # 15 chunks: no XOR swizzle
 
 
+def test_rows_eight_apart_in_one_clock_take_a_skewed_swizzle():
+    """A 16x16x32 MFMA's transpose reads of B in rows of 64 f16 (8 chunks):
+    lanes 16g..16g+15 read rows 8g..8g+3, 32 bytes of each, so one clock of
+    64 banks (32 lanes of 8 bytes) reaches rows 0-3 and 8-11. Every plain
+    swizzle gives rows 0 and 8 one phase (8s mod 8 = 0), and both land in the
+    same half of the 256 bytes: no plain swizzle and no padding is free of
+    conflicts on 64 banks and 32 at once. The skewed swizzle s = 8 + 2 adds
+    row div 8 to the row first: rows 0-3 take chunk pairs 0-3 and rows 8-11
+    pairs 1, 2, 3, 0, apart in both halves and in each clock of 32 banks."""
+    lanes = range(64)
+    rows = [8 * (lane // 16) + (lane % 16) // 4 for lane in lanes]
+    cols = [4 * (lane % 4) for lane in lanes]
+    both = (32, 64)
+    assert all(max(operand_read_conflicts(rows, cols, 128 + 2 * pad, 2, 4, banks) for banks in both)
+               for pad in range(0, 65, 4))
+    assert all(max(operand_read_conflicts(rows, cols, 128, 2, 4, banks, swizzle=s) for banks in both)
+               for s in range(1, 8))
+    assert choose_swizzle(rows, cols, 64, 2, 4, list(both)) == (10, 0)
+    assert [swizzled_byte(row, 0, 10, 128) // 32 for row in (0, 1, 2, 3, 8, 9, 10, 11)] == [0, 1, 2, 3, 1, 2, 3, 0]
+    assert swizzled_byte(9, 0, 2, 128) == swizzled_byte(1, 0, 2, 128) == 32  # plain: rows 8 apart alike
+
+
 def test_b64_rows_64_bytes_apart():
     """f16 A of v_mfma_f32_16x16x16: rows 64 bytes apart land on banks {0, 1, 16, 17};
     8 distinct rows share each: 7 extra clocks per 16-lane group, 28 in all."""

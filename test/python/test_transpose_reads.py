@@ -188,3 +188,22 @@ def test_widening_copy_into_swizzled_rows():
                                options={"tiling": tiling, "passes": passes}).artifacts["tile"]
     assert "swizzle = 5" in tile_ir
     emulate_against_reference(text, "gfx950", tiling=tiling, passes=passes)
+
+
+def test_transpose_reads_rows_eight_apart_meet_no_bank():
+    """A 16x16x32 MFMA's transpose reads of B reach stored rows k..k+3 and
+    k+8..k+11 in one clock of 64 banks (rows 0..3 alone on 32): in rows of 8
+    chunks no padding and no plain XOR swizzle (rows 8 apart share its phase)
+    leaves both bank counts free of conflicts; the swizzle's skew by row div 8
+    does (lds_banks.swizzled_byte). gfx950's default for f16 256^3 is this
+    block; executed against the reference engine."""
+    from test_amd_acceptance import emulate_against_reference
+
+    text = whole_problem_gemm(64, 64, 256, "f16", "f16")
+    tiling = "block=32,64,128 threads=256 stages=2"
+    tile_ir = tilemlir.compile(text, target="amdgpu:gfx950", emit="tile",
+                               options={"tiling": tiling}).artifacts["tile"]
+    (b_layout,) = [line for line in tile_ir.splitlines() if "tile.alloc_shared" in line and "128x64xf16" in line]
+    assert "transpose_read = true" in b_layout and "conflicts = 0" in b_layout, b_layout
+    assert "swizzle = " in b_layout and "pad = 0" in b_layout, b_layout
+    emulate_against_reference(text, "gfx950", tiling=tiling)

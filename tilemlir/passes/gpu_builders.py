@@ -219,12 +219,16 @@ def _byte_columns(rows: list[ir.Value]) -> list[ir.Value]:
 def swizzled_column(row: ir.Value, col: ir.Value, swizzle: int, row_elements: int,
                     element: ir.Type) -> ir.Value:
     """Where column `col` of row `row` of a shared buffer with XOR-swizzled
-    16-byte chunks is stored (lds_banks.swizzled_byte): col ^ ((row * s) mod C)
-    x the elements of a chunk, C the chunks per row (a power of two)."""
+    16-byte chunks is stored (lds_banks.swizzled_byte): col ^ (((row + k (row
+    div C)) * s) mod C) x the elements of a chunk, C the chunks per row (a
+    power of two), k = s div C."""
     if not swizzle:
         return col
     per_chunk = SWIZZLE_CHUNK_BYTES * 8 // bit_width(element)
     chunks = row_elements // per_chunk
+    if swizzle >= chunks:  # skewed: row + k (row div C)
+        run = arith.ShRUIOp(row, const_index(chunks.bit_length() - 1)).result
+        row = add(row, mul(run, swizzle // chunks))
     phase = arith.AndIOp(mul(row, swizzle), const_index(chunks - 1)).result
     return arith.XOrIOp(col, mul(phase, per_chunk)).result
 
