@@ -56,6 +56,9 @@ CASES = [
     ("gfx950", 200, 96, 136, "f8E4M3FN", "f16", "f32"),
     ("gfx942", 72, 137, 138, "f16", "f32", "f32"),
     ("gfx90a", 256, 256, 256, "f16", "f16", "f32"),
+    # gfx950's defaults whose B rows take a skewed XOR swizzle (lds_banks.swizzled_byte).
+    ("gfx950", 256, 256, 256, "f16", "f16", "f32"),
+    ("gfx950", 200, 96, 136, "f16", "f16", "f32"),
 ]
 
 
