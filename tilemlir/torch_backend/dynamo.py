@@ -835,12 +835,11 @@ def phase_planes(image: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tenso
 
 
 def _window_taps(layout: codegen.PhaseImage) -> int:
-    """The pixels each of a folded layout's rows reads: its fold's, and
-    where its row's zero channels are whole pixels at the fold's step (or any
-    number of them at step 1) as many more as they span, to be selected away
-    (_folded_rows)."""
-    taps = -(-layout.channels // layout.pixel_channels)
-    return taps if layout.fold_step == 1 or taps * layout.pixel_channels == layout.channels else layout.fold
+    """The pixels each of a folded layout's rows reads: where its zero
+    channels are whole pixels, the taps they span as well (read, then
+    selected away: _folded_rows), else its fold's."""
+    taps, spare = divmod(layout.channels, layout.pixel_channels)
+    return layout.fold if spare else taps
 
 
 def _folded_rows(pixels: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tensor:
@@ -850,28 +849,27 @@ def _folded_rows(pixels: torch.Tensor, layout: codegen.PhaseImage) -> torch.Tens
     images; in each, every sw-th pixel and the fold - 1 fold_step apart to
     its right, (tap, channel), then zeros. Each window is read straight from
     the pixels in 8-byte words (a pixel's channels are whole words) through
-    a strided view. Where the zeros are whole taps of the window (_window_taps)
-    one select writes whole rows, the words past the fold read and replaced
-    by zeros (selected, never multiplied: an inf there is no NaN); else one
-    copy writes the windows and one fill the zeros."""
+    a strided view. Where the zeros are whole taps of the window one select
+    writes whole rows, the taps past the fold read and replaced by zeros
+    (selected, never multiplied: an inf there is no NaN); else one copy
+    writes the windows and one fill the zeros."""
     batch, high, wide, _ = pixels.shape
     (sh, sw), fold, step, planes = layout.stride, layout.fold, layout.fold_step, layout.planes[0]
-    cells_h, cells_w = high // sh, (wide - (_window_taps(layout) - 1) * step) // sw
+    taps = _window_taps(layout)
+    cells_h, cells_w = high // sh, (wide - (taps - 1) * step) // sw
     words, row = layout.pixel_channels // 4, wide * layout.pixel_channels // 4  # 8-byte words: a pixel's, a row's
-    row_words, fold_words = layout.channels // 4, fold * words
     source = pixels.contiguous().view(torch.int64)
-    cells, cell_strides = (planes, batch, cells_h, cells_w), (row, high * row, sh * row, sw * words)
+    cells = (planes, batch, cells_h, cells_w)
+    windows = source.as_strided(cells + (taps, words), (row, high * row, sh * row, sw * words, step * words, 1),
+                                source.storage_offset())
     rows = pixels.new_empty(planes * batch * cells_h * cells_w, layout.channels)
-    target = rows.view(torch.int64).view(*cells, row_words)
-    if _window_taps(layout) > fold:  # whole rows selected
-        taps, tap_strides = ((row_words,), (1,)) if step == 1 else ((row_words // words, words), (step * words, 1))
-        windows = source.as_strided(cells + taps, cell_strides + tap_strides, source.storage_offset())
-        kept = (torch.arange(row_words, device=pixels.device) < fold_words).view(taps)
-        torch.where(kept, windows, source.new_zeros(()), out=target.view(cells + taps))
+    target = rows.view(torch.int64).view(*cells, layout.channels // 4)
+    if taps > fold:  # whole rows selected
+        kept = (torch.arange(taps, device=pixels.device) < fold).view(taps, 1)
+        torch.where(kept, windows, source.new_zeros(()), out=target.view(cells + (taps, words)))
         return rows
-    windows = source.as_strided(cells + (fold, words), cell_strides + (step * words, 1), source.storage_offset())
-    target[..., :fold_words].unflatten(-1, (fold, words)).copy_(windows)
-    target[..., fold_words:].zero_()
+    target[..., :fold * words].unflatten(-1, (fold, words)).copy_(windows)
+    target[..., fold * words:].zero_()
     return rows
 
 
