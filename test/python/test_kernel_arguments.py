@@ -25,6 +25,7 @@ import functools
 import importlib.util
 import json
 import os
+import struct
 import sys
 from pathlib import Path
 
@@ -274,24 +275,38 @@ def test_what_a_launcher_cannot_pass_is_refused_where_it_is(target, text, messag
 
 
 class RecordingDriver:
-    """Stands in for cuda_launch's driver: records cuLaunchKernel's parameters as bytes."""
+    """Stands in for cuda_launch's driver: records cuLaunchKernel's parameters
+    as bytes; its cuTensorMapEncodeTiled writes the global address, the data
+    type and the box into the map's first 16 bytes, and counts the encodings."""
 
     def __init__(self):
-        self.launches = []
+        self.launches, self.encodings = [], 0
 
     def check(self, name, *args):
         if name == "cuLaunchKernel":
             array, sizes = args[-2], self.sizes
             self.launches.append([ctypes.string_at(array[i], size) for i, size in enumerate(sizes)])
+        elif name == "cuTensorMapEncodeTiled":
+            address, dtype, _, pointer, _, _, box = args[:7]
+            assert address.value % 64 == 0  # CUtensorMap's alignment
+            fields = (pointer.value, dtype.value, box[0], box[1])
+            ctypes.memmove(address.value, struct.pack("<QIHH", *fields), 16)
+            self.encodings += 1
+
+
+def parameter_sizes(launcher, kinds: list[str]) -> list[int]:
+    """The bytes of each PTX parameter type, as the launcher packs them."""
+    return [launcher.TENSOR_MAP_BYTES if kind == launcher.TENSOR_MAP_KIND
+            else ctypes.sizeof(launcher.PARAM_CTYPES[kind.split(".")[0]]) for kind in kinds]
 
 
 def _recorded_launch(metadata: dict, arguments: list) -> list[bytes]:
     launcher = _launcher()
     module = launcher.CudaModule.__new__(launcher.CudaModule)
-    module.metadata, module.functions, module.tensor_maps = metadata, {}, {}
+    module.metadata, module.functions = metadata, {}
     module.driver = RecordingDriver()
     (launch,) = metadata["functions"][0]["launches"]
-    module.driver.sizes = [ctypes.sizeof(launcher.PARAM_CTYPES[p.split(".")[0]]) for p in launch["params"]]
+    module.driver.sizes = parameter_sizes(launcher, launch["params"])
     module.functions[launch["kernel"]] = ctypes.c_void_p(1)
     module.launch(None, arguments, stream=0)
     return module.driver.launches[0]
@@ -440,7 +455,7 @@ STATIC = {"functions": [{
                   "arguments": [1, 0, {"extent": {"argument": 1, "axis": 1}}, {"constant": 7},
                                 {"tensor_map": {"source": {"argument": 1}, "shape": [8, 16], "box": [8, 16],
                                                 "dtype": "f16", "swizzle": 0}}, 1],
-                  "params": ["u64.ptr", "u64.ptr", "u32", "u64", "u64", "u64.ptr"]}]}]}
+                  "params": ["u64.ptr", "u64.ptr", "u32", "u64", "b8[128]", "u64.ptr"]}]}]}
 
 
 class FakeTensor(FakeArray):
@@ -457,10 +472,10 @@ def test_tensor_launcher_packs_what_the_general_launch_packs():
     parameter, grid, block, shared memory and stream, call after call."""
     launcher = _launcher()
     module = launcher.CudaModule.__new__(launcher.CudaModule)
-    module.metadata, module.functions, module.tensor_maps, module._launchers = STATIC, {}, {}, {}
+    module.metadata, module.functions, module._launchers = STATIC, {}, {}
     module.driver = RecordingDriver()
     (launch,) = STATIC["functions"][0]["launches"]
-    module.driver.sizes = [ctypes.sizeof(launcher.PARAM_CTYPES[p.split(".")[0]]) for p in launch["params"]]
+    module.driver.sizes = parameter_sizes(launcher, launch["params"])
     module.driver.lib = RecordingLib(module.driver.sizes)
     module.functions["k"] = ctypes.c_void_p(1)
     fast = module.tensor_launcher(None)
@@ -474,6 +489,13 @@ def test_tensor_launcher_packs_what_the_general_launch_packs():
         assert packed == module.driver.launches[-1]
         assert (dims, shared, stream) == ([3, 2, 1, 128, 1, 1], 4096, 0x77)
         assert packed[0] == pointers[1].to_bytes(8, "little") and packed[2] == (16).to_bytes(4, "little")
+        # The tensor map of argument 1 travels by value: 128 bytes, encoded
+        # for this call's pointer (f16 is CUtensorMapDataType 6; box 16 x 8).
+        assert len(packed[4]) == 128 and packed[4][:16] == struct.pack("<QIHH", pointers[1], 6, 16, 8)
+    # The same pointers again: the fast launcher's map is not encoded again.
+    encodings = module.driver.encodings
+    fast(tensors, 0x77)
+    assert module.driver.encodings == encodings and module.driver.lib.launches[-1][3] == packed
     with pytest.raises(launcher.CudaError, match=r"argument 1: shape \[8, 8\], the kernel was compiled for \[8, 16\]"):
         fast([FakeTensor((5, 4), f32, 1), FakeTensor((8, 8), f16, 2)], 0)
     with pytest.raises(launcher.CudaError, match="argument 0: dtype torch.float16, the kernel was compiled for"):
@@ -488,8 +510,18 @@ def test_tensor_map_of_an_unaligned_address_is_refused_with_its_argument():
     # TMA needs the tensor's address 16-byte aligned: a view starting 2 bytes
     # in is refused before the driver is asked, naming the argument.
     launcher = _launcher()
-    module = launcher.CudaModule.__new__(launcher.CudaModule)
-    module.tensor_maps = {}
     spec = {"source": {"argument": 2}, "dtype": "f16", "shape": [256, 256], "box": [128, 64], "swizzle": 128}
+    parameter = launcher._tensor_map_parameter(launcher.TENSOR_MAP_KIND, "k", 3)
     with pytest.raises(launcher.CudaError, match=r"argument 2: .*TMA.*16-byte aligned \(it is 0x1002\)"):
-        module._tensor_map(spec, [0x1000, 0x2000, 0x1002])
+        parameter.encode(RecordingDriver(), spec, [0x1000, 0x2000, 0x1002])
+    assert parameter.pointer is None
+
+
+def test_tensor_map_passed_as_a_pointer_is_refused_as_earlier_ptx():
+    # PTX from before nvidia-tensor-maps-by-value took the map's address (.u64):
+    # the launcher says to compile again rather than pass what the kernel does not read.
+    launcher = _launcher()
+    with pytest.raises(launcher.CudaError, match=r"k: parameter 4 is a TMA tensor map of PTX type \.u64, "
+                                                 r"but this launcher passes tensor maps by value \(\.b8\[128\]\)"
+                                                 r".*compile the kernel again"):
+        launcher._tensor_map_parameter("u64", "k", 4)

@@ -138,6 +138,10 @@ def test_wgmma_kernel_takes_tensor_maps():
          "swizzle": 128},
         {"source": {"argument": 2}, "dtype": "f16", "shape": [200, 328], "box": [128, 64],
          "swizzle": 128}]
+    # Each map is a 128-byte grid-constant parameter (nvidia-tensor-maps-by-value),
+    # which the TMA instructions address through cvta.param.
+    assert launch["params"] == ["u64.ptr"] * 3 + ["b8[128]"] * 3
+    assert kernel.ptx.count(".param .align 64 .b8") == 3 and "cvta.param.u64" in kernel.ptx
     assert kernel.ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") >= 4
     assert "cp.async.bulk.tensor.2d" in kernel.ptx and "mma.sync" not in kernel.ptx
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in kernel.ptx and "st.global" not in kernel.ptx

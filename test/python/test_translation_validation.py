@@ -123,6 +123,9 @@ BEYOND_REFERENCE = {
                                   "test_expand_math.py compiles every math op with llc for each chip"),
     "nvidia-dynamic-shared-extern": ("changes a global's linkage in the LLVM dialect; the PTX is "
                                      "checked by test/Backends/nvidia and run on an H200 by bench/gemm.py"),
+    "nvidia-tensor-maps-by-value": ("changes argument attributes in the LLVM dialect; the PTX is checked "
+                                    "by test/Backends/nvidia/tensor-maps-by-value.mlir and test_nvidia.py, "
+                                    "and run on an H200 by bench/device_check.py"),
     "nvidia-dynamic-memref-arguments": ("rewrites GPU-level IR; test_kernel_arguments.py runs it in the "
                                         "emulator before and after, and its PTX on an H200"),
 }

@@ -13,6 +13,9 @@ Each kernel parameter is packed as its PTX type says (the metadata's
 `params`, read from the PTX's `.entry`): pointers and 64-bit integers as 8
 bytes, `.f32` as a float, `.u32` as 4 bytes, and so on; the dynamic extents
 of dynamic-shape arguments come from the arrays' shapes (toolchain.launch_metadata).
+A TMA tensor map is a 128-byte parameter (`.b8[128]`: the backend passes it
+by value, nvidia-tensor-maps-by-value), encoded on the host from its
+argument's pointer: nothing is allocated on the device for it.
 
 It talks to libcuda through ctypes and works in the primary context of the
 device, the one PyTorch uses, so torch tensors' pointers can be passed
@@ -48,6 +51,7 @@ TENSOR_MAP_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
 TENSOR_MAP_L2_PROMOTION_128B = 2
 TENSOR_MAP_OOB_ZEROS = 0
 TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN = 128, 64
+TENSOR_MAP_KIND = f"b8[{TENSOR_MAP_BYTES}]"  # its PTX parameter type (toolchain.entry_parameters)
 TENSOR_MAP_ADDRESS_ALIGN = 16  # cuTensorMapEncodeTiled: globalAddress 16-byte aligned (CUDA Driver API)
 # This module imports nothing of tilemlir (see above), so it keeps its own copy of
 # the widths of tilemlir.dialects.element_types; test_element_types checks they agree.
@@ -135,7 +139,6 @@ class CudaModule:
             raise CudaError(f"cuModuleLoadDataEx failed: {self.driver.error_name(code)}\n"
                             f"{log.value.decode(errors='replace')}")
         self.functions: dict[str, ctypes.c_void_p] = {}
-        self.tensor_maps: dict[tuple, ctypes.c_uint64] = {}  # (spec, pointer) -> device copy
         self._launchers: dict[str, _TensorLauncher | None] = {}
         for function in metadata["functions"]:
             for launch in function["launches"]:
@@ -191,9 +194,15 @@ class CudaModule:
                 self._memset(launch["memset"], values, arguments, params, stream)
                 continue
             kinds = launch.get("params") or ["u64"] * len(launch["arguments"])
-            packed = [_packed(self._argument(spec, values, arguments), kind, launch["kernel"], n)
-                      for n, (spec, kind) in enumerate(zip(launch["arguments"], kinds))]
-            array = (ctypes.c_void_p * max(1, len(packed)))(*[ctypes.addressof(v) for v in packed])
+            packed = []
+            for n, (spec, kind) in enumerate(zip(launch["arguments"], kinds)):
+                if isinstance(spec, dict) and "tensor_map" in spec:
+                    value = _tensor_map_parameter(kind, launch["kernel"], n)
+                    value.encode(self.driver, spec["tensor_map"], values)
+                else:
+                    value = _packed(self._argument(spec, values, arguments), kind, launch["kernel"], n)
+                packed.append(value)
+            array = (ctypes.c_void_p * max(1, len(packed)))(*map(_address, packed))
             (gx, gy, gz), (bx, by, bz) = launch["grid"], launch["block"]
             self.driver.check("cuLaunchKernel", self._function(launch), gx, gy, gz, bx, by, bz,
                               launch["dynamic_shared_bytes"], ctypes.c_void_p(stream), array, None)
@@ -235,8 +244,6 @@ class CudaModule:
         """The value of one kernel parameter (toolchain.launch_metadata's forms)."""
         if isinstance(spec, int):
             return values[spec]
-        if "tensor_map" in spec:
-            return self._tensor_map(spec["tensor_map"], values)
         if "constant" in spec:
             return spec["constant"]
         extent = spec["extent"]
@@ -248,56 +255,68 @@ class CudaModule:
         return int(shape[extent["axis"]])
 
     def close(self) -> None:
-        """Frees the device copies of the tensor maps made for launches (one
-        per distinct argument pointer; 128 bytes each) and unloads the module."""
-        for device in self.tensor_maps.values():
-            self.driver.check("cuMemFree_v2", device)
-        self.tensor_maps.clear()
+        """Unloads the module."""
         self._launchers.clear()
         if self.handle.value:
             self.driver.check("cuModuleUnload", self.handle)
             self.handle = ctypes.c_void_p()
             self.functions.clear()
 
-    def _tensor_map(self, spec: dict, pointers: list[int]) -> int:
-        """Device memory holding the CUtensorMap of `spec` (a TMA box over a
-        row-major 2-D argument, see tilemlir.backends.nvidia.wgmma), made once
-        per argument pointer."""
+
+class _TensorMapParameter:
+    """One CUtensorMap kernel parameter (`.param .align 64 .b8 [128]`): the
+    map of `spec` (a TMA box over a row-major 2-D argument, see
+    tilemlir.backends.nvidia.wgmma) in 64-byte aligned host memory, encoded
+    again only when its argument's pointer changes. cuLaunchKernel copies
+    it into the kernel's parameters, and a CUDA graph keeps that copy."""
+
+    def __init__(self):
+        self.raw = ctypes.create_string_buffer(TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN)
+        self.address = -(-ctypes.addressof(self.raw) // TENSOR_MAP_ALIGN) * TENSOR_MAP_ALIGN
+        self.pointer: int | None = None
+
+    def encode(self, driver: _Driver, spec: dict, pointers: list[int]) -> None:
         pointer = pointers[spec["source"]["argument"]]
+        if pointer == self.pointer:
+            return
         if pointer % TENSOR_MAP_ADDRESS_ALIGN:
             raise CudaError(f"argument {spec['source']['argument']}: the kernel reads or writes it by TMA, "
                             f"which needs its address {TENSOR_MAP_ADDRESS_ALIGN}-byte aligned (it is "
                             f"{pointer:#x}); pass a tensor that starts on such an address (a fresh one does)")
-        # The spec is the metadata's own dict, alive as long as this module.
-        key = (id(spec), pointer)
-        if key not in self.tensor_maps:
-            rows, cols = spec["shape"]
-            box_rows, box_cols = spec["box"]
-            size = ELEMENT_BYTES[spec["dtype"]]
-            raw = ctypes.create_string_buffer(TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN)
-            address = -(-ctypes.addressof(raw) // TENSOR_MAP_ALIGN) * TENSOR_MAP_ALIGN
-            u64, u32 = ctypes.c_uint64, ctypes.c_uint32
-            self.driver.check("cuTensorMapEncodeTiled", ctypes.c_void_p(address),
-                              ctypes.c_int(TENSOR_MAP_TYPES[spec["dtype"]]), u32(2),
-                              ctypes.c_void_p(pointer), (u64 * 2)(cols, rows), (u64 * 1)(cols * size),
-                              (u32 * 2)(box_cols, box_rows), (u32 * 2)(1, 1), ctypes.c_int(0),
-                              ctypes.c_int(TENSOR_MAP_SWIZZLE[spec["swizzle"]]),
-                              ctypes.c_int(TENSOR_MAP_L2_PROMOTION_128B),
-                              ctypes.c_int(TENSOR_MAP_OOB_ZEROS))
-            device = ctypes.c_uint64()
-            self.driver.check("cuMemAlloc_v2", ctypes.byref(device), ctypes.c_size_t(TENSOR_MAP_BYTES))
-            self.driver.check("cuMemcpyHtoD_v2", device, ctypes.c_void_p(address),
-                              ctypes.c_size_t(TENSOR_MAP_BYTES))
-            self.tensor_maps[key] = device
-        return self.tensor_maps[key].value
+        rows, cols = spec["shape"]
+        box_rows, box_cols = spec["box"]
+        size = ELEMENT_BYTES[spec["dtype"]]
+        u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+        self.pointer = None  # until the driver has encoded it
+        driver.check("cuTensorMapEncodeTiled", ctypes.c_void_p(self.address),
+                     ctypes.c_int(TENSOR_MAP_TYPES[spec["dtype"]]), u32(2),
+                     ctypes.c_void_p(pointer), (u64 * 2)(cols, rows), (u64 * 1)(cols * size),
+                     (u32 * 2)(box_cols, box_rows), (u32 * 2)(1, 1), ctypes.c_int(0),
+                     ctypes.c_int(TENSOR_MAP_SWIZZLE[spec["swizzle"]]),
+                     ctypes.c_int(TENSOR_MAP_L2_PROMOTION_128B),
+                     ctypes.c_int(TENSOR_MAP_OOB_ZEROS))
+        self.pointer = pointer
+
+
+def _tensor_map_parameter(kind: str, kernel: str, position: int) -> _TensorMapParameter:
+    if kind != TENSOR_MAP_KIND:
+        raise CudaError(f"{kernel}: parameter {position} is a TMA tensor map of PTX type .{kind}, but this "
+                        f"launcher passes tensor maps by value (.{TENSOR_MAP_KIND}); the PTX comes from an "
+                        "earlier tilemlir: compile the kernel again")
+    return _TensorMapParameter()
+
+
+def _address(value) -> int:
+    """Where cuLaunchKernel reads a packed parameter from."""
+    return value.address if isinstance(value, _TensorMapParameter) else ctypes.addressof(value)
 
 
 class _TensorLauncher:
     """`CudaModule.tensor_launcher`: one entry's launches with their parameter
     buffers made once. Per call: each tensor's shape, dtype, device and
     layout checked against the compiled ones, its pointer written where the
-    kernels read it, tensor maps looked up by pointer, one cuLaunchKernel per
-    launch."""
+    kernels read it, its tensor maps encoded again where it moved, one
+    cuLaunchKernel per launch."""
 
     def __init__(self, module: CudaModule, function: dict):
         import sys
@@ -312,7 +331,7 @@ class _TensorLauncher:
             self.expected.append((tuple(p["shape"]), dtype if dtype is not None else f"({p['dtype']}: no torch type)"))
         self.lock = threading.Lock()  # the buffers are shared: one call writes and launches at a time
         self.pointers: list[list] = [[] for _ in params]   # the buffers each argument's pointer goes to
-        self.maps: list[tuple[dict, ctypes.c_uint64]] = []  # tensor-map parameters, by spec
+        self.maps: list[tuple[dict, _TensorMapParameter]] = []  # tensor-map parameters, by spec
         self.launches = []
         for launch in function["launches"]:
             kinds = launch.get("params") or ["u64"] * len(launch["arguments"])
@@ -322,7 +341,7 @@ class _TensorLauncher:
                     value = _packed(0, kind, launch["kernel"], n)
                     self.pointers[spec].append(value)
                 elif "tensor_map" in spec:
-                    value = _packed(0, kind, launch["kernel"], n)
+                    value = _tensor_map_parameter(kind, launch["kernel"], n)
                     self.maps.append((spec["tensor_map"], value))
                 elif "constant" in spec:
                     value = _packed(spec["constant"], kind, launch["kernel"], n)
@@ -331,7 +350,7 @@ class _TensorLauncher:
                     value = _packed(int(params[extent["argument"]]["shape"][extent["axis"]]), kind,
                                     launch["kernel"], n)
                 values.append(value)
-            array = (ctypes.c_void_p * max(1, len(values)))(*[ctypes.addressof(v) for v in values])
+            array = (ctypes.c_void_p * max(1, len(values)))(*map(_address, values))
             (gx, gy, gz), (bx, by, bz) = launch["grid"], launch["block"]
             dims = [ctypes.c_uint(d) for d in (gx, gy, gz, bx, by, bz)]
             self.launches.append((module._function(launch), dims, ctypes.c_uint(launch["dynamic_shared_bytes"]),
@@ -352,8 +371,8 @@ class _TensorLauncher:
             for index, pointer in enumerate(pointers):
                 for value in self.pointers[index]:
                     value.value = pointer
-            for spec, value in self.maps:
-                value.value = self.module._tensor_map(spec, pointers)
+            for spec, parameter in self.maps:
+                parameter.encode(self.module.driver, spec, pointers)
             for function, dims, shared, _, array in self.launches:
                 code = self.call(function, *dims, shared, handle, array, None)
                 if code != 0:

@@ -116,9 +116,9 @@ class GraphedForward:
             with torch.cuda.stream(side):
                 self.forward(*self.buffers)
             torch.cuda.current_stream().wait_stream(side)
-            # Relaxed: a kernel's first launch with a new tensor map allocates and
-            # fills it (runtime/cuda_launch.py) as the capture records the launch.
-            with torch.cuda.graph(graph, capture_error_mode="relaxed"):
+            # The launches allocate nothing (tensor maps travel as kernel
+            # parameters, runtime/cuda_launch.py): torch's default capture mode.
+            with torch.cuda.graph(graph):
                 try:
                     self.outputs = self.forward(*self.buffers)
                 except Exception as error:  # the first failure: ending the capture raises another

@@ -21,5 +21,5 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // DUMP-NOT: tile-pipeline
 // DUMP: gpu: builtin.module(tile-lower-to-gpu{target=nvidia:sm_90a}
 // DUMP: gpu-to-nvvm: builtin.module(gpu-check-input{target=nvidia:sm_90a},nvidia-dynamic-memref-arguments,nvvm-attach-target{chip=sm_90a
-// DUMP-SAME: ,nvidia-dynamic-shared-extern)
+// DUMP-SAME: ,nvidia-dynamic-shared-extern,nvidia-tensor-maps-by-value)
 // DUMP: ptx: builtin.module(gpu-module-to-binary{format=isa}){{$}}

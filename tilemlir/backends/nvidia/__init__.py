@@ -60,7 +60,8 @@ BACKEND = Backend(
     report_stage="ptx",
     passes={"nvidia-dynamic-shared-extern": "tilemlir.backends.nvidia.dynamic_shared:NvidiaDynamicSharedExtern",
             "nvidia-dynamic-memref-arguments":
-                "tilemlir.backends.nvidia.dynamic_arguments:NvidiaDynamicMemrefArguments"},
+                "tilemlir.backends.nvidia.dynamic_arguments:NvidiaDynamicMemrefArguments",
+            "nvidia-tensor-maps-by-value": "tilemlir.backends.nvidia.tensor_map_params:NvidiaTensorMapsByValue"},
     check_mma_row=check_mma_row,
     matrix_core="tilemlir.backends.nvidia.wgmma:NvidiaMatrixCore",
     lowering_hooks="tilemlir.backends.nvidia.wgmma:NvidiaLoweringHooks",

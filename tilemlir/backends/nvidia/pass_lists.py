@@ -2,7 +2,7 @@
 
     tile IR --TILE_PIPELINE--> GPU-level IR (gpu.func, nvgpu.mma.sync, ldmatrix, cp.async)
         --gpu-check-input, nvidia-dynamic-memref-arguments, GPU_TO_NVVM,
-          nvidia-dynamic-shared-extern--> LLVM + NVVM dialects
+          nvidia-dynamic-shared-extern, nvidia-tensor-maps-by-value--> LLVM + NVVM dialects
         --TO_BINARY--> PTX text (LLVM's NVPTX backend, in process)
 
 The stages that run these are in stages.py: `tile` stops before
@@ -70,6 +70,9 @@ DYNAMIC_MEMREF_ARGUMENTS = "nvidia-dynamic-memref-arguments"
 # After the conversion: the dynamic shared memory global as PTX needs it
 # (dynamic_shared.py); on the builtin.module.
 DYNAMIC_SHARED_EXTERN = "nvidia-dynamic-shared-extern"
+# After the conversion: TMA tensor maps as 128-byte grid-constant kernel
+# parameters, which the launcher encodes (tensor_map_params.py).
+TENSOR_MAPS_BY_VALUE = "nvidia-tensor-maps-by-value"
 
 
 def gpu_to_nvvm_pipeline(chip: str, features: str = PTX_FEATURES, index_bits: int = 64,
@@ -78,9 +81,9 @@ def gpu_to_nvvm_pipeline(chip: str, features: str = PTX_FEATURES, index_bits: in
     `check` first (gpu-check-input with its target: NVPTX aborts on a symbol
     PTX cannot spell, and serialization reads a target's `link` files),
     DYNAMIC_MEMREF_ARGUMENTS, the attached target, GPU_TO_NVVM in every
-    gpu.module, then DYNAMIC_SHARED_EXTERN."""
+    gpu.module, then DYNAMIC_SHARED_EXTERN and TENSOR_MAPS_BY_VALUE."""
     nested = ",".join(step.format(index_bits=index_bits) for step in GPU_TO_NVVM)
     steps = [check] if check else []
     steps += [DYNAMIC_MEMREF_ARGUMENTS, ATTACH_TARGET.format(chip=chip, features=features),
-              f"gpu.module({nested})", DYNAMIC_SHARED_EXTERN]
+              f"gpu.module({nested})", DYNAMIC_SHARED_EXTERN, TENSOR_MAPS_BY_VALUE]
     return f"builtin.module({','.join(steps)})"

@@ -1,7 +1,8 @@
 """The nvidia stages: tile, gpu (shared, without tile-pipeline), then ptx.
 
     gpu --ptx--> gpu-check-input, nvidia-dynamic-memref-arguments, GPU_TO_NVVM,
-                 nvidia-dynamic-shared-extern (one pipeline, "gpu-to-nvvm"), then
+                 nvidia-dynamic-shared-extern, nvidia-tensor-maps-by-value (one
+                 pipeline, "gpu-to-nvvm"), then
                  TO_BINARY ("ptx"): PTX text
 
 The launch metadata (toolchain.launch_metadata) is read from the GPU-level IR
