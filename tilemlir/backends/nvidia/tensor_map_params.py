@@ -65,8 +65,8 @@ def pass_tensor_maps_by_value(module: ir.Operation, state: PassState) -> None:
         for position in positions:
             if position >= len(arguments) or str(arguments[position].type) != "!llvm.ptr" or len(old[position]):
                 state.error(op, f"internal error in pass nvidia-tensor-maps-by-value: argument {position} "
-                                "of this kernel is named a tensor map in tile.kernel_arguments but is not "
-                                "a bare !llvm.ptr argument without attributes")
+                                f"of this kernel is named a tensor map in {attributes.KERNEL_ARGUMENTS.name} "
+                                "but is not a bare !llvm.ptr argument without attributes")
                 break
             old[position] = by_value
         else:
