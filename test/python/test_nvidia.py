@@ -477,3 +477,77 @@ def test_an_epilogue_fragment_counts_only_while_it_lives():
         (launch,) = result.report["functions"][0]["launches"]
         assert launch["block"] == [launched, 1, 1], kernel
         assert "wgmma.mma_async" in result.artifact
+
+
+# Two 64x64 f16 operands (rows of one 128-byte line) of a 2-stage cp.async
+# loop of 8 iterations; {extra} may add another use of B's buffer after the loop.
+BOXING_KERNEL = """
+func.func @k(%A: memref<128x512xf16>, %B: memref<512x64xf16>, %C: memref<128x64xf16>, %D: memref<64x64xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index, %by: index, %bz: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %zero = arith.constant 0.0 : f32
+    %a_s = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    %b_s = "tile.alloc_shared"() : () -> memref<64x64xf16, #gpu.address_space<workgroup>>
+    %acc = "tile.alloc_fragment"() : () -> memref<64x64xf32, #gpu.address_space<private>>
+    "tile.fill"(%acc, %zero) : (memref<64x64xf32, #gpu.address_space<private>>, f32) -> ()
+    %row0 = arith.muli %by, %c64 : index
+    scf.for %kb = %c0 to %c8 step %c1 {
+      %k0 = arith.muli %kb, %c64 : index
+      "tile.copy"(%A, %a_s, %row0, %k0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<128x512xf16>, memref<64x64xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+      "tile.copy"(%B, %b_s, %k0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<512x64xf16>, memref<64x64xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+      "tile.gemm"(%a_s, %b_s, %acc) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<64x64xf16, #gpu.address_space<workgroup>>, memref<64x64xf16, #gpu.address_space<workgroup>>, memref<64x64xf32, #gpu.address_space<private>>) -> ()
+    } {tile.num_stages = 2 : i64}
+    "tile.copy"(%acc, %C, %row0, %c0) {operandSegmentSizes = array<i32: 1, 1, 0, 2>} : (memref<64x64xf32, #gpu.address_space<private>>, memref<128x64xf16>, index, index) -> ()
+    {extra}
+    gpu.yield
+  }) {grid = array<i64: 1, 2, 1>, threads = 128 : i64} : () -> ()
+  return
+}
+"""
+
+
+def _shared_storage(text: str, **options) -> list[dict]:
+    """The tile.shared_storage entries of the kernel `text` compiles to (GPU-level IR)."""
+    import re
+
+    import tilemlir
+
+    gpu = tilemlir.compile(text, target="nvidia:sm_90a", emit="gpu", options=options).artifact
+    (storage,) = re.findall(r"tile\.shared_storage = (\[[^\]]*\])", gpu)
+    # MLIR prints each entry's quotes as \22.
+    return [json.loads(entry.replace("\\22", '"')) for entry in re.findall(r'"([^"]*)"', storage)]
+
+
+@needs_mlir
+def test_cp_async_operands_in_whole_lines_are_boxed():
+    """A pipelined operand written only by the loop's cp.async and read only
+    by ldmatrix, in rows of whole 128-byte lines, is stored as 128-byte-swizzled
+    boxes (no padding). Once the program also reads B after the loop, the loop
+    is not pipelined and both keep logical rows, padded, which the read-back's
+    own indices address."""
+    mma_sync = {"select": "prefer=mma.sync"}
+    boxed = _shared_storage(BOXING_KERNEL.replace("{extra}", ""), **mma_sync)
+    assert [(e["buffer"], e["pad"], e.get("swizzle")) for e in boxed] == \
+        [(0, 0, "128-byte (boxes)"), (1, 0, "128-byte (boxes)")]
+    assert [e["bytes"] for e in boxed] == [2 * 64 * 64 * 2] * 2
+    read_back = ('"tile.copy"(%b_s, %D, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 0, 2>} : '
+                 '(memref<64x64xf16, #gpu.address_space<workgroup>>, memref<64x64xf16>, index, index) -> ()')
+    both = _shared_storage(BOXING_KERNEL.replace("{extra}", read_back), **mma_sync)
+    assert [(e["buffer"], e["pad"], e.get("swizzle")) for e in both] == \
+        [(0, 8, None), (1, 8, None)]
+
+
+@needs_mlir
+def test_eight_bit_operands_boxed_only_where_ldmatrix_reads_them():
+    """8-bit operands with K contiguous are read by ldmatrix and boxed; an
+    8-bit B stored K x N is read with plain byte loads at logical indices and
+    keeps padded rows."""
+    bench = _load(REPO / "bench" / "gemm.py", "bench_gemm")
+    for transpose_b, b_swizzle in ((True, "128-byte (boxes)"), (False, None)):
+        entries = _shared_storage(bench.gemm_text(16, 1024, 1024, "fp8", transpose_b),
+                                  tiling="block=32,128,128 threads=128 stages=3", select="prefer=mma.sync")
+        assert [e.get("swizzle") for e in entries] == ["128-byte (boxes)", b_swizzle], entries

@@ -1,6 +1,9 @@
 // f16 GEMM for sm_90a: warp-level mma.sync fed by ldmatrix (.trans for B stored
-// K x N), global -> shared through cp.async in a 3-stage pipeline, rows of the
-// dynamic shared memory padded by 16 bytes.
+// K x N), global -> shared through cp.async in a 2-stage pipeline. A's slots
+// (rows of 32 f16, 64 bytes) are padded by 16 bytes a row; B's (rows of 128
+// f16, two 128-byte lines) are boxes of 128-byte lines whose 16-byte chunks are
+// XOR-swizzled by row, written by cp.async and read by ldmatrix at the same
+// swizzled places.
 //
 // The 128x128 block of 4 warps is given: the cost model would spread this
 // small GEMM over 32x32 blocks (test/python/test_nvidia.py compiles that).
@@ -17,12 +20,17 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 }
 
 // GPU-LABEL: func.func @gemm
-// GPU: gpu.launch_func @gemm_kernels::@gemm_kernel0 blocks in ({{.*}}) threads in ({{.*}}) dynamic_shared_memory_size %c37888_i32
+// 2 x 128 x 40 x 2 bytes of A, then 2 x 32 x 128 x 2 bytes of B:
+// GPU: gpu.launch_func @gemm_kernels::@gemm_kernel0 blocks in ({{.*}}) threads in ({{.*}}) dynamic_shared_memory_size %c36864_i32
 // GPU: gpu.func @gemm_kernel0
 // GPU: gpu.dynamic_shared_memory
 // GPU: memref.view {{.*}} to memref<2x128x40xf16, #gpu.address_space<workgroup>>
 // 256 is a multiple of the block: the copies are in bounds, no byte counts or selects.
 // GPU: nvgpu.device_async_copy {{.*}}, 8 {bypassL1}
+// GPU: %[[B:.*]] = memref.view %{{.*}}[%c20480][] : {{.*}} to memref<32x128xf16, #gpu.address_space<workgroup>>
+// GPU: memref.collapse_shape %[[B]] {{\[\[}}0, 1]] : memref<32x128xf16, #gpu.address_space<workgroup>> into memref<4096xf16
+// GPU: arith.xori
+// GPU: nvgpu.device_async_copy %arg1{{.*}} to memref<4096xf16, #gpu.address_space<workgroup>>
 // GPU: nvgpu.device_async_create_group
 // GPU: scf.for
 // GPU: nvgpu.device_async_wait {{.*}} {numGroups = 0 : i32}

@@ -52,7 +52,6 @@ from tilemlir.passes.lower_to_gpu.api import (
     udiv,
     urem,
 )
-from tilemlir.passes.shared_memory import SharedLayout
 from tilemlir.passes.software_pipeline import stages_for_trips
 
 CHUNK_BYTES = 16  # cp.async.cg copies 16 bytes
@@ -191,12 +190,12 @@ def lower_pipelined_loop(core, lowering: KernelLowering, op: ir.Operation) -> bo
             lowering.lower_op(inner)
         tokens = []
         for copy in plan.copies:
-            tokens.extend(async_copy(lowering, copy, slot_destination(core.stage_views[copy.operands[1]], slot)))
+            tokens.extend(async_copy(lowering, copy, core.async_destination(copy.operands[1], slot)))
         return nvgpu.DeviceAsyncCreateGroupOp(tokens).result
 
     def bind(slot: ir.Value) -> None:
         for buffer in plan.buffers:
-            lowering.bind_shared(buffer, slot_view(core.stage_views[buffer], slot), SharedLayout())
+            lowering.bind_shared(buffer, core.slot_view(buffer, slot), core.slot_layout(buffer))
 
     def next_slot_ready() -> None:  # this thread's copies of the next slot landed, and everybody's
         nvgpu.DeviceAsyncWaitOp(group, numGroups=stages - 2)
@@ -241,7 +240,7 @@ def lower_pipelined_loop(core, lowering: KernelLowering, op: ir.Operation) -> bo
         scf.YieldOp(fragment_values(carried) + registers)
     rebind_fragments(carried, list(loop.results)[:len(flat)])
     for buffer in plan.buffers:
-        lowering.bind_shared(buffer, core.first_slot[buffer], SharedLayout())
+        lowering.bind_shared(buffer, core.first_slot[buffer], core.slot_layout(buffer))
     nvgpu.DeviceAsyncWaitOp(group, numGroups=0)
     return True
 

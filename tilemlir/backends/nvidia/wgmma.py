@@ -516,7 +516,8 @@ class NvidiaMatrixCore(MmaSyncCore):
                               space=ir.Attribute.parse("#nvvm.shared_space<cta>"))
 
     def operand_swizzle(self, step) -> tuple[bool, bool]:
-        return step.a_smem in self.swizzled_views, step.b_smem in self.swizzled_views
+        a, b = super().operand_swizzle(step)
+        return a or step.a_smem in self.swizzled_views, b or step.b_smem in self.swizzled_views
 
     def slot_base(self, buffer: SwizzledBuffer, slot: ir.Value) -> ir.Value:
         """Slot `slot` of a swizzled buffer as a rows x cols memref (its bytes are
