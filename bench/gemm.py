@@ -69,6 +69,11 @@ TEST_CASES = [
     (256, 256, 256, "fp8", True, (128, 128, 64), 128, 3, MMA_SYNC),
     (200, 328, 160, "fp8", True, (128, 128, 64), 128, 3, MMA_SYNC),    # not a multiple of the block
     (200, 328, 160, "fp8", False, (128, 128, 64), 128, 3, MMA_SYNC),   # B as K x N: byte-wise B loads
+    # Operands in rows of whole 128-byte lines are stored as swizzled boxes
+    # (nvidia/matrix.py `boxable`): cp.async writes and ldmatrix reads box_index's places.
+    (16, 1024, 1024, "f16", False, (32, 64, 128), 128, 4, MMA_SYNC),   # A and B boxed, A's rows 16-31 zero
+    (16, 1024, 1024, "fp8", True, (32, 64, 256), 128, 4, MMA_SYNC),    # 8-bit boxes read by ldmatrix as bytes
+    (200, 328, 264, "bf16", False, (64, 128, 64), 128, 3, MMA_SYNC),   # boxes with zero fill at ragged edges
     (256, 256, 256, "f16", False, (128, 128, 64), 256, 3, WGMMA),      # B N-major (K x N) through TMA
     (200, 328, 136, "f16", False, (128, 128, 64), 256, 3, WGMMA),      # TMA zero fill past the edges
     (256, 512, 320, "f16", False, (128, 256, 64), 256, 4, WGMMA),      # m64n256, 5 K steps over 4 slots

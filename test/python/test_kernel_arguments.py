@@ -517,6 +517,31 @@ def test_tensor_map_of_an_unaligned_address_is_refused_with_its_argument():
     assert parameter.pointer is None
 
 
+def test_tensor_map_that_failed_to_encode_is_encoded_again():
+    # A map is encoded again only when its tensor moves, so one whose encoding
+    # failed must not pass for the pointer it was being encoded for.
+    launcher = _launcher()
+    spec = {"source": {"argument": 0}, "dtype": "f16", "shape": [256, 256], "box": [128, 64], "swizzle": 128}
+    parameter = launcher._tensor_map_parameter(launcher.TENSOR_MAP_KIND, "k", 1)
+    driver = RecordingDriver()
+    parameter.encode(driver, spec, [0x1000])
+    parameter.encode(driver, spec, [0x1000])
+    assert driver.encodings == 1 and parameter.pointer == 0x1000
+
+    class FailingDriver(RecordingDriver):
+        def check(self, name, *args):
+            if name == "cuTensorMapEncodeTiled":
+                raise launcher.CudaError("cuTensorMapEncodeTiled failed: CUDA_ERROR_INVALID_VALUE")
+            super().check(name, *args)
+
+    with pytest.raises(launcher.CudaError, match="cuTensorMapEncodeTiled failed"):
+        parameter.encode(FailingDriver(), spec, [0x2000])
+    assert parameter.pointer is None
+    parameter.encode(driver, spec, [0x1000])  # the map holds 0x2000's half-made encoding: encode again
+    assert driver.encodings == 2 and parameter.pointer == 0x1000
+    assert ctypes.string_at(parameter.address, 8) == (0x1000).to_bytes(8, "little")
+
+
 def test_tensor_map_passed_as_a_pointer_is_refused_as_earlier_ptx():
     # PTX from before nvidia-tensor-maps-by-value took the map's address (.u64):
     # the launcher says to compile again rather than pass what the kernel does not read.

@@ -510,8 +510,9 @@ func.func @k(%A: memref<128x512xf16>, %B: memref<512x64xf16>, %C: memref<128x64x
 """
 
 
-def _shared_storage(text: str, **options) -> list[dict]:
-    """The tile.shared_storage entries of the kernel `text` compiles to (GPU-level IR)."""
+def _shared_storage(text: str, **options) -> tuple[list[dict], list[str]]:
+    """The tile.shared_storage entries of the kernel `text` compiles to
+    (GPU-level IR), and the memref type each of its ldmatrix ops reads."""
     import re
 
     import tilemlir
@@ -519,7 +520,8 @@ def _shared_storage(text: str, **options) -> list[dict]:
     gpu = tilemlir.compile(text, target="nvidia:sm_90a", emit="gpu", options=options).artifact
     (storage,) = re.findall(r"tile\.shared_storage = (\[[^\]]*\])", gpu)
     # MLIR prints each entry's quotes as \22.
-    return [json.loads(entry.replace("\\22", '"')) for entry in re.findall(r'"([^"]*)"', storage)]
+    entries = [json.loads(entry.replace("\\22", '"')) for entry in re.findall(r'"([^"]*)"', storage)]
+    return entries, re.findall(r"nvgpu\.ldmatrix .* : (memref<[0-9x]+x?[a-z0-9]+)", gpu)
 
 
 @needs_mlir
@@ -530,15 +532,19 @@ def test_cp_async_operands_in_whole_lines_are_boxed():
     is not pipelined and both keep logical rows, padded, which the read-back's
     own indices address."""
     mma_sync = {"select": "prefer=mma.sync"}
-    boxed = _shared_storage(BOXING_KERNEL.replace("{extra}", ""), **mma_sync)
+    boxed, reads = _shared_storage(BOXING_KERNEL.replace("{extra}", ""), **mma_sync)
     assert [(e["buffer"], e["pad"], e.get("swizzle")) for e in boxed] == \
         [(0, 0, "128-byte (boxes)"), (1, 0, "128-byte (boxes)")]
     assert [e["bytes"] for e in boxed] == [2 * 64 * 64 * 2] * 2
+    # Every ldmatrix reads the flattened slot through box_index's swizzled
+    # index, where the copies wrote (64 x 64 = 4096), never at logical indices.
+    assert reads and set(reads) == {"memref<4096xf16"}
     read_back = ('"tile.copy"(%b_s, %D, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 0, 2>} : '
                  '(memref<64x64xf16, #gpu.address_space<workgroup>>, memref<64x64xf16>, index, index) -> ()')
-    both = _shared_storage(BOXING_KERNEL.replace("{extra}", read_back), **mma_sync)
+    both, reads = _shared_storage(BOXING_KERNEL.replace("{extra}", read_back), **mma_sync)
     assert [(e["buffer"], e["pad"], e.get("swizzle")) for e in both] == \
         [(0, 8, None), (1, 8, None)]
+    assert reads and set(reads) == {"memref<64x72xf16"}
 
 
 @needs_mlir
@@ -547,7 +553,11 @@ def test_eight_bit_operands_boxed_only_where_ldmatrix_reads_them():
     8-bit B stored K x N is read with plain byte loads at logical indices and
     keeps padded rows."""
     bench = _load(REPO / "bench" / "gemm.py", "bench_gemm")
-    for transpose_b, b_swizzle in ((True, "128-byte (boxes)"), (False, None)):
-        entries = _shared_storage(bench.gemm_text(16, 1024, 1024, "fp8", transpose_b),
-                                  tiling="block=32,128,128 threads=128 stages=3", select="prefer=mma.sync")
+    for transpose_b, b_swizzle, b_reads in ((True, "128-byte (boxes)", 2), (False, None, 0)):
+        entries, reads = _shared_storage(bench.gemm_text(16, 1024, 1024, "fp8", transpose_b),
+                                         tiling="block=32,128,128 threads=128 stages=3", select="prefer=mma.sync")
         assert [e.get("swizzle") for e in entries] == ["128-byte (boxes)", b_swizzle], entries
+        # ldmatrix reads the 8-bit boxes as bytes, flattened: A's 32 x 128 and,
+        # boxed, B's 128 x 128 (N x K); a B stored K x N is read by byte loads.
+        assert reads.count("memref<4096xi8") >= 1 and reads.count("memref<16384xi8") >= b_reads, reads
+        assert set(reads) <= {"memref<4096xi8", "memref<16384xi8"}, reads

@@ -242,8 +242,11 @@ def box_index(smem: ir.Value, row: ir.Value, col: ir.Value,
     stored as boxes of rows x 128 bytes with the 128-byte swizzle, the layout
     NVIDIA's TMA writes and wgmma reads (`SharedLayout.boxed`): box
     col // (128 / e), the row-th 128-byte line of it, 16-byte chunk XOR
-    (row % 8) (PTX ISA, "Tensor Copy" swizzle modes); the tile starts
-    1024-byte aligned. `chunk_start`: `col` starts a 16-byte chunk (else its
+    (row % 8) (PTX ISA, "Tensor Copy" swizzle modes). The swizzle is taken
+    from the logical row: TMA and wgmma, which take it from the address, need
+    the tile 1024-byte aligned; ldmatrix and cp.async (mma.sync operands
+    stored so, nvidia/matrix.py `boxable`) only 128-byte aligned, for the
+    rows' chunks to fall into distinct banks. `chunk_start`: `col` starts a 16-byte chunk (else its
     place within the chunk is kept too)."""
     memref_type = ir.MemRefType(smem.type)
     rows, cols = memref_type.shape

@@ -117,8 +117,10 @@ class GraphedForward:
                 self.forward(*self.buffers)
             torch.cuda.current_stream().wait_stream(side)
             # The launches allocate nothing (tensor maps travel as kernel
-            # parameters, runtime/cuda_launch.py): torch's default capture mode.
-            with torch.cuda.graph(graph):
+            # parameters, runtime/cuda_launch.py): an unsafe call of this
+            # thread's is an error; other threads' (a data loader pinning
+            # memory) are theirs, as in Inductor's CUDA graph trees.
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
                 try:
                     self.outputs = self.forward(*self.buffers)
                 except Exception as error:  # the first failure: ending the capture raises another

@@ -35,8 +35,10 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 // GPU: scf.for
 // GPU: nvgpu.device_async_wait {{.*}} {numGroups = 0 : i32}
 // GPU: gpu.barrier
-// GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
-// GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// A's padded rows are read at their logical (row, column); B's boxes through
+// the same flattened, swizzled index the copies wrote (4096 = 32 x 128):
+// GPU: nvgpu.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<128x40xf16, strided<[40, 1], offset: ?>
+// GPU: nvgpu.ldmatrix %{{.*}}[%{{.*}}] {numTiles = 4 : i32, transpose = true} : memref<4096xf16, #gpu.address_space<workgroup>>
 // GPU: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // GPU: nvgpu.device_async_wait {{.*}} {numGroups = 0 : i32}
 

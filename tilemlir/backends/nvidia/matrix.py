@@ -52,15 +52,12 @@ from tilemlir.backends.nvidia.cp_async_overlap import lower_overlapped_loop
 from tilemlir.backends.nvidia.cp_async_pipelining import (
     lower_pipelined_loop,
     pipelined_buffers,
-    plan_pipeline,
     slot_destination,
     slot_view,
 )
 from tilemlir.diagnostics import UserError, emit_remark
 from tilemlir.dialects import attributes
-from tilemlir.irutil import walk
 from tilemlir.passes.gpu_builders import BOX_BYTES, box_index
-from tilemlir.passes.kernel_facts import enclosing_kernel
 from tilemlir.passes.lower_to_gpu.api import (
     AccumulatorLayout,
     GemmOperands,
@@ -190,7 +187,7 @@ class MmaSyncCore(MatrixCore):
         rows, cols = tile_type.shape
         element = tile_type.element_type
         element_bytes = max(1, bit_width(element) // 8)
-        if value in self.buffer_stages(lowering) and boxable(value, lowering.threads):
+        if stages > 1 and boxable(value):  # filled by a pipelined loop (its plans have 2 stages or more)
             slots = BoxedSlots(base, offset, rows, cols, element)
             self.stage_views[value] = slots
             self.first_slot[value] = self.slot_view(value, const_index(0))
@@ -332,22 +329,22 @@ class BoxedSlots:
         return self.rows * self.cols * max(1, bit_width(self.element) // 8)
 
 
-def boxable(value: ir.Value, threads: int) -> bool:
+def boxable(value: ir.Value) -> bool:
     """Whether a pipelined loop's shared buffer may be stored as boxes of
-    rows x 128 bytes (module docstring): rows of whole 128-byte lines, written
-    only by the cp.async copies of pipelined loops and read only by gemms
-    through ldmatrix (16-bit operands, or 8-bit ones with K contiguous)."""
+    rows x 128 bytes (module docstring): rows of whole 128-byte lines, read
+    only by gemms through ldmatrix (16-bit operands, or 8-bit ones with K
+    contiguous; plain byte loads read the others at logical indices). Its
+    one writer is the loop's copy: `plan_pipeline` takes no buffer that
+    anything else touches, and a copy into it is checked again here."""
     tile_type = ir.MemRefType(value.type)
     if len(tile_type.shape) != 2:
         return False
     element_bits = bit_width(tile_type.element_type)
     if (tile_type.shape[1] * element_bits // 8) % BOX_BYTES:
         return False
-    copies = [copy for op in walk(enclosing_kernel(value.owner)) if op.name == "scf.for"
-              for plan in [plan_pipeline(op, threads)] if plan is not None for copy in plan.copies]
     for use in value.uses:
         owner, index = use.owner.operation, use.operand_number
-        if owner.name == "tile.copy" and index == 1 and any(owner == copy for copy in copies):
+        if owner.name == "tile.copy" and index == 1:
             continue
         if owner.name == "tile.gemm" and index in (0, 1):
             k_contiguous = not ir.BoolAttr(owner.attributes["transpose_a" if index == 0 else "transpose_b"]).value
@@ -410,8 +407,9 @@ class Operands:
         # A in registers (step.a_fragment) has no shared buffer.
         self.a_smem = step.a_smem if bits == 16 or step.a_smem is None else as_bytes(step.a_smem)
         self.b_smem = step.b_smem if bits == 16 else as_bytes(step.b_smem)
-        # Operands stored as TMA boxes with the 128-byte swizzle (wgmma.py's
-        # SwizzledBuffer): ldmatrix addresses go through `gpu_builders.box_index`.
+        # Operands stored as boxes with the 128-byte swizzle (wgmma.py's TMA-filled
+        # SwizzledBuffer, or a cp.async-filled operand, `boxable`): ldmatrix
+        # addresses go through `gpu_builders.box_index`.
         self.swizzled = {self.a_smem: swizzled[0], self.b_smem: swizzled[1]}
         # Element offset of the second 8-column half of a 16x16-byte-pair tile.
         self.half = 8 if bits == 16 else 16

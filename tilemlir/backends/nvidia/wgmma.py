@@ -52,8 +52,8 @@ Out-of-bounds box elements are filled with zeros by the TMA unit (the tensor
 map's OOB fill), so shapes that are not multiples of the block need no code.
 Tensor maps are created by the launcher (`cuTensorMapEncodeTiled`) from the
 kernel's metadata (`tile.kernel_arguments` on the gpu.func, see
-`KernelLowering.add_kernel_argument`) and reach the kernel as pointers to 128
-bytes of global memory, one extra argument each.
+`KernelLowering.add_kernel_argument`) and reach the kernel by value, one extra
+128-byte `__grid_constant__` parameter each (nvidia-tensor-maps-by-value).
 
 By default (tile-lower-to-gpu{warp-specialize=true}) a kernel whose one K
 loop this is, directly in its body, is warp-specialized instead
@@ -863,8 +863,9 @@ class TmaLoop:
         self.deferred = deferred
 
     def tensor_map(self, copy: ir.Operation) -> ir.Value:
-        """The tensor map of a copy's global source: a kernel argument (a pointer
-        the launcher fills) cast to nvgpu's descriptor type."""
+        """The tensor map of a copy's global source: a kernel argument (a map
+        the launcher encodes, passed by value: tensor_map_params.py) cast to
+        nvgpu's descriptor type."""
         buffer = self.core.swizzled[copy.operands[1]]
         source = copy.operands[0]
         source_type = ir.MemRefType(source.type)
