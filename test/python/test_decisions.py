@@ -142,8 +142,9 @@ def test_bank_maps_agree_with_the_pass(seed, small_lds, conflicted):
 @pytest.mark.parametrize("target", ["metax:xcore1500", "nvidia:sm_90a"])
 def test_other_families(target):
     """MetaX and NVIDIA record the same tile-level decisions; NVIDIA's core
-    places shared memory itself (rows padded by 16 bytes, filled by cp.async)
-    and has no bank model."""
+    places shared memory itself, filled by cp.async: A's rows of 64 bytes
+    padded by 16, B's of 128 bytes as swizzled boxes (nvidia/matrix.py
+    `boxable`), and has no bank model."""
     text = gemm_kernel(Gemm(256, 256, 256, block=(64, 64, 32), in_type="f16", stages=2))
     result = tilemlir.compile(text, target=target, options={"report": True})
     (kernel,) = result.report["decisions"]
@@ -152,10 +153,11 @@ def test_other_families(target):
     assert [(f["name"], f["layout"]) for f in kernel["fragments"]] == [("%C_l", "mma_accumulator")]
     names = [b["name"] for b in kernel["shared_buffers"]]
     assert names == ["%A_s", "%B_s"]
-    for buffer in kernel["shared_buffers"]:
+    for buffer, (padding, swizzle, stored) in zip(kernel["shared_buffers"], ((8, None, 2 * 64 * 40 * 2),
+                                                                            (0, "128-byte (boxes)", 2 * 32 * 64 * 2))):
         if target.startswith("nvidia"):
-            assert (buffer["padding"], buffer["stages"], buffer["direct_loads"],
-                    buffer["bank_conflicts_per_iteration"]) == (8, 2, "cp.async.cg", None)
+            assert (buffer["padding"], buffer["swizzle"], buffer["bytes"], buffer["stages"], buffer["direct_loads"],
+                    buffer["bank_conflicts_per_iteration"]) == (padding, swizzle, stored, 2, "cp.async.cg", None)
         else:
             assert buffer["direct_loads"] is False
 
