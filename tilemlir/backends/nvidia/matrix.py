@@ -333,9 +333,10 @@ def boxable(value: ir.Value) -> bool:
     """Whether a pipelined loop's shared buffer may be stored as boxes of
     rows x 128 bytes (module docstring): rows of whole 128-byte lines, read
     only by gemms through ldmatrix (16-bit operands, or 8-bit ones with K
-    contiguous; plain byte loads read the others at logical indices). Its
-    one writer is the loop's copy: `plan_pipeline` takes no buffer that
-    anything else touches, and a copy into it is checked again here."""
+    contiguous; plain byte loads read the others at logical indices) and
+    written only by copies into it. `plan_pipeline`, which made it a stage
+    buffer, takes none that anything but its loop's own copy writes or
+    anything but gemms reads; the uses are looked at again here all the same."""
     tile_type = ir.MemRefType(value.type)
     if len(tile_type.shape) != 2:
         return False
