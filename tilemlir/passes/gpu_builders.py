@@ -246,8 +246,8 @@ def box_index(smem: ir.Value, row: ir.Value, col: ir.Value,
     from the logical row: TMA and wgmma, which take it from the address, need
     the tile 1024-byte aligned; ldmatrix and cp.async (mma.sync operands
     stored so, nvidia/matrix.py `boxable`) only 128-byte aligned, for the
-    rows' chunks to fall into distinct banks. `chunk_start`: `col` starts a 16-byte chunk (else its
-    place within the chunk is kept too)."""
+    rows' chunks to fall into distinct banks. `chunk_start`: `col` starts a
+    16-byte chunk (else its place within the chunk is kept too)."""
     memref_type = ir.MemRefType(smem.type)
     rows, cols = memref_type.shape
     element_bytes = max(1, bit_width(memref_type.element_type) // 8)

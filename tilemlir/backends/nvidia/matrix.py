@@ -124,7 +124,7 @@ class MmaSyncCore(MatrixCore):
     def __init__(self):
         self.stage_views: dict = {}  # tile-level shared value -> memref<S x R x C> view, or BoxedSlots
         self.first_slot: dict = {}  # tile-level shared value -> slot 0 view
-        self.boxed_views: set = set()  # slot views of boxed buffers, as the gemms see them
+        self.boxed_views: set = set()  # slot views of buffers stored as boxes, as the gemms see them
 
     def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
         return wave_size == 32 and blocks == 1 and (m, n, k) in SHAPES.values()
@@ -213,12 +213,7 @@ class MmaSyncCore(MatrixCore):
         """Where a cp.async copy stores (row, col) of `buffer` in slot `slot`
         (`cp_async_pipelining.async_copy`)."""
         if isinstance(self.stage_views[buffer], BoxedSlots):
-            view = self.slot_view(buffer, slot)
-
-            def destination(row: ir.Value, col: ir.Value):
-                flat, index = box_index(view, row, col)
-                return flat, [index]
-            return destination
+            return box_destination(self.slot_view(buffer, slot))
         return slot_destination(self.stage_views[buffer], slot)
 
     def slot_view(self, buffer: ir.Value, slot: ir.Value) -> ir.Value:
@@ -296,7 +291,8 @@ class MmaSyncCore(MatrixCore):
                 operands.b_tiles(n0, k0, tiles_n))
 
     def operand_swizzle(self, step: GemmOperands) -> tuple[bool, bool]:
-        """Whether A and B are stored as boxes with the 128-byte swizzle (`boxable`)."""
+        """Whether A and B are stored as boxes with the 128-byte swizzle (`boxable`,
+        and NvidiaMatrixCore's TMA-filled buffers)."""
         return step.a_smem in self.boxed_views, step.b_smem in self.boxed_views
 
     def mma_k_step(self, step: GemmOperands, registers: tuple[list, list]) -> None:
@@ -327,6 +323,15 @@ class BoxedSlots:
     @property
     def slot_bytes(self) -> int:
         return self.rows * self.cols * max(1, bit_width(self.element) // 8)
+
+
+def box_destination(view: ir.Value):
+    """Where a cp.async chunk (row, col) lies in a slot `view` stored as boxes:
+    (flat memref, [index]), as `cp_async_pipelining.async_copy` takes it."""
+    def destination(row: ir.Value, col: ir.Value):
+        flat, index = box_index(view, row, col)
+        return flat, [index]
+    return destination
 
 
 def boxable(value: ir.Value) -> bool:

@@ -100,6 +100,7 @@ from tilemlir.backends.nvidia.matrix import (
     MmaSyncAccumulator,
     MmaSyncCore,
     a_element_of,
+    box_destination,
     registers_a,
     registers_of,
 )
@@ -117,7 +118,6 @@ from tilemlir.backends.nvidia.wgmma_threads import is_wgmma, register_a_wgmma, t
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.gemm_facts import MmaChoice
-from tilemlir.passes.gpu_builders import box_index
 from tilemlir.passes.kernel_facts import kernel_grid
 from tilemlir.passes.lower_to_gpu.api import (
     KernelLowering,
@@ -337,7 +337,6 @@ class NvidiaMatrixCore(MmaSyncCore):
         self.swizzled: dict = {}  # tile-level shared value -> SwizzledBuffer
         self.base: ir.Value | None = None  # the dynamic shared memory, as bytes
         self.tma_operands: set = set()  # shared values filled by TMA (wgmma operands, ...)
-        self.swizzled_views: set = set()  # slot views of them, as the gemms see them
         self.tma_copies = False  # tile-lower-to-gpu{tma-copies}: mma.sync operands by TMA too
         self.shared_bytes = 0  # the dynamic shared memory placed (`place_shared`)
         self.specialized: dict = {}  # the K loop of a warp-specialized kernel -> its TmaLoop
@@ -503,21 +502,12 @@ class NvidiaMatrixCore(MmaSyncCore):
     def async_destination(self, buffer: ir.Value, slot: ir.Value):
         if buffer not in self.thread_fed:
             return super().async_destination(buffer, slot)
-        view = self.thread_fed_views[buffer]  # its one slot
-
-        def destination(row: ir.Value, col: ir.Value):
-            flat, index = box_index(view, row, col)
-            return flat, [index]
-        return destination
+        return box_destination(self.thread_fed_views[buffer])  # its one slot
 
     def fence_shared_writes(self, buffer: ir.Value) -> None:
         if buffer in self.thread_fed:  # generic-proxy writes, read by wgmma through the async proxy
             nvvm.FenceProxyOp(ir.Attribute.parse("#nvvm.proxy_kind<async.shared>"),
                               space=ir.Attribute.parse("#nvvm.shared_space<cta>"))
-
-    def operand_swizzle(self, step) -> tuple[bool, bool]:
-        a, b = super().operand_swizzle(step)
-        return a or step.a_smem in self.swizzled_views, b or step.b_smem in self.swizzled_views
 
     def slot_base(self, buffer: SwizzledBuffer, slot: ir.Value) -> ir.Value:
         """Slot `slot` of a swizzled buffer as a rows x cols memref (its bytes are
@@ -526,7 +516,7 @@ class NvidiaMatrixCore(MmaSyncCore):
                                       memory_space=ir.Attribute.parse(WORKGROUP))
         start = add(mul(slot, buffer.slot_bytes), buffer.offset)
         view = memref.ViewOp(view_type, self.base, start, []).result
-        self.swizzled_views.add(view)
+        self.boxed_views.add(view)
         return view
 
     def box_view(self, buffer: SwizzledBuffer, slot: ir.Value, box: int) -> ir.Value:
