@@ -433,6 +433,35 @@ def test_fp8_partial_sums_are_promoted_late_where_a_run_divides_the_loop_and_reg
 
 
 @needs_mlir
+@pytest.mark.parametrize("k, tiling, slots, shared", [
+    # The docs' matmul: 3 asked, 4 placed (16 KiB each, 32 KiB of C staging):
+    # two blocks per SM either way.
+    (4096, "block=128,128,32 threads=128 stages=3", 4, 98304),
+    # Three iterations: every copy is issued before the first gemm anyway.
+    (96, "block=128,128,32 threads=128 stages=3", 3, 81920),
+    # 32 KiB slots: a fourth would leave one block per SM where three leave two.
+    (4096, "block=128,128,64 threads=128 stages=3", 3, 98304),
+    # Four asked leave two copies ahead: no fifth (IN_FLIGHT_SLOT_STAGES).
+    (4096, "block=128,128,32 threads=128 stages=4", 4, 98304),
+])
+def test_a_wgmma_loop_gets_a_slot_for_the_group_in_flight_where_it_costs_no_block(k, tiling, slots, shared):
+    """wgmma.py's module docstring: the consumers hold two slots (the group
+    issued and the one wait_group 1 lets run), so a loop asking for S stages
+    gets S+1 slots (for S of 2 or 3) where they fit at the same blocks per
+    SM and epilogue."""
+    import tilemlir
+
+    bench = _load(REPO / "bench" / "gemm.py", "bench_gemm")
+    result = tilemlir.compile(bench.gemm_text(4096, 4096, k, "f16", False), target="nvidia:sm_90a", emit="ptx",
+                              options={"tiling": tiling, "select": "prefer=wgmma", "report": True})
+    (decision,) = result.report["decisions"]
+    assert decision["stages"] == int(tiling[-1])  # as asked
+    assert [b["stages"] for b in decision["shared_buffers"]] == [slots, slots]
+    assert result.report["functions"][0]["launches"][-1]["dynamic_shared_bytes"] == shared
+    assert f"__mbarrier[{8 * slots}]" in result.artifact  # one full and one empty barrier per slot
+
+
+@needs_mlir
 def test_an_epilogue_fragment_counts_only_while_it_lives():
     """A GEMM's element-wise epilogue (F[i, j] from C[i, j], the torch
     backend's bias and activation) makes F as C's elements die: a 128x128

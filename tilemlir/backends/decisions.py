@@ -36,7 +36,8 @@ The JSON (`KernelDecisions.as_json`), one object per kernel in program order:
     shared_buffers  per tile.alloc_shared:
         name, at, shape, dtype   as written (name: the SSA name in the source, else sharedN)
         use           e.g. "A of the tile.gemm at f:12:7", "scratch", "indexed by the program"
-        stages        copies of it in shared memory (tile-pipeline's, or the core's slots)
+        stages        copies of it in shared memory (tile-pipeline's, or the core's slots: a
+                      wgmma K loop's one more than asked where it fits, for the group in flight)
         bytes         shared memory it takes, stages and padding included
         transposed    stored with its last two dimensions swapped (K-contiguous for the gemm)
         padding       elements added to each stored row

@@ -157,11 +157,11 @@ module attributes {tile.target = "nvidia:sm_90a"} {
 }
 
 // Two chunks of 64 columns, in two buffers used in turn; C gets a tensor map
-// of 128 x 64 boxes. The buffers (32 KiB after the 48 KiB
-// of slots) leave two blocks per SM.
+// of 128 x 64 boxes. The buffers (32 KiB after the 64 KiB of slots: the
+// three asked and one for the wgmma group in flight) leave two blocks per SM.
 // GPU-LABEL: gpu.func @chunks_kernel0
 // GPU-SAME: nvvm.minctasm = 2
-// GPU-SAME: tile.dynamic_shared_bytes = 81920
+// GPU-SAME: tile.dynamic_shared_bytes = 98304
 // GPU-SAME: \22source\22: {\22kernel_argument\22: 2}, \22dtype\22: \22f16\22, \22shape\22: [256, 256], \22box\22: [128, 64], \22swizzle\22: 128
 // GPU: nvvm.wgmma.wait.group.sync.aligned 0
 // GPU-NOT: gpu.barrier

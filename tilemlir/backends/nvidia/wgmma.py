@@ -79,10 +79,25 @@ and reads ahead (as the cp.async loop does):
 Two blocks of 128 threads fit an SM with three 32 KiB slots each; measured on
 the H200 (bench/gemm.py), f16 4096^3 with the 128x128x64 block: 357 TFLOP/s
 at 3 slots (two blocks per SM) against 277 at 4 (one).
+
+The slot of the group in flight: a loop of `num_stages = S` asks for S-1
+iterations' copies in flight while one computes (what the cp.async pipeline
+gives it), but wgmma's consumers hold two slots, the group they issue and
+the one `wait_group 1` still lets run, so S slots leave S-2 copies ahead. A
+wgmma loop asking for 2 or 3 stages (at most one copy ahead) therefore gets
+S+1 slots where they fit at the same blocks per SM with the same epilogue
+(`NvidiaMatrixCore.place_shared`; the report's `stages` says how many it
+got). Measured on the H100: docs/language.md's matmul (128x128x32 blocks of
+128 threads, two blocks per SM either way), f16 4096^3 at 3 slots 0.73 of
+torch.matmul, at 4 slots 0.90-0.92; 1024^3 0.59 and 0.80-0.87. Not beyond:
+fp8's 4-stage defaults (128x128x128, two warpgroups) given a fifth slot ran
+at 0.86 of their speed (4096^3 1098 against 1277 TFLOP/s; why was not
+established), so `IN_FLIGHT_SLOT_STAGES` bounds the rule.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from mlir import ir
@@ -115,6 +130,7 @@ from tilemlir.backends.nvidia.warp_specialize import (
     register_split,
 )
 from tilemlir.backends.nvidia.wgmma_threads import is_wgmma, register_a_wgmma, thread_fed_operands
+from tilemlir.diagnostics import UserError
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.gemm_facts import MmaChoice
@@ -149,6 +165,9 @@ SWIZZLE_ATOM = 1024  # 8 rows x 128 bytes: the widest pattern's period, every sl
 # yet: such tiles are refused (mma.sync takes those loops).
 SWIZZLE_MODES = {128: 1, 64: 2}
 TMA_BOX_LIMIT = 256  # boxDim entries are at most 256 (cuTensorMapEncodeTiled)
+# The stages a wgmma K loop may ask for and still get a slot for the group in
+# flight (module docstring: measured to gain at 3, to lose at 4).
+IN_FLIGHT_SLOT_STAGES = (2, 3)
 # PTX type names of wgmma operands by MLIR element type.
 WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
 WORKGROUP = "#gpu.address_space<workgroup>"
@@ -352,6 +371,17 @@ class NvidiaMatrixCore(MmaSyncCore):
         # each one's view (one slot), as its copies and gemms see it.
         self.thread_fed: set = set()
         self.thread_fed_views: dict = {}
+        # wgmma K loops given a slot more than their num_stages, for the group
+        # in flight (module docstring; `place_shared`).
+        self.slot_in_flight: set = set()
+
+    def tma_plan(self, op: ir.Operation, threads: int, mma_sync_too: bool = False) -> PipelinePlan | None:
+        """`plan_tma_pipeline`, with the slot of the group in flight where
+        `place_shared` gave the loop one."""
+        plan = plan_tma_pipeline(op, threads, mma_sync_too)
+        if plan is not None and op in self.slot_in_flight:
+            return dataclasses.replace(plan, stages=plan.stages + 1)
+        return plan
 
     # -- selection -----------------------------------------------------------
 
@@ -446,8 +476,7 @@ class NvidiaMatrixCore(MmaSyncCore):
         self.tma_operands = self.wgmma_operands(lowering.kernel)
         fed = {}
         for op in walk(lowering.kernel):
-            plan = plan_tma_pipeline(op, lowering.threads, self.tma_copies) if op.name == "scf.for" \
-                else None
+            plan = self.tma_plan(op, lowering.threads, self.tma_copies) if op.name == "scf.for" else None
             if plan is not None and self.tma_copies:
                 self.tma_operands.update(plan.buffers)
             for buffer in plan.buffers if plan else []:
@@ -528,9 +557,46 @@ class NvidiaMatrixCore(MmaSyncCore):
     # -- the K loop ----------------------------------------------------------
 
     def place_shared(self, lowering: KernelLowering, shared_ops: list) -> int:
+        """Places the buffers and the epilogue's staging (`place_store_staging`),
+        then again with a slot more for the group in flight in each wgmma K
+        loop with iterations to spare (module docstring), kept where that
+        fits at the same blocks per SM with the same epilogue; else placed as
+        asked once more. (A placement binds views only: those of a placement
+        not kept are dead ops.)"""
+        placed = self.place_all(lowering, shared_ops)
+        loops = self.in_flight_candidates(lowering)
+        if not loops:
+            return placed
+        asked = (self.staging, self.blocks_per_sm(lowering, self.specialization(lowering), self.shared_bytes))
+        self.slot_in_flight.update(loops)
+        try:
+            more = self.place_all(lowering, shared_ops)
+            kept = (self.staging is None) == (asked[0] is None) and \
+                self.blocks_per_sm(lowering, self.specialization(lowering), self.shared_bytes) == asked[1]
+        except UserError:  # over the shared memory budget
+            kept = False
+        if kept:
+            return more
+        self.slot_in_flight.difference_update(loops)
+        return self.place_all(lowering, shared_ops)
+
+    def place_all(self, lowering: KernelLowering, shared_ops: list) -> int:
+        self.staging = None
         placed = self.place_store_staging(lowering, super().place_shared(lowering, shared_ops))
         self.shared_bytes = placed + self.reserved_shared_bytes()  # the block's, for its blocks per SM
         return placed
+
+    def in_flight_candidates(self, lowering: KernelLowering) -> list:
+        """The TMA-fed K loops whose gemms are all wgmma (a group stays in
+        flight), asking for `IN_FLIGHT_SLOT_STAGES`, that run more iterations
+        than they have slots."""
+        loops = []
+        for op in walk(lowering.kernel):
+            plan = plan_tma_pipeline(op, lowering.threads, False) if op.name == "scf.for" else None
+            if plan is not None and plan.stages in IN_FLIGHT_SLOT_STAGES and plan.trip_count > plan.stages and \
+                    all(b in self.swizzled and b not in self.thread_fed for b in plan.buffers):
+                loops.append(op)
+        return loops
 
     def place_store_staging(self, lowering: KernelLowering, placed: int) -> int:
         """The epilogue's chunk buffers after the `placed` bytes, where the
@@ -635,10 +701,10 @@ class NvidiaMatrixCore(MmaSyncCore):
             return None
         kernel, threads = lowering.kernel, lowering.threads
         loops = [op for op in walk(kernel)
-                 if op.name == "scf.for" and plan_tma_pipeline(op, threads, self.tma_copies) is not None]
+                 if op.name == "scf.for" and self.tma_plan(op, threads, self.tma_copies) is not None]
         if len(loops) != 1 or loops[0].parent != kernel:
             return None
-        plan = plan_tma_pipeline(loops[0], threads, False)  # wgmma gemms only
+        plan = self.tma_plan(loops[0], threads, False)  # wgmma gemms only
         if plan is None or any(b not in self.swizzled for b in plan.buffers):
             return None
         most = lowering.target.compute.max_threads_per_workgroup
@@ -664,7 +730,7 @@ class NvidiaMatrixCore(MmaSyncCore):
         if op in self.specialized:
             self.specialized[op].emit_consumer()
             return True
-        plan = plan_tma_pipeline(op, lowering.threads, self.tma_copies)
+        plan = self.tma_plan(op, lowering.threads, self.tma_copies)
         if plan is None or any(b not in self.swizzled for b in plan.buffers):
             return super().lower_loop(lowering, op)
         TmaLoop(self, lowering, op, plan).emit()
