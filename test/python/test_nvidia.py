@@ -437,6 +437,8 @@ def test_fp8_partial_sums_are_promoted_late_where_a_run_divides_the_loop_and_reg
     # The docs' matmul: 3 asked, 4 placed (16 KiB each, 32 KiB of C staging):
     # two blocks per SM either way.
     (4096, "block=128,128,32 threads=128 stages=3", 4, 98304),
+    # 2 asked, 3 placed (unmeasured on a GPU: the same count of copies ahead).
+    (4096, "block=128,128,32 threads=128 stages=2", 3, 81920),
     # Three iterations: every copy is issued before the first gemm anyway.
     (96, "block=128,128,32 threads=128 stages=3", 3, 81920),
     # 32 KiB slots: a fourth would leave one block per SM where three leave two.

@@ -105,6 +105,10 @@ class MmaSyncAccumulator(AccumulatorLayout):
         return ((4, 8, 1),), ((1, 4, 2),)
 
 
+class SharedBudgetError(UserError):
+    """The buffers as placed exceed the target's shared memory per workgroup."""
+
+
 def place_flat(lowering: KernelLowering, value: ir.Value, base: ir.Value, offset: int) -> int:
     """Binds a 1-D shared buffer at byte `offset`; returns the bytes it takes."""
     memref_type = ir.MemRefType(value.type)
@@ -161,7 +165,7 @@ class MmaSyncCore(MatrixCore):
         limit = lowering.target.require("memory.shared_bytes_per_workgroup", "the shared memory budget")
         limit -= self.reserved_shared_bytes()
         if offset > limit:
-            raise UserError(f"tile-lower-to-gpu: this kernel needs {offset} bytes of shared memory "
+            raise SharedBudgetError(f"tile-lower-to-gpu: this kernel needs {offset} bytes of shared memory "
                             f"(pipeline stages and row padding or swizzle alignment included), "
                             f"{lowering.target.name} allows {limit}")
         return offset

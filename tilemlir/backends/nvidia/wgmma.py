@@ -82,14 +82,16 @@ at 3 slots (two blocks per SM) against 277 at 4 (one).
 
 The slot of the group in flight: a loop of `num_stages = S` asks for S-1
 iterations' copies in flight while one computes (what the cp.async pipeline
-gives it), but wgmma's consumers hold two slots, the group they issue and
-the one `wait_group 1` still lets run, so S slots leave S-2 copies ahead. A
-wgmma loop asking for 2 or 3 stages (at most one copy ahead) therefore gets
-S+1 slots where they fit at the same blocks per SM with the same epilogue
+gives it), but wgmma's consumers hold two slots: they release iteration
+i-1's only after issuing iteration i's wgmmas (the group `wait_group 1` still
+lets run), so S slots leave S-2 copies ahead. A wgmma loop asking for 2 or 3
+stages (at most one copy ahead) therefore gets S+1 slots where they fit at
+the same blocks per SM with the same epilogue
 (`NvidiaMatrixCore.place_shared`; the report's `stages` says how many it
 got). Measured on the H100: docs/language.md's matmul (128x128x32 blocks of
 128 threads, two blocks per SM either way), f16 4096^3 at 3 slots 0.73 of
-torch.matmul, at 4 slots 0.90-0.92; 1024^3 0.59 and 0.80-0.87. Not beyond:
+torch.matmul, at 4 slots 0.89-0.92; 1024^3 0.59 and 0.80-0.97 (three runs).
+2 stages given 3 slots follows the same count, unmeasured. Not beyond:
 fp8's 4-stage defaults (128x128x128, two warpgroups) given a fifth slot ran
 at 0.86 of their speed (4096^3 1098 against 1277 TFLOP/s; why was not
 established), so `IN_FLIGHT_SLOT_STAGES` bounds the rule.
@@ -114,6 +116,7 @@ from tilemlir.backends.nvidia.cp_async_pipelining import (
 from tilemlir.backends.nvidia.matrix import (
     MmaSyncAccumulator,
     MmaSyncCore,
+    SharedBudgetError,
     a_element_of,
     box_destination,
     registers_a,
@@ -130,7 +133,6 @@ from tilemlir.backends.nvidia.warp_specialize import (
     register_split,
 )
 from tilemlir.backends.nvidia.wgmma_threads import is_wgmma, register_a_wgmma, thread_fed_operands
-from tilemlir.diagnostics import UserError
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import walk
 from tilemlir.passes.gemm_facts import MmaChoice
@@ -166,7 +168,7 @@ SWIZZLE_ATOM = 1024  # 8 rows x 128 bytes: the widest pattern's period, every sl
 SWIZZLE_MODES = {128: 1, 64: 2}
 TMA_BOX_LIMIT = 256  # boxDim entries are at most 256 (cuTensorMapEncodeTiled)
 # The stages a wgmma K loop may ask for and still get a slot for the group in
-# flight (module docstring: measured to gain at 3, to lose at 4).
+# flight (module docstring: measured to gain at 3, to lose at 4; 2 unmeasured).
 IN_FLIGHT_SLOT_STAGES = (2, 3)
 # PTX type names of wgmma operands by MLIR element type.
 WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
@@ -561,8 +563,13 @@ class NvidiaMatrixCore(MmaSyncCore):
         then again with a slot more for the group in flight in each wgmma K
         loop with iterations to spare (module docstring), kept where that
         fits at the same blocks per SM with the same epilogue; else placed as
-        asked once more. (A placement binds views only: those of a placement
-        not kept are dead ops.)"""
+        asked once more. A placement sets the buffers' views, this core's
+        state and the report's notes, all of which the next one overwrites;
+        a placement not kept leaves its views as dead ops. (Where no register
+        split holds the consumers, `blocks_per_sm` is 0 with and without the
+        slot, which is kept when it fits: such a kernel keeps one role with
+        the most registers a thread, which in the kernels seen holds it to
+        one block per SM anyway.)"""
         placed = self.place_all(lowering, shared_ops)
         loops = self.in_flight_candidates(lowering)
         if not loops:
@@ -573,7 +580,7 @@ class NvidiaMatrixCore(MmaSyncCore):
             more = self.place_all(lowering, shared_ops)
             kept = (self.staging is None) == (asked[0] is None) and \
                 self.blocks_per_sm(lowering, self.specialization(lowering), self.shared_bytes) == asked[1]
-        except UserError:  # over the shared memory budget
+        except SharedBudgetError:
             kept = False
         if kept:
             return more
@@ -587,9 +594,10 @@ class NvidiaMatrixCore(MmaSyncCore):
         return placed
 
     def in_flight_candidates(self, lowering: KernelLowering) -> list:
-        """The TMA-fed K loops whose gemms are all wgmma (a group stays in
-        flight), asking for `IN_FLIGHT_SLOT_STAGES`, that run more iterations
-        than they have slots."""
+        """The TMA-fed K loops whose gemms are all wgmma (their consumers
+        release each slot an iteration late), asking for
+        `IN_FLIGHT_SLOT_STAGES`, that run more iterations than they have
+        slots."""
         loops = []
         for op in walk(lowering.kernel):
             plan = plan_tma_pipeline(op, lowering.threads, False) if op.name == "scf.for" else None
