@@ -849,12 +849,67 @@ def test_pooling_with_padding(channels_last):
     assert pooled.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("kernel,stride,padding,ceil_mode,count_include_pad,divisor", [
+    (3, 2, 1, True, True, None),  # the last window hangs past the padding: counted to its edge
+    (3, 2, 1, True, False, None),  # padding not counted
+    (2, 3, 0, True, True, None),  # windows with gaps between them, the last one cut short
+    (3, 2, 1, False, False, None),
+    (3, 1, 1, False, True, 5),  # a divisor given
+])
+def test_pooling_windows_as_torch_counts_them(kernel, stride, padding, ceil_mode, count_include_pad, divisor,
+                                              channels_last):
+    """ceil_mode, count_include_pad and divisor_override as torch's pooling:
+    the output's size and each window's divisor."""
+    def f(x):
+        return (F.avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor),
+                F.max_pool2d(x, kernel, stride, padding, ceil_mode=ceil_mode))
+
+    x = torch.randn(2, 3, 7, 10)
+    half = x.half().to(memory_format=torch.channels_last) if channels_last else x.half()
+    with torch.no_grad():
+        average, largest = torch.compile(f, backend=backend)(half)
+    expected = f(x.double())[0]
+    assert average.shape == expected.shape
+    assert (average.double() - expected).abs().max() <= 2e-3
+    assert torch.equal(largest, F.max_pool2d(half, kernel, stride, padding, ceil_mode=ceil_mode))
+    assert average.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("size,out", [((10, 7), (3, 2)), ((5, 5), (2, 4))])
+def test_adaptive_average_pooling_of_overlapping_windows(size, out, channels_last):
+    """Output sizes that do not divide the input: torch's windows (floor(i H /
+    oh) .. ceil((i + 1) H / oh)), which overlap, each averaged over its own size."""
+    x = torch.randn(2, 3, *size)
+    half = x.half().to(memory_format=torch.channels_last) if channels_last else x.half()
+    with torch.no_grad():
+        got = torch.compile(lambda t: F.adaptive_avg_pool2d(t, out), backend=backend)(half)
+    expected = F.adaptive_avg_pool2d(x.double(), out)
+    assert got.shape == expected.shape
+    assert (got.double() - expected).abs().max() <= 2e-3
+    assert got.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+
+
+class CeilPools(nn.Module):
+    """Pooling past the input's edge and adaptive windows that overlap."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, 2, 1)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv(x)), 3, 2, ceil_mode=True)
+        return F.adaptive_avg_pool2d(F.avg_pool2d(x, 2, 2, 1, True, False), (2, 3))
+
+
 @pytest.mark.parametrize("model,shape,channels_last", [
     (SwiGLU(), (2, 8, 64), False), (CausalGQA(), (1, 20, 64), False), (ResNetStem(8), (1, 3, 16, 16), True),
     (PointwiseBottleneck(8), (1, 8, 3, 5), True), (RotaryQuery(), (1, 5, 32), False),
     (GroupNormBlock(), (1, 8, 3, 5), False), (nn.Upsample(size=(5, 7)), (1, 2, 3, 4), False),
-    (CausalGQA(dim=48, heads=6, kv_heads=2), (1, 13, 48), False),
-], ids=["mlp", "gqa", "resnet", "pointwise-conv", "rotary-cat", "group-norm", "upsample-index", "gqa-head-8"])
+    (CausalGQA(dim=48, heads=6, kv_heads=2), (1, 13, 48), False), (CeilPools(), (1, 3, 17, 14), True),
+], ids=["mlp", "gqa", "resnet", "pointwise-conv", "rotary-cat", "group-norm", "upsample-index", "gqa-head-8",
+        "ceil-pools"])
 def test_in_the_gfx942_emulator(monkeypatch, model, shape, channels_last):
     monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
     check(model, torch.randn(*shape), channels_last=channels_last)

@@ -108,17 +108,31 @@ def _batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, 
     return y.to(x.dtype), x.new_empty(0), x.new_empty(0)  # an fp16 input keeps fp16 beside fp32 statistics
 
 
-def _pool_windows(x, kernel, stride, padding, fill):
-    """The windows of `x` padded with `fill` (a view of the padded tensor),
-    whether they are channels-last, and the (kernel, stride, padding) pairs.
-    [N, C, Ho, Wo, kh, kw] windows; of a channels-last `x`, [N, Ho, Wo, C,
-    kh, kw] (reduced, then permuted back to N, C, Ho, Wo), so that the
-    reducing kernel runs over the channels fastest and writes a channels-last
-    result, as torch's pooling does."""
+def _pooled_size(size: int, kernel: int, stride: int, padding: int, ceil_mode: bool) -> tuple[int, int]:
+    """Output positions along one dimension, as torch's pooling counts them
+    (with `ceil_mode` a last window may hang past the padded input, but must
+    start inside the input or its leading padding), and how far the last
+    window reaches past the trailing padding."""
+    out = (size + 2 * padding - kernel + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out, max(0, (out - 1) * stride + kernel - size - 2 * padding)
+
+
+def _pool_windows(x, kernel, stride, padding, fill, ceil_mode=False):
+    """The windows of `x` padded with `fill` (a view of the padded tensor;
+    with `ceil_mode` also past the trailing padding where the last window
+    hangs over it), whether they are channels-last, and the (kernel, stride,
+    padding) pairs. [N, C, Ho, Wo, kh, kw] windows; of a channels-last `x`,
+    [N, Ho, Wo, C, kh, kw] (reduced, then permuted back to N, C, Ho, Wo), so
+    that the reducing kernel runs over the channels fastest and writes a
+    channels-last result, as torch's pooling does."""
     (kh, kw), (sh, sw), (ph, pw) = geometry = _pair(kernel), _pair(stride or kernel), _pair(padding)
-    padded = torch.nn.functional.pad(x, (pw, pw, ph, ph), value=fill) if ph or pw else x
-    n, c, h, w = padded.shape
-    out_h, out_w = (h - kh) // sh + 1, (w - kw) // sw + 1
+    out_h, over_h = _pooled_size(x.shape[2], kh, sh, ph, ceil_mode)
+    out_w, over_w = _pooled_size(x.shape[3], kw, sw, pw, ceil_mode)
+    pads = (pw, pw + over_w, ph, ph + over_h)
+    padded = torch.nn.functional.pad(x, pads, value=fill) if any(pads) else x
+    n, c = padded.shape[:2]
     sn, sc, s_h, s_w = padded.stride()
     if x.is_contiguous(memory_format=torch.channels_last) and c > 1:
         return padded.as_strided((n, out_h, out_w, c, kh, kw), (sn, s_h * sh, s_w * sw, sc, s_h, s_w)), True, geometry
@@ -130,10 +144,10 @@ def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mod
     padded with -inf. The indices (the first maximum's place in its input
     plane, as torch's) are an argmax, which runs in torch; the graph drops
     them where nothing uses them, as in a model's forward."""
-    if ceil_mode or any(d != 1 for d in dilation) or x.dim() != 4 or not x.is_floating_point():
+    if any(d != 1 for d in dilation) or x.dim() != 4 or not x.is_floating_point():
         return NotImplemented
     windows, channels_last, ((kh, kw), (sh, sw), (ph, pw)) = _pool_windows(
-        x, list(kernel_size), list(stride), list(padding), float("-inf"))
+        x, list(kernel_size), list(stride), list(padding), float("-inf"), ceil_mode)
     pooled, tap = windows.amax((-2, -1)), windows.reshape(*windows.shape[:4], kh * kw).argmax(-1)
     if channels_last:
         pooled, tap = pooled.permute(0, 3, 1, 2), tap.permute(0, 3, 1, 2)
@@ -212,12 +226,43 @@ def _pair(values: list) -> tuple:
 
 def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
                 divisor_override=None):
-    padding = list(padding)
-    if ceil_mode or divisor_override is not None or x.dim() != 4 or (any(padding) and not count_include_pad):
+    """Average pooling: the mean of each window of the input padded with
+    zeros where every window counts kh x kw elements; else (a last window
+    past the padding with `ceil_mode`, padding not counted, a divisor given)
+    each window's sum times 1 / its own count, as torch counts it: the
+    window clipped to the padded input, or to the input without
+    `count_include_pad`. The products are f32 and summed in f32, rounded
+    once."""
+    if x.dim() != 4:
         return NotImplemented
-    windows, channels_last, _ = _pool_windows(x, list(kernel_size), list(stride), padding, 0.0)
-    pooled = windows.mean((-2, -1))
+    windows, channels_last, geometry = _pool_windows(x, list(kernel_size), list(stride), list(padding), 0.0,
+                                                     ceil_mode)
+    (kh, kw), (sh, sw), (ph, pw) = geometry
+    out_h, out_w = windows.shape[1:3] if channels_last else windows.shape[2:4]
+    uniform = (out_h - 1) * sh + kh <= x.shape[2] + 2 * ph and (out_w - 1) * sw + kw <= x.shape[3] + 2 * pw
+    if divisor_override is None and uniform and (count_include_pad or not (ph or pw)):
+        pooled = windows.mean((-2, -1))
+    else:
+        if divisor_override is not None:
+            scale = torch.full((out_h, out_w), 1.0 / divisor_override, dtype=torch.float32, device=x.device)
+        else:
+            rows = _window_counts(out_h, x.shape[2], kh, sh, ph, count_include_pad, x.device)
+            cols = _window_counts(out_w, x.shape[3], kw, sw, pw, count_include_pad, x.device)
+            scale = 1.0 / (rows[:, None] * cols[None, :])
+        scale = scale[:, :, None, None, None] if channels_last else scale[:, :, None, None]
+        pooled = (windows * scale).sum((-2, -1)).to(x.dtype)
     return pooled.permute(0, 3, 1, 2) if channels_last else pooled
+
+
+def _window_counts(out: int, size: int, kernel: int, stride: int, padding: int, with_padding: bool, device):
+    """The elements of each window along one dimension that average pooling
+    divides by (torch's count): clipped to the padded input, or with
+    `with_padding` false to the input itself; f32."""
+    start = torch.arange(out, device=device) * stride - padding
+    end = torch.clamp(start + kernel, max=size + padding)
+    if not with_padding:
+        start, end = torch.clamp(start, min=0), torch.clamp(end, max=size)
+    return (end - start).to(torch.float32)
 
 
 def _adaptive_max_pool2d(x, output_size):
@@ -276,14 +321,35 @@ def _any(x, dim=None, keepdim=False):
 
 
 def _adaptive_avg_pool2d(x, output_size):
-    """Adaptive average pooling where the output divides the input (ResNet's 1x1)."""
+    """Adaptive average pooling: where the output divides the input (ResNet's
+    1x1), the mean of equal windows; else output (i, j) averages rows
+    floor(i H / oh) .. ceil((i + 1) H / oh) - 1 and the columns alike (torch's
+    windows, which may overlap), as the sum over the whole plane of the input
+    times separable f32 weights, 1 / the window's size inside it and 0
+    outside (each output reads the plane: small planes, as such outputs
+    have); a channels-last input gives a channels-last result."""
     if x.dim() != 4:
         return NotImplemented
     n, c, h, w = x.shape
-    oh, ow = output_size
-    if h % oh or w % ow:
-        return NotImplemented
-    return x.view(n, c, oh, h // oh, ow, w // ow).permute(0, 1, 2, 4, 3, 5).mean((-2, -1))
+    oh, ow = _pair(list(output_size))
+    if not h % oh and not w % ow:
+        return x.view(n, c, oh, h // oh, ow, w // ow).permute(0, 1, 2, 4, 3, 5).mean((-2, -1))
+    weights = _adaptive_weights(oh, h, x.device)[:, None, :, None] * _adaptive_weights(ow, w, x.device)[None, :, None, :]
+    if x.is_contiguous(memory_format=torch.channels_last) and c > 1:
+        plane = x.permute(0, 2, 3, 1)[:, None, None]  # [N, 1, 1, H, W, C]
+        return (plane * weights[None, :, :, :, :, None]).sum((3, 4)).to(x.dtype).permute(0, 3, 1, 2)
+    return (x[:, :, None, None] * weights[None, None]).sum((-2, -1)).to(x.dtype)
+
+
+def _adaptive_weights(out: int, size: int, device):
+    """[out, size] f32: 1 / window i's length where position h lies in adaptive
+    pooling's window i (floor(i size / out) .. ceil((i + 1) size / out) - 1), else 0."""
+    i = torch.arange(out, device=device)
+    start, end = torch.div(i * size, out, rounding_mode="floor"), torch.div((i + 1) * size + out - 1, out,
+                                                                              rounding_mode="floor")
+    positions = torch.arange(size, device=device)[None, :]
+    inside = (positions >= start[:, None]) & (positions < end[:, None])
+    return torch.where(inside, 1.0 / (end - start).to(torch.float32)[:, None], 0.0)
 
 
 def _encoder_layer(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu, norm_first,
