@@ -891,6 +891,45 @@ def test_adaptive_average_pooling_of_overlapping_windows(size, out, channels_las
     assert got.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("channels,out,groups,kernel,stride,padding,dilation,bias", [
+    (8, 8, 8, 3, 1, 1, 1, True),  # depthwise (MobileNet's)
+    (8, 16, 8, 5, 2, 2, 1, False),  # depthwise with a channel multiplier of 2, strided
+    (8, 12, 2, 3, 1, 2, 2, True),  # two groups, dilated
+    (6, 6, 3, 1, 2, 0, 1, False),  # grouped 1x1 (ResNeXt's), strided
+])
+def test_grouped_convolutions(channels, out, groups, kernel, stride, padding, dilation, bias, channels_last):
+    """A grouped convolution is a reduction over each group's channels and
+    taps, summed in f32: torch's result within fp16's rounding, channels-last
+    kept."""
+    x, weight = torch.randn(2, channels, 9, 11), torch.randn(out, channels // groups, kernel, kernel) * 0.3
+    b = torch.randn(out) if bias else None
+    half = x.half().to(memory_format=torch.channels_last) if channels_last else x.half()
+
+    def f(t, w, bb):
+        return F.relu6(F.conv2d(t, w, bb, stride, padding, dilation, groups))
+
+    with torch.no_grad():
+        got = torch.compile(f, backend=backend)(half, weight.half(), None if b is None else b.half())
+    expected = f(half.double(), weight.half().double(), None if b is None else b.half().double())
+    assert got.shape == expected.shape
+    assert (got.double() - expected).abs().max() <= 2e-3 * expected.abs().max()
+    assert got.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+
+
+class DepthwiseBlock(nn.Module):
+    """MobileNet's: a depthwise 3x3, ReLU6, a pointwise projection, batch norm, hardswish."""
+
+    def __init__(self, c=8):
+        super().__init__()
+        self.depthwise = nn.Conv2d(c, c, 3, 2, 1, groups=c)
+        self.pointwise, self.norm = nn.Conv2d(c, 2 * c, 1, bias=False), nn.BatchNorm2d(2 * c)
+        self.norm.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        return F.hardswish(self.norm(self.pointwise(F.relu6(self.depthwise(x))))).mean((2, 3))
+
+
 class CeilPools(nn.Module):
     """Pooling past the input's edge and adaptive windows that overlap."""
 
@@ -908,8 +947,9 @@ class CeilPools(nn.Module):
     (PointwiseBottleneck(8), (1, 8, 3, 5), True), (RotaryQuery(), (1, 5, 32), False),
     (GroupNormBlock(), (1, 8, 3, 5), False), (nn.Upsample(size=(5, 7)), (1, 2, 3, 4), False),
     (CausalGQA(dim=48, heads=6, kv_heads=2), (1, 13, 48), False), (CeilPools(), (1, 3, 17, 14), True),
+    (DepthwiseBlock(), (1, 8, 7, 6), True),
 ], ids=["mlp", "gqa", "resnet", "pointwise-conv", "rotary-cat", "group-norm", "upsample-index", "gqa-head-8",
-        "ceil-pools"])
+        "ceil-pools", "depthwise"])
 def test_in_the_gfx942_emulator(monkeypatch, model, shape, channels_last):
     monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
     check(model, torch.randn(*shape), channels_last=channels_last)

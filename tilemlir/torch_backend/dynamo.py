@@ -86,6 +86,7 @@ def decompositions() -> dict:
     table[aten.upsample_nearest2d.default] = _upsample_nearest
     table[aten.upsample_nearest2d.vec] = _upsample_nearest_scaled
     table[aten.avg_pool2d.default] = _avg_pool2d
+    table[aten.convolution.default] = _grouped_convolution
     table[aten._adaptive_avg_pool2d.default] = _adaptive_avg_pool2d
     table[aten.adaptive_max_pool2d.default] = _adaptive_max_pool2d
     table[aten.repeat.default] = _repeat
@@ -155,6 +156,46 @@ def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mod
     rows = torch.arange(out_h, device=x.device).view(1, 1, out_h, 1) * sh - ph + tap // kw
     cols = torch.arange(out_w, device=x.device).view(1, 1, 1, out_w) * sw - pw + tap % kw
     return pooled, rows * x.shape[3] + cols
+
+
+def _grouped_convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """A grouped 2-D convolution (depthwise: one input channel a group; ResNeXt's
+    and MobileNet's) as the reduction it is: output channel o of group g sums
+    its group's input channels x its taps over a strided view of windows of
+    the zero-padded input, the products in f32, summed in f32 and rounded
+    once, the bias added before the rounding. Convolutions of one group are
+    left whole (the implicit-GEMM kernels of codegen); transposed ones and
+    those of other ranks fall back. Of a channels-last input the windows are
+    (N, H, W, group, ...) and the result channels-last, as torch's."""
+    if groups == 1 or transposed or x.dim() != 4 or not x.is_floating_point():
+        return NotImplemented
+    n, _, h, w = x.shape
+    out_channels, per_group, kh, kw = weight.shape
+    (sh, sw), (ph, pw), (dh, dw) = _pair(list(stride)), _pair(list(padding)), _pair(list(dilation))
+    padded = torch.nn.functional.pad(x, (pw, pw, ph, ph)) if ph or pw else x
+    out_h, out_w = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    outs = out_channels // groups
+    sn, sc, s_h, s_w = padded.stride()
+    taps = (per_group, kh, kw)
+    tap_strides = (sc, s_h * dh, s_w * dw)
+    if x.is_contiguous(memory_format=torch.channels_last):
+        windows = padded.as_strided((n, out_h, out_w, groups, 1) + taps,
+                                    (sn, s_h * sh, s_w * sw, sc * per_group, 0) + tap_strides)
+        kernel = weight.view(groups, outs, *taps)
+    else:
+        windows = padded.as_strided((n, groups, 1, out_h, out_w) + taps,
+                                    (sn, sc * per_group, 0, s_h * sh, s_w * sw) + tap_strides)
+        kernel = weight.view(groups, outs, 1, 1, *taps)
+    summed = (windows.to(torch.float32) * kernel.to(torch.float32)).sum((-3, -2, -1))
+    if x.is_contiguous(memory_format=torch.channels_last):
+        summed = summed.reshape(n, out_h, out_w, out_channels)
+        if bias is not None:
+            summed = summed + bias.to(torch.float32)
+        return summed.to(x.dtype).permute(0, 3, 1, 2)
+    summed = summed.reshape(n, out_channels, out_h, out_w)
+    if bias is not None:
+        summed = summed + bias.to(torch.float32).view(out_channels, 1, 1)
+    return summed.to(x.dtype)
 
 
 def _extreme_along(values, indices):
