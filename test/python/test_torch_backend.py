@@ -930,6 +930,19 @@ class DepthwiseBlock(nn.Module):
         return F.hardswish(self.norm(self.pointwise(F.relu6(self.depthwise(x))))).mean((2, 3))
 
 
+@pytest.mark.parametrize("norm", [nn.InstanceNorm2d(6, affine=True), nn.InstanceNorm2d(6),
+                                  nn.BatchNorm2d(6, track_running_stats=False)], ids=["instance-affine", "instance",
+                                                                                      "batch-without-running-stats"])
+def test_norms_by_their_own_inputs_statistics(norm):
+    """Batch norm over the statistics of its input (instance norm's, and a batch
+    norm with no running statistics, in eval mode as in training): per
+    channel mean and biased variance in f32."""
+    if norm.affine:
+        norm.weight.data.uniform_(0.5, 1.5)
+        norm.bias.data.uniform_(-0.5, 0.5)
+    check(nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), norm, nn.ReLU()), torch.randn(2, 3, 7, 5) * 3 + 1)
+
+
 class CeilPools(nn.Module):
     """Pooling past the input's edge and adaptive windows that overlap."""
 

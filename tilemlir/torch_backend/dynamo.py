@@ -78,6 +78,7 @@ def decompositions() -> dict:
             del table[op]
     table[aten._transformer_encoder_layer_fwd.default] = _encoder_layer
     table[aten._native_batch_norm_legit_no_training.default] = _batch_norm_inference
+    table[aten._native_batch_norm_legit.no_stats] = _batch_norm_of_the_batch
     table[aten.max_pool2d_with_indices.default] = _max_pool2d
     table[aten.max.dim] = _extreme_along(torch.amax, torch.argmax)
     table[aten.min.dim] = _extreme_along(torch.amin, torch.argmin)
@@ -107,6 +108,27 @@ def _batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, 
     if bias is not None:
         y = y + bias.view(shape)
     return y.to(x.dtype), x.new_empty(0), x.new_empty(0)  # an fp16 input keeps fp16 beside fp32 statistics
+
+
+def _batch_norm_of_the_batch(x, weight, bias, training, momentum, eps):
+    """Batch norm by the statistics of its own input (no running ones: what
+    nn.InstanceNorm2d and GroupNorm-like modules call in eval mode): the mean
+    and the biased variance of each channel over every other dim, 16-bit
+    inputs in f32, the variance from the centred values (two passes, as
+    torch's), then the element-wise normalisation; with the mean and the
+    reciprocal standard deviation per channel (f32 for 16-bit inputs)."""
+    dims = [0] + list(range(2, x.dim()))
+    wide = x.float() if x.element_size() < 4 else x
+    mean = wide.mean(dims, keepdim=True)
+    centred = wide - mean
+    rstd = torch.rsqrt((centred * centred).mean(dims, keepdim=True) + eps)
+    y = centred * rstd
+    shape = [1, x.shape[1]] + [1] * (x.dim() - 2)
+    if weight is not None:
+        y = y * weight.view(shape)
+    if bias is not None:
+        y = y + bias.view(shape)
+    return y.to(x.dtype), mean.flatten(), rstd.flatten()
 
 
 def _pooled_size(size: int, kernel: int, stride: int, padding: int, ceil_mode: bool) -> tuple[int, int]:
