@@ -917,6 +917,25 @@ def test_grouped_convolutions(channels, out, groups, kernel, stride, padding, di
     assert got.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
+@pytest.mark.parametrize("channels,out,groups,kernel,stride,padding,dilation", [
+    (8, 16, 1, 3, 1, 1, 1),  # one group: the implicit GEMM of an image one row high
+    (8, 8, 8, 4, 2, 2, 1),  # depthwise, an even kernel, strided
+    (6, 12, 3, 3, 1, 2, 2),  # grouped, dilated
+])
+def test_one_dimensional_convolutions(channels, out, groups, kernel, stride, padding, dilation):
+    """A 1-D convolution is the 2-D one of an image one row high."""
+    x, weight, bias = torch.randn(2, channels, 19), torch.randn(out, channels // groups, kernel) * 0.3, torch.randn(out)
+
+    def f(t, w, b):
+        return F.gelu(F.conv1d(t, w, b, stride, padding, dilation, groups))
+
+    with torch.no_grad():
+        got = torch.compile(f, backend=backend)(x.half(), weight.half(), bias.half())
+    expected = f(x.half().double(), weight.half().double(), bias.half().double())
+    assert got.shape == expected.shape
+    assert (got.double() - expected).abs().max() <= 2e-3 * expected.abs().max()
+
+
 class DepthwiseBlock(nn.Module):
     """MobileNet's: a depthwise 3x3, ReLU6, a pointwise projection, batch norm, hardswish."""
 

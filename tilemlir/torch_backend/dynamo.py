@@ -87,7 +87,7 @@ def decompositions() -> dict:
     table[aten.upsample_nearest2d.default] = _upsample_nearest
     table[aten.upsample_nearest2d.vec] = _upsample_nearest_scaled
     table[aten.avg_pool2d.default] = _avg_pool2d
-    table[aten.convolution.default] = _grouped_convolution
+    table[aten.convolution.default] = _convolution
     table[aten._adaptive_avg_pool2d.default] = _adaptive_avg_pool2d
     table[aten.adaptive_max_pool2d.default] = _adaptive_max_pool2d
     table[aten.repeat.default] = _repeat
@@ -180,16 +180,29 @@ def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mod
     return pooled, rows * x.shape[3] + cols
 
 
-def _grouped_convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """A 1-D convolution as the 2-D one of an image one row high (its kernel
+    one row high too); a grouped 2-D one as `_grouped_convolution`; others
+    whole (a 2-D one of one group: codegen's implicit GEMM) or falling back
+    (transposed, 3-D)."""
+    if transposed or not x.is_floating_point():
+        return NotImplemented
+    if x.dim() == 3:
+        y = aten.convolution.default(x.unsqueeze(2), weight.unsqueeze(2), bias, [1] + list(stride),
+                                     [0] + list(padding), [1] + list(dilation), False, [0, 0], groups)
+        return y.squeeze(2)
+    return _grouped_convolution(x, weight, bias, stride, padding, dilation, groups)
+
+
+def _grouped_convolution(x, weight, bias, stride, padding, dilation, groups):
     """A grouped 2-D convolution (depthwise: one input channel a group; ResNeXt's
     and MobileNet's) as the reduction it is: output channel o of group g sums
     its group's input channels x its taps over a strided view of windows of
     the zero-padded input, the products in f32, summed in f32 and rounded
-    once, the bias added before the rounding. Convolutions of one group are
-    left whole (the implicit-GEMM kernels of codegen); transposed ones and
-    those of other ranks fall back. Of a channels-last input the windows are
-    (N, H, W, group, ...) and the result channels-last, as torch's."""
-    if groups == 1 or transposed or x.dim() != 4 or not x.is_floating_point():
+    once, the bias added before the rounding. Of a channels-last input the
+    windows are (N, H, W, group, ...) and the result channels-last, as
+    torch's."""
+    if groups == 1 or x.dim() != 4:
         return NotImplemented
     n, _, h, w = x.shape
     out_channels, per_group, kh, kw = weight.shape
