@@ -315,8 +315,8 @@ def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_
                                                      ceil_mode)
     (kh, kw), (sh, sw), (ph, pw) = geometry
     out_h, out_w = windows.shape[1:3] if channels_last else windows.shape[2:4]
-    uniform = (out_h - 1) * sh + kh <= x.shape[2] + 2 * ph and (out_w - 1) * sw + kw <= x.shape[3] + 2 * pw
-    if divisor_override is None and uniform and (count_include_pad or not (ph or pw)):
+    within = (out_h - 1) * sh + kh <= x.shape[2] + 2 * ph and (out_w - 1) * sw + kw <= x.shape[3] + 2 * pw
+    if divisor_override is None and within and (count_include_pad or not (ph or pw)):
         pooled = windows.mean((-2, -1))
     else:
         if divisor_override is not None:

@@ -166,8 +166,8 @@ class MmaSyncCore(MatrixCore):
         limit -= self.reserved_shared_bytes()
         if offset > limit:
             raise SharedBudgetError(f"tile-lower-to-gpu: this kernel needs {offset} bytes of shared memory "
-                            f"(pipeline stages and row padding or swizzle alignment included), "
-                            f"{lowering.target.name} allows {limit}")
+                                    f"(pipeline stages and row padding or swizzle alignment included), "
+                                    f"{lowering.target.name} allows {limit}")
         return offset
 
     def reserved_shared_bytes(self) -> int:
