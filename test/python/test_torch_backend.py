@@ -962,6 +962,25 @@ def test_norms_by_their_own_inputs_statistics(norm):
     check(nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), norm, nn.ReLU()), torch.randn(2, 3, 7, 5) * 3 + 1)
 
 
+def test_pooling_and_grouped_convolutions_keep_torch_precision(monkeypatch):
+    """Integer average pooling (torch divides exactly) stays whole, run by
+    torch; f64 grouped convolutions and pooling sum in f64 as torch's do."""
+    monkeypatch.setenv("TILEMLIR_TORCH_STRICT", "0")
+    x = torch.tensor([[[[41, 82], [123, 10]]]])
+    with torch.no_grad():
+        got = torch.compile(lambda t: F.avg_pool2d(t, 1, divisor_override=41), backend=backend)(x)
+    assert torch.equal(got, F.avg_pool2d(x, 1, divisor_override=41))
+
+    def f(t, w):
+        return F.avg_pool2d(F.conv2d(t, w, None, 1, 1, 1, 4), 3, 2, 1, True, False) + \
+            F.adaptive_avg_pool2d(t, (3, 2)).sum()
+
+    t, w = torch.randn(2, 4, 9, 7, dtype=torch.float64), torch.randn(8, 1, 3, 3, dtype=torch.float64)
+    with torch.no_grad():
+        got = torch.compile(f, backend=backend)(t, w)
+    assert (got - f(t, w)).abs().max() <= 1e-12
+
+
 class CeilPools(nn.Module):
     """Pooling past the input's edge and adaptive windows that overlap."""
 

@@ -1313,7 +1313,7 @@ def bordered(node: fx.Node) -> Border | None:
     """The Border of a constant_pad_nd that pads a 4-D float tensor's height
     and width alone, by non-negative amounts (None for another node)."""
     if node.target is not torch.ops.aten.constant_pad_nd.default or len(shape_of(node) or ()) != 4 \
-            or kind_of(dtype_of(node)) != "f":
+            or dtype_of(node) not in pointwise.FLOATS:  # f64 pads too, which no kernel takes
         return None
     pads = list(node.args[1]) + [0] * (8 - len(node.args[1]))
     if any(p < 0 for p in pads) or any(pads[4:]):

@@ -131,6 +131,12 @@ def _batch_norm_of_the_batch(x, weight, bias, training, momentum, eps):
     return y.to(x.dtype), mean.flatten(), rstd.flatten()
 
 
+def _accumulator(dtype: torch.dtype) -> torch.dtype:
+    """What a decomposition's sums and weights are computed in: f32, or f64 for
+    an f64 input (whose torch op computes in f64)."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
 def _pooled_size(size: int, kernel: int, stride: int, padding: int, ceil_mode: bool) -> tuple[int, int]:
     """Output positions along one dimension, as torch's pooling counts them
     (with `ceil_mode` a last window may hang past the padded input, but must
@@ -198,8 +204,8 @@ def _grouped_convolution(x, weight, bias, stride, padding, dilation, groups):
     """A grouped 2-D convolution (depthwise: one input channel a group; ResNeXt's
     and MobileNet's) as the reduction it is: output channel o of group g sums
     its group's input channels x its taps over a strided view of windows of
-    the zero-padded input, the products in f32, summed in f32 and rounded
-    once, the bias added before the rounding. Of a channels-last input the
+    the zero-padded input, the products in f32 (f64 for f64), summed so and
+    rounded once, the bias added before the rounding. Of a channels-last input the
     windows are (N, H, W, group, ...) and the result channels-last, as
     torch's."""
     if groups == 1 or x.dim() != 4:
@@ -221,15 +227,16 @@ def _grouped_convolution(x, weight, bias, stride, padding, dilation, groups):
         windows = padded.as_strided((n, groups, 1, out_h, out_w) + taps,
                                     (sn, sc * per_group, 0, s_h * sh, s_w * sw) + tap_strides)
         kernel = weight.view(groups, outs, 1, 1, *taps)
-    summed = (windows.to(torch.float32) * kernel.to(torch.float32)).sum((-3, -2, -1))
+    wide = _accumulator(x.dtype)
+    summed = (windows.to(wide) * kernel.to(wide)).sum((-3, -2, -1))
     if x.is_contiguous(memory_format=torch.channels_last):
         summed = summed.reshape(n, out_h, out_w, out_channels)
         if bias is not None:
-            summed = summed + bias.to(torch.float32)
+            summed = summed + bias.to(wide)
         return summed.to(x.dtype).permute(0, 3, 1, 2)
     summed = summed.reshape(n, out_channels, out_h, out_w)
     if bias is not None:
-        summed = summed + bias.to(torch.float32).view(out_channels, 1, 1)
+        summed = summed + bias.to(wide).view(out_channels, 1, 1)
     return summed.to(x.dtype)
 
 
@@ -307,9 +314,9 @@ def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_
     past the padding with `ceil_mode`, padding not counted, a divisor given)
     each window's sum times 1 / its own count, as torch counts it: the
     window clipped to the padded input, or to the input without
-    `count_include_pad`. The products are f32 and summed in f32, rounded
-    once."""
-    if x.dim() != 4:
+    `count_include_pad`. The products are f32 (f64 for f64) and summed so,
+    rounded once. Integer inputs (torch divides them exactly) stay whole."""
+    if x.dim() != 4 or not x.is_floating_point():
         return NotImplemented
     windows, channels_last, geometry = _pool_windows(x, list(kernel_size), list(stride), list(padding), 0.0,
                                                      ceil_mode)
@@ -319,11 +326,12 @@ def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_
     if divisor_override is None and within and (count_include_pad or not (ph or pw)):
         pooled = windows.mean((-2, -1))
     else:
+        wide = _accumulator(x.dtype)
         if divisor_override is not None:
-            scale = torch.full((out_h, out_w), 1.0 / divisor_override, dtype=torch.float32, device=x.device)
+            scale = torch.full((out_h, out_w), 1.0 / divisor_override, dtype=wide, device=x.device)
         else:
-            rows = _window_counts(out_h, x.shape[2], kh, sh, ph, count_include_pad, x.device)
-            cols = _window_counts(out_w, x.shape[3], kw, sw, pw, count_include_pad, x.device)
+            rows = _window_counts(out_h, x.shape[2], kh, sh, ph, count_include_pad, x.device).to(wide)
+            cols = _window_counts(out_w, x.shape[3], kw, sw, pw, count_include_pad, x.device).to(wide)
             scale = 1.0 / (rows[:, None] * cols[None, :])
         scale = scale[:, :, None, None, None] if channels_last else scale[:, :, None, None]
         pooled = (windows * scale).sum((-2, -1)).to(x.dtype)
@@ -401,31 +409,34 @@ def _adaptive_avg_pool2d(x, output_size):
     1x1), the mean of equal windows; else output (i, j) averages rows
     floor(i H / oh) .. ceil((i + 1) H / oh) - 1 and the columns alike (torch's
     windows, which may overlap), as the sum over the whole plane of the input
-    times separable f32 weights, 1 / the window's size inside it and 0
-    outside (each output reads the plane: small planes, as such outputs
-    have); a channels-last input gives a channels-last result."""
-    if x.dim() != 4:
+    times separable f32 (f64 for f64) weights, 1 / the window's size inside
+    it and 0 outside (each output reads the plane: small planes, as such
+    outputs have); a channels-last input gives a channels-last result.
+    Integer inputs stay whole."""
+    if x.dim() != 4 or not x.is_floating_point():
         return NotImplemented
     n, c, h, w = x.shape
     oh, ow = _pair(list(output_size))
     if not h % oh and not w % ow:
         return x.view(n, c, oh, h // oh, ow, w // ow).permute(0, 1, 2, 4, 3, 5).mean((-2, -1))
-    weights = _adaptive_weights(oh, h, x.device)[:, None, :, None] * _adaptive_weights(ow, w, x.device)[None, :, None, :]
+    wide = _accumulator(x.dtype)
+    weights = _adaptive_weights(oh, h, wide, x.device)[:, None, :, None] * \
+        _adaptive_weights(ow, w, wide, x.device)[None, :, None, :]
     if x.is_contiguous(memory_format=torch.channels_last) and c > 1:
         plane = x.permute(0, 2, 3, 1)[:, None, None]  # [N, 1, 1, H, W, C]
         return (plane * weights[None, :, :, :, :, None]).sum((3, 4)).to(x.dtype).permute(0, 3, 1, 2)
     return (x[:, :, None, None] * weights[None, None]).sum((-2, -1)).to(x.dtype)
 
 
-def _adaptive_weights(out: int, size: int, device):
-    """[out, size] f32: 1 / window i's length where position h lies in adaptive
+def _adaptive_weights(out: int, size: int, dtype: torch.dtype, device):
+    """[out, size] of `dtype`: 1 / window i's length where position h lies in adaptive
     pooling's window i (floor(i size / out) .. ceil((i + 1) size / out) - 1), else 0."""
     i = torch.arange(out, device=device)
     start, end = torch.div(i * size, out, rounding_mode="floor"), torch.div((i + 1) * size + out - 1, out,
                                                                               rounding_mode="floor")
     positions = torch.arange(size, device=device)[None, :]
     inside = (positions >= start[:, None]) & (positions < end[:, None])
-    return torch.where(inside, 1.0 / (end - start).to(torch.float32)[:, None], 0.0)
+    return torch.where(inside, 1.0 / (end - start).to(dtype)[:, None], 0.0)
 
 
 def _encoder_layer(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu, norm_first,
