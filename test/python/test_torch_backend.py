@@ -877,6 +877,20 @@ def test_pooling_windows_as_torch_counts_them(kernel, stride, padding, ceil_mode
 
 
 @pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_dilated_max_pooling(ceil_mode, channels_last):
+    """Taps `dilation` apart: torch's output size, values and first indices."""
+    def f(x):
+        return F.max_pool2d(x, 3, 2, 1, 2, ceil_mode=ceil_mode)
+
+    x = torch.randn(2, 3, 11, 8).half()
+    x = x.to(memory_format=torch.channels_last) if channels_last else x
+    with torch.no_grad():
+        got = torch.compile(f, backend=backend)(x)
+    assert torch.equal(got, f(x.float()).half())
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("size,out", [((10, 7), (3, 2)), ((5, 5), (2, 4))])
 def test_adaptive_average_pooling_of_overlapping_windows(size, out, channels_last):
     """Output sizes that do not divide the input: torch's windows (floor(i H /

@@ -137,52 +137,60 @@ def _accumulator(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def _pooled_size(size: int, kernel: int, stride: int, padding: int, ceil_mode: bool) -> tuple[int, int]:
+def _pooled_size(size: int, kernel: int, stride: int, padding: int, ceil_mode: bool,
+                 dilation: int = 1) -> tuple[int, int]:
     """Output positions along one dimension, as torch's pooling counts them
-    (with `ceil_mode` a last window may hang past the padded input, but must
-    start inside the input or its leading padding), and how far the last
-    window reaches past the trailing padding."""
-    out = (size + 2 * padding - kernel + (stride - 1 if ceil_mode else 0)) // stride + 1
+    (a window spans dilation x (kernel - 1) + 1; with `ceil_mode` a last
+    window may hang past the padded input, but must start inside the input
+    or its leading padding), and how far the last window reaches past the
+    trailing padding."""
+    span = dilation * (kernel - 1) + 1
+    out = (size + 2 * padding - span + (stride - 1 if ceil_mode else 0)) // stride + 1
     if ceil_mode and (out - 1) * stride >= size + padding:
         out -= 1
-    return out, max(0, (out - 1) * stride + kernel - size - 2 * padding)
+    return out, max(0, (out - 1) * stride + span - size - 2 * padding)
 
 
-def _pool_windows(x, kernel, stride, padding, fill, ceil_mode=False):
+def _pool_windows(x, kernel, stride, padding, fill, ceil_mode=False, dilation=(1,)):
     """The windows of `x` padded with `fill` (a view of the padded tensor;
     with `ceil_mode` also past the trailing padding where the last window
-    hangs over it), whether they are channels-last, and the (kernel, stride,
-    padding) pairs. [N, C, Ho, Wo, kh, kw] windows; of a channels-last `x`,
-    [N, Ho, Wo, C, kh, kw] (reduced, then permuted back to N, C, Ho, Wo), so
-    that the reducing kernel runs over the channels fastest and writes a
-    channels-last result, as torch's pooling does."""
+    hangs over it; taps `dilation` apart), whether they are channels-last,
+    and the (kernel, stride, padding) pairs. [N, C, Ho, Wo, kh, kw] windows;
+    of a channels-last `x`, [N, Ho, Wo, C, kh, kw] (reduced, then permuted
+    back to N, C, Ho, Wo), so that the reducing kernel runs over the
+    channels fastest and writes a channels-last result, as torch's pooling
+    does."""
     (kh, kw), (sh, sw), (ph, pw) = geometry = _pair(kernel), _pair(stride or kernel), _pair(padding)
-    out_h, over_h = _pooled_size(x.shape[2], kh, sh, ph, ceil_mode)
-    out_w, over_w = _pooled_size(x.shape[3], kw, sw, pw, ceil_mode)
+    dh, dw = _pair(list(dilation))
+    out_h, over_h = _pooled_size(x.shape[2], kh, sh, ph, ceil_mode, dh)
+    out_w, over_w = _pooled_size(x.shape[3], kw, sw, pw, ceil_mode, dw)
     pads = (pw, pw + over_w, ph, ph + over_h)
     padded = torch.nn.functional.pad(x, pads, value=fill) if any(pads) else x
     n, c = padded.shape[:2]
     sn, sc, s_h, s_w = padded.stride()
+    taps = (s_h * dh, s_w * dw)
     if x.is_contiguous(memory_format=torch.channels_last) and c > 1:
-        return padded.as_strided((n, out_h, out_w, c, kh, kw), (sn, s_h * sh, s_w * sw, sc, s_h, s_w)), True, geometry
-    return padded.as_strided((n, c, out_h, out_w, kh, kw), (sn, sc, s_h * sh, s_w * sw, s_h, s_w)), False, geometry
+        return padded.as_strided((n, out_h, out_w, c, kh, kw), (sn, s_h * sh, s_w * sw, sc) + taps), True, geometry
+    return padded.as_strided((n, c, out_h, out_w, kh, kw), (sn, sc, s_h * sh, s_w * sw) + taps), False, geometry
 
 
 def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     """Max pooling as the max over a strided view of windows of the input
-    padded with -inf. The indices (the first maximum's place in its input
-    plane, as torch's) are an argmax, which runs in torch; the graph drops
-    them where nothing uses them, as in a model's forward."""
-    if any(d != 1 for d in dilation) or x.dim() != 4 or not x.is_floating_point():
+    padded with -inf (taps `dilation` apart). The indices (the first
+    maximum's place in its input plane, as torch's) are an argmax, which
+    runs in torch; the graph drops them where nothing uses them, as in a
+    model's forward."""
+    if x.dim() != 4 or not x.is_floating_point():
         return NotImplemented
     windows, channels_last, ((kh, kw), (sh, sw), (ph, pw)) = _pool_windows(
-        x, list(kernel_size), list(stride), list(padding), float("-inf"), ceil_mode)
+        x, list(kernel_size), list(stride), list(padding), float("-inf"), ceil_mode, list(dilation))
+    dh, dw = _pair(list(dilation))
     pooled, tap = windows.amax((-2, -1)), windows.reshape(*windows.shape[:4], kh * kw).argmax(-1)
     if channels_last:
         pooled, tap = pooled.permute(0, 3, 1, 2), tap.permute(0, 3, 1, 2)
     out_h, out_w = pooled.shape[2:]
-    rows = torch.arange(out_h, device=x.device).view(1, 1, out_h, 1) * sh - ph + tap // kw
-    cols = torch.arange(out_w, device=x.device).view(1, 1, 1, out_w) * sw - pw + tap % kw
+    rows = torch.arange(out_h, device=x.device).view(1, 1, out_h, 1) * sh - ph + tap // kw * dh
+    cols = torch.arange(out_w, device=x.device).view(1, 1, 1, out_w) * sw - pw + tap % kw * dw
     return pooled, rows * x.shape[3] + cols
 
 
