@@ -950,6 +950,58 @@ def test_one_dimensional_convolutions(channels, out, groups, kernel, stride, pad
     assert (got.double() - expected).abs().max() <= 2e-3 * expected.abs().max()
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("channels,out,groups,kernel,stride,padding,output_padding,dilation", [
+    (4, 6, 1, 2, 2, 0, 0, 1),  # a decoder's 2x upsampling
+    (4, 6, 1, 3, 2, 1, 1, 1),  # padded, with output padding
+    (6, 6, 3, 3, 3, 2, 0, 2),  # grouped, dilated, its padding larger than the kernel's reach (cropped)
+])
+def test_transposed_convolutions(channels, out, groups, kernel, stride, padding, output_padding, dilation,
+                                 channels_last):
+    """A transposed convolution is the direct one of the input spread by its
+    stride, padded, by the flipped kernel."""
+    x, weight, bias = torch.randn(2, channels, 5, 6), torch.randn(channels, out // groups, kernel, kernel) * 0.3, \
+        torch.randn(out)
+    half = x.half().to(memory_format=torch.channels_last) if channels_last else x.half()
+
+    def f(t, w, b):
+        return F.conv_transpose2d(t, w, b, stride, padding, output_padding, groups, dilation)
+
+    with torch.no_grad():
+        got = torch.compile(f, backend=backend)(half, weight.half(), bias.half())
+    expected = f(half.double(), weight.half().double(), bias.half().double())
+    assert got.shape == expected.shape
+    assert (got.double() - expected).abs().max() <= 2e-3 * expected.abs().max()
+
+
+def test_a_one_dimensional_transposed_convolution():
+    """nn.ConvTranspose1d: the 2-D transposed convolution of an image one row high."""
+    x, weight, bias = torch.randn(2, 6, 7), torch.randn(6, 2, 4) * 0.3, torch.randn(6)
+
+    def f(t, w, b):
+        return F.conv_transpose1d(t, w, b, 2, 1, 1, 3)
+
+    with torch.no_grad():
+        got = torch.compile(f, backend=backend)(x.half(), weight.half(), bias.half())
+    expected = f(x.half().double(), weight.half().double(), bias.half().double())
+    assert got.shape == expected.shape
+    assert (got.double() - expected).abs().max() <= 2e-3 * expected.abs().max()
+
+
+class Decoder(nn.Module):
+    """A U-Net decoder step: a 2x transposed convolution, a skip concatenated, a 3x3 convolution."""
+
+    def __init__(self, c=8):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(2 * c, c, 2, 2)
+        self.conv = nn.Conv2d(2 * c, c, 3, padding=1)
+
+    def forward(self, x):
+        low = F.avg_pool2d(x, 2)
+        deep = torch.cat([low, low], 1)
+        return F.relu(self.conv(torch.cat([self.up(deep), x], 1)))
+
+
 class DepthwiseBlock(nn.Module):
     """MobileNet's: a depthwise 3x3, ReLU6, a pointwise projection, batch norm, hardswish."""
 
@@ -1012,9 +1064,9 @@ class CeilPools(nn.Module):
     (PointwiseBottleneck(8), (1, 8, 3, 5), True), (RotaryQuery(), (1, 5, 32), False),
     (GroupNormBlock(), (1, 8, 3, 5), False), (nn.Upsample(size=(5, 7)), (1, 2, 3, 4), False),
     (CausalGQA(dim=48, heads=6, kv_heads=2), (1, 13, 48), False), (CeilPools(), (1, 3, 17, 14), True),
-    (DepthwiseBlock(), (1, 8, 7, 6), True),
+    (DepthwiseBlock(), (1, 8, 7, 6), True), (Decoder(), (1, 8, 6, 4), False),
 ], ids=["mlp", "gqa", "resnet", "pointwise-conv", "rotary-cat", "group-norm", "upsample-index", "gqa-head-8",
-        "ceil-pools", "depthwise"])
+        "ceil-pools", "depthwise", "decoder"])
 def test_in_the_gfx942_emulator(monkeypatch, model, shape, channels_last):
     monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
     check(model, torch.randn(*shape), channels_last=channels_last)

@@ -195,17 +195,52 @@ def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mod
 
 
 def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    """A 1-D convolution as the 2-D one of an image one row high (its kernel
-    one row high too); a grouped 2-D one as `_grouped_convolution`; others
-    whole (a 2-D one of one group: codegen's implicit GEMM) or falling back
-    (transposed, 3-D)."""
-    if transposed or not x.is_floating_point():
+    """A 1-D convolution (transposed or not) as the 2-D one of an image one
+    row high (its kernel one row high too); a transposed 2-D one as
+    `_transposed_convolution`; a grouped 2-D one as `_grouped_convolution`;
+    others whole (a 2-D one of one group: codegen's implicit GEMM) or
+    falling back (3-D)."""
+    if not x.is_floating_point():
         return NotImplemented
     if x.dim() == 3:
         y = aten.convolution.default(x.unsqueeze(2), weight.unsqueeze(2), bias, [1] + list(stride),
-                                     [0] + list(padding), [1] + list(dilation), False, [0, 0], groups)
+                                     [0] + list(padding), [1] + list(dilation), transposed,
+                                     [0] + list(output_padding), groups)
         return y.squeeze(2)
+    if transposed:
+        return _transposed_convolution(x, weight, bias, stride, padding, dilation, output_padding, groups)
     return _grouped_convolution(x, weight, bias, stride, padding, dilation, groups)
+
+
+def _transposed_convolution(x, weight, bias, stride, padding, dilation, output_padding, groups):
+    """A transposed 2-D convolution (a decoder's upsampling) as the direct
+    convolution it equals: of the input with stride - 1 zeros between its
+    pixels (each pixel and its zeros one concatenation, flattened), padded
+    by dilation x (kernel - 1) - padding on each side (cropped where that is
+    negative) and output_padding more at the end, by the kernel flipped in
+    both taps with its input and output channels swapped in each group,
+    stride 1, the same dilation and groups."""
+    if x.dim() != 4:
+        return NotImplemented
+    (sh, sw), (ph, pw) = _pair(list(stride)), _pair(list(padding))
+    (dh, dw), (oh, ow) = _pair(list(dilation)), _pair(list(output_padding))
+    in_channels, outs, kh, kw = weight.shape
+    spread = x
+    for dim, step in ((3, sw), (2, sh)):
+        if step > 1:
+            shape = list(spread.shape)
+            zeros = spread.new_zeros(shape + [step - 1])
+            spread = torch.cat([spread.unsqueeze(-1), zeros], -1)
+            spread = spread.movedim(-1, dim + 1).reshape(shape[:dim] + [shape[dim] * step] + shape[dim + 1:])
+            spread = spread.narrow(dim, 0, (shape[dim] - 1) * step + 1)
+    top, left = dh * (kh - 1) - ph, dw * (kw - 1) - pw
+    spread = torch.nn.functional.pad(spread, (left, left + ow, top, top + oh))
+    flipped = weight.view(groups, in_channels // groups, outs, kh, kw).transpose(1, 2) \
+        .reshape(groups * outs, in_channels // groups, kh, kw)
+    for dim, taps in ((2, kh), (3, kw)):  # reversed by an index (a gather kernel), as aten.flip is not one
+        if taps > 1:
+            flipped = flipped.index_select(dim, torch.arange(taps - 1, -1, -1, device=weight.device))
+    return aten.convolution.default(spread, flipped, bias, [1, 1], [0, 0], [dh, dw], False, [0, 0], groups)
 
 
 def _grouped_convolution(x, weight, bias, stride, padding, dilation, groups):
