@@ -972,6 +972,7 @@ def test_transposed_convolutions(channels, out, groups, kernel, stride, padding,
     expected = f(half.double(), weight.half().double(), bias.half().double())
     assert got.shape == expected.shape
     assert (got.double() - expected).abs().max() <= 2e-3 * expected.abs().max()
+    assert got.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
 def test_a_one_dimensional_transposed_convolution():

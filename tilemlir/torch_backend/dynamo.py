@@ -219,8 +219,11 @@ def _transposed_convolution(x, weight, bias, stride, padding, dilation, output_p
     by dilation x (kernel - 1) - padding on each side (cropped where that is
     negative) and output_padding more at the end, by the kernel flipped in
     both taps with its input and output channels swapped in each group,
-    stride 1, the same dilation and groups."""
-    if x.dim() != 4:
+    stride 1, the same dilation and groups; a channels-last input's spread
+    channels-last too, so that the result is, as torch's. f64 stays whole
+    (run by torch: no kernel takes it, and the spread input would cost its
+    fallback stride x stride the work)."""
+    if x.dim() != 4 or x.dtype == torch.float64:
         return NotImplemented
     (sh, sw), (ph, pw) = _pair(list(stride)), _pair(list(padding))
     (dh, dw), (oh, ow) = _pair(list(dilation)), _pair(list(output_padding))
@@ -235,6 +238,8 @@ def _transposed_convolution(x, weight, bias, stride, padding, dilation, output_p
             spread = spread.narrow(dim, 0, (shape[dim] - 1) * step + 1)
     top, left = dh * (kh - 1) - ph, dw * (kw - 1) - pw
     spread = torch.nn.functional.pad(spread, (left, left + ow, top, top + oh))
+    if x.is_contiguous(memory_format=torch.channels_last):
+        spread = spread.contiguous(memory_format=torch.channels_last)
     flipped = weight.view(groups, in_channels // groups, outs, kh, kw).transpose(1, 2) \
         .reshape(groups * outs, in_channels // groups, kh, kw)
     for dim, taps in ((2, kh), (3, kw)):  # reversed by an index (a gather kernel), as aten.flip is not one
