@@ -103,11 +103,18 @@ def _batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, 
     fuse into the epilogue of the convolution before them."""
     shape = [1, x.shape[1]] + [1] * (x.dim() - 2)
     y = (x - running_mean.view(shape)) * torch.rsqrt(running_var.view(shape) + eps)
+    # An fp16 input keeps fp16 beside fp32 statistics.
+    return _channel_affine(y, weight, bias).to(x.dtype), x.new_empty(0), x.new_empty(0)
+
+
+def _channel_affine(y, weight, bias):
+    """y times a per-channel (dim 1) weight, plus a per-channel bias, either None."""
+    shape = [1, y.shape[1]] + [1] * (y.dim() - 2)
     if weight is not None:
         y = y * weight.view(shape)
     if bias is not None:
         y = y + bias.view(shape)
-    return y.to(x.dtype), x.new_empty(0), x.new_empty(0)  # an fp16 input keeps fp16 beside fp32 statistics
+    return y
 
 
 def _batch_norm_of_the_batch(x, weight, bias, training, momentum, eps):
@@ -122,13 +129,7 @@ def _batch_norm_of_the_batch(x, weight, bias, training, momentum, eps):
     mean = wide.mean(dims, keepdim=True)
     centred = wide - mean
     rstd = torch.rsqrt((centred * centred).mean(dims, keepdim=True) + eps)
-    y = centred * rstd
-    shape = [1, x.shape[1]] + [1] * (x.dim() - 2)
-    if weight is not None:
-        y = y * weight.view(shape)
-    if bias is not None:
-        y = y + bias.view(shape)
-    return y.to(x.dtype), mean.flatten(), rstd.flatten()
+    return _channel_affine(centred * rstd, weight, bias).to(x.dtype), mean.flatten(), rstd.flatten()
 
 
 def _accumulator(dtype: torch.dtype) -> torch.dtype:
@@ -262,12 +263,13 @@ def _grouped_convolution(x, weight, bias, stride, padding, dilation, groups):
     out_channels, per_group, kh, kw = weight.shape
     (sh, sw), (ph, pw), (dh, dw) = _pair(list(stride)), _pair(list(padding)), _pair(list(dilation))
     padded = torch.nn.functional.pad(x, (pw, pw, ph, ph)) if ph or pw else x
-    out_h, out_w = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    (out_h, _), (out_w, _) = _pooled_size(h, kh, sh, ph, False, dh), _pooled_size(w, kw, sw, pw, False, dw)
     outs = out_channels // groups
     sn, sc, s_h, s_w = padded.stride()
     taps = (per_group, kh, kw)
     tap_strides = (sc, s_h * dh, s_w * dw)
-    if x.is_contiguous(memory_format=torch.channels_last):
+    channels_last = x.is_contiguous(memory_format=torch.channels_last)
+    if channels_last:
         windows = padded.as_strided((n, out_h, out_w, groups, 1) + taps,
                                     (sn, s_h * sh, s_w * sw, sc * per_group, 0) + tap_strides)
         kernel = weight.view(groups, outs, *taps)
@@ -277,7 +279,7 @@ def _grouped_convolution(x, weight, bias, stride, padding, dilation, groups):
         kernel = weight.view(groups, outs, 1, 1, *taps)
     wide = _accumulator(x.dtype)
     summed = (windows.to(wide) * kernel.to(wide)).sum((-3, -2, -1))
-    if x.is_contiguous(memory_format=torch.channels_last):
+    if channels_last:
         summed = summed.reshape(n, out_h, out_w, out_channels)
         if bias is not None:
             summed = summed + bias.to(wide)

@@ -225,9 +225,17 @@ class MmaSyncCore(MatrixCore):
         slots = self.stage_views[buffer]
         if not isinstance(slots, BoxedSlots):
             return slot_view(slots, slot)
-        view_type = ir.MemRefType.get([slots.rows, slots.cols], slots.element,
+        return self.boxed_slot_view(slots.base, slots.offset, slots.slot_bytes, slots.rows, slots.cols,
+                                    slots.element, slot)
+
+    def boxed_slot_view(self, base: ir.Value, offset: int, slot_bytes: int, rows: int, cols: int,
+                        element: ir.Type, slot: ir.Value) -> ir.Value:
+        """Slot `slot` of boxed slots at byte `offset` of `base` as a rows x cols
+        memref, recorded as boxed (`operand_swizzle`): cp.async-filled
+        (`BoxedSlots`) and TMA-filled (wgmma.py's SwizzledBuffer) alike."""
+        view_type = ir.MemRefType.get([rows, cols], element,
                                       memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>"))
-        view = memref.ViewOp(view_type, slots.base, add(mul(slot, slots.slot_bytes), slots.offset), []).result
+        view = memref.ViewOp(view_type, base, add(mul(slot, slot_bytes), offset), []).result
         self.boxed_views.add(view)
         return view
 

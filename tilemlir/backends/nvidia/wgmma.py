@@ -543,12 +543,8 @@ class NvidiaMatrixCore(MmaSyncCore):
     def slot_base(self, buffer: SwizzledBuffer, slot: ir.Value) -> ir.Value:
         """Slot `slot` of a swizzled buffer as a rows x cols memref (its bytes are
         swizzled boxes: only its address is used, by descriptors)."""
-        view_type = ir.MemRefType.get([buffer.rows, buffer.cols], buffer.element,
-                                      memory_space=ir.Attribute.parse(WORKGROUP))
-        start = add(mul(slot, buffer.slot_bytes), buffer.offset)
-        view = memref.ViewOp(view_type, self.base, start, []).result
-        self.boxed_views.add(view)
-        return view
+        return self.boxed_slot_view(self.base, buffer.offset, buffer.slot_bytes, buffer.rows, buffer.cols,
+                                    buffer.element, slot)
 
     def box_view(self, buffer: SwizzledBuffer, slot: ir.Value, box: int) -> ir.Value:
         view_type = ir.MemRefType.get([buffer.rows, buffer.box_cols], buffer.element,
@@ -574,12 +570,14 @@ class NvidiaMatrixCore(MmaSyncCore):
         loops = self.in_flight_candidates(lowering)
         if not loops:
             return placed
-        asked = (self.staging, self.blocks_per_sm(lowering, self.specialization(lowering), self.shared_bytes))
+        # The registers it weighs (need, instruction) do not depend on the slots.
+        specialization = self.specialization(lowering)
+        staged, blocks = self.staging is not None, self.blocks_per_sm(lowering, specialization, self.shared_bytes)
         self.slot_in_flight.update(loops)
         try:
             more = self.place_all(lowering, shared_ops)
-            kept = (self.staging is None) == (asked[0] is None) and \
-                self.blocks_per_sm(lowering, self.specialization(lowering), self.shared_bytes) == asked[1]
+            kept = (self.staging is not None) == staged and \
+                self.blocks_per_sm(lowering, specialization, self.shared_bytes) == blocks
         except SharedBudgetError:
             kept = False
         if kept:
