@@ -175,6 +175,76 @@ def test_flash_attention_example_at_head_dim_128_steps_down_to_the_stages_that_f
     assert not any("row padding" in m and "dropped" in m for m in remarks), remarks
 
 
+@pytest.mark.parametrize("target, blocks, threads, causal", [
+    ("amdgpu:gfx942", (128, 128), 256, False),  # TileLang's own MHA configuration
+    ("amdgpu:gfx942", (64, 128), 128, True),
+    ("metax:xcore1000", (128, 64), 128, False),
+])
+def test_flash_attention_whose_stages_fit_only_without_q_reads_q_into_registers(monkeypatch, target, blocks,
+                                                                                  threads, causal):
+    """At d = 128 these blocks need more LDS for Q and one stage of K and V
+    than the chip has (gfx942 128x128: 98,304 bytes of 65,536): Q, copied
+    once before the loop and read only as the first gemm's A, is read from
+    global memory into registers before the loop instead, and the loop
+    keeps the stages that then fit, with a remark; the result stays right."""
+    from attention_cases import Attention, model
+
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
+    flashattn = load_example("flash_attention").flashattn
+    seq = 256
+    case = Attention(batch=1, heads=1, kv_heads=1, seq=seq, dim=128, causal=causal)
+    q, k, v = (RNG.uniform(-2, 2, (1, seq, 1, 128)).astype(np.float16) for _ in range(3))
+    kernel = flashattn(1, 1, seq, 128, causal, block_M=blocks[0], block_N=blocks[1], threads=threads)
+    out = kernel(q, k, v)
+    expected, bound = model(case, [q, k, v, out])[3]
+    assert_within(out, expected, bound)
+    result = tilemlir.compile(kernel.get_kernel_source(), target=target, emit="gpu")
+    remarks = [d.message for d in result.remarks]
+    assert any(re.match(r"tile-pipeline: not even 1 stage fits \S+'s 65536 bytes of LDS with the "
+                        r"\d+x128xf16 tile.alloc_shared at .*: the gemms of this loop read it from global "
+                        r"memory into registers, once, before the loop, and the loop is pipelined with \d "
+                        r"stages?", m) for m in remarks), remarks
+    assert result.artifact.count("tile.read_from_global") == 0  # lowered: no LDS, no attribute left
+
+
+def test_a_gemm_operand_reused_across_a_loop_is_read_into_registers_once():
+    """Beyond attention: a 128x256 A tile multiplies every 128-column block of
+    B in turn (C = A B, one row of blocks per workgroup). A and one stage of
+    B's 256x128 blocks need 131,072 bytes, over gfx942's 65,536: A is read
+    into registers before the loop, and B keeps the one stage that fits."""
+
+    @tilemlir.jit(out_idx=[2], target="amdgpu:gfx942", engine="emulator")
+    def rows(M, N, K, block_M=128, block_N=128):
+        @T.prim_func
+        def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+            with T.Kernel(T.ceildiv(M, block_M), threads=256) as bx:
+                A_shared = T.alloc_shared((block_M, K), "float16")
+                B_shared = T.alloc_shared((K, block_N), "float16")
+                C_local = T.alloc_fragment((block_M, block_N), "float32")
+                T.copy(A[bx * block_M, 0], A_shared)
+                for j in T.Pipelined(T.ceildiv(N, block_N), num_stages=2):
+                    T.copy(B[0, j * block_N], B_shared)
+                    T.clear(C_local)
+                    T.gemm(A_shared, B_shared, C_local)
+                    T.copy(C_local, C[bx * block_M, j * block_N])
+        return main
+
+    a = RNG.uniform(-1, 1, (256, 256)).astype(np.float16)
+    b = RNG.uniform(-1, 1, (256, 384)).astype(np.float16)
+    kernel = rows(256, 384, 256)
+    c = kernel(a, b)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert_within(c, exact, gemm_bound(exact, np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64),
+                                       256, U32))
+    report = kernel.compile("isa", report=True).report
+    (compiled,) = report["kernels"]
+    assert compiled["shared_bytes"] <= 65536 and not compiled["spills"]
+    (decisions,) = report["decisions"]
+    a_buffer = next(b for b in decisions["shared_buffers"] if b["shape"] == [128, 256])
+    assert a_buffer["bytes"] == 0 and "read from global memory into registers" in a_buffer["use"]
+
+
 def test_elementwise_functions_and_compile_time_python():
     x = np.linspace(-3, 3, 256).astype(np.float32)
     got = K.elementwise(256)(x)

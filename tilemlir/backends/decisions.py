@@ -354,10 +354,13 @@ class _Reader:
             uses.append("scratch (reductions across waves, layout conversions)")
         elif not roles and program_accesses(op):
             uses.append("indexed by the program")
+        held = attributes.READ_FROM_GLOBAL.is_on(op)  # in registers, not in shared memory
+        if held:
+            uses = [f"{use}, read from global memory into registers before its loop" for use in uses]
         decision = SharedBufferDecision(
             name=self.name(op, fallback, taken), at=self.at(op), shape=shape,
             dtype=str(memref_type.element_type), use="; ".join(uses) or "copies",
-            stages=stages, bytes=physical_shared_bytes(op), direct_loads=_filled_from_global(op))
+            stages=stages, bytes=0 if held else physical_shared_bytes(op), direct_loads=_filled_from_global(op))
         layout = attributes.SMEM_LAYOUT.read(op)
         if layout is None:
             return decision

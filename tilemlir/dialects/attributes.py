@@ -410,6 +410,15 @@ PER_THREAD = UnitAttribute(
          "gpu.barrier where every thread reaches it, and memref.alloca private to each thread",
     check=of_kind(ir.UnitAttr))
 
+READ_FROM_GLOBAL = UnitAttribute(
+    "tile.read_from_global", ("tile.alloc_shared",),
+    producer="tile-pipeline (a loop whose stages fit the LDS only without this buffer)",
+    consumers=(("tile-lower-to-gpu (no LDS for it: the gemms that read it as A read its one copy's "
+                "global source into registers, once, before their loop)"), "the report's decisions"),
+    form="a unit attribute, on a 2-D buffer filled by one tile.copy from global memory that nothing "
+         "writes in the kernel, before the loop, and read only as the A operand of gemms in it",
+    check=of_kind(ir.UnitAttr))
+
 PIPELINED = IntegerAttribute(
     "tile.pipelined", ("scf.for",),
     producer="tile-pipeline (the loop's stages, once pipelined)",
@@ -455,7 +464,7 @@ DEFAULT_THREADS = UnitAttribute(
 
 ALL: tuple[TileAttribute, ...] = (
     TARGET, NUM_STAGES, TILING, IN_BOUNDS, DEFAULT_THREADS, ATOMIC_ADD, CAST, MMA, WARP_GRID, LDS_CONFLICTS, OPERAND_READ_STEPS, LAYOUT, SCRATCH, SMEM_LAYOUT,
-    VECTOR_WIDTH, PREFETCH, WINDOW, PER_THREAD, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
+    VECTOR_WIDTH, PREFETCH, WINDOW, PER_THREAD, READ_FROM_GLOBAL, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
     KERNEL_ARGUMENTS, SHARED_STORAGE,
 )
 BY_NAME: dict[str, TileAttribute] = {attribute.name: attribute for attribute in ALL}

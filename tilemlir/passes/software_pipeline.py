@@ -21,8 +21,14 @@ the copies N-1 iterations ahead:
   (ResNet's 1x1 convolutions of 64-128 channels are loops of 1-2 K steps);
 * the LDS budget is checked with the multiplied buffers: stages that do not
   fit become the most that do, with a remark naming the numbers
-  (`over-budget=error`: a compile-time error with the numbers instead); a
-  loop that not even one stage fits is an error either way;
+  (`over-budget=error`: a compile-time error with the numbers instead); where
+  not even one stage fits, a buffer copied from global memory once before
+  the loop and read in it only as its gemms' A (attention's Q) leaves the
+  LDS where the family's matrix core reads such an A from global memory
+  into registers, once, before the loop (`MatrixCore.reads_a_from_global`:
+  AMD, MetaX), and the loop gets the stages that then fit: the buffer is
+  marked tile.read_from_global, and a remark says so; a loop that fits no
+  stage even so is an error either way;
 * tile-lower-to-gpu turns a `tile.prefetch` copy into global loads at the top
   of the iteration and LDS stores at its end, with one barrier per iteration:
   the stage written at the end of iteration i was last read in iteration i-1
@@ -257,6 +263,10 @@ class TilePipeline(TilePass):
         if needed <= limit:
             return stages
         fitting = next((s for s in range(stages - 1, 0, -1) if needed_with(s) <= limit), None)
+        if fitting is None and self.over_budget == "fewer-stages":
+            fitting = self.read_from_global(loop, kernel, others, staged, stages, limit, target, state)
+            if fitting is not None:
+                return fitting
         if fitting is not None and self.over_budget == "fewer-stages":
             state.remark(loop, f"tile-pipeline: {stages} stages need {needed} bytes of LDS, {target.name} "
                                f"allows {limit}: pipelined with {fitting} stage{'s' if fitting > 1 else ''} "
@@ -273,6 +283,41 @@ class TilePipeline(TilePass):
                              f"{target.name} allows {limit}; {advice}. By buffer: {account} "
                              f"(the pipelined loop is at {position_text(loop)})")
         return None
+
+    @staticmethod
+    def read_from_global(loop, kernel, others, staged, stages: int, limit: int, target,
+                         state: PassState) -> int | None:
+        """Where not one stage fits: the most stages that fit once the
+        buffers the gemms of the loop read as A and a copy from global
+        memory fills once before it (flash attention's Q) leave the LDS, the
+        gemms reading them from global memory into registers, once, before
+        the loop (tile.read_from_global, `MatrixCore.reads_a_from_global`);
+        a remark names them. None where that does not fit either, or the
+        family's matrix instructions cannot take A so."""
+        from tilemlir.passes.lower_to_gpu.api import matrix_core_for
+
+        if kernel is None or not matrix_core_for(target).reads_a_from_global:
+            return None
+        taken = [alloc for alloc in others if _read_once_from_global(alloc, loop, kernel)]
+        if not taken:
+            return None
+        kept = [(op, 1) for op in others if op not in taken]
+
+        def needed_with(count: int) -> int:
+            return lds_breakdown(kept + [(op, count) for op in staged])[0]
+
+        fitting = next((s for s in range(stages, 0, -1) if needed_with(s) <= limit), None)
+        if fitting is None:
+            return None
+        for alloc in taken:
+            attributes.READ_FROM_GLOBAL.mark(alloc)
+        names = "; ".join(shared_buffer_text(alloc) for alloc in taken)
+        state.remark(loop, f"tile-pipeline: not even 1 stage fits {target.name}'s {limit} bytes of LDS with "
+                           f"{names}: the gemms of this loop read it from global memory into registers, "
+                           f"once, before the loop, and the loop is pipelined with {fitting} "
+                           f"stage{'s' if fitting > 1 else ''} ({needed_with(fitting)} bytes of LDS); "
+                           "tile-pipeline{over-budget=error} refuses", kind="speed")
+        return fitting
 
     # -- the rewrite ------------------------------------------------------------
 
@@ -465,6 +510,38 @@ def _check_recomputable(value: ir.Value, body: ir.Block) -> None:
         raise NotPipelinable(f"a copy index comes from {owner.name}, which is not pure arithmetic")
     for operand in owner.operands:
         _check_recomputable(operand, body)
+
+
+def _read_once_from_global(alloc: ir.Operation, loop: ir.Operation, kernel: ir.Operation) -> bool:
+    """Whether a 2-D shared buffer is filled by one tile.copy from global
+    memory, in the loop's block before it, from a source nothing in the
+    kernel writes, and read only as the (untransposed) A operand of gemms
+    inside the loop: its reads can move before the loop and out of LDS."""
+    buffer = alloc.results[0]
+    if len(ir.MemRefType(buffer.type).shape) != 2:
+        return False
+    fills, reads = [], []
+    for use in buffer.uses:
+        owner = use.owner
+        if owner.name == "tile.copy" and use.operand_number == 1:
+            fills.append(owner)
+        elif (owner.name == "tile.gemm" and use.operand_number == 0 and _inside(owner, loop)
+              and not ir.BoolAttr(owner.attributes["transpose_a"]).value):
+            reads.append(owner)
+        else:
+            return False
+    if len(fills) != 1 or not reads:
+        return False
+    fill = fills[0].operation
+    source = fill.operands[0]
+    if tile.memory_level(source.type) != tile.GLOBAL or fill.block != loop.block:
+        return False
+    position = {op.operation: i for i, op in enumerate(loop.block.operations)}
+    if position[fill] > position[loop.operation if hasattr(loop, "operation") else loop]:
+        return False
+    # Nothing in the kernel writes the source (every use there is a copy's read).
+    return all(use.owner.name == "tile.copy" and use.operand_number == 0
+               for use in source.uses if _inside(use.owner, kernel))
 
 
 def _inside(op, loop: ir.Operation) -> bool:

@@ -189,6 +189,7 @@ class MfmaCore(MatrixCore):
     transposes_accumulator = True
     register_a_bits = frozenset({16})  # 8-bit runs of four would be 32-bit reads of B
     reads_swizzled_rows = True  # mfma_operand: vector reads at the swizzled column
+    reads_a_from_global = True  # global_a_operand
 
     @property
     def wmma_architecture(self) -> str | None:
@@ -312,11 +313,15 @@ class MfmaCore(MatrixCore):
                 part = k_step % steps
                 if part == 0:  # the reads of this step and the next steps - 1
                     ka, kb = add(a_group, k0), add(b_group, k0)
-                    read_a = [mfma_operand(gemm.a_smem, add(a_row0, tm * layout.m), ka, layout.a_per_lane * steps,
-                                           a_element, k_contiguous=not gemm.transpose_a,
-                                           transpose_read_lane=gemm.lane if gemm.transpose_read_a else None,
-                                           swizzle=gemm.swizzle_a)
-                              for tm in range(tiles_m)]
+                    if gemm.a_global is not None:
+                        read_a = [global_a_operand(gemm, layout, wtm, tm, k0, steps) for tm in range(tiles_m)]
+                    else:
+                        read_a = [mfma_operand(gemm.a_smem, add(a_row0, tm * layout.m), ka,
+                                               layout.a_per_lane * steps, a_element,
+                                               k_contiguous=not gemm.transpose_a,
+                                               transpose_read_lane=gemm.lane if gemm.transpose_read_a else None,
+                                               swizzle=gemm.swizzle_a)
+                                  for tm in range(tiles_m)]
                     read_b = [b_operand(add(b_col0, tn * layout.n), kb, layout.b_per_lane * steps)
                               for tn in range(tiles_n)]
                 a_values = [part_of(value, part, layout.a_per_lane, steps) for value in read_a]
@@ -337,6 +342,22 @@ class MfmaCore(MatrixCore):
                     fragment.values[index] = amdgpu.MFMAOp(
                         layout.m, layout.n, layout.k, a, b, fragment.values[index],
                         blocks=gemm.choice.blocks).result
+
+
+def global_a_operand(gemm: GemmOperands, layout: mma_layouts.Layout, wtm: int, tm: int, k0: int,
+                     steps: int) -> ir.Value:
+    """The A operand of row tile `tm` for the K steps from `k0` (`steps` of
+    them, as `mfma_operand` reads them from LDS) read from global memory,
+    once, before the gemm's loop (`GlobalOperand.read`): rows of A are the
+    instruction's lanes mod m, K runs by lane group."""
+    count = layout.a_per_lane * steps
+
+    def indices() -> tuple[ir.Value, ir.Value]:
+        row = add(add(mul(gemm.wave_m, wtm), urem(gemm.lane, layout.m)), tm * layout.m)
+        return row, add(mul(udiv(gemm.lane, layout.m), layout.a_group_stride * steps), k0)
+
+    key = (layout.m, layout.a_group_stride, wtm, tm, k0, count)
+    return gemm.a_global.read(key, indices, count)
 
 
 def part_of(value: ir.Value, part: int, count: int, parts: int) -> ir.Value:

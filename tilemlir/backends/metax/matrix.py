@@ -124,6 +124,8 @@ def pack(values: ir.Value, count: int, element: ir.Type) -> ir.Value:
 class MetaxMmaCore(MatrixCore):
     """MetaX 16x16 wave64 MMAs through calls to the `__builtin_mxc_mma_*` built-ins."""
 
+    reads_a_from_global = True  # global_a_operand
+
     def supported(self, m: int, n: int, k: int, blocks: int, wave_size: int) -> bool:
         # K = 16 (f16, bf16, i8 on xcore1000) and K = 32 (i8 on xcore1500, fp8):
         # 4 or 8 values per lane. The f32/tf32/f64 forms (1 or 2 per lane, and an
@@ -157,16 +159,20 @@ class MetaxMmaCore(MatrixCore):
         group = mul(udiv(step.lane, TILE), per_lane)
         a_row0 = add(mul(step.wave_m, wtm), urem(step.lane, TILE))
         b_col0 = add(mul(step.wave_n, wtn), urem(step.lane, TILE))
-        a_element = ir.MemRefType(step.a_smem.type).element_type
+        a_element = step.a_global.element if step.a_global else ir.MemRefType(step.a_smem.type).element_type
         b_element = ir.MemRefType(step.b_smem.type).element_type
         callee = self.declare(builtin_name(step.choice.name), per_lane, a_element,
                               fragment.vector_type)
         for k_step in range(step.block_k // k):
             k0 = add(group, k_step * k)
-            a_values = [pack(lane_operand(step.a_smem, add(a_row0, tm * TILE), k0, per_lane,
-                                          a_element, k_contiguous=not step.transpose_a),
-                             per_lane, a_element)
-                        for tm in range(tiles_m)]
+            if step.a_global is not None:
+                a_values = [pack(global_a_operand(step, wtm, tm, k_step * k, per_lane), per_lane, a_element)
+                            for tm in range(tiles_m)]
+            else:
+                a_values = [pack(lane_operand(step.a_smem, add(a_row0, tm * TILE), k0, per_lane,
+                                              a_element, k_contiguous=not step.transpose_a),
+                                 per_lane, a_element)
+                            for tm in range(tiles_m)]
             b_values = [pack(lane_operand(step.b_smem, add(b_col0, tn * TILE), k0, per_lane,
                                           b_element, k_contiguous=step.transpose_b),
                              per_lane, b_element)
@@ -197,3 +203,16 @@ class MetaxMmaCore(MatrixCore):
             func.FuncOp(name, ir.FunctionType.get([operand, operand, result], [result]),
                         visibility="private")
         return ir.FlatSymbolRefAttr.get(name)
+
+
+def global_a_operand(step: GemmOperands, wtm: int, tm: int, k0: int, per_lane: int) -> ir.Value:
+    """Row tile `tm`'s A operand of the K step at `k0` read from global
+    memory, once, before the gemm's loop (`GlobalOperand.read`): A row
+    lane mod 16, K from (lane div 16) x per_lane, as from shared memory."""
+
+    def indices() -> tuple[ir.Value, ir.Value]:
+        row = add(add(mul(step.wave_m, wtm), urem(step.lane, TILE)), tm * TILE)
+        return row, add(mul(udiv(step.lane, TILE), per_lane), k0)
+
+    return step.a_global.read((TILE, wtm, tm, k0, per_lane), indices, per_lane)
+

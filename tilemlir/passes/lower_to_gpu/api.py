@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -286,6 +287,34 @@ class LaneIds:
 
 
 @dataclass
+class GlobalOperand:
+    """A gemm's A operand read from global memory into registers
+    (`GemmOperands.a_global`): `load(row, k, count)` emits the read of
+    `count` consecutive-K elements of the buffer's row `row` from its copy's
+    source, as the gemm reads them (converted, 0 outside the source);
+    `read` emits each once, before `anchor` (the outermost loop around the
+    gemm that the copy is not in; None: where the gemm is), and keeps it in
+    `reads`, which every gemm reading the buffer shares. `element`: the
+    buffer's element type, which the gemm reads."""
+
+    load: Callable[[ir.Value, ir.Value, int], ir.Value]
+    anchor: ir.Operation | None
+    reads: dict
+    element: ir.Type
+
+    def read(self, key: tuple, indices: Callable[[], tuple[ir.Value, ir.Value]], count: int) -> ir.Value:
+        """The read `key` names, emitted on first use: `indices()` builds
+        (row, k) where the read is emitted, from values defined before the
+        anchor (the lane id, the hoisted wave position)."""
+        if key not in self.reads:
+            with ir.InsertionPoint(self.anchor) if self.anchor is not None else nullcontext():
+                row, k = indices()
+                value = self.load(row, k, count)
+                self.reads[key] = vector.ExtractOp(value, [], [0]).result if count == 1 else value
+        return self.reads[key]
+
+
+@dataclass
 class GemmOperands:
     """Everything a core needs to emit one tile.gemm, with lane ids computed:
     the accumulator, the chosen instruction, A and B as stored in shared memory
@@ -319,6 +348,9 @@ class GemmOperands:
     # K steps of the instruction each operand read serves (tile.operand_read_steps,
     # `MatrixCore.k_steps_per_read`).
     k_steps_per_read: int = 1
+    # A read from global memory instead of `a_smem` (None then): the buffer
+    # was marked tile.read_from_global (`MatrixCore.reads_a_from_global`).
+    a_global: GlobalOperand | None = None
 
 
 # --------------------------------------------------------------------------
@@ -485,6 +517,13 @@ class MatrixCore(ABC):
     # (tile.layout's `transposed`) as C^T += B^T A^T; tile-infer-layout then
     # chooses that layout for every accumulator.
     transposes_accumulator: ClassVar[bool] = False
+
+    # True: `emit_k_steps` reads an A operand given as `GemmOperands.a_global`
+    # (a buffer tile-pipeline marked tile.read_from_global) from global memory
+    # into registers, once, before the gemm's loop (`global_a_operand`), so
+    # tile-pipeline may take such a buffer out of shared memory where the
+    # loop's stages do not fit with it.
+    reads_a_from_global: ClassVar[bool] = False
 
     # The bit widths of A elements `register_a` may accept; tile-select-mma
     # splits the waves of gemm chains with such an A along M only (a wave holds
@@ -871,6 +910,7 @@ __all__ = [
     "Fragment",
     "FragmentRun",
     "GemmOperands",
+    "GlobalOperand",
     "KernelLowering",
     "LaneIds",
     "LoweringError",

@@ -8,6 +8,7 @@ this emitter only as an `api.KernelLowering`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from tilemlir.passes.lower_to_gpu.api import (
     AccumulatorFragment,
     AccumulatorLayout,
     GemmOperands,
+    GlobalOperand,
     LaneIds,
     LoweringError,
     LoweringHooks,
@@ -151,6 +153,10 @@ class KernelEmitter(FragmentOps):
         self._values: dict = {}
         self._fragments: dict = {}
         self._shared: dict = {}
+        # tile.read_from_global buffers -> (load, the block their copy is in);
+        # their reads, shared by the gemms (`GlobalOperand.reads`).
+        self._global_a: dict = {}
+        self._global_reads: dict = {}
         self._deferred_stores: list | None = None
         self._lds_conflicts = 0
         self._shared_notes: dict = {}  # tile.alloc_shared -> what note_shared recorded
@@ -230,7 +236,8 @@ class KernelEmitter(FragmentOps):
     def gemm_operands(self, gemm: ir.Operation) -> GemmOperands:
         a, b, c = gemm.operands[0], gemm.operands[1], gemm.operands[2]
         a_fragment, a_source_layout = self.register_a_operand(gemm)
-        if (a not in self._shared and a_fragment is None) or b not in self._shared:
+        a_global = self.global_operand(gemm)
+        if (a not in self._shared and a_fragment is None and a_global is None) or b not in self._shared:
             raise LoweringError(gemm, "tile-lower-to-gpu: gemm operands A and B must be shared "
                                       "buffers, or A the copy of an accumulator the family's matrix "
                                       "instructions read from registers (run tile-stage-operands)")
@@ -254,8 +261,10 @@ class KernelEmitter(FragmentOps):
         transpose_a = ir.BoolAttr(gemm.attributes["transpose_a"]).value
         transpose_b = ir.BoolAttr(gemm.attributes["transpose_b"]).value
         block_k = ir.MemRefType(a.type).shape[0 if transpose_a else 1]
-        wave_m, wave_n = self.wave_position(fragment)
-        a_smem, layout_a = self._shared[a] if a_fragment is None else (None, SharedLayout())
+        # Before the reads' anchor where A is read from global memory: they use it.
+        with ir.InsertionPoint(a_global.anchor) if a_global and a_global.anchor else contextlib.nullcontext():
+            wave_m, wave_n = self.wave_position(fragment)
+        a_smem, layout_a = self._shared[a] if a in self._shared else (None, SharedLayout())
         b_smem, layout_b = self._shared[b]
         # A buffer stored transposed flips which index of it is K. A buffer
         # stored for transpose reads is read with them by the uses whose K runs
@@ -282,7 +291,7 @@ class KernelEmitter(FragmentOps):
         return GemmOperands(fragment, choice, a_smem, b_smem,
                             transpose_a != layout_a.transposed, transpose_b != layout_b.transposed,
                             block_k, self._ids.lane, wave_m, wave_n, read_a, read_b,
-                            layout_a.swizzle, layout_b.swizzle, a_fragment, a_source_layout, steps)
+                            layout_a.swizzle, layout_b.swizzle, a_fragment, a_source_layout, steps, a_global)
 
     def register_a_operand(self, gemm: ir.Operation) -> tuple[RegisterFragment | None,
                                                               AccumulatorLayout | None]:
@@ -355,7 +364,8 @@ class KernelEmitter(FragmentOps):
         captured = self.captured_values()
         # Constants defined outside are rematerialized inside; the rest are arguments.
         arguments = [v for v in captured if not _is_constant(v)]
-        shared_ops = [op for op in walk(self._kernel) if op.name == "tile.alloc_shared"]
+        shared_ops = [op for op in walk(self._kernel) if op.name == "tile.alloc_shared"
+                      and not attributes.READ_FROM_GLOBAL.is_on(op)]
         placed = self.core.places_shared_memory
         shared_types = [] if placed else [physical_shared_type(op) for op in shared_ops]
         function_type = ir.FunctionType.get([v.type for v in arguments], [])
@@ -456,6 +466,9 @@ class KernelEmitter(FragmentOps):
         pass
 
     def op_tile_alloc_shared(self, op) -> None:
+        if attributes.READ_FROM_GLOBAL.is_on(op):
+            self._global_reads[op.results[0]] = {}  # no LDS: its copy records its source
+            return
         self._values[op.results[0]] = self.shared_buffer(op.results[0])
 
     def op_memref_subview(self, op) -> None:
@@ -535,6 +548,9 @@ class KernelEmitter(FragmentOps):
         src_indices = src_indices or [const_index(0)] * ir.MemRefType(src.type).rank
         dst_indices = dst_indices or [const_index(0)] * ir.MemRefType(dst.type).rank
         shared, fragments = self._shared, self._fragments
+        if dst in self._global_reads:
+            self.record_global_operand(op, src_indices)
+            return
         if self.copy_with_fragments(op, src_indices, dst_indices):
             return
         src_rank, dst_rank = ir.MemRefType(src.type).rank, ir.MemRefType(dst.type).rank
@@ -559,6 +575,50 @@ class KernelEmitter(FragmentOps):
             gpu.BarrierOp()
         else:  # shared -> global, shared -> shared, global -> global: through registers
             self.copy_through_registers(op, src_indices, dst_indices)
+
+    def record_global_operand(self, op, src_indices: list[ir.Value]) -> None:
+        """The copy into a tile.read_from_global buffer emits nothing: the
+        gemms reading the buffer read its window of the source where they
+        need it (`GlobalOperand`), converted as the copy converts, 0 outside
+        the source as the copy reads."""
+        src, dst = op.operands[0], op.operands[1]
+        source = self._values[src]
+        if ir.MemRefType(src.type).rank > 2:
+            source, src_indices = window_view(op, source, src_indices, 2)
+        rows, cols = memref_dims(source)
+        if attributes.IN_BOUNDS.is_on(op):
+            rows = cols = None
+        from_element = ir.MemRefType(src.type).element_type
+        to_element = ir.MemRefType(dst.type).element_type
+
+        def load(row: ir.Value, k: ir.Value, count: int) -> ir.Value:
+            loaded = load_vector_or_zeros(source, [add(src_indices[0], row), add(src_indices[1], k)],
+                                          rows, cols, ir.VectorType.get([count], from_element))
+            return convert(loaded, from_element, to_element, self._native_fp8)
+
+        self._global_a[dst] = (load, ir.InsertionPoint.current.block)
+
+    def global_operand(self, gemm: ir.Operation) -> GlobalOperand | None:
+        """A gemm's A read from global memory (tile.read_from_global), with
+        its reads anchored before the outermost loop around the gemm that
+        the buffer's copy is not in; None for any other A."""
+        a = gemm.operands[0]
+        if a not in self._global_reads:
+            return None
+        if a not in self._global_a or ir.BoolAttr(gemm.attributes["transpose_a"]).value:
+            raise LoweringError(gemm, f"tile-lower-to-gpu: this gemm's A is marked "
+                                      f"{attributes.READ_FROM_GLOBAL.name}, but no copy from global memory "
+                                      "before it fills it, or the gemm reads it transposed")
+        load, copy_block = self._global_a[a]
+        anchor, block = None, ir.InsertionPoint.current.block
+        while block != copy_block:
+            owner = block.owner
+            if owner is None or owner.operation.name == "gpu.func":
+                raise LoweringError(gemm, f"tile-lower-to-gpu: this gemm's A is marked "
+                                          f"{attributes.READ_FROM_GLOBAL.name}, but the gemm is not nested "
+                                          "where the copy that fills it is")
+            anchor, block = owner.operation, owner.operation.block
+        return GlobalOperand(load, anchor, self._global_reads[a], ir.MemRefType(a.type).element_type)
 
     def op_tile_gemm(self, op) -> None:
         self.core.emit_k_steps(self.gemm_operands(op))

@@ -180,7 +180,8 @@ class LowerToGpu(TilePass):
     def check_resources(kernel: ir.Operation, target, state: PassState) -> bool:
         """Shared memory and threads against the descriptor: the seed article's
         "compiles, then crashes at run time" becomes a compile-time error."""
-        allocs = [(op, 1) for op in walk(kernel) if op.name == "tile.alloc_shared"]
+        allocs = [(op, 1) for op in walk(kernel) if op.name == "tile.alloc_shared"
+                  and not attributes.READ_FROM_GLOBAL.is_on(op)]
         limit = target.require("memory.shared_bytes_per_workgroup", "the LDS budget")
         ok = True
         if allocs and lds_breakdown(allocs)[0] > limit:

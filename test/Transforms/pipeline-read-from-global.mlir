@@ -1,0 +1,32 @@
+// RUN: tile-opt %s --split-input-file --verify-diagnostics --target=amdgpu:gfx942 --tile-pipeline | FileCheck %s
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// A 128x256 tile copied once before the loop and read only as its gemm's A
+// (flash attention's Q) takes 65536 bytes; with it not even one stage of the
+// loop's 256x64 tile fits gfx942's 65536. Without it two stages do: the
+// buffer is marked tile.read_from_global (its gemm reads it from global
+// memory into registers, once, before the loop) and a remark says so.
+// CHECK-LABEL: func.func @a_read_from_global
+// CHECK: "tile.alloc_shared"() {tile.read_from_global} : () -> memref<128x256xf16, #gpu.address_space<workgroup>>
+// CHECK: memref<2x256x64xf16, #gpu.address_space<workgroup>>
+// CHECK: tile.pipelined = 2
+func.func @a_read_from_global(%A: memref<1024x256xf16>, %B: memref<256x1024xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %a = "tile.alloc_shared"() : () -> memref<128x256xf16, #S>
+    %bb = "tile.alloc_shared"() : () -> memref<256x64xf16, #S>
+    %c = "tile.alloc_fragment"() : () -> memref<128x64xf32, #F>
+    "tile.copy"(%A, %a, %b, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<1024x256xf16>, memref<128x256xf16, #S>, index, index) -> ()
+    // expected-remark@below {{tile-pipeline: not even 1 stage fits gfx942's 65536 bytes of LDS with the 128x256xf16 tile.alloc_shared at}}
+    scf.for %j = %c0 to %c16 step %c1 {
+      "tile.copy"(%B, %bb, %c0, %j) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<256x1024xf16>, memref<256x64xf16, #S>, index, index) -> ()
+      "tile.gemm"(%a, %bb, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<128x256xf16, #S>, memref<256x64xf16, #S>, memref<128x64xf32, #F>) -> ()
+    } {tile.num_stages = 2 : i64}
+    gpu.yield
+  }) {grid = array<i64: 8>, threads = 256 : i64} : () -> ()
+  return
+}
