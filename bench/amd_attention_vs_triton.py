@@ -77,7 +77,8 @@ CASES = [Case(chip, dim, causal, dtype=dtype) for dtype in ("f16", "bf16") for c
          for dim in (128, 64) for causal in (False, True)]
 # (block_m, block_n, threads, stages)
 OUR_TILINGS = [(64, 64, 256, 1), (64, 64, 256, 2), (128, 64, 256, 1), (128, 64, 256, 2),
-               (128, 32, 256, 2), (64, 32, 256, 2), (256, 64, 512, 1), (256, 64, 512, 2)]
+               (128, 32, 256, 2), (64, 32, 256, 2), (256, 64, 512, 1), (256, 64, 512, 2),
+               (128, 128, 256, 2)]  # TileLang's own MHA configuration
 TRITON_OWN = (128, 64, 256, 1)
 TRITON_TYPES = {"f16": "fp16", "bf16": "bf16"}
 
