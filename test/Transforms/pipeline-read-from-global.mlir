@@ -30,3 +30,38 @@ func.func @a_read_from_global(%A: memref<1024x256xf16>, %B: memref<256x1024xf16>
   }) {grid = array<i64: 8>, threads = 256 : i64} : () -> ()
   return
 }
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// Two loops read the tile: the first takes it out of LDS, and the second
+// counts its stages without it: with it, two stages of its 256x32 tile and
+// the first loop's would not fit.
+// CHECK-LABEL: func.func @two_loops
+// CHECK: tile.read_from_global
+// CHECK-COUNT-2: tile.pipelined = 2
+func.func @two_loops(%A: memref<1024x256xf16>, %B: memref<256x1024xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %a = "tile.alloc_shared"() : () -> memref<128x256xf16, #S>
+    %bb = "tile.alloc_shared"() : () -> memref<256x32xf16, #S>
+    %b2 = "tile.alloc_shared"() : () -> memref<256x32xf16, #S>
+    %c = "tile.alloc_fragment"() : () -> memref<128x32xf32, #F>
+    "tile.copy"(%A, %a, %b, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<1024x256xf16>, memref<128x256xf16, #S>, index, index) -> ()
+    // expected-remark@below {{tile-pipeline: not even 1 stage fits gfx942's 65536 bytes of LDS with the 128x256xf16 tile.alloc_shared at}}
+    scf.for %j = %c0 to %c16 step %c1 {
+      "tile.copy"(%B, %bb, %c0, %j) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<256x1024xf16>, memref<256x32xf16, #S>, index, index) -> ()
+      "tile.gemm"(%a, %bb, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<128x256xf16, #S>, memref<256x32xf16, #S>, memref<128x32xf32, #F>) -> ()
+    } {tile.num_stages = 2 : i64}
+    scf.for %j = %c0 to %c16 step %c1 {
+      "tile.copy"(%B, %b2, %c0, %j) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<256x1024xf16>, memref<256x32xf16, #S>, index, index) -> ()
+      "tile.gemm"(%a, %b2, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<128x256xf16, #S>, memref<256x32xf16, #S>, memref<128x32xf32, #F>) -> ()
+    } {tile.num_stages = 2 : i64}
+    gpu.yield
+  }) {grid = array<i64: 8>, threads = 256 : i64} : () -> ()
+  return
+}

@@ -208,6 +208,29 @@ def test_flash_attention_whose_stages_fit_only_without_q_reads_q_into_registers(
     assert result.artifact.count("tile.read_from_global") == 0  # lowered: no LDS, no attribute left
 
 
+def test_flash_attention_of_one_key_block_reads_q_into_registers(monkeypatch):
+    """A sequence of one 128-key block: canonicalize folds the loop of one
+    iteration away before tile-pipeline, and Q, K and V (96 KiB) exceed
+    gfx942's LDS in the kernel itself; tile-lower-to-gpu reads Q from global
+    memory instead, with a remark."""
+    from attention_cases import Attention, model
+
+    monkeypatch.setenv("TILEMLIR_TARGET", "amdgpu:gfx942")
+    monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
+    flashattn = load_example("flash_attention").flashattn
+    case = Attention(batch=1, heads=1, kv_heads=1, seq=128, dim=128, causal=False)
+    q, k, v = (RNG.uniform(-2, 2, (1, 128, 1, 128)).astype(np.float16) for _ in range(3))
+    kernel = flashattn(1, 1, 128, 128, False, block_M=128, block_N=128, threads=256)
+    out = kernel(q, k, v)
+    expected, bound = model(case, [q, k, v, out])[3]
+    assert_within(out, expected, bound)
+    remarks = [d.message for d in tilemlir.compile(kernel.get_kernel_source(), target="amdgpu:gfx942",
+                                                   emit="gpu").remarks]
+    assert any(re.match(r"tile-lower-to-gpu: the 128x128xf16 tile.alloc_shared at .* would take the kernel over "
+                        r"gfx942's 65536 bytes of LDS: its gemms read it from global memory into registers "
+                        r"instead \(65536 bytes of LDS\)", m) for m in remarks), remarks
+
+
 def test_a_gemm_operand_reused_across_a_loop_is_read_into_registers_once():
     """Beyond attention: a 128x256 A tile multiplies every 128-column block of
     B in turn (C = A B, one row of blocks per workgroup). A and one stage of

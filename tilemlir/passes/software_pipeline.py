@@ -87,7 +87,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from tilemlir.dialects import attributes, tile
-from tilemlir.irutil import walk
+from tilemlir.irutil import parent_ops, walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.shared_memory import lds_breakdown, position_text, shared_buffer_text
 from tilemlir.targets import resolve_target
@@ -251,8 +251,8 @@ class TilePipeline(TilePass):
             kernel = kernel.parent
         others = []
         if kernel is not None:
-            others = [op for op in walk(kernel)
-                      if op.name == "tile.alloc_shared" and op.results[0] not in buffers]
+            others = [op for op in walk(kernel) if op.name == "tile.alloc_shared" and op.results[0] not in buffers
+                      and not attributes.READ_FROM_GLOBAL.is_on(op)]  # an earlier loop took it out
         staged = [b.owner.operation for b in buffers]
 
         def needed_with(count: int) -> int:
@@ -298,7 +298,8 @@ class TilePipeline(TilePass):
 
         if kernel is None or not matrix_core_for(target).reads_a_from_global:
             return None
-        taken = [alloc for alloc in others if _read_once_from_global(alloc, loop, kernel)]
+        taken = [alloc for alloc in others if read_once_from_global(alloc, kernel)
+                 and any(_inside(use.owner, loop) for use in alloc.results[0].uses)]
         if not taken:
             return None
         kept = [(op, 1) for op in others if op not in taken]
@@ -481,8 +482,6 @@ def _check_recomputable_in_loop(value: ir.Value, then: ir.Block, body: ir.Block)
 
 
 def _at_or_under(op, ops: set) -> bool:
-    from tilemlir.irutil import parent_ops
-
     return op in ops or any(parent in ops for parent in parent_ops(op))
 
 
@@ -512,11 +511,39 @@ def _check_recomputable(value: ir.Value, body: ir.Block) -> None:
         _check_recomputable(operand, body)
 
 
-def _read_once_from_global(alloc: ir.Operation, loop: ir.Operation, kernel: ir.Operation) -> bool:
-    """Whether a 2-D shared buffer is filled by one tile.copy from global
-    memory, in the loop's block before it, from a source nothing in the
-    kernel writes, and read only as the (untransposed) A operand of gemms
-    inside the loop: its reads can move before the loop and out of LDS."""
+# Ops whose result is a view of their first operand's memory.
+_VIEW_OPS = ("memref.reinterpret_cast", "memref.subview", "memref.cast", "memref.view", "memref.expand_shape",
+             "memref.collapse_shape", "memref.transpose", "memref.memory_space_cast")
+# Ops that only read the memref they take first.
+_READS = ("tile.copy", "memref.load", "vector.load", "vector.transfer_read")
+
+
+def _read_only_in(kernel: ir.Operation, source: ir.Value) -> bool:
+    """Whether nothing in the kernel writes `source`'s memory: every use of
+    its root memref and of every view of it (inside the kernel or not) that
+    lies in the kernel reads it as its first operand."""
+    while isinstance(source.owner, ir.OpView | ir.Operation) and source.owner.name in _VIEW_OPS:
+        source = source.owner.operands[0]
+    pending = [source]
+    while pending:
+        for use in pending.pop().uses:
+            owner = use.owner
+            if owner.name in _VIEW_OPS and use.operand_number == 0:
+                pending.append(owner.results[0])
+            elif _inside(owner, kernel) and not (owner.name in _READS and use.operand_number == 0):
+                return False
+    return True
+
+
+def read_once_from_global(alloc: ir.Operation, kernel: ir.Operation) -> bool:
+    """Whether a 2-D shared buffer can be read from global memory instead
+    (tile.read_from_global): it is filled by one tile.copy from global
+    memory into the whole buffer (no destination indices), from memory
+    nothing in the kernel writes (through any view), and read only as the
+    untransposed A operand of gemms that come after that copy in its block
+    (or inside ops after it there). The gemms then read the copy's source
+    where they are, or before the outermost loop around them the copy is
+    not in, and see what the copy would have stored."""
     buffer = alloc.results[0]
     if len(ir.MemRefType(buffer.type).shape) != 2:
         return False
@@ -524,27 +551,27 @@ def _read_once_from_global(alloc: ir.Operation, loop: ir.Operation, kernel: ir.O
     for use in buffer.uses:
         owner = use.owner
         if owner.name == "tile.copy" and use.operand_number == 1:
-            fills.append(owner)
-        elif (owner.name == "tile.gemm" and use.operand_number == 0 and _inside(owner, loop)
-              and not ir.BoolAttr(owner.attributes["transpose_a"]).value):
-            reads.append(owner)
+            fills.append(owner.operation)
+        elif owner.name == "tile.gemm" and use.operand_number == 0 \
+                and not ir.BoolAttr(owner.attributes["transpose_a"]).value:
+            reads.append(owner.operation)
         else:
             return False
     if len(fills) != 1 or not reads:
         return False
-    fill = fills[0].operation
-    source = fill.operands[0]
-    if tile.memory_level(source.type) != tile.GLOBAL or fill.block != loop.block:
+    fill = fills[0]
+    if tile.memory_level(fill.operands[0].type) != tile.GLOBAL \
+            or list(ir.DenseI32ArrayAttr(fill.attributes["operandSegmentSizes"]))[3]:
         return False
-    position = {op.operation: i for i, op in enumerate(loop.block.operations)}
-    if position[fill] > position[loop.operation if hasattr(loop, "operation") else loop]:
-        return False
-    # Nothing in the kernel writes the source (every use there is a copy's read).
-    return all(use.owner.name == "tile.copy" and use.operand_number == 0
-               for use in source.uses if _inside(use.owner, kernel))
+    block = fill.block
+    position = {op.operation: i for i, op in enumerate(block.operations)}
+    for read in reads:  # the op of the copy's block the gemm is (in) comes after the copy
+        op = next((op for op in (read, *parent_ops(read)) if op.name != "builtin.module" and op.block == block),
+                  None)
+        if op is None or position[op] <= position[fill]:
+            return False
+    return _read_only_in(kernel, fill.operands[0])
 
 
 def _inside(op, loop: ir.Operation) -> bool:
-    from tilemlir.irutil import parent_ops
-
     return any(parent == loop for parent in parent_ops(op))

@@ -76,6 +76,7 @@ from tilemlir.passes.shared_memory import (
     shared_layout,
     use_reads_transposed,
 )
+from tilemlir.passes.software_pipeline import read_once_from_global
 from tilemlir.passes.stage_operands import register_a_from
 from tilemlir.targets import backend
 
@@ -402,8 +403,10 @@ class KernelEmitter(FragmentOps):
             gpu_func.attributes["known_block_size"] = ir.DenseI32ArrayAttr.get([launched, 1, 1])
         attributes.LDS_BANK_CONFLICTS_PER_ITERATION.write(gpu_func, self._lds_conflicts)
         self._hooks.end_kernel(gpu_func, 0 if placed else sum(physical_shared_bytes(op) for op in shared_ops))
+        # Positions among all the kernel's buffers, as the report's decisions count them.
+        every = [op for op in walk(self._kernel) if op.name == "tile.alloc_shared"]
         notes = [json.dumps({"buffer": position, **self._shared_notes[op]})
-                 for position, op in enumerate(shared_ops) if op in self._shared_notes]
+                 for position, op in enumerate(every) if op in self._shared_notes]
         if notes:
             attributes.SHARED_STORAGE.write(gpu_func, notes)
         return self._lowered
@@ -467,6 +470,11 @@ class KernelEmitter(FragmentOps):
 
     def op_tile_alloc_shared(self, op) -> None:
         if attributes.READ_FROM_GLOBAL.is_on(op):
+            if not self.core.reads_a_from_global or not read_once_from_global(op, self._kernel):
+                raise LoweringError(op, f"tile-lower-to-gpu: {attributes.READ_FROM_GLOBAL.name} needs "
+                                        f"{attributes.READ_FROM_GLOBAL.form}, and a matrix core that reads "
+                                        f"such an A from global memory ({self.target.family}'s "
+                                        f"{'does' if self.core.reads_a_from_global else 'does not'})")
             self._global_reads[op.results[0]] = {}  # no LDS: its copy records its source
             return
         self._values[op.results[0]] = self.shared_buffer(op.results[0])
@@ -549,7 +557,11 @@ class KernelEmitter(FragmentOps):
         dst_indices = dst_indices or [const_index(0)] * ir.MemRefType(dst.type).rank
         shared, fragments = self._shared, self._fragments
         if dst in self._global_reads:
+            # tile-insert-barriers counts on these two (`fenced_by_lowering`), as for
+            # the copy into LDS this replaces: they order the accesses around it.
+            gpu.BarrierOp()
             self.record_global_operand(op, src_indices)
+            gpu.BarrierOp()
             return
         if self.copy_with_fragments(op, src_indices, dst_indices):
             return

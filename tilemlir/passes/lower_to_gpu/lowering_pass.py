@@ -106,7 +106,8 @@ from tilemlir.passes.lower_to_gpu.api import (
     matrix_core_for,
 )
 from tilemlir.passes.lower_to_gpu.emitter import KernelEmitter, LoweredKernel
-from tilemlir.passes.shared_memory import lds_breakdown
+from tilemlir.passes.shared_memory import lds_breakdown, shared_buffer_text
+from tilemlir.passes.software_pipeline import read_once_from_global
 from tilemlir.passes.symbols import kernel_symbol
 from tilemlir.targets import resolve_target
 from tilemlir.targets.model import is_unknown
@@ -184,6 +185,8 @@ class LowerToGpu(TilePass):
                   and not attributes.READ_FROM_GLOBAL.is_on(op)]
         limit = target.require("memory.shared_bytes_per_workgroup", "the LDS budget")
         ok = True
+        if allocs and lds_breakdown(allocs)[0] > limit:
+            allocs = read_from_global(kernel, allocs, limit, target, state)
         if allocs and lds_breakdown(allocs)[0] > limit:
             shared, account, _ = lds_breakdown(allocs)
             state.error(kernel, f"tile-lower-to-gpu: this kernel needs {shared} bytes of LDS, "
@@ -283,3 +286,26 @@ def _with_backend_options(base: type[LowerToGpu]) -> type[LowerToGpu]:
 
 
 TileLowerToGpu = _with_backend_options(LowerToGpu)
+
+
+def read_from_global(kernel: ir.Operation, allocs: list, limit: int, target, state: PassState) -> list:
+    """A kernel over the LDS budget with no pipelined loop to step down
+    (tile-pipeline's `read_from_global` does it for those; a loop of one
+    iteration is folded away before it, TileLang's MHA at a sequence of one
+    block): its buffers the gemms can read from global memory instead
+    (`read_once_from_global`) leave the LDS where that makes it fit, with a
+    remark. Returns the buffers left in LDS."""
+    if not matrix_core_for(target).reads_a_from_global:
+        return allocs
+    taken = [op for op, _ in allocs if read_once_from_global(op, kernel)]
+    kept = [(op, copies) for op, copies in allocs if op not in taken]
+    if not taken or (kept and lds_breakdown(kept)[0] > limit):
+        return allocs
+    for op in taken:
+        attributes.READ_FROM_GLOBAL.mark(op)
+    state.remark(kernel, f"tile-lower-to-gpu: {'; '.join(shared_buffer_text(op) for op in taken)} would take the "
+                         f"kernel over {target.name}'s {limit} bytes of LDS: its gemms read it from global memory "
+                         f"into registers instead ({lds_breakdown(kept)[0] if kept else 0} bytes of LDS)",
+                 kind="speed")
+    return kept
+
