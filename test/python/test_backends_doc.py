@@ -27,7 +27,7 @@ from tilemlir.targets.registry import ResolvedBackend
 
 DOCUMENT = (REPO / "docs" / "backends.md").read_text()
 
-INTERFACE = (ResolvedBackend, Backend, api.MatrixCore, api.AccumulatorLayout, api.GemmOperands, MmaChoice,
+INTERFACE = (ResolvedBackend, Backend, api.MatrixCore, api.AccumulatorLayout, api.GemmOperands, api.GlobalOperand, MmaChoice,
              api.AccumulatorFragment, api.RegisterFragment, api.LaneIds, api.KernelLowering,
              api.LoweringHooks, api.LoweringOption, Stage, Compilation)
 

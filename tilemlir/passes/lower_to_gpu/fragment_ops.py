@@ -698,6 +698,9 @@ class FragmentOps:
             # constant indices outside a T.Parallel.
             constants = [constant_int(index) for index in indices]
             if placement.used_bits() == 0 and None not in constants:
+                if tuple(constants) not in placement.slot_index:
+                    raise LoweringError(op, f"tile-lower-to-gpu: {op.name} of element {tuple(constants)} of a "
+                                            f"register fragment of shape {tuple(fragment.shape)}: out of bounds")
                 return placement.slot_index[tuple(constants)]
             raise LoweringError(op, f"tile-lower-to-gpu: {op.name} of a register fragment outside a "
                                     "T.Parallel: a fragment is indexed element by element only in an "
