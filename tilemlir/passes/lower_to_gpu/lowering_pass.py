@@ -308,4 +308,3 @@ def read_from_global(kernel: ir.Operation, allocs: list, limit: int, target, sta
                          f"into registers instead ({lds_breakdown(kept)[0] if kept else 0} bytes of LDS)",
                  kind="speed")
     return kept
-
