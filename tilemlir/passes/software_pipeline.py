@@ -294,12 +294,10 @@ class TilePipeline(TilePass):
         the loop (tile.read_from_global, `MatrixCore.reads_a_from_global`);
         a remark names them. None where that does not fit either, or the
         family's matrix instructions cannot take A so."""
-        from tilemlir.passes.lower_to_gpu.api import matrix_core_for
-
-        if kernel is None or not matrix_core_for(target).reads_a_from_global:
+        if kernel is None:
             return None
-        taken = [alloc for alloc in others if read_once_from_global(alloc, kernel)
-                 and any(_inside(use.owner, loop) for use in alloc.results[0].uses)]
+        taken = [alloc for alloc in readable_from_global(others, kernel, target)
+                 if any(_inside(use.owner, loop) for use in alloc.results[0].uses)]
         if not taken:
             return None
         kept = [(op, 1) for op in others if op not in taken]
@@ -571,6 +569,17 @@ def read_once_from_global(alloc: ir.Operation, kernel: ir.Operation) -> bool:
         if op is None or position[op] <= position[fill]:
             return False
     return _read_only_in(kernel, fill.operands[0])
+
+
+def readable_from_global(allocs: list, kernel: ir.Operation, target) -> list:
+    """The buffers of `allocs` the kernel's gemms can read from global
+    memory instead (`read_once_from_global`), where the target's matrix
+    core reads such an A (`MatrixCore.reads_a_from_global`); none elsewhere."""
+    from tilemlir.passes.lower_to_gpu.api import matrix_core_for
+
+    if not matrix_core_for(target).reads_a_from_global:
+        return []
+    return [alloc for alloc in allocs if read_once_from_global(alloc, kernel)]
 
 
 def _inside(op, loop: ir.Operation) -> bool:

@@ -617,10 +617,7 @@ class KernelEmitter(FragmentOps):
         a = gemm.operands[0]
         if a not in self._global_reads:
             return None
-        if a not in self._global_a or ir.BoolAttr(gemm.attributes["transpose_a"]).value:
-            raise LoweringError(gemm, f"tile-lower-to-gpu: this gemm's A is marked "
-                                      f"{attributes.READ_FROM_GLOBAL.name}, but no copy from global memory "
-                                      "before it fills it, or the gemm reads it transposed")
+        # op_tile_alloc_shared checked the buffer (read_once_from_global): its copy came first.
         load, copy_block = self._global_a[a]
         anchor, block = None, ir.InsertionPoint.current.block
         while block != copy_block:

@@ -107,7 +107,7 @@ from tilemlir.passes.lower_to_gpu.api import (
 )
 from tilemlir.passes.lower_to_gpu.emitter import KernelEmitter, LoweredKernel
 from tilemlir.passes.shared_memory import lds_breakdown, shared_buffer_text
-from tilemlir.passes.software_pipeline import read_once_from_global
+from tilemlir.passes.software_pipeline import readable_from_global
 from tilemlir.passes.symbols import kernel_symbol
 from tilemlir.targets import resolve_target
 from tilemlir.targets.model import is_unknown
@@ -293,11 +293,9 @@ def read_from_global(kernel: ir.Operation, allocs: list, limit: int, target, sta
     (tile-pipeline's `read_from_global` does it for those; a loop of one
     iteration is folded away before it, TileLang's MHA at a sequence of one
     block): its buffers the gemms can read from global memory instead
-    (`read_once_from_global`) leave the LDS where that makes it fit, with a
+    (`readable_from_global`) leave the LDS where that makes it fit, with a
     remark. Returns the buffers left in LDS."""
-    if not matrix_core_for(target).reads_a_from_global:
-        return allocs
-    taken = [op for op, _ in allocs if read_once_from_global(op, kernel)]
+    taken = readable_from_global([op for op, _ in allocs], kernel, target)
     kept = [(op, copies) for op, copies in allocs if op not in taken]
     if not taken or (kept and lds_breakdown(kept)[0] > limit):
         return allocs
