@@ -13,7 +13,11 @@ test/python/attention_cases.py (TileLang's example_mha_fwd) compiled with
 for every tiling of OUR_TILINGS (block_m, block_n, threads, stages); the
 compiler refuses those whose LDS does not fit, and of the rest the one with
 the highest mfma_busy_ratio and no spills is shown (the others are in
-results.json). Triton's is bench/attention.py's `flash_forward` (the textbook
+results.json). The default row is the kernel a user gets with no options:
+what `torch.compile(backend="tilemlir")` makes for
+`scaled_dot_product_attention` of [B, H, S, D] tensors of the same sizes
+(`torch_default`: codegen.attention_tilings' first tiling the compiler
+accepts, exp2 on the hardware unit). Triton's is bench/attention.py's `flash_forward` (the textbook
 blocked online-softmax kernel timed on the H200) compiled with
 `triton.compile(..., target=GPUTarget("hip", CHIP, 64))`, once with the same
 tiling as ours' shown row (BLOCK_M, BLOCK_N = block_m, block_n; num_warps =
@@ -169,6 +173,58 @@ def ours(case: Case, tiling: tuple, out: Path) -> dict:
     return entry
 
 
+def torch_default(case: Case, out: Path) -> tuple[tuple | None, dict]:
+    """(tiling, row) of the kernel `torch.compile(backend="tilemlir")` makes
+    for scaled_dot_product_attention of `case` ([B, H, S, D] tensors, traced
+    on torch's meta device): the first of codegen.attention_tilings the
+    compiler accepts (dynamo.GroupKernel.build), exp2 on the hardware unit."""
+    import torch
+    import torch.nn.functional as F
+    from torch._dynamo.backends.common import aot_autograd
+
+    import tilemlir
+    from tilemlir.diagnostics import UserError
+    from tilemlir.language.kernel import FAST_MATH_KEY
+    from tilemlir.torch_backend import dynamo, partition
+    from tilemlir.torch_backend.codegen import TensorSpec
+
+    groups = []
+
+    def capture(module, inputs):
+        groups.extend(group for group in partition.partition(module.graph)[0] if group.kind == "attention")
+        return module
+
+    def backend(module, inputs):
+        dynamo.keep_attention_whole(module, inputs)
+        return aot_autograd(fw_compiler=capture, decompositions=dynamo.decompositions())(module, inputs)
+
+    dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[case.dtype]
+    q, k, v = (torch.empty(case.batch, case.heads, case.seq, case.dim, dtype=dtype, device="meta") for _ in range(3))
+    torch._dynamo.reset()
+    torch.compile(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=case.causal),
+                  backend=backend)(q, k, v)
+    (group,) = groups
+    target = f"amdgpu:{case.chip}"
+    kernel = dynamo.GroupKernel(group, "attention", target=target, engine="reference")
+    error = "no tiling"
+    for tiling, source, _, _ in kernel.attention_candidates([TensorSpec.of(n.meta["val"]) for n in group.inputs]):
+        prim = dynamo.load_prim_func(source, kernel.kernel_name)
+        jit = tilemlir.compile(prim, target=target, engine="reference", pass_configs={FAST_MATH_KEY: True})
+        try:
+            result = jit.compile("isa", report=True)
+        except UserError as refused:
+            error = str(refused).strip().splitlines()[0][:300]
+            continue
+        tiling = (tiling.block_m, tiling.block_n, tiling.threads, tiling.stages)
+        (out / f"{case.name}_{tiling_text(tiling).replace(' ', '_')}.default.s").write_text(result.artifact)
+        (report,) = result.report["kernels"]
+        entry = gemm_bench.row(result.report, report["shared_bytes"],
+                               result.seconds["total"] - result.seconds.get("report", 0.0))
+        entry["occupancy"] = report["occupancy"]
+        return tiling, entry
+    return None, {"error": error}
+
+
 def theirs(case: Case, compiled: dict, out: Path) -> dict:
     from tilemlir.backends.amdgpu.report import build_report
     from tilemlir.targets import get_target
@@ -224,12 +280,15 @@ def main() -> int:
     if args is None:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
-    results, chosen = {}, {}
+    results, chosen, defaults = {}, {}, {}
     for case in CASES:
         found = {tiling: ours(case, tiling, args.out) for tiling in OUR_TILINGS}
         chosen[case] = best_of(found)
         results[case.name] = {"tilemlir": {tiling_text(t): e for t, e in found.items()},
                               "tilemlir_chosen": tiling_text(chosen[case]) if chosen[case] else None}
+        defaults[case], entry = torch_default(case, args.out)
+        results[case.name]["tilemlir default"] = {**entry, "tiling": tiling_text(defaults[case])
+                                                  if defaults[case] else None}
         print(f"{case.name}: ours {tiling_text(chosen[case]) if chosen[case] else 'none compiled'}", flush=True)
     jobs = []
     for case in CASES:
@@ -241,6 +300,7 @@ def main() -> int:
         tiling = chosen[case]
         mine = results[case.name]["tilemlir"][tiling_text(tiling)] if tiling else {"error": "no tiling compiled"}
         rows.append(cells(case, "tilemlir", tiling, mine))
+        rows.append(cells(case, "tilemlir default", defaults[case], results[case.name]["tilemlir default"]))
         for other in dict.fromkeys(t for t in (tiling, TRITON_OWN) if t and not args.ours_only):
             key = f"{case.name}_{tiling_text(other).replace(' ', '_')}"
             entry = theirs(case, triton_results[key], args.out)
@@ -248,7 +308,8 @@ def main() -> int:
             rows.append(cells(case, f"triton {gemm_bench.TRITON_VERSION}", other, entry))
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
     print(f"FlashAttention forward, [B, S, H, D] f16 and bf16, B = 1, H = 32, S = 4096; tiling: block_m x block_n, "
-          f"w = waves, s = stages; tilemlir: the best mfma_busy_ratio without spills of {len(OUR_TILINGS)} "
+          f"w = waves, s = stages; tilemlir default: torch.compile(backend='tilemlir')'s kernel for "
+          f"scaled_dot_product_attention; tilemlir: the best mfma_busy_ratio without spills of {len(OUR_TILINGS)} "
           + ("tilings (ours only)" if args.ours_only else
              f"tilings; Triton {gemm_bench.TRITON_VERSION}: flash_forward with ours' tiling and with "
              f"{tiling_text(TRITON_OWN)}"))

@@ -902,6 +902,36 @@ def test_targets_engines_and_options(monkeypatch):
         K.matmul(64, 64, 64)(a, a.astype(np.float32))
 
 
+@pytest.mark.parametrize("target", ["amdgpu:gfx942", "metax:xcore1000"])
+def test_fast_math_takes_the_hardware_exp2(target):
+    """TileLang's `tl.enable_fast_math` puts T.exp2 on the hardware's exp2
+    unit (`fastmath<afn>`): on AMD one v_exp_f32, which flushes results
+    below 2^-126 to zero (the emulator models it: afn allows it on any
+    chip), where the default keeps them; MetaX's code is the same either
+    way. No warning for the key; the prim_func itself is left as written."""
+    function = K.powers_of_two(64)
+    x = np.linspace(-140.0, 3.0, 64).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fast = tilemlir.compile(function, out_idx=[1], target=target, engine="emulator",
+                                pass_configs={tilemlir.PassConfigKey.TL_ENABLE_FAST_MATH: True})
+    exact = tilemlir.compile(function, out_idx=[1], target=target, engine="emulator")
+    assert "math.exp2 %" in function.script() and "afn" not in function.script()
+    assert "fastmath<afn>" in fast.get_kernel_source() and "afn" not in exact.get_kernel_source()
+    want = np.exp2(x.astype(np.float64))
+    normal = want >= 2.0 ** -126
+    within = {"rtol": 1e-6, "atol": 2.0 ** -146}  # a few ulps; a few of the subnormals' 2^-149
+    assert np.all(exact(x) > 0) and np.allclose(exact(x), want, **within)
+    assert np.allclose(fast(x)[normal], want[normal], **within)
+    assert np.all(fast(x)[~normal] == 0.0)  # the emulator flushes, as afn allows
+    if target.startswith("amdgpu"):
+        isa = fast.compile("isa").artifact
+        assert "v_exp_f32" in isa and "v_ldexp_f32" not in isa
+        assert "v_ldexp_f32" in exact.compile("isa").artifact
+    else:
+        assert fast.compile().artifact == exact.compile().artifact
+
+
 def test_fp8_refusal_when_asked(monkeypatch):
     monkeypatch.setenv("TILEMLIR_TARGET", "amdgpu:gfx942")
     SEED._cache.clear()

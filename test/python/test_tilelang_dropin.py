@@ -68,7 +68,8 @@ def test_pass_config_keys_are_ignored_with_one_warning():
                                 tilemlir.PassConfigKey.TL_ENABLE_FAST_MATH: False})
     said = [w for w in caught if issubclass(w.category, T.TileLangWarning)]
     assert len(said) == 1, [str(w.message) for w in said]
-    assert "tl.disable_tma_lower, tl.enable_fast_math" in str(said[0].message)
+    # tl.enable_fast_math is honoured (T.exp2 on the hardware unit), not ignored.
+    assert "tl.disable_tma_lower" in str(said[0].message) and "fast_math" not in str(said[0].message)
 
 
 # -- autotune, the profiler ----------------------------------------------------------

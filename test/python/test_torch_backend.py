@@ -1275,34 +1275,43 @@ def test_attention_rows_whose_first_keys_are_masked():
     compiled_matches(attend, q[:, :, :3], k, v, torch.zeros(1, 1, 1, 130, dtype=torch.bool))
 
 
-def test_attention_blocks_by_chip(monkeypatch):
+def test_attention_tilings_by_chip(monkeypatch):
     """On sm_90a, whose attention gemms run on wgmma, the kernel's blocks are
     64 query rows (one warpgroup) by 64 keys, by 128 under a causal mask
     (measured on the H200: codegen.GROUP_ATTENTION_BLOCKS); other chips of
     32-lane waves take 128 query rows (4 warps of 32) by 128 keys for head
-    size 64 without a causal mask, else by 64; chips of 64-lane waves keep
-    64x64. Run by the reference engine: ragged query and key blocks, left
+    size 64 without a causal mask, else by 64; chips of 64-lane waves take
+    four waves of 32 rows, by 64 keys in one stage up to head size 64, by
+    128 in two stages up to 128. Each list ends with the 64x64 blocks of 128
+    threads, which the kernel takes where the compiler refuses the others.
+    Run by the reference engine: ragged query and key blocks, left
     padding, a causal mask."""
     from tilemlir.targets import get_target
     from tilemlir.torch_backend import codegen
 
+    def blocks(target, dim, causal):
+        return [(t.block_m, t.block_n, t.threads, t.stages) for t in codegen.attention_tilings(target, dim, causal)]
+
+    default = (*codegen.ATTENTION_BLOCKS, codegen.THREADS, 2)
     hopper = get_target("nvidia:sm_90a")
     # sm_90a's gemms run on wgmma: one warpgroup's 64 rows, 128 keys under a causal mask.
-    assert codegen.attention_blocks(hopper, 64, False) == codegen.attention_blocks(hopper, 128, False) == (64, 64)
-    assert codegen.attention_blocks(hopper, 64, True) == codegen.attention_blocks(hopper, 128, True) == (64, 128)
+    assert blocks(hopper, 64, False) == blocks(hopper, 128, False) == [default]
+    assert blocks(hopper, 64, True) == blocks(hopper, 128, True) == [(64, 128, 128, 2), default]
     # Head rows that are not 128-byte multiples stay on mma.sync: 4 warps of 32 rows.
-    assert codegen.attention_blocks(hopper, 32, False) == (128, 128)
-    assert codegen.attention_blocks(hopper, 96, False) == (128, 64)
+    assert blocks(hopper, 32, False) == [(128, 128, 128, 2), default]
+    assert blocks(hopper, 96, False) == [(128, 64, 128, 2), default]
     # 32-lane waves without group-level instructions (RDNA3): 4 waves of 32 rows
     # where the tiles fit its 64 KiB of LDS.
     rdna3 = get_target("amdgpu:gfx1100")
-    assert codegen.attention_blocks(rdna3, 64, True) == (128, 64)
-    assert codegen.attention_blocks(rdna3, 64, False) == codegen.ATTENTION_BLOCKS  # 128x128: 80 KiB
-    for chip in ("amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000"):
-        assert codegen.attention_blocks(get_target(chip), 64, False) == codegen.ATTENTION_BLOCKS
+    assert blocks(rdna3, 64, True) == [(128, 64, 128, 2), default]
+    assert blocks(rdna3, 64, False) == [default]  # 128x128: 80 KiB
+    for chip in ("amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000"):
+        for causal in (False, True):
+            assert blocks(get_target(chip), 64, causal) == [(128, 64, 256, 1), default]
+            assert blocks(get_target(chip), 128, causal) == [(128, 128, 256, 2), (128, 64, 256, 1), default]
+            assert blocks(get_target(chip), 256, causal) == [default]
     # Beyond head size 128 the output rows alone fill a thread's registers.
-    assert codegen.attention_blocks(hopper, 192, False) == codegen.attention_blocks(hopper, 256, True) \
-        == codegen.ATTENTION_BLOCKS
+    assert blocks(hopper, 192, False) == blocks(hopper, 256, True) == [default]
     monkeypatch.setenv("TILEMLIR_TARGET", "nvidia:sm_90a")
     monkeypatch.setenv("TILEMLIR_ENGINE", "reference")
     q, k, v = torch.randn(1, 2, 150, 64).half(), torch.randn(1, 2, 200, 64).half(), torch.randn(1, 2, 200, 64).half()
@@ -1311,6 +1320,39 @@ def test_attention_blocks_by_chip(monkeypatch):
     compiled_matches(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, mask)
     compiled_matches(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k[:, :, :150],
                      v[:, :, :150])
+
+
+@pytest.mark.parametrize("target, dim, taken", [
+    ("amdgpu:gfx942", 128, [(128, 128, 256, 2)]),  # Q read from global memory, K and V in one stage
+    ("amdgpu:gfx942", 64, [(128, 64, 256, 1)]),
+    ("amdgpu:gfx950", 128, [(128, 128, 256, 2)]),
+    # MetaX stages P in shared memory: 128x128 blocks do not fit its 64 KiB.
+    ("metax:xcore1000", 128, [(128, 128, 256, 2), (128, 64, 256, 1)]),
+], ids=["gfx942-d128", "gfx942-d64", "gfx950-d128", "metax-d128"])
+def test_attention_tilings_of_64_lane_chips_in_the_emulator(monkeypatch, target, dim, taken):
+    """The attention kernel of 64-lane chips (codegen.attention_tilings), run
+    in the emulator: ragged query and key blocks under a causal mask (whose
+    blocks before the diagonal are unmasked: tile-split-loops), a boolean
+    mask, a negative scale (applied before the max, not folded into exp2);
+    a tiling the compiler refuses gives way to the next."""
+    from tilemlir.torch_backend import codegen
+
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
+    tried = []
+    write = codegen.attention_kernel
+
+    def spy(group, specs, layouts, name, tiling):
+        tried.append((tiling.block_m, tiling.block_n, tiling.threads, tiling.stages))
+        return write(group, specs, layouts, name, tiling)
+
+    monkeypatch.setattr(codegen, "attention_kernel", spy)
+    q, k, v = (torch.randn(1, 2, 150, dim).half() for _ in range(3))
+    compiled_matches(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
+    assert tried == taken
+    mask = torch.rand(1, 1, 150, 150) > 0.3
+    compiled_matches(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=-0.05),
+                     q, k, v, mask)
 
 
 def test_a_new_shape_recompiles():

@@ -23,7 +23,9 @@ error). TileLang's `"hip"`/`"rocm"` mean amdgpu, `"cuda"` nvidia, `"maca"`
 metax (TILEMLIR_TARGET's chip when it is of that family, else this machine's
 GPU's, else gfx942, sm_90a, xcore1000), and `"auto"` names nothing.
 `pass_configs` sets tile passes' options as `{"tile-pass.option": value}`;
-other keys (TileLang's `tl.*`) are accepted with one warning.
+TileLang's `"tl.enable_fast_math": True` puts every `T.exp2` on the hardware's
+exp2 unit (`fastmath<afn>`: results below 2^-126 may flush to zero); other
+keys (TileLang's `tl.*`) are accepted with one warning.
 """
 
 from __future__ import annotations
@@ -205,14 +207,22 @@ def resolve_target(target, engine=None):
     return chosen
 
 
+# TileLang's key for fast math (nvcc's --use_fast_math): here, T.exp2 on the
+# hardware's exp2 unit (`fastmath<afn>`, docs/kernels.md).
+FAST_MATH_KEY = "tl.enable_fast_math"
+
+
 def pass_options(pass_configs: dict | None) -> tuple[dict[str, dict[str, str]], list[str]]:
-    """({pass: {option: value}}, ignored keys) from `{"tile-pass.option": value}`."""
+    """({pass: {option: value}}, ignored keys) from `{"tile-pass.option": value}`
+    (FAST_MATH_KEY is neither: JITKernel reads it)."""
     from tilemlir.passes import pass_names
 
     known = set(pass_names())
     options: dict[str, dict[str, str]] = {}
     ignored = []
     for key, value in (pass_configs or {}).items():
+        if key == FAST_MATH_KEY:
+            continue
         pass_name, _, option = str(key).partition(".")
         if pass_name in known and option:
             text = str(value).lower() if isinstance(value, bool) else str(value)
@@ -224,6 +234,26 @@ def pass_options(pass_configs: dict | None) -> tuple[dict[str, dict[str, str]], 
 
 def options_text(options: dict[str, dict[str, str]]) -> str:
     return ",".join(f"{name}{{{' '.join(f'{k}={v}' for k, v in opts.items())}}}" for name, opts in options.items())
+
+
+def with_fast_exp2(built: BuiltFunction) -> BuiltFunction:
+    """A copy of `built` whose `math.exp2` ops carry `fastmath<afn>`: the
+    hardware's exp2 unit as it is, which may flush results below 2^-126 to
+    zero (docs/kernels.md). The PrimFunc's own module is left as it is."""
+    import dataclasses
+
+    from mlir import ir
+
+    from tilemlir.irutil import walk
+
+    context = built.module.context
+    module = ir.Module.parse(built.text(locations=True), context=context)
+    with context:
+        approximate = ir.Attribute.parse("#arith.fastmath<afn>")
+        for op in walk(module.operation):
+            if op.name == "math.exp2":
+                op.attributes["fastmath"] = approximate
+    return dataclasses.replace(built, module=module)
 
 
 # --------------------------------------------------------------------------
@@ -238,7 +268,7 @@ class JITKernel:
                  out_idx=None):
         from tilemlir.compiler import CompileOptions
 
-        self.built = built
+        self.built = with_fast_exp2(built) if (pass_configs or {}).get(FAST_MATH_KEY) else built
         try:
             self.target = resolve_target(target, engine)
         except UserError as error:

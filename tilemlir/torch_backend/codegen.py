@@ -1035,6 +1035,18 @@ def padded_head_dim(dim: int) -> int:
     return -(-dim // HEAD_DIM_STEP) * HEAD_DIM_STEP
 
 
+@dataclass(frozen=True)
+class AttentionTiling:
+    """How the attention kernel splits its work: blocks of `block_m` query
+    rows by `block_n` keys, `threads` threads a block, K and V tiles in
+    `stages` pipeline stages."""
+
+    block_m: int
+    block_n: int
+    threads: int = THREADS
+    stages: int = 2
+
+
 ATTENTION_BLOCKS = (64, 64)  # query rows x key columns of a block, every shipped chip's default
 # Where a wave is 32 lanes, 128 query rows give each of the kernel's 4 warps
 # 32 (FlashAttention-2's split), for head sizes up to WIDE_ATTENTION_DIM
@@ -1059,18 +1071,45 @@ GROUP_ATTENTION_BLOCKS = (64, 64)
 GROUP_CAUSAL_ATTENTION_BLOCKS = (64, 128)
 
 
-def attention_blocks(target, dim: int, causal: bool) -> tuple[int, int]:
-    """The query and key block of the torch backend's attention kernel for
-    head size `dim` on `target` (a Target): where its waves are 32 lanes, the
-    head size is at most WIDE_ATTENTION_DIM and the blocks' Q, K and V tiles
-    (K and V in two stages) fit a workgroup's shared memory,
-    GROUP_ATTENTION_BLOCKS or GROUP_CAUSAL_ATTENTION_BLOCKS if the chip has
-    group-level matrix instructions and the head's 16-bit rows are a
-    multiple of 128 bytes (`gpu_builders.BOX_BYTES`), else SHORT_HEAD_BLOCKS or
-    WIDE_ATTENTION_BLOCKS; otherwise ATTENTION_BLOCKS."""
+# Where waves are 64 lanes (CDNA's MFMA, MetaX), four waves of 32 query rows
+# each (one 32x32 MFMA row band): by 64 keys in one stage for head sizes up to
+# 64 (two workgroups share gfx942's 64 KiB: 2 waves a SIMD), by 128 keys in
+# two stages up to WIDE_ATTENTION_DIM (tile-pipeline steps down to one stage,
+# Q read into registers from global memory, where the LDS cannot hold both).
+# Measured per wave (bench/amd_attention_vs_triton.py, llvm-mca's busy ratio
+# of the main loop, S = 4096, 2026-12-06; results/attention-amd.md), against
+# ATTENTION_BLOCKS in 2 waves: gfx942 d 128 f16 0.723 (0.651), causal 0.726
+# (0.553), bf16 0.624 (0.575), bf16 causal 0.625 (0.489); d 64 f16 0.608
+# (0.471), causal 0.598 (0.409); gfx950 d 128 0.595 (0.525), causal 0.596
+# (0.386), d 64 0.506 (0.400), causal 0.498 (0.285).
+SHORT_HEAD_WAVE64 = AttentionTiling(128, 64, 256, 1)
+WIDE_HEAD_WAVE64 = AttentionTiling(128, 128, 256, 2)
+
+
+def attention_tilings(target, dim: int, causal: bool) -> list[AttentionTiling]:
+    """The tilings of the torch backend's attention kernel for head size
+    `dim` on `target` (a Target), best first; the kernel takes the first
+    the compiler accepts (dynamo's GroupKernel.build), ATTENTION_BLOCKS in
+    THREADS threads last of all:
+
+    * 32-lane waves, head size at most WIDE_ATTENTION_DIM, the blocks' Q, K
+      and V tiles (K and V in two stages) within a workgroup's shared memory:
+      GROUP_ATTENTION_BLOCKS or GROUP_CAUSAL_ATTENTION_BLOCKS if the chip has
+      group-level matrix instructions and the head's 16-bit rows are a
+      multiple of 128 bytes (`gpu_builders.BOX_BYTES`), else
+      SHORT_HEAD_BLOCKS or WIDE_ATTENTION_BLOCKS;
+    * 64-lane waves with matrix instructions: SHORT_HEAD_WAVE64 up to head
+      size 64, WIDE_HEAD_WAVE64 then SHORT_HEAD_WAVE64 up to
+      WIDE_ATTENTION_DIM."""
     from tilemlir.passes.gpu_builders import BOX_BYTES
     from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 
+    fallback = AttentionTiling(*ATTENTION_BLOCKS)
+    wave = target.compute.wave_size
+    if wave == 64 and target.mma:
+        if dim <= 64:
+            return [SHORT_HEAD_WAVE64, fallback]
+        return [WIDE_HEAD_WAVE64, SHORT_HEAD_WAVE64, fallback] if dim <= WIDE_ATTENTION_DIM else [fallback]
     core = matrix_core_for(target)
     # wgmma takes the gemms where Q, K and V rows (16-bit) are 128-byte multiples.
     if dim * 2 % BOX_BYTES == 0 and any(core.waves_per_instruction(row.name) > 1 for row in target.mma):
@@ -1079,18 +1118,18 @@ def attention_blocks(target, dim: int, causal: bool) -> tuple[int, int]:
         blocks = SHORT_HEAD_BLOCKS if dim <= 64 and not causal else WIDE_ATTENTION_BLOCKS
     shared = (blocks[0] + 2 * 2 * blocks[1]) * dim * 2  # 16-bit elements
     limit = target.memory.shared_bytes_per_workgroup
-    if target.compute.wave_size == 32 and dim <= WIDE_ATTENTION_DIM and not is_unknown(limit) \
-            and shared <= limit:
-        return blocks
-    return ATTENTION_BLOCKS
+    if wave == 32 and dim <= WIDE_ATTENTION_DIM and not is_unknown(limit) and shared <= limit \
+            and blocks != ATTENTION_BLOCKS:
+        return [AttentionTiling(*blocks), fallback]
+    return [fallback]
 
 
 def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, str, str, str],
-                     name: str, blocks: tuple[int, int] = ATTENTION_BLOCKS) -> tuple[str, list]:
+                     name: str, tiling: AttentionTiling = AttentionTiling(*ATTENTION_BLOCKS)) -> tuple[str, list]:
     """(source, inputs read at offsets) of flash attention over [B, H, S, D]
     tensors in the given memory orders (query, key, value, output: "bhsd",
     "bshd", or "padded": dense [B, H, S, padded_head_dim(D)]): the
-    scores of a block of `blocks` (query rows, keys; `attention_blocks`) in
+    scores of a block of `tiling`'s query rows by keys (`attention_tiling`) in
     registers, online softmax in exp2 with the
     scale folded in, masks (causal, an additive or boolean mask, ragged
     key blocks) applied to the scores, P from registers into the second gemm."""
@@ -1113,7 +1152,7 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     scale = (call.scale if call.scale is not None else 1.0 / math.sqrt(dim)) * LOG2E
     if "padded" in layouts:
         dim = padded_head_dim(dim)
-    block_m, block_n = blocks
+    block_m, block_n = tiling.block_m, tiling.block_n
     shapes = []
     for layout, (b, h, s, d) in zip(layouts, (q_spec.shape, k_spec.shape, k_spec.shape, q_spec.shape)):
         shapes.append((b, h, s, dim) if layout == "padded" else (b, h, s, d) if layout == "bhsd" else (b, s, h, d))
@@ -1131,8 +1170,16 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
         valid.append(f"bx * {block_m} + i >= k * {block_n} + j")
     if sk % block_n:
         valid.append(f"k * {block_n} + j < {sk}")
-    score = f"acc_s[i, j] * {scale!r}"
-    if call.mask is not None:
+    # Without a mask of the caller's, every row keeps a key in each query
+    # block's first key block (a causal mask and a ragged last block leave
+    # key 0), so no row's max is -inf: the softmax needs no guard for such
+    # rows, and a positive scale is applied after the max (max(s) c =
+    # max(s c)), folded into exp2's argument as one multiply-add (as
+    # TileLang's kernels write it).
+    maskable = call.mask is not None
+    folded = f" * {scale!r}" if not maskable and scale > 0 else ""
+    score = "acc_s[i, j]" if folded else f"acc_s[i, j] * {scale!r}"
+    if maskable:
         mask_spec = specs[group.inputs.index(call.mask)]
         row = f"T.min(bx * {block_m} + i, {sq - 1})" if sq % block_m else f"(bx * {block_m} + i)"
         col = f"T.min(k * {block_n} + j, {sk - 1})" if sk % block_n else f"(k * {block_n} + j)"
@@ -1141,8 +1188,9 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
             valid.append(loaded)
         else:
             score = f"({score} + {loaded} * {LOG2E!r})"
-    if valid:
-        score = f"T.if_then_else({' and '.join(f'({c})' for c in valid)}, {score}, -T.infinity('float32'))"
+    condition = " and ".join(f"({c})" for c in valid)
+    if valid and not folded:
+        score = f"T.if_then_else({condition}, {score}, -T.infinity('float32'))"
     loop = f"T.min(T.ceildiv((bx + 1) * {block_m}, {block_n}), {blocks})" if call.causal else str(blocks)
     q_layout, k_layout, v_layout, o_layout = layouts
     body = writer.body
@@ -1158,23 +1206,36 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     body("T.fill(acc_o, 0)")
     body("T.fill(logsum, 0)")
     body("T.fill(scores_max, -T.infinity('float32'))")
-    body(f"for k in T.Pipelined({loop}, num_stages=2):")
+    body(f"for k in T.Pipelined({loop}, num_stages={tiling.stages}):")
     body.depth += 1
     body(f"T.copy({tile('K', k_layout, kv_head, f'k * {block_n}', block_n)}, K_s)")
-    body("T.clear(acc_s)")
+    if valid and folded:
+        # Masked scores start at -inf and the gemm adds to them (a select of
+        # constants, which tile-split-loops drops from the blocks before the
+        # diagonal); a scale applied later keeps them -inf.
+        body(f"for i, j in T.Parallel({block_m}, {block_n}):")
+        body(f"    acc_s[i, j] = T.if_then_else({condition}, 0.0, -T.infinity('float32'))")
+    else:
+        body("T.clear(acc_s)")
     body("T.gemm(Q_s, K_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)")
-    body(f"for i, j in T.Parallel({block_m}, {block_n}):")
-    body(f"    acc_s[i, j] = {score}")
+    if score != "acc_s[i, j]":
+        body(f"for i, j in T.Parallel({block_m}, {block_n}):")
+        body(f"    acc_s[i, j] = {score}")
     body("T.copy(scores_max, scores_max_prev)")
     body("T.reduce_max(acc_s, scores_max, dim=1, clear=False)")
-    # A row whose keys so far are all masked has max -inf: its scale is 1 and
-    # its probabilities 0 (exp2 of -inf), never exp2(-inf - -inf).
     body(f"for i in T.Parallel({block_m}):")
-    body("    scores_scale[i] = T.if_then_else(scores_max[i] == -T.infinity('float32'), 1.0, "
-         "T.exp2(scores_max_prev[i] - scores_max[i]))")
-    body(f"for i, j in T.Parallel({block_m}, {block_n}):")
-    body("    acc_s[i, j] = T.exp2(acc_s[i, j] - T.if_then_else(scores_max[i] == -T.infinity('float32'), 0.0, "
-         "scores_max[i]))")
+    if maskable:
+        # A row whose keys so far are all masked has max -inf: its scale is 1 and
+        # its probabilities 0 (exp2 of -inf), never exp2(-inf - -inf).
+        body("    scores_scale[i] = T.if_then_else(scores_max[i] == -T.infinity('float32'), 1.0, "
+             "T.exp2(scores_max_prev[i] - scores_max[i]))")
+        body(f"for i, j in T.Parallel({block_m}, {block_n}):")
+        body("    acc_s[i, j] = T.exp2(acc_s[i, j] - T.if_then_else(scores_max[i] == -T.infinity('float32'), 0.0, "
+             "scores_max[i]))")
+    else:
+        body(f"    scores_scale[i] = T.exp2(scores_max_prev[i]{folded} - scores_max[i]{folded})")
+        body(f"for i, j in T.Parallel({block_m}, {block_n}):")
+        body(f"    acc_s[i, j] = T.exp2(acc_s[i, j]{folded} - scores_max[i]{folded})")
     body("T.reduce_sum(acc_s, scores_sum, dim=1)")
     body(f"for i in T.Parallel({block_m}):")
     body("    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]")
@@ -1188,7 +1249,7 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     body("    acc_o[i, j] = T.if_then_else(logsum[i] == 0.0, 0.0, acc_o[i, j] / logsum[i])")
     body(f"T.copy(acc_o, {tile('O', o_layout, 'by', f'bx * {block_m}', block_m)})")
     grid = f"{-(-sq // block_m)}, {heads}, {batch}"
-    return writer.source(grid, body.lines), list(writer.param_of)
+    return writer.source(grid, body.lines, tiling.threads), list(writer.param_of)
 
 
 def channels_last(spec: TensorSpec) -> bool:

@@ -627,8 +627,6 @@ class GroupKernel:
 
     def build(self, specs: list[TensorSpec]):
         """(kernel, output views, operand layouts, positions of the inputs read at offsets)."""
-        from tilemlir.language.kernel import resolve_target
-
         group = self.group
         layouts = None
 
@@ -644,18 +642,19 @@ class GroupKernel:
                                                                  self.steps(weight[1] * weight[2] * weight[3]),
                                                                  self.padded, self.copied)
         elif group.kind == "attention":
-            query = specs[self.operands[0]]
-            dim = query.shape[-1]
-            if codegen.padded_head_dim(dim) != dim:  # every operand and the output zero-padded
-                layouts = ("padded",) * (len(self.operands) + 1)
-            else:
-                layouts = tuple(codegen.head_layout(specs[i]) or "bhsd" for i in self.operands)
-                layouts += (codegen.head_layout(self.results[0]) or "bhsd",)
-            blocks = codegen.attention_blocks(resolve_target(self.target, self.engine),
-                                              codegen.padded_head_dim(dim),
-                                              codegen.attention_call(group.anchor).causal)
-            source, loaded = codegen.attention_kernel(group, specs, layouts, self.kernel_name, blocks)
-            views = [None]
+            refused = None
+            for tiling, source, loaded, layouts in self.attention_candidates(specs):
+                # Its exp2s are a softmax's: a term flushed below 2^-126 is lost in
+                # a sum holding the row's 1 (docs/kernels.md).
+                kernel = self.compiled(source, self.kernel_name, fast_math=True)
+                try:
+                    compile_now(kernel)
+                except UserError as error:
+                    LOG.debug("%s: %s refused (%s); the next tiling", self.name, tiling, error)
+                    refused = error
+                    continue
+                return kernel, [None], layouts, [_position(group, node) for node in loaded]
+            raise refused
         elif group.split:  # more values a row than one block reduces: two kernels
             split, views, loaded = codegen.split_reduction(group, specs, self.kernel_name)
             kernel = SplitKernel(split, [self.compiled(stage.source, stage.name) for stage in split.stages])
@@ -663,6 +662,24 @@ class GroupKernel:
         else:
             source, views, loaded = codegen.pointwise_kernel(group, specs, self.kernel_name)
         return self.compiled(source, self.kernel_name), views, layouts, [_position(group, node) for node in loaded]
+
+    def attention_candidates(self, specs: list[TensorSpec]):
+        """(tiling, source, inputs read at offsets, operand layouts) of the
+        attention group's kernel for each of codegen.attention_tilings on the
+        chip compiled for, best first."""
+        from tilemlir.language.kernel import resolve_target
+
+        dim = specs[self.operands[0]].shape[-1]
+        if codegen.padded_head_dim(dim) != dim:  # every operand and the output zero-padded
+            layouts = ("padded",) * (len(self.operands) + 1)
+        else:
+            layouts = tuple(codegen.head_layout(specs[i]) or "bhsd" for i in self.operands)
+            layouts += (codegen.head_layout(self.results[0]) or "bhsd",)
+        tilings = codegen.attention_tilings(resolve_target(self.target, self.engine), codegen.padded_head_dim(dim),
+                                            codegen.attention_call(self.group.anchor).causal)
+        for tiling in tilings:
+            source, loaded = codegen.attention_kernel(self.group, specs, layouts, self.kernel_name, tiling)
+            yield tiling, source, loaded, layouts
 
     def steps(self, k: int) -> codegen.GemmSteps:
         """The K loop of K = k on the chip compiled for."""
@@ -687,18 +704,21 @@ class GroupKernel:
             return None
         return shifted.image if shifted else None
 
-    def compiled(self, source: str, name: str):
-        """The compiled prim_func `name` of `source` (once per process)."""
+    def compiled(self, source: str, name: str, fast_math: bool = False):
+        """The compiled prim_func `name` of `source` (once per process); with
+        `fast_math`, its exp2s on the hardware's unit (FAST_MATH_KEY)."""
         import tilemlir
+        from tilemlir.language.kernel import FAST_MATH_KEY
 
         # The target and engine as the jit resolves them now (the environment
         # may name others than when a kernel of the same source was made).
         key = (source, str(self.target or os.environ.get("TILEMLIR_TARGET")),
-               self.engine or os.environ.get("TILEMLIR_ENGINE"))
+               self.engine or os.environ.get("TILEMLIR_ENGINE"), fast_math)
         kernel = _COMPILED.get(key)
         if kernel is None:
             prim = load_prim_func(source, name)
-            kernel = _COMPILED[key] = tilemlir.compile(prim, target=self.target, engine=self.engine)
+            kernel = _COMPILED[key] = tilemlir.compile(prim, target=self.target, engine=self.engine,
+                                                       pass_configs={FAST_MATH_KEY: True} if fast_math else None)
         return kernel
 
     def in_torch(self, tensors, specs, error) -> tuple:
@@ -1218,14 +1238,20 @@ def prepare(group: Group, kernel: GroupKernel) -> None:
     kernel can express is refused now, and the fallback decided per graph)."""
     specs = [TensorSpec.of(node.meta["val"]) for node in group.inputs]
     try:
-        compiled = kernel.variant(specs)[0]
         # Compiled now, not at the first call: a kernel the compiler refuses falls back.
-        if compiled.engine == "device":
-            compiled.loaded_device()
-        elif compiled.engine == "emulator":
-            compiled.lowered_for_emulator()
+        compile_now(kernel.variant(specs)[0])
     except UserError as error:
         raise Unsupported(f"its kernel did not compile: {error}") from None
+
+
+def compile_now(kernel) -> None:
+    """Compiles `kernel` (a JITKernel or SplitKernel) for the engine it runs
+    on, where that engine runs the target's code (the reference engine
+    compiles nothing); raises the compiler's UserError where it refuses."""
+    if kernel.engine == "device":
+        kernel.loaded_device()
+    elif kernel.engine == "emulator":
+        kernel.lowered_for_emulator()
 
 
 def rewrite(graph: fx.Graph, group: Group, kernel: GroupKernel, replaced: dict) -> None:
