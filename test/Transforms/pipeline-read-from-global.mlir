@@ -65,3 +65,64 @@ func.func @two_loops(%A: memref<1024x256xf16>, %B: memref<256x1024xf16>) {
   }) {grid = array<i64: 8>, threads = 256 : i64} : () -> ()
   return
 }
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// The 128x128 tile (32768 bytes) and two stages of the loop's 128x64 tile
+// fit gfx942's 65536 bytes, but a CU then runs one workgroup of 4 waves:
+// one wave per SIMD. Without it two workgroups fit, two waves per SIMD: the
+// tile is read from global memory into registers (flash attention's Q, as
+// Triton and CK hold it) and the loop keeps its two stages.
+// CHECK-LABEL: func.func @two_waves_a_simd
+// CHECK: "tile.alloc_shared"() {tile.read_from_global} : () -> memref<128x128xf16, #gpu.address_space<workgroup>>
+// CHECK: memref<2x128x64xf16, #gpu.address_space<workgroup>>
+// CHECK: tile.pipelined = 2
+func.func @two_waves_a_simd(%A: memref<1024x128xf16>, %B: memref<128x1024xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %a = "tile.alloc_shared"() : () -> memref<128x128xf16, #S>
+    %bb = "tile.alloc_shared"() : () -> memref<128x64xf16, #S>
+    %c = "tile.alloc_fragment"() : () -> memref<128x64xf32, #F>
+    "tile.copy"(%A, %a, %b, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<1024x128xf16>, memref<128x128xf16, #S>, index, index) -> ()
+    // expected-remark@below {{tile-pipeline: with the 128x128xf16 tile.alloc_shared at}}
+    scf.for %j = %c0 to %c16 step %c1 {
+      "tile.copy"(%B, %bb, %c0, %j) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<128x1024xf16>, memref<128x64xf16, #S>, index, index) -> ()
+      "tile.gemm"(%a, %bb, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<128x128xf16, #S>, memref<128x64xf16, #S>, memref<128x64xf32, #F>) -> ()
+    } {tile.num_stages = 2 : i64}
+    gpu.yield
+  }) {grid = array<i64: 8>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// The same tiles in 8 waves: one workgroup already runs two waves per SIMD,
+// and the tile stays in LDS.
+// CHECK-LABEL: func.func @two_waves_already
+// CHECK-NOT: tile.read_from_global
+// CHECK: tile.pipelined = 2
+func.func @two_waves_already(%A: memref<1024x128xf16>, %B: memref<128x1024xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %a = "tile.alloc_shared"() : () -> memref<128x128xf16, #S>
+    %bb = "tile.alloc_shared"() : () -> memref<128x64xf16, #S>
+    %c = "tile.alloc_fragment"() : () -> memref<128x64xf32, #F>
+    "tile.copy"(%A, %a, %b, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<1024x128xf16>, memref<128x128xf16, #S>, index, index) -> ()
+    scf.for %j = %c0 to %c16 step %c1 {
+      "tile.copy"(%B, %bb, %c0, %j) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<128x1024xf16>, memref<128x64xf16, #S>, index, index) -> ()
+      "tile.gemm"(%a, %bb, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<128x128xf16, #S>, memref<128x64xf16, #S>, memref<128x64xf32, #F>) -> ()
+    } {tile.num_stages = 2 : i64}
+    gpu.yield
+  }) {grid = array<i64: 8>, threads = 512 : i64} : () -> ()
+  return
+}

@@ -918,6 +918,12 @@ def test_fast_math_takes_the_hardware_exp2(target):
     exact = tilemlir.compile(function, out_idx=[1], target=target, engine="emulator")
     assert "math.exp2 %" in function.script() and "afn" not in function.script()
     assert "fastmath<afn>" in fast.get_kernel_source() and "afn" not in exact.get_kernel_source()
+    for value, on in ((True, True), ("true", True), ("1", True), (False, False), ("false", False), (0, False)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the key is never "ignored"
+            source = tilemlir.compile(function, out_idx=[1], target=target, engine="emulator",
+                                      pass_configs={"tl.enable_fast_math": value}).get_kernel_source()
+        assert ("fastmath<afn>" in source) == on, value
     want = np.exp2(x.astype(np.float64))
     normal = want >= 2.0 ** -126
     within = {"rtol": 1e-6, "atol": 2.0 ** -146}  # a few ulps; a few of the subnormals' 2^-149

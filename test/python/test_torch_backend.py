@@ -1308,7 +1308,7 @@ def test_attention_tilings_by_chip(monkeypatch):
     for chip in ("amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx950", "metax:xcore1000"):
         for causal in (False, True):
             assert blocks(get_target(chip), 64, causal) == [(128, 64, 256, 1), default]
-            assert blocks(get_target(chip), 128, causal) == [(128, 128, 256, 2), (128, 64, 256, 1), default]
+            assert blocks(get_target(chip), 128, causal) == [(128, 64, 256, 2), (128, 64, 256, 1), default]
             assert blocks(get_target(chip), 256, causal) == [default]
     # Beyond head size 128 the output rows alone fill a thread's registers.
     assert blocks(hopper, 192, False) == blocks(hopper, 256, True) == [default]
@@ -1322,19 +1322,17 @@ def test_attention_tilings_by_chip(monkeypatch):
                      v[:, :, :150])
 
 
-@pytest.mark.parametrize("target, dim, taken", [
-    ("amdgpu:gfx942", 128, [(128, 128, 256, 2)]),  # Q read from global memory, K and V in one stage
-    ("amdgpu:gfx942", 64, [(128, 64, 256, 1)]),
-    ("amdgpu:gfx950", 128, [(128, 128, 256, 2)]),
-    # MetaX stages P in shared memory: 128x128 blocks do not fit its 64 KiB.
-    ("metax:xcore1000", 128, [(128, 128, 256, 2), (128, 64, 256, 1)]),
-], ids=["gfx942-d128", "gfx942-d64", "gfx950-d128", "metax-d128"])
-def test_attention_tilings_of_64_lane_chips_in_the_emulator(monkeypatch, target, dim, taken):
-    """The attention kernel of 64-lane chips (codegen.attention_tilings), run
-    in the emulator: ragged query and key blocks under a causal mask (whose
-    blocks before the diagonal are unmasked: tile-split-loops), a boolean
-    mask, a negative scale (applied before the max, not folded into exp2);
-    a tiling the compiler refuses gives way to the next."""
+@pytest.mark.parametrize("target, dim", [("amdgpu:gfx942", 128), ("amdgpu:gfx942", 64), ("amdgpu:gfx950", 128),
+                                         ("metax:xcore1000", 128)],
+                         ids=["gfx942-d128", "gfx942-d64", "gfx950-d128", "metax-d128"])
+def test_attention_tilings_of_64_lane_chips_in_the_emulator(monkeypatch, target, dim):
+    """The attention kernel of 64-lane chips (codegen.attention_tilings'
+    first tiling; on gfx942 at d 128, Q read from global memory so that two
+    workgroups share a CU), run in the emulator: ragged query and key blocks
+    under a causal mask (whose blocks before the diagonal are unmasked:
+    tile-split-loops), a boolean mask, a negative scale (applied before the
+    max, not folded into exp2)."""
+    from tilemlir.targets import get_target
     from tilemlir.torch_backend import codegen
 
     monkeypatch.setenv("TILEMLIR_TARGET", target)
@@ -1343,16 +1341,59 @@ def test_attention_tilings_of_64_lane_chips_in_the_emulator(monkeypatch, target,
     write = codegen.attention_kernel
 
     def spy(group, specs, layouts, name, tiling):
-        tried.append((tiling.block_m, tiling.block_n, tiling.threads, tiling.stages))
+        tried.append(tiling)
         return write(group, specs, layouts, name, tiling)
 
     monkeypatch.setattr(codegen, "attention_kernel", spy)
     q, k, v = (torch.randn(1, 2, 150, dim).half() for _ in range(3))
     compiled_matches(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
-    assert tried == taken
+    assert tried == codegen.attention_tilings(get_target(target), dim, True)[:1]
     mask = torch.rand(1, 1, 150, 150) > 0.3
     compiled_matches(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=-0.05),
                      q, k, v, mask)
+
+
+def test_an_attention_tiling_the_compiler_refuses_gives_way_to_the_next(monkeypatch):
+    """GroupKernel.build takes the first tiling the compiler accepts: 512
+    keys a block do not fit gfx942's LDS, 64 do (in the emulator)."""
+    from tilemlir.torch_backend import codegen
+
+    monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
+    tilings = [codegen.AttentionTiling(128, 512, 256, 1), codegen.AttentionTiling(64, 64)]
+    monkeypatch.setattr(codegen, "attention_tilings", lambda target, dim, causal: tilings)
+    tried = []
+    write = codegen.attention_kernel
+    monkeypatch.setattr(codegen, "attention_kernel",
+                        lambda group, specs, layouts, name, tiling: tried.append(tiling) or write(
+                            group, specs, layouts, name, tiling))
+    q, k, v = (torch.randn(1, 1, 70, 64).half() for _ in range(3))
+    compiled_matches(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), q, k, v)
+    assert tried == tilings
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # the emulator's inf - inf
+@pytest.mark.parametrize("engine", ["reference", "emulator"])
+def test_attention_of_infinite_and_nan_scores_as_torch(monkeypatch, engine):
+    """A NaN or inf product with a key the causal mask hides stays hidden; a
+    key block whose scores are all -inf (from the inputs) gives nothing and
+    poisons nothing; a row of only -inf scores is 0, as torch's; a positive
+    scale below f32's normal numbers is not folded past the max."""
+    monkeypatch.setenv("TILEMLIR_ENGINE", engine)
+    attend = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    q, k, v = (torch.randn(1, 1, 70, 64).half() for _ in range(3))
+    for poison in (float("nan"), float("inf"), -float("inf")):
+        hidden = k.clone()
+        hidden[0, 0, 50, 3] = poison
+        compiled_matches(attend, q, hidden, v)
+    q, k, v = torch.randn(1, 1, 40, 64).half(), torch.randn(1, 1, 130, 64).half(), torch.randn(1, 1, 130, 64).half()
+    q[..., 0] = q[..., 0].abs() + 0.1
+    k[:, :, :64, 0] = -float("inf")  # the first key block scores -inf
+    compiled_matches(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), q, k, v)
+    q[0, 0, 5, 0], q[0, 0, 5, 1:] = -float("inf"), 0
+    k[..., 0] = k[..., 0].abs() + 0.1  # row 5 scores -inf at every key
+    compiled_matches(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), q, k, v)
+    q, k, v = (torch.randn(1, 1, 70, 64).half() for _ in range(3))
+    compiled_matches(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1e-46), q, k, v)
 
 
 def test_a_new_shape_recompiles():

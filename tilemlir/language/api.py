@@ -442,8 +442,10 @@ def unsupported(name: str) -> Unsupported | None:
 
 class PassConfigKey(enum.StrEnum):
     """TileLang's `tilelang.PassConfigKey`: TileLang's own pass options. tilemlir
-    accepts them in `pass_configs` and ignores them (one warning); its own
-    options are `"tile-pass.option"` keys (tile-opt --list-passes)."""
+    honours TL_ENABLE_FAST_MATH (T.exp2 on the hardware's exp2 unit,
+    language/kernel.py's FAST_MATH_KEY) and accepts the others in
+    `pass_configs`, ignoring them (one warning); its own options are
+    `"tile-pass.option"` keys (tile-opt --list-passes)."""
 
     TL_SIMPLIFY = "tl.Simplify"
     TL_DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"

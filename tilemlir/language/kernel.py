@@ -237,23 +237,31 @@ def options_text(options: dict[str, dict[str, str]]) -> str:
 
 
 def with_fast_exp2(built: BuiltFunction) -> BuiltFunction:
-    """A copy of `built` whose `math.exp2` ops carry `fastmath<afn>`: the
-    hardware's exp2 unit as it is, which may flush results below 2^-126 to
-    zero (docs/kernels.md). The PrimFunc's own module is left as it is."""
+    """A copy of `built` whose `math.exp2` ops (T.exp2's, and T.exp10's,
+    which is built on exp2) carry `fastmath<afn>` beside their other flags:
+    the hardware's exp2 unit as it is, which may flush results below 2^-126
+    to zero (docs/kernels.md). The PrimFunc's own module is left as it is."""
     import dataclasses
 
     from mlir import ir
 
-    from tilemlir.irutil import walk
+    from tilemlir.irutil import approximate_function, fastmath_flags, walk
 
     context = built.module.context
     module = ir.Module.parse(built.text(locations=True), context=context)
     with context:
-        approximate = ir.Attribute.parse("#arith.fastmath<afn>")
         for op in walk(module.operation):
-            if op.name == "math.exp2":
-                op.attributes["fastmath"] = approximate
+            if op.name == "math.exp2" and not approximate_function(op):
+                flags = ",".join(sorted(fastmath_flags(op) | {"afn"}))
+                op.attributes["fastmath"] = ir.Attribute.parse(f"#arith.fastmath<{flags}>")
     return dataclasses.replace(built, module=module)
+
+
+def fast_math_asked(pass_configs: dict | None) -> bool:
+    """Whether `pass_configs` turns FAST_MATH_KEY on: True, or a string
+    spelling it ("true", "1", as TileLang's config parser reads them)."""
+    value = (pass_configs or {}).get(FAST_MATH_KEY, False)
+    return value is True or (isinstance(value, (int, str)) and str(value).strip().lower() in ("true", "1"))
 
 
 # --------------------------------------------------------------------------
@@ -268,7 +276,7 @@ class JITKernel:
                  out_idx=None):
         from tilemlir.compiler import CompileOptions
 
-        self.built = with_fast_exp2(built) if (pass_configs or {}).get(FAST_MATH_KEY) else built
+        self.built = with_fast_exp2(built) if fast_math_asked(pass_configs) else built
         try:
             self.target = resolve_target(target, engine)
         except UserError as error:

@@ -28,7 +28,11 @@ the copies N-1 iterations ahead:
   into registers, once, before the loop (`MatrixCore.reads_a_from_global`:
   AMD, MetaX), and the loop gets the stages that then fit: the buffer is
   marked tile.read_from_global, and a remark says so; a loop that fits no
-  stage even so is an error either way;
+  stage even so is an error either way. Such a buffer also leaves the LDS
+  where, with it, the LDS lets a CU run only one wave per SIMD (workgroups
+  per CU x waves a workgroup / SIMDs per CU) and, without it, two or more at
+  the same stages: the loop then gets the most stages, up to the asked
+  ones, that keep two (`waves_from_global`; a remark says so);
 * tile-lower-to-gpu turns a `tile.prefetch` copy into global loads at the top
   of the iteration and LDS stores at its end, with one barrier per iteration:
   the stage written at the end of iteration i was last read in iteration i-1
@@ -80,6 +84,7 @@ Example (N = 2):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -89,8 +94,10 @@ from mlir.dialects import arith, memref, scf
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import parent_ops, walk
 from tilemlir.passes.base import PassState, TilePass
+from tilemlir.passes.kernel_facts import kernel_threads
 from tilemlir.passes.shared_memory import lds_breakdown, position_text, shared_buffer_text
 from tilemlir.targets import resolve_target
+from tilemlir.targets.model import is_unknown
 
 
 class NotPipelinable(Exception):
@@ -261,7 +268,7 @@ class TilePipeline(TilePass):
         needed, account, largest = lds_breakdown([(op, 1) for op in others]
                                                  + [(op, stages) for op in staged])
         if needed <= limit:
-            return stages
+            return self.waves_from_global(loop, kernel, others, staged, stages, stages, target, state) or stages
         fitting = next((s for s in range(stages - 1, 0, -1) if needed_with(s) <= limit), None)
         if fitting is None and self.over_budget == "fewer-stages":
             fitting = self.read_from_global(loop, kernel, others, staged, stages, limit, target, state)
@@ -272,7 +279,8 @@ class TilePipeline(TilePass):
                                f"allows {limit}: pipelined with {fitting} stage{'s' if fitting > 1 else ''} "
                                f"({needed_with(fitting)} bytes) instead; tile-pipeline{{over-budget=error}} "
                                "refuses", kind="speed")
-            return fitting
+            return self.waves_from_global(loop, kernel, others, staged, fitting, stages, target, state) \
+                or fitting
         if fitting is not None:
             advice = (f"{fitting} stage{'s' if fitting > 1 else ''} would fit ({needed_with(fitting)} bytes; "
                       "over-budget=fewer-stages steps down to them)")
@@ -283,6 +291,40 @@ class TilePipeline(TilePass):
                              f"{target.name} allows {limit}; {advice}. By buffer: {account} "
                              f"(the pipelined loop is at {position_text(loop)})")
         return None
+
+    @staticmethod
+    def waves_from_global(loop, kernel, others, staged, chosen: int, stages: int, target,
+                          state: PassState) -> int | None:
+        """Where the LDS lets a CU run one wave per SIMD with the loop's
+        buffers at `chosen` stages, and two or more once the buffers
+        `read_from_global` takes leave it: those leave it (marked
+        tile.read_from_global, with a remark), and the loop gets the most
+        stages, `chosen` to `stages`, that keep two waves per SIMD. A second
+        wave issues while the first waits for memory; one wave per SIMD
+        hides nothing (Triton's and CK's attention kernels hold Q in
+        registers too). None where nothing changes."""
+        per_cu, simds, wave = (target.memory.shared_bytes_per_cu, target.compute.simds_per_cu,
+                               target.compute.wave_size)
+        if kernel is None or any(is_unknown(v) for v in (per_cu, simds, wave)):
+            return None
+        waves = -(-kernel_threads(kernel) // wave)  # a workgroup's
+
+        def per_simd(bytes_needed: int) -> int:
+            return per_cu // max(bytes_needed, 1) * waves // simds
+
+        if per_simd(lds_breakdown([(op, 1) for op in others] + [(op, chosen) for op in staged])[0]) >= 2:
+            return None
+        taken, needed_with = _leaving_lds(loop, kernel, others, staged, target)
+        if not taken or per_simd(needed_with(chosen)) < 2:
+            return None
+        fitting = max(s for s in range(chosen, stages + 1) if per_simd(needed_with(s)) >= 2)
+        names = _take_out(taken)
+        state.remark(loop, f"tile-pipeline: with {names} in LDS, {target.name}'s {per_cu} bytes of LDS a CU "
+                           f"run one wave per SIMD; the gemms of this loop read it from global memory into "
+                           f"registers, once, before the loop, so that {per_simd(needed_with(fitting))} do, and "
+                           f"the loop is pipelined with {fitting} stage{'s' if fitting > 1 else ''} "
+                           f"({needed_with(fitting)} bytes of LDS)", kind="speed")
+        return fitting
 
     @staticmethod
     def read_from_global(loop, kernel, others, staged, stages: int, limit: int, target,
@@ -296,21 +338,13 @@ class TilePipeline(TilePass):
         family's matrix instructions cannot take A so."""
         if kernel is None:
             return None
-        taken = [alloc for alloc in readable_from_global(others, kernel, target)
-                 if any(_inside(use.owner, loop) for use in alloc.results[0].uses)]
+        taken, needed_with = _leaving_lds(loop, kernel, others, staged, target)
         if not taken:
             return None
-        kept = [(op, 1) for op in others if op not in taken]
-
-        def needed_with(count: int) -> int:
-            return lds_breakdown(kept + [(op, count) for op in staged])[0]
-
         fitting = next((s for s in range(stages, 0, -1) if needed_with(s) <= limit), None)
         if fitting is None:
             return None
-        for alloc in taken:
-            attributes.READ_FROM_GLOBAL.mark(alloc)
-        names = "; ".join(shared_buffer_text(alloc) for alloc in taken)
+        names = _take_out(taken)
         state.remark(loop, f"tile-pipeline: not even 1 stage fits {target.name}'s {limit} bytes of LDS with "
                            f"{names}: the gemms of this loop read it from global memory into registers, "
                            f"once, before the loop, and the loop is pipelined with {fitting} "
@@ -531,6 +565,23 @@ def _read_only_in(kernel: ir.Operation, source: ir.Value) -> bool:
             elif _inside(owner, kernel) and not (owner.name in _READS and use.operand_number == 0):
                 return False
     return True
+
+
+def _leaving_lds(loop, kernel, others, staged, target) -> tuple[list, Callable[[int], int]]:
+    """(the buffers of `others` the gemms of `loop` can read from global
+    memory instead, `readable_from_global`; the LDS bytes of the kernel's
+    buffers without them, given the stages of the loop's `staged` ones)."""
+    taken = [alloc for alloc in readable_from_global(others, kernel, target)
+             if any(_inside(use.owner, loop) for use in alloc.results[0].uses)]
+    kept = [(op, 1) for op in others if op not in taken]
+    return taken, lambda count: lds_breakdown(kept + [(op, count) for op in staged])[0]
+
+
+def _take_out(taken: list) -> str:
+    """Marks `taken` tile.read_from_global; their names for a remark."""
+    for alloc in taken:
+        attributes.READ_FROM_GLOBAL.mark(alloc)
+    return "; ".join(shared_buffer_text(alloc) for alloc in taken)
 
 
 def read_once_from_global(alloc: ir.Operation, kernel: ir.Operation) -> bool:

@@ -1072,18 +1072,19 @@ GROUP_CAUSAL_ATTENTION_BLOCKS = (64, 128)
 
 
 # Where waves are 64 lanes (CDNA's MFMA, MetaX), four waves of 32 query rows
-# each (one 32x32 MFMA row band): by 64 keys in one stage for head sizes up to
-# 64 (two workgroups share gfx942's 64 KiB: 2 waves a SIMD), by 128 keys in
-# two stages up to WIDE_ATTENTION_DIM (tile-pipeline steps down to one stage,
-# Q read into registers from global memory, where the LDS cannot hold both).
-# Measured per wave (bench/amd_attention_vs_triton.py, llvm-mca's busy ratio
-# of the main loop, S = 4096, 2026-12-06; results/attention-amd.md), against
-# ATTENTION_BLOCKS in 2 waves: gfx942 d 128 f16 0.723 (0.651), causal 0.726
-# (0.553), bf16 0.624 (0.575), bf16 causal 0.625 (0.489); d 64 f16 0.608
-# (0.471), causal 0.598 (0.409); gfx950 d 128 0.595 (0.525), causal 0.596
-# (0.386), d 64 0.506 (0.400), causal 0.498 (0.285).
+# each (one 32x32 MFMA row band) by 64 keys: in one stage up to head size 64
+# (two workgroups share gfx942's 64 KiB: 2 waves a SIMD), in two up to
+# WIDE_ATTENTION_DIM (tile-pipeline reads Q into registers from global memory
+# where that lets a CU run two waves a SIMD, in one stage on gfx942). Busy
+# ratio per wave at 2 waves a SIMD (bench/amd_attention_vs_triton.py,
+# llvm-mca, S = 4096, 2026-12-06; results/attention-amd.md), f16 / bf16,
+# full / causal: gfx942 d 128 0.661 / 0.658, 0.569 / 0.567; d 64 0.604 /
+# 0.594, 0.504 / 0.502; gfx950 d 128 0.537 / 0.528, d 64 0.502 / 0.492 (64x64
+# blocks of 2 waves: gfx942 d 128 f16 0.530 / 0.428, 1 wave a SIMD). 128x128
+# blocks in two stages reach more per wave at d 128 (gfx942 f16 0.723, bf16
+# 0.624) but at one wave a SIMD.
 SHORT_HEAD_WAVE64 = AttentionTiling(128, 64, 256, 1)
-WIDE_HEAD_WAVE64 = AttentionTiling(128, 128, 256, 2)
+WIDE_HEAD_WAVE64 = AttentionTiling(128, 64, 256, 2)
 
 
 def attention_tilings(target, dim: int, causal: bool) -> list[AttentionTiling]:
@@ -1129,7 +1130,7 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     """(source, inputs read at offsets) of flash attention over [B, H, S, D]
     tensors in the given memory orders (query, key, value, output: "bhsd",
     "bshd", or "padded": dense [B, H, S, padded_head_dim(D)]): the
-    scores of a block of `tiling`'s query rows by keys (`attention_tiling`) in
+    scores of a block of `tiling`'s query rows by keys (`attention_tilings`) in
     registers, online softmax in exp2 with the
     scale folded in, masks (causal, an additive or boolean mask, ragged
     key blocks) applied to the scores, P from registers into the second gemm."""
@@ -1170,27 +1171,24 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
         valid.append(f"bx * {block_m} + i >= k * {block_n} + j")
     if sk % block_n:
         valid.append(f"k * {block_n} + j < {sk}")
-    # Without a mask of the caller's, every row keeps a key in each query
-    # block's first key block (a causal mask and a ragged last block leave
-    # key 0), so no row's max is -inf: the softmax needs no guard for such
-    # rows, and a positive scale is applied after the max (max(s) c =
-    # max(s c)), folded into exp2's argument as one multiply-add (as
-    # TileLang's kernels write it).
-    maskable = call.mask is not None
-    folded = f" * {scale!r}" if not maskable and scale > 0 else ""
-    score = "acc_s[i, j]" if folded else f"acc_s[i, j] * {scale!r}"
-    if maskable:
-        mask_spec = specs[group.inputs.index(call.mask)]
+    # Without an additive mask, a positive scale that stays a normal f32 number
+    # (so that -inf times it is -inf) is applied after the row max (max(s) c =
+    # max(s c)), inside exp2's argument as one multiply-add, as TileLang's
+    # kernels write it; otherwise the scores are scaled first.
+    normal = float(torch.tensor(scale, dtype=torch.float32)) >= torch.finfo(torch.float32).tiny
+    additive = call.mask is not None and specs[group.inputs.index(call.mask)].dtype != torch.bool
+    folded = f" * {scale!r}" if normal and not additive else ""
+    score = "s" if folded else f"s * {scale!r}"
+    if call.mask is not None:
         row = f"T.min(bx * {block_m} + i, {sq - 1})" if sq % block_m else f"(bx * {block_m} + i)"
         col = f"T.min(k * {block_n} + j, {sk - 1})" if sk % block_n else f"(k * {block_n} + j)"
         loaded = writer.load(call.mask, ["bz", "by", row, col])  # broadcast against the scores
-        if mask_spec.dtype == torch.bool:
-            valid.append(loaded)
-        else:
+        if additive:
             score = f"({score} + {loaded} * {LOG2E!r})"
-    condition = " and ".join(f"({c})" for c in valid)
-    if valid and not folded:
-        score = f"T.if_then_else({condition}, {score}, -T.infinity('float32'))"
+        else:
+            valid.append(loaded)
+    if valid:  # a select of the score (a value, not a load): tile-split-loops drops it before the diagonal
+        score = f"T.if_then_else({' and '.join(f'({c})' for c in valid)}, {score}, -T.infinity('float32'))"
     loop = f"T.min(T.ceildiv((bx + 1) * {block_m}, {block_n}), {blocks})" if call.causal else str(blocks)
     q_layout, k_layout, v_layout, o_layout = layouts
     body = writer.body
@@ -1200,7 +1198,7 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     body(f"acc_s = T.alloc_fragment(({block_m}, {block_n}), 'float32')")
     body(f"acc_s_cast = T.alloc_fragment(({block_m}, {block_n}), '{dtype}')")
     body(f"acc_o = T.alloc_fragment(({block_m}, {dim}), 'float32')")
-    for fragment in ("scores_max", "scores_max_prev", "scores_scale", "scores_sum", "logsum"):
+    for fragment in ("scores_max", "scores_max_prev", "scores_max_scaled", "scores_scale", "scores_sum", "logsum"):
         body(f"{fragment} = T.alloc_fragment(({block_m},), 'float32')")
     body(f"T.copy({tile('Q', q_layout, 'by', f'bx * {block_m}', block_m)}, Q_s)")
     body("T.fill(acc_o, 0)")
@@ -1209,33 +1207,23 @@ def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, 
     body(f"for k in T.Pipelined({loop}, num_stages={tiling.stages}):")
     body.depth += 1
     body(f"T.copy({tile('K', k_layout, kv_head, f'k * {block_n}', block_n)}, K_s)")
-    if valid and folded:
-        # Masked scores start at -inf and the gemm adds to them (a select of
-        # constants, which tile-split-loops drops from the blocks before the
-        # diagonal); a scale applied later keeps them -inf.
-        body(f"for i, j in T.Parallel({block_m}, {block_n}):")
-        body(f"    acc_s[i, j] = T.if_then_else({condition}, 0.0, -T.infinity('float32'))")
-    else:
-        body("T.clear(acc_s)")
+    body("T.clear(acc_s)")
     body("T.gemm(Q_s, K_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)")
-    if score != "acc_s[i, j]":
+    if score != "s":
         body(f"for i, j in T.Parallel({block_m}, {block_n}):")
+        body("    s = acc_s[i, j]")
         body(f"    acc_s[i, j] = {score}")
     body("T.copy(scores_max, scores_max_prev)")
     body("T.reduce_max(acc_s, scores_max, dim=1, clear=False)")
+    # A row whose scores so far are all -inf (masked, or -inf from the inputs)
+    # has max -inf: its probabilities are 0 (exp2 of -inf) and its scale 0 (its
+    # sums so far are 0), never exp2(-inf - -inf). Per row, not per score.
     body(f"for i in T.Parallel({block_m}):")
-    if maskable:
-        # A row whose keys so far are all masked has max -inf: its scale is 1 and
-        # its probabilities 0 (exp2 of -inf), never exp2(-inf - -inf).
-        body("    scores_scale[i] = T.if_then_else(scores_max[i] == -T.infinity('float32'), 1.0, "
-             "T.exp2(scores_max_prev[i] - scores_max[i]))")
-        body(f"for i, j in T.Parallel({block_m}, {block_n}):")
-        body("    acc_s[i, j] = T.exp2(acc_s[i, j] - T.if_then_else(scores_max[i] == -T.infinity('float32'), 0.0, "
-             "scores_max[i]))")
-    else:
-        body(f"    scores_scale[i] = T.exp2(scores_max_prev[i]{folded} - scores_max[i]{folded})")
-        body(f"for i, j in T.Parallel({block_m}, {block_n}):")
-        body(f"    acc_s[i, j] = T.exp2(acc_s[i, j]{folded} - scores_max[i]{folded})")
+    body(f"    scores_max_scaled[i] = T.if_then_else(scores_max[i] == -T.infinity('float32'), 0.0, "
+         f"scores_max[i]{folded})")
+    body(f"    scores_scale[i] = T.exp2(scores_max_prev[i]{folded} - scores_max_scaled[i])")
+    body(f"for i, j in T.Parallel({block_m}, {block_n}):")
+    body(f"    acc_s[i, j] = T.exp2(acc_s[i, j]{folded} - scores_max_scaled[i])")
     body("T.reduce_sum(acc_s, scores_sum, dim=1)")
     body(f"for i in T.Parallel({block_m}):")
     body("    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]")

@@ -646,8 +646,8 @@ class GroupKernel:
             for tiling, source, loaded, layouts in self.attention_candidates(specs):
                 # Its exp2s are a softmax's: a term flushed below 2^-126 is lost in
                 # a sum holding the row's 1 (docs/kernels.md).
-                kernel = self.compiled(source, self.kernel_name, fast_math=True)
                 try:
+                    kernel = self.compiled(source, self.kernel_name, fast_math=True)
                     compile_now(kernel)
                 except UserError as error:
                     LOG.debug("%s: %s refused (%s); the next tiling", self.name, tiling, error)
