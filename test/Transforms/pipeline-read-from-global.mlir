@@ -126,3 +126,69 @@ func.func @two_waves_already(%A: memref<1024x128xf16>, %B: memref<128x1024xf16>)
   }) {grid = array<i64: 8>, threads = 512 : i64} : () -> ()
   return
 }
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// As @two_waves_a_simd, with a second accumulator of 128x192 f32: the
+// fragments (128 registers a lane) and the tile (32) leave a second wave no
+// room (over 0.6 of 256: TWO_WAVE_REGISTER_SHARE), and the tile stays in LDS.
+// CHECK-LABEL: func.func @registers_keep_one_wave
+// CHECK-NOT: tile.read_from_global
+// CHECK: tile.pipelined = 2
+func.func @registers_keep_one_wave(%A: memref<1024x128xf16>, %B: memref<128x1024xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %zero = arith.constant 0.0 : f32
+    %a = "tile.alloc_shared"() : () -> memref<128x128xf16, #S>
+    %bb = "tile.alloc_shared"() : () -> memref<128x64xf16, #S>
+    %c = "tile.alloc_fragment"() : () -> memref<128x64xf32, #F>
+    %d = "tile.alloc_fragment"() : () -> memref<128x192xf32, #F>
+    "tile.fill"(%d, %zero) : (memref<128x192xf32, #F>, f32) -> ()
+    "tile.copy"(%A, %a, %b, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<1024x128xf16>, memref<128x128xf16, #S>, index, index) -> ()
+    scf.for %j = %c0 to %c16 step %c1 {
+      "tile.copy"(%B, %bb, %c0, %j) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<128x1024xf16>, memref<128x64xf16, #S>, index, index) -> ()
+      "tile.gemm"(%a, %bb, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<128x128xf16, #S>, memref<128x64xf16, #S>, memref<128x64xf32, #F>) -> ()
+    } {tile.num_stages = 2 : i64}
+    gpu.yield
+  }) {grid = array<i64: 8>, threads = 256 : i64} : () -> ()
+  return
+}
+
+// -----
+
+#S = #gpu.address_space<workgroup>
+#F = #gpu.address_space<private>
+// As @two_waves_a_simd, with a second pipelined loop reading the tile: it
+// would count its stages without the tile and could take the LDS back, so
+// the tile stays.
+// CHECK-LABEL: func.func @two_pipelined_loops
+// CHECK-NOT: tile.read_from_global
+// CHECK-COUNT-2: tile.pipelined = 2
+func.func @two_pipelined_loops(%A: memref<1024x128xf16>, %B: memref<128x1024xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%b: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %a = "tile.alloc_shared"() : () -> memref<128x128xf16, #S>
+    %bb = "tile.alloc_shared"() : () -> memref<128x32xf16, #S>
+    %b2 = "tile.alloc_shared"() : () -> memref<128x32xf16, #S>
+    %c = "tile.alloc_fragment"() : () -> memref<128x32xf32, #F>
+    "tile.copy"(%A, %a, %b, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<1024x128xf16>, memref<128x128xf16, #S>, index, index) -> ()
+    scf.for %j = %c0 to %c16 step %c1 {
+      "tile.copy"(%B, %bb, %c0, %j) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<128x1024xf16>, memref<128x32xf16, #S>, index, index) -> ()
+      "tile.gemm"(%a, %bb, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<128x128xf16, #S>, memref<128x32xf16, #S>, memref<128x32xf32, #F>) -> ()
+    } {tile.num_stages = 2 : i64}
+    scf.for %j = %c0 to %c16 step %c1 {
+      "tile.copy"(%B, %b2, %c0, %j) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<128x1024xf16>, memref<128x32xf16, #S>, index, index) -> ()
+      "tile.gemm"(%a, %b2, %c) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<128x128xf16, #S>, memref<128x32xf16, #S>, memref<128x32xf32, #F>) -> ()
+    } {tile.num_stages = 2 : i64}
+    gpu.yield
+  }) {grid = array<i64: 8>, threads = 256 : i64} : () -> ()
+  return
+}

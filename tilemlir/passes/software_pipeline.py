@@ -29,10 +29,11 @@ the copies N-1 iterations ahead:
   AMD, MetaX), and the loop gets the stages that then fit: the buffer is
   marked tile.read_from_global, and a remark says so; a loop that fits no
   stage even so is an error either way. Such a buffer also leaves the LDS
-  where, with it, the LDS lets a CU run only one wave per SIMD (workgroups
-  per CU x waves a workgroup / SIMDs per CU) and, without it, two or more at
-  the same stages: the loop then gets the most stages, up to the asked
-  ones, that keep two (`waves_from_global`; a remark says so);
+  where, with it, the LDS lets a CU run only one wave per SIMD
+  (`shared_memory.waves_by_lds`) and, without it, two or more at the same
+  stages, the loop is the kernel's only pipelined one and its fragments
+  leave registers for a second wave: the loop then gets the most stages, up
+  to the asked ones, that keep two (`waves_from_global`; a remark says so);
 * tile-lower-to-gpu turns a `tile.prefetch` copy into global loads at the top
   of the iteration and LDS stores at its end, with one barrier per iteration:
   the stage written at the end of iteration i was last read in iteration i-1
@@ -95,7 +96,13 @@ from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import parent_ops, walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.kernel_facts import kernel_threads
-from tilemlir.passes.shared_memory import lds_breakdown, position_text, shared_buffer_text
+from tilemlir.passes.shared_memory import (
+    lds_breakdown,
+    logical_shared_bytes,
+    position_text,
+    shared_buffer_text,
+    waves_by_lds,
+)
 from tilemlir.targets import resolve_target
 from tilemlir.targets.model import is_unknown
 
@@ -296,33 +303,35 @@ class TilePipeline(TilePass):
     def waves_from_global(loop, kernel, others, staged, chosen: int, stages: int, target,
                           state: PassState) -> int | None:
         """Where the LDS lets a CU run one wave per SIMD with the loop's
-        buffers at `chosen` stages, and two or more once the buffers
-        `read_from_global` takes leave it: those leave it (marked
-        tile.read_from_global, with a remark), and the loop gets the most
-        stages, `chosen` to `stages`, that keep two waves per SIMD. A second
-        wave issues while the first waits for memory; one wave per SIMD
-        hides nothing (Triton's and CK's attention kernels hold Q in
-        registers too). None where nothing changes."""
-        per_cu, simds, wave = (target.memory.shared_bytes_per_cu, target.compute.simds_per_cu,
-                               target.compute.wave_size)
-        if kernel is None or any(is_unknown(v) for v in (per_cu, simds, wave)):
+        buffers at `chosen` stages (`waves_by_lds`), and two or more once
+        the buffers `read_from_global` takes leave it, at the same stages:
+        those leave it (marked tile.read_from_global, with a remark), and the
+        loop gets the most stages, `chosen` to `stages`, that keep two waves
+        per SIMD. A second wave issues while the first waits for memory; one
+        wave per SIMD hides nothing (Triton's and CK's attention kernels hold
+        Q in registers too). Only where the registers leave room for that
+        second wave (`registers_allow_two_waves`) and the loop is the
+        kernel's only pipelined one (a later loop would count its stages
+        without the buffer and could take the LDS back). None where nothing
+        changes."""
+        if kernel is None or sum(1 for op in walk(kernel) if attributes.NUM_STAGES.is_on(op)) > 1:
             return None
-        waves = -(-kernel_threads(kernel) // wave)  # a workgroup's
-
-        def per_simd(bytes_needed: int) -> int:
-            return per_cu // max(bytes_needed, 1) * waves // simds
-
-        if per_simd(lds_breakdown([(op, 1) for op in others] + [(op, chosen) for op in staged])[0]) >= 2:
+        threads = kernel_threads(kernel)
+        with_it = waves_by_lds(lds_breakdown([(op, 1) for op in others] + [(op, chosen) for op in staged])[0],
+                               threads, target)
+        if with_it is None or with_it >= 2:
             return None
         taken, needed_with = _leaving_lds(loop, kernel, others, staged, target)
-        if not taken or per_simd(needed_with(chosen)) < 2:
+        if not taken or waves_by_lds(needed_with(chosen), threads, target) < 2 \
+                or not registers_allow_two_waves(kernel, taken, target):
             return None
-        fitting = max(s for s in range(chosen, stages + 1) if per_simd(needed_with(s)) >= 2)
+        fitting = max(s for s in range(chosen, stages + 1) if waves_by_lds(needed_with(s), threads, target) >= 2)
         names = _take_out(taken)
-        state.remark(loop, f"tile-pipeline: with {names} in LDS, {target.name}'s {per_cu} bytes of LDS a CU "
-                           f"run one wave per SIMD; the gemms of this loop read it from global memory into "
-                           f"registers, once, before the loop, so that {per_simd(needed_with(fitting))} do, and "
-                           f"the loop is pipelined with {fitting} stage{'s' if fitting > 1 else ''} "
+        state.remark(loop, f"tile-pipeline: with {names} in LDS, {target.name}'s "
+                           f"{target.memory.shared_bytes_per_cu} bytes of LDS a CU let it run one wave per SIMD; "
+                           f"the gemms of this loop read it from global memory into registers, once, before the "
+                           f"loop, so that {waves_by_lds(needed_with(fitting), threads, target)} waves per SIMD "
+                           f"may run, and the loop is pipelined with {fitting} stage{'s' if fitting > 1 else ''} "
                            f"({needed_with(fitting)} bytes of LDS)", kind="speed")
         return fitting
 
@@ -575,6 +584,30 @@ def _leaving_lds(loop, kernel, others, staged, target) -> tuple[list, Callable[[
              if any(_inside(use.owner, loop) for use in alloc.results[0].uses)]
     kept = [(op, 1) for op in others if op not in taken]
     return taken, lambda count: lds_breakdown(kept + [(op, count) for op in staged])[0]
+
+
+# The share of a two-wave register budget that the kernel's fragments and
+# the tiles read into registers may take: the rest holds the gemms' operands,
+# addresses and temporaries. Calibrated on gfx942/gfx950 flash attention
+# (llc's counts, the torch backend's kernel and TileLang's example): 128x64
+# blocks of 4 waves at head size 128 (147 of 256 registers estimated) ran two
+# waves per SIMD; 128x128 blocks of 4 waves (195) and 128x64 of 2 waves (294)
+# kept one.
+TWO_WAVE_REGISTER_SHARE = 0.6
+
+
+def registers_allow_two_waves(kernel: ir.Operation, taken: list, target) -> bool:
+    """Whether the kernel's register fragments and the `taken` tiles, per
+    lane (their bytes over the workgroup's threads), fit
+    TWO_WAVE_REGISTER_SHARE of half a SIMD's register file (two waves a
+    SIMD); False where the descriptor leaves the file unknown."""
+    registers = target.registers
+    file = registers.vgprs_per_lane if is_unknown(registers.file_per_lane) else registers.file_per_lane
+    if is_unknown(file):
+        return False
+    held = [op for op in walk(kernel) if op.name == "tile.alloc_fragment"] + list(taken)
+    words = sum(logical_shared_bytes(op) for op in held) / (4 * kernel_threads(kernel))  # any alloc's bytes
+    return words <= TWO_WAVE_REGISTER_SHARE * file / 2
 
 
 def _take_out(taken: list) -> str:
