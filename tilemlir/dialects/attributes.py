@@ -412,7 +412,8 @@ PER_THREAD = UnitAttribute(
 
 READ_FROM_GLOBAL = UnitAttribute(
     "tile.read_from_global", ("tile.alloc_shared",),
-    producer="tile-pipeline (a loop whose stages fit the LDS only without this buffer)",
+    producer="tile-pipeline (a loop whose stages fit the LDS only without this buffer, or run two waves "
+             "per SIMD only without it)",
     consumers=(("tile-lower-to-gpu (no LDS for it: the gemms that read it as A read its one copy's "
                 "global source into registers, once, before their loop)"), "the report's decisions"),
     form="a unit attribute, on a 2-D buffer filled by one tile.copy from global memory that nothing "
