@@ -165,10 +165,15 @@ def ours(case: Case, tiling: tuple, out: Path) -> dict:
                                   options={"report": True})
     except UserError as error:
         return {"error": str(error).strip().splitlines()[0][:300]}
-    (out / f"{case.name}_{tiling_text(tiling).replace(' ', '_')}.tilemlir.s").write_text(result.artifact)
-    seconds = result.seconds["total"] - result.seconds.get("report", 0.0)
+    return compiled_row(result, out / f"{case.name}_{tiling_text(tiling).replace(' ', '_')}.tilemlir.s")
+
+
+def compiled_row(result, isa: Path) -> dict:
+    """The table row of a CompileResult with its report (its ISA written to `isa`)."""
+    isa.write_text(result.artifact)
     (kernel,) = result.report["kernels"]
-    entry = gemm_bench.row(result.report, kernel["shared_bytes"], seconds)
+    entry = gemm_bench.row(result.report, kernel["shared_bytes"],
+                           result.seconds["total"] - result.seconds.get("report", 0.0))
     entry["occupancy"] = kernel["occupancy"]
     return entry
 
@@ -182,9 +187,7 @@ def torch_default(case: Case, out: Path) -> tuple[tuple | None, dict]:
     import torch.nn.functional as F
     from torch._dynamo.backends.common import aot_autograd
 
-    import tilemlir
     from tilemlir.diagnostics import UserError
-    from tilemlir.language.kernel import FAST_MATH_KEY
     from tilemlir.torch_backend import dynamo, partition
     from tilemlir.torch_backend.codegen import TensorSpec
 
@@ -208,20 +211,13 @@ def torch_default(case: Case, out: Path) -> tuple[tuple | None, dict]:
     kernel = dynamo.GroupKernel(group, "attention", target=target, engine="reference")
     error = "no tiling"
     for tiling, source, _, _ in kernel.attention_candidates([TensorSpec.of(n.meta["val"]) for n in group.inputs]):
-        prim = dynamo.load_prim_func(source, kernel.kernel_name)
-        jit = tilemlir.compile(prim, target=target, engine="reference", pass_configs={FAST_MATH_KEY: True})
         try:
-            result = jit.compile("isa", report=True)
+            result = kernel.compiled(source, kernel.kernel_name, fast_math=True).compile("isa", report=True)
         except UserError as refused:
             error = str(refused).strip().splitlines()[0][:300]
             continue
         tiling = (tiling.block_m, tiling.block_n, tiling.threads, tiling.stages)
-        (out / f"{case.name}_{tiling_text(tiling).replace(' ', '_')}.default.s").write_text(result.artifact)
-        (report,) = result.report["kernels"]
-        entry = gemm_bench.row(result.report, report["shared_bytes"],
-                               result.seconds["total"] - result.seconds.get("report", 0.0))
-        entry["occupancy"] = report["occupancy"]
-        return tiling, entry
+        return tiling, compiled_row(result, out / f"{case.name}_{tiling_text(tiling).replace(' ', '_')}.default.s")
     return None, {"error": error}
 
 

@@ -1048,6 +1048,7 @@ class AttentionTiling:
 
 
 ATTENTION_BLOCKS = (64, 64)  # query rows x key columns of a block, every shipped chip's default
+DEFAULT_ATTENTION_TILING = AttentionTiling(*ATTENTION_BLOCKS)  # in THREADS threads, 2 stages
 # Where a wave is 32 lanes, 128 query rows give each of the kernel's 4 warps
 # 32 (FlashAttention-2's split), for head sizes up to WIDE_ATTENTION_DIM
 # (beyond, the output rows alone take a thread's registers: d 192 spilled
@@ -1090,8 +1091,8 @@ WIDE_HEAD_WAVE64 = AttentionTiling(128, 64, 256, 2)
 def attention_tilings(target, dim: int, causal: bool) -> list[AttentionTiling]:
     """The tilings of the torch backend's attention kernel for head size
     `dim` on `target` (a Target), best first; the kernel takes the first
-    the compiler accepts (dynamo's GroupKernel.build), ATTENTION_BLOCKS in
-    THREADS threads last of all:
+    the compiler accepts (dynamo's GroupKernel.build),
+    DEFAULT_ATTENTION_TILING last of all:
 
     * 32-lane waves, head size at most WIDE_ATTENTION_DIM, the blocks' Q, K
       and V tiles (K and V in two stages) within a workgroup's shared memory:
@@ -1105,7 +1106,7 @@ def attention_tilings(target, dim: int, causal: bool) -> list[AttentionTiling]:
     from tilemlir.passes.gpu_builders import BOX_BYTES
     from tilemlir.passes.lower_to_gpu.api import matrix_core_for
 
-    fallback = AttentionTiling(*ATTENTION_BLOCKS)
+    fallback = DEFAULT_ATTENTION_TILING
     wave = target.compute.wave_size
     if wave == 64 and target.mma:
         if dim <= 64:
@@ -1126,7 +1127,7 @@ def attention_tilings(target, dim: int, causal: bool) -> list[AttentionTiling]:
 
 
 def attention_kernel(group: Group, specs: list[TensorSpec], layouts: tuple[str, str, str, str],
-                     name: str, tiling: AttentionTiling = AttentionTiling(*ATTENTION_BLOCKS)) -> tuple[str, list]:
+                     name: str, tiling: AttentionTiling = DEFAULT_ATTENTION_TILING) -> tuple[str, list]:
     """(source, inputs read at offsets) of flash attention over [B, H, S, D]
     tensors in the given memory orders (query, key, value, output: "bhsd",
     "bshd", or "padded": dense [B, H, S, padded_head_dim(D)]): the
