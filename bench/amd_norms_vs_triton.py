@@ -80,9 +80,9 @@ def instruction_counts(isa: str) -> dict:
     (module docstring): total, cross-lane (DPP, swizzles, permutes, lane
     reads), s_waitcnt, LDS accesses, barriers; `loops` True where a branch
     goes back to an earlier label (then nothing is counted)."""
-    from tilemlir.backends.amdgpu.report import _function_sections
+    from tilemlir.backends.amdgpu.report import function_sections
 
-    sections = _function_sections(isa)
+    sections = function_sections(isa)
     labels, total = {}, []
     for line in max(sections.values(), key=len, default="").splitlines():
         line = line.split(";", 1)[0].rstrip()

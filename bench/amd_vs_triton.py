@@ -313,9 +313,9 @@ def accumulated_per_wave(isa: str) -> int | None:
     has."""
     import re
 
-    from tilemlir.backends.amdgpu.report import _function_sections, main_loop_instructions
+    from tilemlir.backends.amdgpu.report import function_sections, main_loop_instructions
 
-    sections = _function_sections(isa)
+    sections = function_sections(isa)
     if not sections:
         return None
     held, written = 0, set()
@@ -359,6 +359,8 @@ def row(report: dict, lds_bytes: int, seconds: float) -> dict:
         "mfma": ",".join(name.removeprefix("v_mfma_") for name in kernel["matrix_instructions"]),
         "mfma_busy_ratio": own["mfma_busy_ratio"],
         "main_loop_cycles": own["main_loop_cycles"],
+        # Which of llc's schedules the isa stage kept (ours; backends/amdgpu/schedule.py).
+        "schedule": (own.get("schedule") or {}).get("strategy"),
         "compile_seconds": round(seconds, 2),
     }
 

@@ -73,7 +73,7 @@ def test_chips_without_16_byte_direct_loads_keep_registers():
 def test_direct_loads_reach_the_isa_without_waits_before_lds_reads():
     gpu = lowered(whole_problem_gemm(128, 128, 256, "f8E4M3FN", "f16"), block="128,128,128")
     isa = tilemlir.compile(gpu, target="amdgpu:gfx950", emit="isa").artifact
-    loop = "\n".join(report.main_loop_instructions(next(iter(report._function_sections(isa).values()))))
+    loop = "\n".join(report.main_loop_instructions(next(iter(report.function_sections(isa).values()))))
     assert "buffer_load_dwordx4" in loop and " lds" in loop and "ds_write" not in loop
     # Between the loop's barrier and the next one, LDS reads never wait on vmcnt.
     waits = [line for line in loop.splitlines() if "s_waitcnt" in line and "vmcnt" in line]

@@ -171,3 +171,115 @@ def test_scheduling_hint_changes_the_schedule_not_the_work():
     assert all(0 < kernel["amdgpu"]["mfma_busy_ratio"] <= 1 for kernel in kernels.values())
     assert "sched_group_barrier" in results[True].artifact
     assert "sched_group_barrier" not in results[False].artifact
+
+
+# --------------------------------------------------------------------------
+# llc's two schedules (backends/amdgpu/schedule.py)
+# --------------------------------------------------------------------------
+
+WHOLE_GEMM_F16 = (REPO / "examples" / "gemm_whole_problem.mlir").read_text().replace("f8E4M3FNUZ", "f16")
+
+
+@pytest.mark.parametrize("tiling", ["block=256,256,64 threads=512 stages=1",
+                                    "block=64,128,64 threads=256 stages=2"])
+def test_the_schedule_trial_reports_the_loop_it_kept(tiling):
+    """Both schedules are compiled for a kernel whose pipelined loop issues
+    MFMAs; the ISA kept is the one whose main loop the report measures, and
+    llc's latency schedule is kept only where it saves MIN_GAIN of the loop's
+    clocks. Which one wins is a measurement of one LLVM release (bench/
+    amd_vs_triton.py's rows say which): this test asserts our rule, not the winner."""
+    from tilemlir.backends.amdgpu import schedule
+
+    result = tilemlir.compile(WHOLE_GEMM_F16, target="amdgpu:gfx942", emit="isa",
+                              options={"report": True, "tiling": tiling})
+    (kernel,) = result.report["kernels"]
+    chosen = kernel["amdgpu"]["schedule"]
+    clocks = chosen["main_loop_clocks"]
+    assert kernel["amdgpu"]["main_loop_cycles"]["llvm_mca"] == clocks[chosen["strategy"]]
+    if chosen["strategy"] == "max-ilp":
+        assert clocks["max-ilp"] <= clocks["default"] * (1 - schedule.MIN_GAIN)
+    assert "schedule" in result.seconds
+
+
+def test_no_schedule_trial_without_sched_hints_or_a_matrix_loop():
+    off = tilemlir.compile(WHOLE_GEMM_F16, target="amdgpu:gfx942", emit="isa", options={
+        "report": True, "tiling": "block=256,256,64 threads=512 stages=1",
+        "passes": "tile-lower-to-gpu{sched-hints=false}"})
+    assert off.report["kernels"][0]["amdgpu"]["schedule"] is None
+    assert "schedule" not in off.seconds
+    softmax = tilemlir.compile((REPO / "examples" / "kernels" / "softmax.mlir").read_text(),
+                               target="amdgpu:gfx942", emit="isa", options={"report": True})
+    assert all(kernel["amdgpu"]["schedule"] is None for kernel in softmax.report["kernels"])
+
+
+def test_the_trial_swaps_in_the_latency_isa_or_keeps_the_default_when_its_compile_fails(monkeypatch):
+    """schedule.scheduled with llc and the costs stubbed: the swap itself,
+    whatever LLVM's schedules measure."""
+    from tilemlir.backends.amdgpu import schedule, toolchain
+
+    costs = {"default isa": {"k": schedule.KernelCost(0, 2, 1000.0)},
+             "latency isa": {"k": schedule.KernelCost(0, 2, 800.0)}}
+    monkeypatch.setattr(schedule, "kernel_costs", lambda isa, target: costs[isa])
+    monkeypatch.setattr(toolchain, "llc_to_isa", lambda llvm_ir, chip, extra=(), timeout=0: (
+        "latency isa" if extra == (schedule.LATENCY_FLAG,) else "default isa"))
+    assert schedule.scheduled("ir", "default isa", GFX942, ["k"]) == (
+        "latency isa", {"k": {"strategy": "max-ilp", "main_loop_clocks": {"default": 1000.0, "max-ilp": 800.0}}})
+    assert schedule.scheduled("ir", "default isa", GFX942, []) == ("default isa", {})
+
+    def fails(llvm_ir, chip, extra=(), timeout=0):
+        raise toolchain.ToolchainError("llc did not finish within 120 s: llc ...\nmore")
+
+    monkeypatch.setattr(toolchain, "llc_to_isa", fails)
+    isa, entries = schedule.scheduled("ir", "default isa", GFX942, ["k"])
+    assert isa == "default isa"
+    assert entries == {"k": {"strategy": "default", "main_loop_clocks": {"default": 1000.0, "max-ilp": None},
+                             "error": "llc did not finish within 120 s: llc ..."}}
+
+
+@pytest.mark.parametrize("latency, default, marked, keeps", [
+    # 10% fewer clocks, nothing else worse: kept.
+    ({"k": (0, 2, 900.0)}, {"k": (0, 2, 1000.0)}, ["k"], True),
+    # Within MIN_GAIN: the default stays.
+    ({"k": (0, 2, 990.0)}, {"k": (0, 2, 1000.0)}, ["k"], False),
+    # Faster but a wave fewer per SIMD (or waves the report cannot tell), or a spill more: the default stays.
+    ({"k": (0, 1, 500.0)}, {"k": (0, 2, 1000.0)}, ["k"], False),
+    ({"k": (0, None, 500.0)}, {"k": (0, 2, 1000.0)}, ["k"], False),
+    ({"k": (4, 2, 500.0)}, {"k": (0, 2, 1000.0)}, ["k"], False),
+    # Another kernel of the module (llc's flag is the module's) gets slower: the default stays.
+    ({"k": (0, 2, 500.0), "other": (0, 2, 120.0)}, {"k": (0, 2, 1000.0), "other": (0, 2, 100.0)}, ["k"], False),
+    # The two compiles name different kernels: the default stays.
+    ({"k": (0, 2, 500.0)}, {"k": (0, 2, 1000.0), "other": (0, 2, 100.0)}, ["k"], False),
+    # A loop llvm-mca could not measure either way: the default stays.
+    ({"k": (0, 2, None)}, {"k": (0, 2, 1000.0)}, ["k"], False),
+    ({"k": (0, 2, 500.0)}, {"k": (0, 2, None)}, ["k"], False),
+    # Two marked kernels: their clocks together.
+    ({"a": (0, 2, 700.0), "b": (0, 2, 1000.0)}, {"a": (0, 2, 1000.0), "b": (0, 2, 1000.0)}, ["a", "b"], True),
+])
+def test_the_latency_schedule_is_kept_only_where_no_kernel_gets_worse(latency, default, marked, keeps):
+    from tilemlir.backends.amdgpu.schedule import KernelCost, prefers_latency
+
+    def costs(table):
+        return {name: KernelCost(*row) for name, row in table.items()}
+
+    assert prefers_latency(costs(default), costs(latency), marked) is keeps
+
+
+def test_a_failing_llvm_mca_is_remembered_and_raised_each_time(monkeypatch):
+    """A loop that hangs llvm-mca costs its timeout once per process: the
+    schedule trial and the report ask for the same loop."""
+    from tilemlir.backends.amdgpu import toolchain
+
+    calls = []
+
+    def hangs(name, args, stdin=None, timeout=0):
+        calls.append(name)
+        raise toolchain.ToolchainError("llvm-mca did not finish within 20 s")
+
+    monkeypatch.setattr(report, "run_tool", hangs)
+    report._llvm_mca_lines.cache_clear()
+    loop = ["\tv_mfma_f32_32x32x8_f16 v[0:15], v[16:17], v[18:19], v[0:15]", "\ts_nop 7"]
+    for _ in range(2):
+        with pytest.raises(toolchain.ToolchainError, match="did not finish"):
+            report.mca_cycles_per_iteration(loop, "gfx942")
+    assert calls == ["llvm-mca"]
+    report._llvm_mca_lines.cache_clear()

@@ -435,6 +435,13 @@ LDS_BANK_CONFLICTS_PER_ITERATION = IntegerAttribute(
     consumers=("the amdgpu llvm stage (--report's lds_bank_conflicts_per_iteration)",),
     form="an integer >= 0", check=integer(0))
 
+SCHEDULE_TRIAL = UnitAttribute(
+    "tile.schedule_trial", _LOWERED_KERNEL,
+    producer="tile-lower-to-gpu (amdgpu, sched-hints on: a pipelined loop that issues matrix instructions)",
+    consumers=(("the amdgpu isa stage (llc's latency schedule tried too, kept where the main loop is faster: "
+                "backends/amdgpu/schedule.py)"),),
+    form="a unit attribute", check=of_kind(ir.UnitAttr))
+
 DYNAMIC_SHARED_BYTES = IntegerAttribute(
     "tile.dynamic_shared_bytes", _LOWERED_KERNEL,
     producer="tile-lower-to-gpu (a matrix core that places shared memory itself)",
@@ -465,7 +472,8 @@ DEFAULT_THREADS = UnitAttribute(
 
 ALL: tuple[TileAttribute, ...] = (
     TARGET, NUM_STAGES, TILING, IN_BOUNDS, DEFAULT_THREADS, ATOMIC_ADD, CAST, MMA, WARP_GRID, LDS_CONFLICTS, OPERAND_READ_STEPS, LAYOUT, SCRATCH, SMEM_LAYOUT,
-    VECTOR_WIDTH, PREFETCH, WINDOW, PER_THREAD, READ_FROM_GLOBAL, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, DYNAMIC_SHARED_BYTES,
+    VECTOR_WIDTH, PREFETCH, WINDOW, PER_THREAD, READ_FROM_GLOBAL, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, SCHEDULE_TRIAL,
+    DYNAMIC_SHARED_BYTES,
     KERNEL_ARGUMENTS, SHARED_STORAGE,
 )
 BY_NAME: dict[str, TileAttribute] = {attribute.name: attribute for attribute in ALL}

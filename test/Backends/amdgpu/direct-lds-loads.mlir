@@ -36,6 +36,6 @@ module attributes {tile.target = "amdgpu:gfx950"} {
 // ISA-DAG: ds_read_b64_tr_b8
 // ISA-DAG: v_mfma_f32_32x32x64_f8f6f4
 // ISA: s_barrier
-// ISA-NEXT: buffer_load_dwordx4 {{.*}} offen lds
+// ISA: buffer_load_dwordx4 {{.*}} offen lds
 
 // BAD: error: --pass-options: tile-bogus is not a step of this pipeline

@@ -10,6 +10,7 @@
 // CHECK: translate: in process
 // CHECK: llvm-opt: opt -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942 '-passes=amdgpu-promote-kernel-arguments,
 // CHECK: llc: llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942 -O3
+// GPU-NOT: schedule:
 // CHECK: llvm-mc: llvm-mc -triple=amdgcn-amd-amdhsa -mcpu=gfx942 -filetype=obj
 // CHECK: ld.lld: ld.lld -shared
 
@@ -18,3 +19,5 @@
 // TILE: gpu: builtin.module(tile-lower-to-gpu{target=amdgpu:gfx950},canonicalize,cse)
 // TILE: gpu-to-llvm: builtin.module(amdgpu-check-resources{target=amdgpu:gfx950},
 // TILE: llc: llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx950 -O3
+// A kernel whose pipelined loop issues MFMAs is compiled with llc's latency schedule too.
+// TILE-NEXT: schedule: llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx950 -O3 {{.*}}-amdgpu-sched-strategy=max-ilp -o - -, kept instead where mixed_precision_gemm_kernel0 gain

@@ -59,8 +59,10 @@
 // GFX942-NEXT:       "global_store_bits": 32,
 // GFX942-NEXT:       "lds_read_bits": 64,
 // GFX942-NEXT:       "lds_write_bits": 128,
-// Hand-written GPU-level IR has no tile layouts to model bank conflicts from.
-// GFX942-NEXT:       "lds_bank_conflicts_per_iteration": null
+// Hand-written GPU-level IR has no tile layouts to model bank conflicts from,
+// and no pipelined loop for the schedule trial (backends/amdgpu/schedule.py).
+// GFX942-NEXT:       "lds_bank_conflicts_per_iteration": null,
+// GFX942-NEXT:       "schedule": null
 // GFX942-NEXT:     }
 // GFX942-NEXT:   }
 // GFX942-NEXT: ],

@@ -36,6 +36,16 @@
 // NO-HINT: scf.for
 // NO-HINT-NOT: rocdl.sched.group.barrier
 //
+// A kernel whose pipelined loop issues MFMAs is marked for the isa stage's
+// schedule trial (llc's latency schedule too, the faster loop kept:
+// backends/amdgpu/schedule.py), with one wave per SIMD or two; not with the
+// hints off.
+// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=512 stages=2" --emit gpu 2>/dev/null | filecheck %s --check-prefix=TRIAL
+// RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=512 stages=2" --emit gpu --pass-options 'tile-lower-to-gpu{sched-hints=false}' 2>/dev/null | filecheck %s --check-prefix=NO-TRIAL
+// TRIAL: gpu.func @gemm_kernel0({{.*}} kernel attributes {{{.*}}tile.schedule_trial
+// NO-TRIAL: gpu.func @gemm_kernel0(
+// NO-TRIAL-NOT: tile.schedule_trial
+//
 // RUN: filecheck %s --check-prefix=LLVM --input-file %t/256s1/gemm_whole_problem.ll
 // RUN: filecheck %s --check-prefix=ISA --input-file %t/256s1.s
 // RUN: tile-compile %examples/gemm_whole_problem.mlir --tiling "block=128,128,64 threads=512 stages=1" --emit isa --save-temps=%t/512s1 -o %t/512s1.s

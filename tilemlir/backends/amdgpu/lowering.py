@@ -19,7 +19,11 @@ Options (of tile-lower-to-gpu, read by amdgpu kernels only):
   sched-hints (bool, default true): pipelined loops of workgroups with at
     most one wave per SIMD end with a scheduling-region hint
     (`scheduling_region_hint`); kernels whose loop reduces between gemms and
-    whose LDS allows one wave per SIMD are scheduled for latency (`end_kernel`).
+    whose LDS allows one wave per SIMD are scheduled for latency (`end_kernel`);
+    other kernels whose pipelined loop issues matrix instructions are marked
+    tile.schedule_trial: the isa stage compiles them with llc's latency
+    schedule too and keeps it where llvm-mca finds the main loop faster
+    (schedule.py).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from mlir import ir
 from mlir.dialects import amdgpu, arith, memref, rocdl
 
 from tilemlir.backends.amdgpu import cross_lane
+from tilemlir.backends.amdgpu.schedule import LATENCY_STRATEGY
 from tilemlir.diagnostics import emit_remark
 from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
@@ -55,8 +60,6 @@ from tilemlir.targets.model import is_stated, is_unknown
 BUFFER_LOAD_LDS = {4: "buffer_load_dword", 12: "buffer_load_dwordx3", 16: "buffer_load_dwordx4"}
 BUFFER_LOAD_LDS_BYTES = {name: size for size, name in BUFFER_LOAD_LDS.items()}
 
-# The llc function attribute that picks GCNMaxILPSchedStrategy (`end_kernel`).
-LATENCY_STRATEGY = ("amdgpu-sched-strategy", "max-ilp")
 # llc's function attribute bounding a kernel's accumulation registers (AGPRs).
 NO_AGPRS = ("amdgpu-agpr-alloc", "0")
 # llvm.amdgcn.sched.group.barrier's mask bit for MFMA/WMMA (LLVM AMDGPUUsage,
@@ -72,7 +75,8 @@ class AmdgpuLoweringHooks(LoweringHooks):
         LoweringOption("direct_lds_loads", Switch, "auto",
                        "prefetch copies as buffer loads into LDS (auto: with LDS transpose reads)"),
         LoweringOption("sched_hints", bool, True,
-                       "a scheduling-region hint ending pipelined loops"),
+                       "scheduling: a region hint ending pipelined loops, and llc's latency schedule "
+                       "where it pays (schedule.py)"),
     )
 
     def __init__(self, lowering: KernelLowering):
@@ -83,6 +87,7 @@ class AmdgpuLoweringHooks(LoweringHooks):
         self.fat_buffers: dict = {}  # global memref -> its buffer-resource view
         self.remarked: set = set()  # tile.alloc_shared ops whose register fills a remark named
         self.loop_reduces = False  # a pipelined loop reduces between its gemms (`prefetch_issued`)
+        self.matrix_loop = False  # a pipelined loop issues matrix instructions (`end_pipelined_iteration`)
 
     def begin_kernel(self) -> None:
         lowering = self.lowering
@@ -110,6 +115,7 @@ class AmdgpuLoweringHooks(LoweringHooks):
             amdgpu.MemoryCounterWaitOp(load=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 0))
 
     def end_pipelined_iteration(self, body: ir.Block) -> None:
+        self.matrix_loop = self.matrix_loop or matrix_instructions(body) > 0
         if self.wants_sched_hint():
             scheduling_region_hint(body)
 
@@ -141,17 +147,20 @@ class AmdgpuLoweringHooks(LoweringHooks):
         scheduled by llc for latency: "amdgpu-sched-strategy"="max-ilp" (the
         function attribute of llc's GCNMaxILPSchedStrategy) in place of the
         default strategy, which first keeps registers free for an occupancy
-        the LDS does not allow. tile-lower-to-gpu{sched-hints=false} leaves
-        llc's default. Measured with bench/amd_attention_vs_triton.py
+        the LDS does not allow. Measured with bench/amd_attention_vs_triton.py
         (mfma_busy_ratio per wave, 128x64 blocks of 4 waves, no spills either
         way): gfx942 f16 d 128 0.656 -> 0.715, d 64 0.586 -> 0.594, bf16
-        d 128 0.559 -> 0.560; gfx950 d 128 0.520 -> 0.549. Where the LDS
-        leaves room for more waves it costs them (gfx950 d 64: 124 -> 195
-        VGPRs, 3 -> 2 waves per SIMD), and GEMM loops, which do not reduce,
-        measured both ways (f16 4096^3 gfx942 0.721 -> 0.713, gfx950 0.684
-        -> 0.696): neither gets it."""
+        d 128 0.559 -> 0.560; gfx950 d 128 0.520 -> 0.549. Any other kernel
+        whose pipelined loop issues matrix instructions (GEMMs, attention at
+        two waves per SIMD or more) is marked tile.schedule_trial: where the
+        latency schedule pays is the loop's own matter (f16 4096^3 on gfx942
+        in 8 waves: 0.720 -> 0.924; gfx950 d 64 attention: 3 -> 2 waves per
+        SIMD), so the isa stage compiles both and keeps the faster
+        (schedule.py). tile-lower-to-gpu{sched-hints=false} does neither."""
         if self.loop_reduces and self.lds_bound_to_one_wave(shared_bytes):
             _pass_through(gpu_func, LATENCY_STRATEGY)
+        elif self.matrix_loop and self.lowering.option("sched_hints"):
+            attributes.SCHEDULE_TRIAL.mark(gpu_func)
         if self.share_fits_architected():
             _pass_through(gpu_func, NO_AGPRS)
 
@@ -374,10 +383,14 @@ def scheduling_region_hint(body: ir.Block) -> None:
     Interleaving patterns that order the groups (one MFMA then one LDS
     read, one global load per two MFMAs, ...) measured worse on most of
     these (e.g. 0.692 -> 0.516 on f16 gfx942), so none is imposed."""
-    mfmas = sum(1 for op in body.operations if op.operation.name.startswith(("amdgpu.mfma",
-                                                                            "amdgpu.scaled_mfma")))
+    mfmas = matrix_instructions(body)
     if mfmas:
         rocdl.SchedGroupBarrier(SCHED_GROUP_MFMA, mfmas, 0)
+
+
+def matrix_instructions(body: ir.Block) -> int:
+    """The MFMAs (plain and scaled) directly in `body`."""
+    return sum(1 for op in body.operations if op.operation.name.startswith(("amdgpu.mfma", "amdgpu.scaled_mfma")))
 
 
 def _pass_through(gpu_func: ir.Operation, attribute: tuple[str, str]) -> None:

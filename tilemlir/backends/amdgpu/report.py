@@ -31,6 +31,7 @@ descriptor's limits is a `ResourceError` with the numbers.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -65,7 +66,7 @@ class KernelUsage:
     occupancy_llc: int | None
 
 
-def _function_sections(isa: str) -> dict[str, str]:
+def function_sections(isa: str) -> dict[str, str]:
     """Each function's text, from its `.type NAME,@function` to the next one
     (so llc's "; Kernel info:" comment block after the body is included)."""
     marks = list(re.finditer(r"^\s*\.type\s+([\w.$]+),\s*@function", isa, flags=re.MULTILINE))
@@ -86,7 +87,7 @@ def _set_symbol(section: str, kernel: str, symbol: str) -> int | None:
 def kernel_usage(isa: str) -> list[KernelUsage]:
     """The kernels of an llc-produced .s and what each uses."""
     metadata = parse_amdhsa_metadata(isa)
-    sections = _function_sections(isa)
+    sections = function_sections(isa)
     found = []
     for entry in metadata.get("amdhsa.kernels") or []:
         name = entry[".name"]
@@ -314,10 +315,33 @@ def without_carries(instructions: list[str]) -> list[str]:
 
 
 def _llvm_mca(instructions: list[str], chip: str, iterations: int, info: bool = False) -> str:
+    """What this module reads of llvm-mca's output for `instructions`: its
+    "Total Cycles" line, or with `info` its MFMA/WMMA instruction-info rows.
+    A failure raises ToolchainError, also when it is remembered."""
+    from tilemlir.backends.amdgpu.toolchain import ToolchainError
+
+    output, error = _llvm_mca_lines("\n".join(without_carries(instructions)) + "\n", chip, iterations, info)
+    if error is not None:
+        raise ToolchainError(error)
+    return output
+
+
+@functools.lru_cache(maxsize=256)
+def _llvm_mca_lines(text: str, chip: str, iterations: int, info: bool) -> tuple[str, str | None]:
+    """(the lines `_llvm_mca` returns, None) or ("", the error), remembered
+    by everything llvm-mca reads: the isa stage's schedule trial and the
+    report ask it of the same loop, and a loop that hangs llvm-mca costs its
+    timeout once per process."""
+    from tilemlir.backends.amdgpu.toolchain import ToolchainError
+
     args = ["-mtriple=amdgcn-amd-amdhsa", f"-mcpu={chip}", f"-iterations={iterations}",
             "-resource-pressure=false", f"-instruction-info={'true' if info else 'false'}"]
-    text = ("\n".join(without_carries(instructions)) + "\n").encode()
-    return run_tool("llvm-mca", args, text, timeout=MCA_TIMEOUT_SECONDS).decode()
+    try:
+        output = run_tool("llvm-mca", args, text.encode(), timeout=MCA_TIMEOUT_SECONDS).decode()
+    except ToolchainError as error:
+        return "", str(error)
+    wanted = _MCA_INFO_ROW.match if info else _MCA_TOTAL.match
+    return "\n".join(line for line in output.splitlines() if wanted(line)), None
 
 
 def _total_cycles(mca_output: str) -> int:
@@ -472,6 +496,7 @@ def kernel_report(usage: KernelUsage, section: str, target: Target, mca: bool = 
         "main_loop_cycles": cycles,
         **access_widths(section),
         "lds_bank_conflicts_per_iteration": None,  # the isa stage's, from the lowering's bank model
+        "schedule": None,  # the isa stage's, where it tried llc's two schedules (schedule.py)
     }
     return kernel_entry(usage.name, target.family, threads=usage.workgroup_size,
                         registers=unified_vgprs(usage, target), shared_bytes=usage.lds_bytes,
@@ -484,7 +509,7 @@ def build_report(isa: str, target: Target, *, mca: bool = True) -> dict:
     """The --report JSON (docs/report.md) for an llc-produced .s, one entry
     per kernel. `mca=False` skips llvm-mca (mfma_busy_ratio and
     main_loop_cycles null)."""
-    sections = _function_sections(isa)
+    sections = function_sections(isa)
     kernels = [kernel_report(u, sections.get(u.name, ""), target, mca) for u in kernel_usage(isa)]
     return module_report(target, kernels)
 

@@ -4,29 +4,39 @@
                      amdgpu-scope-atomics
                      (one pipeline), the gpu.module's body translated to LLVM IR
                      in process, opt-22 LLVM_IR_PASSES
-    llvm  --isa-->   llc-22; the resource report, and the kernel's usage checked
+    llvm  --isa-->   llc-22 (a kernel marked tile.schedule_trial also with llc's
+                     latency schedule, the faster kept: schedule.py); the
+                     resource report, and the kernel's usage checked
                      against the target (LDS, threads, spills unless allowed;
                      when spills are all that is wrong, the note `spills`
                      names the kernels for the driver's fallback)
     isa   --hsaco--> llvm-mc-22, ld.lld-22 -shared
 
 Each step is timed under its own label (gpu-to-llvm, translate, llvm-opt, llc,
-report, llvm-mc, ld.lld). The data (pass lists, tool flags) is in pass_lists.py.
+schedule, report, llvm-mc, ld.lld). The data (pass lists, tool flags) is in pass_lists.py.
 """
 
 from __future__ import annotations
 
 import contextlib
+import shlex
 from dataclasses import dataclass
 
 from mlir import ir
 
-from tilemlir.backends.amdgpu import toolchain
+from tilemlir.backends.amdgpu import schedule, toolchain
 from tilemlir.backends.amdgpu.gpu_checks import AmdgpuCheckResources
 from tilemlir.backends.amdgpu.pass_lists import gpu_to_llvm_pipeline
+from tilemlir.backends.amdgpu.report import ResourceError, build_report, check_resources
 from tilemlir.backends.driver import Compilation, GpuStage, Stage, TileStage
 from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
+
+
+def schedule_trials(module: ir.Operation) -> list[str]:
+    """The lowered kernels marked tile.schedule_trial, by name (schedule.py)."""
+    return [ir.StringAttr(op.attributes["sym_name"]).value for op in walk(module)
+            if op.name == "gpu.func" and attributes.SCHEDULE_TRIAL.is_on(op)]
 
 
 def lds_bank_conflicts(module: ir.Operation) -> dict[str, int]:
@@ -59,6 +69,7 @@ class LlvmStage(Stage):
         # From the LDS layouts (tile-infer-layout's bank model) on the gpu.funcs,
         # which the conversion replaces.
         job.notes["lds_bank_conflicts_per_iteration"] = lds_bank_conflicts(job.module)
+        job.notes["schedule_trial"] = schedule_trials(job.module)
         with job.timed("gpu-to-llvm"):
             job.run_pipeline(self.pipeline(job))
         with job.timed("translate"):
@@ -83,19 +94,29 @@ class IsaStage(Stage):
     one_kernel_function: bool = True
 
     def describe(self, job: Compilation) -> list[str]:
-        return [f"llc: {toolchain.commands(job.target.processor)['llc']}"]
+        llc = toolchain.commands(job.target.processor)["llc"]
+        marked = job.notes.get("schedule_trial")
+        if not marked:
+            return [f"llc: {llc}"]
+        latency = shlex.join(["llc", *toolchain.llc_args(job.target.processor, (schedule.LATENCY_FLAG,))])
+        kept = (f"kept instead where {', '.join(marked)} gain "
+                "(schedule.prefers_latency; --report's schedule says which)")
+        return [f"llc: {llc}", f"schedule: {latency}, {kept}"]
 
     def run(self, job: Compilation) -> None:
-        from tilemlir.backends.amdgpu.report import ResourceError, build_report, check_resources
-
         with job.timed("llc"):
-            isa = job.artifacts[self.name] = toolchain.llc_to_isa(job.artifacts["llvm"], job.target.processor)
+            isa = toolchain.llc_to_isa(job.artifacts["llvm"], job.target.processor)
+        marked = job.notes.get("schedule_trial", [])
+        with job.timed("schedule") if marked else contextlib.nullcontext():
+            isa, schedules = schedule.scheduled(job.artifacts["llvm"], isa, job.target, marked)
+        job.artifacts[self.name] = isa
         # Asked for, the report runs llvm-mca on the main loop: a step of its own.
         with job.timed("report") if job.options.report else contextlib.nullcontext():
             job.report = build_report(isa, job.target, mca=job.options.report)
         conflicts = job.notes.get("lds_bank_conflicts_per_iteration", {})
         for kernel in job.report["kernels"]:
             kernel[job.target.family]["lds_bank_conflicts_per_iteration"] = conflicts.get(kernel["name"])
+            kernel[job.target.family]["schedule"] = schedules.get(kernel["name"])
         try:
             check_resources(job.report, job.target, allow_spills=job.options.allow_spills)
         except ResourceError as error:

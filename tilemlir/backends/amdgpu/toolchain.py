@@ -152,8 +152,8 @@ def opt_args(chip: str) -> list[str]:
     return [*_target_flags(chip), f"-passes={','.join(LLVM_IR_PASSES)}", "-S", "-o", "-", "-"]
 
 
-def llc_args(chip: str) -> list[str]:
-    return [*_target_flags(chip), *LLC_FLAGS, "-o", "-", "-"]
+def llc_args(chip: str, extra: tuple[str, ...] = ()) -> list[str]:
+    return [*_target_flags(chip), *LLC_FLAGS, *extra, "-o", "-", "-"]
 
 
 def mc_args(chip: str) -> list[str]:
@@ -167,8 +167,10 @@ def optimize_llvmir(llvm_ir: str, chip: str) -> str:
     return run_tool("opt", opt_args(chip), llvm_ir.encode()).decode()
 
 
-def llc_to_isa(llvm_ir: str, chip: str) -> str:
-    return run_tool("llc", llc_args(chip), llvm_ir.encode()).decode()
+def llc_to_isa(llvm_ir: str, chip: str, extra: tuple[str, ...] = (),
+               timeout: float = TOOL_TIMEOUT_SECONDS) -> str:
+    """llc-22 with LLC_FLAGS and `extra` (e.g. schedule.LATENCY_FLAG)."""
+    return run_tool("llc", llc_args(chip, extra), llvm_ir.encode(), timeout=timeout).decode()
 
 
 def assemble(isa: str, chip: str) -> bytes:
