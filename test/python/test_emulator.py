@@ -527,6 +527,14 @@ def test_unsupported_op_is_a_located_user_error():
     assert str(caught.value) == "kernel.mlir:16:12: error: emulator: unsupported op 'math.ctlz'"
 
 
+def test_an_intrinsic_the_emulator_does_not_know_is_refused():
+    body = ("      %i = arith.index_cast %t : index to i32\n"
+            "      %x = llvm.call_intrinsic \"llvm.amdgcn.ubfe\"(%i, %i, %i) : (i32, i32, i32) -> i32")
+    with pytest.raises(UnsupportedOp, match=r"kernel.mlir:17:12: error: emulator: unsupported intrinsic "
+                                            r"'llvm.amdgcn.ubfe' \(llvm.call_intrinsic\)"):
+        _run(LDS_KERNEL.format(body=body), [np.zeros(64, np.float32)])
+
+
 def test_unstructured_control_flow_is_reported():
     body = "      cf.br ^next\n    ^next:"
     with pytest.raises(UnsupportedOp, match=r"kernel.mlir:16:7: error: emulator: unsupported "
@@ -671,3 +679,39 @@ def test_an_lds_barrier_orders_lds_but_not_global_memory():
     out = np.zeros(64, np.float32)
     _run(LDS_KERNEL.format(body=through_lds), [out])
     np.testing.assert_array_equal(out, 1.0)
+
+
+# --------------------------------------------------------------------------
+# llvm.amdgcn.perm (AMD's v_perm_b32, the lowering's byte permutation)
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("high, low, selector, expected", [
+    # Bytes 0-3 from low, 4-7 from high: the interleavings of gpu_builders._byte_columns.
+    (0x44332211, 0x88776655, 0x05010400, 0x22661155),
+    (0x44332211, 0x88776655, 0x07030602, 0x44883377),
+    (0x44332211, 0x88776655, 0x05040100, 0x22116655),
+    (0x44332211, 0x88776655, 0x07060302, 0x44338877),
+    # 8-11: a sign bit repeated (bits 15 and 31 of low, then of high); 12: 0x00; 13 and up: 0xFF.
+    (0x80008000, 0x00008000, 0x0B0A0908, 0xFFFF00FF),
+    (0x00000000, 0x00000000, 0xFF0D0C0C, 0xFFFF0000),
+])
+def test_byte_permute_follows_v_perm_b32(high, low, selector, expected):
+    from tilemlir.runtime.emu_arith import _byte_permute
+
+    def i32(value):
+        return np.array([value], np.uint32).view(np.int32)
+
+    assert _byte_permute(i32(high), i32(low), i32(selector)).view(np.uint32)[0] == expected
+
+
+def test_byte_permute_in_a_kernel():
+    """Each lane permutes its index (low) with a constant (high)."""
+    body = ("      %lo = arith.index_cast %t : index to i32\n"
+            "      %hi = arith.constant 1144201745 : i32\n"  # 0x44332211
+            "      %sel = arith.constant 202179584 : i32\n"  # 0x0C0D0400: low.b0, high.b0, 0xFF, 0x00
+            "      %p = llvm.call_intrinsic \"llvm.amdgcn.perm\"(%hi, %lo, %sel) : (i32, i32, i32) -> i32\n"
+            "      %f = arith.bitcast %p : i32 to f32\n"
+            "      memref.store %f, %out[%t] : memref<64xf32>")
+    out = np.zeros(64, np.float32)
+    _run(LDS_KERNEL.format(body=body).replace("      %f = arith.constant 1.0 : f32\n", ""), [out])
+    np.testing.assert_array_equal(out.view(np.uint32), 0x00FF1100 | np.arange(64, dtype=np.uint32))

@@ -79,16 +79,32 @@ def test_single_stage_refill_without_its_barrier_is_a_race():
 ])
 def test_fp8_row_major_b_register_transpose_runs(chip, fp8, shape):
     """A K x N fp8 B is stored N x K: with a 128x128 B tile each thread loads
-    4 rows of 16 bytes, rebuilds 4-byte columns with dword bit operations
-    (gpu_builders.columns_of) and writes each with one 32-bit LDS store (on
-    gfx950 with its transpose reads turned off: they would read B as stored)."""
+    4 rows of 16 bytes, rebuilds 4-byte columns with byte permutations
+    (gpu_builders.columns_of with AMD's v_perm_b32, llvm.amdgcn.perm: eight
+    per 4x4 block) and writes each with one 32-bit LDS store (on gfx950 with
+    its transpose reads turned off: they would read B as stored)."""
     text = whole_problem_gemm(*shape, fp8, "f16")
     tiling = "block=64,128,128 threads=256 stages=2"
     passes = "tile-infer-layout{transpose-reads=false}"
     gpu = tilemlir.compile(text, target=f"amdgpu:{chip}", emit="gpu",
                            options={"tiling": tiling, "passes": passes}).artifacts["gpu"]
     assert "vector<1xi32> to vector<4x" in gpu  # the packed columns
+    assert '"llvm.amdgcn.perm"' in gpu
     emulate_against_reference(text, chip, tiling=tiling, passes=passes)
+
+
+def test_fp8_register_transpose_without_a_byte_permute_runs(monkeypatch):
+    """A family without a byte permutation (LoweringHooks.byte_permute: None,
+    as MetaX's) transposes with dword bit arithmetic: the same columns."""
+    from tilemlir.backends.amdgpu.lowering import AmdgpuLoweringHooks
+
+    monkeypatch.setattr(AmdgpuLoweringHooks, "byte_permute", lambda self: None)
+    text = whole_problem_gemm(100, 72, 200, "f8E4M3FNUZ", "f16")
+    tiling = "block=64,128,128 threads=256 stages=2"
+    gpu = tilemlir.compile(text, target="amdgpu:gfx942", emit="gpu", options={"tiling": tiling}).artifacts["gpu"]
+    assert "vector<1xi32> to vector<4x" in gpu and "arith.shli" in gpu
+    assert "llvm.amdgcn.perm" not in gpu
+    emulate_against_reference(text, "gfx942", tiling=tiling)
 
 
 @pytest.mark.parametrize("stages", [2, 3])

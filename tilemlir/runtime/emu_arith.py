@@ -372,3 +372,38 @@ def _convert_unsigned(compiler, op):
 def _bitcast(compiler, op):
     dtype = _result_dtype(op)
     return _nary(compiler, op, lambda x: np.ascontiguousarray(x).view(dtype))
+
+
+# --------------------------------------------------------------------------
+# Intrinsics the lowering calls by name
+# --------------------------------------------------------------------------
+
+def _byte_permute(high: np.ndarray, low: np.ndarray, selector: np.ndarray) -> np.ndarray:
+    """AMD's v_perm_b32 (llvm.amdgcn.perm(high, low, selector)): byte i of the
+    result is chosen by byte i of the selector from the 8 bytes high:low
+    (0-3 low's, 4-7 high's); 8-11 repeat a sign bit (bit 15 or 31 of low,
+    then of high), 12 gives 0x00 and 13-255 0xFF (AMD's CDNA3 ISA, V_PERM_B32)."""
+    high, low, selector = np.broadcast_arrays(*(np.asarray(v, np.int32) for v in (high, low, selector)))
+    # Per lane, the 14 bytes a selector byte can name: low's, high's, the four
+    # sign bytes, 0x00 and 0xFF.
+    pair = np.stack([low, high], axis=-1).view(np.uint8).reshape(*low.shape, 8)
+    signs = (pair[..., [1, 3, 5, 7]] >> 7) * np.uint8(0xFF)
+    fixed = np.broadcast_to(np.array([0x00, 0xFF], np.uint8), (*low.shape, 2))
+    table = np.concatenate([pair, signs, fixed], axis=-1)
+    picks = np.minimum(np.ascontiguousarray(selector).view(np.uint8).reshape(*low.shape, 4), 13)
+    return np.ascontiguousarray(np.take_along_axis(table, picks.astype(np.intp), axis=-1)).view(np.int32)[..., 0]
+
+
+INTRINSICS = {"llvm.amdgcn.perm": _byte_permute}
+
+
+@handles("llvm.call_intrinsic")
+def _call_intrinsic(compiler, op):
+    name = ir.StringAttr(op.attributes["intrin"]).value
+    fn = INTRINSICS.get(name)
+    if fn is None:
+        raise UnsupportedOp(f"unsupported intrinsic '{name}' (llvm.call_intrinsic)", op)
+    i32 = ir.IntegerType.get_signless(32)
+    if any(value.type != i32 for value in (*op.operands, *op.results)):
+        raise UnsupportedOp(f"intrinsic '{name}' (llvm.call_intrinsic) is emulated on i32 values only", op)
+    return _nary(compiler, op, fn)

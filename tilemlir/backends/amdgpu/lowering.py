@@ -29,7 +29,7 @@ Options (of tile-lower-to-gpu, read by amdgpu kernels only):
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import amdgpu, arith, memref, rocdl
+from mlir.dialects import amdgpu, arith, llvm, memref, rocdl
 
 from tilemlir.backends.amdgpu import cross_lane
 from tilemlir.backends.amdgpu.schedule import LATENCY_STRATEGY
@@ -201,6 +201,21 @@ class AmdgpuLoweringHooks(LoweringHooks):
             return False
         waves = waves_by_lds(shared_bytes, lowering.threads, lowering.target)
         return waves is not None and waves <= 1
+
+    def byte_permute(self):
+        """v_perm_b32 (llvm.amdgcn.perm): one instruction per interleaving of
+        an 8-bit tile's transpose in registers, eight per 4x4 block, as
+        Triton's AMD backend transposes fp8 B. The generic bit arithmetic
+        came out of InstCombine and llc-22 as about 22 instructions a block
+        (shifts, masks, SDWA ors around partial v_perms). Measured with
+        bench/amd_vs_triton.py (mfma_busy_ratio per wave): fp8 1024^3
+        64x128x128 gfx942 and fp8 16x8192x8192 16x64x256 gfx942 (see
+        bench/results/gemm-defaults-amd.md)."""
+        def permute(low: ir.Value, high: ir.Value, selector: int) -> ir.Value:
+            i32 = ir.IntegerType.get_signless(32)
+            return llvm.call_intrinsic(i32, "llvm.amdgcn.perm",
+                                       [high, low, arith.ConstantOp(i32, selector).result], [], [])
+        return permute
 
     def reduce_across_lanes(self, value, bits, combine):
         if not cross_lane.exchanges_without_lds(self.lowering):

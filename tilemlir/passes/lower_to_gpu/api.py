@@ -53,6 +53,7 @@ from tilemlir.passes.gemm_facts import copy_vector_width
 
 # Builders a core or hook emits with (re-exported: the interface is this module).
 from tilemlir.passes.gpu_builders import (
+    BytePermute,
     add,
     and_,
     bit_width,
@@ -643,6 +644,13 @@ class LoweringHooks:
         source lowered, `width` elements per access): True when the hooks
         emitted it, False to leave it to the generic copy through registers."""
         return False
+
+    def byte_permute(self) -> BytePermute | None:
+        """The family's permutation of the bytes of two dwords
+        (gpu_builders.BytePermute: AMD's v_perm_b32), which transposes 8-bit
+        tiles in registers (columns_of) in fewer instructions than the
+        generic bit arithmetic; None (the default) for the arithmetic."""
+        return None
 
     def begin_pipelined_iteration(self, body_ops: list) -> None:
         """At the top of a pipelined loop's body, before its one barrier;

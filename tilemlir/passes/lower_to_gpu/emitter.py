@@ -23,6 +23,7 @@ from tilemlir.lds_banks import SWIZZLE_CHUNK_BYTES
 from tilemlir.passes.fragment_layout import accumulator_layout
 from tilemlir.passes.gemm_facts import MmaChoice, k_along_rows, warp_grid_of
 from tilemlir.passes.gpu_builders import (
+    BytePermute,
     add,
     and_,
     bit_width,
@@ -776,6 +777,7 @@ class KernelEmitter(FragmentOps):
 
         if defer is not None and self._hooks.copy_prefetch(op, src, offsets, width):
             return
+        permute = self._hooks.byte_permute()
         for row, col, guard in self.distributed_accesses(shape, width, depth):
             if defer is not None:
                 # Load now (guarded accesses past the end read zeros), store later.
@@ -783,10 +785,10 @@ class KernelEmitter(FragmentOps):
                     guard, [ir.VectorType.get([width], dst_type.element_type)] * depth,
                     lambda row=row, col=col: load(row, col))
                 defer.append(lambda values=loaded, row=row, col=col, guard=guard: guarded(
-                    guard, lambda: store_tile_block(values, dst, row, col, transposed, swizzle, boxed)))
+                    guard, lambda: store_tile_block(values, dst, row, col, transposed, swizzle, boxed, permute)))
                 continue
             guarded(guard, lambda row=row, col=col: store_tile_block(
-                load(row, col), dst, row, col, transposed, swizzle, boxed))
+                load(row, col), dst, row, col, transposed, swizzle, boxed, permute))
 
     def distributed_fill(self, op, dst: ir.Value, value: ir.Value) -> None:
         shape = list(ir.MemRefType(dst.type).shape)
@@ -948,12 +950,14 @@ def transposed_store_depth(shape: list[int], width: int, element_bits: int, thre
 
 
 def store_tile_block(values: list[ir.Value], dst: ir.Value, row: ir.Value, col: ir.Value,
-                     transposed: bool, swizzle: int = 0, boxed: bool = False) -> None:
+                     transposed: bool, swizzle: int = 0, boxed: bool = False,
+                     permute: BytePermute | None = None) -> None:
     """Stores consecutive row vectors of the logical tile from (row, col) on:
     one vector store per row (at its swizzled column, tile.smem_layout's
     swizzle; in its box, `SharedLayout.boxed`), or, into a transposed buffer,
     one store per stored row (logical column) of the elements the rows hold
-    in that column."""
+    in that column (transposed in registers by columns_of, with the family's
+    byte permutation `permute` for 8-bit elements where it has one)."""
     dst_type = ir.MemRefType(dst.type)
     if not transposed:
         width = ir.VectorType(values[0].type).shape[0]
@@ -986,7 +990,7 @@ def store_tile_block(values: list[ir.Value], dst: ir.Value, row: ir.Value, col: 
         for i in range(width):
             memref.StoreOp(vector.ExtractOp(values[0], [], [i]).result, dst, at(i))
         return
-    for i, column in enumerate(columns_of(values)):
+    for i, column in enumerate(columns_of(values, permute)):
         vector.StoreOp(column, dst, at(i))
 
 
