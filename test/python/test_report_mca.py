@@ -233,7 +233,24 @@ def test_the_trial_swaps_in_the_latency_isa_or_keeps_the_default_when_its_compil
     isa, entries = schedule.scheduled("ir", "default isa", GFX942, ["k"])
     assert isa == "default isa"
     assert entries == {"k": {"strategy": "default", "main_loop_clocks": {"default": 1000.0, "max-ilp": None},
-                             "error": "llc did not finish within 120 s: llc ..."}}
+                             "not_tried": "llc did not finish within 120 s: llc ..."}}
+
+
+def test_a_module_that_spills_is_not_tried(monkeypatch):
+    """Spills send the compile to another configuration (or refuse it)
+    whatever the schedule: the second compile is not run. (The example's fp8
+    128x128x64 on gfx90a spills 9 SGPRs with one K step a read:
+    test_spill_fallback.one_step_reads.)"""
+    from tilemlir.backends.amdgpu import matrix
+
+    monkeypatch.setattr(matrix.MfmaCore, "k_steps_per_read", lambda self, gemm, wave_size: 1)
+    result = tilemlir.compile((REPO / "examples" / "gemm_whole_problem.mlir").read_text(), target="amdgpu:gfx90a",
+                              emit="isa", options={"report": True, "allow_spills": True,
+                                                   "tiling": "block=128,128,64 threads=256 stages=2"})
+    (kernel,) = result.report["kernels"]
+    assert kernel["spills"] > 0
+    assert kernel["amdgpu"]["schedule"] == {"strategy": "default", "main_loop_clocks": {"default": None, "max-ilp": None},
+                                            "not_tried": "the default schedule spills"}
 
 
 @pytest.mark.parametrize("latency, default, marked, keeps", [

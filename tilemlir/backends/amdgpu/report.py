@@ -278,8 +278,13 @@ def clocks_per_mca_cycle(target: Target) -> int:
     MFMA that llvm-mca holds for too few passes."""
     return CLOCKS_PER_MCA_CYCLE if target.compute.wave_size == 64 else 1
 # Iterations simulated; the estimate is the difference between 2N and N
-# iterations over N, so the pipeline's fill and drain cancel out.
-MCA_ITERATIONS = 50
+# iterations over N, so the pipeline's fill and drain cancel out. llvm-mca's
+# in-order simulation of a loop settles into one period within a few
+# iterations: N = 10, 20 and 50 gave the same clocks on each of 21 main loops
+# (bench/amd_vs_triton.py's defaults and the torch backend's attention
+# kernels on gfx90a, gfx942 and gfx950; 2026-12-06); 16 keeps a margin at a
+# third of 50's time (the isa stage's schedule trial runs it on every GEMM).
+MCA_ITERATIONS = 16
 
 _MCA_TOTAL = re.compile(r"^Total Cycles:\s+(\d+)", flags=re.MULTILINE)
 # Instruction Info rows: "[#uOps] [Latency] [RThroughput] ... mnemonic operands".

@@ -16,7 +16,9 @@ it), so the latency schedule is kept for the module only where
   * the marked kernels' main loops together take at least MIN_GAIN fewer.
 
 Otherwise the default schedule stays, and so does a module whose loops
-llvm-mca cannot measure or whose second compile fails (the entry says why).
+llvm-mca cannot measure, that spills with the default schedule (it falls back
+to another configuration or is refused either way; the second compile is
+not run) or whose second compile fails (the entry says why).
 Measured with bench/amd_vs_triton.py's harness (mfma_busy_ratio per wave,
 default -> latency schedule, no spills either way): f16 4096^3 in 256x256x64
 blocks of 8 waves on gfx942 0.720 -> 0.924 (208 -> 212 VGPRs, 2 waves per
@@ -96,18 +98,26 @@ def scheduled(llvm_ir: str, isa: str, target: Target, marked: list[str]) -> tupl
     """The ISA to keep for `llvm_ir` (compiled to `isa` with llc's default
     schedule) and, for each marked kernel, its report entry's `schedule`:
     {"strategy": "default" or "max-ilp", "main_loop_clocks": {"default": ...,
-    "max-ilp": ...}}, with "error" where the second compile failed."""
+    "max-ilp": ...}}, with "not_tried" where the second compile did not run
+    (a module that spills falls back to another configuration or is refused,
+    whatever its schedule) or failed."""
     if not marked:
         return isa, {}
+
+    def untried(why: str, clocks: dict[str, KernelCost] | None = None) -> dict[str, dict]:
+        return {name: {"strategy": "default",
+                       "main_loop_clocks": {"default": clocks[name].loop_clocks if clocks else None, "max-ilp": None},
+                       "not_tried": why} for name in marked}
+
+    if any(usage.vgpr_spills + usage.sgpr_spills for usage in report.kernel_usage(isa)):
+        return isa, untried("the default schedule spills")
     default = kernel_costs(isa, target)
     try:
         latency_isa = toolchain.llc_to_isa(llvm_ir, target.processor, extra=(LATENCY_FLAG,),
                                            timeout=TRIAL_TIMEOUT_SECONDS)
     except toolchain.ToolchainError as error:
-        return isa, {name: {"strategy": "default",
-                            "main_loop_clocks": {"default": default[name].loop_clocks, "max-ilp": None},
-                            "error": str(error).strip().splitlines()[0]}
-                     for name in marked if name in default}
+        return isa, {name: entry for name, entry in untried(str(error).strip().splitlines()[0], default).items()
+                     if name in default}
     latency = kernel_costs(latency_isa, target)
     keep_latency = prefers_latency(default, latency, marked)
     entries = {name: {"strategy": "max-ilp" if keep_latency else "default",
