@@ -230,10 +230,12 @@ def test_the_trial_swaps_in_the_latency_isa_or_keeps_the_default_when_its_compil
         raise toolchain.ToolchainError("llc did not finish within 120 s: llc ...\nmore")
 
     monkeypatch.setattr(toolchain, "llc_to_isa", fails)
-    isa, entries = schedule.scheduled("ir", "default isa", GFX942, ["k"])
+    isa, entries = schedule.scheduled("ir", "default isa", GFX942, ["k", "not in the isa"])
     assert isa == "default isa"
     assert entries == {"k": {"strategy": "default", "main_loop_clocks": {"default": 1000.0, "max-ilp": None},
-                             "not_tried": "llc did not finish within 120 s: llc ..."}}
+                             "not_tried": "llc did not finish within 120 s: llc ..."},
+                       "not in the isa": {"strategy": "default", "main_loop_clocks": {"default": None, "max-ilp": None},
+                                          "not_tried": "llc did not finish within 120 s: llc ..."}}
 
 
 def test_a_module_that_spills_is_not_tried(monkeypatch):

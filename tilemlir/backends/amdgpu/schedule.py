@@ -105,8 +105,8 @@ def scheduled(llvm_ir: str, isa: str, target: Target, marked: list[str]) -> tupl
         return isa, {}
 
     def untried(why: str, clocks: dict[str, KernelCost] | None = None) -> dict[str, dict]:
-        return {name: {"strategy": "default",
-                       "main_loop_clocks": {"default": clocks[name].loop_clocks if clocks else None, "max-ilp": None},
+        before = {name: cost.loop_clocks for name, cost in (clocks or {}).items()}
+        return {name: {"strategy": "default", "main_loop_clocks": {"default": before.get(name), "max-ilp": None},
                        "not_tried": why} for name in marked}
 
     if any(usage.vgpr_spills + usage.sgpr_spills for usage in report.kernel_usage(isa)):
@@ -116,8 +116,7 @@ def scheduled(llvm_ir: str, isa: str, target: Target, marked: list[str]) -> tupl
         latency_isa = toolchain.llc_to_isa(llvm_ir, target.processor, extra=(LATENCY_FLAG,),
                                            timeout=TRIAL_TIMEOUT_SECONDS)
     except toolchain.ToolchainError as error:
-        return isa, {name: entry for name, entry in untried(str(error).strip().splitlines()[0], default).items()
-                     if name in default}
+        return isa, untried(str(error).strip().splitlines()[0], default)
     latency = kernel_costs(latency_isa, target)
     keep_latency = prefers_latency(default, latency, marked)
     entries = {name: {"strategy": "max-ilp" if keep_latency else "default",
