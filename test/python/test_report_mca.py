@@ -219,7 +219,7 @@ def test_the_trial_swaps_in_the_latency_isa_or_keeps_the_default_when_its_compil
 
     costs = {"default isa": {"k": schedule.KernelCost(0, 2, 1000.0)},
              "latency isa": {"k": schedule.KernelCost(0, 2, 800.0)}}
-    monkeypatch.setattr(schedule, "kernel_costs", lambda isa, target: costs[isa])
+    monkeypatch.setattr(schedule, "kernel_costs", lambda isa, target, usages=None: costs[isa])
     monkeypatch.setattr(toolchain, "llc_to_isa", lambda llvm_ir, chip, extra=(), timeout=0: (
         "latency isa" if extra == (schedule.LATENCY_FLAG,) else "default isa"))
     assert schedule.scheduled("ir", "default isa", GFX942, ["k"]) == (

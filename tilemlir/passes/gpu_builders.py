@@ -184,7 +184,6 @@ def columns_of(rows: list[ir.Value], permute: BytePermute | None = None) -> list
 
 # The interleavings of `_byte_columns` as byte selectors (BytePermute):
 # bytes 0 and 1 (or 2 and 3) of two dwords alternated, and half 0 (or 1) of
-# each side by side.
 # each side by side; indexed by `high` (bytes 2 and 3, half 1).
 INTERLEAVE_BYTES = (0x05010400, 0x07030602)
 INTERLEAVE_HALVES = (0x05040100, 0x07060302)

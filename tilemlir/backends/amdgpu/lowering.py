@@ -115,7 +115,7 @@ class AmdgpuLoweringHooks(LoweringHooks):
             amdgpu.MemoryCounterWaitOp(load=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 0))
 
     def end_pipelined_iteration(self, body: ir.Block) -> None:
-        self.matrix_loop = self.matrix_loop or matrix_instructions(body) > 0
+        self.matrix_loop = self.matrix_loop or mfma_ops(body) > 0
         if self.wants_sched_hint():
             scheduling_region_hint(body)
 
@@ -398,12 +398,12 @@ def scheduling_region_hint(body: ir.Block) -> None:
     Interleaving patterns that order the groups (one MFMA then one LDS
     read, one global load per two MFMAs, ...) measured worse on most of
     these (e.g. 0.692 -> 0.516 on f16 gfx942), so none is imposed."""
-    mfmas = matrix_instructions(body)
+    mfmas = mfma_ops(body)
     if mfmas:
         rocdl.SchedGroupBarrier(SCHED_GROUP_MFMA, mfmas, 0)
 
 
-def matrix_instructions(body: ir.Block) -> int:
+def mfma_ops(body: ir.Block) -> int:
     """The MFMAs (plain and scaled) directly in `body`."""
     return sum(1 for op in body.operations if op.operation.name.startswith(("amdgpu.mfma", "amdgpu.scaled_mfma")))
 

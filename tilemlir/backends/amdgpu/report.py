@@ -36,7 +36,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from tilemlir.backends.amdgpu.toolchain import parse_amdhsa_metadata, run_tool
+from tilemlir.backends.amdgpu.toolchain import ToolchainError, parse_amdhsa_metadata, run_tool
 from tilemlir.backends.report_schema import kernel_entry, module_report
 from tilemlir.diagnostics import UserError
 from tilemlir.passes.shared_memory import waves_by_lds
@@ -323,8 +323,6 @@ def _llvm_mca(instructions: list[str], chip: str, iterations: int, info: bool = 
     """What this module reads of llvm-mca's output for `instructions`: its
     "Total Cycles" line, or with `info` its MFMA/WMMA instruction-info rows.
     A failure raises ToolchainError, also when it is remembered."""
-    from tilemlir.backends.amdgpu.toolchain import ToolchainError
-
     output, error = _llvm_mca_lines("\n".join(without_carries(instructions)) + "\n", chip, iterations, info)
     if error is not None:
         raise ToolchainError(error)
@@ -337,8 +335,6 @@ def _llvm_mca_lines(text: str, chip: str, iterations: int, info: bool) -> tuple[
     by everything llvm-mca reads: the isa stage's schedule trial and the
     report ask it of the same loop, and a loop that hangs llvm-mca costs its
     timeout once per process."""
-    from tilemlir.backends.amdgpu.toolchain import ToolchainError
-
     args = ["-mtriple=amdgcn-amd-amdhsa", f"-mcpu={chip}", f"-iterations={iterations}",
             "-resource-pressure=false", f"-instruction-info={'true' if info else 'false'}"]
     try:
@@ -352,8 +348,6 @@ def _llvm_mca_lines(text: str, chip: str, iterations: int, info: bool) -> tuple[
 def _total_cycles(mca_output: str) -> int:
     match = _MCA_TOTAL.search(mca_output)
     if match is None:
-        from tilemlir.backends.amdgpu.toolchain import ToolchainError
-
         raise ToolchainError("llvm-mca printed no 'Total Cycles' line")
     return int(match.group(1))
 
@@ -473,8 +467,6 @@ def access_widths(section: str) -> dict[str, int]:
 def _busy(section: str, target: Target) -> tuple[float | None, dict | None]:
     """mfma_busy_ratio and main_loop_cycles; an llvm-mca failure leaves the
     ratio out (null) and says why, rather than failing the compile."""
-    from tilemlir.backends.amdgpu.toolchain import ToolchainError
-
     try:
         cycles = main_loop_cycles(section, target)
     except ToolchainError as error:

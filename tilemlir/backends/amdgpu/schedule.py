@@ -59,10 +59,11 @@ class KernelCost:
     loop_clocks: float | None
 
 
-def kernel_costs(isa: str, target: Target) -> dict[str, KernelCost]:
+def kernel_costs(isa: str, target: Target, usages: list | None = None) -> dict[str, KernelCost]:
+    """Each kernel's cost in `isa` (its `report.kernel_usage`, where already read)."""
     sections = report.function_sections(isa)
     costs = {}
-    for usage in report.kernel_usage(isa):
+    for usage in report.kernel_usage(isa) if usages is None else usages:
         waves, _ = report.occupancy(usage, target)
         try:
             cycles = report.main_loop_cycles(sections.get(usage.name, ""), target)
@@ -109,9 +110,10 @@ def scheduled(llvm_ir: str, isa: str, target: Target, marked: list[str]) -> tupl
         return {name: {"strategy": "default", "main_loop_clocks": {"default": before.get(name), "max-ilp": None},
                        "not_tried": why} for name in marked}
 
-    if any(usage.vgpr_spills + usage.sgpr_spills for usage in report.kernel_usage(isa)):
+    usages = report.kernel_usage(isa)
+    if any(usage.vgpr_spills + usage.sgpr_spills for usage in usages):
         return isa, untried("the default schedule spills")
-    default = kernel_costs(isa, target)
+    default = kernel_costs(isa, target, usages)
     try:
         latency_isa = toolchain.llc_to_isa(llvm_ir, target.processor, extra=(LATENCY_FLAG,),
                                            timeout=TRIAL_TIMEOUT_SECONDS)

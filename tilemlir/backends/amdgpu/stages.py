@@ -33,18 +33,22 @@ from tilemlir.dialects import attributes
 from tilemlir.irutil import walk
 
 
+def lowered_kernels(module: ir.Operation, marked: attributes.TileAttribute) -> dict[str, ir.Operation]:
+    """The gpu.funcs of `module` that carry `marked`, by name."""
+    return {ir.StringAttr(op.attributes["sym_name"]).value: op for op in walk(module)
+            if op.name == "gpu.func" and marked.is_on(op)}
+
+
 def schedule_trials(module: ir.Operation) -> list[str]:
     """The lowered kernels marked tile.schedule_trial, by name (schedule.py)."""
-    return [ir.StringAttr(op.attributes["sym_name"]).value for op in walk(module)
-            if op.name == "gpu.func" and attributes.SCHEDULE_TRIAL.is_on(op)]
+    return list(lowered_kernels(module, attributes.SCHEDULE_TRIAL))
 
 
 def lds_bank_conflicts(module: ir.Operation) -> dict[str, int]:
     """Each lowered kernel's `tile.lds_bank_conflicts_per_iteration`, by name
     (hand-written GPU-level kernels, which have no tile layouts, have none)."""
     conflicts = attributes.LDS_BANK_CONFLICTS_PER_ITERATION
-    return {ir.StringAttr(op.attributes["sym_name"]).value: conflicts.read(op)
-            for op in walk(module) if op.name == "gpu.func" and conflicts.is_on(op)}
+    return {name: conflicts.read(op) for name, op in lowered_kernels(module, conflicts).items()}
 
 
 @dataclass(frozen=True)
