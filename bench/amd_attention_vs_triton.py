@@ -183,34 +183,12 @@ def torch_default(case: Case, out: Path) -> tuple[tuple | None, dict]:
     for scaled_dot_product_attention of `case` ([B, H, S, D] tensors, traced
     on torch's meta device): the first of codegen.attention_tilings the
     compiler accepts (dynamo.GroupKernel.build), exp2 on the hardware unit."""
-    import torch
-    import torch.nn.functional as F
-    from torch._dynamo.backends.common import aot_autograd
-
     from tilemlir.diagnostics import UserError
-    from tilemlir.torch_backend import dynamo, partition
-    from tilemlir.torch_backend.codegen import TensorSpec
 
-    groups = []
-
-    def capture(module, inputs):
-        groups.extend(group for group in partition.partition(module.graph)[0] if group.kind == "attention")
-        return module
-
-    def backend(module, inputs):
-        dynamo.keep_attention_whole(module, inputs)
-        return aot_autograd(fw_compiler=capture, decompositions=dynamo.decompositions())(module, inputs)
-
-    dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[case.dtype]
-    q, k, v = (torch.empty(case.batch, case.heads, case.seq, case.dim, dtype=dtype, device="meta") for _ in range(3))
-    torch._dynamo.reset()
-    torch.compile(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=case.causal),
-                  backend=backend)(q, k, v)
-    (group,) = groups
-    target = f"amdgpu:{case.chip}"
-    kernel = dynamo.GroupKernel(group, "attention", target=target, engine="reference")
+    kernel, specs = attention_bench.torch_backend_attention(case.batch, case.heads, case.seq, case.dim, case.dtype,
+                                                            case.causal, f"amdgpu:{case.chip}")
     error = "no tiling"
-    for tiling, source, _, _ in kernel.attention_candidates([TensorSpec.of(n.meta["val"]) for n in group.inputs]):
+    for tiling, source, _, _ in kernel.attention_candidates(specs):
         try:
             result = kernel.compiled(source, kernel.kernel_name, fast_math=True).compile("isa", report=True)
         except UserError as refused:

@@ -66,6 +66,30 @@ def test_prepare_one_small_shape(tmp_path):
 
 
 @needs_mlir
+def test_prepare_compiles_the_torch_backends_default(tmp_path):
+    """The default candidate: the torch backend's kernel for SDPA of
+    transposed [B, S, H, D] views, read in place, its output in the layout the
+    backend chose, one per case and never merged with a candidate."""
+    pytest.importorskip("torch")
+    bench = _bench("attention")
+    batch, heads, seq, dim = 2, 2, 128, 64
+    manifest = bench.prepare(tmp_path, only="full_*_f16_*", shapes=[(batch, heads, seq, dim)],
+                             candidates=[(64, 64, 128, 2, ""), bench.DEFAULT])
+    assert manifest["refused"] == []
+    default, candidate = sorted(manifest["bench"], key=lambda e: not e.get("default"))
+    assert default["name"] == "full_b2h2s128d64_f16_default" and "json" in default and "json" in candidate
+    assert default["wgmma"] > 0 and default["ex2"] > 0
+    tiling = (default["block_m"], default["block_n"], default["threads"], default["stages"])
+    assert tiling == (64, 64, 128, 2)  # codegen.attention_tilings' first on sm_90a, d 64, no mask
+    (function,) = json.loads((tmp_path / default["json"]).read_text())["functions"]
+    assert function["entry"] == default["entry"]
+    bshd, bhsd = [batch, seq, heads, dim], [batch, heads, seq, dim]
+    out = bhsd if default["o_layout"] == "bhsd" else bshd
+    assert [a["shape"] for a in function["arguments"]] == [bshd, bshd, bshd, out]
+    assert default["flops"] == candidate["flops"] == 4.0 * batch * heads * seq * seq * dim
+
+
+@needs_mlir
 def test_amd_side_reports_our_kernel(tmp_path):
     amd = _bench("amd_attention_vs_triton")
     case = amd.Case("gfx942", 64, causal=True, heads=2, seq=256)
