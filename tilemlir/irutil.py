@@ -12,17 +12,20 @@ from collections.abc import Iterator
 from mlir import ir
 
 
-def walk(op: ir.Operation | ir.OpView) -> Iterator[ir.Operation]:
-    """Pre-order walk of `op` and every op nested in it (a generator, so the
-    caller may stop early). Do not erase ops while walking."""
-    # An explicit stack: recursion would cost depth x ops and Python's stack.
-    stack = [op.operation]
-    while stack:
-        current = stack.pop()
-        yield current
-        children = [inner.operation for region in current.regions for block in region.blocks
-                     for inner in block.operations]
-        stack.extend(reversed(children))
+def walk(op: ir.Operation | ir.OpView) -> list[ir.Operation]:
+    """`op` and every op nested in it, in pre-order, as a list: MLIR's own
+    walk (C++), which visits a GPU-level kernel of 11,000 ops in 8 ms where
+    the bindings' region, block and op lists took 45 (December 2026; a
+    compile walks its module some 15 times). An op erased after the walk
+    leaves the ops nested in it in the list: collect, then erase."""
+    found: list[ir.Operation] = []
+
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        found.append(inner)
+        return ir.WalkResult.ADVANCE
+
+    op.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
 
 
 def parent_ops(op: ir.Operation | ir.OpView) -> Iterator[ir.Operation]:

@@ -776,9 +776,10 @@ def widen_fp8_arithmetic(root: ir.Operation, native_fp8: tuple[str, ...] | None)
     found = []
 
     def visit(op: ir.Operation):
+        if op.name.split(".")[0] not in ("arith", "math") or op.name in _FP8_KEPT:
+            return ir.WalkResult.ADVANCE
         fp8 = [str(element_of(v.type)) for v in [*op.operands, *op.results] if is_fp8(element_of(v.type))]
-        if op.name.split(".")[0] in ("arith", "math") and op.name not in _FP8_KEPT and fp8 \
-                and not (op.name in _FLOAT_CONVERSIONS and all(f in (native_fp8 or ()) for f in fp8)):
+        if fp8 and not (op.name in _FLOAT_CONVERSIONS and all(f in (native_fp8 or ()) for f in fp8)):
             found.append(op)
         return ir.WalkResult.ADVANCE
 
