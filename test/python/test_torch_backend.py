@@ -1197,6 +1197,31 @@ def test_integer_and_boolean_ops():
                      x)
 
 
+@pytest.mark.parametrize("engine", ["reference", "emulator"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_comparisons_round_as_torch_promotes(monkeypatch, engine, dtype):
+    """A 16-bit tensor compared with a Python number (or a 0-dim f32 tensor)
+    is compared with that number rounded to the tensor's dtype, as torch's
+    type promotion does; with an f32 tensor, in f32. The inputs are the
+    rounded numbers themselves, where comparing with the unrounded f32
+    constants gives other answers."""
+    monkeypatch.setenv("TILEMLIR_ENGINE", engine)
+    x = torch.tensor([0.7, 0.1, 0.3, 0.2, -0.7, 70000.0], dtype=dtype)
+    wide = torch.tensor([0.7, 0.1, 0.3, 0.2, -0.7, 70000.0])  # f32
+
+    def f(x, wide, third):
+        return (x > 0.7, x == 0.1, x >= 0.3, x < -0.7, x != 0.2, x == 70000, x <= third, x > wide,
+                torch.where(x > 0.3, x, -x))
+    third = torch.tensor(0.3)  # 0-dim f32: rounded to x's dtype as a number is
+    with torch.no_grad():
+        torch._dynamo.reset()
+        got = torch.compile(f, backend=backend)(x, wide, third)
+    want = f(x, wide, third)
+    for g, w in zip(got, want):
+        assert torch.equal(g, w), (g, w)
+    assert want[0].tolist()[:5] == [False] * 5 and want[1].tolist()[1]  # the premise: x[0] is 0.7 rounded
+
+
 def test_a_variance_used_outside_its_group_is_written():
     compiled_matches(lambda x: ((x * 2).var(-1, keepdim=True), (x * 2).var(-1, keepdim=True) + x),
                      torch.randn(5, 33).half())

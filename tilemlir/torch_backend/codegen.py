@@ -214,11 +214,15 @@ class KernelWriter:
         out = kind_of(result)
         if node.target in pointwise.BITWISE and result != torch.bool:
             raise Unsupported(f"{node.target} of {result}")
+        compared = None  # a comparison of floats: the dtype torch compares them in
         if node.target in pointwise.LOGICAL or node.target in pointwise.BITWISE:
             work = torch.bool
         elif out == "b" and node.target is not torch.ops.aten.where.self:  # a comparison
-            work = torch.float32 if "f" in kinds or any(isinstance(a, float) for a in node.args) else \
+            compared = compared_dtype(node)
+            work = torch.float32 if kind_of(compared) == "f" else \
                 (dtype_of(operands[0]) if operands else torch.int64)
+            if kind_of(compared) != "f":
+                compared = None
         else:
             work = result
         args = []
@@ -226,9 +230,13 @@ class KernelWriter:
             if isinstance(a, fx.Node):
                 if node.target is torch.ops.aten.where.self and position == 0:
                     args.append(convert(self.value(a, coords), dtype_of(a), torch.bool))
+                elif compared is not None:  # rounded to the compared dtype, compared in f32 (exactly)
+                    args.append(convert(self.value(a, coords), dtype_of(a), compared))
                 else:
                     args.append(convert(self.value(a, coords), dtype_of(a), work)
                                 if kind_of(dtype_of(a)) != kind_of(work) else self.value(a, coords))
+            elif isinstance(a, (bool, int, float)) and compared is not None and not isinstance(a, bool):
+                args.append(literal(float(torch.tensor(a, dtype=compared))))
             elif isinstance(a, (bool, int, float)):
                 args.append(literal(float(a)) if kind_of(work) == "f" and not isinstance(a, bool) else literal(a))
             elif a is None:
@@ -1008,6 +1016,20 @@ def _attention(node, q, k, v, mask, dropout, causal, scale) -> AttentionCall:
     if dropout:
         raise Unsupported(f"attention with dropout_p={dropout}")
     return AttentionCall(q, k, v, mask, bool(causal), scale)
+
+
+def compared_dtype(node: fx.Node) -> torch.dtype:
+    """The dtype torch compares a comparison's two operands in: their type
+    promotion, in which a Python number or a 0-dim tensor does not widen a
+    tensor of its own category (an fp16 `x > 0.7` compares x with 0.7 rounded
+    to fp16; an fp16 tensor and an f32 one compare in f32)."""
+    proxies = []
+    for a in node.args[:2]:
+        if isinstance(a, fx.Node):
+            proxies.append(torch.empty(() if shape_of(a) == () else (1,), dtype=dtype_of(a)))
+        else:
+            proxies.append(a)
+    return torch.result_type(*proxies)
 
 
 def head_layout(spec: TensorSpec) -> str | None:
