@@ -210,7 +210,8 @@ class KernelWriter:
             return convert(self.value(source, coords), dtype_of(source), target)
         render = pointwise.POINTWISE[node.target]
         operands = [a for a in node.args if isinstance(a, fx.Node)]
-        kinds = {kind_of(dtype_of(a)) for a in operands}
+        for a in operands:  # an operand of a dtype no kernel computes (float64, complex) is refused here
+            kind_of(dtype_of(a))
         out = kind_of(result)
         if node.target in pointwise.BITWISE and result != torch.bool:
             raise Unsupported(f"{node.target} of {result}")
