@@ -219,11 +219,11 @@ class KernelWriter:
         if node.target in pointwise.LOGICAL or node.target in pointwise.BITWISE:
             work = torch.bool
         elif out == "b" and node.target is not torch.ops.aten.where.self:  # a comparison
-            compared = compared_dtype(node)
-            work = torch.float32 if kind_of(compared) == "f" else \
-                (dtype_of(operands[0]) if operands else torch.int64)
-            if kind_of(compared) != "f":
-                compared = None
+            promoted = compared_dtype(node)
+            if kind_of(promoted) == "f":
+                work, compared = torch.float32, promoted
+            else:
+                work = dtype_of(operands[0]) if operands else torch.int64
         else:
             work = result
         args = []
