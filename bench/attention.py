@@ -23,7 +23,9 @@ for `scaled_dot_product_attention` of Q, K and V given as transposed views of
 [B, S, H, D] tensors (`torch_backend_attention`: traced on torch's meta device;
 the first of codegen.attention_tilings the compiler accepts, its own
 instruction choice, exp2 on the hardware's unit), which writes O as
-[B, H, S, D] or [B, S, H, D] as the backend chooses ("o_layout").
+[B, H, S, D] or [B, S, H, D] as the backend chooses ("o_layout"), and the
+same kernel at each of BACKEND_BLOCKS ("_backend_m64n128": what the default
+would be with other blocks; like the default, always re-timed with the peers).
 
 `--run` needs torch and Triton only (tilemlir/runtime/cuda_launch.py loaded by
 path). For every case it draws random inputs on the GPU as attention_cases.inputs
@@ -98,10 +100,17 @@ def candidate_name(key: str, block_m, block_n, threads, stages, prefer="") -> st
 
 
 DEFAULT = "default"  # the torch backend's kernel, in place of a candidate tuple
+# The torch backend's kernel at other blocks than its default's ("_backend_mMnN"
+# candidates, ("backend", M, N)), for choosing codegen's defaults.
+BACKEND_BLOCKS = [("backend", 64, 64), ("backend", 64, 128)]
 
 
 def job_name(key: str, candidate) -> str:
-    return f"{key}_{DEFAULT}" if candidate == DEFAULT else candidate_name(key, *candidate)
+    if candidate == DEFAULT:
+        return f"{key}_{DEFAULT}"
+    if candidate[0] == "backend":
+        return f"{key}_backend_m{candidate[1]}n{candidate[2]}"
+    return candidate_name(key, *candidate)
 
 
 def matches(name: str, only: str | None) -> bool:
@@ -187,16 +196,20 @@ def torch_backend_attention(batch, heads, seq, dim, dtype: str, causal: bool, ta
     return kernel, [TensorSpec.of(node.meta["val"]) for node in group.inputs]
 
 
-def compile_default(entry: dict) -> dict:
+def compile_default(entry: dict, blocks: tuple[int, int] | None = None) -> dict:
     """The default's manifest entry: `entry` (the case's fields) with the
-    tiling, O's layout and the PTX (under "ptx"), or "refused"."""
+    tiling, O's layout and the PTX (under "ptx"), or "refused"; with `blocks`
+    (block_m, block_n), the backend's kernel at those blocks instead."""
     from tilemlir.diagnostics import UserError
     from tilemlir.runtime.device import compile_ptx
 
     kernel, specs = torch_backend_attention(*(entry[k] for k in ("batch", "heads", "seq", "dim", "dtype", "causal")),
                                             TARGET, bshd=True)
+    from tilemlir.torch_backend.codegen import AttentionTiling
+
     refused = "no tiling"
-    for tiling, source, loaded, layouts in kernel.attention_candidates(specs):
+    tilings = None if blocks is None else [AttentionTiling(*blocks)]
+    for tiling, source, loaded, layouts in kernel.attention_candidates(specs, tilings):
         start = time.perf_counter()
         try:
             jit = kernel.compiled(source, kernel.kernel_name, fast_math=True)
@@ -220,11 +233,14 @@ def compile_one(job: tuple) -> dict:
     candidate DEFAULT is the torch backend's kernel (`compile_default`)."""
     _, (batch, heads, seq, dim), dtype, causal, candidate = job
     key = case_key(batch, heads, seq, dim, dtype, causal)
-    if candidate == DEFAULT:
+    if candidate == DEFAULT or candidate[0] == "backend":
         full = 4.0 * batch * heads * seq * seq * dim
-        entry = compile_default({"name": job_name(key, DEFAULT), "case": key, "default": True, "batch": batch,
-                                 "heads": heads, "seq": seq, "dim": dim, "dtype": dtype, "causal": causal,
-                                 "flops": full / 2 if causal else full})
+        fields = {"name": job_name(key, candidate), "case": key, "batch": batch, "heads": heads, "seq": seq,
+                  "dim": dim, "dtype": dtype, "causal": causal, "flops": full / 2 if causal else full}
+        if candidate == DEFAULT:
+            entry = compile_default({**fields, "default": True})
+        else:
+            entry = compile_default({**fields, "backend": True}, candidate[1:])
         if "ptx" in entry:
             entry.update(ptx_facts(entry["ptx"]))
             (launch,) = entry["metadata"]["functions"][0]["launches"]
@@ -261,7 +277,7 @@ def compile_one(job: tuple) -> dict:
     return entry
 
 
-def prepare(out: Path, only: str | None = None, shapes=SHAPES, candidates=CANDIDATES + [DEFAULT],
+def prepare(out: Path, only: str | None = None, shapes=SHAPES, candidates=CANDIDATES + [DEFAULT] + BACKEND_BLOCKS,
             jobs: int = 2) -> dict:
     """Compiles every case and candidate (whose name matches `only`) into `out`;
     returns the manifest (also written as out/manifest.json)."""
@@ -635,7 +651,8 @@ def measure_case(launcher, directory: Path, entries: list[dict], bound: dict, se
     # Final: the default, our fastest and every peer, interleaved round by round.
     ranked = sorted(screened, key=lambda s: s[0])
     finalists = {name: fn for _, name, fn in ranked[:FINALISTS]}
-    finalists.update({name: fn for _, name, fn in ranked if name == record.get("default")})
+    finalists.update({name: fn for _, name, fn in ranked
+                      if name == record.get("default") or "_backend_" in name})
     finalists.update(peers)
     for fn in finalists.values():
         sample_ms(case, fn, WARMUP, per_sample)
@@ -749,6 +766,13 @@ def run(directory: Path, out: Path | None, only: str | None) -> int:
     say(TABLE_HEADER)
     for record in results:
         say(table_row(record, entries))
+    say("")
+    say("The torch backend's kernel by blocks (TFLOP/s, re-timed with the peers; * = the default; blocks the same as the default's are not timed twice):")
+    for record in results:
+        names = [n for n in record["ours"] if n == record.get("default") or "_backend_" in n]
+        cells = [f"{entries[n]['block_m']}x{entries[n]['block_n']}{'*' if n == record.get('default') else ''} "
+                 f"{tflops(record, record['ours'][n]):.1f}" for n in names if "ms" in record["ours"][n]]
+        say(f"  {record['case']}: {', '.join(cells) or '-'}")
     say(f"{failures} failed check(s) of ours")
     if out is not None:
         say.close()

@@ -663,10 +663,10 @@ class GroupKernel:
             source, views, loaded = codegen.pointwise_kernel(group, specs, self.kernel_name)
         return self.compiled(source, self.kernel_name), views, layouts, [_position(group, node) for node in loaded]
 
-    def attention_candidates(self, specs: list[TensorSpec]):
+    def attention_candidates(self, specs: list[TensorSpec], tilings: list[codegen.AttentionTiling] | None = None):
         """(tiling, source, inputs read at offsets, operand layouts) of the
-        attention group's kernel for each of codegen.attention_tilings on the
-        chip compiled for, best first."""
+        attention group's kernel for each of `tilings` (by default
+        codegen.attention_tilings on the chip compiled for, best first)."""
         from tilemlir.language.kernel import resolve_target
 
         dim = specs[self.operands[0]].shape[-1]
@@ -675,8 +675,10 @@ class GroupKernel:
         else:
             layouts = tuple(codegen.head_layout(specs[i]) or "bhsd" for i in self.operands)
             layouts += (codegen.head_layout(self.results[0]) or "bhsd",)
-        tilings = codegen.attention_tilings(resolve_target(self.target, self.engine), codegen.padded_head_dim(dim),
-                                            codegen.attention_call(self.group.anchor).causal)
+        if tilings is None:
+            tilings = codegen.attention_tilings(resolve_target(self.target, self.engine),
+                                                codegen.padded_head_dim(dim),
+                                                codegen.attention_call(self.group.anchor).causal)
         for tiling in tilings:
             source, loaded = codegen.attention_kernel(self.group, specs, layouts, self.kernel_name, tiling)
             yield tiling, source, loaded, layouts
