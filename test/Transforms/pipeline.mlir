@@ -10,6 +10,7 @@
 // CHECK: %[[B:.+]] = "tile.alloc_shared"() : () -> memref<3x32x128xf8E4M3FNUZ, #gpu.address_space<workgroup>>
 // CHECK-COUNT-2: "tile.copy"(%arg0, %{{.+}}) {{.*}}tile.prefetch
 // CHECK: scf.for %[[KO:.+]] = %[[LB:.+]] to %{{.+}} step %[[STEP:.+]] {
+// CHECK-NOT: arith.minui
 // CHECK: %[[N:.+]] = arith.divui
 // CHECK: %[[N32:.+]] = arith.index_castui %[[N]] : index to i32
 // CHECK: %[[CUR32:.+]] = arith.remui %[[N32]], %[[C3:.+]] : i32
@@ -26,6 +27,24 @@
 // CHECK: "tile.gemm"(%[[AC]], %[[BC]], %{{.+}})
 // CHECK: } {tile.num_stages = 3 : i64, tile.pipelined = 3 : i64}
 
+// The main loop runs iterations 0 .. 29 and prefetches i+2 unclamped (no
+// arith.minui above); the last 2 run in a loop of their own that prefetches
+// nothing (peel-tail, amdgpu's default) and reads the stages by the same count.
+// CHECK-NEXT: scf.for %[[KT:.+]] = %{{.+}} to %{{.+}} step %[[STEP]] {
+// CHECK-NOT: tile.copy
+// CHECK: arith.remui
+// CHECK-NOT: tile.copy
+// CHECK: "tile.gemm"
+// CHECK-NEXT: } {tile.num_stages = 3 : i64, tile.pipeline_tail, tile.pipelined = 3 : i64}
+
+// peel-tail=false: one loop, whose prefetch is clamped to the last iteration.
+// RUN: tile-opt %examples/seed_fp8_gemm.mlir -p 'tile-pipeline{peel-tail=false}' | filecheck %s --check-prefix=CLAMP
+// CLAMP: scf.for
+// CLAMP: arith.minui
+// CLAMP: "tile.copy"({{.*}}tile.prefetch
+// CLAMP: } {tile.num_stages = 3 : i64, tile.pipelined = 3 : i64}
+// CLAMP-NOT: scf.for
+
 // Lowered: the LDS holds 3 stages, and the K loop has exactly one barrier,
 // which waits for LDS alone (amdgpu.lds_barrier: the stages are all it orders).
 // GPU: workgroup(%{{.+}} : memref<3x128x32xf8E4M3FNUZ, #gpu.address_space<workgroup>>, %{{.+}} : memref<3x32x128xf8E4M3FNUZ, #gpu.address_space<workgroup>>)
@@ -34,6 +53,11 @@
 // GPU-NEXT: amdgpu.lds_barrier
 // GPU-NOT: {{gpu.barrier|amdgpu.lds_barrier}}
 // GPU: amdgpu.mfma
+// GPU-NOT: {{gpu.barrier|amdgpu.lds_barrier}}
+// GPU: scf.yield
+// The tail waits for the stores of the main loop's last iteration.
+// GPU: scf.for
+// GPU-NEXT: amdgpu.lds_barrier
 // GPU-NOT: {{gpu.barrier|amdgpu.lds_barrier}}
 // GPU: scf.yield
 

@@ -426,6 +426,15 @@ PIPELINED = IntegerAttribute(
     consumers=("tile-pipeline (runs once per loop)", "tile-lower-to-gpu", "the report's decisions"),
     form="an integer >= 1", check=integer(1))
 
+PIPELINE_TAIL = UnitAttribute(
+    "tile.pipeline_tail", ("scf.for",),
+    producer="tile-pipeline (the last iterations of a pipelined loop, which prefetch nothing)",
+    consumers=("tile-split-loops (leaves it whole)",
+               "tile-lower-to-gpu (its iterations wait for the stages the loop before it prefetched)"),
+    form="a unit attribute, on a loop that also carries tile.pipelined and directly follows the "
+         "pipelined loop whose stages it reads",
+    check=of_kind(ir.UnitAttr))
+
 # On the gpu.funcs tile-lower-to-gpu makes, for the stages after it; the
 # conversion to LLVM keeps them on the llvm.func it makes of each.
 _LOWERED_KERNEL = ("gpu.func", "llvm.func")
@@ -472,7 +481,7 @@ DEFAULT_THREADS = UnitAttribute(
 
 ALL: tuple[TileAttribute, ...] = (
     TARGET, NUM_STAGES, TILING, IN_BOUNDS, DEFAULT_THREADS, ATOMIC_ADD, CAST, MMA, WARP_GRID, LDS_CONFLICTS, OPERAND_READ_STEPS, LAYOUT, SCRATCH, SMEM_LAYOUT,
-    VECTOR_WIDTH, PREFETCH, WINDOW, PER_THREAD, READ_FROM_GLOBAL, PIPELINED, LDS_BANK_CONFLICTS_PER_ITERATION, SCHEDULE_TRIAL,
+    VECTOR_WIDTH, PREFETCH, WINDOW, PER_THREAD, READ_FROM_GLOBAL, PIPELINED, PIPELINE_TAIL, LDS_BANK_CONFLICTS_PER_ITERATION, SCHEDULE_TRIAL,
     DYNAMIC_SHARED_BYTES,
     KERNEL_ARGUMENTS, SHARED_STORAGE,
 )

@@ -15,6 +15,15 @@ the copies N-1 iterations ahead:
 * the copy for iteration i+N-1 runs before the gemm of iteration i. Past the
   end of the loop it copies the last iteration's tile again, into a stage no
   gemm reads, so the loop needs no guard and in-bounds copies stay in bounds;
+* where the family peels (`peel-tail`; amdgpu), a loop of N >= 2 stages
+  with constant bounds and at least N+1 iterations runs its last N-1 in a
+  loop of their own (tile.pipeline_tail) that prefetches nothing, so the
+  main loop's prefetch needs no clamp and its addresses step by a constant
+  (llvm-mca's busy ratio per wave, bench/results/gemm-defaults-amd.md:
+  gfx942 f16 1024^3 0.533 -> 0.577, fp8 0.516 -> 0.593, every gfx950 row
+  up; gfx90a f16 1024^3 0.906 -> 0.874). Not where a bound is computed at
+  run time (causal attention's diagonal): the split point's arithmetic then
+  spilled scalar registers on gfx942;
 * a loop of fewer iterations than stages (a constant trip count) gets as
   many stages as it has iterations, at least 2: more would hold copies of the
   last tile that no gemm reads, and the LDS they take costs workgroups per CU
@@ -60,7 +69,8 @@ buffers allocated outside the loop and used only by this loop have indices
 computed from the induction variable and loop invariants; the rest of the body
 (gemms reading those buffers, fragment arithmetic, the program's own writes to
 other shared buffers, e.g. a fragment staged for a gemm) is left in place.
-Output invariant: marked loops are pipelined and carry `tile.pipelined = N`;
+Output invariant: marked loops are pipelined and carry `tile.pipelined = N`
+(a peeled tail also `tile.pipeline_tail`, directly after its loop);
 sequential semantics are unchanged.
 
 Options:
@@ -70,6 +80,8 @@ Options:
   enabled=true|false   (false: no loop is pipelined, each copy runs where the
                        program has it; tile-compile compiles so again, with a
                        remark, when prefetching through registers spills them)
+  peel-tail=auto|true|false   (the peeled tail above; auto: where the target's
+                       family says so, Backend.peels_pipeline_tail)
 
 Example (N = 2):
 
@@ -94,7 +106,7 @@ from mlir.dialects import arith, memref, scf
 
 from tilemlir.dialects import attributes, tile
 from tilemlir.irutil import parent_ops, walk
-from tilemlir.passes.base import PassState, TilePass
+from tilemlir.passes.base import PassState, Switch, TilePass, resolve_switch
 from tilemlir.passes.kernel_facts import kernel_threads
 from tilemlir.passes.shared_memory import (
     lds_breakdown,
@@ -185,6 +197,10 @@ class TilePipeline(TilePass):
     over_budget: Literal["fewer-stages", "error"] = "fewer-stages"
     # False: no loop is pipelined (tile-compile's retry when the prefetch spills).
     enabled: bool = True
+    # Loops of 2 stages or more: their last `lead` iterations run in a loop of
+    # their own without prefetches (auto: where the target's family says so,
+    # Backend.peels_pipeline_tail).
+    peel_tail: Switch = "auto"
 
     def run(self, module: ir.Operation, state: PassState) -> None:
         if not self.enabled:
@@ -209,7 +225,14 @@ class TilePipeline(TilePass):
             stages = stages_for_trips(stages, trip_count(*list(loop.operands)[:3]))
             stages = self.stages_within_budget(module, loop, buffers, stages, state)
             if stages is not None:
-                self.pipeline(loop, copies, buffers, stages)
+                self.pipeline(loop, copies, buffers, stages, self.peels(module))
+
+    def peels(self, module: ir.Operation) -> bool:
+        from tilemlir.targets.registry import backend
+
+        if self.peel_tail != "auto":
+            return resolve_switch(self.peel_tail, False)
+        return backend(resolve_target(module, self.target).family).peels_pipeline_tail
 
     # -- analysis -------------------------------------------------------------
 
@@ -366,7 +389,7 @@ class TilePipeline(TilePass):
 
     # -- the rewrite ------------------------------------------------------------
 
-    def pipeline(self, loop: ir.Operation, copies, buffers, stages: int) -> None:
+    def pipeline(self, loop: ir.Operation, copies, buffers, stages: int, peel: bool = False) -> None:
         lower, upper, step = list(loop.operands)[:3]
         body = loop.regions[0].blocks[0]
         induction = body.arguments[0]
@@ -384,6 +407,12 @@ class TilePipeline(TilePass):
         # Copies run `lead` iterations ahead: N-1, or 1 with a single stage
         # (whose prefetch waits in registers until the iteration's reads are done).
         lead = max(1, stages - 1)
+        trips = trip_count(lower, upper, step)
+        # Peeled where the main loop keeps two iterations or more and its bounds
+        # are constants (a bound computed at run time, causal attention's
+        # diagonal, costs the tail's split in scalar registers: gfx942's
+        # 128x64 causal blocks at d 64 then spilled 2 SGPRs).
+        peel = peel and stages > 1 and trips is not None and trips >= lead + 2
         # Prologue: iterations 0 .. lead-1 into stages 0 .. lead-1, clamped to
         # the last iteration as in the loop (a loop shorter than that re-reads
         # its last tile into stages never consumed; in-bounds copies stay in
@@ -411,13 +440,14 @@ class TilePipeline(TilePass):
         first = next(iter(body.operations)).operation
         with ir.InsertionPoint(first), loop.location:
             number = arith.DivUIOp(arith.SubIOp(induction, lower).result, step).result
-            current, ahead_stage = stage_indices(number, stages, lead, trip_count(lower, upper, step))
-            # Clamped to the last iteration: past the end, a prefetch re-reads
-            # the last tile into a stage no gemm reads (in-bounds copies stay so).
-            last = arith.AddIOp(lower, arith.MulIOp(arith.DivUIOp(arith.SubIOp(
-                arith.SubIOp(upper, lower).result, _index(1)).result, step).result, step).result).result
-            ahead = arith.MinUIOp(arith.AddIOp(induction, arith.MulIOp(
-                step, _index(lead)).result).result, last).result
+            current, ahead_stage = stage_indices(number, stages, lead, trips)
+            ahead = arith.AddIOp(induction, arith.MulIOp(step, _index(lead)).result).result
+            if not peel:
+                # Clamped to the last iteration: past the end, a prefetch re-reads
+                # the last tile into a stage no gemm reads (in-bounds copies stay so).
+                last = arith.AddIOp(lower, arith.MulIOp(arith.DivUIOp(arith.SubIOp(
+                    arith.SubIOp(upper, lower).result, _index(1)).result, step).result, step).result).result
+                ahead = arith.MinUIOp(ahead, last).result
             views = {buffer: staged_view(staged[buffer][0], current, staged[buffer][1])
                      for buffer in buffers}
         for copy in copies:
@@ -432,6 +462,9 @@ class TilePipeline(TilePass):
             buffer.replace_all_uses_with(views[buffer])
             buffer.owner.erase()
         attributes.PIPELINED.write(loop, stages)
+        if peel:
+            peel_tail(loop, lead, trips)
+
 
     def copy_for_iteration(self, body, induction, iteration, copies, staged, stage, prologue: bool):
         """Clones `copies` (and the index arithmetic they depend on) for
@@ -466,6 +499,37 @@ class TilePipeline(TilePass):
             clone.operands[i] = mapping.get(operand, operand)
         for old, new in zip(owner.results, clone.results):
             mapping[old] = new
+
+
+def peel_tail(loop: ir.Operation, lead: int, trips: int) -> None:
+    """Runs the last `lead` iterations of the pipelined `loop` (its prefetch
+    `lead` iterations ahead unclamped) in a loop of their own after it, with
+    the prefetch copies and what only they used removed and tile.pipeline_tail
+    set: the main loop then never prefetches past the last tile. Both loops
+    compute their stages from the original lower bound. `trips`: the loop's
+    constant trip count, more than `lead`."""
+    lower, _, step = list(loop.operands)[:3]
+    with ir.InsertionPoint(loop), loop.location:
+        split = arith.AddIOp(lower, _index((trips - lead) * _constant(step))).result
+        main = loop.clone()
+    main.operands[1] = split
+    loop.operands[0] = split
+    body = loop.regions[0].blocks[0]
+    for op in list(body.operations):
+        if op.operation.name == "tile.copy" and attributes.PREFETCH.is_on(op.operation):
+            op.operation.erase()
+    _erase_unused(body)
+    attributes.PIPELINE_TAIL.mark(loop)
+
+
+def _erase_unused(body: ir.Block) -> None:
+    """Erases the index arithmetic and views of `body` nothing uses (a peeled
+    tail's prefetch addresses and stages), last first."""
+    for op in reversed(list(body.operations)):
+        op = op.operation
+        if (op.name.startswith("arith.") or op.name == "memref.subview") \
+                and all(len(list(result.uses)) == 0 for result in op.results):
+            op.erase()
 
 
 def _hoist_conditional_copies(loop: ir.Operation) -> list[ir.Operation]:

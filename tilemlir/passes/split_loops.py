@@ -74,6 +74,7 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith
 
+from tilemlir.dialects import attributes
 from tilemlir.irutil import parent_ops, walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.kernel_facts import enclosing_kernel
@@ -373,8 +374,9 @@ class TileSplitLoops(TilePass):
     def run(self, module: ir.Operation, state: PassState) -> None:
         if not self.enabled:
             return
+        # A pipelined loop's peeled tail runs its last few iterations: left whole.
         loops = [op for op in walk(module) if op.name == "scf.for" and enclosing_kernel(op) is not None
-                 and _constant(op.operands[2]) == 1]
+                 and _constant(op.operands[2]) == 1 and not attributes.PIPELINE_TAIL.is_on(op)]
         for loop in loops:
             original_ops = list(walk(loop))
             ranges = Ranges()  # per loop: an earlier split erased values

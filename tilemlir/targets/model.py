@@ -616,6 +616,11 @@ class Backend:
     # run (tile-pipeline prefetches through registers); False where only loops
     # of 2 stages or more are pipelined. The cost model's latency term reads it.
     prefetches_single_stage: bool = True
+    # Whether tile-pipeline runs the last iterations of a loop of 2 stages or
+    # more in a loop of their own without prefetches (`peel-tail=auto`), so
+    # that the main loop's prefetch needs no clamp to the last tile and its
+    # addresses step by a constant from one iteration to the next.
+    peels_pipeline_tail: bool = False
     # Whether the pipelined loop's global -> shared copies pass through
     # registers (tile-pipeline's prefetch); False where the hardware copies
     # asynchronously into shared memory (NVIDIA's cp.async and TMA). The cost

@@ -27,6 +27,15 @@ module attributes {tile.target = "amdgpu:gfx950"} {
 // GPU: amdgpu.gather_to_lds {{.*}} : vector<16xf8E4M3FN>
 // GPU: amdgpu.transpose_load
 // GPU: amdgpu.mfma
+// GPU: scf.yield
+// The last iteration, peeled (tile-pipeline{peel-tail}; one iteration, so no
+// loop once canonicalized), prefetches nothing but still waits for the loads
+// the loop's last iteration issued into its stage, then for every wave's.
+// GPU-NEXT: }
+// GPU-NEXT: amdgpu.memory_counter_wait load(0)
+// GPU-NEXT: amdgpu.lds_barrier
+// GPU-NOT: amdgpu.gather_to_lds
+// GPU: amdgpu.mfma
 
 // LLVM: call void @llvm.amdgcn.load.to.lds.p7(ptr addrspace(7) {{.*}}, i32 16, i32 0, i32 0), !alias.scope ![[DMA:[0-9]+]]
 // LLVM: load {{.*}} ptr addrspace(3) {{.*}} !noalias ![[DMA]]

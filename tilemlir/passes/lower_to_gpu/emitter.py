@@ -160,6 +160,7 @@ class KernelEmitter(FragmentOps):
         self._global_a: dict = {}
         self._global_reads: dict = {}
         self._deferred_stores: list | None = None
+        self._prefetching: list = []  # the body of the last pipelined loop that prefetches
         self._lds_conflicts = 0
         self._shared_notes: dict = {}  # tile.alloc_shared -> what note_shared recorded
         self._lowered: LoweredKernel | None = None
@@ -658,7 +659,10 @@ class KernelEmitter(FragmentOps):
                 # Stage i mod N was stored by iteration i-N+1 (or the prologue)
                 # and the stage stored at the end of this iteration was last
                 # read in iteration i-1: one barrier here orders both.
-                self._hooks.begin_pipelined_iteration(loop.body_ops)
+                # A peeled tail reads the stages the pipelined loop before it filled.
+                if not attributes.PIPELINE_TAIL.is_on(op):
+                    self._prefetching = loop.body_ops
+                self._hooks.begin_pipelined_iteration(self._prefetching)
                 self._hooks.stage_barrier()
             single_stage = attributes.PIPELINED.read(op) == 1
             body_ops = loads_first(loop.body_ops) if single_stage else loop.body_ops
