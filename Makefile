@@ -94,7 +94,7 @@ test: setup
 	$(BIN)/pytest -q -n 2 --dist loadgroup test/python
 
 # The long token-level fuzz campaign of tile-opt and tile-compile (all three
-# families); `make test` runs 1000 cases of it. FUZZ_COUNT=... FUZZ_SEED=... to vary.
+# families); `make test` runs 600 cases of it. FUZZ_COUNT=... FUZZ_SEED=... to vary.
 FUZZ_COUNT ?= 10000
 FUZZ_SEED  ?= 1
 fuzz: setup
