@@ -1104,7 +1104,7 @@ GROUP_CAUSAL_ATTENTION_BLOCKS = (64, 128)
 # llvm-mca, S = 4096, 2026-12-06, with the isa stage's schedule trial;
 # results/attention-amd.md), full / causal, f16 then bf16: gfx942 d 128
 # 0.762 / 0.658, 0.569 / 0.567; d 64 0.604 / 0.594, 0.504 / 0.502; gfx950
-# (f16 and bf16 alike) d 128 0.558 / 0.552, d 64 0.502 / 0.492 (64x64 blocks
+# (f16 and bf16 alike) d 128 0.573 / 0.552 (the full loop's tail peeled, 2026-12-07), d 64 0.502 / 0.492 (64x64 blocks
 # of 2 waves, before the trial: gfx942 d 128 f16 0.530 / 0.428, 1 wave a SIMD). 128x128 blocks in two stages reach more per wave at d 128
 # (gfx942 f16 0.723, bf16 0.624) but at one wave a SIMD.
 SHORT_HEAD_WAVE64 = AttentionTiling(128, 64, 256, 1)
