@@ -243,9 +243,12 @@ def test_a_module_that_spills_is_not_tried(monkeypatch):
     whatever the schedule: the second compile is not run. (The example's fp8
     128x128x64 on gfx90a spills 9 SGPRs with one K step a read:
     test_spill_fallback.one_step_reads.)"""
+    from test_spill_fallback import unpeeled
+
     from tilemlir.backends.amdgpu import matrix
 
     monkeypatch.setattr(matrix.MfmaCore, "k_steps_per_read", lambda self, gemm, wave_size: 1)
+    unpeeled(monkeypatch)
     result = tilemlir.compile((REPO / "examples" / "gemm_whole_problem.mlir").read_text(), target="amdgpu:gfx90a",
                               emit="isa", options={"report": True, "allow_spills": True,
                                                    "tiling": "block=128,128,64 threads=256 stages=2"})

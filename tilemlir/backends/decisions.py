@@ -91,6 +91,7 @@ from tilemlir.passes.shared_memory import (
     transpose_read_elements,
     use_reads_transposed,
 )
+from tilemlir.passes.software_pipeline import in_peeled_tail
 from tilemlir.targets.model import Target, is_unknown
 
 # --------------------------------------------------------------------------
@@ -318,7 +319,7 @@ class _Reader:
         ops = list(walk(kernel))
         loops = [attributes.PIPELINED.read(op) or attributes.NUM_STAGES.read(op) or 1
                  for op in ops if op.name == "scf.for"]
-        gemms = [op for op in ops if op.name == "tile.gemm"]
+        gemms = [op for op in ops if op.name == "tile.gemm" and not in_peeled_tail(op)]
         taken: set[str] = set()
         shared = [op for op in ops if op.name == "tile.alloc_shared"]
         fragments = [op for op in ops if op.name == "tile.alloc_fragment"]

@@ -412,7 +412,10 @@ class TilePipeline(TilePass):
         # are constants (a bound computed at run time, causal attention's
         # diagonal, costs the tail's split in scalar registers: gfx942's
         # 128x64 causal blocks at d 64 then spilled 2 SGPRs).
-        peel = peel and stages > 1 and trips is not None and trips >= lead + 2
+        # Not around another pipelined loop: the copy would hold one that
+        # run() did not collect.
+        peel = peel and stages > 1 and trips is not None and trips >= lead + 2 and not any(
+            op.name == "scf.for" and attributes.NUM_STAGES.is_on(op) for op in walk(loop)[1:])
         # Prologue: iterations 0 .. lead-1 into stages 0 .. lead-1, clamped to
         # the last iteration as in the loop (a loop shorter than that re-reads
         # its last tile into stages never consumed; in-bounds copies stay in
@@ -510,7 +513,7 @@ def peel_tail(loop: ir.Operation, lead: int, trips: int) -> None:
     constant trip count, more than `lead`."""
     lower, _, step = list(loop.operands)[:3]
     with ir.InsertionPoint(loop), loop.location:
-        split = arith.AddIOp(lower, _index((trips - lead) * _constant(step))).result
+        split = _index(_constant(lower) + (trips - lead) * _constant(step))
         main = loop.clone()
     main.operands[1] = split
     loop.operands[0] = split
@@ -520,6 +523,12 @@ def peel_tail(loop: ir.Operation, lead: int, trips: int) -> None:
             op.operation.erase()
     _erase_unused(body)
     attributes.PIPELINE_TAIL.mark(loop)
+
+
+def in_peeled_tail(op: ir.Operation) -> bool:
+    """Whether `op` lies in a peeled tail (a copy of its loop's body): what
+    counts per iteration or per source op counts it once, in the main loop."""
+    return any(attributes.PIPELINE_TAIL.is_on(parent) for parent in parent_ops(op))
 
 
 def _erase_unused(body: ir.Block) -> None:

@@ -77,7 +77,7 @@ from tilemlir.passes.shared_memory import (
     shared_layout,
     use_reads_transposed,
 )
-from tilemlir.passes.software_pipeline import read_once_from_global
+from tilemlir.passes.software_pipeline import in_peeled_tail, read_once_from_global
 from tilemlir.passes.stage_operands import register_a_from
 from tilemlir.targets import backend
 
@@ -320,7 +320,7 @@ class KernelEmitter(FragmentOps):
 
     def record_lds_conflicts(self, gemm: ir.Operation) -> None:
         conflicts = attributes.LDS_CONFLICTS.read(gemm)
-        if conflicts is not None:
+        if conflicts is not None and not in_peeled_tail(gemm):  # per iteration of the main loop
             self._lds_conflicts += conflicts
 
     def note_shared(self, tile_value: ir.Value, **facts: object) -> None:
@@ -660,9 +660,8 @@ class KernelEmitter(FragmentOps):
                 # and the stage stored at the end of this iteration was last
                 # read in iteration i-1: one barrier here orders both.
                 # A peeled tail reads the stages the pipelined loop before it filled.
-                if not attributes.PIPELINE_TAIL.is_on(op):
-                    self._prefetching = loop.body_ops
-                self._hooks.begin_pipelined_iteration(self._prefetching)
+                tail = attributes.PIPELINE_TAIL.is_on(op)
+                self._hooks.begin_pipelined_iteration(self._prefetching if tail else loop.body_ops)
                 self._hooks.stage_barrier()
             single_stage = attributes.PIPELINED.read(op) == 1
             body_ops = loads_first(loop.body_ops) if single_stage else loop.body_ops
@@ -680,6 +679,8 @@ class KernelEmitter(FragmentOps):
                 else:
                     self.lower_op(inner_op)
         self._deferred_stores = outer_deferred
+        if pipelined and not attributes.PIPELINE_TAIL.is_on(op):
+            self._prefetching = loop.body_ops  # after its body: an inner loop's does not stay
         results = list(new_loop.results)
         for old, new in zip(op.results, results[:len(iter_inits)]):
             self._values[old] = new
