@@ -50,7 +50,7 @@ def run_case(torch, codegen, dynamo, case: str, blocks: list[tuple[int, int]]) -
             code = attend.__code__.replace(co_name=f"attend_{block[0]}x{block[1]}")
             compiled = torch.compile(types.FunctionType(code, attend.__globals__, closure=attend.__closure__),
                                      backend=dynamo.backend)
-            codegen.attention_tilings = lambda target, dim, causal, block=block: [codegen.AttentionTiling(*block)]
+            codegen.attention_tilings = lambda target, dim, causal, keys=None, block=block: [codegen.AttentionTiling(*block)]
             out = compiled(q, k, v, mask)
             error = ((out.float() - reference).abs().max() / reference.abs().max()).item()
             print(f"{case} {block[0]}x{block[1]}: error {error:.1e}", flush=True)

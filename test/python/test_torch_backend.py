@@ -1302,8 +1302,8 @@ def test_attention_rows_whose_first_keys_are_masked():
 
 def test_attention_tilings_by_chip(monkeypatch):
     """On sm_90a, whose attention gemms run on wgmma, the kernel's blocks are
-    64 query rows (one warpgroup) by 64 keys, by 128 under a causal mask
-    (measured on the H200: codegen.GROUP_ATTENTION_BLOCKS); other chips of
+    64 query rows (one warpgroup) by 64 keys, by 128 over 2048 keys or more
+    (measured on the H200 and an H100: codegen.GROUP_ATTENTION_BLOCKS); other chips of
     32-lane waves take 128 query rows (4 warps of 32) by 128 keys for head
     size 64 without a causal mask, else by 64; chips of 64-lane waves take
     four waves of 32 rows, by 64 keys in one stage up to head size 64, by
@@ -1314,14 +1314,19 @@ def test_attention_tilings_by_chip(monkeypatch):
     from tilemlir.targets import get_target
     from tilemlir.torch_backend import codegen
 
-    def blocks(target, dim, causal):
-        return [(t.block_m, t.block_n, t.threads, t.stages) for t in codegen.attention_tilings(target, dim, causal)]
+    def blocks(target, dim, causal, keys=None):
+        return [(t.block_m, t.block_n, t.threads, t.stages)
+                for t in codegen.attention_tilings(target, dim, causal, keys)]
 
     default = (*codegen.ATTENTION_BLOCKS, codegen.THREADS, 2)
     hopper = get_target("nvidia:sm_90a")
-    # sm_90a's gemms run on wgmma: one warpgroup's 64 rows, 128 keys under a causal mask.
-    assert blocks(hopper, 64, False) == blocks(hopper, 128, False) == [default]
-    assert blocks(hopper, 64, True) == blocks(hopper, 128, True) == [(64, 128, 128, 2), default]
+    # sm_90a's gemms run on wgmma: one warpgroup's 64 rows, by 128 keys over 2048
+    # keys or more (causal or not), else by 64 (as where the keys are not known).
+    for causal in (False, True):
+        for dim in (64, 128):
+            assert blocks(hopper, dim, causal) == blocks(hopper, dim, causal, 2047) == [default]
+            assert blocks(hopper, dim, causal, 2048) == blocks(hopper, dim, causal, 16384) == \
+                [(64, 128, 128, 2), default]
     # Head rows that are not 128-byte multiples stay on mma.sync: 4 warps of 32 rows.
     assert blocks(hopper, 32, False) == [(128, 128, 128, 2), default]
     assert blocks(hopper, 96, False) == [(128, 64, 128, 2), default]
@@ -1385,7 +1390,7 @@ def test_an_attention_tiling_the_compiler_refuses_gives_way_to_the_next(monkeypa
 
     monkeypatch.setenv("TILEMLIR_ENGINE", "emulator")
     tilings = [codegen.AttentionTiling(128, 512, 256, 1), codegen.AttentionTiling(64, 64)]
-    monkeypatch.setattr(codegen, "attention_tilings", lambda target, dim, causal: tilings)
+    monkeypatch.setattr(codegen, "attention_tilings", lambda target, dim, causal, keys=None: tilings)
     tried = []
     write = codegen.attention_kernel
     monkeypatch.setattr(codegen, "attention_kernel",

@@ -1085,14 +1085,24 @@ SHORT_HEAD_BLOCKS = (128, 128)  # head size <= 64, no causal mask
 WIDE_ATTENTION_BLOCKS = (128, 64)  # the others up to WIDE_ATTENTION_DIM
 # Where the chip's matrix instructions include ones a group of waves issues
 # (sm_90a's wgmma, which the kernel's gemms take: backends/nvidia/
-# wgmma_threads.py), 64 query rows, one warpgroup's band, by 64 keys, or 128
-# under a causal mask. Measured on the H200 (bench/torch_attention.py,
-# 2026-12-05, microseconds for 64x64 / 64x128 / 128x64 / 128x128 blocks, all
-# on wgmma): BERT's 32x12x512 with its mask 201 / 220 / 215 / 223; d 64,
-# 8x16x2048: 466 / 462 / 480 / 474, causal 382 / 358 / 398 / 389; d 128,
-# 16x16x1024: 472 / 529 / 524 / 988, causal 4x32x4096: 1959 / 1883 / 1857 / 3725.
+# wgmma_threads.py), 64 query rows, one warpgroup's band, by 64 keys, or by
+# 128 where the keys number LONG_KEYS or more (causal or not): fewer, longer
+# key steps pay where there are many; with few, the 128-key block's share of
+# masked and ragged work and its registers (240 against 153 a thread at d 128
+# under a causal mask) cost more. Measured with the backend's own kernel,
+# microseconds for 64x64 / 64x128 blocks: on the H200 (bench/torch_attention.py,
+# 2026-12-05, contiguous [B, H, S, D]) BERT's 32x12x512 with its mask 201 / 220;
+# d 64, 8x16x2048: 466 / 462, causal 382 / 358; d 128, 16x16x1024: 472 / 529;
+# causal 4x32x4096: 1959 / 1883. On an H100 (bench/attention.py's _backend_
+# candidates, 2026-12-07, transposed [B, S, H, D] views, f16 then bf16, in
+# TFLOP/s): d 128 16x16x1024 340.8 / 340.5 and 351.4 / 353.8, causal 268.2 /
+# 234.9 and 265.9 / 237.5; 4x32x4096 455.8 / 471.2 and 463.4 / 483.4, causal
+# 415.8 / 404.7 and 425.2 / 416.1; 1x32x16384 472.2 / 491.8 and 494.0 / 504.1,
+# causal 456.2 / 463.6 and 457.7 / 470.7; d 64 8x16x2048 350.3 / 364.4 and
+# 359.4 / 372.9, causal 291.4 / 288.7 and 294.2 / 291.3.
 GROUP_ATTENTION_BLOCKS = (64, 64)
-GROUP_CAUSAL_ATTENTION_BLOCKS = (64, 128)
+GROUP_LONG_ATTENTION_BLOCKS = (64, 128)
+LONG_KEYS = 2048
 
 
 # Where waves are 64 lanes (CDNA's MFMA, MetaX), four waves of 32 query rows
@@ -1111,18 +1121,18 @@ SHORT_HEAD_WAVE64 = AttentionTiling(128, 64, 256, 1)
 WIDE_HEAD_WAVE64 = AttentionTiling(128, 64, 256, 2)
 
 
-def attention_tilings(target, dim: int, causal: bool) -> list[AttentionTiling]:
+def attention_tilings(target, dim: int, causal: bool, keys: int | None = None) -> list[AttentionTiling]:
     """The tilings of the torch backend's attention kernel for head size
-    `dim` on `target` (a Target), best first; the kernel takes the first
-    the compiler accepts (dynamo's GroupKernel.build),
-    DEFAULT_ATTENTION_TILING last of all:
+    `dim` over `keys` keys (None: not known when compiling) on `target` (a
+    Target), best first; the kernel takes the first the compiler accepts
+    (dynamo's GroupKernel.build), DEFAULT_ATTENTION_TILING last of all:
 
     * 32-lane waves, head size at most WIDE_ATTENTION_DIM, the blocks' Q, K
       and V tiles (K and V in two stages) within a workgroup's shared memory:
-      GROUP_ATTENTION_BLOCKS or GROUP_CAUSAL_ATTENTION_BLOCKS if the chip has
-      group-level matrix instructions and the head's 16-bit rows are a
-      multiple of 128 bytes (`gpu_builders.BOX_BYTES`), else
-      SHORT_HEAD_BLOCKS or WIDE_ATTENTION_BLOCKS;
+      GROUP_ATTENTION_BLOCKS, or GROUP_LONG_ATTENTION_BLOCKS over LONG_KEYS
+      keys or more, if the chip has group-level matrix instructions and the
+      head's 16-bit rows are a multiple of 128 bytes (`gpu_builders.
+      BOX_BYTES`), else SHORT_HEAD_BLOCKS or WIDE_ATTENTION_BLOCKS;
     * 64-lane waves with matrix instructions: SHORT_HEAD_WAVE64 up to head
       size 64, WIDE_HEAD_WAVE64 then SHORT_HEAD_WAVE64 up to
       WIDE_ATTENTION_DIM."""
@@ -1138,7 +1148,8 @@ def attention_tilings(target, dim: int, causal: bool) -> list[AttentionTiling]:
     core = matrix_core_for(target)
     # wgmma takes the gemms where Q, K and V rows (16-bit) are 128-byte multiples.
     if dim * 2 % BOX_BYTES == 0 and any(core.waves_per_instruction(row.name) > 1 for row in target.mma):
-        blocks = GROUP_CAUSAL_ATTENTION_BLOCKS if causal else GROUP_ATTENTION_BLOCKS
+        long_keys = keys is not None and keys >= LONG_KEYS
+        blocks = GROUP_LONG_ATTENTION_BLOCKS if long_keys else GROUP_ATTENTION_BLOCKS
     else:
         blocks = SHORT_HEAD_BLOCKS if dim <= 64 and not causal else WIDE_ATTENTION_BLOCKS
     shared = (blocks[0] + 2 * 2 * blocks[1]) * dim * 2  # 16-bit elements

@@ -676,9 +676,11 @@ class GroupKernel:
             layouts = tuple(codegen.head_layout(specs[i]) or "bhsd" for i in self.operands)
             layouts += (codegen.head_layout(self.results[0]) or "bhsd",)
         if tilings is None:
+            keys = specs[self.operands[1]].shape[-2]
             tilings = codegen.attention_tilings(resolve_target(self.target, self.engine),
                                                 codegen.padded_head_dim(dim),
-                                                codegen.attention_call(self.group.anchor).causal)
+                                                codegen.attention_call(self.group.anchor).causal,
+                                                keys if isinstance(keys, int) else None)
         for tiling in tilings:
             source, loaded = codegen.attention_kernel(self.group, specs, layouts, self.kernel_name, tiling)
             yield tiling, source, loaded, layouts
