@@ -1158,6 +1158,17 @@ def test_strict_mode_names_the_node_and_line():
     assert "TILEMLIR_TORCH_STRICT=1" in str(error)
 
 
+def test_strict_mode_says_why_attention_over_3d_tensors_has_no_kernel():
+    attend = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)
+    q, k, v = (torch.randn(2, 70, 64).half() for _ in range(3))
+    with pytest.raises(Exception) as raised, torch.no_grad():
+        torch.compile(attend, backend=backend)(q, k, v)
+    error = getattr(raised.value, "inner_exception", raised.value)
+    assert isinstance(error, TilemlirTorchError), raised.value
+    assert "tilemlir.attention" in str(error)
+    assert "takes query, key and value of 4 dims [B, H, S, D]; this query has 3: [2, 70, 64]" in str(error)
+
+
 def compiled_matches(f, *inputs, exact=False):
     """f compiled (strict) against f in float64 (integer and bool outputs exactly)."""
     with torch.no_grad():

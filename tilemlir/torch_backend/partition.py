@@ -377,6 +377,9 @@ def partition(graph: fx.Graph) -> tuple[list[Group], list[fx.Node]]:
         elif node.target in ATTENTION:
             query = shape_of(node.args[0])
             if query is None or len(query) != 4:
+                node.meta["tilemlir_refused"] = (
+                    "the attention kernel takes query, key and value of 4 dims [B, H, S, D]; this query "
+                    + ("has a symbolic shape" if query is None else f"has {len(query)}: {list(query)}"))
                 fallbacks.append(node)
                 continue
             group = Group("attention", query, 1, [node], anchor=node)
