@@ -23,7 +23,7 @@ the copies N-1 iterations ahead:
   gfx942 f16 1024^3 0.533 -> 0.577, fp8 0.516 -> 0.593, every gfx950 row
   up; gfx90a f16 1024^3 0.906 -> 0.874). Not where a bound is computed at
   run time (causal attention's diagonal): the split point's arithmetic then
-  spilled scalar registers on gfx942;
+  spilled scalar registers on gfx942; nor around another pipelined loop;
 * a loop of fewer iterations than stages (a constant trip count) gets as
   many stages as it has iterations, at least 2: more would hold copies of the
   last tile that no gemm reads, and the LDS they take costs workgroups per CU
@@ -467,7 +467,6 @@ class TilePipeline(TilePass):
         attributes.PIPELINED.write(loop, stages)
         if peel:
             peel_tail(loop, lead, trips)
-
 
     def copy_for_iteration(self, body, induction, iteration, copies, staged, stage, prologue: bool):
         """Clones `copies` (and the index arithmetic they depend on) for
