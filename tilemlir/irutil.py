@@ -7,7 +7,7 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from mlir import ir
 
@@ -26,6 +26,19 @@ def walk(op: ir.Operation | ir.OpView) -> list[ir.Operation]:
 
     op.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
+
+
+def erase_unused(root: ir.Operation | ir.OpView, removable: Callable[[ir.Operation], bool]) -> None:
+    """Erases the ops nested in `root` that `removable` accepts and whose
+    results nothing uses, innermost and last first, until none is left (an
+    erased op's operands may leave their producers unused in turn)."""
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(walk(root)[1:]):
+            if removable(op) and all(not list(result.uses) for result in op.results):
+                op.erase()
+                changed = True
 
 
 def parent_ops(op: ir.Operation | ir.OpView) -> Iterator[ir.Operation]:

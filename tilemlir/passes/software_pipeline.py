@@ -105,7 +105,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from tilemlir.dialects import attributes, tile
-from tilemlir.irutil import parent_ops, walk
+from tilemlir.irutil import erase_unused, parent_ops, walk
 from tilemlir.passes.base import PassState, Switch, TilePass, resolve_switch
 from tilemlir.passes.kernel_facts import kernel_threads
 from tilemlir.passes.shared_memory import (
@@ -448,9 +448,7 @@ class TilePipeline(TilePass):
             if not peel:
                 # Clamped to the last iteration: past the end, a prefetch re-reads
                 # the last tile into a stage no gemm reads (in-bounds copies stay so).
-                last = arith.AddIOp(lower, arith.MulIOp(arith.DivUIOp(arith.SubIOp(
-                    arith.SubIOp(upper, lower).result, _index(1)).result, step).result, step).result).result
-                ahead = arith.MinUIOp(ahead, last).result
+                ahead = arith.MinUIOp(ahead, final).result
             views = {buffer: staged_view(staged[buffer][0], current, staged[buffer][1])
                      for buffer in buffers}
         for copy in copies:
@@ -516,11 +514,11 @@ def peel_tail(loop: ir.Operation, lead: int, trips: int) -> None:
         main = loop.clone()
     main.operands[1] = split
     loop.operands[0] = split
-    body = loop.regions[0].blocks[0]
-    for op in list(body.operations):
+    for op in list(loop.regions[0].blocks[0].operations):
         if op.operation.name == "tile.copy" and attributes.PREFETCH.is_on(op.operation):
             op.operation.erase()
-    _erase_unused(body)
+    # Their addresses and stage views.
+    erase_unused(loop, lambda op: op.name.startswith("arith.") or op.name == "memref.subview")
     attributes.PIPELINE_TAIL.mark(loop)
 
 
@@ -528,16 +526,6 @@ def in_peeled_tail(op: ir.Operation) -> bool:
     """Whether `op` lies in a peeled tail (a copy of its loop's body): what
     counts per iteration or per source op counts it once, in the main loop."""
     return any(attributes.PIPELINE_TAIL.is_on(parent) for parent in parent_ops(op))
-
-
-def _erase_unused(body: ir.Block) -> None:
-    """Erases the index arithmetic and views of `body` nothing uses (a peeled
-    tail's prefetch addresses and stages), last first."""
-    for op in reversed(list(body.operations)):
-        op = op.operation
-        if (op.name.startswith("arith.") or op.name == "memref.subview") \
-                and all(len(list(result.uses)) == 0 for result in op.results):
-            op.erase()
 
 
 def _hoist_conditional_copies(loop: ir.Operation) -> list[ir.Operation]:

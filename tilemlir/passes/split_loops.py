@@ -75,7 +75,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from tilemlir.dialects import attributes
-from tilemlir.irutil import parent_ops, walk
+from tilemlir.irutil import erase_unused, parent_ops, walk
 from tilemlir.passes.base import PassState, TilePass
 from tilemlir.passes.kernel_facts import enclosing_kernel
 from tilemlir.passes.prove_bounds import INDEX_BITS, Ranges, _constant
@@ -349,17 +349,12 @@ def _stores_what_it_loaded(store: ir.Operation) -> bool:
 def _erase_unused(root: ir.Operation) -> None:
     """Erases unused pure ops (arith, memref.load) and scf.parallel loops left
     with nothing but their terminator, until none is left."""
-    changed = True
-    while changed:
-        changed = False
-        for op in reversed(list(walk(root))):
-            if _same(op, root):
-                continue
-            pure = (op.name.startswith(_PURE_PREFIXES) or op.name == "memref.load") and not op.regions
-            if pure and op.results and all(not list(r.uses) for r in op.results) or op.name == "scf.parallel" and not op.results and \
-                    [o.name for o in op.regions[0].blocks[0].operations] == ["scf.reduce"]:
-                op.erase()
-                changed = True
+    def removable(op: ir.Operation) -> bool:
+        if op.name == "scf.parallel":
+            return not op.results and [o.name for o in op.regions[0].blocks[0].operations] == ["scf.reduce"]
+        return (op.name.startswith(_PURE_PREFIXES) or op.name == "memref.load") and not op.regions \
+            and bool(op.results)
+    erase_unused(root, removable)
 
 
 @dataclass(frozen=True)
