@@ -13,6 +13,7 @@ import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from mlir import ir
 
@@ -211,10 +212,10 @@ _OPENERS = {"(": ")", "[": "]", "{": "}", "<": ">", "{-#": "#-}"}
 _CLOSERS = frozenset(_OPENERS.values())
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     """One MLIR token: `kind` is the group name of `_TOKEN` (`string`, `bare`,
-    `value`, `punct`, ...; `space` and `comment` only with `keep_trivia`)."""
+    `value`, `punct`, ...; `space` and `comment` only with `keep_trivia`).
+    A tuple: a generated kernel is some 10,000 tokens, lexed before every parse."""
 
     kind: str
     text: str
@@ -291,14 +292,15 @@ def _non_llvm_type_after(tokens: list[Token], start: int, text: str) -> Token | 
     return None
 
 
-def refusal_before_parsing(chunk: Chunk) -> Diag | None:
+def refusal_before_parsing(chunk: Chunk, tokens: list[Token] | None = None) -> Diag | None:
     """A located error for input that would crash MLIR's parser rather than be
     rejected by it: brackets nested deeper than MAX_NESTING_DEPTH (a stack
     overflow), a dense array of `index` elements (`array<index: 1>`, also
     through a type alias), which fails an assertion in the bindings' MLIR, and
     an `llvm.atomicrmw` whose line names a type the LLVM dialect does not know
-    (`_ABORTING_LLVM_OPS`)."""
-    tokens = list(tokenize(chunk.text))
+    (`_ABORTING_LLVM_OPS`). `tokens`: the chunk's, if already lexed."""
+    if tokens is None:
+        tokens = list(tokenize(chunk.text))
     aliases = {tokens[i].text: tokens[i + 2].text for i in range(len(tokens) - 2)
                if tokens[i].kind == "bang" and tokens[i + 1].text == "="}
     depth = 0
@@ -367,12 +369,12 @@ def names_a_dialect_alone(value: bytes, context: ir.Context) -> bool:
     return True
 
 
-def _mentions_a_dialect_alone(text: str, context: ir.Context) -> bool:
+def _mentions_a_dialect_alone(tokens: list[Token], context: ir.Context) -> bool:
     """Whether any string literal could be an op name that `names_a_dialect_alone`.
     Every string counts (not only those in op position): a false alarm costs
     only a second parse."""
     seen: set[bytes] = set()
-    for token in tokenize(text):
+    for token in tokens:
         if token.kind != "string":
             continue
         value = string_value(token.text)
@@ -442,11 +444,12 @@ def parse_chunk(chunk: Chunk, context: ir.Context) -> ir.Operation:
         text = "\n".join(padding + lines) + "\n"
     else:
         text = "\n".join(padding + lines) + "\n}\n"
-    refusal = refusal_before_parsing(chunk)
+    tokens = list(tokenize(chunk.text))
+    refusal = refusal_before_parsing(chunk, tokens)
     if refusal is not None:
         raise ParseFailure([refusal])
     with context:
-        if not context.allow_unregistered_dialects and _mentions_a_dialect_alone(chunk.text, context):
+        if not context.allow_unregistered_dialects and _mentions_a_dialect_alone(tokens, context):
             _refuse_ops_without_dialect(text, source, context)
         wrapper = _parse(text, source)
     body = wrapper.regions[0].blocks[0]
