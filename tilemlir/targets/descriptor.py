@@ -85,6 +85,10 @@ from tilemlir.targets.model import (
 )
 from tilemlir.targets.toml_writer import descriptor_data
 
+# A dataclass's field types, resolved once: every table of every descriptor
+# asks (some 200 times a target; resolving them anew was a fifth of a load).
+_type_hints = functools.cache(typing.get_type_hints)
+
 SCHEMA_VERSION = 1
 # A target name reaches command lines, pass pipelines and file names, and a
 # processor command lines and pass pipelines: a token.
@@ -193,7 +197,7 @@ class _Reader:
     def table(self, cls: type, raw: Any, where: str) -> Any:
         if not isinstance(raw, dict):
             raise self.fail(where, f"expected a table, got {_describe_value(raw)}")
-        hints = typing.get_type_hints(cls)
+        hints = _type_hints(cls)
         fields = [f for f in dataclasses.fields(cls)
                   if not f.metadata.get("internal") and not f.metadata.get("row_keys")]
         row_keys = self.row_keys if cls is MmaInstr else ()
