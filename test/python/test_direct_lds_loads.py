@@ -107,6 +107,7 @@ module attributes {gpu.container_module} {
       %lane = arith.remui %t, %c64 : index
       %mine = arith.muli %t, %c4 : index
       amdgpu.gather_to_lds %src[%mine], %lds[%row, BASE_COL] : vector<4xf32>, memref<512xf32>, memref<32x16xf32, #wg>
+      WAIT
       gpu.barrier
       %r = arith.divui %t, %c4 : index
       %c = arith.remui %t, %c4 : index
@@ -120,6 +121,10 @@ module attributes {gpu.container_module} {
 """
 
 
+def dma_kernel(base_col: str = "%c0", wait: str = "amdgpu.memory_counter_wait load(0)") -> str:
+    return DMA_KERNEL.replace("BASE_COL", base_col).replace("WAIT", wait)
+
+
 def test_emulator_writes_in_lane_order_and_checks_the_wave_base():
     from tilemlir.runtime.emulator import emulate
 
@@ -128,13 +133,99 @@ def test_emulator_writes_in_lane_order_and_checks_the_wave_base():
     src = np.arange(512, dtype=np.float32)
     out = np.zeros((32, 16), dtype=np.float32)
     with make_context():
-        emulate(ir.Module.parse(DMA_KERNEL.replace("BASE_COL", "%c0")), "entry", [src, out],
-                chip="gfx950")
+        emulate(ir.Module.parse(dma_kernel()), "entry", [src, out], chip="gfx950")
     assert np.array_equal(out.reshape(-1), src)
     # A destination that differs between the lanes of a wave is refused.
     with make_context(), pytest.raises(SanitizerError, match="not the same on every lane of the wave"):
-        emulate(ir.Module.parse(DMA_KERNEL.replace("BASE_COL", "%lane")), "entry",
+        emulate(ir.Module.parse(dma_kernel("%lane")), "entry",
                 [src, np.zeros((32, 16), dtype=np.float32)], chip="gfx950")
+
+
+IN_FLIGHT = (r"-:28:12: error: emulator: read of byte 0 of LDS \(workgroup attribution 0\), which the "
+             r"amdgpu.gather_to_lds at -:22:7 is still loading for wave 0: that wave has not waited for it "
+             r"\(amdgpu.memory_counter_wait load\(0\)\), in workgroup \(0, 0, 0\), lane 0 ")
+
+
+@pytest.mark.parametrize("wait", [
+    "",  # the barrier alone: s_barrier does not wait for vmcnt
+    "amdgpu.memory_counter_wait load(1)",  # counts of outstanding loads are not modelled
+    "amdgpu.memory_counter_wait load(0) store(1)",  # one vmcnt on GFX9: 1
+    "amdgpu.memory_counter_wait ds(0)",
+])
+def test_lds_written_by_a_gather_is_read_only_after_the_wave_waits_for_it(wait):
+    from tilemlir.runtime.emulator import emulate
+
+    src = np.arange(512, dtype=np.float32)
+    with make_context(), pytest.raises(SanitizerError, match=IN_FLIGHT):
+        emulate(ir.Module.parse(dma_kernel(wait=wait)), "entry", [src, np.zeros((32, 16), np.float32)],
+                chip="gfx950")
+    # Without the sanitizer the read sees what LDS held before (nothing of src).
+    out = np.zeros((32, 16), dtype=np.float32)
+    with make_context():
+        emulate(ir.Module.parse(dma_kernel(wait=wait)), "entry", [src, out], chip="gfx950", sanitize=False)
+    assert not np.array_equal(out.reshape(-1), src)
+
+
+def test_a_wait_for_no_stores_is_a_wait_for_no_loads_on_gfx9():
+    from tilemlir.runtime.emulator import emulate
+
+    # GFX9 counts loads and stores in one vmcnt: store(0) alone waits for both.
+    src, out = np.arange(512, dtype=np.float32), np.zeros((32, 16), np.float32)
+    with make_context():
+        emulate(ir.Module.parse(dma_kernel(wait="amdgpu.memory_counter_wait store(0)")), "entry",
+                [src, out], chip="gfx950")
+    assert np.array_equal(out.reshape(-1), src)
+
+
+def test_an_atomic_on_bytes_a_gather_is_loading_is_an_error():
+    from tilemlir.runtime.emulator import emulate
+
+    text = dma_kernel(wait="""%one = arith.constant 1.0 : f32
+      %old = memref.atomic_rmw addf %one, %lds[%row, %c0] : (f32, memref<32x16xf32, #wg>) -> f32
+      amdgpu.memory_counter_wait load(0)""")
+    with make_context(), pytest.raises(SanitizerError, match=r"-:24:14: .*write to byte 0 of LDS .* "
+                                       r"amdgpu.gather_to_lds at -:22:7 is still loading for wave 0"):
+        emulate(ir.Module.parse(text), "entry", [np.arange(512, dtype=np.float32),
+                                                 np.zeros((32, 16), np.float32)], chip="gfx950")
+
+
+def test_a_gather_into_bytes_another_wave_read_since_the_barrier_is_a_race():
+    from tilemlir.runtime.emulator import emulate
+
+    # Every lane zeroes its 4 elements, then (after a barrier) reads the
+    # other wave's: wave 0's gather then overwrites what wave 1 read, with
+    # no barrier between (the load may land before the read is done).
+    text = dma_kernel().replace("      %mine = arith.muli %t, %c4 : index\n", """      %mine = arith.muli %t, %c4 : index
+      %zr = arith.divui %t, %c4 : index
+      %zc0 = arith.remui %t, %c4 : index
+      %zc = arith.muli %zc0, %c4 : index
+      %zero = arith.constant dense<0.0> : vector<4xf32>
+      vector.store %zero, %lds[%zr, %zc] : memref<32x16xf32, #wg>, vector<4xf32>
+      gpu.barrier
+      %c32 = arith.constant 32 : index
+      %shifted = arith.addi %zr, %c16 : index
+      %other = arith.remui %shifted, %c32 : index
+      %seen = vector.load %lds[%other, %zc] : memref<32x16xf32, #wg>, vector<4xf32>
+""")
+    with make_context(), pytest.raises(SanitizerError, match=r"-:32:7: .*data race: lane 64 read and "
+                                       r"another lane writes with no gpu.barrier between \(write after read\)"):
+        emulate(ir.Module.parse(text), "entry", [np.arange(512, dtype=np.float32),
+                                                 np.zeros((32, 16), np.float32)], chip="gfx950")
+
+
+def test_a_wave_waits_for_its_own_gathers_only():
+    from tilemlir.runtime.emulator import emulate
+
+    # Only wave 0 waits: wave 1's rows (16..31) are still in flight when row
+    # 16 is read, by lane 64 (rows r = t / 4).
+    text = dma_kernel(wait="""%first = arith.cmpi ult, %t, %c64 : index
+      scf.if %first {
+        amdgpu.memory_counter_wait load(0)
+      }""")
+    with make_context(), pytest.raises(SanitizerError, match=r"read of byte 1024 .* still loading for wave 1: "
+                                       r"that wave has not waited .* lane 64 "):
+        emulate(ir.Module.parse(text), "entry", [np.arange(512, dtype=np.float32),
+                                                 np.zeros((32, 16), np.float32)], chip="gfx950")
 
 
 @pytest.mark.parametrize("chip", ["gfx90a", "gfx942", "gfx950"])
@@ -159,7 +250,7 @@ def test_emulator_refuses_gather_into_rows_that_are_not_contiguous():
 
     # The 32 x 16 view of a 32 x 32 LDS buffer: lane order cannot run on
     # across its rows, so the emulator does not guess.
-    text = DMA_KERNEL.replace("BASE_COL", "%c0").replace(
+    text = dma_kernel().replace(
         "workgroup(%lds: memref<32x16xf32, #wg>)", "workgroup(%whole: memref<32x32xf32, #wg>)").replace(
         "%t = gpu.thread_id x",
         "%t = gpu.thread_id x\n      %lds = memref.subview %whole[0, 0] [32, 16] [1, 1] : "
@@ -201,3 +292,50 @@ def test_operand_spanning_more_than_2_gib_keeps_the_register_path(strided):
     casts = [line for line in gpu.splitlines() if "amdgpu.fat_raw_buffer_cast" in line]
     assert casts and all("67108864" not in line for line in casts), casts  # B still goes direct
     assert "amdgpu.gather_to_lds" in gpu
+
+
+NESTED = """
+func.func @gemm(%A: memref<128x128xf16>, %B: memref<128x128xf16>, %C: memref<128x128xf16>) {
+  "tile.kernel"() ({
+  ^bb0(%bx: index, %by: index):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %c128 = arith.constant 128 : index
+    %zero = arith.constant 0.0 : f32
+    %A_s = "tile.alloc_shared"() : () -> memref<128x32xf16, #gpu.address_space<workgroup>>
+    %B_s = "tile.alloc_shared"() : () -> memref<32x128xf16, #gpu.address_space<workgroup>>
+    %acc = "tile.alloc_fragment"() : () -> memref<128x128xf32, #gpu.address_space<private>>
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c128, %c128) step (%c1, %c1) {
+      memref.store %zero, %acc[%i, %j] : memref<128x128xf32, #gpu.address_space<private>>
+      scf.reduce
+    }
+    scf.for %o = %c0 to %c2 step %c1 {
+      scf.for %ki = %c0 to %c2 step %c1 {
+        %kb = arith.muli %o, %c2 : index
+        %kt = arith.addi %kb, %ki : index
+        %k = arith.muli %kt, %c32 : index
+        "tile.copy"(%A, %A_s, %c0, %k) {operandSegmentSizes = array<i32: 1, 1, 2, 0>, tile.in_bounds} : (memref<128x128xf16>, memref<128x32xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+        "tile.copy"(%B, %B_s, %k, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>, tile.in_bounds} : (memref<128x128xf16>, memref<32x128xf16, #gpu.address_space<workgroup>>, index, index) -> ()
+        "tile.gemm"(%A_s, %B_s, %acc) {accum_dtype = f32, transpose_a = false, transpose_b = false} : (memref<128x32xf16, #gpu.address_space<workgroup>>, memref<32x128xf16, #gpu.address_space<workgroup>>, memref<128x128xf32, #gpu.address_space<private>>) -> ()
+      } {tile.num_stages = 2 : i64}
+    }
+    "tile.copy"(%acc, %C, %c0, %c0) {operandSegmentSizes = array<i32: 1, 1, 2, 0>} : (memref<128x128xf32, #gpu.address_space<private>>, memref<128x128xf16>, index, index) -> ()
+    gpu.yield
+  }) {grid = array<i64: 1, 1>, threads = 256 : i64} : () -> ()
+  return
+}
+"""
+
+
+def test_a_pipelined_loop_in_another_waits_for_its_loads_past_the_end():
+    # Two iterations of two stages: not peeled, so the last prefetches stage 0
+    # past the end, which the next outer iteration's prologue stores again.
+    gpu = lowered(NESTED, block="128,128,32")
+    assert "tile.pipeline_tail" not in gpu and gpu.count("amdgpu.gather_to_lds") >= 2
+    # The inner loop's end, then the wait and a barrier (other waves' loads
+    # land where the prologue stores), then the outer loop's yield.
+    assert re.search(r"\n\s*}\n\s*amdgpu.memory_counter_wait load\(0\)\n\s*amdgpu.lds_barrier\n\s*scf.yield",
+                     gpu)
+    assert_emulated_matches_reference(NESTED, gpu, 128, seed=5)

@@ -163,6 +163,7 @@ class Workgroup:
     shared: list = field(default_factory=list)  # Buffers with LDS shadows
     clock: RaceClock | None = None  # None: no global race check (host code, sanitize off)
     first_epoch: int = 0  # the clock's epoch when this workgroup started
+    in_flight_lds: list = field(default_factory=list)  # emu_memory.InFlightLds, oldest first
 
     def __post_init__(self) -> None:
         self.threads = self.block[0] * self.block[1] * self.block[2]

@@ -34,6 +34,17 @@ applied lane by lane and not race-checked: the hardware orders them among
 themselves (a plain access racing an atomic one goes unreported). The state (`GlobalRaces`) is a few stamps per unit of
 the buffer (its element size until an access needs bytes), compared with
 the run's `RaceClock` epochs, so nothing is reset at barriers or workgroups.
+
+Direct global -> LDS loads (`amdgpu.gather_to_lds`, buffer_load ... lds) land
+as the hardware lets them: not when issued, but when the issuing wave next
+waits for its vector memory operations to reach 0 (`amdgpu.memory_counter_wait`
+whose vmcnt is 0: `load(0)`, and on GFX9, where one counter counts loads and
+stores, `load` plus `store` 0); a barrier does not wait for them, and a wait
+for N > 0 is not counted here, so it lands none. Until then the LDS bytes keep
+their old values, and with the sanitizer any access to them (an atomic too) is
+an error naming the load and the missing wait: reads do not wait for them in
+the code llc emits (amdgpu-order-lds-dma), and lanes of the issuing wave
+writing bytes other lanes loaded would race anyway.
 """
 
 from __future__ import annotations
@@ -59,6 +70,7 @@ from tilemlir.runtime.emu_core import (
     require_whole_waves,
     scalar_dtype,
 )
+from tilemlir.runtime.emu_core import position as op_position
 from tilemlir.runtime.mfma_layouts import WAVE
 
 # --------------------------------------------------------------------------
@@ -66,13 +78,15 @@ from tilemlir.runtime.mfma_layouts import WAVE
 # --------------------------------------------------------------------------
 
 class LdsShadow:
-    """Per-byte state of one workgroup buffer for the sanitizer."""
+    """Per-byte state of one workgroup buffer for the sanitizer; `in_flight`:
+    how many direct-to-LDS loads not yet waited for write the byte."""
 
     def __init__(self, nbytes: int):
         self.initialized = np.zeros(nbytes, dtype=bool)
         self.writer = np.full(nbytes, -1, dtype=np.int64)
         self.reader = np.full(nbytes, -1, dtype=np.int64)
         self.many_readers = np.zeros(nbytes, dtype=bool)
+        self.in_flight = np.zeros(nbytes, dtype=np.int32)
 
     def barrier(self) -> None:
         self.writer.fill(-1)
@@ -272,6 +286,8 @@ def access(frame: Frame, op: ir.Operation, memref: MemRef, indices: list, kind: 
     if kind.startswith("atomic "):
         # Not race-checked: atomics are ordered by the hardware; lanes updating
         # one element all count (ufunc.at), in lane order.
+        if memref.buffer.shadow is not None:
+            _check_in_flight(frame, op, memref, *_lds_bytes(frame, memref, flat, mask), kind)
         update = atomic_update(kind.removeprefix("atomic "), memref.dtype.kind == "f")
         loaded = typed[flat]
         values = np.broadcast_to(np.asarray(values, dtype=memref.dtype), shape)
@@ -290,6 +306,8 @@ def access(frame: Frame, op: ir.Operation, memref: MemRef, indices: list, kind: 
         _track(frame, op, memref, flat, mask, kind, values)
     elif frame.wg.clock is not None and memref.buffer.space == "global":
         _track_global(frame, op, memref, flat, mask, kind, values)
+    if kind == ISSUED:
+        return None
     if values is None:
         loaded = typed[flat]
         if mask is not None:
@@ -317,18 +335,15 @@ def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str,
     same op writes, are not reported: every GPU leaves that value (TileLang's
     per-thread code has every thread store what they all computed)."""
     shadow = memref.buffer.shadow
-    itemsize = memref.dtype.itemsize
-    lanes = np.broadcast_to(lane_axis(frame.wg.lanes, flat.ndim), flat.shape)
     data = None
     if values is not None:
         data = np.ascontiguousarray(values if mask is None else values[mask]).reshape(-1).view(np.uint8)
-    flat, lanes = _accessed(flat, lanes, mask)
-    if flat.size == 0:
+    byte, lane = _lds_bytes(frame, memref, flat, mask)
+    if byte.size == 0:
         return
-    first_byte = memref.byte_shift + flat * itemsize
-    byte = (first_byte[:, None] + np.arange(itemsize)).reshape(-1)
-    lane = np.repeat(lanes, itemsize)
     where = f"LDS ({memref.buffer.name})"
+    if kind != LANDED:
+        _check_in_flight(frame, op, memref, byte, lane, kind)
     order = np.lexsort((lane, byte))  # by byte, then lane
     sorted_bytes, sorted_lanes = byte[order], lane[order]
 
@@ -379,8 +394,36 @@ def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str,
         who = f"lane {int(reader[i])}" if int(reader[i]) != int(lane[i]) else "several lanes"
         fail(f"data race: {who} read and another lane writes with no gpu.barrier "
              f"between (write after read)", i)
-    shadow.writer[byte] = lane
-    shadow.initialized[byte] = True
+    if kind != ISSUED:
+        shadow.writer[byte] = lane
+        shadow.initialized[byte] = True
+
+
+def _lds_bytes(frame: Frame, memref: MemRef, flat: np.ndarray, mask) -> tuple[np.ndarray, np.ndarray]:
+    """The LDS bytes an access touches and the lane of each, as 1-D arrays."""
+    itemsize = memref.dtype.itemsize
+    lanes = np.broadcast_to(lane_axis(frame.wg.lanes, flat.ndim), flat.shape)
+    flat, lanes = _accessed(flat, lanes, mask)
+    byte = ((memref.byte_shift + flat * itemsize)[:, None] + np.arange(itemsize)).reshape(-1)
+    return byte, np.repeat(lanes, itemsize)
+
+
+def _check_in_flight(frame: Frame, op, memref: MemRef, byte: np.ndarray, lane: np.ndarray, kind: str) -> None:
+    """An access to LDS bytes a direct-to-LDS load has not landed in is an
+    error naming that load (see the module docstring)."""
+    in_flight = memref.buffer.shadow.in_flight[byte] > 0
+    if not in_flight.any():
+        return
+    i = int(np.argmax(in_flight))
+    wg = frame.wg
+    issued = next(load for load in wg.in_flight_lds if load.memref.buffer is memref.buffer
+                  and (hit := load.lanes & (load.bytes == byte[i]).any(axis=1)).any())
+    file, line, col = op_position(issued.op)
+    raise SanitizerError(
+        f"{'read of' if kind == 'load' else 'write to'} byte {int(byte[i])} of LDS ({memref.buffer.name}), "
+        f"which the amdgpu.gather_to_lds at {file}:{line}:{col} is still loading for wave "
+        f"{int(np.argmax(hit)) // wg.wave_size}: that wave has not waited for it "
+        f"(amdgpu.memory_counter_wait load(0)), in {wg.describe_lane(int(lane[i]))}", op)
 
 
 def _track_global(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str,
@@ -849,14 +892,48 @@ def _transpose_load(compiler, op):
     return step
 
 
+# The kinds of `access` of a direct-to-LDS load's store (InFlightLds): when
+# issued, checked (bounds, races with what came before) and not written; when
+# it lands, written (its bytes are no longer in flight).
+ISSUED, LANDED = "direct-to-LDS store", "landing direct-to-LDS store"
+
+
+@dataclass
+class InFlightLds:
+    """An amdgpu.gather_to_lds issued and not yet waited for: what it writes
+    where, for the lanes in `lanes` (those of waves that have not waited)."""
+
+    op: ir.Operation
+    memref: MemRef
+    indices: list
+    values: np.ndarray
+    lanes: np.ndarray  # (T,) bool
+    bytes: np.ndarray | None  # (T, width * itemsize) LDS bytes, with the sanitizer
+
+
+def _land(frame: Frame, load: InFlightLds, lanes: np.ndarray) -> None:
+    """Writes `load`'s values of `lanes` to LDS, as a store by those lanes."""
+    shadow = load.memref.buffer.shadow
+    if shadow is not None:
+        np.subtract.at(shadow.in_flight, load.bytes[lanes].reshape(-1), 1)
+    active = frame.mask
+    frame.mask = lanes
+    try:
+        access(frame, load.op, load.memref, load.indices, LANDED, values=load.values)
+    finally:
+        frame.mask = active
+    load.lanes = load.lanes & ~lanes
+
+
 @handles("amdgpu.gather_to_lds")
 def _gather_to_lds(compiler, op):
     """buffer_load ... lds: every active lane loads one transfer-type value at its
     own source indices; the wave writes them to LDS in lane order, lane i at
     element i * width after dst[dstIndices] (the wave's base, which must be
     the same on all its active lanes), the LDS view's rows being contiguous.
-    The copy happens at once; the program's explicit wait and barrier are what
-    order it (amdgpu.buffer_load_lds in the descriptors has the sources)."""
+    Global memory is read at once; LDS is written when the wave waits for its
+    loads (`_memory_counter_wait`; amdgpu.buffer_load_lds in the descriptors
+    has the sources)."""
     slots = compiler.slots_of(op.operands)
     src_rank = len(ir.MemRefType(op.operands[0].type).shape)
     source, src_idx = slots[0], slots[1:1 + src_rank]
@@ -884,15 +961,47 @@ def _gather_to_lds(compiler, op):
                                  f"of the wave, in {wg.describe_lane(int(np.argmax(uneven)))}", op)
         position = (np.repeat(first, wg.wave_size) + (wg.lanes % wg.wave_size) * width).reshape(-1, 1) \
             + np.arange(width).reshape(1, -1)
-        access(frame, op, memref, [position // sizes[1], position % sizes[1]], "store",
-               values=np.broadcast_to(loaded, (wg.threads, width)))
+        load = InFlightLds(op, memref, [position // sizes[1], position % sizes[1]],
+                           np.broadcast_to(loaded, (wg.threads, width)), active.copy(), None)
+        # Bounds, and races with the accesses since the last barrier: the
+        # bytes may change from now on.
+        access(frame, op, memref, load.indices, ISSUED, values=load.values)
+        shadow = memref.buffer.shadow
+        if shadow is not None:
+            itemsize = memref.dtype.itemsize
+            flat = np.asarray(memref.offset, dtype=INDEX).reshape(-1, 1) + position
+            load.bytes = (memref.byte_shift + flat[:, :, None] * itemsize
+                          + np.arange(itemsize)).reshape(wg.threads, -1)
+            np.add.at(shadow.in_flight, load.bytes[active].reshape(-1), 1)
+        wg.in_flight_lds.append(load)
     return step
 
 
 @handles("amdgpu.memory_counter_wait")
 def _memory_counter_wait(compiler, op):
-    """s_waitcnt: the emulator completes every memory operation at once."""
-    return lambda frame: None
+    """s_waitcnt: every other memory operation completes at once in the
+    emulator; a wait whose vmcnt is 0 lands the waiting waves' direct-to-LDS
+    loads (amdgpu.gather_to_lds). vmcnt is `load`, plus `store` on GFX9 (one
+    counter for both there, as the op's lowering to ROCDL sums them)."""
+    counts = {name: ir.IntegerAttr(op.attributes[name]).value
+              for name in ("load", "store") if op.attributes.get(name) is not None}
+    if not compiler.chip.startswith("gfx9"):
+        counts.pop("store", None)
+    if not counts or sum(counts.values()) != 0:
+        return lambda frame: None
+
+    def step(frame):
+        wg = frame.wg
+        if not wg.in_flight_lds:
+            return
+        waiting = np.ones(wg.threads, dtype=bool) if frame.mask is None else frame.mask
+        waves = np.repeat(waiting.reshape(-1, wg.wave_size).any(axis=1), wg.wave_size)
+        for load in wg.in_flight_lds:
+            lanes = load.lanes & waves
+            if lanes.any():
+                _land(frame, load, lanes)
+        wg.in_flight_lds = [load for load in wg.in_flight_lds if load.lanes.any()]
+    return step
 
 
 @handles("rocdl.sched.group.barrier", "rocdl.sched.barrier")

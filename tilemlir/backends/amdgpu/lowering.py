@@ -107,12 +107,25 @@ class AmdgpuLoweringHooks(LoweringHooks):
         iteration, for global memory the stage barrier does not order."""
         amdgpu.LDSBarrierOp()
 
+    def _wait_for_direct_lds_loads(self, body_ops: list) -> bool:
+        """vmcnt(0) where `body_ops` prefetch with direct global -> LDS loads
+        (vmcnt counts them, the barrier's fences do not); whether it did."""
+        if not any(inner.name == "tile.copy" and attributes.PREFETCH.is_on(inner)
+                   and self.direct_lds_load(inner) for inner in body_ops):
+            return False
+        amdgpu.MemoryCounterWaitOp(load=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 0))
+        return True
+
     def begin_pipelined_iteration(self, body_ops: list) -> None:
-        # Direct global -> LDS loads are counted by vmcnt, not by the barrier's
-        # fences: each wave waits for its own first.
-        if any(inner.name == "tile.copy" and attributes.PREFETCH.is_on(inner)
-               and self.direct_lds_load(inner) for inner in body_ops):
-            amdgpu.MemoryCounterWaitOp(load=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 0))
+        # Each wave waits for its own loads before the stage barrier.
+        self._wait_for_direct_lds_loads(body_ops)
+
+    def after_pipelined_loop(self, body_ops: list) -> None:
+        # Its last iterations loaded past the end, into stages an outer loop's
+        # next prologue stores from other lanes: every wave waits for its own
+        # loads, then for the others'.
+        if self._wait_for_direct_lds_loads(body_ops):
+            self.stage_barrier()
 
     def end_pipelined_iteration(self, body: ir.Block) -> None:
         self.matrix_loop = self.matrix_loop or mfma_ops(body) > 0

@@ -659,6 +659,13 @@ class LoweringHooks:
     def end_pipelined_iteration(self, body: ir.Block) -> None:
         """At the end of a pipelined loop's lowered body, before its yield."""
 
+    def after_pipelined_loop(self, body_ops: list) -> None:
+        """Right after a pipelined loop that prefetches (not a peeled tail);
+        `body_ops` are the tile-level ops of its body. Its last iterations may
+        have prefetched past the end, into stages the code after it (the next
+        iteration of an outer loop) stores: a family whose prefetches land in
+        shared memory asynchronously waits for them here."""
+
     def stage_barrier(self) -> None:
         """The barrier of a pipelined loop's iteration, which orders only the
         workgroup's shared-memory accesses (a stage is stored once every wave

@@ -681,6 +681,8 @@ class KernelEmitter(FragmentOps):
         self._deferred_stores = outer_deferred
         if pipelined and not attributes.PIPELINE_TAIL.is_on(op):
             self._prefetching = loop.body_ops  # after its body: an inner loop's does not stay
+            if not _peeled(op):  # a peeled tail's iterations wait for what it prefetched
+                self._hooks.after_pipelined_loop(loop.body_ops)
         results = list(new_loop.results)
         for old, new in zip(op.results, results[:len(iter_inits)]):
             self._values[old] = new
@@ -1026,3 +1028,10 @@ def loads_first(body_ops: list) -> list:
         elif inner.name == "tile.copy":
             return body_ops
     return moved + [inner for inner in body_ops if inner not in moved]
+
+
+def _peeled(loop: ir.Operation) -> bool:
+    """Whether tile-pipeline peeled `loop`'s last iterations: its tail follows it."""
+    ops = list(loop.operation.block.operations)
+    following = next((ops[i + 1] for i, other in enumerate(ops[:-1]) if other.operation == loop.operation), None)
+    return following is not None and attributes.PIPELINE_TAIL.is_on(following.operation)
