@@ -17,6 +17,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
+# One BLAS thread, as the tools take (tilemlir/tools/__init__.py): the tests'
+# arrays are small, and two workers share two cores; set before any test
+# imports NumPy, and inherited by every process the tests start.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
 # tile-compile reads the user's tuning database (tile-tune's) from the cache
 # folder or $TILEMLIR_TUNING_DB: the tests, and the tools they run, see none
 # unless they give one.
