@@ -286,7 +286,7 @@ def access(frame: Frame, op: ir.Operation, memref: MemRef, indices: list, kind: 
     if kind.startswith("atomic "):
         # Not race-checked: atomics are ordered by the hardware; lanes updating
         # one element all count (ufunc.at), in lane order.
-        if memref.buffer.shadow is not None:
+        if memref.buffer.shadow is not None and frame.wg.in_flight_lds:
             _check_in_flight(frame, op, memref, *_lds_bytes(frame, memref, flat, mask), kind)
         update = atomic_update(kind.removeprefix("atomic "), memref.dtype.kind == "f")
         loaded = typed[flat]
@@ -342,7 +342,7 @@ def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str,
     if byte.size == 0:
         return
     where = f"LDS ({memref.buffer.name})"
-    if kind != LANDED:
+    if kind != LANDED and frame.wg.in_flight_lds:
         _check_in_flight(frame, op, memref, byte, lane, kind)
     order = np.lexsort((lane, byte))  # by byte, then lane
     sorted_bytes, sorted_lanes = byte[order], lane[order]
@@ -416,13 +416,15 @@ def _check_in_flight(frame: Frame, op, memref: MemRef, byte: np.ndarray, lane: n
         return
     i = int(np.argmax(in_flight))
     wg = frame.wg
-    issued = next(load for load in wg.in_flight_lds if load.memref.buffer is memref.buffer
-                  and (hit := load.lanes & (load.bytes == byte[i]).any(axis=1)).any())
-    file, line, col = op_position(issued.op)
+    for load in wg.in_flight_lds:  # the oldest load of the byte, and its lane
+        loading = load.lanes & (load.bytes == byte[i]).any(axis=1)
+        if load.memref.buffer is memref.buffer and loading.any():
+            break
+    file, line, col = op_position(load.op)
     raise SanitizerError(
         f"{'read of' if kind == 'load' else 'write to'} byte {int(byte[i])} of LDS ({memref.buffer.name}), "
         f"which the amdgpu.gather_to_lds at {file}:{line}:{col} is still loading for wave "
-        f"{int(np.argmax(hit)) // wg.wave_size}: that wave has not waited for it "
+        f"{int(np.argmax(loading)) // wg.wave_size}: that wave has not waited for it "
         f"(amdgpu.memory_counter_wait load(0)), in {wg.describe_lane(int(lane[i]))}", op)
 
 
@@ -967,11 +969,9 @@ def _gather_to_lds(compiler, op):
         # bytes may change from now on.
         access(frame, op, memref, load.indices, ISSUED, values=load.values)
         shadow = memref.buffer.shadow
-        if shadow is not None:
-            itemsize = memref.dtype.itemsize
+        if shadow is not None:  # rows contiguous: element `position` of the view
             flat = np.asarray(memref.offset, dtype=INDEX).reshape(-1, 1) + position
-            load.bytes = (memref.byte_shift + flat[:, :, None] * itemsize
-                          + np.arange(itemsize)).reshape(wg.threads, -1)
+            load.bytes = _lds_bytes(frame, memref, flat, None)[0].reshape(wg.threads, -1)
             np.add.at(shadow.in_flight, load.bytes[active].reshape(-1), 1)
         wg.in_flight_lds.append(load)
     return step
