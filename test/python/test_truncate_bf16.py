@@ -8,7 +8,9 @@ compiler-rt libcall the engine does not have, so every conversion that runs
 here is the pass's). Compared with tilemlir.runtime.dtypes.convert (the
 definition the reference engine and the emulator use): the same bits for
 every number, ties to even, overflow to infinity, subnormals and -0; a NaN
-for a NaN, which the pass makes the canonical 0x7fc0.
+for a NaN, which the pass makes the canonical 0x7fc0. The form for
+exponentials (one unsigned minimum for the NaN choice) is checked on every
+value an exponential gives: +0 and up, and quiet NaNs of either sign.
 """
 
 from __future__ import annotations
@@ -20,12 +22,19 @@ import pytest
 from mlir import ir, passmanager
 from mlir.execution_engine import ExecutionEngine
 
-from tilemlir.backends.amdgpu.truncate_bf16 import QUIET_NAN, AmdgpuTruncateBf16, truncate_bf16
+from tilemlir.backends.amdgpu.truncate_bf16 import (
+    QUIET_NAN,
+    AmdgpuTruncateBf16,
+    rounded_bf16,
+    truncate_bf16,
+)
+from tilemlir.irutil import walk
 from tilemlir.passes.base import PassState
 from tilemlir.runtime.dtypes import convert
 
-# Every element through the scalar form, and every block of 4 through the vector form.
-PROGRAM = """
+# Every element through the scalar form (and again through the form for
+# exponentials, @exponential), and every block of 4 through the vector form.
+SCALAR = """
 func.func @scalar(%x: memref<?xf32>, %y: memref<?xi16>) attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -38,6 +47,8 @@ func.func @scalar(%x: memref<?xf32>, %y: memref<?xi16>) attributes {llvm.emit_c_
   }
   return
 }
+"""
+VECTOR = """
 func.func @vector(%x: memref<?xf32>, %y: memref<?xi16>) attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
@@ -51,6 +62,7 @@ func.func @vector(%x: memref<?xf32>, %y: memref<?xi16>) attributes {llvm.emit_c_
   return
 }
 """
+PROGRAM = SCALAR + SCALAR.replace("@scalar", "@exponential") + VECTOR
 LOWER = ("builtin.module(convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,"
          "convert-func-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts)")
 
@@ -69,6 +81,12 @@ def engine():
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(PROGRAM)
         passmanager.PassManager.parse(LOWER).run(module.operation)
+        # @exponential's conversion in the form for exponentials, whatever its input.
+        (function,) = [op for op in module.body.operations if op.attributes["sym_name"].value == "exponential"]
+        (fptrunc,) = [op for op in walk(function) if op.name == "llvm.fptrunc"]
+        with ir.InsertionPoint(fptrunc), fptrunc.location:
+            fptrunc.results[0].replace_all_uses_with(rounded_bf16(fptrunc.operands[0], exponential=True))
+        fptrunc.erase()
         assert truncate_bf16(module.operation) == 2
         assert "llvm.fptrunc" not in str(module)
         yield ExecutionEngine(module, opt_level=2)
@@ -104,6 +122,21 @@ def test_rounds_to_nearest_even_as_the_runtime_defines(engine, function):
     got = rounded(engine, function, x)
     want = np.asarray(convert(x, np.dtype("bfloat16"))).view(np.uint16)
     nan = np.isnan(x)
+    assert np.array_equal(got[~nan], want[~nan])
+    assert np.all(got[nan] == QUIET_NAN >> 16)
+
+
+def test_exponentials_round_as_the_runtime_defines(engine):
+    """Every value an exponential gives (+0 and up, quiet NaNs of either sign)
+    rounds to the runtime's bf16 with the unsigned-minimum NaN choice."""
+    x = interesting_floats()
+    bits = x.view(np.uint32)
+    quiet_nan = np.isnan(x) & ((bits & 0x00400000) != 0)
+    x = x[(~np.isnan(x) & (bits < 0x80000000)) | quiet_nan]
+    got = rounded(engine, "exponential", x)
+    want = np.asarray(convert(x, np.dtype("bfloat16"))).view(np.uint16)
+    nan = np.isnan(x)
+    assert nan.any() and (x[nan].view(np.uint32) >= 0x80000000).any()
     assert np.array_equal(got[~nan], want[~nan])
     assert np.all(got[nan] == QUIET_NAN >> 16)
 

@@ -3,7 +3,11 @@
 // NaN is replaced by the canonical quiet NaN first, then the rounding bias
 // (0x7fff plus the kept part's lowest bit) is added and the high half kept.
 // gfx950 converts in hardware (its descriptor's amdgpu.bf16_conversions):
-// nothing changes there. Other fptruncs are left alone.
+// nothing changes there. Other fptruncs are left alone. An exponential (+0
+// and up, or a quiet NaN), also through selects with non-negative constants
+// and block arguments every branch passes such values to, takes its NaN
+// choice as one unsigned minimum with the canonical NaN; -0, or a value of
+// unknown sign on any path, keeps the test and the choice.
 //
 // RUN: tile-opt %s -p 'builtin.module(amdgpu-truncate-bf16{target=amdgpu:gfx942})' | filecheck %s --check-prefix=SOFT
 // RUN: tile-opt %s -p 'builtin.module(amdgpu-truncate-bf16{target=amdgpu:gfx950})' | filecheck %s --check-prefix=HARD
@@ -53,4 +57,73 @@ llvm.func @others(%x: f32, %z: f64) -> f16 {
   %h = llvm.fptrunc %x : f32 to f16
   %b = llvm.fptrunc %z : f64 to bf16
   llvm.return %h : f16
+}
+
+// SOFT-LABEL: llvm.func @exponentials
+// SOFT: %[[E:.+]] = rocdl.exp2
+// SOFT: %[[BITS:.+]] = llvm.bitcast %[[E]] : f32 to i32
+// SOFT: llvm.intr.umin(%[[BITS]], %{{.+}}) : (i32, i32) -> i32
+// SOFT: %[[MASKED:.+]] = llvm.select %arg0, %[[E]], %{{.+}} : i1, f32
+// SOFT: %[[MBITS:.+]] = llvm.bitcast %[[MASKED]] : f32 to i32
+// SOFT: llvm.intr.umin(%[[MBITS]], %{{.+}}) : (i32, i32) -> i32
+// SOFT: ^bb{{[0-9]+}}(%[[JOINED:.+]]: f32):
+// SOFT: %[[JBITS:.+]] = llvm.bitcast %[[JOINED]] : f32 to i32
+// SOFT: llvm.intr.umin(%[[JBITS]], %{{.+}}) : (i32, i32) -> i32
+// SOFT-NOT: llvm.fcmp
+// SOFT: llvm.return
+llvm.func @exponentials(%c: i1, %x: f32) -> bf16 {
+  %zero = llvm.mlir.constant(0.0 : f32) : f32
+  %e = rocdl.exp2 %x f32 -> f32
+  %a = llvm.fptrunc %e : f32 to bf16
+  %m = llvm.select %c, %e, %zero : i1, f32
+  %b = llvm.fptrunc %m : f32 to bf16
+  llvm.cond_br %c, ^join(%m : f32), ^other
+^other:
+  llvm.br ^join(%zero : f32)
+^join(%j: f32):
+  %d = llvm.fptrunc %j : f32 to bf16
+  llvm.return %d : bf16
+}
+
+// SOFT-LABEL: llvm.func @not_exponentials
+// SOFT: llvm.select %arg0, %{{.+}}, %{{.+}} : i1, f32
+// SOFT: llvm.fcmp "uno"
+// SOFT: ^bb{{[0-9]+}}(%{{.+}}: f32):
+// SOFT: llvm.fcmp "uno"
+// SOFT-NOT: llvm.intr.umin
+// SOFT: llvm.return
+llvm.func @not_exponentials(%c: i1, %x: f32) -> bf16 {
+  %negative_zero = llvm.mlir.constant(-0.0 : f32) : f32
+  %e = rocdl.exp2 %x f32 -> f32
+  %m = llvm.select %c, %e, %negative_zero : i1, f32
+  %b = llvm.fptrunc %m : f32 to bf16
+  llvm.cond_br %c, ^join(%e : f32), ^other
+^other:
+  llvm.br ^join(%x : f32)
+^join(%j: f32):
+  %d = llvm.fptrunc %j : f32 to bf16
+  llvm.return %d : bf16
+}
+
+// A loop's argument is an exponential where every branch to it passes one;
+// one branch passing another value is enough to keep the test.
+// SOFT-LABEL: llvm.func @loops
+// SOFT: ^bb1(%[[P:.+]]: f32):
+// SOFT: %[[PBITS:.+]] = llvm.bitcast %[[P]] : f32 to i32
+// SOFT: llvm.intr.umin(%[[PBITS]], %{{.+}}) : (i32, i32) -> i32
+// SOFT: ^bb2(%[[Q:.+]]: f32):
+// SOFT: llvm.fcmp "uno" %[[Q]], %[[Q]] : f32
+// SOFT: llvm.return
+llvm.func @loops(%c: i1, %x: f32) -> bf16 {
+  %e = rocdl.exp2 %x f32 -> f32
+  llvm.br ^exp_loop(%e : f32)
+^exp_loop(%p: f32):
+  %t = llvm.fptrunc %p : f32 to bf16
+  %n = rocdl.exp2 %p f32 -> f32
+  llvm.cond_br %c, ^exp_loop(%n : f32), ^any_loop(%e : f32)
+^any_loop(%q: f32):
+  %u = llvm.fptrunc %q : f32 to bf16
+  llvm.cond_br %c, ^any_loop(%x : f32), ^exit
+^exit:
+  llvm.return %t : bf16
 }
