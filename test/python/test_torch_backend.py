@@ -251,6 +251,34 @@ def test_max_of_booleans_with_its_indices_runs_in_torch(monkeypatch):
     assert torch.equal(got.values, expected.values) and torch.equal(got.indices, expected.indices)
 
 
+def test_argmax_and_argmin_are_reductions():
+    """argmax and argmin (max(dim)'s and min(dim)'s indices too) as two
+    reductions in one kernel: the first position of the extreme, a NaN
+    counting as the extreme as in torch, over one dim, every dim, or with
+    the dim kept; of integers too."""
+    x = torch.randn(4, 6, 5).half()
+    x[0, 2, :] = 1.0  # ties: the first one
+    x[1, :, 3] = float("nan")
+    x[2, 4, 1] = float("nan")
+    compiled_matches(lambda x: (x.argmax(-1), x.argmin(1), x.argmax(0, keepdim=True)), x)
+    compiled_matches(lambda x: (x.argmax(), x.argmin(keepdim=True), torch.max(x, 2).indices), x)
+    compiled_matches(lambda x: (x.argmax(1), *torch.min(x, -1)), torch.randint(-3, 4, (5, 7)))
+
+
+def test_max_pooling_with_grad_enabled():
+    """Called without no_grad (parameters that require grad), the forward
+    graph keeps max pooling's indices for its backward: they are argmaxes,
+    computed by kernels too (strict mode)."""
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                          nn.MaxPool2d(3, 2, 1)).eval()
+    x = torch.randn(2, 3, 15, 13)
+    expected = model.double()(x.double()).detach()
+    model = model.half()
+    got = torch.compile(model, backend=backend)(x.half())
+    assert got.requires_grad and got.dtype == torch.float16
+    assert (got.detach().double() - expected).abs().max() <= RELATIVE * expected.abs().max()
+
+
 @pytest.mark.parametrize("case", ["columns", "rows-negative", "adjacent-broadcast", "apart", "last-token",
                                   "upsample-x2", "upsample-size", "upsample-uneven"])
 def test_indexing_by_tensors_and_nearest_upsampling(case):
@@ -1275,6 +1303,26 @@ def test_boolean_masks_powers_elu_repeat_and_slice_assignment():
         compiled_matches(lambda a, b: (a & b) + 1, ints, ints + 3)
     error = getattr(raised.value, "inner_exception", raised.value)  # torch wraps a backend's error
     assert isinstance(error, TilemlirTorchError) and "bitwise_and.Tensor of torch.int64" in str(error)
+
+
+def _slice_assigned_mask(x):
+    mask = torch.zeros(x.shape, dtype=torch.bool)
+    mask[:, 2:] = True  # a padding mask as models often build one
+    return x.masked_fill(mask, 0.0) * 2
+
+
+def test_boolean_constants_and_copies_are_values_not_comparisons():
+    """A bool tensor the graph makes (set by slice assignment, `torch.tensor(True)`,
+    a list of bools, an empty one filled) and a copy of one: values, not
+    comparisons (whose operands are compared in their type promotion)."""
+    x = torch.randn(3, 5).half()
+    compiled_matches(_slice_assigned_mask, x)
+    compiled_matches(lambda x: x.masked_fill((x > 0) & torch.tensor(True), 0.0), x)
+    compiled_matches(lambda x: x.masked_fill(torch.tensor([True, False, True, False, True]), 0.0), x)
+    compiled_matches(lambda x: ((x > 0).clone(), x * 2), x)
+    # empty_like's memory (aten.empty_permuted, no values), filled.
+    compiled_matches(lambda x: (x.masked_fill(torch.empty_like(x > 0).fill_(True), 0.0),
+                                torch.empty_like(x).fill_(2.0) * x), x)
 
 
 @pytest.mark.parametrize("channels_last", [False, True])

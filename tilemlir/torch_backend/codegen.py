@@ -212,13 +212,13 @@ class KernelWriter:
         operands = [a for a in node.args if isinstance(a, fx.Node)]
         for a in operands:  # an operand of a dtype no kernel computes (float64, complex) is refused here
             kind_of(dtype_of(a))
-        out = kind_of(result)
+        kind_of(result)  # a result dtype no kernel computes is refused here
         if node.target in pointwise.BITWISE and result != torch.bool:
             raise Unsupported(f"{node.target} of {result}")
         compared = None  # a comparison of floats: the dtype torch compares them in
         if node.target in pointwise.LOGICAL or node.target in pointwise.BITWISE:
             work = torch.bool
-        elif out == "b" and node.target is not torch.ops.aten.where.self:  # a comparison
+        elif node.target in pointwise.COMPARISONS:
             promoted = compared_dtype(node)
             if kind_of(promoted) == "f":
                 work, compared = torch.float32, promoted

@@ -90,6 +90,8 @@ def _decomposition_table() -> dict:
     table[aten.max_pool2d_with_indices.default] = _max_pool2d
     table[aten.max.dim] = _extreme_along(torch.amax, torch.argmax)
     table[aten.min.dim] = _extreme_along(torch.amin, torch.argmin)
+    table[aten.argmax.default] = _first_extreme(torch.amax)
+    table[aten.argmin.default] = _first_extreme(torch.amin)
     table[aten.linalg_vector_norm.default] = _vector_norm
     table[aten.index_select.default] = _index_select
     table[aten.upsample_nearest2d.default] = _upsample_nearest
@@ -186,9 +188,10 @@ def _pool_windows(x, kernel, stride, padding, fill, ceil_mode=False, dilation=(1
 def _max_pool2d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     """Max pooling as the max over a strided view of windows of the input
     padded with -inf (taps `dilation` apart). The indices (the first
-    maximum's place in its input plane, as torch's) are an argmax, which
-    runs in torch; the graph drops them where nothing uses them, as in a
-    model's forward."""
+    maximum's place in its input plane, as torch's) are an argmax
+    (`_first_extreme`); the graph drops them where nothing uses them, as in
+    a model's forward under no_grad (with grad, the forward keeps them for
+    max pooling's backward)."""
     if x.dim() != 4 or not x.is_floating_point():
         return NotImplemented
     windows, channels_last, ((kh, kw), (sh, sw), (ph, pw)) = _pool_windows(
@@ -298,13 +301,37 @@ def _grouped_convolution(x, weight, bias, stride, padding, dilation, groups):
     return summed.to(x.dtype)
 
 
+def _first_extreme(extreme):
+    """argmax (argmin) as two reductions one kernel chains: the maximum
+    (minimum) along `dim`, then the least position holding it or a NaN
+    (torch's argmax and argmin take a NaN as the extreme: its first one,
+    where the amax is NaN too and equals nothing). Over all elements when
+    `dim` is None. Of bools (which torch refuses) it stays whole."""
+    def decomposed(x, dim=None, keepdim=False):
+        if x.dtype is torch.bool or x.numel() == 0:
+            return NotImplemented
+        if dim is None:
+            found = decomposed(x.reshape(-1), 0)
+            return found.reshape([1] * x.dim()) if keepdim else found
+        dim = dim % max(x.dim(), 1)
+        if x.dim() == 0:
+            return torch.zeros((), dtype=torch.int64, device=x.device)
+        size = x.shape[dim]
+        positions = torch.arange(size, device=x.device).view([size if d == dim else 1 for d in range(x.dim())])
+        holds = x == extreme(x, dim, True)
+        if x.is_floating_point():
+            holds = holds | torch.ne(x, x)  # a NaN, unequal to itself
+        return torch.where(holds, positions, size).amin(dim, keepdim)
+    return decomposed
+
+
 def _extreme_along(values, indices):
-    """max(dim) or min(dim) of floats: the values an amax (amin), the indices
-    (the first extreme's, as torch's) an argmax (argmin), which runs in
-    torch; the graph drops them where nothing uses them. Of other types
-    (bool, which argmax refuses) it stays whole, run by torch."""
+    """max(dim) or min(dim): the values an amax (amin), the indices (the
+    first extreme's, as torch's) an argmax (argmin), which `_first_extreme`
+    decomposes in turn; the graph drops them where nothing uses them. Of
+    bools (which argmax refuses) it stays whole, run by torch."""
     def decomposed(x, dim, keepdim=False):
-        if not x.is_floating_point():
+        if x.dtype is torch.bool:
             return NotImplemented
         return values(x, dim, keepdim), indices(x, dim, keepdim)
     return decomposed

@@ -207,9 +207,13 @@ _register([aten.clamp_max.default], lambda a, high: _clamp(a, high=high))
 _register([aten.hardtanh.default], lambda a, low=-1.0, high=1.0: _clamp(a, low, high))
 _register([aten.leaky_relu.default], lambda a, slope="0.01": f"T.if_then_else({a} < 0.0, {a} * {slope}, {a})")
 _register([aten.where.self], lambda c, a, b: f"T.if_then_else({c}, {a}, {b})")
+# The comparisons: bool results of operands compared in their type promotion
+# (codegen.compared_dtype).
+COMPARISONS: set = set()
 for _name, _symbol in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
     _op = getattr(aten, _name)
     _register([_op.Tensor, _op.Scalar], _compare(_symbol))
+    COMPARISONS |= {_op.Tensor, _op.Scalar}
 _register([aten.logical_not.default, aten.bitwise_not.default], lambda a: f"(not {a})")
 _register([aten.logical_and.default, aten.bitwise_and.Tensor], lambda a, b: f"T.if_then_else({a}, {b}, False)")
 _register([aten.logical_or.default, aten.bitwise_or.Tensor], lambda a, b: f"T.if_then_else({a}, True, {b})")
@@ -281,5 +285,5 @@ VIEWS = {
     aten.t.default, aten.transpose.int, aten.slice.Tensor, aten.select.int, aten.as_strided.default,
     aten.detach.default, aten.alias.default, aten.split.Tensor, aten.split_with_sizes.default,
     aten.unbind.int, aten.chunk.default, aten.diagonal.default, aten.unfold.default,
-    aten.empty.memory_format, aten.empty_strided.default,
+    aten.empty.memory_format, aten.empty_strided.default, aten.empty_permuted.default,
 }
