@@ -2,6 +2,12 @@
 
     .venv/bin/python bench/amd_vs_triton.py [--out build/amd_vs_triton]
     .venv/bin/python bench/amd_vs_triton.py --defaults [--out build/amd_defaults]
+    .venv/bin/python bench/amd_vs_triton.py --ours f16:gfx942:1024x1024x1024:128x128x64:4:2 ...
+
+`--ours DTYPE:CHIP:MxNxK:BMxBNxBK:WAVES:STAGES ...` compiles only our side at
+the configurations given and prints each one's busy ratio (per wave, and of
+the work its block needs), spills and the model's predicted time with that
+ratio: what a default would give at another configuration (no Triton).
 
 `--defaults` compares what each compiler gives a user who names no
 configuration (`--defaults --rdna`: on RDNA3's gfx1100 and RDNA4's gfx1201,
@@ -563,6 +569,38 @@ def defaults_line(key: str, mine: dict, at_ours: dict | None, best: dict | None,
             f"| {at_least(mine['predicted_us'], fastest_us, more_is_better=False)} |")
 
 
+def parse_config(text: str) -> Case:
+    """The Case of `--ours`'s DTYPE:CHIP:MxNxK:BMxBNxBK:WAVES:STAGES."""
+    from tilemlir.targets.model import TargetError
+
+    try:
+        dtype, chip, shape, block, waves, stages = text.split(":")
+        shape, block = (tuple(int(x) for x in part.split("x")) for part in (shape, block))
+        if len(shape) != 3 or len(block) != 3 or dtype not in ("f16", "bf16", "fp8"):
+            raise ValueError
+        wave = wave_of(chip)
+        return Case(dtype, chip, block, int(stages), int(waves) * wave, shape, wave)
+    except TargetError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not DTYPE:CHIP:MxNxK:BMxBNxBK:WAVES:STAGES "
+                                         "(e.g. f16:gfx942:1024x1024x1024:128x128x64:4:2)") from None
+
+
+def ours_at(cases: list[Case], out: Path) -> int:
+    """`--ours`: each case compiled by us, its busy ratios, spills and predicted time."""
+    for case in cases:
+        entry = ours(case, out)
+        if "error" in entry:
+            print(f"{case.name}: {entry['error']}")
+            continue
+        entry = with_useful_busy(entry, case, (out / f"{case.name}.tilemlir.s").read_text())
+        us = predicted_us(case, entry["useful_busy"])
+        print(f"{case.name}: busy {entry['mfma_busy_ratio']}, of the work the block needs {entry['useful_busy']}, "
+              f"spills {entry['spills']}, predicted {'n/a' if us is None else f'{us:.2f}'} us")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "build" / "amd_vs_triton",
@@ -571,10 +609,14 @@ def main() -> int:
                         help="each compiler's default on issue 28's shapes (the module docstring)")
     parser.add_argument("--rdna", action="store_true",
                         help="with --defaults: RDNA3's gfx1100 and RDNA4's gfx1201 (wave32 WMMA) instead")
+    parser.add_argument("--ours", nargs="+", type=parse_config, metavar="DTYPE:CHIP:MxNxK:BMxBNxBK:WAVES:STAGES",
+                        help="only our side, at these configurations (the module docstring)")
     args = parse_or_work(parser, triton_worker)
     if args is None:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.ours:
+        return ours_at(args.ours, args.out)
     if args.defaults:
         return defaults_table(args.out, RDNA_ROWS if args.rdna else DEFAULT_ROWS)
     triton_results = run_triton(CASES, args.out)

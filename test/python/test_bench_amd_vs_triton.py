@@ -92,3 +92,21 @@ def test_our_row_kernels_compile_for_the_norms_table(tmp_path):
     exact = x64 / np.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + bench.norms_bench.EPS["rmsnorm"]) * w64
     # One bf16 rounding of the output, and f32 sums of 1024 squares.
     assert np.all(np.abs(y.astype(np.float64) - exact) <= 2.0 ** -8 * np.abs(exact) + 1024 * 2.0 ** -23)
+
+
+def test_ours_at_given_configurations(tmp_path, capsys):
+    """`--ours DTYPE:CHIP:MxNxK:BMxBNxBK:WAVES:STAGES` compiles our side at
+    that configuration and prints its busy ratios, spills and predicted
+    time; a malformed or unknown one is an argparse error naming it."""
+    pytest.importorskip("mlir")
+    import argparse
+
+    bench = _bench()
+    case = bench.parse_config("f16:gfx942:64x64x128:32x32x64:4:2")
+    assert (case.block, case.threads, case.stages, case.shape) == ((32, 32, 64), 256, 2, (64, 64, 128))
+    for text in ("f16:gfx942:64x64:32x32x64:4:2", "f32:gfx942:64x64x128:32x32x64:4:2", "f16:gfx9999:1x1x1:1x1x1:1:1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="DTYPE:CHIP|unknown target 'amdgpu:gfx9999'"):
+            bench.parse_config(text)
+    assert bench.ours_at([case], tmp_path) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("f16_64x64x128_32x32x64_gfx942_w4_s2: busy 0.") and "spills 0, predicted " in line
