@@ -87,6 +87,11 @@ class LdsShadow:
         self.reader = np.full(nbytes, -1, dtype=np.int64)
         self.many_readers = np.zeros(nbytes, dtype=bool)
         self.in_flight = np.zeros(nbytes, dtype=np.int32)
+        # Scratch for one access: which of its lanes (and which value) a
+        # byte listed more than once was scattered last, to find bytes that
+        # several of its lanes touch without sorting them (`_track`).
+        self.scratch_lane = np.empty(nbytes, dtype=np.int64)
+        self.scratch_data = np.empty(nbytes, dtype=np.uint8)
 
     def barrier(self) -> None:
         self.writer.fill(-1)
@@ -344,8 +349,6 @@ def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str,
     where = f"LDS ({memref.buffer.name})"
     if kind != LANDED and frame.wg.in_flight_lds:
         _check_in_flight(frame, op, memref, byte, lane, kind)
-    order = np.lexsort((lane, byte))  # by byte, then lane
-    sorted_bytes, sorted_lanes = byte[order], lane[order]
 
     def fail(message: str, index: int) -> None:
         raise SanitizerError(f"{message} at byte {int(byte[index])} of {where}, in "
@@ -361,24 +364,36 @@ def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str,
             i = int(np.argmax(race))
             fail(f"data race: lane {int(writer[i])} wrote and another lane reads with no "
                  f"gpu.barrier between (read)", i)
-        starts = np.flatnonzero(np.r_[True, sorted_bytes[1:] != sorted_bytes[:-1]])
-        ends = np.r_[starts[1:], sorted_bytes.size] - 1
-        unique = sorted_bytes[starts]
-        low, high = sorted_lanes[starts], sorted_lanes[ends]
-        previous = shadow.reader[unique]
-        shadow.many_readers[unique] |= (low != high) | ((previous >= 0) & (previous != low))
-        shadow.reader[unique] = np.where(previous >= 0, previous, low)
+        # Bytes several lanes read: the lane a scatter keeps for a byte differs
+        # from another of its readers. Scattered in reverse, it keeps the
+        # lowest (`_lds_bytes` lists lanes in order), the reader recorded.
+        previous = shadow.reader[byte]
+        shadow.reader[byte[::-1]] = lane[::-1]
+        kept = shadow.reader[byte]
+        several = (kept != lane) | ((previous >= 0) & (previous != lane))
+        shadow.many_readers[byte[several]] = True
+        shadow.reader[byte] = np.where(previous >= 0, previous, kept)
         return
-    same = (sorted_bytes[1:] == sorted_bytes[:-1]) & (sorted_lanes[1:] != sorted_lanes[:-1])
-    if data is not None:
-        sorted_data = data[order]
-        same &= sorted_data[1:] != sorted_data[:-1]
+    # Two lanes of this op writing one byte different values (found by a
+    # scatter; sorted by byte, then lane, for the message only).
+    shadow.scratch_lane[byte] = lane
+    same = shadow.scratch_lane[byte] != lane
+    if data is not None and same.any():
+        shadow.scratch_data[byte] = data
+        same &= shadow.scratch_data[byte] != data
     if same.any():
-        i = int(np.argmax(same))
-        raise SanitizerError(
-            f"data race: lanes {int(sorted_lanes[i])} and {int(sorted_lanes[i + 1])} write the "
-            f"same byte {int(sorted_bytes[i])} of {where} in one op, in "
-            f"{frame.wg.describe_lane(int(sorted_lanes[i + 1]))}", op)
+        order = np.lexsort((lane, byte))
+        sorted_bytes, sorted_lanes = byte[order], lane[order]
+        same = (sorted_bytes[1:] == sorted_bytes[:-1]) & (sorted_lanes[1:] != sorted_lanes[:-1])
+        if data is not None:
+            sorted_data = data[order]
+            same &= sorted_data[1:] != sorted_data[:-1]
+        if same.any():
+            i = int(np.argmax(same))
+            raise SanitizerError(
+                f"data race: lanes {int(sorted_lanes[i])} and {int(sorted_lanes[i + 1])} write the "
+                f"same byte {int(sorted_bytes[i])} of {where} in one op, in "
+                f"{frame.wg.describe_lane(int(sorted_lanes[i + 1]))}", op)
     writer = shadow.writer[byte]
     race = (writer >= 0) & (writer != lane)
     if data is not None:
@@ -400,7 +415,8 @@ def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str,
 
 
 def _lds_bytes(frame: Frame, memref: MemRef, flat: np.ndarray, mask) -> tuple[np.ndarray, np.ndarray]:
-    """The LDS bytes an access touches and the lane of each, as 1-D arrays."""
+    """The LDS bytes an access touches and the lane of each, as 1-D arrays,
+    lanes in increasing order (`_track` relies on it)."""
     itemsize = memref.dtype.itemsize
     lanes = np.broadcast_to(lane_axis(frame.wg.lanes, flat.ndim), flat.shape)
     flat, lanes = _accessed(flat, lanes, mask)
