@@ -314,6 +314,59 @@ def test_shuffle_reading_an_inactive_lane_is_reported():
             target="amdgpu:gfx942")
 
 
+I1_KERNEL = """module attributes {gpu.container_module} {
+  func.func @bools(%out: memref<64x4xi32>) {
+    %c1 = arith.constant 1 : index
+    %n = arith.constant 64 : index
+    gpu.launch_func @m::@k blocks in (%c1, %c1, %c1) threads in (%n, %c1, %c1) args(%out : memref<64x4xi32>)
+    return
+  }
+  gpu.module @m {
+    gpu.func @k(%out: memref<64x4xi32>) kernel {
+      %t = gpu.thread_id x
+      %ti = arith.index_cast %t : index to i32
+      %one = arith.constant 1 : i32
+      %two = arith.constant 2 : i32
+      %zero = arith.constant 0 : i32
+      %a = arith.cmpi ne, %ti, %zero : i32
+      %b2 = arith.andi %ti, %one : i32
+      %b = arith.cmpi ne, %b2, %zero : i32
+      %sgt = arith.cmpi sgt, %a, %b : i1
+      %sle = arith.cmpi sle, %a, %b : i1
+      %maxs = arith.maxsi %a, %b : i1
+      %mins = arith.minsi %a, %b : i1
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %r0 = arith.extui %sgt : i1 to i32
+      %r1 = arith.extui %sle : i1 to i32
+      %r2 = arith.extui %maxs : i1 to i32
+      %r3 = arith.extui %mins : i1 to i32
+      memref.store %r0, %out[%t, %c0] : memref<64x4xi32>
+      memref.store %r1, %out[%t, %c1] : memref<64x4xi32>
+      memref.store %r2, %out[%t, %c2] : memref<64x4xi32>
+      memref.store %r3, %out[%t, %c3] : memref<64x4xi32>
+      gpu.return
+    }
+  }
+}
+"""
+
+
+def test_i1_is_minus_one_signed_in_the_emulator():
+    """As LLVM's i1 (and the reference engine): signed, true is -1, so
+    true < false, and the signed max of two bools is their and."""
+    from tilemlir.runtime import run
+
+    out = np.zeros((64, 4), np.int32)
+    run(I1_KERNEL, "bools", [out], engine="emulator", target="amdgpu:gfx942")
+    a, b = np.arange(64) != 0, np.arange(64) % 2 == 1
+    signed_a, signed_b = -a.astype(int), -b.astype(int)
+    expected = np.stack([signed_a > signed_b, signed_a <= signed_b, a & b, a | b], 1)
+    np.testing.assert_array_equal(out, expected.astype(np.int32))
+
+
 def test_maca_refuses_a_shuffle_of_16_bit_values():
     from conftest import run_tool
 

@@ -432,6 +432,21 @@ def test_bool_and_uint8_tensors(engine, target, monkeypatch):
 
 @pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
                                            ("emulator", "metax:xcore1000")])
+def test_bools_order_as_zero_and_one(engine, target, monkeypatch):
+    """True > False, as in Python and C: an i1 compared signed would take True for -1."""
+    monkeypatch.setenv("TILEMLIR_TARGET", target)
+    n = 64
+    kernel = tilemlir.language.compile(K.bool_order(n), out_idx=[2], engine=engine)
+    x = RNG.uniform(-1, 1, n).astype(np.float32)
+    keep = RNG.random(n) > 0.5
+    order = kernel(x, keep)
+    positive = x > 0
+    expected = np.stack([positive > keep, positive <= keep, positive | keep, positive & keep, positive == keep], 1)
+    np.testing.assert_array_equal(order, expected)
+
+
+@pytest.mark.parametrize("engine,target", [("reference", "amdgpu:gfx942"), ("emulator", "amdgpu:gfx942"),
+                                           ("emulator", "metax:xcore1000")])
 def test_element_atomics(engine, target, monkeypatch):
     """Element-wise atomics in a T.Parallel run once per iteration, a
     block-level one once per block; float max/min ignore NaN."""

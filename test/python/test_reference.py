@@ -383,6 +383,25 @@ def test_integer_ops_follow_llvm_semantics():
     assert run(INT_OPS, "ints", 100, 100)[:2] == [-56, 16]  # 200 and 10000 wrap in i8
 
 
+BOOL_OPS = """
+func.func @bools(%a: i1, %b: i1) -> (i1, i1, i1, i1, i1, i1) {
+  %sgt = arith.cmpi sgt, %a, %b : i1
+  %ugt = arith.cmpi ugt, %a, %b : i1
+  %maxs = arith.maxsi %a, %b : i1
+  %maxu = arith.maxui %a, %b : i1
+  %mins = arith.minsi %a, %b : i1
+  %minu = arith.minui %a, %b : i1
+  return %sgt, %ugt, %maxs, %maxu, %mins, %minu : i1, i1, i1, i1, i1, i1
+}
+"""
+
+
+def test_i1_is_minus_one_signed():
+    """LLVM's i1: true is 1 unsigned and -1 signed, so signed, true < false."""
+    assert run(BOOL_OPS, "bools", True, False) == [False, True, False, True, True, False]
+    assert run(BOOL_OPS, "bools", False, True) == [True, False, False, True, True, False]
+
+
 def test_division_by_zero_is_a_located_error(tmp_path):
     path = tmp_path / "div.mlir"
     path.write_text(INT_OPS)

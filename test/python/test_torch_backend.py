@@ -265,6 +265,24 @@ def test_argmax_and_argmin_are_reductions():
     compiled_matches(lambda x: (x.argmax(1), *torch.min(x, -1)), torch.randint(-3, 4, (5, 7)))
 
 
+def test_booleans_order_as_zero_and_one():
+    """True is the larger bool (as in torch and Python): ordered comparisons
+    and extremes of bools (signed 1-bit integers would take True for -1)."""
+    x = torch.tensor([[0.0, 0.5, -0.0, 3.0, -2.0]]).half()
+    compiled_matches(lambda x: ((x > 0) > (x < 2), (x > 0) <= (x < 2), torch.maximum(x > 0, x < 2),
+                                torch.minimum(x > 0, x < 2)), x)
+
+
+def test_extremes_of_uint8_run_in_torch(monkeypatch, caplog):
+    """uint8's amax, argmax and max(dim) have no kernel (the kernel language
+    compares its elements as signed): they run in torch, listed; a sum of
+    uint8 is a kernel."""
+    monkeypatch.setenv("TILEMLIR_TORCH_STRICT", "0")
+    x = torch.tensor([[0, 255, 7], [255, 0, 255]], dtype=torch.uint8)
+    compiled_matches(lambda x: (x.amax(1), x.argmax(1), *torch.max(x, 0), x.sum(1)), x)
+    assert "aten.argmax" in caplog.text and "aten.sum" not in caplog.text
+
+
 def test_max_pooling_with_grad_enabled():
     """Called without no_grad (parameters that require grad), the forward
     graph keeps max pooling's indices for its backward: they are argmaxes,

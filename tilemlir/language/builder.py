@@ -1460,7 +1460,9 @@ class Builder:
     def compare(self, node, op: ast.cmpop, left, right) -> Scalar:
         if type(op) not in _CMP_F:
             raise self.error(node, f"'{type(op).__name__}' on runtime values is not supported")
-        if not (_is_bool(left) and _is_bool(right)):
+        # Bools compare as 0 and 1 (Python's and C's True > False); as i1, a
+        # signed predicate would take True for -1. Only == and != keep them.
+        if not (_is_bool(left) and _is_bool(right)) or type(op) not in (ast.Eq, ast.NotEq):
             left, right = self.widened_bool(left), self.widened_bool(right)
         if self.unsigned_operands(left, right):  # C compares as unsigned: -1 is the largest
             left, right = self.as_unsigned(node, left), self.as_unsigned(node, right)
@@ -2507,8 +2509,11 @@ class Builder:
         if unsigned:  # two values in [0, 2^32): the signed i64 extremum is the unsigned one
             a, b = self.as_unsigned(node, a), self.as_unsigned(node, b)
         x, y = self.promote(node, a, b)
-        ops = {"min": (arith.MinNumFOp, arith.MinSIOp), "max": (arith.MaxNumFOp, arith.MaxSIOp)}[which]
-        return Scalar(ops[0 if _is_float(x.type) else 1](x.value, y.value).result, unsigned=unsigned)
+        ops = {"min": (arith.MinNumFOp, arith.MinSIOp, arith.MinUIOp),
+               "max": (arith.MaxNumFOp, arith.MaxSIOp, arith.MaxUIOp)}[which]
+        # Of bools, True (1 as i1 unsigned, -1 signed) is the larger.
+        kind = 0 if _is_float(x.type) else 2 if x.type == _i1() else 1
+        return Scalar(ops[kind](x.value, y.value).result, unsigned=unsigned)
 
     def call_clamp(self, node: ast.Call):
         """T.clamp(x, lo, hi): T.max(T.min(x, hi), lo), as TileLang defines it."""

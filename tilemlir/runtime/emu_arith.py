@@ -170,6 +170,9 @@ def _int_op(compiler, op):
     dtype = _result_dtype(op)
     if dtype == np.bool_ and op.name in ("arith.addi", "arith.subi"):
         fn = np.logical_xor
+    elif dtype == np.bool_ and op.name in ("arith.maxsi", "arith.minsi"):
+        # Signed, an i1's True is -1: the maximum of two bools is their and.
+        fn = np.minimum if op.name == "arith.maxsi" else np.maximum
     elif op.name in _UNSIGNED_BINARY:
         raw, udt = _UNSIGNED_BINARY[op.name], unsigned(dtype)
 
@@ -215,6 +218,9 @@ def _cmpi(compiler, op):
     if is_unsigned and dtype != np.bool_:
         udt = unsigned(dtype)
         return _nary(compiler, op, lambda a, b: compare(a.view(udt), b.view(udt)))
+    if dtype == np.bool_ and not is_unsigned and name not in ("eq", "ne"):
+        # Signed, an i1's True is -1, below False: the order reverses.
+        return _nary(compiler, op, lambda a, b: compare(b, a))
     return _nary(compiler, op, compare)
 
 

@@ -87,11 +87,10 @@ class LdsShadow:
         self.reader = np.full(nbytes, -1, dtype=np.int64)
         self.many_readers = np.zeros(nbytes, dtype=bool)
         self.in_flight = np.zeros(nbytes, dtype=np.int32)
-        # Scratch for one access: which of its lanes (and which value) a
-        # byte listed more than once was scattered last, to find bytes that
-        # several of its lanes touch without sorting them (`_track`).
-        self.scratch_lane = np.empty(nbytes, dtype=np.int64)
-        self.scratch_data = np.empty(nbytes, dtype=np.uint8)
+        # Scratch for one access: which of its elements a scatter keeps for
+        # a byte listed more than once, to find bytes that several of its
+        # lanes write without sorting them (`_track`).
+        self.scratch_index = np.empty(nbytes, dtype=np.int64)
 
     def barrier(self) -> None:
         self.writer.fill(-1)
@@ -365,8 +364,9 @@ def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str,
             fail(f"data race: lane {int(writer[i])} wrote and another lane reads with no "
                  f"gpu.barrier between (read)", i)
         # Bytes several lanes read: the lane a scatter keeps for a byte differs
-        # from another of its readers. Scattered in reverse, it keeps the
-        # lowest (`_lds_bytes` lists lanes in order), the reader recorded.
+        # from another of its readers, whichever it keeps. Scattered in
+        # reverse, NumPy keeps the lowest (its last assignment wins; `_lds_bytes`
+        # lists lanes in order), the reader recorded (only its message names it).
         previous = shadow.reader[byte]
         shadow.reader[byte[::-1]] = lane[::-1]
         kept = shadow.reader[byte]
@@ -374,13 +374,15 @@ def _track(frame: Frame, op, memref: MemRef, flat: np.ndarray, mask, kind: str,
         shadow.many_readers[byte[several]] = True
         shadow.reader[byte] = np.where(previous >= 0, previous, kept)
         return
-    # Two lanes of this op writing one byte different values (found by a
-    # scatter; sorted by byte, then lane, for the message only).
-    shadow.scratch_lane[byte] = lane
-    same = shadow.scratch_lane[byte] != lane
-    if data is not None and same.any():
-        shadow.scratch_data[byte] = data
-        same &= shadow.scratch_data[byte] != data
+    # Two lanes of this op writing one byte different values: each element
+    # against the one a scatter of positions keeps for its byte (lane and
+    # value of one element, whichever is kept); sorted by byte, then lane,
+    # for the message only.
+    shadow.scratch_index[byte] = np.arange(byte.size)
+    kept = shadow.scratch_index[byte]
+    same = lane[kept] != lane
+    if data is not None:
+        same &= data[kept] != data
     if same.any():
         order = np.lexsort((lane, byte))
         sorted_bytes, sorted_lanes = byte[order], lane[order]

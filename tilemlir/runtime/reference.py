@@ -292,6 +292,13 @@ _INT_BINARY: dict[str, Callable] = {
     "arith.shli": operator.lshift, "arith.shrsi": operator.rshift,
     "arith.maxsi": np.maximum, "arith.minsi": np.minimum,
 }
+# On i1: True is 1 unsigned and -1 signed (so the signed max of two bools is
+# their and).
+_BOOL_BINARY: dict[str, Callable] = {
+    "arith.andi": operator.and_, "arith.ori": operator.or_, "arith.xori": operator.xor,
+    "arith.maxui": operator.or_, "arith.minui": operator.and_, "arith.maxsi": operator.and_,
+    "arith.minsi": operator.or_,
+}
 _INT_DIVISION = {"arith.divsi", "arith.remsi", "arith.ceildivsi", "arith.floordivsi",
                  "arith.divui", "arith.remui", "arith.ceildivui"}
 _UNSIGNED_BINARY: dict[str, Callable] = {
@@ -569,9 +576,9 @@ class _FunctionCompiler:
         result = self.define(op.results[0])
         bits = _bits_of(op.results[0].type)
         if bits == 1:
-            if name not in ("arith.andi", "arith.ori", "arith.xori"):
+            if name not in _BOOL_BINARY:
                 raise self.fail(op, f"{name} on i1 is not supported by the reference engine")
-            fn = _INT_BINARY[name]
+            fn = _BOOL_BINARY[name]
 
             def run_bool(frame: Frame) -> None:
                 env = frame.env

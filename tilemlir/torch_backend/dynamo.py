@@ -306,9 +306,10 @@ def _first_extreme(extreme):
     (minimum) along `dim`, then the least position holding it or a NaN
     (torch's argmax and argmin take a NaN as the extreme: its first one,
     where the amax is NaN too and equals nothing). Over all elements when
-    `dim` is None. Of bools (which torch refuses) it stays whole."""
+    `dim` is None. Of bools (which torch refuses) and uint8 (whose extremes
+    no kernel takes: partition.reducible) it stays whole."""
     def decomposed(x, dim=None, keepdim=False):
-        if x.dtype is torch.bool or x.numel() == 0:
+        if x.dtype in (torch.bool, torch.uint8) or x.numel() == 0:
             return NotImplemented
         if dim is None:
             found = decomposed(x.reshape(-1), 0)
@@ -329,9 +330,9 @@ def _extreme_along(values, indices):
     """max(dim) or min(dim): the values an amax (amin), the indices (the
     first extreme's, as torch's) an argmax (argmin), which `_first_extreme`
     decomposes in turn; the graph drops them where nothing uses them. Of
-    bools (which argmax refuses) it stays whole, run by torch."""
+    bools (which argmax refuses) and uint8 it stays whole, run by torch."""
     def decomposed(x, dim, keepdim=False):
-        if x.dtype is torch.bool:
+        if x.dtype in (torch.bool, torch.uint8):
             return NotImplemented
         return values(x, dim, keepdim), indices(x, dim, keepdim)
     return decomposed

@@ -81,15 +81,17 @@ def trailing_dims(dims, rank: int) -> int | None:
 
 def reducible(node: fx.Node) -> bool:
     """A reduction whose kernel is written: of floats; sum, amax and amin of
-    integers and booleans too (summed in 64 bits, as torch does)."""
+    signed integers, and sums of booleans and uint8 (summed in 64 bits, as
+    torch does; the extremes of those the kernel language does not compare:
+    they would compare as signed)."""
     source = dtype_of(node.args[0])
     if source in pointwise.FLOATS:
         return True
     if node.target not in pointwise.REDUCTIONS or pointwise.REDUCTIONS[node.target][1]:  # no means
         return False
-    if source == torch.bool:
-        return pointwise.REDUCTIONS[node.target][0] == "sum"  # a count
-    return source in (torch.uint8, torch.int8, torch.int32, torch.int64)
+    if source in (torch.bool, torch.uint8):
+        return pointwise.REDUCTIONS[node.target][0] == "sum"  # a count, a sum
+    return source in (torch.int8, torch.int32, torch.int64)
 
 
 def is_reduction(node: fx.Node) -> bool:

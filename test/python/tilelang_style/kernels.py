@@ -368,6 +368,22 @@ def byte_types(N):
     return main
 
 
+def bool_order(N):
+    """Bools order as 0 < 1: ordered comparisons and T.max / T.min of two
+    bools (True the larger), == of bools."""
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float32"), Keep: T.Tensor((N,), "bool"), Order: T.Tensor((N, 5), "bool")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(N):
+                Order[i, 0] = (X[i] > 0) > Keep[i]
+                Order[i, 1] = (X[i] > 0) <= Keep[i]
+                Order[i, 2] = T.max(X[i] > 0, Keep[i])
+                Order[i, 3] = T.min(X[i] > 0, Keep[i])
+                Order[i, 4] = (X[i] > 0) == Keep[i]
+
+    return main
+
+
 def element_atomics(N, bins, blocks):
     """T.atomic_add/max/min of single elements: a histogram (many iterations
     on one bin, across blocks), a global max and min of floats (NaN inputs
