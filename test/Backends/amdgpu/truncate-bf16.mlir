@@ -127,3 +127,16 @@ llvm.func @loops(%c: i1, %x: f32) -> bf16 {
 ^exit:
   llvm.return %t : bf16
 }
+
+// A producer with the nsz (or fast) flag may give -0 for +0: the test stays.
+// SOFT-LABEL: llvm.func @no_signed_zeros
+// SOFT: llvm.fcmp "uno"
+// SOFT-NOT: llvm.intr.umin
+// SOFT: llvm.return
+llvm.func @no_signed_zeros(%c: i1, %x: f32) -> bf16 {
+  %zero = llvm.mlir.constant(0.0 : f32) : f32
+  %e = rocdl.exp2 %x f32 -> f32
+  %m = llvm.select %c, %e, %zero {fastmathFlags = #llvm.fastmath<nsz>} : i1, f32
+  %b = llvm.fptrunc %m : f32 to bf16
+  llvm.return %b : bf16
+}

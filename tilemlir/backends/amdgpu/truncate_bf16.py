@@ -23,8 +23,10 @@ them; docs/kernels.md leaves a converted NaN's sign and payload unspecified).
 
 Where x is an exponential (`rocdl.exp2`, `llvm.intr.exp2`, `llvm.intr.exp`;
 through `llvm.select`s, non-negative constants and the block arguments every
-branch passes such values to), x is +0 or more, or a quiet NaN of either sign
-(an arithmetic result is never a signalling NaN): as an unsigned integer, every
+branch passes such values to, none with the `nsz` or `fast` flag, which lets
+LLVM give -0 for +0), x is +0 or more, or a quiet NaN of either sign (an
+arithmetic result is never a signalling NaN: LLVM's rule, and the hardware's
+with its IEEE mode, on for kernels): as an unsigned integer, every
 number is at most 0x7f800000 (infinity) and every such NaN at least
 0x7fc00000, so `llvm.intr.umin` with 0x7fc00000 is the NaN choice, one
 instruction (`v_min_u32`) where the test and the choice take two and a hazard
@@ -109,6 +111,14 @@ def _non_negative_constant(op: ir.Operation) -> bool:
     return all(number >= 0 and math.copysign(1.0, number) > 0 for number in numbers)
 
 
+def _fast_math_flags(op: ir.Operation) -> set[str]:
+    """The flags of `op`'s `#llvm.fastmath<...>` attribute (none: empty)."""
+    if "fastmathFlags" not in op.attributes:
+        return set()
+    text = str(op.attributes["fastmathFlags"])
+    return {flag.strip() for flag in text[text.find("<") + 1:text.rfind(">")].split(",")} - {"none"}
+
+
 def is_exponential(value: ir.Value) -> bool:
     """Whether every value `value` can take is an exponential's result or a
     non-negative constant (module docstring), followed through selects and
@@ -127,6 +137,8 @@ def is_exponential(value: ir.Value) -> bool:
             work += incoming
             continue
         op = value.owner
+        if _fast_math_flags(op) & {"nsz", "fast"}:
+            return False  # LLVM may then give -0 for +0
         if op.name == "llvm.select":
             work += list(op.operands)[1:]
         elif op.name not in EXPONENTIALS and not (op.name == "llvm.mlir.constant" and _non_negative_constant(op)):
