@@ -267,7 +267,10 @@ def _position(chunk: Chunk, offset: int) -> tuple[int, int]:
 # a value type the LLVM dialect does not know (`index`, a tensor, ...) instead
 # of reporting it: LLVMTypes.cpp's isScalableVectorType asserts.
 _ABORTING_LLVM_OPS = frozenset({"llvm.atomicrmw"})
-_NON_LLVM_TYPE_WORDS = frozenset({"index", "tensor", "memref", "none", "complex", "tuple"})
+_NON_LLVM_TYPE_WORDS = frozenset({"index", "tensor", "memref", "none", "complex", "tuple", "tf32"})
+# Builtin types with no LLVM counterpart: signed and unsigned integers (si32,
+# ui8) and the small floats (f8E5M2, f4E2M1FN, ...).
+_NON_LLVM_TYPE_PATTERN = re.compile(r"(?:[su]i\d+|f\d+E\d+M\d+\w*)")
 
 
 def _non_llvm_type_after(tokens: list[Token], start: int, text: str) -> Token | None:
@@ -286,7 +289,8 @@ def _non_llvm_type_after(tokens: list[Token], start: int, text: str) -> Token | 
         if token.kind == "punct":
             depth += (token.text in _OPENERS) - (token.text in _CLOSERS)
             typed = typed or (token.text == ":" and depth <= 0)
-        if (token.kind == "bare" and token.text in _NON_LLVM_TYPE_WORDS) or (
+        if (token.kind == "bare" and (token.text in _NON_LLVM_TYPE_WORDS
+                                      or _NON_LLVM_TYPE_PATTERN.fullmatch(token.text))) or (
                 token.kind == "bang" and not token.text.startswith("!llvm.")):
             return token
     return None

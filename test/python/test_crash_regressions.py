@@ -91,7 +91,7 @@ CRASHES = {
         ("func.func @f() {\n  \"tile.kernel\"() ({\n  ^bb0(%bx: index):\n    %c0 = arith.constant 0 : index\n"
         "    %c1 = arith.constant 1 : index\n    scf.for %k = %c0 to %c1 step %c1 {\n    } {tile.num_stages = \"three\"}\n"
         "    gpu.yield\n  }) {grid = array<i64: 1>, threads = 64 : i64} : () -> ()\n  return\n}\n"),
-        '<stdin>:6:5: error: scf.for: tile.num_stages must be an integer >= 1; got "three"'),
+        '<stdin>:6:5: error: scf.for: tile.num_stages must be an integer from 1 to 64; got "three"'),
 }
 
 

@@ -61,12 +61,18 @@ def positive_i64_array(length: int) -> FormCheck:
     return check
 
 
-def integer(minimum: int) -> FormCheck:
+def integer(minimum: int, maximum: int | None = None) -> FormCheck:
     def check(attr: ir.Attribute) -> str | None:
-        if not isinstance(attr, ir.IntegerAttr) or not _is_integer_type(attr.type) or attr.value < minimum:
+        if not isinstance(attr, ir.IntegerAttr) or not _is_integer_type(attr.type) or attr.value < minimum \
+                or (maximum is not None and attr.value > maximum):
             return f"got {attr}"
         return None
     return check
+
+
+# The deepest pipeline tile.num_stages may ask for: more stages than any
+# chip's shared memory holds tiles for (a loop would be copied that often).
+MAX_STAGES = 64
 
 
 def of_kind(kind: type, *, equal: str | None = None) -> FormCheck:
@@ -240,7 +246,7 @@ NUM_STAGES = IntegerAttribute(
     producer="tile-tiling (or the input: TileLang's T.Pipelined)",
     consumers=("tile-pipeline", "tile-infer-layout", "the nvidia matrix core (cp.async pipelining)",
                "the report's decisions"),
-    form="an integer >= 1", check=integer(1))
+    form=f"an integer from 1 to {MAX_STAGES}", check=integer(1, MAX_STAGES))
 
 TILING = DictionaryAttribute(
     "tile.tiling", ("tile.kernel",),

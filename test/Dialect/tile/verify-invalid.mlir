@@ -696,9 +696,22 @@ func.func @num_stages_zero() {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
   %c1 = arith.constant 1 : index
-  // expected-error@below {{scf.for: tile.num_stages must be an integer >= 1; got 0 : i64}}
+  // expected-error@below {{scf.for: tile.num_stages must be an integer from 1 to 64; got 0 : i64}}
   scf.for %i = %c0 to %c4 step %c1 {
   } {tile.num_stages = 0 : i64}
+  return
+}
+
+// -----
+
+// Nor more than 64 (a loop copied that often, beyond any chip's shared memory).
+func.func @num_stages_huge() {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  // expected-error@below {{scf.for: tile.num_stages must be an integer from 1 to 64; got 9223372036854775807 : i64}}
+  scf.for %i = %c0 to %c4 step %c1 {
+  } {tile.num_stages = 9223372036854775807 : i64}
   return
 }
 
@@ -709,7 +722,7 @@ func.func @num_stages_not_integer() {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
   %c1 = arith.constant 1 : index
-  // expected-error@below {{scf.for: tile.num_stages must be an integer >= 1; got "three"}}
+  // expected-error@below {{scf.for: tile.num_stages must be an integer from 1 to 64; got "three"}}
   scf.for %i = %c0 to %c4 step %c1 {
   } {tile.num_stages = "three"}
   return

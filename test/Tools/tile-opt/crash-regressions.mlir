@@ -43,6 +43,23 @@ func.func @h(%p: !llvm.ptr<1>, %v: index) {
 
 // -----
 
+// Signed and unsigned integers and the small floats have no LLVM type either.
+llvm.func @signed(%p: !llvm.ptr<1>, %v: f32) {
+  // expected-error@below {{llvm.atomicrmw of 'si32' is not supported}}
+  %0 = llvm.atomicrmw fadd %p, %v acq_rel : !llvm.ptr<1>, si32
+  llvm.return
+}
+
+// -----
+
+llvm.func @small_float(%p: !llvm.ptr<1>, %v: f32) {
+  // expected-error@below {{llvm.atomicrmw of 'f8E5M2' is not supported}}
+  %0 = llvm.atomicrmw fadd %p, %v acq_rel : !llvm.ptr<1>, f8E5M2
+  llvm.return
+}
+
+// -----
+
 // The generic form too, with its signature on a later line, escaped, through an alias.
 !t = tensor<2xf32>
 func.func @k(%p: !llvm.ptr<1>, %v: !t) {
