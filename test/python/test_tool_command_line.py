@@ -11,7 +11,7 @@ import sys
 import tomllib
 
 import pytest
-from conftest import REPO
+from conftest import BIN, REPO
 
 import tilemlir
 from tilemlir.diagnostics import UserError
@@ -116,3 +116,28 @@ def test_files_named_after_the_input(tmp_path):
     source.write_text("// tile IR in a file named like assembly\n")
     with pytest.raises(UserError, match="would be written over the input"):
         _named_after_input(str(source), stages["isa"], str(tmp_path))
+
+
+@pytest.mark.parametrize("redirect,message", [
+    ("1>&-", "tile-opt: error: standard output is closed"),
+    ("0<&-", "tile-opt: error: standard input is closed"),
+    (">/dev/full", "tile-opt: error: cannot write the output: No space left on device"),
+])
+def test_closed_or_full_standard_streams_are_errors(redirect, message):
+    """A caller that closes stdin or stdout, or points stdout at a full
+    device, gets an error that says so (exit 1), not an internal error."""
+    source = "-" if redirect.startswith("0") else str(REPO / "examples" / "seed_fp8_gemm.mlir")
+    done = subprocess.run(f"{BIN / 'tile-opt'} {source} {redirect}", shell=True, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 1 and done.stderr.strip() == message, done.stderr
+
+
+def test_running_out_of_memory_is_an_error_not_a_bug(capsys):
+    from tilemlir.tools.common import _guarded
+
+    def run(argv):
+        raise MemoryError("Unable to allocate 256. GiB")
+
+    assert _guarded("tile-run", run, []) == 1
+    assert capsys.readouterr().err == ("tile-run: error: out of memory (Unable to allocate 256. GiB): the input "
+                                       "needs more memory than this machine gives the process\n")

@@ -9,6 +9,7 @@ heavy is loaded (`guarded_main`)."""
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import stat
 import sys
@@ -59,6 +60,30 @@ def guarded_main(prog: str, run: Callable[[list[str]], int], argv: list[str]) ->
     return outcome[0] if outcome else 1
 
 
+# Writing the output failed for a reason outside tilemlir: a full disk, an
+# I/O error, a descriptor the caller closed.
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EBADF, errno.EDQUOT, errno.EFBIG)
+
+
+class _Closed:
+    """sys.stdin or sys.stdout when the caller closed it: any use is the
+    error that says so."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def flush(self) -> None:  # the interpreter's at exit: nothing was written
+        return None
+
+    def close(self) -> None:
+        return None
+
+    def __getattr__(self, name):
+        from tilemlir.diagnostics import UserError
+
+        raise UserError(f"{self.what} is closed")
+
+
 def _guarded(prog: str, run: Callable[[list[str]], int], argv: list[str]) -> int:
     from tilemlir.diagnostics import ToolWarning, UserError
 
@@ -73,10 +98,23 @@ def _guarded(prog: str, run: Callable[[list[str]], int], argv: list[str]) -> int
             shown(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show
+    for name in ("stdin", "stdout"):  # a descriptor closed by the caller (`>&-`): Python has None
+        if getattr(sys, name) is None:
+            setattr(sys, name, _Closed(f"standard {name.removeprefix('std').replace('in', 'input').replace('out', 'output')}"))
     try:
         return run(argv)
     except UserError as error:
         sys.stderr.write(f"{prog}: error: {error}\n")
+        return 1
+    except MemoryError as error:
+        detail = f" ({error})" if str(error) else ""
+        sys.stderr.write(f"{prog}: error: out of memory{detail}: the input needs more memory than this "
+                         f"machine gives the process\n")
+        return 1
+    except OSError as error:
+        if error.errno not in _OUTPUT_ERRNOS:
+            raise
+        sys.stderr.write(f"{prog}: error: cannot write the output: {error.strerror}\n")
         return 1
     except KeyboardInterrupt:
         return 130
