@@ -141,3 +141,20 @@ def test_running_out_of_memory_is_an_error_not_a_bug(capsys):
     assert _guarded("tile-run", run, []) == 1
     assert capsys.readouterr().err == ("tile-run: error: out of memory (Unable to allocate 256. GiB): the input "
                                        "needs more memory than this machine gives the process\n")
+
+
+def test_an_endless_or_huge_input_is_refused(monkeypatch, tmp_path):
+    """At most MAX_INPUT_BYTES are read: /dev/zero is refused at once, not
+    read until memory runs out."""
+    from tilemlir.tools import common
+
+    done = subprocess.run([str(BIN / "tile-opt"), "/dev/zero"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 1
+    assert done.stderr == "tile-opt: error: input file '/dev/zero' is larger than 1 GiB, the most the tools read\n"
+    monkeypatch.setattr(common, "MAX_INPUT_BYTES", 8)
+    (tmp_path / "nine.mlir").write_text("// 456789")
+    (tmp_path / "eight.mlir").write_text("// 45678")
+    with pytest.raises(UserError, match="is larger than"):
+        common.read_input(str(tmp_path / "nine.mlir"))
+    assert common.read_input(str(tmp_path / "eight.mlir")).text == "// 45678"

@@ -284,20 +284,28 @@ class ToolParser(argparse.ArgumentParser):
         return UserError(f"unknown flag '{flag}'{hint} ({self.flags_hint})")
 
 
+# The largest input read (an endless one, `/dev/zero`, would fill memory).
+MAX_INPUT_BYTES = 1 << 30
+
+
 def read_input(path: str):
-    """The input file (or stdin for '-') as a SourceBuffer; unreadable or
-    non-UTF-8 input is a UserError naming it."""
+    """The input file (or stdin for '-') as a SourceBuffer; unreadable,
+    larger than MAX_INPUT_BYTES or non-UTF-8 input is a UserError naming it."""
     from tilemlir.diagnostics import SourceBuffer, UserError
 
     try:
         if path == "-":
-            data = sys.stdin.buffer.read()
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
             name = "<stdin>"
         else:
-            data = Path(path).read_bytes()
+            with open(path, "rb") as file:
+                data = file.read(MAX_INPUT_BYTES + 1)
             name = path
     except OSError as error:
         raise UserError(f"could not open input file '{path}': {error.strerror or error}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        shown = "<stdin>" if path == "-" else path
+        raise UserError(f"input file '{shown}' is larger than {MAX_INPUT_BYTES >> 30} GiB, the most the tools read")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
