@@ -114,6 +114,9 @@ class TilePass(ABC):
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    # A pass that adds ops beside the module's functions (gpu.module, launches)
+    # runs on the module itself, not nested in one of its ops.
+    on_module: ClassVar[bool] = False
 
     @abstractmethod
     def run(self, module: ir.Operation, state: PassState) -> None:
@@ -193,6 +196,10 @@ class TilePass(ABC):
                 else:
                     targets = [inner for inner in walk(op) if inner.name == anchor]
                 for target in targets:
+                    if tile_pass.on_module and target.name != "builtin.module":
+                        state.error(target, f"{tile_pass.name} runs on a module (builtin.module("
+                                            f"{tile_pass.name})), not nested in {target.name}")
+                        break
                     # A default location for builders the pass does not locate itself.
                     with target.location:
                         tile_pass.run(target, state)

@@ -121,6 +121,7 @@ class LowerToGpu(TilePass):
     name: ClassVar[str] = "tile-lower-to-gpu"
     summary: ClassVar[str] = ("Lower tile kernels to gpu.func with the family's matrix instructions, "
                               "launched by gpu.launch_func")
+    on_module: ClassVar[bool] = True
 
     target: str = ""
 
