@@ -217,10 +217,6 @@ def weighed_seconds(prediction: Prediction) -> float:
 # 682 TFLOP/s against 3 stages 634; 8192^3 654 against 605).
 SAME = 0.005
 
-# Threads a workgroup may have where the descriptor does not say (every
-# shipped chip's is 1024; an unknown fact, assumed, bounds only the option).
-LARGEST_WORKGROUP = 1024
-
 # Predictions this close to the fastest are taken as equal (`rank_configs`).
 # The model costs the instructions a wave issues besides its matrix ones
 # (global loads, LDS stores and reads, address work, waits and the barrier) as
@@ -489,16 +485,14 @@ class TileTiling(TilePass):
         if (self.block and min(self.block) <= 0) or min(self.threads, self.stages, self.split_k) < 0:
             state.error(op, "tile-tiling: block sizes, threads, stages and split-k must be positive")
             return None
-        largest = target.compute.max_threads_per_workgroup
-        largest = largest if isinstance(largest, int) else LARGEST_WORKGROUP
-        if self.threads > largest:
+        facts = model_facts(target)
+        if self.threads > facts.max_threads_per_workgroup:
             state.error(op, f"tile-tiling: threads={self.threads}: a workgroup of {target.family}:{target.name} "
-                            f"has at most {largest} threads")
+                            f"has at most {facts.max_threads_per_workgroup} threads")
             return None
         if self.stages > attributes.MAX_STAGES:
             state.error(op, f"tile-tiling: stages={self.stages}: a pipeline has at most {attributes.MAX_STAGES}")
             return None
-        facts = model_facts(target)
         problem = gemm_problem(shape, target, zero_init)
         if self.split_k > 1 and (refusal := split_k_refusal(problem)) is not None:
             state.error(op, f"tile-tiling: split-k={self.split_k} is not possible for this {problem} gemm: "

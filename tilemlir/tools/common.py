@@ -98,9 +98,9 @@ def _guarded(prog: str, run: Callable[[list[str]], int], argv: list[str]) -> int
             shown(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show
-    for name in ("stdin", "stdout"):  # a descriptor closed by the caller (`>&-`): Python has None
-        if getattr(sys, name) is None:
-            setattr(sys, name, _Closed(f"standard {name.removeprefix('std').replace('in', 'input').replace('out', 'output')}"))
+    for name, what in (("stdin", "standard input"), ("stdout", "standard output")):
+        if getattr(sys, name) is None:  # a descriptor the caller closed (`>&-`)
+            setattr(sys, name, _Closed(what))
     try:
         return run(argv)
     except UserError as error:

@@ -314,9 +314,9 @@ def _first_extreme(extreme):
         if dim is None:
             found = decomposed(x.reshape(-1), 0)
             return found.reshape([1] * x.dim()) if keepdim else found
-        dim = dim % max(x.dim(), 1)
         if x.dim() == 0:
             return torch.zeros((), dtype=torch.int64, device=x.device)
+        dim %= x.dim()
         size = x.shape[dim]
         positions = torch.arange(size, device=x.device).view([size if d == dim else 1 for d in range(x.dim())])
         holds = x == extreme(x, dim, True)

@@ -152,10 +152,10 @@ def rounded_bf16(x: ir.Value, exponential: bool = False) -> ir.Value:
     `exponential`, for an `x` that `is_exponential`."""
     i32 = shaped_like(x.type, ir.IntegerType.get_signless(32))
     i16 = shaped_like(x.type, ir.IntegerType.get_signless(16))
-    i1 = shaped_like(x.type, ir.IntegerType.get_signless(1))
     if exponential:
         bits = _op("llvm.intr.umin", i32, _op("llvm.bitcast", i32, x), llvm_constant(QUIET_NAN, i32))
     else:
+        i1 = shaped_like(x.type, ir.IntegerType.get_signless(1))
         predicate = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), UNORDERED)
         nan = _op("llvm.fcmp", i1, x, x, predicate=predicate)
         quiet = _op("llvm.bitcast", x.type, llvm_constant(QUIET_NAN, i32))
